@@ -1,0 +1,33 @@
+# Two entry points for a fresh machine: `make run` (plan the shipped default round) and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test test-fast profiles default-instance clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/wattplan plan instances/default.json --out out/plan.json
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -q -m "not slow"
+
+# Rebuild the shipped data from the shipped sources (both are committed).
+profiles: $(STAMP)
+	$(VENV)/bin/wattplan profiles build
+
+default-instance: $(STAMP)
+	$(VENV)/bin/wattplan instance from-trace instances/sources/gavel/traces/6c71a0.trace \
+	  --cluster v100:64,p100:32 --at 1900000 --max-jobs 64 --budget-fraction 0.6 --out instances/default.json
+
+clean:
+	rm -rf $(VENV) out .pytest_cache .hypothesis

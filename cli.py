@@ -1,0 +1,254 @@
+"""wattplan's command line: parse, call the planner, render. No math and no solver here.
+
+Exit codes: 0 success, 1 a plan or run failed (e.g. the validator rejected a plan),
+2 bad input (every problem is listed with the path of the offending field).
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections.abc import Callable
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from planner.problems import InputError, Problem
+
+app = typer.Typer(
+    name="wattplan",
+    help="Energy-aware batch planner for GPU clusters: plan a round of training jobs under an energy budget.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+instance_app = typer.Typer(help="Build and check round instances (wattplan.instance/1).", no_args_is_help=True)
+profiles_app = typer.Typer(
+    help="Build job profiles from the shipped Gavel and Zeus measurements.", no_args_is_help=True
+)
+app.add_typer(instance_app, name="instance")
+app.add_typer(profiles_app, name="profiles")
+
+out = Console()
+err = Console(stderr=True)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class ExitCode:
+    OK = 0
+    FAILED = 1
+    BAD_INPUT = 2
+
+
+def report_problems(source: str, problems: list[Problem], title: str) -> None:
+    from planner.report import problems_table
+
+    err.print(problems_table(problems, f"{title}: {source} ({len(problems)} problem(s))"))
+
+
+def handles_errors(fn: F) -> F:
+    """Turn expected failures into a message and an exit code, in one place."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except InputError as exc:
+            report_problems(exc.source, exc.problems, "bad input")
+            raise typer.Exit(ExitCode.BAD_INPUT) from None
+        except (ValueError, OSError) as exc:
+            err.print(f"[bold red]error:[/] {exc}")
+            raise typer.Exit(ExitCode.FAILED) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+REPO_ROOT = Path(__file__).resolve().parent
+DEFAULT_INSTANCE = REPO_ROOT / "instances" / "default.json"
+
+
+@app.command()
+@handles_errors
+def plan(
+    instance: Annotated[Path, typer.Argument(help="Round instance (wattplan.instance/1 JSON).")] = DEFAULT_INSTANCE,
+    solver: Annotated[
+        str, typer.Option(help="Planner to use: greedy (progress per joule, exclusive jobs).")
+    ] = "greedy",
+    out_path: Annotated[Path, typer.Option("--out", "-o", help="Where to write the plan (written atomically).")] = Path(
+        "plan.json"
+    ),
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the summary.")] = False,
+) -> None:
+    """Plan one round: choose GPUs, settings and placements under the energy budget, validate, write the plan."""
+    from planner.instance_io import load_instance
+    from planner.plan import write_plan
+    from planner.planning import InvalidPlanError, make_plan
+    from planner.report import plan_table, summary_table
+
+    inst = load_instance(instance)
+    try:
+        result = make_plan(inst, solver)
+    except InvalidPlanError as exc:
+        report_problems(solver, exc.problems, "planner bug: invalid plan, not written")
+        raise typer.Exit(ExitCode.FAILED) from None
+    write_plan(result, out_path)
+    if not quiet:
+        out.print(plan_table(result))
+    out.print(summary_table(result))
+    out.print(f"plan written to [bold]{out_path}[/] and validated against {instance}")
+
+
+@app.command()
+@handles_errors
+def validate(
+    instance: Annotated[Path, typer.Argument(help="Round instance the plan is for.")],
+    plan_file: Annotated[Path, typer.Argument(metavar="PLAN", help="Plan to check (wattplan.plan/1 JSON).")],
+) -> None:
+    """Check a plan against its instance (no solver involved); exit 1 on any violation."""
+    from planner.instance_io import load_instance
+    from planner.plan import load_plan
+    from planner.validate import validate_plan
+
+    inst = load_instance(instance)
+    the_plan = load_plan(plan_file)
+    problems = validate_plan(inst, the_plan)
+    if problems:
+        report_problems(str(plan_file), problems, "invalid plan")
+        raise typer.Exit(ExitCode.FAILED)
+    r = the_plan.round
+    out.print(
+        f"[green]valid[/]: {sum(j.state == 'run' for j in the_plan.jobs)} jobs run, "
+        f"energy {r.energy_j / 1e6:.3f} MJ, progress {r.progress:.4f}"
+    )
+
+
+@instance_app.command("check")
+@handles_errors
+def instance_check(file: Annotated[Path, typer.Argument(help="Instance file to check.")]) -> None:
+    """Check an instance's structure and meaning; list every problem with its path (exit 2)."""
+    from planner.instance_io import load_instance
+
+    inst = load_instance(file)
+    out.print(
+        f"[green]ok[/]: {len(inst.jobs)} jobs, {len(inst.gpu_types)} GPU types, "
+        f"{len(inst.profiles)} profiles, {len(inst.pairs)} pair entries"
+    )
+
+
+class TraceFormat(StrEnum):
+    auto = "auto"
+    gavel = "gavel"
+    philly = "philly"
+
+
+@instance_app.command("from-trace")
+@handles_errors
+def instance_from_trace(
+    trace: Annotated[Path, typer.Argument(help="Gavel .trace file or Philly-derived CSV.")],
+    cluster: Annotated[str, typer.Option(help="GPUs of each type, e.g. v100:64,p100:32 (whole nodes).")],
+    at: Annotated[float, typer.Option(help="Round start, seconds after the trace's start.")],
+    out_path: Annotated[Path, typer.Option("--out", "-o", help="Instance file to write.")] = Path("instance.json"),
+    fmt: Annotated[
+        TraceFormat, typer.Option("--format", help="Trace format (auto: by file extension).")
+    ] = TraceFormat.auto,
+    max_jobs: Annotated[int | None, typer.Option(help="Keep at most this many jobs (earliest arrivals).")] = None,
+    round_s: Annotated[float, typer.Option(help="Round length T (s).")] = 360.0,
+    budget_fraction: Annotated[float, typer.Option(help="Budget as a fraction of full power x T.")] = 0.6,
+    budget_j: Annotated[float | None, typer.Option(help="Budget in joules (overrides --budget-fraction).")] = None,
+    power_cap_w: Annotated[float | None, typer.Option(help="Power cap in W; budget = cap x T.")] = None,
+    no_budget: Annotated[bool, typer.Option("--no-budget", help="No energy budget.")] = False,
+    gpus_per_node: Annotated[int, typer.Option(help="GPUs per node.")] = 8,
+    node_power_w: Annotated[
+        float, typer.Option(help="Node base power (CPU, memory, fans) in W; an assumption, not measured data.")
+    ] = 200.0,
+    restart_s: Annotated[float, typer.Option(help="Restart cost tau (s).")] = 30.0,
+    min_pair_rate: Annotated[float, typer.Option(help="Least slowdown either job of a pair may have.")] = 0.5,
+    seed: Annotated[int, typer.Option(help="Seed for drawing job types of Philly rows.")] = 0,
+    vc: Annotated[str | None, typer.Option(help="Philly virtual cluster id to keep (e.g. 6214e9).")] = None,
+    profiles: Annotated[
+        Path | None, typer.Option(help="Profile library (default: the shipped Gavel+Zeus one).")
+    ] = None,
+) -> None:
+    """Make a round instance from a trace: the queue at --at with remaining steps."""
+    from planner.instance_io import write_instance
+    from planner.profile_build import DEFAULT_PROFILE_LIBRARY
+    from planner.round_builder import (
+        RoundOptions,
+        build_round,
+        load_profile_library,
+        normalise_request,
+        parse_cluster_spec,
+    )
+    from planner.traces import read_gavel_trace, read_philly_csv
+
+    spec = parse_cluster_spec(cluster, gpus_per_node, node_power_w)
+    lib = load_profile_library(profiles or DEFAULT_PROFILE_LIBRARY)
+    kind = fmt.value if fmt != TraceFormat.auto else ("philly" if trace.suffix == ".csv" else "gavel")
+    if kind == "gavel":
+        jobs = read_gavel_trace(trace)
+    else:
+        types = sorted({p.type for p in lib.profiles})
+        jobs = read_philly_csv(
+            trace,
+            types,
+            lambda t, n: lib.top_throughput(t, "v100", normalise_request(n, lib.max_count(t))),
+            seed=seed,
+            virtual_cluster=vc,
+        )
+    if no_budget:
+        fraction, joules = None, None
+    elif power_cap_w is not None:
+        fraction, joules = None, power_cap_w * round_s
+    else:
+        fraction, joules = (None, budget_j) if budget_j is not None else (budget_fraction, None)
+    opts = RoundOptions(
+        at_s=at,
+        duration_s=round_s,
+        budget_fraction=fraction,
+        budget_j=joules,
+        restart_s=restart_s,
+        min_pair_rate=min_pair_rate,
+        max_jobs=max_jobs,
+    )
+    inst = build_round(jobs, spec, lib, opts, {"trace": trace.name, "format": kind, "cluster": cluster, "seed": seed})
+    write_instance(inst, out_path)
+    budget = "none" if inst.round.budget_j is None else f"{inst.round.budget_j / 1e6:.3f} MJ"
+    out.print(
+        f"wrote [bold]{out_path}[/]: {len(inst.jobs)} jobs at t={at:g} s, "
+        f"{sum(g.nodes for g in inst.gpu_types)} nodes, budget {budget}"
+    )
+
+
+@profiles_app.command("build")
+@handles_errors
+def profiles_build(
+    sources: Annotated[Path | None, typer.Option(help="Folder with gavel/ and zeus/ source files.")] = None,
+    out_path: Annotated[Path | None, typer.Option("--out", "-o", help="Profile library to write.")] = None,
+) -> None:
+    """Build V100 and P100 profiles (exclusive and co-located) from Gavel throughputs and Zeus power curves."""
+    from planner.profile_build import (
+        DEFAULT_PROFILE_LIBRARY,
+        DEFAULT_SOURCE_DIR,
+        build_profile_library,
+        write_profile_library,
+    )
+
+    target = out_path or DEFAULT_PROFILE_LIBRARY
+    lib = build_profile_library(sources or DEFAULT_SOURCE_DIR)
+    write_profile_library(lib, target)
+    out.print(
+        f"wrote [bold]{target}[/]: {len(lib['profiles'])} profiles, {len(lib['pairs'])} pair entries, "
+        f"GPU types {', '.join(g['name'] for g in lib['gpu_types'])}"
+    )
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

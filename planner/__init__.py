@@ -1,0 +1,1 @@
+"""wattplan's domain: instances, plans, validation, placement and everything without a solver."""

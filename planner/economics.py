@@ -1,0 +1,123 @@
+"""What one allocation achieves and costs in a round (DESIGN.md section 2).
+
+Pure arithmetic on an :class:`~planner.domain.Instance`; no solver is imported here, so
+the plan validator, the greedy planner, the simulator and the formulations share it.
+
+For a job ``j`` on ``n`` GPUs of type ``g`` at setting ``s`` with exclusive throughput
+``X`` (steps/s) and power ``P`` (W per GPU):
+
+* effective time ``t = max(T - tau, 0)`` if the job restarts, else ``t = T`` (s);
+* a job restarts when it was waiting or its GPU type or count changes; a new setting or a
+  new partner does not restart it;
+* steps ``sigma = min(R, rho * X * t)`` with ``rho = 1`` alone and the pair slowdown shared;
+* progress ``pi = sigma / R`` (fraction of the remaining work, dimensionless);
+* run time ``r = sigma / (rho * X)`` (s), the time the job is actually computing;
+* dynamic energy ``e = n * (P - Pidle_g) * sigma / X`` (J): each step costs what it costs
+  alone, so sharing saves idle power only (a V100 pair measurement supports this).
+
+Node energy of the round is ``u_g * T * (Pnode_g + K_g * Pidle_g)`` (J) for ``u_g``
+powered-on nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from planner.domain import GpuType, Instance, Job
+
+
+@dataclass(frozen=True, slots=True)
+class JobOutcome:
+    """One job's share of an allocation over the round."""
+
+    job_id: str
+    restarts: bool
+    steps_per_s: float  # effective throughput rho * X (steps/s)
+    power_w: float  # power per GPU while running (W)
+    steps: float  # sigma (steps)
+    progress: float  # pi = sigma / R
+    run_s: float  # sigma / (rho * X) (s)
+    energy_j: float  # dynamic energy n * (P - Pidle) * sigma / X (J)
+
+
+def restarts(job: Job, gpu_type: str, gpus: int) -> bool:
+    """True when the job (re)starts this round: waiting, or a new GPU type or count."""
+    cur = job.current
+    return cur is None or cur.gpu_type != gpu_type or cur.gpus != gpus
+
+
+def effective_time_s(instance: Instance, job: Job, gpu_type: str, gpus: int) -> float:
+    """``t = max(T - tau, 0)`` when the job restarts, else ``T`` (s)."""
+    T = instance.round.duration_s
+    if restarts(job, gpu_type, gpus):
+        return max(T - instance.round.restart_s, 0.0)
+    return T
+
+
+def job_outcome(
+    instance: Instance,
+    job: Job,
+    gpu_type: GpuType,
+    gpus: int,
+    setting: int,
+    rho: float = 1.0,
+) -> JobOutcome | None:
+    """Outcome of ``job`` on ``gpus`` GPUs of ``gpu_type`` at ``setting``, slowed by ``rho``.
+
+    Returns None when no profile covers ``(job.type, gpu_type, gpus, setting)``.
+    """
+    prof = instance.profile(job.type, gpu_type.name, gpus, setting)
+    if prof is None:
+        return None
+    t = effective_time_s(instance, job, gpu_type.name, gpus)
+    rate = rho * prof.steps_per_s
+    steps = min(job.remaining_steps, rate * t) if rate > 0 else 0.0
+    run_s = steps / rate if rate > 0 else 0.0
+    energy = gpus * (prof.power_w - gpu_type.idle_power_w) * (steps / prof.steps_per_s if prof.steps_per_s > 0 else 0.0)
+    return JobOutcome(
+        job_id=job.id,
+        restarts=restarts(job, gpu_type.name, gpus),
+        steps_per_s=rate,
+        power_w=prof.power_w,
+        steps=steps,
+        progress=steps / job.remaining_steps,
+        run_s=run_s,
+        energy_j=energy,
+    )
+
+
+def ordered_pair_rates(
+    instance: Instance, job_a: Job, job_b: Job, gpu_type: str, gpus: int
+) -> tuple[float, float] | None:
+    """``(rho_a, rho_b)`` for two jobs sharing, respecting instance order for equal types.
+
+    For two jobs of the same type the pair entry's ``rho_a`` goes to the job listed first
+    in ``instance.jobs`` (DESIGN.md section 2).
+    """
+    if job_a.type == job_b.type:
+        order = {j.id: i for i, j in enumerate(instance.jobs)}
+        first, second = (job_a, job_b) if order[job_a.id] <= order[job_b.id] else (job_b, job_a)
+        rates = instance.pair_rates(first.type, second.type, gpu_type, gpus)
+        if rates is None:
+            return None
+        return rates if first is job_a else (rates[1], rates[0])
+    return instance.pair_rates(job_a.type, job_b.type, gpu_type, gpus)
+
+
+def node_energy_j(instance: Instance, nodes_on: dict[str, int]) -> float:
+    """``sum_g u_g * T * (Pnode_g + K_g * Pidle_g)`` (J)."""
+    T = instance.round.duration_s
+    return sum(instance.gpu_type(g).powered_node_w * T * u for g, u in nodes_on.items())
+
+
+def full_power_w(instance: Instance) -> float:
+    """Power with every node on and every GPU at its highest setting's profiled power.
+
+    ``sum_g N_g * (Pnode_g + K_g * Pmax_g)`` where ``Pmax_g`` is the largest ``power_w`` of
+    any profile on that GPU type (W). Budgets quoted as "x% of full power" use this.
+    """
+    total = 0.0
+    for g in instance.gpu_types:
+        pmax = max((p.power_w for p in instance.profiles if p.gpu_type == g.name), default=g.idle_power_w)
+        total += g.nodes * (g.node_power_w + g.gpus_per_node * pmax)
+    return total

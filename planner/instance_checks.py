@@ -1,0 +1,205 @@
+"""Semantic checks of a structurally valid instance document (DESIGN.md section 3).
+
+Each check returns problems with the offending path; :func:`instance_problems` runs them
+all so a user sees every problem at once. Codes are stable:
+
+========================  =====================================================================
+code                      meaning
+========================  =====================================================================
+duplicate-gpu-type        two GPU types share a name
+duplicate-setting         a setting is listed twice for one GPU type
+node-size                 ``gpus_per_node`` is not a power of two (buddy placement needs it)
+duplicate-job-id          two jobs share an id
+duplicate-gpu-count       a job lists a GPU count twice
+bad-gpu-count             a count is neither a power of two up to a node nor a multiple of one
+unknown-job-type          a job (or pair) names a type that no profile describes
+no-profile                no GPU type has a profile for this job type at this count
+unknown-gpu-type          a profile, pair or current configuration names an unknown GPU type
+setting-not-listed        a setting is not in its GPU type's ``settings``
+duplicate-profile         two profiles share (type, gpu type, gpus, setting)
+duplicate-pair            two pair entries describe the same two types on the same GPUs
+power-below-idle          a profile's ``power_w`` is below its GPU type's ``idle_power_w``
+unknown-partner           ``current.shares_with`` names no other job of the instance
+bad-placement             ``current.placement`` names unknown nodes or GPUs, or the wrong count
+not-finite                a number is NaN or infinite
+========================  =====================================================================
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+from planner.domain import gpu_count_fits_type, is_power_of_two, node_name
+from planner.problems import Problem
+
+Doc = dict[str, Any]
+
+
+def _duplicates(values: list[Any]) -> set[Any]:
+    return {v for v, n in Counter(values).items() if n > 1}
+
+
+def check_gpu_types(doc: Doc) -> Iterator[Problem]:
+    seen: set[str] = set()
+    for i, g in enumerate(doc["gpu_types"]):
+        if g["name"] in seen:
+            yield Problem("duplicate-gpu-type", f"gpu_types[{i}].name", f"GPU type {g['name']!r} is defined twice")
+        seen.add(g["name"])
+        if not is_power_of_two(g["gpus_per_node"]):
+            yield Problem(
+                "node-size",
+                f"gpu_types[{i}].gpus_per_node",
+                f"{g['gpus_per_node']} is not a power of two; buddy placement needs nodes of 1, 2, 4, 8, ... GPUs",
+            )
+        dup = _duplicates(g["settings"])
+        for k, s in enumerate(g["settings"]):
+            if s in dup and g["settings"].index(s) != k:
+                yield Problem("duplicate-setting", f"gpu_types[{i}].settings[{k}]", f"setting {s} is listed twice")
+
+
+def _gpu_types(doc: Doc) -> dict[str, Doc]:
+    return {g["name"]: g for g in doc["gpu_types"]}
+
+
+def check_profiles(doc: Doc) -> Iterator[Problem]:
+    types = _gpu_types(doc)
+    seen: set[tuple] = set()
+    for i, p in enumerate(doc["profiles"]):
+        path = f"profiles[{i}]"
+        g = types.get(p["gpu_type"])
+        if g is None:
+            yield Problem("unknown-gpu-type", f"{path}.gpu_type", f"unknown GPU type {p['gpu_type']!r}")
+        else:
+            if p["setting"] not in g["settings"]:
+                yield Problem(
+                    "setting-not-listed",
+                    f"{path}.setting",
+                    f"setting {p['setting']} is not among {g['name']}'s settings {g['settings']}",
+                )
+            if not gpu_count_fits_type(p["gpus"], g["gpus_per_node"]):
+                yield Problem(
+                    "bad-gpu-count",
+                    f"{path}.gpus",
+                    f"{p['gpus']} GPUs is neither a power of two up to a node's {g['gpus_per_node']} "
+                    f"nor a multiple of it",
+                )
+            if p["power_w"] < g["idle_power_w"]:
+                yield Problem(
+                    "power-below-idle",
+                    f"{path}.power_w",
+                    f"{p['power_w']} W is below {g['name']}'s idle power {g['idle_power_w']} W "
+                    f"(dynamic power P - Pidle must be >= 0)",
+                )
+        key = (p["type"], p["gpu_type"], p["gpus"], p["setting"])
+        if key in seen:
+            yield Problem("duplicate-profile", path, f"a profile for {key} is already listed")
+        seen.add(key)
+
+
+def check_pairs(doc: Doc) -> Iterator[Problem]:
+    types = _gpu_types(doc)
+    job_types = {p["type"] for p in doc["profiles"]}
+    seen: set[tuple] = set()
+    for i, p in enumerate(doc["pairs"]):
+        path = f"pairs[{i}]"
+        for side in ("a", "b"):
+            if p[side] not in job_types:
+                yield Problem("unknown-job-type", f"{path}.{side}", f"no profile describes job type {p[side]!r}")
+        g = types.get(p["gpu_type"])
+        if g is None:
+            yield Problem("unknown-gpu-type", f"{path}.gpu_type", f"unknown GPU type {p['gpu_type']!r}")
+        elif not gpu_count_fits_type(p["gpus"], g["gpus_per_node"]):
+            yield Problem("bad-gpu-count", f"{path}.gpus", f"{p['gpus']} GPUs cannot be placed on {g['name']} nodes")
+        key = (*sorted((p["a"], p["b"])), p["gpu_type"], p["gpus"])
+        if key in seen:
+            yield Problem(
+                "duplicate-pair",
+                path,
+                f"types {p['a']!r} and {p['b']!r} on {p['gpus']} {p['gpu_type']} GPUs are listed twice",
+            )
+        seen.add(key)
+
+
+def check_jobs(doc: Doc) -> Iterator[Problem]:
+    types = _gpu_types(doc)
+    profiled_counts: dict[str, set[int]] = {}
+    for p in doc["profiles"]:
+        profiled_counts.setdefault(p["type"], set()).add(p["gpus"])
+    ids = [j["id"] for j in doc["jobs"]]
+    seen: set[str] = set()
+    for i, job in enumerate(doc["jobs"]):
+        path = f"jobs[{i}]"
+        if job["id"] in seen:
+            yield Problem("duplicate-job-id", f"{path}.id", f"job id {job['id']!r} is used twice")
+        seen.add(job["id"])
+        known_type = job["type"] in profiled_counts
+        if not known_type:
+            yield Problem("unknown-job-type", f"{path}.type", f"no profile describes job type {job['type']!r}")
+        for k, n in enumerate(job["gpus"]):
+            if job["gpus"].index(n) != k:
+                yield Problem("duplicate-gpu-count", f"{path}.gpus[{k}]", f"GPU count {n} is listed twice")
+            elif not any(gpu_count_fits_type(n, g["gpus_per_node"]) for g in types.values()):
+                sizes = sorted({g["gpus_per_node"] for g in types.values()})
+                yield Problem(
+                    "bad-gpu-count",
+                    f"{path}.gpus[{k}]",
+                    f"{n} GPUs is neither a power of two up to a node ({sizes} GPUs per node) nor a multiple of one",
+                )
+            elif known_type and n not in profiled_counts[job["type"]]:
+                yield Problem(
+                    "no-profile", f"{path}.gpus[{k}]", f"no GPU type has a profile for {job['type']!r} on {n} GPUs"
+                )
+        if job.get("current"):
+            yield from _check_current(job["current"], f"{path}.current", job["id"], ids, types)
+
+
+def _check_current(cur: Doc, path: str, job_id: str, ids: list[str], types: dict[str, Doc]) -> Iterator[Problem]:
+    g = types.get(cur["gpu_type"])
+    if g is None:
+        yield Problem("unknown-gpu-type", f"{path}.gpu_type", f"unknown GPU type {cur['gpu_type']!r}")
+        return
+    if cur["setting"] not in g["settings"]:
+        yield Problem(
+            "setting-not-listed",
+            f"{path}.setting",
+            f"setting {cur['setting']} is not among {g['name']}'s settings {g['settings']}",
+        )
+    if not gpu_count_fits_type(cur["gpus"], g["gpus_per_node"]):
+        yield Problem("bad-gpu-count", f"{path}.gpus", f"{cur['gpus']} GPUs cannot be placed on {g['name']} nodes")
+    partner = cur.get("shares_with")
+    if partner is not None and (partner == job_id or partner not in ids):
+        yield Problem("unknown-partner", f"{path}.shares_with", f"{partner!r} is not another job of this instance")
+    if cur.get("placement"):
+        yield from _check_current_placement(cur, path, g)
+
+
+def _check_current_placement(cur: Doc, path: str, g: Doc) -> Iterator[Problem]:
+    nodes = {node_name(g["name"], i) for i in range(g["nodes"])}
+    total = 0
+    for k, part in enumerate(cur["placement"]):
+        if part["node"] not in nodes:
+            yield Problem(
+                "bad-placement", f"{path}.placement[{k}].node", f"no node {part['node']!r} of type {g['name']}"
+            )
+        for m, idx in enumerate(part["gpu_indices"]):
+            if idx >= g["gpus_per_node"]:
+                yield Problem(
+                    "bad-placement",
+                    f"{path}.placement[{k}].gpu_indices[{m}]",
+                    f"GPU index {idx} does not exist on a {g['gpus_per_node']}-GPU node",
+                )
+        total += len(set(part["gpu_indices"]))
+    if total != cur["gpus"]:
+        yield Problem("bad-placement", f"{path}.placement", f"places {total} GPUs but the job has {cur['gpus']}")
+
+
+def instance_problems(doc: Doc) -> list[Problem]:
+    """All semantic problems of a document that already passed the JSON Schema."""
+    return [
+        *check_gpu_types(doc),
+        *check_profiles(doc),
+        *check_pairs(doc),
+        *check_jobs(doc),
+    ]

@@ -1,0 +1,156 @@
+"""The ``wattplan.plan/1`` contract: types, reading and atomic writing (DESIGN.md section 3)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from planner.domain import NodeGpus
+from planner.jsonio import non_finite_numbers, read_json, write_json_atomic
+from planner.problems import InputError
+from planner.schema_check import PLAN_SCHEMA, schema_problems
+
+SCHEMA_ID = "wattplan.plan/1"
+PlanStatus = Literal["optimal", "feasible", "fallback"]
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedJob:
+    """One job's line of a plan. A waiting job carries only ``job_id`` and ``state``."""
+
+    job_id: str
+    state: Literal["run", "wait"]
+    gpu_type: str | None = None
+    gpus: int | None = None
+    setting: int | None = None
+    setting_unit: str | None = None
+    shares_with: str | None = None
+    placement: tuple[NodeGpus, ...] = ()
+    steps_per_s: float = 0.0  # effective (shared) throughput (steps/s)
+    power_w: float = 0.0  # per GPU while running (W)
+    energy_j: float = 0.0  # this job's dynamic energy (J)
+    steps: float | None = None
+    progress: float | None = None
+    restarts: bool | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PlanRound:
+    """Round summary: predicted energy and progress, and how the plan was found."""
+
+    index: int
+    duration_s: float
+    budget_j: float | None
+    energy_j: float
+    progress: float
+    objective: str
+    objective_value: float | None
+    bound: float | None
+    gap: float | None
+    gpus_used: dict[str, int]
+    nodes_on: dict[str, int]
+    solver: str
+    status: PlanStatus
+    solve_s: float
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    round: PlanRound
+    jobs: tuple[PlannedJob, ...]
+
+    def running(self) -> list[PlannedJob]:
+        return [j for j in self.jobs if j.state == "run"]
+
+
+def _job_doc(j: PlannedJob) -> dict[str, Any]:
+    if j.state == "wait":
+        return {"job_id": j.job_id, "state": "wait"}
+    doc: dict[str, Any] = {
+        "job_id": j.job_id,
+        "state": "run",
+        "gpu_type": j.gpu_type,
+        "gpus": j.gpus,
+        "setting": j.setting,
+        "setting_unit": j.setting_unit,
+        "shares_with": j.shares_with,
+        "placement": [{"node": p.node, "gpu_indices": list(p.gpu_indices)} for p in j.placement],
+        "steps_per_s": j.steps_per_s,
+        "power_w": j.power_w,
+        "energy_j": j.energy_j,
+    }
+    for name in ("steps", "progress", "restarts"):
+        value = getattr(j, name)
+        if value is not None:
+            doc[name] = value
+    return doc
+
+
+def plan_to_doc(plan: Plan) -> dict[str, Any]:
+    r = plan.round
+    round_doc = {
+        "index": r.index,
+        "duration_s": r.duration_s,
+        "budget_j": r.budget_j,
+        "energy_j": r.energy_j,
+        "progress": r.progress,
+        "objective": r.objective,
+        "objective_value": r.objective_value,
+        "bound": r.bound,
+        "gap": r.gap,
+        "gpus_used": dict(r.gpus_used),
+        "nodes_on": dict(r.nodes_on),
+        "solver": r.solver,
+        "status": r.status,
+        "solve_s": r.solve_s,
+        **r.extra,
+    }
+    return {"schema": SCHEMA_ID, "round": round_doc, "jobs": [_job_doc(j) for j in plan.jobs]}
+
+
+_ROUND_FIELDS = set(PlanRound.__slots__) - {"extra"}  # type: ignore[attr-defined]
+
+
+def _parse_job(raw: dict[str, Any]) -> PlannedJob:
+    if raw["state"] == "wait":
+        return PlannedJob(job_id=raw["job_id"], state="wait")
+    return PlannedJob(
+        job_id=raw["job_id"],
+        state="run",
+        gpu_type=raw["gpu_type"],
+        gpus=raw["gpus"],
+        setting=raw["setting"],
+        setting_unit=raw["setting_unit"],
+        shares_with=raw["shares_with"],
+        placement=tuple(NodeGpus(p["node"], tuple(p["gpu_indices"])) for p in raw["placement"]),
+        steps_per_s=float(raw["steps_per_s"]),
+        power_w=float(raw["power_w"]),
+        energy_j=float(raw["energy_j"]),
+        steps=raw.get("steps"),
+        progress=raw.get("progress"),
+        restarts=raw.get("restarts"),
+    )
+
+
+def parse_plan(doc: Any, source: str = "plan") -> Plan:
+    """Check a parsed plan document against the shipped schema and build a :class:`Plan`."""
+    problems = schema_problems(doc, PLAN_SCHEMA, "plan-schema") + non_finite_numbers(doc)
+    if problems:
+        raise InputError(source, problems)
+    r = doc["round"]
+    plan_round = PlanRound(
+        **{k: r[k] for k in _ROUND_FIELDS},
+        extra={k: v for k, v in r.items() if k not in _ROUND_FIELDS},
+    )
+    return Plan(round=plan_round, jobs=tuple(_parse_job(j) for j in doc["jobs"]))
+
+
+def load_plan(path: Path) -> Plan:
+    return parse_plan(read_json(Path(path)), str(path))
+
+
+def write_plan(plan: Plan, path: Path) -> None:
+    """Write a plan atomically (temp file + rename)."""
+    write_json_atomic(path, plan_to_doc(plan))

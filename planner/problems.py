@@ -1,0 +1,42 @@
+"""Input and plan problems, each with a stable code and the path of the offending field.
+
+Paths are written as people read them: ``jobs[3].gpus[1]``, ``round.budget_j``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+
+def format_path(parts: Iterable[str | int]) -> str:
+    """``("jobs", 3, "gpus", 1)`` -> ``"jobs[3].gpus[1]"``; empty -> ``"(root)"``."""
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "(root)"
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One thing wrong with an input: ``code`` (stable, for scripts), ``path``, ``message``."""
+
+    code: str
+    path: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message} [{self.code}]"
+
+
+class InputError(Exception):
+    """An input file is unreadable or inconsistent; carries every problem found."""
+
+    def __init__(self, source: str, problems: Sequence[Problem]):
+        self.source = source
+        self.problems = list(problems)
+        lines = "\n".join(f"  {p}" for p in self.problems)
+        super().__init__(f"{source}: {len(self.problems)} problem(s)\n{lines}")

@@ -1,0 +1,83 @@
+"""Rich renderings of plans and problems for the terminal (no math here)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.console import Console
+from rich.table import Table
+
+from planner.plan import Plan
+from planner.problems import Problem
+
+
+def problems_table(problems: Sequence[Problem], title: str) -> Table:
+    table = Table(title=title, title_justify="left", show_lines=False)
+    table.add_column("path", style="bold")
+    table.add_column("problem")
+    table.add_column("code", style="dim")
+    for p in problems:
+        table.add_row(p.path, p.message, p.code)
+    return table
+
+
+def _fmt(x: float | None, spec: str = ".4g") -> str:
+    return "-" if x is None else format(x, spec)
+
+
+def plan_table(plan: Plan, max_rows: int = 60) -> Table:
+    running = plan.running()
+    table = Table(
+        title=f"round {plan.round.index}: {len(running)} running, {len(plan.jobs) - len(running)} waiting",
+        title_justify="left",
+    )
+    for col, justify in (
+        ("job", "left"),
+        ("GPUs", "right"),
+        ("setting", "right"),
+        ("partner", "left"),
+        ("steps/s", "right"),
+        ("W/GPU", "right"),
+        ("energy kJ", "right"),
+        ("placement", "left"),
+    ):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    for j in running[:max_rows]:
+        unit = "W" if j.setting_unit == "power_limit_w" else "MHz"
+        where = " ".join(f"{p.node}:{','.join(map(str, p.gpu_indices))}" for p in j.placement)
+        table.add_row(
+            j.job_id,
+            f"{j.gpus} {j.gpu_type}",
+            f"{j.setting} {unit}",
+            j.shares_with or "",
+            f"{j.steps_per_s:.3g}",
+            f"{j.power_w:.0f}",
+            f"{j.energy_j / 1e3:.1f}",
+            where,
+        )
+    if len(running) > max_rows:
+        table.add_row(f"... {len(running) - max_rows} more", *[""] * 7)
+    return table
+
+
+def summary_table(plan: Plan) -> Table:
+    r = plan.round
+    table = Table(show_header=False, title="summary", title_justify="left")
+    table.add_column(style="bold")
+    table.add_column()
+    budget = "none" if r.budget_j is None else f"{r.budget_j / 1e6:.3f} MJ ({r.energy_j / r.budget_j:.1%} used)"
+    table.add_row("energy", f"{r.energy_j / 1e6:.3f} MJ of budget {budget}")
+    table.add_row("GPUs used", ", ".join(f"{g}: {n}" for g, n in sorted(r.gpus_used.items())) or "none")
+    table.add_row("nodes on", ", ".join(f"{g}: {n}" for g, n in sorted(r.nodes_on.items())) or "none")
+    table.add_row("progress", f"{r.progress:.4f} (weighted fraction of remaining work)")
+    table.add_row(
+        "objective",
+        f"{r.objective} = {_fmt(r.objective_value)}, bound {_fmt(r.bound)}, gap {_fmt(r.gap, '.2%')}",
+    )
+    table.add_row("solver", f"{r.solver} ({r.status}) in {r.solve_s:.2f} s")
+    return table
+
+
+def print_plan(console: Console, plan: Plan) -> None:
+    console.print(plan_table(plan))
+    console.print(summary_table(plan))

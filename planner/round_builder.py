@@ -1,0 +1,214 @@
+"""Build a round instance from a trace, a cluster spec and the profile library.
+
+The queue at time ``at``: every job that arrived by then and is not finished. A trace
+holds no schedule, so a job's progress assumes it ran, from its arrival, at its requested
+GPU count on the reference GPU type at its top setting, without waiting:
+``done = min(S, (at - arrival) * X_ref)``; ``remaining = S - done``. Jobs are then queued
+as waiting (``current = null``): a cold start, where every job pays the restart cost.
+The simulator produces rounds with running jobs.
+
+Requested counts are normalised to what the profiles cover: up to the largest profiled
+count ``n_max`` (8 for Gavel), rounded up to a power of two (a request of 7 GPUs becomes 8;
+12, 16, ... become 8, counted in the instance's ``source.capped_requests``). Allowed counts
+are the profiled powers of two up to twice the normalised request.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from planner.domain import GpuType, Instance, Job, PairSlowdown, Profile, RoundSpec, is_power_of_two
+from planner.economics import full_power_w
+from planner.jsonio import read_json
+from planner.problems import InputError, Problem
+from planner.traces import TraceJob
+
+REFERENCE_GPU_TYPE = "v100"
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSpec:
+    """GPUs per type, e.g. ``v100:64,p100:32`` with ``gpus_per_node`` GPUs a node."""
+
+    gpus: tuple[tuple[str, int], ...]
+    gpus_per_node: int = 8
+    node_power_w: float = 200.0
+
+
+def parse_cluster_spec(text: str, gpus_per_node: int = 8, node_power_w: float = 200.0) -> ClusterSpec:
+    """Parse ``type:GPUS[,type:GPUS...]``; each count must be a whole number of nodes."""
+    out, problems = [], []
+    for k, part in enumerate(p.strip() for p in text.split(",") if p.strip()):
+        name, sep, count = part.partition(":")
+        if not sep or not count.strip().isdigit():
+            problems.append(Problem("bad-cluster", f"cluster[{k}]", f"{part!r} is not TYPE:GPUS"))
+            continue
+        n = int(count)
+        if n <= 0 or n % gpus_per_node:
+            problems.append(
+                Problem(
+                    "bad-cluster",
+                    f"cluster[{k}]",
+                    f"{n} GPUs is not a positive multiple of {gpus_per_node} GPUs per node",
+                )
+            )
+            continue
+        out.append((name.strip().lower(), n))
+    if not out and not problems:
+        problems.append(Problem("bad-cluster", "cluster", "no GPU types given"))
+    if problems:
+        raise InputError("--cluster", problems)
+    return ClusterSpec(tuple(out), gpus_per_node, node_power_w)
+
+
+@dataclass(frozen=True)
+class ProfileLibrary:
+    """Profiles built by ``wattplan profiles build`` (schema ``wattplan.profiles/1``)."""
+
+    gpu_types: dict[str, dict[str, Any]]
+    profiles: tuple[Profile, ...]
+    pairs: tuple[PairSlowdown, ...]
+    sources: list[Any]
+
+    def __post_init__(self) -> None:
+        top: dict[tuple[str, str, int], Profile] = {}
+        for p in self.profiles:
+            key = (p.type, p.gpu_type, p.gpus)
+            if key not in top or p.setting > top[key].setting:
+                top[key] = p
+        object.__setattr__(self, "_top", top)
+        n_max: dict[str, int] = {}
+        for t, _, n in top:
+            n_max[t] = max(n_max.get(t, 0), n)
+        object.__setattr__(self, "_max_count", n_max)
+
+    def max_count(self, job_type: str) -> int:
+        return self._max_count.get(job_type, 0)  # type: ignore[attr-defined]
+
+    def counts(self, job_type: str, gpu_types: Sequence[str]) -> set[int]:
+        return {n for (t, g, n) in self._top if t == job_type and g in gpu_types}  # type: ignore[attr-defined]
+
+    def top_throughput(self, job_type: str, gpu_type: str, gpus: int) -> float | None:
+        """Throughput at the highest setting profiled for (type, GPU type, count)."""
+        p = self._top.get((job_type, gpu_type, gpus))  # type: ignore[attr-defined]
+        return None if p is None else p.steps_per_s
+
+
+def load_profile_library(path: Path) -> ProfileLibrary:
+    doc = read_json(Path(path))
+    if not isinstance(doc, dict) or doc.get("schema") != "wattplan.profiles/1":
+        raise InputError(str(path), [Problem("schema", "schema", "not a wattplan.profiles/1 file")])
+    return ProfileLibrary(
+        gpu_types={g["name"]: g for g in doc["gpu_types"]},
+        profiles=tuple(Profile(**p) for p in doc["profiles"]),
+        pairs=tuple(PairSlowdown(**p) for p in doc["pairs"]),
+        sources=doc.get("sources", []),
+    )
+
+
+def normalise_request(requested: int, n_max: int) -> int:
+    """Smallest power of two >= ``min(requested, n_max)``, at most ``n_max``."""
+    n = min(requested, n_max)
+    return min(1 << (n - 1).bit_length(), n_max)
+
+
+def allowed_counts(requested: int, profiled: set[int]) -> tuple[int, ...]:
+    """Profiled powers of two up to twice the request (always includes the request if profiled)."""
+    return tuple(sorted(n for n in profiled if is_power_of_two(n) and n <= 2 * requested))
+
+
+@dataclass(frozen=True, slots=True)
+class RoundOptions:
+    at_s: float
+    round_index: int = 0
+    duration_s: float = 360.0
+    budget_fraction: float | None = 0.6
+    budget_j: float | None = None
+    restart_s: float = 30.0
+    min_pair_rate: float = 0.5
+    max_jobs: int | None = None
+
+
+def queued_jobs(
+    trace: Sequence[TraceJob], lib: ProfileLibrary, cluster_types: Sequence[str], at_s: float
+) -> tuple[list[Job], int]:
+    """Jobs arrived by ``at_s`` and not finished, with their remaining steps; and how many
+    requests were capped to the largest profiled count."""
+    jobs, capped = [], 0
+    for tj in sorted(trace, key=lambda t: (t.arrival_s, t.id)):
+        if tj.arrival_s > at_s:
+            continue
+        n_max = lib.max_count(tj.type)
+        if n_max == 0:
+            continue
+        req = normalise_request(tj.requested_gpus, n_max)
+        capped += tj.requested_gpus > n_max
+        rate = lib.top_throughput(tj.type, REFERENCE_GPU_TYPE, req) or 0.0
+        remaining = tj.total_steps - min(tj.total_steps, (at_s - tj.arrival_s) * rate)
+        counts = allowed_counts(req, lib.counts(tj.type, cluster_types))
+        if remaining <= 0 or not counts:
+            continue
+        jobs.append(Job(id=tj.id, type=tj.type, remaining_steps=remaining, gpus=counts))
+    return jobs, capped
+
+
+def build_round(
+    trace: Sequence[TraceJob],
+    cluster: ClusterSpec,
+    lib: ProfileLibrary,
+    opts: RoundOptions,
+    source: dict[str, Any] | None = None,
+) -> Instance:
+    """The round instance at ``opts.at_s`` (see the module docstring for the rules)."""
+    problems = [
+        Problem(
+            "unknown-gpu-type", f"cluster[{k}]", f"no profiles for GPU type {name!r} (have {sorted(lib.gpu_types)})"
+        )
+        for k, (name, _) in enumerate(cluster.gpus)
+        if name not in lib.gpu_types
+    ]
+    if problems:
+        raise InputError("--cluster", problems)
+    names = [name for name, _ in cluster.gpus]
+    gpu_types = tuple(
+        GpuType(
+            name=name,
+            nodes=count // cluster.gpus_per_node,
+            gpus_per_node=cluster.gpus_per_node,
+            idle_power_w=float(lib.gpu_types[name]["idle_power_w"]),
+            node_power_w=cluster.node_power_w,
+            setting_unit=lib.gpu_types[name]["setting_unit"],
+            settings=tuple(lib.gpu_types[name]["settings"]),
+        )
+        for name, count in cluster.gpus
+    )
+    jobs, capped = queued_jobs(trace, lib, names, opts.at_s)
+    if opts.max_jobs is not None:
+        jobs = jobs[: opts.max_jobs]
+    types = {j.type for j in jobs}
+    profiles = tuple(
+        p
+        for p in lib.profiles
+        if p.type in types
+        and p.gpu_type in names
+        and p.gpus <= max(g.total_gpus for g in gpu_types if g.name == p.gpu_type)
+    )
+    pairs = tuple(p for p in lib.pairs if p.a in types and p.b in types and p.gpu_type in names)
+    extra = {"source": {**(source or {}), "at_s": opts.at_s, "capped_requests": capped}}
+    draft = Instance(RoundSpec(opts.round_index, opts.duration_s, None), gpu_types, tuple(jobs), profiles, pairs)
+    budget = opts.budget_j
+    if budget is None and opts.budget_fraction is not None:
+        budget = opts.budget_fraction * full_power_w(draft) * opts.duration_s
+        extra["source"]["budget_fraction_of_full_power"] = opts.budget_fraction
+    spec = RoundSpec(
+        index=opts.round_index,
+        duration_s=opts.duration_s,
+        budget_j=None if budget is None else math.floor(budget),
+        restart_s=opts.restart_s,
+        min_pair_rate=opts.min_pair_rate,
+    )
+    return Instance(spec, gpu_types, tuple(jobs), profiles, pairs, extra)

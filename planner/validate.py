@@ -1,0 +1,256 @@
+"""Check a plan against its instance, independently of how the plan was made.
+
+No solver is imported here: this module is the oracle the tests hold every planner to.
+Every violation has a stable code:
+
+=====================  ==========================================================================
+code                   violated rule
+=====================  ==========================================================================
+plan-schema            the plan document breaks ``plan.schema.json`` (raised while loading)
+round-mismatch         round index, duration or budget differ from the instance
+unknown-job            the plan names a job the instance does not have
+duplicate-job          a job appears more than once
+missing-job            an instance job does not appear (every job is ``run`` or ``wait``)
+unknown-gpu-type       a job or ``nodes_on`` names an unknown GPU type
+count-not-allowed      ``gpus`` is not among the job's allowed counts
+setting-not-allowed    ``setting`` is not among the GPU type's settings
+setting-unit-mismatch  ``setting_unit`` differs from the GPU type's
+no-profile             no profile for (job type, GPU type, gpus, setting)
+pair-not-mutual        the partner is unknown, waiting, the job itself, or names another job
+pair-mismatch          partners differ in GPU type, count, setting or GPU indices
+pair-not-profiled      no pair entry for the two job types on that GPU type and count
+pair-below-min-rate    a slowdown of the pair is below ``min_pair_rate``
+nodes-exceeded         ``nodes_on[g] > nodes_g``
+capacity-exceeded      ``gpus_used[g] > gpus_per_node_g * nodes_on[g]`` (a pair counts once)
+placement-size         the placement holds a different number of GPUs than ``gpus``
+placement-bad-node     a node that does not exist or is of another GPU type
+placement-bad-index    a GPU index outside the node, or listed twice
+placement-overlap      one GPU used by two allocations that are not one pair
+placement-split        a job of at most one node's GPUs spans nodes, or a bigger one uses part of a node
+placement-nodes-off    placements use more distinct nodes than ``nodes_on``
+job-claim-mismatch     a job's ``steps_per_s``, ``power_w`` or ``energy_j`` differ from the recomputation
+round-claim-mismatch   the round's ``energy_j``, ``progress``, ``gpus_used`` or ``nodes_on`` differ
+over-budget            the recomputed energy exceeds ``budget_j``
+=====================  ==========================================================================
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterator
+
+from planner.domain import Instance
+from planner.evaluate import Evaluation, evaluate_plan, rho_of
+from planner.plan import Plan, PlannedJob
+from planner.problems import Problem
+
+REL_TOL = 1e-6
+ABS_TOL = 1e-6
+
+
+def close(claimed: float, actual: float) -> bool:
+    """``|claimed - actual| <= max(1e-6 * |actual|, 1e-6)``."""
+    return math.isclose(claimed, actual, rel_tol=REL_TOL, abs_tol=ABS_TOL)
+
+
+def _check_round(inst: Instance, plan: Plan) -> Iterator[Problem]:
+    r, pr = inst.round, plan.round
+    if pr.index != r.index:
+        yield Problem("round-mismatch", "round.index", f"plan is for round {pr.index}, instance is round {r.index}")
+    if not close(pr.duration_s, r.duration_s):
+        yield Problem(
+            "round-mismatch", "round.duration_s", f"{pr.duration_s} s differs from the instance's {r.duration_s} s"
+        )
+    if (pr.budget_j is None) != (r.budget_j is None) or (
+        pr.budget_j is not None and r.budget_j is not None and not close(pr.budget_j, r.budget_j)
+    ):
+        yield Problem("round-mismatch", "round.budget_j", f"{pr.budget_j} differs from the instance's {r.budget_j}")
+
+
+def _check_membership(inst: Instance, plan: Plan) -> Iterator[Problem]:
+    counts = Counter(j.job_id for j in plan.jobs)
+    reported: set[str] = set()
+    for i, entry in enumerate(plan.jobs):
+        if not inst.has_job(entry.job_id):
+            yield Problem("unknown-job", f"jobs[{i}].job_id", f"no job {entry.job_id!r} in the instance")
+        elif counts[entry.job_id] > 1 and entry.job_id not in reported:
+            reported.add(entry.job_id)
+            yield Problem(
+                "duplicate-job", f"jobs[{i}].job_id", f"job {entry.job_id!r} appears {counts[entry.job_id]} times"
+            )
+    for job in inst.jobs:
+        if job.id not in counts:
+            yield Problem("missing-job", "jobs", f"job {job.id!r} of the instance is neither run nor wait")
+
+
+def _check_allocation(inst: Instance, i: int, e: PlannedJob) -> Iterator[Problem]:
+    path = f"jobs[{i}]"
+    if not inst.has_gpu_type(e.gpu_type or ""):
+        yield Problem("unknown-gpu-type", f"{path}.gpu_type", f"unknown GPU type {e.gpu_type!r}")
+        return
+    g = inst.gpu_type(e.gpu_type)  # type: ignore[arg-type]
+    job = inst.job(e.job_id)
+    if e.gpus not in job.gpus:
+        yield Problem("count-not-allowed", f"{path}.gpus", f"{e.gpus} GPUs is not among {list(job.gpus)}")
+    if e.setting not in g.settings:
+        yield Problem(
+            "setting-not-allowed", f"{path}.setting", f"{e.setting} is not a {g.name} setting {list(g.settings)}"
+        )
+    if e.setting_unit != g.setting_unit:
+        yield Problem(
+            "setting-unit-mismatch", f"{path}.setting_unit", f"{e.setting_unit!r}, but {g.name} uses {g.setting_unit!r}"
+        )
+    if inst.profile(job.type, g.name, e.gpus or 0, e.setting or 0) is None:
+        yield Problem("no-profile", path, f"no profile for {job.type!r} on {e.gpus} {g.name} GPUs at {e.setting}")
+
+
+def _check_pair(inst: Instance, i: int, e: PlannedJob, running: dict[str, PlannedJob]) -> Iterator[Problem]:
+    path = f"jobs[{i}].shares_with"
+    partner = running.get(e.shares_with or "")
+    if partner is None or partner.job_id == e.job_id or partner.shares_with != e.job_id:
+        yield Problem("pair-not-mutual", path, f"{e.shares_with!r} is not a running job that shares with {e.job_id!r}")
+        return
+    if (partner.gpu_type, partner.gpus, partner.setting) != (e.gpu_type, e.gpus, e.setting):
+        yield Problem(
+            "pair-mismatch", path, f"{e.job_id!r} and {partner.job_id!r} differ in GPU type, count or setting"
+        )
+    elif _gpu_set(e) != _gpu_set(partner):
+        yield Problem(
+            "pair-mismatch", f"jobs[{i}].placement", f"{e.job_id!r} and {partner.job_id!r} are not on the same GPUs"
+        )
+    rho = rho_of(inst, e, partner)
+    if rho is None:
+        yield Problem(
+            "pair-not-profiled",
+            path,
+            f"no pair entry for {e.job_id!r} with {partner.job_id!r} on {e.gpus} {e.gpu_type}",
+        )
+    elif rho < inst.round.min_pair_rate:
+        yield Problem(
+            "pair-below-min-rate", path, f"slowdown {rho:.3f} of {e.job_id!r} is below {inst.round.min_pair_rate}"
+        )
+
+
+def _gpu_set(e: PlannedJob) -> frozenset[tuple[str, int]]:
+    return frozenset((p.node, idx) for p in e.placement for idx in p.gpu_indices)
+
+
+def _check_placement(inst: Instance, i: int, e: PlannedJob) -> Iterator[Problem]:
+    path = f"jobs[{i}].placement"
+    if not inst.has_gpu_type(e.gpu_type or ""):
+        return
+    g = inst.gpu_type(e.gpu_type)  # type: ignore[arg-type]
+    nodes = set(g.node_names())
+    seen_nodes: set[str] = set()
+    total = 0
+    for k, part in enumerate(e.placement):
+        if part.node not in nodes or part.node in seen_nodes:
+            yield Problem(
+                "placement-bad-node", f"{path}[{k}].node", f"{part.node!r} is not a {g.name} node (or is listed twice)"
+            )
+        seen_nodes.add(part.node)
+        bad = [x for x in part.gpu_indices if x >= g.gpus_per_node]
+        if bad or len(set(part.gpu_indices)) != len(part.gpu_indices):
+            yield Problem(
+                "placement-bad-index",
+                f"{path}[{k}].gpu_indices",
+                f"{list(part.gpu_indices)} on a {g.gpus_per_node}-GPU node",
+            )
+        total += len(part.gpu_indices)
+        if (e.gpus or 0) > g.gpus_per_node and len(set(part.gpu_indices)) != g.gpus_per_node:
+            yield Problem("placement-split", f"{path}[{k}]", f"a {e.gpus}-GPU job must use whole nodes")
+    if total != e.gpus:
+        yield Problem("placement-size", path, f"places {total} GPUs for a {e.gpus}-GPU job")
+    if (e.gpus or 0) <= g.gpus_per_node and len(e.placement) > 1:
+        yield Problem("placement-split", path, f"a {e.gpus}-GPU job fits one node but spans {len(e.placement)}")
+
+
+def _check_shared_gpus(inst: Instance, plan: Plan) -> Iterator[Problem]:
+    owner: dict[tuple[str, int], frozenset[str]] = {}
+    nodes_used: dict[str, set[str]] = {}
+    for i, e in enumerate(plan.jobs):
+        if e.state != "run":
+            continue
+        alloc = frozenset({e.job_id, e.shares_with}) if e.shares_with else frozenset({e.job_id})
+        for part in e.placement:
+            nodes_used.setdefault(e.gpu_type or "", set()).add(part.node)
+            for idx in part.gpu_indices:
+                prev = owner.setdefault((part.node, idx), alloc)
+                if prev != alloc:
+                    yield Problem(
+                        "placement-overlap",
+                        f"jobs[{i}].placement",
+                        f"GPU {idx} of {part.node} is also used by {sorted(prev)}",
+                    )
+    for g, used in nodes_used.items():
+        on = plan.round.nodes_on.get(g, 0)
+        if len(used) > on:
+            yield Problem(
+                "placement-nodes-off", f"round.nodes_on.{g}", f"placements use {len(used)} {g} nodes, {on} are on"
+            )
+
+
+def _check_capacity(inst: Instance, plan: Plan, ev: Evaluation) -> Iterator[Problem]:
+    for g_name, on in plan.round.nodes_on.items():
+        if not inst.has_gpu_type(g_name):
+            yield Problem("unknown-gpu-type", f"round.nodes_on.{g_name}", f"unknown GPU type {g_name!r}")
+            continue
+        g = inst.gpu_type(g_name)
+        if on > g.nodes:
+            yield Problem("nodes-exceeded", f"round.nodes_on.{g_name}", f"{on} nodes on, the cluster has {g.nodes}")
+    for g_name, used in ev.gpus_used.items():
+        cap = inst.gpu_type(g_name).gpus_per_node * plan.round.nodes_on.get(g_name, 0)
+        if used > cap:
+            yield Problem("capacity-exceeded", f"round.gpus_used.{g_name}", f"{used} GPUs used, {cap} on powered nodes")
+
+
+def _check_claims(inst: Instance, plan: Plan, ev: Evaluation) -> Iterator[Problem]:
+    for i, e in enumerate(plan.jobs):
+        out = ev.outcomes.get(e.job_id)
+        if e.state != "run" or out is None:
+            continue
+        for name, claimed, actual in (
+            ("steps_per_s", e.steps_per_s, out.steps_per_s),
+            ("power_w", e.power_w, out.power_w),
+            ("energy_j", e.energy_j, out.energy_j),
+        ):
+            if not close(claimed, actual):
+                yield Problem(
+                    "job-claim-mismatch", f"jobs[{i}].{name}", f"claims {claimed:.6g}, recomputed {actual:.6g}"
+                )
+    r = plan.round
+    if not close(r.energy_j, ev.energy_j):
+        yield Problem(
+            "round-claim-mismatch", "round.energy_j", f"claims {r.energy_j:.6g} J, recomputed {ev.energy_j:.6g} J"
+        )
+    if not close(r.progress, ev.progress):
+        yield Problem(
+            "round-claim-mismatch", "round.progress", f"claims {r.progress:.6g}, recomputed {ev.progress:.6g}"
+        )
+    used = {g: n for g, n in r.gpus_used.items() if n}
+    if used != {g: n for g, n in ev.gpus_used.items() if n}:
+        yield Problem("round-claim-mismatch", "round.gpus_used", f"claims {used}, recomputed {ev.gpus_used}")
+    budget = inst.round.budget_j
+    if budget is not None and ev.energy_j > budget * (1 + REL_TOL) + ABS_TOL:
+        yield Problem(
+            "over-budget", "round.energy_j", f"recomputed {ev.energy_j:.6g} J exceeds the budget {budget:.6g} J"
+        )
+
+
+def validate_plan(inst: Instance, plan: Plan) -> list[Problem]:
+    """Every violation of ``plan`` against ``inst``; empty when the plan is valid."""
+    problems = [*_check_round(inst, plan), *_check_membership(inst, plan)]
+    running = {e.job_id: e for e in plan.jobs if e.state == "run"}
+    for i, e in enumerate(plan.jobs):
+        if e.state != "run" or not inst.has_job(e.job_id):
+            continue
+        problems += _check_allocation(inst, i, e)
+        if e.shares_with is not None:
+            problems += _check_pair(inst, i, e, running)
+        problems += _check_placement(inst, i, e)
+    problems += _check_shared_gpus(inst, plan)
+    ev = evaluate_plan(inst, plan)
+    problems += _check_capacity(inst, plan, ev)
+    problems += _check_claims(inst, plan, ev)
+    return problems

@@ -1,0 +1,71 @@
+"""Shared fixtures: a tiny hand-made instance every test can read and mutate."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+
+def tiny_instance_doc() -> dict[str, Any]:
+    """Two job types on one 2-node, 4-GPU-per-node V100 pool.
+
+    ``A`` runs on 1 or 2 GPUs, ``B`` on 1; settings 150 W and 250 W; idle 30 W per GPU,
+    node base power 100 W; ``A`` and ``B`` may share one GPU at rates 0.8 and 0.6.
+    """
+    return {
+        "schema": "wattplan.instance/1",
+        "round": {
+            "index": 3,
+            "duration_s": 100,
+            "budget_j": None,
+            "objective": "progress",
+            "delta": 0.03,
+            "restart_s": 10,
+            "min_pair_rate": 0.5,
+        },
+        "gpu_types": [
+            {
+                "name": "v100",
+                "nodes": 2,
+                "gpus_per_node": 4,
+                "idle_power_w": 30,
+                "node_power_w": 100,
+                "setting_unit": "power_limit_w",
+                "settings": [150, 250],
+            }
+        ],
+        "jobs": [
+            {"id": "a", "type": "A", "remaining_steps": 1000, "gpus": [1, 2], "weight": 1.0, "current": None},
+            {
+                "id": "b",
+                "type": "B",
+                "remaining_steps": 500,
+                "gpus": [1],
+                "weight": 2.0,
+                "current": {
+                    "gpu_type": "v100",
+                    "gpus": 1,
+                    "setting": 250,
+                    "shares_with": None,
+                    "placement": [{"node": "v100-1", "gpu_indices": [2]}],
+                },
+            },
+            {"id": "c", "type": "A", "remaining_steps": 100, "gpus": [1], "weight": 1.0, "current": None},
+        ],
+        "profiles": [
+            {"type": "A", "gpu_type": "v100", "gpus": 1, "setting": 150, "steps_per_s": 4.0, "power_w": 130},
+            {"type": "A", "gpu_type": "v100", "gpus": 1, "setting": 250, "steps_per_s": 5.0, "power_w": 230},
+            {"type": "A", "gpu_type": "v100", "gpus": 2, "setting": 150, "steps_per_s": 7.0, "power_w": 125},
+            {"type": "A", "gpu_type": "v100", "gpus": 2, "setting": 250, "steps_per_s": 9.0, "power_w": 220},
+            {"type": "B", "gpu_type": "v100", "gpus": 1, "setting": 150, "steps_per_s": 2.0, "power_w": 110},
+            {"type": "B", "gpu_type": "v100", "gpus": 1, "setting": 250, "steps_per_s": 2.5, "power_w": 180},
+        ],
+        "pairs": [{"a": "A", "b": "B", "gpu_type": "v100", "gpus": 1, "rho_a": 0.8, "rho_b": 0.6}],
+    }
+
+
+@pytest.fixture
+def tiny_doc() -> dict[str, Any]:
+    return copy.deepcopy(tiny_instance_doc())

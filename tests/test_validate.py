@@ -1,0 +1,138 @@
+"""The validator: hand-computed figures, and one hand-made plan per violation code."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from planner.assemble import Allocation, SolveInfo, assemble_plan
+from planner.evaluate import evaluate_plan
+from planner.instance_io import parse_instance
+from planner.plan import parse_plan, plan_to_doc
+from planner.validate import validate_plan
+
+INFO = SolveInfo(solver="test", status="feasible")
+
+
+def reference_plan_doc(instance_doc: dict) -> dict:
+    """Pair (a, b) on one V100 at 250 W, c alone on one V100 at 150 W."""
+    inst = parse_instance(instance_doc)
+    allocations = [Allocation(("a", "b"), "v100", 1, 250), Allocation(("c",), "v100", 1, 150)]
+    return plan_to_doc(assemble_plan(inst, allocations, INFO))
+
+
+def codes(instance_doc: dict, plan_doc: dict) -> set[str]:
+    return {p.code for p in validate_plan(parse_instance(instance_doc), parse_plan(plan_doc))}
+
+
+def test_hand_computed_round(tiny_doc: dict) -> None:
+    """T = 100 s, tau = 10 s, Pidle = 30 W, node 100 W + 4 x 30 W.
+
+    a (waiting, restarts): t = 90 s, rate 0.8 x 5 = 4 steps/s, 360 steps of 1000 -> 0.36;
+      energy (230 - 30) W x 360 / 5 s = 14 400 J.
+    b (running on 1 V100, keeps its size): t = 100 s, rate 0.6 x 2.5 = 1.5, 150 of 500 steps,
+      weight 2 -> 0.6; energy (180 - 30) x 150 / 2.5 = 9 000 J.
+    c (restarts): t = 90 s, 4 steps/s, all 100 steps -> 1.0; energy (130 - 30) x 100 / 4 = 2 500 J.
+    2 GPUs -> 1 node: 100 s x (100 + 4 x 30) W = 22 000 J. Total 47 900 J, progress 1.96.
+    """
+    doc = reference_plan_doc(tiny_doc)
+    inst, plan = parse_instance(tiny_doc), parse_plan(doc)
+    assert validate_plan(inst, plan) == []
+    ev = evaluate_plan(inst, plan)
+    assert ev.energy_j == pytest.approx(47_900)
+    assert ev.progress == pytest.approx(1.96)
+    assert {k: round(v.energy_j, 6) for k, v in ev.outcomes.items()} == {"a": 14_400, "b": 9_000, "c": 2_500}
+    assert doc["round"]["gpus_used"] == {"v100": 2} and doc["round"]["nodes_on"] == {"v100": 1}
+    # b keeps the GPU it runs on, and its partner joins it there.
+    by_id = {j["job_id"]: j for j in doc["jobs"]}
+    assert by_id["b"]["placement"] == [{"node": "v100-1", "gpu_indices": [2]}] == by_id["a"]["placement"]
+    assert by_id["c"]["placement"][0]["node"] == "v100-1"
+
+
+def _job(doc: dict, job_id: str) -> dict:
+    return next(j for j in doc["jobs"] if j["job_id"] == job_id)
+
+
+Mutation = Callable[[dict, dict], None]  # (instance doc, plan doc) -> None, in place
+
+
+def _plan_job(job_id: str, **fields: Any) -> Mutation:
+    return lambda inst, plan: _job(plan, job_id).update(fields)
+
+
+CASES: list[tuple[str, Mutation]] = [
+    ("round-mismatch", lambda i, p: p["round"].update(index=4)),
+    ("unknown-job", lambda i, p: p["jobs"].append({"job_id": "zz", "state": "wait"})),
+    ("duplicate-job", lambda i, p: p["jobs"].append({"job_id": "c", "state": "wait"})),
+    ("missing-job", lambda i, p: p["jobs"].remove(_job(p, "c"))),
+    ("unknown-gpu-type", _plan_job("c", gpu_type="a100")),
+    ("count-not-allowed", _plan_job("c", gpus=2, placement=[{"node": "v100-1", "gpu_indices": [0, 1]}])),
+    ("setting-not-allowed", _plan_job("c", setting=200)),
+    ("setting-unit-mismatch", _plan_job("c", setting_unit="sm_clock_mhz")),
+    ("no-profile", lambda i, p: i["profiles"].pop(0)),
+    ("pair-not-mutual", _plan_job("b", shares_with="c")),
+    ("pair-mismatch", _plan_job("a", setting=150)),
+    ("pair-not-profiled", lambda i, p: i["pairs"].clear()),
+    ("pair-below-min-rate", lambda i, p: i["round"].update(min_pair_rate=0.7)),
+    ("nodes-exceeded", lambda i, p: p["round"]["nodes_on"].update(v100=3)),
+    ("capacity-exceeded", lambda i, p: p["round"]["nodes_on"].update(v100=0)),
+    ("placement-size", _plan_job("c", placement=[{"node": "v100-1", "gpu_indices": [0, 1]}])),
+    ("placement-bad-node", _plan_job("c", placement=[{"node": "p100-0", "gpu_indices": [0]}])),
+    ("placement-bad-index", _plan_job("c", placement=[{"node": "v100-1", "gpu_indices": [7]}])),
+    ("placement-overlap", _plan_job("c", placement=[{"node": "v100-1", "gpu_indices": [2]}])),
+    ("placement-nodes-off", _plan_job("c", placement=[{"node": "v100-0", "gpu_indices": [0]}])),
+    ("job-claim-mismatch", lambda i, p: _job(p, "c").update(energy_j=_job(p, "c")["energy_j"] * 1.1)),
+    ("round-claim-mismatch", lambda i, p: p["round"].update(progress=p["round"]["progress"] + 0.1)),
+    ("over-budget", lambda i, p: (i["round"].update(budget_j=40_000), p["round"].update(budget_j=40_000))),
+]
+
+
+def test_every_code_has_a_case() -> None:
+    import planner.validate as v
+
+    documented = {line.split()[0] for line in v.__doc__.splitlines() if line[:1].isalpha() and "-" in line.split()[0]}
+    assert documented - {"plan-schema", "placement-split"} == {c for c, _ in CASES}
+
+
+@pytest.mark.parametrize(("code", "mutate"), CASES, ids=[c for c, _ in CASES])
+def test_violation_is_rejected_with_its_code(tiny_doc: dict, code: str, mutate: Mutation) -> None:
+    plan_doc = reference_plan_doc(tiny_doc)
+    instance_doc = copy.deepcopy(tiny_doc)
+    mutate(instance_doc, plan_doc)
+    assert code in codes(instance_doc, plan_doc)
+
+
+def test_placement_split_small_job_across_nodes(tiny_doc: dict) -> None:
+    inst = parse_instance(tiny_doc)
+    doc = plan_to_doc(assemble_plan(inst, [Allocation(("a",), "v100", 2, 250)], INFO, nodes_on={"v100": 2}))
+    assert codes(tiny_doc, doc) == set()
+    _job(doc, "a")["placement"] = [{"node": "v100-0", "gpu_indices": [0]}, {"node": "v100-1", "gpu_indices": [0]}]
+    assert "placement-split" in codes(tiny_doc, doc)
+
+
+def test_placement_split_big_job_on_part_nodes(tiny_doc: dict) -> None:
+    """An 8-GPU job on 4-GPU nodes must take two whole nodes, not 4 + 2 + 2."""
+    tiny_doc["gpu_types"][0]["nodes"] = 3
+    tiny_doc["jobs"][0]["gpus"] = [8]
+    tiny_doc["profiles"].append(
+        {"type": "A", "gpu_type": "v100", "gpus": 8, "setting": 250, "steps_per_s": 30.0, "power_w": 200}
+    )
+    inst = parse_instance(tiny_doc)
+    doc = plan_to_doc(assemble_plan(inst, [Allocation(("a",), "v100", 8, 250)], INFO, nodes_on={"v100": 3}))
+    assert codes(tiny_doc, doc) == set()
+    _job(doc, "a")["placement"] = [
+        {"node": "v100-0", "gpu_indices": [0, 1, 2, 3]},
+        {"node": "v100-1", "gpu_indices": [0, 1]},
+        {"node": "v100-2", "gpu_indices": [2, 3]},
+    ]
+    assert codes(tiny_doc, doc) == {"placement-split"}
+
+
+def test_all_wait_plan_costs_nothing(tiny_doc: dict) -> None:
+    inst = parse_instance(tiny_doc)
+    doc = plan_to_doc(assemble_plan(inst, [], INFO))
+    assert codes(tiny_doc, doc) == set()
+    assert doc["round"]["energy_j"] == 0 and doc["round"]["nodes_on"] == {}
