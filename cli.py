@@ -70,27 +70,87 @@ REPO_ROOT = Path(__file__).resolve().parent
 DEFAULT_INSTANCE = REPO_ROOT / "instances" / "default.json"
 
 
+class ObjectiveChoice(StrEnum):
+    progress = "progress"
+    energy = "energy"
+
+
 @app.command()
 @handles_errors
 def plan(
     instance: Annotated[Path, typer.Argument(help="Round instance (wattplan.instance/1 JSON).")] = DEFAULT_INSTANCE,
     solver: Annotated[
-        str, typer.Option(help="Planner to use: greedy (progress per joule, exclusive jobs).")
-    ] = "greedy",
-    out_path: Annotated[Path, typer.Option("--out", "-o", help="Where to write the plan (written atomically).")] = Path(
+        str,
+        typer.Option(help="cpsat, highs, cbc, pulp:NAME (any PuLP solver, e.g. pulp:GUROBI_CMD) or greedy."),
+    ] = "highs",
+    objective: Annotated[
+        ObjectiveChoice | None,
+        typer.Option(
+            help="progress: most weighted progress, then least energy; energy: least energy "
+            "within delta of the best progress. Default: the instance's."
+        ),
+    ] = None,
+    budget_j: Annotated[
+        float | None, typer.Option(help="Energy budget of the round (J); overrides the instance.")
+    ] = None,
+    power_cap_w: Annotated[float | None, typer.Option(help="Power cap (W); budget = cap x round length.")] = None,
+    time_limit: Annotated[float, typer.Option(help="Seconds for all solves; the planner keeps this deadline.")] = 30.0,
+    gap: Annotated[float, typer.Option(help="Relative optimality gap at which a solve stops.")] = 1e-4,
+    threads: Annotated[int, typer.Option(help="Solver threads.")] = 2,
+    seed: Annotated[int, typer.Option(help="Solver random seed.")] = 0,
+    export_model: Annotated[
+        Path | None, typer.Option(help="Also write the model as FILE.mps or FILE.lp for outside solvers.")
+    ] = None,
+    lp_bound: Annotated[bool, typer.Option(help="Compute the LP relaxation bound (HiGHS).")] = True,
+    out_path: Annotated[Path, typer.Option("--out", "-o", help="Where to write the plan (atomically).")] = Path(
         "plan.json"
     ),
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the summary.")] = False,
 ) -> None:
-    """Plan one round: choose GPUs, settings and placements under the energy budget, validate, write the plan."""
+    """Plan one round: GPUs, settings, partners and placements under the energy budget; validate; write."""
+    import dataclasses
+
     from planner.instance_io import load_instance
     from planner.plan import write_plan
     from planner.planning import InvalidPlanError, make_plan
     from planner.report import plan_table, summary_table
 
     inst = load_instance(instance)
+    if budget_j is not None and power_cap_w is not None:
+        raise InputError("options", [Problem("conflicting-options", "--budget-j", "give --budget-j or --power-cap-w")])
+    if power_cap_w is not None:
+        budget_j = power_cap_w * inst.round.duration_s
+    if budget_j is not None or objective is not None:
+        new_round = dataclasses.replace(
+            inst.round,
+            budget_j=inst.round.budget_j if budget_j is None else budget_j,
+            objective=inst.round.objective if objective is None else objective.value,
+        )
+        inst = dataclasses.replace(inst, round=new_round)
+    if export_model is not None and export_model.suffix not in (".mps", ".lp"):
+        raise InputError("options", [Problem("bad-option", "--export-model", "the file must end in .mps or .lp")])
     try:
-        result = make_plan(inst, solver)
+        if solver == "greedy":
+            result = make_plan(inst, "greedy")
+        else:
+            from formulations.backends import BackendUnavailable
+            from formulations.solve import PlanRequest, plan_round
+
+            request = PlanRequest(
+                solver=solver,
+                objective=None if objective is None else objective.value,
+                time_limit_s=time_limit,
+                rel_gap=gap,
+                threads=threads,
+                seed=seed,
+                lp_bound=lp_bound,
+                export_model=export_model,
+            )
+            with err.status(f"solving with {solver} (at most {time_limit:g} s)..."):
+                try:
+                    result = plan_round(inst, request)
+                except BackendUnavailable as exc:
+                    raise InputError("--solver", [Problem("solver-unavailable", "--solver", str(exc))]) from None
     except InvalidPlanError as exc:
         report_problems(solver, exc.problems, "planner bug: invalid plan, not written")
         raise typer.Exit(ExitCode.FAILED) from None

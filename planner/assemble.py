@@ -37,6 +37,7 @@ class SolveInfo:
     gap: float | None = None
     solve_s: float = 0.0
     extra: Mapping[str, object] | None = None
+    objective: str | None = None  # None: the instance's objective
 
 
 def gpus_used(allocations: Sequence[Allocation]) -> dict[str, int]:
@@ -129,7 +130,7 @@ def assemble_plan(
         budget_j=instance.round.budget_j,
         energy_j=dynamic + node_energy_j(instance, nodes),
         progress=progress,
-        objective=instance.round.objective,
+        objective=info.objective or instance.round.objective,
         objective_value=info.objective_value,
         bound=info.bound,
         gap=info.gap,

@@ -75,6 +75,19 @@ def summary_table(plan: Plan) -> Table:
         f"{r.objective} = {_fmt(r.objective_value)}, bound {_fmt(r.bound)}, gap {_fmt(r.gap, '.2%')}",
     )
     table.add_row("solver", f"{r.solver} ({r.status}) in {r.solve_s:.2f} s")
+    extra = r.extra
+    if extra.get("lp_bound") is not None:
+        table.add_row("LP bound", f"{extra['lp_bound']:.6g} (relaxation of the same model)")
+    model = extra.get("model")
+    if model:
+        pruned = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in model["pruned"].items())
+        table.add_row(
+            "model",
+            f"{model['columns']} columns, {model['rows']} rows, built in {model['build_s']:.2f} s; pruned: {pruned}",
+        )
+    for key in ("objective_note", "fallback_reason"):
+        if extra.get(key):
+            table.add_row(key.replace("_", " "), f"[yellow]{extra[key]}[/]")
     return table
 
 

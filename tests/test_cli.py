@@ -28,7 +28,7 @@ def test_help_lists_the_commands() -> None:
 
 def test_plan_default_instance_writes_a_valid_plan(tmp_path: Path) -> None:
     out = tmp_path / "plan.json"
-    result = run("plan", ROOT / "instances" / "default.json", "--out", out)
+    result = run("plan", ROOT / "instances" / "default.json", "--solver", "greedy", "--out", out)
     assert result.exit_code == 0, result.output
     doc = json.loads(out.read_text())
     assert doc["schema"] == "wattplan.plan/1" and len(doc["jobs"]) == 64
@@ -39,7 +39,7 @@ def test_plan_default_instance_writes_a_valid_plan(tmp_path: Path) -> None:
 
 def test_validate_rejects_a_tampered_plan(tmp_path: Path) -> None:
     out = tmp_path / "plan.json"
-    assert run("plan", ROOT / "instances" / "default.json", "--out", out, "-q").exit_code == 0
+    assert run("plan", ROOT / "instances" / "default.json", "--solver", "greedy", "--out", out, "-q").exit_code == 0
     doc = json.loads(out.read_text())
     doc["round"]["energy_j"] *= 0.5
     out.write_text(json.dumps(doc))

@@ -42,9 +42,7 @@ def test_remaining_steps_and_allowed_counts(tmp_path: Path, lib) -> None:
     2 x 2 = 4 -> [1, 2, 4]. A3C asked for 1 GPU at 500 s with 100 steps: 500 x 7.18 > 100, it is done.
     A job arriving after 1000 s is not queued yet.
     """
-    trace = write_trace(
-        tmp_path / "t.trace", [(R50, 10_000, 0, 2), ("A3C", 100, 500, 1), ("A3C", 100, 1500, 1)]
-    )
+    trace = write_trace(tmp_path / "t.trace", [(R50, 10_000, 0, 2), ("A3C", 100, 500, 1), ("A3C", 100, 1500, 1)])
     inst = build_round(
         read_gavel_trace(trace), parse_cluster_spec("v100:16"), lib, RoundOptions(at_s=1000, budget_fraction=None)
     )

@@ -1,0 +1,135 @@
+"""HiGHS through highspy (pinned < 1.15: see DESIGN.md section 4)."""
+
+from __future__ import annotations
+
+import re
+import time
+from importlib.util import find_spec
+from pathlib import Path
+
+import numpy as np
+
+from formulations.backends.base import BackendUnavailable, Features, SolveParams, SolverResult
+from formulations.ir import LinearModel
+
+
+def _csc(lm: LinearModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    order = np.lexsort((lm.a_rows, lm.a_cols))
+    cols = lm.a_cols[order]
+    starts = np.searchsorted(cols, np.arange(lm.num_cols + 1)).astype(np.int32)
+    return starts, lm.a_rows[order].astype(np.int32), lm.a_vals[order]
+
+
+def _highs_model(lm: LinearModel, objective: np.ndarray, maximize: bool, relax: bool):
+    import highspy
+
+    inf = highspy.kHighsInf
+    lp = highspy.HighsLp()
+    lp.num_col_ = lm.num_cols
+    lp.num_row_ = lm.num_rows
+    lp.col_cost_ = objective.astype(float)
+    lp.col_lower_ = lm.lb
+    lp.col_upper_ = lm.ub
+    lp.row_lower_ = np.where(np.isfinite(lm.row_lo), lm.row_lo, -inf)
+    lp.row_upper_ = np.where(np.isfinite(lm.row_hi), lm.row_hi, inf)
+    starts, index, values = _csc(lm)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = starts
+    lp.a_matrix_.index_ = index
+    lp.a_matrix_.value_ = values
+    lp.sense_ = highspy.ObjSense.kMaximize if maximize else highspy.ObjSense.kMinimize
+    if not relax:
+        lp.integrality_ = [highspy.HighsVarType.kInteger if i else highspy.HighsVarType.kContinuous for i in lm.is_int]
+    return lp
+
+
+class HighsBackend:
+    """Branch-and-cut MIP and simplex LP of HiGHS; MIP starts, proven bounds, MPS/LP export."""
+
+    name = "highs"
+    features = Features(mip_start=True, lp_relaxation=True, bound=True, export=True)
+
+    def is_available(self) -> bool:
+        return find_spec("highspy") is not None
+
+    def _solver(self, params: SolveParams):
+        if not self.is_available():
+            raise BackendUnavailable("highspy is not installed (pip install 'highspy>=1.10,<1.15')")
+        import highspy
+
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        h.setOptionValue("threads", max(1, params.threads))
+        h.setOptionValue("random_seed", params.seed)
+        if params.time_limit_s is not None:
+            h.setOptionValue("time_limit", float(params.time_limit_s))
+        if params.rel_gap is not None:
+            h.setOptionValue("mip_rel_gap", float(params.rel_gap))
+        return h
+
+    def solve(
+        self,
+        lm: LinearModel,
+        objective: np.ndarray,
+        maximize: bool,
+        params: SolveParams,
+        start: np.ndarray | None = None,
+        relax: bool = False,
+    ) -> SolverResult:
+        import highspy
+
+        h = self._solver(params)
+        begin = time.perf_counter()
+        h.passModel(_highs_model(lm, objective, maximize, relax))
+        if start is not None and not relax:
+            sol = highspy.HighsSolution()
+            sol.col_value = list(map(float, start))
+            sol.value_valid = True
+            h.setSolution(sol)
+        h.run()
+        elapsed = time.perf_counter() - begin
+        status = h.getModelStatus()
+        info = h.getInfo()
+        ms = highspy.HighsModelStatus
+        has_primal = info.primal_solution_status == 2  # kSolutionStatusFeasible
+        if status == ms.kOptimal:
+            result_status = "optimal"
+        elif status == ms.kInfeasible:
+            result_status = "infeasible"
+        elif has_primal:
+            result_status = "feasible"
+        else:
+            return SolverResult("no_solution", solve_s=elapsed, message=h.modelStatusToString(status))
+        if result_status == "infeasible":
+            return SolverResult("infeasible", solve_s=elapsed, message="infeasible")
+        values = np.array(h.getSolution().col_value)
+        if relax:
+            bound = info.objective_function_value
+        else:
+            bound = info.mip_dual_bound
+        return SolverResult(
+            result_status,
+            values=values,
+            objective=float(objective @ values),
+            bound=float(bound) if np.isfinite(bound) else None,
+            solve_s=elapsed,
+            message=h.modelStatusToString(status),
+            stats={"mip_nodes": float(getattr(info, "mip_node_count", 0))},
+        )
+
+    def export(self, lm: LinearModel, objective: np.ndarray, maximize: bool, path: Path) -> None:
+        """Write the model as MPS or LP (by the file's extension) for outside solvers, atomically."""
+        h = self._solver(SolveParams())
+        model = _highs_model(lm, objective, maximize, relax=False)
+        model.col_names_ = [_safe_name(n) for n in lm.col_names]
+        model.row_names_ = [_safe_name(n) for n in lm.row_names]
+        h.passModel(model)
+        path = Path(path)
+        tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
+        h.writeModel(str(tmp))
+        tmp.replace(path)
+
+
+def _safe_name(name: str) -> str:
+    """MPS and LP names may hold no blanks: ``ResNet-50 (batch size 64)`` -> ``ResNet-50_(batch_size_64)``."""
+    return re.sub(r"\s+", "_", name)

@@ -1,0 +1,110 @@
+"""PuLP: CBC by default, or any solver PuLP knows (``pulp:GUROBI_CMD``, ``pulp:CPLEX_CMD``, ...)."""
+
+from __future__ import annotations
+
+import time
+from importlib.util import find_spec
+
+import numpy as np
+
+from formulations.backends.base import BackendUnavailable, Features, SolveParams, SolverResult
+from formulations.ir import LinearModel
+
+
+class PulpBackend:
+    """A model handed to PuLP and solved by ``solver_name`` (PuLP's name, e.g. ``PULP_CBC_CMD``)."""
+
+    features = Features(mip_start=True, lp_relaxation=True, bound=False, export=True)
+
+    def __init__(self, solver_name: str = "PULP_CBC_CMD", label: str | None = None) -> None:
+        self.solver_name = solver_name
+        self.name = label or f"pulp:{solver_name}"
+
+    def is_available(self) -> bool:
+        if find_spec("pulp") is None:
+            return False
+        import pulp
+
+        return self.solver_name in pulp.listSolvers(onlyAvailable=True)
+
+    def _problem(self, lm: LinearModel, objective: np.ndarray, maximize: bool, relax: bool):
+        import pulp
+
+        prob = pulp.LpProblem("wattplan_round", pulp.LpMaximize if maximize else pulp.LpMinimize)
+        cat = [pulp.LpContinuous if relax or not i else pulp.LpInteger for i in lm.is_int]
+        xs = [
+            pulp.LpVariable(f"c{k}", lowBound=float(lo), upBound=float(hi), cat=cat[k])
+            for k, (lo, hi) in enumerate(zip(lm.lb, lm.ub, strict=True))
+        ]
+        nz = np.flatnonzero(objective)
+        prob += pulp.LpAffineExpression([(xs[k], float(objective[k])) for k in nz])
+        order = np.argsort(lm.a_rows, kind="stable")
+        rows, cols, vals = lm.a_rows[order], lm.a_cols[order], lm.a_vals[order]
+        bounds = np.searchsorted(rows, np.arange(lm.num_rows + 1))
+        for r in range(lm.num_rows):
+            sl = slice(bounds[r], bounds[r + 1])
+            expr = pulp.LpAffineExpression([(xs[k], float(v)) for k, v in zip(cols[sl], vals[sl], strict=True)])
+            lo, hi = lm.row_lo[r], lm.row_hi[r]
+            if np.isfinite(lo) and np.isfinite(hi) and lo == hi:
+                prob += expr == float(lo), f"r{r}"
+                continue
+            if np.isfinite(lo):
+                prob += expr >= float(lo), f"r{r}lo"
+            if np.isfinite(hi):
+                prob += expr <= float(hi), f"r{r}hi"
+        return prob, xs
+
+    def solve(
+        self,
+        lm: LinearModel,
+        objective: np.ndarray,
+        maximize: bool,
+        params: SolveParams,
+        start: np.ndarray | None = None,
+        relax: bool = False,
+    ) -> SolverResult:
+        if not self.is_available():
+            raise BackendUnavailable(f"PuLP cannot find the solver {self.solver_name!r} on this machine")
+        import pulp
+
+        prob, xs = self._problem(lm, objective, maximize, relax)
+        if start is not None and not relax:
+            for x, v in zip(xs, start, strict=True):
+                x.setInitialValue(float(v))
+        options: dict = {"msg": False}
+        if params.time_limit_s is not None:
+            options["timeLimit"] = float(params.time_limit_s)
+        if params.rel_gap is not None:
+            options["gapRel"] = float(params.rel_gap)
+        if self.solver_name == "PULP_CBC_CMD":
+            options["threads"] = max(1, params.threads)
+            options["warmStart"] = start is not None and not relax
+            options["options"] = [f"randomSeed {params.seed + 1}", f"randomCbcSeed {params.seed + 1}"]
+        solver = pulp.getSolver(self.solver_name, **options)
+        begin = time.perf_counter()
+        prob.solve(solver)
+        elapsed = time.perf_counter() - begin
+        status = pulp.LpStatus.get(prob.status, "Undefined")
+        if status == "Infeasible":
+            return SolverResult("infeasible", solve_s=elapsed, message=status)
+        values = np.array([x.value() if x.value() is not None else np.nan for x in xs], dtype=float)
+        if np.isnan(values).any() or not lm.is_feasible(np.where(lm.is_int & ~relax, np.round(values), values)):
+            return SolverResult("no_solution", solve_s=elapsed, message=status)
+        if not relax:
+            values = np.where(lm.is_int, np.round(values), values)
+        proven = status == "Optimal" and getattr(prob, "sol_status", 1) == 1
+        return SolverResult(
+            "optimal" if proven else "feasible",
+            values=values,
+            objective=float(objective @ values),
+            bound=float(objective @ values) if proven else None,
+            solve_s=elapsed,
+            message=status,
+        )
+
+    def export(self, lm: LinearModel, objective: np.ndarray, maximize: bool, path) -> None:
+        prob, _ = self._problem(lm, objective, maximize, relax=False)
+        if str(path).endswith(".mps"):
+            prob.writeMPS(str(path))
+        else:
+            prob.writeLP(str(path))

@@ -1,0 +1,145 @@
+"""A backend-neutral mixed-integer linear model: the one form every solver backend compiles.
+
+``row_lo <= A x <= row_hi``, ``lb <= x <= ub``, ``x_i`` integer where ``is_int[i]``, and
+named objective vectors (``progress``, ``energy``). ``A`` is kept in coordinate form
+(``a_rows``, ``a_cols``, ``a_vals``). Each row records ``row_scale``: the factor that makes
+its coefficients integral enough for CP-SAT (1 for counting rows; see
+:mod:`formulations.scaling`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+INF = float("inf")
+
+
+@dataclass(frozen=True)
+class LinearModel:
+    lb: np.ndarray
+    ub: np.ndarray
+    is_int: np.ndarray
+    col_names: tuple[str, ...]
+    a_rows: np.ndarray
+    a_cols: np.ndarray
+    a_vals: np.ndarray
+    row_lo: np.ndarray
+    row_hi: np.ndarray
+    row_names: tuple[str, ...]
+    row_kind: tuple[str, ...]  # "count", "energy" or "progress": how CP-SAT scales the row
+    objectives: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def num_cols(self) -> int:
+        return len(self.lb)
+
+    @property
+    def num_rows(self) -> int:
+        return len(self.row_lo)
+
+    @property
+    def num_nonzeros(self) -> int:
+        return len(self.a_vals)
+
+    def with_row(self, coefs: np.ndarray, lo: float, hi: float, name: str, kind: str) -> LinearModel:
+        """A copy with one more row ``lo <= coefs . x <= hi``."""
+        nz = np.flatnonzero(coefs)
+        return replace(
+            self,
+            a_rows=np.concatenate([self.a_rows, np.full(len(nz), self.num_rows, dtype=np.int64)]),
+            a_cols=np.concatenate([self.a_cols, nz.astype(np.int64)]),
+            a_vals=np.concatenate([self.a_vals, coefs[nz].astype(float)]),
+            row_lo=np.append(self.row_lo, lo),
+            row_hi=np.append(self.row_hi, hi),
+            row_names=(*self.row_names, name),
+            row_kind=(*self.row_kind, kind),
+        )
+
+    def without_rows(self, names: Sequence[str]) -> LinearModel:
+        """A copy without the named rows (e.g. the budget, for the unbudgeted best progress)."""
+        drop = {i for i, n in enumerate(self.row_names) if n in set(names)}
+        if not drop:
+            return self
+        keep_rows = np.array([i not in drop for i in range(self.num_rows)])
+        new_index = np.cumsum(keep_rows) - 1
+        mask = keep_rows[self.a_rows]
+        return replace(
+            self,
+            a_rows=new_index[self.a_rows[mask]],
+            a_cols=self.a_cols[mask],
+            a_vals=self.a_vals[mask],
+            row_lo=self.row_lo[keep_rows],
+            row_hi=self.row_hi[keep_rows],
+            row_names=tuple(n for i, n in enumerate(self.row_names) if i not in drop),
+            row_kind=tuple(k for i, k in enumerate(self.row_kind) if i not in drop),
+        )
+
+    def row_activity(self, x: np.ndarray) -> np.ndarray:
+        """``A x`` for a column vector ``x``."""
+        return np.bincount(self.a_rows, weights=self.a_vals * x[self.a_cols], minlength=self.num_rows)
+
+    def is_feasible(self, x: np.ndarray, tol: float = 1e-6) -> bool:
+        """Bounds, integrality and rows hold for ``x`` within ``tol`` (relative on rows)."""
+        if np.any(x < self.lb - tol) or np.any(x > self.ub + tol):
+            return False
+        if np.any(np.abs(x[self.is_int] - np.round(x[self.is_int])) > tol):
+            return False
+        act = self.row_activity(x)
+        slack = tol * np.maximum(1.0, np.abs(act))
+        return bool(np.all(act >= self.row_lo - slack) and np.all(act <= self.row_hi + slack))
+
+
+class ModelBuilder:
+    """Collects columns and rows, then freezes them into a :class:`LinearModel`."""
+
+    def __init__(self) -> None:
+        self._lb: list[float] = []
+        self._ub: list[float] = []
+        self._int: list[bool] = []
+        self._names: list[str] = []
+        self._rows: list[int] = []
+        self._cols: list[int] = []
+        self._vals: list[float] = []
+        self._lo: list[float] = []
+        self._hi: list[float] = []
+        self._row_names: list[str] = []
+        self._row_kind: list[str] = []
+
+    def add_col(self, name: str, lb: float, ub: float, integer: bool) -> int:
+        self._lb.append(lb)
+        self._ub.append(ub)
+        self._int.append(integer)
+        self._names.append(name)
+        return len(self._lb) - 1
+
+    def add_row(
+        self, cols: Sequence[int], vals: Sequence[float], lo: float, hi: float, name: str, kind: str = "count"
+    ) -> int:
+        row = len(self._lo)
+        self._rows.extend([row] * len(cols))
+        self._cols.extend(cols)
+        self._vals.extend(vals)
+        self._lo.append(lo)
+        self._hi.append(hi)
+        self._row_names.append(name)
+        self._row_kind.append(kind)
+        return row
+
+    def build(self, objectives: dict[str, np.ndarray]) -> LinearModel:
+        return LinearModel(
+            lb=np.array(self._lb, dtype=float),
+            ub=np.array(self._ub, dtype=float),
+            is_int=np.array(self._int, dtype=bool),
+            col_names=tuple(self._names),
+            a_rows=np.array(self._rows, dtype=np.int64),
+            a_cols=np.array(self._cols, dtype=np.int64),
+            a_vals=np.array(self._vals, dtype=float),
+            row_lo=np.array(self._lo, dtype=float),
+            row_hi=np.array(self._hi, dtype=float),
+            row_names=tuple(self._row_names),
+            row_kind=tuple(self._row_kind),
+            objectives=objectives,
+        )
