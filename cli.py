@@ -7,6 +7,7 @@ Exit codes: 0 success, 1 a plan or run failed (e.g. the validator rejected a pla
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable
 from enum import StrEnum
@@ -61,6 +62,16 @@ def handles_errors(fn: F) -> F:
             raise typer.Exit(ExitCode.BAD_INPUT) from None
         except (ValueError, OSError) as exc:
             err.print(f"[bold red]error:[/] {exc}")
+            raise typer.Exit(ExitCode.FAILED) from None
+        except (typer.Exit, typer.Abort, KeyboardInterrupt):
+            raise
+        except Exception as exc:
+            if os.environ.get("WATTPLAN_DEBUG"):
+                raise
+            err.print(
+                f"[bold red]internal error:[/] {type(exc).__name__}: {exc}\n"
+                "this is a wattplan bug; run again with WATTPLAN_DEBUG=1 for the traceback and report it"
+            )
             raise typer.Exit(ExitCode.FAILED) from None
 
     return wrapper  # type: ignore[return-value]

@@ -164,10 +164,8 @@ def plan_round(inst: Instance, req: PlanRequest) -> Plan:
     extra: dict[str, Any] = {"model": _model_stats(rm, build_s), "stages": log.stages}
     if req.export_model is not None:
         _export(backend, rm, objective, req.export_model)
-    if req.lp_bound:
-        extra["lp_bound"] = lp_relaxation_bound(
-            rm, "progress" if objective == "progress" else "energy", objective == "progress", 0.15 * req.time_limit_s
-        )
+    if req.lp_bound and objective == "progress":
+        extra["lp_bound"] = lp_relaxation_bound(rm.lm, "progress", True, 0.15 * req.time_limit_s)
     start = _warm_start(rm) if req.warm_start and backend.features.mip_start else None
     if objective == "energy":
         return _energy_objective(inst, rm, backend, req, clock, log, extra, start)
@@ -261,5 +259,9 @@ def _energy_objective(inst, rm, backend, req, clock, log, extra, start) -> Plan:
 
 
 def _export(backend: Backend, rm: RoundModel, objective: str, path: Path) -> None:
-    exporter = backend if backend.features.export else get_backend("highs")
+    """Write the first-stage model; HiGHS writes it with readable names when it is installed."""
+    try:
+        exporter = get_backend("highs")
+    except Exception:
+        exporter = backend
     exporter.export(rm.lm, rm.lm.objectives[objective], objective == "progress", path)  # type: ignore[attr-defined]

@@ -131,3 +131,81 @@ def test_profiles_build_reproduces_the_shipped_library(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     shipped = ROOT / "instances" / "profiles" / "gavel_zeus_v100_p100.json"
     assert json.loads(out.read_text()) == json.loads(shipped.read_text())
+
+
+@pytest.mark.parametrize("solver", ["cpsat", "highs", "cbc"])
+def test_plan_with_each_solver_on_a_small_round(tmp_path: Path, solver: str) -> None:
+    inst = tmp_path / "round.json"
+    assert (
+        run(
+            "instance",
+            "from-trace",
+            TRACES / "6c71a0.trace",
+            "--cluster",
+            "v100:16,p100:8",
+            "--at",
+            "1900000",
+            "--max-jobs",
+            "12",
+            "--out",
+            inst,
+        ).exit_code
+        == 0
+    )
+    out = tmp_path / "plan.json"
+    result = run("plan", inst, "--solver", solver, "--time-limit", "20", "--out", out)
+    assert result.exit_code == 0, result.output
+    doc = json.loads(out.read_text())
+    assert doc["round"]["solver"] == solver and doc["round"]["status"] in ("optimal", "feasible")
+    assert doc["round"]["model"]["columns"] > 0 and doc["round"]["lp_bound"] >= doc["round"]["progress"] - 1e-9
+    assert run("validate", inst, out).exit_code == 0
+
+
+def test_unknown_solver_is_bad_input(tmp_path: Path) -> None:
+    result = run(
+        "plan", ROOT / "instances" / "default.json", "--solver", "pulp:NO_SUCH_SOLVER", "--out", tmp_path / "p.json"
+    )
+    assert result.exit_code == 2
+    assert "NO_SUCH_SOLVER" in result.output
+
+
+@pytest.mark.parametrize("suffix", [".mps", ".lp"])
+def test_export_model(tmp_path: Path, suffix: str) -> None:
+    model = tmp_path / f"round{suffix}"
+    result = run(
+        "plan",
+        ROOT / "instances" / "default.json",
+        "--solver",
+        "cbc",
+        "--time-limit",
+        "10",
+        "--export-model",
+        model,
+        "--out",
+        tmp_path / "p.json",
+        "-q",
+    )
+    assert result.exit_code == 0, result.output
+    text = model.read_text()
+    assert "x_j" in text and "batch_size_" in text  # readable names, no blanks or brackets
+
+
+def test_power_cap_overrides_the_budget(tmp_path: Path) -> None:
+    out = tmp_path / "p.json"
+    result = run(
+        "plan",
+        ROOT / "instances" / "default.json",
+        "--solver",
+        "cbc",
+        "--power-cap-w",
+        "5000",
+        "--time-limit",
+        "10",
+        "--out",
+        out,
+        "-q",
+    )
+    assert result.exit_code == 0, result.output
+    doc = json.loads(out.read_text())
+    assert doc["round"]["budget_j"] == pytest.approx(5000 * 360)
+    assert doc["round"]["energy_j"] <= 5000 * 360 * (1 + 1e-9)

@@ -131,5 +131,5 @@ class HighsBackend:
 
 
 def _safe_name(name: str) -> str:
-    """MPS and LP names may hold no blanks: ``ResNet-50 (batch size 64)`` -> ``ResNet-50_(batch_size_64)``."""
-    return re.sub(r"\s+", "_", name)
+    """Names both MPS and LP readers accept: ``x[j1,ResNet-50 (batch size 64)]`` -> ``x_j1_ResNet_50_batch_size_64``."""
+    return re.sub(r"[^A-Za-z0-9_.]+", "_", name).strip("_")

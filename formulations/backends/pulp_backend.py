@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import warnings
 from importlib.util import find_spec
 
 import numpy as np
@@ -67,7 +68,9 @@ class PulpBackend:
             raise BackendUnavailable(f"PuLP cannot find the solver {self.solver_name!r} on this machine")
         import pulp
 
-        prob, xs = self._problem(lm, objective, maximize, relax)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # PuLP 3.3 announces its 4.0 API
+            prob, xs = self._problem(lm, objective, maximize, relax)
         if start is not None and not relax:
             for x, v in zip(xs, start, strict=True):
                 x.setInitialValue(float(v))
@@ -103,7 +106,9 @@ class PulpBackend:
         )
 
     def export(self, lm: LinearModel, objective: np.ndarray, maximize: bool, path) -> None:
-        prob, _ = self._problem(lm, objective, maximize, relax=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            prob, _ = self._problem(lm, objective, maximize, relax=False)
         if str(path).endswith(".mps"):
             prob.writeMPS(str(path))
         else:
