@@ -167,95 +167,93 @@ def plan_round(inst: Instance, req: PlanRequest) -> Plan:
     if req.lp_bound and objective == "progress":
         extra["lp_bound"] = lp_relaxation_bound(rm.lm, "progress", True, 0.15 * req.time_limit_s)
     start = _warm_start(rm) if req.warm_start and backend.features.mip_start else None
-    if objective == "energy":
-        return _energy_objective(inst, rm, backend, req, clock, log, extra, start)
-    return _progress_objective(inst, rm, backend, req, clock, log, extra, start)
+    session = _Session(inst, rm, backend, req, clock, log, extra, start)
+    return session.energy_objective() if objective == "energy" else session.progress_objective()
 
 
-def _progress_objective(inst, rm, backend, req, clock, log, extra, start, note: str | None = None) -> Plan:
-    lm = rm.lm
-    first = _solve(backend, lm, lm.objectives["progress"], True, req, clock, 0.6, start)
-    log.add("max_progress", first)
-    if not first.has_solution:
-        return _fallback_plan(inst, backend.name, extra, f"no solution from {backend.name}: {first.status}")
-    chosen = first
-    p1 = float(lm.objectives["progress"] @ first.values)
-    floor = (1 - LEXICOGRAPHIC_TOLERANCE) * p1
-    second_lm = lm.with_row(lm.objectives["progress"], floor, math.inf, PROGRESS_ROW, "progress")
-    second = _solve(backend, second_lm, lm.objectives["energy"], False, req, clock, 0.8, first.values)
-    log.add("min_energy_at_progress", second)
-    if second.has_solution and second_lm.is_feasible(second.values):
-        if float(lm.objectives["energy"] @ second.values) <= float(lm.objectives["energy"] @ first.values):
-            chosen = second
-    proven = first.status == "optimal" and second.status == "optimal"
-    if note:
-        extra["objective_note"] = note
-    info = SolveInfo(
-        objective="progress",
-        solver=backend.name,
-        status="optimal" if proven else "feasible",
-        objective_value=p1,
-        bound=first.bound,
-        gap=_gap(p1, first.bound),
-        solve_s=sum(s["solve_s"] for s in log.stages),
-        extra=extra,
-    )
-    return checked(inst, assemble_plan(inst, rm.decode(chosen.values), info))
+@dataclass
+class _Session:
+    """One planning call: the model, the backend, the clock and what the stages reported."""
 
+    inst: Instance
+    rm: RoundModel
+    backend: Backend
+    req: PlanRequest
+    clock: _Clock
+    log: StageLog
+    extra: dict[str, Any]
+    start: np.ndarray | None
 
-def _energy_objective(inst, rm, backend, req, clock, log, extra, start) -> Plan:
-    lm = rm.lm
-    free = lm.without_rows([ENERGY_ROW])
-    best = _solve(backend, free, lm.objectives["progress"], True, req, clock, 0.4, start)
-    log.add("max_progress_no_budget", best)
-    if not best.has_solution:
-        return _progress_objective(
-            inst,
-            rm,
-            backend,
-            req,
-            clock,
-            log,
-            extra,
-            start,
-            note="best progress without budget not found in time; planned for progress",
+    def stage(self, name: str, lm: LinearModel, objective: str, share: float, start=None) -> SolverResult:
+        maximize = objective == "progress"
+        result = _solve(
+            self.backend, lm, self.rm.lm.objectives[objective], maximize, self.req, self.clock, share, start
         )
-    p_star = float(lm.objectives["progress"] @ best.values)
-    target = (1 - inst.round.delta) * p_star
-    extra["progress_target"] = {"best_without_budget": p_star, "delta": inst.round.delta, "target": target}
-    target_lm = lm.with_row(lm.objectives["progress"], target, math.inf, PROGRESS_ROW, "progress")
-    if req.lp_bound:
-        extra["lp_bound"] = lp_relaxation_bound(target_lm, "energy", False, 0.15 * req.time_limit_s)
-    hint = best.values if target_lm.is_feasible(best.values) else start
-    result = _solve(backend, target_lm, lm.objectives["energy"], False, req, clock, 0.8, hint)
-    log.add("min_energy_at_target", result)
-    if not result.has_solution or not target_lm.is_feasible(result.values):
-        why = "unreachable under the budget" if result.status == "infeasible" else f"not solved ({result.status})"
-        return _progress_objective(
-            inst,
-            rm,
-            backend,
-            req,
-            clock,
-            log,
-            extra,
-            start,
-            note=f"energy objective: progress target {target:.6g} {why}; planned for progress",
+        self.log.add(name, result)
+        return result
+
+    def finish(self, objective: str, values: np.ndarray, proven: bool, value_of, bound: float | None) -> Plan:
+        """Decode, place and validate; ``value_of(plan)`` is the reported objective value."""
+        allocations = self.rm.decode(values)
+        draft = assemble_plan(self.inst, allocations, SolveInfo(solver=self.backend.name, status="feasible"))
+        value = value_of(draft)
+        info = SolveInfo(
+            objective=objective,
+            solver=self.backend.name,
+            status="optimal" if proven else "feasible",
+            objective_value=value,
+            bound=bound,
+            gap=_gap(value, bound),
+            solve_s=sum(s["solve_s"] for s in self.log.stages),
+            extra=self.extra,
         )
-    allocations = rm.decode(result.values)
-    # The plan powers the fewest nodes that hold the allocations, never more than the solver's u.
-    energy = assemble_plan(inst, allocations, SolveInfo(solver=backend.name, status="feasible")).round.energy_j
-    info = SolveInfo(
-        objective="energy",
-        solver=backend.name,
-        status="optimal" if result.status == "optimal" and best.status == "optimal" else "feasible",
-        objective_value=energy,
-        bound=result.bound,
-        gap=_gap(energy, result.bound),
-        solve_s=sum(s["solve_s"] for s in log.stages),
-        extra=extra,
-    )
-    return checked(inst, assemble_plan(inst, allocations, info))
+        return checked(self.inst, assemble_plan(self.inst, allocations, info))
+
+    def progress_objective(self, note: str | None = None) -> Plan:
+        """Stage 1: max progress under the budget; stage 2: least energy at that progress."""
+        if note:
+            self.extra["objective_note"] = note
+        lm = self.rm.lm
+        first = self.stage("max_progress", lm, "progress", 0.6, self.start)
+        if not first.has_solution:
+            return _fallback_plan(self.inst, self.backend.name, self.extra, f"no solution: {first.status}")
+        p1 = float(lm.objectives["progress"] @ first.values)
+        floor = (1 - LEXICOGRAPHIC_TOLERANCE) * p1
+        second_lm = lm.with_row(lm.objectives["progress"], floor, math.inf, PROGRESS_ROW, "progress")
+        second = self.stage("min_energy_at_progress", second_lm, "energy", 0.8, first.values)
+        chosen = first
+        if second.has_solution and second_lm.is_feasible(second.values):
+            if float(lm.objectives["energy"] @ second.values) <= float(lm.objectives["energy"] @ first.values):
+                chosen = second
+        proven = first.status == "optimal" and second.status == "optimal"
+        return self.finish("progress", chosen.values, proven, lambda plan: p1, first.bound)
+
+    def energy_objective(self) -> Plan:
+        """``P*`` without budget, then the least energy with ``P >= (1 - delta) P*`` under the budget."""
+        lm = self.rm.lm
+        best = self.stage("max_progress_no_budget", lm.without_rows([ENERGY_ROW]), "progress", 0.4, self.start)
+        if not best.has_solution:
+            return self.progress_objective("best progress without budget not found in time; planned for progress")
+        p_star = float(lm.objectives["progress"] @ best.values)
+        target = (1 - self.inst.round.delta) * p_star
+        self.extra["progress_target"] = {
+            "best_without_budget": p_star,
+            "delta": self.inst.round.delta,
+            "target": target,
+        }
+        target_lm = lm.with_row(lm.objectives["progress"], target, math.inf, PROGRESS_ROW, "progress")
+        if self.req.lp_bound:
+            self.extra["lp_bound"] = lp_relaxation_bound(target_lm, "energy", False, 0.15 * self.req.time_limit_s)
+        hint = best.values if target_lm.is_feasible(best.values) else self.start
+        result = self.stage("min_energy_at_target", target_lm, "energy", 0.8, hint)
+        if not result.has_solution or not target_lm.is_feasible(result.values):
+            why = "unreachable under the budget" if result.status == "infeasible" else f"not solved ({result.status})"
+            return self.progress_objective(
+                f"energy objective: progress target {target:.6g} {why}; planned for progress"
+            )
+        proven = result.status == "optimal" and best.status == "optimal"
+        # The plan powers the fewest nodes that hold the allocations, never more than the solver's u.
+        return self.finish("energy", result.values, proven, lambda plan: plan.round.energy_j, result.bound)
 
 
 def _export(backend: Backend, rm: RoundModel, objective: str, path: Path) -> None:
