@@ -1,4 +1,4 @@
-"""Plan a round with a solver: the objectives, the lexicographic stage, the deadline, the fallback.
+"""Plan a round with a solver: the objectives, the lexicographic stage, the deadline, the floor.
 
 ``progress`` (PowerFlow): maximise ``P = sum w pi`` under the budget; then, among plans with
 ``P >= (1 - 1e-6) P1`` (``P1`` the first stage's progress), the least energy. The reported
@@ -8,15 +8,29 @@ objective, bound and gap are the first stage's.
 ``P >= (1 - delta) P*``, the budget (if any) still holding. When that is infeasible, or
 unsolved in time, the plan falls back to ``progress`` under the budget and says so.
 
-Every stage runs under the watchdog (:mod:`formulations.watchdog`) and a share of the time
-limit; if the solver returns no plan the greedy plan (:mod:`planner.greedy`) is used with
-status ``fallback``. Whatever the path, the plan passes the validator before it is returned.
+Time: the clock starts before the model is built and everything counts against
+``time_limit_s``: build, the greedy plan, each stage (a share of the time left), the LP
+bound (only with the time the stages leave), and a reserve for decoding, placing and
+validating. Every stage runs under the watchdog (:mod:`formulations.watchdog`), whose
+deadline never passes the planner's own, so a plan is never late by more than the reserve
+misjudges.
+
+Heuristics: the greedy plan (:mod:`planner.greedy`) is computed first; for the ``progress``
+objective the LP relaxation is solved next (HiGHS primal simplex) and rounded into a plan
+(:mod:`formulations.lp_rounding`). The LP optimum is the reported ``lp_bound``; when the
+better heuristic plan is within ``rel_gap`` of it the plan is proven and the first stage
+is not needed. Otherwise the better of the heuristic plans (or each running job's current
+configuration, if better still) is the solver's start, and the planner never returns a
+solver plan with less progress than a heuristic plan (it returns that plan, marked
+``<solver>+<heuristic>``). If the solver returns no plan at all, the best heuristic plan is
+used with status ``fallback``. Whatever the path, the plan passes the validator.
 """
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,23 +39,27 @@ import numpy as np
 
 from formulations.backends import Backend, SolveParams, SolverResult, get_backend
 from formulations.ir import LinearModel
+from formulations.lp_rounding import lp_guided_allocations
 from formulations.round_model import ENERGY_ROW, PROGRESS_ROW, RoundModel, build_round_model
 from formulations.watchdog import run_with_deadline
 from planner.assemble import Allocation, SolveInfo, assemble_plan
 from planner.domain import Instance
-from planner.greedy import greedy_allocations
+from planner.greedy import allocation_outcome, greedy_allocations
 from planner.plan import Plan
 from planner.planning import checked
 
 LEXICOGRAPHIC_TOLERANCE = 1e-6
-WATCHDOG_GRACE_S = 2.0
+MIN_STAGE_S = 0.2  # a stage with less time than this is skipped, not started
+FIRST_STAGE_SHARE = 0.75  # of the time left
+SECOND_STAGE_SHARE = 0.9  # of the time left after the first stage
+LP_SHARE = 0.5  # of the time left, for the LP relaxation (bound and LP-guided start)
 
 
 @dataclass(frozen=True, slots=True)
 class PlanRequest:
     """What the user asked for; ``None`` keeps the instance's own choice."""
 
-    solver: str = "highs"
+    solver: str = "cbc"
     objective: str | None = None
     time_limit_s: float = 30.0
     rel_gap: float = 1e-4
@@ -54,19 +72,28 @@ class PlanRequest:
 
 @dataclass
 class StageLog:
+    """What each solve reported; ``energy_j`` and ``progress`` are of the solution it returned."""
+
     stages: list[dict[str, Any]] = field(default_factory=list)
 
-    def add(self, name: str, r: SolverResult) -> None:
+    def add(self, name: str, r: SolverResult, lm: LinearModel, limit_s: float) -> None:
+        has = r.has_solution and r.values is not None
         self.stages.append(
             {
                 "stage": name,
                 "status": r.status,
                 "objective": r.objective,
                 "bound": r.bound,
+                "progress": float(lm.objectives["progress"] @ r.values) if has else None,
+                "energy_j": float(lm.objectives["energy"] @ r.values) if has else None,
+                "limit_s": round(limit_s, 4),
                 "solve_s": round(r.solve_s, 4),
                 "message": r.message.splitlines()[0] if r.message else "",
             }
         )
+
+    def skip(self, name: str, why: str) -> None:
+        self.stages.append({"stage": name, "status": "skipped", "message": why})
 
 
 def _call(backend: Backend, lm, objective, maximize, params, start=None, relax=False) -> SolverResult:
@@ -74,23 +101,18 @@ def _call(backend: Backend, lm, objective, maximize, params, start=None, relax=F
 
 
 class _Clock:
+    """Seconds left of the planner's own limit, less a reserve for decoding and validating."""
+
     def __init__(self, limit_s: float) -> None:
         self.start = time.perf_counter()
         self.limit_s = limit_s
+        self.reserve_s = min(1.0, 0.05 * limit_s)
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
 
     def left(self) -> float:
-        return max(0.0, self.limit_s - (time.perf_counter() - self.start))
-
-
-def _solve(
-    backend: Backend, lm, objective, maximize, req: PlanRequest, clock: _Clock, share: float, start=None
-) -> SolverResult:
-    """One stage: the solver gets ``share`` of the time left; the watchdog stops waiting when
-    the planner's own time is up (plus a small grace), whatever the solver does."""
-    limit = max(share * clock.left(), 0.05)
-    params = SolveParams(time_limit_s=limit, rel_gap=req.rel_gap, threads=req.threads, seed=req.seed)
-    deadline = min(clock.left() + WATCHDOG_GRACE_S, limit + max(WATCHDOG_GRACE_S, 0.25 * limit))
-    return run_with_deadline(_call, (backend, lm, objective, maximize, params, start), deadline)
+        return max(0.0, self.limit_s - self.reserve_s - self.elapsed())
 
 
 def _gap(objective: float | None, bound: float | None) -> float | None:
@@ -99,21 +121,31 @@ def _gap(objective: float | None, bound: float | None) -> float | None:
     return abs(bound - objective) / max(abs(objective), 1e-9)
 
 
-def lp_relaxation_bound(lm: LinearModel, objective: str, maximize: bool, limit_s: float) -> float | None:
-    """The LP relaxation optimum of the same model (HiGHS simplex), or None if unavailable."""
+@dataclass(frozen=True, slots=True)
+class LpRelaxation:
+    """The LP relaxation's optimum ``value`` and solution ``values`` (None when not solved) and a note."""
+
+    value: float | None
+    values: np.ndarray | None
+    note: str
+
+
+def lp_relaxation(lm: LinearModel, objective: str, maximize: bool, limit_s: float) -> LpRelaxation:
+    """The LP relaxation of ``lm`` solved to optimality by HiGHS within ``limit_s``, else no value."""
     try:
         highs = get_backend("highs")
-    except Exception:
-        return None
-    params = SolveParams(time_limit_s=max(limit_s, 0.05))
-    args = (highs, lm, lm.objectives[objective], maximize, params, None, True)
-    r = run_with_deadline(_call, args, limit_s + WATCHDOG_GRACE_S)
-    return r.objective if r.has_solution else None
+    except Exception as exc:
+        return LpRelaxation(None, None, f"not computed: {exc}")
+    args = (highs, lm, lm.objectives[objective], maximize, SolveParams(time_limit_s=limit_s), None, True)
+    r = run_with_deadline(_call, args, limit_s)
+    note = f"{r.status} in {r.solve_s:.2f} s"
+    if r.has_solution and r.status == "optimal":
+        return LpRelaxation(r.objective, r.values, note)
+    return LpRelaxation(None, None, note)
 
 
-def _warm_start(rm: RoundModel) -> np.ndarray | None:
-    """Each running job's current configuration as a start (pairs as they are now)."""
-    inst = rm.instance
+def _current_allocations(inst: Instance) -> list[Allocation]:
+    """Each running job's current configuration (pairs as they are now)."""
     allocations: list[Allocation] = []
     seen: set[str] = set()
     for job in inst.jobs:
@@ -128,10 +160,7 @@ def _warm_start(rm: RoundModel) -> np.ndarray | None:
         else:
             seen.add(job.id)
             allocations.append(Allocation((job.id,), cur.gpu_type, cur.gpus, cur.setting))
-    if not allocations:
-        return None
-    start = rm.encode(allocations)
-    return start if rm.lm.is_feasible(start) else None
+    return allocations
 
 
 def _model_stats(rm: RoundModel, build_s: float) -> dict[str, Any]:
@@ -146,34 +175,29 @@ def _model_stats(rm: RoundModel, build_s: float) -> dict[str, Any]:
     }
 
 
-def _fallback_plan(inst: Instance, name: str, extra: dict[str, Any], why: str) -> Plan:
-    extra = {**extra, "fallback_reason": why}
-    info = SolveInfo(solver=f"{name}+greedy", status="fallback", extra=extra, objective="progress")
-    return checked(inst, assemble_plan(inst, greedy_allocations(inst), info))
-
-
 def plan_round(inst: Instance, req: PlanRequest) -> Plan:
     """Plan ``inst`` as ``req`` asks; always returns a validated plan (see the module docstring)."""
     backend = get_backend(req.solver)
     clock = _Clock(req.time_limit_s)
-    begin = time.perf_counter()
     rm = build_round_model(inst)
-    build_s = time.perf_counter() - begin
     objective = req.objective or inst.round.objective
     log = StageLog()
-    extra: dict[str, Any] = {"model": _model_stats(rm, build_s), "stages": log.stages}
+    extra: dict[str, Any] = {"model": _model_stats(rm, clock.elapsed()), "stages": log.stages}
     if req.export_model is not None:
         _export(backend, rm, objective, req.export_model)
-    if req.lp_bound and objective == "progress":
-        extra["lp_bound"] = lp_relaxation_bound(rm.lm, "progress", True, 0.15 * req.time_limit_s)
-    start = _warm_start(rm) if req.warm_start and backend.features.mip_start else None
-    session = _Session(inst, rm, backend, req, clock, log, extra, start)
-    return session.energy_objective() if objective == "energy" else session.progress_objective()
+    session = _Session(inst, rm, backend, req, clock, log, extra)
+    session.add_heuristic("greedy", greedy_allocations)
+    if objective == "energy":
+        return session.energy_objective()
+    relaxation = session.relax(rm.lm, "progress", True, LP_SHARE)
+    if relaxation is not None and relaxation.values is not None:
+        session.add_heuristic("lp-rounding", lambda _: lp_guided_allocations(rm, relaxation.values))
+    return session.progress_objective()
 
 
 @dataclass
 class _Session:
-    """One planning call: the model, the backend, the clock and what the stages reported."""
+    """One planning call: the model, the backend, the clock, the heuristic plans and what the stages reported."""
 
     inst: Instance
     rm: RoundModel
@@ -182,29 +206,114 @@ class _Session:
     clock: _Clock
     log: StageLog
     extra: dict[str, Any]
-    start: np.ndarray | None
+    heuristics: dict[str, list[Allocation]] = field(default_factory=dict)
+    heuristic_progress: dict[str, float] = field(default_factory=dict)
+
+    def add_heuristic(self, name: str, make: Callable[[Instance], list[Allocation]]) -> None:
+        begin = time.perf_counter()
+        allocations = make(self.inst)
+        progress = 0.0
+        for a in allocations:
+            outcome = allocation_outcome(self.inst, a)
+            progress += outcome[0] if outcome else 0.0
+        self.heuristics[name] = allocations
+        self.heuristic_progress[name] = progress
+        self.extra.setdefault("heuristics", {})[name] = {
+            "progress": progress,
+            "seconds": round(time.perf_counter() - begin, 4),
+        }
+
+    def best_heuristic(self) -> str:
+        return max(self.heuristic_progress, key=lambda k: (self.heuristic_progress[k], k == "greedy"))
+
+    def start(self) -> np.ndarray | None:
+        """The start with the most progress among the heuristic plans and the running jobs as they run now."""
+        if not self.backend.features.mip_start:
+            return None
+        plans = dict(self.heuristics)
+        if self.req.warm_start:
+            plans["current"] = _current_allocations(self.inst)
+        best: tuple[float, str, np.ndarray] | None = None
+        for name, allocations in plans.items():
+            v = self.rm.encode(allocations)
+            if allocations and self.rm.lm.is_feasible(v):
+                p = float(self.rm.lm.objectives["progress"] @ v)
+                if best is None or p > best[0]:
+                    best = (p, name, v)
+        if best is None:
+            return None
+        self.extra["start"] = best[1]
+        return best[2]
+
+    def relax(self, lm: LinearModel, objective: str, maximize: bool, share: float) -> LpRelaxation | None:
+        """The LP relaxation with ``share`` of the time left; its optimum is the plan's ``lp_bound``."""
+        if not self.req.lp_bound:
+            return None
+        left = self.clock.left()
+        if left < MIN_STAGE_S:
+            relaxation = LpRelaxation(None, None, f"not computed: {left:.2f} s left")
+        else:
+            relaxation = lp_relaxation(lm, objective, maximize, max(share * left, MIN_STAGE_S))
+        self.extra["lp_bound"] = relaxation.value
+        self.extra["lp_bound_note"] = relaxation.note
+        return relaxation
 
     def stage(self, name: str, lm: LinearModel, objective: str, share: float, start=None) -> SolverResult:
+        """One solve with ``share`` of the time left as the solver's limit and all of it as the deadline."""
+        left = self.clock.left()
+        if left < MIN_STAGE_S:
+            self.log.skip(name, f"{left:.2f} s left")
+            return SolverResult("no_solution", message="skipped: no time left")
+        limit = max(share * left, MIN_STAGE_S)
+        params = SolveParams(time_limit_s=limit, rel_gap=self.req.rel_gap, threads=self.req.threads, seed=self.req.seed)
         maximize = objective == "progress"
-        result = _solve(
-            self.backend, lm, self.rm.lm.objectives[objective], maximize, self.req, self.clock, share, start
-        )
-        self.log.add(name, result)
+        args = (self.backend, lm, self.rm.lm.objectives[objective], maximize, params, start)
+        result = run_with_deadline(_call, args, left)
+        self.log.add(name, result, self.rm.lm, limit)
         return result
+
+    def heuristic_stage(self) -> SolverResult | None:
+        """The best heuristic plan as a proven first stage when it is within ``rel_gap`` of the LP bound."""
+        lp = self.extra.get("lp_bound")
+        name = self.best_heuristic()
+        v = self.rm.encode(self.heuristics[name])
+        p = float(self.rm.lm.objectives["progress"] @ v)
+        if lp is None or not self.rm.lm.is_feasible(v) or abs(p - self.heuristic_progress[name]) > 1e-9 * max(1, p):
+            return None
+        if lp - p > self.req.rel_gap * max(abs(p), 1e-9):
+            return None
+        result = SolverResult(
+            "optimal", values=v, objective=p, bound=lp, message=f"{name} plan within the gap of the LP bound"
+        )
+        self.log.add(f"max_progress ({name})", result, self.rm.lm, 0.0)
+        return result
+
+    def fallback(self, why: str) -> Plan:
+        name = self.best_heuristic()
+        extra = {**self.extra, "fallback_reason": why}
+        info = SolveInfo(solver=f"{self.backend.name}+{name}", status="fallback", extra=extra, objective="progress")
+        return checked(self.inst, assemble_plan(self.inst, self.heuristics[name], info))
 
     def finish(self, objective: str, values: np.ndarray, proven: bool, value_of, bound: float | None) -> Plan:
         """Decode, place and validate; ``value_of(plan)`` is the reported objective value."""
         allocations = self.rm.decode(values)
-        draft = assemble_plan(self.inst, allocations, SolveInfo(solver=self.backend.name, status="feasible"))
+        solver = self.backend.name
+        if objective == "progress":
+            name = self.best_heuristic()
+            solver_progress = float(self.rm.lm.objectives["progress"] @ values)
+            if self.heuristic_progress[name] > solver_progress * (1 + 1e-9):
+                allocations, solver, proven = self.heuristics[name], f"{solver}+{name}", False
+                self.extra["floor_note"] = f"the {name} plan had more progress than the solver's: {name} plan kept"
+        draft = assemble_plan(self.inst, allocations, SolveInfo(solver=solver, status="feasible"))
         value = value_of(draft)
         info = SolveInfo(
             objective=objective,
-            solver=self.backend.name,
+            solver=solver,
             status="optimal" if proven else "feasible",
             objective_value=value,
             bound=bound,
             gap=_gap(value, bound),
-            solve_s=sum(s["solve_s"] for s in self.log.stages),
+            solve_s=sum(s.get("solve_s", 0.0) for s in self.log.stages),
             extra=self.extra,
         )
         return checked(self.inst, assemble_plan(self.inst, allocations, info))
@@ -214,24 +323,28 @@ class _Session:
         if note:
             self.extra["objective_note"] = note
         lm = self.rm.lm
-        first = self.stage("max_progress", lm, "progress", 0.6, self.start)
+        first = self.heuristic_stage() or self.stage("max_progress", lm, "progress", FIRST_STAGE_SHARE, self.start())
         if not first.has_solution:
-            return _fallback_plan(self.inst, self.backend.name, self.extra, f"no solution: {first.status}")
+            return self.fallback(f"no solution: {first.status}")
         p1 = float(lm.objectives["progress"] @ first.values)
         floor = (1 - LEXICOGRAPHIC_TOLERANCE) * p1
         second_lm = lm.with_row(lm.objectives["progress"], floor, math.inf, PROGRESS_ROW, "progress")
-        second = self.stage("min_energy_at_progress", second_lm, "energy", 0.8, first.values)
+        second = self.stage("min_energy_at_progress", second_lm, "energy", SECOND_STAGE_SHARE, first.values)
         chosen = first
         if second.has_solution and second_lm.is_feasible(second.values):
             if float(lm.objectives["energy"] @ second.values) <= float(lm.objectives["energy"] @ first.values):
                 chosen = second
         proven = first.status == "optimal" and second.status == "optimal"
-        return self.finish("progress", chosen.values, proven, lambda plan: p1, first.bound)
+        bound = first.bound
+        lp = self.extra.get("lp_bound")
+        if lp is not None and (bound is None or lp < bound):
+            bound = lp  # the LP optimum bounds the progress too, and may be the tighter
+        return self.finish("progress", chosen.values, proven, lambda plan: p1, bound)
 
     def energy_objective(self) -> Plan:
         """``P*`` without budget, then the least energy with ``P >= (1 - delta) P*`` under the budget."""
         lm = self.rm.lm
-        best = self.stage("max_progress_no_budget", lm.without_rows([ENERGY_ROW]), "progress", 0.4, self.start)
+        best = self.stage("max_progress_no_budget", lm.without_rows([ENERGY_ROW]), "progress", 0.4, self.start())
         if not best.has_solution:
             return self.progress_objective("best progress without budget not found in time; planned for progress")
         p_star = float(lm.objectives["progress"] @ best.values)
@@ -242,16 +355,15 @@ class _Session:
             "target": target,
         }
         target_lm = lm.with_row(lm.objectives["progress"], target, math.inf, PROGRESS_ROW, "progress")
-        if self.req.lp_bound:
-            self.extra["lp_bound"] = lp_relaxation_bound(target_lm, "energy", False, 0.15 * self.req.time_limit_s)
-        hint = best.values if target_lm.is_feasible(best.values) else self.start
-        result = self.stage("min_energy_at_target", target_lm, "energy", 0.8, hint)
+        hint = best.values if target_lm.is_feasible(best.values) else self.start()
+        result = self.stage("min_energy_at_target", target_lm, "energy", 0.85, hint)
         if not result.has_solution or not target_lm.is_feasible(result.values):
             why = "unreachable under the budget" if result.status == "infeasible" else f"not solved ({result.status})"
             return self.progress_objective(
                 f"energy objective: progress target {target:.6g} {why}; planned for progress"
             )
         proven = result.status == "optimal" and best.status == "optimal"
+        self.relax(target_lm, "energy", False, 1.0)
         # The plan powers the fewest nodes that hold the allocations, never more than the solver's u.
         return self.finish("energy", result.values, proven, lambda plan: plan.round.energy_j, result.bound)
 

@@ -2,14 +2,20 @@
 
 Solvers can overrun their own time limits (HiGHS by minutes, seen on 500-job rounds), and
 a solver call in the planner's own process cannot be interrupted. Each solve therefore runs
-in a forked child; the parent waits at most ``deadline_s`` for its answer and kills it
-afterwards. A side effect is that CP-SAT and HiGHS never share one process (DESIGN.md
-section 4 reports symbol clashes between some versions).
+in a forked child that leads its own process group; the parent waits at most ``deadline_s``
+for its answer and then kills the whole group, so a solver the child started as a
+subprocess (CBC through PuLP) dies with it. The child's temporary files go to a directory
+of its own, removed afterwards whatever happened. A side effect is that CP-SAT and HiGHS
+never share one process (DESIGN.md section 4 reports symbol clashes between some versions).
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
+import shutil
+import signal
+import tempfile
 import time
 import traceback
 from collections.abc import Callable
@@ -19,7 +25,11 @@ from typing import Any
 from formulations.backends.base import SolverResult
 
 
-def _child(conn: Connection, fn: Callable[..., SolverResult], args: tuple[Any, ...]) -> None:
+def _child(conn: Connection, scratch: str, fn: Callable[..., SolverResult], args: tuple[Any, ...]) -> None:
+    os.setsid()  # a process group of its own: the parent can kill the solver's subprocesses too
+    for var in ("TMPDIR", "TMP", "TEMP"):
+        os.environ[var] = scratch
+    tempfile.tempdir = scratch
     try:
         result = fn(*args)
     except Exception as exc:  # reported to the parent as an error result, never swallowed
@@ -30,12 +40,20 @@ def _child(conn: Connection, fn: Callable[..., SolverResult], args: tuple[Any, .
         conn.close()
 
 
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def run_with_deadline(fn: Callable[..., SolverResult], args: tuple[Any, ...], deadline_s: float) -> SolverResult:
     """``fn(*args)`` in a forked child; a ``no_solution`` result if it has not answered by the deadline."""
     ctx = mp.get_context("fork")
     receiver, sender = ctx.Pipe(duplex=False)
+    scratch = tempfile.mkdtemp(prefix="wattplan-solve-")
     begin = time.perf_counter()
-    proc = ctx.Process(target=_child, args=(sender, fn, args), daemon=True)
+    proc = ctx.Process(target=_child, args=(sender, scratch, fn, args), daemon=True)
     proc.start()
     sender.close()
     try:
@@ -50,7 +68,10 @@ def run_with_deadline(fn: Callable[..., SolverResult], args: tuple[Any, ...], de
             message=f"watchdog: no answer within {deadline_s:.1f} s, solver process killed",
         )
     finally:
-        if proc.is_alive():
+        if proc.pid is not None:
+            _kill_group(proc.pid)  # the child has answered or run out of time: nothing of it may linger
+        if proc.is_alive():  # killed before it could call setsid
             proc.kill()
         proc.join(timeout=5)
         receiver.close()
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -6,10 +6,15 @@ Rule (exclusive allocations only, no sharing):
    ``w * pi_o`` and its full energy cost ``c_o = e_o + n * T * (Pnode_g / K_g + Pidle_g)``
    (its dynamic energy plus its share of powered-on node and idle power, J).
 2. Take options in decreasing ``w * pi_o / c_o`` (progress per joule; ties: more progress,
-   then job order, GPU type name, count, setting) and accept one when its job has no
-   option yet, its GPU type still has ``n`` free GPUs, and the round's energy with the
-   nodes it needs, ``sum e + sum_g ceil(used_g / K_g) * T * (Pnode_g + K_g * Pidle_g)``,
-   stays within the budget.
+   then job order, GPU type name, count, setting) and accept one by the acceptance rule of
+   :func:`accept_in_order`.
+
+Acceptance rule (shared with the LP-guided start of :mod:`formulations.lp_rounding`): take
+candidate allocations in the order given and accept one when none of its jobs has an
+allocation yet, its GPU type still has ``n`` free GPUs (a pair's GPUs count once), and the
+round's energy with the nodes it needs,
+``sum e + sum_g ceil(used_g / K_g) * T * (Pnode_g + K_g * Pidle_g) <= B``, stays within the
+budget.
 
 It runs in ``O(options * log options)``, never fails, and its plan is feasible by
 construction; the validator checks it like any other plan.
@@ -18,23 +23,56 @@ construction; the validator checks it like any other plan.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from planner.assemble import Allocation
 from planner.domain import Instance
-from planner.economics import job_outcome
+from planner.economics import job_outcome, ordered_pair_rates
 
 
 @dataclass(frozen=True, slots=True)
-class _Candidate:
-    density: float
-    progress: float
-    order: int
+class Candidate:
+    """An allocation offered to the acceptance rule with its dynamic energy (J)."""
+
     allocation: Allocation
     energy_j: float
 
 
-def _candidates(instance: Instance) -> list[_Candidate]:
+@dataclass(frozen=True, slots=True)
+class _Ranked:
+    density: float
+    progress: float
+    order: int
+    candidate: Candidate
+
+
+def allocation_outcome(instance: Instance, a: Allocation) -> tuple[float, float] | None:
+    """``(sum w pi, sum e)`` of an allocation, exclusive or pair (J); None when not allowed.
+
+    A pair is allowed when the pair entry exists and both slowdowns are at least
+    ``min_pair_rate`` (DESIGN.md section 2).
+    """
+    g = instance.gpu_type(a.gpu_type)
+    jobs = [instance.job(j) for j in a.job_ids]
+    rates: tuple[float, ...] = (1.0,)
+    if len(jobs) == 2:
+        pair = ordered_pair_rates(instance, jobs[0], jobs[1], g.name, a.gpus)
+        if pair is None or min(pair) < instance.round.min_pair_rate:
+            return None
+        rates = pair
+    progress = energy = 0.0
+    for job, rho in zip(jobs, rates, strict=True):
+        o = job_outcome(instance, job, g, a.gpus, a.setting, rho)
+        if o is None:
+            return None
+        progress += job.weight * o.progress
+        energy += o.energy_j
+    return progress, energy
+
+
+def ranked_candidates(instance: Instance) -> list[Candidate]:
+    """Every exclusive option with progress, in the greedy's order (progress per joule)."""
     T = instance.round.duration_s
     out = []
     for order, job in enumerate(instance.jobs):
@@ -48,42 +86,49 @@ def _candidates(instance: Instance) -> list[_Candidate]:
                         continue
                     cost = o.energy_j + n * T * (g.node_power_w / g.gpus_per_node + g.idle_power_w)
                     value = job.weight * o.progress
-                    out.append(
-                        _Candidate(
-                            value / cost if cost > 0 else math.inf,
-                            value,
-                            order,
-                            Allocation((job.id,), g.name, n, s),
-                            o.energy_j,
-                        )
-                    )
+                    candidate = Candidate(Allocation((job.id,), g.name, n, s), o.energy_j)
+                    out.append(_Ranked(value / cost if cost > 0 else math.inf, value, order, candidate))
     out.sort(
-        key=lambda c: (-c.density, -c.progress, c.order, c.allocation.gpu_type, c.allocation.gpus, c.allocation.setting)
+        key=lambda c: (
+            -c.density,
+            -c.progress,
+            c.order,
+            c.candidate.allocation.gpu_type,
+            c.candidate.allocation.gpus,
+            c.candidate.allocation.setting,
+        )
     )
-    return out
+    return [r.candidate for r in out]
 
 
-def greedy_allocations(instance: Instance) -> list[Allocation]:
-    """Exclusive allocations chosen by progress per joule within capacity and budget."""
+def accept_in_order(instance: Instance, candidates: Iterable[Candidate]) -> list[Allocation]:
+    """The acceptance rule of the module docstring; allocations in instance order of their first job."""
     T = instance.round.duration_s
     budget = instance.round.budget_j
     used = {g.name: 0 for g in instance.gpu_types}
     dynamic = 0.0
+    taken: set[str] = set()
     chosen: dict[str, Allocation] = {}
 
     def node_energy(used_now: dict[str, int]) -> float:
         return sum(math.ceil(used_now[g.name] / g.gpus_per_node) * T * g.powered_node_w for g in instance.gpu_types)
 
-    for c in _candidates(instance):
+    for c in candidates:
         a = c.allocation
         g = instance.gpu_type(a.gpu_type)
-        if a.job_ids[0] in chosen or used[g.name] + a.gpus > g.total_gpus:
+        if taken.intersection(a.job_ids) or used[g.name] + a.gpus > g.total_gpus:
             continue
         trial = dict(used)
         trial[g.name] += a.gpus
         if budget is not None and dynamic + c.energy_j + node_energy(trial) > budget:
             continue
         chosen[a.job_ids[0]] = a
+        taken.update(a.job_ids)
         used = trial
         dynamic += c.energy_j
     return [chosen[j.id] for j in instance.jobs if j.id in chosen]
+
+
+def greedy_allocations(instance: Instance) -> list[Allocation]:
+    """Exclusive allocations chosen by progress per joule within capacity and budget."""
+    return accept_in_order(instance, ranked_candidates(instance))

@@ -78,6 +78,11 @@ def summary_table(plan: Plan) -> Table:
     extra = r.extra
     if extra.get("lp_bound") is not None:
         table.add_row("LP bound", f"{extra['lp_bound']:.6g} (relaxation of the same model)")
+    heuristics = extra.get("heuristics") or {}
+    if heuristics:
+        parts = [f"{name} {_fmt(h.get('progress'))}" for name, h in heuristics.items()]
+        start = f"; solver started from {extra['start']}" if extra.get("start") else ""
+        table.add_row("heuristic plans", "progress " + ", ".join(parts) + start)
     model = extra.get("model")
     if model:
         pruned = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in model["pruned"].items())
@@ -85,7 +90,7 @@ def summary_table(plan: Plan) -> Table:
             "model",
             f"{model['columns']} columns, {model['rows']} rows, built in {model['build_s']:.2f} s; pruned: {pruned}",
         )
-    for key in ("objective_note", "fallback_reason"):
+    for key in ("objective_note", "fallback_reason", "floor_note"):
         if extra.get(key):
             table.add_row(key.replace("_", " "), f"[yellow]{extra[key]}[/]")
     return table

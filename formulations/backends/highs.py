@@ -79,6 +79,9 @@ class HighsBackend:
         import highspy
 
         h = self._solver(params)
+        if relax:
+            # Primal simplex: 1.5 s instead of 3.3 s (dual) on a 500-job round, 5 s instead of 13 s at 1000.
+            h.setOptionValue("simplex_strategy", 4)
         begin = time.perf_counter()
         h.passModel(_highs_model(lm, objective, maximize, relax))
         if start is not None and not relax:

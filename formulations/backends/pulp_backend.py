@@ -12,6 +12,14 @@ from formulations.backends.base import BackendUnavailable, Features, SolveParams
 from formulations.ir import LinearModel
 
 
+def _proven_bound(value: float, maximize: bool, rel_gap: float | None) -> float:
+    """The bound an "optimal" answer proves: PuLP does not pass CBC's dual bound on, and with
+    ``gapRel = g`` CBC stops once ``|bound - value| <= g * |value|``, so the bound is at most
+    ``value + g|value|`` (maximising) or at least ``value - g|value|`` (minimising)."""
+    slack = (rel_gap or 0.0) * abs(value)
+    return value + slack if maximize else value - slack
+
+
 class PulpBackend:
     """A model handed to PuLP and solved by ``solver_name`` (PuLP's name, e.g. ``PULP_CBC_CMD``)."""
 
@@ -83,7 +91,9 @@ class PulpBackend:
             options["threads"] = max(1, params.threads)
             options["warmStart"] = start is not None and not relax
             options["options"] = [f"randomSeed {params.seed + 1}", f"randomCbcSeed {params.seed + 1}"]
-        solver = pulp.getSolver(self.solver_name, **options)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # PULP_CBC_CMD: still PuLP 3.3's bundled CBC
+            solver = pulp.getSolver(self.solver_name, **options)
         begin = time.perf_counter()
         prob.solve(solver)
         elapsed = time.perf_counter() - begin
@@ -96,11 +106,14 @@ class PulpBackend:
         if not relax:
             values = np.where(lm.is_int, np.round(values), values)
         proven = status == "Optimal" and getattr(prob, "sol_status", 1) == 1
+        value = float(objective @ values)
         return SolverResult(
             "optimal" if proven else "feasible",
             values=values,
-            objective=float(objective @ values),
-            bound=float(objective @ values) if proven else None,
+            objective=value,
+            bound=_proven_bound(value, maximize, params.rel_gap)
+            if proven and not relax
+            else (value if proven else None),
             solve_s=elapsed,
             message=status,
         )

@@ -1,0 +1,126 @@
+"""How a round is solved around the solver: the LP-guided start, the heuristic floor, the watchdog.
+
+The exhaustive search (tests/brute_force.py) is the oracle for optimality; the validator for
+feasibility.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from formulations.backends import SolveParams, SolverResult, get_backend
+from formulations.lp_rounding import lp_guided_allocations
+from formulations.round_model import build_round_model
+from formulations.solve import PlanRequest, lp_relaxation, plan_round
+from formulations.watchdog import run_with_deadline
+from planner.assemble import SolveInfo, assemble_plan
+from planner.domain import Instance
+from planner.greedy import allocation_outcome, greedy_allocations
+from planner.instance_io import load_instance
+from planner.validate import validate_plan
+from tests.brute_force import brute_force
+from tests.random_instances import tiny_rounds
+
+DEFAULT_INSTANCE = Path(__file__).resolve().parents[1] / "instances" / "default.json"
+SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
+
+
+@pytest.fixture(scope="module")
+def default_instance() -> Instance:
+    return load_instance(DEFAULT_INSTANCE)
+
+
+def _progress(inst: Instance, allocations) -> float:
+    return sum(allocation_outcome(inst, a)[0] for a in allocations)
+
+
+@SETTINGS
+@given(tiny_rounds())
+def test_lp_guided_plan_is_valid_and_between_greedy_bound_and_optimum(inst: Instance) -> None:
+    """greedy-or-less <= rounded <= P* <= LP optimum, and the rounded plan passes the validator."""
+    rm = build_round_model(inst)
+    lp = lp_relaxation(rm.lm, "progress", True, 30.0)
+    assert lp.value is not None and lp.values is not None, lp.note
+    allocations = lp_guided_allocations(rm, lp.values)
+    plan = assemble_plan(inst, allocations, SolveInfo("lp-rounding", "feasible"))
+    assert validate_plan(inst, plan) == []
+    best = brute_force(inst)
+    assert plan.round.progress <= best.progress * (1 + 1e-9) + 1e-12
+    assert best.progress <= lp.value * (1 + 1e-9) + 1e-9
+    # The rounding falls back on the greedy's candidates, so it never ends with an empty plan
+    # where the greedy plan has progress.
+    if _progress(inst, greedy_allocations(inst)) > 0:
+        assert plan.round.progress > 0
+
+
+@SETTINGS
+@given(tiny_rounds())
+def test_lp_path_reaches_the_exhaustive_optimum(inst: Instance) -> None:
+    """With the LP relaxation on (bound, LP-guided start, proof by bound), the optimum is unchanged."""
+    best = brute_force(inst)
+    plan = plan_round(inst, PlanRequest(solver="highs", time_limit_s=30, rel_gap=1e-9, threads=1, lp_bound=True))
+    assert validate_plan(inst, plan) == []
+    assert plan.round.status == "optimal", plan.round.extra
+    assert plan.round.progress == pytest.approx(best.progress, rel=1e-6, abs=1e-9)
+    assert plan.round.energy_j == pytest.approx(best.energy_j, rel=1e-6, abs=1e-3)
+    assert plan.round.extra["lp_bound"] >= plan.round.progress * (1 - 1e-9) - 1e-9
+
+
+def test_plan_is_never_below_the_greedy_plan_when_the_solver_has_no_time(default_instance: Instance) -> None:
+    """With almost no time, the solver's answer (if any) never replaces a better heuristic plan."""
+    greedy = _progress(default_instance, greedy_allocations(default_instance))
+    for solver in ("highs", "cbc", "cpsat"):
+        plan = plan_round(default_instance, PlanRequest(solver=solver, time_limit_s=0.5, lp_bound=False))
+        assert validate_plan(default_instance, plan) == []
+        assert plan.round.progress >= greedy * (1 - 1e-9), solver
+
+
+def test_cbc_optimal_within_gap_reports_a_bound_the_gap_allows(default_instance: Instance) -> None:
+    """CBC stops at ``|bound - value| <= gap |value|``; the reported bound is that worst case, not the value."""
+    rm = build_round_model(default_instance)
+    cbc = get_backend("cbc")
+    r = cbc.solve(rm.lm, rm.lm.objectives["progress"], True, SolveParams(time_limit_s=60, rel_gap=0.01, threads=2))
+    assert r.status == "optimal"
+    assert r.bound == pytest.approx(r.objective * 1.01)
+    lp = lp_relaxation(rm.lm, "progress", True, 60.0).value
+    assert r.objective <= lp * (1 + 1e-9)
+
+
+def _spawn_and_hang(marker: str) -> SolverResult:
+    """A 'solver' that starts a subprocess and a temporary file, then never answers."""
+    proc = subprocess.Popen(["sleep", "300"])
+    Path(marker).write_text(str(proc.pid))
+    (Path(os.environ["TMPDIR"]) / "model.mps").write_text("scratch")
+    time.sleep(300)
+    return SolverResult("error")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A killed child not yet reaped by its (dead) parent is a zombie: count it as gone.
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().split()[2] != "Z"
+
+
+def test_watchdog_kills_the_solver_and_its_subprocesses_and_removes_its_files(tmp_path: Path) -> None:
+    marker = tmp_path / "pid"
+    begin = time.perf_counter()
+    result = run_with_deadline(_spawn_and_hang, (str(marker),), 1.0)
+    assert result.status == "no_solution" and "watchdog" in result.message
+    assert time.perf_counter() - begin < 10
+    pid = int(marker.read_text())
+    deadline = time.time() + 5
+    while _pid_alive(pid) and time.time() < deadline:
+        time.sleep(0.05)
+    assert not _pid_alive(pid), "the solver's subprocess outlived the watchdog"
+    scratch_dirs = [p for p in Path("/tmp").glob("wattplan-solve-*") if (p / "model.mps").exists()]
+    assert scratch_dirs == []
