@@ -517,7 +517,7 @@ def plot(rows: list[dict[str, str]], path: Path) -> Path:
                 y = max(100 * float(r["lp_gap"]) for r in fell)
                 names = ", ".join(r["solver"] for r in fell)
                 ax.annotate(
-                    f"greedy fallback:\n{names}",
+                    f"no solver plan (heuristic):\n{names}",
                     (x, y),
                     textcoords="offset points",
                     xytext=(0, -24),
