@@ -5,8 +5,11 @@
 objective, bound and gap are the first stage's.
 
 ``energy`` (EaCO): ``P*`` = the best progress with no budget; then the least energy with
-``P >= (1 - delta) P*``, the budget (if any) still holding. When that is infeasible, or
-unsolved in time, the plan falls back to ``progress`` under the budget and says so.
+``P >= (1 - delta) P*``, the budget (if any) still holding. ``P*`` is never taken below the
+greedy plan's progress without budget, so a weak first-stage incumbent (a time limit hit
+early) cannot lower the target to nothing and empty the plan. When the target is
+infeasible, or unsolved in time, the plan falls back to ``progress`` under the budget and
+says so.
 
 Time: the clock starts before the model is built and everything counts against
 ``time_limit_s``: build, the greedy plan, each stage (a share of the time left), the LP
@@ -31,7 +34,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -212,10 +215,7 @@ class _Session:
     def add_heuristic(self, name: str, make: Callable[[Instance], list[Allocation]]) -> None:
         begin = time.perf_counter()
         allocations = make(self.inst)
-        progress = 0.0
-        for a in allocations:
-            outcome = allocation_outcome(self.inst, a)
-            progress += outcome[0] if outcome else 0.0
+        progress = _progress_of(self.inst, allocations)
         self.heuristics[name] = allocations
         self.heuristic_progress[name] = progress
         self.extra.setdefault("heuristics", {})[name] = {
@@ -342,30 +342,55 @@ class _Session:
         return self.finish("progress", chosen.values, proven, lambda plan: p1, bound)
 
     def energy_objective(self) -> Plan:
-        """``P*`` without budget, then the least energy with ``P >= (1 - delta) P*`` under the budget."""
+        """``P*`` without budget, then the least energy with ``P >= (1 - delta) P*`` under the budget.
+
+        ``P* = max(P_solver, P_greedy)``: the solver's best progress with the budget row dropped
+        and the greedy plan's progress on the same round with no budget, so the target is never
+        lower than a plan the planner already knows.
+        """
         lm = self.rm.lm
-        best = self.stage("max_progress_no_budget", lm.without_rows([ENERGY_ROW]), "progress", 0.4, self.start())
-        if not best.has_solution:
+        unbudgeted = replace(self.inst, round=replace(self.inst.round, budget_j=None))
+        greedy_free = greedy_allocations(unbudgeted)
+        p_greedy = _progress_of(self.inst, greedy_free)
+        no_budget_lm = lm.without_rows([ENERGY_ROW])
+        best = self.stage("max_progress_no_budget", no_budget_lm, "progress", 0.4, self.start())
+        p_solver = float(lm.objectives["progress"] @ best.values) if best.has_solution else None
+        if p_solver is None and not greedy_free:
             return self.progress_objective("best progress without budget not found in time; planned for progress")
-        p_star = float(lm.objectives["progress"] @ best.values)
+        p_star = max(p_solver or 0.0, p_greedy)
         target = (1 - self.inst.round.delta) * p_star
         self.extra["progress_target"] = {
             "best_without_budget": p_star,
+            "solver_without_budget": p_solver,
+            "greedy_without_budget": p_greedy,
             "delta": self.inst.round.delta,
             "target": target,
         }
         target_lm = lm.with_row(lm.objectives["progress"], target, math.inf, PROGRESS_ROW, "progress")
-        hint = best.values if target_lm.is_feasible(best.values) else self.start()
+        hints = [best.values] if best.has_solution else []
+        hints.append(self.rm.encode(greedy_free))
+        hint = next((v for v in hints if target_lm.is_feasible(v)), None)
+        if hint is None:
+            hint = self.start()
         result = self.stage("min_energy_at_target", target_lm, "energy", 0.85, hint)
         if not result.has_solution or not target_lm.is_feasible(result.values):
             why = "unreachable under the budget" if result.status == "infeasible" else f"not solved ({result.status})"
             return self.progress_objective(
                 f"energy objective: progress target {target:.6g} {why}; planned for progress"
             )
-        proven = result.status == "optimal" and best.status == "optimal"
+        proven = result.status == "optimal" and best.status == "optimal" and (p_solver or 0.0) >= p_greedy
         self.relax(target_lm, "energy", False, 1.0)
         # The plan powers the fewest nodes that hold the allocations, never more than the solver's u.
         return self.finish("energy", result.values, proven, lambda plan: plan.round.energy_j, result.bound)
+
+
+def _progress_of(inst: Instance, allocations: list[Allocation]) -> float:
+    """``sum w pi`` of ``allocations`` on ``inst`` (steps/s weighted as the model weighs them)."""
+    total = 0.0
+    for a in allocations:
+        outcome = allocation_outcome(inst, a)
+        total += outcome[0] if outcome else 0.0
+    return total
 
 
 def _export(backend: Backend, rm: RoundModel, objective: str, path: Path) -> None:

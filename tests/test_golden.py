@@ -470,6 +470,7 @@ def test_energy_objective_falls_back_to_progress_when_budget_misses_target(solve
 
 # ----------------------------------------------------------------------------- 8. budget boundary
 
+
 @solvers
 def test_budget_met_exactly_with_fractional_joules(solver: str) -> None:
     """A budget met exactly by a plan whose dynamic energies are not whole joules.

@@ -9,11 +9,13 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from formulations import solve as solve_module
 from formulations.backends import SolveParams, SolverResult, get_backend
 from formulations.lp_rounding import lp_guided_allocations
 from formulations.round_model import build_round_model
@@ -70,6 +72,33 @@ def test_lp_path_reaches_the_exhaustive_optimum(inst: Instance) -> None:
     assert plan.round.progress == pytest.approx(best.progress, rel=1e-6, abs=1e-9)
     assert plan.round.energy_j == pytest.approx(best.energy_j, rel=1e-6, abs=1e-3)
     assert plan.round.extra["lp_bound"] >= plan.round.progress * (1 - 1e-9) - 1e-9
+
+
+def test_energy_target_is_never_below_the_greedy_plan_without_budget(
+    default_instance: Instance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A weak first-stage incumbent (progress 0) must not drop the target to 0 and empty the plan.
+
+    The no-budget stage is forced to return the empty plan; ``P*`` must still be the greedy
+    plan's progress without budget, and the plan's progress at least ``(1 - delta) P*``.
+    """
+    stage = solve_module._Session.stage
+
+    def weak_first_stage(self, name, lm, objective, share, start=None):
+        if name == "max_progress_no_budget":
+            return SolverResult("feasible", values=self.rm.encode([]), objective=0.0)
+        return stage(self, name, lm, objective, share, start)
+
+    monkeypatch.setattr(solve_module._Session, "stage", weak_first_stage)
+    free = replace(default_instance, round=replace(default_instance.round, budget_j=None))
+    p_greedy = _progress(free, greedy_allocations(free))
+    assert p_greedy > 0
+    plan = plan_round(free, PlanRequest(solver="highs", objective="energy", time_limit_s=20, lp_bound=False))
+    assert validate_plan(free, plan) == []
+    target = plan.round.extra["progress_target"]
+    assert target["solver_without_budget"] == 0.0
+    assert target["best_without_budget"] == pytest.approx(p_greedy)
+    assert plan.round.progress >= (1 - free.round.delta) * p_greedy * (1 - 1e-6)
 
 
 def test_plan_is_never_below_the_greedy_plan_when_the_solver_has_no_time(default_instance: Instance) -> None:
