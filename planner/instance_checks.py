@@ -21,12 +21,17 @@ duplicate-pair            two pair entries describe the same two types on the sa
 power-below-idle          a profile's ``power_w`` is below its GPU type's ``idle_power_w``
 unknown-partner           ``current.shares_with`` names no other job of the instance
 bad-placement             ``current.placement`` names unknown nodes or GPUs, or the wrong count
+bad-command               ``command`` starts with an empty word, or a launch field holds a NUL
+bad-workdir               ``workdir`` is not an absolute path
+bad-env-name              an ``env`` name is not a shell variable name (``[A-Za-z_][A-Za-z0-9_]*``)
+bad-user                  ``user`` is not a user name or numeric id (``[A-Za-z0-9_][A-Za-z0-9._-]*``)
 not-finite                a number is NaN or infinite
 ========================  =====================================================================
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -153,6 +158,32 @@ def check_jobs(doc: Doc) -> Iterator[Problem]:
                 )
         if job.get("current"):
             yield from _check_current(job["current"], f"{path}.current", job["id"], ids, types)
+        yield from _check_launch_fields(job, path)
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_USER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+
+
+def _check_launch_fields(job: Doc, path: str) -> Iterator[Problem]:
+    """The optional fields a launcher needs: ``command``, ``workdir``, ``env``, ``user``."""
+    command = job.get("command") or []
+    if command and command[0] == "":
+        yield Problem("bad-command", f"{path}.command[0]", "the program to run is empty")
+    for k, word in enumerate(command):
+        if "\0" in word:
+            yield Problem("bad-command", f"{path}.command[{k}]", "holds a NUL character, which no argv can carry")
+    workdir = job.get("workdir")
+    if workdir is not None and (not workdir.startswith("/") or "\0" in workdir):
+        yield Problem("bad-workdir", f"{path}.workdir", f"{workdir!r} is not an absolute path")
+    for name, value in (job.get("env") or {}).items():
+        if not _ENV_NAME.fullmatch(name):
+            yield Problem("bad-env-name", f"{path}.env.{name}", f"{name!r} is not a shell variable name")
+        elif "\0" in value:
+            yield Problem("bad-command", f"{path}.env.{name}", "holds a NUL character, which no environment can carry")
+    user = job.get("user")
+    if user is not None and not _USER.fullmatch(user):
+        yield Problem("bad-user", f"{path}.user", f"{user!r} is not a user name or numeric user id")
 
 
 def _check_current(cur: Doc, path: str, job_id: str, ids: list[str], types: dict[str, Doc]) -> Iterator[Problem]:

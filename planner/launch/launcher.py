@@ -1,0 +1,116 @@
+"""``wattplan launch``: load a plan and its instance, refuse an invalid plan, render one target, write it."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from planner.domain import Instance
+from planner.instance_io import load_instance
+from planner.launch.hosts import HostMap
+from planner.launch.kubernetes import KubernetesOptions, render_kubernetes
+from planner.launch.output import write_folder
+from planner.launch.render import TARGETS, LaunchFile, LaunchModel, Target, build_model
+from planner.launch.shell import render_shell
+from planner.launch.slurm import SlurmOptions, render_slurm
+from planner.plan import Plan, load_plan
+from planner.problems import Problem
+from planner.validate import validate_plan
+
+
+class PlanRejected(Exception):
+    """The plan fails the validator against its instance; nothing was rendered."""
+
+    def __init__(self, source: str, problems: list[Problem]):
+        self.source = source
+        self.problems = problems
+        super().__init__(f"{source}: the plan fails validation ({len(problems)} problem(s)); nothing rendered")
+
+
+@dataclass(frozen=True)
+class LaunchOptions:
+    """Target-specific options; the defaults render plan node names as host names."""
+
+    hosts: HostMap = field(default_factory=HostMap)
+    slurm: SlurmOptions = field(default_factory=SlurmOptions)
+    kubernetes: KubernetesOptions = field(default_factory=KubernetesOptions)
+
+
+@dataclass(frozen=True)
+class LaunchResult:
+    """What was written: the folder, the target, the relative paths of the files, the model they came from."""
+
+    out_dir: Path
+    target: Target
+    files: list[str]
+    model: LaunchModel
+
+
+def render(model: LaunchModel, target: Target, options: LaunchOptions) -> list[LaunchFile]:
+    """The files of ``target`` for ``model``."""
+    if target == "slurm":
+        return render_slurm(model, options.slurm)
+    if target == "kubernetes":
+        return render_kubernetes(model, options.kubernetes)
+    if target == "shell":
+        return render_shell(model)
+    raise ValueError(f"unknown target {target!r}; one of {', '.join(TARGETS)}")
+
+
+def manifest(model: LaunchModel, target: Target, plan_path: Path | None, plan_sha256: str | None) -> dict[str, Any]:
+    """What the folder holds, for people and for tools (units, their jobs, hosts and GPU indices)."""
+    return {
+        "target": target,
+        "round": model.round_index,
+        "plan": None if plan_path is None else str(plan_path),
+        "plan_sha256": plan_sha256,
+        "placeholder_jobs": model.placeholders(),
+        "units": [
+            {
+                "name": u.name,
+                "jobs": [{"job_id": m.job_id, "name": m.name, "placeholder": m.placeholder} for m in u.members],
+                "gpu_type": u.gpu_type,
+                "gpus": u.gpus,
+                "setting": u.setting,
+                "setting_unit": u.setting_unit,
+                "placement": [{"node": p.node, "host": p.host, "gpu_indices": list(p.gpu_indices)} for p in u.parts],
+            }
+            for u in model.units
+        ],
+    }
+
+
+def launch_plan(
+    plan: Plan,
+    instance: Instance,
+    target: Target,
+    out_dir: Path,
+    options: LaunchOptions | None = None,
+    *,
+    plan_path: Path | None = None,
+    plan_sha256: str | None = None,
+    source: str = "plan",
+) -> LaunchResult:
+    """Validate ``plan`` against ``instance`` (:class:`PlanRejected` if it fails), render, write atomically."""
+    options = options or LaunchOptions()
+    problems = validate_plan(instance, plan)
+    if problems:
+        raise PlanRejected(source, problems)
+    model = build_model(plan, instance, options.hosts)
+    files = render(model, target, options)
+    written = write_folder(out_dir, files, manifest(model, target, plan_path, plan_sha256))
+    return LaunchResult(Path(out_dir), target, written, model)
+
+
+def launch_files(
+    plan_path: Path, instance_path: Path, target: Target, out_dir: Path, options: LaunchOptions | None = None
+) -> LaunchResult:
+    """:func:`launch_plan` on files: bad files raise :class:`~planner.problems.InputError` (path-named)."""
+    instance = load_instance(instance_path)
+    plan = load_plan(plan_path)
+    digest = hashlib.sha256(Path(plan_path).read_bytes()).hexdigest()
+    return launch_plan(
+        plan, instance, target, out_dir, options, plan_path=plan_path, plan_sha256=digest, source=str(plan_path)
+    )
