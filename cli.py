@@ -92,8 +92,11 @@ def plan(
     instance: Annotated[Path, typer.Argument(help="Round instance (wattplan.instance/1 JSON).")] = DEFAULT_INSTANCE,
     solver: Annotated[
         str,
-        typer.Option(help="cpsat, highs, cbc, pulp:NAME (any PuLP solver, e.g. pulp:GUROBI_CMD) or greedy."),
-    ] = "highs",
+        typer.Option(
+            help="cbc (default: fastest on the shipped rounds, see benchmarks/RESULTS.md), highs, cpsat, "
+            "pulp:NAME (any PuLP solver, e.g. pulp:GUROBI_CMD) or greedy."
+        ),
+    ] = "cbc",
     objective: Annotated[
         ObjectiveChoice | None,
         typer.Option(
@@ -112,7 +115,10 @@ def plan(
     export_model: Annotated[
         Path | None, typer.Option(help="Also write the model as FILE.mps or FILE.lp for outside solvers.")
     ] = None,
-    lp_bound: Annotated[bool, typer.Option(help="Compute the LP relaxation bound (HiGHS).")] = True,
+    lp_bound: Annotated[
+        bool,
+        typer.Option(help="Solve the LP relaxation first (HiGHS): the reported LP bound and an LP-rounded start plan."),
+    ] = True,
     out_path: Annotated[Path, typer.Option("--out", "-o", help="Where to write the plan (atomically).")] = Path(
         "plan.json"
     ),
@@ -194,6 +200,106 @@ def validate(
         f"[green]valid[/]: {sum(j.state == 'run' for j in the_plan.jobs)} jobs run, "
         f"energy {r.energy_j / 1e6:.3f} MJ, progress {r.progress:.4f}"
     )
+
+
+class LaunchTarget(StrEnum):
+    slurm = "slurm"
+    kubernetes = "kubernetes"
+    shell = "shell"
+
+
+DEFAULT_IMAGE = "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"
+
+
+@app.command()
+@handles_errors
+def launch(
+    plan_file: Annotated[Path, typer.Argument(metavar="PLAN", help="Plan to launch (wattplan.plan/1 JSON).")],
+    instance: Annotated[
+        Path, typer.Option(help="Instance the plan is for; its jobs' command, workdir, env and user are used.")
+    ],
+    to: Annotated[LaunchTarget, typer.Option("--to", help="What to render: Slurm, Kubernetes or node scripts.")],
+    out_dir: Annotated[
+        Path, typer.Option("--out", "-o", help="Folder to write (replaced atomically; must be new, empty or ours).")
+    ],
+    node_map: Annotated[
+        Path | None, typer.Option(help="JSON object: plan node (e.g. v100-3) -> real host name.")
+    ] = None,
+    node_prefix: Annotated[str | None, typer.Option(help="Host name = this prefix + plan node name.")] = None,
+    partition: Annotated[str | None, typer.Option(help="Slurm partition for every job.")] = None,
+    gres_type: Annotated[
+        bool, typer.Option("--gres-type/--no-gres-type", help="Slurm: --gres=gpu:TYPE:N (or gpu:N).")
+    ] = True,
+    namespace: Annotated[str, typer.Option(help="Kubernetes namespace of the Jobs and the GPU agent.")] = "default",
+    image: Annotated[str, typer.Option(help="Kubernetes: container image of the jobs.")] = DEFAULT_IMAGE,
+    agent_image: Annotated[
+        str, typer.Option(help="Kubernetes: image of the GPU agent (needs bash; nvidia-smi is injected).")
+    ] = DEFAULT_IMAGE,
+    device_plugin_namespace: Annotated[
+        str, typer.Option(help="Kubernetes: namespace of the NVIDIA device plugin's config.")
+    ] = "gpu-operator",
+) -> None:
+    """Render a validated plan for Slurm (sbatch scripts), Kubernetes (Jobs and config) or plain node scripts."""
+    from rich.markup import escape
+
+    from planner.launch.hosts import load_host_map
+    from planner.launch.kubernetes import KubernetesOptions
+    from planner.launch.launcher import LaunchOptions, PlanRejected, launch_files
+    from planner.launch.slurm import SlurmOptions
+
+    options = LaunchOptions(
+        hosts=load_host_map(node_map, node_prefix),
+        slurm=SlurmOptions(partition=partition, gres_type=gres_type),
+        kubernetes=KubernetesOptions(
+            namespace=namespace, image=image, agent_image=agent_image, device_plugin_namespace=device_plugin_namespace
+        ),
+    )
+    try:
+        result = launch_files(plan_file, instance, to.value, out_dir, options)
+    except PlanRejected as exc:
+        report_problems(exc.source, exc.problems, "invalid plan, nothing rendered")
+        raise typer.Exit(ExitCode.FAILED) from None
+    units = result.model.units
+    out.print(
+        f"rendered {len(units)} allocation(s) of round {result.model.round_index} for {to.value}: "
+        f"{len(result.files)} files in [bold]{escape(str(out_dir))}[/]"
+    )
+    placeholders = result.model.placeholders()
+    if placeholders:
+        err.print(
+            f"[yellow]warning:[/] {len(placeholders)} job(s) have no command in the instance and run a placeholder "
+            f"that exits 64: {escape(', '.join(repr(j) for j in placeholders[:10]))}"
+        )
+
+
+class DiffFormat(StrEnum):
+    table = "table"
+    json = "json"
+
+
+@app.command()
+@handles_errors
+def diff(
+    old_plan: Annotated[Path, typer.Argument(metavar="OLD_PLAN", help="The previous round's plan.")],
+    new_plan: Annotated[Path, typer.Argument(metavar="NEW_PLAN", help="The next round's plan.")],
+    json_out: Annotated[Path | None, typer.Option("--json", help="Also write the actions as JSON to FILE.")] = None,
+    fmt: Annotated[DiffFormat, typer.Option("--format", help="Print a table or the JSON document.")] = DiffFormat.table,
+) -> None:
+    """The actions between two rounds (stop, resize, move, re-set, re-pair, start), so a launcher changes only those."""
+    import json
+
+    from planner.jsonio import write_json_atomic
+    from planner.launch.diff import diff_plans, diff_table, diff_to_doc
+    from planner.plan import load_plan
+
+    result = diff_plans(load_plan(old_plan), load_plan(new_plan))
+    doc = diff_to_doc(result)
+    if json_out is not None:
+        write_json_atomic(json_out, doc)
+    if fmt == DiffFormat.json:
+        typer.echo(json.dumps(doc, indent=1))
+    else:
+        out.print(diff_table(result))
 
 
 @instance_app.command("check")
@@ -314,6 +420,84 @@ def profiles_build(
         f"wrote [bold]{target}[/]: {len(lib['profiles'])} profiles, {len(lib['pairs'])} pair entries, "
         f"GPU types {', '.join(g['name'] for g in lib['gpu_types'])}"
     )
+
+
+@app.command()
+@handles_errors
+def simulate(
+    trace: Annotated[Path, typer.Argument(help="Gavel .trace file or Philly-derived CSV.")],
+    cluster: Annotated[str, typer.Option(help="GPUs of each type, e.g. v100:32,p100:16 (whole nodes).")],
+    policy: Annotated[
+        list[str],
+        typer.Option("--policy", "-p", help="fifo-max, zeus, eaco, powerflow, wattplan, or all; repeat for several."),
+    ] = ["wattplan"],  # noqa: B006 (typer needs a list default)
+    power_cap_w: Annotated[float | None, typer.Option(help="Power cap (W): every round's budget is cap x T.")] = None,
+    energy_budget_kwh: Annotated[
+        float | None, typer.Option(help="Energy budget over the replay (kWh), paced per round.")
+    ] = None,
+    round_s: Annotated[float, typer.Option(help="Round length T (s).")] = 360.0,
+    objective: Annotated[ObjectiveChoice, typer.Option(help="wattplan's objective.")] = ObjectiveChoice.progress,
+    solver: Annotated[str, typer.Option(help="wattplan's solver: cbc, highs, cpsat, pulp:NAME, greedy.")] = "cbc",
+    time_limit: Annotated[float, typer.Option(help="wattplan's seconds per round.")] = 5.0,
+    threads: Annotated[int, typer.Option(help="Solver threads.")] = 1,
+    seed: Annotated[int, typer.Option(help="Seed: solver, Philly job types, --noise.")] = 0,
+    out_path: Annotated[Path, typer.Option("--out", "-o", help="Output folder.")] = Path("sim-out"),
+    max_jobs: Annotated[int | None, typer.Option(help="Replay the first N jobs (by arrival) of the window.")] = None,
+    start_s: Annotated[float | None, typer.Option(help="Window start: jobs arriving from here (trace s).")] = None,
+    end_s: Annotated[float | None, typer.Option(help="Window end: jobs arriving before this (trace s).")] = None,
+    fmt: Annotated[
+        TraceFormat, typer.Option("--format", help="Trace format (auto: .csv is Philly).")
+    ] = TraceFormat.auto,
+    vc: Annotated[str | None, typer.Option(help="Philly virtual cluster id to keep.")] = None,
+    zeus_eta: Annotated[float, typer.Option(help="Zeus's weight of energy against time, in [0, 1].")] = 0.5,
+    noise: Annotated[
+        float, typer.Option(help="Throughput error: each job and round runs at U[1-x, 1+x] x the profile.")
+    ] = 0.0,
+    restart_s: Annotated[float, typer.Option(help="Restart cost tau (s).")] = 30.0,
+    min_pair_rate: Annotated[float, typer.Option(help="Least slowdown either job of a pair may have.")] = 0.5,
+    delta: Annotated[float, typer.Option(help="Progress loss the energy objective accepts per round.")] = 0.03,
+    max_rounds: Annotated[int, typer.Option(help="Stop after this many simulated rounds.")] = 20_000,
+    gpus_per_node: Annotated[int, typer.Option(help="GPUs per node.")] = 8,
+    node_power_w: Annotated[float, typer.Option(help="Node base power (W); an assumption.")] = 200.0,
+    profiles: Annotated[Path | None, typer.Option(help="Profile library (default: the shipped one).")] = None,
+    plots: Annotated[bool, typer.Option(help="Write PNG plots.")] = True,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Replay a trace round by round with one or more policies; write logs, summary.json and plots."""
+    from planner.sim.policies import PolicyOptions
+    from planner.sim.render import progress_callback, progress_display, summary_table
+    from planner.sim.replay import ReplaySpec, expand_policies, prepare, run_policy, write_outputs
+    from planner.sim.round_instance import RoundRules
+
+    spec = ReplaySpec(
+        trace=trace,
+        cluster=cluster,
+        policies=expand_policies(policy),
+        fmt=fmt.value,  # type: ignore[arg-type]
+        virtual_cluster=vc,
+        start_s=start_s,
+        end_s=end_s,
+        max_jobs=max_jobs,
+        rules=RoundRules(round_s, restart_s, min_pair_rate, objective.value, delta),
+        power_cap_w=power_cap_w,
+        energy_budget_kwh=energy_budget_kwh,
+        policy_options=PolicyOptions(zeus_eta, solver, time_limit, threads, seed),
+        noise=noise,
+        seed=seed,
+        max_rounds=max_rounds,
+        gpus_per_node=gpus_per_node,
+        node_power_w=node_power_w,
+        profiles=profiles,
+    )
+    workload, ctx = prepare(spec)
+    runs = []
+    with progress_display(err) as bar:
+        for name in spec.policies:
+            cb = None if quiet else progress_callback(bar, name, len(workload.jobs))
+            runs.append(run_policy(spec, workload, ctx, name, cb))
+    write_outputs(out_path, runs, plots=plots)
+    out.print(summary_table([s for _, s in runs]))
+    out.print(f"{len(workload.jobs)} jobs replayed; results written to [bold]{out_path}[/]")
 
 
 def main() -> None:

@@ -1,0 +1,160 @@
+"""Round budgets: none, a power cap, or an energy budget over the whole replay, paced.
+
+* **No budget**: every round's ``budget_j`` is None.
+* **Power cap** ``W`` watts: every round gets ``B = W * T`` joules.
+* **Energy budget** ``E`` joules over the replay: round ``r`` gets ``B_r = E_left / rounds_left``,
+  where ``E_left`` is ``E`` minus the energy every earlier round actually drew and
+  ``rounds_left`` is the expected number of rounds still needed, estimated from the remaining
+  work at each job's requested GPU count and reference throughput
+  (:attr:`~planner.sim.state.JobSpec.reference_steps_per_s`):
+
+  - ``d_j = R_j / X_ref_j`` (s) for every unfinished job, arrived or still to arrive (the
+    replay knows the trace the budget was set for); ``W = sum_j n_j * d_j`` (GPU-seconds);
+  - ``w`` = the GPU-seconds the queued jobs can use this round,
+    ``min(G * T, sum_queued n_j * min(d_j, T))`` with ``G`` the cluster's GPUs;
+  - ``D = max(W / G, max_j (max(a_j - now, 0) + d_j))``: a lower bound on the time left
+    (the work spread over the whole cluster, or the longest job's own path);
+  - ``rounds_left = max(1, min(W / w, D / T))``.
+
+  ``W / w`` spends in proportion to the work a round can do, so busy rounds get more than
+  quiet ones; ``D / T`` guarantees at least an even share of the time left, so energy saved in
+  a quiet stretch is spent later. Both estimates assume the reference speed; a policy that
+  runs slower than that (lower settings, a smaller or slower GPU, sharing) needs more
+  rounds than estimated, and the next rounds' budgets shrink accordingly (the estimate is
+  recomputed from the true remaining work every round).
+
+  A round never gets less than ``min(E_left, B_min)``, with ``B_min`` the energy of one node
+  of the most power-hungry GPU type at full power for the round (``T * (Pnode_g + K_g * Pmax_g)``):
+  whenever energy is left, at least one node's worth of jobs can run, so a pacing estimate
+  that is too long cannot stop the replay while energy remains.
+
+  When the budget is spent (``E_left <= 0``), or what is left cannot power anything, jobs
+  wait and the engine ends the replay with the unfinished jobs reported (stop reason
+  ``budget-exhausted`` or ``stalled``).
+
+Energy drawn can exceed a round's budget only when reality differs from the profiles
+(``--noise``); the overshoot is charged to ``E_left``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from planner.sim.round_instance import ClusterContext
+from planner.sim.state import JobState
+
+
+@dataclass(frozen=True, slots=True)
+class PacingEstimate:
+    """The quantities of the pacing rule at one round start (see the module docstring)."""
+
+    work_gpu_s: float  # W
+    round_work_gpu_s: float  # w
+    time_left_s: float  # D
+    rounds_left: float
+
+
+def pacing_estimate(
+    unfinished: Sequence[JobState], now_s: float, duration_s: float, cluster_gpus: int
+) -> PacingEstimate:
+    """``W``, ``w``, ``D`` and ``rounds_left`` for the unfinished jobs at ``now_s``."""
+    work = 0.0
+    round_work = 0.0
+    longest = 0.0
+    for s in unfinished:
+        d = s.remaining_steps / s.spec.reference_steps_per_s
+        n = s.spec.requested_gpus
+        work += n * d
+        wait = max(s.spec.arrival_s - now_s, 0.0)
+        longest = max(longest, wait + d)
+        if wait == 0.0:
+            round_work += n * min(d, duration_s)
+    round_work = min(round_work, cluster_gpus * duration_s)
+    time_left = max(work / cluster_gpus, longest)
+    by_work = work / round_work if round_work > 0 else math.inf
+    rounds = max(1.0, min(by_work, time_left / duration_s))
+    return PacingEstimate(work, round_work, time_left, rounds)
+
+
+def one_node_round_j(ctx: ClusterContext) -> float:
+    """``B_min = T * max_g (Pnode_g + K_g * Pmax_g)``, ``Pmax_g`` the highest profiled power on ``g`` (J)."""
+    best = 0.0
+    for g in ctx.gpu_types:
+        pmax = max(
+            (p.power_w for ps in ctx.profiles_by_type.values() for p in ps if p.gpu_type == g.name),
+            default=g.idle_power_w,
+        )
+        best = max(best, g.node_power_w + g.gpus_per_node * pmax)
+    return ctx.rules.duration_s * best
+
+
+class NoBudget:
+    """Every round unconstrained."""
+
+    label = "none"
+
+    def round_budget_j(self, unfinished: Sequence[JobState], now_s: float, duration_s: float, gpus: int) -> None:
+        return None
+
+    def charge(self, energy_j: float) -> None:
+        pass
+
+    @property
+    def exhausted(self) -> bool:
+        return False
+
+
+@dataclass
+class PowerCap:
+    """``B = W * T`` every round (J)."""
+
+    watts: float
+
+    @property
+    def label(self) -> str:
+        return f"power cap {self.watts:g} W"
+
+    def round_budget_j(self, unfinished: Sequence[JobState], now_s: float, duration_s: float, gpus: int) -> float:
+        return self.watts * duration_s
+
+    def charge(self, energy_j: float) -> None:
+        pass
+
+    @property
+    def exhausted(self) -> bool:
+        return False
+
+
+@dataclass
+class EnergyBudget:
+    """An energy budget over the replay, paced per round (see the module docstring)."""
+
+    total_j: float
+    floor_j: float = 0.0  # B_min (J)
+    spent_j: float = 0.0
+
+    @property
+    def label(self) -> str:
+        return f"energy budget {self.total_j / 3.6e6:g} kWh"
+
+    @property
+    def left_j(self) -> float:
+        return self.total_j - self.spent_j
+
+    @property
+    def exhausted(self) -> bool:
+        return self.left_j <= 0.0
+
+    def round_budget_j(self, unfinished: Sequence[JobState], now_s: float, duration_s: float, gpus: int) -> float:
+        if self.exhausted:
+            return 0.0
+        est = pacing_estimate(unfinished, now_s, duration_s, gpus)
+        return max(self.left_j / est.rounds_left, min(self.left_j, self.floor_j))
+
+    def charge(self, energy_j: float) -> None:
+        self.spent_j += energy_j
+
+
+Budget = NoBudget | PowerCap | EnergyBudget

@@ -1,0 +1,259 @@
+"""The replay loop: one round of ``T`` seconds after another until every job is done.
+
+Round ``r`` starts at ``t_r = t0 + r * T`` (``t0``: the replay's start, by default the first
+job's arrival). In each round:
+
+1. jobs that arrived by ``t_r`` and are unfinished are queued (a job arriving mid-round waits
+   for the next round start; a job that finished in the previous round has released its GPUs);
+2. the budget rule (:mod:`planner.sim.budget`) sets the round's budget, the round instance is
+   built (:mod:`planner.sim.round_instance`) and the policy decides;
+3. the allocations are placed with :func:`planner.assemble.assemble_plan` (fewest nodes on)
+   and the plan is checked with :func:`planner.validate.validate_plan`; a rejected plan is a
+   bug and raises :class:`planner.planning.InvalidPlanError`;
+4. jobs advance as :func:`planner.economics.job_outcome` predicts (times an optional seeded
+   throughput factor ``f ~ U[1 - noise, 1 + noise]`` per job and round): a job that
+   (re)starts loses ``restart_s``, a job finishing mid-round gets ``finish_s = t_r + start +
+   steps / rate``; the round's energy (:mod:`planner.sim.accounting`) is charged.
+
+When no job is queued the clock jumps to the round in which the next job arrives (every node
+is suspended meanwhile and draws nothing). The replay stops when every job is done
+(``completed``); when ``stall_rounds`` rounds in a row run nothing although every job has
+arrived (for a deterministic policy every later round would be the same; a time-limited solver
+gets a few more chances): ``budget-exhausted`` under an energy budget (what is left cannot
+power a node and its job), ``stalled`` otherwise (a power cap too small for any job); or after
+``max_rounds`` simulated rounds (``max-rounds``). Unfinished jobs are reported, never dropped.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from planner.assemble import SolveInfo, assemble_plan
+from planner.domain import CurrentConfig, Instance
+from planner.plan import Plan
+from planner.planning import InvalidPlanError
+from planner.sim.accounting import RoundOutcome, round_outcome
+from planner.sim.budget import Budget, EnergyBudget, NoBudget
+from planner.sim.policies.base import Policy
+from planner.sim.round_instance import ClusterContext, round_instance
+from planner.sim.state import JobState
+from planner.sim.workload import Workload
+from planner.validate import validate_plan
+
+StopReason = str  # "completed" | "budget-exhausted" | "stalled" | "max-rounds"
+
+
+@dataclass(frozen=True, slots=True)
+class SimConfig:
+    """How to replay: ``max_rounds`` bounds the rounds simulated (skipped idle rounds excluded)."""
+
+    start_s: float | None = None
+    max_rounds: int = 20_000
+    noise: float = 0.0
+    seed: int = 0
+    stall_rounds: int = 3
+
+
+@dataclass(frozen=True, slots=True)
+class RoundRecord:
+    """One simulated round, as the per-round log writes it (energies in J, times in s)."""
+
+    index: int
+    start_s: float
+    queued: int
+    running: int
+    shared: int
+    restarted: int
+    arrived: int
+    finished: int
+    gpus_used: int
+    powered_gpus: int
+    nodes_on: dict[str, int]
+    budget_j: float | None
+    predicted_j: float
+    node_j: float
+    idle_j: float
+    dynamic_j: float
+    busy_gpu_s: float
+    powered_gpu_s: float
+    steps: float
+    decide_s: float
+    solver: str
+    status: str
+
+    @property
+    def energy_j(self) -> float:
+        return self.node_j + self.idle_j + self.dynamic_j
+
+
+@dataclass
+class SimResult:
+    """A finished replay: every job's final state, every round, and why it stopped."""
+
+    policy: str
+    jobs: list[JobState]
+    rounds: list[RoundRecord]
+    stop_reason: StopReason
+    t0_s: float
+    duration_s: float
+    budget_label: str
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+ProgressCallback = Callable[[RoundRecord, int, int], None]  # (round, jobs done, jobs total)
+
+
+def _noise_factors(rng: random.Random | None, plan: Plan, noise: float) -> dict[str, float]:
+    """A throughput factor per running job (plan order), 1 when there is no noise."""
+    if rng is None or noise <= 0:
+        return {}
+    return {e.job_id: 1.0 + rng.uniform(-noise, noise) for e in plan.running()}
+
+
+def _apply(
+    inst: Instance, plan: Plan, out: RoundOutcome, states: dict[str, JobState], now_s: float
+) -> tuple[int, float]:
+    """Advance the jobs by the round's outcome; return (jobs finished, steps done)."""
+    running = {e.job_id: e for e in plan.running()}
+    finished, steps = 0, 0.0
+    for s in (states[j.id] for j in inst.jobs):
+        p = out.jobs.get(s.id)
+        if p is None:
+            s.current = None
+            continue
+        e = running[s.id]
+        s.remaining_steps = 0.0 if p.finished else s.remaining_steps - p.steps
+        s.restarts += p.restarts
+        s.rounds_run += 1
+        s.rounds_shared += p.shared
+        s.compute_s += p.compute_s
+        s.dynamic_energy_j += p.dynamic_j
+        steps += p.steps
+        if s.first_start_s is None:
+            s.first_start_s = now_s + p.start_s
+        if p.finished:
+            s.finish_s = now_s + p.start_s + p.compute_s
+            s.current = None
+            finished += 1
+        else:
+            s.current = CurrentConfig(e.gpu_type or "", e.gpus or 0, e.setting or 0, e.shares_with, e.placement)
+    return finished, steps
+
+
+def simulate(
+    workload: Workload,
+    ctx: ClusterContext,
+    policy: Policy,
+    budget: Budget | None = None,
+    config: SimConfig | None = None,
+    progress: ProgressCallback | None = None,
+) -> SimResult:
+    """Replay ``workload`` on the cluster of ``ctx`` with ``policy`` (see the module docstring)."""
+    cfg = config or SimConfig()
+    pacer = budget or NoBudget()
+    T = ctx.rules.duration_s
+    states = [JobState.new(spec) for spec in sorted(workload.jobs, key=lambda j: j.arrival_s)]
+    by_id = {s.id: s for s in states}
+    if not states:
+        raise ValueError("the workload has no jobs to replay")
+    t0 = cfg.start_s if cfg.start_s is not None else states[0].spec.arrival_s
+    rng = random.Random(cfg.seed) if cfg.noise > 0 else None
+    rounds: list[RoundRecord] = []
+    arrived_before = 0
+    idle_streak = 0
+    r = 0
+    stop: StopReason = "completed"
+    while True:
+        now = t0 + r * T
+        queued = [s for s in states if s.queued_at(now)]
+        unfinished = [s for s in states if not s.done]
+        if not unfinished:
+            break
+        if not queued:
+            nxt = min(s.spec.arrival_s for s in unfinished)
+            r = max(r + 1, math.ceil((nxt - t0) / T - 1e-9))
+            continue
+        if len(rounds) >= cfg.max_rounds:
+            stop = "max-rounds"
+            break
+        if pacer.exhausted:
+            stop = "budget-exhausted"
+            break
+        budget_j = pacer.round_budget_j(unfinished, now, T, ctx.total_gpus)
+        inst = round_instance(ctx, r, now, queued, budget_j)
+        record = _play_round(inst, policy, by_id, now, rng, cfg.noise)
+        arrived_now = sum(1 for s in states if s.spec.arrival_s <= now)
+        record = replace(record, arrived=arrived_now - arrived_before)
+        arrived_before = arrived_now
+        pacer.charge(record.energy_j)
+        rounds.append(record)
+        if progress is not None:
+            progress(record, sum(s.done for s in states), len(states))
+        idle_streak = idle_streak + 1 if record.running == 0 and arrived_now == len(states) else 0
+        if idle_streak >= cfg.stall_rounds:
+            stop = "budget-exhausted" if isinstance(pacer, EnergyBudget) else "stalled"
+            break
+        r += 1
+    info = {"cluster_powered_w": sum(g.nodes * g.powered_node_w for g in ctx.gpu_types)}
+    return SimResult(policy.name, states, rounds, stop, t0, T, getattr(pacer, "label", "none"), info)
+
+
+def _play_round(
+    inst: Instance,
+    policy: Policy,
+    states: dict[str, JobState],
+    now_s: float,
+    rng: random.Random | None,
+    noise: float,
+) -> RoundRecord:
+    """Decide, place, validate, advance: one round (steps 2-4 of the module docstring)."""
+    begin = time.perf_counter()
+    decision = policy.decide(inst)
+    decide_s = time.perf_counter() - begin
+    info = SolveInfo(solver=decision.solver, status=decision.status, solve_s=decide_s)
+    plan = assemble_plan(inst, decision.allocations, info)
+    problems = validate_plan(inst, plan)
+    if problems:
+        raise InvalidPlanError(f"{policy.name} (round {inst.round.index})", problems)
+    out = round_outcome(inst, plan, _noise_factors(rng, plan, noise))
+    finished, steps = _apply(inst, plan, out, states, now_s)
+    return RoundRecord(
+        index=inst.round.index,
+        start_s=now_s,
+        queued=len(inst.jobs),
+        running=len(out.jobs),
+        shared=sum(p.shared for p in out.jobs.values()),
+        restarted=sum(p.restarts for p in out.jobs.values()),
+        arrived=0,
+        finished=finished,
+        gpus_used=out.gpus_used,
+        powered_gpus=out.powered_gpus,
+        nodes_on=dict(plan.round.nodes_on),
+        budget_j=inst.round.budget_j,
+        predicted_j=plan.round.energy_j,
+        node_j=out.energy.node_j,
+        idle_j=out.energy.idle_j,
+        dynamic_j=out.energy.dynamic_j,
+        busy_gpu_s=out.busy_gpu_s,
+        powered_gpu_s=out.powered_gpu_s,
+        steps=steps,
+        decide_s=decide_s,
+        solver=decision.solver,
+        status=decision.status,
+    )
+
+
+def replay_all(
+    workload: Workload,
+    ctx: ClusterContext,
+    policies: Sequence[Policy],
+    make_budget: Callable[[], Budget],
+    config: SimConfig | None = None,
+) -> list[SimResult]:
+    """:func:`simulate` every policy on the same workload, each with a fresh budget."""
+    return [simulate(workload, ctx, p, make_budget(), config) for p in policies]

@@ -1,0 +1,171 @@
+"""Writing a replay: per-round log (CSV), per-job table (CSV), ``summary.json``; all atomic.
+
+Files in a policy's folder:
+
+* ``rounds.csv``: one row per simulated round (:class:`planner.sim.engine.RoundRecord`;
+  energies in J, ``power_w = energy_j / T``, ``nodes_on`` as ``type:u`` pairs);
+* ``jobs.csv``: one row per job: arrival, first start, finish, JCT (s), restarts, rounds run
+  and shared, compute seconds, dynamic energy (J), steps done and total;
+* ``summary.json``: :func:`planner.sim.metrics.summarise`.
+
+A comparison of several replays (``comparison.csv``) has one row per replay with the main
+summary numbers.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from planner.jsonio import write_json_atomic, write_text_atomic
+from planner.sim.engine import SimResult
+
+ROUND_COLUMNS = (
+    "round",
+    "start_s",
+    "queued",
+    "running",
+    "shared",
+    "restarted",
+    "arrived",
+    "finished",
+    "gpus_used",
+    "powered_gpus",
+    "nodes_on",
+    "budget_j",
+    "predicted_j",
+    "energy_j",
+    "node_j",
+    "idle_j",
+    "dynamic_j",
+    "power_w",
+    "busy_gpu_s",
+    "powered_gpu_s",
+    "steps",
+    "solver_s",
+    "solver",
+    "status",
+)
+JOB_COLUMNS = (
+    "job_id",
+    "type",
+    "arrival_s",
+    "requested_gpus",
+    "first_start_s",
+    "finish_s",
+    "jct_s",
+    "restarts",
+    "rounds_run",
+    "rounds_shared",
+    "compute_s",
+    "dynamic_j",
+    "steps_done",
+    "total_steps",
+)
+COMPARISON_COLUMNS = (
+    "policy",
+    "budget",
+    "stop_reason",
+    "energy_kwh",
+    "energy_node_kwh",
+    "energy_idle_kwh",
+    "energy_dynamic_kwh",
+    "avg_jct_s",
+    "median_jct_s",
+    "p95_jct_s",
+    "p99_jct_s",
+    "makespan_s",
+    "jobs_completed",
+    "jobs_total",
+    "gpu_utilisation",
+    "energy_kwh_per_million_steps",
+    "rounds_simulated",
+    "solver_s_mean",
+    "solver_s_max",
+)
+
+
+def _csv_text(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
+def _num(x: float | None, digits: int = 6) -> str:
+    return "" if x is None else f"{x:.{digits}g}"
+
+
+def rounds_csv(result: SimResult) -> str:
+    rows = []
+    for r in result.rounds:
+        rows.append(
+            (
+                r.index,
+                _num(r.start_s, 12),
+                r.queued,
+                r.running,
+                r.shared,
+                r.restarted,
+                r.arrived,
+                r.finished,
+                r.gpus_used,
+                r.powered_gpus,
+                " ".join(f"{g}:{u}" for g, u in sorted(r.nodes_on.items())),
+                _num(r.budget_j, 10),
+                _num(r.predicted_j, 10),
+                _num(r.energy_j, 10),
+                _num(r.node_j, 10),
+                _num(r.idle_j, 10),
+                _num(r.dynamic_j, 10),
+                _num(r.energy_j / result.duration_s, 8),
+                _num(r.busy_gpu_s, 10),
+                _num(r.powered_gpu_s, 10),
+                _num(r.steps, 10),
+                f"{r.decide_s:.4f}",
+                r.solver,
+                r.status,
+            )
+        )
+    return _csv_text(ROUND_COLUMNS, rows)
+
+
+def jobs_csv(result: SimResult) -> str:
+    rows = [
+        (
+            s.id,
+            s.spec.type,
+            _num(s.spec.arrival_s, 12),
+            s.spec.requested_gpus,
+            _num(s.first_start_s, 12),
+            _num(s.finish_s, 12),
+            _num(s.jct_s, 12),
+            s.restarts,
+            s.rounds_run,
+            s.rounds_shared,
+            _num(s.compute_s, 10),
+            _num(s.dynamic_energy_j, 10),
+            _num(s.steps_done, 12),
+            _num(s.spec.total_steps, 12),
+        )
+        for s in result.jobs
+    ]
+    return _csv_text(JOB_COLUMNS, rows)
+
+
+def write_result(result: SimResult, summary: dict[str, Any], folder: Path) -> None:
+    """``rounds.csv``, ``jobs.csv`` and ``summary.json`` in ``folder`` (created if needed)."""
+    folder = Path(folder)
+    write_text_atomic(folder / "rounds.csv", rounds_csv(result))
+    write_text_atomic(folder / "jobs.csv", jobs_csv(result))
+    write_json_atomic(folder / "summary.json", summary)
+
+
+def comparison_csv(summaries: Sequence[dict[str, Any]], columns: Sequence[str] = COMPARISON_COLUMNS) -> str:
+    """One row per summary with ``columns`` (missing values empty)."""
+    rows = [[("" if s.get(c) is None else s.get(c)) for c in columns] for s in summaries]
+    return _csv_text(columns, rows)

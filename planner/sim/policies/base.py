@@ -1,0 +1,57 @@
+"""The interface every replay policy implements.
+
+A policy sees only the round instance (:func:`planner.sim.round_instance.round_instance`):
+the queued jobs with their remaining steps and current configuration, the cluster, the
+profiles, the round's budget, and in ``instance.extra["sim"]`` each job's requested GPU count
+and arrival time. It returns :class:`~planner.assemble.Allocation` s; the engine places them
+with :func:`planner.assemble.assemble_plan` (the same buddy placement and fewest powered
+nodes for every policy) and rejects any plan the validator does not accept.
+
+With a budget, every policy must keep the round's predicted energy
+(:mod:`planner.economics`: dynamic energy plus node and idle energy of the nodes it powers)
+within ``instance.round.budget_j``; the validator enforces it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from planner.assemble import Allocation
+from planner.domain import Instance
+from planner.plan import PlanStatus
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A policy's answer for one round.
+
+    ``status`` is the plan status the engine records (``optimal``/``feasible``/``fallback``;
+    heuristics report ``feasible``); ``solver`` names what made the decision; ``detail`` is
+    anything worth logging (e.g. the solver's stages).
+    """
+
+    allocations: tuple[Allocation, ...]
+    solver: str
+    status: PlanStatus = "feasible"
+    detail: Mapping[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """``name`` identifies the policy in outputs; ``decide`` plans one round."""
+
+    name: str
+
+    def decide(self, instance: Instance) -> Decision: ...
+
+
+def requested_gpus(instance: Instance, job_id: str) -> int:
+    """The job's requested GPU count (normalised), from ``instance.extra["sim"]``.
+
+    Falls back to the smallest allowed count when the instance did not come from the
+    simulator (e.g. a hand-written test instance).
+    """
+    req = instance.extra.get("sim", {}).get("requested_gpus", {})
+    return int(req[job_id]) if job_id in req else min(instance.job(job_id).gpus)

@@ -1,0 +1,95 @@
+"""Bookkeeping the heuristic policies share: free GPUs and the round's predicted energy.
+
+The predicted energy of a set of allocations is the model's (:mod:`planner.economics`):
+``sum e + sum_g ceil(used_g / K_g) * T * (Pnode_g + K_g * Pidle_g)`` (J), i.e. their dynamic
+energy plus the node and idle energy of the fewest nodes that hold them, which is exactly
+what :func:`planner.assemble.assemble_plan` powers. An allocation is admitted only if the
+GPUs of its type still fit the cluster (``used_g <= N_g * K_g``; buddy placement then always
+succeeds, see :mod:`planner.placement`) and, with a budget, that energy stays ``<= B``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from planner.domain import GpuType, Instance, Job
+from planner.economics import JobOutcome, job_outcome
+
+
+class RoundLedger:
+    """GPUs in use per type and dynamic energy (J) of the allocations admitted so far."""
+
+    def __init__(self, instance: Instance) -> None:
+        self.instance = instance
+        self.used: dict[str, int] = {g.name: 0 for g in instance.gpu_types}
+        self.dynamic_j = 0.0
+
+    def node_energy_j(self, used: Mapping[str, int]) -> float:
+        """``sum_g ceil(used_g / K_g) * T * (Pnode_g + K_g * Pidle_g)`` (J)."""
+        T = self.instance.round.duration_s
+        return sum(math.ceil(used[g.name] / g.gpus_per_node) * T * g.powered_node_w for g in self.instance.gpu_types)
+
+    @property
+    def energy_j(self) -> float:
+        """Predicted energy of the round so far (J)."""
+        return self.dynamic_j + self.node_energy_j(self.used)
+
+    def fits(self, gpu_delta: Mapping[str, int], dynamic_delta_j: float) -> bool:
+        """Would the change keep every type within its GPUs and the energy within the budget?"""
+        trial = dict(self.used)
+        for g, n in gpu_delta.items():
+            trial[g] += n
+            if trial[g] > self.instance.gpu_type(g).total_gpus:
+                return False
+        budget = self.instance.round.budget_j
+        return budget is None or self.dynamic_j + dynamic_delta_j + self.node_energy_j(trial) <= budget
+
+    def add(self, gpu_delta: Mapping[str, int], dynamic_delta_j: float) -> None:
+        for g, n in gpu_delta.items():
+            self.used[g] += n
+        self.dynamic_j += dynamic_delta_j
+
+    def try_add(self, gpu_delta: Mapping[str, int], dynamic_delta_j: float) -> bool:
+        """Admit the change if it :meth:`fits`; report whether it was admitted."""
+        if not self.fits(gpu_delta, dynamic_delta_j):
+            return False
+        self.add(gpu_delta, dynamic_delta_j)
+        return True
+
+
+def outcome(
+    instance: Instance, job: Job, gpu_type: str, gpus: int, setting: int, rho: float = 1.0
+) -> JobOutcome | None:
+    """:func:`planner.economics.job_outcome` by GPU type name; None without a profile or room."""
+    g = instance.gpu_type(gpu_type)
+    if gpus > g.total_gpus:
+        return None
+    return job_outcome(instance, job, g, gpus, setting, rho)
+
+
+def top_setting(instance: Instance, job: Job, g: GpuType, gpus: int) -> int | None:
+    """The highest setting of ``g`` with a profile for ``job`` on ``gpus`` GPUs."""
+    profiled = [s for s in g.settings if instance.profile(job.type, g.name, gpus, s) is not None]
+    return max(profiled) if profiled else None
+
+
+def types_by_speed(instance: Instance, job: Job, gpus: int) -> list[GpuType]:
+    """GPU types that can run ``job`` on ``gpus`` GPUs, fastest first (at each type's top setting).
+
+    Ties keep the cluster's order.
+    """
+    ranked = []
+    for k, g in enumerate(instance.gpu_types):
+        s = top_setting(instance, job, g, gpus)
+        if s is None or gpus > g.total_gpus:
+            continue
+        prof = instance.profile(job.type, g.name, gpus, s)
+        ranked.append((-prof.steps_per_s, k, g))  # type: ignore[union-attr]
+    return [g for _, _, g in sorted(ranked, key=lambda r: (r[0], r[1]))]
+
+
+def instance_order(instance: Instance, *job_ids: str) -> tuple[str, ...]:
+    """Job ids sorted as the instance lists them (a pair allocation's required order)."""
+    order = {j.id: i for i, j in enumerate(instance.jobs)}
+    return tuple(sorted(job_ids, key=order.__getitem__))

@@ -1,0 +1,71 @@
+"""Rich rendering for ``wattplan simulate``: a progress bar per policy and a summary table."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from planner.sim.engine import ProgressCallback, RoundRecord
+
+
+def progress_display(console: Any) -> Progress:
+    """Jobs done out of jobs total, with the round count in the description."""
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("jobs"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=False,
+    )
+
+
+def progress_callback(progress: Progress, policy: str, jobs_total: int) -> ProgressCallback:
+    """A callback for :func:`planner.sim.engine.simulate` that advances one task of ``progress``."""
+    task = progress.add_task(f"{policy:<10} round 0", total=jobs_total)
+
+    def update(record: RoundRecord, done: int, total: int) -> None:
+        progress.update(task, completed=done, description=f"{policy:<10} round {record.index}")
+
+    return update
+
+
+def _fmt(value: Any, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def summary_table(summaries: Sequence[dict[str, Any]]) -> Table:
+    """The main numbers of each replay, one row per policy."""
+    table = Table(title="Trace replay")
+    for col in (
+        "policy",
+        "stop",
+        "energy kWh",
+        "node/idle/dyn kWh",
+        "avg JCT h",
+        "p95 JCT h",
+        "makespan h",
+        "done",
+        "GPU util",
+        "solver s (mean/max)",
+    ):
+        table.add_column(col, justify="left" if col in ("policy", "stop") else "right")
+    for s in summaries:
+        h = 1 / 3600
+        table.add_row(
+            s["policy"],
+            s["stop_reason"],
+            _fmt(s["energy_kwh"], ".2f"),
+            f"{s['energy_node_kwh']:.1f}/{s['energy_idle_kwh']:.1f}/{s['energy_dynamic_kwh']:.1f}",
+            _fmt(None if s["avg_jct_s"] is None else s["avg_jct_s"] * h, ".2f"),
+            _fmt(None if s["p95_jct_s"] is None else s["p95_jct_s"] * h, ".2f"),
+            _fmt(None if s["makespan_s"] is None else s["makespan_s"] * h, ".2f"),
+            f"{s['jobs_completed']}/{s['jobs_total']}",
+            _fmt(s["gpu_utilisation"], ".1%"),
+            f"{_fmt(s['solver_s_mean'], '.3f')}/{_fmt(s['solver_s_max'], '.3f')}",
+        )
+    return table

@@ -1,0 +1,113 @@
+"""The simulator's state at a round start, as an :class:`~planner.domain.Instance`.
+
+The rules are the round builder's (:mod:`planner.round_builder`): GPU types from the cluster
+spec and the profile library (built by :func:`~planner.round_builder.build_round` itself, so the
+two never drift apart), allowed counts up to twice the request, profiles of the job types
+present on the cluster's GPU types with at most the type's GPUs, the pair entries among those
+types. What the replay adds:
+
+* jobs are the queued ones (arrived, unfinished), in arrival order, with their true
+  ``remaining_steps`` and, if they ran in the previous round, their ``current`` configuration
+  with its placement (``shares_with`` only while the partner is still queued);
+* the round's budget comes from the pacer (:mod:`planner.sim.budget`);
+* ``extra["sim"]`` tells baselines what the model does not carry: each job's requested GPU
+  count and arrival time, and the round's start time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from planner.domain import CurrentConfig, GpuType, Instance, Job, PairSlowdown, Profile, RoundSpec
+from planner.round_builder import ClusterSpec, ProfileLibrary, RoundOptions, build_round
+from planner.sim.state import JobState
+
+
+@dataclass(frozen=True, slots=True)
+class RoundRules:
+    """Round parameters that stay fixed during a replay (DESIGN.md section 2)."""
+
+    duration_s: float = 360.0
+    restart_s: float = 30.0
+    min_pair_rate: float = 0.5
+    objective: str = "progress"
+    delta: float = 0.03
+
+
+@dataclass(frozen=True)
+class ClusterContext:
+    """Everything about the cluster and the profiles that every round instance shares."""
+
+    gpu_types: tuple[GpuType, ...]
+    profiles_by_type: dict[str, tuple[Profile, ...]]
+    pairs: tuple[PairSlowdown, ...]
+    rules: RoundRules
+
+    @property
+    def total_gpus(self) -> int:
+        return sum(g.total_gpus for g in self.gpu_types)
+
+    @property
+    def type_names(self) -> tuple[str, ...]:
+        return tuple(g.name for g in self.gpu_types)
+
+
+def cluster_context(cluster: ClusterSpec, lib: ProfileLibrary, rules: RoundRules) -> ClusterContext:
+    """GPU types exactly as :func:`build_round` makes them; profiles grouped by job type.
+
+    Raises :class:`planner.problems.InputError` for a GPU type the library does not profile.
+    """
+    empty = build_round([], cluster, lib, RoundOptions(at_s=0.0, budget_fraction=None))
+    sizes = {g.name: g.total_gpus for g in empty.gpu_types}
+    by_type: dict[str, list[Profile]] = {}
+    for p in lib.profiles:
+        if p.gpu_type in sizes and p.gpus <= sizes[p.gpu_type]:
+            by_type.setdefault(p.type, []).append(p)
+    pairs = tuple(p for p in lib.pairs if p.gpu_type in sizes)
+    return ClusterContext(empty.gpu_types, {t: tuple(ps) for t, ps in by_type.items()}, pairs, rules)
+
+
+def _current(state: JobState, queued: set[str]) -> CurrentConfig | None:
+    cur = state.current
+    if cur is None or cur.shares_with is None or cur.shares_with in queued:
+        return cur
+    return CurrentConfig(cur.gpu_type, cur.gpus, cur.setting, None, cur.placement)
+
+
+def round_instance(
+    ctx: ClusterContext, index: int, now_s: float, queued: Sequence[JobState], budget_j: float | None
+) -> Instance:
+    """The instance of round ``index`` starting at ``now_s`` for the ``queued`` jobs (arrival order)."""
+    ids = {s.id for s in queued}
+    jobs = tuple(
+        Job(
+            id=s.id,
+            type=s.spec.type,
+            remaining_steps=s.remaining_steps,
+            gpus=s.spec.allowed_gpus,
+            current=_current(s, ids),
+        )
+        for s in queued
+    )
+    types = {j.type for j in jobs}
+    profiles = tuple(p for t in sorted(types) for p in ctx.profiles_by_type.get(t, ()))
+    pairs = tuple(p for p in ctx.pairs if p.a in types and p.b in types)
+    r = ctx.rules
+    spec = RoundSpec(
+        index=index,
+        duration_s=r.duration_s,
+        budget_j=budget_j,
+        objective=r.objective,  # type: ignore[arg-type]
+        delta=r.delta,
+        restart_s=r.restart_s,
+        min_pair_rate=r.min_pair_rate,
+    )
+    extra = {
+        "sim": {
+            "now_s": now_s,
+            "requested_gpus": {s.id: s.spec.requested_gpus for s in queued},
+            "arrival_s": {s.id: s.spec.arrival_s for s in queued},
+        }
+    }
+    return Instance(spec, ctx.gpu_types, jobs, profiles, pairs, extra)

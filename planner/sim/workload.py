@@ -1,0 +1,121 @@
+"""From a trace file to the jobs a replay runs.
+
+Both trace formats the planner reads are supported (:mod:`planner.traces`): Gavel ``.trace``
+and Philly-derived CSV (chosen by extension when ``fmt="auto"``: ``.csv`` is Philly). A Philly
+row names no model, so its job type is drawn with the replay's seed exactly as
+``wattplan instance from-trace`` draws it.
+
+Selection, in this order: keep jobs with ``start_s <= arrival_s < end_s`` (seconds on the
+trace's clock), sort by arrival (trace order breaks ties), keep the first ``max_jobs``. Each
+kept job then becomes a :class:`~planner.sim.state.JobSpec` by the round builder's rules
+(:func:`planner.round_builder.normalise_request`, :func:`~planner.round_builder.allowed_counts`);
+a job whose type has no profile on the cluster's GPU types is dropped and counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from planner.round_builder import REFERENCE_GPU_TYPE, ProfileLibrary, allowed_counts, normalise_request
+from planner.sim.state import JobSpec
+from planner.traces import TraceJob, read_gavel_trace, read_philly_csv
+
+TraceFormat = Literal["auto", "gavel", "philly"]
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The jobs of one replay, sorted by arrival, and where they came from."""
+
+    jobs: tuple[JobSpec, ...]
+    source: dict[str, Any] = field(default_factory=dict)
+    dropped: tuple[str, ...] = ()
+
+    @property
+    def first_arrival_s(self) -> float:
+        return min(j.arrival_s for j in self.jobs)
+
+
+def trace_format(path: Path, fmt: TraceFormat = "auto") -> Literal["gavel", "philly"]:
+    """``fmt`` itself, or by extension when ``auto``: ``.csv`` is Philly, anything else Gavel."""
+    if fmt != "auto":
+        return fmt
+    return "philly" if Path(path).suffix.lower() == ".csv" else "gavel"
+
+
+def read_trace(
+    path: Path,
+    lib: ProfileLibrary,
+    fmt: TraceFormat = "auto",
+    seed: int = 0,
+    virtual_cluster: str | None = None,
+) -> list[TraceJob]:
+    """Every job of the trace (Philly types drawn with ``seed``, as ``instance from-trace`` does)."""
+    if trace_format(path, fmt) == "gavel":
+        return read_gavel_trace(path)
+    types = sorted({p.type for p in lib.profiles})
+    return read_philly_csv(
+        path,
+        types,
+        lambda t, n: lib.top_throughput(t, REFERENCE_GPU_TYPE, normalise_request(n, lib.max_count(t))),
+        seed=seed,
+        virtual_cluster=virtual_cluster,
+    )
+
+
+def select_jobs(
+    jobs: Sequence[TraceJob], start_s: float | None = None, end_s: float | None = None, max_jobs: int | None = None
+) -> list[TraceJob]:
+    """Jobs with ``start_s <= arrival_s < end_s``, earliest first, at most ``max_jobs``."""
+    order = {tj.id: i for i, tj in enumerate(jobs)}
+    kept = [
+        tj for tj in jobs if (start_s is None or tj.arrival_s >= start_s) and (end_s is None or tj.arrival_s < end_s)
+    ]
+    kept.sort(key=lambda tj: (tj.arrival_s, order[tj.id]))
+    return kept if max_jobs is None else kept[:max_jobs]
+
+
+def job_spec(tj: TraceJob, lib: ProfileLibrary, cluster_types: Sequence[str]) -> JobSpec | None:
+    """The replay's view of one trace job, or None when no cluster GPU type can run it.
+
+    The reference throughput is the fastest cluster GPU type's throughput at the requested
+    count and that type's top setting.
+    """
+    n_max = lib.max_count(tj.type)
+    if n_max == 0:
+        return None
+    req = normalise_request(tj.requested_gpus, n_max)
+    counts = allowed_counts(req, lib.counts(tj.type, cluster_types))
+    rates = [r for g in cluster_types if (r := lib.top_throughput(tj.type, g, req))]
+    if not counts or req not in counts or not rates:
+        return None
+    return JobSpec(
+        id=tj.id,
+        type=tj.type,
+        arrival_s=tj.arrival_s,
+        total_steps=tj.total_steps,
+        requested_gpus=req,
+        allowed_gpus=counts,
+        reference_steps_per_s=max(rates),
+    )
+
+
+def build_workload(
+    trace_jobs: Sequence[TraceJob],
+    lib: ProfileLibrary,
+    cluster_types: Sequence[str],
+    source: dict[str, Any] | None = None,
+) -> Workload:
+    """Convert selected trace jobs (see :func:`select_jobs`) into a :class:`Workload`."""
+    specs, dropped = [], []
+    for tj in trace_jobs:
+        spec = job_spec(tj, lib, cluster_types)
+        if spec is None:
+            dropped.append(tj.id)
+        else:
+            specs.append(spec)
+    info = {**(source or {}), "jobs": len(specs), "dropped_no_profile": len(dropped)}
+    return Workload(jobs=tuple(specs), source=info, dropped=tuple(dropped))

@@ -1,0 +1,85 @@
+"""``wattplan simulate`` end to end: files, plots, summary fields, bad input."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cli import app
+from tests.sim_helpers import write_gavel_trace
+
+runner = CliRunner()
+R50 = "ResNet-50 (batch size 64)"
+A3C = "A3C"
+SUMMARY_KEYS = ("energy_kwh", "avg_jct_s", "p95_jct_s", "makespan_s", "jobs_completed", "gpu_utilisation")
+
+
+def run(*args: object):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+@pytest.fixture
+def tiny_trace(tmp_path: Path) -> Path:
+    """Five short jobs on arrival within the first ten minutes (a few rounds of work)."""
+    rows = [(R50, 4000, 0, 1), (R50, 6000, 0, 2), (A3C, 9000, 100, 1), (R50, 3000, 400, 4), (A3C, 5000, 500, 1)]
+    return write_gavel_trace(tmp_path / "tiny.trace", rows)
+
+
+def test_single_policy_writes_summary_logs_and_plots(tmp_path: Path, tiny_trace: Path) -> None:
+    out = tmp_path / "out"
+    result = run("simulate", tiny_trace, "--cluster", "v100:8", "--policy", "fifo-max", "--out", out, "-q")
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    for key in SUMMARY_KEYS:
+        assert summary[key] is not None, key
+    assert summary["jobs_completed"] == 5 and summary["stop_reason"] == "completed"
+    rows = list(csv.DictReader((out / "rounds.csv").open()))
+    assert len(rows) == summary["rounds_simulated"]
+    energy = sum(float(r["energy_j"]) for r in rows)
+    assert energy / 3.6e6 == pytest.approx(summary["energy_kwh"], rel=1e-5)
+    assert len(list(csv.DictReader((out / "jobs.csv").open()))) == 5
+    for png in ("power.png", "jct_cdf.png", "energy_jct.png"):
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_several_policies_one_folder_each_and_comparison(tmp_path: Path, tiny_trace: Path) -> None:
+    out = tmp_path / "cmp"
+    result = run(
+        "simulate", tiny_trace, "--cluster", "v100:8,p100:8", "-p", "fifo-max", "-p", "wattplan",
+        "--time-limit", "2", "--power-cap-w", "4000", "--out", out,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    for policy in ("fifo-max", "wattplan"):
+        summary = json.loads((out / policy / "summary.json").read_text())
+        assert summary["policy"] == policy and summary["power_cap_w"] == 4000
+        rows = list(csv.DictReader((out / policy / "rounds.csv").open()))
+        assert all(float(r["energy_j"]) <= 4000 * 360 * (1 + 1e-9) for r in rows)
+    comparison = list(csv.DictReader((out / "comparison.csv").open()))
+    assert [r["policy"] for r in comparison] == ["fifo-max", "wattplan"]
+    assert (out / "power.png").exists() and (out / "energy_jct.png").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (("--power-cap-w", "1000", "--energy-budget-kwh", "3"), "conflicting-options"),
+        (("--policy", "fastest"), "unknown-policy"),
+        (("--noise", "1.5"), "bad-option"),
+        (("--max-jobs", "0"), "bad-option"),
+    ],
+)
+def test_bad_options_exit_2_with_the_option_named(tiny_trace: Path, tmp_path: Path, args, code: str) -> None:
+    result = run("simulate", tiny_trace, "--cluster", "v100:8", *args, "--out", tmp_path / "x", "-q")
+    assert result.exit_code == 2, result.output
+    assert code in result.output and "Traceback" not in result.output
+
+
+def test_bad_cluster_and_empty_window_exit_2(tiny_trace: Path, tmp_path: Path) -> None:
+    bad = run("simulate", tiny_trace, "--cluster", "v100:7", "--out", tmp_path / "x", "-q")
+    assert bad.exit_code == 2 and "bad-cluster" in bad.output
+    empty = run("simulate", tiny_trace, "--cluster", "v100:8", "--start-s", "1e9", "--out", tmp_path / "y", "-q")
+    assert empty.exit_code == 2 and "empty-replay" in empty.output
