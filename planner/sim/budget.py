@@ -90,13 +90,8 @@ def one_node_round_j(ctx: ClusterContext) -> float:
     return ctx.rules.duration_s * best
 
 
-class NoBudget:
-    """Every round unconstrained."""
-
-    label = "none"
-
-    def round_budget_j(self, unfinished: Sequence[JobState], now_s: float, duration_s: float, gpus: int) -> None:
-        return None
+class _PerRoundOnly:
+    """A budget with no memory across rounds: nothing to charge, never exhausted."""
 
     def charge(self, energy_j: float) -> None:
         pass
@@ -106,8 +101,17 @@ class NoBudget:
         return False
 
 
+class NoBudget(_PerRoundOnly):
+    """Every round unconstrained."""
+
+    label = "none"
+
+    def round_budget_j(self, unfinished: Sequence[JobState], now_s: float, duration_s: float, gpus: int) -> None:
+        return None
+
+
 @dataclass
-class PowerCap:
+class PowerCap(_PerRoundOnly):
     """``B = W * T`` every round (J)."""
 
     watts: float
@@ -118,13 +122,6 @@ class PowerCap:
 
     def round_budget_j(self, unfinished: Sequence[JobState], now_s: float, duration_s: float, gpus: int) -> float:
         return self.watts * duration_s
-
-    def charge(self, energy_j: float) -> None:
-        pass
-
-    @property
-    def exhausted(self) -> bool:
-        return False
 
 
 @dataclass

@@ -64,18 +64,23 @@ def power_series(result: SimResult) -> tuple[list[float], list[float]]:
     return xs, ys
 
 
+def _finish(fig: Any, ax: Any, path: Path, xlabel: str, ylabel: str, title: str, grid: str = "major") -> None:
+    """Label the axes, grid and legend, then save ``fig`` to ``path``."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3, which=grid)
+    ax.legend(fontsize=8)
+    _save(fig, path)
+
+
 def power_plot(results: Mapping[str, SimResult], path: Path, title: str = "") -> None:
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(9, 4))
     for label, res in results.items():
         xs, ys = power_series(res)
         ax.step(xs, ys, where="post", label=label, linewidth=1.0)
-    ax.set_xlabel("time since replay start (h)")
-    ax.set_ylabel("cluster power (kW)")
-    ax.set_title(title or "Cluster power per round")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    _save(fig, path)
+    _finish(fig, ax, path, "time since replay start (h)", "cluster power (kW)", title or "Cluster power per round")
 
 
 def jct_cdf_plot(results: Mapping[str, SimResult], path: Path, title: str = "") -> None:
@@ -88,12 +93,7 @@ def jct_cdf_plot(results: Mapping[str, SimResult], path: Path, title: str = "") 
         ys = [(i + 1) / len(res.jobs) for i in range(len(jcts))]
         ax.step(jcts, ys, where="post", label=label, linewidth=1.2)
     ax.set_xscale("log")
-    ax.set_xlabel("job completion time (h)")
-    ax.set_ylabel("fraction of jobs completed")
-    ax.set_title(title or "JCT CDF")
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
-    _save(fig, path)
+    _finish(fig, ax, path, "job completion time (h)", "fraction of jobs completed", title or "JCT CDF", grid="both")
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,12 +120,7 @@ def energy_jct_plot(points: Sequence[EnergyJctPoint], path: Path, title: str = "
         front = pareto_front(list(zip(xs, ys, strict=True)))
         if len(front) > 1:
             ax.plot([e for e, _ in front], [j for _, j in front], color=line.get_color(), linewidth=1.0)
-    ax.set_xlabel("total energy (kWh)")
-    ax.set_ylabel("average JCT (h)")
-    ax.set_title(title or "Energy vs average JCT")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    _save(fig, path)
+    _finish(fig, ax, path, "total energy (kWh)", "average JCT (h)", title or "Energy vs average JCT")
 
 
 def summary_points(summaries: Sequence[dict[str, Any]]) -> list[EnergyJctPoint]:
