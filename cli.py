@@ -60,6 +60,9 @@ def handles_errors(fn: F) -> F:
         except InputError as exc:
             report_problems(exc.source, exc.problems, "bad input")
             raise typer.Exit(ExitCode.BAD_INPUT) from None
+        except FileNotFoundError as exc:
+            err.print(f"[bold red]error:[/] no such file: {exc.filename}")
+            raise typer.Exit(ExitCode.BAD_INPUT) from None
         except (ValueError, OSError) as exc:
             err.print(f"[bold red]error:[/] {exc}")
             raise typer.Exit(ExitCode.FAILED) from None

@@ -83,3 +83,20 @@ def test_bad_cluster_and_empty_window_exit_2(tiny_trace: Path, tmp_path: Path) -
     assert bad.exit_code == 2 and "bad-cluster" in bad.output
     empty = run("simulate", tiny_trace, "--cluster", "v100:8", "--start-s", "1e9", "--out", tmp_path / "y", "-q")
     assert empty.exit_code == 2 and "empty-replay" in empty.output
+    missing = run("simulate", tmp_path / "nope.trace", "--cluster", "v100:8", "--out", tmp_path / "z", "-q")
+    assert missing.exit_code == 2 and "no such file" in missing.output and "nope.trace" in missing.output
+
+
+def test_rounds_log_says_why_wattplan_fell_back(tmp_path: Path, tiny_trace: Path, monkeypatch) -> None:
+    """A round whose solver returned nothing runs the greedy plan; ``rounds.csv`` names the reason."""
+    from formulations import solve as solve_module
+    from formulations.backends import SolverResult
+
+    monkeypatch.setattr(solve_module._Session, "stage", lambda self, *a, **k: SolverResult("time_limit"))
+    out = tmp_path / "fb"
+    result = run("simulate", tiny_trace, "--cluster", "v100:8", "-p", "wattplan", "--out", out, "-q")
+    assert result.exit_code == 0, result.output
+    rows = list(csv.DictReader((out / "rounds.csv").open()))
+    assert rows and all(r["status"] == "fallback" for r in rows)
+    assert all(r["note"] == "no solution: time_limit" for r in rows)
+    assert json.loads((out / "summary.json").read_text())["jobs_completed"] == 5

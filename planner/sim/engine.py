@@ -85,6 +85,9 @@ class RoundRecord:
     decide_s: float
     solver: str
     status: str
+    note: str = ""
+    """Why the round's plan is not the solver's plan for its objective (fallback reason,
+    objective switched), empty otherwise."""
 
     @property
     def energy_j(self) -> float:
@@ -245,6 +248,7 @@ def _play_round(
         decide_s=decide_s,
         solver=decision.solver,
         status=decision.status,
+        note=str(decision.detail.get("note") or ""),
     )
 
 

@@ -3,7 +3,8 @@
 Files in a policy's folder:
 
 * ``rounds.csv``: one row per simulated round (:class:`planner.sim.engine.RoundRecord`;
-  energies in J, ``power_w = energy_j / T``, ``nodes_on`` as ``type:u`` pairs);
+  energies in J, ``power_w = energy_j / T``, ``nodes_on`` as ``type:u`` pairs, ``note`` why
+  a ``wattplan`` round fell back to the greedy plan or planned for progress instead of energy);
 * ``jobs.csv``: one row per job: arrival, first start, finish, JCT (s), restarts, rounds run
   and shared, compute seconds, dynamic energy (J), steps done and total;
 * ``summary.json``: :func:`planner.sim.metrics.summarise`.
@@ -48,6 +49,7 @@ ROUND_COLUMNS = (
     "solver_s",
     "solver",
     "status",
+    "note",
 )
 JOB_COLUMNS = (
     "job_id",
@@ -129,6 +131,7 @@ def rounds_csv(result: SimResult) -> str:
                 f"{r.decide_s:.4f}",
                 r.solver,
                 r.status,
+                r.note,
             )
         )
     return _csv_text(ROUND_COLUMNS, rows)
