@@ -367,13 +367,22 @@ class _Session:
             "target": target,
         }
         target_lm = lm.with_row(lm.objectives["progress"], target, math.inf, PROGRESS_ROW, "progress")
+        energy = lm.objectives["energy"]
         hints = [best.values] if best.has_solution else []
         hints.append(self.rm.encode(greedy_free))
         hint = next((v for v in hints if target_lm.is_feasible(v)), None)
         if hint is None:
             hint = self.start()
         result = self.stage("min_energy_at_target", target_lm, "energy", 0.85, hint)
-        if not result.has_solution or not target_lm.is_feasible(result.values):
+        solved = result.has_solution and target_lm.is_feasible(result.values)
+        start_meets_target = target_lm.is_feasible(hint)
+        if start_meets_target and (not solved or energy @ hint < energy @ result.values):
+            # The start is already a plan for this objective (progress >= target within the budget):
+            # keep it rather than plan for progress, and never return more energy than it uses.
+            why = f"not found ({result.status})" if not solved else "not better than the start"
+            self.extra["objective_note"] = f"least energy at progress >= {target:.6g} {why}; kept the start plan"
+            return self.finish("energy", hint, False, lambda plan: plan.round.energy_j, None)
+        if not solved:
             why = "unreachable under the budget" if result.status == "infeasible" else f"not solved ({result.status})"
             return self.progress_objective(
                 f"energy objective: progress target {target:.6g} {why}; planned for progress"

@@ -101,6 +101,31 @@ def test_energy_target_is_never_below_the_greedy_plan_without_budget(
     assert plan.round.progress >= (1 - free.round.delta) * p_greedy * (1 - 1e-6)
 
 
+def test_energy_objective_keeps_its_start_when_the_least_energy_stage_finds_nothing(
+    default_instance: Instance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No answer from ``min_energy_at_target``: the start meets ``P >= target`` within the budget
+    (twice the default round's, loose enough for the best plan without budget), so it is the plan
+    (objective ``energy``, not proven), not a greedy fallback planned for progress."""
+    stage = solve_module._Session.stage
+
+    def energy_stage_times_out(self, name, lm, objective, share, start=None):
+        if name == "min_energy_at_target":
+            return SolverResult("no_solution", message="watchdog: no answer")
+        return stage(self, name, lm, objective, share, start)
+
+    monkeypatch.setattr(solve_module._Session, "stage", energy_stage_times_out)
+    loose = replace(
+        default_instance, round=replace(default_instance.round, budget_j=2 * default_instance.round.budget_j)
+    )
+    plan = plan_round(loose, PlanRequest(solver="highs", objective="energy", time_limit_s=20, lp_bound=False))
+    assert validate_plan(loose, plan) == []
+    r = plan.round
+    assert (r.objective, r.status) == ("energy", "feasible")
+    assert "kept the start plan" in r.extra["objective_note"]
+    assert r.progress >= r.extra["progress_target"]["target"] * (1 - 1e-9)
+
+
 def test_plan_is_never_below_the_greedy_plan_when_the_solver_has_no_time(default_instance: Instance) -> None:
     """With almost no time, the solver's answer (if any) never replaces a better heuristic plan."""
     greedy = _progress(default_instance, greedy_allocations(default_instance))
