@@ -34,3 +34,12 @@ def test_cbc_proves_the_replay_round_optimal_from_the_greedy_start() -> None:
     result = backend.solve(rm.lm, progress, True, params, start)
     assert result.status == "optimal", result.message
     assert result.objective == pytest.approx(OPTIMUM, rel=1e-4)
+
+
+def test_the_solver_limit_leaves_room_for_the_handover() -> None:
+    """``time_limit_s`` bounds the whole call: CBC gets what is left after about three build times."""
+    from formulations.backends.pulp_backend import MIN_SOLVER_S, solver_seconds
+
+    assert solver_seconds(2.14, 0.33) == pytest.approx(2.14 - 3 * 0.33)
+    assert solver_seconds(10.0, 0.0) == 10.0
+    assert solver_seconds(0.5, 0.33) == MIN_SOLVER_S

@@ -14,7 +14,9 @@ SolveStatus = Literal["optimal", "feasible", "infeasible", "no_solution", "error
 
 @dataclass(frozen=True, slots=True)
 class SolveParams:
-    """Solver options. ``time_limit_s`` None: no limit; ``rel_gap`` None: the solver's default."""
+    """Solver options. ``time_limit_s``: wall seconds for the whole ``solve`` call, handing the
+    model over and reading the answer back included (None: no limit); ``rel_gap`` None: the
+    solver's default."""
 
     time_limit_s: float | None = None
     rel_gap: float | None = None
