@@ -371,11 +371,11 @@ class _Session:
         hints = [best.values] if best.has_solution else []
         hints.append(self.rm.encode(greedy_free))
         hint = next((v for v in hints if target_lm.is_feasible(v)), None)
+        start_meets_target = hint is not None
         if hint is None:
             hint = self.start()
         result = self.stage("min_energy_at_target", target_lm, "energy", 0.85, hint)
         solved = result.has_solution and target_lm.is_feasible(result.values)
-        start_meets_target = target_lm.is_feasible(hint)
         if start_meets_target and (not solved or energy @ hint < energy @ result.values):
             # The start is already a plan for this objective (progress >= target within the budget):
             # keep it rather than plan for progress, and never return more energy than it uses.

@@ -55,6 +55,15 @@ class PlanRound:
     solve_s: float
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def notes(self) -> dict[str, str]:
+        """Why the plan is not simply the solver's plan for its objective: the objective switched
+        (``objective_note``), no solver plan (``fallback_reason``), a heuristic plan kept
+        (``floor_note``); only those present."""
+        return {k: str(self.extra[k]) for k in PLAN_NOTE_KEYS if self.extra.get(k)}
+
+
+PLAN_NOTE_KEYS = ("objective_note", "fallback_reason", "floor_note")
+
 
 @dataclass(frozen=True, slots=True)
 class Plan:

@@ -90,9 +90,8 @@ def summary_table(plan: Plan) -> Table:
             "model",
             f"{model['columns']} columns, {model['rows']} rows, built in {model['build_s']:.2f} s; pruned: {pruned}",
         )
-    for key in ("objective_note", "fallback_reason", "floor_note"):
-        if extra.get(key):
-            table.add_row(key.replace("_", " "), f"[yellow]{extra[key]}[/]")
+    for key, note in r.notes().items():
+        table.add_row(key.replace("_", " "), f"[yellow]{note}[/]")
     return table
 
 

@@ -36,10 +36,30 @@ def test_cbc_proves_the_replay_round_optimal_from_the_greedy_start() -> None:
     assert result.objective == pytest.approx(OPTIMUM, rel=1e-4)
 
 
-def test_the_solver_limit_leaves_room_for_the_handover() -> None:
-    """``time_limit_s`` bounds the whole call: CBC gets what is left after about three build times."""
+def test_the_solver_limit_leaves_room_for_the_handover(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``time_limit_s`` bounds the whole call: CBC gets what is left after about three build times,
+    and it is asked to run without preprocessing."""
+    import pulp
+
+    from formulations.backends import pulp_backend
     from formulations.backends.pulp_backend import MIN_SOLVER_S, solver_seconds
 
     assert solver_seconds(2.14, 0.33) == pytest.approx(2.14 - 3 * 0.33)
     assert solver_seconds(10.0, 0.0) == 10.0
     assert solver_seconds(0.5, 0.33) == MIN_SOLVER_S
+
+    seen: dict = {}
+    get_solver = pulp.getSolver
+
+    def recording(name, **options):
+        seen.update(options)
+        return get_solver(name, **options)
+
+    monkeypatch.setattr(pulp, "getSolver", recording)
+    monkeypatch.setattr(pulp_backend, "HANDOVER_FACTOR", 1e6)  # any measurable build leaves CBC the minimum
+    inst = parse_instance(json.loads(gzip.decompress(ROUND.read_bytes())), ROUND.name)
+    rm = build_round_model(inst)
+    params = SolveParams(time_limit_s=30.0, threads=1, seed=0)
+    get_backend("cbc").solve(rm.lm, rm.lm.objectives["progress"], True, params, None)
+    assert seen["timeLimit"] == MIN_SOLVER_S
+    assert "preprocess off" in seen["options"]

@@ -26,8 +26,8 @@ misbehaves on our round models under short limits: on a 137-job replay round (27
 reported the model infeasible at a 1 s limit and, at 2-5 s, returned progress 5.53 although the
 MIP start it was given has 7.73; with preprocessing off it proves the optimum (9.82) in 1.1-1.5 s
 at every limit from 1 s (``tests/test_cbc_backend.py``; CBC issues #449 and #740 describe the
-same preprocessing failures). On the 100- and 500-job scaling rounds it changes nothing measurable
-(benchmarks/RESULTS.md)."""
+same preprocessing failures). The price, on the 100-job scaling rounds: proofs take longer, and
+CBC may stop at its limit 0.3% short of proving the optimum (benchmarks/RESULTS.md)."""
 
 
 HANDOVER_FACTOR = 3.0

@@ -248,7 +248,7 @@ def _play_round(
         decide_s=decide_s,
         solver=decision.solver,
         status=decision.status,
-        note=str(decision.detail.get("note") or ""),
+        note=decision.note,
     )
 
 

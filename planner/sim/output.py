@@ -4,7 +4,7 @@ Files in a policy's folder:
 
 * ``rounds.csv``: one row per simulated round (:class:`planner.sim.engine.RoundRecord`;
   energies in J, ``power_w = energy_j / T``, ``nodes_on`` as ``type:u`` pairs, ``note`` why
-  a ``wattplan`` round fell back to the greedy plan or planned for progress instead of energy);
+  a ``wattplan`` round's plan is not the solver's for its objective: ``PlanRound.notes``);
 * ``jobs.csv``: one row per job: arrival, first start, finish, JCT (s), restarts, rounds run
   and shared, compute seconds, dynamic energy (J), steps done and total;
 * ``summary.json``: :func:`planner.sim.metrics.summarise`.

@@ -36,6 +36,8 @@ class Decision:
     solver: str
     status: PlanStatus = "feasible"
     detail: Mapping[str, Any] = field(default_factory=dict)
+    note: str = ""
+    """Why the plan is not the solver's plan for its objective (see ``PlanRound.notes``)."""
 
 
 @runtime_checkable

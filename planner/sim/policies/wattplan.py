@@ -58,6 +58,6 @@ class Wattplan:
         )
         plan = plan_round(instance, request)
         r = plan.round
-        note = "; ".join(str(r.extra[k]) for k in ("fallback_reason", "objective_note") if r.extra.get(k))
-        detail = {"solver": r.solver, "gap": r.gap, "note": note}
-        return Decision(plan_allocations(instance, plan), solver=r.solver, status=r.status, detail=detail)
+        note = "; ".join(r.notes().values())
+        detail = {"solver": r.solver, "gap": r.gap}
+        return Decision(plan_allocations(instance, plan), solver=r.solver, status=r.status, detail=detail, note=note)
