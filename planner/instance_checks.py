@@ -1,4 +1,4 @@
-"""Semantic checks of a structurally valid instance document (DESIGN.md section 3).
+"""Semantic checks of a structurally valid instance document (docs/design.md §7.3).
 
 Each check returns problems with the offending path; :func:`instance_problems` runs them
 all so a user sees every problem at once. Codes are stable:
@@ -26,27 +26,37 @@ bad-workdir               ``workdir`` is not an absolute path
 bad-env-name              an ``env`` name is not a shell variable name (``[A-Za-z_][A-Za-z0-9_]*``)
 bad-user                  ``user`` is not a user name or numeric id (``[A-Za-z0-9_][A-Za-z0-9._-]*``)
 not-finite                a number is NaN or infinite
+more-problems             more problems than are listed (see :data:`~planner.problems.MAX_REPORTED_PROBLEMS`)
 ========================  =====================================================================
+
+Every check is linear in the size of the document (sets and maps, never a search of a list per
+entry), so ten thousand jobs check in well under a second; array sizes are bounded by the schema.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
-from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from planner.domain import gpu_count_fits_type, is_power_of_two, node_name
-from planner.problems import Problem
+from planner.domain import gpu_count_fits_type, is_power_of_two
+from planner.problems import Problem, capped
 
 Doc = dict[str, Any]
 
 
-def _duplicates(values: list[Any]) -> set[Any]:
-    return {v for v, n in Counter(values).items() if n > 1}
+def _repeats(values: list[Any]) -> Iterator[tuple[int, Any]]:
+    """``(index, value)`` of every entry that repeats an earlier one."""
+    seen: set[Any] = set()
+    for k, v in enumerate(values):
+        if v in seen:
+            yield k, v
+        seen.add(v)
 
 
 def check_gpu_types(doc: Doc) -> Iterator[Problem]:
+    """Unique names, power-of-two node sizes, no setting listed twice."""
     seen: set[str] = set()
     for i, g in enumerate(doc["gpu_types"]):
         if g["name"] in seen:
@@ -58,18 +68,23 @@ def check_gpu_types(doc: Doc) -> Iterator[Problem]:
                 f"gpu_types[{i}].gpus_per_node",
                 f"{g['gpus_per_node']} is not a power of two; buddy placement needs nodes of 1, 2, 4, 8, ... GPUs",
             )
-        dup = _duplicates(g["settings"])
-        for k, s in enumerate(g["settings"]):
-            if s in dup and g["settings"].index(s) != k:
-                yield Problem("duplicate-setting", f"gpu_types[{i}].settings[{k}]", f"setting {s} is listed twice")
+        for k, s in _repeats(g["settings"]):
+            yield Problem("duplicate-setting", f"gpu_types[{i}].settings[{k}]", f"setting {s} is listed twice")
 
 
 def _gpu_types(doc: Doc) -> dict[str, Doc]:
     return {g["name"]: g for g in doc["gpu_types"]}
 
 
+def _settings(types: dict[str, Doc]) -> dict[str, set[int]]:
+    """Each GPU type's settings as a set, for membership tests."""
+    return {name: set(g["settings"]) for name, g in types.items()}
+
+
 def check_profiles(doc: Doc) -> Iterator[Problem]:
+    """Known GPU types and settings, placeable counts, power at least idle, no profile twice."""
     types = _gpu_types(doc)
+    settings = _settings(types)
     seen: set[tuple] = set()
     for i, p in enumerate(doc["profiles"]):
         path = f"profiles[{i}]"
@@ -77,7 +92,7 @@ def check_profiles(doc: Doc) -> Iterator[Problem]:
         if g is None:
             yield Problem("unknown-gpu-type", f"{path}.gpu_type", f"unknown GPU type {p['gpu_type']!r}")
         else:
-            if p["setting"] not in g["settings"]:
+            if p["setting"] not in settings[g["name"]]:
                 yield Problem(
                     "setting-not-listed",
                     f"{path}.setting",
@@ -104,6 +119,7 @@ def check_profiles(doc: Doc) -> Iterator[Problem]:
 
 
 def check_pairs(doc: Doc) -> Iterator[Problem]:
+    """Known job and GPU types, placeable counts, no pair twice."""
     types = _gpu_types(doc)
     job_types = {p["type"] for p in doc["profiles"]}
     seen: set[tuple] = set()
@@ -128,11 +144,14 @@ def check_pairs(doc: Doc) -> Iterator[Problem]:
 
 
 def check_jobs(doc: Doc) -> Iterator[Problem]:
+    """Unique ids, known types, usable GPU counts, a consistent ``current`` and launch fields."""
     types = _gpu_types(doc)
+    settings = _settings(types)
+    node_sizes = sorted({g["gpus_per_node"] for g in types.values()})
     profiled_counts: dict[str, set[int]] = {}
     for p in doc["profiles"]:
         profiled_counts.setdefault(p["type"], set()).add(p["gpus"])
-    ids = [j["id"] for j in doc["jobs"]]
+    ids = {j["id"] for j in doc["jobs"]}
     seen: set[str] = set()
     for i, job in enumerate(doc["jobs"]):
         path = f"jobs[{i}]"
@@ -142,27 +161,33 @@ def check_jobs(doc: Doc) -> Iterator[Problem]:
         known_type = job["type"] in profiled_counts
         if not known_type:
             yield Problem("unknown-job-type", f"{path}.type", f"no profile describes job type {job['type']!r}")
-        for k, n in enumerate(job["gpus"]):
-            if job["gpus"].index(n) != k:
-                yield Problem("duplicate-gpu-count", f"{path}.gpus[{k}]", f"GPU count {n} is listed twice")
-            elif not any(gpu_count_fits_type(n, g["gpus_per_node"]) for g in types.values()):
-                sizes = sorted({g["gpus_per_node"] for g in types.values()})
-                yield Problem(
-                    "bad-gpu-count",
-                    f"{path}.gpus[{k}]",
-                    f"{n} GPUs is neither a power of two up to a node ({sizes} GPUs per node) nor a multiple of one",
-                )
-            elif known_type and n not in profiled_counts[job["type"]]:
-                yield Problem(
-                    "no-profile", f"{path}.gpus[{k}]", f"no GPU type has a profile for {job['type']!r} on {n} GPUs"
-                )
+        yield from _check_gpu_counts(job, path, node_sizes, profiled_counts.get(job["type"]))
         if job.get("current"):
-            yield from _check_current(job["current"], f"{path}.current", job["id"], ids, types)
+            yield from _check_current(job["current"], f"{path}.current", job["id"], ids, types, settings)
         yield from _check_launch_fields(job, path)
+
+
+def _check_gpu_counts(job: Doc, path: str, node_sizes: list[int], profiled: set[int] | None) -> Iterator[Problem]:
+    """A job's GPU counts: none twice, each placeable on some node size, each profiled (for a known type)."""
+    repeated = dict(_repeats(job["gpus"]))
+    for k, n in enumerate(job["gpus"]):
+        if k in repeated:
+            yield Problem("duplicate-gpu-count", f"{path}.gpus[{k}]", f"GPU count {n} is listed twice")
+        elif not any(gpu_count_fits_type(n, size) for size in node_sizes):
+            yield Problem(
+                "bad-gpu-count",
+                f"{path}.gpus[{k}]",
+                f"{n} GPUs is neither a power of two up to a node ({node_sizes} GPUs per node) nor a multiple of one",
+            )
+        elif profiled is not None and n not in profiled:
+            yield Problem(
+                "no-profile", f"{path}.gpus[{k}]", f"no GPU type has a profile for {job['type']!r} on {n} GPUs"
+            )
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _USER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9._-]*")
+_NODE_INDEX = re.compile(r"0|[1-9][0-9]{0,8}")  # as node_name writes it: no sign, no leading zero
 
 
 def _check_launch_fields(job: Doc, path: str) -> Iterator[Problem]:
@@ -186,12 +211,15 @@ def _check_launch_fields(job: Doc, path: str) -> Iterator[Problem]:
         yield Problem("bad-user", f"{path}.user", f"{user!r} is not a user name or numeric user id")
 
 
-def _check_current(cur: Doc, path: str, job_id: str, ids: list[str], types: dict[str, Doc]) -> Iterator[Problem]:
+def _check_current(
+    cur: Doc, path: str, job_id: str, ids: set[str], types: dict[str, Doc], settings: dict[str, set[int]]
+) -> Iterator[Problem]:
+    """A running job's GPU type, setting, count, partner and placement."""
     g = types.get(cur["gpu_type"])
     if g is None:
         yield Problem("unknown-gpu-type", f"{path}.gpu_type", f"unknown GPU type {cur['gpu_type']!r}")
         return
-    if cur["setting"] not in g["settings"]:
+    if cur["setting"] not in settings[g["name"]]:
         yield Problem(
             "setting-not-listed",
             f"{path}.setting",
@@ -206,11 +234,23 @@ def _check_current(cur: Doc, path: str, job_id: str, ids: list[str], types: dict
         yield from _check_current_placement(cur, path, g)
 
 
+def _is_node_of(node: str, g: Doc) -> bool:
+    """Whether ``node`` names a node of GPU type ``g``: ``<type>-0`` .. ``<type>-(N-1)``.
+
+    Names as :func:`planner.domain.node_name` writes them; the type's nodes are not listed (they may be many).
+    """
+    prefix = f"{g['name']}-"
+    if not node.startswith(prefix):
+        return False
+    index = node[len(prefix) :]
+    return _NODE_INDEX.fullmatch(index) is not None and int(index) < g["nodes"]
+
+
 def _check_current_placement(cur: Doc, path: str, g: Doc) -> Iterator[Problem]:
-    nodes = {node_name(g["name"], i) for i in range(g["nodes"])}
+    """Each part names a node of the type and GPUs that exist on it; the parts hold the job's GPU count."""
     total = 0
     for k, part in enumerate(cur["placement"]):
-        if part["node"] not in nodes:
+        if not _is_node_of(part["node"], g):
             yield Problem(
                 "bad-placement", f"{path}.placement[{k}].node", f"no node {part['node']!r} of type {g['name']}"
             )
@@ -227,10 +267,8 @@ def _check_current_placement(cur: Doc, path: str, g: Doc) -> Iterator[Problem]:
 
 
 def instance_problems(doc: Doc) -> list[Problem]:
-    """All semantic problems of a document that already passed the JSON Schema."""
-    return [
-        *check_gpu_types(doc),
-        *check_profiles(doc),
-        *check_pairs(doc),
-        *check_jobs(doc),
-    ]
+    """All semantic problems of a document that already passed the JSON Schema.
+
+    At most :data:`~planner.problems.MAX_REPORTED_PROBLEMS`, then one ``more-problems`` entry.
+    """
+    return capped(itertools.chain(check_gpu_types(doc), check_profiles(doc), check_pairs(doc), check_jobs(doc)))

@@ -1,4 +1,22 @@
-"""Reading JSON with clear errors and writing files atomically (temp file + rename)."""
+"""Reading input files with clear errors and writing files atomically (temp file + rename).
+
+Every failure to read an input becomes an :class:`~planner.problems.InputError` naming the file:
+
+==================  ====================================================================
+code                meaning
+==================  ====================================================================
+unreadable          the file cannot be opened or read (missing, a folder, no permission)
+too-large           the file is larger than :data:`MAX_INPUT_BYTES`
+not-utf8            the file is not UTF-8 text (the message gives the byte offset)
+bad-json            a JSON syntax error (the path gives line and column)
+too-deep            JSON nested deeper than the parser can follow
+duplicate-key       an object gives the same key twice (JSON would silently keep the last)
+not-finite          a number is NaN or infinite (Python's json accepts them)
+==================  ====================================================================
+
+A file that cannot be written becomes an :class:`~planner.problems.InputError` naming the path
+given (``output-is-directory`` or ``unwritable-output``), never the temporary file.
+"""
 
 from __future__ import annotations
 
@@ -6,42 +24,180 @@ import json
 import math
 import os
 import tempfile
+from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from planner.problems import InputError, Problem, format_path
+from planner.problems import InputError, Problem, capped, format_path
+
+MAX_INPUT_BYTES = 512 * 1024 * 1024
+"""Largest input file (instance, plan, trace, node map) read, in bytes: far above any real round."""
+
+_BOM = "\ufeff"
+_FILE = "(file)"
+
+JsonPath = tuple[str | int, ...]
+
+
+def _read_bytes(path: Path) -> bytes:
+    """The bytes of ``path``, at most :data:`MAX_INPUT_BYTES` (also for pipes and devices, whose size is unknown)."""
+    try:
+        with open(path, "rb") as fh:
+            if os.fstat(fh.fileno()).st_size > MAX_INPUT_BYTES:
+                raise _too_large(path)
+            data = fh.read(MAX_INPUT_BYTES + 1)
+    except OSError as exc:
+        raise InputError(str(path), [Problem("unreadable", _FILE, exc.strerror or str(exc))]) from None
+    if len(data) > MAX_INPUT_BYTES:
+        raise _too_large(path)
+    return data
+
+
+def _too_large(path: Path) -> InputError:
+    limit_mib = MAX_INPUT_BYTES // (1024 * 1024)
+    return InputError(str(path), [Problem("too-large", _FILE, f"the file is larger than {limit_mib} MiB")])
+
+
+def _decode_utf8(data: bytes, path: Path) -> str:
+    """``data`` as text (a leading byte-order mark dropped); invalid UTF-8 is a ``not-utf8`` problem."""
+    try:
+        return data.decode("utf-8").removeprefix(_BOM)
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        message = f"not UTF-8 text: byte offset {exc.start} ({exc.reason}); is this a binary file?"
+        raise InputError(str(path), [Problem("not-utf8", f"line {line}", message)]) from None
+
+
+def read_text(path: Path) -> str:
+    """The UTF-8 text of ``path``; unreadable, oversized and non-UTF-8 files become :class:`InputError`."""
+    path = Path(path)
+    return _decode_utf8(_read_bytes(path), path)
+
+
+class _DuplicateKeys:
+    """An ``object_pairs_hook`` for :func:`json.loads` that remembers the objects that repeat a key.
+
+    It keeps a reference to each such object, so no object id is reused while the document is checked.
+    """
+
+    def __init__(self) -> None:
+        self.found: dict[int, tuple[dict[str, Any], list[tuple[str, int]]]] = {}
+
+    def __call__(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(pairs)
+        if len(obj) != len(pairs):
+            repeated = [(key, n) for key, n in Counter(key for key, _ in pairs).items() if n > 1]
+            self.found[id(obj)] = (obj, repeated)
+        return obj
+
+
+def _walk(doc: Any) -> Iterator[tuple[JsonPath, Any]]:
+    """Every value of a parsed document with its path, parents first (iterative: any depth)."""
+    stack: list[tuple[JsonPath, Any]] = [((), doc)]
+    while stack:
+        path, value = stack.pop()
+        yield path, value
+        if isinstance(value, dict):
+            stack.extend(((*path, str(k)), v) for k, v in reversed(value.items()))
+        elif isinstance(value, list):
+            stack.extend(((*path, i), v) for i, v in reversed(list(enumerate(value))))
+
+
+def _duplicate_key_problems(doc: Any, hook: _DuplicateKeys) -> list[Problem]:
+    """One ``duplicate-key`` problem per key that an object of ``doc`` gives more than once."""
+    return capped(
+        Problem("duplicate-key", format_path((*path, key)), f"key {key!r} is given {n} times; give it once")
+        for path, value in _walk(doc)
+        if isinstance(value, dict) and id(value) in hook.found and hook.found[id(value)][0] is value
+        for key, n in hook.found[id(value)][1]
+    )
+
+
+def parse_json_text(text: str, source: str) -> Any:
+    """Parse JSON ``text`` read from ``source``; syntax errors and repeated keys become :class:`InputError`."""
+    hook = _DuplicateKeys()
+    try:
+        doc = json.loads(text, object_pairs_hook=hook)
+    except json.JSONDecodeError as exc:
+        raise InputError(source, [Problem("bad-json", f"line {exc.lineno} column {exc.colno}", exc.msg)]) from None
+    except RecursionError:
+        raise InputError(source, [Problem("too-deep", _FILE, "arrays and objects are nested too deeply")]) from None
+    except ValueError as exc:  # an integer of more than 4300 digits (Python's limit)
+        reason = str(exc).split(":", 1)[0]
+        raise InputError(source, [Problem("bad-json", _FILE, f"a number cannot be read: {reason}")]) from None
+    if hook.found:
+        raise InputError(source, _duplicate_key_problems(doc, hook))
+    return doc
 
 
 def read_json(path: Path) -> Any:
-    """Parse ``path`` as JSON; unreadable files and syntax errors become :class:`InputError`."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(str(path), [Problem("unreadable", "(file)", exc.strerror or str(exc))]) from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(str(path), [Problem("bad-json", f"line {exc.lineno} column {exc.colno}", exc.msg)]) from None
+    """Parse ``path`` as JSON; unreadable, oversized, non-UTF-8 and malformed files become :class:`InputError`.
+
+    Malformed includes an object that gives a key twice: every such key is reported with its path.
+    """
+    return parse_json_text(read_text(Path(path)), str(path))
 
 
-def non_finite_numbers(doc: Any, path: tuple[str | int, ...] = ()) -> list[Problem]:
+def non_finite_numbers(doc: Any, path: JsonPath = ()) -> list[Problem]:
     """Every NaN or infinite number in a parsed document (Python's json accepts them)."""
-    if isinstance(doc, float) and not math.isfinite(doc):
-        return [Problem("not-finite", format_path(path), f"{doc} is not a finite number")]
-    if isinstance(doc, dict):
-        return [p for k, v in doc.items() for p in non_finite_numbers(v, (*path, str(k)))]
-    if isinstance(doc, list):
-        return [p for i, v in enumerate(doc) for p in non_finite_numbers(v, (*path, i))]
-    return []
+    return capped(
+        Problem("not-finite", format_path((*path, *where)), f"{value} is not a finite number")
+        for where, value in _walk(doc)
+        if isinstance(value, float) and not math.isfinite(value)
+    )
+
+
+def _unwritable(path: Path, code: str, message: str) -> InputError:
+    return InputError(str(path), [Problem(code, _FILE, message)])
+
+
+def _check_output_path(path: Path) -> None:
+    """Refuse an output path that is a folder, before any temporary file is made."""
+    if path.is_dir():
+        raise _unwritable(path, "output-is-directory", f"{path} is a folder; give a file name for the output")
 
 
 def write_text_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` so readers see the old file or the new one, never half.
 
     Writes a temporary file in the target directory, flushes it to disk, then renames it
-    over ``path`` (``os.replace`` is atomic on POSIX within one file system).
+    over ``path`` (``os.replace`` is atomic on POSIX within one file system). An existing
+    ``path`` that is neither a regular file nor a folder (``/dev/null``, ``/dev/stdout``, a
+    named pipe) is written in place instead: replacing it would remove the device or pipe.
+    A path that cannot be written raises :class:`InputError` naming ``path``
+    (``output-is-directory`` or ``unwritable-output``); no temporary file is left behind.
     """
     path = Path(path)
+    _check_output_path(path)
+    try:
+        if path.exists() and not path.is_file():
+            _write_in_place(path, text)
+        else:
+            _replace_atomically(path, text)
+    except OSError as exc:
+        _check_output_path(path)
+        raise _unwritable(path, "unwritable-output", f"cannot write {path}: {_why_unwritable(path, exc)}") from None
+
+
+def _why_unwritable(path: Path, exc: OSError) -> str:
+    """The reason ``path`` could not be written, in words about ``path`` (never the temporary file)."""
+    for parent in path.parents:
+        if parent.exists() or parent.is_symlink():
+            if not parent.is_dir():
+                return f"{parent} is not a folder"
+            break
+    return exc.strerror or type(exc).__name__
+
+
+def _write_in_place(path: Path, text: str) -> None:
+    """Write ``text`` into an existing device or pipe."""
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+def _replace_atomically(path: Path, text: str) -> None:
+    """Write a temporary file next to ``path``, then rename it over ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:

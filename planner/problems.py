@@ -40,3 +40,24 @@ class InputError(Exception):
         self.problems = list(problems)
         lines = "\n".join(f"  {p}" for p in self.problems)
         super().__init__(f"{source}: {len(self.problems)} problem(s)\n{lines}")
+
+
+MAX_REPORTED_PROBLEMS = 500
+"""Most problems one check reports: a hostile file could otherwise yield millions (and a table no one reads)."""
+
+MORE_PROBLEMS = "more-problems"
+
+
+def capped(problems: Iterable[Problem], limit: int = MAX_REPORTED_PROBLEMS) -> list[Problem]:
+    """The first ``limit`` problems; if there are more, stop there and add one ``more-problems`` entry.
+
+    Stops consuming ``problems`` (a generator may be lazy) after ``limit + 1`` items.
+    """
+    out: list[Problem] = []
+    for problem in problems:
+        if len(out) == limit:
+            message = f"only the first {limit} problems are listed; fix them and check again"
+            out.append(Problem(MORE_PROBLEMS, "(more)", message))
+            break
+        out.append(problem)
+    return out

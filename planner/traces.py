@@ -4,18 +4,26 @@ Both produce :class:`TraceJob` records; a Philly row names no model, so a job ty
 for it (seeded, uniformly among the profiled types), as Gavel does when it turns Philly
 durations into jobs, and its step count is its duration times the type's reference
 throughput at the requested count.
+
+A trace that cannot be used raises :class:`~planner.problems.InputError` naming the file:
+``unreadable``, ``too-large`` or ``not-utf8`` (see :mod:`planner.jsonio`), ``bad-trace-row``
+and ``bad-trace-header`` with the line (``line N``), ``empty-trace``; at most
+:data:`~planner.problems.MAX_REPORTED_PROBLEMS` rows are reported.
 """
 
 from __future__ import annotations
 
 import csv
+import io
+import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
-from planner.problems import InputError, Problem
+from planner.jsonio import read_text
+from planner.problems import InputError, Problem, capped
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,35 +37,199 @@ class TraceJob:
     total_steps: float
 
 
-GAVEL_COLUMNS = 7
+GAVEL_COLUMNS_7 = (
+    "job_type",
+    "command",
+    "num_steps_arg",
+    "needs_data_dir",
+    "total_steps",
+    "arrival_time",
+    "scale_factor",
+)
+"""The layout of the traces shipped in ``instances/sources/gavel/traces`` (Gavel's first trace files)."""
+
+GAVEL_COLUMNS_9 = (
+    "job_type",
+    "command",
+    "num_steps_arg",
+    "needs_data_dir",
+    "total_steps",
+    "scale_factor",
+    "priority_weight",
+    "SLO",
+    "arrival_time",
+)
+"""The layout read by earlier versions of Gavel's ``scheduler/utils.py::parse_trace``."""
+
+GAVEL_COLUMNS_10 = (
+    "job_type",
+    "command",
+    "working_directory",
+    "num_steps_arg",
+    "needs_data_dir",
+    "total_steps",
+    "scale_factor",
+    "priority_weight",
+    "SLO",
+    "arrival_time",
+)
+"""The layout read and written by current Gavel (``scheduler/utils.py::parse_trace``)."""
+
+GAVEL_LAYOUTS: dict[int, tuple[str, ...]] = {len(c): c for c in (GAVEL_COLUMNS_7, GAVEL_COLUMNS_9, GAVEL_COLUMNS_10)}
+"""Gavel trace layouts by their number of tab-separated columns."""
+
+_SHOWN_CHARS = 40  # of a bad field, in a message
+
+
+class _BadRow(ValueError):
+    """One row of a trace cannot be used; the message says why."""
+
+
+def _shown(text: str) -> str:
+    """``text`` quoted for a message, shortened when long."""
+    return repr(text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + "...")
+
+
+def _number(text: str, column: str) -> float:
+    """The finite number in field ``column``."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise _BadRow(f"{column} {_shown(text)} is not a number") from None
+    if not math.isfinite(value):
+        raise _BadRow(f"{column} {_shown(text)} is not a finite number")
+    return value
+
+
+def _whole(text: str, column: str) -> int:
+    """The whole number in field ``column``."""
+    try:
+        return int(text)
+    except ValueError:
+        raise _BadRow(f"{column} {_shown(text)} is not a whole number") from None
+
+
+def _gavel_job(index: int, cols: list[str]) -> TraceJob:
+    """The job of one Gavel line (``index`` counts lines from 0) split into ``cols``."""
+    layout = GAVEL_LAYOUTS.get(len(cols))
+    if layout is None:
+        *others, last = sorted(GAVEL_LAYOUTS)
+        expected = f"{', '.join(map(str, others))} or {last}"
+        raise _BadRow(f"{len(cols)} tab-separated columns, expected {expected}")
+    row = dict(zip(layout, cols, strict=True))
+    job_type = row["job_type"].strip()
+    if not job_type:
+        raise _BadRow("job_type is empty")
+    steps = _number(row["total_steps"], "total_steps")
+    arrival = _number(row["arrival_time"], "arrival_time")
+    gpus = _whole(row["scale_factor"], "scale_factor")
+    if steps <= 0 or arrival < 0 or gpus <= 0:
+        raise _BadRow("total_steps and scale_factor (GPUs) must be > 0, arrival_time >= 0")
+    return TraceJob(f"j{index}", job_type, arrival, gpus, steps)
+
+
+def _lines(text: str) -> Iterator[tuple[int, str]]:
+    r"""``(index from 0, line)`` of every non-blank line.
+
+    Lines end as in Python's text files (``\n``, ``\r\n`` or ``\r``), not at the other breaks
+    :meth:`str.splitlines` knows (form feed, ``\x1c``, ...), which a command field may hold.
+    """
+    for index, line in enumerate(text.replace("\r\n", "\n").replace("\r", "\n").split("\n")):
+        if line.strip():
+            yield index, line
 
 
 def read_gavel_trace(path: Path) -> list[TraceJob]:
-    """Parse a Gavel trace: tab-separated ``job_type, command, num_steps_arg, needs_data_dir,
-    total_steps, arrival_time_s, scale_factor`` (scale factor = requested GPU count)."""
+    """Parse a Gavel trace: one job a line, tab-separated, in one of three layouts told by the column count.
+
+    * 7 columns (the shipped traces): ``job_type, command, num_steps_arg, needs_data_dir,
+      total_steps, arrival_time, scale_factor``;
+    * 9 columns (earlier Gavel): ``job_type, command, num_steps_arg, needs_data_dir,
+      total_steps, scale_factor, priority_weight, SLO, arrival_time``;
+    * 10 columns (current Gavel): ``job_type, command, working_directory, num_steps_arg,
+      needs_data_dir, total_steps, scale_factor, priority_weight, SLO, arrival_time``.
+
+    Used: ``job_type``, ``total_steps``, ``arrival_time`` (s after the trace's start) and
+    ``scale_factor`` (the requested GPU count). Ignored: ``command``, ``working_directory``,
+    ``num_steps_arg`` and ``needs_data_dir`` (how Gavel runs a job), ``priority_weight`` (a
+    trace job has no weight; the round builder gives each job weight 1) and ``SLO`` (no
+    deadlines are planned). Blank lines are skipped; the job on line N (from 1) gets id
+    ``j{N-1}``. Each bad line is a ``bad-trace-row`` problem at ``line N``.
+    """
     jobs, problems = [], []
-    for i, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines()):
-        if not line.strip():
-            continue
-        cols = line.split("\t")
-        if len(cols) != GAVEL_COLUMNS:
-            problems.append(Problem("bad-trace-row", f"line {i + 1}", f"{len(cols)} columns, expected {GAVEL_COLUMNS}"))
-            continue
+    for index, line in _lines(read_text(path)):
         try:
-            steps, arrival, gpus = float(cols[4]), float(cols[5]), int(cols[6])
-        except ValueError as exc:
-            problems.append(Problem("bad-trace-row", f"line {i + 1}", str(exc)))
-            continue
-        if steps <= 0 or arrival < 0 or gpus <= 0:
-            problems.append(Problem("bad-trace-row", f"line {i + 1}", "steps and GPUs must be > 0, arrival >= 0"))
-            continue
-        jobs.append(TraceJob(f"j{i}", cols[0], arrival, gpus, steps))
+            jobs.append(_gavel_job(index, line.split("\t")))
+        except _BadRow as exc:
+            problems.append(Problem("bad-trace-row", f"line {index + 1}", str(exc)))
     if problems:
-        raise InputError(str(path), problems)
+        raise InputError(str(path), capped(problems))
     return jobs
 
 
 PHILLY_COLUMNS = ("timestamp", "duration", "num_gpus", "gpu_time", "cluster")
+
+
+@dataclass(frozen=True, slots=True)
+class _PhillyRow:
+    """A usable Philly row: its position among the data rows, start time, duration (s), GPUs."""
+
+    index: int
+    stamp: datetime
+    duration_s: float
+    gpus: int
+
+
+def _timestamp(text: str) -> datetime:
+    """An ISO timestamp; one with a time zone is taken to UTC, so all rows compare (naive = as written)."""
+    try:
+        stamp = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise _BadRow(f"timestamp {_shown(text)} is not an ISO date and time") from None
+    if stamp.tzinfo is not None:
+        stamp = stamp.astimezone(UTC).replace(tzinfo=None)
+    return stamp
+
+
+def _philly_row(index: int, row: dict[str, str]) -> _PhillyRow:
+    """The usable fields of a data row (``index`` counts data rows from 0)."""
+    gpus = _whole(row["num_gpus"], "num_gpus")
+    if gpus <= 0:
+        raise _BadRow(f"num_gpus {gpus} must be >= 1")
+    return _PhillyRow(index, _timestamp(row["timestamp"]), _number(row["duration"], "duration"), gpus)
+
+
+def _header(reader: csv.DictReader, path: Path) -> tuple[str, ...]:
+    """The column names of a CSV file (none for an empty file)."""
+    try:
+        return tuple(reader.fieldnames or ())
+    except csv.Error as exc:
+        raise InputError(str(path), [Problem("bad-trace-header", "line 1", f"not CSV: {exc}")]) from None
+
+
+def _philly_rows(path: Path, virtual_cluster: str | None) -> list[_PhillyRow]:
+    """The complete rows of a Philly CSV (of one cluster when ``virtual_cluster`` is given)."""
+    reader = csv.DictReader(io.StringIO(read_text(path), newline=""))
+    if _header(reader, path) != PHILLY_COLUMNS:
+        raise InputError(
+            str(path), [Problem("bad-trace-header", "line 1", f"expected columns {','.join(PHILLY_COLUMNS)}")]
+        )
+    rows, problems = [], []
+    try:
+        for i, row in enumerate(reader):
+            if any(not (row.get(c) or "").strip() for c in PHILLY_COLUMNS):
+                continue
+            if virtual_cluster is not None and row["cluster"] != virtual_cluster:
+                continue
+            try:
+                rows.append(_philly_row(i, row))
+            except _BadRow as exc:
+                problems.append(Problem("bad-trace-row", f"line {reader.line_num}", str(exc)))
+    except csv.Error as exc:
+        problems.append(Problem("bad-trace-row", f"line {reader.line_num}", f"not CSV: {exc}"))
+    if problems:
+        raise InputError(str(path), capped(problems))
+    return rows
 
 
 def read_philly_csv(
@@ -70,23 +242,13 @@ def read_philly_csv(
     """Parse a Philly-derived CSV (``timestamp,duration,num_gpus,gpu_time,cluster``).
 
     Rows with an empty field are skipped; ``virtual_cluster`` keeps one cluster's rows.
+    A kept row needs an ISO timestamp, a finite duration (s) and ``num_gpus >= 1``, or it
+    is a ``bad-trace-row`` problem at ``line N``; rows with a duration <= 0 are dropped.
     Arrivals are seconds after the earliest kept timestamp. Each row gets a type drawn
     with ``random.Random(seed)`` among ``job_types`` whose ``steps_per_s(type, gpus)``
     is known, and ``total_steps = duration_s * steps_per_s(type, gpus)``.
     """
-    with Path(path).open(newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        if tuple(reader.fieldnames or ()) != PHILLY_COLUMNS:
-            raise InputError(
-                str(path), [Problem("bad-trace-header", "line 1", f"expected columns {','.join(PHILLY_COLUMNS)}")]
-            )
-        rows = []
-        for i, row in enumerate(reader):
-            if any(not (row.get(c) or "").strip() for c in PHILLY_COLUMNS):
-                continue
-            if virtual_cluster is not None and row["cluster"] != virtual_cluster:
-                continue
-            rows.append((i, datetime.fromisoformat(row["timestamp"]), float(row["duration"]), int(row["num_gpus"])))
+    rows = _philly_rows(Path(path), virtual_cluster)
     if not rows:
         raise InputError(
             str(path),
@@ -98,15 +260,14 @@ def read_philly_csv(
                 )
             ],
         )
-    start = min(r[1] for r in rows)
+    start = min(r.stamp for r in rows)
     rng = random.Random(seed)
     jobs = []
-    for i, stamp, duration, gpus in sorted(rows, key=lambda r: (r[1], r[0])):
-        usable = [t for t in job_types if steps_per_s(t, gpus)]
-        if not usable or duration <= 0:
+    for r in sorted(rows, key=lambda r: (r.stamp, r.index)):
+        usable = [t for t in job_types if steps_per_s(t, r.gpus)]
+        if not usable or r.duration_s <= 0:
             continue
         job_type = rng.choice(usable)
-        jobs.append(
-            TraceJob(f"p{i}", job_type, (stamp - start).total_seconds(), gpus, duration * steps_per_s(job_type, gpus))
-        )  # type: ignore[operator]
+        rate = steps_per_s(job_type, r.gpus) or 0.0
+        jobs.append(TraceJob(f"p{r.index}", job_type, (r.stamp - start).total_seconds(), r.gpus, r.duration_s * rate))
     return jobs

@@ -2,7 +2,10 @@
 
 All files go into a fresh temporary folder next to the target, which then takes the target's place by
 ``rename``. An existing target is replaced only when it is empty or is itself a wattplan launch folder
-(it holds a ``MANIFEST.json`` with our schema), so no one's other files are ever deleted.
+(it holds a ``MANIFEST.json`` with our schema), so no one's other files are ever deleted, and only when
+no job its node scripts started still runs: their PID files (``run/HOST/NAME.pid``) are what ``HOST.sh
+stop`` needs. A PID counts as running when this host has a process of that id (``kill -0``), so the check
+is exact where the scripts ran on this host and a guess for scripts run elsewhere on a shared folder.
 """
 
 from __future__ import annotations
@@ -20,6 +23,10 @@ from planner.problems import InputError, Problem
 
 MANIFEST = "MANIFEST.json"
 MANIFEST_SCHEMA = "wattplan.launch/1"
+RUN_DIR = "run"
+PID_FILES = "*/*.pid"
+"""PID files under :data:`RUN_DIR`: ``HOST/NAME.pid``, as the shell target's node scripts write them."""
+_PID_BYTES = 32  # a PID file holds one decimal number; read no more
 
 
 def _is_launch_folder(path: Path) -> bool:
@@ -28,6 +35,51 @@ def _is_launch_folder(path: Path) -> bool:
     except (OSError, ValueError):
         return False
     return isinstance(doc, dict) and doc.get("schema") == MANIFEST_SCHEMA
+
+
+def _pid_in(pid_file: Path) -> int | None:
+    """The process id a PID file holds; ``None`` unless it is a readable regular file holding a positive number."""
+    if not pid_file.is_file():  # a pipe would block the read
+        return None
+    try:
+        with open(pid_file, "rb") as fh:
+            text = fh.read(_PID_BYTES)
+        pid = int(text.strip())
+    except (OSError, ValueError):
+        return None
+    return pid if pid > 0 else None
+
+
+def is_running(pid: int) -> bool:
+    """Whether this host has a process ``pid`` (signal 0; a process of another user counts as running)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except (OSError, OverflowError):
+        return False
+    return True
+
+
+def running_jobs(folder: Path) -> list[tuple[Path, int]]:
+    """``(PID file, pid)`` of every job whose PID file is in ``folder``'s :data:`RUN_DIR` and still runs."""
+    run = folder / RUN_DIR
+    if not run.is_dir():
+        return []
+    found = ((f, _pid_in(f)) for f in sorted(run.glob(PID_FILES)))
+    return [(f, pid) for f, pid in found if pid is not None and is_running(pid)]
+
+
+def _running_problem(out_dir: Path, pid_file: Path, pid: int) -> Problem:
+    host, job = pid_file.parent.name, pid_file.stem
+    return Problem(
+        "jobs-running",
+        pid_file.relative_to(out_dir).as_posix(),
+        f"job {job!r} (pid {pid}) still runs and this is its PID file: stop it first ({host}.sh stop on {host}) "
+        f"or choose another --out; if pid {pid} is another program, delete the file",
+    )
 
 
 def _check_target(out_dir: Path) -> None:
@@ -40,6 +92,9 @@ def _check_target(out_dir: Path) -> None:
             "--out",
             [Problem("bad-out", str(out_dir), f"is not empty and holds no wattplan {MANIFEST}; choose another folder")],
         )
+    running = running_jobs(out_dir)
+    if running:
+        raise InputError(str(out_dir), [_running_problem(out_dir, f, pid) for f, pid in running])
 
 
 def _safe_relative(path: str) -> PurePosixPath:
@@ -62,7 +117,8 @@ def _write_file(root: Path, f: LaunchFile) -> None:
 def write_folder(out_dir: Path, files: Sequence[LaunchFile], manifest: dict[str, Any]) -> list[str]:
     """Write ``files`` plus ``MANIFEST.json`` (``manifest`` with our schema and the file list) as ``out_dir``.
 
-    Returns the relative paths written. Raises :class:`InputError` when ``out_dir`` may not be replaced.
+    Returns the relative paths written. Raises :class:`InputError` when ``out_dir`` may not be replaced:
+    it is not a folder, holds other files, or holds PID files of jobs that still run.
     """
     out_dir = Path(out_dir)
     _check_target(out_dir)

@@ -1,0 +1,448 @@
+"""Hostile input: repeated keys, binary files, oversized arrays, live launch folders, unwritable outputs.
+
+Each failure must be a bad-input error (exit 2) that names the file or field, never a traceback.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import stat
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from cli import app
+from planner import jsonio
+from planner.instance_checks import instance_problems
+from planner.instance_io import instance_to_doc, parse_instance
+from planner.jsonio import read_json, write_json_atomic, write_text_atomic
+from planner.launch.output import is_running, running_jobs
+from planner.plan import write_plan
+from planner.problems import MAX_REPORTED_PROBLEMS, InputError
+from planner.schema_check import INSTANCE_SCHEMA, schema_problems
+from planner.traces import read_gavel_trace, read_philly_csv
+from tests.launch_helpers import hand_plan, launch_instance
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_INSTANCE = ROOT / "instances" / "default.json"
+runner = CliRunner()
+WIDE = {"COLUMNS": "1000"}  # no wrapping of paths in the problem tables
+
+
+def run(*args: object):
+    """``wattplan ARGS`` in-process, with a wide terminal."""
+    return runner.invoke(app, [str(a) for a in args], env=WIDE)
+
+
+def problems_of(info: pytest.ExceptionInfo[InputError]) -> list[tuple[str, str]]:
+    """``(code, path)`` of every problem an :class:`InputError` carries."""
+    return [(p.code, p.path) for p in info.value.problems]
+
+
+def write_doc(path: Path, doc: Any) -> Path:
+    path.write_text(json.dumps(doc))
+    return path
+
+
+# 1. Repeated JSON keys
+
+
+def test_duplicate_key_is_an_input_error_with_its_path(tmp_path: Path) -> None:
+    f = tmp_path / "dup.json"
+    f.write_text('{"round": {"index": 0, "duration_s": 100, "duration_s": 5}, "x": 1}')
+    with pytest.raises(InputError) as info:
+        read_json(f)
+    assert info.value.source == str(f)
+    assert problems_of(info) == [("duplicate-key", "round.duration_s")]
+    assert "'duration_s' is given 2 times" in info.value.problems[0].message
+
+
+def test_every_duplicate_key_is_reported_in_nested_objects_and_arrays(tmp_path: Path) -> None:
+    f = tmp_path / "dup.json"
+    f.write_text(
+        '{"a": 1, "a": 2, "a": 3,'
+        ' "jobs": [{"id": "j0"}, {"id": "j1"}, {"id": "j2"}, {"id": "x", "gpus": [1], "id": "y"}],'
+        ' "deep": [[{"k": {"z": 1, "z": 2}}]]}'
+    )
+    with pytest.raises(InputError) as info:
+        read_json(f)
+    assert sorted(problems_of(info)) == [
+        ("duplicate-key", "a"),
+        ("duplicate-key", "deep[0][0].k.z"),
+        ("duplicate-key", "jobs[3].id"),
+    ]
+    assert "3 times" in next(p.message for p in info.value.problems if p.path == "a")
+
+
+def test_same_key_in_different_objects_is_fine(tmp_path: Path) -> None:
+    f = write_doc(tmp_path / "ok.json", {"a": {"id": 1}, "b": [{"id": 2}, {"id": 3}]})
+    assert read_json(f) == {"a": {"id": 1}, "b": [{"id": 2}, {"id": 3}]}
+
+
+def test_duplicate_key_in_an_instance_exits_2(tmp_path: Path, tiny_doc: dict) -> None:
+    text = json.dumps(tiny_doc).replace('"duration_s": 100', '"duration_s": 100, "duration_s": 1', 1)
+    bad = tmp_path / "bad.json"
+    bad.write_text(text)
+    result = run("instance", "check", bad)
+    assert result.exit_code == 2, result.output
+    assert "round.duration_s" in result.output and "duplicate-key" in result.output
+    assert "Traceback" not in result.output
+
+
+# 2. Files that are not UTF-8 text
+
+
+def test_invalid_utf8_instance_names_the_file_and_byte_offset(tmp_path: Path) -> None:
+    bad = tmp_path / "latin1.json"
+    bad.write_bytes(b'{"schema": "caf\xe9"}')
+    with pytest.raises(InputError) as info:
+        read_json(bad)
+    assert info.value.source == str(bad)
+    assert problems_of(info) == [("not-utf8", "line 1")]
+    assert "byte offset 15" in info.value.problems[0].message
+    result = run("instance", "check", bad)
+    assert result.exit_code == 2
+    assert str(bad) in result.output and "not-utf8" in result.output and "byte offset 15" in result.output
+
+
+def test_invalid_utf8_plan_exits_2(tmp_path: Path) -> None:
+    plan = tmp_path / "plan.json"
+    plan.write_bytes(b'{\n"schema":\n "\xff\xfe"}')
+    result = run("validate", DEFAULT_INSTANCE, plan)
+    assert result.exit_code == 2, result.output
+    assert str(plan) in result.output and "not-utf8" in result.output and "byte offset 14" in result.output
+
+
+def test_utf8_byte_order_mark_is_accepted(tmp_path: Path) -> None:
+    f = tmp_path / "bom.json"
+    f.write_bytes(b"\xef\xbb\xbf" + json.dumps({"a": 1}).encode())
+    assert read_json(f) == {"a": 1}
+
+
+BINARY = bytes(range(256)) * 4  # the first byte that is not UTF-8 is 0x80, at offset 128
+
+
+def test_binary_gavel_trace_is_not_utf8(tmp_path: Path) -> None:
+    trace = tmp_path / "binary.trace"
+    trace.write_bytes(BINARY)
+    with pytest.raises(InputError) as info:
+        read_gavel_trace(trace)
+    assert info.value.source == str(trace)
+    assert [p.code for p in info.value.problems] == ["not-utf8"]
+    assert "byte offset 128" in info.value.problems[0].message
+    result = run("instance", "from-trace", trace, "--cluster", "v100:8", "--at", "0", "--out", tmp_path / "i.json")
+    assert result.exit_code == 2, result.output
+    assert "not-utf8" in result.output and str(trace) in result.output
+    assert not (tmp_path / "i.json").exists()
+
+
+def test_binary_philly_csv_is_not_utf8(tmp_path: Path) -> None:
+    trace = tmp_path / "binary.csv"
+    trace.write_bytes(b"timestamp,duration,num_gpus,gpu_time,cluster\n" + BINARY)
+    with pytest.raises(InputError) as info:
+        read_philly_csv(trace, ["A"], lambda t, n: 1.0)
+    assert [p.code for p in info.value.problems] == ["not-utf8"]
+    assert "byte offset 173" in info.value.problems[0].message  # 45 header bytes + 128
+    assert info.value.problems[0].path == "line 3"  # the header's newline and byte 10 come before it
+
+
+def test_nul_bytes_in_a_philly_csv_are_a_bad_row(tmp_path: Path) -> None:
+    trace = tmp_path / "nul.csv"
+    trace.write_bytes(b"timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,6\x00,1,6,c\n")
+    with pytest.raises(InputError) as info:
+        read_philly_csv(trace, ["A"], lambda t, n: 1.0)
+    assert problems_of(info) == [("bad-trace-row", "line 2")]
+
+
+# 3. Oversized input
+
+
+def test_100k_gpu_counts_are_refused_fast(tmp_path: Path, tiny_doc: dict) -> None:
+    tiny_doc["jobs"][0]["gpus"] = list(range(1, 100_001))
+    bad = write_doc(tmp_path / "big.json", tiny_doc)
+    start = time.perf_counter()
+    result = run("instance", "check", bad)
+    elapsed = time.perf_counter() - start
+    assert result.exit_code == 2, result.output
+    assert elapsed < 5, f"{elapsed:.1f} s"
+    assert "jobs[0].gpus" in result.output and "too-many-items" in result.output
+    assert "100000 entries; at most 64" in result.output
+
+
+def test_too_many_settings_are_refused(tiny_doc: dict) -> None:
+    tiny_doc["gpu_types"][0]["settings"] = list(range(100, 400))
+    with pytest.raises(InputError) as info:
+        parse_instance(tiny_doc)
+    assert problems_of(info) == [("too-many-items", "gpu_types[0].settings")]
+
+
+def test_size_limits_are_reported_together(tiny_doc: dict) -> None:
+    tiny_doc["jobs"][1]["gpus"] = [1] * 65
+    tiny_doc["jobs"][2]["gpus"] = [1] * 70
+    tiny_doc["jobs"][1]["current"]["placement"][0]["gpu_indices"] = [0] * 100
+    problems = schema_problems(tiny_doc, INSTANCE_SCHEMA, "schema")
+    assert sorted((p.code, p.path) for p in problems) == [
+        ("too-many-items", "jobs[1].current.placement[0].gpu_indices"),
+        ("too-many-items", "jobs[1].gpus"),
+        ("too-many-items", "jobs[2].gpus"),
+    ]
+
+
+def test_huge_node_counts_are_refused_by_the_schema(tiny_doc: dict) -> None:
+    tiny_doc["gpu_types"][0]["nodes"] = 10**12
+    with pytest.raises(InputError) as info:
+        parse_instance(tiny_doc)
+    assert problems_of(info) == [("schema", "gpu_types[0].nodes")]
+
+
+def test_file_size_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    f = write_doc(tmp_path / "big.json", {"pad": "x" * 200})
+    monkeypatch.setattr(jsonio, "MAX_INPUT_BYTES", 100)
+    with pytest.raises(InputError) as info:
+        read_json(f)
+    assert info.value.source == str(f)
+    assert [p.code for p in info.value.problems] == ["too-large"]
+    trace = tmp_path / "big.trace"
+    trace.write_text("A\tcmd\t-n\t1\t100\t0\t1\n" * 10)
+    with pytest.raises(InputError) as info:
+        read_gavel_trace(trace)
+    assert [p.code for p in info.value.problems] == ["too-large"]
+
+
+def test_deep_nesting_is_an_input_error(tmp_path: Path) -> None:
+    f = tmp_path / "deep.json"
+    f.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(InputError) as info:
+        read_json(f)
+    assert [p.code for p in info.value.problems] == ["too-deep"]
+
+
+def test_nesting_the_parser_accepts_is_checked_without_recursion(tmp_path: Path) -> None:
+    f = tmp_path / "deepish.json"
+    f.write_text('{"a": ' + "[" * 600 + "NaN" + "]" * 600 + "}")
+    doc = read_json(f)
+    problems = jsonio.non_finite_numbers(doc)
+    assert [p.code for p in problems] == ["not-finite"] and problems[0].path.startswith("a[0][0]")
+
+
+def test_giant_integer_is_bad_json(tmp_path: Path) -> None:
+    f = tmp_path / "int.json"
+    f.write_text('{"a": ' + "9" * 5000 + "}")
+    with pytest.raises(InputError) as info:
+        read_json(f)
+    assert [p.code for p in info.value.problems] == ["bad-json"]
+    assert "4300 digits" in info.value.problems[0].message and "set_int_max_str_digits" not in str(info.value)
+
+
+def _many_jobs_doc(tiny_doc: dict, n: int) -> dict:
+    """``n`` running jobs, each sharing with the next and placed on the last node."""
+    doc = copy.deepcopy(tiny_doc)
+    doc["gpu_types"][0]["nodes"] = 100_000
+    base = {k: v for k, v in doc["jobs"][2].items() if k != "current"}
+    doc["jobs"] = [
+        {
+            **base,
+            "id": f"j{i}",
+            "current": {
+                "gpu_type": "v100",
+                "gpus": 1,
+                "setting": 150,
+                "shares_with": f"j{(i + 1) % n}",
+                "placement": [{"node": "v100-99999", "gpu_indices": [i % 4]}],
+            },
+        }
+        for i in range(n)
+    ]
+    return doc
+
+
+def test_semantic_checks_are_linear(tiny_doc: dict) -> None:
+    doc = _many_jobs_doc(tiny_doc, 10_000)
+    start = time.perf_counter()
+    assert instance_problems(doc) == []
+    assert time.perf_counter() - start < 2
+
+
+def test_ten_thousand_jobs_check_in_a_few_seconds(tiny_doc: dict) -> None:
+    doc = _many_jobs_doc(tiny_doc, 10_000)
+    start = time.perf_counter()
+    inst = parse_instance(doc)
+    assert len(inst.jobs) == 10_000
+    assert time.perf_counter() - start < 15  # about 2 s on a busy 2-core machine
+
+
+def test_node_names_are_checked_without_listing_the_nodes(tiny_doc: dict) -> None:
+    placement = tiny_doc["jobs"][1]["current"]["placement"]
+    for node in ("v100-2", "v100-01", "v100--1", "v100-1 ", "v100-" + "9" * 5000, "p100-1", "v100-١"):
+        placement[0]["node"] = node
+        assert [(p.code, p.path) for p in instance_problems(tiny_doc)] == [
+            ("bad-placement", "jobs[1].current.placement[0].node")
+        ], node
+    placement[0]["node"] = "v100-0"
+    assert instance_problems(tiny_doc) == []
+
+
+def test_reported_problems_are_capped(tiny_doc: dict) -> None:
+    profile = tiny_doc["profiles"][0]
+    tiny_doc["profiles"] = [dict(profile, gpu_type="k80", setting=i) for i in range(5 * MAX_REPORTED_PROBLEMS)]
+    problems = instance_problems(tiny_doc)
+    assert len(problems) == MAX_REPORTED_PROBLEMS + 1
+    assert problems[-1].code == "more-problems"
+    tiny_doc["round"]["objective"] = "x" * 100_000  # jsonschema quotes the value in its message
+    (problem,) = schema_problems(tiny_doc, INSTANCE_SCHEMA, "schema")
+    assert len(problem.message) <= 300
+
+
+# 4. Launching over a folder whose jobs still run
+
+
+@pytest.fixture
+def live_pid() -> Iterator[int]:
+    """The pid of a ``sleep`` that runs for the test and is stopped after it."""
+    proc = subprocess.Popen(["sleep", "30"])
+    try:
+        yield proc.pid
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture
+def launch_files(tmp_path: Path) -> tuple[Path, Path]:
+    inst = launch_instance()
+    plan_path, inst_path = tmp_path / "plan.json", tmp_path / "instance.json"
+    write_plan(hand_plan(inst), plan_path)
+    write_doc(inst_path, instance_to_doc(inst))
+    return plan_path, inst_path
+
+
+def _launch_shell(files: tuple[Path, Path], out: Path):
+    return run("launch", files[0], "--instance", files[1], "--to", "shell", "--out", out)
+
+
+def test_relaunch_is_refused_while_a_job_of_the_folder_runs(
+    tmp_path: Path, launch_files: tuple[Path, Path], live_pid: int
+) -> None:
+    out = tmp_path / "out"
+    assert _launch_shell(launch_files, out).exit_code == 0
+    run_dir = out / "run" / "v100-0"
+    run_dir.mkdir(parents=True)
+    (run_dir / "train-4.pid").write_text(f"{live_pid}\n")
+    (run_dir / "train-4.log").write_text("epoch 1\n")
+    (run_dir / "gone.pid").write_text("999999999\n")  # not a process: no reason to refuse
+    result = _launch_shell(launch_files, out)
+    assert result.exit_code == 2, result.output
+    assert f"bad input: {out} (1 problem(s))" in result.output and "run/v100-0/train-4.pid" in result.output
+    assert f"pid {live_pid}" in result.output and "jobs-running" in result.output
+    assert "gone" not in result.output
+    assert (run_dir / "train-4.pid").read_text() == f"{live_pid}\n" and (run_dir / "train-4.log").exists()
+    assert not any(p.name.startswith(".") for p in tmp_path.iterdir())  # no temporary folder left
+
+
+def test_relaunch_replaces_the_folder_when_its_jobs_have_ended(tmp_path: Path, launch_files: tuple[Path, Path]) -> None:
+    out = tmp_path / "out"
+    assert _launch_shell(launch_files, out).exit_code == 0
+    proc = subprocess.Popen(["true"])
+    proc.wait()  # a pid that ran and is gone
+    run_dir = out / "run" / "v100-0"
+    run_dir.mkdir(parents=True)
+    (run_dir / "train-4.pid").write_text(f"{proc.pid}\n")
+    result = _launch_shell(launch_files, out)
+    assert result.exit_code == 0, result.output
+    assert not (out / "run").exists()
+
+
+def test_pid_files_without_a_usable_pid_are_ignored(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run" / "h"
+    run_dir.mkdir(parents=True)
+    for name, text in [("zero", "0"), ("all", "-1"), ("words", "not a pid"), ("huge", "9" * 40), ("empty", "")]:
+        (run_dir / f"{name}.pid").write_text(text)
+    os.mkfifo(run_dir / "pipe.pid")  # reading it would block
+    assert running_jobs(tmp_path) == []
+
+
+def test_a_process_of_another_user_counts_as_running(monkeypatch: pytest.MonkeyPatch) -> None:
+    def denied(pid: int, sig: int) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr("planner.launch.output.os.kill", denied)
+    assert is_running(1)
+
+
+def test_live_pid_is_running(live_pid: int) -> None:
+    assert is_running(live_pid)
+
+
+# 5. Outputs that cannot be written
+
+
+def _leftovers(folder: Path) -> list[str]:
+    return [p.name for p in folder.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_plan_out_naming_a_folder_exits_2_naming_it(tmp_path: Path) -> None:
+    folder = tmp_path / "existing"
+    folder.mkdir()
+    result = run("plan", DEFAULT_INSTANCE, "--solver", "greedy", "--out", folder, "-q")
+    assert result.exit_code == 2, result.output
+    assert str(folder) in result.output and "output-is-directory" in result.output
+    assert ".tmp" not in result.output
+    assert list(folder.iterdir()) == [] and _leftovers(tmp_path) == []
+
+
+def test_plan_out_under_a_regular_file_exits_2_naming_it(tmp_path: Path) -> None:
+    (tmp_path / "somefile").write_text("x")
+    target = tmp_path / "somefile" / "plan.json"
+    result = run("plan", DEFAULT_INSTANCE, "--solver", "greedy", "--out", target, "-q")
+    assert result.exit_code == 2, result.output
+    assert str(target) in result.output and "unwritable-output" in result.output
+    assert "is not a folder" in result.output and ".tmp" not in result.output
+    assert _leftovers(tmp_path) == []
+
+
+def test_write_text_atomic_errors_name_the_path(tmp_path: Path) -> None:
+    with pytest.raises(InputError) as info:
+        write_json_atomic(tmp_path, {"a": 1})
+    assert info.value.source == str(tmp_path) and problems_of(info) == [("output-is-directory", "(file)")]
+    (tmp_path / "f").write_text("x")
+    target = tmp_path / "f" / "deeper" / "out.txt"
+    with pytest.raises(InputError) as info:
+        write_text_atomic(target, "text")
+    assert info.value.source == str(target)
+    (problem,) = info.value.problems
+    assert problem.code == "unwritable-output" and str(target) in problem.message and ".tmp" not in problem.message
+    assert _leftovers(tmp_path) == []
+
+
+def test_a_named_pipe_is_written_not_replaced(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received: list[str] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text()))
+    reader.start()
+    write_json_atomic(fifo, {"a": 1})
+    reader.join(timeout=10)
+    assert json.loads(received[0]) == {"a": 1}
+    assert stat.S_ISFIFO(fifo.stat().st_mode) and _leftovers(tmp_path) == []
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only folders")
+def test_write_into_a_read_only_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "ro"
+    folder.mkdir()
+    folder.chmod(0o555)
+    try:
+        with pytest.raises(InputError) as info:
+            write_text_atomic(folder / "out.txt", "text")
+        assert info.value.problems[0].code == "unwritable-output"
+        assert "Permission denied" in info.value.problems[0].message
+    finally:
+        folder.chmod(0o755)

@@ -1,0 +1,218 @@
+"""Trace readers: Gavel's 7-, 9- and 10-column layouts, Philly CSV, and clear errors for bad rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from planner.problems import MAX_REPORTED_PROBLEMS, InputError
+from planner.traces import (
+    GAVEL_COLUMNS_7,
+    GAVEL_COLUMNS_9,
+    GAVEL_COLUMNS_10,
+    TraceJob,
+    read_gavel_trace,
+    read_philly_csv,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = ROOT / "instances" / "sources" / "gavel" / "traces" / "6c71a0.trace"
+
+# (job_type, total_steps, arrival_time, scale_factor) of three jobs
+JOBS = [
+    ("ResNet-50 (batch size 64)", "300000", "0.000000", "4"),
+    ("Transformer (batch size 128)", "95121", "6.500000", "1"),
+    ("LM (batch size 20)", "1e5", "3600", "8"),
+]
+EXPECTED = [
+    TraceJob("j0", "ResNet-50 (batch size 64)", 0.0, 4, 300000.0),
+    TraceJob("j1", "Transformer (batch size 128)", 6.5, 1, 95121.0),
+    TraceJob("j2", "LM (batch size 20)", 3600.0, 8, 100000.0),
+]
+
+
+def gavel_line(layout: tuple[str, ...], job_type: str, steps: str, arrival: str, gpus: str) -> str:
+    """One trace line in ``layout`` with the fields a TraceJob uses, and made-up values for the others."""
+    values = {
+        "job_type": job_type,
+        "command": "cd %s/gpusched/workloads/pytorch && python3 train.py --batch_size 64",
+        "working_directory": "%s/gpusched/workloads/pytorch/image_classification",
+        "num_steps_arg": "--num_steps",
+        "needs_data_dir": "1",
+        "total_steps": steps,
+        "scale_factor": gpus,
+        "priority_weight": "2.000000",
+        "SLO": "-1.000000",
+        "arrival_time": arrival,
+    }
+    return "\t".join(values[c] for c in layout)
+
+
+def write_trace(path: Path, layout: tuple[str, ...], jobs: list[tuple[str, str, str, str]] = JOBS) -> Path:
+    path.write_text("".join(gavel_line(layout, *job) + "\n" for job in jobs))
+    return path
+
+
+@pytest.mark.parametrize("layout", [GAVEL_COLUMNS_7, GAVEL_COLUMNS_9, GAVEL_COLUMNS_10], ids=["7", "9", "10"])
+def test_each_gavel_layout_gives_the_same_jobs(tmp_path: Path, layout: tuple[str, ...]) -> None:
+    assert read_gavel_trace(write_trace(tmp_path / "t.trace", layout)) == EXPECTED
+
+
+def test_ten_column_line_as_current_gavel_writes_it(tmp_path: Path) -> None:
+    trace = tmp_path / "gavel10.trace"
+    trace.write_text(
+        "ResNet-18 (batch size 32)\tcd %s/image_classification/cifar10 && python3 main.py --data_dir=%s/data/cifar10"
+        "\t%s/gpusched/workloads/pytorch\t--num_steps\t1\t4000\t2\t1.000000\t1.200000\t123.000000\n"
+    )
+    assert read_gavel_trace(trace) == [TraceJob("j0", "ResNet-18 (batch size 32)", 123.0, 2, 4000.0)]
+
+
+def test_seven_and_ten_columns_agree_on_a_shipped_trace(tmp_path: Path) -> None:
+    shipped = read_gavel_trace(SHIPPED)
+    assert shipped, "the shipped trace has jobs"
+    rows = [line.split("\t") for line in SHIPPED.read_text().splitlines() if line.strip()]
+    jobs = [(r[0], r[4], r[5], r[6]) for r in rows]  # type, total_steps, arrival_time, scale_factor
+    assert read_gavel_trace(write_trace(tmp_path / "t10.trace", GAVEL_COLUMNS_10, jobs)) == shipped
+
+
+def test_blank_lines_and_crlf_keep_line_numbers(tmp_path: Path) -> None:
+    trace = tmp_path / "crlf.trace"
+    lines = [gavel_line(GAVEL_COLUMNS_10, *JOBS[0]), "", "  ", gavel_line(GAVEL_COLUMNS_7, *JOBS[1])]
+    trace.write_bytes("\r\n".join(lines).encode() + b"\r\n")
+    jobs = read_gavel_trace(trace)
+    assert [(j.id, j.type) for j in jobs] == [("j0", JOBS[0][0]), ("j3", JOBS[1][0])]
+
+
+def test_wrong_column_counts_name_their_lines(tmp_path: Path) -> None:
+    trace = tmp_path / "bad.trace"
+    good = gavel_line(GAVEL_COLUMNS_10, *JOBS[0])
+    trace.write_text("\n".join([good, "A\tcmd\t-n", good, good + "\textra", "\t".join(["x"] * 8)]) + "\n")
+    with pytest.raises(InputError) as info:
+        read_gavel_trace(trace)
+    assert info.value.source == str(trace)
+    assert [(p.code, p.path) for p in info.value.problems] == [
+        ("bad-trace-row", "line 2"),
+        ("bad-trace-row", "line 4"),
+        ("bad-trace-row", "line 5"),
+    ]
+    assert [p.message for p in info.value.problems] == [
+        "3 tab-separated columns, expected 7, 9 or 10",
+        "11 tab-separated columns, expected 7, 9 or 10",
+        "8 tab-separated columns, expected 7, 9 or 10",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        (("A", "many", "0", "1"), "total_steps 'many' is not a number"),
+        (("A", "nan", "0", "1"), "total_steps 'nan' is not a finite number"),
+        (("A", "100", "soon", "1"), "arrival_time 'soon' is not a number"),
+        (("A", "100", "inf", "1"), "arrival_time 'inf' is not a finite number"),
+        (("A", "100", "0", "1.5"), "scale_factor '1.5' is not a whole number"),
+        (("A", "100", "0", "9" * 5000), "scale_factor '" + "9" * 40 + "...' is not a whole number"),
+        (("A", "0", "0", "1"), "total_steps and scale_factor (GPUs) must be > 0, arrival_time >= 0"),
+        (("A", "100", "-1", "1"), "total_steps and scale_factor (GPUs) must be > 0, arrival_time >= 0"),
+        (("A", "100", "0", "0"), "total_steps and scale_factor (GPUs) must be > 0, arrival_time >= 0"),
+        ((" ", "100", "0", "1"), "job_type is empty"),
+    ],
+)
+@pytest.mark.parametrize("layout", [GAVEL_COLUMNS_7, GAVEL_COLUMNS_10], ids=["7", "10"])
+def test_bad_fields_are_reported_with_their_line(
+    tmp_path: Path, layout: tuple[str, ...], fields: tuple[str, str, str, str], message: str
+) -> None:
+    trace = write_trace(tmp_path / "bad.trace", layout, [JOBS[0], fields])
+    with pytest.raises(InputError) as info:
+        read_gavel_trace(trace)
+    assert [(p.code, p.path, p.message) for p in info.value.problems] == [("bad-trace-row", "line 2", message)]
+
+
+def test_many_bad_lines_are_capped(tmp_path: Path) -> None:
+    trace = tmp_path / "bad.trace"
+    trace.write_text("x\n" * (3 * MAX_REPORTED_PROBLEMS))
+    with pytest.raises(InputError) as info:
+        read_gavel_trace(trace)
+    assert len(info.value.problems) == MAX_REPORTED_PROBLEMS + 1
+    assert info.value.problems[-1].code == "more-problems"
+
+
+def test_missing_trace_is_unreadable(tmp_path: Path) -> None:
+    with pytest.raises(InputError) as info:
+        read_gavel_trace(tmp_path / "missing.trace")
+    assert [p.code for p in info.value.problems] == ["unreadable"]
+
+
+PHILLY_HEADER = "timestamp,duration,num_gpus,gpu_time,cluster\n"
+
+
+def steps_per_s(job_type: str, gpus: int) -> float | None:
+    return {"A": 2.0, "B": 3.0}.get(job_type)
+
+
+def write_philly(path: Path, rows: list[str]) -> Path:
+    path.write_text(PHILLY_HEADER + "".join(r + "\n" for r in rows))
+    return path
+
+
+def test_philly_rows_become_jobs(tmp_path: Path) -> None:
+    csv_path = write_philly(
+        tmp_path / "p.csv",
+        [
+            "2017-10-09 07:00:10,100.0,2,200.0,c1",
+            "2017-10-09 07:00:00,50.0,1,50.0,c1",
+            ",10,1,10,c1",  # an empty field: skipped
+            "2017-10-09 07:00:20,0,1,0,c1",  # no duration: dropped
+            "2017-10-09 07:00:30,10,1,10,c2",
+        ],
+    )
+    jobs = read_philly_csv(csv_path, ["A"], steps_per_s, virtual_cluster="c1")
+    assert jobs == [TraceJob("p1", "A", 0.0, 1, 100.0), TraceJob("p0", "A", 10.0, 2, 200.0)]
+
+
+def test_philly_time_zones_are_compared_in_utc(tmp_path: Path) -> None:
+    csv_path = write_philly(
+        tmp_path / "tz.csv", ["2017-10-09T09:00:00+02:00,10,1,10,c", "2017-10-09 07:00:30,10,1,10,c"]
+    )
+    assert [j.arrival_s for j in read_philly_csv(csv_path, ["A"], steps_per_s)] == [0.0, 30.0]
+
+
+def test_bad_philly_rows_name_their_lines(tmp_path: Path) -> None:
+    csv_path = write_philly(
+        tmp_path / "bad.csv",
+        [
+            "2017-10-09 07:00:10,100.0,2,200.0,c1",
+            "yesterday,100.0,2,200.0,c1",
+            "2017-10-09 07:00:10,long,2,200.0,c1",
+            "2017-10-09 07:00:10,nan,2,200.0,c1",
+            "2017-10-09 07:00:10,10,two,200.0,c1",
+            "2017-10-09 07:00:10,10,0,200.0,c1",
+        ],
+    )
+    with pytest.raises(InputError) as info:
+        read_philly_csv(csv_path, ["A"], steps_per_s)
+    assert [(p.code, p.path) for p in info.value.problems] == [("bad-trace-row", f"line {n}") for n in (3, 4, 5, 6, 7)]
+    assert [p.message for p in info.value.problems] == [
+        "timestamp 'yesterday' is not an ISO date and time",
+        "duration 'long' is not a number",
+        "duration 'nan' is not a finite number",
+        "num_gpus 'two' is not a whole number",
+        "num_gpus 0 must be >= 1",
+    ]
+
+
+def test_philly_header_and_empty_file(tmp_path: Path) -> None:
+    wrong = tmp_path / "wrong.csv"
+    wrong.write_text("a,b,c\n1,2,3\n")
+    with pytest.raises(InputError) as info:
+        read_philly_csv(wrong, ["A"], steps_per_s)
+    assert [(p.code, p.path) for p in info.value.problems] == [("bad-trace-header", "line 1")]
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    with pytest.raises(InputError) as info:
+        read_philly_csv(empty, ["A"], steps_per_s)
+    assert [p.code for p in info.value.problems] == ["bad-trace-header"]
+    only_header = write_philly(tmp_path / "header.csv", [])
+    with pytest.raises(InputError) as info:
+        read_philly_csv(only_header, ["A"], steps_per_s)
+    assert [p.code for p in info.value.problems] == ["empty-trace"]
