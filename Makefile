@@ -4,16 +4,22 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast profiles default-instance clean
+.PHONY: run test test-fast lint profiles default-instance clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test,lint]'
 	touch $(STAMP)
 
 run: $(STAMP)
 	$(VENV)/bin/wattplan plan instances/default.json --out out/plan.json
+
+# ruff (style, imports, bugbear, docstrings) and mypy on the product code; .ci/run runs it before the tests.
+lint: $(STAMP)
+	$(VENV)/bin/ruff check planner formulations cli.py tests benchmarks
+	$(VENV)/bin/ruff format --check planner formulations cli.py tests benchmarks
+	$(VENV)/bin/mypy planner formulations cli.py
 
 test: $(STAMP)
 	$(PY) -m pytest -q
@@ -23,7 +29,7 @@ test-fast: $(STAMP)
 
 # Rebuild the shipped data from the shipped sources (both are committed).
 profiles: $(STAMP)
-	$(VENV)/bin/wattplan profiles build
+	$(VENV)/bin/wattplan profiles build --out instances/profiles/gavel_zeus_v100_p100.json
 
 default-instance: $(STAMP)
 	$(VENV)/bin/wattplan instance from-trace instances/sources/gavel/traces/6c71a0.trace \

@@ -1,4 +1,4 @@
-"""Trace replay (issue 4): five policies under one energy accounting, without and with budgets.
+"""Trace replay: five policies under one energy accounting, without and with budgets.
 
 Slices. Every shipped trace is long-tailed (the first jobs of a Gavel trace run for days), so a
 replay of "the first N jobs" would need thousands of rounds, each a MILP for ``wattplan``. The
@@ -52,24 +52,23 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from planner.jsonio import write_json_atomic, write_text_atomic
+from planner.profile_build import DEFAULT_PROFILE_LIBRARY
+from planner.request import REPLAY_REQUEST
+from planner.resources import GAVEL_TRACES, PHILLY_TRACE, shipped
+from planner.round_builder import ProfileLibrary, load_profile_library, read_trace
+from planner.sim.engine import SimResult
+from planner.sim.metrics import pareto_front
+from planner.sim.plots import EnergyJctPoint, energy_jct_plot, jct_cdf_plot, power_plot
+from planner.sim.policies import PolicyOptions
+from planner.sim.replay import ReplaySpec, prepare, run_policy
+from planner.sim.round_instance import RoundRules
+from planner.sim.state import JobSpec
+from planner.sim.workload import build_workload, select_jobs
+
 REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from planner.jsonio import write_json_atomic, write_text_atomic  # noqa: E402
-from planner.profile_build import DEFAULT_PROFILE_LIBRARY  # noqa: E402
-from planner.round_builder import ProfileLibrary, load_profile_library  # noqa: E402
-from planner.sim.engine import SimResult  # noqa: E402
-from planner.sim.metrics import pareto_front  # noqa: E402
-from planner.sim.plots import EnergyJctPoint, energy_jct_plot, jct_cdf_plot, power_plot  # noqa: E402
-from planner.sim.policies import PolicyOptions  # noqa: E402
-from planner.sim.replay import ReplaySpec, prepare, run_policy  # noqa: E402
-from planner.sim.round_instance import RoundRules  # noqa: E402
-from planner.sim.state import JobSpec  # noqa: E402
-from planner.sim.workload import build_workload, read_trace, select_jobs  # noqa: E402
-
-TRACES = REPO / "instances" / "sources" / "gavel" / "traces"
-PHILLY = REPO / "instances" / "sources" / "pollux" / "philly.csv"
+TRACES = shipped(GAVEL_TRACES)
+PHILLY = shipped(PHILLY_TRACE)
 BASELINES = ("fifo-max", "zeus", "eaco", "powerflow")
 LABELS = (*BASELINES, "wattplan", "wattplan-energy")
 
@@ -133,9 +132,9 @@ def spec_for(sl: Slice, args: argparse.Namespace, objective: str = "progress") -
         virtual_cluster=sl.virtual_cluster,
         start_s=sl.start_s,
         max_jobs=sl.jobs,
-        rules=RoundRules(duration_s=360.0, restart_s=30.0, min_pair_rate=0.5, objective=objective, delta=0.03),
+        rules=RoundRules(objective=objective),
         policy_options=PolicyOptions(
-            zeus_eta=0.5, solver=args.solver, time_limit_s=args.time_limit, threads=args.threads, seed=0
+            request=replace(REPLAY_REQUEST, solver=args.solver, time_limit_s=args.time_limit, threads=args.threads)
         ),
         seed=0,
     )

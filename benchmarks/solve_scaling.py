@@ -1,4 +1,4 @@
-"""Solve scaling (issue 3): build and solve times, plan quality and model size against round size.
+"""Solve scaling: build and solve times, plan quality and model size against round size.
 
 Rounds of N jobs come from the shipped Gavel traces (``instances/sources/gavel/traces``) and the
 shipped V100 + P100 profile library, on a cluster of ``round(N / 4)`` nodes of 8 GPUs, two thirds
@@ -15,9 +15,9 @@ steps it had at ``at_k``, and the merged queue is cut to N. The instance's ``sou
 snapshots.
 
 For every (size, budget, solver) the script calls
-``plan_round(inst, PlanRequest(solver, time_limit_s, threads=2, seed=0))`` and records the
+``planner.planning.plan(inst, PlanRequest(solver, time_limit_s, threads=2, seed=0))`` and records the
 model size and pruning, the build time, the stages (status, objective, bound, seconds), the plan
-(status, progress, energy, bound, gap), the LP relaxation bound that ``plan_round`` found in its
+(status, progress, energy, bound, gap), the LP relaxation bound that the front door found in its
 share of the limit, and a reference LP bound the benchmark solves once per (size, budget) with a
 generous limit, which the distance ``(lp - progress) / lp`` uses. The greedy plan
 (:func:`planner.planning.greedy_plan`) is the baseline.
@@ -47,16 +47,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from formulations.round_model import build_round_model  # noqa: E402
-from formulations.solve import PlanRequest, lp_relaxation, plan_round  # noqa: E402
-from planner.domain import Instance  # noqa: E402
-from planner.planning import greedy_plan  # noqa: E402
-from planner.profile_build import DEFAULT_PROFILE_LIBRARY  # noqa: E402
-from planner.round_builder import (  # noqa: E402
+from formulations.backends import get_backend
+from formulations.round_model import build_round_model
+from formulations.solve import lp_relaxation
+from planner import planning
+from planner.domain import Instance
+from planner.planning import greedy_plan
+from planner.profile_build import DEFAULT_PROFILE_LIBRARY
+from planner.request import PlanRequest
+from planner.resources import GAVEL_TRACES, shipped
+from planner.round_builder import (
     ProfileLibrary,
     RoundOptions,
     build_round,
@@ -64,9 +64,10 @@ from planner.round_builder import (  # noqa: E402
     parse_cluster_spec,
     queued_jobs,
 )
-from planner.traces import TraceJob, read_gavel_trace  # noqa: E402
+from planner.traces import TraceJob, read_gavel_trace
 
-TRACE_DIR = REPO / "instances" / "sources" / "gavel" / "traces"
+REPO = Path(__file__).resolve().parents[1]
+TRACE_DIR = shipped(GAVEL_TRACES)
 FIGURES = REPO / "benchmarks" / "figures"
 GPU_TYPES = ("v100", "p100")
 GPUS_PER_NODE = 8
@@ -249,7 +250,7 @@ def measure(inst: Instance, solver: str, limit: float, threads: int, base: dict[
     row["load1_before"] = round(os.getloadavg()[0], 2)
     begin = time.perf_counter()
     try:
-        plan = plan_round(inst, PlanRequest(solver=solver, time_limit_s=limit, threads=threads, seed=0))
+        plan = planning.plan(inst, PlanRequest(solver=solver, time_limit_s=limit, threads=threads, seed=0))
     except Exception as exc:  # recorded, never fatal: the run goes on with the next solve
         row["wall_s"] = time.perf_counter() - begin
         row["status"] = "error"
@@ -258,18 +259,21 @@ def measure(inst: Instance, solver: str, limit: float, threads: int, base: dict[
         return row
     row["wall_s"] = time.perf_counter() - begin
     r = plan.round
-    model = r.extra.get("model", {})
+    model = r.report.model
+    if model is not None:
+        row.update(
+            columns=model.columns,
+            rows=model.rows,
+            nonzeros=model.nonzeros,
+            exclusive_options=model.options.get("exclusive"),
+            pair_side_options=model.options.get("pair_sides"),
+            pruned_zero_progress=model.pruned.get("zero_progress"),
+            pruned_dominated_exclusive=model.pruned.get("dominated_exclusive"),
+            pruned_unbalanceable_pair_sides=model.pruned.get("unbalanceable_pair_sides"),
+            build_s=model.build_s,
+        )
     row.update(
-        columns=model.get("columns"),
-        rows=model.get("rows"),
-        nonzeros=model.get("nonzeros"),
-        exclusive_options=model.get("options", {}).get("exclusive"),
-        pair_side_options=model.get("options", {}).get("pair_sides"),
-        pruned_zero_progress=model.get("pruned", {}).get("zero_progress"),
-        pruned_dominated_exclusive=model.get("pruned", {}).get("dominated_exclusive"),
-        pruned_unbalanceable_pair_sides=model.get("pruned", {}).get("unbalanceable_pair_sides"),
-        build_s=model.get("build_s"),
-        lp_bound=r.extra.get("lp_bound"),
+        lp_bound=r.report.lp_bound,
         status=r.status,
         plan_solver=r.solver,
         objective=r.objective_value,
@@ -278,16 +282,16 @@ def measure(inst: Instance, solver: str, limit: float, threads: int, base: dict[
         budget_j=r.budget_j,
         bound=r.bound,
         gap=r.gap,
-        fallback_reason=r.extra.get("fallback_reason", ""),
+        fallback_reason=r.notes().get("fallback_reason", ""),
     )
-    stages = r.extra.get("stages", [])
+    stages = r.report.stages
     for k, st in enumerate(stages[:2], start=1):
-        row[f"stage{k}_status"] = st.get("status")
-        row[f"stage{k}_objective"] = st.get("objective")
-        row[f"stage{k}_bound"] = st.get("bound")
-        row[f"stage{k}_s"] = st.get("solve_s")
-        row[f"stage{k}_message"] = (st.get("message") or "")[:160]
-    row["solve_s"] = sum(st.get("solve_s", 0.0) for st in stages)
+        row[f"stage{k}_status"] = st.status
+        row[f"stage{k}_objective"] = st.objective
+        row[f"stage{k}_bound"] = st.bound
+        row[f"stage{k}_s"] = st.solve_s
+        row[f"stage{k}_message"] = st.message[:160]
+    row["solve_s"] = r.report.solve_s
     row["lp_gap"] = _lp_gap(row.get("lp_ref") or row.get("lp_bound"), r.progress)
     return row
 
@@ -387,7 +391,7 @@ def run(args: argparse.Namespace) -> Path:
                             progress.advance(task)
                         continue
                     t0 = time.perf_counter()
-                    lp_ref = lp_relaxation(rm.lm, "progress", True, args.lp_reference_limit).value
+                    lp_ref = lp_relaxation(get_backend("highs"), rm.lm, "progress", True, args.lp_reference_limit).value
                     base["lp_ref"] = lp_ref
                     base["lp_ref_s"] = time.perf_counter() - t0
                     del rm
@@ -564,7 +568,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default="100,500,1000,2000", help="round sizes (jobs), comma separated")
     ap.add_argument("--budgets", default="0.3,0.6", help="budgets as fractions of full power, comma separated")
     ap.add_argument("--solvers", default="cpsat,highs,cbc", help="backends, comma separated")
-    ap.add_argument("--time-limit", type=float, default=10.0, help="plan_round time limit per solve (s)")
+    ap.add_argument("--time-limit", type=float, default=10.0, help="planning time limit per solve (s)")
     ap.add_argument("--threads", type=int, default=2, help="solver threads")
     ap.add_argument("--out", default="benchmarks/results/solve_scaling.csv", help="CSV, written row by row")
     ap.add_argument("--figure", default="benchmarks/figures/solve_scaling_lp_gap.png", help="PNG plot")

@@ -9,16 +9,47 @@ its coefficients integral enough for CP-SAT (1 for counting rows; see
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 import numpy as np
 
 INF = float("inf")
 
 
+class ModelRow(NamedTuple):
+    """One row ``lo <= vals . x[cols] <= hi`` of a :class:`LinearModel`; ``kind`` as ``row_kind``."""
+
+    row: int
+    cols: np.ndarray
+    vals: np.ndarray
+    lo: float
+    hi: float
+    kind: str
+
+
+def _unique(names: list[str]) -> list[str]:
+    """``names`` with a repeated name suffixed ``_2``, ``_3``, ... so that every name is distinct."""
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        k = seen.get(name, 0) + 1
+        seen[name] = k
+        out.append(name if k == 1 else f"{name}_{k}")
+    return out
+
+
+def _safe_name(name: str) -> str:
+    """``name`` with every run of characters other than letters, digits, ``_`` and ``.`` made one ``_``."""
+    return re.sub(r"[^A-Za-z0-9_.]+", "_", name).strip("_")
+
+
 @dataclass(frozen=True)
 class LinearModel:
+    """``row_lo <= A x <= row_hi``, ``lb <= x <= ub``, integrality and named objectives (module docstring)."""
+
     lb: np.ndarray
     ub: np.ndarray
     is_int: np.ndarray
@@ -34,14 +65,17 @@ class LinearModel:
 
     @property
     def num_cols(self) -> int:
+        """Number of columns (variables) ``x``."""
         return len(self.lb)
 
     @property
     def num_rows(self) -> int:
+        """Number of rows (constraints) ``row_lo <= A x <= row_hi``."""
         return len(self.row_lo)
 
     @property
     def num_nonzeros(self) -> int:
+        """Number of stored nonzero coefficients of ``A``."""
         return len(self.a_vals)
 
     def with_row(self, coefs: np.ndarray, lo: float, hi: float, name: str, kind: str) -> LinearModel:
@@ -77,6 +111,19 @@ class LinearModel:
             row_kind=tuple(k for i, k in enumerate(self.row_kind) if i not in drop),
         )
 
+    def rows(self) -> Iterator[ModelRow]:
+        """Every row with its columns and coefficients, in row order (for backends that add rows one by one)."""
+        order = np.argsort(self.a_rows, kind="stable")
+        rows, cols, vals = self.a_rows[order], self.a_cols[order], self.a_vals[order]
+        bounds = np.searchsorted(rows, np.arange(self.num_rows + 1))
+        for r in range(self.num_rows):
+            sl = slice(bounds[r], bounds[r + 1])
+            yield ModelRow(r, cols[sl], vals[sl], float(self.row_lo[r]), float(self.row_hi[r]), self.row_kind[r])
+
+    def export_names(self) -> tuple[list[str], list[str]]:
+        """Column and row names MPS and LP readers accept: ``x[j1,ResNet-50 (bs 64)]`` -> ``x_j1_ResNet_50_bs_64``."""
+        return _unique([_safe_name(n) for n in self.col_names]), _unique([_safe_name(n) for n in self.row_names])
+
     def row_activity(self, x: np.ndarray) -> np.ndarray:
         """``A x`` for a column vector ``x``."""
         return np.bincount(self.a_rows, weights=self.a_vals * x[self.a_cols], minlength=self.num_rows)
@@ -108,7 +155,13 @@ class ModelBuilder:
         self._row_names: list[str] = []
         self._row_kind: list[str] = []
 
+    @property
+    def num_cols(self) -> int:
+        """Columns added so far."""
+        return len(self._lb)
+
     def add_col(self, name: str, lb: float, ub: float, integer: bool) -> int:
+        """Add a column ``lb <= x <= ub`` (integer if ``integer``); return its index."""
         self._lb.append(lb)
         self._ub.append(ub)
         self._int.append(integer)
@@ -118,6 +171,7 @@ class ModelBuilder:
     def add_row(
         self, cols: Sequence[int], vals: Sequence[float], lo: float, hi: float, name: str, kind: str = "count"
     ) -> int:
+        """Add the row ``lo <= sum vals[i] x[cols[i]] <= hi``; return its index."""
         row = len(self._lo)
         self._rows.extend([row] * len(cols))
         self._cols.extend(cols)
@@ -129,6 +183,7 @@ class ModelBuilder:
         return row
 
     def build(self, objectives: dict[str, np.ndarray]) -> LinearModel:
+        """Freeze the columns and rows into a :class:`LinearModel` with these objective vectors."""
         return LinearModel(
             lb=np.array(self._lb, dtype=float),
             ub=np.array(self._ub, dtype=float),

@@ -25,7 +25,7 @@ from itertools import chain
 
 import numpy as np
 
-from formulations.options import SlotKey
+from formulations.options import Slot, match_slot
 from formulations.round_model import RoundModel
 from planner.assemble import Allocation
 from planner.greedy import Candidate, accept_in_order, allocation_outcome, ranked_candidates
@@ -36,22 +36,17 @@ EPS = 1e-6
 def _scored_pairs(rm: RoundModel, values: np.ndarray) -> list[tuple[float, int, Allocation]]:
     """``(score, first job index, pair allocation)`` for the pairs the LP solution uses."""
     jobs = rm.instance.jobs
-    sides: dict[SlotKey, list[list[tuple[float, int]]]] = defaultdict(lambda: [[], []])
+    sides: dict[Slot, list[list[tuple[float, int]]]] = defaultdict(lambda: [[], []])
     for i, p in enumerate(rm.options.pair_sides):
         z = float(values[rm.z_cols[i]])
         if z > EPS:
             sides[p.slot][p.side].append((z, p.job))
     out = []
     for slot, (first, second) in sides.items():
-        first.sort(key=lambda t: (-t[0], t[1]))
-        second.sort(key=lambda t: (-t[0], t[1]))
-        if slot[0] == slot[1] and slot not in rm.ordered_slots:
-            matches = list(zip(first[0::2], first[1::2], strict=False))
-        else:
-            matches = list(zip(first, second, strict=False))
-        for (zj, j), (zk, k) in matches:
+        by_z = sorted(first, key=lambda t: (-t[0], t[1])), sorted(second, key=lambda t: (-t[0], t[1]))
+        for (zj, j), (zk, k) in match_slot(slot, slot in rm.ordered_slots, *by_z):
             a, b = sorted((j, k))
-            out.append((min(zj, zk), a, Allocation((jobs[a].id, jobs[b].id), slot[2], slot[3], slot[4])))
+            out.append((min(zj, zk), a, Allocation((jobs[a].id, jobs[b].id), slot.gpu_type, slot.gpus, slot.setting)))
     return out
 
 

@@ -1,4 +1,4 @@
-"""Option enumeration and safe pruning (DESIGN.md section 2).
+"""Option enumeration and safe pruning (docs/design.md §3.2 and §3.7).
 
 Exclusive options ``o = (j, g, n, s)`` are enumerated as the design says. Pairs are not
 enumerated job by job: a job's outcome in a pair depends only on its partner's *type*
@@ -29,12 +29,48 @@ Pruning here never loses an optimum:
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple, TypeVar
 
 from planner.domain import Instance
-from planner.economics import job_outcome
+from planner.economics import exclusive_outcomes, job_outcome
 
-SlotKey = tuple[str, str, str, int, int]  # (type A, type B, gpu type, gpus, setting), A <= B
+
+class Slot(NamedTuple):
+    """A pair slot: two jobs sharing the GPUs of one GPU type at one setting.
+
+    A type-``type_a`` and a type-``type_b`` job (``type_a <= type_b``) sharing
+    ``gpus`` GPUs of ``gpu_type`` at ``setting``.
+    """
+
+    type_a: str
+    type_b: str
+    gpu_type: str
+    gpus: int
+    setting: int
+
+    @property
+    def same_type(self) -> bool:
+        """True when both jobs of the slot are of one type (``A = B``)."""
+        return self.type_a == self.type_b
+
+
+Member = TypeVar("Member")
+
+
+def match_slot(
+    slot: Slot, ordered: bool, first: Sequence[Member], second: Sequence[Member]
+) -> list[tuple[Member, Member]]:
+    """Pair up the members of one slot, each side already in the caller's preferred order.
+
+    A symmetric same-type slot (``A = B``, not ordered) keeps all its members on side 0 and
+    pairs them two by two (1st with 2nd, 3rd with 4th, ...); any other slot pairs the k-th
+    member of side 0 with the k-th member of side 1. Unmatched members are dropped.
+    """
+    if slot.same_type and not ordered:
+        return list(zip(first[0::2], first[1::2], strict=False))
+    return list(zip(first, second, strict=False))
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,22 +91,25 @@ class PairSideOption:
 
     job: int
     partner_type: str
-    slot: SlotKey
+    slot: Slot
     side: int  # 0: the job is of the slot's type A, 1: of type B; A = B: 0 unless the slot is ordered
     progress: float
     energy_j: float
 
     @property
     def gpu_type(self) -> str:
-        return self.slot[2]
+        """GPU type of the slot."""
+        return self.slot.gpu_type
 
     @property
     def gpus(self) -> int:
-        return self.slot[3]
+        """GPU count of the slot (the pair's GPUs, counted once)."""
+        return self.slot.gpus
 
     @property
     def setting(self) -> int:
-        return self.slot[4]
+        """Setting of the slot's GPUs."""
+        return self.slot.setting
 
 
 @dataclass
@@ -82,29 +121,24 @@ class OptionSet:
     pruned: dict[str, int] = field(default_factory=dict)
     enumerated: dict[str, int] = field(default_factory=dict)
 
-    def slots(self) -> dict[SlotKey, list[list[int]]]:
+    def slots(self) -> dict[Slot, list[list[int]]]:
         """Per slot, the indices (into ``pair_sides``) of its side-0 and side-1 options."""
-        out: dict[SlotKey, list[list[int]]] = defaultdict(lambda: [[], []])
+        out: dict[Slot, list[list[int]]] = defaultdict(lambda: [[], []])
         for i, p in enumerate(self.pair_sides):
             out[p.slot][p.side].append(i)
         return dict(out)
 
 
 def _exclusive(instance: Instance) -> tuple[list[ExclusiveOption], int]:
-    out, zero = [], 0
+    """Exclusive options with progress, and the count of those without."""
+    out: list[ExclusiveOption] = []
+    zero = 0
     for j, job in enumerate(instance.jobs):
-        for g in instance.gpu_types:
-            for n in job.gpus:
-                if n > g.total_gpus:
-                    continue
-                for s in g.settings:
-                    o = job_outcome(instance, job, g, n, s)
-                    if o is None:
-                        continue
-                    if o.progress <= 0:
-                        zero += 1
-                        continue
-                    out.append(ExclusiveOption(j, g.name, n, s, job.weight * o.progress, o.energy_j))
+        for g, n, s, o in exclusive_outcomes(instance, job):
+            if o.progress <= 0:
+                zero += 1
+                continue
+            out.append(ExclusiveOption(j, g.name, n, s, job.weight * o.progress, o.energy_j))
     return out, zero
 
 
@@ -154,7 +188,7 @@ def _pair_sides(instance: Instance) -> tuple[list[PairSideOption], int]:
                                 continue
                             out.append(
                                 PairSideOption(
-                                    j, partner_type, (a, b, g.name, n, s), side, job.weight * o.progress, o.energy_j
+                                    j, partner_type, Slot(a, b, g.name, n, s), side, job.weight * o.progress, o.energy_j
                                 )
                             )
     return out, zero
@@ -162,14 +196,13 @@ def _pair_sides(instance: Instance) -> tuple[list[PairSideOption], int]:
 
 def _balanceable(sides: list[PairSideOption], instance: Instance) -> list[PairSideOption]:
     """Keep pair sides whose slot can pair them with at least one other job."""
-    members: dict[SlotKey, list[set[int]]] = defaultdict(lambda: [set(), set()])
+    members: dict[Slot, list[set[int]]] = defaultdict(lambda: [set(), set()])
     for p in sides:
         members[p.slot][p.side].add(p.job)
     # A job needs a profile for its partner too: a slot side lists only jobs that can run there.
     keep = []
     for p in sides:
-        a, b = p.slot[0], p.slot[1]
-        if a == b:
+        if p.slot.same_type:
             ok = len(members[p.slot][0] | members[p.slot][1]) >= 2
         else:
             ok = bool(members[p.slot][1 - p.side])

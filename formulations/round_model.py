@@ -1,4 +1,4 @@
-"""The round model, written once (DESIGN.md section 2, in the compact pair form).
+"""The round model, written once (docs/design.md §3.3, in the compact pair form).
 
 Columns
     ``x_o``  binary, exclusive option ``o = (j, g, n, s)``;
@@ -29,13 +29,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from formulations.ir import INF, LinearModel, ModelBuilder
-from formulations.options import OptionSet, SlotKey, enumerate_options
+from formulations.options import OptionSet, Slot, enumerate_options, match_slot
 from planner.assemble import Allocation
 from planner.domain import Instance
 
 ENERGY_ROW = "energy"
 PROGRESS_ROW = "progress_floor"
-ENERGY_CAP_ROW = "energy_cap"
 
 
 @dataclass
@@ -47,9 +46,9 @@ class RoundModel:
     lm: LinearModel
     x_cols: np.ndarray  # column of exclusive option i
     z_cols: np.ndarray  # column of pair-side option i
-    w_cols: dict[SlotKey, int]
+    w_cols: dict[Slot, int]
     u_cols: dict[str, int]
-    ordered_slots: frozenset[SlotKey]
+    ordered_slots: frozenset[Slot]
 
     def decode(self, values: np.ndarray) -> list[Allocation]:
         """Allocations of a solution vector; pairs are formed slot by slot in instance order."""
@@ -58,21 +57,14 @@ class RoundModel:
         for i, o in enumerate(self.options.exclusive):
             if values[self.x_cols[i]] > 0.5:
                 chosen.append(Allocation((jobs[o.job].id,), o.gpu_type, o.gpus, o.setting))
-        sides: dict[SlotKey, list[list[int]]] = defaultdict(lambda: [[], []])
+        sides: dict[Slot, list[list[int]]] = defaultdict(lambda: [[], []])
         for i, p in enumerate(self.options.pair_sides):
             if values[self.z_cols[i]] > 0.5:
                 sides[p.slot][p.side].append(p.job)
         for slot, (first, second) in sides.items():
-            first.sort()
-            second.sort()
-            if slot[0] == slot[1] and slot not in self.ordered_slots:
-                members = first
-                matches = list(zip(members[0::2], members[1::2], strict=False))
-            else:
-                matches = list(zip(first, second, strict=False))
-            for j, k in matches:
+            for j, k in match_slot(slot, slot in self.ordered_slots, sorted(first), sorted(second)):
                 a, b = sorted((j, k))
-                chosen.append(Allocation((jobs[a].id, jobs[b].id), slot[2], slot[3], slot[4]))
+                chosen.append(Allocation((jobs[a].id, jobs[b].id), slot.gpu_type, slot.gpus, slot.setting))
         return chosen
 
     def encode(self, allocations: Sequence[Allocation]) -> np.ndarray:
@@ -87,7 +79,7 @@ class RoundModel:
         v = np.zeros(self.lm.num_cols)
         used: dict[str, int] = defaultdict(int)
         for a in allocations:
-            if len(a.job_ids) == 1:
+            if not a.is_pair:
                 col = x_of.get((index[a.job_ids[0]], a.gpu_type, a.gpus, a.setting))
                 if col is not None:
                     v[col] = 1
@@ -95,7 +87,8 @@ class RoundModel:
                 continue
             j, k = sorted(index[i] for i in a.job_ids)
             tj, tk = inst.jobs[j].type, inst.jobs[k].type
-            slot = (*sorted((tj, tk)), a.gpu_type, a.gpus, a.setting)
+            low, high = sorted((tj, tk))
+            slot = Slot(low, high, a.gpu_type, a.gpus, a.setting)
             ordered = slot in self.ordered_slots
             if tj != tk:
                 side_j = 0 if tj < tk else 1
@@ -138,11 +131,11 @@ def build_round_model(instance: Instance, options: OptionSet | None = None) -> R
         dtype=np.int64,
     )
     slots = opts.slots()
-    ordered = frozenset(s for s, (first, second) in slots.items() if s[0] == s[1] and second)
+    ordered = frozenset(s for s, (first, second) in slots.items() if s.same_type and second)
     w_cols = {
-        s: mb.add_col(f"w[{s[0]},{s[2]},{s[3]},{s[4]}]", 0, len(first) // 2, True)
+        s: mb.add_col(f"w[{s.type_a},{s.gpu_type},{s.gpus},{s.setting}]", 0, len(first) // 2, True)
         for s, (first, _) in slots.items()
-        if s[0] == s[1] and s not in ordered
+        if s.same_type and s not in ordered
     }
     u_cols = {g.name: mb.add_col(f"u[{g.name}]", 0, g.nodes, True) for g in instance.gpu_types}
 
@@ -150,8 +143,8 @@ def build_round_model(instance: Instance, options: OptionSet | None = None) -> R
     _capacity_rows(mb, instance, opts, slots, x_cols, z_cols, w_cols, u_cols)
     _balance_rows(mb, opts, slots, ordered, z_cols, w_cols)
 
-    progress = np.zeros(len(mb._lb))
-    energy = np.zeros(len(mb._lb))
+    progress = np.zeros(mb.num_cols)
+    energy = np.zeros(mb.num_cols)
     progress[x_cols] = [o.progress for o in opts.exclusive]
     progress[z_cols] = [p.progress for p in opts.pair_sides]
     energy[x_cols] = [o.energy_j for o in opts.exclusive]
@@ -180,37 +173,36 @@ def _capacity_rows(
     mb: ModelBuilder,
     instance: Instance,
     opts: OptionSet,
-    slots: dict[SlotKey, list[list[int]]],
+    slots: dict[Slot, list[list[int]]],
     x_cols: np.ndarray,
     z_cols: np.ndarray,
-    w_cols: dict[SlotKey, int],
+    w_cols: dict[Slot, int],
     u_cols: dict[str, int],
 ) -> None:
     terms: dict[str, list[tuple[int, float]]] = defaultdict(list)
     for i, o in enumerate(opts.exclusive):
         terms[o.gpu_type].append((int(x_cols[i]), o.gpus))
     for slot, (first, _) in slots.items():
-        g, n = slot[2], slot[3]
         if slot in w_cols:
-            terms[g].append((w_cols[slot], n))
+            terms[slot.gpu_type].append((w_cols[slot], slot.gpus))
         else:  # one pair per side-0 member (A != B, or the first side of an ordered slot)
-            terms[g].extend((int(z_cols[i]), n) for i in first)
-    for g in instance.gpu_types:
-        cols = [c for c, _ in terms[g.name]] + [u_cols[g.name]]
-        vals = [float(v) for _, v in terms[g.name]] + [-float(g.gpus_per_node)]
-        mb.add_row(cols, vals, -INF, 0, f"gpus[{g.name}]")
+            terms[slot.gpu_type].extend((int(z_cols[i]), slot.gpus) for i in first)
+    for gpu_type in instance.gpu_types:
+        cols = [c for c, _ in terms[gpu_type.name]] + [u_cols[gpu_type.name]]
+        vals = [float(v) for _, v in terms[gpu_type.name]] + [-float(gpu_type.gpus_per_node)]
+        mb.add_row(cols, vals, -INF, 0, f"gpus[{gpu_type.name}]")
 
 
 def _balance_rows(
     mb: ModelBuilder,
     opts: OptionSet,
-    slots: dict[SlotKey, list[list[int]]],
-    ordered: frozenset[SlotKey],
+    slots: dict[Slot, list[list[int]]],
+    ordered: frozenset[Slot],
     z_cols: np.ndarray,
-    w_cols: dict[SlotKey, int],
+    w_cols: dict[Slot, int],
 ) -> None:
     for slot, (first, second) in slots.items():
-        name = f"pair[{slot[0]}|{slot[1]},{slot[2]},{slot[3]},{slot[4]}]"
+        name = f"pair[{slot.type_a}|{slot.type_b},{slot.gpu_type},{slot.gpus},{slot.setting}]"
         if slot in w_cols:
             cols = [int(z_cols[i]) for i in first] + [w_cols[slot]]
             mb.add_row(cols, [1.0] * len(first) + [-2.0], 0, 0, name)
@@ -224,7 +216,7 @@ def _balance_rows(
 def _prefix_rows(
     mb: ModelBuilder,
     opts: OptionSet,
-    slot: SlotKey,
+    slot: Slot,
     first: list[int],
     second: list[int],
     z_cols: np.ndarray,

@@ -1,4 +1,4 @@
-"""Integer scaling for CP-SAT, in one place (DESIGN.md section 4: CP-SAT needs integer coefficients).
+"""Integer scaling for CP-SAT, in one place (docs/design.md §3.8: CP-SAT needs integer coefficients).
 
 ``ENERGY_SCALE`` units per joule and ``PROGRESS_SCALE`` units per unit of weighted progress.
 Rows are scaled so that a CP-SAT solution is feasible for the true (float) model:
@@ -26,6 +26,7 @@ SCALES = {"energy": ENERGY_SCALE, "progress": PROGRESS_SCALE, "count": 1.0}
 
 
 def scale_objective(kind: str, coefs: np.ndarray) -> np.ndarray:
+    """Integer objective coefficients ``rint(coefs * SCALES[kind])`` (rounded to nearest)."""
     return np.rint(coefs * SCALES[kind]).astype(np.int64)
 
 

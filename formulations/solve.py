@@ -1,4 +1,4 @@
-"""Plan a round with a solver: the objectives, the lexicographic stage, the deadline, the floor.
+"""The solve strategy: plan a round with a solver backend (docs/design.md §4 and §5).
 
 ``progress`` (PowerFlow): maximise ``P = sum w pi`` under the budget; then, among plans with
 ``P >= (1 - 1e-6) P1`` (``P1`` the first stage's progress), the least energy. The reported
@@ -11,22 +11,26 @@ early) cannot lower the target to nothing and empty the plan. When the target is
 infeasible, or unsolved in time, the plan falls back to ``progress`` under the budget and
 says so.
 
-Time: the clock starts before the model is built and everything counts against
-``time_limit_s``: build, the greedy plan, each stage (a share of the time left), the LP
-bound (only with the time the stages leave), and a reserve for decoding, placing and
-validating. Every stage runs under the watchdog (:mod:`formulations.watchdog`), whose
-deadline never passes the planner's own, so a plan is never late by more than the reserve
-misjudges.
+Time: the clock starts when the caller says (the command line starts it before reading the
+instance) and everything counts against ``time_limit_s``: build, the greedy plan, each stage
+(a share of the time left), the LP bound (only with the time the stages leave), and a reserve
+for decoding, placing and validating. Every stage runs under the watchdog
+(:mod:`formulations.watchdog`), whose deadline never passes the planner's own.
 
 Heuristics: the greedy plan (:mod:`planner.greedy`) is computed first; for the ``progress``
-objective the LP relaxation is solved next (HiGHS primal simplex) and rounded into a plan
+objective the LP relaxation is solved next by the request's ``lp_solver`` (a backend that
+declares ``lp_relaxation``; HiGHS's primal simplex by default) and rounded into a plan
 (:mod:`formulations.lp_rounding`). The LP optimum is the reported ``lp_bound``; when the
-better heuristic plan is within ``rel_gap`` of it the plan is proven and the first stage
-is not needed. Otherwise the better of the heuristic plans (or each running job's current
-configuration, if better still) is the solver's start, and the planner never returns a
-solver plan with less progress than a heuristic plan (it returns that plan, marked
-``<solver>+<heuristic>``). If the solver returns no plan at all, the best heuristic plan is
-used with status ``fallback``. Whatever the path, the plan passes the validator.
+better heuristic plan is within ``rel_gap`` of it the plan is proven and the first stage is
+not needed. Otherwise the better of the heuristic plans (or each running job's current
+configuration, if better still) is the solver's start when the backend takes one, and the
+planner never returns a solver plan with less progress than a heuristic plan (it returns that
+plan, marked ``<solver>+<heuristic>``). If the solver returns no plan at all, the best
+heuristic plan is used with status ``fallback``. A plan is ``optimal`` only when every stage
+proved optimality and its gap is within ``rel_gap``. Whatever the path, the plan passes the
+validator.
+
+Entry: :func:`solve_round`, called only by the front door :func:`planner.planning.plan`.
 """
 
 from __future__ import annotations
@@ -35,90 +39,72 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from formulations.backends import Backend, SolveParams, SolverResult, get_backend
+from formulations.backends import (
+    Backend,
+    BackendUnavailable,
+    FeatureUnsupported,
+    ObjectiveName,
+    SolveParams,
+    SolverResult,
+    get_backend,
+)
 from formulations.ir import LinearModel
 from formulations.lp_rounding import lp_guided_allocations
 from formulations.round_model import ENERGY_ROW, PROGRESS_ROW, RoundModel, build_round_model
 from formulations.watchdog import run_with_deadline
 from planner.assemble import Allocation, SolveInfo, assemble_plan
-from planner.domain import Instance
-from planner.greedy import allocation_outcome, greedy_allocations
+from planner.domain import Instance, Objective
+from planner.greedy import greedy_allocations, progress_of
 from planner.plan import Plan
-from planner.planning import checked
+from planner.request import PlanRequest
+from planner.solve_report import HeuristicRecord, ModelStats, PlanNote, ProgressTarget, SolveReport, StageRecord
+from planner.validate import checked
 
 LEXICOGRAPHIC_TOLERANCE = 1e-6
-MIN_STAGE_S = 0.2  # a stage with less time than this is skipped, not started
-FIRST_STAGE_SHARE = 0.75  # of the time left
-SECOND_STAGE_SHARE = 0.9  # of the time left after the first stage
-LP_SHARE = 0.5  # of the time left, for the LP relaxation (bound and LP-guided start)
+"""The second ``progress`` stage keeps ``P >= (1 - 1e-6) P1``."""
+GAP_TOLERANCE = 1e-6
+"""Slack on ``gap <= rel_gap`` for an ``optimal`` status: a bound carries numerical noise (CP-SAT's
+is an integer of the scaled model, off by up to half a unit of :mod:`formulations.scaling` per
+term: a relative gap of 7e-9 was seen on a proven 3-job optimum)."""
+MIN_STAGE_S = 0.2
+"""A stage with less time than this (s) is skipped, not started."""
+FIRST_STAGE_SHARE = 0.75
+"""``progress``, stage 1 (most progress under the budget): share of the time left."""
+SECOND_STAGE_SHARE = 0.9
+"""``progress``, stage 2 (least energy at that progress): share of the time left after stage 1."""
+NO_BUDGET_STAGE_SHARE = 0.4
+"""``energy``, stage 1 (``P*``, most progress without budget): share of the time left."""
+TARGET_STAGE_SHARE = 0.85
+"""``energy``, stage 2 (least energy at the progress target): share of the time left after stage 1."""
+LP_SHARE = 0.5
+"""The LP relaxation (bound and LP-guided start): share of the time left."""
+MAX_RESERVE_S = 1.0
+RESERVE_SHARE = 0.05
+"""Reserve for decoding, placing and validating: ``min(MAX_RESERVE_S, RESERVE_SHARE * limit)`` (s)."""
 
 
-@dataclass(frozen=True, slots=True)
-class PlanRequest:
-    """What the user asked for; ``None`` keeps the instance's own choice."""
-
-    solver: str = "cbc"
-    objective: str | None = None
-    time_limit_s: float = 30.0
-    rel_gap: float = 1e-4
-    threads: int = 2
-    seed: int = 0
-    lp_bound: bool = True
-    warm_start: bool = True
-    export_model: Path | None = None
-
-
-@dataclass
-class StageLog:
-    """What each solve reported; ``energy_j`` and ``progress`` are of the solution it returned."""
-
-    stages: list[dict[str, Any]] = field(default_factory=list)
-
-    def add(self, name: str, r: SolverResult, lm: LinearModel, limit_s: float) -> None:
-        has = r.has_solution and r.values is not None
-        self.stages.append(
-            {
-                "stage": name,
-                "status": r.status,
-                "objective": r.objective,
-                "bound": r.bound,
-                "progress": float(lm.objectives["progress"] @ r.values) if has else None,
-                "energy_j": float(lm.objectives["energy"] @ r.values) if has else None,
-                "limit_s": round(limit_s, 4),
-                "solve_s": round(r.solve_s, 4),
-                "message": r.message.splitlines()[0] if r.message else "",
-            }
-        )
-
-    def skip(self, name: str, why: str) -> None:
-        self.stages.append({"stage": name, "status": "skipped", "message": why})
-
-
-def _call(backend: Backend, lm, objective, maximize, params, start=None, relax=False) -> SolverResult:
-    return backend.solve(lm, objective, maximize, params, start, relax)
-
-
-class _Clock:
+class Clock:
     """Seconds left of the planner's own limit, less a reserve for decoding and validating."""
 
-    def __init__(self, limit_s: float) -> None:
-        self.start = time.perf_counter()
+    def __init__(self, limit_s: float, started_at: float | None = None) -> None:
+        self.start = time.perf_counter() if started_at is None else started_at
         self.limit_s = limit_s
-        self.reserve_s = min(1.0, 0.05 * limit_s)
+        self.reserve_s = min(MAX_RESERVE_S, RESERVE_SHARE * limit_s)
 
     def elapsed(self) -> float:
+        """Seconds since the clock started."""
         return time.perf_counter() - self.start
 
     def left(self) -> float:
+        """Seconds left for solving: ``max(0, limit - reserve - elapsed)``."""
         return max(0.0, self.limit_s - self.reserve_s - self.elapsed())
 
 
 def _gap(objective: float | None, bound: float | None) -> float | None:
+    """``|bound - objective| / max(|objective|, 1e-9)``, or None without both."""
     if objective is None or bound is None:
         return None
     return abs(bound - objective) / max(abs(objective), 1e-9)
@@ -133,14 +119,14 @@ class LpRelaxation:
     note: str
 
 
-def lp_relaxation(lm: LinearModel, objective: str, maximize: bool, limit_s: float) -> LpRelaxation:
-    """The LP relaxation of ``lm`` solved to optimality by HiGHS within ``limit_s``, else no value."""
-    try:
-        highs = get_backend("highs")
-    except Exception as exc:
-        return LpRelaxation(None, None, f"not computed: {exc}")
-    args = (highs, lm, lm.objectives[objective], maximize, SolveParams(time_limit_s=limit_s), None, True)
-    r = run_with_deadline(_call, args, limit_s)
+def lp_relaxation(
+    backend: Backend, lm: LinearModel, objective: ObjectiveName, maximize: bool, limit_s: float
+) -> LpRelaxation:
+    """The LP relaxation of ``lm`` solved to optimality by ``backend`` within ``limit_s``, else no value."""
+    if not backend.features.lp_relaxation:
+        return LpRelaxation(None, None, f"not computed: {backend.name} solves no LP relaxation")
+    args = (lm, objective, maximize, SolveParams(time_limit_s=limit_s), None, True)
+    r = run_with_deadline(backend.solve, args, limit_s)
     note = f"{r.status} in {r.solve_s:.2f} s"
     if r.has_solution and r.status == "optimal":
         return LpRelaxation(r.objective, r.values, note)
@@ -166,68 +152,94 @@ def _current_allocations(inst: Instance) -> list[Allocation]:
     return allocations
 
 
-def _model_stats(rm: RoundModel, build_s: float) -> dict[str, Any]:
-    return {
-        "columns": rm.lm.num_cols,
-        "rows": rm.lm.num_rows,
-        "nonzeros": rm.lm.num_nonzeros,
-        "options": {"exclusive": len(rm.options.exclusive), "pair_sides": len(rm.options.pair_sides)},
-        "enumerated": rm.options.enumerated,
-        "pruned": rm.options.pruned,
-        "build_s": round(build_s, 4),
-    }
+def _model_stats(rm: RoundModel, build_s: float) -> ModelStats:
+    """The model's size and the option counts, for the report."""
+    return ModelStats(
+        columns=rm.lm.num_cols,
+        rows=rm.lm.num_rows,
+        nonzeros=rm.lm.num_nonzeros,
+        options={"exclusive": len(rm.options.exclusive), "pair_sides": len(rm.options.pair_sides)},
+        enumerated=dict(rm.options.enumerated),
+        pruned=dict(rm.options.pruned),
+        build_s=round(build_s, 4),
+    )
 
 
-def plan_round(inst: Instance, req: PlanRequest) -> Plan:
-    """Plan ``inst`` as ``req`` asks; always returns a validated plan (see the module docstring)."""
+def _stage_record(name: str, r: SolverResult, lm: LinearModel, limit_s: float) -> StageRecord:
+    """What one solve reported; ``progress`` and ``energy_j`` are of the solution it returned."""
+    has = r.has_solution and r.values is not None
+    return StageRecord(
+        stage=name,
+        status=r.status,
+        objective=r.objective,
+        bound=r.bound,
+        progress=float(lm.objectives["progress"] @ r.values) if has else None,
+        energy_j=float(lm.objectives["energy"] @ r.values) if has else None,
+        limit_s=round(limit_s, 4),
+        solve_s=round(r.solve_s, 4),
+        message=r.message.splitlines()[0] if r.message else "",
+    )
+
+
+def solve_round(inst: Instance, req: PlanRequest, started_at: float | None = None) -> Plan:
+    """Plan ``inst`` with the backend ``req.solver`` (see the module docstring); always a validated plan."""
     backend = get_backend(req.solver)
-    clock = _Clock(req.time_limit_s)
+    clock = Clock(req.time_limit_s, started_at)
+    build_begin = time.perf_counter()
     rm = build_round_model(inst)
-    objective = req.objective or inst.round.objective
-    log = StageLog()
-    extra: dict[str, Any] = {"model": _model_stats(rm, clock.elapsed()), "stages": log.stages}
+    objective: Objective = req.objective or inst.round.objective
+    report = SolveReport(model=_model_stats(rm, time.perf_counter() - build_begin))
     if req.export_model is not None:
-        _export(backend, rm, objective, req.export_model)
-    session = _Session(inst, rm, backend, req, clock, log, extra)
+        if not backend.features.export:
+            raise FeatureUnsupported(f"the {backend.name} backend cannot export a model")
+        backend.export(rm.lm, objective, objective == "progress", req.export_model)
+    session = _Session(inst, rm, backend, req, clock, report)
     session.add_heuristic("greedy", greedy_allocations)
     if objective == "energy":
         return session.energy_objective()
     relaxation = session.relax(rm.lm, "progress", True, LP_SHARE)
     if relaxation is not None and relaxation.values is not None:
-        session.add_heuristic("lp-rounding", lambda _: lp_guided_allocations(rm, relaxation.values))
+        lp_values = relaxation.values
+        session.add_heuristic("lp-rounding", lambda _: lp_guided_allocations(rm, lp_values))
     return session.progress_objective()
 
 
 @dataclass
 class _Session:
-    """One planning call: the model, the backend, the clock, the heuristic plans and what the stages reported."""
+    """One planning call: the model, the backend, the clock, the heuristic plans and the report."""
 
     inst: Instance
     rm: RoundModel
     backend: Backend
     req: PlanRequest
-    clock: _Clock
-    log: StageLog
-    extra: dict[str, Any]
+    clock: Clock
+    report: SolveReport
     heuristics: dict[str, list[Allocation]] = field(default_factory=dict)
     heuristic_progress: dict[str, float] = field(default_factory=dict)
+    lp_bound: float | None = None
 
     def add_heuristic(self, name: str, make: Callable[[Instance], list[Allocation]]) -> None:
+        """Compute a heuristic plan and remember it with its progress."""
         begin = time.perf_counter()
         allocations = make(self.inst)
-        progress = _progress_of(self.inst, allocations)
+        progress = progress_of(self.inst, allocations)
         self.heuristics[name] = allocations
         self.heuristic_progress[name] = progress
-        self.extra.setdefault("heuristics", {})[name] = {
-            "progress": progress,
-            "seconds": round(time.perf_counter() - begin, 4),
-        }
+        self.report.heuristics[name] = HeuristicRecord(progress, round(time.perf_counter() - begin, 4))
+
+    def note(self, kind: PlanNote, text: str) -> None:
+        """Record why the plan is not simply the solver's plan for its objective."""
+        self.report.notes[kind] = text
 
     def best_heuristic(self) -> str:
+        """The heuristic plan with the most progress (ties: greedy)."""
         return max(self.heuristic_progress, key=lambda k: (self.heuristic_progress[k], k == "greedy"))
 
     def start(self) -> np.ndarray | None:
-        """The start with the most progress among the heuristic plans and the running jobs as they run now."""
+        """The start with the most progress among the heuristic plans and the running jobs as they run now.
+
+        None when the backend takes no start (``features.mip_start``) or no candidate is feasible.
+        """
         if not self.backend.features.mip_start:
             return None
         plans = dict(self.heuristics)
@@ -242,10 +254,10 @@ class _Session:
                     best = (p, name, v)
         if best is None:
             return None
-        self.extra["start"] = best[1]
+        self.report.start = best[1]
         return best[2]
 
-    def relax(self, lm: LinearModel, objective: str, maximize: bool, share: float) -> LpRelaxation | None:
+    def relax(self, lm: LinearModel, objective: ObjectiveName, maximize: bool, share: float) -> LpRelaxation | None:
         """The LP relaxation with ``share`` of the time left; its optimum is the plan's ``lp_bound``."""
         if not self.req.lp_bound:
             return None
@@ -253,28 +265,37 @@ class _Session:
         if left < MIN_STAGE_S:
             relaxation = LpRelaxation(None, None, f"not computed: {left:.2f} s left")
         else:
-            relaxation = lp_relaxation(lm, objective, maximize, max(share * left, MIN_STAGE_S))
-        self.extra["lp_bound"] = relaxation.value
-        self.extra["lp_bound_note"] = relaxation.note
+            try:
+                lp_backend = get_backend(self.req.lp_solver)
+            except BackendUnavailable as exc:
+                relaxation = LpRelaxation(None, None, f"not computed: {exc}")
+            else:
+                relaxation = lp_relaxation(lp_backend, lm, objective, maximize, max(share * left, MIN_STAGE_S))
+        self.lp_bound = relaxation.value
+        self.report.lp_bound = relaxation.value
+        self.report.lp_bound_note = relaxation.note
         return relaxation
 
-    def stage(self, name: str, lm: LinearModel, objective: str, share: float, start=None) -> SolverResult:
+    def stage(
+        self, name: str, lm: LinearModel, objective: ObjectiveName, share: float, start: np.ndarray | None = None
+    ) -> SolverResult:
         """One solve with ``share`` of the time left as the solver's limit and all of it as the deadline."""
         left = self.clock.left()
         if left < MIN_STAGE_S:
-            self.log.skip(name, f"{left:.2f} s left")
+            self.report.stages.append(StageRecord(name, "skipped", message=f"{left:.2f} s left"))
             return SolverResult("no_solution", message="skipped: no time left")
         limit = max(share * left, MIN_STAGE_S)
         params = SolveParams(time_limit_s=limit, rel_gap=self.req.rel_gap, threads=self.req.threads, seed=self.req.seed)
         maximize = objective == "progress"
-        args = (self.backend, lm, self.rm.lm.objectives[objective], maximize, params, start)
-        result = run_with_deadline(_call, args, left)
-        self.log.add(name, result, self.rm.lm, limit)
+        usable_start = start if self.backend.features.mip_start else None
+        args = (lm, objective, maximize, params, usable_start)
+        result = run_with_deadline(self.backend.solve, args, left)
+        self.report.stages.append(_stage_record(name, result, self.rm.lm, limit))
         return result
 
     def heuristic_stage(self) -> SolverResult | None:
         """The best heuristic plan as a proven first stage when it is within ``rel_gap`` of the LP bound."""
-        lp = self.extra.get("lp_bound")
+        lp = self.lp_bound
         name = self.best_heuristic()
         v = self.rm.encode(self.heuristics[name])
         p = float(self.rm.lm.objectives["progress"] @ v)
@@ -285,17 +306,34 @@ class _Session:
         result = SolverResult(
             "optimal", values=v, objective=p, bound=lp, message=f"{name} plan within the gap of the LP bound"
         )
-        self.log.add(f"max_progress ({name})", result, self.rm.lm, 0.0)
+        self.report.stages.append(_stage_record(f"max_progress ({name})", result, self.rm.lm, 0.0))
         return result
 
     def fallback(self, why: str) -> Plan:
+        """The best heuristic plan, status ``fallback``."""
         name = self.best_heuristic()
-        extra = {**self.extra, "fallback_reason": why}
-        info = SolveInfo(solver=f"{self.backend.name}+{name}", status="fallback", extra=extra, objective="progress")
+        self.note("fallback_reason", why)
+        info = SolveInfo(
+            solver=f"{self.backend.name}+{name}",
+            status="fallback",
+            solve_s=self.report.solve_s,
+            report=self.report,
+            objective="progress",
+        )
         return checked(self.inst, assemble_plan(self.inst, self.heuristics[name], info))
 
-    def finish(self, objective: str, values: np.ndarray, proven: bool, value_of, bound: float | None) -> Plan:
-        """Decode, place and validate; ``value_of(plan)`` is the reported objective value."""
+    def finish(
+        self,
+        objective: Objective,
+        values: np.ndarray,
+        proven: bool,
+        value_of: Callable[[Plan], float],
+        bound: float | None,
+    ) -> Plan:
+        """Decode, place and validate; ``value_of(plan)`` is the reported objective value.
+
+        The status is ``optimal`` only if ``proven`` and the gap is within ``rel_gap``.
+        """
         allocations = self.rm.decode(values)
         solver = self.backend.name
         if objective == "progress":
@@ -303,43 +341,44 @@ class _Session:
             solver_progress = float(self.rm.lm.objectives["progress"] @ values)
             if self.heuristic_progress[name] > solver_progress * (1 + 1e-9):
                 allocations, solver, proven = self.heuristics[name], f"{solver}+{name}", False
-                self.extra["floor_note"] = f"the {name} plan had more progress than the solver's: {name} plan kept"
+                self.note("floor_note", f"the {name} plan had more progress than the solver's: {name} plan kept")
         draft = assemble_plan(self.inst, allocations, SolveInfo(solver=solver, status="feasible"))
         value = value_of(draft)
+        gap = _gap(value, bound)
+        within_gap = gap is None or gap <= self.req.rel_gap + GAP_TOLERANCE
         info = SolveInfo(
             objective=objective,
             solver=solver,
-            status="optimal" if proven else "feasible",
+            status="optimal" if proven and within_gap else "feasible",
             objective_value=value,
             bound=bound,
-            gap=_gap(value, bound),
-            solve_s=sum(s.get("solve_s", 0.0) for s in self.log.stages),
-            extra=self.extra,
+            gap=gap,
+            solve_s=self.report.solve_s,
+            report=self.report,
         )
         return checked(self.inst, assemble_plan(self.inst, allocations, info))
 
     def progress_objective(self, note: str | None = None) -> Plan:
         """Stage 1: max progress under the budget; stage 2: least energy at that progress."""
         if note:
-            self.extra["objective_note"] = note
+            self.note("objective_note", note)
         lm = self.rm.lm
         first = self.heuristic_stage() or self.stage("max_progress", lm, "progress", FIRST_STAGE_SHARE, self.start())
-        if not first.has_solution:
+        if not first.has_solution or first.values is None:
             return self.fallback(f"no solution: {first.status}")
         p1 = float(lm.objectives["progress"] @ first.values)
         floor = (1 - LEXICOGRAPHIC_TOLERANCE) * p1
         second_lm = lm.with_row(lm.objectives["progress"], floor, math.inf, PROGRESS_ROW, "progress")
         second = self.stage("min_energy_at_progress", second_lm, "energy", SECOND_STAGE_SHARE, first.values)
-        chosen = first
-        if second.has_solution and second_lm.is_feasible(second.values):
+        chosen = first.values
+        if second.has_solution and second.values is not None and second_lm.is_feasible(second.values):
             if float(lm.objectives["energy"] @ second.values) <= float(lm.objectives["energy"] @ first.values):
-                chosen = second
+                chosen = second.values
         proven = first.status == "optimal" and second.status == "optimal"
         bound = first.bound
-        lp = self.extra.get("lp_bound")
-        if lp is not None and (bound is None or lp < bound):
-            bound = lp  # the LP optimum bounds the progress too, and may be the tighter
-        return self.finish("progress", chosen.values, proven, lambda plan: p1, bound)
+        if self.lp_bound is not None and (bound is None or self.lp_bound < bound):
+            bound = self.lp_bound  # the LP optimum bounds the progress too, and may be the tighter
+        return self.finish("progress", chosen, proven, lambda plan: p1, bound)
 
     def energy_objective(self) -> Plan:
         """``P*`` without budget, then the least energy with ``P >= (1 - delta) P*`` under the budget.
@@ -351,38 +390,33 @@ class _Session:
         lm = self.rm.lm
         unbudgeted = replace(self.inst, round=replace(self.inst.round, budget_j=None))
         greedy_free = greedy_allocations(unbudgeted)
-        p_greedy = _progress_of(self.inst, greedy_free)
+        p_greedy = progress_of(self.inst, greedy_free)
         no_budget_lm = lm.without_rows([ENERGY_ROW])
-        best = self.stage("max_progress_no_budget", no_budget_lm, "progress", 0.4, self.start())
-        p_solver = float(lm.objectives["progress"] @ best.values) if best.has_solution else None
+        best = self.stage("max_progress_no_budget", no_budget_lm, "progress", NO_BUDGET_STAGE_SHARE, self.start())
+        best_values = best.values if best.has_solution else None
+        p_solver = float(lm.objectives["progress"] @ best_values) if best_values is not None else None
         if p_solver is None and not greedy_free:
             return self.progress_objective("best progress without budget not found in time; planned for progress")
         p_star = max(p_solver or 0.0, p_greedy)
         target = (1 - self.inst.round.delta) * p_star
-        self.extra["progress_target"] = {
-            "best_without_budget": p_star,
-            "solver_without_budget": p_solver,
-            "greedy_without_budget": p_greedy,
-            "delta": self.inst.round.delta,
-            "target": target,
-        }
+        self.report.progress_target = ProgressTarget(p_star, p_solver, p_greedy, self.inst.round.delta, target)
         target_lm = lm.with_row(lm.objectives["progress"], target, math.inf, PROGRESS_ROW, "progress")
         energy = lm.objectives["energy"]
-        hints = [best.values] if best.has_solution else []
+        hints = [best_values] if best_values is not None else []
         hints.append(self.rm.encode(greedy_free))
         hint = next((v for v in hints if target_lm.is_feasible(v)), None)
         start_meets_target = hint is not None
         if hint is None:
             hint = self.start()
-        result = self.stage("min_energy_at_target", target_lm, "energy", 0.85, hint)
-        solved = result.has_solution and target_lm.is_feasible(result.values)
-        if start_meets_target and (not solved or energy @ hint < energy @ result.values):
+        result = self.stage("min_energy_at_target", target_lm, "energy", TARGET_STAGE_SHARE, hint)
+        solved = result.has_solution and result.values is not None and target_lm.is_feasible(result.values)
+        if hint is not None and start_meets_target and (not solved or energy @ hint < energy @ result.values):
             # The start is already a plan for this objective (progress >= target within the budget):
             # keep it rather than plan for progress, and never return more energy than it uses.
             why = f"not found ({result.status})" if not solved else "not better than the start"
-            self.extra["objective_note"] = f"least energy at progress >= {target:.6g} {why}; kept the start plan"
+            self.note("objective_note", f"least energy at progress >= {target:.6g} {why}; kept the start plan")
             return self.finish("energy", hint, False, lambda plan: plan.round.energy_j, None)
-        if not solved:
+        if not solved or result.values is None:
             why = "unreachable under the budget" if result.status == "infeasible" else f"not solved ({result.status})"
             return self.progress_objective(
                 f"energy objective: progress target {target:.6g} {why}; planned for progress"
@@ -391,21 +425,3 @@ class _Session:
         self.relax(target_lm, "energy", False, 1.0)
         # The plan powers the fewest nodes that hold the allocations, never more than the solver's u.
         return self.finish("energy", result.values, proven, lambda plan: plan.round.energy_j, result.bound)
-
-
-def _progress_of(inst: Instance, allocations: list[Allocation]) -> float:
-    """``sum w pi`` of ``allocations`` on ``inst`` (steps/s weighted as the model weighs them)."""
-    total = 0.0
-    for a in allocations:
-        outcome = allocation_outcome(inst, a)
-        total += outcome[0] if outcome else 0.0
-    return total
-
-
-def _export(backend: Backend, rm: RoundModel, objective: str, path: Path) -> None:
-    """Write the first-stage model; HiGHS writes it with readable names when it is installed."""
-    try:
-        exporter = get_backend("highs")
-    except Exception:
-        exporter = backend
-    exporter.export(rm.lm, rm.lm.objectives[objective], objective == "progress", path)  # type: ignore[attr-defined]

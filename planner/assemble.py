@@ -6,14 +6,14 @@ here, so all plans are computed, placed and totalled the same way.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from planner.domain import Instance, NodeGpus
-from planner.economics import job_outcome, node_energy_j, ordered_pair_rates, restarts
+from planner.economics import job_outcome, node_energy_j, nodes_for, ordered_pair_rates, restarts
 from planner.placement import PlacementRequest, place
 from planner.plan import Plan, PlannedJob, PlanRound, PlanStatus
+from planner.solve_report import SolveReport
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +24,11 @@ class Allocation:
     gpu_type: str
     gpus: int
     setting: int
+
+    @property
+    def is_pair(self) -> bool:
+        """True when two jobs share the allocation's GPUs."""
+        return len(self.job_ids) == 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +41,7 @@ class SolveInfo:
     bound: float | None = None
     gap: float | None = None
     solve_s: float = 0.0
-    extra: Mapping[str, object] | None = None
+    report: SolveReport = field(default_factory=SolveReport)
     objective: str | None = None  # None: the instance's objective
 
 
@@ -50,7 +55,7 @@ def gpus_used(allocations: Sequence[Allocation]) -> dict[str, int]:
 
 def min_nodes_on(instance: Instance, allocations: Sequence[Allocation]) -> dict[str, int]:
     """The fewest nodes that hold the allocations: ``u_g = ceil(gpus_used_g / K_g)``."""
-    return {g: math.ceil(n / instance.gpu_type(g).gpus_per_node) for g, n in gpus_used(allocations).items() if n > 0}
+    return nodes_for(instance, gpus_used(allocations))
 
 
 def _keep(instance: Instance, a: Allocation) -> tuple[NodeGpus, ...] | None:
@@ -65,18 +70,18 @@ def _keep(instance: Instance, a: Allocation) -> tuple[NodeGpus, ...] | None:
 def _planned_jobs(instance: Instance, a: Allocation, placement: tuple[NodeGpus, ...]) -> list[PlannedJob]:
     g = instance.gpu_type(a.gpu_type)
     jobs = [instance.job(j) for j in a.job_ids]
-    if len(jobs) == 2:
-        rates = ordered_pair_rates(instance, jobs[0], jobs[1], g.name, a.gpus)
-        if rates is None:
+    rates: tuple[float, ...] = (1.0,)
+    if a.is_pair:
+        pair_rates = ordered_pair_rates(instance, jobs[0], jobs[1], g.name, a.gpus)
+        if pair_rates is None:
             raise ValueError(f"no pair entry for {a.job_ids} on {a.gpus} {g.name}")
-    else:
-        rates = (1.0,)
+        rates = pair_rates
     out = []
     for k, job in enumerate(jobs):
         o = job_outcome(instance, job, g, a.gpus, a.setting, rates[k])
         if o is None:
             raise ValueError(f"no profile for job {job.id!r} on {a.gpus} {g.name} at {a.setting}")
-        partner = jobs[1 - k].id if len(jobs) == 2 else None
+        partner = jobs[1 - k].id if a.is_pair else None
         out.append(
             PlannedJob(
                 job_id=job.id,
@@ -122,9 +127,8 @@ def assemble_plan(
     jobs = tuple(by_id.get(j.id, PlannedJob(job_id=j.id, state="wait")) for j in instance.jobs)
     dynamic = sum(pj.energy_j for pj in by_id.values())
     progress = sum(instance.job(j).weight * (pj.progress or 0.0) for j, pj in by_id.items())
-    extra = dict(info.extra or {})
-    extra["energy_breakdown_j"] = {"dynamic": dynamic, "node_and_idle": node_energy_j(instance, nodes)}
-    plan_round = PlanRound(
+    extra = {"energy_breakdown_j": {"dynamic": dynamic, "node_and_idle": node_energy_j(instance, nodes)}}
+    summary = PlanRound(
         index=instance.round.index,
         duration_s=instance.round.duration_s,
         budget_j=instance.round.budget_j,
@@ -139,6 +143,7 @@ def assemble_plan(
         solver=info.solver,
         status=info.status,
         solve_s=info.solve_s,
+        report=info.report,
         extra=extra,
     )
-    return Plan(round=plan_round, jobs=jobs)
+    return Plan(round=summary, jobs=jobs)

@@ -1,14 +1,19 @@
 """wattplan's command line: parse, call the planner, render. No math and no solver here.
 
+Installed as the ``wattplan`` console script (``planner.cli:main``); ``python cli.py`` and
+``python -m planner`` run the same app from a checkout. Every solve option's default comes
+from :class:`planner.request.PlanRequest` and every round default from :mod:`planner.defaults`.
+
 Exit codes: 0 success, 1 a plan or run failed (e.g. the validator rejected a plan),
-2 bad input (every problem is listed with the path of the offending field).
+2 bad input (every problem is listed with the path of the offending field), 130 interrupted,
+143 terminated (the solver's processes and scratch files are removed first).
 """
 
 from __future__ import annotations
 
 import functools
 import os
-import sys
+import time
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
@@ -17,7 +22,9 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 
+from planner import defaults
 from planner.problems import InputError, Problem
+from planner.request import DEFAULT_REQUEST, REPLAY_REQUEST, PlanRequest
 
 app = typer.Typer(
     name="wattplan",
@@ -39,12 +46,15 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class ExitCode:
+    """The command line's exit codes (see the module docstring)."""
+
     OK = 0
     FAILED = 1
     BAD_INPUT = 2
 
 
 def report_problems(source: str, problems: list[Problem], title: str) -> None:
+    """Print a table of problems (path, message, code) to standard error."""
     from planner.report import problems_table
 
     err.print(problems_table(problems, f"{title}: {source} ({len(problems)} problem(s))"))
@@ -80,26 +90,60 @@ def handles_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-REPO_ROOT = Path(__file__).resolve().parent
-DEFAULT_INSTANCE = REPO_ROOT / "instances" / "default.json"
-
-
 class ObjectiveChoice(StrEnum):
+    """The two objectives of the round model."""
+
     progress = "progress"
     energy = "energy"
+
+
+class TraceFormat(StrEnum):
+    """Trace formats: ``auto`` chooses by file extension (``.csv`` is Philly)."""
+
+    auto = "auto"
+    gavel = "gavel"
+    philly = "philly"
+
+
+SOLVER_HELP = (
+    "cbc (default: fastest on the shipped rounds, see benchmarks/RESULTS.md), highs, cpsat, "
+    "pulp:NAME (any PuLP solver, e.g. pulp:GUROBI_CMD) or greedy (no solver)."
+)
+TRACE_HELP = (
+    "Gavel .trace file or Philly-derived CSV, or the name of a shipped trace "
+    "(e.g. 6c71a0.trace, b436b2.trace, philly.csv)."
+)
+
+# Options shared by the commands that build rounds from a trace.
+TraceArg = Annotated[Path, typer.Argument(help=TRACE_HELP)]
+FormatOpt = Annotated[TraceFormat, typer.Option("--format", help="Trace format (auto: .csv is Philly).")]
+RoundSOpt = Annotated[float, typer.Option(help="Round length T (s).")]
+RestartOpt = Annotated[float, typer.Option(help="Restart cost tau (s).")]
+MinPairRateOpt = Annotated[float, typer.Option(help="Least slowdown either job of a pair may have.")]
+GpusPerNodeOpt = Annotated[int, typer.Option(help="GPUs per node.")]
+NodePowerOpt = Annotated[
+    float, typer.Option(help="Node base power (CPU, memory, fans) in W; an assumption, not measured data.")
+]
+VcOpt = Annotated[str | None, typer.Option(help="Philly virtual cluster id to keep (e.g. 6214e9).")]
+ProfilesOpt = Annotated[Path | None, typer.Option(help="Profile library (default: the shipped Gavel+Zeus one).")]
+PowerCapOpt = Annotated[float | None, typer.Option(help="Power cap (W): a round's budget is cap x T.")]
+
+
+def _trace(path: Path) -> Path:
+    """The trace a user named: a file, or a shipped trace by name."""
+    from planner.resources import resolve_trace
+
+    return resolve_trace(path)
 
 
 @app.command()
 @handles_errors
 def plan(
-    instance: Annotated[Path, typer.Argument(help="Round instance (wattplan.instance/1 JSON).")] = DEFAULT_INSTANCE,
-    solver: Annotated[
-        str,
-        typer.Option(
-            help="cbc (default: fastest on the shipped rounds, see benchmarks/RESULTS.md), highs, cpsat, "
-            "pulp:NAME (any PuLP solver, e.g. pulp:GUROBI_CMD) or greedy."
-        ),
-    ] = "cbc",
+    instance: Annotated[
+        Path | None,
+        typer.Argument(help="Round instance (wattplan.instance/1 JSON); default: the shipped default round."),
+    ] = None,
+    solver: Annotated[str, typer.Option(help=SOLVER_HELP)] = DEFAULT_REQUEST.solver,
     objective: Annotated[
         ObjectiveChoice | None,
         typer.Option(
@@ -110,18 +154,23 @@ def plan(
     budget_j: Annotated[
         float | None, typer.Option(help="Energy budget of the round (J); overrides the instance.")
     ] = None,
-    power_cap_w: Annotated[float | None, typer.Option(help="Power cap (W); budget = cap x round length.")] = None,
-    time_limit: Annotated[float, typer.Option(help="Seconds for all solves; the planner keeps this deadline.")] = 30.0,
-    gap: Annotated[float, typer.Option(help="Relative optimality gap at which a solve stops.")] = 1e-4,
-    threads: Annotated[int, typer.Option(help="Solver threads.")] = 2,
-    seed: Annotated[int, typer.Option(help="Solver random seed.")] = 0,
+    power_cap_w: PowerCapOpt = None,
+    time_limit: Annotated[
+        float, typer.Option(help="Seconds for the whole run, from reading the instance to the written plan (> 0).")
+    ] = DEFAULT_REQUEST.time_limit_s,
+    gap: Annotated[
+        float, typer.Option(help="Relative optimality gap at which a solve stops, in [0, 1).")
+    ] = DEFAULT_REQUEST.rel_gap,
+    threads: Annotated[int, typer.Option(help="Solver threads (>= 1).")] = DEFAULT_REQUEST.threads,
+    seed: Annotated[int, typer.Option(help="Solver random seed (>= 0).")] = DEFAULT_REQUEST.seed,
     export_model: Annotated[
-        Path | None, typer.Option(help="Also write the model as FILE.mps or FILE.lp for outside solvers.")
+        Path | None,
+        typer.Option(help="Also write the model as FILE.mps or FILE.lp for outside solvers (cbc or highs)."),
     ] = None,
     lp_bound: Annotated[
         bool,
         typer.Option(help="Solve the LP relaxation first (HiGHS): the reported LP bound and an LP-rounded start plan."),
-    ] = True,
+    ] = DEFAULT_REQUEST.lp_bound,
     out_path: Annotated[Path, typer.Option("--out", "-o", help="Where to write the plan (atomically).")] = Path(
         "plan.json"
     ),
@@ -130,47 +179,39 @@ def plan(
     """Plan one round: GPUs, settings, partners and placements under the energy budget; validate; write."""
     import dataclasses
 
+    from planner import planning
     from planner.instance_io import load_instance
     from planner.plan import write_plan
-    from planner.planning import InvalidPlanError, make_plan
+    from planner.planning import request_problems
     from planner.report import plan_table, summary_table
+    from planner.resources import default_instance
+    from planner.validate import InvalidPlanError
 
-    inst = load_instance(instance)
+    started_at = time.perf_counter()
+    request = PlanRequest(
+        solver=solver,
+        objective=None if objective is None else objective.value,
+        time_limit_s=time_limit,
+        rel_gap=gap,
+        threads=threads,
+        seed=seed,
+        lp_bound=lp_bound,
+        export_model=export_model,
+    )
+    problems = request_problems(request)
     if budget_j is not None and power_cap_w is not None:
-        raise InputError("options", [Problem("conflicting-options", "--budget-j", "give --budget-j or --power-cap-w")])
+        problems.append(Problem("conflicting-options", "--budget-j", "give --budget-j or --power-cap-w"))
+    if problems:
+        raise InputError("options", problems)
+    source = instance or default_instance()
+    inst = load_instance(source)
     if power_cap_w is not None:
         budget_j = power_cap_w * inst.round.duration_s
-    if budget_j is not None or objective is not None:
-        new_round = dataclasses.replace(
-            inst.round,
-            budget_j=inst.round.budget_j if budget_j is None else budget_j,
-            objective=inst.round.objective if objective is None else objective.value,
-        )
-        inst = dataclasses.replace(inst, round=new_round)
-    if export_model is not None and export_model.suffix not in (".mps", ".lp"):
-        raise InputError("options", [Problem("bad-option", "--export-model", "the file must end in .mps or .lp")])
+    if budget_j is not None:
+        inst = dataclasses.replace(inst, round=dataclasses.replace(inst.round, budget_j=budget_j))
     try:
-        if solver == "greedy":
-            result = make_plan(inst, "greedy")
-        else:
-            from formulations.backends import BackendUnavailable
-            from formulations.solve import PlanRequest, plan_round
-
-            request = PlanRequest(
-                solver=solver,
-                objective=None if objective is None else objective.value,
-                time_limit_s=time_limit,
-                rel_gap=gap,
-                threads=threads,
-                seed=seed,
-                lp_bound=lp_bound,
-                export_model=export_model,
-            )
-            with err.status(f"solving with {solver} (at most {time_limit:g} s)..."):
-                try:
-                    result = plan_round(inst, request)
-                except BackendUnavailable as exc:
-                    raise InputError("--solver", [Problem("solver-unavailable", "--solver", str(exc))]) from None
+        with err.status(f"planning with {solver} (at most {time_limit:g} s)..."):
+            result = planning.plan(inst, request, started_at)
     except InvalidPlanError as exc:
         report_problems(solver, exc.problems, "planner bug: invalid plan, not written")
         raise typer.Exit(ExitCode.FAILED) from None
@@ -178,7 +219,7 @@ def plan(
     if not quiet:
         out.print(plan_table(result))
     out.print(summary_table(result))
-    out.print(f"plan written to [bold]{out_path}[/] and validated against {instance}")
+    out.print(f"plan written to [bold]{out_path}[/] and validated against {source}")
 
 
 @app.command()
@@ -206,6 +247,8 @@ def validate(
 
 
 class LaunchTarget(StrEnum):
+    """What ``launch`` renders a plan for."""
+
     slurm = "slurm"
     kubernetes = "kubernetes"
     shell = "shell"
@@ -248,6 +291,7 @@ def launch(
     from planner.launch.hosts import load_host_map
     from planner.launch.kubernetes import KubernetesOptions
     from planner.launch.launcher import LaunchOptions, PlanRejected, launch_files
+    from planner.launch.render import PLACEHOLDER_EXIT
     from planner.launch.slurm import SlurmOptions
 
     options = LaunchOptions(
@@ -271,11 +315,13 @@ def launch(
     if placeholders:
         err.print(
             f"[yellow]warning:[/] {len(placeholders)} job(s) have no command in the instance and run a placeholder "
-            f"that exits 64: {escape(', '.join(repr(j) for j in placeholders[:10]))}"
+            f"that exits {PLACEHOLDER_EXIT}: {escape(', '.join(repr(j) for j in placeholders[:10]))}"
         )
 
 
 class DiffFormat(StrEnum):
+    """How ``diff`` prints its actions."""
+
     table = "table"
     json = "json"
 
@@ -318,66 +364,46 @@ def instance_check(file: Annotated[Path, typer.Argument(help="Instance file to c
     )
 
 
-class TraceFormat(StrEnum):
-    auto = "auto"
-    gavel = "gavel"
-    philly = "philly"
-
-
 @instance_app.command("from-trace")
 @handles_errors
 def instance_from_trace(
-    trace: Annotated[Path, typer.Argument(help="Gavel .trace file or Philly-derived CSV.")],
+    trace: TraceArg,
     cluster: Annotated[str, typer.Option(help="GPUs of each type, e.g. v100:64,p100:32 (whole nodes).")],
     at: Annotated[float, typer.Option(help="Round start, seconds after the trace's start.")],
     out_path: Annotated[Path, typer.Option("--out", "-o", help="Instance file to write.")] = Path("instance.json"),
-    fmt: Annotated[
-        TraceFormat, typer.Option("--format", help="Trace format (auto: by file extension).")
-    ] = TraceFormat.auto,
+    fmt: FormatOpt = TraceFormat.auto,
     max_jobs: Annotated[int | None, typer.Option(help="Keep at most this many jobs (earliest arrivals).")] = None,
-    round_s: Annotated[float, typer.Option(help="Round length T (s).")] = 360.0,
-    budget_fraction: Annotated[float, typer.Option(help="Budget as a fraction of full power x T.")] = 0.6,
+    round_s: RoundSOpt = defaults.ROUND_S,
+    budget_fraction: Annotated[
+        float, typer.Option(help="Budget as a fraction of full power x T.")
+    ] = defaults.BUDGET_FRACTION,
     budget_j: Annotated[float | None, typer.Option(help="Budget in joules (overrides --budget-fraction).")] = None,
-    power_cap_w: Annotated[float | None, typer.Option(help="Power cap in W; budget = cap x T.")] = None,
+    power_cap_w: PowerCapOpt = None,
     no_budget: Annotated[bool, typer.Option("--no-budget", help="No energy budget.")] = False,
-    gpus_per_node: Annotated[int, typer.Option(help="GPUs per node.")] = 8,
-    node_power_w: Annotated[
-        float, typer.Option(help="Node base power (CPU, memory, fans) in W; an assumption, not measured data.")
-    ] = 200.0,
-    restart_s: Annotated[float, typer.Option(help="Restart cost tau (s).")] = 30.0,
-    min_pair_rate: Annotated[float, typer.Option(help="Least slowdown either job of a pair may have.")] = 0.5,
+    gpus_per_node: GpusPerNodeOpt = defaults.GPUS_PER_NODE,
+    node_power_w: NodePowerOpt = defaults.NODE_POWER_W,
+    restart_s: RestartOpt = defaults.RESTART_S,
+    min_pair_rate: MinPairRateOpt = defaults.MIN_PAIR_RATE,
     seed: Annotated[int, typer.Option(help="Seed for drawing job types of Philly rows.")] = 0,
-    vc: Annotated[str | None, typer.Option(help="Philly virtual cluster id to keep (e.g. 6214e9).")] = None,
-    profiles: Annotated[
-        Path | None, typer.Option(help="Profile library (default: the shipped Gavel+Zeus one).")
-    ] = None,
+    vc: VcOpt = None,
+    profiles: ProfilesOpt = None,
 ) -> None:
     """Make a round instance from a trace: the queue at --at with remaining steps."""
     from planner.instance_io import write_instance
-    from planner.profile_build import DEFAULT_PROFILE_LIBRARY
+    from planner.resources import profile_library
     from planner.round_builder import (
         RoundOptions,
         build_round,
         load_profile_library,
-        normalise_request,
         parse_cluster_spec,
+        read_trace,
+        trace_format,
     )
-    from planner.traces import read_gavel_trace, read_philly_csv
 
+    trace = _trace(trace)
     spec = parse_cluster_spec(cluster, gpus_per_node, node_power_w)
-    lib = load_profile_library(profiles or DEFAULT_PROFILE_LIBRARY)
-    kind = fmt.value if fmt != TraceFormat.auto else ("philly" if trace.suffix == ".csv" else "gavel")
-    if kind == "gavel":
-        jobs = read_gavel_trace(trace)
-    else:
-        types = sorted({p.type for p in lib.profiles})
-        jobs = read_philly_csv(
-            trace,
-            types,
-            lambda t, n: lib.top_throughput(t, "v100", normalise_request(n, lib.max_count(t))),
-            seed=seed,
-            virtual_cluster=vc,
-        )
+    lib = load_profile_library(profiles or profile_library())
+    jobs = read_trace(trace, lib, fmt.value, seed, vc)
     if no_budget:
         fraction, joules = None, None
     elif power_cap_w is not None:
@@ -393,6 +419,7 @@ def instance_from_trace(
         min_pair_rate=min_pair_rate,
         max_jobs=max_jobs,
     )
+    kind = trace_format(trace, fmt.value)
     inst = build_round(jobs, spec, lib, opts, {"trace": trace.name, "format": kind, "cluster": cluster, "seed": seed})
     write_instance(inst, out_path)
     budget = "none" if inst.round.budget_j is None else f"{inst.round.budget_j / 1e6:.3f} MJ"
@@ -405,22 +432,19 @@ def instance_from_trace(
 @profiles_app.command("build")
 @handles_errors
 def profiles_build(
-    sources: Annotated[Path | None, typer.Option(help="Folder with gavel/ and zeus/ source files.")] = None,
-    out_path: Annotated[Path | None, typer.Option("--out", "-o", help="Profile library to write.")] = None,
+    sources: Annotated[
+        Path | None, typer.Option(help="Folder with gavel/ and zeus/ source files (default: the shipped ones).")
+    ] = None,
+    out_path: Annotated[Path, typer.Option("--out", "-o", help="Profile library to write.")] = Path("profiles.json"),
 ) -> None:
     """Build V100 and P100 profiles (exclusive and co-located) from Gavel throughputs and Zeus power curves."""
-    from planner.profile_build import (
-        DEFAULT_PROFILE_LIBRARY,
-        DEFAULT_SOURCE_DIR,
-        build_profile_library,
-        write_profile_library,
-    )
+    from planner.profile_build import build_profile_library, write_profile_library
+    from planner.resources import source_dir
 
-    target = out_path or DEFAULT_PROFILE_LIBRARY
-    lib = build_profile_library(sources or DEFAULT_SOURCE_DIR)
-    write_profile_library(lib, target)
+    lib = build_profile_library(sources or source_dir())
+    write_profile_library(lib, out_path)
     out.print(
-        f"wrote [bold]{target}[/]: {len(lib['profiles'])} profiles, {len(lib['pairs'])} pair entries, "
+        f"wrote [bold]{out_path}[/]: {len(lib['profiles'])} profiles, {len(lib['pairs'])} pair entries, "
         f"GPU types {', '.join(g['name'] for g in lib['gpu_types'])}"
     )
 
@@ -428,55 +452,62 @@ def profiles_build(
 @app.command()
 @handles_errors
 def simulate(
-    trace: Annotated[Path, typer.Argument(help="Gavel .trace file or Philly-derived CSV.")],
+    trace: TraceArg,
     cluster: Annotated[str, typer.Option(help="GPUs of each type, e.g. v100:32,p100:16 (whole nodes).")],
     policy: Annotated[
         list[str],
         typer.Option("--policy", "-p", help="fifo-max, zeus, eaco, powerflow, wattplan, or all; repeat for several."),
     ] = ["wattplan"],  # noqa: B006 (typer needs a list default)
-    power_cap_w: Annotated[float | None, typer.Option(help="Power cap (W): every round's budget is cap x T.")] = None,
+    power_cap_w: PowerCapOpt = None,
     energy_budget_kwh: Annotated[
         float | None, typer.Option(help="Energy budget over the replay (kWh), paced per round.")
     ] = None,
-    round_s: Annotated[float, typer.Option(help="Round length T (s).")] = 360.0,
+    round_s: RoundSOpt = defaults.ROUND_S,
     objective: Annotated[ObjectiveChoice, typer.Option(help="wattplan's objective.")] = ObjectiveChoice.progress,
-    solver: Annotated[str, typer.Option(help="wattplan's solver: cbc, highs, cpsat, pulp:NAME, greedy.")] = "cbc",
-    time_limit: Annotated[float, typer.Option(help="wattplan's seconds per round.")] = 5.0,
-    threads: Annotated[int, typer.Option(help="Solver threads.")] = 1,
-    seed: Annotated[int, typer.Option(help="Seed: solver, Philly job types, --noise.")] = 0,
+    solver: Annotated[str, typer.Option(help="wattplan's solver: " + SOLVER_HELP)] = REPLAY_REQUEST.solver,
+    time_limit: Annotated[
+        float, typer.Option(help="wattplan's seconds per round (> 0).")
+    ] = REPLAY_REQUEST.time_limit_s,
+    threads: Annotated[int, typer.Option(help="Solver threads (>= 1).")] = REPLAY_REQUEST.threads,
+    seed: Annotated[int, typer.Option(help="Seed: solver, Philly job types, --noise.")] = REPLAY_REQUEST.seed,
     out_path: Annotated[Path, typer.Option("--out", "-o", help="Output folder.")] = Path("sim-out"),
     max_jobs: Annotated[int | None, typer.Option(help="Replay the first N jobs (by arrival) of the window.")] = None,
     start_s: Annotated[float | None, typer.Option(help="Window start: jobs arriving from here (trace s).")] = None,
     end_s: Annotated[float | None, typer.Option(help="Window end: jobs arriving before this (trace s).")] = None,
-    fmt: Annotated[
-        TraceFormat, typer.Option("--format", help="Trace format (auto: .csv is Philly).")
-    ] = TraceFormat.auto,
-    vc: Annotated[str | None, typer.Option(help="Philly virtual cluster id to keep.")] = None,
-    zeus_eta: Annotated[float, typer.Option(help="Zeus's weight of energy against time, in [0, 1].")] = 0.5,
+    fmt: FormatOpt = TraceFormat.auto,
+    vc: VcOpt = None,
+    zeus_eta: Annotated[
+        float, typer.Option(help="Zeus's weight of energy against time, in [0, 1].")
+    ] = defaults.ZEUS_ETA,
     noise: Annotated[
         float, typer.Option(help="Throughput error: each job and round runs at U[1-x, 1+x] x the profile.")
     ] = 0.0,
-    restart_s: Annotated[float, typer.Option(help="Restart cost tau (s).")] = 30.0,
-    min_pair_rate: Annotated[float, typer.Option(help="Least slowdown either job of a pair may have.")] = 0.5,
-    delta: Annotated[float, typer.Option(help="Progress loss the energy objective accepts per round.")] = 0.03,
+    restart_s: RestartOpt = defaults.RESTART_S,
+    min_pair_rate: MinPairRateOpt = defaults.MIN_PAIR_RATE,
+    delta: Annotated[
+        float, typer.Option(help="Progress loss the energy objective accepts per round.")
+    ] = defaults.DELTA,
     max_rounds: Annotated[int, typer.Option(help="Stop after this many simulated rounds.")] = 20_000,
-    gpus_per_node: Annotated[int, typer.Option(help="GPUs per node.")] = 8,
-    node_power_w: Annotated[float, typer.Option(help="Node base power (W); an assumption.")] = 200.0,
-    profiles: Annotated[Path | None, typer.Option(help="Profile library (default: the shipped one).")] = None,
+    gpus_per_node: GpusPerNodeOpt = defaults.GPUS_PER_NODE,
+    node_power_w: NodePowerOpt = defaults.NODE_POWER_W,
+    profiles: ProfilesOpt = None,
     plots: Annotated[bool, typer.Option(help="Write PNG plots.")] = True,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Replay a trace round by round with one or more policies; write logs, summary.json and plots."""
+    import dataclasses
+
     from planner.sim.policies import PolicyOptions
     from planner.sim.render import progress_callback, progress_display, summary_table
     from planner.sim.replay import ReplaySpec, expand_policies, prepare, run_policy, write_outputs
     from planner.sim.round_instance import RoundRules
 
+    request = dataclasses.replace(REPLAY_REQUEST, solver=solver, time_limit_s=time_limit, threads=threads, seed=seed)
     spec = ReplaySpec(
-        trace=trace,
+        trace=_trace(trace),
         cluster=cluster,
         policies=expand_policies(policy),
-        fmt=fmt.value,  # type: ignore[arg-type]
+        fmt=fmt.value,
         virtual_cluster=vc,
         start_s=start_s,
         end_s=end_s,
@@ -484,7 +515,7 @@ def simulate(
         rules=RoundRules(round_s, restart_s, min_pair_rate, objective.value, delta),
         power_cap_w=power_cap_w,
         energy_budget_kwh=energy_budget_kwh,
-        policy_options=PolicyOptions(zeus_eta, solver, time_limit, threads, seed),
+        policy_options=PolicyOptions(zeus_eta, request),
         noise=noise,
         seed=seed,
         max_rounds=max_rounds,
@@ -509,4 +540,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

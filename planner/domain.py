@@ -1,4 +1,4 @@
-"""Domain types of one scheduling round (DESIGN.md section 2).
+"""Domain types of one scheduling round (docs/design.md §1.2 and §7.1).
 
 Every type is a frozen dataclass: the instance loader builds them once, after the
 structural (JSON Schema) and semantic checks have passed, and nothing mutates them.
@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Literal
+
+from planner.defaults import DELTA, MIN_PAIR_RATE, RESTART_S
 
 SettingUnit = Literal["power_limit_w", "sm_clock_mhz"]
 Objective = Literal["progress", "energy"]
@@ -43,9 +45,9 @@ class RoundSpec:
     duration_s: float
     budget_j: float | None
     objective: Objective = "progress"
-    delta: float = 0.03
-    restart_s: float = 30.0
-    min_pair_rate: float = 0.5
+    delta: float = DELTA
+    restart_s: float = RESTART_S
+    min_pair_rate: float = MIN_PAIR_RATE
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +69,7 @@ class GpuType:
 
     @property
     def total_gpus(self) -> int:
+        """GPUs of the pool: ``N * K`` (nodes times GPUs per node)."""
         return self.nodes * self.gpus_per_node
 
     @property
@@ -74,12 +77,18 @@ class GpuType:
         """Power of one powered-on node with all GPUs idle: ``Pnode + K * Pidle`` (W)."""
         return self.node_power_w + self.gpus_per_node * self.idle_power_w
 
+    @property
+    def powered_share_w(self) -> float:
+        """One GPU's share of a powered node: ``Pnode / K + Pidle`` (W)."""
+        return self.node_power_w / self.gpus_per_node + self.idle_power_w
+
     def node_names(self) -> list[str]:
         """Node names as plans use them: ``<type>-0`` .. ``<type>-(N-1)``."""
         return [node_name(self.name, i) for i in range(self.nodes)]
 
 
 def node_name(gpu_type: str, index: int) -> str:
+    """The plan's name of node ``index`` of ``gpu_type``: ``<type>-<index>``."""
     return f"{gpu_type}-{index}"
 
 
@@ -161,6 +170,11 @@ class Instance:
     profiles: tuple[Profile, ...]
     pairs: tuple[PairSlowdown, ...]
     extra: dict = field(default_factory=dict, compare=False)
+    # Lookup tables, filled by __post_init__ from the fields above.
+    _gpu_by_name: dict[str, GpuType] = field(init=False, repr=False, compare=False)
+    _job_by_id: dict[str, Job] = field(init=False, repr=False, compare=False)
+    _profile_by_key: dict[ProfileKey, Profile] = field(init=False, repr=False, compare=False)
+    _pair_by_key: dict[PairKey, tuple[float, float]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_gpu_by_name", {g.name: g for g in self.gpu_types})
@@ -173,19 +187,24 @@ class Instance:
         object.__setattr__(self, "_pair_by_key", pair_map)
 
     def gpu_type(self, name: str) -> GpuType:
-        return self._gpu_by_name[name]  # type: ignore[attr-defined]
+        """The GPU type called ``name`` (``KeyError`` if the instance has none)."""
+        return self._gpu_by_name[name]
 
     def has_gpu_type(self, name: str) -> bool:
-        return name in self._gpu_by_name  # type: ignore[attr-defined]
+        """True when the instance has a GPU type called ``name``."""
+        return name in self._gpu_by_name
 
     def job(self, job_id: str) -> Job:
-        return self._job_by_id[job_id]  # type: ignore[attr-defined]
+        """The job with id ``job_id`` (``KeyError`` if the instance has none)."""
+        return self._job_by_id[job_id]
 
     def has_job(self, job_id: str) -> bool:
-        return job_id in self._job_by_id  # type: ignore[attr-defined]
+        """True when the instance has a job with id ``job_id``."""
+        return job_id in self._job_by_id
 
     def profile(self, job_type: str, gpu_type: str, gpus: int, setting: int) -> Profile | None:
-        return self._profile_by_key.get((job_type, gpu_type, gpus, setting))  # type: ignore[attr-defined]
+        """The exclusive profile of ``job_type`` on ``gpus`` GPUs of ``gpu_type`` at ``setting``; None if unprofiled."""
+        return self._profile_by_key.get((job_type, gpu_type, gpus, setting))
 
     def pair_rates(self, type_j: str, type_k: str, gpu_type: str, gpus: int) -> tuple[float, float] | None:
         """``(rho_j, rho_k)`` for job types ``type_j`` and ``type_k`` sharing, in that order.
@@ -193,4 +212,4 @@ class Instance:
         An entry ``(a, b)`` serves both orders; for two jobs of the same type the job listed
         first gets ``rho_a`` (the caller passes them in instance order).
         """
-        return self._pair_by_key.get((type_j, type_k, gpu_type, gpus))  # type: ignore[attr-defined]
+        return self._pair_by_key.get((type_j, type_k, gpu_type, gpus))

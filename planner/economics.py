@@ -1,4 +1,4 @@
-"""What one allocation achieves and costs in a round (DESIGN.md section 2).
+"""What one allocation achieves and costs in a round (docs/design.md §2).
 
 Pure arithmetic on an :class:`~planner.domain.Instance`; no solver is imported here, so
 the plan validator, the greedy planner, the simulator and the formulations share it.
@@ -21,6 +21,8 @@ powered-on nodes.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from planner.domain import GpuType, Instance, Job
@@ -92,7 +94,7 @@ def ordered_pair_rates(
     """``(rho_a, rho_b)`` for two jobs sharing, respecting instance order for equal types.
 
     For two jobs of the same type the pair entry's ``rho_a`` goes to the job listed first
-    in ``instance.jobs`` (DESIGN.md section 2).
+    in ``instance.jobs`` (docs/design.md §3.2).
     """
     if job_a.type == job_b.type:
         order = {j.id: i for i, j in enumerate(instance.jobs)}
@@ -104,10 +106,49 @@ def ordered_pair_rates(
     return instance.pair_rates(job_a.type, job_b.type, gpu_type, gpus)
 
 
-def node_energy_j(instance: Instance, nodes_on: dict[str, int]) -> float:
+def exclusive_outcomes(instance: Instance, job: Job) -> Iterator[tuple[GpuType, int, int, JobOutcome]]:
+    """Every profiled exclusive option ``(g, n, s)`` of ``job`` that fits the cluster, with its outcome.
+
+    Options run in the order GPU type (instance order), allowed count, setting (ascending);
+    counts above the type's ``N_g * K_g`` GPUs and settings without a profile are skipped.
+    Zero-progress options are yielded too: callers decide what to do with them.
+    """
+    for g in instance.gpu_types:
+        for n in job.gpus:
+            if n > g.total_gpus:
+                continue
+            for s in g.settings:
+                o = job_outcome(instance, job, g, n, s)
+                if o is not None:
+                    yield g, n, s, o
+
+
+def full_cost_j(instance: Instance, g: GpuType, gpus: int, dynamic_j: float) -> float:
+    """An allocation's full energy cost ``c = e + n * T * (Pnode_g / K_g + Pidle_g)`` (J).
+
+    Its dynamic energy plus its GPUs' share of the powered node's base and idle power over
+    the round; heuristics rank options by progress per joule of ``c``.
+    """
+    return dynamic_j + gpus * instance.round.duration_s * g.powered_share_w
+
+
+def nodes_for(instance: Instance, gpus_used: Mapping[str, int]) -> dict[str, int]:
+    """The fewest nodes that hold ``gpus_used``: ``u_g = ceil(used_g / K_g)`` per GPU type."""
+    return {g: math.ceil(n / instance.gpu_type(g).gpus_per_node) for g, n in gpus_used.items() if n > 0}
+
+
+def node_energy_j(instance: Instance, nodes_on: Mapping[str, int]) -> float:
     """``sum_g u_g * T * (Pnode_g + K_g * Pidle_g)`` (J)."""
     T = instance.round.duration_s
     return sum(instance.gpu_type(g).powered_node_w * T * u for g, u in nodes_on.items())
+
+
+def powered_energy_j(instance: Instance, gpus_used: Mapping[str, int]) -> float:
+    """Node and idle energy of the fewest nodes that hold ``gpus_used`` (J).
+
+    ``sum_g ceil(used_g / K_g) * T * (Pnode_g + K_g * Pidle_g)`` (J).
+    """
+    return node_energy_j(instance, nodes_for(instance, gpus_used))
 
 
 def full_power_w(instance: Instance) -> float:

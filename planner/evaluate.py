@@ -22,6 +22,8 @@ from planner.plan import Plan, PlannedJob
 
 @dataclass
 class Evaluation:
+    """A plan's recomputed figures: per-job outcomes, GPUs used per type, energies (J) and progress."""
+
     outcomes: dict[str, JobOutcome] = field(default_factory=dict)
     gpus_used: dict[str, int] = field(default_factory=dict)
     dynamic_energy_j: float = 0.0
@@ -30,6 +32,7 @@ class Evaluation:
 
     @property
     def energy_j(self) -> float:
+        """Total predicted energy of the round: dynamic plus node and idle energy (J)."""
         return self.dynamic_energy_j + self.node_energy_j
 
 
@@ -46,15 +49,16 @@ def rho_of(instance: Instance, entry: PlannedJob, partner: PlannedJob | None) ->
 
 
 def evaluate_plan(instance: Instance, plan: Plan) -> Evaluation:
-    """Predicted outcome of ``plan`` recomputed from ``instance`` (DESIGN.md section 2)."""
+    """Predicted outcome of ``plan`` recomputed from ``instance`` (docs/design.md §6.3)."""
     ev = Evaluation()
     running = {j.job_id: j for j in plan.running()}
     counted_pairs: set[frozenset[str]] = set()
     for entry in running.values():
-        if not instance.has_job(entry.job_id) or not instance.has_gpu_type(entry.gpu_type or ""):
+        gpu_name = entry.gpu_type or ""
+        if not instance.has_job(entry.job_id) or not instance.has_gpu_type(gpu_name):
             continue
         partner = running.get(entry.shares_with) if entry.shares_with else None
-        gpu_type = instance.gpu_type(entry.gpu_type)  # type: ignore[arg-type]
+        gpu_type = instance.gpu_type(gpu_name)
         rho = rho_of(instance, entry, partner)
         if rho is None:
             continue

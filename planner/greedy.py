@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from planner.assemble import Allocation
 from planner.domain import Instance
-from planner.economics import job_outcome, ordered_pair_rates
+from planner.economics import exclusive_outcomes, full_cost_j, job_outcome, ordered_pair_rates, powered_energy_j
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,12 +51,12 @@ def allocation_outcome(instance: Instance, a: Allocation) -> tuple[float, float]
     """``(sum w pi, sum e)`` of an allocation, exclusive or pair (J); None when not allowed.
 
     A pair is allowed when the pair entry exists and both slowdowns are at least
-    ``min_pair_rate`` (DESIGN.md section 2).
+    ``min_pair_rate`` (docs/design.md §3.2).
     """
     g = instance.gpu_type(a.gpu_type)
     jobs = [instance.job(j) for j in a.job_ids]
     rates: tuple[float, ...] = (1.0,)
-    if len(jobs) == 2:
+    if a.is_pair:
         pair = ordered_pair_rates(instance, jobs[0], jobs[1], g.name, a.gpus)
         if pair is None or min(pair) < instance.round.min_pair_rate:
             return None
@@ -73,21 +73,15 @@ def allocation_outcome(instance: Instance, a: Allocation) -> tuple[float, float]
 
 def ranked_candidates(instance: Instance) -> list[Candidate]:
     """Every exclusive option with progress, in the greedy's order (progress per joule)."""
-    T = instance.round.duration_s
     out = []
     for order, job in enumerate(instance.jobs):
-        for g in instance.gpu_types:
-            for n in job.gpus:
-                if n > g.total_gpus:
-                    continue
-                for s in g.settings:
-                    o = job_outcome(instance, job, g, n, s)
-                    if o is None or o.progress <= 0:
-                        continue
-                    cost = o.energy_j + n * T * (g.node_power_w / g.gpus_per_node + g.idle_power_w)
-                    value = job.weight * o.progress
-                    candidate = Candidate(Allocation((job.id,), g.name, n, s), o.energy_j)
-                    out.append(_Ranked(value / cost if cost > 0 else math.inf, value, order, candidate))
+        for g, n, s, o in exclusive_outcomes(instance, job):
+            if o.progress <= 0:
+                continue
+            cost = full_cost_j(instance, g, n, o.energy_j)
+            value = job.weight * o.progress
+            candidate = Candidate(Allocation((job.id,), g.name, n, s), o.energy_j)
+            out.append(_Ranked(value / cost if cost > 0 else math.inf, value, order, candidate))
     out.sort(
         key=lambda c: (
             -c.density,
@@ -103,16 +97,11 @@ def ranked_candidates(instance: Instance) -> list[Candidate]:
 
 def accept_in_order(instance: Instance, candidates: Iterable[Candidate]) -> list[Allocation]:
     """The acceptance rule of the module docstring; allocations in instance order of their first job."""
-    T = instance.round.duration_s
     budget = instance.round.budget_j
     used = {g.name: 0 for g in instance.gpu_types}
     dynamic = 0.0
     taken: set[str] = set()
     chosen: dict[str, Allocation] = {}
-
-    def node_energy(used_now: dict[str, int]) -> float:
-        return sum(math.ceil(used_now[g.name] / g.gpus_per_node) * T * g.powered_node_w for g in instance.gpu_types)
-
     for c in candidates:
         a = c.allocation
         g = instance.gpu_type(a.gpu_type)
@@ -120,7 +109,7 @@ def accept_in_order(instance: Instance, candidates: Iterable[Candidate]) -> list
             continue
         trial = dict(used)
         trial[g.name] += a.gpus
-        if budget is not None and dynamic + c.energy_j + node_energy(trial) > budget:
+        if budget is not None and dynamic + c.energy_j + powered_energy_j(instance, trial) > budget:
             continue
         chosen[a.job_ids[0]] = a
         taken.update(a.job_ids)
@@ -132,3 +121,12 @@ def accept_in_order(instance: Instance, candidates: Iterable[Candidate]) -> list
 def greedy_allocations(instance: Instance) -> list[Allocation]:
     """Exclusive allocations chosen by progress per joule within capacity and budget."""
     return accept_in_order(instance, ranked_candidates(instance))
+
+
+def progress_of(instance: Instance, allocations: Iterable[Allocation]) -> float:
+    """``sum w pi`` of ``allocations`` on ``instance`` (an allocation that is not allowed counts 0)."""
+    total = 0.0
+    for a in allocations:
+        outcome = allocation_outcome(instance, a)
+        total += outcome[0] if outcome else 0.0
+    return total

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from planner.defaults import DELTA, MIN_PAIR_RATE, OBJECTIVE, RESTART_S
 from planner.domain import (
     CurrentConfig,
     GpuType,
@@ -85,10 +86,10 @@ def _build(doc: dict) -> Instance:
             index=r["index"],
             duration_s=float(r["duration_s"]),
             budget_j=None if r["budget_j"] is None else float(r["budget_j"]),
-            objective=r.get("objective", "progress"),
-            delta=float(r.get("delta", 0.03)),
-            restart_s=float(r.get("restart_s", 30.0)),
-            min_pair_rate=float(r.get("min_pair_rate", 0.5)),
+            objective=r.get("objective", OBJECTIVE),
+            delta=float(r.get("delta", DELTA)),
+            restart_s=float(r.get("restart_s", RESTART_S)),
+            min_pair_rate=float(r.get("min_pair_rate", MIN_PAIR_RATE)),
         ),
         gpu_types=tuple(
             GpuType(
@@ -116,6 +117,7 @@ def _build(doc: dict) -> Instance:
 
 
 def placement_doc(placement: tuple[NodeGpus, ...]) -> list[dict]:
+    """A placement as JSON: ``[{"node": ..., "gpu_indices": [...]}, ...]``, in the given order."""
     return [{"node": p.node, "gpu_indices": list(p.gpu_indices)} for p in placement]
 
 

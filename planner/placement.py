@@ -314,9 +314,10 @@ def _first_fit(state: _Nodes, n: int, u: int) -> list[_Block] | None:
             return None
         blocks = [(node, 0, k) for node in fresh]
     else:
-        blocks = _small_block(state, n, u)
-        if blocks is None:
+        small = _small_block(state, n, u)
+        if small is None:
             return None
+        blocks = small
     for b in blocks:
         state.take(b)
     return blocks

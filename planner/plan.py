@@ -1,15 +1,16 @@
-"""The ``wattplan.plan/1`` contract: types, reading and atomic writing (DESIGN.md section 3)."""
+"""The ``wattplan.plan/1`` contract: types, reading and atomic writing (docs/design.md §7.2)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
-from planner.domain import NodeGpus
+from planner.domain import NodeGpus, SettingUnit
 from planner.jsonio import non_finite_numbers, read_json, write_json_atomic
-from planner.problems import InputError
+from planner.problems import InputError, Problem
 from planner.schema_check import PLAN_SCHEMA, schema_problems
+from planner.solve_report import REPORT_KEYS, PlanNote, SolveReport, report_from_doc, report_to_doc
 
 SCHEMA_ID = "wattplan.plan/1"
 PlanStatus = Literal["optimal", "feasible", "fallback"]
@@ -24,7 +25,7 @@ class PlannedJob:
     gpu_type: str | None = None
     gpus: int | None = None
     setting: int | None = None
-    setting_unit: str | None = None
+    setting_unit: SettingUnit | None = None
     shares_with: str | None = None
     placement: tuple[NodeGpus, ...] = ()
     steps_per_s: float = 0.0  # effective (shared) throughput (steps/s)
@@ -53,24 +54,23 @@ class PlanRound:
     solver: str
     status: PlanStatus
     solve_s: float
+    report: SolveReport = field(default_factory=SolveReport)
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def notes(self) -> dict[str, str]:
-        """Why the plan is not simply the solver's plan for its objective: the objective switched
-        (``objective_note``), no solver plan (``fallback_reason``), a heuristic plan kept
-        (``floor_note``); only those present."""
-        return {k: str(self.extra[k]) for k in PLAN_NOTE_KEYS if self.extra.get(k)}
-
-
-PLAN_NOTE_KEYS = ("objective_note", "fallback_reason", "floor_note")
+    def notes(self) -> dict[PlanNote, str]:
+        """Why the plan is not simply the solver's plan for its objective (see :data:`PlanNote`)."""
+        return dict(self.report.notes)
 
 
 @dataclass(frozen=True, slots=True)
 class Plan:
+    """A round's plan: the summary and one line per job of the instance, in instance order."""
+
     round: PlanRound
     jobs: tuple[PlannedJob, ...]
 
     def running(self) -> list[PlannedJob]:
+        """The jobs that run this round."""
         return [j for j in self.jobs if j.state == "run"]
 
 
@@ -98,6 +98,7 @@ def _job_doc(j: PlannedJob) -> dict[str, Any]:
 
 
 def plan_to_doc(plan: Plan) -> dict[str, Any]:
+    """The ``wattplan.plan/1`` document of a plan (inverse of :func:`parse_plan`)."""
     r = plan.round
     round_doc = {
         "index": r.index,
@@ -114,12 +115,13 @@ def plan_to_doc(plan: Plan) -> dict[str, Any]:
         "solver": r.solver,
         "status": r.status,
         "solve_s": r.solve_s,
+        **report_to_doc(r.report),
         **r.extra,
     }
     return {"schema": SCHEMA_ID, "round": round_doc, "jobs": [_job_doc(j) for j in plan.jobs]}
 
 
-_ROUND_FIELDS = set(PlanRound.__slots__) - {"extra"}  # type: ignore[attr-defined]
+_ROUND_FIELDS = {f.name for f in fields(PlanRound)} - {"report", "extra"}
 
 
 def _parse_job(raw: dict[str, Any]) -> PlannedJob:
@@ -149,14 +151,20 @@ def parse_plan(doc: Any, source: str = "plan") -> Plan:
     if problems:
         raise InputError(source, problems)
     r = doc["round"]
-    plan_round = PlanRound(
+    try:
+        report = report_from_doc(r)
+    except (TypeError, ValueError) as exc:
+        raise InputError(source, [Problem("bad-solve-report", "round", f"unreadable solve report: {exc}")]) from None
+    summary = PlanRound(
         **{k: r[k] for k in _ROUND_FIELDS},
-        extra={k: v for k, v in r.items() if k not in _ROUND_FIELDS},
+        report=report,
+        extra={k: v for k, v in r.items() if k not in _ROUND_FIELDS and k not in REPORT_KEYS},
     )
-    return Plan(round=plan_round, jobs=tuple(_parse_job(j) for j in doc["jobs"]))
+    return Plan(round=summary, jobs=tuple(_parse_job(j) for j in doc["jobs"]))
 
 
 def load_plan(path: Path) -> Plan:
+    """Read and check a plan file; raises :class:`InputError` listing every problem."""
     return parse_plan(read_json(Path(path)), str(path))
 
 

@@ -1,49 +1,113 @@
-"""One planning round: choose allocations, place them, validate, return the plan.
+"""The one front door: :func:`plan` an instance as a :class:`~planner.request.PlanRequest` asks.
 
-A plan that fails the validator is a bug and is never returned (:class:`InvalidPlanError`).
+Every caller (the command line, the replay's ``wattplan`` policy, the benchmarks) plans a
+round here, and this is the only place that interprets a solver name: ``greedy`` is the
+greedy plan (:mod:`planner.greedy`, no model, no solver library); any other name is a
+backend of :mod:`formulations.backends` solved by the strategy of :mod:`formulations.solve`.
+A request is checked before anything is built (:func:`request_problems`): a bad value, an
+unknown or missing solver, or an export the solver cannot write is an
+:class:`~planner.problems.InputError` naming the option. Whatever the path, the returned plan
+has passed the validator.
+
+Layering (docs/design.md §8): this module imports :mod:`formulations` only inside
+:func:`plan`, so the validator, the evaluator and everything that only reads plans never
+load a solver.
 """
 
 from __future__ import annotations
 
+import math
 import time
+from dataclasses import replace
 
 from planner.assemble import SolveInfo, assemble_plan
 from planner.domain import Instance
-from planner.greedy import greedy_allocations
+from planner.greedy import greedy_allocations, progress_of
 from planner.plan import Plan
-from planner.problems import Problem
-from planner.validate import validate_plan
+from planner.problems import InputError, Problem
+from planner.request import DEFAULT_REQUEST, EXPORT_SUFFIXES, GREEDY, PlanRequest
+from planner.solve_report import HeuristicRecord, SolveReport
+from planner.validate import checked
 
-SOLVERS = ("greedy",)
-
-
-class InvalidPlanError(RuntimeError):
-    """A planner produced a plan the validator rejects (a bug, reported, never written)."""
-
-    def __init__(self, solver: str, problems: list[Problem]):
-        self.problems = problems
-        super().__init__(f"{solver} produced an invalid plan: " + "; ".join(map(str, problems[:5])))
+SOLVER_CHOICES = "cbc, highs, cpsat, pulp:NAME (any PuLP solver, e.g. pulp:GUROBI_CMD) or greedy"
+"""The solver names a user may give, for help texts and errors."""
 
 
-def greedy_plan(instance: Instance, status: str = "feasible") -> Plan:
-    """The greedy plan (see :mod:`planner.greedy`), placed and totalled."""
-    start = time.perf_counter()
+def _solver_problems(request: PlanRequest) -> list[Problem]:
+    """An unknown or unavailable solver, an LP solver without LP relaxations, an export nobody can write."""
+    from formulations.backends import BackendUnavailable, backend_features, get_backend
+
+    problems: list[Problem] = []
+    if request.solver != GREEDY:
+        try:
+            get_backend(request.solver)
+        except BackendUnavailable as exc:
+            return [Problem("solver-unavailable", "solver (--solver)", f"{exc}; choose from {SOLVER_CHOICES}")]
+    if request.lp_bound and request.solver != GREEDY:
+        lp = backend_features(request.lp_solver)
+        if lp is None or not lp.lp_relaxation:
+            problems.append(
+                Problem("bad-option", "lp_solver", f"{request.lp_solver!r} solves no LP relaxation; use highs or cbc")
+            )
+    if request.export_model is not None:
+        features = None if request.solver == GREEDY else backend_features(request.solver)
+        if features is None or not features.export:
+            problems.append(
+                Problem(
+                    "cannot-export",
+                    "export_model (--export-model)",
+                    f"the {request.solver} solver cannot export a model; use --solver highs or cbc",
+                )
+            )
+    return problems
+
+
+def request_problems(request: PlanRequest) -> list[Problem]:
+    """Every value of ``request`` outside its range (see :class:`~planner.request.PlanRequest`)."""
+    problems: list[Problem] = []
+    if not (math.isfinite(request.time_limit_s) and request.time_limit_s > 0):
+        problems.append(
+            Problem("bad-option", "time_limit_s (--time-limit)", f"must be > 0, got {request.time_limit_s}")
+        )
+    if not (math.isfinite(request.rel_gap) and 0 <= request.rel_gap < 1):
+        problems.append(Problem("bad-option", "rel_gap (--gap)", f"must be in [0, 1), got {request.rel_gap}"))
+    if request.threads < 1:
+        problems.append(Problem("bad-option", "threads (--threads)", f"must be >= 1, got {request.threads}"))
+    if request.seed < 0:
+        problems.append(Problem("bad-option", "seed (--seed)", f"must be >= 0, got {request.seed}"))
+    if request.objective not in (None, "progress", "energy"):
+        problems.append(Problem("bad-option", "objective", f"must be progress or energy, got {request.objective!r}"))
+    path = request.export_model
+    if path is not None and path.suffix not in EXPORT_SUFFIXES:
+        problems.append(Problem("bad-option", "export_model (--export-model)", "the file must end in .mps or .lp"))
+    return problems + _solver_problems(request)
+
+
+def greedy_plan(instance: Instance) -> Plan:
+    """The greedy plan (see :mod:`planner.greedy`), placed, totalled and validated."""
+    begin = time.perf_counter()
     allocations = greedy_allocations(instance)
-    info = SolveInfo(solver="greedy", status=status, solve_s=time.perf_counter() - start)  # type: ignore[arg-type]
-    plan = assemble_plan(instance, allocations, info)
-    return plan
+    seconds = time.perf_counter() - begin
+    report = SolveReport(heuristics={GREEDY: HeuristicRecord(progress_of(instance, allocations), round(seconds, 4))})
+    info = SolveInfo(solver=GREEDY, status="feasible", solve_s=seconds, report=report)
+    return checked(instance, assemble_plan(instance, allocations, info))
 
 
-def checked(instance: Instance, plan: Plan) -> Plan:
-    """Return ``plan`` if the validator accepts it, else raise :class:`InvalidPlanError`."""
-    problems = validate_plan(instance, plan)
+def plan(instance: Instance, request: PlanRequest = DEFAULT_REQUEST, started_at: float | None = None) -> Plan:
+    """Plan one round of ``instance`` as ``request`` asks; the plan has passed the validator.
+
+    ``started_at`` (a ``time.perf_counter()`` reading) is when the caller's clock started, e.g.
+    before it read the instance, so that ``request.time_limit_s`` covers the whole call.
+    Raises :class:`~planner.problems.InputError` for a bad request and
+    :class:`~planner.validate.InvalidPlanError` if a planner bug produced an invalid plan.
+    """
+    problems = request_problems(request)
     if problems:
-        raise InvalidPlanError(plan.round.solver, problems)
-    return plan
+        raise InputError("options", problems)
+    if request.objective is not None and request.objective != instance.round.objective:
+        instance = replace(instance, round=replace(instance.round, objective=request.objective))
+    if request.solver == GREEDY:
+        return greedy_plan(instance)
+    from formulations.solve import solve_round
 
-
-def make_plan(instance: Instance, solver: str = "greedy") -> Plan:
-    """Plan one round with ``solver`` and validate the result."""
-    if solver not in SOLVERS:
-        raise ValueError(f"unknown solver {solver!r}; available: {', '.join(SOLVERS)}")
-    return checked(instance, greedy_plan(instance))
+    return solve_round(instance, request, started_at)

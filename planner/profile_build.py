@@ -36,11 +36,11 @@ from typing import Any
 
 from planner import profile_mapping as pm
 from planner.jsonio import write_text_atomic
+from planner.resources import profile_library, source_dir
 
 SCHEMA = "wattplan.profiles/1"
-REPO_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_SOURCE_DIR = REPO_ROOT / "instances" / "sources"
-DEFAULT_PROFILE_LIBRARY = REPO_ROOT / "instances" / "profiles" / "gavel_zeus_v100_p100.json"
+DEFAULT_SOURCE_DIR = source_dir()
+DEFAULT_PROFILE_LIBRARY = profile_library()
 
 GAVEL_FILE = "gavel/simulation_throughputs.json"
 GAVEL_UPSTREAM = (
@@ -58,6 +58,7 @@ ZeusCurves = dict[tuple[str, str, int], dict[int, tuple[float, float]]]
 
 
 def zeus_file(gpu_type: str) -> str:
+    """Path of the Zeus power-sweep CSV of ``gpu_type``, relative to the sources folder."""
     return f"zeus/summary_power_{gpu_type}.csv"
 
 
@@ -180,7 +181,7 @@ def build_profile_library(
     gavel = {g: gavel_all[g] for g in gpu_types}
     zeus: dict[str, ZeusCurves] = {}
     sources = [{"file": GAVEL_FILE, "upstream": GAVEL_UPSTREAM, "licence": GAVEL_LICENCE}]
-    gpu_entries = []
+    gpu_entries: list[dict[str, Any]] = []
     for g in gpu_types:
         zeus[g], min_power = load_zeus(source_dir, g)
         sources.append({"file": zeus_file(g), "upstream": ZEUS_UPSTREAM.format(g=g), "licence": ZEUS_LICENCE})
@@ -248,6 +249,6 @@ def build_profile_library(
     }
 
 
-def write_profile_library(lib: dict[str, Any], path: Path = DEFAULT_PROFILE_LIBRARY) -> None:
+def write_profile_library(lib: dict[str, Any], path: Path) -> None:
     """Write ``lib`` as deterministic JSON (sorted keys, indent 1), atomically."""
     write_text_atomic(Path(path), json.dumps(lib, indent=1, sort_keys=True, allow_nan=False) + "\n")

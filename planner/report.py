@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rich.console import Console
+from rich.console import JustifyMethod
 from rich.table import Table
 
 from planner.plan import Plan
@@ -12,6 +12,7 @@ from planner.problems import Problem
 
 
 def problems_table(problems: Sequence[Problem], title: str) -> Table:
+    """A table of ``problems``, one row each: path, message and code."""
     table = Table(title=title, title_justify="left", show_lines=False)
     table.add_column("path", style="bold")
     table.add_column("problem")
@@ -26,12 +27,13 @@ def _fmt(x: float | None, spec: str = ".4g") -> str:
 
 
 def plan_table(plan: Plan, max_rows: int = 60) -> Table:
+    """The plan's running jobs, at most ``max_rows`` rows: GPUs, setting, partner, steps/s, W per GPU, kJ, placement."""
     running = plan.running()
     table = Table(
         title=f"round {plan.round.index}: {len(running)} running, {len(plan.jobs) - len(running)} waiting",
         title_justify="left",
     )
-    for col, justify in (
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("job", "left"),
         ("GPUs", "right"),
         ("setting", "right"),
@@ -40,8 +42,9 @@ def plan_table(plan: Plan, max_rows: int = 60) -> Table:
         ("W/GPU", "right"),
         ("energy kJ", "right"),
         ("placement", "left"),
-    ):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    )
+    for col, justify in columns:
+        table.add_column(col, justify=justify)
     for j in running[:max_rows]:
         unit = "W" if j.setting_unit == "power_limit_w" else "MHz"
         where = " ".join(f"{p.node}:{','.join(map(str, p.gpu_indices))}" for p in j.placement)
@@ -61,6 +64,7 @@ def plan_table(plan: Plan, max_rows: int = 60) -> Table:
 
 
 def summary_table(plan: Plan) -> Table:
+    """The round's summary: energy (MJ) against the budget, GPUs and nodes used, progress, objective, solver, model."""
     r = plan.round
     table = Table(show_header=False, title="summary", title_justify="left")
     table.add_column(style="bold")
@@ -75,26 +79,20 @@ def summary_table(plan: Plan) -> Table:
         f"{r.objective} = {_fmt(r.objective_value)}, bound {_fmt(r.bound)}, gap {_fmt(r.gap, '.2%')}",
     )
     table.add_row("solver", f"{r.solver} ({r.status}) in {r.solve_s:.2f} s")
-    extra = r.extra
-    if extra.get("lp_bound") is not None:
-        table.add_row("LP bound", f"{extra['lp_bound']:.6g} (relaxation of the same model)")
-    heuristics = extra.get("heuristics") or {}
-    if heuristics:
-        parts = [f"{name} {_fmt(h.get('progress'))}" for name, h in heuristics.items()]
-        start = f"; solver started from {extra['start']}" if extra.get("start") else ""
+    report = r.report
+    if report.lp_bound is not None:
+        table.add_row("LP bound", f"{report.lp_bound:.6g} (relaxation of the same model)")
+    if report.heuristics:
+        parts = [f"{name} {_fmt(h.progress)}" for name, h in report.heuristics.items()]
+        start = f"; solver started from {report.start}" if report.start else ""
         table.add_row("heuristic plans", "progress " + ", ".join(parts) + start)
-    model = extra.get("model")
-    if model:
-        pruned = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in model["pruned"].items())
+    model = report.model
+    if model is not None:
+        pruned = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in model.pruned.items())
         table.add_row(
             "model",
-            f"{model['columns']} columns, {model['rows']} rows, built in {model['build_s']:.2f} s; pruned: {pruned}",
+            f"{model.columns} columns, {model.rows} rows, built in {model.build_s:.2f} s; pruned: {pruned}",
         )
     for key, note in r.notes().items():
         table.add_row(key.replace("_", " "), f"[yellow]{note}[/]")
     return table
-
-
-def print_plan(console: Console, plan: Plan) -> None:
-    console.print(plan_table(plan))
-    console.print(summary_table(plan))

@@ -17,17 +17,26 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from planner.defaults import (
+    BUDGET_FRACTION,
+    GPUS_PER_NODE,
+    MIN_PAIR_RATE,
+    NODE_POWER_W,
+    RESTART_S,
+    ROUND_S,
+)
 from planner.domain import GpuType, Instance, Job, PairSlowdown, Profile, RoundSpec, is_power_of_two
 from planner.economics import full_power_w
 from planner.jsonio import read_json
 from planner.problems import InputError, Problem
-from planner.traces import TraceJob
+from planner.traces import TraceJob, read_gavel_trace, read_philly_csv
 
 REFERENCE_GPU_TYPE = "v100"
+TraceFormat = Literal["auto", "gavel", "philly"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,11 +44,13 @@ class ClusterSpec:
     """GPUs per type, e.g. ``v100:64,p100:32`` with ``gpus_per_node`` GPUs a node."""
 
     gpus: tuple[tuple[str, int], ...]
-    gpus_per_node: int = 8
-    node_power_w: float = 200.0
+    gpus_per_node: int = GPUS_PER_NODE
+    node_power_w: float = NODE_POWER_W
 
 
-def parse_cluster_spec(text: str, gpus_per_node: int = 8, node_power_w: float = 200.0) -> ClusterSpec:
+def parse_cluster_spec(
+    text: str, gpus_per_node: int = GPUS_PER_NODE, node_power_w: float = NODE_POWER_W
+) -> ClusterSpec:
     """Parse ``type:GPUS[,type:GPUS...]``; each count must be a whole number of nodes."""
     out, problems = [], []
     for k, part in enumerate(p.strip() for p in text.split(",") if p.strip()):
@@ -73,6 +84,10 @@ class ProfileLibrary:
     profiles: tuple[Profile, ...]
     pairs: tuple[PairSlowdown, ...]
     sources: list[Any]
+    # Lookup tables, filled by __post_init__: the top-setting profile per (type, GPU type, count)
+    # and the largest profiled count per job type.
+    _top: dict[tuple[str, str, int], Profile] = field(init=False, repr=False, compare=False)
+    _max_count: dict[str, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         top: dict[tuple[str, str, int], Profile] = {}
@@ -87,18 +102,21 @@ class ProfileLibrary:
         object.__setattr__(self, "_max_count", n_max)
 
     def max_count(self, job_type: str) -> int:
-        return self._max_count.get(job_type, 0)  # type: ignore[attr-defined]
+        """The largest GPU count profiled for ``job_type`` on any GPU type (0 if none)."""
+        return self._max_count.get(job_type, 0)
 
     def counts(self, job_type: str, gpu_types: Sequence[str]) -> set[int]:
-        return {n for (t, g, n) in self._top if t == job_type and g in gpu_types}  # type: ignore[attr-defined]
+        """GPU counts profiled for ``job_type`` on at least one of ``gpu_types``."""
+        return {n for (t, g, n) in self._top if t == job_type and g in gpu_types}
 
     def top_throughput(self, job_type: str, gpu_type: str, gpus: int) -> float | None:
         """Throughput at the highest setting profiled for (type, GPU type, count)."""
-        p = self._top.get((job_type, gpu_type, gpus))  # type: ignore[attr-defined]
+        p = self._top.get((job_type, gpu_type, gpus))
         return None if p is None else p.steps_per_s
 
 
 def load_profile_library(path: Path) -> ProfileLibrary:
+    """Read a ``wattplan.profiles/1`` file (``InputError`` if ``path`` holds another schema)."""
     doc = read_json(Path(path))
     if not isinstance(doc, dict) or doc.get("schema") != "wattplan.profiles/1":
         raise InputError(str(path), [Problem("schema", "schema", "not a wattplan.profiles/1 file")])
@@ -123,21 +141,32 @@ def allowed_counts(requested: int, profiled: set[int]) -> tuple[int, ...]:
 
 @dataclass(frozen=True, slots=True)
 class RoundOptions:
+    """How :func:`build_round` cuts a round from a trace.
+
+    The round starts at ``at_s`` (s) and lasts ``duration_s`` (s); its budget is ``budget_j``
+    (J) if given, else ``budget_fraction`` of the cluster's full power over the round
+    (``fraction * P_full * T``, J), else none; ``max_jobs`` keeps only the first ``max_jobs``
+    queued jobs (by arrival).
+    """
+
     at_s: float
     round_index: int = 0
-    duration_s: float = 360.0
-    budget_fraction: float | None = 0.6
+    duration_s: float = ROUND_S
+    budget_fraction: float | None = BUDGET_FRACTION
     budget_j: float | None = None
-    restart_s: float = 30.0
-    min_pair_rate: float = 0.5
+    restart_s: float = RESTART_S
+    min_pair_rate: float = MIN_PAIR_RATE
     max_jobs: int | None = None
 
 
 def queued_jobs(
     trace: Sequence[TraceJob], lib: ProfileLibrary, cluster_types: Sequence[str], at_s: float
 ) -> tuple[list[Job], int]:
-    """Jobs arrived by ``at_s`` and not finished, with their remaining steps; and how many
-    requests were capped to the largest profiled count."""
+    """The queue at ``at_s`` (s) and how many of its requests were capped.
+
+    Jobs arrived by ``at_s`` and not finished, with their remaining steps; and how many
+    requests were capped to the largest profiled count.
+    """
     jobs, capped = [], 0
     for tj in sorted(trace, key=lambda t: (t.arrival_s, t.id)):
         if tj.arrival_s > at_s:
@@ -212,3 +241,35 @@ def build_round(
         min_pair_rate=opts.min_pair_rate,
     )
     return Instance(spec, gpu_types, tuple(jobs), profiles, pairs, extra)
+
+
+def trace_format(path: Path, fmt: TraceFormat = "auto") -> Literal["gavel", "philly"]:
+    """``fmt`` itself, or by extension when ``auto``: ``.csv`` is Philly, anything else Gavel."""
+    if fmt != "auto":
+        return fmt
+    return "philly" if Path(path).suffix.lower() == ".csv" else "gavel"
+
+
+def read_trace(
+    path: Path,
+    lib: ProfileLibrary,
+    fmt: TraceFormat = "auto",
+    seed: int = 0,
+    virtual_cluster: str | None = None,
+) -> list[TraceJob]:
+    """Every job of a Gavel or Philly trace; a Philly row's type is drawn with ``seed``.
+
+    A Philly row names no model: its type is drawn among the library's types that have a
+    throughput at the row's (normalised) GPU count on the reference GPU type, and its steps
+    are its duration times that throughput (:func:`planner.traces.read_philly_csv`).
+    """
+    if trace_format(path, fmt) == "gavel":
+        return read_gavel_trace(path)
+    types = sorted({p.type for p in lib.profiles})
+    return read_philly_csv(
+        path,
+        types,
+        lambda t, n: lib.top_throughput(t, REFERENCE_GPU_TYPE, normalise_request(n, lib.max_count(t))),
+        seed=seed,
+        virtual_cluster=virtual_cluster,
+    )

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from planner.domain import Instance
 from planner.evaluate import Evaluation, evaluate_plan, rho_of
@@ -86,10 +86,11 @@ def _check_membership(inst: Instance, plan: Plan) -> Iterator[Problem]:
 
 def _check_allocation(inst: Instance, i: int, e: PlannedJob) -> Iterator[Problem]:
     path = f"jobs[{i}]"
-    if not inst.has_gpu_type(e.gpu_type or ""):
+    gpu_name = e.gpu_type or ""
+    if not inst.has_gpu_type(gpu_name):
         yield Problem("unknown-gpu-type", f"{path}.gpu_type", f"unknown GPU type {e.gpu_type!r}")
         return
-    g = inst.gpu_type(e.gpu_type)  # type: ignore[arg-type]
+    g = inst.gpu_type(gpu_name)
     job = inst.job(e.job_id)
     if e.gpus not in job.gpus:
         yield Problem("count-not-allowed", f"{path}.gpus", f"{e.gpus} GPUs is not among {list(job.gpus)}")
@@ -136,12 +137,20 @@ def _gpu_set(e: PlannedJob) -> frozenset[tuple[str, int]]:
     return frozenset((p.node, idx) for p in e.placement for idx in p.gpu_indices)
 
 
-def _check_placement(inst: Instance, i: int, e: PlannedJob) -> Iterator[Problem]:
+def _node_name_sets(inst: Instance) -> dict[str, frozenset[str]]:
+    """Every GPU type's node names (:meth:`planner.domain.GpuType.node_names`), built once per validation."""
+    return {g.name: frozenset(g.node_names()) for g in inst.gpu_types}
+
+
+def _check_placement(
+    inst: Instance, i: int, e: PlannedJob, node_names: Mapping[str, frozenset[str]]
+) -> Iterator[Problem]:
     path = f"jobs[{i}].placement"
-    if not inst.has_gpu_type(e.gpu_type or ""):
+    gpu_name = e.gpu_type or ""
+    if not inst.has_gpu_type(gpu_name):
         return
-    g = inst.gpu_type(e.gpu_type)  # type: ignore[arg-type]
-    nodes = set(g.node_names())
+    g = inst.gpu_type(gpu_name)
+    nodes = node_names[g.name]
     seen_nodes: set[str] = set()
     total = 0
     for k, part in enumerate(e.placement):
@@ -242,15 +251,32 @@ def validate_plan(inst: Instance, plan: Plan) -> list[Problem]:
     """Every violation of ``plan`` against ``inst``; empty when the plan is valid."""
     problems = [*_check_round(inst, plan), *_check_membership(inst, plan)]
     running = {e.job_id: e for e in plan.jobs if e.state == "run"}
+    node_names = _node_name_sets(inst)
     for i, e in enumerate(plan.jobs):
         if e.state != "run" or not inst.has_job(e.job_id):
             continue
         problems += _check_allocation(inst, i, e)
         if e.shares_with is not None:
             problems += _check_pair(inst, i, e, running)
-        problems += _check_placement(inst, i, e)
+        problems += _check_placement(inst, i, e, node_names)
     problems += _check_shared_gpus(inst, plan)
     ev = evaluate_plan(inst, plan)
     problems += _check_capacity(inst, plan, ev)
     problems += _check_claims(inst, plan, ev)
     return problems
+
+
+class InvalidPlanError(RuntimeError):
+    """A planner produced a plan the validator rejects (a bug, reported, never written)."""
+
+    def __init__(self, solver: str, problems: list[Problem]):
+        self.problems = problems
+        super().__init__(f"{solver} produced an invalid plan: " + "; ".join(map(str, problems[:5])))
+
+
+def checked(instance: Instance, plan: Plan) -> Plan:
+    """Return ``plan`` if the validator accepts it, else raise :class:`InvalidPlanError`."""
+    problems = validate_plan(instance, plan)
+    if problems:
+        raise InvalidPlanError(plan.round.solver, problems)
+    return plan

@@ -47,10 +47,10 @@ def _profiles(job_type: str, gpu_type: str, counts: tuple[int, ...], settings: t
 
 
 def launch_instance_doc(with_commands: bool = True, command: list[str] | None = None) -> dict[str, Any]:
-    """v100: 2 nodes x 8 GPUs (power limits 150/250 W); a100: 1 node x 4 GPUs (SM clocks 1005/1410 MHz).
+    r"""v100: 2 nodes x 8 GPUs (power limits 150/250 W); a100: 1 node x 4 GPUs (SM clocks 1005/1410 MHz).
 
     Jobs (A and B may share one GPU): ``train-4`` (4 GPUs), ``x; rm -rf /`` (2), ``$(reboot)`` and
-    ``\\`touch pwned\\``` (a pair on 1 GPU), ``quote ...`` (1), ``two-more`` (2, lands on the second
+    ``\`touch pwned\``` (a pair on 1 GPU), ``quote ...`` (1), ``two-more`` (2, lands on the second
     node), ``clocked`` (2 a100 GPUs), ``clock-pair-a``/``clock-pair-b`` (a pair on 1 a100 GPU), and
     ``waiting`` (never allocated).
     """
@@ -192,8 +192,11 @@ def install_fake_nvidia(bin_dir: Path, log: Path) -> None:
 
 
 def require_tool(name: str) -> str:
-    """The path of ``name``; skips the test when it is missing, or fails under ``WATTPLAN_REQUIRE_SLURM=1``
-    (CI, where ``.ci/run`` installs shellcheck and Slurm)."""
+    """The path of ``name``; skips the test when it is missing.
+
+    Under ``WATTPLAN_REQUIRE_SLURM=1`` (CI, where ``.ci/run`` installs shellcheck and Slurm)
+    a missing tool fails the test instead.
+    """
     import os
     import shutil
 

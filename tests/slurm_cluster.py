@@ -1,4 +1,6 @@
-"""A real, throwaway Slurm cluster on this host for end-to-end launcher tests (DESIGN.md section 4).
+"""A real, throwaway Slurm cluster on this host for end-to-end launcher tests (docs/design.md §11.1).
+
+Setup notes are in ../shared/DESIGN.md.
 
 One ``munged``, one ``slurmctld`` and one ``slurmd`` per node (Debian's Slurm is built with
 multiple-slurmd support: each daemon is started with ``-N NODE`` and listens on its own port),
@@ -209,8 +211,10 @@ class SlurmCluster:
         return "\n".join(chunks)
 
     def stop(self) -> None:
-        """Cancel this cluster's remaining jobs, then stop every daemon this object started (slurmd first,
-        munged last), by PID."""
+        """Cancel this cluster's remaining jobs, then stop every daemon this object started, by PID.
+
+        The daemons stop in order: slurmd first, munged last.
+        """
         ctld = self.processes.get("slurmctld")
         if ctld is not None and ctld.poll() is None:
             subprocess.run(["scancel", "--user", str(os.getuid())], env=self.env, capture_output=True, timeout=20)

@@ -31,14 +31,16 @@ def test_cbc_proves_the_replay_round_optimal_from_the_greedy_start() -> None:
     assert rm.lm.is_feasible(start) and float(progress @ start) == pytest.approx(7.726187, rel=1e-6)
     backend = get_backend("cbc")
     params = SolveParams(time_limit_s=5.0, rel_gap=1e-4, threads=1, seed=0)
-    result = backend.solve(rm.lm, progress, True, params, start)
+    result = backend.solve(rm.lm, "progress", True, params, start)
     assert result.status == "optimal", result.message
     assert result.objective == pytest.approx(OPTIMUM, rel=1e-4)
 
 
 def test_the_solver_limit_leaves_room_for_the_handover(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``time_limit_s`` bounds the whole call: CBC gets what is left after about three build times,
-    and it is asked to run without preprocessing."""
+    """``time_limit_s`` bounds the whole call: CBC gets what is left after about three build times.
+
+    It is asked to run without preprocessing.
+    """
     import pulp
 
     from formulations.backends import pulp_backend
@@ -60,6 +62,6 @@ def test_the_solver_limit_leaves_room_for_the_handover(monkeypatch: pytest.Monke
     inst = parse_instance(json.loads(gzip.decompress(ROUND.read_bytes())), ROUND.name)
     rm = build_round_model(inst)
     params = SolveParams(time_limit_s=30.0, threads=1, seed=0)
-    get_backend("cbc").solve(rm.lm, rm.lm.objectives["progress"], True, params, None)
+    get_backend("cbc").solve(rm.lm, "progress", True, params, None)
     assert seen["timeLimit"] == MIN_SOLVER_S
     assert "preprocess off" in seen["options"]

@@ -13,8 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from formulations.backends import available_backends
-from formulations.solve import PlanRequest, plan_round
+from planner import planning
 from planner.domain import Instance
+from planner.request import PlanRequest
 from planner.validate import validate_plan
 from tests.brute_force import brute_force
 from tests.random_instances import tiny_rounds
@@ -26,9 +27,9 @@ SETTINGS = settings(max_examples=12, deadline=None, suppress_health_check=[Healt
 
 
 def solve(inst: Instance, solver: str):
-    plan = plan_round(inst, PlanRequest(solver=solver, **EXACT))
+    plan = planning.plan(inst, PlanRequest(solver=solver, **EXACT))
     assert validate_plan(inst, plan) == []
-    assert plan.round.status == "optimal", plan.round.extra
+    assert plan.round.status == "optimal", plan.round.report
     return plan
 
 

@@ -1,12 +1,12 @@
 """Golden tests: tiny rounds whose optimum is worked out by hand, solved by every backend.
 
 Each test builds a ``wattplan.instance/1`` document, solves it with CP-SAT, HiGHS and CBC
-(``plan_round`` with a tight gap, one thread, no LP bound) and checks the plan against the
+(``planner.planning.plan`` with a tight gap, one thread, no LP bound) and checks the plan against the
 hand figures in its docstring: the round's progress ``sum w * sigma / R`` and energy
 (dynamic + powered nodes), the decisive choice (which job runs where, at which setting, with
 whom), and that the plan passes the validator.
 
-Conventions of the hand arithmetic (DESIGN.md section 2): round ``T``, restart ``tau``;
+Conventions of the hand arithmetic (docs/design.md §2): round ``T``, restart ``tau``;
 ``t = max(T - tau, 0)`` when the job (re)starts, else ``T``; ``sigma = min(R, rho X t)``;
 ``pi = sigma / R``; dynamic energy ``n (P - Pidle) sigma / X``; a powered node costs
 ``T (Pnode + K Pidle)``; ``u_g = ceil(gpus used / K)``. The ``progress`` objective maximises
@@ -15,13 +15,15 @@ progress, then takes the least energy among plans with (almost) that progress.
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 import pytest
 
-from formulations.solve import PlanRequest, plan_round
+from planner import planning
 from planner.instance_io import parse_instance
 from planner.plan import Plan, PlannedJob
+from planner.request import PlanRequest
 from planner.validate import validate_plan
 
 SOLVERS = ["cpsat", "highs", "cbc"]
@@ -100,7 +102,7 @@ def instance_doc(
 def solve(doc: dict[str, Any], solver: str, objective: str | None = None):
     inst = parse_instance(doc)
     req = PlanRequest(solver=solver, objective=objective, time_limit_s=20, rel_gap=1e-9, threads=1, lp_bound=False)
-    plan = plan_round(inst, req)
+    plan = planning.plan(inst, req)
     assert validate_plan(inst, plan) == []
     return inst, plan
 
@@ -129,7 +131,9 @@ def assert_totals(plan: Plan, progress: float, energy_j: float) -> None:
 
 @solvers
 def test_sharing_is_optimal(solver: str) -> None:
-    """One node with one GPU (idle 50 W, node 100 W, one setting 200 W); two waiting jobs,
+    """Sharing the one GPU beats running either job alone: progress 1.4, energy 29 000 J.
+
+    One node with one GPU (idle 50 W, node 100 W, one setting 200 W); two waiting jobs,
     ``a`` (type A) and ``b`` (type B), R = 1000 each, weight 1, tau = 0, no budget.
     Alone, each does X = 10 steps/s at P = 150 W; sharing, rho_A = 0.8 and rho_B = 0.6.
 
@@ -167,7 +171,9 @@ def test_sharing_is_optimal(solver: str) -> None:
 
 @solvers
 def test_lower_power_limit_wins_under_budget(solver: str) -> None:
-    """One node, one GPU (idle 50 W, node 100 W), settings 150 W and 250 W; one waiting job
+    """Under a 30 000 J budget the 150 W limit wins over 250 W: progress 0.08, energy 25 000 J.
+
+    One node, one GPU (idle 50 W, node 100 W), settings 150 W and 250 W; one waiting job
     ``a``, R = 10 000 (it cannot finish), tau = 0, budget B = 30 000 J.
 
     Node: 100 x (100 + 50) = 15 000 J.
@@ -194,8 +200,11 @@ def test_lower_power_limit_wins_under_budget(solver: str) -> None:
 
 @solvers
 def test_top_power_limit_wins_without_budget(solver: str) -> None:
-    """The same instance with no budget (the control of the test above): 250 W gives
-    progress 0.1 > 0.08, energy 15 000 + 20 000 = 35 000 J."""
+    """Without a budget the top power limit (250 W) wins: progress 0.1, energy 35 000 J.
+
+    The same instance with no budget (the control of the test above): 250 W gives
+    progress 0.1 > 0.08, energy 15 000 + 20 000 = 35 000 J.
+    """
     doc = instance_doc(
         [gpu_type(settings=(150, 250))],
         [job("a", "A", 10_000)],
@@ -211,7 +220,9 @@ def test_top_power_limit_wins_without_budget(solver: str) -> None:
 
 @solvers
 def test_fewer_gpus_leave_a_gpu_for_another_job(solver: str) -> None:
-    """One node with two GPUs (idle 50 W, node 100 W, setting 200 W); waiting jobs ``a``
+    """Job ``a`` takes one GPU instead of two so that ``b`` runs too: progress 1.0, energy 40 000 J.
+
+    One node with two GPUs (idle 50 W, node 100 W, setting 200 W); waiting jobs ``a``
     (type A, 1 or 2 GPUs) and ``b`` (type B, 1 GPU), R = 1000 each, tau = 0, no budget.
     Profiles: A on 1 GPU X = 5, P = 150; A on 2 GPUs X = 9, P = 150; B on 1 GPU X = 5, P = 150.
 
@@ -279,7 +290,9 @@ def test_fewer_gpus_when_the_job_finishes_anyway(solver: str) -> None:
 
 @solvers
 def test_node_power_saving_decides(solver: str) -> None:
-    """Two GPU types, both idle 50 W, node 100 W, setting 200 W:
+    """Packing both jobs onto one a100 node instead of two v100 nodes fits the budget (node energy decides).
+
+    Two GPU types, both idle 50 W, node 100 W, setting 200 W:
     ``v100``: 2 nodes x 1 GPU -> a node costs 100 x (100 + 50) = 15 000 J;
     ``a100``: 1 node x 2 GPUs -> the node costs 100 x (100 + 2 x 50) = 20 000 J.
     Waiting jobs ``a`` and ``b`` (type A, 1 GPU, R = 10 000, tau = 0); budget B = 45 000 J.
@@ -314,9 +327,12 @@ def test_node_power_saving_decides(solver: str) -> None:
 
 @solvers
 def test_zero_budget_gives_an_empty_plan(solver: str) -> None:
-    """Budget B = 0 J. Any running job powers at least one node, which costs
+    """A zero budget gives the empty plan: every job waits, progress 0, energy 0, no node on.
+
+    Budget B = 0 J. Any running job powers at least one node, which costs
     100 x (100 + 2 x 50) = 20 000 J > 0, so every plan except "all wait" is over budget,
-    including keeping ``b`` where it runs now. Progress 0, energy 0, no node on."""
+    including keeping ``b`` where it runs now. Progress 0, energy 0, no node on.
+    """
     running = {
         "gpu_type": "v100",
         "gpus": 1,
@@ -343,7 +359,9 @@ def test_zero_budget_gives_an_empty_plan(solver: str) -> None:
 
 @solvers
 def test_restart_cost_decides(solver: str) -> None:
-    """One node with two GPUs (idle 50 W, node 100 W), settings 150 W and 200 W; tau = 60 s.
+    """A 60 s restart cost keeps ``a`` on 1 GPU (at 200 W) instead of moving it to 2: progress 0.1.
+
+    One node with two GPUs (idle 50 W, node 100 W), settings 150 W and 200 W; tau = 60 s.
     Job ``a`` (R = 10 000, 1 or 2 GPUs) runs now on 1 GPU at 150 W; no budget.
     Node: 100 x (100 + 2 x 50) = 20 000 J.
 
@@ -389,9 +407,12 @@ def test_restart_cost_decides(solver: str) -> None:
 
 @solvers
 def test_without_restart_cost_the_faster_configuration_wins(solver: str) -> None:
-    """The control of the test above with tau = 0: 2 GPUs at 200 W do 20 x 100 = 2 000 steps
+    """Without a restart cost the 2-GPU configuration at 200 W wins: progress 0.2, energy 40 000 J.
+
+    The control of the test above with tau = 0: 2 GPUs at 200 W do 20 x 100 = 2 000 steps
     -> 0.2 > 0.1 (every other option: 1 GPU 0.08 / 0.1, 2 GPUs at 150 W 0.16); dynamic
-    2 x 100 x 2 000 / 20 = 20 000 J + node 20 000 J = 40 000 J."""
+    2 x 100 x 2 000 / 20 = 20 000 J + node 20 000 J = 40 000 J.
+    """
     current = {
         "gpu_type": "v100",
         "gpus": 1,
@@ -435,7 +456,9 @@ def energy_doc(budget_j: float | None) -> dict[str, Any]:
 
 @solvers
 def test_energy_objective_least_energy_at_target(solver: str) -> None:
-    """One node, one GPU (idle 50 W, node 100 W -> 15 000 J), settings 150/200/250 W; one
+    """Objective ``energy``: the least-energy setting that reaches the progress target (200 W) wins.
+
+    One node, one GPU (idle 50 W, node 100 W -> 15 000 J), settings 150/200/250 W; one
     waiting job ``a``, R = 10 000, tau = 0; objective ``energy`` with delta = 0.15, no budget.
 
     * 150 W: X = 8, P = 120: sigma 800 -> 0.08; dynamic 70 x 800 / 8 = 7 000 J; total 22 000 J.
@@ -451,19 +474,22 @@ def test_energy_objective_least_energy_at_target(solver: str) -> None:
     assert_totals(plan, 0.09, 27_000)
     assert plan.round.objective_value == pytest.approx(27_000)
     assert_runs(by_id(plan)["a"], "v100", 1, 200)
-    target = plan.round.extra["progress_target"]
+    target = asdict(plan.round.report.progress_target)
     assert target["best_without_budget"] == pytest.approx(0.1)
     assert target["target"] == pytest.approx(0.085)
 
 
 @solvers
 def test_energy_objective_falls_back_to_progress_when_budget_misses_target(solver: str) -> None:
-    """The instance above with budget B = 25 000 J: the target 0.085 needs 200 W or 250 W
+    """When no plan meeting the progress target fits the budget, the plan falls back to ``progress``.
+
+    The instance above with budget B = 25 000 J: the target 0.085 needs 200 W or 250 W
     (27 000 J or 35 000 J), both over budget, so the plan falls back to ``progress`` under
-    the budget: only 150 W fits (22 000 J), progress 0.08, energy 22 000 J."""
+    the budget: only 150 W fits (22 000 J), progress 0.08, energy 22 000 J.
+    """
     _, plan = solve(energy_doc(25_000), solver, objective="energy")
     assert plan.round.objective == "progress"
-    assert "objective_note" in plan.round.extra
+    assert "objective_note" in plan.round.notes()
     assert_totals(plan, 0.08, 22_000)
     assert_runs(by_id(plan)["a"], "v100", 1, 150)
 

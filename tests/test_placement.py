@@ -210,7 +210,7 @@ def repinned(draw: st.DrawFn) -> tuple[GpuType, list[PlacementRequest], int]:
 @PROPERTY
 @given(st.data())
 def test_counting_constraint_suffices(data: st.DataObject) -> None:
-    """sum n <= K*u and valid counts => placement succeeds on exactly ceil(sum/K) nodes."""
+    """Sum n <= K*u and valid counts => placement succeeds on exactly ceil(sum/K) nodes."""
     g, u = data.draw(pools())
     reqs = fresh_requests(g, data.draw(counts(g, g.gpus_per_node * u)))
     result = place([g], reqs, {g.name: u})
@@ -221,7 +221,7 @@ def test_counting_constraint_suffices(data: st.DataObject) -> None:
 @PROPERTY
 @given(st.data())
 def test_counting_constraint_violated_raises(data: st.DataObject) -> None:
-    """sum n > K*u => PlacementError naming the GPU type."""
+    """Sum n > K*u => PlacementError naming the GPU type."""
     g, u = data.draw(pools())
     sizes = data.draw(counts(g, g.gpus_per_node * u))
     while sum(sizes) <= g.gpus_per_node * u:

@@ -1,9 +1,12 @@
-"""Conservation in replays: all work done, energy = its parts = the planner's prediction, no GPU
-over-used, every round instance well formed and every plan valid; budgets respected."""
+"""Conservation in replays.
+
+All work done, energy = its parts = the planner's prediction, no GPU
+over-used, every round instance well formed and every plan valid; budgets respected.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
@@ -14,6 +17,7 @@ from planner.assemble import SolveInfo, assemble_plan
 from planner.domain import Instance
 from planner.instance_checks import instance_problems
 from planner.instance_io import instance_to_doc
+from planner.request import REPLAY_REQUEST
 from planner.sim.budget import EnergyBudget, PowerCap
 from planner.sim.engine import SimResult, simulate
 from planner.sim.metrics import J_PER_KWH, summarise
@@ -130,15 +134,18 @@ def burst():
         cluster="v100:8,p100:8",
         start_s=4178073,
         max_jobs=10,
-        policy_options=PolicyOptions(solver="cbc", time_limit_s=2.0),
+        policy_options=PolicyOptions(request=replace(REPLAY_REQUEST, solver="cbc", time_limit_s=2.0)),
     )
     return spec, *prepare(spec)
 
 
 @pytest.mark.parametrize("policy", [*BASELINES, "wattplan"])
 def test_every_policy_on_a_trace_slice(burst, policy: str) -> None:
-    """Ten jobs of a shipped Gavel trace on one V100 and one P100 node: every policy finishes them all,
-    conserves work and energy, and every round plan validates (the wattplan plans included)."""
+    """Every policy finishes ten jobs of a shipped Gavel trace, conserving work and energy.
+
+    Ten jobs of a shipped Gavel trace on one V100 and one P100 node: every policy finishes them all,
+    conserves work and energy, and every round plan validates (the wattplan plans included).
+    """
     spec, wl, ctx = burst
     rec = Recorder(make_policy(policy, spec.policy_options))
     result = simulate(wl, ctx, rec)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from planner.request import REPLAY_REQUEST
 from planner.sim.metrics import without_timing
 from planner.sim.policies import PolicyOptions
 from planner.sim.replay import ReplaySpec, prepare, run_policy
@@ -22,7 +24,7 @@ def _spec(**kw) -> ReplaySpec:
         max_jobs=8,
         # A generous limit: these rounds solve to optimality in well under a second, so the
         # wall-clock limit (which makes time-limited solves depend on the machine's load) never binds.
-        policy_options=PolicyOptions(solver="cbc", time_limit_s=30.0),
+        policy_options=PolicyOptions(request=replace(REPLAY_REQUEST, solver="cbc", time_limit_s=30.0)),
     )
     return ReplaySpec(**{**base, **kw})
 
@@ -50,8 +52,11 @@ def test_noise_makes_the_seed_matter_and_budget_overshoot_is_charged() -> None:
 
 
 def test_philly_job_types_follow_the_seed(tmp_path: Path) -> None:
-    """A Philly row names no model: its type is drawn with the seed, so seeds change the workload;
-    the ``.csv`` extension selects the Philly reader."""
+    """A Philly row's job type is drawn with the seed, so seeds change the workload.
+
+    A Philly row names no model: its type is drawn with the seed, so seeds change the workload;
+    the ``.csv`` extension selects the Philly reader.
+    """
     rows = [f"2017-10-09 07:{m:02d}:00,{600 + 60 * m},1,{600 + 60 * m},6214e9" for m in range(12)]
     trace = tmp_path / "slice.csv"
     trace.write_text("timestamp,duration,num_gpus,gpu_time,cluster\n" + "\n".join(rows) + "\n")

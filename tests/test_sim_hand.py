@@ -84,7 +84,9 @@ def _round0(jobs):
 
 
 def test_zeus_setting_by_energy_time_cost() -> None:
-    """Zeus cost per step (eta * P + (1 - eta) * 250) / X for A on one GPU:
+    """Zeus picks the setting with the lowest cost per step ``(eta * P + (1 - eta) * 250) / X``.
+
+    Zeus cost per step (eta * P + (1 - eta) * 250) / X for A on one GPU:
     eta 0.5: 250 W -> (115 + 125) / 5 = 48; 150 W -> (65 + 125) / 4 = 47.5 -> 150 W.
     eta 0 (time only): 250 / 5 = 50 vs 250 / 4 = 62.5 -> 250 W.
     eta 1 (energy only): 230 / 5 = 46 vs 130 / 4 = 32.5 -> 150 W.
@@ -113,8 +115,11 @@ def test_eaco_pairs_a_waiting_job_onto_a_running_one() -> None:
 
 
 def test_powerflow_upgrades_within_the_budget() -> None:
-    """One A job alone on two GPUs, no budget: PowerFlow grows it to 2 GPUs at 250 W (most progress);
-    with a budget that only pays for one GPU at 150 W it stays there."""
+    """PowerFlow upgrades a job only as far as the budget pays for.
+
+    One A job alone on two GPUs, no budget: PowerFlow grows it to 2 GPUs at 250 W (most progress);
+    with a budget that only pays for one GPU at 150 W it stays there.
+    """
     free = make_policy("powerflow").decide(_round0([hand_job("a", A, 0, 1e6)]))
     assert [(a.gpus, a.setting) for a in free.allocations] == [(2, 250)]
     ctx = hand_context()
@@ -126,7 +131,9 @@ def test_powerflow_upgrades_within_the_budget() -> None:
 
 
 def test_energy_budget_pacing_by_hand() -> None:
-    """Two GPUs, T = 100 s, at t = 0: j0 (A, 1 GPU, 1000 steps at 5 steps/s: d = 200 s, queued)
+    """Energy budget pacing at t = 0: 4 rounds left, so 100 kJ gives the round 25 kJ (30 kJ with a floor).
+
+    Two GPUs, T = 100 s, at t = 0: j0 (A, 1 GPU, 1000 steps at 5 steps/s: d = 200 s, queued)
     and j1 (B, 1 GPU, 500 steps at 2.5 steps/s: d = 200 s, arrives at 300 s).
 
     W = 200 + 200 = 400 GPU-s; w = 1 x min(200, 100) = 100 GPU-s (only j0 is queued);

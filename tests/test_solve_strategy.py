@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
@@ -19,12 +19,14 @@ from formulations import solve as solve_module
 from formulations.backends import SolveParams, SolverResult, get_backend
 from formulations.lp_rounding import lp_guided_allocations
 from formulations.round_model import build_round_model
-from formulations.solve import PlanRequest, lp_relaxation, plan_round
+from formulations.solve import lp_relaxation
 from formulations.watchdog import run_with_deadline
+from planner import planning
 from planner.assemble import SolveInfo, assemble_plan
 from planner.domain import Instance
 from planner.greedy import allocation_outcome, greedy_allocations
 from planner.instance_io import load_instance
+from planner.request import PlanRequest
 from planner.validate import validate_plan
 from tests.brute_force import brute_force
 from tests.random_instances import tiny_rounds
@@ -47,7 +49,7 @@ def _progress(inst: Instance, allocations) -> float:
 def test_lp_guided_plan_is_valid_and_between_greedy_bound_and_optimum(inst: Instance) -> None:
     """greedy-or-less <= rounded <= P* <= LP optimum, and the rounded plan passes the validator."""
     rm = build_round_model(inst)
-    lp = lp_relaxation(rm.lm, "progress", True, 30.0)
+    lp = lp_relaxation(get_backend("highs"), rm.lm, "progress", True, 30.0)
     assert lp.value is not None and lp.values is not None, lp.note
     allocations = lp_guided_allocations(rm, lp.values)
     plan = assemble_plan(inst, allocations, SolveInfo("lp-rounding", "feasible"))
@@ -66,12 +68,12 @@ def test_lp_guided_plan_is_valid_and_between_greedy_bound_and_optimum(inst: Inst
 def test_lp_path_reaches_the_exhaustive_optimum(inst: Instance) -> None:
     """With the LP relaxation on (bound, LP-guided start, proof by bound), the optimum is unchanged."""
     best = brute_force(inst)
-    plan = plan_round(inst, PlanRequest(solver="highs", time_limit_s=30, rel_gap=1e-9, threads=1, lp_bound=True))
+    plan = planning.plan(inst, PlanRequest(solver="highs", time_limit_s=30, rel_gap=1e-9, threads=1, lp_bound=True))
     assert validate_plan(inst, plan) == []
-    assert plan.round.status == "optimal", plan.round.extra
+    assert plan.round.status == "optimal", plan.round.report
     assert plan.round.progress == pytest.approx(best.progress, rel=1e-6, abs=1e-9)
     assert plan.round.energy_j == pytest.approx(best.energy_j, rel=1e-6, abs=1e-3)
-    assert plan.round.extra["lp_bound"] >= plan.round.progress * (1 - 1e-9) - 1e-9
+    assert plan.round.report.lp_bound >= plan.round.progress * (1 - 1e-9) - 1e-9
 
 
 def test_energy_target_is_never_below_the_greedy_plan_without_budget(
@@ -93,9 +95,9 @@ def test_energy_target_is_never_below_the_greedy_plan_without_budget(
     free = replace(default_instance, round=replace(default_instance.round, budget_j=None))
     p_greedy = _progress(free, greedy_allocations(free))
     assert p_greedy > 0
-    plan = plan_round(free, PlanRequest(solver="highs", objective="energy", time_limit_s=20, lp_bound=False))
+    plan = planning.plan(free, PlanRequest(solver="highs", objective="energy", time_limit_s=20, lp_bound=False))
     assert validate_plan(free, plan) == []
-    target = plan.round.extra["progress_target"]
+    target = asdict(plan.round.report.progress_target)
     assert target["solver_without_budget"] == 0.0
     assert target["best_without_budget"] == pytest.approx(p_greedy)
     assert plan.round.progress >= (1 - free.round.delta) * p_greedy * (1 - 1e-6)
@@ -104,9 +106,12 @@ def test_energy_target_is_never_below_the_greedy_plan_without_budget(
 def test_energy_objective_keeps_its_start_when_the_least_energy_stage_finds_nothing(
     default_instance: Instance, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """No answer from ``min_energy_at_target``: the start meets ``P >= target`` within the budget
+    """Objective ``energy``: when the least-energy stage finds nothing, its start is the plan.
+
+    No answer from ``min_energy_at_target``: the start meets ``P >= target`` within the budget
     (twice the default round's, loose enough for the best plan without budget), so it is the plan
-    (objective ``energy``, not proven), not a greedy fallback planned for progress."""
+    (objective ``energy``, not proven), not a greedy fallback planned for progress.
+    """
     stage = solve_module._Session.stage
 
     def energy_stage_times_out(self, name, lm, objective, share, start=None):
@@ -118,19 +123,19 @@ def test_energy_objective_keeps_its_start_when_the_least_energy_stage_finds_noth
     loose = replace(
         default_instance, round=replace(default_instance.round, budget_j=2 * default_instance.round.budget_j)
     )
-    plan = plan_round(loose, PlanRequest(solver="highs", objective="energy", time_limit_s=20, lp_bound=False))
+    plan = planning.plan(loose, PlanRequest(solver="highs", objective="energy", time_limit_s=20, lp_bound=False))
     assert validate_plan(loose, plan) == []
     r = plan.round
     assert (r.objective, r.status) == ("energy", "feasible")
-    assert "kept the start plan" in r.extra["objective_note"]
-    assert r.progress >= r.extra["progress_target"]["target"] * (1 - 1e-9)
+    assert "kept the start plan" in r.notes()["objective_note"]
+    assert r.progress >= r.report.progress_target.target * (1 - 1e-9)
 
 
 def test_plan_is_never_below_the_greedy_plan_when_the_solver_has_no_time(default_instance: Instance) -> None:
     """With almost no time, the solver's answer (if any) never replaces a better heuristic plan."""
     greedy = _progress(default_instance, greedy_allocations(default_instance))
     for solver in ("highs", "cbc", "cpsat"):
-        plan = plan_round(default_instance, PlanRequest(solver=solver, time_limit_s=0.5, lp_bound=False))
+        plan = planning.plan(default_instance, PlanRequest(solver=solver, time_limit_s=0.5, lp_bound=False))
         assert validate_plan(default_instance, plan) == []
         assert plan.round.progress >= greedy * (1 - 1e-9), solver
 
@@ -139,10 +144,10 @@ def test_cbc_optimal_within_gap_reports_a_bound_the_gap_allows(default_instance:
     """CBC stops at ``|bound - value| <= gap |value|``; the reported bound is that worst case, not the value."""
     rm = build_round_model(default_instance)
     cbc = get_backend("cbc")
-    r = cbc.solve(rm.lm, rm.lm.objectives["progress"], True, SolveParams(time_limit_s=60, rel_gap=0.01, threads=2))
+    r = cbc.solve(rm.lm, "progress", True, SolveParams(time_limit_s=60, rel_gap=0.01, threads=2))
     assert r.status == "optimal"
     assert r.bound == pytest.approx(r.objective * 1.01)
-    lp = lp_relaxation(rm.lm, "progress", True, 60.0).value
+    lp = lp_relaxation(get_backend("highs"), rm.lm, "progress", True, 60.0).value
     assert r.objective <= lp * (1 + 1e-9)
 
 

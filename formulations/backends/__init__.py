@@ -1,33 +1,59 @@
-"""Solver backends by name: ``cpsat``, ``highs``, ``cbc`` (PuLP's CBC) and ``pulp:NAME``."""
+"""Solver backends by name: ``cpsat``, ``highs``, ``cbc`` (PuLP's bundled CBC) and ``pulp:NAME``.
+
+This registry maps a backend name to its class; which names a user may ask for (``greedy``
+included) is decided by the front door, :func:`planner.planning.plan`.
+"""
 
 from __future__ import annotations
 
-from formulations.backends.base import Backend, BackendUnavailable, Features, SolveParams, SolverResult
+from formulations.backends.base import (
+    Backend,
+    BackendUnavailable,
+    Features,
+    FeatureUnsupported,
+    ObjectiveName,
+    SolveParams,
+    SolverResult,
+)
 from formulations.backends.cpsat import CpSatBackend
 from formulations.backends.highs import HighsBackend
-from formulations.backends.pulp_backend import PulpBackend
+from formulations.backends.pulp_backend import CBC, PulpBackend
 
-BUILTIN = ("cpsat", "highs", "cbc")
+BUILTIN = ("cbc", "highs", "cpsat")
+PULP_PREFIX = "pulp:"
+
+
+def backend_features(name: str) -> Features | None:
+    """The features the backend called ``name`` declares, or None for an unknown name (nothing loaded)."""
+    if name == "cpsat":
+        return CpSatBackend.features
+    if name == "highs":
+        return HighsBackend.features
+    if name == "cbc" or (name.startswith(PULP_PREFIX) and len(name) > len(PULP_PREFIX)):
+        return PulpBackend.features
+    return None
 
 
 def get_backend(name: str) -> Backend:
     """The backend called ``name``; raises :class:`BackendUnavailable` with a clear reason."""
+    backend: Backend
     if name == "cpsat":
-        backend: Backend = CpSatBackend()
+        backend = CpSatBackend()
     elif name == "highs":
         backend = HighsBackend()
     elif name == "cbc":
-        backend = PulpBackend("PULP_CBC_CMD", label="cbc")
-    elif name.startswith("pulp:") and len(name) > 5:
-        backend = PulpBackend(name[5:])
+        backend = PulpBackend(CBC, label="cbc")
+    elif name.startswith(PULP_PREFIX) and len(name) > len(PULP_PREFIX):
+        backend = PulpBackend(name[len(PULP_PREFIX) :])
     else:
-        raise BackendUnavailable(f"unknown solver {name!r}: use cpsat, highs, cbc or pulp:NAME (a PuLP solver name)")
+        raise BackendUnavailable(f"unknown solver {name!r}: use cbc, highs, cpsat or pulp:NAME (a PuLP solver name)")
     if not backend.is_available():
         raise BackendUnavailable(f"solver {name!r} is not available on this machine")
     return backend
 
 
 def available_backends() -> list[str]:
+    """The built-in backends that load on this machine."""
     names = []
     for name in BUILTIN:
         try:
@@ -39,11 +65,15 @@ def available_backends() -> list[str]:
 
 
 __all__ = [
+    "BUILTIN",
     "Backend",
     "BackendUnavailable",
+    "FeatureUnsupported",
     "Features",
+    "ObjectiveName",
     "SolveParams",
     "SolverResult",
     "available_backends",
+    "backend_features",
     "get_backend",
 ]

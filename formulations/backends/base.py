@@ -1,22 +1,36 @@
-"""What every solver backend declares and returns."""
+"""What every solver backend declares and returns (docs/design.md §5.5).
+
+A backend compiles a :class:`~formulations.ir.LinearModel` for one solver library. It
+declares what it can do as data (:class:`Features`); the solve strategy asks before it uses
+a start, an LP relaxation or an export, so a new backend only states its features and the
+tests parametrised by feature cover it.
+"""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from pathlib import Path
+from typing import ClassVar, Literal, Protocol
 
 import numpy as np
 
 from formulations.ir import LinearModel
 
 SolveStatus = Literal["optimal", "feasible", "infeasible", "no_solution", "error"]
+ObjectiveName = Literal["progress", "energy"]
+"""The model's objective vectors by name: ``progress`` (weighted, maximised) and ``energy`` (J, minimised)."""
 
 
 @dataclass(frozen=True, slots=True)
 class SolveParams:
-    """Solver options. ``time_limit_s``: wall seconds for the whole ``solve`` call, handing the
-    model over and reading the answer back included (None: no limit); ``rel_gap`` None: the
-    solver's default."""
+    """Solver options.
+
+    ``time_limit_s``: wall seconds for the whole ``solve`` call, handing the model over and
+    reading the answer back included (None: no limit); ``rel_gap`` None: the solver's default.
+    """
 
     time_limit_s: float | None = None
     rel_gap: float | None = None
@@ -26,6 +40,8 @@ class SolveParams:
 
 @dataclass(slots=True)
 class SolverResult:
+    """A solver's answer: status, the column values, objective and best bound (model units)."""
+
     status: SolveStatus
     values: np.ndarray | None = None
     objective: float | None = None  # in the model's units (unscaled)
@@ -36,12 +52,19 @@ class SolverResult:
 
     @property
     def has_solution(self) -> bool:
+        """True when the result carries a usable (optimal or feasible) solution."""
         return self.values is not None and self.status in ("optimal", "feasible")
 
 
 @dataclass(frozen=True, slots=True)
 class Features:
-    """What a backend can do; the planner asks before it uses a feature."""
+    """What a backend can do; the strategy asks before it uses a feature.
+
+    * ``mip_start``: accepts a start solution (a hint for CP-SAT);
+    * ``lp_relaxation``: solves the model with integrality dropped (``relax=True``);
+    * ``bound``: reports a proven bound of its own (else the strategy derives one);
+    * ``export``: writes the model as MPS or LP (:meth:`Backend.export`).
+    """
 
     mip_start: bool
     lp_relaxation: bool
@@ -50,21 +73,50 @@ class Features:
 
 
 class Backend(Protocol):
-    name: str
-    features: Features
+    """A solver backend: a name, its features, and the two calls the strategy makes."""
 
-    def is_available(self) -> bool: ...
+    name: str
+    features: ClassVar[Features]
+
+    def is_available(self) -> bool:
+        """True when the solver library can be loaded on this machine."""
+        ...
 
     def solve(
         self,
         lm: LinearModel,
-        objective: np.ndarray,
+        objective: ObjectiveName,
         maximize: bool,
         params: SolveParams,
         start: np.ndarray | None = None,
         relax: bool = False,
-    ) -> SolverResult: ...
+    ) -> SolverResult:
+        """Optimise ``lm.objectives[objective]``; ``relax`` drops integrality (``features.lp_relaxation``)."""
+        ...
+
+    def export(self, lm: LinearModel, objective: ObjectiveName, maximize: bool, path: Path) -> None:
+        """Write the model to ``path`` as MPS or LP by its suffix, atomically (``features.export``)."""
+        ...
 
 
 class BackendUnavailable(RuntimeError):
     """The backend's solver library is not installed or cannot load."""
+
+
+class FeatureUnsupported(RuntimeError):
+    """A backend was asked for something its :class:`Features` say it cannot do."""
+
+
+@contextmanager
+def atomic_target(path: Path) -> Iterator[Path]:
+    """A temporary path beside ``path`` (same suffix, which exporters read) renamed onto it on success.
+
+    Readers see the old file or the new one, never half of one; on failure the temporary file
+    is removed and ``path`` is untouched.
+    """
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)

@@ -5,17 +5,32 @@ from __future__ import annotations
 import time
 import warnings
 from importlib.util import find_spec
+from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 
-from formulations.backends.base import BackendUnavailable, Features, SolveParams, SolverResult
+from formulations.backends.base import (
+    BackendUnavailable,
+    Features,
+    ObjectiveName,
+    SolveParams,
+    SolverResult,
+    atomic_target,
+)
 from formulations.ir import LinearModel
+
+CBC = "PULP_CBC_CMD"
+"""PuLP's name of its bundled CBC binary (the ``cbc`` backend)."""
 
 
 def _proven_bound(value: float, maximize: bool, rel_gap: float | None) -> float:
-    """The bound an "optimal" answer proves: PuLP does not pass CBC's dual bound on, and with
+    """The bound an "optimal" answer of objective ``value`` proves under relative gap ``rel_gap``.
+
+    PuLP does not pass CBC's dual bound on, and with
     ``gapRel = g`` CBC stops once ``|bound - value| <= g * |value|``, so the bound is at most
-    ``value + g|value|`` (maximising) or at least ``value - g|value|`` (minimising)."""
+    ``value + g|value|`` (maximising) or at least ``value - g|value|`` (minimising).
+    """
     slack = (rel_gap or 0.0) * abs(value)
     return value + slack if maximize else value - slack
 
@@ -46,55 +61,61 @@ def solver_seconds(time_limit_s: float, build_s: float) -> float:
 class PulpBackend:
     """A model handed to PuLP and solved by ``solver_name`` (PuLP's name, e.g. ``PULP_CBC_CMD``)."""
 
-    features = Features(mip_start=True, lp_relaxation=True, bound=False, export=True)
+    features: ClassVar[Features] = Features(mip_start=True, lp_relaxation=True, bound=False, export=True)
 
-    def __init__(self, solver_name: str = "PULP_CBC_CMD", label: str | None = None) -> None:
+    def __init__(self, solver_name: str = CBC, label: str | None = None) -> None:
         self.solver_name = solver_name
         self.name = label or f"pulp:{solver_name}"
 
     def is_available(self) -> bool:
+        """True when PuLP is installed and finds ``solver_name`` on this machine."""
         if find_spec("pulp") is None:
             return False
         import pulp
 
         return self.solver_name in pulp.listSolvers(onlyAvailable=True)
 
-    def _problem(self, lm: LinearModel, objective: np.ndarray, maximize: bool, relax: bool):
+    def _problem(
+        self, lm: LinearModel, objective: ObjectiveName, maximize: bool, relax: bool, readable: bool = False
+    ) -> tuple[Any, list[Any]]:
+        """The PuLP problem of ``lm`` and its variables (column names ``c<k>``, or readable ones for export)."""
         import pulp
 
+        coefs = lm.objectives[objective]
+        if readable:
+            names, row_names = lm.export_names()
+        else:
+            names, row_names = [f"c{k}" for k in range(lm.num_cols)], [f"r{r}" for r in range(lm.num_rows)]
         prob = pulp.LpProblem("wattplan_round", pulp.LpMaximize if maximize else pulp.LpMinimize)
         cat = [pulp.LpContinuous if relax or not i else pulp.LpInteger for i in lm.is_int]
         xs = [
-            pulp.LpVariable(f"c{k}", lowBound=float(lo), upBound=float(hi), cat=cat[k])
+            pulp.LpVariable(names[k], lowBound=float(lo), upBound=float(hi), cat=cat[k])
             for k, (lo, hi) in enumerate(zip(lm.lb, lm.ub, strict=True))
         ]
-        nz = np.flatnonzero(objective)
-        prob += pulp.LpAffineExpression([(xs[k], float(objective[k])) for k in nz])
-        order = np.argsort(lm.a_rows, kind="stable")
-        rows, cols, vals = lm.a_rows[order], lm.a_cols[order], lm.a_vals[order]
-        bounds = np.searchsorted(rows, np.arange(lm.num_rows + 1))
-        for r in range(lm.num_rows):
-            sl = slice(bounds[r], bounds[r + 1])
-            expr = pulp.LpAffineExpression([(xs[k], float(v)) for k, v in zip(cols[sl], vals[sl], strict=True)])
-            lo, hi = lm.row_lo[r], lm.row_hi[r]
+        nz = np.flatnonzero(coefs)
+        prob += pulp.LpAffineExpression([(xs[k], float(coefs[k])) for k in nz])
+        for row in lm.rows():
+            expr = pulp.LpAffineExpression([(xs[k], float(v)) for k, v in zip(row.cols, row.vals, strict=True)])
+            name, lo, hi = row_names[row.row], row.lo, row.hi
             if np.isfinite(lo) and np.isfinite(hi) and lo == hi:
-                prob += expr == float(lo), f"r{r}"
+                prob += expr == lo, name
                 continue
             if np.isfinite(lo):
-                prob += expr >= float(lo), f"r{r}lo"
+                prob += expr >= lo, f"{name}_lo" if np.isfinite(hi) else name
             if np.isfinite(hi):
-                prob += expr <= float(hi), f"r{r}hi"
+                prob += expr <= hi, f"{name}_hi" if np.isfinite(lo) else name
         return prob, xs
 
     def solve(
         self,
         lm: LinearModel,
-        objective: np.ndarray,
+        objective: ObjectiveName,
         maximize: bool,
         params: SolveParams,
         start: np.ndarray | None = None,
         relax: bool = False,
     ) -> SolverResult:
+        """Hand ``lm`` to PuLP and its solver; a proven optimum's bound is derived (:func:`_proven_bound`)."""
         if not self.is_available():
             raise BackendUnavailable(f"PuLP cannot find the solver {self.solver_name!r} on this machine")
         import pulp
@@ -107,12 +128,12 @@ class PulpBackend:
         if start is not None and not relax:
             for x, v in zip(xs, start, strict=True):
                 x.setInitialValue(float(v))
-        options: dict = {"msg": False}
+        options: dict[str, Any] = {"msg": False}
         if params.time_limit_s is not None:
             options["timeLimit"] = solver_seconds(float(params.time_limit_s), build_s)
         if params.rel_gap is not None:
             options["gapRel"] = float(params.rel_gap)
-        if self.solver_name == "PULP_CBC_CMD":
+        if self.solver_name == CBC:
             options["threads"] = max(1, params.threads)
             options["warmStart"] = start is not None and not relax
             options["options"] = [
@@ -135,7 +156,7 @@ class PulpBackend:
         if not relax:
             values = np.where(lm.is_int, np.round(values), values)
         proven = status == "Optimal" and getattr(prob, "sol_status", 1) == 1
-        value = float(objective @ values)
+        value = float(lm.objectives[objective] @ values)
         return SolverResult(
             "optimal" if proven else "feasible",
             values=values,
@@ -147,11 +168,15 @@ class PulpBackend:
             message=status,
         )
 
-    def export(self, lm: LinearModel, objective: np.ndarray, maximize: bool, path) -> None:
+    def export(self, lm: LinearModel, objective: ObjectiveName, maximize: bool, path: Path) -> None:
+        """Write the model as MPS or LP (by the file's suffix) with readable column names, atomically."""
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
-            prob, _ = self._problem(lm, objective, maximize, relax=False)
-        if str(path).endswith(".mps"):
-            prob.writeMPS(str(path))
-        else:
-            prob.writeLP(str(path))
+            prob, _ = self._problem(lm, objective, maximize, relax=False, readable=True)
+        with atomic_target(Path(path)) as tmp:
+            if tmp.suffix == ".mps":
+                # OBJSENSE as a section: PuLP's default writes the sense as a comment, and other
+                # readers then minimise a maximisation model.
+                prob.writeMPS(str(tmp), with_objsense=True)
+            else:
+                prob.writeLP(str(tmp))

@@ -45,6 +45,7 @@ class JobConfig:
 
     @classmethod
     def of(cls, j: PlannedJob) -> JobConfig:
+        """The configuration of running plan entry ``j``, its placement sorted by node and GPU index."""
         return cls(
             gpu_type=str(j.gpu_type),
             gpus=int(j.gpus or 0),
@@ -55,6 +56,7 @@ class JobConfig:
         )
 
     def to_doc(self) -> dict[str, Any]:
+        """The ``from``/``to`` object of a ``wattplan.diff/1`` action."""
         return {
             "gpu_type": self.gpu_type,
             "gpus": self.gpus,
@@ -74,6 +76,12 @@ class JobConfig:
 
 @dataclass(frozen=True, slots=True)
 class Action:
+    """One job's action (see the module docstring), with its changed fields and both configurations.
+
+    ``old`` is None for a start and ``new`` is None for a stop; ``restart`` is true for a
+    resize or a move.
+    """
+
     action: str
     job_id: str
     restart: bool
@@ -82,6 +90,7 @@ class Action:
     new: JobConfig | None
 
     def to_doc(self) -> dict[str, Any]:
+        """The action as an entry of the ``actions`` list of a ``wattplan.diff/1`` document."""
         return {
             "action": self.action,
             "job_id": self.job_id,
@@ -94,12 +103,15 @@ class Action:
 
 @dataclass(frozen=True, slots=True)
 class PlanDiff:
+    """The actions from round ``from_round``'s plan to round ``to_round``'s, stops first, starts last."""
+
     from_round: int
     to_round: int
     actions: tuple[Action, ...]
     unchanged: tuple[str, ...]  # running in both plans, nothing changed
 
     def summary(self) -> dict[str, int]:
+        """Number of actions of each kind (every kind of ``ACTIONS`` listed), plus ``unchanged``."""
         counts = {a: 0 for a in ACTIONS}
         for a in self.actions:
             counts[a.action] += 1

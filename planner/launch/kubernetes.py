@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from planner.launch.quoting import comment_text, is_dns1123_subdomain, sh_quote, short_hash
+from planner.launch.quoting import K8S_NAME_MAX, comment_text, is_dns1123_subdomain, sh_quote, short_hash
 from planner.launch.render import LaunchFile, LaunchModel, Member, Part, Unit
 from planner.problems import InputError, Problem
 
@@ -332,7 +332,7 @@ def render_kubernetes(model: LaunchModel, opts: KubernetesOptions | None = None)
     opts = opts or KubernetesOptions()
     check_node_names(model)
     for what, value in (("--namespace", opts.namespace), ("--device-plugin-namespace", opts.device_plugin_namespace)):
-        if not is_dns1123_subdomain(value) or len(value) > 63:
+        if not is_dns1123_subdomain(value) or len(value) > K8S_NAME_MAX:
             raise InputError("options", [Problem("bad-option", what, f"{comment_text(value)} is not a namespace")])
     jobs = [
         _job_object(model, unit, m, part, rank, opts)

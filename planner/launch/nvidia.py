@@ -1,4 +1,4 @@
-"""The ``nvidia-smi`` lines that give one GPU its setting and take it back (DESIGN.md section 3).
+"""The ``nvidia-smi`` lines that give one GPU its setting and take it back (docs/design.md §11.1).
 
 Every value is an ``int`` formatted by Python, so nothing from outside reaches these lines.
 Power limits and SM-clock locks need root; ``-lgc``/``-rgc`` need Volta or newer.

@@ -30,8 +30,9 @@ SHELLCHECK_SINGLE_QUOTES = (
 _SAFE_TOKEN = re.compile(r"[A-Za-z0-9._,:=/%+@-]+")
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 HASH_LEN = 8
+K8S_NAME_MAX = 63
+"""Longest Kubernetes DNS-1123 label, label value or namespace (characters)."""
 
 
 def sh_quote(text: str) -> str:
@@ -64,11 +65,6 @@ def checked_token(text: str) -> str:
     return text
 
 
-def is_env_name(text: str) -> bool:
-    """True for a name a shell can ``export`` (``[A-Za-z_][A-Za-z0-9_]*``)."""
-    return bool(_ENV_NAME.fullmatch(text))
-
-
 def short_hash(*parts: str) -> str:
     """The first 8 hex digits of SHA-256 over the parts (separated by NUL): stable across runs."""
     return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()[:HASH_LEN]
@@ -80,7 +76,7 @@ def slug(text: str, max_len: int = 40) -> str:
     return out or "x"
 
 
-def safe_name(prefix: str, *ids: str, max_len: int = 63) -> str:
+def safe_name(prefix: str, *ids: str, max_len: int = K8S_NAME_MAX) -> str:
     """``prefix`` + slugs of ``ids`` + a hash of the ids: a DNS-1123 label (also a fine file name).
 
     Guarantees: at most ``max_len`` characters, only ``[a-z0-9-]``, starts and ends with a letter or
@@ -99,7 +95,7 @@ def safe_name(prefix: str, *ids: str, max_len: int = 63) -> str:
 
 def is_dns1123_label(text: str) -> bool:
     """True for a Kubernetes DNS-1123 label: ``[a-z0-9]([-a-z0-9]*[a-z0-9])?``, at most 63 characters."""
-    return len(text) <= 63 and bool(_DNS_LABEL.fullmatch(text))
+    return len(text) <= K8S_NAME_MAX and bool(_DNS_LABEL.fullmatch(text))
 
 
 def is_dns1123_subdomain(text: str) -> bool:
@@ -109,4 +105,4 @@ def is_dns1123_subdomain(text: str) -> bool:
 
 def is_label_value(text: str) -> bool:
     """True for a Kubernetes label value (at most 63 characters of ``[A-Za-z0-9_.-]``, alphanumeric ends)."""
-    return len(text) <= 63 and bool(_LABEL_VALUE.fullmatch(text))
+    return len(text) <= K8S_NAME_MAX and bool(_LABEL_VALUE.fullmatch(text))

@@ -13,7 +13,7 @@ from typing import Literal
 
 from planner.domain import Instance, Job, SettingUnit
 from planner.launch.hosts import HostMap
-from planner.launch.quoting import comment_text, safe_name
+from planner.launch.quoting import K8S_NAME_MAX, comment_text, safe_name
 from planner.plan import Plan, PlannedJob
 
 Target = Literal["slurm", "kubernetes", "shell"]
@@ -24,9 +24,9 @@ PLACEHOLDER_ARGV: tuple[str, ...] = (
     "sh",
     "-c",
     'echo "wattplan: PLACEHOLDER command for job $WATTPLAN_JOB_ID: the instance gives no command '
-    '(add jobs[].command)" >&2; exit 64',
+    f'(add jobs[].command)" >&2; exit {PLACEHOLDER_EXIT}',
 )
-NAME_LEN = 56  # leaves room for suffixes such as "-p1" within Kubernetes' 63 characters
+NAME_LEN = K8S_NAME_MAX - 7  # leaves room for suffixes such as "-p1" within Kubernetes' 63 characters
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,14 +71,17 @@ class Unit:
 
     @property
     def shared(self) -> bool:
+        """True for a pair (two jobs on the same GPUs)."""
         return len(self.members) == 2
 
     @property
     def job_ids(self) -> tuple[str, ...]:
+        """The members' job ids, in member order."""
         return tuple(m.job_id for m in self.members)
 
     @property
     def hosts(self) -> tuple[str, ...]:
+        """The host of each part, in part order."""
         return tuple(p.host for p in self.parts)
 
     @property
@@ -119,9 +122,11 @@ class LaunchModel:
         return list(seen)
 
     def host_gpu_type(self, host: str) -> str:
+        """GPU type of ``host``: that of the first unit placed on it (``StopIteration`` if none)."""
         return next(u.gpu_type for u in self.units if host in u.hosts)
 
     def units_on(self, host: str) -> list[Unit]:
+        """The units with a part on ``host``, in plan order."""
         return [u for u in self.units if host in u.hosts]
 
     def settings(self, host: str) -> list[GpuSetting]:
@@ -168,7 +173,7 @@ def _member(round_index: int, job: Job, partner: str | None) -> Member:
     )
 
 
-def _unit(instance: Instance, plan_round: int, entries: list[PlannedJob], hosts: HostMap) -> Unit:
+def _unit(instance: Instance, round_index: int, entries: list[PlannedJob], hosts: HostMap) -> Unit:
     first = entries[0]
     for other in entries[1:]:
         same = (other.gpu_type, other.gpus, other.setting, other.placement) == (
@@ -182,14 +187,14 @@ def _unit(instance: Instance, plan_round: int, entries: list[PlannedJob], hosts:
     if first.gpu_type is None or first.gpus is None or first.setting is None or first.setting_unit is None:
         raise ValueError(f"running job {first.job_id!r} lacks its GPU type, count or setting")
     ids = [e.job_id for e in entries]
-    members = tuple(_member(plan_round, instance.job(e.job_id), e.shares_with) for e in entries)
+    members = tuple(_member(round_index, instance.job(e.job_id), e.shares_with) for e in entries)
     return Unit(
-        name=members[0].name if len(members) == 1 else member_name(plan_round, *ids),
+        name=members[0].name if len(members) == 1 else member_name(round_index, *ids),
         members=members,
         gpu_type=first.gpu_type,
         gpus=first.gpus,
         setting=first.setting,
-        setting_unit=first.setting_unit,  # type: ignore[arg-type]
+        setting_unit=first.setting_unit,
         parts=tuple(Part(p.node, hosts.host(p.node), tuple(sorted(p.gpu_indices))) for p in first.placement),
     )
 

@@ -29,8 +29,11 @@ GPU_MISMATCH_EXIT = 3
 
 @dataclass(frozen=True, slots=True)
 class SlurmOptions:
-    """``partition``: ``--partition`` for every job (None: the default); ``gres_type``: write
-    ``--gres=gpu:TYPE:N`` (True) or ``--gres=gpu:N`` when the cluster's GRES types differ from the plan's."""
+    """Options of the Slurm target: the partition and the form of ``--gres``.
+
+    ``partition``: ``--partition`` for every job (None: the default); ``gres_type``: write
+    ``--gres=gpu:TYPE:N`` (True) or ``--gres=gpu:N`` when the cluster's GRES types differ from the plan's.
+    """
 
     partition: str | None = None
     gres_type: bool = True
@@ -181,8 +184,11 @@ def _node_step(model: LaunchModel, host: str, opts: SlurmOptions, kind: str) -> 
 
 
 def submission_order(model: LaunchModel) -> list[Unit]:
-    """Units node by node, each node's by first GPU index: on free nodes Slurm hands out the lowest free
-    GPU indices in submission order, which then reproduces the plan's (buddy-aligned) indices."""
+    """Units node by node, each node's by first GPU index.
+
+    On free nodes Slurm hands out the lowest free GPU indices in submission order, which then
+    reproduces the plan's (buddy-aligned) indices.
+    """
     hosts = model.hosts()
     return sorted(model.units, key=lambda u: (hosts.index(u.parts[0].host), u.parts[0].gpu_indices[0]))
 

@@ -1,4 +1,4 @@
-"""Trace replay: a round-by-round simulator and the policies it compares (issue 4).
+"""Trace replay: a round-by-round simulator and the policies it compares (docs/design.md §10).
 
 The simulator replays a job trace on a cluster one round of ``T`` seconds at a time.
 Every round each policy sees the same kind of round instance (:mod:`.round_instance`),

@@ -1,7 +1,7 @@
 """What a placed round plan really does: steps, finish times and energy (J).
 
 This is the simulator's single energy accounting, the same for every policy, and it is the
-model's (DESIGN.md section 2, :mod:`planner.economics`). For a round of ``T`` seconds:
+model's (docs/design.md §2 and §10.2, :mod:`planner.economics`). For a round of ``T`` seconds:
 
 * node energy ``sum_g u_g * T * Pnode_g`` and idle energy ``sum_g u_g * T * K_g * Pidle_g``
   for the ``u_g = nodes_on[g]`` powered-on nodes (suspended nodes draw nothing);
@@ -57,6 +57,7 @@ class RoundEnergy:
 
     @property
     def total_j(self) -> float:
+        """Node plus idle plus dynamic energy of the round (J)."""
         return self.node_j + self.idle_j + self.dynamic_j
 
 

@@ -107,6 +107,7 @@ class NoBudget(_PerRoundOnly):
     label = "none"
 
     def round_budget_j(self, unfinished: Sequence[JobState], now_s: float, duration_s: float, gpus: int) -> None:
+        """No round budget (None), whatever the queue."""
         return None
 
 
@@ -118,9 +119,11 @@ class PowerCap(_PerRoundOnly):
 
     @property
     def label(self) -> str:
+        """``power cap <W> W``, for reports."""
         return f"power cap {self.watts:g} W"
 
     def round_budget_j(self, unfinished: Sequence[JobState], now_s: float, duration_s: float, gpus: int) -> float:
+        """``B = W * T`` (J) for a round of ``duration_s`` (s), whatever the queue."""
         return self.watts * duration_s
 
 
@@ -134,23 +137,28 @@ class EnergyBudget:
 
     @property
     def label(self) -> str:
+        """``energy budget <E> kWh``, for reports."""
         return f"energy budget {self.total_j / 3.6e6:g} kWh"
 
     @property
     def left_j(self) -> float:
+        """``E_left = E - spent`` (J); negative after an overshoot."""
         return self.total_j - self.spent_j
 
     @property
     def exhausted(self) -> bool:
+        """True once the budget is spent: ``E_left <= 0``."""
         return self.left_j <= 0.0
 
     def round_budget_j(self, unfinished: Sequence[JobState], now_s: float, duration_s: float, gpus: int) -> float:
+        """``B_r = max(E_left / rounds_left, min(E_left, B_min))`` (J); 0 once exhausted (module docstring)."""
         if self.exhausted:
             return 0.0
         est = pacing_estimate(unfinished, now_s, duration_s, gpus)
         return max(self.left_j / est.rounds_left, min(self.left_j, self.floor_j))
 
     def charge(self, energy_j: float) -> None:
+        """Add the energy a round actually drew (J) to what is spent."""
         self.spent_j += energy_j
 
 

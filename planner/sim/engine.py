@@ -9,7 +9,7 @@ job's arrival). In each round:
    built (:mod:`planner.sim.round_instance`) and the policy decides;
 3. the allocations are placed with :func:`planner.assemble.assemble_plan` (fewest nodes on)
    and the plan is checked with :func:`planner.validate.validate_plan`; a rejected plan is a
-   bug and raises :class:`planner.planning.InvalidPlanError`;
+   bug and raises :class:`planner.validate.InvalidPlanError`;
 4. jobs advance as :func:`planner.economics.job_outcome` predicts (times an optional seeded
    throughput factor ``f ~ U[1 - noise, 1 + noise]`` per job and round): a job that
    (re)starts loses ``restart_s``, a job finishing mid-round gets ``finish_s = t_r + start +
@@ -29,21 +29,20 @@ from __future__ import annotations
 import math
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from planner.assemble import SolveInfo, assemble_plan
 from planner.domain import CurrentConfig, Instance
 from planner.plan import Plan
-from planner.planning import InvalidPlanError
 from planner.sim.accounting import RoundOutcome, round_outcome
 from planner.sim.budget import Budget, EnergyBudget, NoBudget
 from planner.sim.policies.base import Policy
 from planner.sim.round_instance import ClusterContext, round_instance
 from planner.sim.state import JobState
 from planner.sim.workload import Workload
-from planner.validate import validate_plan
+from planner.validate import InvalidPlanError, validate_plan
 
 StopReason = str  # "completed" | "budget-exhausted" | "stalled" | "max-rounds"
 
@@ -91,6 +90,7 @@ class RoundRecord:
 
     @property
     def energy_j(self) -> float:
+        """Energy the round drew: node plus idle plus dynamic (J)."""
         return self.node_j + self.idle_j + self.dynamic_j
 
 
@@ -250,14 +250,3 @@ def _play_round(
         status=decision.status,
         note=decision.note,
     )
-
-
-def replay_all(
-    workload: Workload,
-    ctx: ClusterContext,
-    policies: Sequence[Policy],
-    make_budget: Callable[[], Budget],
-    config: SimConfig | None = None,
-) -> list[SimResult]:
-    """:func:`simulate` every policy on the same workload, each with a fresh budget."""
-    return [simulate(workload, ctx, p, make_budget(), config) for p in policies]

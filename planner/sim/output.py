@@ -103,6 +103,7 @@ def _num(x: float | None, digits: int = 6) -> str:
 
 
 def rounds_csv(result: SimResult) -> str:
+    """The ``rounds.csv`` text: one row per round (energies in J, ``power_w = energy_j / T`` in W)."""
     rows = []
     for r in result.rounds:
         rows.append(
@@ -138,6 +139,7 @@ def rounds_csv(result: SimResult) -> str:
 
 
 def jobs_csv(result: SimResult) -> str:
+    """The ``jobs.csv`` text: one row per job (times in s, dynamic energy in J)."""
     rows = [
         (
             s.id,

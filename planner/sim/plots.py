@@ -75,6 +75,7 @@ def _finish(fig: Any, ax: Any, path: Path, xlabel: str, ylabel: str, title: str,
 
 
 def power_plot(results: Mapping[str, SimResult], path: Path, title: str = "") -> None:
+    """Cluster power per round (kW, ``energy_j / T``) over hours since start, one line per replay, to ``path``."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(9, 4))
     for label, res in results.items():
@@ -84,6 +85,7 @@ def power_plot(results: Mapping[str, SimResult], path: Path, title: str = "") ->
 
 
 def jct_cdf_plot(results: Mapping[str, SimResult], path: Path, title: str = "") -> None:
+    """CDF of job completion time (h, log scale) per replay, as a fraction of all its jobs, to ``path``."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     for label, res in results.items():

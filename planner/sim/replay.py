@@ -8,14 +8,23 @@ comparison plots at the top of ``out``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from planner.defaults import GPUS_PER_NODE, NODE_POWER_W
 from planner.jsonio import write_json_atomic, write_text_atomic
+from planner.planning import request_problems
 from planner.problems import InputError, Problem
-from planner.round_builder import ProfileLibrary, load_profile_library, parse_cluster_spec
+from planner.round_builder import (
+    ProfileLibrary,
+    TraceFormat,
+    load_profile_library,
+    parse_cluster_spec,
+    read_trace,
+    trace_format,
+)
 from planner.sim.budget import Budget, EnergyBudget, NoBudget, PowerCap, one_node_round_j
 from planner.sim.engine import ProgressCallback, SimConfig, SimResult, simulate
 from planner.sim.metrics import J_PER_KWH, summarise
@@ -23,7 +32,7 @@ from planner.sim.output import comparison_csv, write_result
 from planner.sim.plots import energy_jct_plot, jct_cdf_plot, power_plot, summary_points
 from planner.sim.policies import POLICY_NAMES, PolicyOptions, make_policy
 from planner.sim.round_instance import ClusterContext, RoundRules, cluster_context
-from planner.sim.workload import TraceFormat, Workload, build_workload, read_trace, select_jobs, trace_format
+from planner.sim.workload import Workload, build_workload, select_jobs
 
 
 @dataclass(frozen=True)
@@ -45,8 +54,8 @@ class ReplaySpec:
     noise: float = 0.0
     seed: int = 0
     max_rounds: int = 20_000
-    gpus_per_node: int = 8
-    node_power_w: float = 200.0
+    gpus_per_node: int = GPUS_PER_NODE
+    node_power_w: float = NODE_POWER_W
     profiles: Path | None = None
 
 
@@ -88,8 +97,8 @@ def check_spec(spec: ReplaySpec) -> None:
         problems.append(Problem("bad-option", "--zeus-eta", f"must be in [0, 1], got {spec.policy_options.zeus_eta}"))
     if spec.rules.restart_s < 0 or spec.rules.restart_s >= spec.rules.duration_s:
         problems.append(Problem("bad-option", "--restart-s", "must be >= 0 and shorter than the round"))
-    if spec.policy_options.time_limit_s <= 0:
-        problems.append(Problem("bad-option", "--time-limit", "must be > 0"))
+    if "wattplan" in spec.policies:
+        problems += request_problems(spec.policy_options.request)
     if problems:
         raise InputError("options", problems)
 
@@ -150,8 +159,8 @@ def run_policy(
         }
     )
     if policy == "wattplan":
-        o = spec.policy_options
-        result.info["solver"] = {"name": o.solver, "time_limit_s": o.time_limit_s, "threads": o.threads}
+        req = spec.policy_options.request
+        result.info["solver"] = {"name": req.solver, "time_limit_s": req.time_limit_s, "threads": req.threads}
     if policy == "zeus":
         result.info["zeus_eta"] = spec.policy_options.zeus_eta
     return result, summarise(result)
@@ -176,16 +185,3 @@ def write_outputs(out: Path, runs: Sequence[tuple[SimResult, dict[str, Any]]], p
         energy_jct_plot(summary_points(summaries), out / "energy_jct.png")
         written += [out / "power.png", out / "jct_cdf.png", out / "energy_jct.png"]
     return written
-
-
-def run_replay(
-    spec: ReplaySpec,
-    progress_for: Callable[[str, int], ProgressCallback | None] | None = None,
-) -> list[tuple[SimResult, dict[str, Any]]]:
-    """Prepare once, replay every policy of ``spec`` in turn."""
-    workload, ctx = prepare(spec)
-    runs = []
-    for name in spec.policies:
-        cb = progress_for(name, len(workload.jobs)) if progress_for else None
-        runs.append(run_policy(spec, workload, ctx, name, cb))
-    return runs

@@ -19,20 +19,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from planner.domain import CurrentConfig, GpuType, Instance, Job, PairSlowdown, Profile, RoundSpec
+from planner.defaults import DELTA, MIN_PAIR_RATE, RESTART_S, ROUND_S
+from planner.domain import CurrentConfig, GpuType, Instance, Job, Objective, PairSlowdown, Profile, RoundSpec
 from planner.round_builder import ClusterSpec, ProfileLibrary, RoundOptions, build_round
 from planner.sim.state import JobState
 
 
 @dataclass(frozen=True, slots=True)
 class RoundRules:
-    """Round parameters that stay fixed during a replay (DESIGN.md section 2)."""
+    """Round parameters that stay fixed during a replay (docs/design.md §2)."""
 
-    duration_s: float = 360.0
-    restart_s: float = 30.0
-    min_pair_rate: float = 0.5
-    objective: str = "progress"
-    delta: float = 0.03
+    duration_s: float = ROUND_S
+    restart_s: float = RESTART_S
+    min_pair_rate: float = MIN_PAIR_RATE
+    objective: Objective = "progress"
+    delta: float = DELTA
 
 
 @dataclass(frozen=True)
@@ -46,10 +47,12 @@ class ClusterContext:
 
     @property
     def total_gpus(self) -> int:
+        """GPUs of the whole cluster: ``sum_g N_g * K_g``."""
         return sum(g.total_gpus for g in self.gpu_types)
 
     @property
     def type_names(self) -> tuple[str, ...]:
+        """The GPU type names, in cluster order."""
         return tuple(g.name for g in self.gpu_types)
 
 
@@ -98,7 +101,7 @@ def round_instance(
         index=index,
         duration_s=r.duration_s,
         budget_j=budget_j,
-        objective=r.objective,  # type: ignore[arg-type]
+        objective=r.objective,
         delta=r.delta,
         restart_s=r.restart_s,
         min_pair_rate=r.min_pair_rate,

@@ -61,18 +61,22 @@ class JobState:
 
     @classmethod
     def new(cls, spec: JobSpec) -> JobState:
+        """A job that has not started: all ``total_steps`` remaining, no configuration."""
         return cls(spec=spec, remaining_steps=spec.total_steps)
 
     @property
     def id(self) -> str:
+        """The trace job's id."""
         return self.spec.id
 
     @property
     def done(self) -> bool:
+        """True once the job has finished (``finish_s`` is set)."""
         return self.finish_s is not None
 
     @property
     def steps_done(self) -> float:
+        """Steps completed so far: ``total_steps - remaining_steps``."""
         return self.spec.total_steps - self.remaining_steps
 
     def queued_at(self, now_s: float) -> bool:

@@ -16,14 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from planner.round_builder import REFERENCE_GPU_TYPE, ProfileLibrary, allowed_counts, normalise_request
+from planner.round_builder import ProfileLibrary, allowed_counts, normalise_request
 from planner.sim.state import JobSpec
-from planner.traces import TraceJob, read_gavel_trace, read_philly_csv
-
-TraceFormat = Literal["auto", "gavel", "philly"]
+from planner.traces import TraceJob
 
 
 @dataclass(frozen=True)
@@ -33,37 +30,6 @@ class Workload:
     jobs: tuple[JobSpec, ...]
     source: dict[str, Any] = field(default_factory=dict)
     dropped: tuple[str, ...] = ()
-
-    @property
-    def first_arrival_s(self) -> float:
-        return min(j.arrival_s for j in self.jobs)
-
-
-def trace_format(path: Path, fmt: TraceFormat = "auto") -> Literal["gavel", "philly"]:
-    """``fmt`` itself, or by extension when ``auto``: ``.csv`` is Philly, anything else Gavel."""
-    if fmt != "auto":
-        return fmt
-    return "philly" if Path(path).suffix.lower() == ".csv" else "gavel"
-
-
-def read_trace(
-    path: Path,
-    lib: ProfileLibrary,
-    fmt: TraceFormat = "auto",
-    seed: int = 0,
-    virtual_cluster: str | None = None,
-) -> list[TraceJob]:
-    """Every job of the trace (Philly types drawn with ``seed``, as ``instance from-trace`` does)."""
-    if trace_format(path, fmt) == "gavel":
-        return read_gavel_trace(path)
-    types = sorted({p.type for p in lib.profiles})
-    return read_philly_csv(
-        path,
-        types,
-        lambda t, n: lib.top_throughput(t, REFERENCE_GPU_TYPE, normalise_request(n, lib.max_count(t))),
-        seed=seed,
-        virtual_cluster=virtual_cluster,
-    )
 
 
 def select_jobs(

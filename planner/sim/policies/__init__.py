@@ -9,14 +9,16 @@ eaco       FCFS exclusive at the highest setting, then waiting jobs paired onto 
            when both keep ``min_pair_rate`` (EaCO, arXiv:2412.08294)
 powerflow  GPU type, count and setting by marginal progress per joule within the round
            budget (PowerFlow, arXiv:2304.06381)
-wattplan   the round model solved by :func:`formulations.solve.plan_round`
+wattplan   the round model, planned by the front door :func:`planner.planning.plan`
 ========== ====================================================================================
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from planner.defaults import ZEUS_ETA
+from planner.request import REPLAY_REQUEST, PlanRequest
 from planner.sim.policies.base import Decision, Policy
 from planner.sim.policies.eaco import Eaco
 from planner.sim.policies.fifo_max import FifoMax
@@ -29,13 +31,10 @@ POLICY_NAMES = ("fifo-max", "zeus", "eaco", "powerflow", "wattplan")
 
 @dataclass(frozen=True, slots=True)
 class PolicyOptions:
-    """Knobs of the policies that have any (``zeus_eta``; the solver ones are wattplan's)."""
+    """Knobs of the policies that have any: ``zeus_eta``, and wattplan's planning request."""
 
-    zeus_eta: float = 0.5
-    solver: str = "highs"
-    time_limit_s: float = 5.0
-    threads: int = 1
-    seed: int = 0
+    zeus_eta: float = ZEUS_ETA
+    request: PlanRequest = field(default_factory=lambda: REPLAY_REQUEST)
 
 
 def make_policy(name: str, opts: PolicyOptions | None = None) -> Policy:
@@ -50,7 +49,7 @@ def make_policy(name: str, opts: PolicyOptions | None = None) -> Policy:
     if name == "powerflow":
         return PowerFlow()
     if name == "wattplan":
-        return Wattplan(solver=o.solver, time_limit_s=o.time_limit_s, threads=o.threads, seed=o.seed)
+        return Wattplan(o.request)
     raise ValueError(f"unknown policy {name!r}; choose from {', '.join(POLICY_NAMES)}")
 
 

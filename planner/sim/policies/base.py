@@ -46,7 +46,9 @@ class Policy(Protocol):
 
     name: str
 
-    def decide(self, instance: Instance) -> Decision: ...
+    def decide(self, instance: Instance) -> Decision:
+        """The allocations of the round ``instance`` describes."""
+        ...
 
 
 def requested_gpus(instance: Instance, job_id: str) -> int:

@@ -33,9 +33,15 @@ class Eaco(ExclusiveFcfs):
     name = "eaco"
 
     def choose_setting(self, instance: Instance, job: Job, g: GpuType, gpus: int) -> int | None:
+        """The highest setting of ``g`` profiled for ``job`` on ``gpus`` GPUs (None: no profile)."""
         return top_setting(instance, job, g, gpus)
 
     def extra_phase(self, instance: Instance, ledger: RoundLedger, allocations: list[Allocation]) -> None:
+        """Phase 3: pair each still-waiting job, in arrival order, with its best exclusive allocation.
+
+        The best has the highest ``rho_job + rho_partner`` among those whose pair rates are
+        both at least ``min_pair_rate`` and whose added dynamic energy fits the budget.
+        """
         placed = {j for a in allocations for j in a.job_ids}
         for job in instance.jobs:
             if job.id in placed:
@@ -58,7 +64,7 @@ class Eaco(ExclusiveFcfs):
         order = {j.id: i for i, j in enumerate(instance.jobs)}
         best: tuple[float, int, float] | None = None
         for k, a in sorted(enumerate(allocations), key=lambda ka: order[ka[1].job_ids[0]]):
-            if len(a.job_ids) != 1 or a.gpus != n or n not in job.gpus:
+            if a.is_pair or a.gpus != n or n not in job.gpus:
                 continue
             partner = instance.job(a.job_ids[0])
             rates = ordered_pair_rates(instance, job, partner, a.gpu_type, n)

@@ -33,6 +33,7 @@ class ExclusiveFcfs:
         raise NotImplementedError
 
     def decide(self, instance: Instance) -> Decision:
+        """Run the phases in order: keep running jobs, start waiting ones, then :meth:`extra_phase`."""
         ledger = RoundLedger(instance)
         allocations: list[Allocation] = []
         self.keep_running(instance, ledger, allocations)
@@ -87,7 +88,10 @@ class ExclusiveFcfs:
         g: GpuType,
         setting: int,
     ) -> bool:
-        n = job.current.gpus  # type: ignore[union-attr]
+        cur = job.current
+        if cur is None:  # cannot happen: _current_partner pairs only running jobs
+            return False
+        n = cur.gpus
         rates = ordered_pair_rates(instance, job, partner, g.name, n)
         if rates is None or min(rates) < instance.round.min_pair_rate:
             return False
@@ -109,7 +113,9 @@ class ExclusiveFcfs:
             n = requested_gpus(instance, job.id)
             for g in types_by_speed(instance, job, n):
                 s = self.choose_setting(instance, job, g, n)
-                o = None if s is None else outcome(instance, job, g.name, n, s)
+                if s is None:
+                    continue
+                o = outcome(instance, job, g.name, n, s)
                 if o is not None and ledger.try_add({g.name: n}, o.energy_j):
-                    allocations.append(Allocation((job.id,), g.name, n, s))  # type: ignore[arg-type]
+                    allocations.append(Allocation((job.id,), g.name, n, s))
                     break

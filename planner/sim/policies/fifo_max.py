@@ -21,4 +21,5 @@ class FifoMax(ExclusiveFcfs):
     name = "fifo-max"
 
     def choose_setting(self, instance: Instance, job: Job, g: GpuType, gpus: int) -> int | None:
+        """The highest setting of ``g`` profiled for ``job`` on ``gpus`` GPUs (None: no profile)."""
         return top_setting(instance, job, g, gpus)

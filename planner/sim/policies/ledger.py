@@ -10,11 +10,10 @@ succeeds, see :mod:`planner.placement`) and, with a budget, that energy stays ``
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
 from planner.domain import GpuType, Instance, Job
-from planner.economics import JobOutcome, job_outcome
+from planner.economics import JobOutcome, job_outcome, powered_energy_j
 
 
 class RoundLedger:
@@ -25,27 +24,27 @@ class RoundLedger:
         self.used: dict[str, int] = {g.name: 0 for g in instance.gpu_types}
         self.dynamic_j = 0.0
 
-    def node_energy_j(self, used: Mapping[str, int]) -> float:
-        """``sum_g ceil(used_g / K_g) * T * (Pnode_g + K_g * Pidle_g)`` (J)."""
-        T = self.instance.round.duration_s
-        return sum(math.ceil(used[g.name] / g.gpus_per_node) * T * g.powered_node_w for g in self.instance.gpu_types)
-
     @property
     def energy_j(self) -> float:
         """Predicted energy of the round so far (J)."""
-        return self.dynamic_j + self.node_energy_j(self.used)
+        return self.dynamic_j + powered_energy_j(self.instance, self.used)
 
     def fits(self, gpu_delta: Mapping[str, int], dynamic_delta_j: float) -> bool:
-        """Would the change keep every type within its GPUs and the energy within the budget?"""
+        """True if the change keeps every type within its GPUs and the predicted energy within the budget.
+
+        That is ``used_g + delta_g <= N_g * K_g`` for every type ``g`` and, with a budget,
+        ``dynamic_j + dynamic_delta_j + powered_energy_j(used + delta) <= B`` (J).
+        """
         trial = dict(self.used)
         for g, n in gpu_delta.items():
             trial[g] += n
             if trial[g] > self.instance.gpu_type(g).total_gpus:
                 return False
         budget = self.instance.round.budget_j
-        return budget is None or self.dynamic_j + dynamic_delta_j + self.node_energy_j(trial) <= budget
+        return budget is None or self.dynamic_j + dynamic_delta_j + powered_energy_j(self.instance, trial) <= budget
 
     def add(self, gpu_delta: Mapping[str, int], dynamic_delta_j: float) -> None:
+        """Book the change unchecked: GPUs per type and dynamic energy (J)."""
         for g, n in gpu_delta.items():
             self.used[g] += n
         self.dynamic_j += dynamic_delta_j
@@ -85,7 +84,9 @@ def types_by_speed(instance: Instance, job: Job, gpus: int) -> list[GpuType]:
         if s is None or gpus > g.total_gpus:
             continue
         prof = instance.profile(job.type, g.name, gpus, s)
-        ranked.append((-prof.steps_per_s, k, g))  # type: ignore[union-attr]
+        if prof is None:  # cannot happen: top_setting returned a profiled setting
+            continue
+        ranked.append((-prof.steps_per_s, k, g))
     return [g for _, _, g in sorted(ranked, key=lambda r: (r[0], r[1]))]
 
 

@@ -33,9 +33,10 @@ from dataclasses import dataclass
 
 from planner.assemble import Allocation
 from planner.domain import Instance, Job
+from planner.economics import exclusive_outcomes, full_cost_j
 from planner.greedy import greedy_allocations
 from planner.sim.policies.base import Decision
-from planner.sim.policies.ledger import RoundLedger, outcome
+from planner.sim.policies.ledger import RoundLedger
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,17 +53,11 @@ class Option:
 
 def job_options(instance: Instance, job: Job) -> list[Option]:
     """Every profiled exclusive option of ``job`` with positive progress."""
-    T = instance.round.duration_s
-    out = []
-    for g in instance.gpu_types:
-        share_w = g.node_power_w / g.gpus_per_node + g.idle_power_w
-        for n in job.gpus:
-            for s in g.settings:
-                o = outcome(instance, job, g.name, n, s)
-                if o is None or o.progress <= 0:
-                    continue
-                out.append(Option(g.name, n, s, job.weight * o.progress, o.energy_j, o.energy_j + n * T * share_w))
-    return out
+    return [
+        Option(g.name, n, s, job.weight * o.progress, o.energy_j, full_cost_j(instance, g, n, o.energy_j))
+        for g, n, s, o in exclusive_outcomes(instance, job)
+        if o.progress > 0
+    ]
 
 
 def _upgrades(current: Option, options: list[Option]) -> list[tuple[float, Option]]:
@@ -85,6 +80,7 @@ class PowerFlow:
     name = "powerflow"
 
     def decide(self, instance: Instance) -> Decision:
+        """Admit the greedy plan, then upgrade by ``delta(w * pi) / delta(c)`` while GPUs and budget allow."""
         ledger = RoundLedger(instance)
         chosen: dict[str, Option] = {}
         options: dict[str, list[Option]] = {}

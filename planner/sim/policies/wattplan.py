@@ -1,20 +1,23 @@
-"""``wattplan``: the round model, solved every round exactly as ``wattplan plan`` solves it.
+"""``wattplan``: the round model, planned every round exactly as ``wattplan plan`` plans it.
 
-Calls :func:`formulations.solve.plan_round` on the round instance (objective, budget and
-rules from the instance; solver, time limit, threads and seed from the replay's options)
-and takes its plan's allocations as they are. ``plan_round`` always returns a validated
+Calls the front door :func:`planner.planning.plan` on the round instance (objective, budget
+and rules from the instance; solver, time limit, threads and seed from the replay's
+:class:`~planner.request.PlanRequest`, :data:`~planner.request.REPLAY_REQUEST` by default)
+and takes its plan's allocations as they are. The front door always returns a validated
 plan: the solver's, or the greedy fallback when no solver plan arrived in time (status
-``fallback``, counted in the replay's summary). The LP relaxation bound is not computed
-(``lp_bound=False``): the replay does not report it and it would cost solver time.
+``fallback``, counted in the replay's summary). The replay's request computes no LP bound:
+the replay does not report it and it would cost solver time.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from planner import planning
 from planner.assemble import Allocation
 from planner.domain import Instance
 from planner.plan import Plan
+from planner.request import REPLAY_REQUEST, PlanRequest
 from planner.sim.policies.base import Decision
 from planner.sim.policies.ledger import instance_order
 
@@ -37,26 +40,12 @@ def plan_allocations(instance: Instance, plan: Plan) -> tuple[Allocation, ...]:
 class Wattplan:
     """The planner's own round model (see the module docstring)."""
 
-    solver: str = "highs"
-    time_limit_s: float = 5.0
-    threads: int = 1
-    seed: int = 0
-    rel_gap: float = 1e-4
+    request: PlanRequest = field(default_factory=lambda: REPLAY_REQUEST)
     name = "wattplan"
 
     def decide(self, instance: Instance) -> Decision:
-        from formulations.solve import PlanRequest, plan_round
-
-        request = PlanRequest(
-            solver=self.solver,
-            objective=None,
-            time_limit_s=self.time_limit_s,
-            rel_gap=self.rel_gap,
-            threads=self.threads,
-            seed=self.seed,
-            lp_bound=False,
-        )
-        plan = plan_round(instance, request)
+        """Plan the round through the front door and run its allocations."""
+        plan = planning.plan(instance, self.request)
         r = plan.round
         note = "; ".join(r.notes().values())
         detail = {"solver": r.solver, "gap": r.gap}

@@ -57,4 +57,5 @@ class Zeus(ExclusiveFcfs):
             raise ValueError(f"zeus eta must be in [0, 1], got {self.eta}")
 
     def choose_setting(self, instance: Instance, job: Job, g: GpuType, gpus: int) -> int | None:
+        """The setting minimising ``(eta * P_s + (1 - eta) * Pmax_g) / X_s`` (:func:`zeus_setting`)."""
         return zeus_setting(instance, job, g, gpus, self.eta)

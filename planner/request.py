@@ -1,0 +1,52 @@
+"""What a user asks of one planning call: :class:`PlanRequest`, with every solve default.
+
+The command line, the replay and the benchmarks build a ``PlanRequest`` and hand it to the
+one front door, :func:`planner.planning.plan`; nothing else holds a solver default. The
+replay's own defaults (a shorter limit per round, one thread, no LP bound) are
+:data:`REPLAY_REQUEST`, derived from the same class.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+from planner.domain import Objective
+
+GREEDY: Final = "greedy"
+"""The solver name of the greedy plan (no optimisation model, no solver library)."""
+EXPORT_SUFFIXES: Final = (".mps", ".lp")
+
+
+@dataclass(frozen=True, slots=True)
+class PlanRequest:
+    """Solve options; ``objective=None`` keeps the instance's own objective.
+
+    * ``solver``: ``cbc`` (default), ``highs``, ``cpsat``, ``pulp:NAME`` or ``greedy``;
+    * ``time_limit_s``: wall seconds for the whole call (> 0), reading nothing, planning,
+      placing and validating included;
+    * ``rel_gap``: relative gap at which a solve may stop, in ``[0, 1)``;
+    * ``threads`` (>= 1) and ``seed`` (>= 0) are passed to the solver;
+    * ``lp_bound``: solve the LP relaxation first with ``lp_solver`` (the reported bound and
+      the LP-rounded start plan);
+    * ``warm_start``: offer the running jobs' current configurations as a start;
+    * ``export_model``: also write the first-stage model to this ``.mps`` or ``.lp`` file
+      (the solver must be able to export).
+    """
+
+    solver: str = "cbc"
+    objective: Objective | None = None
+    time_limit_s: float = 30.0
+    rel_gap: float = 1e-4
+    threads: int = 2
+    seed: int = 0
+    lp_bound: bool = True
+    lp_solver: str = "highs"
+    warm_start: bool = True
+    export_model: Path | None = None
+
+
+DEFAULT_REQUEST: Final = PlanRequest()
+REPLAY_REQUEST: Final = PlanRequest(time_limit_s=5.0, threads=1, lp_bound=False)
+"""A replay plans hundreds of rounds: 5 s each, one thread, and no LP bound (nobody reads it there)."""

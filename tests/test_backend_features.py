@@ -1,0 +1,120 @@
+"""Every backend does what its :class:`~formulations.backends.Features` declare, and only that.
+
+Parametrised by (backend, feature): a new backend (SCIP, a newer CBC) joins by being listed in
+``formulations.backends.BUILTIN`` and declaring its features; these tests then hold it to them.
+The model is a hand-checked two-GPU round (optimum worked out below), small enough that every
+backend proves it at once.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from formulations.backends import (
+    BUILTIN,
+    FeatureUnsupported,
+    SolveParams,
+    available_backends,
+    backend_features,
+    get_backend,
+)
+from formulations.round_model import RoundModel, build_round_model
+from planner.greedy import greedy_allocations
+from planner.instance_io import parse_instance
+from planner.planning import plan
+from planner.problems import InputError
+from planner.request import PlanRequest
+from tests.test_golden import gpu_type, instance_doc, job, profile
+
+FEATURES = ("mip_start", "lp_relaxation", "bound", "export")
+CASES = [(name, feature) for name in available_backends() for feature in FEATURES]
+PARAMS = SolveParams(time_limit_s=30, rel_gap=1e-9, threads=1, seed=0)
+OPTIMUM = 1.4
+"""Two jobs, one GPU: alone each reaches progress 1.0; sharing (rho 0.8 and 0.6) reaches 0.8 + 0.6 = 1.4."""
+
+
+def _model() -> RoundModel:
+    doc = instance_doc(
+        [gpu_type(nodes=1, per_node=1)],
+        [job("a", "A", 1000), job("b", "B", 1000)],
+        [profile("A", "v100", 1, 200, 10, 150), profile("B", "v100", 1, 200, 10, 150)],
+        [{"a": "A", "b": "B", "gpu_type": "v100", "gpus": 1, "rho_a": 0.8, "rho_b": 0.6}],
+    )
+    return build_round_model(parse_instance(doc))
+
+
+def test_every_builtin_backend_declares_its_features() -> None:
+    for name in BUILTIN:
+        assert backend_features(name) is get_backend(name).features or name not in available_backends()
+    assert backend_features("pulp:GUROBI_CMD") is not None and backend_features("nonsense") is None
+
+
+@pytest.mark.parametrize(("name", "feature"), CASES)
+def test_backend_keeps_what_its_features_say(name: str, feature: str, tmp_path: Path) -> None:
+    backend = get_backend(name)
+    declared = getattr(backend.features, feature)
+    rm = _model()
+    lm = rm.lm
+    if feature == "mip_start":
+        start = rm.encode(greedy_allocations(rm.instance))
+        r = backend.solve(lm, "progress", True, PARAMS, start if declared else None)
+        assert r.status == "optimal" and r.objective == pytest.approx(OPTIMUM)
+    elif feature == "lp_relaxation":
+        if not declared:
+            with pytest.raises(FeatureUnsupported):
+                backend.solve(lm, "progress", True, PARAMS, None, relax=True)
+            return
+        r = backend.solve(lm, "progress", True, PARAMS, None, relax=True)
+        assert r.status == "optimal" and r.objective is not None
+        assert r.objective >= OPTIMUM - 1e-9  # a relaxation bounds the MIP optimum from above
+        assert r.values is not None
+        assert np.all(lm.row_activity(r.values) <= lm.row_hi + 1e-6)
+    elif feature == "bound":
+        r = backend.solve(lm, "progress", True, PARAMS)
+        assert r.status == "optimal"
+        if declared:
+            assert r.bound is not None and r.bound >= r.objective - 1e-9 and r.bound <= OPTIMUM * (1 + 1e-6)
+    else:
+        path = tmp_path / "model.mps"
+        if not declared:
+            with pytest.raises(FeatureUnsupported):
+                backend.export(lm, "progress", True, path)
+            return
+        backend.export(lm, "progress", True, path)
+        text = path.read_text()
+        assert "ROWS" in text and "COLUMNS" in text and "job_a" in text  # readable row names
+        assert not list(tmp_path.glob(".*tmp*")), "the export left its temporary file"
+        if "highs" in available_backends():
+            import highspy
+
+            h = highspy.Highs()
+            h.setOptionValue("output_flag", False)
+            h.readModel(str(path))
+            h.run()
+            assert abs(h.getInfo().objective_function_value) == pytest.approx(OPTIMUM)
+
+
+def test_the_front_door_refuses_an_export_the_solver_cannot_write(tmp_path: Path) -> None:
+    inst = _model().instance
+    for solver in ("greedy", *(n for n in available_backends() if not get_backend(n).features.export)):
+        with pytest.raises(InputError) as err:
+            plan(inst, PlanRequest(solver=solver, export_model=tmp_path / "m.mps"))
+        assert [p.code for p in err.value.problems] == ["cannot-export"]
+    assert not (tmp_path / "m.mps").exists()
+
+
+def test_the_lp_solver_must_solve_relaxations() -> None:
+    with pytest.raises(InputError) as err:
+        plan(_model().instance, PlanRequest(solver="highs", lp_solver="cpsat"))
+    assert err.value.problems[0].path == "lp_solver"
+
+
+@pytest.mark.parametrize("solver", available_backends())
+def test_a_backend_without_lp_relaxation_still_gets_the_lp_bound(solver: str) -> None:
+    """The LP bound comes from ``lp_solver`` (HiGHS by default), whatever the MIP backend."""
+    p = plan(_model().instance, PlanRequest(solver=solver, time_limit_s=20, rel_gap=1e-9, threads=1))
+    assert p.round.report.lp_bound is not None and p.round.report.lp_bound >= OPTIMUM - 1e-9
+    assert p.round.progress == pytest.approx(OPTIMUM)

@@ -1,0 +1,149 @@
+"""The one front door, :func:`planner.planning.plan`: solver names, request checks, statuses.
+
+Regression tests for what a hostile user found: ``greedy`` offered by ``simulate`` but unknown
+to the solver path, ``--export-model`` silently ignored with greedy, out-of-range options
+accepted with exit 0, and a plan marked ``optimal`` with a gap far above the requested one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from cli import app
+from formulations import solve as solve_module
+from formulations.backends import SolverResult
+from planner.domain import Instance
+from planner.instance_io import load_instance
+from planner.planning import plan, request_problems
+from planner.problems import InputError
+from planner.request import DEFAULT_REQUEST, REPLAY_REQUEST, PlanRequest
+from planner.resources import default_instance
+from planner.validate import validate_plan
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def inst() -> Instance:
+    return load_instance(default_instance())
+
+
+def run(*args: object):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+@pytest.mark.parametrize(
+    ("change", "path"),
+    [
+        ({"time_limit_s": -1.0}, "time_limit_s (--time-limit)"),
+        ({"time_limit_s": 0.0}, "time_limit_s (--time-limit)"),
+        ({"time_limit_s": float("nan")}, "time_limit_s (--time-limit)"),
+        ({"rel_gap": -1.0}, "rel_gap (--gap)"),
+        ({"rel_gap": 2.0}, "rel_gap (--gap)"),
+        ({"threads": 0}, "threads (--threads)"),
+        ({"seed": -3}, "seed (--seed)"),
+        ({"solver": "gurobi"}, "solver (--solver)"),
+        ({"export_model": Path("m.txt")}, "export_model (--export-model)"),
+        ({"solver": "greedy", "export_model": Path("m.mps")}, "export_model (--export-model)"),
+    ],
+)
+def test_a_bad_request_is_refused_naming_the_option(inst: Instance, change: dict, path: str) -> None:
+    request = replace(DEFAULT_REQUEST, **change)
+    assert [p.path for p in request_problems(request)] == [path]
+    with pytest.raises(InputError):
+        plan(inst, request)
+
+
+def test_the_defaults_are_valid() -> None:
+    assert request_problems(DEFAULT_REQUEST) == [] and request_problems(REPLAY_REQUEST) == []
+    assert REPLAY_REQUEST.solver == DEFAULT_REQUEST.solver == "cbc"
+
+
+def test_greedy_is_a_solver_of_the_front_door(inst: Instance) -> None:
+    p = plan(inst, PlanRequest(solver="greedy"))
+    assert p.round.solver == "greedy" and p.round.status == "feasible"
+    assert validate_plan(inst, p) == []
+    assert "greedy" in p.round.report.heuristics
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("--time-limit", "-1"),
+        ("--gap", "-1"),
+        ("--gap", "2"),
+        ("--threads", "0"),
+        ("--solver", "greedy", "--export-model", "m.mps"),
+        ("--solver", "cpsat", "--export-model", "m.mps"),
+    ],
+)
+def test_plan_refuses_bad_options_with_exit_2_and_writes_nothing(tmp_path: Path, args: tuple[str, ...]) -> None:
+    out = tmp_path / "plan.json"
+    result = run("plan", "--out", out, *[a.replace("m.mps", str(tmp_path / "m.mps")) for a in args])
+    assert result.exit_code == 2, result.output
+    assert not out.exists() and not (tmp_path / "m.mps").exists()
+
+
+def test_plan_without_an_instance_plans_the_shipped_default(tmp_path: Path) -> None:
+    result = run("plan", "--solver", "greedy", "--out", tmp_path / "p.json", "-q")
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "p.json").exists()
+
+
+def test_simulate_with_the_greedy_solver(tmp_path: Path) -> None:
+    result = run(
+        "simulate",
+        "6214e9.trace",
+        "--cluster",
+        "v100:16",
+        "--max-jobs",
+        "6",
+        "--solver",
+        "greedy",
+        "--no-plots",
+        "-q",
+        "--out",
+        tmp_path / "sim",
+    )
+    assert result.exit_code == 0, result.output
+    rounds = (tmp_path / "sim" / "rounds.csv").read_text()
+    assert "greedy" in rounds
+
+
+def test_simulate_refuses_a_bad_time_limit(tmp_path: Path) -> None:
+    result = run("simulate", "6214e9.trace", "--cluster", "v100:16", "--time-limit", "-1", "--out", tmp_path / "s")
+    assert result.exit_code == 2 and "--time-limit" in result.output
+
+
+def test_a_plan_is_never_optimal_with_a_gap_above_the_requested_one(
+    inst: Instance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A backend that claims ``optimal`` with a bound twice its objective gives a ``feasible`` plan."""
+    stage = solve_module._Session.stage
+
+    def loose_bound(self, name, lm, objective, share, start=None):  # type: ignore[no-untyped-def]
+        r = stage(self, name, lm, objective, share, start)
+        if r.has_solution and r.objective is not None:
+            return SolverResult("optimal", r.values, r.objective, 2 * r.objective, r.solve_s)
+        return r
+
+    monkeypatch.setattr(solve_module._Session, "stage", loose_bound)
+    p = plan(inst, PlanRequest(solver="cbc", time_limit_s=20, lp_bound=False, rel_gap=1e-4))
+    assert p.round.gap is not None and p.round.gap > 1e-4
+    assert p.round.status == "feasible"
+
+
+def test_the_time_limit_counts_from_the_callers_clock(inst: Instance) -> None:
+    """A caller that started its clock long ago leaves the solver no time: the heuristic plan, on time."""
+    import time
+
+    started = time.perf_counter() - 100.0
+    p = plan(inst, PlanRequest(solver="cbc", time_limit_s=30, lp_bound=False), started_at=started)
+    assert p.round.status == "fallback"
+    assert all(s.status == "skipped" for s in p.round.report.stages)
+    assert np.isfinite(p.round.energy_j)

@@ -1,0 +1,54 @@
+"""SIGTERM during a solve: the solver's process group dies and its scratch folder goes, as on Ctrl-C.
+
+The watchdog wraps every backend's solve, so a stand-in solver that starts a subprocess and a
+scratch file, then hangs, stands for all of them (CBC through PuLP is the one that starts a
+subprocess of its own).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.test_solve_strategy import _pid_alive
+
+SCRIPT = """
+import sys
+from tests.test_solve_strategy import _spawn_and_hang
+from formulations.watchdog import run_with_deadline
+
+run_with_deadline(_spawn_and_hang, (sys.argv[1],), 120.0)
+print("not reached")
+"""
+
+
+def test_sigterm_kills_the_solver_group_and_removes_its_scratch_folder(tmp_path: Path) -> None:
+    marker = tmp_path / "pid"
+    scratch_root = tmp_path / "tmp"
+    scratch_root.mkdir()
+    env = {**os.environ, "TMPDIR": str(scratch_root)}
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SCRIPT, str(marker)], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    deadline = time.time() + 30
+    while not (marker.exists() and marker.read_text()) and time.time() < deadline:
+        time.sleep(0.05)
+    assert marker.exists(), "the stand-in solver never started"
+    assert list(scratch_root.glob("wattplan-solve-*")), "no scratch folder while solving"
+    begin = time.time()
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 143, err.decode()
+    assert time.time() - begin < 5
+    assert b"not reached" not in out
+    grandchild = int(marker.read_text())
+    deadline = time.time() + 5
+    while _pid_alive(grandchild) and time.time() < deadline:
+        time.sleep(0.05)
+    assert not _pid_alive(grandchild), "the solver's subprocess outlived SIGTERM"
+    assert list(scratch_root.glob("wattplan-solve-*")) == []
