@@ -147,3 +147,17 @@ def test_the_time_limit_counts_from_the_callers_clock(inst: Instance) -> None:
     assert p.round.status == "fallback"
     assert all(s.status == "skipped" for s in p.round.report.stages)
     assert np.isfinite(p.round.energy_j)
+
+
+@pytest.mark.parametrize("solver", ["highs", "cbc"])
+def test_an_unwritable_export_path_exits_2_naming_it(tmp_path: Path, solver: str) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x")
+    target = blocker / "model.mps"
+    result = run(
+        "plan", "--solver", solver, "--time-limit", "5", "--export-model", target, "--out", tmp_path / "p.json"
+    )
+    assert result.exit_code == 2, result.output
+    assert "unwritable-output" in result.output and "model.mps" in result.output
+    assert ".tmp." not in result.output  # the temporary file is never named
+    assert not (tmp_path / "p.json").exists()

@@ -18,6 +18,7 @@ from typing import ClassVar, Literal, Protocol
 import numpy as np
 
 from formulations.ir import LinearModel
+from planner.problems import InputError, Problem
 
 SolveStatus = Literal["optimal", "feasible", "infeasible", "no_solution", "error"]
 ObjectiveName = Literal["progress", "energy"]
@@ -112,11 +113,16 @@ def atomic_target(path: Path) -> Iterator[Path]:
     """A temporary path beside ``path`` (same suffix, which exporters read) renamed onto it on success.
 
     Readers see the old file or the new one, never half of one; on failure the temporary file
-    is removed and ``path`` is untouched.
+    is removed, ``path`` is untouched, and an unwritable ``path`` is an
+    :class:`~planner.problems.InputError` naming it (never the temporary file).
     """
     tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
     try:
         yield tmp
         os.replace(tmp, path)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        problem = Problem("unwritable-output", "export_model (--export-model)", f"cannot write {path}: {reason}")
+        raise InputError(str(path), [problem]) from None
     finally:
         tmp.unlink(missing_ok=True)
