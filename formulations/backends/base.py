@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar, Literal, Protocol
@@ -125,4 +125,5 @@ def atomic_target(path: Path) -> Iterator[Path]:
         problem = Problem("unwritable-output", "export_model (--export-model)", f"cannot write {path}: {reason}")
         raise InputError(str(path), [problem]) from None
     finally:
-        tmp.unlink(missing_ok=True)
+        with suppress(OSError):  # gone already, or its folder cannot exist (a file in the way)
+            tmp.unlink(missing_ok=True)
