@@ -11,10 +11,11 @@ early) cannot lower the target to nothing and empty the plan. When the target is
 infeasible, or unsolved in time, the plan falls back to ``progress`` under the budget and
 says so.
 
-Time: the clock starts when the caller says (the command line starts it before reading the
-instance) and everything counts against ``time_limit_s``: build, the greedy plan, each stage
-(a share of the time left), the LP bound (only with the time the stages leave), and a reserve
-for decoding, placing and validating. Every stage runs under the watchdog
+Time: the clock starts when the caller says (the front door starts it when it is called unless
+its caller started it earlier; the command line starts it before reading the instance) and
+everything counts against ``time_limit_s``: build, the greedy plan, each stage (a share of the
+time left), the LP bound (only with the time the stages leave), and a reserve for decoding,
+placing and validating. Every stage runs under the watchdog
 (:mod:`formulations.watchdog`), whose deadline never passes the planner's own.
 
 Heuristics: the greedy plan (:mod:`planner.greedy`) is computed first; for the ``progress``
@@ -89,8 +90,8 @@ RESERVE_SHARE = 0.05
 class Clock:
     """Seconds left of the planner's own limit, less a reserve for decoding and validating."""
 
-    def __init__(self, limit_s: float, started_at: float | None = None) -> None:
-        self.start = time.perf_counter() if started_at is None else started_at
+    def __init__(self, limit_s: float, started_at: float) -> None:
+        self.start = started_at
         self.limit_s = limit_s
         self.reserve_s = min(MAX_RESERVE_S, RESERVE_SHARE * limit_s)
 
@@ -181,7 +182,7 @@ def _stage_record(name: str, r: SolverResult, lm: LinearModel, limit_s: float) -
     )
 
 
-def solve_round(inst: Instance, req: PlanRequest, started_at: float | None = None) -> Plan:
+def solve_round(inst: Instance, req: PlanRequest, started_at: float) -> Plan:
     """Plan ``inst`` with the backend ``req.solver`` (see the module docstring); always a validated plan."""
     backend = get_backend(req.solver)
     clock = Clock(req.time_limit_s, started_at)

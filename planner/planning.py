@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from planner.assemble import SolveInfo, assemble_plan
 from planner.domain import Instance
-from planner.greedy import greedy_allocations, progress_of
+from planner.greedy import greedy_allocations
 from planner.plan import Plan
 from planner.problems import InputError, Problem
 from planner.request import DEFAULT_REQUEST, EXPORT_SUFFIXES, GREEDY, PlanRequest
@@ -88,9 +88,12 @@ def greedy_plan(instance: Instance) -> Plan:
     begin = time.perf_counter()
     allocations = greedy_allocations(instance)
     seconds = time.perf_counter() - begin
-    report = SolveReport(heuristics={GREEDY: HeuristicRecord(progress_of(instance, allocations), round(seconds, 4))})
-    info = SolveInfo(solver=GREEDY, status="feasible", solve_s=seconds, report=report)
-    return checked(instance, assemble_plan(instance, allocations, info))
+    report = SolveReport()
+    result = assemble_plan(
+        instance, allocations, SolveInfo(solver=GREEDY, status="feasible", solve_s=seconds, report=report)
+    )
+    report.heuristics[GREEDY] = HeuristicRecord(result.round.progress, round(seconds, 4))
+    return checked(instance, result)
 
 
 def plan(instance: Instance, request: PlanRequest = DEFAULT_REQUEST, started_at: float | None = None) -> Plan:
@@ -101,6 +104,7 @@ def plan(instance: Instance, request: PlanRequest = DEFAULT_REQUEST, started_at:
     Raises :class:`~planner.problems.InputError` for a bad request and
     :class:`~planner.validate.InvalidPlanError` if a planner bug produced an invalid plan.
     """
+    started_at = time.perf_counter() if started_at is None else started_at
     problems = request_problems(request)
     if problems:
         raise InputError("options", problems)

@@ -48,19 +48,6 @@ GAVEL_COLUMNS_7 = (
 )
 """The layout of the traces shipped in ``instances/sources/gavel/traces`` (Gavel's first trace files)."""
 
-GAVEL_COLUMNS_9 = (
-    "job_type",
-    "command",
-    "num_steps_arg",
-    "needs_data_dir",
-    "total_steps",
-    "scale_factor",
-    "priority_weight",
-    "SLO",
-    "arrival_time",
-)
-"""The layout read by earlier versions of Gavel's ``scheduler/utils.py::parse_trace``."""
-
 GAVEL_COLUMNS_10 = (
     "job_type",
     "command",
@@ -74,6 +61,9 @@ GAVEL_COLUMNS_10 = (
     "arrival_time",
 )
 """The layout read and written by current Gavel (``scheduler/utils.py::parse_trace``)."""
+
+GAVEL_COLUMNS_9 = tuple(c for c in GAVEL_COLUMNS_10 if c != "working_directory")
+"""The layout read by earlier versions of Gavel's ``scheduler/utils.py::parse_trace``."""
 
 GAVEL_LAYOUTS: dict[int, tuple[str, ...]] = {len(c): c for c in (GAVEL_COLUMNS_7, GAVEL_COLUMNS_9, GAVEL_COLUMNS_10)}
 """Gavel trace layouts by their number of tab-separated columns."""

@@ -164,3 +164,13 @@ def test_an_unwritable_export_path_exits_2_naming_it(tmp_path: Path, solver: str
         plan(load_instance(default_instance()), PlanRequest(solver=solver, time_limit_s=5, export_model=target))
     [problem] = err.value.problems
     assert problem.code == "unwritable-output" and str(target) in problem.message
+
+
+def test_the_solve_report_survives_writing_and_reading_the_plan(inst: Instance, tmp_path: Path) -> None:
+    from planner.plan import load_plan, write_plan
+
+    p = plan(inst, PlanRequest(solver="cbc", time_limit_s=20))
+    write_plan(p, tmp_path / "p.json")
+    again = load_plan(tmp_path / "p.json")
+    assert again.round.report == p.round.report and again.round.report.stages
+    assert again.round.extra == p.round.extra
