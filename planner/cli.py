@@ -151,6 +151,12 @@ def plan(
             "within delta of the best progress. Default: the instance's."
         ),
     ] = None,
+    delta: Annotated[
+        float | None,
+        typer.Option(
+            help="Progress the energy objective gives up, in [0, 1): target (1 - delta) x best; default: instance."
+        ),
+    ] = None,
     budget_j: Annotated[
         float | None, typer.Option(help="Energy budget of the round (J); overrides the instance.")
     ] = None,
@@ -191,6 +197,7 @@ def plan(
     request = PlanRequest(
         solver=solver,
         objective=None if objective is None else objective.value,
+        delta=delta,
         time_limit_s=time_limit,
         rel_gap=gap,
         threads=threads,
@@ -485,8 +492,30 @@ def simulate(
     restart_s: RestartOpt = defaults.RESTART_S,
     min_pair_rate: MinPairRateOpt = defaults.MIN_PAIR_RATE,
     delta: Annotated[
-        float, typer.Option(help="Progress loss the energy objective accepts per round.")
+        float, typer.Option(help="Progress the energy objective gives up per round, in [0, 1).")
     ] = defaults.DELTA,
+    max_jct_increase: Annotated[
+        float | None,
+        typer.Option(
+            help="Runtime-bounded energy mode: least energy with an average JCT at most this many percent "
+            "above fifo-max's on the same queue (wattplan plans with the energy objective, delta steered per round)."
+        ),
+    ] = None,
+    carbon: Annotated[
+        Path | None,
+        typer.Option(help="Hourly carbon intensity CSV (gCO2/kWh), e.g. the shipped CISO_2022.csv: report kgCO2."),
+    ] = None,
+    price: Annotated[
+        Path | None, typer.Option(help="Hourly electricity price CSV ($/MWh): report each replay's energy cost.")
+    ] = None,
+    signal_start: Annotated[
+        str | None,
+        typer.Option(help="Signal hour (ISO 8601, UTC) at which the replay starts; default the file's first."),
+    ] = None,
+    signal_aware: Annotated[
+        bool,
+        typer.Option(help="wattplan follows the carbon (else price) signal: less progress in dirty or dear hours."),
+    ] = True,
     max_rounds: Annotated[int, typer.Option(help="Stop after this many simulated rounds.")] = 20_000,
     gpus_per_node: GpusPerNodeOpt = defaults.GPUS_PER_NODE,
     node_power_w: NodePowerOpt = defaults.NODE_POWER_W,
@@ -499,7 +528,14 @@ def simulate(
 
     from planner.sim.policies import PolicyOptions
     from planner.sim.render import progress_callback, progress_display, summary_table
-    from planner.sim.replay import ReplaySpec, expand_policies, prepare, run_policy, write_outputs
+    from planner.sim.replay import (
+        ReplaySpec,
+        expand_policies,
+        prepare,
+        run_policy,
+        with_floor_and_reference,
+        write_outputs,
+    )
     from planner.sim.round_instance import RoundRules
 
     request = dataclasses.replace(REPLAY_REQUEST, solver=solver, time_limit_s=time_limit, threads=threads, seed=seed)
@@ -522,6 +558,11 @@ def simulate(
         gpus_per_node=gpus_per_node,
         node_power_w=node_power_w,
         profiles=profiles,
+        max_jct_increase=None if max_jct_increase is None else max_jct_increase / 100.0,
+        carbon=carbon,
+        price=price,
+        signal_start=signal_start,
+        signal_aware=signal_aware,
     )
     workload, ctx = prepare(spec)
     runs = []
@@ -529,9 +570,121 @@ def simulate(
         for name in spec.policies:
             cb = None if quiet else progress_callback(bar, name, len(workload.jobs))
             runs.append(run_policy(spec, workload, ctx, name, cb))
+    runs = with_floor_and_reference(spec, workload, ctx, runs)
     write_outputs(out_path, runs, plots=plots)
     out.print(summary_table([s for _, s in runs]))
     out.print(f"{len(workload.jobs)} jobs replayed; results written to [bold]{out_path}[/]")
+
+
+def _float_list(text: str, option: str) -> list[float]:
+    """``"0.03,0.1"`` -> ``[0.03, 0.1]``; an empty string is no value; bad items exit 2 naming ``option``."""
+    values, problems = [], []
+    for k, item in enumerate(x.strip() for x in text.split(",") if x.strip()):
+        try:
+            values.append(float(item))
+        except ValueError:
+            problems.append(Problem("bad-option", f"{option}[{k}]", f"{item!r} is not a number"))
+    if problems:
+        raise InputError(option, problems)
+    return values
+
+
+@app.command()
+@handles_errors
+def frontier(
+    trace: TraceArg,
+    cluster: Annotated[str, typer.Option(help="GPUs of each type, e.g. v100:32,p100:16 (whole nodes).")],
+    deltas: Annotated[
+        str, typer.Option(help="Energy-objective deltas to sweep, comma-separated (each in [0, 1)).")
+    ] = "0.03,0.1,0.2,0.3",
+    max_jct_increase: Annotated[
+        str, typer.Option(help="Runtime-bounded mode: JCT increases to sweep, percent, comma-separated.")
+    ] = "0,5,10,20",
+    baselines: Annotated[
+        str, typer.Option(help="Baselines to place beside the front, comma-separated, or all.")
+    ] = "all",
+    workers: Annotated[int, typer.Option(help="Replays run at once, each in its own process (>= 1).")] = 2,
+    power_cap_w: PowerCapOpt = None,
+    energy_budget_kwh: Annotated[
+        float | None, typer.Option(help="Energy budget over each replay (kWh), paced per round.")
+    ] = None,
+    round_s: RoundSOpt = defaults.ROUND_S,
+    solver: Annotated[str, typer.Option(help="wattplan's solver: " + SOLVER_HELP)] = REPLAY_REQUEST.solver,
+    time_limit: Annotated[
+        float, typer.Option(help="wattplan's seconds per round (> 0).")
+    ] = REPLAY_REQUEST.time_limit_s,
+    seed: Annotated[int, typer.Option(help="Seed: solver, Philly job types.")] = REPLAY_REQUEST.seed,
+    max_jobs: Annotated[int | None, typer.Option(help="Replay the first N jobs (by arrival) of the window.")] = None,
+    start_s: Annotated[float | None, typer.Option(help="Window start: jobs arriving from here (trace s).")] = None,
+    end_s: Annotated[float | None, typer.Option(help="Window end: jobs arriving before this (trace s).")] = None,
+    fmt: FormatOpt = TraceFormat.auto,
+    vc: VcOpt = None,
+    carbon: Annotated[Path | None, typer.Option(help="Hourly carbon intensity CSV (gCO2/kWh): report kgCO2.")] = None,
+    price: Annotated[Path | None, typer.Option(help="Hourly price CSV ($/MWh): report energy cost.")] = None,
+    signal_start: Annotated[
+        str | None, typer.Option(help="Signal hour (ISO 8601, UTC) at which the replays start.")
+    ] = None,
+    profiles: ProfilesOpt = None,
+    out_path: Annotated[Path, typer.Option("--out", "-o", help="Output folder (a rerun resumes).")] = Path(
+        "frontier-out"
+    ),
+) -> None:
+    """Sweep wattplan's energy knob on one trace in parallel; plot the energy-JCT front beside every baseline.
+
+    Writes runs/<label>/ per replay, frontier.csv, frontier.json and frontier.png (energy against
+    average JCT, baselines as markers, the workload's energy floor as a line). Finished replays
+    are reused when the sweep is run again with the same settings.
+    """
+    import dataclasses
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from planner.sim import frontier as fr
+    from planner.sim.policies import PolicyOptions
+    from planner.sim.render import summary_table
+    from planner.sim.replay import ReplaySpec
+    from planner.sim.round_instance import RoundRules
+
+    request = dataclasses.replace(REPLAY_REQUEST, solver=solver, time_limit_s=time_limit, seed=seed)
+    base = ReplaySpec(
+        trace=_trace(trace),
+        cluster=cluster,
+        fmt=fmt.value,
+        virtual_cluster=vc,
+        start_s=start_s,
+        end_s=end_s,
+        max_jobs=max_jobs,
+        rules=RoundRules(duration_s=round_s),
+        power_cap_w=power_cap_w,
+        energy_budget_kwh=energy_budget_kwh,
+        policy_options=PolicyOptions(request=request),
+        seed=seed,
+        profiles=profiles,
+        carbon=carbon,
+        price=price,
+        signal_start=signal_start,
+    )
+    if workers < 1:
+        raise InputError("options", [Problem("bad-option", "--workers", f"must be >= 1, got {workers}")])
+    sweep_d = _float_list(deltas, "--deltas")
+    sweep_x = [x / 100.0 for x in _float_list(max_jct_increase, "--max-jct-increase")]
+    names = [b.strip() for b in baselines.split(",") if b.strip()]
+    total = len(fr.sweep_points(base, sweep_d, sweep_x, names))
+    with Progress(
+        TextColumn("[bold]frontier"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("replays"),
+        TimeElapsedColumn(),
+        console=err,
+    ) as bar:
+        task = bar.add_task("frontier", total=total)
+        result = fr.frontier(base, sweep_d, sweep_x, names, out_path, workers, lambda point, row: bar.advance(task))
+    out.print(summary_table(result.rows))
+    failed = [r["label"] for r in result.rows if r.get("error")]
+    if failed:
+        err.print(f"[yellow]{len(failed)} replay(s) failed: {', '.join(failed)} (see frontier.csv)[/]")
+    out.print(f"{total} replays; frontier written to [bold]{out_path}[/] ({', '.join(p.name for p in result.paths)})")
 
 
 def main() -> None:

@@ -151,6 +151,16 @@ def powered_energy_j(instance: Instance, gpus_used: Mapping[str, int]) -> float:
     return node_energy_j(instance, nodes_for(instance, gpus_used))
 
 
+BUDGET_SLACK = 1e-9
+"""Relative slack of :func:`within_budget`: the same energy summed in another order differs in its
+last bits, and a budget set to exactly a plan's energy (a paced replay's last round) must admit it."""
+
+
+def within_budget(energy_j: float, budget_j: float | None) -> bool:
+    """``E <= B (1 + 1e-9)``, or True without a budget (J); the validator allows more (1e-6)."""
+    return budget_j is None or energy_j <= budget_j * (1.0 + BUDGET_SLACK)
+
+
 def full_power_w(instance: Instance) -> float:
     """Power with every node on and every GPU at its highest setting's profiled power.
 

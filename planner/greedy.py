@@ -28,7 +28,14 @@ from dataclasses import dataclass
 
 from planner.assemble import Allocation
 from planner.domain import Instance
-from planner.economics import exclusive_outcomes, full_cost_j, job_outcome, ordered_pair_rates, powered_energy_j
+from planner.economics import (
+    exclusive_outcomes,
+    full_cost_j,
+    job_outcome,
+    ordered_pair_rates,
+    powered_energy_j,
+    within_budget,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +116,7 @@ def accept_in_order(instance: Instance, candidates: Iterable[Candidate]) -> list
             continue
         trial = dict(used)
         trial[g.name] += a.gpus
-        if budget is not None and dynamic + c.energy_j + powered_energy_j(instance, trial) > budget:
+        if not within_budget(dynamic + c.energy_j + powered_energy_j(instance, trial), budget):
             continue
         chosen[a.job_ids[0]] = a
         taken.update(a.job_ids)

@@ -75,6 +75,8 @@ def request_problems(request: PlanRequest) -> list[Problem]:
         problems.append(Problem("bad-option", "threads (--threads)", f"must be >= 1, got {request.threads}"))
     if request.seed < 0:
         problems.append(Problem("bad-option", "seed (--seed)", f"must be >= 0, got {request.seed}"))
+    if request.delta is not None and not 0.0 <= request.delta < 1.0:
+        problems.append(Problem("bad-option", "delta (--delta)", f"must be in [0, 1), got {request.delta}"))
     if request.objective not in (None, "progress", "energy"):
         problems.append(Problem("bad-option", "objective", f"must be progress or energy, got {request.objective!r}"))
     path = request.export_model
@@ -110,6 +112,8 @@ def plan(instance: Instance, request: PlanRequest = DEFAULT_REQUEST, started_at:
         raise InputError("options", problems)
     if request.objective is not None and request.objective != instance.round.objective:
         instance = replace(instance, round=replace(instance.round, objective=request.objective))
+    if request.delta is not None and request.delta != instance.round.delta:
+        instance = replace(instance, round=replace(instance.round, delta=request.delta))
     if request.solver == GREEDY:
         return greedy_plan(instance)
     from formulations.solve import solve_round

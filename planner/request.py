@@ -37,6 +37,8 @@ class PlanRequest:
 
     solver: str = "cbc"
     objective: Objective | None = None
+    delta: float | None = None
+    """Progress the ``energy`` objective gives up, in [0, 1); None keeps the instance's ``round.delta``."""
     time_limit_s: float = 30.0
     rel_gap: float = 1e-4
     threads: int = 2

@@ -1,4 +1,4 @@
-"""Where the shipped data lives: the default instance, the profile library, sources and traces.
+"""Where the shipped data lives: the default instance, the profile library, sources, traces and grid signals.
 
 The repository keeps its data in ``instances/`` at the top (the product's layout); a wheel
 installs the same folder as the package data ``planner/data`` (``pyproject.toml`` maps one
@@ -18,6 +18,7 @@ PROFILE_LIBRARY_NAME: Final = "profiles/gavel_zeus_v100_p100.json"
 SOURCES_NAME: Final = "sources"
 GAVEL_TRACES: Final = "sources/gavel/traces"
 PHILLY_TRACE: Final = "sources/pollux/philly.csv"
+CARBON_SIGNALS: Final = "sources/carbon"
 
 
 def data_dir() -> Path:
@@ -67,3 +68,21 @@ def resolve_trace(path: Path) -> Path:
     if found is None:
         raise FileNotFoundError(2, "no such file or shipped trace", str(path))
     return found
+
+
+def shipped_signals() -> dict[str, Path]:
+    """Every shipped hourly grid signal by file name: ``CISO_2022.csv`` and ``ERCO_2022.csv`` (dc-rl carbon)."""
+    return {p.name: p for p in sorted(shipped(CARBON_SIGNALS).glob("*.csv"))}
+
+
+def resolve_signal(path: Path | str) -> Path:
+    """``path`` if it exists, else the shipped signal of that bare name (``CISO_2022.csv``), else ``path``.
+
+    Unlike :func:`resolve_trace` nothing is raised: a path that is neither is returned unchanged,
+    so :func:`planner.sim.signals.read_signal` reports it as an ``unreadable`` input.
+    """
+    path = Path(path)
+    if path.exists():
+        return path
+    found = shipped_signals().get(path.name) if path.parent == Path(".") else None
+    return path if found is None else found

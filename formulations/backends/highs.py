@@ -35,7 +35,7 @@ def _csc(lm: LinearModel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return starts, lm.a_rows[order].astype(np.int32), lm.a_vals[order]
 
 
-def _highs_model(lm: LinearModel, objective: np.ndarray, maximize: bool, relax: bool) -> Any:
+def highs_lp(lm: LinearModel, objective: np.ndarray, maximize: bool, relax: bool) -> Any:
     """A ``highspy.HighsLp`` of ``lm`` with this objective (integrality dropped when ``relax``)."""
     import highspy
 
@@ -101,7 +101,7 @@ class HighsBackend:
             h.setOptionValue("simplex_strategy", PRIMAL_SIMPLEX)
         coefs = lm.objectives[objective]
         begin = time.perf_counter()
-        h.passModel(_highs_model(lm, coefs, maximize, relax))
+        h.passModel(highs_lp(lm, coefs, maximize, relax))
         if start is not None and not relax:
             sol = highspy.HighsSolution()
             sol.col_value = list(map(float, start))
@@ -139,7 +139,7 @@ class HighsBackend:
     def export(self, lm: LinearModel, objective: ObjectiveName, maximize: bool, path: Path) -> None:
         """Write the model as MPS or LP (by the file's suffix) with readable names, atomically."""
         h = self._solver(SolveParams())
-        model = _highs_model(lm, lm.objectives[objective], maximize, relax=False)
+        model = highs_lp(lm, lm.objectives[objective], maximize, relax=False)
         model.col_names_, model.row_names_ = lm.export_names()
         h.passModel(model)
         with atomic_target(Path(path)) as tmp:

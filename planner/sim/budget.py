@@ -28,6 +28,12 @@
   whenever energy is left, at least one node's worth of jobs can run, so a pacing estimate
   that is too long cannot stop the replay while energy remains.
 
+  A round that drew nothing (every queued job waited: its share was below what any of them
+  costs for a round, e.g. a job's first round with its restart loss) leaves the next round
+  all of ``E_left``: a paced share smaller than one allocation can otherwise stall a replay whose
+  budget would have finished every job (found by a property test: a budget equal to the
+  policy's own unbudgeted energy must finish every job).
+
   When the budget is spent (``E_left <= 0``), or what is left cannot power anything, jobs
   wait and the engine ends the replay with the unfinished jobs reported (stop reason
   ``budget-exhausted`` or ``stalled``).
@@ -134,6 +140,7 @@ class EnergyBudget:
     total_j: float
     floor_j: float = 0.0  # B_min (J)
     spent_j: float = 0.0
+    starved: bool = False  # the last round drew nothing
 
     @property
     def label(self) -> str:
@@ -151,15 +158,21 @@ class EnergyBudget:
         return self.left_j <= 0.0
 
     def round_budget_j(self, unfinished: Sequence[JobState], now_s: float, duration_s: float, gpus: int) -> float:
-        """``B_r = max(E_left / rounds_left, min(E_left, B_min))`` (J); 0 once exhausted (module docstring)."""
+        """``B_r = max(E_left / rounds_left, min(E_left, B_min))`` (J); ``E_left`` after a starved round.
+
+        0 once exhausted (module docstring).
+        """
         if self.exhausted:
             return 0.0
+        if self.starved:
+            return self.left_j
         est = pacing_estimate(unfinished, now_s, duration_s, gpus)
         return max(self.left_j / est.rounds_left, min(self.left_j, self.floor_j))
 
     def charge(self, energy_j: float) -> None:
-        """Add the energy a round actually drew (J) to what is spent."""
+        """Add the energy a round actually drew (J) to what is spent; a round that drew none starved."""
         self.spent_j += energy_j
+        self.starved = energy_j <= 0.0
 
 
 Budget = NoBudget | PowerCap | EnergyBudget

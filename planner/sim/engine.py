@@ -38,6 +38,7 @@ from planner.domain import CurrentConfig, Instance
 from planner.plan import Plan
 from planner.sim.accounting import RoundOutcome, round_outcome
 from planner.sim.budget import Budget, EnergyBudget, NoBudget
+from planner.sim.governor import DeltaSteer
 from planner.sim.policies.base import Policy
 from planner.sim.round_instance import ClusterContext, round_instance
 from planner.sim.state import JobState
@@ -85,6 +86,8 @@ class RoundRecord:
     solver: str
     status: str
     note: str = ""
+    delta: float | None = None
+    """The round's ``delta`` when a governor (:mod:`planner.sim.governor`) set it."""
     """Why the round's plan is not the solver's plan for its objective (fallback reason,
     objective switched), empty otherwise."""
 
@@ -155,8 +158,12 @@ def simulate(
     budget: Budget | None = None,
     config: SimConfig | None = None,
     progress: ProgressCallback | None = None,
+    governor: DeltaSteer | None = None,
 ) -> SimResult:
-    """Replay ``workload`` on the cluster of ``ctx`` with ``policy`` (see the module docstring)."""
+    """Replay ``workload`` on the cluster of ``ctx`` with ``policy`` (see the module docstring).
+
+    With a ``governor``, each round's ``delta`` is its choice (:mod:`planner.sim.governor`).
+    """
     cfg = config or SimConfig()
     pacer = budget or NoBudget()
     T = ctx.rules.duration_s
@@ -188,10 +195,11 @@ def simulate(
             stop = "budget-exhausted"
             break
         budget_j = pacer.round_budget_j(unfinished, now, T, ctx.total_gpus)
-        inst = round_instance(ctx, r, now, queued, budget_j)
+        delta = None if governor is None else governor.delta_for_round(states, now)
+        inst = round_instance(ctx, r, now, queued, budget_j, delta)
         record = _play_round(inst, policy, by_id, now, rng, cfg.noise)
         arrived_now = sum(1 for s in states if s.spec.arrival_s <= now)
-        record = replace(record, arrived=arrived_now - arrived_before)
+        record = replace(record, arrived=arrived_now - arrived_before, delta=delta)
         arrived_before = arrived_now
         pacer.charge(record.energy_j)
         rounds.append(record)

@@ -13,7 +13,17 @@
 * energy per million steps (kWh) = total energy / steps done * 1e6 (steps of different job
   types are not the same work: compare it across policies on the same trace only);
 * solver seconds per simulated round (``solver_s_*``: wall clock of the policy's ``decide``, the solver
-  time for ``wattplan``): mean and max.
+  time for ``wattplan``): mean and max;
+* ``delta_mean``: the runtime-bounded mode's mean per-round ``delta`` (:mod:`planner.sim.governor`).
+
+Against the workload's energy floor ``E_floor`` (:mod:`formulations.energy_floor`) and the
+reference schedule (``fifo-max``, no budget) with energy ``E_ref`` and average JCT ``J_ref``,
+:func:`with_reference` adds:
+
+* ``energy_floor_kwh``: ``E_floor``;
+* ``captured_share = (E_ref - E) / (E_ref - E_floor)``: the share of the achievable saving a
+  replay captured (1: at the floor, 0: no better than the reference, < 0: worse);
+* ``jct_increase = J / J_ref - 1``: the average JCT against the reference's (fraction).
 """
 
 from __future__ import annotations
@@ -89,7 +99,26 @@ def summarise(result: SimResult) -> dict[str, Any]:
         "solver_s_mean": _stat(decide, "mean"),
         "solver_s_max": max(decide) if decide else None,
         "solver_s_total": sum(decide),
+        "delta_mean": _stat([r.delta for r in rounds if r.delta is not None], "mean"),
         **result.info,
+    }
+
+
+def captured_share(energy_kwh: float, reference_kwh: float, floor_kwh: float) -> float | None:
+    """``(E_ref - E) / (E_ref - E_floor)``; None when the reference is at the floor."""
+    span = reference_kwh - floor_kwh
+    return (reference_kwh - energy_kwh) / span if span > 1e-12 else None
+
+
+def with_reference(summary: dict[str, Any], reference: dict[str, Any], floor_kwh: float | None) -> dict[str, Any]:
+    """``summary`` plus the floor, the captured share and the JCT increase (module docstring)."""
+    ref_e, ref_j, jct = reference["energy_kwh"], reference["avg_jct_s"], summary["avg_jct_s"]
+    return {
+        **summary,
+        "energy_floor_kwh": floor_kwh,
+        "reference": {"policy": reference["policy"], "energy_kwh": ref_e, "avg_jct_s": ref_j},
+        "captured_share": None if floor_kwh is None else captured_share(summary["energy_kwh"], ref_e, floor_kwh),
+        "jct_increase": None if jct is None or not ref_j else jct / ref_j - 1.0,
     }
 
 

@@ -50,6 +50,7 @@ ROUND_COLUMNS = (
     "solver",
     "status",
     "note",
+    "delta",
 )
 JOB_COLUMNS = (
     "job_id",
@@ -133,6 +134,7 @@ def rounds_csv(result: SimResult) -> str:
                 r.solver,
                 r.status,
                 r.note,
+                _num(r.delta),
             )
         )
     return _csv_text(ROUND_COLUMNS, rows)

@@ -51,6 +51,9 @@ def summary_table(summaries: Sequence[dict[str, Any]]) -> Table:
         "makespan h",
         "done",
         "GPU util",
+        "captured",
+        "JCT vs ref",
+        "kgCO2",
         "solver s (mean/max)",
     ):
         table.add_column(col, justify="left" if col in ("policy", "stop") else "right")
@@ -66,6 +69,15 @@ def summary_table(summaries: Sequence[dict[str, Any]]) -> Table:
             _fmt(None if s["makespan_s"] is None else s["makespan_s"] * h, ".2f"),
             f"{s['jobs_completed']}/{s['jobs_total']}",
             _fmt(s["gpu_utilisation"], ".1%"),
+            _fmt(s.get("captured_share"), ".0%"),
+            _fmt(s.get("jct_increase"), "+.1%"),
+            _fmt(s.get("carbon_kg"), ".1f"),
             f"{_fmt(s['solver_s_mean'], '.3f')}/{_fmt(s['solver_s_max'], '.3f')}",
+        )
+    floors = [f for s in summaries if (f := s.get("energy_floor_kwh")) is not None]
+    if floors:
+        table.caption = (
+            f"energy floor {min(floors):.2f} kWh; captured = share of the saving from fifo-max to the floor; "
+            "JCT vs ref = average JCT against fifo-max's"
         )
     return table

@@ -9,14 +9,17 @@ comparison plots at the top of ``out``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from formulations.energy_floor import EnergyFloor, energy_floor
 from planner.defaults import GPUS_PER_NODE, NODE_POWER_W
 from planner.jsonio import write_json_atomic, write_text_atomic
 from planner.planning import request_problems
 from planner.problems import InputError, Problem
+from planner.resources import resolve_signal
 from planner.round_builder import (
     ProfileLibrary,
     TraceFormat,
@@ -27,11 +30,14 @@ from planner.round_builder import (
 )
 from planner.sim.budget import Budget, EnergyBudget, NoBudget, PowerCap, one_node_round_j
 from planner.sim.engine import ProgressCallback, SimConfig, SimResult, simulate
-from planner.sim.metrics import J_PER_KWH, summarise
+from planner.sim.governor import DeltaSteer, FixedDelta, JctGovernor, SignalSteer
+from planner.sim.metrics import J_PER_KWH, summarise, with_reference
 from planner.sim.output import comparison_csv, write_result
 from planner.sim.plots import energy_jct_plot, jct_cdf_plot, power_plot, summary_points
 from planner.sim.policies import POLICY_NAMES, PolicyOptions, make_policy
-from planner.sim.round_instance import ClusterContext, RoundRules, cluster_context
+from planner.sim.round_instance import ClusterContext, RoundRules, cluster_context, workload_instance
+from planner.sim.signals import HourlySignal, SignalClock, SignalKind, read_signal, signal_cost
+from planner.sim.state import JobState
 from planner.sim.workload import Workload, build_workload, select_jobs
 
 
@@ -57,6 +63,17 @@ class ReplaySpec:
     gpus_per_node: int = GPUS_PER_NODE
     node_power_w: float = NODE_POWER_W
     profiles: Path | None = None
+    max_jct_increase: float | None = None
+    """Runtime-bounded energy mode: wattplan's average JCT at most ``1 + x`` times the reference's
+    (fraction; :mod:`planner.sim.governor`); wattplan then plans with the ``energy`` objective."""
+    carbon: Path | None = None
+    """Hourly carbon intensity (gCO2/kWh, :mod:`planner.sim.signals`): every replay reports kgCO2."""
+    price: Path | None = None
+    """Hourly electricity price ($/MWh): every replay reports its cost."""
+    signal_start: str | None = None
+    """The signal hour (ISO 8601, UTC) at which the replay starts; default the file's first hour."""
+    signal_aware: bool = True
+    """wattplan steers its ``delta`` by the carbon signal (else the price signal) when one is given."""
 
 
 def expand_policies(names: Sequence[str]) -> tuple[str, ...]:
@@ -97,6 +114,14 @@ def check_spec(spec: ReplaySpec) -> None:
         problems.append(Problem("bad-option", "--zeus-eta", f"must be in [0, 1], got {spec.policy_options.zeus_eta}"))
     if spec.rules.restart_s < 0 or spec.rules.restart_s >= spec.rules.duration_s:
         problems.append(Problem("bad-option", "--restart-s", "must be >= 0 and shorter than the round"))
+    if not 0.0 <= spec.rules.delta < 1.0:
+        problems.append(Problem("bad-option", "--delta", f"must be in [0, 1), got {spec.rules.delta}"))
+    if spec.max_jct_increase is not None and not 0.0 <= spec.max_jct_increase <= 10.0:
+        problems.append(
+            Problem(
+                "bad-option", "--max-jct-increase", f"must be in [0, 1000] %, got {spec.max_jct_increase * 100:g} %"
+            )
+        )
     if "wattplan" in spec.policies:
         problems += request_problems(spec.policy_options.request)
     if problems:
@@ -110,7 +135,7 @@ def prepare(spec: ReplaySpec, lib: ProfileLibrary | None = None) -> tuple[Worklo
     check_spec(spec)
     library = lib or load_profile_library(spec.profiles or DEFAULT_PROFILE_LIBRARY)
     cluster = parse_cluster_spec(spec.cluster, spec.gpus_per_node, spec.node_power_w)
-    ctx = cluster_context(cluster, library, spec.rules)
+    ctx = cluster_context(cluster, library, effective_rules(spec))
     trace_jobs = read_trace(spec.trace, library, spec.fmt, spec.seed, spec.virtual_cluster)
     chosen = select_jobs(trace_jobs, spec.start_s, spec.end_s, spec.max_jobs)
     source = {
@@ -125,7 +150,79 @@ def prepare(spec: ReplaySpec, lib: ProfileLibrary | None = None) -> tuple[Worklo
     workload = build_workload(chosen, library, ctx.type_names, source)
     if not workload.jobs:
         raise InputError(str(spec.trace), [Problem("empty-replay", "(selection)", "no job of the trace is selected")])
+    signal_clocks(spec, workload)  # a bad signal file stops the replay before any policy runs
     return workload, ctx
+
+
+def effective_rules(spec: ReplaySpec) -> RoundRules:
+    """The round rules the replay uses: the runtime-bounded mode plans with the ``energy`` objective."""
+    return spec.rules if spec.max_jct_increase is None else replace(spec.rules, objective="energy")
+
+
+def workload_floor(workload: Workload, ctx: ClusterContext) -> EnergyFloor:
+    """The energy floor of every job of the workload, whole (:mod:`formulations.energy_floor`)."""
+    return energy_floor(workload_instance(ctx, [JobState.new(s) for s in workload.jobs]))
+
+
+def _offset_hours(signal: HourlySignal, start: str | None, option: str) -> int:
+    """Hours from the signal's first hour to ``start`` (ISO 8601, UTC); 0 when not given."""
+    if start is None:
+        return 0
+    try:
+        when = datetime.fromisoformat(start.replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(option, [Problem("bad-option", option, f"{start!r} is not an ISO 8601 time")]) from None
+    when = when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+    hours = (when - signal.start_utc).total_seconds() / 3600
+    if not 0 <= hours < signal.hours or hours != int(hours):
+        msg = (
+            f"{start} is not a whole hour within {signal.source} ({signal.start_utc:%Y-%m-%d %H:%M} + {signal.hours} h)"
+        )
+        raise InputError(option, [Problem("bad-option", option, msg)])
+    return int(hours)
+
+
+def signal_clocks(spec: ReplaySpec, workload: Workload) -> dict[SignalKind, SignalClock]:
+    """The replay's signals on its clock: hour ``signal_start`` of each file at the replay's start."""
+    t0 = spec.start_s if spec.start_s is not None else min(j.arrival_s for j in workload.jobs)
+    clocks: dict[SignalKind, SignalClock] = {}
+    named: tuple[tuple[SignalKind, Path | None], ...] = (("carbon", spec.carbon), ("price", spec.price))
+    for kind, path in named:
+        if path is not None:
+            sig = read_signal(resolve_signal(path), kind)
+            clocks[kind] = SignalClock(sig, t0, _offset_hours(sig, spec.signal_start, "--signal-start"))
+    return clocks
+
+
+def signal_summary(result: SimResult, clocks: dict[SignalKind, SignalClock]) -> dict[str, Any]:
+    """``carbon_kg`` and ``energy_cost_usd`` of the replay's rounds, and each signal's description."""
+    out: dict[str, Any] = {}
+    T = result.duration_s
+    if "carbon" in clocks:
+        out["carbon_kg"] = sum(signal_cost(clocks["carbon"], r.start_s, T, r.energy_j) for r in result.rounds) / 1e3
+    if "price" in clocks:
+        out["energy_cost_usd"] = sum(signal_cost(clocks["price"], r.start_s, T, r.energy_j) for r in result.rounds)
+    if clocks:
+        out["signals"] = {k: {**c.signal.info(), "offset_h": c.offset_h} for k, c in clocks.items()}
+    return out
+
+
+def _steer(
+    spec: ReplaySpec, ctx: ClusterContext, clocks: dict[SignalKind, SignalClock], ref: SimResult | None
+) -> DeltaSteer | None:
+    """The wattplan policy's per-round ``delta``: the JCT governor and/or the signal; None when both are off."""
+    inner: DeltaSteer | None = None
+    if spec.max_jct_increase is not None and ref is not None:
+        inner = JctGovernor({s.id: s.finish_s for s in ref.jobs}, spec.max_jct_increase, delta=ctx.rules.delta)
+    clock = clocks.get("carbon") or clocks.get("price")
+    if clock is not None and spec.signal_aware:
+        return SignalSteer(clock, inner or FixedDelta(ctx.rules.delta), ctx.rules.duration_s)
+    return inner
+
+
+def reference_run(spec: ReplaySpec, workload: Workload, ctx: ClusterContext) -> tuple[SimResult, dict[str, Any]]:
+    """The reference schedule: ``fifo-max`` on the same queue with no budget (a fraction of a second)."""
+    return run_policy(replace(spec, power_cap_w=None, energy_budget_kwh=None), workload, ctx, "fifo-max")
 
 
 def make_budget(spec: ReplaySpec, ctx: ClusterContext) -> Budget:
@@ -143,14 +240,31 @@ def run_policy(
     ctx: ClusterContext,
     policy: str,
     progress: ProgressCallback | None = None,
+    reference: SimResult | None = None,
 ) -> tuple[SimResult, dict[str, Any]]:
-    """Replay one policy; return the result and its summary (with the replay's settings)."""
+    """Replay one policy; return the result and its summary (with the replay's settings).
+
+    The runtime-bounded mode (``spec.max_jct_increase``) steers wattplan against ``reference``
+    (:func:`reference_run`'s result; computed here when not given).
+    """
     config = SimConfig(start_s=spec.start_s, max_rounds=spec.max_rounds, noise=spec.noise, seed=spec.seed)
-    result = simulate(workload, ctx, make_policy(policy, spec.policy_options), make_budget(spec, ctx), config, progress)
+    clocks = signal_clocks(spec, workload)
+    governor = None
+    if policy == "wattplan":
+        ref = None
+        if spec.max_jct_increase is not None:
+            ref = reference if reference is not None else reference_run(spec, workload, ctx)[0]
+        governor = _steer(spec, ctx, clocks, ref)
+    budget = make_budget(spec, ctx)
+    result = simulate(
+        workload, ctx, make_policy(policy, spec.policy_options), budget, config, progress, governor=governor
+    )
     result.info.update(
         {
             "workload": workload.source,
-            "objective": spec.rules.objective,
+            "objective": ctx.rules.objective,
+            "delta": ctx.rules.delta,
+            "max_jct_increase": spec.max_jct_increase,
             "restart_s": spec.rules.restart_s,
             "power_cap_w": spec.power_cap_w,
             "energy_budget_kwh": spec.energy_budget_kwh,
@@ -163,7 +277,32 @@ def run_policy(
         result.info["solver"] = {"name": req.solver, "time_limit_s": req.time_limit_s, "threads": req.threads}
     if policy == "zeus":
         result.info["zeus_eta"] = spec.policy_options.zeus_eta
-    return result, summarise(result)
+    if clocks:
+        result.info["signal_aware"] = governor is not None and spec.signal_aware and policy == "wattplan"
+    return result, {**summarise(result), **signal_summary(result, clocks)}
+
+
+def with_floor_and_reference(
+    spec: ReplaySpec,
+    workload: Workload,
+    ctx: ClusterContext,
+    runs: Sequence[tuple[SimResult, dict[str, Any]]],
+) -> list[tuple[SimResult, dict[str, Any]]]:
+    """Each run's summary with the workload's energy floor, captured share and JCT increase.
+
+    The reference is the ``fifo-max`` run with no budget: taken from ``runs`` when one of them
+    is, else replayed here (:func:`reference_run`).
+    """
+    ref = next((s for r, s in runs if r.policy == "fifo-max" and s["budget"] == "none"), None)
+    if ref is None:
+        ref = reference_run(spec, workload, ctx)[1]
+    floor = workload_floor(workload, ctx)
+    out = []
+    for result, summary in runs:
+        extended = with_reference(summary, ref, floor.energy_kwh)
+        extended["energy_floor"] = {"note": floor.note, "paired_step_share": floor.paired_step_share}
+        out.append((result, extended))
+    return out
 
 
 def write_outputs(out: Path, runs: Sequence[tuple[SimResult, dict[str, Any]]], plots: bool = True) -> list[Path]:

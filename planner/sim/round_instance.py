@@ -79,9 +79,17 @@ def _current(state: JobState, queued: set[str]) -> CurrentConfig | None:
 
 
 def round_instance(
-    ctx: ClusterContext, index: int, now_s: float, queued: Sequence[JobState], budget_j: float | None
+    ctx: ClusterContext,
+    index: int,
+    now_s: float,
+    queued: Sequence[JobState],
+    budget_j: float | None,
+    delta: float | None = None,
 ) -> Instance:
-    """The instance of round ``index`` starting at ``now_s`` for the ``queued`` jobs (arrival order)."""
+    """The instance of round ``index`` starting at ``now_s`` for the ``queued`` jobs (arrival order).
+
+    ``delta`` overrides the rules' (the runtime-bounded mode sets it per round).
+    """
     ids = {s.id for s in queued}
     jobs = tuple(
         Job(
@@ -102,7 +110,7 @@ def round_instance(
         duration_s=r.duration_s,
         budget_j=budget_j,
         objective=r.objective,
-        delta=r.delta,
+        delta=r.delta if delta is None else delta,
         restart_s=r.restart_s,
         min_pair_rate=r.min_pair_rate,
     )
@@ -114,3 +122,8 @@ def round_instance(
         }
     }
     return Instance(spec, ctx.gpu_types, jobs, profiles, pairs, extra)
+
+
+def workload_instance(ctx: ClusterContext, states: Sequence[JobState]) -> Instance:
+    """Every job of ``states`` with its remaining steps as one instance: the energy floor's input."""
+    return round_instance(ctx, 0, 0.0, [s for s in states if not s.done], None)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from planner.domain import GpuType, Instance, Job
-from planner.economics import JobOutcome, job_outcome, powered_energy_j
+from planner.economics import JobOutcome, job_outcome, powered_energy_j, within_budget
 
 
 class RoundLedger:
@@ -41,7 +41,7 @@ class RoundLedger:
             if trial[g] > self.instance.gpu_type(g).total_gpus:
                 return False
         budget = self.instance.round.budget_j
-        return budget is None or self.dynamic_j + dynamic_delta_j + powered_energy_j(self.instance, trial) <= budget
+        return within_budget(self.dynamic_j + dynamic_delta_j + powered_energy_j(self.instance, trial), budget)
 
     def add(self, gpu_delta: Mapping[str, int], dynamic_delta_j: float) -> None:
         """Book the change unchecked: GPUs per type and dynamic energy (J)."""

@@ -1,0 +1,215 @@
+"""The energy floor: the least energy any schedule could spend on a set of jobs (docs/design.md §14).
+
+Under the replay's accounting (:mod:`planner.sim.accounting`), with time and capacity free
+and every powered GPU busy (nodes always full, nothing idle, no restart loss), the cheapest way
+to do each job's steps is a linear program over *configuration times*.
+
+Jobs with the same type and allowed GPU counts are interchangeable here, so they form one
+class ``k`` with demand ``d_k`` = the sum of their steps. Columns, all continuous, in seconds:
+
+* ``t_c >= 0`` for an exclusive configuration ``c = (k, g, n, s)`` (``n`` an allowed count of
+  ``k`` with ``n <= N_g K_g``, a profile ``(X, P)`` at setting ``s``): it does ``X t_c`` steps of
+  class ``k`` and draws ``n (P + Pnode_g / K_g)`` W;
+* ``t_q >= 0`` for a pair configuration ``q = (k_a, k_b, g, n, s)`` whose pair entry keeps
+  ``min(rho_a, rho_b) >= min_pair_rate`` (the round model's rule): it does ``rho_a X_a t_q``
+  steps of ``k_a`` and ``rho_b X_b t_q`` of ``k_b`` and draws
+  ``n (Pidle_g + rho_a (P_a - Pidle_g) + rho_b (P_b - Pidle_g) + Pnode_g / K_g)`` W.
+
+The floor is::
+
+    E_floor = min  sum_c n_c (P_c + Pnode/K) t_c
+                   + sum_q n_q (Pidle + rho_a (P_a - Pidle) + rho_b (P_b - Pidle) + Pnode/K) t_q     (J)
+              s.t. sum_{c of k} X_c t_c + sum_{q with side k} rho X t_q >= d_k              for every class k
+                   t >= 0
+
+It is a lower bound on every replay's energy without profile noise: a replay's powered GPU
+pays ``Pnode/K + Pidle`` for the whole round whether or not it computes, a restart loses compute
+time at that cost, and a pair whose partner finished keeps its shared (slower) rate, so every
+real schedule spends at least as much per step as some mix of these configurations. Pooling a
+class also lets a class of one job pair with itself, which only lowers the floor. The LP has
+one row per class and a few thousand columns whatever the number of jobs, and solves in well
+under a second (``benchmarks/RESULTS.md``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from formulations.backends.base import SolverResult
+from formulations.backends.highs import highs_lp
+from formulations.ir import INF, LinearModel, ModelBuilder
+from formulations.watchdog import run_with_deadline
+from planner.domain import GpuType, Instance, Profile
+
+FLOOR_OBJECTIVE = "energy"
+FLOOR_TIME_LIMIT_S = 60.0
+"""Wall seconds the floor LP may take before it is reported as not solved."""
+
+
+@dataclass(frozen=True, slots=True)
+class DemandClass:
+    """Interchangeable jobs: one type, one set of allowed GPU counts, their summed steps."""
+
+    type: str
+    gpus: tuple[int, ...]
+    steps: float
+    jobs: int
+
+
+@dataclass(frozen=True, slots=True)
+class EnergyFloor:
+    """The floor LP's answer: ``energy_j`` (J, None when not solved) and how it is made up.
+
+    ``paired_step_share``: fraction of all steps the optimum does in pairs; ``unservable``:
+    job types with steps to do and no configuration that makes progress (the floor then
+    covers the other classes only and says so).
+    """
+
+    energy_j: float | None
+    classes: int
+    columns: int
+    paired_step_share: float | None
+    unservable: tuple[str, ...]
+    note: str
+
+    @property
+    def energy_kwh(self) -> float | None:
+        """The floor in kWh (1 kWh = 3.6e6 J)."""
+        return None if self.energy_j is None else self.energy_j / 3.6e6
+
+
+def demand_classes(instance: Instance) -> list[DemandClass]:
+    """The instance's jobs pooled by ``(type, allowed counts)``, demand = their remaining steps."""
+    steps: dict[tuple[str, tuple[int, ...]], float] = defaultdict(float)
+    count: dict[tuple[str, tuple[int, ...]], int] = defaultdict(int)
+    for job in instance.jobs:
+        if job.remaining_steps > 0:
+            key = (job.type, tuple(sorted(job.gpus)))
+            steps[key] += job.remaining_steps
+            count[key] += 1
+    return [DemandClass(t, n, steps[(t, n)], count[(t, n)]) for t, n in sorted(steps)]
+
+
+def _profiles(instance: Instance, k: DemandClass, g: GpuType) -> Iterable[Profile]:
+    """The class's profiles on ``g`` at an allowed count that fits the pool, with progress."""
+    for n in k.gpus:
+        if n > g.total_gpus:
+            continue
+        for s in g.settings:
+            p = instance.profile(k.type, g.name, n, s)
+            if p is not None and p.steps_per_s > 0:
+                yield p
+
+
+def certified_bound(lm: LinearModel, duals: np.ndarray) -> float:
+    """A lower bound on ``min c t  s.t.  A t >= 1, t >= 0`` from any row prices ``y`` (J).
+
+    Weak duality: with ``y >= 0`` and ``A^T y <= c`` every feasible ``t`` has
+    ``c t >= y A t >= sum y``. The solver's duals are clipped at 0 and scaled by
+    ``min_c c_c / (A^T y)_c`` so that ``A^T y <= c`` holds exactly; the bound then does not
+    depend on the solver's tolerances (or its word that it is optimal).
+    """
+    y = np.maximum(duals, 0.0)
+    reduced = np.zeros(lm.num_cols)
+    np.add.at(reduced, lm.a_cols, lm.a_vals * y[lm.a_rows])
+    cost = lm.objectives[FLOOR_OBJECTIVE]
+    mask = reduced > 0
+    scale = float(np.min(cost[mask] / reduced[mask])) if mask.any() else 1.0
+    return float(min(scale, 1.0) * y.sum())
+
+
+def _solve_floor_lp(lm: LinearModel, time_limit_s: float) -> SolverResult:
+    """HiGHS's dual simplex on the floor LP, presolve off; ``bound`` is :func:`certified_bound`.
+
+    Presolve is off because HiGHS 1.14's presolve returned "optimal" for this LP with every row
+    unmet (docs/design.md §12); the answer is checked here in any case: the primal must meet
+    every row within 1e-9 and the bound comes from the duals, not from the solver's status.
+    """
+    import highspy
+
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("presolve", "off")
+    h.setOptionValue("time_limit", float(time_limit_s))
+    h.passModel(highs_lp(lm, lm.objectives[FLOOR_OBJECTIVE], False, True))
+    begin = time.perf_counter()
+    h.run()
+    elapsed = time.perf_counter() - begin
+    sol = h.getSolution()
+    status = h.modelStatusToString(h.getModelStatus())
+    if not sol.value_valid or not sol.dual_valid:
+        return SolverResult("no_solution", message=status)
+    t = np.maximum(np.array(sol.col_value), 0.0)
+    if lm.row_activity(t).min() < 1.0 - 1e-9:
+        return SolverResult("no_solution", message=f"{status}, primal misses a row")
+    bound = certified_bound(lm, np.array(sol.row_dual))
+    value = float(lm.objectives[FLOOR_OBJECTIVE] @ t)
+    return SolverResult("optimal", values=t, objective=value, bound=bound, solve_s=elapsed, message=status)
+
+
+def energy_floor(instance: Instance, time_limit_s: float = FLOOR_TIME_LIMIT_S) -> EnergyFloor:
+    """Build and solve the floor LP of the instance's jobs (module docstring); budget and capacity ignored."""
+    classes = demand_classes(instance)
+    mb = ModelBuilder()
+    energy: list[float] = []
+    rows: dict[int, list[tuple[int, float]]] = defaultdict(list)
+    paired_cols: list[tuple[int, int, float, int, float]] = []  # (col, k_a, rate_a, k_b, rate_b)
+    for ki, k in enumerate(classes):
+        for g in instance.gpu_types:
+            for p in _profiles(instance, k, g):
+                col = mb.add_col(f"x_{ki}_{g.name}_{p.gpus}_{p.setting}", 0.0, INF, False)
+                energy.append(p.gpus * (p.power_w + g.node_power_w / g.gpus_per_node))
+                rows[ki].append((col, p.steps_per_s))
+    min_rate = instance.round.min_pair_rate
+    for ai, a in enumerate(classes):
+        for bi in range(ai, len(classes)):
+            b = classes[bi]
+            for g in instance.gpu_types:
+                for n in sorted(set(a.gpus) & set(b.gpus)):
+                    rates = instance.pair_rates(a.type, b.type, g.name, n)
+                    if rates is None or n > g.total_gpus or min(rates) < min_rate:
+                        continue
+                    orders = {rates, rates[::-1]} if a.type == b.type and ai != bi else {rates}
+                    for s in g.settings:
+                        pa = instance.profile(a.type, g.name, n, s)
+                        pb = instance.profile(b.type, g.name, n, s)
+                        if pa is None or pb is None:
+                            continue
+                        for ra, rb in sorted(orders):
+                            col = mb.add_col(f"q_{ai}_{bi}_{g.name}_{n}_{s}_{ra:g}", 0.0, INF, False)
+                            dyn = ra * (pa.power_w - g.idle_power_w) + rb * (pb.power_w - g.idle_power_w)
+                            energy.append(n * (g.idle_power_w + dyn + g.node_power_w / g.gpus_per_node))
+                            rows[ai].append((col, ra * pa.steps_per_s))
+                            rows[bi].append((col, rb * pb.steps_per_s))
+                            paired_cols.append((col, ai, ra * pa.steps_per_s, bi, rb * pb.steps_per_s))
+    unservable = tuple(sorted({k.type for ki, k in enumerate(classes) if not rows[ki]}))
+    for ki, k in enumerate(classes):
+        if rows[ki]:
+            cols, rates = zip(*rows[ki], strict=True)
+            # Scaled by the demand (fraction of the class's steps >= 1): rows of 1e2-1e7 steps stay well conditioned.
+            mb.add_row(list(cols), [r / k.steps for r in rates], 1.0, INF, f"steps[{ki}]", "progress")
+    if mb.num_cols == 0:
+        return EnergyFloor(0.0, len(classes), 0, None, unservable, "no job has steps to do")
+    lm = mb.build({FLOOR_OBJECTIVE: np.array(energy)})
+    r = run_with_deadline(_solve_floor_lp, (lm, time_limit_s), time_limit_s + 5.0)
+    if r.values is None or r.objective is None or r.bound is None:
+        return EnergyFloor(None, len(classes), lm.num_cols, None, unservable, f"floor LP not solved: {r.message}")
+    t = r.values
+    total_steps = sum(k.steps for ki, k in enumerate(classes) if rows[ki])
+    paired = sum(t[c] * (ra + rb) for c, _, ra, _, rb in paired_cols)
+    note = f"HiGHS {r.message} in {r.solve_s:.2f} s, primal {r.objective / 3.6e6:.6g} kWh" + (
+        f"; no configuration for {', '.join(unservable)}" if unservable else ""
+    )
+    return EnergyFloor(
+        r.bound,
+        len(classes),
+        lm.num_cols,
+        min(paired / total_steps, 1.0) if total_steps > 0 else None,
+        unservable,
+        note,
+    )

@@ -1,0 +1,465 @@
+"""The energy-JCT frontier of one trace: wattplan's knob swept, every baseline placed beside it.
+
+:func:`sweep_points` turns one :class:`~planner.sim.replay.ReplaySpec` into the replays of a
+sweep (:class:`FrontierPoint`), each with a unique, file-system-safe label:
+
+==========================  ======================  =========================================
+label                       knob                    replay
+==========================  ======================  =========================================
+``fifo-max``, ``zeus``, ..  ``baseline``            the base spec with that policy
+``wattplan-progress``       ``progress``            wattplan, ``progress`` objective
+``wattplan-delta-0.1``      ``delta``               wattplan, ``energy`` objective, delta 0.1
+``wattplan-jct+5%``         ``max_jct_increase``    wattplan, runtime-bounded mode, x = 0.05
+==========================  ======================  =========================================
+
+Budgets, caps, noise and seed of the base spec are kept by every point (a sweep may run
+under a cap); wattplan's planning request keeps no objective of its own, so the rules' objective
+applies. :func:`run_sweep` replays each point in a fresh interpreter (a ``spawn`` process pool:
+wattplan's solves fork, and a forking process must not have run a solver first) and writes
+its files to ``out/runs/<label>/`` (:func:`planner.sim.output.write_result`, the summary with
+the point's spec as ``frontier_spec``); a point whose ``summary.json`` holds the same spec is
+read back instead of replayed, so an interrupted sweep resumes. A replay that fails becomes a
+row with its ``error`` and the sweep goes on.
+
+:func:`frontier` then adds, to every row, the energy floor of the workload and the comparison
+with the reference schedule (``fifo-max``, no budget) of :func:`planner.sim.metrics.with_reference`:
+``captured_share = (E_ref - E) / (E_ref - E_floor)`` and ``jct_increase = J / J_ref - 1``. A
+wattplan row is ``on_front`` when all its jobs completed and no other such wattplan row beats
+it on both energy and average JCT (:func:`planner.sim.metrics.pareto_front`).
+It writes ``frontier.csv`` (:data:`FRONTIER_COLUMNS`), ``frontier.json`` (every row, whole)
+and ``frontier.png`` (:func:`frontier_plot`) in ``out``.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from formulations.energy_floor import EnergyFloor
+from planner.jsonio import read_json, write_json_atomic, write_text_atomic
+from planner.problems import InputError, Problem
+from planner.sim.metrics import pareto_front, with_reference
+from planner.sim.output import comparison_csv, write_result
+from planner.sim.plots import _finish, _pyplot
+from planner.sim.policies import POLICY_NAMES
+from planner.sim.replay import ReplaySpec, check_spec, prepare, reference_run, run_policy, workload_floor
+from planner.sim.round_instance import ClusterContext
+from planner.sim.workload import Workload
+
+Knob = Literal["baseline", "progress", "delta", "max_jct_increase"]
+ProgressFn = Callable[["FrontierPoint", dict[str, Any]], None]
+
+WATTPLAN = "wattplan"
+REFERENCE_POLICY = "fifo-max"
+BASELINE_POLICIES = tuple(p for p in POLICY_NAMES if p != WATTPLAN)
+"""Policies a sweep may place beside wattplan (``all`` names every one of them)."""
+
+RUNS_DIR = "runs"
+SUMMARY_FILE = "summary.json"
+RUN_FILES = ("rounds.csv", "jobs.csv", SUMMARY_FILE)
+
+FRONTIER_COLUMNS = (
+    "label",
+    "policy",
+    "knob",
+    "value",
+    "energy_kwh",
+    "avg_jct_s",
+    "p95_jct_s",
+    "jobs_completed",
+    "jobs_total",
+    "stop_reason",
+    "captured_share",
+    "jct_increase",
+    "energy_floor_kwh",
+    "on_front",
+    "error",
+)
+"""Columns of ``frontier.csv``, one row per point (``on_front``: 1 or 0; ``error``: empty unless it failed)."""
+
+
+@dataclass(frozen=True)
+class FrontierPoint:
+    """One replay of a sweep: a unique file-system-safe ``label``, the knob it sets and the spec it runs.
+
+    ``value`` is the knob's value: ``delta``, or the JCT increase as a fraction; None for a
+    baseline and for the ``progress`` point.
+    """
+
+    label: str
+    policy: str
+    knob: Knob
+    value: float | None
+    spec: ReplaySpec
+
+
+@dataclass(frozen=True)
+class FrontierResult:
+    """What :func:`frontier` computed: every row (point order), the floor, the reference and the files written."""
+
+    rows: list[dict[str, Any]]
+    floor: EnergyFloor
+    reference: dict[str, Any]
+    paths: list[Path]
+
+
+def _short(value: float, scale: float = 1.0) -> str:
+    """``value * scale`` in the fewest significant digits that read back to ``value``."""
+    for digits in range(6, 18):
+        text = f"{value * scale:.{digits}g}"
+        if float(text) / scale == value:
+            return text
+    return repr(value * scale)
+
+
+def _unique(values: Sequence[float]) -> list[float]:
+    """``values`` as floats without repeats, first occurrence first."""
+    out: list[float] = []
+    for v in values:
+        if float(v) not in out:
+            out.append(float(v))
+    return out
+
+
+def _baselines(names: Sequence[str]) -> list[str]:
+    """Baseline policy names in the given order, ``all`` meaning every baseline; bad names raise."""
+    out: list[str] = []
+    bad: list[Problem] = []
+    for k, name in enumerate(names):
+        for n in BASELINE_POLICIES if name == "all" else (name,):
+            if n not in BASELINE_POLICIES:
+                why = "wattplan is the swept policy, not a baseline; " if n == WATTPLAN else ""
+                bad.append(
+                    Problem(
+                        "unknown-policy",
+                        f"--baseline[{k}]",
+                        f"{why}{n!r}; choose from all, {', '.join(BASELINE_POLICIES)}",
+                    )
+                )
+            elif n not in out:
+                out.append(n)
+    if bad:
+        raise InputError("--baseline", bad)
+    return out
+
+
+def sweep_points(
+    base: ReplaySpec, deltas: Sequence[float], jct_increases: Sequence[float], baselines: Sequence[str]
+) -> list[FrontierPoint]:
+    """The replays of a sweep: each baseline, wattplan ``progress``, one per ``delta``, one per JCT increase.
+
+    Every point keeps the base spec's budget, cap, noise, seed and round rules, and replays one
+    policy (``spec.policies``); repeated values are swept once. Unknown baseline names raise
+    :class:`InputError`; bad values are caught by :func:`run_sweep` (:func:`check_spec`).
+    """
+    wp_options = replace(base.policy_options, request=replace(base.policy_options.request, objective=None))
+    wp = replace(base, policies=(WATTPLAN,), policy_options=wp_options, max_jct_increase=None)
+    points = [
+        FrontierPoint(name, name, "baseline", None, replace(base, policies=(name,), max_jct_increase=None))
+        for name in _baselines(baselines)
+    ]
+    points.append(
+        FrontierPoint(
+            f"{WATTPLAN}-progress",
+            WATTPLAN,
+            "progress",
+            None,
+            replace(wp, rules=replace(base.rules, objective="progress")),
+        )
+    )
+    for d in _unique(deltas):
+        spec = replace(wp, rules=replace(base.rules, objective="energy", delta=d))
+        points.append(FrontierPoint(f"{WATTPLAN}-delta-{_short(d)}", WATTPLAN, "delta", d, spec))
+    for x in _unique(jct_increases):
+        spec = replace(wp, rules=replace(base.rules, objective="energy"), max_jct_increase=x)
+        points.append(FrontierPoint(f"{WATTPLAN}-jct+{_short(x, 100)}%", WATTPLAN, "max_jct_increase", x, spec))
+    return points
+
+
+def spec_json(spec: ReplaySpec) -> dict[str, Any]:
+    """``spec`` as plain JSON values (paths as strings, tuples as lists): what a resumed run is compared by."""
+    doc: dict[str, Any] = json.loads(json.dumps(asdict(spec), default=str))
+    return doc
+
+
+def _point_fields(point: FrontierPoint) -> dict[str, Any]:
+    return {"label": point.label, "knob": point.knob, "value": point.value}
+
+
+def run_point(point: FrontierPoint, folder: Path) -> dict[str, Any]:
+    """Replay one point and write its files in ``folder``; return its summary with label, knob and value.
+
+    The worker of :func:`run_sweep` (module level so a ``spawn`` pool can pickle it).
+    """
+    workload, ctx = prepare(point.spec)
+    result, summary = run_policy(point.spec, workload, ctx, point.policy)
+    row = {**_point_fields(point), **summary, "frontier_spec": spec_json(point.spec)}
+    write_result(result, row, folder)
+    return row
+
+
+def _worker(point: FrontierPoint, folder: Path) -> dict[str, Any]:
+    """:func:`run_point` in a pool worker; a failure comes back as :func:`error_row`.
+
+    The error travels as text: an exception whose arguments do not rebuild it (such as
+    :class:`InputError`) cannot be unpickled by the parent and would break the whole pool.
+    """
+    try:
+        return run_point(point, folder)
+    except Exception as exc:  # any failure of this replay is this point's row
+        return error_row(point, exc)
+
+
+def _stored_row(point: FrontierPoint, folder: Path) -> dict[str, Any] | None:
+    """The saved summary of ``point`` in ``folder`` if it was made from the same spec, else None."""
+    path = folder / SUMMARY_FILE
+    if not path.is_file():
+        return None
+    try:
+        doc = read_json(path)
+    except InputError:
+        return None
+    if not isinstance(doc, dict) or doc.get("frontier_spec") != spec_json(point.spec):
+        return None
+    return {**doc, **_point_fields(point)}
+
+
+def error_row(point: FrontierPoint, exc: BaseException) -> dict[str, Any]:
+    """The row of a point whose replay failed: its policy and the error (``Type: message``)."""
+    message = str(exc).strip() or "(no message)"
+    return {
+        **_point_fields(point),
+        "policy": point.policy,
+        "error": f"{type(exc).__name__}: {message}",
+        "frontier_spec": spec_json(point.spec),
+    }
+
+
+def collect(
+    futures: dict[Future[dict[str, Any]], FrontierPoint],
+    rows: dict[str, dict[str, Any]],
+    progress: ProgressFn | None = None,
+    lost: list[FrontierPoint] | None = None,
+) -> None:
+    """Put each finished future's row into ``rows`` by label; a failed one becomes :func:`error_row`.
+
+    With ``lost`` given, points whose pool broke (a worker died: killed for memory, crashed)
+    are appended there instead, to be retried; ``progress`` is called for every other point.
+    """
+    for future in as_completed(futures):
+        point = futures[future]
+        try:
+            row = future.result()
+        except BrokenProcessPool as exc:
+            if lost is not None:
+                lost.append(point)
+                continue
+            row = error_row(point, exc)
+        except Exception as exc:  # any other failure of one replay is that point's row
+            row = error_row(point, exc)
+        rows[point.label] = row
+        if progress is not None:
+            progress(point, row)
+
+
+def _replay(
+    points: Sequence[FrontierPoint],
+    runs: Path,
+    workers: int,
+    rows: dict[str, dict[str, Any]],
+    progress: ProgressFn | None,
+    lost: list[FrontierPoint] | None,
+) -> None:
+    """Replay ``points`` in a fresh ``spawn`` pool of at most ``workers`` processes (see :func:`collect`)."""
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=min(workers, len(points)), mp_context=context) as pool:
+        futures = {pool.submit(_worker, p, runs / p.label): p for p in points}
+        collect(futures, rows, progress, lost)
+
+
+def run_sweep(
+    points: Sequence[FrontierPoint], out: Path, workers: int, progress: ProgressFn | None = None
+) -> list[dict[str, Any]]:
+    """Replay every point in its own process (at most ``workers`` at once); return the rows in point order.
+
+    Each row is the replay's summary plus ``label``, ``knob``, ``value`` and ``frontier_spec``,
+    or, for a failed replay, those and ``error``. Points whose ``out/runs/<label>/summary.json``
+    holds the same spec are read back, not replayed. Every spec is checked first: bad options
+    or duplicate labels raise :class:`InputError` before anything runs. ``progress(point, row)``
+    is called in this process as each point finishes (reused ones first). When a worker dies,
+    the replays its pool lost are retried one at a time, each in a pool of its own, so the
+    death is charged to the replay that caused it.
+    """
+    if workers < 1:
+        raise InputError("--workers", [Problem("bad-option", "--workers", f"must be >= 1, got {workers}")])
+    labels = [p.label for p in points]
+    if len(set(labels)) != len(labels):
+        dup = sorted({x for x in labels if labels.count(x) > 1})
+        raise InputError("sweep", [Problem("duplicate-label", "(points)", f"labels repeat: {', '.join(dup)}")])
+    for point in points:
+        check_spec(point.spec)
+    runs = Path(out) / RUNS_DIR
+    rows: dict[str, dict[str, Any]] = {}
+    todo: list[FrontierPoint] = []
+    for point in points:
+        stored = _stored_row(point, runs / point.label)
+        if stored is None:
+            todo.append(point)
+            continue
+        rows[point.label] = stored
+        if progress is not None:
+            progress(point, stored)
+    for point in todo:  # a failed replay must not leave an older run's files that look like its own
+        for name in RUN_FILES:
+            (runs / point.label / name).unlink(missing_ok=True)
+    lost: list[FrontierPoint] = []
+    if todo:
+        _replay(todo, runs, workers, rows, progress, lost)
+    for point in sorted(lost, key=points.index):  # alone, so a dying worker takes only its own replay down
+        _replay([point], runs, 1, rows, progress, None)
+    return [rows[p.label] for p in points]
+
+
+def mark_front(rows: Sequence[dict[str, Any]]) -> None:
+    """Set ``on_front`` on every row: 1 for the Pareto front of wattplan's completed replays, else 0."""
+    eligible = [
+        r
+        for r in rows
+        if r.get("policy") == WATTPLAN
+        and not r.get("error")
+        and r.get("avg_jct_s") is not None
+        and r.get("jobs_unfinished", 1) == 0
+    ]
+    front = set(pareto_front([(r["energy_kwh"], r["avg_jct_s"]) for r in eligible]))
+    ids = {id(r) for r in eligible}
+    for r in rows:
+        r["on_front"] = int(id(r) in ids and (r["energy_kwh"], r["avg_jct_s"]) in front)
+
+
+def knob_text(row: dict[str, Any]) -> str:
+    """A short label of a wattplan row's knob for the plot: ``progress``, ``δ=0.1``, ``+5%``."""
+    if row.get("knob") == "delta":
+        return f"δ={_short(row['value'])}"
+    if row.get("knob") == "max_jct_increase":
+        return f"+{_short(row['value'], 100)}%"
+    return str(row.get("knob") or row.get("label"))
+
+
+BASELINE_MARKERS = ("s", "^", "D", "v", "P", "X", "*", "h")
+
+
+def frontier_plot(rows: Sequence[dict[str, Any]], floor_kwh: float | None, path: Path, title: str = "") -> None:
+    """Energy (kWh) against average JCT (h) of every row that has both, to ``path`` (PNG).
+
+    wattplan rows are dots, each annotated with its knob value (rows on the same point share one
+    annotation), the ``on_front`` ones joined by a line; each baseline has a marker of its own;
+    the energy floor is a dashed vertical line.
+    """
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.8))
+    drawn = [
+        r for r in rows if not r.get("error") and r.get("energy_kwh") is not None and r.get("avg_jct_s") is not None
+    ]
+    ours = [r for r in drawn if r.get("policy") == WATTPLAN]
+    if ours:
+        (dots,) = ax.plot(
+            [r["energy_kwh"] for r in ours],
+            [r["avg_jct_s"] / 3600 for r in ours],
+            marker="o",
+            linestyle="none",
+            label=WATTPLAN,
+            zorder=3,
+        )
+        front = sorted((r["energy_kwh"], r["avg_jct_s"] / 3600) for r in ours if r.get("on_front"))
+        if len(front) > 1:
+            ax.plot(
+                [e for e, _ in front],
+                [j for _, j in front],
+                color=dots.get_color(),
+                linewidth=1.0,
+                label="wattplan front",
+            )
+        notes: dict[tuple[float, float], list[str]] = {}
+        for r in ours:  # replays that land on the same point share one annotation
+            notes.setdefault((r["energy_kwh"], r["avg_jct_s"] / 3600), []).append(knob_text(r))
+        for xy, texts in notes.items():
+            ax.annotate(", ".join(texts), xy, textcoords="offset points", xytext=(4, 4), fontsize=7)
+    for k, r in enumerate(r for r in drawn if r.get("policy") != WATTPLAN):
+        ax.plot(
+            r["energy_kwh"],
+            r["avg_jct_s"] / 3600,
+            marker=BASELINE_MARKERS[k % len(BASELINE_MARKERS)],
+            markersize=8,
+            linestyle="none",
+            label=str(r.get("label")),
+            zorder=3,
+        )
+    if floor_kwh is not None:
+        ax.axvline(floor_kwh, color="0.3", linestyle="--", linewidth=1.0, label="energy floor")
+    _finish(fig, ax, path, "total energy (kWh)", "average JCT (h)", title or "Energy-JCT frontier")
+
+
+def _reference(
+    base: ReplaySpec, workload: Workload, ctx: ClusterContext, rows: Sequence[dict[str, Any]]
+) -> dict[str, Any]:
+    """The reference summary: the sweep's own ``fifo-max`` row when it ran with no budget, else a fresh replay."""
+    for r in rows:
+        if r.get("knob") == "baseline" and r.get("policy") == REFERENCE_POLICY and r.get("budget") == "none":
+            return r
+    return reference_run(base, workload, ctx)[1]
+
+
+def frontier(
+    base: ReplaySpec,
+    deltas: Sequence[float],
+    jct_increases: Sequence[float],
+    baselines: Sequence[str],
+    out: Path,
+    workers: int,
+    progress: ProgressFn | None = None,
+) -> FrontierResult:
+    """Sweep wattplan's knob on ``base``'s trace beside the baselines; write the frontier files in ``out``.
+
+    The points are :func:`sweep_points`'s, replayed by :func:`run_sweep`. Every row then gets
+    the workload's energy floor, the captured share and the JCT increase against the reference
+    (``fifo-max`` without budget: the sweep's own row when it ran without one, else replayed
+    here) and ``on_front`` (:func:`mark_front`). Bad input raises :class:`InputError` before
+    any replay runs; a replay that fails is a row with its ``error``.
+    """
+    out = Path(out)
+    points = sweep_points(base, deltas, jct_increases, baselines)
+    workload, ctx = prepare(base)  # a missing trace, a bad cluster, an empty selection: raised here, before the pool
+    rows = run_sweep(points, out, workers, progress)
+    reference = _reference(base, workload, ctx, rows)
+    floor = workload_floor(workload, ctx)
+    floor_kwh = floor.energy_kwh
+    floor_info = {"note": floor.note, "paired_step_share": floor.paired_step_share}
+    full = [
+        {**r, "energy_floor_kwh": floor_kwh} if r.get("error") else with_reference(r, reference, floor_kwh)
+        for r in rows
+    ]
+    for r in full:
+        r["energy_floor"] = floor_info
+    mark_front(full)
+    csv_path, json_path, png_path = out / "frontier.csv", out / "frontier.json", out / "frontier.png"
+    write_text_atomic(csv_path, comparison_csv(full, FRONTIER_COLUMNS))
+    write_json_atomic(json_path, full)
+    frontier_plot(full, floor_kwh, png_path, f"Energy-JCT frontier: {Path(base.trace).name} on {base.cluster}")
+    return FrontierResult(full, floor, reference, [csv_path, json_path, png_path])
+
+
+__all__ = [
+    "FRONTIER_COLUMNS",
+    "FrontierPoint",
+    "FrontierResult",
+    "frontier",
+    "frontier_plot",
+    "run_sweep",
+    "sweep_points",
+]

@@ -1,0 +1,481 @@
+r"""Hourly grid signals (carbon intensity, electricity price) for the replay simulator.
+
+A signal is one value per UTC hour, read from a CSV file: grid carbon intensity in gCO2/kWh
+(``--carbon``) or electricity price in $/MWh (``--price``).
+
+Reading (:func:`read_signal`)
+    * A header row, then one row per hour. The timestamp column is ``timestamp``, ``time`` or
+      ``datetime``; the value column is, for carbon, the first present of ``avg_CI``,
+      ``gco2_per_kwh``, ``carbon_intensity``, for price of ``usd_per_mwh``,
+      ``price_usd_per_mwh``, ``price``; a file of exactly two columns may name its value column
+      anything (unless it is a column name of the other kind). Names match case-insensitively.
+    * Timestamps are ISO 8601 (``2022-01-01 00:00:00+00:00``, ``2022-01-01T00:00:00Z``), taken
+      to UTC; a timestamp without a time zone is read as UTC. Each must be on the hour and later
+      than the one before.
+    * A value must be a finite number; carbon must be >= 0. A negative price is real (markets
+      clear below zero) and is kept, counted as ``negative_hours`` in :meth:`HourlySignal.info`.
+    * An empty value cell, and every hour missing between two consecutive timestamps, is filled
+      by linear interpolation in time between the nearest known hours before and after it: the
+      hour ``k`` between known hours ``a`` and ``b`` gets ``v_a + (v_b - v_a) (k - a) / (b - a)``.
+      Filled hours are listed in :attr:`HourlySignal.filled_hours`. At most
+      :data:`MAX_FILLED_RUN_H` hours in a row are filled; the first and last hours must be known.
+
+    Row N is line N of the file: the header is row 1, the first data row row 2; blank lines are
+    skipped (they still count). Every violation becomes a
+    :class:`~planner.problems.InputError` naming the file, listing all problems found (at most
+    :data:`~planner.problems.MAX_REPORTED_PROBLEMS`), each with the path ``{name}:row N (column)``
+    (``{name}:row N`` for a whole row), ``name`` being the file's name:
+
+    =====================  ============================================================================
+    code                   meaning
+    =====================  ============================================================================
+    unreadable             the file cannot be read (also too-large, not-utf8: :mod:`planner.jsonio`)
+    bad-signal-header      empty file, or no usable timestamp or value column
+    bad-row                a row with the wrong number of cells, or not CSV
+    bad-timestamp          a timestamp that is empty or not ISO 8601
+    off-hour-timestamp     a timestamp with non-zero minutes, seconds or microseconds
+    duplicate-timestamp    the same hour as the row before
+    unsorted-timestamp     an hour earlier than the row before
+    bad-value              a value that is not a number
+    not-finite             a value that is NaN or infinite
+    negative-value         a carbon intensity below zero
+    gap-too-long           more than :data:`MAX_FILLED_RUN_H` hours in a row without a value
+    missing-edge-value     the first or last hour has no value (nothing to interpolate from)
+    too-few-values         fewer than 2 hours with a value (when no row is broken)
+    =====================  ============================================================================
+
+Replay clock (:class:`SignalClock`)
+    Replay time ``t`` (s, the trace's clock) falls in signal hour
+    ``h(t) = floor((t - t0_s) / 3600) + offset_h``: ``t0_s`` is the replay time of the start of
+    hour ``offset_h`` of the file. Hours are cyclic: hour ``h`` has the value of hour
+    ``h mod n`` of an ``n``-hour file, so a replay longer than the file wraps around to its
+    start (a year of hourly data repeats; the jump at the wrap is not smoothed). The value is
+    constant within an hour; over a round ``[s, s + d)`` the signal's value is its time-weighted
+    mean ``mean_over(s, d) = (1/d) * integral of value(h(t)) dt``, so a round straddling an hour
+    boundary weighs both hours by the seconds it spends in each.
+
+Accounting (:func:`signal_cost`)
+    Energy ``E`` (J) drawn uniformly over a round costs ``E / 3.6e6 * mean_over`` grams of CO2
+    (kWh x gCO2/kWh) on a carbon signal and ``E / 3.6e9 * mean_over`` dollars (MWh x $/MWh) on a
+    price signal. ``relative = mean_over / mean`` (dimensionless) compares a round's hours with
+    the file's average.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from functools import cached_property
+from itertools import accumulate
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from planner.jsonio import read_text
+from planner.problems import InputError, Problem, capped
+
+SignalKind = Literal["carbon", "price"]
+"""What a signal measures: grid carbon intensity (gCO2/kWh) or electricity price ($/MWh)."""
+
+UNITS: Final[dict[str, str]] = {"carbon": "gCO2/kWh", "price": "$/MWh"}
+"""The unit of each kind of signal."""
+
+J_PER_KWH: Final = 3.6e6
+"""Joules in a kilowatt-hour (carbon intensity is per kWh)."""
+
+J_PER_MWH: Final = 3.6e9
+"""Joules in a megawatt-hour (prices are per MWh)."""
+
+COST_UNITS: Final[dict[str, str]] = {"carbon": "gCO2", "price": "$"}
+"""The unit of :func:`signal_cost` for each kind of signal."""
+
+S_PER_HOUR: Final = 3600.0
+"""Seconds in one signal hour."""
+
+MAX_FILLED_RUN_H: Final = 24
+"""Most hours in a row that are filled by interpolation; a longer run is a ``gap-too-long`` error."""
+
+TIMESTAMP_COLUMNS: Final = ("timestamp", "time", "datetime")
+"""Names of the timestamp column, first present wins (matched case-insensitively)."""
+
+VALUE_COLUMNS: Final[dict[str, tuple[str, ...]]] = {
+    "carbon": ("avg_CI", "gco2_per_kwh", "carbon_intensity"),
+    "price": ("usd_per_mwh", "price_usd_per_mwh", "price"),
+}
+"""Names of the value column of each kind, first present wins (matched case-insensitively)."""
+
+INFO_FILLED_SHOWN: Final = 5
+"""Filled hours listed by :meth:`HourlySignal.info` (all are counted)."""
+
+_SHOWN_CHARS = 40  # of a bad cell, in a message
+_HOUR = timedelta(hours=1)
+
+_Report = Callable[[int, str | None, str, str], None]
+"""Records one problem: ``(row, column or None, code, message)``."""
+
+
+@dataclass(frozen=True)
+class HourlySignal:
+    """One value per UTC hour from ``start_utc`` on, gaps filled; hours past the end wrap around.
+
+    ``kind`` is ``carbon`` (gCO2/kWh) or ``price`` ($/MWh); ``source`` the file name;
+    ``column`` the value column read; ``filled_hours`` the ISO timestamps of the hours whose
+    value was interpolated rather than read.
+    """
+
+    kind: SignalKind
+    source: str
+    start_utc: datetime
+    values: tuple[float, ...]
+    filled_hours: tuple[str, ...] = ()
+    column: str = ""
+    _prefix: tuple[float, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.kind not in UNITS:
+            raise ValueError(f"kind must be one of {sorted(UNITS)}, not {self.kind!r}")
+        if not self.values:
+            raise ValueError("a signal needs at least one hourly value")
+        if not all(math.isfinite(v) for v in self.values):
+            raise ValueError("signal values must be finite")
+        if self.start_utc.tzinfo is None or self.start_utc.utcoffset() != timedelta(0):
+            raise ValueError("start_utc must be a time-zone-aware UTC datetime")
+        # prefix[i] = sum of the first i values: whole-hour sums of SignalClock.mean_over in O(1)
+        object.__setattr__(self, "_prefix", (0.0, *accumulate(self.values)))
+
+    @property
+    def hours(self) -> int:
+        """The number of hours in the file (its period)."""
+        return len(self.values)
+
+    @property
+    def unit(self) -> str:
+        """The unit of the values: ``gCO2/kWh`` or ``$/MWh``."""
+        return UNITS[self.kind]
+
+    def value_at_hour(self, i: int) -> float:
+        """The value of hour ``i`` after ``start_utc``, cyclic: hour ``i`` is hour ``i mod hours``."""
+        return self.values[i % len(self.values)]
+
+    @cached_property
+    def mean(self) -> float:
+        """The mean of the hourly values (filled hours included)."""
+        return math.fsum(self.values) / len(self.values)
+
+    def sum_hours(self, first: int, count: int) -> float:
+        """The sum of the values of ``count`` >= 0 consecutive hours from hour ``first`` (cyclic)."""
+        n = len(self.values)
+        cycles, rest = divmod(count, n)
+        start = first % n
+        end = start + rest
+        total = cycles * self._prefix[n]
+        if end <= n:
+            return total + self._prefix[end] - self._prefix[start]
+        return total + self._prefix[n] - self._prefix[start] + self._prefix[end - n]
+
+    def info(self) -> dict[str, Any]:
+        """A JSON-able summary: kind, source, column, start, hours, filled hours, min/mean/max, unit."""
+        return {
+            "kind": self.kind,
+            "source": self.source,
+            "column": self.column,
+            "start": self.start_utc.isoformat(),
+            "hours": len(self.values),
+            "filled_count": len(self.filled_hours),
+            "filled_first": list(self.filled_hours[:INFO_FILLED_SHOWN]),
+            "min": min(self.values),
+            "mean": self.mean,
+            "max": max(self.values),
+            "negative_hours": sum(1 for v in self.values if v < 0),
+            "unit": self.unit,
+        }
+
+
+class _Bad(ValueError):
+    """One cell cannot be used: ``code`` and a message."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+def _shown(text: str) -> str:
+    """``text`` quoted for a message, shortened when long."""
+    return repr(text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + "...")
+
+
+def _timestamp(text: str) -> datetime:
+    """The UTC hour of an ISO 8601 timestamp (naive = UTC); raises :class:`_Bad`."""
+    text = text.strip()
+    if not text:
+        raise _Bad("bad-timestamp", "the timestamp is empty")
+    try:
+        stamp = datetime.fromisoformat(text)
+    except ValueError:
+        raise _Bad("bad-timestamp", f"{_shown(text)} is not an ISO 8601 date and time") from None
+    try:
+        stamp = stamp.replace(tzinfo=UTC) if stamp.tzinfo is None else stamp.astimezone(UTC)
+    except OverflowError:
+        raise _Bad("bad-timestamp", f"{_shown(text)} is out of range once taken to UTC") from None
+    if (stamp.minute, stamp.second, stamp.microsecond) != (0, 0, 0):
+        raise _Bad("off-hour-timestamp", f"{_shown(text)} is not on the hour (minutes and seconds must be 0)")
+    return stamp
+
+
+def _value(text: str, kind: SignalKind) -> float | None:
+    """The number in a value cell, ``None`` when empty; raises :class:`_Bad`."""
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        raise _Bad("bad-value", f"{_shown(text)} is not a number") from None
+    if not math.isfinite(value):
+        raise _Bad("not-finite", f"{_shown(text)} is not a finite number")
+    if kind == "carbon" and value < 0:
+        raise _Bad("negative-value", f"carbon intensity {value:g} {UNITS['carbon']} is below zero")
+    return value
+
+
+def _find(header: Sequence[str], names: Sequence[str]) -> int | None:
+    """The index of the first of ``names`` present in ``header`` (case-insensitive)."""
+    lowered = [h.strip().lower() for h in header]
+    for name in names:
+        if name.lower() in lowered:
+            return lowered.index(name.lower())
+    return None
+
+
+def _columns(header: Sequence[str], kind: SignalKind) -> tuple[int | None, int | None]:
+    """The indices of the timestamp and value columns of ``header`` (``None`` when not found)."""
+    ts = _find(header, TIMESTAMP_COLUMNS)
+    value = _find(header, VALUE_COLUMNS[kind])
+    if value is None and len(header) == 2 and ts is not None:
+        other = 1 - ts
+        other_kind = "price" if kind == "carbon" else "carbon"
+        if _find([header[other]], VALUE_COLUMNS[other_kind]) is None:
+            value = other
+    return ts, value
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    """A data row with a usable timestamp: its hour after the first row's, value (``None``: empty), row."""
+
+    hour: int
+    value: float | None
+    row: int
+
+
+def _records(text: str) -> Iterator[tuple[int, list[str] | None]]:
+    """``(row, cells)`` of every non-blank CSV record; ``cells`` is ``None`` where the CSV is broken (then stops)."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    while True:
+        try:
+            cells = next(reader)
+        except StopIteration:
+            return
+        except csv.Error:
+            yield reader.line_num, None
+            return
+        if cells:
+            yield reader.line_num, cells
+
+
+def read_signal(path: Path, kind: SignalKind) -> HourlySignal:
+    """Read an hourly ``kind`` signal from the CSV file ``path``, filling short gaps (see the module's rules).
+
+    Raises :class:`~planner.problems.InputError` naming ``path`` with every problem found.
+    """
+    path = Path(path)
+    if kind not in VALUE_COLUMNS:
+        raise ValueError(f"kind must be one of {sorted(VALUE_COLUMNS)}, not {kind!r}")
+    name = path.name
+    records = _records(read_text(path))
+    first = next(records, None)
+    if first is None or first[1] is None:
+        why = "the file is empty" if first is None else "the header is not CSV"
+        raise InputError(str(path), [Problem("bad-signal-header", f"{name}:row 1 (header)", why)])
+    header = first[1]
+    ts_col, value_col = _columns(header, kind)
+    if ts_col is None or value_col is None:
+        missing = []
+        if ts_col is None:
+            missing.append(f"a timestamp column ({', '.join(TIMESTAMP_COLUMNS)})")
+        if value_col is None:
+            missing.append(f"a {kind} column ({', '.join(VALUE_COLUMNS[kind])}, or the second of two columns)")
+        found = ", ".join(repr(h) for h in header)
+        message = f"no {' and no '.join(missing)}; the columns are {found}"
+        raise InputError(str(path), [Problem("bad-signal-header", f"{name}:row 1 (header)", message)])
+    ts_name, value_name = header[ts_col].strip(), header[value_col].strip()
+
+    problems: list[tuple[int, Problem]] = []
+
+    def problem(row: int, column: str | None, code: str, message: str) -> None:
+        where = f"{name}:row {row}" + (f" ({column})" if column else "")
+        problems.append((row, Problem(code, where, message)))
+
+    entries: list[_Entry] = []
+    start: datetime | None = None
+    last: datetime | None = None
+    for row, cells in records:
+        if cells is None:
+            problem(row, None, "bad-row", "not CSV (a broken quote or a NUL byte?); reading stopped here")
+            break
+        if len(cells) != len(header):
+            problem(row, None, "bad-row", f"{len(cells)} cells, the header has {len(header)}")
+            continue
+        stamp: datetime | None = None
+        try:
+            stamp = _timestamp(cells[ts_col])
+        except _Bad as exc:
+            problem(row, ts_name, exc.code, str(exc))
+        value: float | None = None
+        value_ok = True
+        try:
+            value = _value(cells[value_col], kind)
+        except _Bad as exc:
+            problem(row, value_name, exc.code, str(exc))
+            value_ok = False
+        if stamp is None:
+            continue
+        if last is not None and stamp <= last:
+            code, how = (
+                ("duplicate-timestamp", "the same hour as") if stamp == last else ("unsorted-timestamp", "before")
+            )
+            problem(row, ts_name, code, f"{stamp.isoformat()} is {how} the row before ({last.isoformat()})")
+            continue
+        start = stamp if start is None else start
+        last = stamp
+        if value_ok:
+            entries.append(_Entry((stamp - start) // _HOUR, value, row))
+
+    values, filled = _fill(entries, value_name, problem, count_values=not problems)
+    if problems:
+        raise InputError(str(path), capped(p for _, p in sorted(problems, key=lambda rp: rp[0])))
+    assert start is not None  # no rows: too-few-values was reported
+    filled_iso = tuple((start + h * _HOUR).isoformat() for h in filled)
+    return HourlySignal(kind, name, start, tuple(values), filled_iso, value_name)
+
+
+def _fill(
+    entries: Sequence[_Entry], column: str, problem: _Report, count_values: bool = True
+) -> tuple[list[float], list[int]]:
+    """The hourly values of ``entries`` with the missing hours interpolated, and the filled hours.
+
+    Reports ``too-few-values`` (at row 1, only when ``count_values``: rows already reported
+    as broken would explain it), ``missing-edge-value`` and ``gap-too-long`` through ``problem``.
+    """
+    known = [e for e in entries if e.value is not None]
+    if len(known) < 2:
+        if count_values:
+            problem(1, column, "too-few-values", f"{len(known)} hour(s) with a value, at least 2 are needed")
+        return [], []
+    for edge, which in ((entries[0], "first"), (entries[-1], "last")):
+        if edge.value is None:
+            problem(
+                edge.row, column, "missing-edge-value", f"the {which} hour has no value: nothing to interpolate from"
+            )
+    values: list[float] = []
+    filled: list[int] = []
+    prev = known[0]
+    values.append(_known(prev))
+    for nxt in known[1:]:
+        missing = nxt.hour - prev.hour - 1
+        if missing > MAX_FILLED_RUN_H:
+            message = (
+                f"{missing} hours in a row without a value between row {prev.row} and row {nxt.row}; "
+                f"at most {MAX_FILLED_RUN_H} are filled by interpolation"
+            )
+            problem(nxt.row, column, "gap-too-long", message)
+        elif missing > 0:
+            v0, v1, span = _known(prev), _known(nxt), nxt.hour - prev.hour
+            for k in range(1, missing + 1):
+                values.append(v0 + (v1 - v0) * k / span)
+                filled.append(prev.hour + k)
+        values.append(_known(nxt))
+        prev = nxt
+    return values, filled
+
+
+def _known(entry: _Entry) -> float:
+    """The value of an entry known to have one."""
+    assert entry.value is not None
+    return entry.value
+
+
+@dataclass(frozen=True)
+class SignalClock:
+    """Maps the replay clock (s) onto the hours of ``signal``.
+
+    Replay time ``t0_s`` is the start of hour ``offset_h`` of the signal (hours counted from its
+    ``start_utc``); replay time ``t`` falls in hour ``floor((t - t0_s) / 3600) + offset_h``,
+    taken cyclically (a replay longer than the file wraps around to its start).
+    """
+
+    signal: HourlySignal
+    t0_s: float
+    offset_h: int = 0
+
+    def __post_init__(self) -> None:
+        if not math.isfinite(self.t0_s):
+            raise ValueError(f"t0_s must be finite, not {self.t0_s}")
+
+    def hour_at(self, t_s: float) -> int:
+        """The signal hour (not yet wrapped) that contains replay time ``t_s``."""
+        return math.floor((t_s - self.t0_s) / S_PER_HOUR) + self.offset_h
+
+    def value_at(self, t_s: float) -> float:
+        """The value of the hour containing replay time ``t_s``."""
+        return self.signal.value_at_hour(self.hour_at(t_s))
+
+    def mean_over(self, start_s: float, duration_s: float) -> float:
+        """The time-weighted mean value over ``[start_s, start_s + duration_s)`` (``value_at`` for a duration of 0).
+
+        Each hour weighs by the seconds of the interval inside it; raises :class:`ValueError` for a
+        non-finite start or a negative or non-finite duration.
+        """
+        if not (math.isfinite(start_s) and math.isfinite(duration_s)) or duration_s < 0:
+            raise ValueError(f"need a finite start and a finite duration >= 0, got {start_s}, {duration_s}")
+        if duration_s == 0:
+            return self.value_at(start_s)
+        rel0 = start_s - self.t0_s
+        rel1 = rel0 + duration_s
+        h0 = math.floor(rel0 / S_PER_HOUR)
+        if h0 * S_PER_HOUR > rel0:  # the division rounded up onto the next boundary
+            h0 -= 1
+        h1 = math.floor(rel1 / S_PER_HOUR)
+        if h1 * S_PER_HOUR >= rel1:  # the end is excluded: an interval ending on a boundary stops in the hour before
+            h1 -= 1
+        sig, off = self.signal, self.offset_h
+        if h0 >= h1:
+            return sig.value_at_hour(h0 + off)
+        head = ((h0 + 1) * S_PER_HOUR - rel0) * sig.value_at_hour(h0 + off)
+        tail = (rel1 - h1 * S_PER_HOUR) * sig.value_at_hour(h1 + off)
+        middle = S_PER_HOUR * sig.sum_hours(h0 + 1 + off, h1 - h0 - 1)
+        return (head + middle + tail) / duration_s
+
+    def relative(self, start_s: float, duration_s: float) -> float:
+        """``mean_over(start_s, duration_s) / signal.mean``: above 1 means dirtier (dearer) than the file's average.
+
+        Raises :class:`ValueError` when the signal's mean is not positive (an all-zero or a
+        mostly negative price), where the ratio means nothing.
+        """
+        mean = self.signal.mean
+        if mean <= 0:
+            raise ValueError(f"the mean of {self.signal.source} is {mean:g} {self.signal.unit}: no relative value")
+        return self.mean_over(start_s, duration_s) / mean
+
+
+def signal_cost(clock: SignalClock, start_s: float, duration_s: float, energy_j: float) -> float:
+    """The cost of ``energy_j`` joules drawn uniformly over ``[start_s, start_s + duration_s)``.
+
+    Carbon: grams of CO2 ``= energy_j / 3.6e6 * mean_over`` (kWh x gCO2/kWh).
+    Price: dollars ``= energy_j / 3.6e9 * mean_over`` (MWh x $/MWh).
+    """
+    per_unit = J_PER_KWH if clock.signal.kind == "carbon" else J_PER_MWH
+    return energy_j / per_unit * clock.mean_over(start_s, duration_s)

@@ -1,0 +1,178 @@
+"""The energy floor, the reference comparison, the runtime-bounded mode, pacing and carbon accounting."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from formulations.energy_floor import certified_bound, energy_floor
+from formulations.ir import INF, ModelBuilder
+from planner.domain import PairSlowdown
+from planner.request import REPLAY_REQUEST
+from planner.sim.budget import EnergyBudget, NoBudget
+from planner.sim.engine import simulate
+from planner.sim.governor import JctGovernor, accrued_s
+from planner.sim.metrics import captured_share, summarise, with_reference
+from planner.sim.policies import make_policy
+from planner.sim.policies.wattplan import Wattplan
+from planner.sim.replay import signal_summary, workload_floor
+from planner.sim.round_instance import workload_instance
+from planner.sim.signals import SignalClock, read_signal
+from planner.sim.state import JobState
+from tests.sim_helpers import A, B, hand_context, hand_job, workload
+
+BASELINES = ("fifo-max", "zeus", "eaco", "powerflow")
+
+jobs_strategy = st.lists(
+    st.tuples(
+        st.sampled_from([A, B]),
+        st.integers(0, 600),  # arrival (s)
+        st.integers(1, 4000),  # steps
+        st.sampled_from([1, 2]),  # requested GPUs (B only has 1)
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+def _jobs(rows):
+    return [hand_job(f"j{i}", t, a, s, 1 if t == B else g) for i, (t, a, s, g) in enumerate(rows)]
+
+
+def _paired_context():
+    """The hand cluster with an A-B pair at rates 0.9 / 0.9 on one GPU (worth pairing)."""
+    ctx = hand_context()
+    return dataclasses.replace(ctx, pairs=(PairSlowdown(A, B, "v100", 1, 0.9, 0.9),))
+
+
+def test_floor_of_two_jobs_by_hand() -> None:
+    """1000 steps of A and 300 of B on the hand cluster (Pnode/K = 50 W, Pidle 30 W).
+
+    Energy per step alone: A at (1 GPU, 150 W) (130 + 50) / 4 = 45 J (the best of its four
+    options: 56, 50 and 60 J); B at (1, 250) (180 + 50) / 2.5 = 92 J. The pair at 250 W draws
+    30 + 0.9 (230 - 30) + 0.9 (180 - 30) + 50 = 395 W for 4.5 A-steps and 2.25 B-steps per
+    second, worth 4.5 x 45 + 2.25 x 92 = 409.5 J alone: pair until B is done,
+    t = 300 / 2.25 = 133.3 s (52,666.7 J, 600 A-steps), then A alone for 400 steps (18,000 J):
+    70,666.7 J. Dual check: y_A = 45, y_B = (395 - 4.5 x 45) / 2.25 = 85.56 J/step gives
+    1000 x 45 + 300 x 85.56 = 70,666.7 J.
+    """
+    ctx = _paired_context()
+    wl = workload([hand_job("a", A, 0, 1000), hand_job("b", B, 0, 300)])
+    floor = workload_floor(wl, ctx)
+    assert floor.energy_j == pytest.approx(70_666.6667, rel=1e-6)
+    assert floor.paired_step_share == pytest.approx((600 + 300) / 1300, rel=1e-6)
+    alone = workload_floor(wl, hand_context())  # no pair entry: each job at its best alone
+    assert alone.energy_j == pytest.approx(1000 * 45 + 300 * 92, rel=1e-6)
+
+
+def test_floor_of_a_round_counts_remaining_steps_only() -> None:
+    ctx = hand_context()
+    half = JobState.new(hand_job("a", A, 0, 1000))
+    half.remaining_steps = 500
+    assert energy_floor(workload_instance(ctx, [half])).energy_j == pytest.approx(500 * 45, rel=1e-6)
+
+
+def test_certified_bound_scales_duals_into_feasibility() -> None:
+    """Min 2 x0 + 3 x1 s.t. x0 + x1 >= 1: any y gives y' = min(1, 2 / y) y <= optimum 2."""
+    mb = ModelBuilder()
+    cols = [mb.add_col("x0", 0, INF, False), mb.add_col("x1", 0, INF, False)]
+    mb.add_row(cols, [1.0, 1.0], 1.0, INF, "r")
+    lm = mb.build({"energy": np.array([2.0, 3.0])})
+    assert certified_bound(lm, np.array([2.0])) == pytest.approx(2.0)
+    assert certified_bound(lm, np.array([5.0])) == pytest.approx(2.0)  # scaled down to dual feasibility
+    assert certified_bound(lm, np.array([1.0])) == pytest.approx(1.0)  # feasible, weaker
+    assert certified_bound(lm, np.array([-1.0])) == 0.0
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=jobs_strategy, nodes=st.integers(1, 2), paired=st.booleans())
+def test_floor_is_never_above_any_policy(rows, nodes: int, paired: bool) -> None:
+    """The floor bounds every replay's energy from below: baselines and wattplan (CBC)."""
+    ctx = dataclasses.replace(
+        _paired_context() if paired else hand_context(), gpu_types=hand_context(nodes=nodes).gpu_types
+    )
+    wl = workload(_jobs(rows))
+    floor = workload_floor(wl, ctx).energy_j
+    assert floor is not None and floor > 0
+    policies = [make_policy(p) for p in BASELINES]
+    policies.append(Wattplan(replace(REPLAY_REQUEST, time_limit_s=2.0)))
+    for policy in policies:
+        result = simulate(wl, ctx, policy)
+        assert result.stop_reason == "completed"
+        assert sum(r.energy_j for r in result.rounds) >= floor * (1 - 1e-9), policy.name
+
+
+def test_captured_share_and_reference_fields() -> None:
+    assert captured_share(25.0, 30.0, 20.0) == pytest.approx(0.5)
+    assert captured_share(30.0, 30.0, 30.0) is None
+    s = with_reference(
+        {"energy_kwh": 22.0, "avg_jct_s": 3300.0}, {"policy": "fifo-max", "energy_kwh": 30.0, "avg_jct_s": 3000.0}, 20.0
+    )
+    assert s["captured_share"] == pytest.approx(0.8)
+    assert s["jct_increase"] == pytest.approx(0.1)
+    assert s["energy_floor_kwh"] == 20.0
+
+
+def test_accrued_time_in_system() -> None:
+    arrivals = {"a": 0.0, "b": 100.0, "c": 500.0}
+    finishes = {"a": 50.0, "b": None, "c": None}
+    # a: 50 s (finished), b: 300 - 100 = 200 s, c not arrived yet
+    assert accrued_s(arrivals, finishes, 300.0) == pytest.approx(250.0)
+
+
+GOVERNED_TRACES = (
+    [(A, 0, 3000, 1), (B, 0, 1200, 1), (A, 50, 800, 2), (A, 200, 2500, 1)],
+    [(A, 0, 4000, 2), (A, 0, 600, 1), (B, 100, 900, 1)],
+    [(B, 0, 2000, 1), (A, 300, 1500, 1), (A, 400, 3500, 2), (B, 500, 300, 1)],
+)
+
+
+@pytest.mark.parametrize("x", [0.0, 0.1, 0.3])
+@pytest.mark.parametrize("rows", GOVERNED_TRACES)
+def test_runtime_bounded_mode_keeps_its_bound(rows, x: float) -> None:
+    """Against fifo-max replayed exactly, the governed energy mode keeps ``J <= (1 + x) J_ref``.
+
+    Where the planner's fastest mode (the ``progress`` objective) is itself slower than that, no
+    ``delta`` can do better: the bound is then the progress mode's JCT.
+    """
+    ctx = hand_context(objective="energy")
+    wl = workload(_jobs(rows))
+    request = replace(REPLAY_REQUEST, time_limit_s=2.0)
+    ref = simulate(wl, ctx, make_policy("fifo-max"))
+    fastest = simulate(wl, hand_context(), Wattplan(request))
+    governor = JctGovernor({s.id: s.finish_s for s in ref.jobs}, x)
+    ours = simulate(wl, ctx, Wattplan(request), governor=governor)
+    assert ours.stop_reason == "completed"
+    bound = max((1 + x) * summarise(ref)["avg_jct_s"], summarise(fastest)["avg_jct_s"])
+    assert summarise(ours)["avg_jct_s"] <= bound * (1 + 1e-9)
+    assert all(r.delta is not None and 0.0 <= r.delta <= governor.delta_max for r in ours.rounds)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=jobs_strategy, policy=st.sampled_from(BASELINES), nodes=st.integers(1, 2))
+def test_pacing_finishes_every_job_with_the_policys_own_energy(rows, policy: str, nodes: int) -> None:
+    """A paced budget equal to the policy's own unbudgeted energy leaves no job unfinished."""
+    ctx = hand_context(nodes=nodes)
+    wl = workload(_jobs(rows))
+    free = simulate(wl, ctx, make_policy(policy), NoBudget())
+    own = sum(r.energy_j for r in free.rounds)
+    paced = simulate(wl, ctx, make_policy(policy), EnergyBudget(own, floor_j=1e4))
+    assert paced.stop_reason == "completed", [s.id for s in paced.jobs if not s.done]
+
+
+def test_carbon_of_a_replay_by_hand(tmp_path: Path) -> None:
+    """Rounds of 100 s from t0 = 0: those starting in hour 0 cost 100 gCO2/kWh, in hour 1 300."""
+    f = tmp_path / "ci.csv"
+    f.write_text("timestamp,gco2_per_kwh\n2022-06-01T00:00:00Z,100\n2022-06-01T01:00:00Z,300\n")
+    ctx = hand_context()
+    result = simulate(workload([hand_job("a", A, 0, 20_000)]), ctx, make_policy("fifo-max"))
+    clock = SignalClock(read_signal(f, "carbon"), 0.0)
+    expected = sum(r.energy_j / 3.6e6 * (100 if r.start_s < 3600 else 300) for r in result.rounds)
+    assert any(r.start_s >= 3600 for r in result.rounds)
+    assert signal_summary(result, {"carbon": clock})["carbon_kg"] == pytest.approx(expected / 1e3)
