@@ -107,7 +107,7 @@ def _profiles(instance: Instance, k: DemandClass, g: GpuType) -> Iterable[Profil
 
 
 def certified_bound(lm: LinearModel, duals: np.ndarray) -> float:
-    """A lower bound on ``min c t  s.t.  A t >= 1, t >= 0`` from any row prices ``y`` (J).
+    """A lower bound on ``min c t  s.t.  A t >= 1, t >= 0`` from any row prices ``y`` (the cost's unit).
 
     Weak duality: with ``y >= 0`` and ``A^T y <= c`` every feasible ``t`` has
     ``c t >= y A t >= sum y``. The solver's duals are clipped at 0 and scaled by
@@ -123,48 +123,88 @@ def certified_bound(lm: LinearModel, duals: np.ndarray) -> float:
     return float(min(scale, 1.0) * y.sum())
 
 
-def _solve_floor_lp(lm: LinearModel, time_limit_s: float) -> SolverResult:
-    """HiGHS's dual simplex on the floor LP, presolve off; ``bound`` is :func:`certified_bound`.
-
-    Presolve is off because HiGHS 1.14's presolve returned "optimal" for this LP with every row
-    unmet (docs/design.md §12); the answer is checked here in any case: the primal must meet
-    every row within 1e-9 and the bound comes from the duals, not from the solver's status.
-    """
+def _run_highs(lm: LinearModel, options: dict[str, str], time_limit_s: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """HiGHS on the floor LP with ``options``: (primal, row duals), or None without both."""
     import highspy
 
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
-    h.setOptionValue("presolve", "off")
     h.setOptionValue("time_limit", float(time_limit_s))
+    for key, value in options.items():
+        h.setOptionValue(key, value)
     h.passModel(highs_lp(lm, lm.objectives[FLOOR_OBJECTIVE], False, True))
-    begin = time.perf_counter()
     h.run()
-    elapsed = time.perf_counter() - begin
     sol = h.getSolution()
-    status = h.modelStatusToString(h.getModelStatus())
     if not sol.value_valid or not sol.dual_valid:
-        return SolverResult("no_solution", message=status)
-    t = np.maximum(np.array(sol.col_value), 0.0)
-    if lm.row_activity(t).min() < 1.0 - 1e-9:
-        return SolverResult("no_solution", message=f"{status}, primal misses a row")
-    bound = certified_bound(lm, np.array(sol.row_dual))
-    value = float(lm.objectives[FLOOR_OBJECTIVE] @ t)
-    return SolverResult("optimal", values=t, objective=value, bound=bound, solve_s=elapsed, message=status)
+        return None
+    return np.maximum(np.array(sol.col_value), 0.0), np.array(sol.row_dual)
 
 
-def energy_floor(instance: Instance, time_limit_s: float = FLOOR_TIME_LIMIT_S) -> EnergyFloor:
-    """Build and solve the floor LP of the instance's jobs (module docstring); budget and capacity ignored."""
-    classes = demand_classes(instance)
-    mb = ModelBuilder()
-    energy: list[float] = []
-    rows: dict[int, list[tuple[int, float]]] = defaultdict(list)
-    paired_cols: list[tuple[int, int, float, int, float]] = []  # (col, k_a, rate_a, k_b, rate_b)
+FLOOR_METHODS: tuple[tuple[str, dict[str, str]], ...] = (
+    ("simplex", {"presolve": "off"}),
+    ("pdlp", {"solver": "pdlp"}),
+)
+"""HiGHS methods tried in turn. HiGHS 1.14's simplex returned "optimal" with every row unmet
+(presolve on) and "unknown" on 1,000-job floors (either way); PDLP solved them (docs/design.md §12)."""
+CERTIFIED_GAP = 1e-4
+"""A method's answer is taken when its scaled primal and its certified bound agree this closely."""
+
+
+def _solve_floor_lp(lm: LinearModel, time_limit_s: float) -> SolverResult:
+    """The floor LP, certified: ``bound`` from the duals (:func:`certified_bound`), a feasible primal.
+
+    Nothing rests on the solver's status: the primal is scaled up by ``1 / min_k (A t)_k`` to meet
+    every row exactly, the bound is weak duality on clipped, rescaled duals, and the first method
+    of :data:`FLOOR_METHODS` whose two agree within :data:`CERTIFIED_GAP` is taken (else the
+    tightest bound found, with its gap in the message).
+    """
+    begin = time.perf_counter()
+    best: SolverResult | None = None
+    for method, options in FLOOR_METHODS:
+        answer = _run_highs(lm, options, time_limit_s)
+        if answer is None:
+            continue
+        t, duals = answer
+        met = float(lm.row_activity(t).min())
+        if met <= 0:
+            continue
+        t = t / min(met, 1.0)
+        value = float(lm.objectives[FLOOR_OBJECTIVE] @ t)
+        bound = certified_bound(lm, duals)
+        gap = (value - bound) / max(abs(value), 1e-12)
+        result = SolverResult(
+            "optimal" if gap <= CERTIFIED_GAP else "feasible",
+            values=t,
+            objective=value,
+            bound=bound,
+            solve_s=time.perf_counter() - begin,
+            message=f"{method}, certified gap {gap:.1e}",
+        )
+        if gap <= CERTIFIED_GAP:
+            return result
+        if best is None or best.bound is None or bound > best.bound:
+            best = result
+    return best or SolverResult("no_solution", solve_s=time.perf_counter() - begin, message="no method solved it")
+
+
+@dataclass(frozen=True, slots=True)
+class _Column:
+    """A configuration: its power (W) and the steps per second it does of each class it serves."""
+
+    name: str
+    power_w: float
+    rates: tuple[tuple[int, float], ...]  # (class, steps/s)
+    paired: bool
+
+
+def _columns(instance: Instance, classes: list[DemandClass]) -> list[_Column]:
+    """Every exclusive and pair configuration of the classes (module docstring)."""
+    out: list[_Column] = []
     for ki, k in enumerate(classes):
         for g in instance.gpu_types:
             for p in _profiles(instance, k, g):
-                col = mb.add_col(f"x_{ki}_{g.name}_{p.gpus}_{p.setting}", 0.0, INF, False)
-                energy.append(p.gpus * (p.power_w + g.node_power_w / g.gpus_per_node))
-                rows[ki].append((col, p.steps_per_s))
+                power = p.gpus * (p.power_w + g.node_power_w / g.gpus_per_node)
+                out.append(_Column(f"x_{ki}_{g.name}_{p.gpus}_{p.setting}", power, ((ki, p.steps_per_s),), False))
     min_rate = instance.round.min_pair_rate
     for ai, a in enumerate(classes):
         for bi in range(ai, len(classes)):
@@ -181,35 +221,53 @@ def energy_floor(instance: Instance, time_limit_s: float = FLOOR_TIME_LIMIT_S) -
                         if pa is None or pb is None:
                             continue
                         for ra, rb in sorted(orders):
-                            col = mb.add_col(f"q_{ai}_{bi}_{g.name}_{n}_{s}_{ra:g}", 0.0, INF, False)
                             dyn = ra * (pa.power_w - g.idle_power_w) + rb * (pb.power_w - g.idle_power_w)
-                            energy.append(n * (g.idle_power_w + dyn + g.node_power_w / g.gpus_per_node))
-                            rows[ai].append((col, ra * pa.steps_per_s))
-                            rows[bi].append((col, rb * pb.steps_per_s))
-                            paired_cols.append((col, ai, ra * pa.steps_per_s, bi, rb * pb.steps_per_s))
-    unservable = tuple(sorted({k.type for ki, k in enumerate(classes) if not rows[ki]}))
-    for ki, k in enumerate(classes):
-        if rows[ki]:
-            cols, rates = zip(*rows[ki], strict=True)
-            # Scaled by the demand (fraction of the class's steps >= 1): rows of 1e2-1e7 steps stay well conditioned.
-            mb.add_row(list(cols), [r / k.steps for r in rates], 1.0, INF, f"steps[{ki}]", "progress")
-    if mb.num_cols == 0:
+                            power = n * (g.idle_power_w + dyn + g.node_power_w / g.gpus_per_node)
+                            served = ((ai, ra * pa.steps_per_s), (bi, rb * pb.steps_per_s))
+                            out.append(_Column(f"q_{ai}_{bi}_{g.name}_{n}_{s}_{ra:g}", power, served, True))
+    return out
+
+
+def energy_floor(instance: Instance, time_limit_s: float = FLOOR_TIME_LIMIT_S) -> EnergyFloor:
+    """Build and solve the floor LP of the instance's jobs (module docstring); budget and capacity ignored.
+
+    Scaled for the simplex: row ``k`` is divided by ``d_k`` (demands run from 1e2 to 1e9 steps)
+    and each column by its largest entry, so every column's largest coefficient is 1; its cost
+    is then in kWh. Values and the bound are mapped back to seconds and joules.
+    """
+    classes = demand_classes(instance)
+    columns = _columns(instance, classes)
+    served = {k for c in columns for k, _ in c.rates}
+    unservable = tuple(sorted({k.type for ki, k in enumerate(classes) if ki not in served}))
+    if not columns:
         return EnergyFloor(0.0, len(classes), 0, None, unservable, "no job has steps to do")
-    lm = mb.build({FLOOR_OBJECTIVE: np.array(energy)})
+    mb = ModelBuilder()
+    scale = np.empty(len(columns))
+    entries: dict[int, list[tuple[int, float]]] = defaultdict(list)
+    for c, col in enumerate(columns):
+        mb.add_col(col.name, 0.0, INF, False)
+        scale[c] = max(rate / classes[k].steps for k, rate in col.rates)
+        for k, rate in col.rates:
+            entries[k].append((c, rate / classes[k].steps / scale[c]))
+    for k in sorted(entries):
+        cols, coefs = zip(*entries[k], strict=True)
+        mb.add_row(list(cols), list(coefs), 1.0, INF, f"steps[{k}]", "progress")
+    cost_kwh = np.array([col.power_w for col in columns]) / scale / 3.6e6
+    lm = mb.build({FLOOR_OBJECTIVE: cost_kwh})
     r = run_with_deadline(_solve_floor_lp, (lm, time_limit_s), time_limit_s + 5.0)
     if r.values is None or r.objective is None or r.bound is None:
         return EnergyFloor(None, len(classes), lm.num_cols, None, unservable, f"floor LP not solved: {r.message}")
-    t = r.values
-    total_steps = sum(k.steps for ki, k in enumerate(classes) if rows[ki])
-    paired = sum(t[c] * (ra + rb) for c, _, ra, _, rb in paired_cols)
-    note = f"HiGHS {r.message} in {r.solve_s:.2f} s, primal {r.objective / 3.6e6:.6g} kWh" + (
+    seconds = r.values / scale
+    total_steps = sum(classes[k].steps for k in served)
+    paired = sum(seconds[c] * sum(rate for _, rate in col.rates) for c, col in enumerate(columns) if col.paired)
+    note = f"HiGHS {r.message} in {r.solve_s:.2f} s, primal {r.objective:.6g} kWh" + (
         f"; no configuration for {', '.join(unservable)}" if unservable else ""
     )
     return EnergyFloor(
-        r.bound,
+        r.bound * 3.6e6,
         len(classes),
         lm.num_cols,
-        min(paired / total_steps, 1.0) if total_steps > 0 else None,
+        float(min(paired / total_steps, 1.0)) if total_steps > 0 else None,
         unservable,
         note,
     )

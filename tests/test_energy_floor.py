@@ -90,7 +90,7 @@ def test_certified_bound_scales_duals_into_feasibility() -> None:
     assert certified_bound(lm, np.array([-1.0])) == 0.0
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rows=jobs_strategy, nodes=st.integers(1, 2), paired=st.booleans())
 def test_floor_is_never_above_any_policy(rows, nodes: int, paired: bool) -> None:
     """The floor bounds every replay's energy from below: baselines and wattplan (CBC)."""

@@ -122,6 +122,8 @@ def check_spec(spec: ReplaySpec) -> None:
                 "bad-option", "--max-jct-increase", f"must be in [0, 1000] %, got {spec.max_jct_increase * 100:g} %"
             )
         )
+    if spec.signal_start is not None and spec.carbon is None and spec.price is None:
+        problems.append(Problem("bad-option", "--signal-start", "needs --carbon or --price"))
     if "wattplan" in spec.policies:
         problems += request_problems(spec.policy_options.request)
     if problems:

@@ -1,0 +1,75 @@
+"""Energy floor of replay workloads: the LP's value and wall time from 150 to 10,000+ jobs.
+
+Two families: the four 150-job slices of ``benchmarks/replay.py`` (Gavel traces and Philly
+6214e9, the slice rule of that script), and the first N jobs of whole traces (every virtual
+cluster of the Philly CSV, types drawn with seed 0; every job of a Gavel trace), N up to
+10,000 or the trace's length. Cluster ``v100:32,p100:16``. Wall time covers building the
+floor instance, the LP and its certificate (the LP runs in a forked child).
+
+    .venv/bin/python benchmarks/energy_floor.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from formulations.energy_floor import EnergyFloor
+from planner.profile_build import DEFAULT_PROFILE_LIBRARY
+from planner.resources import resolve_trace
+from planner.round_builder import load_profile_library, read_trace
+from planner.sim.replay import ReplaySpec, prepare, workload_floor
+from planner.sim.workload import build_workload, select_jobs
+
+SLICES = (
+    ("Gavel 6214e9", "6214e9.trace", None, 4180536),
+    ("Gavel 6c71a0", "6c71a0.trace", None, 2510560),
+    ("Gavel b436b2", "b436b2.trace", None, 2716761),
+    ("Philly 6214e9", "philly.csv", "6214e9", 2320523),
+)
+
+
+def _kwh(f: EnergyFloor) -> str:
+    return "not solved" if f.energy_kwh is None else f"{f.energy_kwh:.2f}"
+
+
+def _share(f: EnergyFloor) -> str:
+    return "-" if f.paired_step_share is None else f"{f.paired_step_share:.1%}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--cluster", default="v100:32,p100:16")
+    args = ap.parse_args()
+    lib = load_profile_library(DEFAULT_PROFILE_LIBRARY)
+    print("| workload | jobs | classes | LP columns | floor kWh | paired steps | wall s | method |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, trace, vc, start in SLICES:
+        spec = ReplaySpec(
+            trace=resolve_trace(Path(trace)), cluster=args.cluster, virtual_cluster=vc, start_s=start, max_jobs=150
+        )
+        wl, ctx = prepare(spec, lib)
+        begin = time.perf_counter()
+        f = workload_floor(wl, ctx)
+        wall = time.perf_counter() - begin
+        row = f"| {name} slice | {len(wl.jobs)} | {f.classes} | {f.columns} | {_kwh(f)} | {_share(f)}"
+        print(f"{row} | {wall:.2f} | {f.note} |")
+    base = ReplaySpec(trace=resolve_trace(Path("philly.csv")), cluster=args.cluster, max_jobs=10)
+    _, ctx = prepare(base, lib)
+    for name, trace in (("Philly, all VCs", "philly.csv"), ("Gavel 6c71a0, whole", "6c71a0.trace")):
+        jobs = read_trace(resolve_trace(Path(trace)), lib, seed=0)
+        for n in (1_000, 10_000, 50_000):
+            if n > len(jobs) and n != 1_000:
+                continue
+            chosen = select_jobs(jobs, max_jobs=n)
+            wl = build_workload(chosen, lib, ctx.type_names)
+            begin = time.perf_counter()
+            f = workload_floor(wl, ctx)
+            wall = time.perf_counter() - begin
+            row = f"| {name} first {len(chosen)} | {len(wl.jobs)} | {f.classes} | {f.columns} | {_kwh(f)} | {_share(f)}"
+            print(f"{row} | {wall:.2f} | {f.note} |")
+
+
+if __name__ == "__main__":
+    main()
