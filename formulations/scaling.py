@@ -22,7 +22,7 @@ import numpy as np
 
 ENERGY_SCALE = 1000.0  # units per J (millijoules): rounding up loses at most 1 mJ per option
 PROGRESS_SCALE = 1e9  # units per unit of weighted progress
-SCALES = {"energy": ENERGY_SCALE, "progress": PROGRESS_SCALE, "count": 1.0}
+SCALES = {"energy": ENERGY_SCALE, "excess_energy": ENERGY_SCALE, "progress": PROGRESS_SCALE, "count": 1.0}
 
 
 def scale_objective(kind: str, coefs: np.ndarray) -> np.ndarray:

@@ -182,6 +182,14 @@ def _stage_record(name: str, r: SolverResult, lm: LinearModel, limit_s: float) -
     )
 
 
+OBJECTIVE_VECTOR: dict[Objective, ObjectiveName] = {
+    "progress": "progress",
+    "energy": "energy",
+    "efficiency": "excess_energy",
+}
+"""The model's objective vector that each instance objective optimises (exported with the model)."""
+
+
 def solve_round(inst: Instance, req: PlanRequest, started_at: float) -> Plan:
     """Plan ``inst`` with the backend ``req.solver`` (see the module docstring); always a validated plan."""
     backend = get_backend(req.solver)
@@ -193,11 +201,13 @@ def solve_round(inst: Instance, req: PlanRequest, started_at: float) -> Plan:
     if req.export_model is not None:
         if not backend.features.export:
             raise FeatureUnsupported(f"the {backend.name} backend cannot export a model")
-        backend.export(rm.lm, objective, objective == "progress", req.export_model)
+        backend.export(rm.lm, OBJECTIVE_VECTOR[objective], objective == "progress", req.export_model)
     session = _Session(inst, rm, backend, req, clock, report)
     session.add_heuristic("greedy", greedy_allocations)
     if objective == "energy":
-        return session.energy_objective()
+        return session.energy_objective("energy")
+    if objective == "efficiency":
+        return session.energy_objective("excess_energy")
     relaxation = session.relax(rm.lm, "progress", True, LP_SHARE)
     if relaxation is not None and relaxation.values is not None:
         lp_values = relaxation.values
@@ -381,8 +391,11 @@ class _Session:
             bound = self.lp_bound  # the LP optimum bounds the progress too, and may be the tighter
         return self.finish("progress", chosen, proven, lambda plan: p1, bound)
 
-    def energy_objective(self) -> Plan:
-        """``P*`` without budget, then the least energy with ``P >= (1 - delta) P*`` under the budget.
+    def energy_objective(self, vector: ObjectiveName) -> Plan:
+        """``P*`` without budget, then the least ``vector`` with ``P >= (1 - delta) P*`` under the budget.
+
+        ``vector`` is ``energy`` (the ``energy`` objective) or ``excess_energy`` (``efficiency``:
+        energy above each job's best energy per step, :mod:`formulations.round_model`).
 
         ``P* = max(P_solver, P_greedy)``: the solver's best progress with the budget row dropped
         and the greedy plan's progress on the same round with no budget, so the target is never
@@ -402,27 +415,35 @@ class _Session:
         target = (1 - self.inst.round.delta) * p_star
         self.report.progress_target = ProgressTarget(p_star, p_solver, p_greedy, self.inst.round.delta, target)
         target_lm = lm.with_row(lm.objectives["progress"], target, math.inf, PROGRESS_ROW, "progress")
-        energy = lm.objectives["energy"]
+        energy = lm.objectives[vector]
+        objective: Objective = "energy" if vector == "energy" else "efficiency"
         hints = [best_values] if best_values is not None else []
         hints.append(self.rm.encode(greedy_free))
         hint = next((v for v in hints if target_lm.is_feasible(v)), None)
         start_meets_target = hint is not None
         if hint is None:
             hint = self.start()
-        result = self.stage("min_energy_at_target", target_lm, "energy", TARGET_STAGE_SHARE, hint)
+        result = self.stage(f"min_{vector}_at_target", target_lm, vector, TARGET_STAGE_SHARE, hint)
         solved = result.has_solution and result.values is not None and target_lm.is_feasible(result.values)
         if hint is not None and start_meets_target and (not solved or energy @ hint < energy @ result.values):
             # The start is already a plan for this objective (progress >= target within the budget):
             # keep it rather than plan for progress, and never return more energy than it uses.
             why = f"not found ({result.status})" if not solved else "not better than the start"
-            self.note("objective_note", f"least energy at progress >= {target:.6g} {why}; kept the start plan")
-            return self.finish("energy", hint, False, lambda plan: plan.round.energy_j, None)
+            self.note("objective_note", f"least {vector} at progress >= {target:.6g} {why}; kept the start plan")
+            return self.finish(objective, hint, False, self._value_of(vector, hint), None)
         if not solved or result.values is None:
             why = "unreachable under the budget" if result.status == "infeasible" else f"not solved ({result.status})"
             return self.progress_objective(
-                f"energy objective: progress target {target:.6g} {why}; planned for progress"
+                f"{objective} objective: progress target {target:.6g} {why}; planned for progress"
             )
         proven = result.status == "optimal" and best.status == "optimal" and (p_solver or 0.0) >= p_greedy
-        self.relax(target_lm, "energy", False, 1.0)
+        self.relax(target_lm, vector, False, 1.0)
         # The plan powers the fewest nodes that hold the allocations, never more than the solver's u.
-        return self.finish("energy", result.values, proven, lambda plan: plan.round.energy_j, result.bound)
+        return self.finish(objective, result.values, proven, self._value_of(vector, result.values), result.bound)
+
+    def _value_of(self, vector: ObjectiveName, values: np.ndarray) -> Callable[[Plan], float]:
+        """The reported objective value: the plan's energy, or its excess energy (fewest nodes, as placed)."""
+        if vector == "energy":
+            return lambda plan: plan.round.energy_j
+        coefs = self.rm.lm.objectives[vector]
+        return lambda plan: float(coefs @ self.rm.encode(self.rm.decode(values)))

@@ -91,10 +91,11 @@ def handles_errors(fn: F) -> F:
 
 
 class ObjectiveChoice(StrEnum):
-    """The two objectives of the round model."""
+    """The objectives of the round model."""
 
     progress = "progress"
     energy = "energy"
+    efficiency = "efficiency"
 
 
 class TraceFormat(StrEnum):
@@ -148,7 +149,8 @@ def plan(
         ObjectiveChoice | None,
         typer.Option(
             help="progress: most weighted progress, then least energy; energy: least energy "
-            "within delta of the best progress. Default: the instance's."
+            "within delta of the best progress; efficiency: least energy above each job's best "
+            "energy per step, within delta of the best progress. Default: the instance's."
         ),
     ] = None,
     delta: Annotated[
@@ -603,6 +605,10 @@ def frontier(
     baselines: Annotated[
         str, typer.Option(help="Baselines to place beside the front, comma-separated, or all.")
     ] = "all",
+    objective: Annotated[
+        ObjectiveChoice,
+        typer.Option(help="Objective of the swept points: energy or efficiency (progress is always one point)."),
+    ] = ObjectiveChoice.energy,
     workers: Annotated[int, typer.Option(help="Replays run at once, each in its own process (>= 1).")] = 2,
     power_cap_w: PowerCapOpt = None,
     energy_budget_kwh: Annotated[
@@ -654,7 +660,7 @@ def frontier(
         start_s=start_s,
         end_s=end_s,
         max_jobs=max_jobs,
-        rules=RoundRules(duration_s=round_s),
+        rules=RoundRules(duration_s=round_s, objective=objective.value),
         power_cap_w=power_cap_w,
         energy_budget_kwh=energy_budget_kwh,
         policy_options=PolicyOptions(request=request),

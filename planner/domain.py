@@ -15,7 +15,7 @@ from typing import Literal
 from planner.defaults import DELTA, MIN_PAIR_RATE, RESTART_S
 
 SettingUnit = Literal["power_limit_w", "sm_clock_mhz"]
-Objective = Literal["progress", "energy"]
+Objective = Literal["progress", "energy", "efficiency"]
 
 
 def is_power_of_two(n: int) -> bool:

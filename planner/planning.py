@@ -77,8 +77,10 @@ def request_problems(request: PlanRequest) -> list[Problem]:
         problems.append(Problem("bad-option", "seed (--seed)", f"must be >= 0, got {request.seed}"))
     if request.delta is not None and not 0.0 <= request.delta < 1.0:
         problems.append(Problem("bad-option", "delta (--delta)", f"must be in [0, 1), got {request.delta}"))
-    if request.objective not in (None, "progress", "energy"):
-        problems.append(Problem("bad-option", "objective", f"must be progress or energy, got {request.objective!r}"))
+    if request.objective not in (None, "progress", "energy", "efficiency"):
+        problems.append(
+            Problem("bad-option", "objective", f"must be progress, energy or efficiency, got {request.objective!r}")
+        )
     path = request.export_model
     if path is not None and path.suffix not in EXPORT_SUFFIXES:
         problems.append(Problem("bad-option", "export_model (--export-model)", "the file must end in .mps or .lp"))

@@ -176,3 +176,31 @@ def test_carbon_of_a_replay_by_hand(tmp_path: Path) -> None:
     expected = sum(r.energy_j / 3.6e6 * (100 if r.start_s < 3600 else 300) for r in result.rounds)
     assert any(r.start_s >= 3600 for r in result.rounds)
     assert signal_summary(result, {"carbon": clock})["carbon_kg"] == pytest.approx(expected / 1e3)
+
+
+@pytest.mark.parametrize("solver", ["cbc", "highs", "cpsat", "greedy"])
+def test_efficiency_objective_by_hand(solver: str) -> None:
+    """One A job (1000 steps) on the hand node, T = 100 s, restart 10 s (t = 90 s), delta 0.6.
+
+    Steps, dynamic energy and excess over e_A = 45 J/step, with the node's 16 kJ (100 x (100 + 2 x 30)):
+    (1, 150): 360 steps, 9,000 J -> 25,000 J, excess 25,000 - 16,200 = 8,800 J;
+    (1, 250): 450, 18,000 J -> 34,000 J, excess 13,750 J;
+    (2, 150): 630, 17,100 J -> 33,100 J, excess 33,100 - 28,350 = 4,750 J;
+    (2, 250): 810, 34,200 J -> 50,200 J, excess 13,750 J.
+    P* = 0.81, target 0.324: every option qualifies. ``energy`` takes (1, 150), the least energy;
+    ``efficiency`` takes (2, 150), the least energy above the steps' best cost.
+    """
+    from planner import planning
+
+    ctx = hand_context()
+    inst = workload_instance(ctx, [JobState.new(hand_job("a", A, 0, 1000))])
+    inst = replace(inst, round=replace(inst.round, delta=0.6))
+    for objective, expected, value in (("energy", (1, 150), 25_000.0), ("efficiency", (2, 150), 4_750.0)):
+        req = replace(REPLAY_REQUEST, solver=solver, objective=objective, time_limit_s=10.0)
+        plan = planning.plan(inst, req)
+        (entry,) = plan.running()
+        if solver == "greedy":  # the heuristic plans for progress whatever the objective
+            continue
+        assert (entry.gpus, entry.setting) == expected, objective
+        assert plan.round.objective == objective
+        assert plan.round.objective_value == pytest.approx(value, rel=1e-6)

@@ -21,7 +21,7 @@ from formulations.ir import LinearModel
 from planner.problems import InputError, Problem
 
 SolveStatus = Literal["optimal", "feasible", "infeasible", "no_solution", "error"]
-ObjectiveName = Literal["progress", "energy"]
+ObjectiveName = Literal["progress", "energy", "excess_energy"]
 """The model's objective vectors by name: ``progress`` (weighted, maximised) and ``energy`` (J, minimised)."""
 
 

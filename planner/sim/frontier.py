@@ -9,6 +9,7 @@ label                       knob                    replay
 ``fifo-max``, ``zeus``, ..  ``baseline``            the base spec with that policy
 ``wattplan-progress``       ``progress``            wattplan, ``progress`` objective
 ``wattplan-delta-0.1``      ``delta``               wattplan, ``energy`` objective, delta 0.1
+``wattplan-efficiency-..``  ``delta``, ...          the same with the base spec's ``efficiency`` objective
 ``wattplan-jct+5%``         ``max_jct_increase``    wattplan, runtime-bounded mode, x = 0.05
 ==========================  ======================  =========================================
 
@@ -42,6 +43,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from formulations.energy_floor import EnergyFloor
+from planner.domain import Objective
 from planner.jsonio import read_json, write_json_atomic, write_text_atomic
 from planner.problems import InputError, Problem
 from planner.sim.metrics import pareto_front, with_reference
@@ -149,6 +151,11 @@ def _baselines(names: Sequence[str]) -> list[str]:
     return out
 
 
+def knob_objective(base: ReplaySpec) -> Objective:
+    """The objective the knob points plan with: the base's ``efficiency``, else ``energy``."""
+    return "efficiency" if base.rules.objective == "efficiency" else "energy"
+
+
 def sweep_points(
     base: ReplaySpec, deltas: Sequence[float], jct_increases: Sequence[float], baselines: Sequence[str]
 ) -> list[FrontierPoint]:
@@ -173,12 +180,14 @@ def sweep_points(
             replace(wp, rules=replace(base.rules, objective="progress")),
         )
     )
+    objective = knob_objective(base)
+    prefix = WATTPLAN if objective == "energy" else f"{WATTPLAN}-{objective}"
     for d in _unique(deltas):
-        spec = replace(wp, rules=replace(base.rules, objective="energy", delta=d))
-        points.append(FrontierPoint(f"{WATTPLAN}-delta-{_short(d)}", WATTPLAN, "delta", d, spec))
+        spec = replace(wp, rules=replace(base.rules, objective=objective, delta=d))
+        points.append(FrontierPoint(f"{prefix}-delta-{_short(d)}", WATTPLAN, "delta", d, spec))
     for x in _unique(jct_increases):
-        spec = replace(wp, rules=replace(base.rules, objective="energy"), max_jct_increase=x)
-        points.append(FrontierPoint(f"{WATTPLAN}-jct+{_short(x, 100)}%", WATTPLAN, "max_jct_increase", x, spec))
+        spec = replace(wp, rules=replace(base.rules, objective=objective), max_jct_increase=x)
+        points.append(FrontierPoint(f"{prefix}-jct+{_short(x, 100)}%", WATTPLAN, "max_jct_increase", x, spec))
     return points
 
 

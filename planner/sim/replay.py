@@ -157,8 +157,10 @@ def prepare(spec: ReplaySpec, lib: ProfileLibrary | None = None) -> tuple[Worklo
 
 
 def effective_rules(spec: ReplaySpec) -> RoundRules:
-    """The round rules the replay uses: the runtime-bounded mode plans with the ``energy`` objective."""
-    return spec.rules if spec.max_jct_increase is None else replace(spec.rules, objective="energy")
+    """The round rules the replay uses: the runtime-bounded mode plans with ``energy`` (or ``efficiency``)."""
+    if spec.max_jct_increase is None or spec.rules.objective in ("energy", "efficiency"):
+        return spec.rules
+    return replace(spec.rules, objective="energy")
 
 
 def workload_floor(workload: Workload, ctx: ClusterContext) -> EnergyFloor:
