@@ -15,7 +15,7 @@ from formulations.energy_floor import certified_bound, energy_floor
 from formulations.ir import INF, ModelBuilder
 from planner.domain import PairSlowdown
 from planner.request import REPLAY_REQUEST
-from planner.sim.budget import EnergyBudget, NoBudget
+from planner.sim.budget import EnergyBudget, NoBudget, step_prices
 from planner.sim.engine import simulate
 from planner.sim.governor import JctGovernor, accrued_s
 from planner.sim.metrics import captured_share, summarise, with_reference
@@ -154,7 +154,7 @@ def test_runtime_bounded_mode_keeps_its_bound(rows, x: float) -> None:
     assert all(r.delta is not None and 0.0 <= r.delta <= governor.delta_max for r in ours.rounds)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rows=jobs_strategy, policy=st.sampled_from(BASELINES), nodes=st.integers(1, 2))
 def test_pacing_finishes_every_job_with_the_policys_own_energy(rows, policy: str, nodes: int) -> None:
     """A paced budget equal to the policy's own unbudgeted energy leaves no job unfinished."""
@@ -162,7 +162,8 @@ def test_pacing_finishes_every_job_with_the_policys_own_energy(rows, policy: str
     wl = workload(_jobs(rows))
     free = simulate(wl, ctx, make_policy(policy), NoBudget())
     own = sum(r.energy_j for r in free.rounds)
-    paced = simulate(wl, ctx, make_policy(policy), EnergyBudget(own, floor_j=1e4))
+    prices = step_prices(workload_instance(ctx, [JobState.new(s) for s in wl.jobs]))
+    paced = simulate(wl, ctx, make_policy(policy), EnergyBudget(own, floor_j=1e4, prices=prices))
     assert paced.stop_reason == "completed", [s.id for s in paced.jobs if not s.done]
 
 

@@ -28,6 +28,18 @@
   whenever energy is left, at least one node's worth of jobs can run, so a pacing estimate
   that is too long cannot stop the replay while energy remains.
 
+  A round may also spend all but a **reserve**: ``B_r >= E_left - F_rest``, with ``F_rest`` a
+  lower bound on the energy of the work no schedule can avoid after this round, each queued job's
+  ``R_j - min(R_j, Xmax_j T)`` steps (``Xmax_j`` its fastest configuration) and all the steps of
+  jobs still to arrive, priced at ``y_k`` J per step:
+  ``y_k = min(min_c n (P + Pnode/K) / X, min_q P_q / (2 r_kq))`` over the exclusive configurations
+  ``c`` and the pair configurations ``q`` of the job's class (``P_q`` the pair's power, ``r_kq`` the
+  class's rate in it). These prices are feasible for the dual of the energy floor LP
+  (:mod:`formulations.energy_floor`), so ``sum y_k d_k`` never exceeds the floor of the work, nor
+  what any replay spends on it. Hence, by induction on the rounds: with a budget at least a
+  deterministic policy's own unbudgeted energy, every round's share covers what that policy
+  spends in it unbudgeted, the replay is the unbudgeted one, and every job finishes.
+
   A round that drew nothing (every queued job waited: its share was below what any of them
   costs for a round, e.g. a job's first round with its restart loss) leaves the next round
   all of ``E_left``: a paced share smaller than one allocation can otherwise stall a replay whose
@@ -45,9 +57,11 @@ Energy drawn can exceed a round's budget only when reality differs from the prof
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
+from planner.domain import Instance
+from planner.economics import exclusive_outcomes
 from planner.sim.round_instance import ClusterContext
 from planner.sim.state import JobState
 
@@ -133,6 +147,54 @@ class PowerCap(_PerRoundOnly):
         return self.watts * duration_s
 
 
+@dataclass(frozen=True, slots=True)
+class StepPrice:
+    """A job's reserve price ``y`` (J per step) and its fastest rate ``Xmax`` (steps/s)."""
+
+    joules_per_step: float
+    max_steps_per_s: float
+
+
+def step_prices(instance: Instance) -> dict[str, StepPrice]:
+    """``y_k`` and ``Xmax`` of every job of ``instance`` (module docstring); jobs without a profile get 0."""
+    out: dict[str, StepPrice] = {}
+    min_rate = instance.round.min_pair_rate
+    for job in instance.jobs:
+        best, fastest = math.inf, 0.0
+        for g, n, s, _ in exclusive_outcomes(instance, job):
+            p = instance.profile(job.type, g.name, n, s)
+            if p is None or p.steps_per_s <= 0:
+                continue
+            fastest = max(fastest, p.steps_per_s)
+            best = min(best, n * (p.power_w + g.node_power_w / g.gpus_per_node) / p.steps_per_s)
+            for other in {j.type for j in instance.jobs}:
+                rates = instance.pair_rates(job.type, other, g.name, n)
+                q = instance.profile(other, g.name, n, s)
+                if rates is None or q is None or min(rates) < min_rate:
+                    continue
+                for mine, theirs in {rates, rates[::-1]} if other == job.type else {rates}:
+                    dyn = mine * (p.power_w - g.idle_power_w) + theirs * (q.power_w - g.idle_power_w)
+                    power = n * (g.idle_power_w + dyn + g.node_power_w / g.gpus_per_node)
+                    if mine > 0:
+                        best = min(best, power / (2 * mine * p.steps_per_s))
+        out[job.id] = StepPrice(0.0 if math.isinf(best) else best, fastest)
+    return out
+
+
+def reserve_j(
+    prices: Mapping[str, StepPrice], unfinished: Sequence[JobState], now_s: float, duration_s: float
+) -> float:
+    """``F_rest``: the priced steps no schedule can avoid after the round starting at ``now_s`` (J)."""
+    total = 0.0
+    for s in unfinished:
+        price = prices.get(s.id)
+        if price is None:
+            continue
+        doable = price.max_steps_per_s * duration_s if s.spec.arrival_s <= now_s else 0.0
+        total += price.joules_per_step * max(s.remaining_steps - doable, 0.0)
+    return total
+
+
 @dataclass
 class EnergyBudget:
     """An energy budget over the replay, paced per round (see the module docstring)."""
@@ -141,6 +203,7 @@ class EnergyBudget:
     floor_j: float = 0.0  # B_min (J)
     spent_j: float = 0.0
     starved: bool = False  # the last round drew nothing
+    prices: Mapping[str, StepPrice] = field(default_factory=dict)  # no reserve rule without them
 
     @property
     def label(self) -> str:
@@ -158,7 +221,9 @@ class EnergyBudget:
         return self.left_j <= 0.0
 
     def round_budget_j(self, unfinished: Sequence[JobState], now_s: float, duration_s: float, gpus: int) -> float:
-        """``B_r = max(E_left / rounds_left, min(E_left, B_min))`` (J); ``E_left`` after a starved round.
+        """``B_r = max(E_left / rounds_left, min(E_left, B_min), E_left - F_rest)`` (J), at most ``E_left``.
+
+        ``E_left`` after a starved round.
 
         0 once exhausted (module docstring).
         """
@@ -167,7 +232,10 @@ class EnergyBudget:
         if self.starved:
             return self.left_j
         est = pacing_estimate(unfinished, now_s, duration_s, gpus)
-        return max(self.left_j / est.rounds_left, min(self.left_j, self.floor_j))
+        paced = max(self.left_j / est.rounds_left, min(self.left_j, self.floor_j))
+        if not self.prices:
+            return paced
+        return min(self.left_j, max(paced, self.left_j - reserve_j(self.prices, unfinished, now_s, duration_s)))
 
     def charge(self, energy_j: float) -> None:
         """Add the energy a round actually drew (J) to what is spent; a round that drew none starved."""

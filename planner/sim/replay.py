@@ -28,7 +28,7 @@ from planner.round_builder import (
     read_trace,
     trace_format,
 )
-from planner.sim.budget import Budget, EnergyBudget, NoBudget, PowerCap, one_node_round_j
+from planner.sim.budget import Budget, EnergyBudget, NoBudget, PowerCap, one_node_round_j, step_prices
 from planner.sim.engine import ProgressCallback, SimConfig, SimResult, simulate
 from planner.sim.governor import DeltaSteer, FixedDelta, JctGovernor, SignalSteer
 from planner.sim.metrics import J_PER_KWH, summarise, with_reference
@@ -229,12 +229,13 @@ def reference_run(spec: ReplaySpec, workload: Workload, ctx: ClusterContext) -> 
     return run_policy(replace(spec, power_cap_w=None, energy_budget_kwh=None), workload, ctx, "fifo-max")
 
 
-def make_budget(spec: ReplaySpec, ctx: ClusterContext) -> Budget:
-    """A fresh budget for one replay (an energy budget's round floor from ``ctx``)."""
+def make_budget(spec: ReplaySpec, ctx: ClusterContext, workload: Workload) -> Budget:
+    """A fresh budget for one replay (an energy budget's round floor and reserve prices from ``ctx``)."""
     if spec.power_cap_w is not None:
         return PowerCap(spec.power_cap_w)
     if spec.energy_budget_kwh is not None:
-        return EnergyBudget(spec.energy_budget_kwh * J_PER_KWH, floor_j=one_node_round_j(ctx))
+        prices = step_prices(workload_instance(ctx, [JobState.new(s) for s in workload.jobs]))
+        return EnergyBudget(spec.energy_budget_kwh * J_PER_KWH, floor_j=one_node_round_j(ctx), prices=prices)
     return NoBudget()
 
 
@@ -259,7 +260,7 @@ def run_policy(
         if spec.max_jct_increase is not None:
             ref = reference if reference is not None else reference_run(spec, workload, ctx)[0]
         governor = _steer(spec, ctx, clocks, ref)
-    budget = make_budget(spec, ctx)
+    budget = make_budget(spec, ctx, workload)
     result = simulate(
         workload, ctx, make_policy(policy, spec.policy_options), budget, config, progress, governor=governor
     )
