@@ -500,7 +500,8 @@ def simulate(
         float | None,
         typer.Option(
             help="Runtime-bounded energy mode: least energy with an average JCT at most this many percent "
-            "above fifo-max's on the same queue (wattplan plans with the energy objective, delta steered per round)."
+            "above fifo-max's on the same queue (wattplan plans with the efficiency objective, or energy if "
+            "--objective energy is given; delta steered per round)."
         ),
     ] = None,
     carbon: Annotated[
@@ -607,8 +608,8 @@ def frontier(
     ] = "all",
     objective: Annotated[
         ObjectiveChoice,
-        typer.Option(help="Objective of the swept points: energy or efficiency (progress is always one point)."),
-    ] = ObjectiveChoice.energy,
+        typer.Option(help="Objective of the swept points: efficiency or energy (progress is always one point)."),
+    ] = ObjectiveChoice.efficiency,
     workers: Annotated[int, typer.Option(help="Replays run at once, each in its own process (>= 1).")] = 2,
     power_cap_w: PowerCapOpt = None,
     energy_budget_kwh: Annotated[

@@ -28,7 +28,7 @@ def test_summary_has_floor_captured_share_and_carbon(tmp_path: Path, tiny_trace:
         assert s["captured_share"] == pytest.approx(share)
         assert s["carbon_kg"] > 0 and s["signals"]["carbon"]["offset_h"] == 151 * 24
     s = json.loads((out / "wattplan" / "summary.json").read_text())
-    assert s["objective"] == "energy" and s["max_jct_increase"] == pytest.approx(0.1) and s["signal_aware"]
+    assert s["objective"] == "efficiency" and s["max_jct_increase"] == pytest.approx(0.1) and s["signal_aware"]
     deltas = [r["delta"] for r in csv.DictReader((out / "wattplan" / "rounds.csv").open())]
     assert deltas and all(d != "" for d in deltas)
 
@@ -61,8 +61,8 @@ def test_frontier_command_writes_the_front(tmp_path: Path, tiny_trace: Path) -> 
         "fifo-max",
         "zeus",
         "wattplan-progress",
-        "wattplan-delta-0.1",
-        "wattplan-jct+5%",
+        "wattplan-efficiency-delta-0.1",
+        "wattplan-efficiency-jct+5%",
     }
     assert all(not r["error"] for r in rows)
     assert (out / "frontier.png").read_bytes()[:4] == b"\x89PNG"

@@ -2,8 +2,9 @@
 
 A user states "least energy, at most ``x`` longer average JCT than the reference schedule"
 (``--max-jct-increase``; the reference is ``fifo-max`` replayed on the same queue with no
-budget, known before the replay starts). wattplan then plans every round with the ``energy``
-objective, ``min E  s.t.  progress >= (1 - delta_r) P*``, and this governor picks ``delta_r``.
+budget, known before the replay starts). wattplan then plans every round with the ``efficiency``
+objective (or ``energy``), ``min E - credit  s.t.  progress >= (1 - delta_r) P*``, and this governor
+picks ``delta_r``.
 
 Average JCT is total time in system over jobs, ``(1/N) sum_j (f_j - a_j)``, so the contract is
 ``S_w <= (1 + x) S_ref`` with ``S`` summed over the same jobs. At a round start ``t`` both

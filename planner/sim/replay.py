@@ -65,7 +65,7 @@ class ReplaySpec:
     profiles: Path | None = None
     max_jct_increase: float | None = None
     """Runtime-bounded energy mode: wattplan's average JCT at most ``1 + x`` times the reference's
-    (fraction; :mod:`planner.sim.governor`); wattplan then plans with the ``energy`` objective."""
+    (fraction; :mod:`planner.sim.governor`); wattplan then plans with ``efficiency`` (or ``energy`` if asked)."""
     carbon: Path | None = None
     """Hourly carbon intensity (gCO2/kWh, :mod:`planner.sim.signals`): every replay reports kgCO2."""
     price: Path | None = None
@@ -157,10 +157,13 @@ def prepare(spec: ReplaySpec, lib: ProfileLibrary | None = None) -> tuple[Worklo
 
 
 def effective_rules(spec: ReplaySpec) -> RoundRules:
-    """The round rules the replay uses: the runtime-bounded mode plans with ``energy`` (or ``efficiency``)."""
+    """The round rules the replay uses: the runtime-bounded mode plans with ``efficiency`` unless ``energy`` is asked.
+
+    ``efficiency`` captured 2-3x more of the achievable saving than ``energy`` (benchmarks/RESULTS.md).
+    """
     if spec.max_jct_increase is None or spec.rules.objective in ("energy", "efficiency"):
         return spec.rules
-    return replace(spec.rules, objective="energy")
+    return replace(spec.rules, objective="efficiency")
 
 
 def workload_floor(workload: Workload, ctx: ClusterContext) -> EnergyFloor:
