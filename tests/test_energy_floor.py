@@ -197,11 +197,12 @@ def test_efficiency_objective_by_hand(solver: str) -> None:
     inst = workload_instance(ctx, [JobState.new(hand_job("a", A, 0, 1000))])
     inst = replace(inst, round=replace(inst.round, delta=0.6))
     for objective, expected, value in (("energy", (1, 150), 25_000.0), ("efficiency", (2, 150), 4_750.0)):
-        req = replace(REPLAY_REQUEST, solver=solver, objective=objective, time_limit_s=10.0)
+        req = replace(REPLAY_REQUEST, solver=solver, objective=objective, time_limit_s=30.0)
         plan = planning.plan(inst, req)
         (entry,) = plan.running()
         if solver == "greedy":  # the heuristic plans for progress whatever the objective
             continue
-        assert (entry.gpus, entry.setting) == expected, objective
+        why = (objective, plan.round.status, plan.round.notes(), plan.round.report)
+        assert (entry.gpus, entry.setting) == expected, why
         assert plan.round.objective == objective
         assert plan.round.objective_value == pytest.approx(value, rel=1e-6)
