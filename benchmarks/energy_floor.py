@@ -1,10 +1,12 @@
 """Energy floor of replay workloads: the LP's value and wall time from 150 to 10,000+ jobs.
 
-Two families: the four 150-job slices of ``benchmarks/replay.py`` (Gavel traces and Philly
-6214e9, the slice rule of that script), and the first N jobs of whole traces (every virtual
-cluster of the Philly CSV, types drawn with seed 0; every job of a Gavel trace), N up to
-10,000 or the trace's length. Cluster ``v100:32,p100:16``. Wall time covers building the
-floor instance, the LP and its certificate (the LP runs in a forked child).
+The four 150-job slices of ``benchmarks/replay.py`` (Gavel traces and Philly 6214e9, the slice
+rule of that script), then two families of large workloads built differently: the first N jobs
+by arrival of the Philly CSV (every virtual cluster; job types drawn with seed 0 from Gavel's
+types, GPU counts from Philly) and of all 15 Gavel traces merged (Gavel's own job types, steps
+and counts), N = 1,000, 10,000 and 50,000 where the source has that many. Cluster
+``v100:32,p100:16``. Wall time covers building the floor instance, the LP and its certificate
+(the LP runs in a forked child).
 
     .venv/bin/python benchmarks/energy_floor.py
 """
@@ -13,14 +15,16 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from formulations.energy_floor import EnergyFloor
 from planner.profile_build import DEFAULT_PROFILE_LIBRARY
-from planner.resources import resolve_trace
-from planner.round_builder import load_profile_library, read_trace
+from planner.resources import resolve_trace, shipped_traces
+from planner.round_builder import ProfileLibrary, load_profile_library, read_trace
 from planner.sim.replay import ReplaySpec, prepare, workload_floor
 from planner.sim.workload import build_workload, select_jobs
+from planner.traces import TraceJob
 
 SLICES = (
     ("Gavel 6214e9", "6214e9.trace", None, 4180536),
@@ -36,6 +40,15 @@ def _kwh(f: EnergyFloor) -> str:
 
 def _share(f: EnergyFloor) -> str:
     return "-" if f.paired_step_share is None else f"{f.paired_step_share:.1%}"
+
+
+def merged_gavel(lib: ProfileLibrary) -> list[TraceJob]:
+    """Every job of every shipped Gavel trace, ids prefixed by the trace (15,264 jobs, own arrival clocks)."""
+    jobs = []
+    for _, path in sorted(shipped_traces().items()):
+        if path.suffix == ".trace":
+            jobs += [replace(j, id=f"{path.stem}/{j.id}") for j in read_trace(path, lib, seed=0)]
+    return jobs
 
 
 def main() -> None:
@@ -57,17 +70,22 @@ def main() -> None:
         print(f"{row} | {wall:.2f} | {f.note} |")
     base = ReplaySpec(trace=resolve_trace(Path("philly.csv")), cluster=args.cluster, max_jobs=10)
     _, ctx = prepare(base, lib)
-    for name, trace in (("Philly, all VCs", "philly.csv"), ("Gavel 6c71a0, whole", "6c71a0.trace")):
-        jobs = read_trace(resolve_trace(Path(trace)), lib, seed=0)
+    families = {
+        "Philly, all VCs": read_trace(resolve_trace(Path("philly.csv")), lib, seed=0),
+        "Gavel, 15 traces merged": merged_gavel(lib),
+    }
+    for name, jobs in families.items():
         for n in (1_000, 10_000, 50_000):
-            if n > len(jobs) and n != 1_000:
+            if n > len(jobs):
                 continue
             chosen = select_jobs(jobs, max_jobs=n)
             wl = build_workload(chosen, lib, ctx.type_names)
             begin = time.perf_counter()
             f = workload_floor(wl, ctx)
             wall = time.perf_counter() - begin
-            row = f"| {name} first {len(chosen)} | {len(wl.jobs)} | {f.classes} | {f.columns} | {_kwh(f)} | {_share(f)}"
+            row = (
+                f"| {name}, first {len(chosen)} | {len(wl.jobs)} | {f.classes} | {f.columns} | {_kwh(f)} | {_share(f)}"
+            )
             print(f"{row} | {wall:.2f} | {f.note} |")
 
 

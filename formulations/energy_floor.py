@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,7 +43,8 @@ from formulations.backends.base import SolverResult
 from formulations.backends.highs import highs_lp
 from formulations.ir import INF, LinearModel, ModelBuilder
 from formulations.watchdog import run_with_deadline
-from planner.domain import GpuType, Instance, Profile
+from planner.domain import Instance
+from planner.economics import exclusive_power_w, pair_power_w, profiled_options, usable_pair_rates
 
 FLOOR_OBJECTIVE = "energy"
 FLOOR_TIME_LIMIT_S = 60.0
@@ -93,17 +93,6 @@ def demand_classes(instance: Instance) -> list[DemandClass]:
             steps[key] += job.remaining_steps
             count[key] += 1
     return [DemandClass(t, n, steps[(t, n)], count[(t, n)]) for t, n in sorted(steps)]
-
-
-def _profiles(instance: Instance, k: DemandClass, g: GpuType) -> Iterable[Profile]:
-    """The class's profiles on ``g`` at an allowed count that fits the pool, with progress."""
-    for n in k.gpus:
-        if n > g.total_gpus:
-            continue
-        for s in g.settings:
-            p = instance.profile(k.type, g.name, n, s)
-            if p is not None and p.steps_per_s > 0:
-                yield p
 
 
 def certified_bound(lm: LinearModel, duals: np.ndarray) -> float:
@@ -201,18 +190,16 @@ def _columns(instance: Instance, classes: list[DemandClass]) -> list[_Column]:
     """Every exclusive and pair configuration of the classes (module docstring)."""
     out: list[_Column] = []
     for ki, k in enumerate(classes):
-        for g in instance.gpu_types:
-            for p in _profiles(instance, k, g):
-                power = p.gpus * (p.power_w + g.node_power_w / g.gpus_per_node)
-                out.append(_Column(f"x_{ki}_{g.name}_{p.gpus}_{p.setting}", power, ((ki, p.steps_per_s),), False))
-    min_rate = instance.round.min_pair_rate
+        for g, p in profiled_options(instance, k.type, k.gpus):
+            name = f"x_{ki}_{g.name}_{p.gpus}_{p.setting}"
+            out.append(_Column(name, exclusive_power_w(g, p), ((ki, p.steps_per_s),), False))
     for ai, a in enumerate(classes):
         for bi in range(ai, len(classes)):
             b = classes[bi]
             for g in instance.gpu_types:
                 for n in sorted(set(a.gpus) & set(b.gpus)):
-                    rates = instance.pair_rates(a.type, b.type, g.name, n)
-                    if rates is None or n > g.total_gpus or min(rates) < min_rate:
+                    rates = usable_pair_rates(instance, a.type, b.type, g, n)
+                    if rates is None:
                         continue
                     orders = {rates, rates[::-1]} if a.type == b.type and ai != bi else {rates}
                     for s in g.settings:
@@ -221,8 +208,7 @@ def _columns(instance: Instance, classes: list[DemandClass]) -> list[_Column]:
                         if pa is None or pb is None:
                             continue
                         for ra, rb in sorted(orders):
-                            dyn = ra * (pa.power_w - g.idle_power_w) + rb * (pb.power_w - g.idle_power_w)
-                            power = n * (g.idle_power_w + dyn + g.node_power_w / g.gpus_per_node)
+                            power = pair_power_w(g, n, pa, pb, ra, rb)
                             served = ((ai, ra * pa.steps_per_s), (bi, rb * pb.steps_per_s))
                             out.append(_Column(f"q_{ai}_{bi}_{g.name}_{n}_{s}_{ra:g}", power, served, True))
     return out

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, TypeVar
 
 from planner.domain import Instance
-from planner.economics import exclusive_outcomes, job_outcome
+from planner.economics import exclusive_outcomes, job_outcome, usable_pair_rates
 
 
 class Slot(NamedTuple):
@@ -164,14 +164,13 @@ def _pair_sides(instance: Instance) -> tuple[list[PairSideOption], int]:
     """Pair-side options for every job and partner type whose entry passes ``min_pair_rate``."""
     types = sorted({job.type for job in instance.jobs})
     out, zero = [], 0
-    min_rate = instance.round.min_pair_rate
     for j, job in enumerate(instance.jobs):
         for partner_type in types:
             a, b = sorted((job.type, partner_type))
             for g in instance.gpu_types:
                 for n in job.gpus:
-                    rates = instance.pair_rates(job.type, partner_type, g.name, n)
-                    if rates is None or n > g.total_gpus or min(rates) < min_rate:
+                    rates = usable_pair_rates(instance, job.type, partner_type, g, n)
+                    if rates is None:
                         continue
                     if job.type == partner_type and rates[0] != rates[1]:
                         # Ordered slot: the job listed first gets rho_a (side 0), the other rho_b.

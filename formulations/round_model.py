@@ -20,14 +20,13 @@ Objective vectors
     ``progress = sum w_j pi`` over ``x`` and ``z``; ``energy`` (J) over ``x``, ``z`` and ``u``;
     ``excess_energy = energy - sum_j e_j sigma_j`` (J): the energy above what the round's steps
     would cost at each job's best exclusive energy per step
-    ``e_j = min_{g, n, s} n (P + Pnode_g / K_g) / X`` (J/step; :func:`best_step_energy_j`), so a
+    ``e_j = min_{g, n, s} n (P + Pnode_g / K_g) / X`` (J/step; :func:`planner.economics.best_step_energy_j`), so a
     round that runs every job at its best configuration on full nodes scores 0, a pair that
     saves idle power scores below 0, and idle GPUs on a powered node or a wasteful setting above.
 """
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -37,7 +36,8 @@ import numpy as np
 from formulations.ir import INF, LinearModel, ModelBuilder
 from formulations.options import OptionSet, Slot, enumerate_options, match_slot
 from planner.assemble import Allocation
-from planner.domain import Instance, Job
+from planner.domain import Instance
+from planner.economics import best_step_energy_j
 
 ENERGY_ROW = "energy"
 PROGRESS_ROW = "progress_floor"
@@ -115,20 +115,6 @@ class RoundModel:
         return v
 
 
-def best_step_energy_j(instance: Instance, job: Job) -> float:
-    """``e_j = min n (P + Pnode_g / K_g) / X`` over the job's profiled exclusive options (J/step; 0 if none)."""
-    best = math.inf
-    for g in instance.gpu_types:
-        for n in job.gpus:
-            if n > g.total_gpus:
-                continue
-            for s in g.settings:
-                p = instance.profile(job.type, g.name, n, s)
-                if p is not None and p.steps_per_s > 0:
-                    best = min(best, n * (p.power_w + g.node_power_w / g.gpus_per_node) / p.steps_per_s)
-    return 0.0 if math.isinf(best) else best
-
-
 def build_round_model(instance: Instance, options: OptionSet | None = None) -> RoundModel:
     """Enumerate options (unless given) and build the model of the module docstring."""
     opts = options if options is not None else enumerate_options(instance)
@@ -176,7 +162,7 @@ def build_round_model(instance: Instance, options: OptionSet | None = None) -> R
         mb.add_row(nz.tolist(), energy[nz].tolist(), -INF, instance.round.budget_j, ENERGY_ROW, "energy")
     credit = np.zeros(mb.num_cols)  # sum_j e_j sigma_j, sigma = pi R_j (progress is w_j pi)
     e = [
-        best_step_energy_j(instance, job) * job.remaining_steps / job.weight if job.weight > 0 else 0.0
+        best_step_energy_j(instance, job.type, job.gpus) * job.remaining_steps / job.weight if job.weight > 0 else 0.0
         for job in instance.jobs
     ]
     credit[x_cols] = [e[o.job] * o.progress for o in opts.exclusive]

@@ -129,6 +129,23 @@ VcOpt = Annotated[str | None, typer.Option(help="Philly virtual cluster id to ke
 ProfilesOpt = Annotated[Path | None, typer.Option(help="Profile library (default: the shipped Gavel+Zeus one).")]
 PowerCapOpt = Annotated[float | None, typer.Option(help="Power cap (W): a round's budget is cap x T.")]
 
+# Options shared by ``simulate`` and ``frontier``.
+ClusterOpt = Annotated[str, typer.Option(help="GPUs of each type, e.g. v100:32,p100:16 (whole nodes).")]
+EnergyBudgetOpt = Annotated[float | None, typer.Option(help="Energy budget over the replay (kWh), paced per round.")]
+ReplaySolverOpt = Annotated[str, typer.Option(help="wattplan's solver: " + SOLVER_HELP)]
+ReplayTimeLimitOpt = Annotated[float, typer.Option(help="wattplan's seconds per round (> 0).")]
+MaxJobsOpt = Annotated[int | None, typer.Option(help="Replay the first N jobs (by arrival) of the window.")]
+StartSOpt = Annotated[float | None, typer.Option(help="Window start: jobs arriving from here (trace s).")]
+EndSOpt = Annotated[float | None, typer.Option(help="Window end: jobs arriving before this (trace s).")]
+CarbonOpt = Annotated[
+    Path | None,
+    typer.Option(help="Hourly carbon intensity CSV (gCO2/kWh), e.g. the shipped CISO_2022.csv: report kgCO2."),
+]
+PriceOpt = Annotated[Path | None, typer.Option(help="Hourly electricity price CSV ($/MWh): report energy cost.")]
+SignalStartOpt = Annotated[
+    str | None, typer.Option(help="Signal hour (ISO 8601, UTC) at which the replay starts; default the file's first.")
+]
+
 
 def _trace(path: Path) -> Path:
     """The trace a user named: a file, or a shipped trace by name."""
@@ -462,27 +479,23 @@ def profiles_build(
 @handles_errors
 def simulate(
     trace: TraceArg,
-    cluster: Annotated[str, typer.Option(help="GPUs of each type, e.g. v100:32,p100:16 (whole nodes).")],
+    cluster: ClusterOpt,
     policy: Annotated[
         list[str],
         typer.Option("--policy", "-p", help="fifo-max, zeus, eaco, powerflow, wattplan, or all; repeat for several."),
     ] = ["wattplan"],  # noqa: B006 (typer needs a list default)
     power_cap_w: PowerCapOpt = None,
-    energy_budget_kwh: Annotated[
-        float | None, typer.Option(help="Energy budget over the replay (kWh), paced per round.")
-    ] = None,
+    energy_budget_kwh: EnergyBudgetOpt = None,
     round_s: RoundSOpt = defaults.ROUND_S,
     objective: Annotated[ObjectiveChoice, typer.Option(help="wattplan's objective.")] = ObjectiveChoice.progress,
-    solver: Annotated[str, typer.Option(help="wattplan's solver: " + SOLVER_HELP)] = REPLAY_REQUEST.solver,
-    time_limit: Annotated[
-        float, typer.Option(help="wattplan's seconds per round (> 0).")
-    ] = REPLAY_REQUEST.time_limit_s,
+    solver: ReplaySolverOpt = REPLAY_REQUEST.solver,
+    time_limit: ReplayTimeLimitOpt = REPLAY_REQUEST.time_limit_s,
     threads: Annotated[int, typer.Option(help="Solver threads (>= 1).")] = REPLAY_REQUEST.threads,
     seed: Annotated[int, typer.Option(help="Seed: solver, Philly job types, --noise.")] = REPLAY_REQUEST.seed,
     out_path: Annotated[Path, typer.Option("--out", "-o", help="Output folder.")] = Path("sim-out"),
-    max_jobs: Annotated[int | None, typer.Option(help="Replay the first N jobs (by arrival) of the window.")] = None,
-    start_s: Annotated[float | None, typer.Option(help="Window start: jobs arriving from here (trace s).")] = None,
-    end_s: Annotated[float | None, typer.Option(help="Window end: jobs arriving before this (trace s).")] = None,
+    max_jobs: MaxJobsOpt = None,
+    start_s: StartSOpt = None,
+    end_s: EndSOpt = None,
     fmt: FormatOpt = TraceFormat.auto,
     vc: VcOpt = None,
     zeus_eta: Annotated[
@@ -504,17 +517,9 @@ def simulate(
             "--objective energy is given; delta steered per round)."
         ),
     ] = None,
-    carbon: Annotated[
-        Path | None,
-        typer.Option(help="Hourly carbon intensity CSV (gCO2/kWh), e.g. the shipped CISO_2022.csv: report kgCO2."),
-    ] = None,
-    price: Annotated[
-        Path | None, typer.Option(help="Hourly electricity price CSV ($/MWh): report each replay's energy cost.")
-    ] = None,
-    signal_start: Annotated[
-        str | None,
-        typer.Option(help="Signal hour (ISO 8601, UTC) at which the replay starts; default the file's first."),
-    ] = None,
+    carbon: CarbonOpt = None,
+    price: PriceOpt = None,
+    signal_start: SignalStartOpt = None,
     signal_aware: Annotated[
         bool,
         typer.Option(help="wattplan follows the carbon (else price) signal: less progress in dirty or dear hours."),
@@ -596,7 +601,7 @@ def _float_list(text: str, option: str) -> list[float]:
 @handles_errors
 def frontier(
     trace: TraceArg,
-    cluster: Annotated[str, typer.Option(help="GPUs of each type, e.g. v100:32,p100:16 (whole nodes).")],
+    cluster: ClusterOpt,
     deltas: Annotated[
         str, typer.Option(help="Energy-objective deltas to sweep, comma-separated (each in [0, 1)).")
     ] = "0.03,0.1,0.2,0.3",
@@ -612,25 +617,19 @@ def frontier(
     ] = ObjectiveChoice.efficiency,
     workers: Annotated[int, typer.Option(help="Replays run at once, each in its own process (>= 1).")] = 2,
     power_cap_w: PowerCapOpt = None,
-    energy_budget_kwh: Annotated[
-        float | None, typer.Option(help="Energy budget over each replay (kWh), paced per round.")
-    ] = None,
+    energy_budget_kwh: EnergyBudgetOpt = None,
     round_s: RoundSOpt = defaults.ROUND_S,
-    solver: Annotated[str, typer.Option(help="wattplan's solver: " + SOLVER_HELP)] = REPLAY_REQUEST.solver,
-    time_limit: Annotated[
-        float, typer.Option(help="wattplan's seconds per round (> 0).")
-    ] = REPLAY_REQUEST.time_limit_s,
+    solver: ReplaySolverOpt = REPLAY_REQUEST.solver,
+    time_limit: ReplayTimeLimitOpt = REPLAY_REQUEST.time_limit_s,
     seed: Annotated[int, typer.Option(help="Seed: solver, Philly job types.")] = REPLAY_REQUEST.seed,
-    max_jobs: Annotated[int | None, typer.Option(help="Replay the first N jobs (by arrival) of the window.")] = None,
-    start_s: Annotated[float | None, typer.Option(help="Window start: jobs arriving from here (trace s).")] = None,
-    end_s: Annotated[float | None, typer.Option(help="Window end: jobs arriving before this (trace s).")] = None,
+    max_jobs: MaxJobsOpt = None,
+    start_s: StartSOpt = None,
+    end_s: EndSOpt = None,
     fmt: FormatOpt = TraceFormat.auto,
     vc: VcOpt = None,
-    carbon: Annotated[Path | None, typer.Option(help="Hourly carbon intensity CSV (gCO2/kWh): report kgCO2.")] = None,
-    price: Annotated[Path | None, typer.Option(help="Hourly price CSV ($/MWh): report energy cost.")] = None,
-    signal_start: Annotated[
-        str | None, typer.Option(help="Signal hour (ISO 8601, UTC) at which the replays start.")
-    ] = None,
+    carbon: CarbonOpt = None,
+    price: PriceOpt = None,
+    signal_start: SignalStartOpt = None,
     profiles: ProfilesOpt = None,
     out_path: Annotated[Path, typer.Option("--out", "-o", help="Output folder (a rerun resumes).")] = Path(
         "frontier-out"
@@ -671,8 +670,6 @@ def frontier(
         price=price,
         signal_start=signal_start,
     )
-    if workers < 1:
-        raise InputError("options", [Problem("bad-option", "--workers", f"must be >= 1, got {workers}")])
     sweep_d = _float_list(deltas, "--deltas")
     sweep_x = [x / 100.0 for x in _float_list(max_jct_increase, "--max-jct-increase")]
     names = [b.strip() for b in baselines.split(",") if b.strip()]

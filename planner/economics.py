@@ -22,10 +22,10 @@ powered-on nodes.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from planner.domain import GpuType, Instance, Job
+from planner.domain import GpuType, Instance, Job, Profile
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +149,45 @@ def powered_energy_j(instance: Instance, gpus_used: Mapping[str, int]) -> float:
     ``sum_g ceil(used_g / K_g) * T * (Pnode_g + K_g * Pidle_g)`` (J).
     """
     return node_energy_j(instance, nodes_for(instance, gpus_used))
+
+
+def profiled_options(instance: Instance, job_type: str, counts: Iterable[int]) -> Iterator[tuple[GpuType, Profile]]:
+    """Every ``(g, profile)`` of ``job_type`` at a count in ``counts`` that fits ``g``'s pool, with progress."""
+    for g in instance.gpu_types:
+        for n in counts:
+            if n > g.total_gpus:
+                continue
+            for s in g.settings:
+                p = instance.profile(job_type, g.name, n, s)
+                if p is not None and p.steps_per_s > 0:
+                    yield g, p
+
+
+def exclusive_power_w(g: GpuType, p: Profile) -> float:
+    """An exclusive configuration on full nodes: ``n (P + Pnode_g / K_g)`` (W)."""
+    return p.gpus * (p.power_w + g.node_power_w / g.gpus_per_node)
+
+
+def pair_power_w(g: GpuType, gpus: int, p_a: Profile, p_b: Profile, rho_a: float, rho_b: float) -> float:
+    """A pair on full nodes: ``n (Pidle + rho_a (P_a - Pidle) + rho_b (P_b - Pidle) + Pnode_g / K_g)`` (W)."""
+    dynamic = rho_a * (p_a.power_w - g.idle_power_w) + rho_b * (p_b.power_w - g.idle_power_w)
+    return gpus * (g.idle_power_w + dynamic + g.node_power_w / g.gpus_per_node)
+
+
+def usable_pair_rates(
+    instance: Instance, type_a: str, type_b: str, g: GpuType, gpus: int
+) -> tuple[float, float] | None:
+    """``(rho_a, rho_b)`` when the pair entry exists, fits ``g``'s pool and keeps ``min_pair_rate``, else None."""
+    rates = instance.pair_rates(type_a, type_b, g.name, gpus)
+    if rates is None or gpus > g.total_gpus or min(rates) < instance.round.min_pair_rate:
+        return None
+    return rates
+
+
+def best_step_energy_j(instance: Instance, job_type: str, counts: Iterable[int]) -> float:
+    """``e = min n (P + Pnode_g / K_g) / X`` over the exclusive options (J/step; 0 without any)."""
+    costs = [exclusive_power_w(g, p) / p.steps_per_s for g, p in profiled_options(instance, job_type, counts)]
+    return min(costs, default=0.0)
 
 
 BUDGET_SLACK = 1e-9

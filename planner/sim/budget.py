@@ -61,7 +61,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from planner.domain import Instance
-from planner.economics import exclusive_outcomes
+from planner.economics import best_step_energy_j, pair_power_w, profiled_options, usable_pair_rates
 from planner.sim.round_instance import ClusterContext
 from planner.sim.state import JobState
 
@@ -156,29 +156,28 @@ class StepPrice:
 
 
 def step_prices(instance: Instance) -> dict[str, StepPrice]:
-    """``y_k`` and ``Xmax`` of every job of ``instance`` (module docstring); jobs without a profile get 0."""
-    out: dict[str, StepPrice] = {}
-    min_rate = instance.round.min_pair_rate
-    for job in instance.jobs:
-        best, fastest = math.inf, 0.0
-        for g, n, s, _ in exclusive_outcomes(instance, job):
-            p = instance.profile(job.type, g.name, n, s)
-            if p is None or p.steps_per_s <= 0:
-                continue
+    """``y_k`` and ``Xmax`` of every job of ``instance`` (module docstring); jobs without a profile get 0.
+
+    Computed once per class (type, allowed counts): jobs of a class share their prices.
+    """
+    types = sorted({j.type for j in instance.jobs})
+    by_class: dict[tuple[str, tuple[int, ...]], StepPrice] = {}
+    for key in sorted({(j.type, j.gpus) for j in instance.jobs}):
+        job_type, counts = key
+        best, fastest = best_step_energy_j(instance, job_type, counts), 0.0
+        for g, p in profiled_options(instance, job_type, counts):
             fastest = max(fastest, p.steps_per_s)
-            best = min(best, n * (p.power_w + g.node_power_w / g.gpus_per_node) / p.steps_per_s)
-            for other in {j.type for j in instance.jobs}:
-                rates = instance.pair_rates(job.type, other, g.name, n)
-                q = instance.profile(other, g.name, n, s)
-                if rates is None or q is None or min(rates) < min_rate:
+            for other in types:
+                rates = usable_pair_rates(instance, job_type, other, g, p.gpus)
+                q = instance.profile(other, g.name, p.gpus, p.setting)
+                if rates is None or q is None:
                     continue
-                for mine, theirs in {rates, rates[::-1]} if other == job.type else {rates}:
-                    dyn = mine * (p.power_w - g.idle_power_w) + theirs * (q.power_w - g.idle_power_w)
-                    power = n * (g.idle_power_w + dyn + g.node_power_w / g.gpus_per_node)
+                for mine, theirs in {rates, rates[::-1]} if other == job_type else {rates}:
                     if mine > 0:
+                        power = pair_power_w(g, p.gpus, p, q, mine, theirs)
                         best = min(best, power / (2 * mine * p.steps_per_s))
-        out[job.id] = StepPrice(0.0 if math.isinf(best) else best, fastest)
-    return out
+        by_class[key] = StepPrice(best, fastest)
+    return {j.id: by_class[(j.type, j.gpus)] for j in instance.jobs}
 
 
 def reserve_j(
