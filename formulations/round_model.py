@@ -18,11 +18,14 @@ Rows
 
 Objective vectors
     ``progress = sum w_j pi`` over ``x`` and ``z``; ``energy`` (J) over ``x``, ``z`` and ``u``;
-    ``excess_energy = energy - sum_j e_j sigma_j`` (J): the energy above what the round's steps
+    ``excess_energy = energy - w sum_j e_j sigma_j`` (J): the energy above what the round's steps
     would cost at each job's best exclusive energy per step
     ``e_j = min_{g, n, s} n (P + Pnode_g / K_g) / X`` (J/step; :func:`planner.economics.best_step_energy_j`), so a
     round that runs every job at its best configuration on full nodes scores 0, a pair that
     saves idle power scores below 0, and idle GPUs on a powered node or a wasteful setting above.
+    ``w`` = ``round.credit_weight`` (1 by default): a signal-aware replay sets it per round to
+    the signal's trailing-day mean over the round's value, so a clean hour credits steps above
+    their best energy (run harder) and a dirty one below it (defer, down to ``(1 - delta) P*``).
 """
 
 from __future__ import annotations
@@ -160,9 +163,12 @@ def build_round_model(instance: Instance, options: OptionSet | None = None) -> R
     if instance.round.budget_j is not None:
         nz = np.flatnonzero(energy)
         mb.add_row(nz.tolist(), energy[nz].tolist(), -INF, instance.round.budget_j, ENERGY_ROW, "energy")
-    credit = np.zeros(mb.num_cols)  # sum_j e_j sigma_j, sigma = pi R_j (progress is w_j pi)
+    credit = np.zeros(mb.num_cols)  # w sum_j e_j sigma_j, sigma = pi R_j (progress is w_j pi)
+    w = instance.round.credit_weight
     e = [
-        best_step_energy_j(instance, job.type, job.gpus) * job.remaining_steps / job.weight if job.weight > 0 else 0.0
+        w * best_step_energy_j(instance, job.type, job.gpus) * job.remaining_steps / job.weight
+        if job.weight > 0
+        else 0.0
         for job in instance.jobs
     ]
     credit[x_cols] = [e[o.job] * o.progress for o in opts.exclusive]

@@ -522,7 +522,10 @@ def simulate(
     signal_start: SignalStartOpt = None,
     signal_aware: Annotated[
         bool,
-        typer.Option(help="wattplan follows the carbon (else price) signal: less progress in dirty or dear hours."),
+        typer.Option(
+            help="wattplan follows the carbon (else price) signal against the day before: defers work in dirty or "
+            "dear hours and runs harder in clean or cheap ones (efficiency objective); an energy budget is paced by it."
+        ),
     ] = True,
     max_rounds: Annotated[int, typer.Option(help="Stop after this many simulated rounds.")] = 20_000,
     gpus_per_node: GpusPerNodeOpt = defaults.GPUS_PER_NODE,

@@ -48,6 +48,10 @@ class RoundSpec:
     delta: float = DELTA
     restart_s: float = RESTART_S
     min_pair_rate: float = MIN_PAIR_RATE
+    credit_weight: float = 1.0
+    """``w`` of the ``efficiency`` objective, ``min E - w sum_j e_j sigma_j``: the value of a step
+    in units of its best energy. 1 values work at its least energy; above 1 (a clean or cheap hour)
+    buys steps that cost up to ``w`` times their best, below 1 (a dirty or dear hour) defers them."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -90,6 +90,7 @@ def _build(doc: dict) -> Instance:
             delta=float(r.get("delta", DELTA)),
             restart_s=float(r.get("restart_s", RESTART_S)),
             min_pair_rate=float(r.get("min_pair_rate", MIN_PAIR_RATE)),
+            credit_weight=float(r.get("credit_weight", 1.0)),
         ),
         gpu_types=tuple(
             GpuType(
@@ -160,6 +161,7 @@ def instance_to_doc(inst: Instance) -> dict:
             "delta": r.delta,
             "restart_s": r.restart_s,
             "min_pair_rate": r.min_pair_rate,
+            "credit_weight": r.credit_weight,
         },
         "gpu_types": [
             {

@@ -17,13 +17,13 @@ from planner.domain import PairSlowdown
 from planner.request import REPLAY_REQUEST
 from planner.sim.budget import EnergyBudget, NoBudget, step_prices
 from planner.sim.engine import simulate
-from planner.sim.governor import JctGovernor, accrued_s
+from planner.sim.governor import DELTA_MAX, WEIGHT_MIN, FixedDelta, JctGovernor, SignalSteer, accrued_s
 from planner.sim.metrics import captured_share, summarise, with_reference
 from planner.sim.policies import make_policy
 from planner.sim.policies.wattplan import Wattplan
 from planner.sim.replay import signal_summary, workload_floor
 from planner.sim.round_instance import workload_instance
-from planner.sim.signals import SignalClock, read_signal
+from planner.sim.signals import SignalClock, read_signal, relative_to_trailing
 from planner.sim.state import JobState
 from tests.sim_helpers import A, B, hand_context, hand_job, workload
 from tests.test_sim_conservation import jobs_strategy
@@ -194,3 +194,57 @@ def test_efficiency_objective_by_hand(solver: str) -> None:
         assert (entry.gpus, entry.setting) == expected, why
         assert plan.round.objective == objective
         assert plan.round.objective_value == pytest.approx(value, rel=1e-6)
+
+
+@pytest.mark.parametrize("solver", ["cbc", "highs", "cpsat"])
+def test_credit_weight_defers_or_buys_steps_by_hand(solver: str) -> None:
+    """The hand round above with ``E - w 45 sigma``: per option (steps, energy J) and its value at w.
+
+    (1, 150): (360, 25,000); (1, 250): (450, 34,000); (2, 150): (630, 33,100); (2, 250): (810, 50,200).
+    w = 0.5 (a dirty hour): 16,900 / 23,875 / 18,925 / 31,975, the fewest steps above the target win;
+    w = 2.5 (a clean hour): -15,500 / -16,625 / -37,775 / -40,925, the most steps win.
+    """
+    from planner import planning
+
+    ctx = hand_context()
+    inst = workload_instance(ctx, [JobState.new(hand_job("a", A, 0, 1000))])
+    for w, expected, value in ((0.5, (1, 150), 16_900.0), (2.5, (2, 250), -40_925.0)):
+        weighted = replace(inst, round=replace(inst.round, delta=0.6, credit_weight=w))
+        req = replace(REPLAY_REQUEST, solver=solver, objective="efficiency", time_limit_s=30.0)
+        plan = planning.plan(weighted, req)
+        (entry,) = plan.running()
+        assert (entry.gpus, entry.setting) == expected, (w, plan.round.status, plan.round.notes())
+        assert plan.round.objective_value == pytest.approx(value, rel=1e-6)
+
+
+def test_relative_to_trailing_day_by_hand(tmp_path: Path) -> None:
+    """48 hours: the first day at 100, the second at 300 except hour 30 at 150 (gCO2/kWh)."""
+    f = tmp_path / "ci.csv"
+    values = [100.0] * 24 + [300.0] * 24
+    values[30] = 150.0
+    rows = [f"2022-06-{1 + h // 24:02d}T{h % 24:02d}:00:00Z,{v:g}" for h, v in enumerate(values)]
+    f.write_text("timestamp,gco2_per_kwh\n" + "\n".join(rows) + "\n")
+    clock = SignalClock(read_signal(f, "carbon"), 0.0)
+    # Hour 24 against hours 0-23: 300 / 100. Hour 30 against hours 6-29: (18 x 100 + 6 x 300) / 24 = 150.
+    assert relative_to_trailing(clock, 24 * 3600.0, 3600.0) == pytest.approx(3.0)
+    assert relative_to_trailing(clock, 30 * 3600.0, 3600.0) == pytest.approx(1.0)
+    steer = SignalSteer(clock, FixedDelta(0.1), 3600.0)
+    assert steer.credit_weight_for_round(24 * 3600.0) == WEIGHT_MIN  # 1/3 clipped
+    assert steer.delta_for_round([], 24 * 3600.0) == DELTA_MAX  # 0.1 + 0.5 x 2, clipped
+    assert steer.credit_weight_for_round(30 * 3600.0) == pytest.approx(1.0)
+    assert steer.delta_for_round([], 30 * 3600.0) == pytest.approx(0.1)
+    # Hour 31 (300) against hours 7-30: (17 x 100 + 6 x 300 + 150) / 24 = 152.08...
+    assert steer.credit_weight_for_round(31 * 3600.0) == pytest.approx((17 * 100 + 6 * 300 + 150) / 24 / 300)
+
+
+def test_energy_budget_follows_the_signal_weight() -> None:
+    """The paced share scales with w(t); the reserve and the floor rules are unchanged."""
+    states = [JobState.new(hand_job("a", A, 0, 10**7))]
+    plain = EnergyBudget(1e9)
+    weighted = EnergyBudget(1e9, weight=lambda t: 1.5 if t < 100 else 0.5)
+    base = plain.round_budget_j(states, 0.0, 100.0, 4)
+    assert base < 1e9
+    assert weighted.round_budget_j(states, 0.0, 100.0, 4) == pytest.approx(1.5 * base)
+    assert weighted.round_budget_j(states, 200.0, 100.0, 4) == pytest.approx(
+        0.5 * plain.round_budget_j(states, 200.0, 100.0, 4)
+    )

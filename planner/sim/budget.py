@@ -40,6 +40,10 @@
   deterministic policy's own unbudgeted energy, every round's share covers what that policy
   spends in it unbudgeted, the replay is the unbudgeted one, and every job finishes.
 
+  A signal-aware replay scales the paced share by the round's signal weight ``w(t)`` (above 1
+  in an hour cleaner or cheaper than the day before it, :mod:`planner.sim.governor`): the budget
+  follows the signal, and the reserve rule still holds every guarantee above.
+
   A round that drew nothing (every queued job waited: its share was below what any of them
   costs for a round, e.g. a job's first round with its restart loss) leaves the next round
   all of ``E_left``: a paced share smaller than one allocation can otherwise stall a replay whose
@@ -57,7 +61,7 @@ Energy drawn can exceed a round's budget only when reality differs from the prof
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from planner.domain import Instance
@@ -203,6 +207,9 @@ class EnergyBudget:
     spent_j: float = 0.0
     starved: bool = False  # the last round drew nothing
     prices: Mapping[str, StepPrice] = field(default_factory=dict)  # no reserve rule without them
+    weight: Callable[[float], float] | None = None
+    """``w(t)``, the round's signal weight (a clean or cheap round > 1): the paced share becomes
+    ``w(t) E_left / rounds_left`` (:class:`~planner.sim.governor.SignalSteer`); None: 1."""
 
     @property
     def label(self) -> str:
@@ -220,7 +227,7 @@ class EnergyBudget:
         return self.left_j <= 0.0
 
     def round_budget_j(self, unfinished: Sequence[JobState], now_s: float, duration_s: float, gpus: int) -> float:
-        """``B_r = max(E_left / rounds_left, min(E_left, B_min), E_left - F_rest)`` (J), at most ``E_left``.
+        """``B_r = max(w E_left / rounds_left, min(E_left, B_min), E_left - F_rest)`` (J), at most ``E_left``.
 
         ``E_left`` after a starved round.
 
@@ -231,7 +238,8 @@ class EnergyBudget:
         if self.starved:
             return self.left_j
         est = pacing_estimate(unfinished, now_s, duration_s, gpus)
-        paced = max(self.left_j / est.rounds_left, min(self.left_j, self.floor_j))
+        w = 1.0 if self.weight is None else self.weight(now_s)
+        paced = max(w * self.left_j / est.rounds_left, min(self.left_j, self.floor_j))
         if not self.prices:
             return paced
         return min(self.left_j, max(paced, self.left_j - reserve_j(self.prices, unfinished, now_s, duration_s)))

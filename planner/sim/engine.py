@@ -86,10 +86,12 @@ class RoundRecord:
     solver: str
     status: str
     note: str = ""
-    delta: float | None = None
-    """The round's ``delta`` when a governor (:mod:`planner.sim.governor`) set it."""
     """Why the round's plan is not the solver's plan for its objective (fallback reason,
     objective switched), empty otherwise."""
+    delta: float | None = None
+    """The round's ``delta`` when a governor (:mod:`planner.sim.governor`) set it."""
+    credit_weight: float | None = None
+    """The ``efficiency`` objective's credit weight when a governor set it (1 without a signal)."""
 
     @property
     def energy_j(self) -> float:
@@ -196,10 +198,11 @@ def simulate(
             break
         budget_j = pacer.round_budget_j(unfinished, now, T, ctx.total_gpus)
         delta = None if governor is None else governor.delta_for_round(states, now)
-        inst = round_instance(ctx, r, now, queued, budget_j, delta)
+        weight = None if governor is None else governor.credit_weight_for_round(now)
+        inst = round_instance(ctx, r, now, queued, budget_j, delta, weight)
         record = _play_round(inst, policy, by_id, now, rng, cfg.noise)
         arrived_now = sum(1 for s in states if s.spec.arrival_s <= now)
-        record = replace(record, arrived=arrived_now - arrived_before, delta=delta)
+        record = replace(record, arrived=arrived_now - arrived_before, delta=delta, credit_weight=weight)
         arrived_before = arrived_now
         pacer.charge(record.energy_j)
         rounds.append(record)

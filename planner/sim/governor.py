@@ -24,11 +24,19 @@ energy: lower power limits, pairs, fewer nodes on, waiting for a better partner)
 lowers it to 0 (the progress-optimal plan within 0). It is a feedback rule, not a guarantee:
 ``benchmarks/RESULTS.md`` reports the JCT increase it reached against the bound asked for.
 
-Carbon- or price-aware rounds (:class:`SignalSteer`) shift ``delta`` by the hour's signal
-against its mean, ``delta_r = clip(d_r + kappa (v(t) / mean - 1), 0, delta_max)`` with ``d_r``
-the governor's ``delta`` (or the fixed one): a dirty or dear hour (``v > mean``) buys less
-progress for less energy, a clean or cheap one runs harder; the governor then sees the JCT
-this costs and corrects ``d_r``.
+Carbon- or price-aware rounds (:class:`SignalSteer`) compare the round's signal ``v(t)`` with
+its mean over the 24 hours before the round, ``rel = v(t) / vbar_24h(t)``
+(:func:`~planner.sim.signals.relative_to_trailing`; no forecast needed), and change two knobs:
+
+* ``delta_r = clip(d_r + kappa (rel - 1), 0, delta_max)`` with ``d_r`` the governor's ``delta``
+  (or the fixed one): a dirty or dear hour (``rel > 1``) may give up more progress;
+* the ``efficiency`` objective's credit weight ``w_r = clip(1 / rel, w_min, w_max)``, so the
+  round minimises ``E - w_r sum_j e_j sigma_j``: up to the constant ``vbar``, the signal cost
+  of the energy drawn, ``v E``, minus the work valued at the day's mean, ``vbar sum e_j sigma_j``.
+  A clean hour (``w > 1``) buys every step that costs less than ``w`` times its best energy, a
+  dirty one (``w < 1``) defers work down to the progress floor ``(1 - delta_r) P*``.
+
+The governor then sees the JCT this costs and corrects ``d_r``.
 """
 
 from __future__ import annotations
@@ -37,7 +45,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from planner.sim.signals import SignalClock
+from planner.sim.signals import SignalClock, relative_to_trailing
 from planner.sim.state import JobState
 
 DELTA_MAX = 0.25
@@ -49,6 +57,10 @@ MARGIN = 0.05
 """``m``: relative slack held back for the jobs still in the system."""
 KAPPA = 0.5
 """``kappa``: ``delta`` added per unit of the signal's relative excess over its mean."""
+WEIGHT_MIN = 0.5
+"""``w_min``: the least credit weight (a round at twice the day's mean signal or more)."""
+WEIGHT_MAX = 2.0
+"""``w_max``: the largest credit weight (a round at half the day's mean or less, or a non-positive price)."""
 
 
 class DeltaSteer(Protocol):
@@ -57,6 +69,18 @@ class DeltaSteer(Protocol):
     def delta_for_round(self, states: Sequence[JobState], now_s: float) -> float:
         """``delta_r`` for the round starting at ``now_s``."""
         ...
+
+    def credit_weight_for_round(self, now_s: float) -> float:
+        """``w_r`` of the ``efficiency`` objective for the round starting at ``now_s`` (1: no signal)."""
+        ...
+
+
+class _NoSignal:
+    """Steers ``delta`` only: the credit weight stays 1."""
+
+    def credit_weight_for_round(self, now_s: float) -> float:
+        """1: work is worth its best energy in every round."""
+        return 1.0
 
 
 def accrued_s(arrivals: Mapping[str, float], finishes: Mapping[str, float | None], now_s: float) -> float:
@@ -71,7 +95,7 @@ def accrued_s(arrivals: Mapping[str, float], finishes: Mapping[str, float | None
 
 
 @dataclass
-class JctGovernor:
+class JctGovernor(_NoSignal):
     """Per-round ``delta`` keeping the average JCT within ``1 + max_increase`` of the reference's."""
 
     reference_finish_s: Mapping[str, float | None]
@@ -95,7 +119,7 @@ class JctGovernor:
 
 
 @dataclass
-class FixedDelta:
+class FixedDelta(_NoSignal):
     """The same ``delta`` every round (what the rules say)."""
 
     delta: float
@@ -107,7 +131,7 @@ class FixedDelta:
 
 @dataclass
 class SignalSteer:
-    """``clip(inner + kappa (v(t) / mean - 1), 0, delta_max)`` over the round (module docstring)."""
+    """``delta`` and the credit weight from the round's signal against the day before (module docstring)."""
 
     clock: SignalClock
     inner: DeltaSteer
@@ -115,8 +139,24 @@ class SignalSteer:
     kappa: float = KAPPA
     delta_max: float = DELTA_MAX
 
+    def relative(self, now_s: float) -> float | None:
+        """``v(t) / vbar_24h(t)`` over the round; None when the trailing mean is not positive (a price)."""
+        try:
+            return relative_to_trailing(self.clock, now_s, self.round_s)
+        except ValueError:
+            return None
+
     def delta_for_round(self, states: Sequence[JobState], now_s: float) -> float:
-        """The inner ``delta`` shifted by this round's relative signal."""
+        """``clip(inner + kappa (rel - 1), 0, delta_max)``; the inner ``delta`` when ``rel`` is undefined."""
         base = self.inner.delta_for_round(states, now_s)
-        shift = self.kappa * (self.clock.relative(now_s, self.round_s) - 1.0)
-        return min(max(base + shift, 0.0), self.delta_max)
+        rel = self.relative(now_s)
+        if rel is None:
+            return base
+        return min(max(base + self.kappa * (rel - 1.0), 0.0), self.delta_max)
+
+    def credit_weight_for_round(self, now_s: float) -> float:
+        """``clip(1 / rel, w_min, w_max)``; ``w_max`` for a free or negative price, 1 when ``rel`` is undefined."""
+        rel = self.relative(now_s)
+        if rel is None:
+            return 1.0
+        return WEIGHT_MAX if rel <= 0 else min(max(1.0 / rel, WEIGHT_MIN), WEIGHT_MAX)

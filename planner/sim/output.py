@@ -51,6 +51,7 @@ ROUND_COLUMNS = (
     "status",
     "note",
     "delta",
+    "credit_weight",
 )
 JOB_COLUMNS = (
     "job_id",
@@ -135,6 +136,7 @@ def rounds_csv(result: SimResult) -> str:
                 r.status,
                 r.note,
                 _num(r.delta),
+                _num(r.credit_weight),
             )
         )
     return _csv_text(ROUND_COLUMNS, rows)

@@ -248,13 +248,19 @@ def reference_run(spec: ReplaySpec, workload: Workload, ctx: ClusterContext) -> 
     return run_policy(replace(spec, power_cap_w=None, energy_budget_kwh=None), workload, ctx, "fifo-max")
 
 
-def make_budget(spec: ReplaySpec, ctx: ClusterContext, workload: Workload) -> Budget:
-    """A fresh budget for one replay (an energy budget's round floor and reserve prices from ``ctx``)."""
+def make_budget(spec: ReplaySpec, ctx: ClusterContext, workload: Workload, steer: DeltaSteer | None = None) -> Budget:
+    """A fresh budget for one replay (an energy budget's round floor and reserve prices from ``ctx``).
+
+    With a signal-aware ``steer`` an energy budget is paced by its credit weight (the budget follows the signal).
+    """
     if spec.power_cap_w is not None:
         return PowerCap(spec.power_cap_w)
     if spec.energy_budget_kwh is not None:
         prices = step_prices(workload_instance(ctx, [JobState.new(s) for s in workload.jobs]))
-        return EnergyBudget(spec.energy_budget_kwh * J_PER_KWH, floor_j=one_node_round_j(ctx), prices=prices)
+        weight = steer.credit_weight_for_round if isinstance(steer, SignalSteer) else None
+        return EnergyBudget(
+            spec.energy_budget_kwh * J_PER_KWH, floor_j=one_node_round_j(ctx), prices=prices, weight=weight
+        )
     return NoBudget()
 
 
@@ -279,7 +285,7 @@ def run_policy(
         if spec.max_jct_increase is not None:
             ref = reference if reference is not None else reference_run(spec, workload, ctx)[0]
         governor = _steer(spec, ctx, clocks, ref)
-    budget = make_budget(spec, ctx, workload)
+    budget = make_budget(spec, ctx, workload, governor)
     result = simulate(
         workload, ctx, make_policy(policy, spec.policy_options), budget, config, progress, governor=governor
     )

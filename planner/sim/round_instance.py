@@ -85,10 +85,12 @@ def round_instance(
     queued: Sequence[JobState],
     budget_j: float | None,
     delta: float | None = None,
+    credit_weight: float | None = None,
 ) -> Instance:
     """The instance of round ``index`` starting at ``now_s`` for the ``queued`` jobs (arrival order).
 
-    ``delta`` overrides the rules' (the runtime-bounded mode sets it per round).
+    ``delta`` overrides the rules' (the runtime-bounded mode sets it per round); ``credit_weight``
+    sets the ``efficiency`` objective's ``w`` (a signal-aware replay sets it per round; default 1).
     """
     ids = {s.id for s in queued}
     jobs = tuple(
@@ -113,6 +115,7 @@ def round_instance(
         delta=r.delta if delta is None else delta,
         restart_s=r.restart_s,
         min_pair_rate=r.min_pair_rate,
+        credit_weight=1.0 if credit_weight is None else credit_weight,
     )
     extra = {
         "sim": {

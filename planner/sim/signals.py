@@ -58,7 +58,8 @@ Accounting (:func:`signal_cost`)
     Energy ``E`` (J) drawn uniformly over a round costs ``E / 3.6e6 * mean_over`` grams of CO2
     (kWh x gCO2/kWh) on a carbon signal and ``E / 3.6e9 * mean_over`` dollars (MWh x $/MWh) on a
     price signal. ``relative = mean_over / mean`` (dimensionless) compares a round's hours with
-    the file's average.
+    the file's average; :func:`relative_to_trailing` compares them with the 24 hours before the
+    round (what a signal-aware replay steers by).
 """
 
 from __future__ import annotations
@@ -469,6 +470,24 @@ class SignalClock:
         if mean <= 0:
             raise ValueError(f"the mean of {self.signal.source} is {mean:g} {self.signal.unit}: no relative value")
         return self.mean_over(start_s, duration_s) / mean
+
+
+TRAILING_H: Final = 24
+"""Hours of the trailing window a signal-aware round compares its own hours with."""
+
+
+def relative_to_trailing(clock: SignalClock, start_s: float, duration_s: float, window_h: int = TRAILING_H) -> float:
+    """``mean_over(start, d) / mean_over(start - window, window)``: the round against the day before it.
+
+    Unlike :meth:`SignalClock.relative` (against the whole file's mean) this needs no forecast and
+    follows the season: a summer week of a carbon series is compared with its own days, not with
+    the year. Raises :class:`ValueError` when the trailing mean is not positive.
+    """
+    window_s = window_h * S_PER_HOUR
+    trailing = clock.mean_over(start_s - window_s, window_s)
+    if trailing <= 0:
+        raise ValueError(f"the trailing {window_h} h mean of {clock.signal.source} is {trailing:g}: no relative value")
+    return clock.mean_over(start_s, duration_s) / trailing
 
 
 def signal_cost(clock: SignalClock, start_s: float, duration_s: float, energy_j: float) -> float:
