@@ -145,6 +145,13 @@ PriceOpt = Annotated[Path | None, typer.Option(help="Hourly electricity price CS
 SignalStartOpt = Annotated[
     str | None, typer.Option(help="Signal hour (ISO 8601, UTC) at which the replay starts; default the file's first.")
 ]
+SignalAwareOpt = Annotated[
+    bool,
+    typer.Option(
+        help="wattplan follows the carbon (else price) signal against the day before: defers work in dirty or "
+        "dear hours and runs harder in clean or cheap ones (efficiency objective); an energy budget is paced by it."
+    ),
+]
 
 
 def _trace(path: Path) -> Path:
@@ -520,13 +527,7 @@ def simulate(
     carbon: CarbonOpt = None,
     price: PriceOpt = None,
     signal_start: SignalStartOpt = None,
-    signal_aware: Annotated[
-        bool,
-        typer.Option(
-            help="wattplan follows the carbon (else price) signal against the day before: defers work in dirty or "
-            "dear hours and runs harder in clean or cheap ones (efficiency objective); an energy budget is paced by it."
-        ),
-    ] = True,
+    signal_aware: SignalAwareOpt = True,
     max_rounds: Annotated[int, typer.Option(help="Stop after this many simulated rounds.")] = 20_000,
     gpus_per_node: GpusPerNodeOpt = defaults.GPUS_PER_NODE,
     node_power_w: NodePowerOpt = defaults.NODE_POWER_W,
@@ -633,6 +634,7 @@ def frontier(
     carbon: CarbonOpt = None,
     price: PriceOpt = None,
     signal_start: SignalStartOpt = None,
+    signal_aware: SignalAwareOpt = True,
     profiles: ProfilesOpt = None,
     out_path: Annotated[Path, typer.Option("--out", "-o", help="Output folder (a rerun resumes).")] = Path(
         "frontier-out"
@@ -672,6 +674,7 @@ def frontier(
         carbon=carbon,
         price=price,
         signal_start=signal_start,
+        signal_aware=signal_aware,
     )
     sweep_d = _float_list(deltas, "--deltas")
     sweep_x = [x / 100.0 for x in _float_list(max_jct_increase, "--max-jct-increase")]
