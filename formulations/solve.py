@@ -82,11 +82,6 @@ TARGET_STAGE_SHARE = 0.85
 """``energy``, stage 2 (least energy at the progress target): share of the time left after stage 1."""
 LP_SHARE = 0.5
 """The LP relaxation (bound and LP-guided start): share of the time left."""
-TARGET_LP_SHARE = 0.25
-"""``energy``/``efficiency``: the LP at the progress target (bound, and a start rounded from it), share of the
-time left after stage 1. The start is the target-feasible plan of least objective among the best-progress
-plan, the greedy plan and this rounding: measured on a 150-job slice, the second stage found no plan in
-3 s in a fifth of the rounds, and the first feasible start (the best-progress plan) was kept."""
 MAX_RESERVE_S = 1.0
 RESERVE_SHARE = 0.05
 """Reserve for decoding, placing and validating: ``min(MAX_RESERVE_S, RESERVE_SHARE * limit)`` (s)."""
@@ -273,14 +268,9 @@ class _Session:
         self.report.start = best[1]
         return best[2]
 
-    def relax(
-        self, lm: LinearModel, objective: ObjectiveName, maximize: bool, share: float, for_start: bool = False
-    ) -> LpRelaxation | None:
-        """The LP relaxation with ``share`` of the time left; its optimum is the plan's ``lp_bound``.
-
-        Solved only when the request asks for the bound, or ``for_start`` (the LP then guides a start plan).
-        """
-        if not (self.req.lp_bound or for_start):
+    def relax(self, lm: LinearModel, objective: ObjectiveName, maximize: bool, share: float) -> LpRelaxation | None:
+        """The LP relaxation with ``share`` of the time left; its optimum is the plan's ``lp_bound``."""
+        if not self.req.lp_bound:
             return None
         left = self.clock.left()
         if left < MIN_STAGE_S:
@@ -292,10 +282,9 @@ class _Session:
                 relaxation = LpRelaxation(None, None, f"not computed: {exc}")
             else:
                 relaxation = lp_relaxation(lp_backend, lm, objective, maximize, max(share * left, MIN_STAGE_S))
-        if self.req.lp_bound:
-            self.lp_bound = relaxation.value
-            self.report.lp_bound = relaxation.value
-            self.report.lp_bound_note = relaxation.note
+        self.lp_bound = relaxation.value
+        self.report.lp_bound = relaxation.value
+        self.report.lp_bound_note = relaxation.note
         return relaxation
 
     def stage(
@@ -410,9 +399,7 @@ class _Session:
 
         ``P* = max(P_solver, P_greedy)``: the solver's best progress with the budget row dropped
         and the greedy plan's progress on the same round with no budget, so the target is never
-        lower than a plan the planner already knows. The second stage starts from the plan of least
-        ``vector`` that meets the target among the best-progress plan, the greedy plan and the target
-        LP rounded (:data:`TARGET_LP_SHARE`), and returns that start when it finds nothing better.
+        lower than a plan the planner already knows.
         """
         lm = self.rm.lm
         unbudgeted = replace(self.inst, round=replace(self.inst.round, budget_j=None))
@@ -432,11 +419,7 @@ class _Session:
         objective: Objective = "energy" if vector == "energy" else "efficiency"
         hints = [best_values] if best_values is not None else []
         hints.append(self.rm.encode(greedy_free))
-        relaxation = self.relax(target_lm, vector, False, TARGET_LP_SHARE, for_start=True)
-        if relaxation is not None and relaxation.values is not None:
-            hints.append(self.rm.encode(lp_guided_allocations(self.rm, relaxation.values)))
-        feasible = [v for v in hints if target_lm.is_feasible(v)]
-        hint = min(feasible, key=lambda v: float(energy @ v)) if feasible else None
+        hint = next((v for v in hints if target_lm.is_feasible(v)), None)
         start_meets_target = hint is not None
         if hint is None:
             hint = self.start()
@@ -454,6 +437,7 @@ class _Session:
                 f"{objective} objective: progress target {target:.6g} {why}; planned for progress"
             )
         proven = result.status == "optimal" and best.status == "optimal" and (p_solver or 0.0) >= p_greedy
+        self.relax(target_lm, vector, False, 1.0)
         # The plan powers the fewest nodes that hold the allocations, never more than the solver's u.
         return self.finish(objective, result.values, proven, self._value_of(vector, result.values), result.bound)
 
