@@ -23,7 +23,7 @@ from planner.sim.policies import make_policy
 from planner.sim.policies.wattplan import Wattplan
 from planner.sim.replay import signal_summary, workload_floor
 from planner.sim.round_instance import workload_instance
-from planner.sim.signals import SignalClock, read_signal, relative_to_trailing
+from planner.sim.signals import SignalClock, read_signal
 from planner.sim.state import JobState
 from tests.sim_helpers import A, B, hand_context, hand_job, workload
 from tests.test_sim_conservation import jobs_strategy
@@ -226,8 +226,8 @@ def test_relative_to_trailing_day_by_hand(tmp_path: Path) -> None:
     f.write_text("timestamp,gco2_per_kwh\n" + "\n".join(rows) + "\n")
     clock = SignalClock(read_signal(f, "carbon"), 0.0)
     # Hour 24 against hours 0-23: 300 / 100. Hour 30 against hours 6-29: (18 x 100 + 6 x 300) / 24 = 150.
-    assert relative_to_trailing(clock, 24 * 3600.0, 3600.0) == pytest.approx(3.0)
-    assert relative_to_trailing(clock, 30 * 3600.0, 3600.0) == pytest.approx(1.0)
+    assert clock.relative(24 * 3600.0, 3600.0) == pytest.approx(3.0)
+    assert clock.relative(30 * 3600.0, 3600.0) == pytest.approx(1.0)
     steer = SignalSteer(clock, FixedDelta(0.1), 3600.0)
     assert steer.credit_weight_for_round(24 * 3600.0) == WEIGHT_MIN  # 1/3 clipped
     assert steer.delta_for_round([], 24 * 3600.0) == DELTA_MAX  # 0.1 + 0.5 x 2, clipped

@@ -26,7 +26,7 @@ lowers it to 0 (the progress-optimal plan within 0). It is a feedback rule, not 
 
 Carbon- or price-aware rounds (:class:`SignalSteer`) compare the round's signal ``v(t)`` with
 its mean over the 24 hours before the round, ``rel = v(t) / vbar_24h(t)``
-(:func:`~planner.sim.signals.relative_to_trailing`; no forecast needed), and change two knobs:
+(:meth:`~planner.sim.signals.SignalClock.relative`; no forecast needed), and change two knobs:
 
 * ``delta_r = clip(d_r + kappa (rel - 1), 0, delta_max)`` with ``d_r`` the governor's ``delta``
   (or the fixed one): a dirty or dear hour (``rel > 1``) may give up more progress;
@@ -45,7 +45,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from planner.sim.signals import SignalClock, relative_to_trailing
+from planner.sim.signals import SignalClock
 from planner.sim.state import JobState
 
 DELTA_MAX = 0.25
@@ -140,12 +140,20 @@ class SignalSteer:
     kappa: float = KAPPA
     delta_max: float = DELTA_MAX
 
+    _last: tuple[float, float | None] | None = field(default=None, init=False, repr=False)
+
     def relative(self, now_s: float) -> float | None:
-        """``v(t) / vbar_24h(t)`` over the round; None when the trailing mean is not positive (a price)."""
-        try:
-            return relative_to_trailing(self.clock, now_s, self.round_s)
-        except ValueError:
-            return None
+        """``v(t) / vbar_24h(t)`` over the round; None when the trailing mean is not positive (a price).
+
+        Computed once per round start (``delta``, the credit weight and the budget all ask for it).
+        """
+        if self._last is None or self._last[0] != now_s:
+            try:
+                rel: float | None = self.clock.relative(now_s, self.round_s)
+            except ValueError:
+                rel = None
+            self._last = (now_s, rel)
+        return self._last[1]
 
     def delta_for_round(self, states: Sequence[JobState], now_s: float) -> float:
         """``clip(inner + kappa (rel - 1), 0, delta_max)``; the inner ``delta`` when ``rel`` is undefined."""

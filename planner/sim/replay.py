@@ -251,13 +251,14 @@ def reference_run(spec: ReplaySpec, workload: Workload, ctx: ClusterContext) -> 
 def make_budget(spec: ReplaySpec, ctx: ClusterContext, workload: Workload, steer: DeltaSteer | None = None) -> Budget:
     """A fresh budget for one replay (an energy budget's round floor and reserve prices from ``ctx``).
 
-    With a signal-aware ``steer`` an energy budget is paced by its credit weight (the budget follows the signal).
+    With a ``steer`` an energy budget is paced by its credit weight (the budget follows the signal;
+    1 in every round without one).
     """
     if spec.power_cap_w is not None:
         return PowerCap(spec.power_cap_w)
     if spec.energy_budget_kwh is not None:
         prices = step_prices(workload_instance(ctx, [JobState.new(s) for s in workload.jobs]))
-        weight = steer.credit_weight_for_round if isinstance(steer, SignalSteer) else None
+        weight = None if steer is None else steer.credit_weight_for_round
         return EnergyBudget(
             spec.energy_budget_kwh * J_PER_KWH, floor_j=one_node_round_j(ctx), prices=prices, weight=weight
         )

@@ -57,9 +57,8 @@ Replay clock (:class:`SignalClock`)
 Accounting (:func:`signal_cost`)
     Energy ``E`` (J) drawn uniformly over a round costs ``E / 3.6e6 * mean_over`` grams of CO2
     (kWh x gCO2/kWh) on a carbon signal and ``E / 3.6e9 * mean_over`` dollars (MWh x $/MWh) on a
-    price signal. ``relative = mean_over / mean`` (dimensionless) compares a round's hours with
-    the file's average; :func:`relative_to_trailing` compares them with the 24 hours before the
-    round (what a signal-aware replay steers by).
+    price signal. ``relative = mean_over / trailing mean`` (dimensionless) compares a round's
+    hours with the 24 hours before the round (what a signal-aware replay steers by).
 """
 
 from __future__ import annotations
@@ -409,6 +408,10 @@ def _known(entry: _Entry) -> float:
     return entry.value
 
 
+TRAILING_H: Final = 24
+"""Hours of the trailing window a signal-aware round compares its own hours with."""
+
+
 @dataclass(frozen=True)
 class SignalClock:
     """Maps the replay clock (s) onto the hours of ``signal``.
@@ -460,34 +463,21 @@ class SignalClock:
         middle = S_PER_HOUR * sig.sum_hours(h0 + 1 + off, h1 - h0 - 1)
         return (head + middle + tail) / duration_s
 
-    def relative(self, start_s: float, duration_s: float) -> float:
-        """``mean_over(start_s, duration_s) / signal.mean``: above 1 means dirtier (dearer) than the file's average.
+    def relative(self, start_s: float, duration_s: float, window_h: int = TRAILING_H) -> float:
+        """``mean_over(start, d) / mean_over(start - window, window)``: the round against the day before it.
 
-        Raises :class:`ValueError` when the signal's mean is not positive (an all-zero or a
-        mostly negative price), where the ratio means nothing.
+        Above 1 means dirtier (dearer) than the ``window_h`` hours before. Against the day before
+        rather than the whole file: it needs no forecast and follows the season (a summer week of
+        a carbon series is compared with its own days, not with the year). Raises
+        :class:`ValueError` when the trailing mean is not positive (a free or negative price).
         """
-        mean = self.signal.mean
-        if mean <= 0:
-            raise ValueError(f"the mean of {self.signal.source} is {mean:g} {self.signal.unit}: no relative value")
-        return self.mean_over(start_s, duration_s) / mean
-
-
-TRAILING_H: Final = 24
-"""Hours of the trailing window a signal-aware round compares its own hours with."""
-
-
-def relative_to_trailing(clock: SignalClock, start_s: float, duration_s: float, window_h: int = TRAILING_H) -> float:
-    """``mean_over(start, d) / mean_over(start - window, window)``: the round against the day before it.
-
-    Unlike :meth:`SignalClock.relative` (against the whole file's mean) this needs no forecast and
-    follows the season: a summer week of a carbon series is compared with its own days, not with
-    the year. Raises :class:`ValueError` when the trailing mean is not positive.
-    """
-    window_s = window_h * S_PER_HOUR
-    trailing = clock.mean_over(start_s - window_s, window_s)
-    if trailing <= 0:
-        raise ValueError(f"the trailing {window_h} h mean of {clock.signal.source} is {trailing:g}: no relative value")
-    return clock.mean_over(start_s, duration_s) / trailing
+        window_s = window_h * S_PER_HOUR
+        trailing = self.mean_over(start_s - window_s, window_s)
+        if trailing <= 0:
+            raise ValueError(
+                f"the trailing {window_h} h mean of {self.signal.source} is {trailing:g}: no relative value"
+            )
+        return self.mean_over(start_s, duration_s) / trailing
 
 
 def signal_cost(clock: SignalClock, start_s: float, duration_s: float, energy_j: float) -> float:
