@@ -10,9 +10,9 @@ its coefficients integral enough for CP-SAT (1 for counting rows; see
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import NamedTuple
+from typing import NamedTuple, overload
 
 import numpy as np
 
@@ -46,6 +46,32 @@ def _safe_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.]+", "_", name).strip("_")
 
 
+class LazyNames(Sequence[str]):
+    """``count`` names made one at a time by ``name_of(i)``, only when read (exports, PuLP).
+
+    A 10,000-job round has over a million columns: formatting every name up front would cost
+    seconds that most solves never use.
+    """
+
+    def __init__(self, count: int, name_of: Callable[[int], str]) -> None:
+        self._count = count
+        self._name_of = name_of
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[str]: ...
+    def __getitem__(self, i: int | slice) -> str | list[str]:
+        if isinstance(i, slice):
+            return [self._name_of(k) for k in range(*i.indices(self._count))]
+        if not -self._count <= i < self._count:
+            raise IndexError(i)
+        return self._name_of(i % self._count)
+
+
 @dataclass(frozen=True)
 class LinearModel:
     """``row_lo <= A x <= row_hi``, ``lb <= x <= ub``, integrality and named objectives (module docstring)."""
@@ -53,7 +79,7 @@ class LinearModel:
     lb: np.ndarray
     ub: np.ndarray
     is_int: np.ndarray
-    col_names: tuple[str, ...]
+    col_names: Sequence[str]
     a_rows: np.ndarray
     a_cols: np.ndarray
     a_vals: np.ndarray
@@ -109,6 +135,31 @@ class LinearModel:
             row_hi=self.row_hi[keep_rows],
             row_names=tuple(n for i, n in enumerate(self.row_names) if i not in drop),
             row_kind=tuple(k for i, k in enumerate(self.row_kind) if i not in drop),
+        )
+
+    def restricted(self, cols: np.ndarray) -> LinearModel:
+        """The model on the columns ``cols`` only (ascending positions), every row kept.
+
+        The others are fixed at 0, which each column's bounds allow (``lb <= 0 <= ub`` in the
+        round model), so a solution of the restricted model, spread back by
+        ``full[cols] = values``, is a solution of this one with the same objective values.
+        """
+        cols = np.asarray(cols, dtype=np.int64)
+        new_index = np.full(self.num_cols, -1, dtype=np.int64)
+        new_index[cols] = np.arange(len(cols))
+        mapped = new_index[self.a_cols]
+        keep = mapped >= 0
+        names = self.col_names
+        return replace(
+            self,
+            lb=self.lb[cols],
+            ub=self.ub[cols],
+            is_int=self.is_int[cols],
+            col_names=LazyNames(len(cols), lambda i: names[int(cols[i])]),
+            a_rows=self.a_rows[keep],
+            a_cols=mapped[keep],
+            a_vals=self.a_vals[keep],
+            objectives={k: v[cols] for k, v in self.objectives.items()},
         )
 
     def rows(self) -> Iterator[ModelRow]:

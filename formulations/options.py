@@ -15,6 +15,15 @@ A same-type entry with ``rho_a != rho_b`` makes the order matter (the job listed
 and for every prefix of the type's jobs in instance order no more second-side than
 first-side jobs, so the k-th first-side job can pair with the k-th second-side job.
 
+Enumeration is columnar: every option is a row of NumPy arrays (job, GPU type, count,
+setting, progress, energy; pair sides add partner type, slot and side), computed a whole
+group of interchangeable jobs at a time (same type and allowed counts) from one profile
+lookup per ``(g, n, s)``; the arithmetic is :func:`planner.economics.job_outcome`'s, in the
+same order of operations, so each value is bit-for-bit the scalar one. Options come out in
+the order job, (partner type,) GPU type, count (as the job lists them), setting, side. The
+option objects (:attr:`OptionSet.exclusive`, :attr:`OptionSet.pair_sides`) are made only when
+asked for; the model is built from the arrays.
+
 Pruning here never loses an optimum:
 
 * options with zero progress (no time left after the restart, or a zero rate): waiting
@@ -28,13 +37,15 @@ Pruning here never loses an optimum:
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import NamedTuple, TypeVar
 
-from planner.domain import Instance
-from planner.economics import exclusive_outcomes, job_outcome, usable_pair_rates
+import numpy as np
+
+from planner.domain import GpuType, Instance, Job
+from planner.economics import usable_pair_rates
 
 
 class Slot(NamedTuple):
@@ -112,117 +123,351 @@ class PairSideOption:
         return self.slot.setting
 
 
+@dataclass(frozen=True)
+class ExclusiveTable:
+    """Exclusive options as columns.
+
+    Option ``i`` is job ``job[i]`` alone on ``gpus[i]`` GPUs of GPU type ``gpu[i]`` (an index into
+    :attr:`OptionSet.gpu_names`) at ``setting[i]``, with weighted progress and dynamic energy (J).
+    """
+
+    job: np.ndarray
+    gpu: np.ndarray
+    gpus: np.ndarray
+    setting: np.ndarray
+    progress: np.ndarray
+    energy_j: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.job)
+
+    def take(self, index: np.ndarray) -> ExclusiveTable:
+        """The options at ``index`` (a boolean mask or positions), in that order."""
+        return ExclusiveTable(*(getattr(self, f)[index] for f in _EXCLUSIVE_FIELDS))
+
+
+@dataclass(frozen=True)
+class PairSideTable:
+    """Pair-side options as columns.
+
+    Option ``i`` is job ``job[i]`` on side ``side[i]`` of slot ``slot[i]`` (an index into
+    :attr:`OptionSet.slot_list`), sharing with a job of type ``partner[i]`` (into :attr:`OptionSet.types`).
+    """
+
+    job: np.ndarray
+    partner: np.ndarray
+    slot: np.ndarray
+    side: np.ndarray
+    progress: np.ndarray
+    energy_j: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.job)
+
+    def take(self, index: np.ndarray) -> PairSideTable:
+        """The options at ``index`` (a boolean mask or positions), in that order."""
+        return PairSideTable(*(getattr(self, f)[index] for f in _PAIR_FIELDS))
+
+
+_EXCLUSIVE_FIELDS = ("job", "gpu", "gpus", "setting", "progress", "energy_j")
+_PAIR_FIELDS = ("job", "partner", "slot", "side", "progress", "energy_j")
+
+
 @dataclass
 class OptionSet:
-    """Everything the round model is built from, with pruning counts."""
+    """Everything the round model is built from (columnar), with pruning counts.
 
-    exclusive: list[ExclusiveOption]
-    pair_sides: list[PairSideOption]
+    ``gpu_names`` and ``types`` name the GPU-type and partner-type indices of the tables;
+    ``slot_list`` lists the slots in order of first use by ``pair_table``; ``ordered`` marks the
+    slots whose two same-type members get different slowdowns (module docstring).
+    """
+
+    gpu_names: tuple[str, ...]
+    types: tuple[str, ...]
+    exclusive_table: ExclusiveTable
+    pair_table: PairSideTable
+    slot_list: tuple[Slot, ...]
+    ordered: frozenset[Slot] = frozenset()
     pruned: dict[str, int] = field(default_factory=dict)
     enumerated: dict[str, int] = field(default_factory=dict)
 
+    @cached_property
+    def exclusive(self) -> list[ExclusiveOption]:
+        """The exclusive options as objects (made on first use)."""
+        t = self.exclusive_table
+        return [
+            ExclusiveOption(int(j), self.gpu_names[g], int(n), int(s), float(p), float(e))
+            for j, g, n, s, p, e in zip(
+                t.job.tolist(), t.gpu.tolist(), t.gpus.tolist(), t.setting.tolist(), t.progress, t.energy_j, strict=True
+            )
+        ]
+
+    @cached_property
+    def pair_sides(self) -> list[PairSideOption]:
+        """The pair-side options as objects (made on first use)."""
+        t = self.pair_table
+        return [
+            PairSideOption(int(j), self.types[b], self.slot_list[q], int(side), float(p), float(e))
+            for j, b, q, side, p, e in zip(
+                t.job.tolist(),
+                t.partner.tolist(),
+                t.slot.tolist(),
+                t.side.tolist(),
+                t.progress,
+                t.energy_j,
+                strict=True,
+            )
+        ]
+
     def slots(self) -> dict[Slot, list[list[int]]]:
         """Per slot, the indices (into ``pair_sides``) of its side-0 and side-1 options."""
-        out: dict[Slot, list[list[int]]] = defaultdict(lambda: [[], []])
-        for i, p in enumerate(self.pair_sides):
-            out[p.slot][p.side].append(i)
-        return dict(out)
+        out: dict[Slot, list[list[int]]] = {s: [[], []] for s in self.slot_list}
+        for i, (q, side) in enumerate(zip(self.pair_table.slot.tolist(), self.pair_table.side.tolist(), strict=True)):
+            out[self.slot_list[q]][side].append(i)
+        return out
 
 
-def _exclusive(instance: Instance) -> tuple[list[ExclusiveOption], int]:
-    """Exclusive options with progress, and the count of those without."""
-    out: list[ExclusiveOption] = []
+@dataclass(frozen=True)
+class _JobGroup:
+    """Jobs of one type with the same allowed GPU counts (``index`` into ``instance.jobs``)."""
+
+    type: str
+    counts: tuple[int, ...]
+    index: np.ndarray
+    remaining: np.ndarray  # R_j (steps)
+    weight: np.ndarray  # w_j
+    current_gpu: np.ndarray  # index of the current GPU type, -1 when waiting
+    current_gpus: np.ndarray  # current GPU count, 0 when waiting
+
+
+def _job_groups(instance: Instance) -> list[_JobGroup]:
+    """The jobs grouped by (type, allowed counts), groups in order of their first job."""
+    gpu_index = {g.name: i for i, g in enumerate(instance.gpu_types)}
+    members: dict[tuple[str, tuple[int, ...]], list[int]] = {}
+    for j, job in enumerate(instance.jobs):
+        members.setdefault((job.type, job.gpus), []).append(j)
+    groups = []
+    for (job_type, counts), idx in members.items():
+        jobs: list[Job] = [instance.jobs[j] for j in idx]
+        groups.append(
+            _JobGroup(
+                job_type,
+                counts,
+                np.array(idx, dtype=np.int64),
+                np.array([job.remaining_steps for job in jobs], dtype=float),
+                np.array([job.weight for job in jobs], dtype=float),
+                np.array([gpu_index[job.current.gpu_type] if job.current else -1 for job in jobs], dtype=np.int64),
+                np.array([job.current.gpus if job.current else 0 for job in jobs], dtype=np.int64),
+            )
+        )
+    return groups
+
+
+def _outcomes(
+    instance: Instance, group: _JobGroup, gi: int, g: GpuType, n: int, setting: int, rho: float
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Weighted progress ``w sigma / R`` and dynamic energy (J) of every job of ``group`` on ``(g, n, s)``.
+
+    :func:`planner.economics.job_outcome` for a whole group at once (same operations, same
+    order): ``t = max(T - tau, 0)`` for a job that restarts (waiting, or another type or count)
+    else ``T``; ``sigma = min(R, rho X t)``; energy ``n (P - Pidle) sigma / X``. None without a profile.
+    """
+    prof = instance.profile(group.type, g.name, n, setting)
+    if prof is None:
+        return None
+    T = instance.round.duration_s
+    restart = (group.current_gpu != gi) | (group.current_gpus != n)
+    t = np.where(restart, max(T - instance.round.restart_s, 0.0), T)
+    rate = rho * prof.steps_per_s
+    steps = np.minimum(group.remaining, rate * t) if rate > 0 else np.zeros(len(group.index))
+    per_step = steps / prof.steps_per_s if prof.steps_per_s > 0 else np.zeros(len(group.index))
+    energy = n * (prof.power_w - g.idle_power_w) * per_step
+    return group.weight * (steps / group.remaining), energy
+
+
+def _exclusive(instance: Instance, groups: list[_JobGroup]) -> tuple[ExclusiveTable, int]:
+    """Exclusive options with progress (job, then GPU type, count as listed, setting) and the zero-progress count."""
+    parts: list[tuple[np.ndarray, ...]] = []
     zero = 0
-    for j, job in enumerate(instance.jobs):
-        for g, n, s, o in exclusive_outcomes(instance, job):
-            if o.progress <= 0:
-                zero += 1
-                continue
-            out.append(ExclusiveOption(j, g.name, n, s, job.weight * o.progress, o.energy_j))
-    return out, zero
+    for group in groups:
+        for gi, g in enumerate(instance.gpu_types):
+            for k, n in enumerate(group.counts):
+                if n > g.total_gpus:
+                    continue
+                for si, s in enumerate(g.settings):
+                    out = _outcomes(instance, group, gi, g, n, s, 1.0)
+                    if out is None:
+                        continue
+                    progress, energy = out
+                    keep = progress > 0
+                    zero += int(len(keep) - keep.sum())
+                    m = int(keep.sum())
+                    parts.append(
+                        (
+                            group.index[keep],
+                            np.full(m, gi),
+                            np.full(m, n),
+                            np.full(m, s),
+                            progress[keep],
+                            energy[keep],
+                            np.full(m, k),
+                            np.full(m, si),
+                        )
+                    )
+    cols = _concat(parts, 8)
+    order = np.lexsort((cols[7], cols[6], cols[1], cols[0]))
+    return ExclusiveTable(*(c[order] for c in cols[:6])), zero
 
 
-def _dominates(a: ExclusiveOption, b: ExclusiveOption) -> bool:
-    return a.gpus <= b.gpus and a.progress >= b.progress and a.energy_j <= b.energy_j
+def _concat(parts: list[tuple[np.ndarray, ...]], width: int) -> list[np.ndarray]:
+    """Column-wise concatenation of ``parts`` (``width`` empty columns when there are none)."""
+    if not parts:
+        return [np.zeros(0, dtype=np.int64) for _ in range(width)]
+    return [np.concatenate([p[c] for p in parts]) for c in range(width)]
 
 
-def prune_dominated(options: list[ExclusiveOption]) -> list[ExclusiveOption]:
-    """Drop options dominated within (job, GPU type); the first of equal options stays."""
-    groups: dict[tuple[int, str], list[ExclusiveOption]] = defaultdict(list)
-    for o in options:
-        groups[(o.job, o.gpu_type)].append(o)
-    kept = []
-    for group in groups.values():
-        for i, o in enumerate(group):
-            beaten = any(_dominates(p, o) and (k < i or not _dominates(o, p)) for k, p in enumerate(group) if k != i)
-            if not beaten:
-                kept.append(o)
-    return kept
+def prune_dominated(table: ExclusiveTable) -> np.ndarray:
+    """A mask of the options that no other option of the same job and GPU type dominates.
+
+    ``a`` dominates ``b`` when ``n_a <= n_b``, ``pi_a >= pi_b`` and ``e_a <= e_b``; of two options
+    that dominate each other the first (in table order) stays.
+    """
+    keep = np.ones(len(table), dtype=bool)
+    if not len(table):
+        return keep
+    key = table.job * (int(table.gpu.max()) + 1) + table.gpu
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    bounds = np.r_[starts, len(table)]
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        if hi - lo < 2:
+            continue
+        n, p, e = table.gpus[lo:hi], table.progress[lo:hi], table.energy_j[lo:hi]
+        dom = (n[:, None] <= n[None, :]) & (p[:, None] >= p[None, :]) & (e[:, None] <= e[None, :])  # dom[a, b]
+        np.fill_diagonal(dom, False)
+        earlier = np.tri(hi - lo, k=-1, dtype=bool).T  # earlier[a, b]: a before b
+        beaten = dom & (earlier | ~dom.T)
+        keep[lo:hi] = ~beaten.any(axis=0)
+    return keep
 
 
-def _pair_sides(instance: Instance) -> tuple[list[PairSideOption], int]:
-    """Pair-side options for every job and partner type whose entry passes ``min_pair_rate``."""
-    types = sorted({job.type for job in instance.jobs})
-    out, zero = [], 0
-    for j, job in enumerate(instance.jobs):
-        for partner_type in types:
-            a, b = sorted((job.type, partner_type))
-            for g in instance.gpu_types:
-                for n in job.gpus:
-                    rates = usable_pair_rates(instance, job.type, partner_type, g, n)
+def _pair_sides(instance: Instance, groups: list[_JobGroup], types: tuple[str, ...]) -> tuple[list[np.ndarray], int]:
+    """Pair-side options for every job and partner type whose entry passes ``min_pair_rate``.
+
+    Columns: job, partner index, slot key parts (type a index, type b index, GPU index, count,
+    setting), side, progress, energy, and the sort keys (count position, setting index).
+    """
+    type_index = {t: i for i, t in enumerate(types)}
+    parts: list[tuple[np.ndarray, ...]] = []
+    zero = 0
+    for group in groups:
+        for bi, partner_type in enumerate(types):
+            a, b = sorted((group.type, partner_type))
+            for gi, g in enumerate(instance.gpu_types):
+                for k, n in enumerate(group.counts):
+                    rates = usable_pair_rates(instance, group.type, partner_type, g, n)
                     if rates is None:
                         continue
-                    if job.type == partner_type and rates[0] != rates[1]:
+                    if group.type == partner_type and rates[0] != rates[1]:
                         # Ordered slot: the job listed first gets rho_a (side 0), the other rho_b.
                         choices = [(0, rates[0]), (1, rates[1])]
                     else:
-                        choices = [(0 if job.type == a else 1, rates[0])]
-                    for s in g.settings:
+                        choices = [(0 if group.type == a else 1, rates[0])]
+                    for si, s in enumerate(g.settings):
                         for side, rho in choices:
-                            o = job_outcome(instance, job, g, n, s, rho)
-                            if o is None:
+                            out = _outcomes(instance, group, gi, g, n, s, rho)
+                            if out is None:
                                 continue
-                            if o.progress <= 0:
-                                zero += 1
-                                continue
-                            out.append(
-                                PairSideOption(
-                                    j, partner_type, Slot(a, b, g.name, n, s), side, job.weight * o.progress, o.energy_j
+                            progress, energy = out
+                            keep = progress > 0
+                            zero += int(len(keep) - keep.sum())
+                            m = int(keep.sum())
+                            full = np.full
+                            parts.append(
+                                (
+                                    group.index[keep],
+                                    full(m, bi),
+                                    full(m, type_index[a]),
+                                    full(m, type_index[b]),
+                                    full(m, gi),
+                                    full(m, n),
+                                    full(m, s),
+                                    full(m, side),
+                                    progress[keep],
+                                    energy[keep],
+                                    full(m, k),
+                                    full(m, si),
                                 )
                             )
-    return out, zero
+    cols = _concat(parts, 12)
+    order = np.lexsort((cols[7], cols[11], cols[10], cols[4], cols[1], cols[0]))
+    return [c[order] for c in cols], zero
 
 
-def _balanceable(sides: list[PairSideOption], instance: Instance) -> list[PairSideOption]:
-    """Keep pair sides whose slot can pair them with at least one other job."""
-    members: dict[Slot, list[set[int]]] = defaultdict(lambda: [set(), set()])
-    for p in sides:
-        members[p.slot][p.side].add(p.job)
-    # A job needs a profile for its partner too: a slot side lists only jobs that can run there.
-    keep = []
-    for p in sides:
-        if p.slot.same_type:
-            ok = len(members[p.slot][0] | members[p.slot][1]) >= 2
-        else:
-            ok = bool(members[p.slot][1 - p.side])
-        if ok:
-            keep.append(p)
-    return keep
+def _balanceable(job: np.ndarray, slot: np.ndarray, side: np.ndarray, same_type: np.ndarray) -> np.ndarray:
+    """A mask of the pair sides whose slot can pair them with at least one other job.
+
+    Same-type slot: at least two distinct jobs over both sides; otherwise at least one job on
+    the other side. (A slot side lists only jobs that can run there.)
+    """
+    if not len(job):
+        return np.zeros(0, dtype=bool)
+    nslots, njobs = int(slot.max()) + 1, int(job.max()) + 1
+    members = np.unique((slot * 2 + side) * njobs + job) // njobs  # one entry per (slot, side, job)
+    per_side = np.bincount(members, minlength=2 * nslots).reshape(nslots, 2)
+    per_slot = np.bincount(np.unique(slot * njobs + job) // njobs, minlength=nslots)
+    other = per_side[slot, 1 - side]
+    return np.where(same_type[slot], per_slot[slot] >= 2, other > 0)
 
 
 def enumerate_options(instance: Instance) -> OptionSet:
     """All useful options of the round, after the safe pruning of the module docstring."""
-    exclusive, zero_x = _exclusive(instance)
-    kept = prune_dominated(exclusive)
-    sides, zero_z = _pair_sides(instance)
-    balanced = _balanceable(sides, instance)
+    groups = _job_groups(instance)
+    gpu_names = tuple(g.name for g in instance.gpu_types)
+    types = tuple(sorted({job.type for job in instance.jobs}))
+    exclusive, zero_x = _exclusive(instance, groups)
+    kept = exclusive.take(prune_dominated(exclusive))
+    cols, zero_z = _pair_sides(instance, groups, types)
+    job, partner, ta, tb, gi, n, s, side, progress, energy = cols[:10]
+    # Slots are numbered in order of first use (the order the model lists them in).
+    parts = (ta, tb, gi, n, s)
+    radix = [int(c.max()) + 1 if len(c) else 1 for c in parts]
+    key = np.zeros(len(job), dtype=np.int64)
+    for c, r in zip(parts, radix, strict=True):
+        key = key * r + c
+    codes, inverse = np.unique(key, return_inverse=True)
+    uniq = np.zeros((5, len(codes)), dtype=np.int64)
+    rest = codes.copy()
+    for d in range(4, -1, -1):
+        rest, uniq[d] = np.divmod(rest, radix[d])
+    same_type = uniq[0] == uniq[1]
+    ok = _balanceable(job, inverse.ravel(), side, same_type)
+    # Renumber the slots that keep members by first use among the kept pair sides.
+    kept_slot = inverse.ravel()[ok]
+    used, first_kept = np.unique(kept_slot, return_index=True)
+    by_first = used[np.argsort(first_kept, kind="stable")]
+    renumber = np.full(uniq.shape[1], -1, dtype=np.int64)
+    renumber[by_first] = np.arange(len(by_first))
+    slot_list = tuple(
+        Slot(
+            types[int(uniq[0, q])], types[int(uniq[1, q])], gpu_names[int(uniq[2, q])], int(uniq[3, q]), int(uniq[4, q])
+        )
+        for q in by_first.tolist()
+    )
+    pair_table = PairSideTable(job[ok], partner[ok], renumber[kept_slot], side[ok], progress[ok], energy[ok])
+    ordered = frozenset(
+        slot_list[q] for q in np.unique(pair_table.slot[pair_table.side == 1]).tolist() if slot_list[q].same_type
+    )
     return OptionSet(
-        exclusive=kept,
-        pair_sides=balanced,
-        enumerated={"exclusive": len(exclusive) + zero_x, "pair_sides": len(sides) + zero_z},
+        gpu_names=gpu_names,
+        types=types,
+        exclusive_table=kept,
+        pair_table=pair_table,
+        slot_list=slot_list,
+        ordered=ordered,
+        enumerated={"exclusive": len(exclusive) + zero_x, "pair_sides": len(job) + zero_z},
         pruned={
             "zero_progress": zero_x + zero_z,
             "dominated_exclusive": len(exclusive) - len(kept),
-            "unbalanceable_pair_sides": len(sides) - len(balanced),
+            "unbalanceable_pair_sides": len(job) - int(ok.sum()),
         },
     )

@@ -30,13 +30,12 @@ Objective vectors
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from formulations.ir import INF, LinearModel, ModelBuilder
+from formulations.ir import INF, LazyNames, LinearModel
 from formulations.options import OptionSet, Slot, enumerate_options, match_slot
 from planner.assemble import Allocation
 from planner.domain import Instance
@@ -48,7 +47,12 @@ PROGRESS_ROW = "progress_floor"
 
 @dataclass
 class RoundModel:
-    """The compiled-once model of a round and the maps between columns and allocations."""
+    """The compiled-once model of a round and the maps between columns and allocations.
+
+    Columns are laid out as ``x`` (one per exclusive option, in option order), ``z`` (one per
+    pair side), ``w`` (symmetric same-type slots) and ``u`` (GPU types); ``job_rows`` are the
+    rows ``job[j]`` (``sum x + sum z <= 1``), the multiple-choice rows a decomposition prices.
+    """
 
     instance: Instance
     options: OptionSet
@@ -58,19 +62,29 @@ class RoundModel:
     w_cols: dict[Slot, int]
     u_cols: dict[str, int]
     ordered_slots: frozenset[Slot]
+    job_rows: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    _slot_gpu: np.ndarray = field(init=False, repr=False)
+    _slot_gpus: np.ndarray = field(init=False, repr=False)
+    _slot_setting: np.ndarray = field(init=False, repr=False)
 
     def decode(self, values: np.ndarray) -> list[Allocation]:
         """Allocations of a solution vector; pairs are formed slot by slot in instance order."""
         jobs = self.instance.jobs
+        opts = self.options
+        xt, zt = opts.exclusive_table, opts.pair_table
         chosen: list[Allocation] = []
-        for i, o in enumerate(self.options.exclusive):
-            if values[self.x_cols[i]] > 0.5:
-                chosen.append(Allocation((jobs[o.job].id,), o.gpu_type, o.gpus, o.setting))
-        sides: dict[Slot, list[list[int]]] = defaultdict(lambda: [[], []])
-        for i, p in enumerate(self.options.pair_sides):
-            if values[self.z_cols[i]] > 0.5:
-                sides[p.slot][p.side].append(p.job)
-        for slot, (first, second) in sides.items():
+        for i in np.flatnonzero(values[self.x_cols] > 0.5).tolist():
+            chosen.append(
+                Allocation(
+                    (jobs[int(xt.job[i])].id,), opts.gpu_names[int(xt.gpu[i])], int(xt.gpus[i]), int(xt.setting[i])
+                )
+            )
+        picked = np.flatnonzero(values[self.z_cols] > 0.5)
+        sides: dict[int, list[list[int]]] = {}
+        for i in picked.tolist():
+            sides.setdefault(int(zt.slot[i]), [[], []])[int(zt.side[i])].append(int(zt.job[i]))
+        for q, (first, second) in sides.items():
+            slot = opts.slot_list[q]
             for j, k in match_slot(slot, slot in self.ordered_slots, sorted(first), sorted(second)):
                 a, b = sorted((j, k))
                 chosen.append(Allocation((jobs[a].id, jobs[b].id), slot.gpu_type, slot.gpus, slot.setting))
@@ -79,20 +93,19 @@ class RoundModel:
     def encode(self, allocations: Sequence[Allocation]) -> np.ndarray:
         """A column vector for the allocations (options missing from the model are skipped)."""
         inst = self.instance
+        opts = self.options
         index = {job.id: j for j, job in enumerate(inst.jobs)}
-        x_of = {(o.job, o.gpu_type, o.gpus, o.setting): self.x_cols[i] for i, o in enumerate(self.options.exclusive)}
-        z_of = {
-            (p.job, p.partner_type, p.gpu_type, p.gpus, p.setting, p.side): self.z_cols[i]
-            for i, p in enumerate(self.options.pair_sides)
-        }
+        gpu_index = {g: i for i, g in enumerate(opts.gpu_names)}
+        type_index = {t: i for i, t in enumerate(opts.types)}
         v = np.zeros(self.lm.num_cols)
-        used: dict[str, int] = defaultdict(int)
+        used: dict[str, int] = {}
         for a in allocations:
+            gi = gpu_index.get(a.gpu_type, -1)
             if not a.is_pair:
-                col = x_of.get((index[a.job_ids[0]], a.gpu_type, a.gpus, a.setting))
-                if col is not None:
-                    v[col] = 1
-                    used[a.gpu_type] += a.gpus
+                i = self._exclusive_option(index[a.job_ids[0]], gi, a.gpus, a.setting)
+                if i is not None:
+                    v[self.x_cols[i]] = 1
+                    used[a.gpu_type] = used.get(a.gpu_type, 0) + a.gpus
                 continue
             j, k = sorted(index[i] for i in a.job_ids)
             tj, tk = inst.jobs[j].type, inst.jobs[k].type
@@ -104,12 +117,12 @@ class RoundModel:
                 side_k = 1 - side_j
             else:
                 side_j, side_k = 0, (1 if ordered else 0)
-            cj = z_of.get((j, tk, a.gpu_type, a.gpus, a.setting, side_j))
-            ck = z_of.get((k, tj, a.gpu_type, a.gpus, a.setting, side_k))
+            cj = self._pair_side(j, type_index.get(tk, -1), gi, a.gpus, a.setting, side_j)
+            ck = self._pair_side(k, type_index.get(tj, -1), gi, a.gpus, a.setting, side_k)
             if cj is None or ck is None:
                 continue
-            v[cj] = v[ck] = 1
-            used[a.gpu_type] += a.gpus
+            v[self.z_cols[cj]] = v[self.z_cols[ck]] = 1
+            used[a.gpu_type] = used.get(a.gpu_type, 0) + a.gpus
             if slot in self.w_cols:
                 v[self.w_cols[slot]] += 1
         for g, col in self.u_cols.items():
@@ -117,138 +130,270 @@ class RoundModel:
             v[col] = -(-used.get(g, 0) // k)
         return v
 
+    def _exclusive_option(self, job: int, gpu: int, gpus: int, setting: int) -> int | None:
+        """The exclusive option of ``job`` on ``(gpu, gpus, setting)``, or None if the model has none."""
+        t = self.options.exclusive_table
+        lo, hi = np.searchsorted(t.job, [job, job + 1])
+        hit = np.flatnonzero((t.gpu[lo:hi] == gpu) & (t.gpus[lo:hi] == gpus) & (t.setting[lo:hi] == setting))
+        return int(lo + hit[0]) if len(hit) else None
+
+    def _pair_side(self, job: int, partner: int, gpu: int, gpus: int, setting: int, side: int) -> int | None:
+        """The pair side of ``job`` with a ``partner``-type job on ``(gpu, gpus, setting)`` at ``side``, or None."""
+        t = self.options.pair_table
+        lo, hi = np.searchsorted(t.job, [job, job + 1])
+        q = t.slot[lo:hi]
+        hit = np.flatnonzero(
+            (t.partner[lo:hi] == partner)
+            & (t.side[lo:hi] == side)
+            & (self._slot_gpu[q] == gpu)
+            & (self._slot_gpus[q] == gpus)
+            & (self._slot_setting[q] == setting)
+        )
+        return int(lo + hit[0]) if len(hit) else None
+
+    def __post_init__(self) -> None:
+        gpu_index = {g: i for i, g in enumerate(self.options.gpu_names)}
+        slots = self.options.slot_list
+        self._slot_gpu = np.array([gpu_index[s.gpu_type] for s in slots], dtype=np.int64)
+        self._slot_gpus = np.array([s.gpus for s in slots], dtype=np.int64)
+        self._slot_setting = np.array([s.setting for s in slots], dtype=np.int64)
+
+
+@dataclass
+class _Rows:
+    """Rows collected as coordinate arrays: entries ``(row, col, val)``, and per row its bounds, name, kind."""
+
+    rows: list[np.ndarray] = field(default_factory=list)
+    cols: list[np.ndarray] = field(default_factory=list)
+    vals: list[np.ndarray] = field(default_factory=list)
+    lo: list[float] = field(default_factory=list)
+    hi: list[float] = field(default_factory=list)
+    names: list[str] = field(default_factory=list)
+    kinds: list[str] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        """Rows added so far."""
+        return len(self.lo)
+
+    def add_block(
+        self,
+        row_of_entry: np.ndarray,
+        cols: np.ndarray,
+        vals: np.ndarray,
+        lo: Sequence[float],
+        hi: Sequence[float],
+        names: Sequence[str],
+        kind: str = "count",
+    ) -> None:
+        """Add ``len(lo)`` rows; entry ``e`` is in the block's row ``row_of_entry[e]``."""
+        self.rows.append(np.asarray(row_of_entry, dtype=np.int64) + self.count)
+        self.cols.append(np.asarray(cols, dtype=np.int64))
+        self.vals.append(np.asarray(vals, dtype=float))
+        self.lo.extend(lo)
+        self.hi.extend(hi)
+        self.names.extend(names)
+        self.kinds.extend([kind] * len(lo))
+
+    def add_row(
+        self,
+        cols: Sequence[int] | np.ndarray,
+        vals: Sequence[float] | np.ndarray,
+        lo: float,
+        hi: float,
+        name: str,
+        kind: str,
+    ) -> None:
+        """Add the one row ``lo <= sum vals x[cols] <= hi``."""
+        self.add_block(
+            np.zeros(len(cols), dtype=np.int64), np.asarray(cols), np.asarray(vals), [lo], [hi], [name], kind
+        )
+
+    def concat(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """All entries as ``(rows, cols, vals)``."""
+        if not self.rows:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, np.zeros(0)
+        return np.concatenate(self.rows), np.concatenate(self.cols), np.concatenate(self.vals)
+
 
 def build_round_model(instance: Instance, options: OptionSet | None = None) -> RoundModel:
     """Enumerate options (unless given) and build the model of the module docstring."""
     opts = options if options is not None else enumerate_options(instance)
     T = instance.round.duration_s
-    mb = ModelBuilder()
-    x_cols = np.array(
-        [
-            mb.add_col(f"x[{instance.jobs[o.job].id},{o.gpu_type},{o.gpus},{o.setting}]", 0, 1, True)
-            for o in opts.exclusive
-        ],
-        dtype=np.int64,
-    )
-    z_cols = np.array(
-        [
-            mb.add_col(
-                f"z[{instance.jobs[p.job].id},{p.partner_type},{p.gpu_type},{p.gpus},{p.setting},{p.side}]", 0, 1, True
-            )
-            for p in opts.pair_sides
-        ],
-        dtype=np.int64,
-    )
-    slots = opts.slots()
-    ordered = frozenset(s for s, (first, second) in slots.items() if s.same_type and second)
-    w_cols = {
-        s: mb.add_col(f"w[{s.type_a},{s.gpu_type},{s.gpus},{s.setting}]", 0, len(first) // 2, True)
-        for s, (first, _) in slots.items()
-        if s.same_type and s not in ordered
-    }
-    u_cols = {g.name: mb.add_col(f"u[{g.name}]", 0, g.nodes, True) for g in instance.gpu_types}
+    xt, zt = opts.exclusive_table, opts.pair_table
+    nx, nz = len(xt), len(zt)
+    x_cols = np.arange(nx, dtype=np.int64)
+    z_cols = np.arange(nx, nx + nz, dtype=np.int64)
+    nslots = len(opts.slot_list)
+    side0_count = np.bincount(zt.slot[zt.side == 0], minlength=nslots)
+    w_slots = [q for q, s in enumerate(opts.slot_list) if s.same_type and s not in opts.ordered]
+    w_of_slot = np.full(nslots, -1, dtype=np.int64)
+    w_of_slot[w_slots] = nx + nz + np.arange(len(w_slots))
+    w_cols = {opts.slot_list[q]: int(w_of_slot[q]) for q in w_slots}
+    u_start = nx + nz + len(w_slots)
+    u_cols = {g.name: u_start + i for i, g in enumerate(instance.gpu_types)}
+    ncols = u_start + len(instance.gpu_types)
 
-    _job_rows(mb, instance, opts, x_cols, z_cols)
-    _capacity_rows(mb, instance, opts, slots, x_cols, z_cols, w_cols, u_cols)
-    _balance_rows(mb, opts, slots, ordered, z_cols, w_cols)
+    lb = np.zeros(ncols)
+    ub = np.ones(ncols)
+    ub[nx + nz : u_start] = side0_count[w_slots] // 2
+    ub[u_start:] = [g.nodes for g in instance.gpu_types]
+    is_int = np.ones(ncols, dtype=bool)
 
-    progress = np.zeros(mb.num_cols)
-    energy = np.zeros(mb.num_cols)
-    progress[x_cols] = [o.progress for o in opts.exclusive]
-    progress[z_cols] = [p.progress for p in opts.pair_sides]
-    energy[x_cols] = [o.energy_j for o in opts.exclusive]
-    energy[z_cols] = [p.energy_j for p in opts.pair_sides]
+    rows = _Rows()
+    job_rows = _job_rows(rows, instance, opts, x_cols, z_cols)
+    _capacity_rows(rows, instance, opts, x_cols, z_cols, w_of_slot, u_cols)
+    _balance_rows(rows, opts, z_cols, w_of_slot)
+    for q in sorted(opts.slot_list.index(s) for s in opts.ordered):
+        _prefix_rows(rows, opts, q, z_cols)
+
+    progress = np.zeros(ncols)
+    energy = np.zeros(ncols)
+    progress[x_cols], progress[z_cols] = xt.progress, zt.progress
+    energy[x_cols], energy[z_cols] = xt.energy_j, zt.energy_j
     for g in instance.gpu_types:
         energy[u_cols[g.name]] = T * g.powered_node_w
     if instance.round.budget_j is not None:
-        nz = np.flatnonzero(energy)
-        mb.add_row(nz.tolist(), energy[nz].tolist(), -INF, instance.round.budget_j, ENERGY_ROW, "energy")
-    credit = np.zeros(mb.num_cols)  # w sum_j e_j sigma_j, sigma = pi R_j (progress is w_j pi)
+        nz_e = np.flatnonzero(energy)
+        rows.add_row(nz_e, energy[nz_e], -INF, instance.round.budget_j, ENERGY_ROW, "energy")
     w = instance.round.credit_weight
-    e = [
-        w * best_step_energy_j(instance, job.type, job.gpus) * job.remaining_steps / job.weight
-        if job.weight > 0
-        else 0.0
-        for job in instance.jobs
-    ]
-    credit[x_cols] = [e[o.job] * o.progress for o in opts.exclusive]
-    credit[z_cols] = [e[p.job] * p.progress for p in opts.pair_sides]
-    lm = mb.build({"progress": progress, "energy": energy, "excess_energy": energy - credit})
-    return RoundModel(instance, opts, lm, x_cols, z_cols, w_cols, u_cols, ordered)
+    e = np.array(
+        [
+            w * best_step_energy_j(instance, job.type, job.gpus) * job.remaining_steps / job.weight
+            if job.weight > 0
+            else 0.0
+            for job in instance.jobs
+        ]
+    )
+    credit = np.zeros(ncols)  # w sum_j e_j sigma_j, sigma = pi R_j (progress is w_j pi)
+    if len(e):
+        credit[x_cols] = e[xt.job] * xt.progress
+        credit[z_cols] = e[zt.job] * zt.progress
+    a_rows, a_cols, a_vals = rows.concat()
+    lm = LinearModel(
+        lb=lb,
+        ub=ub,
+        is_int=is_int,
+        col_names=LazyNames(ncols, _column_namer(instance, opts, nx, nz, w_slots, u_start)),
+        a_rows=a_rows,
+        a_cols=a_cols,
+        a_vals=a_vals,
+        row_lo=np.array(rows.lo, dtype=float),
+        row_hi=np.array(rows.hi, dtype=float),
+        row_names=tuple(rows.names),
+        row_kind=tuple(rows.kinds),
+        objectives={"progress": progress, "energy": energy, "excess_energy": energy - credit},
+    )
+    return RoundModel(instance, opts, lm, x_cols, z_cols, w_cols, u_cols, opts.ordered, job_rows)
 
 
-def _job_rows(mb: ModelBuilder, instance: Instance, opts: OptionSet, x_cols: np.ndarray, z_cols: np.ndarray) -> None:
-    per_job: dict[int, list[int]] = defaultdict(list)
-    for i, o in enumerate(opts.exclusive):
-        per_job[o.job].append(int(x_cols[i]))
-    for i, p in enumerate(opts.pair_sides):
-        per_job[p.job].append(int(z_cols[i]))
-    for j, cols in sorted(per_job.items()):
-        if len(cols) > 1:
-            mb.add_row(cols, [1.0] * len(cols), -INF, 1, f"job[{instance.jobs[j].id}]")
+def _column_namer(
+    instance: Instance, opts: OptionSet, nx: int, nz: int, w_slots: list[int], u_start: int
+) -> Callable[[int], str]:
+    """The name of column ``c``: ``x[job,g,n,s]``, ``z[job,B,g,n,s,side]``, ``w[A,g,n,s]`` or ``u[g]``."""
+    jobs, xt, zt = instance.jobs, opts.exclusive_table, opts.pair_table
+
+    def name(c: int) -> str:
+        if c < nx:
+            return f"x[{jobs[xt.job[c]].id},{opts.gpu_names[xt.gpu[c]]},{xt.gpus[c]},{xt.setting[c]}]"
+        if c < nx + nz:
+            i = c - nx
+            s = opts.slot_list[zt.slot[i]]
+            partner = opts.types[zt.partner[i]]
+            return f"z[{jobs[zt.job[i]].id},{partner},{s.gpu_type},{s.gpus},{s.setting},{zt.side[i]}]"
+        if c < u_start:
+            s = opts.slot_list[w_slots[c - nx - nz]]
+            return f"w[{s.type_a},{s.gpu_type},{s.gpus},{s.setting}]"
+        return f"u[{instance.gpu_types[c - u_start].name}]"
+
+    return name
+
+
+def _job_rows(rows: _Rows, instance: Instance, opts: OptionSet, x_cols: np.ndarray, z_cols: np.ndarray) -> np.ndarray:
+    """``job[j]``: ``sum_o x_o(j) + sum_p z_p(j) <= 1`` for every job with more than one column; their indices."""
+    job = np.concatenate([opts.exclusive_table.job, opts.pair_table.job]).astype(np.int64)
+    cols = np.concatenate([x_cols, z_cols])
+    order = np.argsort(job, kind="stable")
+    job, cols = job[order], cols[order]
+    counts = np.bincount(job, minlength=len(instance.jobs))
+    many = np.flatnonzero(counts > 1)
+    row_of_job = np.full(len(instance.jobs), -1, dtype=np.int64)
+    row_of_job[many] = np.arange(len(many))
+    keep = row_of_job[job] >= 0
+    first = rows.count
+    rows.add_block(
+        row_of_job[job[keep]],
+        cols[keep],
+        np.ones(int(keep.sum())),
+        [-INF] * len(many),
+        [1.0] * len(many),
+        [f"job[{instance.jobs[j].id}]" for j in many.tolist()],
+    )
+    return first + np.arange(len(many), dtype=np.int64)
 
 
 def _capacity_rows(
-    mb: ModelBuilder,
+    rows: _Rows,
     instance: Instance,
     opts: OptionSet,
-    slots: dict[Slot, list[list[int]]],
     x_cols: np.ndarray,
     z_cols: np.ndarray,
-    w_cols: dict[Slot, int],
+    w_of_slot: np.ndarray,
     u_cols: dict[str, int],
 ) -> None:
-    terms: dict[str, list[tuple[int, float]]] = defaultdict(list)
-    for i, o in enumerate(opts.exclusive):
-        terms[o.gpu_type].append((int(x_cols[i]), o.gpus))
-    for slot, (first, _) in slots.items():
-        if slot in w_cols:
-            terms[slot.gpu_type].append((w_cols[slot], slot.gpus))
-        else:  # one pair per side-0 member (A != B, or the first side of an ordered slot)
-            terms[slot.gpu_type].extend((int(z_cols[i]), slot.gpus) for i in first)
-    for gpu_type in instance.gpu_types:
-        cols = [c for c, _ in terms[gpu_type.name]] + [u_cols[gpu_type.name]]
-        vals = [float(v) for _, v in terms[gpu_type.name]] + [-float(gpu_type.gpus_per_node)]
-        mb.add_row(cols, vals, -INF, 0, f"gpus[{gpu_type.name}]")
+    """``gpus[g]``: ``sum n x + sum_pairs n - K_g u_g <= 0``; a pair counted once (its ``w``, or its side-0 job)."""
+    xt, zt = opts.exclusive_table, opts.pair_table
+    slot_gpu = np.array([opts.gpu_names.index(s.gpu_type) for s in opts.slot_list], dtype=np.int64)
+    slot_gpus = np.array([s.gpus for s in opts.slot_list], dtype=float)
+    counted = (zt.side == 0) & (w_of_slot[zt.slot] < 0) if len(zt) else np.zeros(0, dtype=bool)
+    w_slots = np.flatnonzero(w_of_slot >= 0)
+    gpu_of = np.concatenate([xt.gpu, slot_gpu[zt.slot[counted]], slot_gpu[w_slots]])
+    cols = np.concatenate([x_cols, z_cols[counted], w_of_slot[w_slots]])
+    vals = np.concatenate([xt.gpus.astype(float), slot_gpus[zt.slot[counted]], slot_gpus[w_slots]])
+    ngpu = len(instance.gpu_types)
+    u = np.array([u_cols[g.name] for g in instance.gpu_types], dtype=np.int64)
+    k = np.array([-float(g.gpus_per_node) for g in instance.gpu_types])
+    rows.add_block(
+        np.concatenate([gpu_of.astype(np.int64), np.arange(ngpu)]),
+        np.concatenate([cols, u]),
+        np.concatenate([vals, k]),
+        [-INF] * ngpu,
+        [0.0] * ngpu,
+        [f"gpus[{g.name}]" for g in instance.gpu_types],
+    )
 
 
-def _balance_rows(
-    mb: ModelBuilder,
-    opts: OptionSet,
-    slots: dict[Slot, list[list[int]]],
-    ordered: frozenset[Slot],
-    z_cols: np.ndarray,
-    w_cols: dict[Slot, int],
-) -> None:
-    for slot, (first, second) in slots.items():
-        name = f"pair[{slot.type_a}|{slot.type_b},{slot.gpu_type},{slot.gpus},{slot.setting}]"
-        if slot in w_cols:
-            cols = [int(z_cols[i]) for i in first] + [w_cols[slot]]
-            mb.add_row(cols, [1.0] * len(first) + [-2.0], 0, 0, name)
-            continue
-        cols = [int(z_cols[i]) for i in first] + [int(z_cols[i]) for i in second]
-        mb.add_row(cols, [1.0] * len(first) + [-1.0] * len(second), 0, 0, name)
-        if slot in ordered:
-            _prefix_rows(mb, opts, slot, first, second, z_cols, name)
+def _slot_name(slot: Slot) -> str:
+    return f"pair[{slot.type_a}|{slot.type_b},{slot.gpu_type},{slot.gpus},{slot.setting}]"
 
 
-def _prefix_rows(
-    mb: ModelBuilder,
-    opts: OptionSet,
-    slot: Slot,
-    first: list[int],
-    second: list[int],
-    z_cols: np.ndarray,
-    name: str,
-) -> None:
-    """For every prefix of the slot's jobs (instance order): second-side count <= first-side count."""
-    by_job: dict[int, list[tuple[int, float]]] = defaultdict(list)
-    for i in first:
-        by_job[opts.pair_sides[i].job].append((int(z_cols[i]), -1.0))
-    for i in second:
-        by_job[opts.pair_sides[i].job].append((int(z_cols[i]), 1.0))
+def _balance_rows(rows: _Rows, opts: OptionSet, z_cols: np.ndarray, w_of_slot: np.ndarray) -> None:
+    """``pair[q]``: ``sum_{side A} z - sum_{side B} z = 0``, or ``sum z - 2 w_q = 0`` for a symmetric slot."""
+    zt = opts.pair_table
+    nslots = len(opts.slot_list)
+    sign = np.where(zt.side == 0, 1.0, -1.0)
+    w_slots = np.flatnonzero(w_of_slot >= 0)
+    rows.add_block(
+        np.concatenate([zt.slot, w_slots]),
+        np.concatenate([z_cols, w_of_slot[w_slots]]),
+        np.concatenate([sign, np.full(len(w_slots), -2.0)]),
+        [0.0] * nslots,
+        [0.0] * nslots,
+        [_slot_name(s) for s in opts.slot_list],
+    )
+
+
+def _prefix_rows(rows: _Rows, opts: OptionSet, q: int, z_cols: np.ndarray) -> None:
+    """For every prefix of the ordered slot's jobs (instance order): second-side count <= first-side count."""
+    zt = opts.pair_table
+    members = np.flatnonzero(zt.slot == q)
+    by_job: dict[int, list[tuple[int, float]]] = {}
+    for i in members.tolist():
+        by_job.setdefault(int(zt.job[i]), []).append((int(z_cols[i]), 1.0 if zt.side[i] == 1 else -1.0))
+    name = _slot_name(opts.slot_list[q])
     prefix: list[tuple[int, float]] = []
     for j in sorted(by_job):
         prefix = prefix + by_job[j]
         if any(v > 0 for _, v in by_job[j]):
-            mb.add_row([c for c, _ in prefix], [v for _, v in prefix], -INF, 0, f"{name}.prefix[{j}]")
+            rows.add_row([c for c, _ in prefix], [v for _, v in prefix], -INF, 0, f"{name}.prefix[{j}]", "count")
