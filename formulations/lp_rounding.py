@@ -25,7 +25,7 @@ from itertools import chain
 
 import numpy as np
 
-from formulations.options import Slot, match_slot
+from formulations.options import match_slot
 from formulations.round_model import RoundModel
 from planner.assemble import Allocation
 from planner.greedy import Candidate, accept_in_order, allocation_outcome, ranked_candidates
@@ -36,13 +36,14 @@ EPS = 1e-6
 def _scored_pairs(rm: RoundModel, values: np.ndarray) -> list[tuple[float, int, Allocation]]:
     """``(score, first job index, pair allocation)`` for the pairs the LP solution uses."""
     jobs = rm.instance.jobs
-    sides: dict[Slot, list[list[tuple[float, int]]]] = defaultdict(lambda: [[], []])
-    for i, p in enumerate(rm.options.pair_sides):
-        z = float(values[rm.z_cols[i]])
-        if z > EPS:
-            sides[p.slot][p.side].append((z, p.job))
+    zt = rm.options.pair_table
+    used = np.flatnonzero(values[rm.z_cols] > EPS)
+    sides: dict[int, list[list[tuple[float, int]]]] = defaultdict(lambda: [[], []])
+    for i, z in zip(used.tolist(), values[rm.z_cols[used]].tolist(), strict=True):
+        sides[int(zt.slot[i])][int(zt.side[i])].append((z, int(zt.job[i])))
     out = []
-    for slot, (first, second) in sides.items():
+    for q, (first, second) in sides.items():
+        slot = rm.options.slot_list[q]
         by_z = sorted(first, key=lambda t: (-t[0], t[1])), sorted(second, key=lambda t: (-t[0], t[1]))
         for (zj, j), (zk, k) in match_slot(slot, slot in rm.ordered_slots, *by_z):
             a, b = sorted((j, k))
@@ -54,18 +55,14 @@ def lp_guided_allocations(rm: RoundModel, values: np.ndarray) -> list[Allocation
     """A feasible plan rounded from the LP solution ``values`` (see the module docstring)."""
     inst = rm.instance
     jobs = inst.jobs
+    xt = rm.options.exclusive_table
+    names = rm.options.gpu_names
     scored: list[tuple[float, float, int, Candidate]] = []
-    for i, o in enumerate(rm.options.exclusive):
-        x = float(values[rm.x_cols[i]])
-        if x > EPS:
-            scored.append(
-                (
-                    x,
-                    o.progress,
-                    o.job,
-                    Candidate(Allocation((jobs[o.job].id,), o.gpu_type, o.gpus, o.setting), o.energy_j),
-                )
-            )
+    used = np.flatnonzero(values[rm.x_cols] > EPS)
+    for i, x in zip(used.tolist(), values[rm.x_cols[used]].tolist(), strict=True):
+        j = int(xt.job[i])
+        allocation = Allocation((jobs[j].id,), names[int(xt.gpu[i])], int(xt.gpus[i]), int(xt.setting[i]))
+        scored.append((x, float(xt.progress[i]), j, Candidate(allocation, float(xt.energy_j[i]))))
     for score, first, a in _scored_pairs(rm, values):
         outcome = allocation_outcome(inst, a)
         if outcome is not None:

@@ -44,8 +44,9 @@ from typing import NamedTuple, TypeVar
 
 import numpy as np
 
-from planner.domain import GpuType, Instance, Job
+from planner.domain import Instance
 from planner.economics import usable_pair_rates
+from planner.economics_columns import JobGroup, group_outcomes, job_groups
 
 
 class Slot(NamedTuple):
@@ -227,65 +228,7 @@ class OptionSet:
         return out
 
 
-@dataclass(frozen=True)
-class _JobGroup:
-    """Jobs of one type with the same allowed GPU counts (``index`` into ``instance.jobs``)."""
-
-    type: str
-    counts: tuple[int, ...]
-    index: np.ndarray
-    remaining: np.ndarray  # R_j (steps)
-    weight: np.ndarray  # w_j
-    current_gpu: np.ndarray  # index of the current GPU type, -1 when waiting
-    current_gpus: np.ndarray  # current GPU count, 0 when waiting
-
-
-def _job_groups(instance: Instance) -> list[_JobGroup]:
-    """The jobs grouped by (type, allowed counts), groups in order of their first job."""
-    gpu_index = {g.name: i for i, g in enumerate(instance.gpu_types)}
-    members: dict[tuple[str, tuple[int, ...]], list[int]] = {}
-    for j, job in enumerate(instance.jobs):
-        members.setdefault((job.type, job.gpus), []).append(j)
-    groups = []
-    for (job_type, counts), idx in members.items():
-        jobs: list[Job] = [instance.jobs[j] for j in idx]
-        groups.append(
-            _JobGroup(
-                job_type,
-                counts,
-                np.array(idx, dtype=np.int64),
-                np.array([job.remaining_steps for job in jobs], dtype=float),
-                np.array([job.weight for job in jobs], dtype=float),
-                np.array([gpu_index[job.current.gpu_type] if job.current else -1 for job in jobs], dtype=np.int64),
-                np.array([job.current.gpus if job.current else 0 for job in jobs], dtype=np.int64),
-            )
-        )
-    return groups
-
-
-def _outcomes(
-    instance: Instance, group: _JobGroup, gi: int, g: GpuType, n: int, setting: int, rho: float
-) -> tuple[np.ndarray, np.ndarray] | None:
-    """Weighted progress ``w sigma / R`` and dynamic energy (J) of every job of ``group`` on ``(g, n, s)``.
-
-    :func:`planner.economics.job_outcome` for a whole group at once (same operations, same
-    order): ``t = max(T - tau, 0)`` for a job that restarts (waiting, or another type or count)
-    else ``T``; ``sigma = min(R, rho X t)``; energy ``n (P - Pidle) sigma / X``. None without a profile.
-    """
-    prof = instance.profile(group.type, g.name, n, setting)
-    if prof is None:
-        return None
-    T = instance.round.duration_s
-    restart = (group.current_gpu != gi) | (group.current_gpus != n)
-    t = np.where(restart, max(T - instance.round.restart_s, 0.0), T)
-    rate = rho * prof.steps_per_s
-    steps = np.minimum(group.remaining, rate * t) if rate > 0 else np.zeros(len(group.index))
-    per_step = steps / prof.steps_per_s if prof.steps_per_s > 0 else np.zeros(len(group.index))
-    energy = n * (prof.power_w - g.idle_power_w) * per_step
-    return group.weight * (steps / group.remaining), energy
-
-
-def _exclusive(instance: Instance, groups: list[_JobGroup]) -> tuple[ExclusiveTable, int]:
+def _exclusive(instance: Instance, groups: list[JobGroup]) -> tuple[ExclusiveTable, int]:
     """Exclusive options with progress (job, then GPU type, count as listed, setting) and the zero-progress count."""
     parts: list[tuple[np.ndarray, ...]] = []
     zero = 0
@@ -295,7 +238,7 @@ def _exclusive(instance: Instance, groups: list[_JobGroup]) -> tuple[ExclusiveTa
                 if n > g.total_gpus:
                     continue
                 for si, s in enumerate(g.settings):
-                    out = _outcomes(instance, group, gi, g, n, s, 1.0)
+                    out = group_outcomes(instance, group, gi, g, n, s, 1.0)
                     if out is None:
                         continue
                     progress, energy = out
@@ -350,7 +293,7 @@ def prune_dominated(table: ExclusiveTable) -> np.ndarray:
     return keep
 
 
-def _pair_sides(instance: Instance, groups: list[_JobGroup], types: tuple[str, ...]) -> tuple[list[np.ndarray], int]:
+def _pair_sides(instance: Instance, groups: list[JobGroup], types: tuple[str, ...]) -> tuple[list[np.ndarray], int]:
     """Pair-side options for every job and partner type whose entry passes ``min_pair_rate``.
 
     Columns: job, partner index, slot key parts (type a index, type b index, GPU index, count,
@@ -374,7 +317,7 @@ def _pair_sides(instance: Instance, groups: list[_JobGroup], types: tuple[str, .
                         choices = [(0 if group.type == a else 1, rates[0])]
                     for si, s in enumerate(g.settings):
                         for side, rho in choices:
-                            out = _outcomes(instance, group, gi, g, n, s, rho)
+                            out = group_outcomes(instance, group, gi, g, n, s, rho)
                             if out is None:
                                 continue
                             progress, energy = out
@@ -403,6 +346,12 @@ def _pair_sides(instance: Instance, groups: list[_JobGroup], types: tuple[str, .
     return [c[order] for c in cols], zero
 
 
+def _distinct(codes: np.ndarray) -> np.ndarray:
+    """The distinct values of ``codes``, ascending (a sort: NumPy's hashing ``unique`` is slower here)."""
+    s = np.sort(codes)
+    return s[np.r_[True, s[1:] != s[:-1]]] if len(s) else s
+
+
 def _balanceable(job: np.ndarray, slot: np.ndarray, side: np.ndarray, same_type: np.ndarray) -> np.ndarray:
     """A mask of the pair sides whose slot can pair them with at least one other job.
 
@@ -412,16 +361,16 @@ def _balanceable(job: np.ndarray, slot: np.ndarray, side: np.ndarray, same_type:
     if not len(job):
         return np.zeros(0, dtype=bool)
     nslots, njobs = int(slot.max()) + 1, int(job.max()) + 1
-    members = np.unique((slot * 2 + side) * njobs + job) // njobs  # one entry per (slot, side, job)
+    members = _distinct((slot * 2 + side) * njobs + job) // njobs  # one entry per (slot, side, job)
     per_side = np.bincount(members, minlength=2 * nslots).reshape(nslots, 2)
-    per_slot = np.bincount(np.unique(slot * njobs + job) // njobs, minlength=nslots)
+    per_slot = np.bincount(_distinct(slot * njobs + job) // njobs, minlength=nslots)
     other = per_side[slot, 1 - side]
     return np.where(same_type[slot], per_slot[slot] >= 2, other > 0)
 
 
 def enumerate_options(instance: Instance) -> OptionSet:
     """All useful options of the round, after the safe pruning of the module docstring."""
-    groups = _job_groups(instance)
+    groups = job_groups(instance)
     gpu_names = tuple(g.name for g in instance.gpu_types)
     types = tuple(sorted({job.type for job in instance.jobs}))
     exclusive, zero_x = _exclusive(instance, groups)
@@ -455,7 +404,7 @@ def enumerate_options(instance: Instance) -> OptionSet:
     )
     pair_table = PairSideTable(job[ok], partner[ok], renumber[kept_slot], side[ok], progress[ok], energy[ok])
     ordered = frozenset(
-        slot_list[q] for q in np.unique(pair_table.slot[pair_table.side == 1]).tolist() if slot_list[q].same_type
+        slot_list[q] for q in _distinct(pair_table.slot[pair_table.side == 1]).tolist() if slot_list[q].same_type
     )
     return OptionSet(
         gpu_names=gpu_names,

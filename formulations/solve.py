@@ -31,6 +31,16 @@ heuristic plan is used with status ``fallback``. A plan is ``optimal`` only when
 proved optimality and its gap is within ``rel_gap``. Whatever the path, the plan passes the
 validator.
 
+Large rounds (a model of at least :data:`CORE_MIN_COLUMNS` columns) are solved on a *core*: the LP
+relaxation is solved by column generation (:mod:`formulations.column_generation`), whose
+Lagrangian bound is valid for the full model at every iteration and is the reported
+``lp_bound``; the stages then solve the MIP restricted to the columns column generation kept
+plus those of every start and heuristic plan (price and branch). A plan of the core is a
+plan of the round; the solver's own bound on the core is not a bound of the round and is
+dropped, so such a plan is ``optimal`` only when it is within ``rel_gap`` of the Lagrangian
+bound. The ``energy`` and ``efficiency`` objectives take their core from the LP of most
+progress without budget.
+
 Entry: :func:`solve_round`, called only by the front door :func:`planner.planning.plan`.
 """
 
@@ -52,6 +62,7 @@ from formulations.backends import (
     SolverResult,
     get_backend,
 )
+from formulations.column_generation import column_generation_result
 from formulations.ir import LinearModel
 from formulations.lp_rounding import lp_guided_allocations
 from formulations.round_model import ENERGY_ROW, PROGRESS_ROW, RoundModel, build_round_model
@@ -82,18 +93,28 @@ TARGET_STAGE_SHARE = 0.85
 """``energy``, stage 2 (least energy at the progress target): share of the time left after stage 1."""
 LP_SHARE = 0.5
 """The LP relaxation (bound and LP-guided start): share of the time left."""
+CORE_LP_SHARE = 0.8
+"""The same on a large round, by column generation: its LP-rounded plan is most of the plan's quality."""
+CORE_MIP_MAX_COLUMNS = 20_000
+"""A core with more columns skips the first-stage MIP (on 2,000-job rounds, a 30,000-column core did not
+improve the LP-rounded plan in 2 s; at 10,000 jobs HiGHS did not finish its presolve in 22 s): the best
+heuristic plan is the first stage's, and the time goes to column generation and the energy stage."""
+CORE_MIN_COLUMNS = 40_000
+"""A model with at least this many columns is solved on its core (module docstring): about 250 jobs."""
 MAX_RESERVE_S = 1.0
 RESERVE_SHARE = 0.05
-"""Reserve for decoding, placing and validating: ``min(MAX_RESERVE_S, RESERVE_SHARE * limit)`` (s)."""
+RESERVE_PER_JOB_S = 2e-4
+"""Reserve for decoding, placing and validating: ``min(MAX_RESERVE_S, RESERVE_SHARE * limit)`` plus
+``min(RESERVE_PER_JOB_S * jobs, 0.1 * limit)`` (s): placing and validating 10,000 jobs takes about 1.5 s."""
 
 
 class Clock:
     """Seconds left of the planner's own limit, less a reserve for decoding and validating."""
 
-    def __init__(self, limit_s: float, started_at: float) -> None:
+    def __init__(self, limit_s: float, started_at: float, jobs: int = 0) -> None:
         self.start = started_at
         self.limit_s = limit_s
-        self.reserve_s = min(MAX_RESERVE_S, RESERVE_SHARE * limit_s)
+        self.reserve_s = min(MAX_RESERVE_S, RESERVE_SHARE * limit_s) + min(RESERVE_PER_JOB_S * jobs, 0.1 * limit_s)
 
     def elapsed(self) -> float:
         """Seconds since the clock started."""
@@ -113,11 +134,16 @@ def _gap(objective: float | None, bound: float | None) -> float | None:
 
 @dataclass(frozen=True, slots=True)
 class LpRelaxation:
-    """The LP relaxation's optimum ``value`` and solution ``values`` (None when not solved) and a note."""
+    """The LP relaxation's optimum ``value`` and solution ``values`` (None when not solved) and a note.
+
+    By column generation, ``value`` is the Lagrangian bound (valid, possibly above the LP optimum
+    when the time ran out), ``values`` the restricted master's solution and ``columns`` its columns.
+    """
 
     value: float | None
     values: np.ndarray | None
     note: str
+    columns: np.ndarray | None = None
 
 
 def lp_relaxation(
@@ -159,7 +185,7 @@ def _model_stats(rm: RoundModel, build_s: float) -> ModelStats:
         columns=rm.lm.num_cols,
         rows=rm.lm.num_rows,
         nonzeros=rm.lm.num_nonzeros,
-        options={"exclusive": len(rm.options.exclusive), "pair_sides": len(rm.options.pair_sides)},
+        options={"exclusive": len(rm.options.exclusive_table), "pair_sides": len(rm.options.pair_table)},
         enumerated=dict(rm.options.enumerated),
         pruned=dict(rm.options.pruned),
         build_s=round(build_s, 4),
@@ -182,6 +208,11 @@ def _stage_record(name: str, r: SolverResult, lm: LinearModel, limit_s: float) -
     )
 
 
+def _plan_progress(plan: Plan) -> float:
+    """The progress ``sum w pi`` of a plan."""
+    return plan.round.progress
+
+
 OBJECTIVE_VECTOR: dict[Objective, ObjectiveName] = {
     "progress": "progress",
     "energy": "energy",
@@ -193,7 +224,7 @@ OBJECTIVE_VECTOR: dict[Objective, ObjectiveName] = {
 def solve_round(inst: Instance, req: PlanRequest, started_at: float) -> Plan:
     """Plan ``inst`` with the backend ``req.solver`` (see the module docstring); always a validated plan."""
     backend = get_backend(req.solver)
-    clock = Clock(req.time_limit_s, started_at)
+    clock = Clock(req.time_limit_s, started_at, len(inst.jobs))
     build_begin = time.perf_counter()
     rm = build_round_model(inst)
     objective: Objective = req.objective or inst.round.objective
@@ -208,7 +239,7 @@ def solve_round(inst: Instance, req: PlanRequest, started_at: float) -> Plan:
         return session.energy_objective("energy")
     if objective == "efficiency":
         return session.energy_objective("excess_energy")
-    relaxation = session.relax(rm.lm, "progress", True, LP_SHARE)
+    relaxation = session.relax(rm.lm, "progress", True, CORE_LP_SHARE if session.large else LP_SHARE)
     if relaxation is not None and relaxation.values is not None:
         lp_values = relaxation.values
         session.add_heuristic("lp-rounding", lambda _: lp_guided_allocations(rm, lp_values))
@@ -228,6 +259,8 @@ class _Session:
     heuristics: dict[str, list[Allocation]] = field(default_factory=dict)
     heuristic_progress: dict[str, float] = field(default_factory=dict)
     lp_bound: float | None = None
+    core: np.ndarray | None = None
+    first_heuristic: str | None = None
 
     def add_heuristic(self, name: str, make: Callable[[Instance], list[Allocation]]) -> None:
         """Compute a heuristic plan and remember it with its progress."""
@@ -268,13 +301,27 @@ class _Session:
         self.report.start = best[1]
         return best[2]
 
-    def relax(self, lm: LinearModel, objective: ObjectiveName, maximize: bool, share: float) -> LpRelaxation | None:
-        """The LP relaxation with ``share`` of the time left; its optimum is the plan's ``lp_bound``."""
+    def relax(
+        self,
+        lm: LinearModel,
+        objective: ObjectiveName,
+        maximize: bool,
+        share: float,
+        feasible: np.ndarray | None = None,
+    ) -> LpRelaxation | None:
+        """The LP relaxation with ``share`` of the time left; its optimum is the plan's ``lp_bound``.
+
+        ``feasible``: a solution of ``lm`` whose columns column generation starts from (a progress
+        target may be out of reach of the heuristic plans' columns alone).
+        """
         if not self.req.lp_bound:
             return None
         left = self.clock.left()
         if left < MIN_STAGE_S:
             relaxation = LpRelaxation(None, None, f"not computed: {left:.2f} s left")
+        elif self.large:
+            extra = np.flatnonzero(feasible > 0) if feasible is not None else None
+            relaxation = self.column_generation(lm, objective, maximize, max(share * left, MIN_STAGE_S), extra)
         else:
             try:
                 lp_backend = get_backend(self.req.lp_solver)
@@ -286,6 +333,33 @@ class _Session:
         self.report.lp_bound = relaxation.value
         self.report.lp_bound_note = relaxation.note
         return relaxation
+
+    @property
+    def large(self) -> bool:
+        """True when the model is solved on its core (at least :data:`CORE_MIN_COLUMNS` columns)."""
+        return self.rm.lm.num_cols >= CORE_MIN_COLUMNS
+
+    def known_columns(self) -> np.ndarray:
+        """The columns used by any heuristic plan or by the running jobs' current configurations."""
+        plans = [*self.heuristics.values(), _current_allocations(self.inst)]
+        used = [np.flatnonzero(self.rm.encode(a) > 0) for a in plans if a]
+        return np.unique(np.concatenate(used)) if used else np.zeros(0, dtype=np.int64)
+
+    def column_generation(
+        self, lm: LinearModel, objective: ObjectiveName, maximize: bool, limit_s: float, extra: np.ndarray | None = None
+    ) -> LpRelaxation:
+        """The LP of ``lm`` by column generation within ``limit_s``; the first call's columns become the core.
+
+        The master starts from the columns of the heuristic plans, the running jobs and ``extra``.
+        """
+        seed = self.known_columns() if extra is None else np.union1d(self.known_columns(), extra)
+        args = (lm, lm.objectives[objective], maximize, self.rm.job_rows, seed, limit_s)
+        r = run_with_deadline(column_generation_result, args, limit_s + min(1.0, 0.1 * limit_s))
+        if r.columns is not None and self.core is None:
+            self.core = np.union1d(r.columns, seed)
+        if r.bound is None or r.values is None:
+            return LpRelaxation(None, None, r.message or r.status)
+        return LpRelaxation(r.bound, r.values, f"{r.message} in {r.solve_s:.2f} s", r.columns)
 
     def stage(
         self, name: str, lm: LinearModel, objective: ObjectiveName, share: float, start: np.ndarray | None = None
@@ -299,8 +373,22 @@ class _Session:
         params = SolveParams(time_limit_s=limit, rel_gap=self.req.rel_gap, threads=self.req.threads, seed=self.req.seed)
         maximize = objective == "progress"
         usable_start = start if self.backend.features.mip_start else None
-        args = (lm, objective, maximize, params, usable_start)
-        result = run_with_deadline(self.backend.solve, args, left)
+        if self.core is None:
+            result = run_with_deadline(self.backend.solve, (lm, objective, maximize, params, usable_start), left)
+            self.report.stages.append(_stage_record(name, result, self.rm.lm, limit))
+            return result
+        cols = self.core if start is None else np.union1d(self.core, np.flatnonzero(start > 0))
+        sub_start = usable_start[cols] if usable_start is not None else None
+        result = run_with_deadline(
+            self.backend.solve, (lm.restricted(cols), objective, maximize, params, sub_start), left
+        )
+        if result.values is not None:
+            values = np.zeros(lm.num_cols)
+            values[cols] = result.values
+            # The solver's bound holds for the core only, not for the round: dropped.
+            result = replace(
+                result, values=values, bound=None, message=f"core of {len(cols)} columns: {result.message}"
+            )
         self.report.stages.append(_stage_record(name, result, self.rm.lm, limit))
         return result
 
@@ -319,6 +407,14 @@ class _Session:
         )
         self.report.stages.append(_stage_record(f"max_progress ({name})", result, self.rm.lm, 0.0))
         return result
+
+    def heuristic_as_stage(self, why: str) -> SolverResult:
+        """The best heuristic plan as the first stage's (feasible) result, noted with ``why``."""
+        name = self.best_heuristic()
+        v = self.rm.encode(self.heuristics[name])
+        self.first_heuristic = name
+        self.note("floor_note", f"{why}: the {name} plan is the first stage's")
+        return SolverResult("feasible", values=v, objective=float(self.rm.lm.objectives["progress"] @ v), message=why)
 
     def fallback(self, why: str) -> Plan:
         """The best heuristic plan, status ``fallback``."""
@@ -353,6 +449,9 @@ class _Session:
             if self.heuristic_progress[name] > solver_progress * (1 + 1e-9):
                 allocations, solver, proven = self.heuristics[name], f"{solver}+{name}", False
                 self.note("floor_note", f"the {name} plan had more progress than the solver's: {name} plan kept")
+                value_of = _plan_progress  # the kept plan's own progress, not the solver's
+            elif self.first_heuristic is not None:
+                solver = f"{solver}+{self.first_heuristic}"
         draft = assemble_plan(self.inst, allocations, SolveInfo(solver=solver, status="feasible"))
         value = value_of(draft)
         gap = _gap(value, bound)
@@ -374,7 +473,20 @@ class _Session:
         if note:
             self.note("objective_note", note)
         lm = self.rm.lm
-        first = self.heuristic_stage() or self.stage("max_progress", lm, "progress", FIRST_STAGE_SHARE, self.start())
+        first = self.heuristic_stage()
+        if (
+            first is None
+            and self.core is not None
+            and self.lp_bound is not None
+            and len(self.core) > CORE_MIP_MAX_COLUMNS
+        ):
+            first = self.heuristic_as_stage(f"a core of {len(self.core)} columns is too large for the MIP")
+        if first is None:
+            first = self.stage("max_progress", lm, "progress", FIRST_STAGE_SHARE, self.start())
+        if (not first.has_solution or first.values is None) and self.core is not None and self.lp_bound is not None:
+            # A large round: the solver found nothing on the core in time; the best heuristic plan
+            # goes on to the energy stage and keeps the Lagrangian bound (no fallback).
+            first = self.heuristic_as_stage(f"the solver found no plan on the core ({first.status})")
         if not first.has_solution or first.values is None:
             return self.fallback(f"no solution: {first.status}")
         p1 = float(lm.objectives["progress"] @ first.values)
@@ -385,7 +497,10 @@ class _Session:
         if second.has_solution and second.values is not None and second_lm.is_feasible(second.values):
             if float(lm.objectives["energy"] @ second.values) <= float(lm.objectives["energy"] @ first.values):
                 chosen = second.values
-        proven = first.status == "optimal" and second.status == "optimal"
+        if self.core is not None:  # proven only by the Lagrangian bound (finish checks the gap)
+            proven = self.lp_bound is not None
+        else:
+            proven = first.status == "optimal" and second.status == "optimal"
         bound = first.bound
         if self.lp_bound is not None and (bound is None or self.lp_bound < bound):
             bound = self.lp_bound  # the LP optimum bounds the progress too, and may be the tighter
@@ -406,6 +521,10 @@ class _Session:
         greedy_free = greedy_allocations(unbudgeted)
         p_greedy = progress_of(self.inst, greedy_free)
         no_budget_lm = lm.without_rows([ENERGY_ROW])
+        if self.large and self.core is None and self.clock.left() >= MIN_STAGE_S:
+            self.column_generation(
+                no_budget_lm, "progress", True, max(LP_SHARE * NO_BUDGET_STAGE_SHARE * self.clock.left(), MIN_STAGE_S)
+            )
         best = self.stage("max_progress_no_budget", no_budget_lm, "progress", NO_BUDGET_STAGE_SHARE, self.start())
         best_values = best.values if best.has_solution else None
         p_solver = float(lm.objectives["progress"] @ best_values) if best_values is not None else None
@@ -437,7 +556,7 @@ class _Session:
                 f"{objective} objective: progress target {target:.6g} {why}; planned for progress"
             )
         proven = result.status == "optimal" and best.status == "optimal" and (p_solver or 0.0) >= p_greedy
-        self.relax(target_lm, vector, False, 1.0)
+        self.relax(target_lm, vector, False, 1.0, result.values)
         # The plan powers the fewest nodes that hold the allocations, never more than the solver's u.
         return self.finish(objective, result.values, proven, self._value_of(vector, result.values), result.bound)
 

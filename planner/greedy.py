@@ -22,20 +22,15 @@ construction; the validator checks it like any other plan.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+import numpy as np
+
 from planner.assemble import Allocation
 from planner.domain import Instance
-from planner.economics import (
-    exclusive_outcomes,
-    full_cost_j,
-    job_outcome,
-    ordered_pair_rates,
-    powered_energy_j,
-    within_budget,
-)
+from planner.economics import job_outcome, ordered_pair_rates, powered_energy_j, within_budget
+from planner.economics_columns import group_outcomes, job_groups
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,14 +39,6 @@ class Candidate:
 
     allocation: Allocation
     energy_j: float
-
-
-@dataclass(frozen=True, slots=True)
-class _Ranked:
-    density: float
-    progress: float
-    order: int
-    candidate: Candidate
 
 
 def allocation_outcome(instance: Instance, a: Allocation) -> tuple[float, float] | None:
@@ -79,27 +66,59 @@ def allocation_outcome(instance: Instance, a: Allocation) -> tuple[float, float]
 
 
 def ranked_candidates(instance: Instance) -> list[Candidate]:
-    """Every exclusive option with progress, in the greedy's order (progress per joule)."""
-    out = []
-    for order, job in enumerate(instance.jobs):
-        for g, n, s, o in exclusive_outcomes(instance, job):
-            if o.progress <= 0:
-                continue
-            cost = full_cost_j(instance, g, n, o.energy_j)
-            value = job.weight * o.progress
-            candidate = Candidate(Allocation((job.id,), g.name, n, s), o.energy_j)
-            out.append(_Ranked(value / cost if cost > 0 else math.inf, value, order, candidate))
-    out.sort(
-        key=lambda c: (
-            -c.density,
-            -c.progress,
-            c.order,
-            c.candidate.allocation.gpu_type,
-            c.candidate.allocation.gpus,
-            c.candidate.allocation.setting,
+    """Every exclusive option with progress, in the greedy's order (progress per joule).
+
+    Options are computed a group of interchangeable jobs at a time
+    (:mod:`planner.economics_columns`) and ordered by decreasing ``w pi / c``, then decreasing
+    ``w pi``, job order, GPU type name, count and setting.
+    """
+    T = instance.round.duration_s
+    names = sorted(g.name for g in instance.gpu_types)
+    parts: list[tuple[np.ndarray, ...]] = []
+    for group in job_groups(instance):
+        for gi, g in enumerate(instance.gpu_types):
+            for n in group.counts:
+                if n > g.total_gpus:
+                    continue
+                for s in g.settings:
+                    out = group_outcomes(instance, group, gi, g, n, s, 1.0)
+                    if out is None:
+                        continue
+                    value, energy = out
+                    keep = value > 0
+                    m = int(keep.sum())
+                    cost = energy[keep] + n * T * g.powered_share_w
+                    with np.errstate(divide="ignore"):
+                        density = np.where(cost > 0, value[keep] / np.where(cost > 0, cost, 1.0), np.inf)
+                    type_rank = names.index(g.name)
+                    parts.append(
+                        (
+                            density,
+                            value[keep],
+                            group.index[keep],
+                            np.full(m, type_rank),
+                            np.full(m, n),
+                            np.full(m, s),
+                            energy[keep],
+                        )
+                    )
+    if not parts:
+        return []
+    cols: list[np.ndarray] = [np.concatenate([p[c] for p in parts]) for c in range(7)]
+    density, value, job, rank, gpus, setting, energy = cols
+    order = np.lexsort((setting, gpus, rank, job, -value, -density))
+    jobs = instance.jobs
+    return [
+        Candidate(Allocation((jobs[j].id,), names[r], n, s), e)
+        for j, r, n, s, e in zip(
+            job[order].tolist(),
+            rank[order].tolist(),
+            gpus[order].tolist(),
+            setting[order].tolist(),
+            energy[order].tolist(),
+            strict=True,
         )
-    )
-    return [r.candidate for r in out]
+    ]
 
 
 def accept_in_order(instance: Instance, candidates: Iterable[Candidate]) -> list[Allocation]:

@@ -50,6 +50,7 @@ class SolverResult:
     solve_s: float = 0.0
     message: str = ""
     stats: dict[str, float] = field(default_factory=dict)
+    columns: np.ndarray | None = None  # column generation: the restricted master's columns
 
     @property
     def has_solution(self) -> bool:
