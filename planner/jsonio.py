@@ -27,7 +27,7 @@ import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from planner.problems import InputError, Problem, capped, format_path
 
@@ -44,14 +44,30 @@ def _read_bytes(path: Path) -> bytes:
     """The bytes of ``path``, at most :data:`MAX_INPUT_BYTES` (also for pipes and devices, whose size is unknown)."""
     try:
         with open(path, "rb") as fh:
-            if os.fstat(fh.fileno()).st_size > MAX_INPUT_BYTES:
+            size = os.fstat(fh.fileno()).st_size
+            if size > MAX_INPUT_BYTES:
                 raise _too_large(path)
-            data = fh.read(MAX_INPUT_BYTES + 1)
+            # Never ask for MAX_INPUT_BYTES at once: read() reserves what it is asked for, which fails
+            # under a memory cap. A regular file is read at its size (+1 to see growth), a pipe in chunks.
+            data = fh.read(size + 1) if size > 0 else _read_chunks(fh)
     except OSError as exc:
         raise InputError(str(path), [Problem("unreadable", _FILE, exc.strerror or str(exc))]) from None
     if len(data) > MAX_INPUT_BYTES:
         raise _too_large(path)
     return data
+
+
+def _read_chunks(fh: BinaryIO) -> bytes:
+    """Up to ``MAX_INPUT_BYTES + 1`` bytes of a stream of unknown size, 1 MiB at a time."""
+    parts: list[bytes] = []
+    total = 0
+    while total <= MAX_INPUT_BYTES:
+        chunk = fh.read(min(1 << 20, MAX_INPUT_BYTES + 1 - total))
+        if not chunk:
+            break
+        parts.append(chunk)
+        total += len(chunk)
+    return b"".join(parts)
 
 
 def _too_large(path: Path) -> InputError:
