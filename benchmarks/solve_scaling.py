@@ -12,7 +12,8 @@ new jobs first (several traces, and a trace again at another time, without repea
 that trace); their jobs are merged into one list, ids renamed ``TRACE:ID``, arrivals shifted by
 ``A - at_k`` so every snapshot's queue is queued at the common time ``A`` with the remaining
 steps it had at ``at_k``, and the merged queue is cut to N. The instance's ``source`` records the
-snapshots.
+snapshots. These rounds are built by :mod:`planner.sweep_rounds` (``TracePool``, ``make_round``), the
+same code as ``wattplan instance sweep --family trace``.
 
 For every (size, budget, solver) the script calls
 ``planner.planning.plan(inst, PlanRequest(solver, time_limit_s, threads=2, seed=0))`` and records the
@@ -42,7 +43,6 @@ import subprocess
 import sys
 import time
 import traceback
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -55,24 +55,11 @@ from planner.domain import Instance
 from planner.planning import greedy_plan
 from planner.profile_build import DEFAULT_PROFILE_LIBRARY
 from planner.request import PlanRequest
-from planner.resources import GAVEL_TRACES, shipped
-from planner.round_builder import (
-    ProfileLibrary,
-    RoundOptions,
-    build_round,
-    load_profile_library,
-    parse_cluster_spec,
-    queued_jobs,
-)
-from planner.traces import TraceJob, read_gavel_trace
+from planner.round_builder import load_profile_library
+from planner.sweep_rounds import TracePool, cluster_for, make_round
 
 REPO = Path(__file__).resolve().parents[1]
-TRACE_DIR = shipped(GAVEL_TRACES)
 FIGURES = REPO / "benchmarks" / "figures"
-GPU_TYPES = ("v100", "p100")
-GPUS_PER_NODE = 8
-MIN_TRACE_JOBS = 500  # traces considered for snapshots: those with at least this many jobs
-CANDIDATE_TIMES = 300  # arrival times scanned per trace
 LP_REFERENCE_LIMIT_S = 120.0
 
 FIELDS = [
@@ -127,103 +114,6 @@ FIELDS = [
     "load1_before",
     "load1_after",
 ]
-
-
-# --------------------------------------------------------------------------------------------
-# Rounds
-
-
-@dataclass(frozen=True)
-class Snapshot:
-    trace: str
-    at_s: float
-    job_ids: frozenset[str]  # the trace's ids queued at at_s (and not taken by an earlier snapshot)
-
-    def describe(self) -> str:
-        return f"{self.trace}@{self.at_s:.0f}({len(self.job_ids)})"
-
-
-class TracePool:
-    """The shipped traces, their queues at candidate times, and rounds of N jobs drawn from them."""
-
-    def __init__(self, lib: ProfileLibrary) -> None:
-        self.lib = lib
-        self.traces: dict[str, list[TraceJob]] = {}
-        for path in sorted(TRACE_DIR.glob("*.trace")):
-            jobs = read_gavel_trace(path)
-            if len(jobs) >= MIN_TRACE_JOBS:
-                self.traces[path.stem] = jobs
-        self._queues: dict[str, list[tuple[float, frozenset[str]]]] | None = None
-
-    def queues(self) -> dict[str, list[tuple[float, frozenset[str]]]]:
-        """Per trace, the queued ids at up to ``CANDIDATE_TIMES`` arrival times (and the last)."""
-        if self._queues is None:
-            self._queues = {}
-            for name, jobs in self.traces.items():
-                times = sorted({j.arrival_s for j in jobs})
-                step = max(1, len(times) // CANDIDATE_TIMES)
-                cands = sorted(set(times[::step]) | {times[-1]})
-                self._queues[name] = [
-                    (at, frozenset(j.id for j in queued_jobs(jobs, self.lib, GPU_TYPES, at)[0])) for at in cands
-                ]
-        return self._queues
-
-    def snapshots(self, n: int) -> list[Snapshot]:
-        """Greedy: the snapshot with the most new jobs first, until at least ``n`` jobs."""
-        used: dict[str, set[str]] = {name: set() for name in self.traces}
-        chosen: list[Snapshot] = []
-        total = 0
-        queues = self.queues()
-        while total < n:
-            best: tuple[int, str, float, frozenset[str]] | None = None
-            for name in sorted(queues):
-                for at, ids in queues[name]:
-                    new = ids - used[name]
-                    if best is None or len(new) > best[0]:
-                        best = (len(new), name, at, frozenset(new))
-            if best is None or best[0] == 0:
-                break
-            count, name, at, ids = best
-            chosen.append(Snapshot(name, at, ids))
-            used[name] |= ids
-            total += count
-        return chosen
-
-    def round_jobs(self, n: int) -> tuple[list[TraceJob], float, list[Snapshot]]:
-        """The trace jobs and the time ``at`` whose queue (cut to ``n``) is the round's."""
-        snaps = self.snapshots(n)
-        if len(snaps) == 1:
-            s = snaps[0]
-            return self.traces[s.trace], s.at_s, snaps
-        common = max(s.at_s for s in snaps)
-        merged: list[TraceJob] = []
-        for s in snaps:
-            shift = common - s.at_s
-            for j in self.traces[s.trace]:
-                if j.id in s.job_ids:
-                    arrival = min(j.arrival_s + shift, common)  # never after `common` by rounding
-                    merged.append(TraceJob(f"{s.trace}:{j.id}", j.type, arrival, j.requested_gpus, j.total_steps))
-        return merged, common, snaps
-
-
-def cluster_for(n: int) -> tuple[int, int]:
-    """Nodes ~ n / 4: two thirds V100, one third P100, whole nodes, at least one of each."""
-    nodes = max(2, round(n / 4))
-    v100 = max(1, round(nodes * 2 / 3))
-    return v100, max(1, nodes - v100)
-
-
-def make_round(pool: TracePool, n: int, budget: float) -> tuple[Instance, list[Snapshot], tuple[int, int]]:
-    jobs, at, snaps = pool.round_jobs(n)
-    v100, p100 = cluster_for(n)
-    cluster = parse_cluster_spec(f"v100:{v100 * GPUS_PER_NODE},p100:{p100 * GPUS_PER_NODE}", GPUS_PER_NODE)
-    source = {
-        "benchmark": "solve_scaling",
-        "snapshots": [{"trace": s.trace, "at_s": s.at_s, "jobs": len(s.job_ids)} for s in snaps],
-        "merged": len(snaps) > 1,
-    }
-    inst = build_round(jobs, cluster, pool.lib, RoundOptions(at_s=at, budget_fraction=budget, max_jobs=n), source)
-    return inst, snaps, (v100, p100)
 
 
 # --------------------------------------------------------------------------------------------
@@ -352,7 +242,8 @@ def run(args: argparse.Namespace) -> Path:
                 skip_size = ""
                 for budget in budgets:
                     progress.update(task, description=f"N={n} b={budget}: building round")
-                    inst, snaps, (v100, p100) = make_round(pool, n, budget)
+                    inst, snaps, _ = make_round(pool, n, budget)
+                    v100, p100 = cluster_for(n)
                     base: dict[str, Any] = {
                         "size": n,
                         "budget_fraction": budget,

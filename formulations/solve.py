@@ -497,8 +497,8 @@ class _Session:
         if second.has_solution and second.values is not None and second_lm.is_feasible(second.values):
             if float(lm.objectives["energy"] @ second.values) <= float(lm.objectives["energy"] @ first.values):
                 chosen = second.values
-        if self.core is not None:  # proven only by the Lagrangian bound (finish checks the gap)
-            proven = self.lp_bound is not None
+        if self.core is not None:  # proven by the Lagrangian bound (finish checks the gap), both stages done
+            proven = self.lp_bound is not None and second.status == "optimal"
         else:
             proven = first.status == "optimal" and second.status == "optimal"
         bound = first.bound

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -25,6 +25,10 @@ from rich.console import Console
 from planner import defaults
 from planner.problems import InputError, Problem
 from planner.request import DEFAULT_REQUEST, REPLAY_REQUEST, PlanRequest
+
+if TYPE_CHECKING:
+    from planner.sim.engine import SimResult
+    from planner.sim.replay import ReplaySpec
 
 app = typer.Typer(
     name="wattplan",
@@ -107,7 +111,7 @@ class TraceFormat(StrEnum):
 
 
 SOLVER_HELP = (
-    "cbc (default: fastest on the shipped rounds, see benchmarks/RESULTS.md), highs, cpsat, "
+    "cbc (default: fastest on the shipped rounds, see benchmarks/RESULTS.md), highs, cpsat, scip, ortools-cbc, "
     "pulp:NAME (any PuLP solver, e.g. pulp:GUROBI_CMD) or greedy (no solver)."
 )
 TRACE_HELP = (
@@ -144,6 +148,14 @@ CarbonOpt = Annotated[
 PriceOpt = Annotated[Path | None, typer.Option(help="Hourly electricity price CSV ($/MWh): report energy cost.")]
 SignalStartOpt = Annotated[
     str | None, typer.Option(help="Signal hour (ISO 8601, UTC) at which the replay starts; default the file's first.")
+]
+RayOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--ray",
+        help="Run on Ray: a cluster address (auto, HOST:6379, ray://HOST:10001) or local (a Ray instance started "
+        "for this run); needs the ray extra (pip install 'wattplan[ray]').",
+    ),
 ]
 SignalAwareOpt = Annotated[
     bool,
@@ -197,7 +209,9 @@ def plan(
     seed: Annotated[int, typer.Option(help="Solver random seed (>= 0).")] = DEFAULT_REQUEST.seed,
     export_model: Annotated[
         Path | None,
-        typer.Option(help="Also write the model as FILE.mps or FILE.lp for outside solvers (cbc or highs)."),
+        typer.Option(
+            help="Also write the model as FILE.mps or FILE.lp for outside solvers (cbc, highs, scip, ortools-cbc)."
+        ),
     ] = None,
     lp_bound: Annotated[
         bool,
@@ -462,6 +476,65 @@ def instance_from_trace(
     )
 
 
+class SweepFamily(StrEnum):
+    """Where ``instance sweep`` takes its jobs (see :mod:`planner.sweep_rounds`)."""
+
+    trace = "trace"
+    sampled = "sampled"
+
+
+@instance_app.command("sweep")
+@handles_errors
+def instance_sweep(
+    out_dir: Annotated[Path, typer.Option("--out", "-o", help="Folder for the instances and manifest.csv.")],
+    sizes: Annotated[str, typer.Option(help="Round sizes (jobs), comma-separated, each >= 1.")] = (
+        "50,100,500,1000,2000,5000,10000"
+    ),
+    budgets: Annotated[str, typer.Option(help="Budgets as fractions of full power x T, each in (0, 1].")] = (
+        "0.3,0.6,1.0"
+    ),
+    seeds: Annotated[str, typer.Option(help="Seeds of the sampled draws, comma-separated (>= 0).")] = "0",
+    family: Annotated[
+        SweepFamily,
+        typer.Option(
+            help="trace: real queues of the shipped Gavel traces (up to ~13,500 jobs); sampled: i.i.d. draws."
+        ),
+    ] = SweepFamily.trace,
+    gpu_mix: Annotated[str, typer.Option(help="Node weights per GPU type, e.g. v100:2,p100:1 or v100:1.")] = (
+        "v100:2,p100:1"
+    ),
+    jobs_per_node: Annotated[float, typer.Option(help="The cluster has about N / this many 8-GPU nodes.")] = 4.0,
+    mps: Annotated[bool, typer.Option("--mps/--no-mps", help="Also write each round's model as MPS (large).")] = False,
+) -> None:
+    """Write reproducible benchmark rounds: one instance per (size, budget, seed) and DIR/manifest.csv.
+
+    Files are named FAMILY-nN-bB-sS.json (and .mps with --mps); the same options give byte-identical
+    files. Trace rounds do not depend on the seed. How jobs are chosen: instances/README.md.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from planner.instance_sweep import sweep, sweep_spec
+    from planner.resources import profile_library
+    from planner.round_builder import load_profile_library
+
+    lib = load_profile_library(profile_library())
+    spec = sweep_spec(out_dir, sizes, budgets, seeds, family.value, gpu_mix, jobs_per_node, mps, sorted(lib.gpu_types))
+    start = time.perf_counter()
+    with Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err
+    ) as bar:
+        task = bar.add_task("reading traces", total=len(spec.items()))
+        rows = sweep(
+            spec,
+            lib,
+            on_written=lambda row: bar.update(task, advance=1, description=row["file"]),
+            on_prepared=lambda: bar.update(task, description="writing"),
+        )
+    out.print(
+        f"wrote {len(rows)} instances and manifest.csv to [bold]{out_dir}[/] in {time.perf_counter() - start:.1f} s"
+    )
+
+
 @profiles_app.command("build")
 @handles_errors
 def profiles_build(
@@ -534,6 +607,10 @@ def simulate(
     profiles: ProfilesOpt = None,
     plots: Annotated[bool, typer.Option(help="Write PNG plots.")] = True,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    workers: Annotated[
+        int, typer.Option(help="Policies replayed at once, each in its own process (>= 1; 1: one after another).")
+    ] = 1,
+    ray: RayOpt = None,
 ) -> None:
     """Replay a trace round by round with one or more policies; write logs, summary.json and plots."""
     import dataclasses
@@ -577,15 +654,48 @@ def simulate(
         signal_aware=signal_aware,
     )
     workload, ctx = prepare(spec)
-    runs = []
-    with progress_display(err) as bar:
-        for name in spec.policies:
-            cb = None if quiet else progress_callback(bar, name, len(workload.jobs))
-            runs.append(run_policy(spec, workload, ctx, name, cb))
+    if workers == 1 and ray is None:
+        runs = []
+        with progress_display(err) as bar:
+            for name in spec.policies:
+                cb = None if quiet else progress_callback(bar, name, len(workload.jobs))
+                runs.append(run_policy(spec, workload, ctx, name, cb))
+    else:
+        runs = _parallel_replays(spec, workers, ray, quiet)
     runs = with_floor_and_reference(spec, workload, ctx, runs)
     write_outputs(out_path, runs, plots=plots)
     out.print(summary_table([s for _, s in runs]))
     out.print(f"{len(workload.jobs)} jobs replayed; results written to [bold]{out_path}[/]")
+
+
+def _replay_policy(spec: ReplaySpec, name: str) -> tuple[SimResult, dict[str, Any]]:
+    """One policy of ``simulate`` in a worker (module level, so it pickles): ``run_policy`` on its own ``prepare``."""
+    from planner.sim.replay import prepare, run_policy
+
+    workload, ctx = prepare(spec)
+    return run_policy(spec, workload, ctx, name)
+
+
+def _parallel_replays(
+    spec: ReplaySpec, workers: int, ray: str | None, quiet: bool
+) -> list[tuple[SimResult, dict[str, Any]]]:
+    """Every policy of ``spec`` through :func:`planner.executor.run_tasks`, in policy order; a failure raises."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from planner.executor import run_tasks
+
+    done: dict[int, tuple[SimResult, dict[str, Any]]] = {}
+    columns = (TextColumn("[bold]simulate"), BarColumn(), MofNCompleteColumn(), TextColumn("policies"))
+    with Progress(*columns, TimeElapsedColumn(), console=err, disable=quiet) as bar:
+        task = bar.add_task("simulate", total=len(spec.policies))
+        tasks = [(spec, name) for name in spec.policies]
+        for index, outcome in run_tasks(_replay_policy, tasks, workers=workers, ray_address=ray):
+            if outcome.error is not None:
+                raise outcome.error
+            assert outcome.value is not None
+            done[index] = outcome.value
+            bar.advance(task)
+    return [done[k] for k in range(len(spec.policies))]
 
 
 def _float_list(text: str, option: str) -> list[float]:
@@ -619,7 +729,10 @@ def frontier(
         ObjectiveChoice,
         typer.Option(help="Objective of the swept points: efficiency or energy (progress is always one point)."),
     ] = ObjectiveChoice.efficiency,
-    workers: Annotated[int, typer.Option(help="Replays run at once, each in its own process (>= 1).")] = 2,
+    workers: Annotated[
+        int, typer.Option(help="Replays run at once, each in its own process (>= 1; with --ray: Ray tasks in flight).")
+    ] = 2,
+    ray: RayOpt = None,
     power_cap_w: PowerCapOpt = None,
     energy_budget_kwh: EnergyBudgetOpt = None,
     round_s: RoundSOpt = defaults.ROUND_S,
@@ -689,12 +802,98 @@ def frontier(
         console=err,
     ) as bar:
         task = bar.add_task("frontier", total=total)
-        result = fr.frontier(base, sweep_d, sweep_x, names, out_path, workers, lambda point, row: bar.advance(task))
+        result = fr.frontier(
+            base, sweep_d, sweep_x, names, out_path, workers, lambda point, row: bar.advance(task), ray_address=ray
+        )
     out.print(summary_table(result.rows))
     failed = [r["label"] for r in result.rows if r.get("error")]
     if failed:
         err.print(f"[yellow]{len(failed)} replay(s) failed: {', '.join(failed)} (see frontier.csv)[/]")
     out.print(f"{total} replays; frontier written to [bold]{out_path}[/] ({', '.join(p.name for p in result.paths)})")
+
+
+@app.command()
+@handles_errors
+def bench(
+    instances: Annotated[
+        Path,
+        typer.Argument(
+            metavar="SET", help="A folder of instances (its manifest.csv, else every *.json) or one instance file."
+        ),
+    ],
+    solvers: Annotated[
+        str,
+        typer.Option(
+            help="Solvers to compare, comma-separated: cbc, highs, cpsat, scip, ortools-cbc, pulp:NAME, greedy."
+        ),
+    ] = "cbc,highs,cpsat,greedy",
+    time_limit: Annotated[float, typer.Option(help="Seconds per run, the whole planning call (> 0).")] = 10.0,
+    seeds: Annotated[int, typer.Option(help="Runs per instance and solver, seeds 0 .. K-1 (>= 1).")] = 1,
+    workers: Annotated[
+        int | None,
+        typer.Option(help="Runs at once, each a fresh process (>= 1; default 1, with --ray as many as Ray places)."),
+    ] = None,
+    out_path: Annotated[Path, typer.Option("--out", "-o", help="Output folder (a rerun resumes).")] = Path("bench-out"),
+    ray: RayOpt = None,
+    gap: Annotated[
+        float, typer.Option(help="Relative gap at which a solve stops and a run counts as solved, in [0, 1).")
+    ] = DEFAULT_REQUEST.rel_gap,
+    threads: Annotated[int, typer.Option(help="Solver threads per run (>= 1).")] = 1,
+    memory_limit_mb: Annotated[
+        int | None, typer.Option(help="Address-space cap of each run (MiB, RLIMIT_AS); over it a run is oom.")
+    ] = None,
+    grace: Annotated[
+        float | None, typer.Option(help="Seconds past the limit before a run is killed (default max(5, 0.5 x limit)).")
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+) -> None:
+    """Benchmark solvers: every instance x solver x seed in a fresh process; MIPLIB-style summary and profiles.
+
+    Writes runs/<run>.json per finished run (a rerun skips them), runs.csv and runs.jsonl (every run),
+    summary.csv and report.md (per solver: solved, shifted geometric mean time, mean gap, primal integral,
+    failures) and profile.png (performance profile). A crash, hang or out-of-memory run is a result.
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from planner.bench.report import summary_table, write_report
+    from planner.bench.runner import BenchConfig, prepare_sweep, run_sweep
+    from planner.bench.summary import FAILURES
+
+    config = BenchConfig(
+        instances=instances,
+        solvers=tuple(s.strip() for s in solvers.split(",") if s.strip()),
+        time_limit_s=time_limit,
+        seeds=seeds,
+        out=out_path,
+        rel_gap=gap,
+        threads=threads,
+        workers=workers,
+        ray_address=ray,
+        memory_limit_mb=memory_limit_mb,
+        grace_s=grace,
+    )
+    tasks = prepare_sweep(config)
+    failed = 0
+    columns = (TextColumn("[bold]bench"), BarColumn(), MofNCompleteColumn(), TextColumn("runs"))
+    with Progress(
+        *columns, TextColumn("{task.fields[failed]} failed"), TimeElapsedColumn(), console=err, disable=quiet
+    ) as bar:
+        task = bar.add_task("bench", total=len(tasks), failed=0)
+
+        def advance(record: dict[str, Any]) -> None:
+            nonlocal failed
+            failed += record.get("status") in FAILURES
+            bar.update(task, advance=1, failed=failed)
+
+        result = run_sweep(config, tasks, advance)
+    report = write_report(config, result.tasks, result.records)
+    out.print(summary_table(report.summary))
+    if failed:
+        err.print(f"[yellow]{failed} run(s) failed (crash, hang, timeout, oom or error): see runs.csv[/]")
+    out.print(
+        f"{len(report.rows)} runs ({result.ran} now, {result.reused} reused); "
+        f"results in [bold]{out_path}[/] ({', '.join(p.name for p in report.paths)})"
+    )
 
 
 def main() -> None:

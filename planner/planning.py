@@ -29,7 +29,7 @@ from planner.request import DEFAULT_REQUEST, EXPORT_SUFFIXES, GREEDY, PlanReques
 from planner.solve_report import HeuristicRecord, SolveReport
 from planner.validate import checked
 
-SOLVER_CHOICES = "cbc, highs, cpsat, pulp:NAME (any PuLP solver, e.g. pulp:GUROBI_CMD) or greedy"
+SOLVER_CHOICES = "cbc, highs, cpsat, scip, ortools-cbc, pulp:NAME (any PuLP solver, e.g. pulp:GUROBI_CMD) or greedy"
 """The solver names a user may give, for help texts and errors."""
 
 
@@ -47,7 +47,11 @@ def _solver_problems(request: PlanRequest) -> list[Problem]:
         lp = backend_features(request.lp_solver)
         if lp is None or not lp.lp_relaxation:
             problems.append(
-                Problem("bad-option", "lp_solver", f"{request.lp_solver!r} solves no LP relaxation; use highs or cbc")
+                Problem(
+                    "bad-option",
+                    "lp_solver",
+                    f"{request.lp_solver!r} solves no LP relaxation; use highs, cbc, scip or ortools-cbc",
+                )
             )
     if request.export_model is not None:
         features = None if request.solver == GREEDY else backend_features(request.solver)
@@ -56,7 +60,7 @@ def _solver_problems(request: PlanRequest) -> list[Problem]:
                 Problem(
                     "cannot-export",
                     "export_model (--export-model)",
-                    f"the {request.solver} solver cannot export a model; use --solver highs or cbc",
+                    f"the {request.solver} solver cannot export a model; use --solver highs, cbc, scip or ortools-cbc",
                 )
             )
     return problems

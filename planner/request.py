@@ -23,7 +23,7 @@ EXPORT_SUFFIXES: Final = (".mps", ".lp")
 class PlanRequest:
     """Solve options; ``objective=None`` keeps the instance's own objective.
 
-    * ``solver``: ``cbc`` (default), ``highs``, ``cpsat``, ``pulp:NAME`` or ``greedy``;
+    * ``solver``: ``cbc`` (default), ``highs``, ``cpsat``, ``scip``, ``ortools-cbc``, ``pulp:NAME`` or ``greedy``;
     * ``time_limit_s``: wall seconds for the whole call (> 0), reading nothing, planning,
       placing and validating included;
     * ``rel_gap``: relative gap at which a solve may stop, in ``[0, 1)``;

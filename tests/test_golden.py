@@ -1,7 +1,7 @@
 """Golden tests: tiny rounds whose optimum is worked out by hand, solved by every backend.
 
-Each test builds a ``wattplan.instance/1`` document, solves it with CP-SAT, HiGHS and CBC
-(``planner.planning.plan`` with a tight gap, one thread, no LP bound) and checks the plan against the
+Each test builds a ``wattplan.instance/1`` document, solves it with CP-SAT, HiGHS, CBC, SCIP and OR-Tools'
+CBC (``planner.planning.plan`` with a tight gap, one thread, no LP bound) and checks the plan against the
 hand figures in its docstring: the round's progress ``sum w * sigma / R`` and energy
 (dynamic + powered nodes), the decisive choice (which job runs where, at which setting, with
 whom), and that the plan passes the validator.
@@ -26,7 +26,7 @@ from planner.plan import Plan, PlannedJob
 from planner.request import PlanRequest
 from planner.validate import validate_plan
 
-SOLVERS = ["cpsat", "highs", "cbc"]
+SOLVERS = ["cpsat", "highs", "cbc", "scip", "ortools-cbc"]
 solvers = pytest.mark.parametrize("solver", SOLVERS)
 
 

@@ -1,4 +1,7 @@
-"""Solver backends by name: ``cpsat``, ``highs``, ``cbc`` (PuLP's bundled CBC) and ``pulp:NAME``.
+"""Solver backends by name: ``cpsat``, ``highs``, ``cbc``, ``scip``, ``ortools-cbc`` and ``pulp:NAME``.
+
+``cbc`` is PuLP's bundled CBC (through an MPS file), ``ortools-cbc`` OR-Tools' CBC (in memory),
+``scip`` SCIP through PySCIPOpt.
 
 This registry maps a backend name to its class; which names a user may ask for (``greedy``
 included) is decided by the front door, :func:`planner.planning.plan`.
@@ -17,10 +20,17 @@ from formulations.backends.base import (
 )
 from formulations.backends.cpsat import CpSatBackend
 from formulations.backends.highs import HighsBackend
+from formulations.backends.ortools_mip import OrtoolsCbcBackend
 from formulations.backends.pulp_backend import CBC, PulpBackend
+from formulations.backends.scip import INSTALL_HINT as SCIP_INSTALL_HINT
+from formulations.backends.scip import ScipBackend
 
-BUILTIN = ("cbc", "highs", "cpsat")
+BUILTIN = ("cbc", "highs", "cpsat", "scip", "ortools-cbc")
 PULP_PREFIX = "pulp:"
+NAMES = "cbc, highs, cpsat, scip, ortools-cbc or pulp:NAME (a PuLP solver name)"
+"""Every name :func:`get_backend` knows, for error messages."""
+INSTALL_HINTS = {"scip": SCIP_INSTALL_HINT}
+"""How to install the library of a backend that is not available."""
 
 
 def backend_features(name: str) -> Features | None:
@@ -29,6 +39,10 @@ def backend_features(name: str) -> Features | None:
         return CpSatBackend.features
     if name == "highs":
         return HighsBackend.features
+    if name == "scip":
+        return ScipBackend.features
+    if name == "ortools-cbc":
+        return OrtoolsCbcBackend.features
     if name == "cbc" or (name.startswith(PULP_PREFIX) and len(name) > len(PULP_PREFIX)):
         return PulpBackend.features
     return None
@@ -41,14 +55,19 @@ def get_backend(name: str) -> Backend:
         backend = CpSatBackend()
     elif name == "highs":
         backend = HighsBackend()
+    elif name == "scip":
+        backend = ScipBackend()
+    elif name == "ortools-cbc":
+        backend = OrtoolsCbcBackend()
     elif name == "cbc":
         backend = PulpBackend(CBC, label="cbc")
     elif name.startswith(PULP_PREFIX) and len(name) > len(PULP_PREFIX):
         backend = PulpBackend(name[len(PULP_PREFIX) :])
     else:
-        raise BackendUnavailable(f"unknown solver {name!r}: use cbc, highs, cpsat or pulp:NAME (a PuLP solver name)")
+        raise BackendUnavailable(f"unknown solver {name!r}: use {NAMES}")
     if not backend.is_available():
-        raise BackendUnavailable(f"solver {name!r} is not available on this machine")
+        hint = INSTALL_HINTS.get(name)
+        raise BackendUnavailable(f"solver {name!r} is not available on this machine" + (f" ({hint})" if hint else ""))
     return backend
 
 

@@ -15,10 +15,11 @@ label                       knob                    replay
 
 Budgets, caps, noise and seed of the base spec are kept by every point (a sweep may run
 under a cap); wattplan's planning request keeps no objective of its own, so the rules' objective
-applies. :func:`run_sweep` replays each point in a fresh interpreter (a ``spawn`` process pool:
-wattplan's solves fork, and a forking process must not have run a solver first) and writes
-its files to ``out/runs/<label>/`` (:func:`planner.sim.output.write_result`, the summary with
-the point's spec as ``frontier_spec``); a point whose ``summary.json`` holds the same spec is
+applies. :func:`run_sweep` replays each point in a fresh interpreter through
+:func:`planner.executor.run_tasks` (a ``spawn`` process pool: wattplan's solves fork, and a
+forking process must not have run a solver first; or Ray tasks, ``ray_address``) and writes
+its files to ``out/runs/<label>/`` in this process (:func:`planner.sim.output.write_result`,
+the summary with the point's spec as ``frontier_spec``); a point whose ``summary.json`` holds the same spec is
 read back instead of replayed, so an interrupted sweep resumes. A replay that fails becomes a
 row with its ``error`` and the sweep goes on.
 
@@ -34,9 +35,8 @@ and ``frontier.png`` (:func:`frontier_plot`) in ``out``.
 from __future__ import annotations
 
 import json
-import multiprocessing
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures import Future, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -44,8 +44,10 @@ from typing import Any, Literal
 
 from formulations.energy_floor import EnergyFloor
 from planner.domain import Objective
+from planner.executor import run_tasks
 from planner.jsonio import read_json, write_json_atomic, write_text_atomic
 from planner.problems import InputError, Problem
+from planner.sim.engine import SimResult
 from planner.sim.metrics import pareto_front, with_reference
 from planner.sim.output import comparison_csv, write_result
 from planner.sim.plots import _finish, _pyplot
@@ -201,28 +203,30 @@ def _point_fields(point: FrontierPoint) -> dict[str, Any]:
     return {"label": point.label, "knob": point.knob, "value": point.value}
 
 
-def run_point(point: FrontierPoint, folder: Path) -> dict[str, Any]:
-    """Replay one point and write its files in ``folder``; return its summary with label, knob and value.
-
-    The worker of :func:`run_sweep` (module level so a ``spawn`` pool can pickle it).
-    """
+def replay_point(point: FrontierPoint) -> tuple[dict[str, Any], SimResult]:
+    """Replay one point: its summary with label, knob, value and ``frontier_spec``, and the result (nothing written)."""
     workload, ctx = prepare(point.spec)
     result, summary = run_policy(point.spec, workload, ctx, point.policy)
-    row = {**_point_fields(point), **summary, "frontier_spec": spec_json(point.spec)}
+    return {**_point_fields(point), **summary, "frontier_spec": spec_json(point.spec)}, result
+
+
+def run_point(point: FrontierPoint, folder: Path) -> dict[str, Any]:
+    """Replay one point and write its files in ``folder``; return its summary with label, knob and value."""
+    row, result = replay_point(point)
     write_result(result, row, folder)
     return row
 
 
-def _worker(point: FrontierPoint, folder: Path) -> dict[str, Any]:
-    """:func:`run_point` in a pool worker; a failure comes back as :func:`error_row`.
+def _worker(point: FrontierPoint) -> tuple[dict[str, Any], SimResult | None]:
+    """:func:`replay_point` in a worker (module level, so it pickles); a failure is :func:`error_row` and no result.
 
     The error travels as text: an exception whose arguments do not rebuild it (such as
-    :class:`InputError`) cannot be unpickled by the parent and would break the whole pool.
+    :class:`InputError`) cannot be unpickled by the parent.
     """
     try:
-        return run_point(point, folder)
+        return replay_point(point)
     except Exception as exc:  # any failure of this replay is this point's row
-        return error_row(point, exc)
+        return error_row(point, exc), None
 
 
 def _stored_row(point: FrontierPoint, folder: Path) -> dict[str, Any] | None:
@@ -260,6 +264,7 @@ def collect(
 
     With ``lost`` given, points whose pool broke (a worker died: killed for memory, crashed)
     are appended there instead, to be retried; ``progress`` is called for every other point.
+    For callers holding their own futures: :func:`run_sweep` goes through :mod:`planner.executor`.
     """
     for future in as_completed(futures):
         point = futures[future]
@@ -283,17 +288,35 @@ def _replay(
     workers: int,
     rows: dict[str, dict[str, Any]],
     progress: ProgressFn | None,
-    lost: list[FrontierPoint] | None,
+    ray_address: str | None = None,
 ) -> None:
-    """Replay ``points`` in a fresh ``spawn`` pool of at most ``workers`` processes (see :func:`collect`)."""
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=min(workers, len(points)), mp_context=context) as pool:
-        futures = {pool.submit(_worker, p, runs / p.label): p for p in points}
-        collect(futures, rows, progress, lost)
+    """Replay ``points`` with :func:`planner.executor.run_tasks`; write each one's files under ``runs`` here.
+
+    A replay that raised, or whose worker died (``BrokenProcessPool``, charged by the executor
+    to the replay that caused it), or whose files cannot be written is :func:`error_row`.
+    """
+    for index, outcome in run_tasks(_worker, [(p,) for p in points], workers=workers, ray_address=ray_address):
+        point = points[index]
+        if outcome.value is None:
+            row = error_row(point, outcome.error or RuntimeError("the replay returned nothing"))
+        else:
+            row, result = outcome.value
+            if result is not None:
+                try:
+                    write_result(result, row, runs / point.label)
+                except Exception as exc:  # an unwritable folder is this point's failure
+                    row = error_row(point, exc)
+        rows[point.label] = row
+        if progress is not None:
+            progress(point, row)
 
 
 def run_sweep(
-    points: Sequence[FrontierPoint], out: Path, workers: int, progress: ProgressFn | None = None
+    points: Sequence[FrontierPoint],
+    out: Path,
+    workers: int,
+    progress: ProgressFn | None = None,
+    ray_address: str | None = None,
 ) -> list[dict[str, Any]]:
     """Replay every point in its own process (at most ``workers`` at once); return the rows in point order.
 
@@ -303,7 +326,8 @@ def run_sweep(
     or duplicate labels raise :class:`InputError` before anything runs. ``progress(point, row)``
     is called in this process as each point finishes (reused ones first). When a worker dies,
     the replays its pool lost are retried one at a time, each in a pool of its own, so the
-    death is charged to the replay that caused it.
+    death is charged to the replay that caused it. ``ray_address`` runs the replays as Ray
+    tasks (:mod:`planner.executor`; the trace and signal files must be readable on every node).
     """
     if workers < 1:
         raise InputError("--workers", [Problem("bad-option", "--workers", f"must be >= 1, got {workers}")])
@@ -327,11 +351,8 @@ def run_sweep(
     for point in todo:  # a failed replay must not leave an older run's files that look like its own
         for name in RUN_FILES:
             (runs / point.label / name).unlink(missing_ok=True)
-    lost: list[FrontierPoint] = []
     if todo:
-        _replay(todo, runs, workers, rows, progress, lost)
-    for point in sorted(lost, key=points.index):  # alone, so a dying worker takes only its own replay down
-        _replay([point], runs, 1, rows, progress, None)
+        _replay(todo, runs, workers, rows, progress, ray_address)
     return [rows[p.label] for p in points]
 
 
@@ -432,6 +453,7 @@ def frontier(
     out: Path,
     workers: int,
     progress: ProgressFn | None = None,
+    ray_address: str | None = None,
 ) -> FrontierResult:
     """Sweep wattplan's knob on ``base``'s trace beside the baselines; write the frontier files in ``out``.
 
@@ -444,7 +466,7 @@ def frontier(
     out = Path(out)
     points = sweep_points(base, deltas, jct_increases, baselines)
     workload, ctx = prepare(base)  # a missing trace, a bad cluster, an empty selection: raised here, before the pool
-    rows = run_sweep(points, out, workers, progress)
+    rows = run_sweep(points, out, workers, progress, ray_address)
     reference = _reference(base, workload, ctx, rows)
     floor = workload_floor(workload, ctx)
     floor_kwh = floor.energy_kwh

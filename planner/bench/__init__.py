@@ -1,0 +1,17 @@
+"""``wattplan bench``: every solver on every instance of a set, each run in a fresh process, MIPLIB-style summary.
+
+* :mod:`planner.bench.runner`: the sweep. Instances (a folder, its ``manifest.csv``, or one
+  file) times solvers times seeds; each run is ``python -m planner.bench.worker`` in a new
+  process group under a hard wall deadline; failures (crash, hang, out of memory, error) are
+  results, never fatal; finished runs are saved one file each and skipped on a rerun.
+* :mod:`planner.bench.worker`: the child process, which plans through the front door
+  :func:`planner.planning.plan` and writes one JSON result.
+* :mod:`planner.bench.incumbents`: the incumbent timeline of a plan (from its solve report).
+* :mod:`planner.bench.summary`: pure maths: gaps, shifted geometric means, the primal
+  integral, Dolan-More performance profiles, the per-solver table.
+* :mod:`planner.bench.report`: ``runs.csv``, ``runs.jsonl``, ``summary.csv``, ``report.md``
+  and ``profile.png``.
+
+Parallel runs go through :func:`planner.executor.run_tasks` (threads that each drive one
+worker process, or Ray tasks that run the worker on their node).
+"""

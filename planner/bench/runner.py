@@ -1,0 +1,584 @@
+"""The benchmark sweep: instances x solvers x seeds, each run in its own process, resumable.
+
+Instances (:func:`find_instances`): ``SET`` is one instance file, or a folder with a
+``manifest.csv`` (``wattplan instance sweep``'s: its ``file`` column names the instances,
+relative to the folder, and every other column is carried into the results), or else a folder
+whose ``*.json`` files are the instances (sorted by name).
+
+A run (:func:`run_one`) is ``python -m planner.bench.worker`` (:mod:`planner.bench.worker`) in a
+new session, so it leads its own process group, in a scratch folder that receives the
+instance's bytes: nothing but those bytes needs to reach the machine that runs it (a Ray node).
+The parent waits until the hard deadline ``limit + grace`` (grace ``max(5 s, 0.5 x limit)``
+unless given), then kills with SIGKILL the worker's group and every process below the worker
+(a solve runs in a session of its own, :mod:`formulations.watchdog`). The worker's group is
+killed after every run too; a solve process of a worker that crashed mid-solve is no longer
+below it and ends at its own solver limit. Interrupted (Ctrl-C, SIGTERM: exit 130, 143), the
+sweep kills its running workers and saves nothing half-done. Status of a run:
+
+=========  ==============================================================================
+optimal,   the plan's status (the worker answered within the limit, give or take
+feasible,  :func:`late_after` of slack)
+fallback
+timeout    the worker answered, but later than :func:`late_after` (the plan's values are kept)
+hang       no answer by the deadline: the worker and every process it started were killed
+oom        ``MemoryError`` in the worker (exit :data:`~planner.bench.worker.EXIT_OOM`, e.g. under
+           ``--memory-limit-mb``); a worker killed by SIGKILL not sent by us (the kernel's
+           out-of-memory killer); or one that failed saying so on stderr
+           (:data:`MEMORY_FAILURE`: OpenBLAS, ``bad_alloc``)
+crash      any other non-zero exit or signal (``stderr_tail`` keeps the end of stderr)
+error      the worker reported an exception (bad instance, planner error)
+=========  ==============================================================================
+
+Memory: ``os.wait4``'s ``ru_maxrss`` (KiB on Linux) of a child covers the child and the
+processes it waited for, but Linux also carries into it the resident set of the process that
+forked it, as it was at ``exec`` (this sweep's own: 500 MiB here make every run report 500
+MiB). It is kept as ``maxrss_wait4_mb``, an upper bound. ``peak_mb`` is the worker's own
+count: the high-water mark of its memory after ``exec`` (``VmHWM``) or of any solver process it
+forked (``RUSAGE_CHILDREN``), whichever is larger; for a worker that could not report (crash,
+hang) the last ``VmHWM`` the parent read from ``/proc`` while waiting. ``wall_s`` is the
+parent's clock from start to reaping, interpreter start-up included; ``time_s`` is the
+worker's planning call, what the time limit covers.
+
+Resuming: a run's key is the instance's SHA-256, solver, seed, limit, gap and threads
+(:func:`run_key`); each finished run is written at once to ``OUT/runs/<file>.json``
+(atomically), and a rerun skips every task whose file holds its key. The tables are rebuilt
+from those files (:mod:`planner.bench.report`).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from planner.jsonio import read_json, write_json_atomic
+from planner.problems import InputError, Problem
+from planner.request import PlanRequest
+
+MANIFEST = "manifest.csv"
+RUNS_DIR = "runs"
+MIN_GRACE_S = 5.0
+GRACE_SHARE = 0.5
+LATE_SHARE = 0.1
+LATE_S = 0.5
+STDERR_TAIL = 2000
+"""Characters of a failed worker's stderr kept in its record."""
+POLL_S = 0.02
+MEMORY_FAILURE = re.compile(r"MemoryError|memory allocation|cannot allocate memory|bad_alloc|out of memory", re.I)
+"""What a crashed worker's stderr says when it died for memory (OpenBLAS, a C++ library, the loader)."""
+
+Record = dict[str, Any]
+ProgressFn = Callable[[Record], None]
+
+_CANCEL = threading.Event()
+"""Set when the sweep is interrupted: every waiting :func:`run_one` kills its worker and returns."""
+TERMINATED_EXIT = 128 + signal.SIGTERM
+"""Exit status of a sweep ended by SIGTERM (143), as a shell reports it."""
+
+
+def _interrupted(signum: int, frame: FrameType | None) -> None:
+    """Cancel every waiting run at once (their threads kill the workers), then leave: Ctrl-C or exit 143."""
+    _CANCEL.set()
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise SystemExit(TERMINATED_EXIT)
+
+
+@contextmanager
+def _interrupts_cancel() -> Iterator[None]:
+    """Within the block SIGTERM and Ctrl-C cancel the runs before they raise (main thread; an ignored signal stays so).
+
+    Cancelling in the handler matters: the exception passes through the executor, which waits
+    for its threads, and each thread returns only once its worker is dead.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    chosen = [sig for sig in (signal.SIGTERM, signal.SIGINT) if signal.getsignal(sig) is not signal.SIG_IGN]
+    previous = {sig: signal.signal(sig, _interrupted) for sig in chosen}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceEntry:
+    """One instance of the set: its name (path relative to the set), file, SHA-256 and manifest columns.
+
+    ``objective`` and ``jobs`` are read from the file when it parses (None otherwise: the
+    worker then reports the problem as the run's ``error``).
+    """
+
+    name: str
+    path: Path
+    sha256: str
+    objective: str | None
+    jobs: int | None
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class RunSpec:
+    """What one worker is asked: the solve options, the memory cap (MiB) and the grace after the limit (s)."""
+
+    solver: str
+    seed: int
+    time_limit_s: float
+    rel_gap: float
+    threads: int
+    memory_limit_mb: int | None
+    grace_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class BenchTask:
+    """One run of the sweep: the instance, what the worker is asked, the key and the result file name."""
+
+    entry: InstanceEntry
+    spec: RunSpec
+    key: str
+    file_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class BenchConfig:
+    """A sweep as ``wattplan bench`` asks for it (see the module docstring; ``grace_s`` None: the default)."""
+
+    instances: Path
+    solvers: tuple[str, ...]
+    time_limit_s: float
+    seeds: int
+    out: Path
+    rel_gap: float = 1e-4
+    threads: int = 1
+    workers: int | None = None
+    ray_address: str | None = None
+    memory_limit_mb: int | None = None
+    grace_s: float | None = None
+
+    @property
+    def grace(self) -> float:
+        """Seconds a run may take past its limit before it is killed: ``max(5, 0.5 x limit)`` unless given."""
+        if self.grace_s is not None:
+            return self.grace_s
+        return max(MIN_GRACE_S, GRACE_SHARE * self.time_limit_s)
+
+
+def late_after(limit_s: float) -> float:
+    """A worker whose planning call took longer than ``limit x 1.1 + 0.5`` s answered late (``timeout``)."""
+    return limit_s * (1 + LATE_SHARE) + LATE_S
+
+
+def config_problems(config: BenchConfig) -> list[Problem]:
+    """Every bad value of ``config``: the set, the solvers (the front door's checks), limits and counts."""
+    from planner.planning import request_problems
+
+    problems: list[Problem] = []
+    if not config.instances.exists():
+        problems.append(Problem("no-such-file", "SET", f"{config.instances} does not exist"))
+    if not config.solvers:
+        problems.append(Problem("bad-option", "--solvers", "name at least one solver"))
+    base = PlanRequest(
+        solver="greedy", time_limit_s=config.time_limit_s, rel_gap=config.rel_gap, threads=config.threads
+    )
+    problems += request_problems(base)
+    for k, solver in enumerate(config.solvers):
+        for p in request_problems(PlanRequest(solver=solver)):
+            problems.append(Problem(p.code, f"--solvers[{k}]", p.message))
+    if config.seeds < 1:
+        problems.append(Problem("bad-option", "--seeds", f"must be >= 1, got {config.seeds}"))
+    if config.workers is not None and config.workers < 1:
+        problems.append(Problem("bad-option", "--workers", f"must be >= 1, got {config.workers}"))
+    if config.memory_limit_mb is not None and config.memory_limit_mb < 1:
+        problems.append(Problem("bad-option", "--memory-limit-mb", f"must be >= 1, got {config.memory_limit_mb}"))
+    if config.grace_s is not None and not config.grace_s > 0:
+        problems.append(Problem("bad-option", "--grace", f"must be > 0, got {config.grace_s}"))
+    return problems
+
+
+def _entry(name: str, path: Path, extra: dict[str, str]) -> InstanceEntry:
+    """Read ``path`` once: its hash, and its objective and job count when it is a JSON object."""
+    data = path.read_bytes()
+    objective, jobs = None, None
+    try:
+        doc = json.loads(data)
+        objective = str(doc["round"]["objective"])
+        jobs = len(doc["jobs"])
+    except (ValueError, KeyError, TypeError):
+        pass  # the worker reports what is wrong with it
+    return InstanceEntry(name, path, hashlib.sha256(data).hexdigest(), objective, jobs, extra)
+
+
+def _manifest_entries(folder: Path) -> list[InstanceEntry]:
+    """The instances named by ``folder/manifest.csv`` (column ``file``) with the other columns."""
+    path = folder / MANIFEST
+    with path.open(newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        rows = list(reader)
+        columns = list(reader.fieldnames or [])
+    if "file" not in columns:
+        raise InputError(str(path), [Problem("bad-manifest", "file", "the manifest has no 'file' column")])
+    problems = [
+        Problem("no-such-file", f"row {k + 2}.file", f"{folder / (row['file'] or '')} does not exist")
+        for k, row in enumerate(rows)
+        if not row["file"] or not (folder / row["file"]).is_file()
+    ]
+    if problems:
+        raise InputError(str(path), problems)
+    extra_columns = [c for c in columns if c != "file"]
+    return [_entry(row["file"], folder / row["file"], {c: row.get(c) or "" for c in extra_columns}) for row in rows]
+
+
+def find_instances(path: Path) -> list[InstanceEntry]:
+    """The instances of ``SET`` (see the module docstring); none found is an :class:`InputError`."""
+    path = Path(path)
+    if path.is_file():
+        return [_entry(path.name, path, {})]
+    if (path / MANIFEST).is_file():
+        entries = _manifest_entries(path)
+    else:
+        entries = [_entry(p.name, p, {}) for p in sorted(path.glob("*.json")) if p.is_file()]
+    if not entries:
+        raise InputError(str(path), [Problem("no-instances", "SET", "no manifest.csv and no *.json instance")])
+    return entries
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text)
+
+
+def run_key(sha256: str, spec: RunSpec) -> str:
+    """What identifies a run's result: instance hash, solver, seed, limit, gap and threads."""
+    return f"{sha256}|{spec.solver}|{spec.seed}|{spec.time_limit_s!r}|{spec.rel_gap!r}|{spec.threads}"
+
+
+def result_file_name(sha256: str, spec: RunSpec) -> str:
+    """``<hash>-<solver>-s<seed>-<hash of the key>.json``: readable, file-system safe and unique per key."""
+    digest = hashlib.sha256(run_key(sha256, spec).encode()).hexdigest()[:10]
+    return f"{sha256[:12]}-{_slug(spec.solver)}-s{spec.seed}-{digest}.json"
+
+
+def make_tasks(config: BenchConfig, entries: Sequence[InstanceEntry]) -> list[BenchTask]:
+    """Every instance x solver x seed (seeds ``0 .. K-1``), in that order."""
+    tasks = []
+    for entry in entries:
+        for solver in config.solvers:
+            for seed in range(config.seeds):
+                spec = RunSpec(
+                    solver,
+                    seed,
+                    config.time_limit_s,
+                    config.rel_gap,
+                    config.threads,
+                    config.memory_limit_mb,
+                    config.grace,
+                )
+                tasks.append(BenchTask(entry, spec, run_key(entry.sha256, spec), result_file_name(entry.sha256, spec)))
+    return tasks
+
+
+def stored_record(path: Path, key: str) -> Record | None:
+    """The saved result at ``path`` when it is the result of ``key``, else None."""
+    if not path.is_file():
+        return None
+    try:
+        doc = read_json(path)
+    except InputError:
+        return None
+    return doc if isinstance(doc, dict) and doc.get("key") == key else None
+
+
+def vm_hwm_mb(pid: int | str) -> float | None:
+    """The high-water resident set (``VmHWM``, MiB) of process ``pid`` (``self`` too) from ``/proc``; None without."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below ``pid`` (children first), from ``/proc``; empty where there is none."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = [e for e in os.listdir("/proc") if e.isdigit()]
+    except OSError:
+        return []
+    for entry in entries:
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    out: list[int] = []
+    stack = [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            out.append(child)
+            stack.append(child)
+    return out
+
+
+def _kill_tree(pid: int) -> None:
+    """SIGKILL the worker's group and every process below it, with theirs.
+
+    A solve runs in a process of its own session (the watchdog's ``setsid``), out of the
+    worker's group: it is found by its parent links, read before anything dies.
+    """
+    below = descendants(pid)
+    _kill_group(pid)
+    for p in below:
+        _kill_group(p)  # a group leader below (the watchdog's child) takes its solver with it
+        try:
+            os.kill(p, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _wait(proc: subprocess.Popen[bytes], deadline: float) -> tuple[int, Any, bool, float | None]:
+    """Reap ``proc`` by ``deadline`` (``time.monotonic``), else kill it and what it started.
+
+    Returns ``(status, rusage, killed, hwm)``, ``hwm`` the last :func:`vm_hwm_mb` read while
+    waiting. The exit is seen without reaping (``WNOWAIT``), so the worker's group is killed
+    while its zombie still holds the group id (no other process can have it yet), then reaped.
+    """
+    killed = False
+    hwm: float | None = None
+    try:
+        while os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+            hwm = vm_hwm_mb(proc.pid) or hwm
+            if time.monotonic() >= deadline or _CANCEL.is_set():
+                _kill_tree(proc.pid)
+                killed = True
+                break
+            time.sleep(POLL_S)
+    except BaseException:  # interrupted while waiting (a cancelled Ray task): the worker goes too
+        _kill_tree(proc.pid)
+        raise
+    finally:
+        _kill_group(proc.pid)  # whatever the worker left in its group (a solver process)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+    return status, usage, killed, hwm
+
+
+def _tail(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")[-STDERR_TAIL:].strip()
+    except OSError:
+        return ""
+
+
+def _read_result(path: Path) -> Record | None:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _package_root() -> str:
+    """The folder holding the ``planner`` package, so the worker imports the same code as this process."""
+    return str(Path(__file__).resolve().parents[2])
+
+
+def run_one(spec: RunSpec, instance: bytes) -> Record:
+    """Run the worker on ``instance`` (the file's bytes) as ``spec`` asks; the run's record (module docstring).
+
+    Module level and argument-only so it runs the same in a thread here and in a Ray task on
+    another machine.
+    """
+    from planner.bench.worker import EXIT_OOM
+
+    with tempfile.TemporaryDirectory(prefix="wattplan-bench-") as scratch:
+        folder = Path(scratch)
+        (folder / "instance.json").write_bytes(instance)
+        task = {**asdict(spec), "instance": str(folder / "instance.json")}
+        (folder / "task.json").write_text(json.dumps(task), encoding="utf-8")
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH")) if p)
+        cmd = [sys.executable, "-m", "planner.bench.worker", str(folder / "task.json"), str(folder / "result.json")]
+        stderr_path = folder / "stderr.txt"
+        begin = time.monotonic()
+        with open(folder / "stdout.txt", "wb") as out, open(stderr_path, "wb") as err:
+            proc = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, cwd=folder, env=env, start_new_session=True
+            )
+            status, usage, killed, hwm = _wait(proc, begin + spec.time_limit_s + spec.grace_s)
+        wall = time.monotonic() - begin
+        code = os.waitstatus_to_exitcode(status)
+        result = _read_result(folder / "result.json")
+        maxrss = usage.ru_maxrss / 1024.0
+        peak = (result or {}).get("peak_mb") or hwm
+        record: Record = {"wall_s": wall, "exit_code": code, "maxrss_wait4_mb": maxrss}
+        if killed:
+            why = "interrupted" if _CANCEL.is_set() else f"no answer within {spec.time_limit_s + spec.grace_s:g} s"
+            record.update(status="hang", message=f"{why} (limit + grace): process group killed")
+        elif code == 0 and result is not None:
+            record.update(result)
+            if result["status"] not in ("error", "oom") and float(result["time_s"]) > late_after(spec.time_limit_s):
+                record.update(status="timeout", plan_status=result["status"])
+                record["message"] = f"answered after {float(result['time_s']):.2f} s, limit {spec.time_limit_s:g} s"
+        elif code == EXIT_OOM or (result is not None and result.get("status") == "oom"):
+            record.update(status="oom", message=(result or {}).get("message", "MemoryError"))
+        elif code == -signal.SIGKILL:
+            record.update(status="oom", message="killed by SIGKILL, not by the runner: most likely out of memory")
+        else:
+            what = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
+            tail = _tail(stderr_path)
+            memory = MEMORY_FAILURE.search(tail)
+            kind = "oom" if memory else "crash"
+            record.update(status=kind, message=f"{what}: {memory.group(0)}" if memory else what)
+        record["peak_mb"] = peak if peak is not None else maxrss
+        if record["status"] in ("hang", "oom", "crash", "error"):
+            record["stderr_tail"] = _tail(stderr_path)
+        return record
+
+
+def task_record(task: BenchTask, record: Record) -> Record:
+    """``record`` with the run's identity: key, instance hash, solver, seed and the options asked."""
+    spec = task.spec
+    return {
+        **record,
+        "key": task.key,
+        "instance_sha256": task.entry.sha256,
+        "solver": spec.solver,
+        "seed": spec.seed,
+        "time_limit_s": spec.time_limit_s,
+        "rel_gap": spec.rel_gap,
+        "threads": spec.threads,
+        "memory_limit_mb": spec.memory_limit_mb,
+    }
+
+
+def failed_record(error: BaseException) -> Record:
+    """The record of a run whose driver itself failed (a Ray node lost, no scratch space): ``crash``."""
+    message = str(error).strip() or "(no message)"
+    return {"status": "crash", "message": f"runner: {type(error).__name__}: {message}"}
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """The records of every task (task order; None where a run is missing) and how many ran now."""
+
+    tasks: list[BenchTask]
+    records: list[Record | None]
+    ran: int
+    reused: int
+
+
+def prepare_sweep(config: BenchConfig) -> list[BenchTask]:
+    """Check ``config`` and list its tasks; bad options, a bad set or a missing Ray raise :class:`InputError`."""
+    from planner.executor import require_ray
+
+    problems = config_problems(config)
+    if problems:
+        raise InputError("options", problems)
+    if config.ray_address is not None:
+        require_ray()
+    return make_tasks(config, find_instances(config.instances))
+
+
+def run_sweep(
+    config: BenchConfig, tasks: Sequence[BenchTask] | None = None, progress: ProgressFn | None = None
+) -> SweepResult:
+    """Run every task (default :func:`prepare_sweep`'s) not already saved under ``out/runs``; save each as it ends.
+
+    ``progress(record)`` is called here for every task, reused ones first. Runs go through
+    :func:`planner.executor.run_tasks` in ``thread`` mode (each thread drives a worker process;
+    ``workers`` default 1) or as Ray tasks (``ray_address``; each asks for ``threads`` CPUs).
+    Interrupted (Ctrl-C), the running workers are killed and the finished runs stay saved.
+    """
+    from planner.executor import run_tasks
+
+    tasks = prepare_sweep(config) if tasks is None else list(tasks)
+    runs = Path(config.out) / RUNS_DIR
+    records: list[Record | None] = [None] * len(tasks)
+    todo: list[int] = []
+    done_keys: dict[str, int] = {}
+    for i, task in enumerate(tasks):
+        stored = stored_record(runs / task.file_name, task.key)
+        if stored is not None:
+            records[i] = stored
+            if progress is not None:
+                progress(stored)
+        elif task.key in done_keys:  # the same content under another name: one run serves both
+            continue
+        else:
+            done_keys[task.key] = i
+            todo.append(i)
+    reused = sum(r is not None for r in records)
+    contents: dict[Path, bytes] = {}
+    args = [(tasks[i].spec, contents.setdefault(tasks[i].entry.path, tasks[i].entry.path.read_bytes())) for i in todo]
+    workers = config.workers if config.workers is not None or config.ray_address is not None else 1
+    _CANCEL.clear()
+    outcomes = run_tasks(
+        run_one, args, workers=workers, ray_address=config.ray_address, mode="thread", cpus_per_task=config.threads
+    )
+    with _interrupts_cancel():
+        try:
+            for k, outcome in outcomes:
+                i = todo[k]
+                raw = outcome.value if outcome.value is not None else failed_record(outcome.error or RuntimeError())
+                record = task_record(tasks[i], raw)
+                write_json_atomic(runs / tasks[i].file_name, record)
+                records[i] = record
+                if progress is not None:
+                    progress(record)
+        except BaseException:  # interrupted: the waiting runs kill their workers; nothing half-done is saved
+            _CANCEL.set()
+            close = getattr(outcomes, "close", None)
+            if close is not None:
+                close()  # shut the pool down now: its threads return once their workers are dead
+            raise
+    for i, task in enumerate(tasks):  # a task that shared its content with another reads that one's result
+        shared = records[done_keys[task.key]] if records[i] is None and task.key in done_keys else None
+        if shared is not None:
+            records[i] = shared
+            if progress is not None:
+                progress(shared)
+    return SweepResult(tasks, records, len(todo), reused)
+
+
+__all__ = [
+    "BenchConfig",
+    "BenchTask",
+    "InstanceEntry",
+    "RunSpec",
+    "SweepResult",
+    "config_problems",
+    "find_instances",
+    "late_after",
+    "make_tasks",
+    "prepare_sweep",
+    "run_key",
+    "run_one",
+    "run_sweep",
+]

@@ -1,0 +1,223 @@
+"""One benchmark run in a fresh process: ``python -m planner.bench.worker TASK.json RESULT.json``.
+
+``TASK.json`` holds ``instance`` (a path), ``solver``, ``seed``, ``time_limit_s``, ``rel_gap``,
+``threads`` and ``memory_limit_mb`` (or null). The worker caps its address space at
+``memory_limit_mb`` (``setrlimit(RLIMIT_AS)``, inherited by the solver processes it forks),
+reads the instance and plans it through the front door :func:`planner.planning.plan`, the clock
+started before reading, as ``wattplan plan`` does. It writes ``RESULT.json`` atomically
+(:func:`result_doc`) and exits 0, also when planning raised (``status: error`` and the
+message). Out of memory (:func:`out_of_memory`: ``MemoryError``, or a library that cannot be
+mapped under the cap) exits :data:`EXIT_OOM` after trying to write ``status: oom``. Every
+result carries the worker's ``peak_mb`` (:func:`peak_mb`). The parent
+(:mod:`planner.bench.runner`) measures wall time and kills the process group at its deadline.
+
+Testing hook: the environment variable :data:`FAULT_ENV` (``WATTPLAN_BENCH_FAULT``) injects a
+failure, as a comma-separated list of ``MODE`` or ``MODE:SOLVER`` (only runs of that solver):
+
+=======  ========================================================================
+crash    print a line to stderr and abort (SIGABRT)
+hang     ignore SIGTERM and sleep forever (the parent's deadline must kill it)
+orphan   fork a child that leaves for a session of its own (as a solve does) and sleeps
+         forever, print ``injected orphan pid N`` to stderr, then hang
+slow     sleep ``1.2 x limit + 1`` s on the planning clock, then plan: a late answer
+oom      allocate 64 MiB blocks until ``MemoryError`` (under ``memory_limit_mb``; with no
+         limit, raise ``MemoryError`` at once rather than eat the machine)
+error    raise ``RuntimeError``: a run that fails cleanly
+=======  ========================================================================
+
+It exists for the runner's tests; never set it for a real benchmark.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import resource
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+FAULT_ENV = "WATTPLAN_BENCH_FAULT"
+FAULT_MODES = ("crash", "hang", "orphan", "slow", "oom", "error")
+EXIT_OOM = 75
+"""Exit status of a worker that ran out of memory (``MemoryError``)."""
+EXIT_USAGE = 64
+"""Exit status for a wrong command line (not two file arguments)."""
+_BLOCK = 64 * 1024 * 1024
+
+
+def injected_fault(spec: str | None, solver: str) -> str | None:
+    """The fault ``spec`` (:data:`FAULT_ENV`'s value) injects into a run of ``solver``, if any."""
+    for item in (spec or "").split(","):
+        mode, _, only = item.strip().partition(":")
+        if mode in FAULT_MODES and (not only or only == solver):
+            return mode
+    return None
+
+
+def limit_memory(megabytes: int | None) -> None:
+    """Cap this process's address space (and its children's) at ``megabytes`` MiB; None: no cap."""
+    if megabytes is not None:
+        cap = int(megabytes) * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+
+def apply_fault(mode: str | None, task: dict[str, Any]) -> None:
+    """Carry out the injected fault ``mode`` (see the module docstring); None does nothing."""
+    if mode == "crash":
+        sys.stderr.write("injected crash (WATTPLAN_BENCH_FAULT)\n")
+        sys.stderr.flush()
+        os.abort()
+    if mode == "orphan":
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child only sleeps until it is killed
+            os.setsid()
+            while True:
+                time.sleep(3600)
+        sys.stderr.write(f"injected orphan pid {pid}\n")
+        sys.stderr.flush()
+    if mode in ("hang", "orphan"):
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        while True:
+            time.sleep(3600)
+    if mode == "slow":
+        time.sleep(1.2 * float(task["time_limit_s"]) + 1.0)
+    if mode == "oom":
+        if task.get("memory_limit_mb") is None:
+            raise MemoryError("injected (no memory limit set)")
+        blocks = []
+        while True:
+            blocks.append(bytearray(_BLOCK))
+    if mode == "error":
+        raise RuntimeError("injected error (WATTPLAN_BENCH_FAULT)")
+
+
+def peak_mb() -> float:
+    """This worker's peak memory (MiB): its ``VmHWM`` since ``exec``, or a solver process's it waited for if larger.
+
+    Not ``RUSAGE_SELF``: Linux carries the forking parent's resident set into it at ``exec``.
+    """
+    from planner.bench.runner import vm_hwm_mb
+
+    own = vm_hwm_mb("self")
+    if own is None:
+        own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    return max(own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0)
+
+
+def result_doc(plan: Any, objective: str, time_s: float, read_s: float = 0.0) -> dict[str, Any]:
+    """A planned run's result: status, values, sizes and timeline of ``plan`` for the instance's ``objective``.
+
+    ``bound`` is the plan's when the plan is for ``objective`` (a plan that switched objective
+    has a bound in other units); ``lp_bound`` is the report's. ``round`` is the plan's whole
+    ``round`` object (the solve report included). ``time_s``: seconds from the clock's start to
+    the plan; ``read_s``: of those, the seconds before planning began (the incumbent timeline's
+    offset, :func:`planner.bench.incumbents.incumbent_trace`).
+    """
+    from planner.bench.incumbents import incumbent_trace, plan_objective
+    from planner.plan import plan_to_doc
+
+    r = plan.round
+    model = r.report.model
+    return {
+        "status": r.status,
+        "objective": plan_objective(plan, objective),
+        "bound": r.bound if r.objective == objective else None,
+        "lp_bound": r.report.lp_bound,
+        "build_s": None if model is None else model.build_s,
+        "solve_s": r.solve_s,
+        "time_s": time_s,
+        "columns": None if model is None else model.columns,
+        "rows": None if model is None else model.rows,
+        "plan_solver": r.solver,
+        "plan_objective": r.objective,
+        "message": "; ".join(f"{k}: {v}" for k, v in r.report.notes.items()),
+        "incumbents": [list(p) for p in incumbent_trace(plan, objective, read_s, time_s)],
+        "round": plan_to_doc(plan)["round"],
+    }
+
+
+def plan_task(task: dict[str, Any], started_at: float) -> dict[str, Any]:
+    """Read the instance and plan it as ``task`` asks; the clock started at ``started_at`` (modules already loaded)."""
+    from planner.instance_io import parse_instance
+    from planner.jsonio import parse_json_text
+    from planner.planning import plan
+    from planner.request import PlanRequest
+
+    # not load_instance: its reader reserves a buffer of the largest input (512 MiB), over a small --memory-limit-mb
+    source = str(task["instance"])
+    instance = parse_instance(parse_json_text(Path(source).read_bytes().decode("utf-8-sig"), source), source)
+    request = PlanRequest(
+        solver=task["solver"],
+        time_limit_s=float(task["time_limit_s"]),
+        rel_gap=float(task["rel_gap"]),
+        threads=int(task["threads"]),
+        seed=int(task["seed"]),
+    )
+    read_s = time.perf_counter() - started_at
+    result = plan(instance, request, started_at=started_at)
+    return result_doc(result, instance.round.objective, time.perf_counter() - started_at, read_s)
+
+
+def _write(path: Path, doc: dict[str, Any]) -> None:
+    from planner.jsonio import write_json_atomic
+
+    write_json_atomic(path, {**doc, "peak_mb": peak_mb()})
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """``exc`` says memory ran out: ``MemoryError``, ``ENOMEM``, or a library that could not be mapped."""
+    if isinstance(exc, MemoryError):
+        return True
+    if isinstance(exc, OSError) and exc.errno == errno.ENOMEM:
+        return True
+    text = str(exc).lower()
+    return isinstance(exc, ImportError) and ("cannot allocate memory" in text or "failed to map segment" in text)
+
+
+def _oom(result_path: Path, exc: BaseException) -> int:
+    """Try to write ``status: oom`` (writing may need memory too: the exit status says it all)."""
+    try:
+        _write(result_path, {"status": "oom", "message": f"{type(exc).__name__}: {exc}"})
+    except BaseException:
+        pass
+    return EXIT_OOM
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the task of ``argv = [TASK.json, RESULT.json]``; the exit status (see the module docstring)."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2:
+        sys.stderr.write("usage: python -m planner.bench.worker TASK.json RESULT.json\n")
+        return EXIT_USAGE
+    task_path, result_path = Path(args[0]), Path(args[1])
+    task = json.loads(task_path.read_text(encoding="utf-8"))
+    limit_memory(task.get("memory_limit_mb"))
+    try:  # load the planner's modules before the clock starts, as `wattplan plan` does
+        import planner.bench.incumbents
+        import planner.instance_io
+        import planner.planning  # noqa: F401
+    except Exception as exc:
+        if out_of_memory(exc):
+            return _oom(result_path, exc)
+        raise
+    started_at = time.perf_counter()
+    try:
+        apply_fault(injected_fault(os.environ.get(FAULT_ENV), task["solver"]), task)
+        doc = plan_task(task, started_at)
+    except Exception as exc:  # any failure of this run is its result
+        if out_of_memory(exc):
+            return _oom(result_path, exc)
+        traceback.print_exc()
+        message = str(exc).strip() or "(no message)"
+        doc = {"status": "error", "message": f"{type(exc).__name__}: {message}"}
+    _write(result_path, doc)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,235 @@
+"""Map one function over many tasks in parallel: local processes, local threads, or Ray tasks.
+
+:func:`run_tasks` is the one interface the sweeps use (``wattplan bench``, ``frontier``,
+``simulate`` with several policies). It calls a picklable module-level function ``fn(*args)``
+for every ``args`` of a list and yields ``(index, Outcome)`` as the tasks finish, in the order
+they finish; the caller puts the results back in task order by ``index``. A task that raises
+is an :class:`Outcome` with its ``error``; the iteration goes on.
+
+==========  ==============================================================================
+where       how
+==========  ==============================================================================
+process     a ``spawn`` process pool of ``workers`` (a fresh interpreter per worker: the
+            planner's solves fork, and a process that forks must not have run a solver
+            first). A worker that dies (killed for memory, crashed) breaks the pool: the
+            tasks it lost are retried one at a time, each in a pool of its own, so the
+            death is charged to the task that caused it (``BrokenProcessPool``).
+thread      ``workers`` threads in this process, for tasks that only drive a subprocess
+            (each ``wattplan bench`` run is a ``python -m planner.bench.worker`` child).
+Ray         ``ray_address`` given: one Ray task per item (``ray.init(address=...)``;
+            ``local`` starts a local Ray instance, stopped again afterwards), at most
+            ``workers`` in flight (None: all), each asking for ``cpus_per_task`` CPUs. In
+            ``process`` mode the Ray task runs the call in a fresh spawned process of its
+            own, exactly as a local worker would; in ``thread`` mode it calls it directly.
+==========  ==============================================================================
+
+Ray is optional (the ``ray`` extra): :func:`require_ray` turns its absence into an
+:class:`~planner.problems.InputError` naming ``--ray``. Functions and arguments travel to Ray
+nodes pickled, so ``wattplan`` must be installed there; anything a task reads from disk must
+be readable on the node that runs it (``wattplan bench`` passes each instance's bytes along).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import pickle
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, Generic, Literal, TypeVar
+
+from planner.problems import InputError, Problem
+
+R = TypeVar("R")
+Mode = Literal["process", "thread"]
+RAY_LOCAL = "local"
+"""The ``--ray`` address that starts a local Ray instance for the run."""
+RAY_HINT = "install it with: pip install 'wattplan[ray]'"
+
+
+class TaskFailed(RuntimeError):
+    """A task's exception that cannot travel between processes as itself: its type name and message."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.message = message
+
+    def __reduce__(self) -> tuple[type[TaskFailed], tuple[str, str]]:
+        return (TaskFailed, (self.kind, self.message))
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome(Generic[R]):
+    """What one task gave: its ``value``, or the ``error`` it raised (then ``value`` is None)."""
+
+    value: R | None = None
+    error: BaseException | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the task returned (``error`` is None)."""
+        return self.error is None
+
+
+def require_ray() -> ModuleType:
+    """The ``ray`` module; an :class:`InputError` naming ``--ray`` (exit 2) when it is not installed."""
+    try:
+        import ray
+    except ImportError as exc:
+        why = f"Ray is not installed ({exc}); {RAY_HINT}"
+        raise InputError("--ray", [Problem("ray-unavailable", "--ray", why)]) from None
+    return ray
+
+
+def _portable(exc: BaseException) -> BaseException:
+    """``exc`` if it survives pickling (as it must to reach the parent), else a :class:`TaskFailed` copy.
+
+    An exception whose arguments do not rebuild it (such as :class:`InputError`) would be
+    unpicklable in the parent and break a whole process pool.
+    """
+    try:
+        pickle.loads(pickle.dumps(exc))
+    except Exception:
+        return TaskFailed(type(exc).__name__, str(exc).strip() or "(no message)")
+    return exc
+
+
+def call_portably(fn: Callable[..., R], args: Sequence[Any]) -> R:
+    """``fn(*args)``, re-raising a failure as an exception that pickles (see :func:`_portable`)."""
+    try:
+        return fn(*args)
+    except Exception as exc:
+        raise _portable(exc) from None
+
+
+def _check(workers: int | None, ray_address: str | None) -> None:
+    if workers is not None and workers < 1:
+        raise InputError("--workers", [Problem("bad-option", "--workers", f"must be >= 1, got {workers}")])
+    if ray_address is not None and not ray_address.strip():
+        raise InputError("--ray", [Problem("bad-option", "--ray", "give a Ray address, or local")])
+
+
+def run_tasks(
+    fn: Callable[..., R],
+    tasks: Sequence[Sequence[Any]],
+    *,
+    workers: int | None = 1,
+    ray_address: str | None = None,
+    mode: Mode = "process",
+    cpus_per_task: float = 1.0,
+) -> Iterator[tuple[int, Outcome[R]]]:
+    """Call ``fn(*tasks[i])`` for every ``i``; yield ``(i, Outcome)`` as each finishes (see the module docstring).
+
+    ``workers``: processes or threads at once (None: one locally), or Ray tasks in flight (None:
+    all of them). Bad values raise :class:`InputError` before anything runs, as does a
+    missing Ray when ``ray_address`` is given.
+    """
+    _check(workers, ray_address)
+    if ray_address is not None:
+        ray = require_ray()
+        if not tasks:
+            return iter(())
+        return _ray_map(ray, fn, tasks, workers, ray_address.strip(), mode, cpus_per_task)
+    if not tasks:
+        return iter(())
+    return _local_map(fn, tasks, list(range(len(tasks))), workers or 1, mode, retry_lost=True)
+
+
+def _local_pool(mode: Mode, workers: int) -> Executor:
+    if mode == "thread":
+        return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="wattplan-task")
+    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+
+
+def _local_map(
+    fn: Callable[..., R], tasks: Sequence[Sequence[Any]], indices: list[int], workers: int, mode: Mode, retry_lost: bool
+) -> Iterator[tuple[int, Outcome[R]]]:
+    """Run ``tasks[i]`` for ``i`` in ``indices`` in one local pool; retry the tasks a broken pool lost, alone."""
+    lost: list[int] = []
+    with _local_pool(mode, min(workers, len(indices))) as pool:
+        futures: dict[Future[R], int] = {pool.submit(call_portably, fn, tasks[i]): i for i in indices}
+        for future in as_completed(futures):
+            i = futures[future]
+            try:
+                value = future.result()
+            except BrokenProcessPool as exc:
+                if retry_lost:
+                    lost.append(i)
+                    continue
+                yield i, Outcome(error=exc)
+            except Exception as exc:  # the task's own failure is its outcome
+                yield i, Outcome(error=exc)
+            else:
+                yield i, Outcome(value=value)
+    for i in sorted(lost):  # alone, so a dying worker takes only its own task down
+        yield from _local_map(fn, tasks, [i], 1, mode, retry_lost=False)
+
+
+def _isolated(fn: Callable[..., R], args: Sequence[Any]) -> R:
+    """``fn(*args)`` in a fresh spawned process (a Ray task in ``process`` mode)."""
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(call_portably, fn, args).result()
+
+
+def _ray_task(fn: Callable[..., R], args: Sequence[Any], mode: Mode) -> R:
+    """The body of every Ray task: the call, isolated in its own process in ``process`` mode."""
+    if mode == "process":
+        return _isolated(fn, args)
+    return call_portably(fn, args)
+
+
+def _ray_error(exc: BaseException) -> BaseException:
+    """The task's own exception inside Ray's wrapper (``RayTaskError.cause``), else Ray's error itself."""
+    cause = getattr(exc, "cause", None)
+    return cause if isinstance(cause, BaseException) else exc
+
+
+def _ray_map(
+    ray: Any,
+    fn: Callable[..., R],
+    tasks: Sequence[Sequence[Any]],
+    workers: int | None,
+    address: str,
+    mode: Mode,
+    cpus_per_task: float,
+) -> Iterator[tuple[int, Outcome[R]]]:
+    """Ray tasks, at most ``workers`` in flight; a local instance started here is shut down at the end.
+
+    Left early (the caller stopped iterating, Ctrl-C), the tasks still pending are cancelled.
+    """
+    started = not ray.is_initialized()
+    if started:
+        if address == RAY_LOCAL:
+            ray.init(include_dashboard=False, logging_level="warning")
+        else:
+            ray.init(address=address, logging_level="warning")
+    pending: dict[Any, int] = {}
+    try:
+        remote = ray.remote(num_cpus=cpus_per_task, max_retries=0)(_ray_task)
+        queue = deque(range(len(tasks)))
+        limit = workers or len(tasks)
+        while queue or pending:
+            while queue and len(pending) < limit:
+                i = queue.popleft()
+                pending[remote.remote(fn, list(tasks[i]), mode)] = i
+            done, _ = ray.wait(list(pending), num_returns=1)
+            for ref in done:
+                i = pending.pop(ref)
+                try:
+                    value = ray.get(ref)
+                except Exception as exc:  # the task's failure, or Ray's (a node lost): its outcome
+                    yield i, Outcome(error=_ray_error(exc))
+                else:
+                    yield i, Outcome(value=value)
+    finally:
+        for ref in pending:
+            ray.cancel(ref)
+        if started:
+            ray.shutdown()
+
+
+__all__ = ["Outcome", "RAY_LOCAL", "TaskFailed", "call_portably", "require_ray", "run_tasks"]

@@ -1,0 +1,375 @@
+"""``wattplan instance sweep``: reproducible sets of round instances for solver benchmarks.
+
+One ``wattplan.instance/1`` file per (size, budget, seed), named ``FAMILY-nN-bB-sS.json``
+(``sampled-n2000-b0.30-s0.json``), and ``manifest.csv`` listing them (:data:`MANIFEST_FIELDS`),
+all in one folder. The rounds come from :mod:`planner.sweep_rounds`:
+
+* ``trace``: the real queues of the shipped Gavel traces, one snapshot or several merged
+  (the rounds of ``benchmarks/solve_scaling.py``). The traces supply at most about 13,500
+  jobs; a larger size is refused (``--sizes``). These rounds do not depend on the seed: each
+  seed gets a file, and the files of one (size, budget) differ only in name.
+* ``sampled``: N jobs drawn i.i.d. with the seed from the queued jobs of every shipped trace
+  (type, requested GPUs, total steps and remaining fraction jointly). Any size.
+
+The cluster is whole nodes of 8 GPUs, about ``N / jobs_per_node`` of them, split by the
+``--gpu-mix`` weights with at least one node of each named type
+(:func:`planner.sweep_rounds.cluster_nodes`). The budget is ``budget_fraction`` of the
+cluster's full power over the round (``RoundOptions(budget_fraction=...)``).
+
+With ``mps`` each round's first-stage model (objective ``progress``, maximised) is also written
+as ``FAMILY-nN-bB-sS.mps`` by the HiGHS backend; a 10,000-job model is large, so it is off by
+default. The same options give byte-identical files and manifest on every run: nothing depends
+on the clock or on set order. Every file is written atomically.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, cast
+
+from planner.defaults import GPUS_PER_NODE
+from planner.domain import Instance
+from planner.problems import InputError, Problem
+from planner.round_builder import ProfileLibrary
+from planner.sweep_rounds import (
+    JobPopulation,
+    TracePool,
+    cluster_nodes,
+    cluster_text,
+    make_round,
+    sampled_round,
+)
+
+Family = Literal["trace", "sampled"]
+FAMILIES: tuple[Family, ...] = ("trace", "sampled")
+MANIFEST = "manifest.csv"
+MANIFEST_FIELDS = (
+    "file",
+    "family",
+    "size",
+    "jobs",
+    "nodes",
+    "gpus",
+    "gpu_types",
+    "budget_fraction",
+    "budget_j",
+    "seed",
+    "source",
+    "sha256",
+)
+"""Columns of ``manifest.csv``; with ``mps``, ``mps_file`` and ``mps_sha256`` follow."""
+MPS_FIELDS = ("mps_file", "mps_sha256")
+DEFAULT_SIZES = "50,100,500,1000,2000,5000,10000"
+DEFAULT_BUDGETS = "0.3,0.6,1.0"
+DEFAULT_SEEDS = "0"
+DEFAULT_GPU_MIX = "v100:2,p100:1"
+
+
+@dataclass(frozen=True)
+class SweepSpec:
+    """What a sweep writes: one instance per (size, budget, seed) of ``family`` into ``out``."""
+
+    out: Path
+    sizes: tuple[int, ...]
+    budgets: tuple[float, ...]
+    seeds: tuple[int, ...]
+    family: Family = "trace"
+    gpu_mix: tuple[tuple[str, float], ...] = (("v100", 2.0), ("p100", 1.0))
+    jobs_per_node: float = 4.0
+    mps: bool = False
+
+    def items(self) -> list[tuple[int, float, int]]:
+        """Every (size, budget, seed), sizes outermost."""
+        return [(n, b, s) for n in self.sizes for b in self.budgets for s in self.seeds]
+
+    def name(self, n: int, budget: float, seed: int) -> str:
+        """The file stem of one round: ``sampled-n2000-b0.30-s0``."""
+        return f"{self.family}-n{n}-b{budget:.2f}-s{seed}"
+
+    def mix_text(self) -> str:
+        """The GPU mix as an option value: ``v100:2,p100:1``."""
+        return ",".join(f"{name}:{weight:g}" for name, weight in self.gpu_mix)
+
+
+# --------------------------------------------------------------------------------------------
+# Options
+
+
+def _items(text: str) -> list[str]:
+    """The comma-separated items of an option value, stripped, empty ones dropped."""
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def _ints(text: str, option: str, least: int, problems: list[Problem]) -> list[int]:
+    """Whole numbers >= ``least``; each bad item is a problem naming ``option``."""
+    values = []
+    for item in _items(text):
+        try:
+            value = int(item)
+        except ValueError:
+            problems.append(Problem("bad-option", option, f"{item!r} is not a whole number"))
+            continue
+        if value < least:
+            problems.append(Problem("bad-option", option, f"{value} is below {least}"))
+            continue
+        values.append(value)
+    if not _items(text):
+        problems.append(Problem("bad-option", option, "no value given"))
+    return values
+
+
+def _budgets(text: str, problems: list[Problem]) -> list[float]:
+    """Budget fractions, each in (0, 1]."""
+    values = []
+    for item in _items(text):
+        try:
+            value = float(item)
+        except ValueError:
+            problems.append(Problem("bad-option", "--budgets", f"{item!r} is not a number"))
+            continue
+        if not (math.isfinite(value) and 0 < value <= 1):
+            problems.append(Problem("bad-option", "--budgets", f"{item} is not a fraction of full power in (0, 1]"))
+            continue
+        values.append(value)
+    if not _items(text):
+        problems.append(Problem("bad-option", "--budgets", "no value given"))
+    return values
+
+
+def parse_gpu_mix(text: str, known: Sequence[str], problems: list[Problem]) -> list[tuple[str, float]]:
+    """``v100:2,p100:1`` -> ``[("v100", 2.0), ("p100", 1.0)]``: GPU types of ``known``, positive weights."""
+    out: list[tuple[str, float]] = []
+    for item in _items(text):
+        name, sep, weight_text = item.partition(":")
+        name = name.strip().lower()
+        try:
+            weight = float(weight_text) if sep else 1.0
+        except ValueError:
+            problems.append(Problem("bad-option", "--gpu-mix", f"{item!r} is not TYPE:WEIGHT"))
+            continue
+        if name not in known:
+            problems.append(
+                Problem("bad-option", "--gpu-mix", f"unknown GPU type {name!r} (profiled: {', '.join(sorted(known))})")
+            )
+        elif not (math.isfinite(weight) and weight > 0):
+            problems.append(Problem("bad-option", "--gpu-mix", f"weight of {name} must be > 0, not {weight_text}"))
+        elif name in (n for n, _ in out):
+            problems.append(Problem("bad-option", "--gpu-mix", f"{name} is named twice"))
+        else:
+            out.append((name, weight))
+    if not _items(text):
+        problems.append(Problem("bad-option", "--gpu-mix", "no GPU type given"))
+    return out
+
+
+def sweep_spec(
+    out: Path,
+    sizes: str = DEFAULT_SIZES,
+    budgets: str = DEFAULT_BUDGETS,
+    seeds: str = DEFAULT_SEEDS,
+    family: str = "trace",
+    gpu_mix: str = DEFAULT_GPU_MIX,
+    jobs_per_node: float = 4.0,
+    mps: bool = False,
+    gpu_types: Sequence[str] = ("v100", "p100"),
+) -> SweepSpec:
+    """Check the command's options; every bad one is a problem naming it (one :class:`InputError`).
+
+    ``gpu_types`` are the GPU types the profile library describes (``--gpu-mix`` may name only those).
+    """
+    problems: list[Problem] = []
+    n = _ints(sizes, "--sizes", 1, problems)
+    b = _budgets(budgets, problems)
+    s = _ints(seeds, "--seeds", 0, problems)
+    mix = parse_gpu_mix(gpu_mix, gpu_types, problems)
+    if family not in FAMILIES:
+        problems.append(Problem("bad-option", "--family", f"{family!r} is not one of {', '.join(FAMILIES)}"))
+    if not (math.isfinite(jobs_per_node) and jobs_per_node > 0):
+        problems.append(Problem("bad-option", "--jobs-per-node", f"{jobs_per_node:g} must be > 0"))
+    names = [f"b{x:.2f}" for x in b]
+    if len(set(names)) < len(names):
+        problems.append(Problem("bad-option", "--budgets", "two budgets round to the same 2 decimals of a file name"))
+    if problems:
+        options = sorted({p.path for p in problems})
+        raise InputError(options[0] if len(options) == 1 else "options", problems)
+    return SweepSpec(
+        out=Path(out),
+        sizes=tuple(dict.fromkeys(n)),
+        budgets=tuple(dict.fromkeys(b)),
+        seeds=tuple(dict.fromkeys(s)),
+        family=cast(Family, family),  # checked against FAMILIES above
+        gpu_mix=tuple(mix),
+        jobs_per_node=jobs_per_node,
+        mps=mps,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Writing
+
+
+def sha256_file(path: Path) -> str:
+    """The SHA-256 of a file's bytes, in hex."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class RoundSources:
+    """The traces a sweep draws from, read on first use and kept (one object may serve several sweeps)."""
+
+    def __init__(self, lib: ProfileLibrary) -> None:
+        """Sources over the profile library ``lib``; nothing is read yet."""
+        self.lib = lib
+        self._pool: TracePool | None = None
+        self._population: JobPopulation | None = None
+
+    def pool(self) -> TracePool:
+        """The trace family's pool (the shipped Gavel traces and their queues)."""
+        if self._pool is None:
+            self._pool = TracePool(self.lib)
+            self._pool.queues()
+        return self._pool
+
+    def population(self) -> JobPopulation:
+        """The sampled family's population (every shipped trace)."""
+        if self._population is None:
+            self._population = JobPopulation.shipped(self.lib)
+        return self._population
+
+
+def check_supply(spec: SweepSpec, sources: RoundSources) -> None:
+    """For the trace family, refuse sizes the traces' queues cannot supply (``InputError`` naming ``--sizes``)."""
+    if spec.family != "trace":
+        return
+    largest = max(spec.sizes)
+    got = sum(len(s.job_ids) for s in sources.pool().snapshots(largest))
+    if got < largest:
+        raise InputError(
+            "--sizes",
+            [
+                Problem(
+                    "too-large-for-traces",
+                    "--sizes",
+                    f"{n} jobs: the shipped traces' queues hold at most {got} jobs for the trace family; "
+                    "give smaller --sizes, or --family sampled",
+                )
+                for n in spec.sizes
+                if n > got
+            ],
+        )
+
+
+def sweep_round(spec: SweepSpec, sources: RoundSources, n: int, budget: float, seed: int) -> tuple[Instance, str]:
+    """The round of (``n``, ``budget``, ``seed``) and a one-line description of where its jobs come from."""
+    nodes = cluster_nodes(n, spec.gpu_mix, spec.jobs_per_node)
+    source = {
+        "sweep": spec.family,
+        "size": n,
+        "cluster": cluster_text(nodes, GPUS_PER_NODE),
+        "gpu_mix": spec.mix_text(),
+        "jobs_per_node": spec.jobs_per_node,
+    }
+    if spec.family == "sampled":
+        population = sources.population()
+        inst = sampled_round(population, n, seed, budget, nodes, sources.lib, source)
+        d = population.describe()
+        return inst, f"{d['records']} records of {d['snapshots']} snapshots of {len(d['traces'])} traces"
+    inst, snaps, _ = make_round(sources.pool(), n, budget, nodes, source)
+    if len(inst.jobs) != n:
+        raise InputError(
+            "--sizes",
+            [Problem("too-large-for-traces", "--sizes", f"{n} jobs: the trace round has only {len(inst.jobs)}")],
+        )
+    if len(snaps) == 1:
+        return inst, snaps[0].describe()
+    traces = len({s.trace for s in snaps})
+    return inst, f"{len(snaps)} snapshots of {traces} traces merged at {inst.extra['source']['at_s']:.0f}"
+
+
+def manifest_row(
+    spec: SweepSpec, n: int, budget: float, seed: int, inst: Instance, path: Path, where: str
+) -> dict[str, Any]:
+    """The manifest row of one written instance (without the MPS columns)."""
+    return {
+        "file": path.name,
+        "family": spec.family,
+        "size": n,
+        "jobs": len(inst.jobs),
+        "nodes": sum(g.nodes for g in inst.gpu_types),
+        "gpus": sum(g.total_gpus for g in inst.gpu_types),
+        "gpu_types": ",".join(f"{g.name}:{g.total_gpus}" for g in inst.gpu_types),
+        "budget_fraction": repr(budget),
+        "budget_j": "" if inst.round.budget_j is None else f"{inst.round.budget_j:.0f}",
+        "seed": seed,
+        "source": where,
+        "sha256": sha256_file(path),
+    }
+
+
+def manifest_text(rows: Sequence[dict[str, Any]], mps: bool) -> str:
+    """``manifest.csv``: a header and one line per instance, Unix line ends."""
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=[*MANIFEST_FIELDS, *(MPS_FIELDS if mps else ())], lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
+def export_mps(inst: Instance, path: Path) -> None:
+    """Write the round's first-stage model (objective ``progress``, maximised) as MPS with HiGHS."""
+    from formulations.backends import get_backend
+    from formulations.round_model import build_round_model
+
+    get_backend("highs").export(build_round_model(inst).lm, "progress", True, path)
+
+
+def sweep(
+    spec: SweepSpec,
+    lib: ProfileLibrary | None = None,
+    on_written: Callable[[dict[str, Any]], None] | None = None,
+    on_prepared: Callable[[], None] | None = None,
+    sources: RoundSources | None = None,
+) -> list[dict[str, Any]]:
+    """Write every instance of ``spec`` and ``manifest.csv``; returns the manifest rows.
+
+    ``lib`` is the profile library (default: the shipped one); ``sources`` the traces already
+    read (default: read here, with ``lib``). ``on_prepared`` is called once the traces are read,
+    ``on_written`` with each manifest row after its files are written.
+    """
+    from planner.instance_io import write_instance
+    from planner.jsonio import write_text_atomic
+    from planner.resources import profile_library
+    from planner.round_builder import load_profile_library
+
+    if sources is None:
+        sources = RoundSources(lib or load_profile_library(profile_library()))
+    check_supply(spec, sources)
+    if spec.family == "sampled":
+        sources.population()
+    if on_prepared is not None:
+        on_prepared()
+    spec.out.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for n, budget, seed in spec.items():
+        inst, where = sweep_round(spec, sources, n, budget, seed)
+        path = spec.out / f"{spec.name(n, budget, seed)}.json"
+        write_instance(inst, path)
+        row = manifest_row(spec, n, budget, seed, inst, path, where)
+        if spec.mps:
+            mps = path.with_suffix(".mps")
+            export_mps(inst, mps)
+            row.update(mps_file=mps.name, mps_sha256=sha256_file(mps))
+        rows.append(row)
+        if on_written is not None:
+            on_written(row)
+    write_text_atomic(spec.out / MANIFEST, manifest_text(rows, spec.mps))
+    return rows

@@ -1,0 +1,116 @@
+"""``wattplan bench`` end to end: two tiny instances x greedy and highs; files, tables, resuming, bad input."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cli import app
+from planner.bench.report import RUN_COLUMNS
+from planner.bench.summary import SUMMARY_COLUMNS
+from tests.test_bench_runner import write_set
+
+runner = CliRunner()
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def run(*args: object):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open() as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_bench_writes_runs_summary_report_and_profile_then_resumes(tmp_path: Path) -> None:
+    folder = write_set(tmp_path / "set", manifest=True)
+    out = tmp_path / "out"
+    args = ("bench", folder, "--solvers", "greedy,highs", "--time-limit", "5", "--workers", "2", "--out", out, "-q")
+    result = run(*args)
+    assert result.exit_code == 0, result.output
+    assert "4 runs (4 now, 0 reused)" in result.output
+
+    rows = read_csv(out / "runs.csv")
+    assert list(rows[0]) == [*RUN_COLUMNS, "jobs_asked", "family"]
+    assert [(r["instance"], r["solver"], r["family"]) for r in rows] == [
+        ("b.json", "greedy", "tight"),
+        ("b.json", "highs", "tight"),
+        ("a.json", "greedy", "loose"),
+        ("a.json", "highs", "loose"),
+    ]
+    by = {(r["instance"], r["solver"]): r for r in rows}
+    for name in ("a.json", "b.json"):
+        highs, greedy = by[(name, "highs")], by[(name, "greedy")]
+        assert highs["status"] == "optimal" and float(highs["gap_ref"]) == 0.0
+        assert greedy["status"] == "feasible" and greedy["bound"] == ""
+        best = float(highs["objective"])  # maximised progress: greedy's gap to the best bound by hand
+        g = float(greedy["objective"])
+        assert float(greedy["gap_ref"]) == pytest.approx((best - g) / best)
+        assert int(greedy["jobs"]) == 3 and greedy["sense"] == "max" and greedy["objective_name"] == "progress"
+        assert 0 <= float(greedy["primal_integral"]) <= 1 and float(greedy["peak_mb"]) > 0
+        assert int(highs["columns"]) > 0 and int(highs["rows"]) > 0 and highs["plan_solver"].startswith("highs")
+    assert by[("a.json", "highs")]["objective"] == "2.81"
+
+    lines = (out / "runs.jsonl").read_text().splitlines()
+    assert len(lines) == 4 and all("incumbents" in json.loads(x) and "round" in json.loads(x) for x in lines)
+    summary = read_csv(out / "summary.csv")
+    assert list(summary[0]) == list(SUMMARY_COLUMNS)
+    s = {r["solver"]: r for r in summary}
+    assert s["highs"]["solved"] == "2" and s["greedy"]["solved"] == "0"
+    assert float(s["greedy"]["sgm_time_s"]) == pytest.approx(5.0)  # unsolved: charged the limit
+    report = (out / "report.md").read_text()
+    assert "![performance profile](profile.png)" in report and "| highs | 2 | 2 |" in report
+    assert "Python 3." in report and "commit " in report and "--solvers greedy,highs --time-limit 5" in report
+    assert (out / "profile.png").read_bytes()[:8] == PNG
+
+    again = run(*args)
+    assert again.exit_code == 0 and "4 runs (0 now, 4 reused)" in again.output
+    assert read_csv(out / "runs.csv") == rows
+
+
+def test_a_crashing_solver_is_a_result_not_a_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("WATTPLAN_BENCH_FAULT", "crash:highs")
+    folder = write_set(tmp_path / "set")
+    result = run("bench", folder / "a.json", "--solvers", "greedy,highs", "--time-limit", "3", "-o", tmp_path / "o")
+    assert result.exit_code == 0, result.output
+    assert "1 run(s) failed" in result.output
+    rows = {r["solver"]: r for r in read_csv(tmp_path / "o" / "runs.csv")}
+    assert rows["highs"]["status"] == "crash" and rows["greedy"]["status"] == "feasible"
+    summary = {r["solver"]: r for r in read_csv(tmp_path / "o" / "summary.csv")}
+    assert summary["highs"]["crash"] == "1" and summary["highs"]["mean_gap_ref"] == "1.0"
+
+
+@pytest.mark.parametrize(
+    "options, needle",
+    [
+        (["--solvers", "greedy,simplex"], "--solvers[1]"),
+        (["--time-limit", "0"], "--time-limit"),
+        (["--seeds", "0"], "--seeds"),
+        (["--workers", "0"], "--workers"),
+        (["--gap", "1.5"], "--gap"),
+        (["--memory-limit-mb", "0"], "--memory-limit-mb"),
+    ],
+)
+def test_bad_options_exit_2(tmp_path: Path, options: list[str], needle: str) -> None:
+    folder = write_set(tmp_path / "set")
+    result = run("bench", folder, *options, "-o", tmp_path / "o")
+    assert result.exit_code == 2, result.output
+    assert needle in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_missing_set_and_missing_ray_exit_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    result = run("bench", tmp_path / "nope", "--solvers", "greedy", "-o", tmp_path / "o")
+    assert result.exit_code == 2 and "does not exist" in result.output
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
+    folder = write_set(tmp_path / "set")
+    result = run("bench", folder, "--solvers", "greedy", "--ray", "local", "-o", tmp_path / "o")
+    assert result.exit_code == 2 and "ray-unavailable" in result.output and "Traceback" not in result.output
+    for command in (["frontier", "x.trace", "--cluster", "v100:8"], ["simulate", "x.trace", "--cluster", "v100:8"]):
+        assert "--ray" in run(*command, "--help").output

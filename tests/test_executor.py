@@ -1,0 +1,70 @@
+"""planner.executor: one interface for local processes, threads and Ray; failures are outcomes, not aborts."""
+
+from __future__ import annotations
+
+import math
+import operator
+import os
+import sys
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+
+import pytest
+
+from planner.executor import Outcome, TaskFailed, call_portably, run_tasks
+from planner.jsonio import read_json
+from planner.problems import InputError
+
+# Module-level library functions only: they pickle by reference in a spawned process and on a Ray node.
+TASKS = [(2, 10), (3, 4), (5, 2)]
+
+
+def results(outcomes) -> dict[int, Outcome]:
+    return dict(outcomes)
+
+
+@pytest.mark.parametrize("mode", ["process", "thread"])
+def test_every_task_runs_once_and_comes_back_with_its_index(mode: str) -> None:
+    got = results(run_tasks(pow, TASKS, workers=2, mode=mode))
+    assert sorted(got) == [0, 1, 2]
+    assert [got[i].value for i in range(3)] == [1024, 81, 25]
+    assert all(o.ok for o in got.values())
+
+
+def test_a_raising_task_is_its_outcome_and_the_rest_complete() -> None:
+    got = results(run_tasks(math.sqrt, [(4.0,), (-1.0,), (9.0,)], workers=2))
+    assert got[0].value == 2.0 and got[2].value == 3.0
+    assert isinstance(got[1].error, ValueError) and got[1].value is None and not got[1].ok
+
+
+def test_an_exception_that_cannot_be_unpickled_travels_as_text(tmp_path: Path) -> None:
+    """InputError's arguments do not rebuild it: sent as is, it would break the whole pool."""
+    missing = tmp_path / "missing.json"
+    got = results(run_tasks(read_json, [(missing,), (missing,)], workers=2))
+    for outcome in got.values():
+        assert isinstance(outcome.error, TaskFailed) and outcome.error.kind == "InputError"
+        assert "missing.json" in str(outcome.error) and str(outcome.error).startswith("InputError: ")
+    with pytest.raises(TaskFailed):
+        call_portably(read_json, [missing])
+
+
+def test_a_dying_worker_costs_only_its_own_task() -> None:
+    """os._exit kills the pool's worker: the lost tasks are retried alone, the killer is BrokenProcessPool."""
+    tasks = [(operator.add, (1, 2)), (os._exit, (3,)), (operator.mul, (4, 5)), (operator.add, (6, 7))]
+    got = results(run_tasks(call_portably, tasks, workers=2))
+    assert got[0].value == 3 and got[2].value == 20 and got[3].value == 13
+    assert isinstance(got[1].error, BrokenProcessPool)
+
+
+def test_bad_workers_and_missing_ray_are_input_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(InputError, match="--workers"):
+        run_tasks(pow, TASKS, workers=0)
+    with pytest.raises(InputError, match="--ray"):
+        run_tasks(pow, TASKS, ray_address=" ")
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
+    with pytest.raises(InputError, match="ray-unavailable"):
+        run_tasks(pow, TASKS, ray_address="local")
+
+
+def test_no_tasks_yields_nothing() -> None:
+    assert list(run_tasks(pow, [], workers=3)) == []

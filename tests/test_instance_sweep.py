@@ -1,0 +1,324 @@
+"""``wattplan instance sweep``: reproducible benchmark rounds, their manifest, and the sampled family."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import math
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from cli import app
+from planner.economics import full_power_w
+from planner.instance_checks import instance_problems
+from planner.instance_io import load_instance
+from planner.instance_sweep import MANIFEST_FIELDS, RoundSources, SweepSpec, sweep, sweep_spec
+from planner.problems import InputError
+from planner.resources import PHILLY_TRACE, profile_library, shipped
+from planner.round_builder import (
+    RoundOptions,
+    build_round,
+    load_profile_library,
+    parse_cluster_spec,
+    queued_jobs,
+    read_trace,
+)
+from planner.sweep_rounds import (
+    TRACE_GPU_TYPES,
+    JobPopulation,
+    candidate_times,
+    cluster_for,
+    cluster_nodes,
+    make_round,
+    read_philly_population_trace,
+    sampled_round,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def sources() -> RoundSources:
+    """The shipped profile library and traces, read once for the module."""
+    return RoundSources(load_profile_library(profile_library()))
+
+
+def _manifest(folder: Path) -> list[dict[str, str]]:
+    with open(folder / "manifest.csv", newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def _spec(out: Path, **options: object) -> SweepSpec:
+    args: dict[str, object] = {"sizes": "20,150", "budgets": "0.3,1.0", "seeds": "0,1", "family": "sampled"}
+    args.update(options)
+    return sweep_spec(out, **args)  # type: ignore[arg-type]
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+# --------------------------------------------------------------------------------------------
+# Reproducibility and the manifest
+
+
+@pytest.mark.parametrize("family", ["sampled", "trace"])
+def test_two_sweeps_write_identical_files(tmp_path: Path, sources: RoundSources, family: str) -> None:
+    rows_a = sweep(_spec(tmp_path / "a", family=family), sources=sources)
+    rows_b = sweep(_spec(tmp_path / "b", family=family), sources=RoundSources(sources.lib))  # traces read again
+    assert rows_a == rows_b
+    a, b = _files(tmp_path / "a"), _files(tmp_path / "b")
+    assert a == b and len(a) == 2 * 2 * 2 + 1
+    assert [r["sha256"] for r in _manifest(tmp_path / "a")] == [r["sha256"] for r in _manifest(tmp_path / "b")]
+
+
+def test_rerun_into_the_same_folder_overwrites_identically(tmp_path: Path, sources: RoundSources) -> None:
+    spec = _spec(tmp_path, sizes="30", seeds="3")
+    sweep(spec, sources=sources)
+    first = _files(tmp_path)
+    sweep(spec, sources=sources)
+    assert _files(tmp_path) == first
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary files left
+
+
+@pytest.mark.parametrize("family", ["sampled", "trace"])
+def test_manifest_matches_the_files(tmp_path: Path, sources: RoundSources, family: str) -> None:
+    spec = _spec(tmp_path, family=family)
+    sweep(spec, sources=sources)
+    rows = _manifest(tmp_path)
+    assert list(rows[0]) == list(MANIFEST_FIELDS)
+    assert [(int(r["size"]), float(r["budget_fraction"]), int(r["seed"])) for r in rows] == spec.items()
+    listed = {r["file"] for r in rows}
+    assert listed == {p.name for p in tmp_path.glob("*.json")}
+    for r in rows:
+        path = tmp_path / r["file"]
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == r["sha256"]
+        n, b, s = int(r["size"]), float(r["budget_fraction"]), int(r["seed"])
+        assert r["file"] == f"{family}-n{n}-b{b:.2f}-s{s}.json" and r["family"] == family
+        doc = json.loads(path.read_text())
+        assert instance_problems(doc) == []
+        inst = load_instance(path)  # schema, finite numbers and meaning, as `wattplan instance check`
+        assert len(inst.jobs) == n == int(r["jobs"])
+        assert len({j.id for j in inst.jobs}) == n
+        assert inst.round.budget_j == math.floor(b * full_power_w(inst) * inst.round.duration_s)
+        assert float(r["budget_j"]) == inst.round.budget_j
+        assert r["gpus"] == str(sum(g.total_gpus for g in inst.gpu_types))
+        assert r["gpu_types"] == ",".join(f"{g.name}:{g.total_gpus}" for g in inst.gpu_types)
+        assert r["nodes"] == str(sum(g.nodes for g in inst.gpu_types))
+        src = doc["source"]
+        assert src["sweep"] == family and src["size"] == n
+        assert src["budget_fraction_of_full_power"] == b
+        if family == "sampled":
+            assert src["seed"] == s
+            assert all(j.id.startswith("s") and len(j.id) == 7 for j in inst.jobs)
+
+
+def test_sampled_seed_and_size_change_the_jobs(tmp_path: Path, sources: RoundSources) -> None:
+    sweep(_spec(tmp_path, sizes="40,80", budgets="0.6", seeds="0,1"), sources=sources)
+    jobs = {p.name: load_instance(p).jobs for p in tmp_path.glob("*.json")}
+    assert jobs["sampled-n40-b0.60-s0.json"] != jobs["sampled-n40-b0.60-s1.json"]
+    ids = {j.id for j in jobs["sampled-n80-b0.60-s0.json"]}
+    assert ids == {f"s{i:06d}" for i in range(80)}
+
+
+def test_v100_only_mix(tmp_path: Path, sources: RoundSources) -> None:
+    for family in ("sampled", "trace"):
+        sweep(_spec(tmp_path / family, family=family, gpu_mix="v100:1", seeds="0"), sources=sources)
+        for r in _manifest(tmp_path / family):
+            inst = load_instance(tmp_path / family / r["file"])
+            assert [g.name for g in inst.gpu_types] == ["v100"]
+            assert {p.gpu_type for p in inst.profiles} == {"v100"} and {p.gpu_type for p in inst.pairs} <= {"v100"}
+            assert r["gpu_types"] == f"v100:{r['gpus']}"
+            assert inst.gpu_types[0].nodes == max(1, round(int(r["size"]) / 4))
+
+
+def test_cluster_sizes() -> None:
+    assert cluster_nodes(2000) == (("v100", 333), ("p100", 167))
+    assert cluster_for(2000) == (333, 167)
+    assert cluster_nodes(1) == (("v100", 1), ("p100", 1))  # at least one node of each type
+    assert cluster_nodes(100, (("v100", 1.0),), 4) == (("v100", 25),)
+    assert cluster_nodes(100, (("v100", 1.0), ("p100", 1.0)), 2) == (("v100", 25), ("p100", 25))
+    assert cluster_nodes(10, (("p100", 1.0), ("v100", 100.0)), 1) == (("p100", 1), ("v100", 10))
+    # the benchmark's rule: nodes = max(2, round(n / 4)), V100 = round(2/3 of them), P100 the rest
+    for n in range(1, 3000, 37):
+        nodes = max(2, round(n / 4))
+        v100 = max(1, round(nodes * 2 / 3))
+        assert cluster_for(n) == (v100, max(1, nodes - v100))
+
+
+# --------------------------------------------------------------------------------------------
+# The families
+
+
+def test_trace_queues_are_the_round_builders(sources: RoundSources) -> None:
+    pool = sources.pool()
+    name = sorted(pool.traces)[0]
+    jobs = pool.traces[name]
+    times = candidate_times(jobs)
+    for k in (0, len(times) // 2, len(times) - 1):
+        at, ids = pool.queues()[name][k]
+        assert at == times[k]
+        assert ids == frozenset(j.id for j in queued_jobs(jobs, sources.lib, TRACE_GPU_TYPES, at)[0])
+
+
+def test_trace_round_of_one_snapshot_is_the_trace_at_that_time(sources: RoundSources) -> None:
+    pool = sources.pool()
+    inst, snaps, nodes = make_round(pool, 120, 0.6)
+    assert len(snaps) == 1 and len(inst.jobs) == 120 and inst.extra["source"]["benchmark"] == "solve_scaling"
+    s = snaps[0]
+    cluster = parse_cluster_spec(",".join(f"{g}:{c * 8}" for g, c in nodes))
+    direct = build_round(pool.traces[s.trace], cluster, sources.lib, RoundOptions(at_s=s.at_s, max_jobs=120))
+    assert direct.jobs == inst.jobs
+
+
+def test_trace_family_refuses_a_size_beyond_the_queues(tmp_path: Path, sources: RoundSources) -> None:
+    with pytest.raises(InputError) as err:
+        sweep(_spec(tmp_path, family="trace", sizes="50,100000", seeds="0"), sources=sources)
+    assert err.value.source == "--sizes"
+    assert [p.path for p in err.value.problems] == ["--sizes"]
+    assert "100000" in err.value.problems[0].message and "--family sampled" in err.value.problems[0].message
+    assert not tmp_path.exists() or not list(tmp_path.iterdir())  # nothing written
+
+
+def test_sampled_type_frequencies_follow_the_population(sources: RoundSources) -> None:
+    population = sources.population()
+    expected = population.type_frequencies()
+    n = 2000
+    jobs = population.sample(n, seed=7)
+    got = Counter(j.type for j in jobs)
+    assert set(got) <= set(expected)
+    for job_type, p in expected.items():
+        sd = math.sqrt(p * (1 - p) / n)
+        assert abs(got[job_type] / n - p) <= 5 * sd + 1e-3, job_type
+    # the requested GPU counts too, and the draws are i.i.d. records (type and request together)
+    req = Counter(j.requested_gpus for j in jobs)
+    share_1 = float(np.mean(population.requested_gpus == 1))
+    assert abs(req[1] / n - share_1) <= 5 * math.sqrt(share_1 * (1 - share_1) / n)
+    total_variation = 0.5 * sum(abs(got[t] / n - p) for t, p in expected.items())
+    assert total_variation < 0.1
+
+
+def test_sampled_jobs_keep_their_records(sources: RoundSources) -> None:
+    population = sources.population()
+    n, seed = 150, 3
+    picks = np.random.default_rng(seed).integers(0, len(population), size=n)
+    inst = sampled_round(population, n, seed, 0.6, cluster_nodes(n), sources.lib)
+    by_id = {j.id: j for j in inst.jobs}
+    for i, k in enumerate(picks):
+        job = by_id[f"s{i:06d}"]
+        assert job.type == population.types[population.type_index[k]]
+        total = population.total_steps[k]
+        assert job.remaining_steps == pytest.approx(population.remaining_fraction[k] * total, rel=1e-12)
+        assert max(job.gpus) <= 2 * max(1, int(population.requested_gpus[k]))
+
+
+def test_population_covers_every_shipped_trace(sources: RoundSources) -> None:
+    population = sources.population()
+    shares = population.shares()
+    assert "philly.csv" in shares and len(shares) == len(list(shipped("sources/gavel/traces").glob("*.trace"))) + 1
+    assert all(c > 0 for c in shares.values())
+    assert float(population.remaining_fraction.min()) > 0 and float(population.remaining_fraction.max()) <= 1
+    assert len(population) == sum(shares.values())
+
+
+@pytest.mark.slow
+def test_fast_philly_reader_is_read_trace(sources: RoundSources) -> None:
+    assert read_philly_population_trace(sources.lib) == read_trace(shipped(PHILLY_TRACE), sources.lib, "philly", 0)
+
+
+def test_population_of_a_small_trace_set(sources: RoundSources) -> None:
+    jobs = sources.pool().traces[sorted(sources.pool().traces)[0]][:400]
+    population = JobPopulation.build(sources.lib, [("x.trace", jobs)])
+    queued = sum(len(queued_jobs(jobs, sources.lib, TRACE_GPU_TYPES, at)[0]) for at in candidate_times(jobs))
+    assert len(population) == queued and population.snapshots == (len(candidate_times(jobs)),)
+
+
+# --------------------------------------------------------------------------------------------
+# MPS
+
+
+def test_mps_is_readable_by_highs(tmp_path: Path, sources: RoundSources) -> None:
+    highspy = pytest.importorskip("highspy")
+    from formulations.round_model import build_round_model
+
+    spec = _spec(tmp_path, sizes="8", budgets="0.6", seeds="0", mps=True)
+    sweep(spec, sources=sources)
+    rows = _manifest(tmp_path)
+    assert list(rows[0])[-2:] == ["mps_file", "mps_sha256"]
+    row = rows[0]
+    mps = tmp_path / row["mps_file"]
+    assert mps.name == "sampled-n8-b0.60-s0.mps"
+    assert hashlib.sha256(mps.read_bytes()).hexdigest() == row["mps_sha256"]
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    assert h.readModel(str(mps)) == highspy.HighsStatus.kOk
+    lm = build_round_model(load_instance(tmp_path / row["file"])).lm
+    assert h.getNumCol() == lm.num_cols
+
+
+# --------------------------------------------------------------------------------------------
+# Command line
+
+
+def _cli(*args: object):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def test_cli_writes_a_sweep(tmp_path: Path) -> None:
+    out = tmp_path / "sweep"
+    result = _cli("instance", "sweep", "--out", out, "--sizes", "10,25", "--budgets", "0.5", "--seeds", "0")
+    assert result.exit_code == 0, result.output
+    assert "wrote 2 instances" in result.output
+    rows = _manifest(out)
+    assert [r["file"] for r in rows] == ["trace-n10-b0.50-s0.json", "trace-n25-b0.50-s0.json"]
+    assert "mps_file" not in rows[0]
+    assert not list(out.glob("*.mps"))
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "words"),
+    [
+        ("--sizes", "0", "below 1"),
+        ("--sizes", "ten", "not a whole number"),
+        ("--budgets", "1.5", "(0, 1]"),
+        ("--budgets", "0", "(0, 1]"),
+        ("--seeds", "-1", "below 0"),
+        ("--gpu-mix", "a100:1", "unknown GPU type"),
+        ("--gpu-mix", "v100:0", "> 0"),
+        ("--jobs-per-node", "0", "> 0"),
+    ],
+)
+def test_cli_bad_option_exits_2_naming_it(tmp_path: Path, option: str, value: str, words: str) -> None:
+    result = _cli("instance", "sweep", "--out", tmp_path / "o", option, value)
+    assert result.exit_code == 2, result.output
+    assert option in result.output and words in result.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_cli_trace_family_too_large(tmp_path: Path) -> None:
+    result = _cli("instance", "sweep", "--out", tmp_path / "o", "--sizes", "100000", "--budgets", "0.3")
+    assert result.exit_code == 2
+    assert "--sizes" in result.output and "sampled" in result.output and "100000" in result.output
+
+
+def test_benchmark_script_imports_the_rounds() -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "solve_scaling.py"), "--help"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "--sizes" in done.stdout

@@ -1,0 +1,165 @@
+"""SCIP through PySCIPOpt: the whole call keeps its time limit, starts are used, it shares a process.
+
+The hand-checked optima are in ``tests/test_golden.py`` and ``tests/test_backend_features.py``,
+which hold ``scip`` to them with the other backends; this file checks what is SCIP's own.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from formulations.backends import BackendUnavailable, SolveParams, available_backends, get_backend
+from formulations.round_model import RoundModel, build_round_model
+from formulations.watchdog import run_with_deadline
+from planner.greedy import greedy_allocations
+from planner.instance_io import parse_instance
+from planner.planning import plan
+from planner.request import PlanRequest
+from tests.test_backend_features import OPTIMUM, _model
+
+pytestmark = pytest.mark.skipif(find_spec("pyscipopt") is None, reason="pyscipopt is not installed")
+ROUND = Path(__file__).parent / "data" / "replay_round_philly_6214e9_r1.json.gz"
+"""137 jobs, 27,455 columns, optimum 9.8207 (tests/test_cbc_backend.py); the greedy start has 7.7262."""
+
+
+def _replay_round() -> RoundModel:
+    return build_round_model(parse_instance(json.loads(gzip.decompress(ROUND.read_bytes())), ROUND.name))
+
+
+def test_the_registry_knows_scip_and_ortools_cbc() -> None:
+    assert {"scip", "ortools-cbc"} <= set(available_backends())
+    with pytest.raises(BackendUnavailable) as err:
+        get_backend("nonsense")
+    for name in ("cbc", "highs", "cpsat", "scip", "ortools-cbc", "pulp:NAME"):
+        assert name in str(err.value)
+
+
+def test_scip_plans_through_the_front_door_in_a_forked_child() -> None:
+    """The strategy runs every solve (the LP bound by SCIP too) in the watchdog's forked child."""
+    req = PlanRequest(solver="scip", lp_solver="scip", time_limit_s=20, rel_gap=1e-9, threads=1)
+    p = plan(_model().instance, req)
+    assert p.round.status == "optimal" and p.round.solver == "scip"
+    assert p.round.progress == pytest.approx(OPTIMUM)
+    assert p.round.report.lp_bound == pytest.approx(OPTIMUM)  # this LP's optimum is integral
+    assert all(s.status == "optimal" for s in p.round.report.stages)
+
+
+def test_the_whole_call_keeps_the_time_limit_and_passes_gap_and_seed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SCIP's own limit is what the build leaves; the call returns within the limit, with the start or better."""
+    from formulations.backends import scip
+
+    models: list[Any] = []
+
+    def keep(*args: Any, **kwargs: Any) -> Any:
+        built = build(*args, **kwargs)
+        models.append(built[0])
+        return built
+
+    build = scip.scip_model
+    monkeypatch.setattr(scip, "scip_model", keep)
+    rm = _replay_round()
+    start = rm.encode(greedy_allocations(rm.instance))
+    params = SolveParams(time_limit_s=1.5, rel_gap=1e-4, threads=1, seed=7)
+    entered = time.perf_counter()
+    r = get_backend("scip").solve(rm.lm, "progress", True, params, start)
+    wall = time.perf_counter() - entered
+    assert wall < 1.5 + 0.5, wall  # SCIP's clock is wall time; 0.5 s of slack for a loaded machine
+    assert r.has_solution and r.objective is not None
+    assert r.objective >= float(rm.lm.objectives["progress"] @ start) - 1e-9  # the start was taken
+    [model] = models
+    assert 0.1 <= model.getParam("limits/time") < 1.5
+    assert model.getParam("limits/gap") == 1e-4
+    assert model.getParam("randomization/randomseedshift") == 7
+
+
+def test_the_time_limit_never_goes_below_the_minimum(monkeypatch: pytest.MonkeyPatch) -> None:
+    from formulations.backends import scip
+
+    monkeypatch.setattr(scip, "READBACK_S_PER_COL", 1.0)  # the read-back estimate eats the whole limit
+    lm = _model().lm
+    r = get_backend("scip").solve(lm, "progress", True, SolveParams(time_limit_s=5.0))
+    assert r.status == "optimal" and r.objective == pytest.approx(OPTIMUM)  # 0.1 s is plenty here
+
+
+def test_an_infeasible_model_is_reported_infeasible() -> None:
+    lm = _model().lm
+    impossible = lm.with_row(lm.objectives["progress"], OPTIMUM + 0.1, float("inf"), "more_than_best", "progress")
+    for name in ("scip", "ortools-cbc"):
+        params = (impossible, "energy", False, SolveParams(time_limit_s=20), None)
+        assert run_with_deadline(get_backend(name).solve, params, 60.0).status == "infeasible", name
+
+
+SHARED_PROCESS = textwrap.dedent(
+    """
+    import sys
+
+    def scip():
+        import pyscipopt
+        m = pyscipopt.Model()
+        m.hideOutput()
+        x, y = m.addVar("x", "I", 0, 3), m.addVar("y", "I", 0, 3)
+        m.addCons(x + 2 * y <= 4)
+        m.setObjective(x + y, "maximize")
+        m.optimize()
+        return m.getObjVal()
+
+    def cpsat():
+        from ortools.sat.python import cp_model
+        m = cp_model.CpModel()
+        x, y = m.new_int_var(0, 3, "x"), m.new_int_var(0, 3, "y")
+        m.add(x + 2 * y <= 4)
+        m.maximize(x + y)
+        s = cp_model.CpSolver()
+        s.solve(m)
+        return s.objective_value
+
+    def pywraplp(kind):
+        from ortools.linear_solver import pywraplp
+        s = pywraplp.Solver.CreateSolver(kind)
+        x, y = s.IntVar(0, 3, "x"), s.IntVar(0, 3, "y")
+        s.Add(x + 2 * y <= 4)
+        s.Maximize(x + y)
+        s.Solve()
+        return s.Objective().Value()
+
+    def highs():
+        import highspy
+        h = highspy.Highs()
+        h.setOptionValue("output_flag", False)
+        x, y = h.addIntegral(lb=0, ub=3), h.addIntegral(lb=0, ub=3)
+        h.addConstr(x + 2 * y <= 4)
+        h.maximize(x + y)
+        return h.getInfo().objective_function_value
+
+    solvers = {"scip": scip, "cpsat": cpsat, "cbc": lambda: pywraplp("CBC"),
+               "ortools-scip": lambda: pywraplp("SCIP"), "highs": highs}
+    for name in sys.argv[1].split(","):
+        print(name, solvers[name]())
+    """
+)
+
+
+@pytest.mark.parametrize("order", ["scip,cpsat,cbc,ortools-scip,highs", "highs,ortools-scip,cbc,cpsat,scip"])
+def test_pyscipopt_ortools_and_highspy_share_one_process(order: str, tmp_path: Path) -> None:
+    """PySCIPOpt's SCIP 10, OR-Tools' own SCIP 10, CBC and CP-SAT, and highspy load and solve side by side.
+
+    A fresh interpreter per import order (this test process may have loaded some already); the
+    trivial model's optimum is 3 (x = 2, y = 1 or x = 3, y = 0, ...).
+    """
+    script = tmp_path / "shared.py"
+    script.write_text(SHARED_PROCESS)
+    done = subprocess.run([sys.executable, str(script), order], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = dict(line.split() for line in done.stdout.splitlines())
+    assert list(results) == order.split(",")
+    assert all(float(v) == pytest.approx(3.0) for v in results.values()), results
