@@ -38,15 +38,15 @@ Pruning here never loses an optimum:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cached_property
-from typing import NamedTuple, TypeVar
+from typing import NamedTuple, Self, TypeVar
 
 import numpy as np
 
 from planner.domain import Instance
 from planner.economics import usable_pair_rates
-from planner.economics_columns import JobGroup, group_outcomes, job_groups
+from planner.economics_columns import JobGroup, exclusive_group_options, group_outcomes, job_groups
 
 
 class Slot(NamedTuple):
@@ -124,8 +124,19 @@ class PairSideOption:
         return self.slot.setting
 
 
+class _Columns:
+    """Rows of equal-length NumPy columns (the dataclass fields): their count and a selection."""
+
+    def __len__(self) -> int:
+        return len(getattr(self, fields(self)[0].name))  # type: ignore[arg-type]
+
+    def take(self, index: np.ndarray) -> Self:
+        """The rows at ``index`` (a boolean mask or positions), in that order."""
+        return type(self)(*(getattr(self, f.name)[index] for f in fields(self)))  # type: ignore[arg-type]
+
+
 @dataclass(frozen=True)
-class ExclusiveTable:
+class ExclusiveTable(_Columns):
     """Exclusive options as columns.
 
     Option ``i`` is job ``job[i]`` alone on ``gpus[i]`` GPUs of GPU type ``gpu[i]`` (an index into
@@ -139,16 +150,9 @@ class ExclusiveTable:
     progress: np.ndarray
     energy_j: np.ndarray
 
-    def __len__(self) -> int:
-        return len(self.job)
-
-    def take(self, index: np.ndarray) -> ExclusiveTable:
-        """The options at ``index`` (a boolean mask or positions), in that order."""
-        return ExclusiveTable(*(getattr(self, f)[index] for f in _EXCLUSIVE_FIELDS))
-
 
 @dataclass(frozen=True)
-class PairSideTable:
+class PairSideTable(_Columns):
     """Pair-side options as columns.
 
     Option ``i`` is job ``job[i]`` on side ``side[i]`` of slot ``slot[i]`` (an index into
@@ -161,17 +165,6 @@ class PairSideTable:
     side: np.ndarray
     progress: np.ndarray
     energy_j: np.ndarray
-
-    def __len__(self) -> int:
-        return len(self.job)
-
-    def take(self, index: np.ndarray) -> PairSideTable:
-        """The options at ``index`` (a boolean mask or positions), in that order."""
-        return PairSideTable(*(getattr(self, f)[index] for f in _PAIR_FIELDS))
-
-
-_EXCLUSIVE_FIELDS = ("job", "gpu", "gpus", "setting", "progress", "energy_j")
-_PAIR_FIELDS = ("job", "partner", "slot", "side", "progress", "energy_j")
 
 
 @dataclass
@@ -220,43 +213,28 @@ class OptionSet:
             )
         ]
 
-    def slots(self) -> dict[Slot, list[list[int]]]:
-        """Per slot, the indices (into ``pair_sides``) of its side-0 and side-1 options."""
-        out: dict[Slot, list[list[int]]] = {s: [[], []] for s in self.slot_list}
-        for i, (q, side) in enumerate(zip(self.pair_table.slot.tolist(), self.pair_table.side.tolist(), strict=True)):
-            out[self.slot_list[q]][side].append(i)
-        return out
-
 
 def _exclusive(instance: Instance, groups: list[JobGroup]) -> tuple[ExclusiveTable, int]:
     """Exclusive options with progress (job, then GPU type, count as listed, setting) and the zero-progress count."""
     parts: list[tuple[np.ndarray, ...]] = []
     zero = 0
-    for group in groups:
-        for gi, g in enumerate(instance.gpu_types):
-            for k, n in enumerate(group.counts):
-                if n > g.total_gpus:
-                    continue
-                for si, s in enumerate(g.settings):
-                    out = group_outcomes(instance, group, gi, g, n, s, 1.0)
-                    if out is None:
-                        continue
-                    progress, energy = out
-                    keep = progress > 0
-                    zero += int(len(keep) - keep.sum())
-                    m = int(keep.sum())
-                    parts.append(
-                        (
-                            group.index[keep],
-                            np.full(m, gi),
-                            np.full(m, n),
-                            np.full(m, s),
-                            progress[keep],
-                            energy[keep],
-                            np.full(m, k),
-                            np.full(m, si),
-                        )
-                    )
+    for o in exclusive_group_options(instance, groups):
+        keep = o.keep
+        m = int(keep.sum())
+        zero += len(keep) - m
+        full = np.full
+        parts.append(
+            (
+                o.group.index[keep],
+                full(m, o.gpu),
+                full(m, o.gpus),
+                full(m, o.setting),
+                o.progress[keep],
+                o.energy_j[keep],
+                full(m, o.count_pos),
+                full(m, o.setting_pos),
+            )
+        )
     cols = _concat(parts, 8)
     order = np.lexsort((cols[7], cols[6], cols[1], cols[0]))
     return ExclusiveTable(*(c[order] for c in cols[:6])), zero

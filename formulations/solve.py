@@ -140,13 +140,12 @@ class LpRelaxation:
     """The LP relaxation's optimum ``value`` and solution ``values`` (None when not solved) and a note.
 
     By column generation, ``value`` is the Lagrangian bound (valid, possibly above the LP optimum
-    when the time ran out), ``values`` the restricted master's solution and ``columns`` its columns.
+    when the time ran out) and ``values`` the restricted master's solution.
     """
 
     value: float | None
     values: np.ndarray | None
     note: str
-    columns: np.ndarray | None = None
 
 
 def lp_relaxation(
@@ -368,7 +367,7 @@ class _Session:
                 self.core = np.union1d(support, np.arange(options, lm.num_cols))
         if r.bound is None or r.values is None:
             return LpRelaxation(None, None, r.message or r.status)
-        return LpRelaxation(r.bound, r.values, f"{r.message} in {r.solve_s:.2f} s", r.columns)
+        return LpRelaxation(r.bound, r.values, f"{r.message} in {r.solve_s:.2f} s")
 
     def stage(
         self, name: str, lm: LinearModel, objective: ObjectiveName, share: float, start: np.ndarray | None = None

@@ -9,6 +9,7 @@ at rounds of thousands of jobs.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -72,3 +73,45 @@ def group_outcomes(
     per_step = steps / prof.steps_per_s if prof.steps_per_s > 0 else np.zeros(len(group.index))
     energy = n * (prof.power_w - g.idle_power_w) * per_step
     return group.weight * (steps / group.remaining), energy
+
+
+@dataclass(frozen=True, slots=True)
+class GroupOption:
+    """One exclusive option ``(g, n, s)`` of a job group with every member's outcome.
+
+    ``gpu``/``count_pos``/``setting_pos``: positions of ``g`` in ``instance.gpu_types``, of ``n`` in the
+    group's counts and of ``s`` in ``g.settings`` (sort keys); ``progress`` is ``w sigma / R`` and
+    ``energy_j`` the dynamic energy (J) of each member, ``keep`` the members with progress ``> 0``.
+    """
+
+    group: JobGroup
+    gpu: int
+    gpu_type: GpuType
+    count_pos: int
+    gpus: int
+    setting_pos: int
+    setting: int
+    progress: np.ndarray
+    energy_j: np.ndarray
+
+    @property
+    def keep(self) -> np.ndarray:
+        """The members for which this option makes progress."""
+        return self.progress > 0
+
+
+def exclusive_group_options(instance: Instance, groups: list[JobGroup]) -> Iterator[GroupOption]:
+    """Every profiled exclusive option of every group that fits its GPU type's pool.
+
+    Groups in the given order, then GPU type (instance order), count (as the group lists them),
+    setting (ascending); zero-progress members are included (``keep`` marks the others).
+    """
+    for group in groups:
+        for gi, g in enumerate(instance.gpu_types):
+            for k, n in enumerate(group.counts):
+                if n > g.total_gpus:
+                    continue
+                for si, s in enumerate(g.settings):
+                    out = group_outcomes(instance, group, gi, g, n, s, 1.0)
+                    if out is not None:
+                        yield GroupOption(group, gi, g, k, n, si, s, out[0], out[1])

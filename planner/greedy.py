@@ -30,7 +30,7 @@ import numpy as np
 from planner.assemble import Allocation
 from planner.domain import Instance
 from planner.economics import job_outcome, ordered_pair_rates, powered_energy_j, within_budget
-from planner.economics_columns import group_outcomes, job_groups
+from planner.economics_columns import exclusive_group_options, job_groups
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,33 +75,24 @@ def ranked_candidates(instance: Instance) -> list[Candidate]:
     T = instance.round.duration_s
     names = sorted(g.name for g in instance.gpu_types)
     parts: list[tuple[np.ndarray, ...]] = []
-    for group in job_groups(instance):
-        for gi, g in enumerate(instance.gpu_types):
-            for n in group.counts:
-                if n > g.total_gpus:
-                    continue
-                for s in g.settings:
-                    out = group_outcomes(instance, group, gi, g, n, s, 1.0)
-                    if out is None:
-                        continue
-                    value, energy = out
-                    keep = value > 0
-                    m = int(keep.sum())
-                    cost = energy[keep] + n * T * g.powered_share_w
-                    with np.errstate(divide="ignore"):
-                        density = np.where(cost > 0, value[keep] / np.where(cost > 0, cost, 1.0), np.inf)
-                    type_rank = names.index(g.name)
-                    parts.append(
-                        (
-                            density,
-                            value[keep],
-                            group.index[keep],
-                            np.full(m, type_rank),
-                            np.full(m, n),
-                            np.full(m, s),
-                            energy[keep],
-                        )
-                    )
+    for o in exclusive_group_options(instance, job_groups(instance)):
+        keep = o.keep
+        m = int(keep.sum())
+        cost = o.energy_j[keep] + o.gpus * T * o.gpu_type.powered_share_w
+        with np.errstate(divide="ignore"):
+            density = np.where(cost > 0, o.progress[keep] / np.where(cost > 0, cost, 1.0), np.inf)
+        rank = np.full(m, names.index(o.gpu_type.name))
+        parts.append(
+            (
+                density,
+                o.progress[keep],
+                o.group.index[keep],
+                rank,
+                np.full(m, o.gpus),
+                np.full(m, o.setting),
+                o.energy_j[keep],
+            )
+        )
     if not parts:
         return []
     cols: list[np.ndarray] = [np.concatenate([p[c] for p in parts]) for c in range(7)]

@@ -5,8 +5,6 @@ from __future__ import annotations
 import csv
 import json
 import os
-from concurrent.futures import Future
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import replace
 from pathlib import Path
 
@@ -14,7 +12,7 @@ import pytest
 
 from planner.problems import InputError
 from planner.request import REPLAY_REQUEST
-from planner.sim.frontier import FRONTIER_COLUMNS, FrontierPoint, collect, frontier, run_sweep, sweep_points
+from planner.sim.frontier import FRONTIER_COLUMNS, frontier, run_sweep, sweep_points
 from planner.sim.policies import PolicyOptions
 from planner.sim.replay import ReplaySpec
 from planner.sim.round_instance import RoundRules
@@ -180,21 +178,3 @@ def test_a_dying_worker_costs_only_its_own_replay(base: ReplaySpec, tmp_path: Pa
     assert [r["label"] for r in rows] == ["fifo-max", "bomb", "zeus", "eaco"]
     assert rows[1]["error"].startswith("BrokenProcessPool")
     assert all("error" not in r and r["jobs_completed"] == 5 for r in (rows[0], *rows[2:]))
-
-
-def test_collect_records_failures_and_sets_broken_pools_aside(base: ReplaySpec) -> None:
-    points = [FrontierPoint(x, "fifo-max", "baseline", None, base) for x in ("ok", "raised", "broken")]
-    futures: dict[Future, FrontierPoint] = {Future(): p for p in points}
-    ok, raised, broken = futures
-    ok.set_result({"label": "ok", "energy_kwh": 1.0})
-    raised.set_exception(ValueError("no luck"))
-    broken.set_exception(BrokenProcessPool("a worker died"))
-    rows: dict[str, dict] = {}
-    lost: list[FrontierPoint] = []
-    seen: list[str] = []
-    collect(futures, rows, lambda p, r: seen.append(p.label), lost)
-    assert rows["ok"] == {"label": "ok", "energy_kwh": 1.0}
-    assert rows["raised"]["error"] == "ValueError: no luck" and rows["raised"]["policy"] == "fifo-max"
-    assert "broken" not in rows and lost == [points[2]] and sorted(seen) == ["ok", "raised"]
-    collect({broken: points[2]}, rows)
-    assert rows["broken"]["error"] == "BrokenProcessPool: a worker died"

@@ -36,8 +36,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, as_completed
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -252,34 +250,6 @@ def error_row(point: FrontierPoint, exc: BaseException) -> dict[str, Any]:
         "error": f"{type(exc).__name__}: {message}",
         "frontier_spec": spec_json(point.spec),
     }
-
-
-def collect(
-    futures: dict[Future[dict[str, Any]], FrontierPoint],
-    rows: dict[str, dict[str, Any]],
-    progress: ProgressFn | None = None,
-    lost: list[FrontierPoint] | None = None,
-) -> None:
-    """Put each finished future's row into ``rows`` by label; a failed one becomes :func:`error_row`.
-
-    With ``lost`` given, points whose pool broke (a worker died: killed for memory, crashed)
-    are appended there instead, to be retried; ``progress`` is called for every other point.
-    For callers holding their own futures: :func:`run_sweep` goes through :mod:`planner.executor`.
-    """
-    for future in as_completed(futures):
-        point = futures[future]
-        try:
-            row = future.result()
-        except BrokenProcessPool as exc:
-            if lost is not None:
-                lost.append(point)
-                continue
-            row = error_row(point, exc)
-        except Exception as exc:  # any other failure of one replay is that point's row
-            row = error_row(point, exc)
-        rows[point.label] = row
-        if progress is not None:
-            progress(point, row)
 
 
 def _replay(
