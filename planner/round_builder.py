@@ -76,14 +76,28 @@ def parse_cluster_spec(
     return ClusterSpec(tuple(out), gpus_per_node, node_power_w)
 
 
+ProfileKey = tuple[str, str, int, int]  # (job type, GPU type, GPU count, setting)
+PairKey = tuple[str, str, str, int]  # (type a, type b, GPU type, GPU count)
+_PROFILE_FIELDS = ("type", "gpu_type", "gpus", "setting", "steps_per_s", "power_w")
+_PAIR_FIELDS = ("a", "b", "gpu_type", "gpus", "rho_a", "rho_b")
+
+
 @dataclass(frozen=True)
 class ProfileLibrary:
-    """Profiles built by ``wattplan profiles build`` (schema ``wattplan.profiles/1``)."""
+    """Profiles built by ``wattplan profiles build`` or ``fit`` (schema ``wattplan.profiles/1``).
+
+    ``profile_extras`` / ``pair_extras`` keep the optional keys of an entry (``basis``,
+    ``utilisation``; :mod:`planner.profiling`) by its key; ``measurements`` the library's measured
+    points as documents (parsed by :mod:`planner.profiling.points` where needed).
+    """
 
     gpu_types: dict[str, dict[str, Any]]
     profiles: tuple[Profile, ...]
     pairs: tuple[PairSlowdown, ...]
     sources: list[Any]
+    profile_extras: dict[ProfileKey, dict[str, Any]] = field(default_factory=dict)
+    pair_extras: dict[PairKey, dict[str, Any]] = field(default_factory=dict)
+    measurements: list[dict[str, Any]] = field(default_factory=list)
     # Lookup tables, filled by __post_init__: the top-setting profile per (type, GPU type, count)
     # and the largest profiled count per job type.
     _top: dict[tuple[str, str, int], Profile] = field(init=False, repr=False, compare=False)
@@ -115,17 +129,47 @@ class ProfileLibrary:
         return None if p is None else p.steps_per_s
 
 
-def load_profile_library(path: Path) -> ProfileLibrary:
-    """Read a ``wattplan.profiles/1`` file (``InputError`` if ``path`` holds another schema)."""
-    doc = read_json(Path(path))
+def profile_key(p: Profile) -> ProfileKey:
+    """``(type, gpu_type, gpus, setting)`` of a profile."""
+    return (p.type, p.gpu_type, p.gpus, p.setting)
+
+
+def pair_key(p: PairSlowdown) -> PairKey:
+    """``(a, b, gpu_type, gpus)`` of a pair entry."""
+    return (p.a, p.b, p.gpu_type, p.gpus)
+
+
+def library_from_doc(doc: Any, source: str) -> ProfileLibrary:
+    """A library from its ``wattplan.profiles/1`` document; optional keys go to the extras."""
     if not isinstance(doc, dict) or doc.get("schema") != "wattplan.profiles/1":
-        raise InputError(str(path), [Problem("schema", "schema", "not a wattplan.profiles/1 file")])
+        raise InputError(source, [Problem("schema", "schema", "not a wattplan.profiles/1 file")])
+    profiles, pairs = [], []
+    profile_extras: dict[ProfileKey, dict[str, Any]] = {}
+    pair_extras: dict[PairKey, dict[str, Any]] = {}
+    for raw in doc["profiles"]:
+        p = Profile(**{k: raw[k] for k in _PROFILE_FIELDS})
+        profiles.append(p)
+        if extra := {k: v for k, v in raw.items() if k not in _PROFILE_FIELDS}:
+            profile_extras[profile_key(p)] = extra
+    for raw in doc["pairs"]:
+        q = PairSlowdown(**{k: raw[k] for k in _PAIR_FIELDS})
+        pairs.append(q)
+        if extra := {k: v for k, v in raw.items() if k not in _PAIR_FIELDS}:
+            pair_extras[pair_key(q)] = extra
     return ProfileLibrary(
         gpu_types={g["name"]: g for g in doc["gpu_types"]},
-        profiles=tuple(Profile(**p) for p in doc["profiles"]),
-        pairs=tuple(PairSlowdown(**p) for p in doc["pairs"]),
+        profiles=tuple(profiles),
+        pairs=tuple(pairs),
         sources=doc.get("sources", []),
+        profile_extras=profile_extras,
+        pair_extras=pair_extras,
+        measurements=list(doc.get("measurements", [])),
     )
+
+
+def load_profile_library(path: Path) -> ProfileLibrary:
+    """Read a ``wattplan.profiles/1`` file (``InputError`` if ``path`` holds another schema)."""
+    return library_from_doc(read_json(Path(path)), str(path))
 
 
 def normalise_request(requested: int, n_max: int) -> int:

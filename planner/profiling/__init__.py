@@ -1,0 +1,19 @@
+"""Profiles from measurements: ingest real logs, fit the full table, check fidelity, learn online.
+
+Modules (each one job):
+
+* :mod:`planner.profiling.points`: the measured point, the one record every source becomes.
+* ``nvidia_smi``, ``zeus_windows``, ``zeus_summary``, ``ingest``: readers of the formats users have.
+* ``scaling``, ``power_model``, ``fit``, ``sanity``: from sparse points to the planner's full table.
+* ``check``, ``leave_one_out``: predicted against measured, per quantity.
+
+A profile library (``wattplan.profiles/1``) may carry, besides ``gpu_types``, ``profiles`` and ``pairs``:
+
+* ``measurements``: measured points (:func:`planner.profiling.points.point_to_doc`);
+* on a profile or pair entry, ``basis``: ``{"kind": "measured" | "fitted" | "prior" | "repaired",
+  "points": [point ids], "rel_error": expected relative error or null, "reason": text}``;
+* on a profile entry, ``utilisation``: the fraction of time the GPUs compute (0-1);
+* on a GPU type, ``held_idle_power_w``, ``node_power_w`` and ``top_limit_w`` when measured, with
+  ``idle_basis`` naming the points.
+Readers that do not know these keys ignore them.
+"""
