@@ -15,6 +15,12 @@ job's arrival). In each round:
    (re)starts loses ``restart_s``, a job finishing mid-round gets ``finish_s = t_r + start +
    steps / rate``; the round's energy (:mod:`planner.sim.accounting`) is charged.
 
+With a truth context (``ctx.truth``, ``wattplan simulate --truth``) the policy plans with the
+profiles of ``ctx`` (or, with a :class:`~planner.sim.learning.ProfileLearner`, with what it has
+learned so far) while jobs advance and draw power by the truth: the plan is validated against the
+instance the policy saw, its outcome computed on the truth's instance of the same round. A learner
+then observes the round (:mod:`planner.sim.telemetry`) and updates its beliefs for the next one.
+
 When no job is queued the clock jumps to the round in which the next job arrives (every node
 is suspended meanwhile and draws nothing). The replay stops when every job is done
 (``completed``); when ``stall_rounds`` rounds in a row run nothing although every job has
@@ -35,13 +41,18 @@ from typing import Any
 
 from planner.assemble import SolveInfo, assemble_plan
 from planner.domain import CurrentConfig, Instance
+from planner.economics import job_outcome
+from planner.evaluate import rho_of
 from planner.plan import Plan
+from planner.problems import InputError, Problem
 from planner.sim.accounting import RoundOutcome, round_outcome
 from planner.sim.budget import Budget, EnergyBudget, NoBudget
 from planner.sim.governor import DeltaSteer
+from planner.sim.learning import ProfileLearner
 from planner.sim.policies.base import Policy
 from planner.sim.round_instance import ClusterContext, round_instance
 from planner.sim.state import JobState
+from planner.sim.telemetry import JobObservation, UtilisationTable, observe_round
 from planner.sim.workload import Workload
 from planner.validate import InvalidPlanError, validate_plan
 
@@ -92,6 +103,8 @@ class RoundRecord:
     """The round's ``delta`` when a governor (:mod:`planner.sim.governor`) set it."""
     credit_weight: float | None = None
     """The ``efficiency`` objective's credit weight when a governor set it (1 without a signal)."""
+    unobserved: int | None = None
+    """With a learner: running jobs whose decision rested on a belief without own observations."""
 
     @property
     def energy_j(self) -> float:
@@ -111,6 +124,26 @@ class SimResult:
     duration_s: float
     budget_label: str
     info: dict[str, Any] = field(default_factory=dict)
+    decisions: list[DecisionRecord] = field(default_factory=list)
+    """With a learner: every running job's round, what was believed and what was observed."""
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionRecord:
+    """One job-round of a learning replay: the belief the plan rested on against the observation."""
+
+    round: int
+    job_id: str
+    job_type: str
+    gpu_type: str
+    gpus: int
+    setting: int
+    partner: str | None
+    basis: str
+    predicted_steps_per_s: float
+    observed_steps_per_s: float
+    predicted_power_w: float | None
+    observed_power_w: float | None
 
 
 ProgressCallback = Callable[[RoundRecord, int, int], None]  # (round, jobs done, jobs total)
@@ -161,10 +194,12 @@ def simulate(
     config: SimConfig | None = None,
     progress: ProgressCallback | None = None,
     governor: DeltaSteer | None = None,
+    learner: ProfileLearner | None = None,
 ) -> SimResult:
     """Replay ``workload`` on the cluster of ``ctx`` with ``policy`` (see the module docstring).
 
-    With a ``governor``, each round's ``delta`` is its choice (:mod:`planner.sim.governor`).
+    With a ``governor``, each round's ``delta`` is its choice (:mod:`planner.sim.governor`); with a
+    ``learner``, the policy plans with the learner's beliefs and the learner observes every round.
     """
     cfg = config or SimConfig()
     pacer = budget or NoBudget()
@@ -176,6 +211,7 @@ def simulate(
     t0 = cfg.start_s if cfg.start_s is not None else states[0].spec.arrival_s
     rng = random.Random(cfg.seed) if cfg.noise > 0 else None
     rounds: list[RoundRecord] = []
+    decisions: list[DecisionRecord] = []
     arrived_before = 0
     idle_streak = 0
     r = 0
@@ -199,8 +235,10 @@ def simulate(
         budget_j = pacer.round_budget_j(unfinished, now, T, ctx.total_gpus)
         delta = None if governor is None else governor.delta_for_round(states, now)
         weight = None if governor is None else governor.credit_weight_for_round(now)
-        inst = round_instance(ctx, r, now, queued, budget_j, delta, weight)
-        record = _play_round(inst, policy, by_id, now, rng, cfg.noise)
+        seen = learner.context() if learner is not None else ctx
+        inst = round_instance(seen, r, now, queued, budget_j, delta, weight)
+        real = inst if ctx.truth is None else round_instance(ctx.real, r, now, queued, budget_j, delta, weight)
+        record = _play_round(inst, policy, by_id, now, rng, cfg.noise, real, ctx.real.utilisation, learner, decisions)
         arrived_now = sum(1 for s in states if s.spec.arrival_s <= now)
         record = replace(record, arrived=arrived_now - arrived_before, delta=delta, credit_weight=weight)
         arrived_before = arrived_now
@@ -214,7 +252,7 @@ def simulate(
             break
         r += 1
     info = {"cluster_powered_w": sum(g.nodes * g.powered_node_w for g in ctx.gpu_types)}
-    return SimResult(policy.name, states, rounds, stop, t0, T, getattr(pacer, "label", "none"), info)
+    return SimResult(policy.name, states, rounds, stop, t0, T, getattr(pacer, "label", "none"), info, decisions)
 
 
 def _play_round(
@@ -224,8 +262,16 @@ def _play_round(
     now_s: float,
     rng: random.Random | None,
     noise: float,
+    real: Instance,
+    utilisation: UtilisationTable,
+    learner: ProfileLearner | None,
+    decisions: list[DecisionRecord],
 ) -> RoundRecord:
-    """Decide, place, validate, advance: one round (steps 2-4 of the module docstring)."""
+    """Decide, place, validate, advance: one round (steps 2-4 of the module docstring).
+
+    ``inst`` is what the policy sees, ``real`` the same round under the truth (``inst`` itself
+    without one); with a ``learner`` the round's observations are logged and learned from.
+    """
     begin = time.perf_counter()
     decision = policy.decide(inst)
     decide_s = time.perf_counter() - begin
@@ -234,7 +280,12 @@ def _play_round(
     problems = validate_plan(inst, plan)
     if problems:
         raise InvalidPlanError(f"{policy.name} (round {inst.round.index})", problems)
-    out = round_outcome(inst, plan, _noise_factors(rng, plan, noise))
+    out = _real_outcome(real, plan, _noise_factors(rng, plan, noise), real is not inst)
+    unobserved = None
+    if learner is not None:
+        jobs_seen, gpus_seen = observe_round(real, plan, out, utilisation)
+        unobserved = _log_decisions(inst, plan, learner, jobs_seen, decisions)
+        learner.observe(jobs_seen, gpus_seen)
     finished, steps = _apply(inst, plan, out, states, now_s)
     return RoundRecord(
         index=inst.round.index,
@@ -260,4 +311,55 @@ def _play_round(
         solver=decision.solver,
         status=decision.status,
         note=decision.note,
+        unobserved=unobserved,
     )
+
+
+def _real_outcome(real: Instance, plan: Plan, factors: dict[str, float], is_truth: bool) -> RoundOutcome:
+    """:func:`round_outcome` on the real instance; a truth library that lacks a planned profile is named."""
+    try:
+        return round_outcome(real, plan, factors)
+    except ValueError as exc:
+        if not is_truth:
+            raise
+        raise InputError(
+            "--truth", [Problem("truth-missing", f"round {real.round.index}", f"{exc}: the truth library lacks it")]
+        ) from None
+
+
+def _log_decisions(
+    inst: Instance,
+    plan: Plan,
+    learner: ProfileLearner,
+    observed: list[JobObservation],
+    decisions: list[DecisionRecord],
+) -> int:
+    """Log each observed job-round against its belief; return how many rested on no own observation."""
+    running = {e.job_id: e for e in plan.running()}
+    unobserved = 0
+    for o in observed:
+        e = running[o.job_id]
+        basis = learner.basis(o.job_type, o.gpu_type, o.gpus, o.partner_type)
+        unobserved += basis != "observed"
+        partner = running.get(e.shares_with or "")
+        job = inst.job(o.job_id)
+        predicted = job_outcome(
+            inst, job, inst.gpu_type(o.gpu_type), o.gpus, o.setting, rho_of(inst, e, partner) or 1.0
+        )
+        decisions.append(
+            DecisionRecord(
+                round=inst.round.index,
+                job_id=o.job_id,
+                job_type=o.job_type,
+                gpu_type=o.gpu_type,
+                gpus=o.gpus,
+                setting=o.setting,
+                partner=o.partner_type,
+                basis=basis,
+                predicted_steps_per_s=predicted.steps_per_s if predicted else float("nan"),
+                observed_steps_per_s=o.steps_per_s,
+                predicted_power_w=predicted.power_w if predicted and partner is None else None,
+                observed_power_w=o.power_w,
+            )
+        )
+    return unobserved

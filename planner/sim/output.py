@@ -52,6 +52,21 @@ ROUND_COLUMNS = (
     "note",
     "delta",
     "credit_weight",
+    "unobserved",
+)
+DECISION_COLUMNS = (
+    "round",
+    "job_id",
+    "type",
+    "gpu_type",
+    "gpus",
+    "setting",
+    "partner",
+    "basis",
+    "predicted_steps_per_s",
+    "observed_steps_per_s",
+    "predicted_power_w",
+    "observed_power_w",
 )
 JOB_COLUMNS = (
     "job_id",
@@ -137,9 +152,32 @@ def rounds_csv(result: SimResult) -> str:
                 r.note,
                 _num(r.delta),
                 _num(r.credit_weight),
+                "" if r.unobserved is None else r.unobserved,
             )
         )
     return _csv_text(ROUND_COLUMNS, rows)
+
+
+def decisions_csv(result: SimResult) -> str:
+    """The ``decisions.csv`` text of a learning replay: per running job-round, belief against observation."""
+    rows = [
+        (
+            d.round,
+            d.job_id,
+            d.job_type,
+            d.gpu_type,
+            d.gpus,
+            d.setting,
+            d.partner or "",
+            d.basis,
+            _num(d.predicted_steps_per_s, 8),
+            _num(d.observed_steps_per_s, 8),
+            _num(d.predicted_power_w, 8),
+            _num(d.observed_power_w, 8),
+        )
+        for d in result.decisions
+    ]
+    return _csv_text(DECISION_COLUMNS, rows)
 
 
 def jobs_csv(result: SimResult) -> str:
@@ -167,9 +205,11 @@ def jobs_csv(result: SimResult) -> str:
 
 
 def write_result(result: SimResult, summary: dict[str, Any], folder: Path) -> None:
-    """``rounds.csv``, ``jobs.csv`` and ``summary.json`` in ``folder`` (created if needed)."""
+    """``rounds.csv``, ``jobs.csv``, ``summary.json`` (and a learning replay's ``decisions.csv``) in ``folder``."""
     folder = Path(folder)
     write_text_atomic(folder / "rounds.csv", rounds_csv(result))
+    if result.decisions:
+        write_text_atomic(folder / "decisions.csv", decisions_csv(result))
     write_text_atomic(folder / "jobs.csv", jobs_csv(result))
     write_json_atomic(folder / "summary.json", summary)
 

@@ -32,6 +32,7 @@ from planner.round_builder import (
 from planner.sim.budget import Budget, EnergyBudget, NoBudget, PowerCap, one_node_round_j, step_prices
 from planner.sim.engine import ProgressCallback, SimConfig, SimResult, simulate
 from planner.sim.governor import DeltaSteer, FixedDelta, JctGovernor, SignalSteer
+from planner.sim.learning import LearnConfig, ProfileLearner, learning_report
 from planner.sim.metrics import J_PER_KWH, summarise, with_reference
 from planner.sim.output import comparison_csv, write_result
 from planner.sim.plots import energy_jct_plot, jct_cdf_plot, power_plot, summary_points
@@ -75,6 +76,11 @@ class ReplaySpec:
     """The signal hour (ISO 8601, UTC) at which the replay starts; default the file's first hour."""
     signal_aware: bool = True
     """wattplan steers its ``delta`` by the carbon signal (else the price signal) when one is given."""
+    truth: Path | None = None
+    """Profile library jobs really run by (``--truth``); None: the planning library (``profiles``) is the truth."""
+    learn: bool = False
+    """Each replayed policy learns its profiles from every round's observations (:mod:`planner.sim.learning`)."""
+    learn_config: LearnConfig = field(default_factory=LearnConfig)
 
 
 def expand_policies(names: Sequence[str]) -> tuple[str, ...]:
@@ -139,6 +145,8 @@ def prepare(spec: ReplaySpec, lib: ProfileLibrary | None = None) -> tuple[Worklo
     library = lib or load_profile_library(spec.profiles or DEFAULT_PROFILE_LIBRARY)
     cluster = parse_cluster_spec(spec.cluster, spec.gpus_per_node, spec.node_power_w)
     ctx = cluster_context(cluster, library, effective_rules(spec))
+    if spec.truth is not None:
+        ctx = replace(ctx, truth=cluster_context(cluster, load_profile_library(spec.truth), ctx.rules))
     trace_jobs = read_trace(spec.trace, library, spec.fmt, spec.seed, spec.virtual_cluster)
     chosen = select_jobs(trace_jobs, spec.start_s, spec.end_s, spec.max_jobs)
     source = {
@@ -168,8 +176,8 @@ def effective_rules(spec: ReplaySpec) -> RoundRules:
 
 
 def workload_floor(workload: Workload, ctx: ClusterContext) -> EnergyFloor:
-    """The energy floor of every job of the workload, whole (:mod:`formulations.energy_floor`)."""
-    return energy_floor(workload_instance(ctx, [JobState.new(s) for s in workload.jobs]))
+    """The energy floor of every job of the workload, whole, under the truth (:mod:`formulations.energy_floor`)."""
+    return energy_floor(workload_instance(ctx.real, [JobState.new(s) for s in workload.jobs]))
 
 
 def _offset_hours(signal: HourlySignal, start: str | None, option: str) -> int:
@@ -287,9 +295,19 @@ def run_policy(
             ref = reference if reference is not None else reference_run(spec, workload, ctx)[0]
         governor = _steer(spec, ctx, clocks, ref)
     budget = make_budget(spec, ctx, workload, governor)
+    learner = ProfileLearner(replace(ctx, truth=None), spec.learn_config) if spec.learn else None
     result = simulate(
-        workload, ctx, make_policy(policy, spec.policy_options), budget, config, progress, governor=governor
+        workload,
+        ctx,
+        make_policy(policy, spec.policy_options),
+        budget,
+        config,
+        progress,
+        governor=governor,
+        learner=learner,
     )
+    if learner is not None:
+        result.info["learning"] = learning_report(learner, ctx.real, result.decisions)
     result.info.update(
         {
             "workload": workload.source,
@@ -301,6 +319,9 @@ def run_policy(
             "energy_budget_kwh": spec.energy_budget_kwh,
             "noise": spec.noise,
             "seed": spec.seed,
+            "profiles": str(spec.profiles) if spec.profiles else "shipped",
+            "truth": str(spec.truth) if spec.truth else "profiles",
+            "learn": spec.learn,
         }
     )
     if policy == "wattplan":

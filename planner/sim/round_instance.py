@@ -16,8 +16,8 @@ types. What the replay adds:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from planner.defaults import DELTA, MIN_PAIR_RATE, RESTART_S, ROUND_S
 from planner.domain import CurrentConfig, GpuType, Instance, Job, Objective, PairSlowdown, Profile, RoundSpec
@@ -44,6 +44,16 @@ class ClusterContext:
     profiles_by_type: dict[str, tuple[Profile, ...]]
     pairs: tuple[PairSlowdown, ...]
     rules: RoundRules
+    truth: ClusterContext | None = None
+    """What really happens when it differs from these profiles (``--truth``): jobs advance and draw
+    power by it (:mod:`planner.sim.engine`); None: the profiles are the truth."""
+    utilisation: Mapping[tuple[str, str, int, int], float] = field(default_factory=dict)
+    """Busy fraction of a profile's GPUs, (type, GPU type, count, setting) -> [0, 1], where the library has it."""
+
+    @property
+    def real(self) -> ClusterContext:
+        """The context jobs really run by: ``truth`` if given, else this one."""
+        return self.truth or self
 
     @property
     def total_gpus(self) -> int:
@@ -59,6 +69,9 @@ class ClusterContext:
 def cluster_context(cluster: ClusterSpec, lib: ProfileLibrary, rules: RoundRules) -> ClusterContext:
     """GPU types exactly as :func:`build_round` makes them; profiles grouped by job type.
 
+    A library that measured a node's power without its GPUs (``gpu_types[].node_power_w``, e.g. a
+    truth library) replaces the cluster's assumed node power with it.
+
     Raises :class:`planner.problems.InputError` for a GPU type the library does not profile.
     """
     empty = build_round([], cluster, lib, RoundOptions(at_s=0.0, budget_fraction=None))
@@ -68,7 +81,16 @@ def cluster_context(cluster: ClusterSpec, lib: ProfileLibrary, rules: RoundRules
         if p.gpu_type in sizes and p.gpus <= sizes[p.gpu_type]:
             by_type.setdefault(p.type, []).append(p)
     pairs = tuple(p for p in lib.pairs if p.gpu_type in sizes)
-    return ClusterContext(empty.gpu_types, {t: tuple(ps) for t, ps in by_type.items()}, pairs, rules)
+    utilisation = {
+        key: float(extra["utilisation"])
+        for key, extra in lib.profile_extras.items()
+        if key[1] in sizes and extra.get("utilisation") is not None
+    }
+    gpu_types = tuple(
+        replace(g, node_power_w=float(lib.gpu_types[g.name].get("node_power_w", g.node_power_w)))
+        for g in empty.gpu_types
+    )
+    return ClusterContext(gpu_types, {t: tuple(ps) for t, ps in by_type.items()}, pairs, rules, utilisation=utilisation)
 
 
 def _current(state: JobState, queued: set[str]) -> CurrentConfig | None:

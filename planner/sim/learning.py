@@ -1,0 +1,332 @@
+"""Online profile learning: each round's observations correct what the planner believes.
+
+The learner keeps, for every quantity the planner uses, a correction *ratio* to the prior library
+(``--profiles``) and estimates its logarithm by hierarchical shrinkage. For a cell ``c`` with
+observations ``r_i = observed_i / prior_i`` of weights ``w_i`` (round-equivalents of compute,
+:mod:`planner.sim.telemetry`) and a parent estimate ``m_parent``:
+
+    log r_c = (sum_i w_i log r_i + k * log m_parent) / (sum_i w_i + k)
+
+so a cell with no evidence takes its parent's correction and one with much evidence its own
+mean; ``k`` (:attr:`LearnConfig.prior_weight`) is what the parent is worth in round-equivalents.
+The hierarchy, cell -> parent -> prior (ratio 1, weight :attr:`LearnConfig.pool_weight`):
+
+* throughput ``X``: job (job id, g, n) -> type (type, g, n) -> pool (g, n) -> 1. A ratio measured at
+  one setting corrects every setting of the cell (the power-limit curve's shape is kept: energy
+  per step held within about 1% in the logs, time did not);
+* dynamic power ``P - Pidle`` per GPU: type (type, g, n) -> pool (g, n) -> 1 (jobs alone only);
+* pair rates ``rho``: side (own type, partner type, g, n) -> pool (g, n) -> 1, the observed shared
+  rate divided by the current belief of the job's exclusive rate;
+* idle power per GPU and node power per GPU type: observed means, prior weight ``k``.
+
+The planner plans with one profile per *type* (the round model is written per type), so the
+type-level estimates go into its instances; the job-level estimates are kept and reported
+(:meth:`ProfileLearner.job_estimate`). An observed pair whose corrected rate falls below
+``min_pair_rate`` drops out of the model, so it is not repeated.
+
+Exploration: when a job alone on ``n > 1`` GPUs shows a utilisation below
+:attr:`LearnConfig.explore_utilisation`, its GPUs wait more than they compute, and the cell of
+``n / 2`` GPUs, if never observed, is believed to run at the rate of ``n`` GPUs with the same
+dynamic energy per step (the optimistic bound: a job that waits on data loses nothing by
+computing on fewer GPUs). The planner then tries it; the next round's observation replaces the
+guess. Decisions taken on cells without observations are counted per round (``basis``:
+``observed``, ``pooled``, ``prior`` or ``explore``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from planner.domain import GpuType, PairSlowdown, Profile
+from planner.sim.round_instance import ClusterContext
+from planner.sim.telemetry import GpuObservation, JobObservation
+
+Basis = str  # "observed" | "pooled" | "prior" | "explore"
+
+
+@dataclass(frozen=True, slots=True)
+class LearnConfig:
+    """Knobs of the learner (weights in round-equivalents of observation)."""
+
+    prior_weight: float = 0.1
+    """``k``: what a parent estimate is worth against a cell's own observations."""
+    pool_weight: float = 1.0
+    """What the prior (ratio 1) is worth against a pool's observations."""
+    explore_utilisation: float = 0.5
+    """Below this utilisation a job on ``n > 1`` GPUs makes ``n / 2`` worth trying."""
+    observed_weight: float = 0.5
+    """Evidence a cell needs to count as observed (round-equivalents)."""
+
+
+@dataclass
+class _LogMeans:
+    """Weighted sums of log ratios per key: ``sum w`` and ``sum w log r``."""
+
+    w: dict[Hashable, float] = field(default_factory=lambda: defaultdict(float))
+    wl: dict[Hashable, float] = field(default_factory=lambda: defaultdict(float))
+
+    def add(self, key: Hashable, ratio: float, weight: float) -> None:
+        if ratio > 0 and weight > 0 and math.isfinite(ratio):
+            self.w[key] += weight
+            self.wl[key] += weight * math.log(ratio)
+
+    def log_estimate(self, key: Hashable, parent_log: float, k: float) -> float:
+        """``(sum w log r + k * parent_log) / (sum w + k)``."""
+        w = self.w.get(key, 0.0)
+        return (self.wl.get(key, 0.0) + k * parent_log) / (w + k) if w + k > 0 else parent_log
+
+    def weight(self, key: Hashable) -> float:
+        return self.w.get(key, 0.0)
+
+
+@dataclass
+class _Means:
+    """Weighted means of a value per key with a prior value of weight ``k``."""
+
+    w: dict[Hashable, float] = field(default_factory=lambda: defaultdict(float))
+    wv: dict[Hashable, float] = field(default_factory=lambda: defaultdict(float))
+
+    def add(self, key: Hashable, value: float, weight: float) -> None:
+        if weight > 0 and math.isfinite(value):
+            self.w[key] += weight
+            self.wv[key] += weight * value
+
+    def estimate(self, key: Hashable, prior: float, k: float) -> float:
+        w = self.w.get(key, 0.0)
+        return (self.wv.get(key, 0.0) + k * prior) / (w + k)
+
+
+class ProfileLearner:
+    """Beliefs of one replayed policy, starting at the prior context (see the module docstring)."""
+
+    def __init__(self, prior: ClusterContext, config: LearnConfig | None = None):
+        self.prior = prior
+        self.cfg = config or LearnConfig()
+        self._x = _LogMeans()  # keys: ("pool", g, n), (type, g, n), ("job", id, g, n)
+        self._p = _LogMeans()  # dynamic power: ("pool", g, n), (type, g, n)
+        self._rho = _LogMeans()  # ("pool", g, n), (type, partner, g, n)
+        self._idle = _Means()
+        self._node = _Means()
+        self._low_util: dict[tuple[str, str, int], float] = {}
+        self._prior_profiles = {
+            (p.type, p.gpu_type, p.gpus, p.setting): p for ps in prior.profiles_by_type.values() for p in ps
+        }
+        self._prior_idle = {g.name: g.idle_power_w for g in prior.gpu_types}
+        self._context: ClusterContext | None = prior
+
+    # -- estimates --------------------------------------------------------------------------
+    def _pool_log(self, means: _LogMeans, g: str, n: int) -> float:
+        return means.log_estimate(("pool", g, n), 0.0, self.cfg.pool_weight)
+
+    def x_ratio(self, job_type: str, g: str, n: int) -> float:
+        """Belief of ``X_true / X_prior`` for (type, g, n)."""
+        k = self.cfg.prior_weight
+        return math.exp(self._x.log_estimate((job_type, g, n), self._pool_log(self._x, g, n), k))
+
+    def power_ratio(self, job_type: str, g: str, n: int) -> float:
+        """Belief of ``(P - Pidle)_true / (P - Pidle)_prior`` for (type, g, n)."""
+        k = self.cfg.prior_weight
+        return math.exp(self._p.log_estimate((job_type, g, n), self._pool_log(self._p, g, n), k))
+
+    def rho_ratio(self, own: str, partner: str, g: str, n: int) -> float:
+        """Belief of ``rho_true / rho_prior`` for ``own``'s side of a pair with ``partner``."""
+        k = self.cfg.prior_weight
+        return math.exp(self._rho.log_estimate((own, partner, g, n), self._pool_log(self._rho, g, n), k))
+
+    def job_estimate(self, job_id: str, job_type: str, g: str, n: int) -> float:
+        """Belief of ``X_true / X_prior`` for one job: its own rounds, shrunk to its type's estimate."""
+        parent = math.log(self.x_ratio(job_type, g, n))
+        return math.exp(self._x.log_estimate(("job", job_id, g, n), parent, self.cfg.prior_weight))
+
+    def idle_power_w(self, g: str) -> float:
+        """Belief of ``g``'s idle power per GPU (W)."""
+        return self._idle.estimate(g, self._prior_idle[g], self.cfg.prior_weight)
+
+    def node_power_w(self, g: GpuType) -> float:
+        """Belief of ``g``'s node power (W)."""
+        return self._node.estimate(g.name, g.node_power_w, self.cfg.prior_weight)
+
+    def basis(self, job_type: str, g: str, n: int, partner: str | None = None) -> Basis:
+        """What the belief of a decision rests on: ``observed``, ``explore``, ``pooled`` or ``prior``."""
+        need = self.cfg.observed_weight
+        if partner is not None and self._rho.weight((job_type, partner, g, n)) < need:
+            return "pooled" if self._rho.weight(("pool", g, n)) > 0 else "prior"
+        if self._x.weight((job_type, g, n)) >= need:
+            return "observed"
+        if self._explore_source(job_type, g, n) is not None:
+            return "explore"
+        return "pooled" if self._x.weight(("pool", g, n)) > 0 else "prior"
+
+    def _explore_source(self, job_type: str, g: str, n: int) -> int | None:
+        """The observed count ``2n`` whose low utilisation makes ``n`` worth trying, if any."""
+        if self._x.weight((job_type, g, n)) > 0:
+            return None
+        u = self._low_util.get((job_type, g, 2 * n))
+        return 2 * n if u is not None and u < self.cfg.explore_utilisation else None
+
+    # -- observing --------------------------------------------------------------------------
+    def observe(self, jobs: Iterable[JobObservation], gpus: Iterable[GpuObservation]) -> None:
+        """Add one round's observations (exclusive first, so pairs divide by the updated rates)."""
+        ordered = sorted(jobs, key=lambda o: o.partner_type is not None)
+        idle_now = {o.gpu_type: o.idle_power_w for o in gpus if o.idle_power_w is not None}
+        for o in ordered:
+            prior = self._prior_profiles.get((o.job_type, o.gpu_type, o.gpus, o.setting))
+            if prior is None or prior.steps_per_s <= 0:
+                continue
+            if o.partner_type is None:
+                r = o.steps_per_s / prior.steps_per_s
+                self._x.add(("pool", o.gpu_type, o.gpus), r, o.weight)
+                self._x.add((o.job_type, o.gpu_type, o.gpus), r, o.weight)
+                self._x.add(("job", o.job_id, o.gpu_type, o.gpus), r, o.weight)
+                dyn_prior = prior.power_w - self._prior_idle[o.gpu_type]
+                idle = idle_now.get(o.gpu_type, self.idle_power_w(o.gpu_type))
+                if o.power_w is not None and dyn_prior > 0:
+                    rp = max(o.power_w - idle, 1e-3) / dyn_prior
+                    self._p.add(("pool", o.gpu_type, o.gpus), rp, o.weight)
+                    self._p.add((o.job_type, o.gpu_type, o.gpus), rp, o.weight)
+                if o.utilisation is not None:
+                    self._low_util[(o.job_type, o.gpu_type, o.gpus)] = o.utilisation
+            else:
+                exclusive = prior.steps_per_s * self.x_ratio(o.job_type, o.gpu_type, o.gpus)
+                rho_prior = self._prior_rho(o.job_type, o.partner_type, o.gpu_type, o.gpus)
+                if rho_prior is None or rho_prior <= 0:
+                    continue
+                r = (o.steps_per_s / exclusive) / rho_prior
+                self._rho.add(("pool", o.gpu_type, o.gpus), r, o.weight)
+                self._rho.add((o.job_type, o.partner_type, o.gpu_type, o.gpus), r, o.weight)
+        for gobs in gpus:
+            if gobs.idle_power_w is not None:
+                self._idle.add(gobs.gpu_type, gobs.idle_power_w, gobs.idle_weight)
+            self._node.add(gobs.gpu_type, gobs.node_power_w, gobs.node_weight)
+        self._context = None
+
+    def _prior_rho(self, own: str, partner: str, g: str, n: int) -> float | None:
+        """The prior's rate of ``own`` when sharing with ``partner`` (same-type pairs: ``rho_a``)."""
+        for p in self._pairs_by_key().get((own, partner, g, n), ()):
+            return p.rho_a if p.a == own else p.rho_b
+        return None
+
+    def _pairs_by_key(self) -> Mapping[tuple[str, str, str, int], tuple[PairSlowdown, ...]]:
+        if not hasattr(self, "_pair_index"):
+            index: dict[tuple[str, str, str, int], list[PairSlowdown]] = defaultdict(list)
+            for p in self.prior.pairs:
+                index[(p.a, p.b, p.gpu_type, p.gpus)].append(p)
+                index[(p.b, p.a, p.gpu_type, p.gpus)].append(p)
+            self._pair_index = {k: tuple(v) for k, v in index.items()}
+        return self._pair_index
+
+    # -- the planner's context --------------------------------------------------------------
+    def context(self) -> ClusterContext:
+        """The cluster context the planner sees now: prior profiles times the current corrections."""
+        if self._context is None:
+            self._context = self._build_context()
+        return self._context
+
+    def _build_context(self) -> ClusterContext:
+        gpu_types = tuple(
+            replace(g, idle_power_w=self.idle_power_w(g.name), node_power_w=self.node_power_w(g))
+            for g in self.prior.gpu_types
+        )
+        idle = {g.name: g.idle_power_w for g in gpu_types}
+        by_type = {
+            t: tuple(self._belief_profile(p, idle[p.gpu_type]) for p in ps)
+            for t, ps in self.prior.profiles_by_type.items()
+        }
+        pairs = tuple(
+            replace(
+                p,
+                rho_a=p.rho_a * self.rho_ratio(p.a, p.b, p.gpu_type, p.gpus),
+                rho_b=p.rho_b * self.rho_ratio(p.b, p.a, p.gpu_type, p.gpus),
+            )
+            for p in self.prior.pairs
+        )
+        return ClusterContext(gpu_types, by_type, pairs, self.prior.rules)
+
+    def _belief_profile(self, p: Profile, idle_w: float) -> Profile:
+        """``X = X_prior * r_X``, ``P = Pidle + (P_prior - Pidle_prior) * r_P``; explore cells from ``2n``."""
+        src = self._explore_source(p.type, p.gpu_type, p.gpus)
+        dyn_prior = max(0.0, p.power_w - self._prior_idle[p.gpu_type])
+        if src is not None:
+            big = self._prior_profiles.get((p.type, p.gpu_type, src, p.setting))
+            if big is not None:
+                rate = big.steps_per_s * self.x_ratio(p.type, p.gpu_type, src)
+                dyn_big = max(0.0, big.power_w - self._prior_idle[p.gpu_type]) * self.power_ratio(
+                    p.type, p.gpu_type, src
+                )
+                # Same rate on half the GPUs with the same dynamic energy per step: twice the power per GPU.
+                return replace(p, steps_per_s=rate, power_w=idle_w + 2.0 * dyn_big)
+        rate = p.steps_per_s * self.x_ratio(p.type, p.gpu_type, p.gpus)
+        return replace(p, steps_per_s=rate, power_w=idle_w + dyn_prior * self.power_ratio(p.type, p.gpu_type, p.gpus))
+
+
+def _rel(pred: float, true: float) -> float:
+    return abs(pred - true) / abs(true) if true else 0.0
+
+
+def _stats(errors: list[float]) -> dict[str, float | int | None]:
+    errors = sorted(errors)
+    if not errors:
+        return {"cells": 0, "median_abs_rel_error": None, "max_abs_rel_error": None}
+    mid = len(errors) // 2
+    median = errors[mid] if len(errors) % 2 else (errors[mid - 1] + errors[mid]) / 2
+    return {"cells": len(errors), "median_abs_rel_error": median, "max_abs_rel_error": errors[-1]}
+
+
+def learning_report(learner: ProfileLearner, truth: ClusterContext, decisions: Iterable[Any]) -> dict[str, Any]:
+    """How far the final beliefs are from the truth, on every cell the replay observed, and what exploring cost.
+
+    Errors are ``|belief - truth| / truth`` over the profiles (every setting) of observed
+    (type, GPU type, count) cells, the pair sides observed, and each GPU type's idle and node power.
+    ``decisions``: the replay's :class:`~planner.sim.engine.DecisionRecord` list; per basis, how many
+    job-rounds rested on it and the mean relative error of the predicted rate.
+    """
+    belief = learner.context()
+    need = learner.cfg.observed_weight
+    true_profiles = {(p.type, p.gpu_type, p.gpus, p.setting): p for ps in truth.profiles_by_type.values() for p in ps}
+    x_err, p_err = [], []
+    for ps in belief.profiles_by_type.values():
+        for p in ps:
+            t = true_profiles.get((p.type, p.gpu_type, p.gpus, p.setting))
+            if t is None or learner._x.weight((p.type, p.gpu_type, p.gpus)) < need:
+                continue
+            x_err.append(_rel(p.steps_per_s, t.steps_per_s))
+            if learner._p.weight((p.type, p.gpu_type, p.gpus)) >= need:
+                p_err.append(_rel(p.power_w, t.power_w))
+    true_pairs = {(q.a, q.b, q.gpu_type, q.gpus): q for q in truth.pairs}
+    rho_err = []
+    for q in belief.pairs:
+        tq = true_pairs.get((q.a, q.b, q.gpu_type, q.gpus))
+        if tq is None:
+            continue
+        if learner._rho.weight((q.a, q.b, q.gpu_type, q.gpus)) >= need:
+            rho_err.append(_rel(q.rho_a, tq.rho_a))
+        if learner._rho.weight((q.b, q.a, q.gpu_type, q.gpus)) >= need:
+            rho_err.append(_rel(q.rho_b, tq.rho_b))
+    true_g = {g.name: g for g in truth.gpu_types}
+    gpu = {
+        g.name: {
+            "idle_power_w": g.idle_power_w,
+            "idle_rel_error": _rel(g.idle_power_w, true_g[g.name].idle_power_w),
+            "node_power_w": g.node_power_w,
+            "node_rel_error": _rel(g.node_power_w, true_g[g.name].node_power_w),
+        }
+        for g in belief.gpu_types
+        if g.name in true_g
+    }
+    by_basis: dict[str, list[float]] = defaultdict(list)
+    for d in decisions:
+        if d.observed_steps_per_s > 0 and math.isfinite(d.predicted_steps_per_s):
+            by_basis[d.basis].append(_rel(d.predicted_steps_per_s, d.observed_steps_per_s))
+    return {
+        "throughput": _stats(x_err),
+        "power": _stats(p_err),
+        "pair_rates": _stats(rho_err),
+        "gpu_types": gpu,
+        "decisions": {
+            b: {"job_rounds": len(v), "mean_rate_rel_error": sum(v) / len(v)} for b, v in sorted(by_basis.items())
+        },
+    }
