@@ -31,6 +31,7 @@ import hashlib
 import json
 import math
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +56,8 @@ ZEUS_LICENCE = "Apache-2.0"
 
 # (dataset, network, batch size) -> power limit (W) -> (mean time per epoch (s), mean power (W))
 ZeusCurves = dict[tuple[str, str, int], dict[int, tuple[float, float]]]
+# One row of a Zeus power summary: dataset, network, batch size, power limit (W), time per epoch (s), power (W)
+ZeusRow = tuple[str, str, int, int, float, float]
 
 
 def zeus_file(gpu_type: str) -> str:
@@ -80,13 +83,32 @@ def gavel_key(job_type: str, n: int) -> str:
 
 def load_zeus(source_dir: Path, gpu_type: str) -> tuple[ZeusCurves, float]:
     """Zeus curves of one GPU type (optimizer rows averaged) and the file's lowest power (W)."""
-    groups: dict[tuple[str, str, int, int], list[tuple[float, float]]] = defaultdict(list)
     with open(source_dir / zeus_file(gpu_type), newline="") as f:
-        for row in csv.DictReader(f):
-            key = (row["dataset"], row["network"], int(row["batch_size"]), int(row["power_limit"]))
-            groups[key].append((float(row["time_per_epoch"]), float(row["average_power"])))
-    if not groups:
+        rows = [
+            (
+                row["dataset"],
+                row["network"],
+                int(row["batch_size"]),
+                int(row["power_limit"]),
+                float(row["time_per_epoch"]),
+                float(row["average_power"]),
+            )
+            for row in csv.DictReader(f)
+        ]
+    if not rows:
         raise ValueError(f"{zeus_file(gpu_type)} has no rows")
+    return zeus_curves(rows)
+
+
+def zeus_curves(rows: Iterable[ZeusRow]) -> tuple[ZeusCurves, float]:
+    """Curves from parsed summary rows (at least one), optimizers averaged, and the lowest power (W).
+
+    Rows of one ``(dataset, network, batch size, power limit)`` are averaged: ``t = fsum(t_i) / k`` (s per
+    epoch) and ``P = fsum(P_i) / k`` (W), in file order; the lowest power is ``min P_i`` over every row.
+    """
+    groups: dict[tuple[str, str, int, int], list[tuple[float, float]]] = defaultdict(list)
+    for dataset, network, batch, limit, t, p in rows:
+        groups[(dataset, network, batch, limit)].append((t, p))
     curves: ZeusCurves = defaultdict(dict)
     for (dataset, network, batch, limit), vals in groups.items():
         mean_t = math.fsum(t for t, _ in vals) / len(vals)

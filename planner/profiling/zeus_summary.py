@@ -1,0 +1,177 @@
+"""Read a Zeus power-limit summary (``summary_power_<gpu>.csv``) into exclusive points and the top limit.
+
+Rows ``dataset,network,batch_size,optimizer,power_limit,time_per_epoch,average_power``: per workload, batch
+size ``b``, optimizer and power limit ``s`` (W), the time of one epoch ``t`` (s) and the mean GPU power
+``P`` (W), on one GPU. Rows that differ only by optimizer are averaged exactly as the shipped library does
+(:func:`planner.profile_build.zeus_curves`). Each (dataset, network, ``b``, ``s``) gives one ``exclusive``
+point of job type ``"<network> (<dataset>, batch size <b>)"`` on 1 GPU at setting ``s`` with
+``power_w = P``, ``duration_s = t``, ``steps = S``, ``steps_per_s = S / t`` and ``energy_j = P * t``, where
+the steps per epoch are ``S = ceil(N / b)`` for a training set of ``N`` samples (:data:`DATASET_SIZES`;
+``steps_per_epoch`` overrides ``S`` per (dataset, network, ``b``), ``dataset_sizes`` overrides ``N``).
+The file's highest ``power_limit`` is also a ``top_limit`` point (W).
+
+Training-set sizes ``N`` (samples per epoch), with their sources:
+
+* ``imagenet``: 1,281,167 images (ILSVRC-2012 training set; Russakovsky et al., IJCV 2015);
+* ``cifar100``: 50,000 images (Krizhevsky 2009, the CIFAR-100 training split);
+* ``squad``: 87,599 question-answer pairs (SQuAD v1.1 ``train-v1.1.json``; Rajpurkar et al., EMNLP 2016).
+  BERT's windowing (384 tokens, stride 128) makes a few more features; the questions are counted;
+* ``movielens-1m``: NCF (He et al., WWW 2017) trains on the 1,000,209 ratings less each of the 6,040 users'
+  latest one (held out for testing), 994,169 positives, each drawn with 4 sampled negatives per epoch:
+  ``994,169 * 5 = 4,970,845`` instances;
+* ``librispeech``: 281,241 utterances (the 960 h training set: train-clean-100 28,539, train-clean-360
+  104,014, train-other-500 148,688; Panayotov et al., ICASSP 2015);
+* ``sentiment140``: 1,600,000 tweets (the Sentiment140 training set; Go et al., 2009).
+
+Zeus does not publish its loaders, so these are the datasets' standard training sets: the absolute
+steps/s carries that assumption, ratios across limits (``X(s)/X(s_max)``) do not. A bad row (missing
+cells, a value that is not a positive finite number, an unknown dataset without an override) is an
+:class:`InputError` naming the line and column.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections import defaultdict
+from collections.abc import Mapping
+from pathlib import Path
+
+from planner.jsonio import read_text
+from planner.problems import InputError, Problem, capped
+from planner.profile_build import ZeusRow, zeus_curves
+from planner.profiling.points import MeasuredPoint, Provenance, file_sha256
+
+COLUMNS = ("dataset", "network", "batch_size", "optimizer", "power_limit", "time_per_epoch", "average_power")
+DATASET_SIZES: Mapping[str, int] = {
+    "imagenet": 1_281_167,
+    "cifar100": 50_000,
+    "squad": 87_599,
+    "movielens-1m": 994_169 * 5,
+    "librispeech": 281_241,
+    "sentiment140": 1_600_000,
+}
+Workload = tuple[str, str, int]  # (dataset, network, batch size)
+
+
+def job_type_name(dataset: str, network: str, batch_size: int) -> str:
+    """The job type of a Zeus workload: ``"resnet50 (imagenet, batch size 256)"``."""
+    return f"{network} ({dataset}, batch size {batch_size})"
+
+
+def gpu_type_from_file(path: Path) -> str | None:
+    """``summary_power_v100.csv`` -> ``"v100"``; None for another name."""
+    stem = Path(path).stem
+    return stem.removeprefix("summary_power_").lower() if stem.startswith("summary_power_") else None
+
+
+def _rows(path: Path) -> tuple[list[ZeusRow], list[int]]:
+    """The parsed rows and their line numbers; ``InputError`` with every bad cell."""
+    source = str(path)
+    reader = csv.reader(io.StringIO(read_text(path)))
+    header = [c.strip() for c in next(reader, [])]
+    if any(c not in header for c in COLUMNS):
+        missing = ", ".join(c for c in COLUMNS if c not in header)
+        raise InputError(source, [Problem("not-zeus-summary", "line 1", f"not a Zeus power summary: no {missing}")])
+    col = {c: header.index(c) for c in COLUMNS}
+    rows: list[ZeusRow] = []
+    lines: list[int] = []
+    problems: list[Problem] = []
+    for raw in reader:
+        where = f"line {reader.line_num}"
+        if not any(cell.strip() for cell in raw):
+            continue
+        if len(raw) != len(header):
+            problems.append(Problem("truncated-row", where, f"{len(raw)} cells, the header has {len(header)}"))
+            continue
+        cell = {c: raw[col[c]].strip() for c in COLUMNS}
+        bad = [c for c in ("dataset", "network") if not cell[c]]
+        numbers: dict[str, float] = {}
+        for c in ("batch_size", "power_limit", "time_per_epoch", "average_power"):
+            try:
+                numbers[c] = float(cell[c])
+            except ValueError:
+                numbers[c] = math.nan
+            integral = c in ("batch_size", "power_limit")
+            if not math.isfinite(numbers[c]) or numbers[c] <= 0 or (integral and not numbers[c].is_integer()):
+                bad.append(c)
+        for c in bad:
+            kind = "a positive integer" if c in ("batch_size", "power_limit") else "a positive number"
+            what = "non-empty" if c in ("dataset", "network") else kind
+            problems.append(Problem("bad-value", f"{where}, {c}", f"must be {what}, got {cell[c]!r}"))
+        if bad:
+            continue
+        rows.append(
+            (
+                cell["dataset"],
+                cell["network"],
+                int(numbers["batch_size"]),
+                int(numbers["power_limit"]),
+                numbers["time_per_epoch"],
+                numbers["average_power"],
+            )
+        )
+        lines.append(reader.line_num)
+    if problems:
+        raise InputError(source, capped(problems))
+    if not rows:
+        raise InputError(source, [Problem("no-rows", "(file)", "the summary has no rows")])
+    return rows, lines
+
+
+def read_zeus_power_summary(
+    path: Path,
+    gpu_type: str,
+    steps_per_epoch: Mapping[Workload, float] | None = None,
+    dataset_sizes: Mapping[str, int] = DATASET_SIZES,
+) -> list[MeasuredPoint]:
+    """One ``exclusive`` point per (workload, batch size, limit) and a ``top_limit`` point (module docstring)."""
+    path = Path(path)
+    rows, line_numbers = _rows(path)
+    overrides = steps_per_epoch or {}
+    unknown = sorted({r[0] for r in rows if r[0] not in dataset_sizes and r[:3] not in overrides})
+    if unknown:
+        first = {d: line_numbers[next(k for k, r in enumerate(rows) if r[0] == d)] for d in unknown}
+        message = "no training-set size for {d}: give its steps per epoch (steps_per_epoch) or its size"
+        problems = [Problem("unknown-dataset", f"line {first[d]}, dataset", message.format(d=d)) for d in unknown]
+        raise InputError(str(path), problems)
+    lines: dict[tuple[str, str, int, int], list[int]] = defaultdict(list)
+    for r, line in zip(rows, line_numbers, strict=True):
+        lines[r[:4]].append(line)
+    curves, _ = zeus_curves(rows)
+    sha = file_sha256(path)
+    points = []
+    for (dataset, network, batch), curve in curves.items():
+        steps = overrides.get((dataset, network, batch)) or math.ceil(dataset_sizes[dataset] / batch)
+        for limit, (t, p) in curve.items():
+            at = lines[(dataset, network, batch, limit)]
+            window = (
+                f"{dataset},{network},batch_size={batch},power_limit={limit} "
+                f"(lines {','.join(map(str, at))}; {len(at)} optimizer row(s) averaged)"
+            )
+            points.append(
+                MeasuredPoint(
+                    kind="exclusive",
+                    gpu_type=gpu_type,
+                    provenance=Provenance(path.name, sha, window),
+                    job_type=job_type_name(dataset, network, batch),
+                    gpus=1,
+                    setting=limit,
+                    setting_unit="power_limit_w",
+                    steps_per_s=steps / t,
+                    power_w=p,
+                    duration_s=t,
+                    steps=float(steps),
+                    energy_j=p * t,
+                )
+            )
+    top = max(r[3] for r in rows)
+    top_lines = [line for r, line in zip(rows, line_numbers, strict=True) if r[3] == top]
+    window = f"highest power_limit of {len(rows)} rows (first at line {top_lines[0]})"
+    points.append(
+        MeasuredPoint(
+            kind="top_limit", gpu_type=gpu_type, provenance=Provenance(path.name, sha, window), power_w=float(top)
+        )
+    )
+    return points
