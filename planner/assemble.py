@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from planner.domain import Instance, NodeGpus
 from planner.economics import job_outcome, node_energy_j, nodes_for, ordered_pair_rates, restarts
@@ -67,6 +68,12 @@ def _keep(instance: Instance, a: Allocation) -> tuple[NodeGpus, ...] | None:
     return None
 
 
+def _basis(instance: Instance, job_type: str, gpu_type: str, gpus: int, setting: int) -> Mapping[str, Any] | None:
+    """The basis of the profile behind a planned job's prediction, if the instance carries one."""
+    prof = instance.profile(job_type, gpu_type, gpus, setting)
+    return None if prof is None else prof.basis
+
+
 def _planned_jobs(instance: Instance, a: Allocation, placement: tuple[NodeGpus, ...]) -> list[PlannedJob]:
     g = instance.gpu_type(a.gpu_type)
     jobs = [instance.job(j) for j in a.job_ids]
@@ -98,6 +105,7 @@ def _planned_jobs(instance: Instance, a: Allocation, placement: tuple[NodeGpus, 
                 steps=o.steps,
                 progress=o.progress,
                 restarts=o.restarts,
+                basis=_basis(instance, job.type, g.name, a.gpus, a.setting),
             )
         )
     return out

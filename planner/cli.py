@@ -266,7 +266,27 @@ def plan(
     if not quiet:
         out.print(plan_table(result))
     out.print(summary_table(result))
+    if basis_line := profile_basis_summary(result):
+        out.print(basis_line)
     out.print(f"plan written to [bold]{out_path}[/] and validated against {source}")
+
+
+def profile_basis_summary(result: Any) -> str | None:
+    """One line: how many running jobs were planned on measured, fitted or prior profiles (None: no basis given)."""
+    kinds: dict[str, int] = {}
+    worst = 0.0
+    for e in result.running():
+        kind = str((e.basis or {}).get("kind", "unknown"))
+        kinds[kind] = kinds.get(kind, 0) + 1
+        worst = max(worst, float((e.basis or {}).get("rel_error") or 0.0))
+    if set(kinds) <= {"unknown"}:
+        return None
+    parts = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
+    unmeasured = sum(v for k, v in kinds.items() if k != "measured")
+    return (
+        f"profiles behind the {sum(kinds.values())} running jobs: {parts}; {unmeasured} rest on predictions "
+        f"(expected error up to {100 * worst:.0f}%; each plan entry's basis names its points)"
+    )
 
 
 @app.command()
@@ -555,6 +575,172 @@ def profiles_build(
     )
 
 
+@profiles_app.command("fit")
+@handles_errors
+def profiles_fit(
+    library: Annotated[
+        Path | None, typer.Argument(help="Prior library (default: the shipped one).", show_default=False)
+    ] = None,
+    measurements: Annotated[
+        list[Path] | None,
+        typer.Option("--measurements", "-m", help="Measurements file or library with measurements (repeatable)."),
+    ] = None,
+    repair: Annotated[
+        bool, typer.Option("--repair/--no-repair", help="Repair the prior's sanity findings (else only flag them).")
+    ] = True,
+    out_path: Annotated[Path | None, typer.Option("--out", "-o", help="Fitted library to write.")] = None,
+    sanity_only: Annotated[
+        bool, typer.Option("--sanity-only", help="Print the library's sanity findings and write nothing.")
+    ] = False,
+) -> None:
+    """Fit the full profile table from measured points and a prior library; every entry gets a basis."""
+    from planner.profiling import fit_output as show
+    from planner.profiling.fit import fit_files, sanity_file, write_fitted
+    from planner.resources import profile_library
+
+    source = library or profile_library()
+    if sanity_only:
+        out.print(show.findings_table(sanity_file(source), f"sanity findings: {source}"))
+        return
+    if out_path is None:
+        raise InputError("options", [Problem("bad-option", "--out", "is required unless --sanity-only")])
+    result = fit_files(source, measurements or [], repair)
+    write_fitted(result, out_path)
+    for table in show.fit_tables(result):
+        out.print(table)
+    out.print(f"wrote [bold]{out_path}[/]: {len(result.doc['profiles'])} profiles, {len(result.doc['pairs'])} pairs")
+
+
+class IngestFormat(StrEnum):
+    """Measurement file formats of ``profiles ingest``: ``auto`` decides by each file's header."""
+
+    auto = "auto"
+    nvidia_smi = "nvidia-smi"
+    zeus_windows = "zeus-windows"
+    zeus_summary = "zeus-summary"
+
+
+@profiles_app.command("ingest")
+@handles_errors
+def profiles_ingest(
+    files: Annotated[list[Path], typer.Argument(help="nvidia-smi query logs, Zeus profile windows or summaries.")],
+    out_path: Annotated[Path, typer.Option("--out", "-o", help="Library (or measurements file) to write.")],
+    fmt: Annotated[IngestFormat, typer.Option("--format", help="File format.")] = IngestFormat.auto,
+    job_side: Annotated[
+        Path | None, typer.Option(help="JSON of the runs in the nvidia-smi logs: job type, GPUs, window, steps.")
+    ] = None,
+    job_type: Annotated[str | None, typer.Option(help="Job type of Zeus windows (default: the file name's).")] = None,
+    gpu_type: Annotated[str | None, typer.Option(help="GPU type (default: the file name's or the job side's).")] = None,
+    steps_per_window: Annotated[
+        float | None, typer.Option(help="Training steps in each Zeus window (required for Zeus windows).")
+    ] = None,
+    library: Annotated[
+        str | None,
+        typer.Option(help="Base library or measurements file to merge into (default: the shipped library; 'none')."),
+    ] = None,
+    measurements_only: Annotated[
+        bool, typer.Option("--measurements-only", help="Write a wattplan.measurements/1 file, not a library.")
+    ] = False,
+) -> None:
+    """Read measurements into points with their provenance and merge them (by id) into a library's measurements."""
+    from planner.profiling.ingest import SHIPPED_LIBRARY, ingest, ingest_tables
+
+    base = None if library == "none" else Path(library) if library else SHIPPED_LIBRARY
+    report = ingest(files, out_path, fmt.value, job_side, job_type, gpu_type, steps_per_window, base, measurements_only)
+    for table in ingest_tables(report):
+        out.print(table)
+    out.print(f"wrote [bold]{out_path}[/] ({report.out_kind}): {report.total_points} points, {sum(report.added)} new")
+
+
+@profiles_app.command("check")
+@handles_errors
+def profiles_check(
+    library: Annotated[Path, typer.Argument(help="Profile library whose predictions are checked.")],
+    measurements: Annotated[
+        list[Path],
+        typer.Argument(help="wattplan.measurements/1 files, or profile libraries with measurements."),
+    ],
+    type_map: Annotated[
+        list[str] | None,
+        typer.Option("--map", help="MEASURED=LIBRARY: the library's name of a measured job type (repeatable)."),
+    ] = None,
+    shape: Annotated[
+        bool,
+        typer.Option(
+            "--shape",
+            help="Compare throughput, power and energy per step as ratios to the top measured setting "
+            "(for points whose steps are not the library's, e.g. Zeus windows).",
+        ),
+    ] = False,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Write the report as JSON here.")] = None,
+    csv_out: Annotated[Path | None, typer.Option("--csv", help="Write rows and unmatched points as CSV here.")] = None,
+) -> None:
+    """Predicted vs measured per quantity (throughput, speedup, power, energy per step, pair rates, idle)."""
+    from planner.profiling import check_output as show
+    from planner.profiling.check import check_files
+
+    report = check_files(library, measurements, type_map or [], shape)
+    for quantity in report.quantities():
+        if any(r.quantity == quantity for r in report.rows):
+            out.print(show.rows_table(report, quantity))
+    if report.unmatched:
+        out.print(show.unmatched_table(report))
+    out.print(show.summary_table(report))
+    for path, write in ((json_out, show.write_report_json), (csv_out, show.write_report_csv)):
+        if path is not None:
+            write(path, report)
+            out.print(f"wrote [bold]{path}[/]")
+
+
+@profiles_app.command("truth")
+@handles_errors
+def profiles_truth(
+    library: Annotated[
+        Path | None, typer.Argument(help="Prior library to bend (default: the shipped one).", show_default=False)
+    ] = None,
+    alpha: Annotated[float, typer.Option(help="Amdahl loss per extra GPU: S(n) = n / (1 + alpha (n-1)).")] = 0.08,
+    cap: Annotated[float, typer.Option(help="Data-loading ceiling of the speedup S(n).")] = 3.3,
+    pair_factor: Annotated[float, typer.Option(help="True pair rates = factor x the prior's.")] = 1.07 / 1.71,
+    idle_power_w: Annotated[float, typer.Option(help="True idle power per GPU (W).")] = 41.0,
+    node_power_w: Annotated[float, typer.Option(help="True node power without GPUs (W).")] = 230.0,
+    cap_spread: Annotated[
+        float, typer.Option(help="Per-family spread of the ceiling: cap x 2^(spread x h), h in [-1, 1] per family.")
+    ] = 0.0,
+    out_path: Annotated[Path, typer.Option("--out", "-o", help="Truth library to write.")] = Path("truth.json"),
+) -> None:
+    """Write a truth library for replays: the prior bent the way real nvidia-smi measurements differ from it.
+
+    Saturating scaling, power that follows utilisation, lower pair rates, measured idle and node power
+    (defaults: an 8x V100 node's logs; planner/profiling/truth.py). Use it as `simulate --truth`.
+    """
+    from planner.jsonio import read_json, write_json_atomic
+    from planner.profiling.truth import TruthParams, truth_library
+    from planner.resources import profile_library
+    from planner.round_builder import library_from_doc
+
+    source = library or profile_library()
+    prior = read_json(source)
+    library_from_doc(prior, str(source))  # the schema check, with the file named
+    bad = [
+        Problem("bad-option", f"--{name}", f"must be {'> 0' if positive else '>= 0'}, got {value}")
+        for name, value, positive in (
+            ("alpha", alpha, False),
+            ("cap", cap, True),
+            ("pair-factor", pair_factor, True),
+            ("idle-power-w", idle_power_w, False),
+            ("node-power-w", node_power_w, False),
+            ("cap-spread", cap_spread, False),
+        )
+        if value < 0 or (positive and value == 0)
+    ]
+    if bad:
+        raise InputError("options", bad)
+    params = TruthParams(alpha, cap, pair_factor, idle_power_w, node_power_w, cap_spread)
+    doc = truth_library(prior, params)
+    write_json_atomic(out_path, doc)
+    out.print(f"wrote [bold]{out_path}[/]: {len(doc['profiles'])} profiles, {len(doc['pairs'])} pair entries")
+
+
 @app.command()
 @handles_errors
 def simulate(
@@ -604,7 +790,24 @@ def simulate(
     max_rounds: Annotated[int, typer.Option(help="Stop after this many simulated rounds.")] = 20_000,
     gpus_per_node: GpusPerNodeOpt = defaults.GPUS_PER_NODE,
     node_power_w: NodePowerOpt = defaults.NODE_POWER_W,
-    profiles: ProfilesOpt = None,
+    profiles: Annotated[
+        Path | None,
+        typer.Option(help="Profile library the planner and the baselines believe (default: the shipped one)."),
+    ] = None,
+    truth: Annotated[
+        Path | None,
+        typer.Option(
+            help="Profile library jobs really run and draw power by (default: the same as --profiles); "
+            "make one with `wattplan profiles truth`."
+        ),
+    ] = None,
+    learn: Annotated[
+        bool,
+        typer.Option(
+            help="Each policy corrects its profiles from every round's observed steps, power and utilisation "
+            "(writes decisions.csv and a learning block in summary.json)."
+        ),
+    ] = False,
     plots: Annotated[bool, typer.Option(help="Write PNG plots.")] = True,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     workers: Annotated[
@@ -652,6 +855,8 @@ def simulate(
         price=price,
         signal_start=signal_start,
         signal_aware=signal_aware,
+        truth=truth,
+        learn=learn,
     )
     workload, ctx = prepare(spec)
     if workers == 1 and ray is None:

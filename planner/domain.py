@@ -9,8 +9,9 @@ Units are part of the names: ``_s`` seconds, ``_j`` joules, ``_w`` watts,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from planner.defaults import DELTA, MIN_PAIR_RATE, RESTART_S
 
@@ -142,6 +143,9 @@ class Profile:
     setting: int
     steps_per_s: float
     power_w: float
+    basis: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
+    """Where the numbers come from, when the library says (``{"kind": "measured" | "fitted" | "prior" |
+    "repaired", "points": [ids], "rel_error": ..., "reason": ...}``, :mod:`planner.profiling`); plans copy it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -106,7 +106,15 @@ def _build(doc: dict) -> Instance:
         ),
         jobs=tuple(_job(j) for j in doc["jobs"]),
         profiles=tuple(
-            Profile(p["type"], p["gpu_type"], p["gpus"], p["setting"], float(p["steps_per_s"]), float(p["power_w"]))
+            Profile(
+                p["type"],
+                p["gpu_type"],
+                p["gpus"],
+                p["setting"],
+                float(p["steps_per_s"]),
+                float(p["power_w"]),
+                p.get("basis") if isinstance(p.get("basis"), dict) else None,
+            )
             for p in doc["profiles"]
         ),
         pairs=tuple(
@@ -184,6 +192,7 @@ def instance_to_doc(inst: Instance) -> dict:
                 "setting": p.setting,
                 "steps_per_s": p.steps_per_s,
                 "power_w": p.power_w,
+                **({"basis": dict(p.basis)} if p.basis else {}),
             }
             for p in inst.profiles
         ],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
@@ -34,6 +35,8 @@ class PlannedJob:
     steps: float | None = None
     progress: float | None = None
     restarts: bool | None = None
+    basis: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
+    """The basis of the profile the prediction used (measured points, fitted, prior), when the instance has one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +97,8 @@ def _job_doc(j: PlannedJob) -> dict[str, Any]:
         value = getattr(j, name)
         if value is not None:
             doc[name] = value
+    if j.basis:
+        doc["basis"] = dict(j.basis)
     return doc
 
 
@@ -142,6 +147,7 @@ def _parse_job(raw: dict[str, Any]) -> PlannedJob:
         steps=raw.get("steps"),
         progress=raw.get("progress"),
         restarts=raw.get("restarts"),
+        basis=raw["basis"] if isinstance(raw.get("basis"), dict) else None,
     )
 
 

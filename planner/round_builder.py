@@ -147,7 +147,7 @@ def library_from_doc(doc: Any, source: str) -> ProfileLibrary:
     profile_extras: dict[ProfileKey, dict[str, Any]] = {}
     pair_extras: dict[PairKey, dict[str, Any]] = {}
     for raw in doc["profiles"]:
-        p = Profile(**{k: raw[k] for k in _PROFILE_FIELDS})
+        p = Profile(**{k: raw[k] for k in _PROFILE_FIELDS}, basis=raw.get("basis"))
         profiles.append(p)
         if extra := {k: v for k, v in raw.items() if k not in _PROFILE_FIELDS}:
             profile_extras[profile_key(p)] = extra

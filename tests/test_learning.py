@@ -228,3 +228,39 @@ def test_profile_extras_survive_loading() -> None:
     lib = library_from_doc(doc, "x")
     assert lib.profiles[0] == Profile("A", "v100", 1, 250, 10.0, 230.0)
     assert lib.profile_extras[("A", "v100", 1, 250)]["basis"]["points"] == ["pt-1"]
+
+
+@pytest.mark.parametrize("policy", ["eaco", "wattplan"])
+def test_an_observed_pair_below_min_pair_rate_is_not_repeated(policy: str) -> None:
+    """Hand cluster, two GPUs; truth pair rates 0.4 / 0.3 where the prior says 0.8 / 0.6 (min_pair_rate 0.5).
+
+    Two A jobs and a B job of 1 GPU: the policy pairs B with an A job once (it believes 0.8 / 0.6).
+    After that round the learner believes A's side at 0.8 x 0.5 ** 0.95 < 0.5, and the pair is never run again.
+    """
+    from planner.request import REPLAY_REQUEST
+    from planner.sim.policies import PolicyOptions
+    from tests.sim_helpers import hand_job, workload
+
+    prior = hand_context()
+    ctx = dataclasses.replace(prior, truth=dataclasses.replace(prior, pairs=(PairSlowdown(A, B, "v100", 1, 0.4, 0.3),)))
+    jobs = [hand_job("j0", A, 0, 3000), hand_job("j1", A, 0, 3000), hand_job("j2", B, 0, 600)]
+    options = PolicyOptions(request=dataclasses.replace(REPLAY_REQUEST, solver="highs", time_limit_s=5.0))
+    result = simulate(workload(jobs), ctx, make_policy(policy, options), learner=ProfileLearner(prior))
+    assert result.stop_reason == "completed"
+    paired_rounds = {d.round for d in result.decisions if d.partner is not None}
+    assert len(paired_rounds) == 1, paired_rounds  # tried once (eaco in round 0, wattplan when it first pays)
+
+
+def test_twice_the_gpus_predicted_from_utilisation() -> None:
+    """A alone on 1 GPU at 250 W: observed 5 steps/s (its prior: ratio 1), 230 W (dynamic 200 W), utilisation 0.8.
+
+    Two GPUs, never observed: stretch = 0.8 / 2 + 1 - 0.8 = 0.6, X(2) = 5 / 0.6 = 8.3333 steps/s (the prior
+    said 9); busy share u' = 0.4 / 0.6 = 0.66667; dynamic power per GPU 200 x 0.66667 / 0.8 = 166.667 W,
+    P = 30 + 166.667 = 196.667 W. Its basis is "model".
+    """
+    learner = ProfileLearner(hand_context(), LearnConfig())
+    learner.observe([_obs("j1", A, 1, 5.0, 230.0, util=0.8)], [])
+    belief = {(p.type, p.gpus, p.setting): p for ps in learner.context().profiles_by_type.values() for p in ps}
+    assert belief[(A, 2, 250)].steps_per_s == pytest.approx(5 / 0.6)
+    assert belief[(A, 2, 250)].power_w == pytest.approx(30 + 200 * (0.4 / 0.6) / 0.8)
+    assert learner.basis(A, "v100", 2) == "model"

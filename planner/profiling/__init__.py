@@ -3,8 +3,10 @@
 Modules (each one job):
 
 * :mod:`planner.profiling.points`: the measured point, the one record every source becomes.
-* ``nvidia_smi``, ``zeus_windows``, ``zeus_summary``, ``ingest``: readers of the formats users have.
-* ``scaling``, ``power_model``, ``fit``, ``sanity``: from sparse points to the planner's full table.
+* ``nvidia_smi``, ``zeus_windows``, ``zeus_summary``, ``ingest``: readers of the formats users have;
+  ``job_side`` (what ran where, and its steps) and ``smi_points`` (a log and its runs -> points).
+* ``scaling``, ``power_model``, ``pair_rates``, ``job_model``, ``fit``, ``sanity``: from sparse points to the
+  planner's full table (``basis``: the entry's basis document; ``fit_output``: the fit's tables).
 * ``check``, ``leave_one_out``: predicted against measured, per quantity.
 
 A profile library (``wattplan.profiles/1``) may carry, besides ``gpu_types``, ``profiles`` and ``pairs``:

@@ -18,6 +18,7 @@ truth is, for every job type and GPU type (parameters in :class:`TruthParams`, d
   energy per step, ``n (P_true - Pidle_true) / X_true = (P(1, s) - Pidle) / X(1, s)``, is then the
   same at every count: more GPUs cost only the idle and node power of the GPUs held. The profile
   entry gets ``utilisation = u(n)``.
+  With ``cap_spread > 0`` each job family gets its own ceiling (a truth where scaling differs by model).
 * **Lower pair rates.** ``rho_true = pair_factor * rho`` per side, ``pair_factor = 1.07 / 1.71 =
   0.626`` (the measured pair's rates summed to 1.07 where Gavel's closest pair sums to 1.71).
 * **Idle and node power.** ``Pidle_true = 41 W`` per GPU and ``Pnode_true = 230 W`` (the logs: 41 W
@@ -30,6 +31,7 @@ is never negative. Entries carry ``basis`` ``{"kind": "truth", ...}`` naming the
 from __future__ import annotations
 
 import copy
+import hashlib
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -48,11 +50,22 @@ class TruthParams:
     """True idle power of a GPU (W)."""
     node_power_w: float = 230.0
     """True node power without its GPUs (W)."""
+    cap_spread: float = 0.0
+    """Per-family spread of the ceiling: a job family ``f`` gets ``cap * 2 ** (cap_spread * h(f))`` with
+    ``h(f)`` in [-1, 1] from the SHA-256 of its name (0: one curve for every type, as measured)."""
 
 
-def speedup(n: int, p: TruthParams) -> float:
-    """``S(n) = min(n / (1 + alpha (n - 1)), cap)``, at least 1 for ``n >= 1``."""
-    return max(1.0, min(n / (1.0 + p.alpha * (n - 1)), p.cap)) if n > 1 else 1.0
+def family_factor(job_type: str, spread: float) -> float:
+    """``2 ** (spread * h)``, ``h`` in [-1, 1] fixed by the SHA-256 of the job type's family name."""
+    family = job_type.split(" (batch size")[0]
+    h = int(hashlib.sha256(family.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF * 2.0 - 1.0
+    return float(2.0 ** (spread * h))
+
+
+def speedup(n: int, p: TruthParams, job_type: str = "") -> float:
+    """``S(n) = min(n / (1 + alpha (n - 1)), cap_f)``, at least 1 for ``n >= 1`` (``cap_f``: see ``cap_spread``)."""
+    cap = p.cap * family_factor(job_type, p.cap_spread) if p.cap_spread else p.cap
+    return max(1.0, min(n / (1.0 + p.alpha * (n - 1)), cap)) if n > 1 else 1.0
 
 
 def truth_library(prior: dict[str, Any], params: TruthParams | None = None) -> dict[str, Any]:
@@ -74,7 +87,7 @@ def truth_library(prior: dict[str, Any], params: TruthParams | None = None) -> d
             s_n, util = 1.0, 1.0
             rate = q["steps_per_s"]
         else:
-            s_n = speedup(q["gpus"], p)
+            s_n = speedup(q["gpus"], p, q["type"])
             util = s_n / q["gpus"]
             rate = base["steps_per_s"] * s_n
         q.update(

@@ -13,7 +13,10 @@ The hierarchy, cell -> parent -> prior (ratio 1, weight :attr:`LearnConfig.pool_
 
 * throughput ``X``: job (job id, g, n) -> type (type, g, n) -> pool (g, n) -> 1. A ratio measured at
   one setting corrects every setting of the cell (the power-limit curve's shape is kept: energy
-  per step held within about 1% in the logs, time did not);
+  per step held within about 1% in the logs, time did not). Once the cluster's speedup of ``n``
+  GPUs over one, ``S(g, n)``, has been observed (a job's rate on ``n`` GPUs over its type's believed
+  1-GPU rate, pooled over types), a type's ``n``-GPU cell takes ``X(1) * S(g, n)`` as its parent
+  instead: scaling is mostly a property of the node (interconnect, data loading), not of the model;
 * dynamic power ``P - Pidle`` per GPU: type (type, g, n) -> pool (g, n) -> 1 (jobs alone only);
 * pair rates ``rho``: side (own type, partner type, g, n) -> pool (g, n) -> 1, the observed shared
   rate divided by the current belief of the job's exclusive rate;
@@ -24,13 +27,19 @@ type-level estimates go into its instances; the job-level estimates are kept and
 (:meth:`ProfileLearner.job_estimate`). An observed pair whose corrected rate falls below
 ``min_pair_rate`` drops out of the model, so it is not repeated.
 
-Exploration: when a job alone on ``n > 1`` GPUs shows a utilisation below
-:attr:`LearnConfig.explore_utilisation`, its GPUs wait more than they compute, and the cell of
-``n / 2`` GPUs, if never observed, is believed to run at the rate of ``n`` GPUs with the same
-dynamic energy per step (the optimistic bound: a job that waits on data loses nothing by
-computing on fewer GPUs). The planner then tries it; the next round's observation replaces the
-guess. Decisions taken on cells without observations are counted per round (``basis``:
-``observed``, ``pooled``, ``prior`` or ``explore``).
+Unobserved counts next to an observed one use the telemetry's utilisation ``u`` (the share of time
+the GPUs compute) instead of the pooled correction:
+
+* twice the GPUs (``model``): a step's compute share halves and its waiting share (data loading,
+  communication) does not, ``X(2m) = X(m) / (u / 2 + 1 - u)``, Pollux-style; a compute-bound job
+  (``u = 1``) is predicted to scale linearly, so the planner tries it and learns the real rate;
+* half the GPUs (``explore``): when a job alone on ``n > 1`` GPUs shows ``u`` below
+  :attr:`LearnConfig.explore_utilisation`, its GPUs wait more than they compute, and ``n / 2`` is
+  believed to run at the rate of ``n`` GPUs with the same dynamic energy per step (the optimistic
+  bound: a job that waits on data loses nothing on fewer GPUs).
+
+The next round's observation replaces either guess. Decisions are logged with what they rested on
+(``basis``: ``observed``, ``model``, ``explore``, ``pooled`` or ``prior``).
 """
 
 from __future__ import annotations
@@ -45,7 +54,7 @@ from planner.domain import GpuType, PairSlowdown, Profile
 from planner.sim.round_instance import ClusterContext
 from planner.sim.telemetry import GpuObservation, JobObservation
 
-Basis = str  # "observed" | "pooled" | "prior" | "explore"
+Basis = str  # "observed" | "model" | "explore" | "pooled" | "prior"
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,11 +120,17 @@ class ProfileLearner:
         self._rho = _LogMeans()  # ("pool", g, n), (type, partner, g, n)
         self._idle = _Means()
         self._node = _Means()
-        self._low_util: dict[tuple[str, str, int], float] = {}
+        self._utilisation: dict[tuple[str, str, int], float] = {}
+        self._speedup = _LogMeans()  # ("pool", g, n): observed X(n) over the believed X(1) of the same type
         self._prior_profiles = {
             (p.type, p.gpu_type, p.gpus, p.setting): p for ps in prior.profiles_by_type.values() for p in ps
         }
         self._prior_idle = {g.name: g.idle_power_w for g in prior.gpu_types}
+        self._prior_speedup: dict[tuple[str, str, int], float] = {}
+        for (t, g, n, s), p in self._prior_profiles.items():
+            one = self._prior_profiles.get((t, g, 1, s))
+            if n > 1 and one is not None and one.steps_per_s > 0:
+                self._prior_speedup[(t, g, n)] = p.steps_per_s / one.steps_per_s
         self._context: ClusterContext | None = prior
 
     # -- estimates --------------------------------------------------------------------------
@@ -123,9 +138,21 @@ class ProfileLearner:
         return means.log_estimate(("pool", g, n), 0.0, self.cfg.pool_weight)
 
     def x_ratio(self, job_type: str, g: str, n: int) -> float:
-        """Belief of ``X_true / X_prior`` for (type, g, n)."""
+        """Belief of ``X_true / X_prior`` for (type, g, n), shrunk to :meth:`_x_parent_log`."""
         k = self.cfg.prior_weight
-        return math.exp(self._x.log_estimate((job_type, g, n), self._pool_log(self._x, g, n), k))
+        return math.exp(self._x.log_estimate((job_type, g, n), self._x_parent_log(job_type, g, n), k))
+
+    def _x_parent_log(self, job_type: str, g: str, n: int) -> float:
+        """What a throughput cell without observations believes (log of the ratio to the prior).
+
+        With the cluster's pooled speedup ``S(g, n)`` observed: ``X(n) = X(1) * S(g, n)``, i.e.
+        ``log r = log r(type, g, 1) + log S(g, n) - log S_prior(type, g, n)``; else the pooled ratio of (g, n).
+        """
+        prior_s = self._prior_speedup.get((job_type, g, n))
+        if n > 1 and prior_s and self._speedup.weight(("pool", g, n)) >= self.cfg.observed_weight:
+            log_s = self._speedup.log_estimate(("pool", g, n), 0.0, 0.0)
+            return math.log(self.x_ratio(job_type, g, 1)) + log_s - math.log(prior_s)
+        return self._pool_log(self._x, g, n)
 
     def power_ratio(self, job_type: str, g: str, n: int) -> float:
         """Belief of ``(P - Pidle)_true / (P - Pidle)_prior`` for (type, g, n)."""
@@ -159,14 +186,29 @@ class ProfileLearner:
             return "observed"
         if self._explore_source(job_type, g, n) is not None:
             return "explore"
+        if self._speedup_known(g, n):
+            return "pooled"
+        if self._scale_up_source(job_type, g, n) is not None:
+            return "model"
         return "pooled" if self._x.weight(("pool", g, n)) > 0 else "prior"
 
     def _explore_source(self, job_type: str, g: str, n: int) -> int | None:
         """The observed count ``2n`` whose low utilisation makes ``n`` worth trying, if any."""
         if self._x.weight((job_type, g, n)) > 0:
             return None
-        u = self._low_util.get((job_type, g, 2 * n))
+        u = self._utilisation.get((job_type, g, 2 * n))
         return 2 * n if u is not None and u < self.cfg.explore_utilisation else None
+
+    def _speedup_known(self, g: str, n: int) -> bool:
+        """Whether the cluster's speedup of ``n`` GPUs of ``g`` over one has been observed."""
+        return n > 1 and self._speedup.weight(("pool", g, n)) >= self.cfg.observed_weight
+
+    def _scale_up_source(self, job_type: str, g: str, n: int) -> tuple[int, float] | None:
+        """The observed count ``n / 2`` and its utilisation, from which ``n`` is predicted (unobserved ``n``)."""
+        if n < 2 or n % 2 or self._x.weight((job_type, g, n)) > 0:
+            return None
+        u = self._utilisation.get((job_type, g, n // 2))
+        return (n // 2, u) if u is not None and u > 0 else None
 
     # -- observing --------------------------------------------------------------------------
     def observe(self, jobs: Iterable[JobObservation], gpus: Iterable[GpuObservation]) -> None:
@@ -182,6 +224,14 @@ class ProfileLearner:
                 self._x.add(("pool", o.gpu_type, o.gpus), r, o.weight)
                 self._x.add((o.job_type, o.gpu_type, o.gpus), r, o.weight)
                 self._x.add(("job", o.job_id, o.gpu_type, o.gpus), r, o.weight)
+                one = self._prior_profiles.get((o.job_type, o.gpu_type, 1, o.setting))
+                if (
+                    o.gpus > 1
+                    and one is not None
+                    and self._x.weight((o.job_type, o.gpu_type, 1)) >= self.cfg.observed_weight
+                ):
+                    x_one = one.steps_per_s * self.x_ratio(o.job_type, o.gpu_type, 1)
+                    self._speedup.add(("pool", o.gpu_type, o.gpus), o.steps_per_s / x_one, o.weight)
                 dyn_prior = prior.power_w - self._prior_idle[o.gpu_type]
                 idle = idle_now.get(o.gpu_type, self.idle_power_w(o.gpu_type))
                 if o.power_w is not None and dyn_prior > 0:
@@ -189,7 +239,7 @@ class ProfileLearner:
                     self._p.add(("pool", o.gpu_type, o.gpus), rp, o.weight)
                     self._p.add((o.job_type, o.gpu_type, o.gpus), rp, o.weight)
                 if o.utilisation is not None:
-                    self._low_util[(o.job_type, o.gpu_type, o.gpus)] = o.utilisation
+                    self._utilisation[(o.job_type, o.gpu_type, o.gpus)] = o.utilisation
             else:
                 exclusive = prior.steps_per_s * self.x_ratio(o.job_type, o.gpu_type, o.gpus)
                 rho_prior = self._prior_rho(o.job_type, o.partner_type, o.gpu_type, o.gpus)
@@ -247,8 +297,15 @@ class ProfileLearner:
         return ClusterContext(gpu_types, by_type, pairs, self.prior.rules)
 
     def _belief_profile(self, p: Profile, idle_w: float) -> Profile:
-        """``X = X_prior * r_X``, ``P = Pidle + (P_prior - Pidle_prior) * r_P``; explore cells from ``2n``."""
+        """``X = X_prior * r_X``, ``P = Pidle + (P_prior - Pidle_prior) * r_P``; explore and model cells apart."""
         src = self._explore_source(p.type, p.gpu_type, p.gpus)
+        up = (
+            None
+            if src is not None or self._speedup_known(p.gpu_type, p.gpus)
+            else self._scale_up_source(p.type, p.gpu_type, p.gpus)
+        )
+        if up is not None and (scaled := self._scaled_up(p, idle_w, *up)) is not None:
+            return scaled
         dyn_prior = max(0.0, p.power_w - self._prior_idle[p.gpu_type])
         if src is not None:
             big = self._prior_profiles.get((p.type, p.gpu_type, src, p.setting))
@@ -261,6 +318,22 @@ class ProfileLearner:
                 return replace(p, steps_per_s=rate, power_w=idle_w + 2.0 * dyn_big)
         rate = p.steps_per_s * self.x_ratio(p.type, p.gpu_type, p.gpus)
         return replace(p, steps_per_s=rate, power_w=idle_w + dyn_prior * self.power_ratio(p.type, p.gpu_type, p.gpus))
+
+    def _scaled_up(self, p: Profile, idle_w: float, half: int, u: float) -> Profile | None:
+        """Twice the GPUs of an observed cell by the utilisation model (see the module docstring).
+
+        A step on ``m`` GPUs takes ``t = 1 / X(m)``: a share ``u`` computing, which halves on ``2m`` GPUs,
+        and ``1 - u`` waiting (data, communication), which does not: ``X(2m) = X(m) / (u / 2 + 1 - u)``.
+        The GPUs then compute a share ``u' = (u / 2) / (u / 2 + 1 - u)`` of the time, and the dynamic power
+        per GPU follows: ``(P - Pidle)(2m) = (P - Pidle)(m) * u' / u``.
+        """
+        small = self._prior_profiles.get((p.type, p.gpu_type, half, p.setting))
+        if small is None:
+            return None
+        base = self._belief_profile(small, idle_w)
+        stretch = u / 2.0 + 1.0 - u
+        u_big = (u / 2.0) / stretch
+        return replace(p, steps_per_s=base.steps_per_s / stretch, power_w=idle_w + (base.power_w - idle_w) * u_big / u)
 
 
 def _rel(pred: float, true: float) -> float:

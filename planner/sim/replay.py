@@ -145,9 +145,12 @@ def prepare(spec: ReplaySpec, lib: ProfileLibrary | None = None) -> tuple[Worklo
     library = lib or load_profile_library(spec.profiles or DEFAULT_PROFILE_LIBRARY)
     cluster = parse_cluster_spec(spec.cluster, spec.gpus_per_node, spec.node_power_w)
     ctx = cluster_context(cluster, library, effective_rules(spec))
+    real = library
     if spec.truth is not None:
-        ctx = replace(ctx, truth=cluster_context(cluster, load_profile_library(spec.truth), ctx.rules))
-    trace_jobs = read_trace(spec.trace, library, spec.fmt, spec.seed, spec.virtual_cluster)
+        real = load_profile_library(spec.truth)
+        ctx = replace(ctx, truth=cluster_context(cluster, real, ctx.rules))
+    # A Philly row gives a duration; its steps are what the job really did in it (the truth's rate).
+    trace_jobs = read_trace(spec.trace, real, spec.fmt, spec.seed, spec.virtual_cluster)
     chosen = select_jobs(trace_jobs, spec.start_s, spec.end_s, spec.max_jobs)
     source = {
         "trace": Path(spec.trace).name,
