@@ -264,3 +264,36 @@ def test_twice_the_gpus_predicted_from_utilisation() -> None:
     assert belief[(A, 2, 250)].steps_per_s == pytest.approx(5 / 0.6)
     assert belief[(A, 2, 250)].power_w == pytest.approx(30 + 200 * (0.4 / 0.6) / 0.8)
     assert learner.basis(A, "v100", 2) == "model"
+
+
+def test_truth_with_a_ceiling_per_family() -> None:
+    """cap_spread 0 is one curve for all; cap_spread 1 gives a family the ceiling 3.3 x 2^h, h in [-1, 1]."""
+    from planner.profiling.truth import family_factor
+
+    assert family_factor("ResNet-50 (batch size 64)", 0.0) == 1.0
+    f = family_factor("CycleGAN", 1.0)
+    assert 0.5 <= f <= 2.0
+    assert family_factor("ResNet-50 (batch size 64)", 1.0) == family_factor("ResNet-50 (batch size 128)", 1.0)
+    p = TruthParams(cap_spread=1.0)
+    # S(8) = min(8 / 1.56, 3.3 f) = min(5.128, 3.3 f) for each family.
+    for job_type in ("CycleGAN", "ResNet-50 (batch size 64)", "A3C"):
+        expected = min(8 / 1.56, 3.3 * family_factor(job_type, 1.0))
+        assert speedup(8, p, job_type) == pytest.approx(max(1.0, expected))
+    assert len({round(speedup(8, p, t), 6) for t in ("CycleGAN", "ResNet-50 (batch size 64)", "A3C")}) == 3
+
+
+def test_dynamic_power_waits_for_a_measured_idle_power() -> None:
+    """A alone on 1 GPU at 250 W draws 241 W; the prior believes 230 W over a 30 W idle (dynamic 200 W).
+
+    Round 1 has no idle GPU: nothing is learned about power yet (subtracting the prior's 30 W would say 211 W).
+    Round 2 measures idle GPUs at 41 W (weight 10): idle belief (10 x 41 + 0.1 x 30) / 10.1 = 40.89109 W, and
+    the held observation gives r = (241 - 40.89109) / 200 = 1.000545; cell log = (log r + 0.1 x 0.5 log r) / 1.1.
+    """
+    learner = ProfileLearner(hand_context(), LearnConfig())
+    learner.observe([_obs("j1", A, 1, 5.0, 241.0)], [])
+    assert learner.power_ratio(A, "v100", 1) == 1.0
+    learner.observe([], [GpuObservation("v100", 41.0, 10.0, 100.0, 1.0)])
+    idle = (10 * 41 + 0.1 * 30) / 10.1
+    assert learner.idle_power_w("v100") == pytest.approx(idle)
+    r = (241 - idle) / 200
+    assert learner.power_ratio(A, "v100", 1) == pytest.approx(r ** (1.05 / 1.1), rel=1e-12)

@@ -8,6 +8,8 @@ Modules (each one job):
 * ``scaling``, ``power_model``, ``pair_rates``, ``job_model``, ``fit``, ``sanity``: from sparse points to the
   planner's full table (``basis``: the entry's basis document; ``fit_output``: the fit's tables).
 * ``check``, ``leave_one_out``: predicted against measured, per quantity.
+* ``truth``: a library bent the way real measurements differ, for replays that test learning
+  (the learner itself is :mod:`planner.sim.learning`).
 
 A profile library (``wattplan.profiles/1``) may carry, besides ``gpu_types``, ``profiles`` and ``pairs``:
 

@@ -17,7 +17,8 @@ The hierarchy, cell -> parent -> prior (ratio 1, weight :attr:`LearnConfig.pool_
   GPUs over one, ``S(g, n)``, has been observed (a job's rate on ``n`` GPUs over its type's believed
   1-GPU rate, pooled over types), a type's ``n``-GPU cell takes ``X(1) * S(g, n)`` as its parent
   instead: scaling is mostly a property of the node (interconnect, data loading), not of the model;
-* dynamic power ``P - Pidle`` per GPU: type (type, g, n) -> pool (g, n) -> 1 (jobs alone only);
+* dynamic power ``P - Pidle`` per GPU: type (type, g, n) -> pool (g, n) -> 1 (jobs alone only; an
+  observation is used once an idle GPU of its type has been measured, with the idle power believed then);
 * pair rates ``rho``: side (own type, partner type, g, n) -> pool (g, n) -> 1, the observed shared
   rate divided by the current belief of the job's exclusive rate;
 * idle power per GPU and node power per GPU type: observed means, prior weight ``k``.
@@ -122,6 +123,7 @@ class ProfileLearner:
         self._node = _Means()
         self._utilisation: dict[tuple[str, str, int], float] = {}
         self._speedup = _LogMeans()  # ("pool", g, n): observed X(n) over the believed X(1) of the same type
+        self._pending_power: dict[str, list[JobObservation]] = defaultdict(list)
         self._prior_profiles = {
             (p.type, p.gpu_type, p.gpus, p.setting): p for ps in prior.profiles_by_type.values() for p in ps
         }
@@ -214,7 +216,6 @@ class ProfileLearner:
     def observe(self, jobs: Iterable[JobObservation], gpus: Iterable[GpuObservation]) -> None:
         """Add one round's observations (exclusive first, so pairs divide by the updated rates)."""
         ordered = sorted(jobs, key=lambda o: o.partner_type is not None)
-        idle_now = {o.gpu_type: o.idle_power_w for o in gpus if o.idle_power_w is not None}
         for o in ordered:
             prior = self._prior_profiles.get((o.job_type, o.gpu_type, o.gpus, o.setting))
             if prior is None or prior.steps_per_s <= 0:
@@ -232,12 +233,8 @@ class ProfileLearner:
                 ):
                     x_one = one.steps_per_s * self.x_ratio(o.job_type, o.gpu_type, 1)
                     self._speedup.add(("pool", o.gpu_type, o.gpus), o.steps_per_s / x_one, o.weight)
-                dyn_prior = prior.power_w - self._prior_idle[o.gpu_type]
-                idle = idle_now.get(o.gpu_type, self.idle_power_w(o.gpu_type))
-                if o.power_w is not None and dyn_prior > 0:
-                    rp = max(o.power_w - idle, 1e-3) / dyn_prior
-                    self._p.add(("pool", o.gpu_type, o.gpus), rp, o.weight)
-                    self._p.add((o.job_type, o.gpu_type, o.gpus), rp, o.weight)
+                if o.power_w is not None:
+                    self._pending_power[o.gpu_type].append(o)
                 if o.utilisation is not None:
                     self._utilisation[(o.job_type, o.gpu_type, o.gpus)] = o.utilisation
             else:
@@ -252,7 +249,27 @@ class ProfileLearner:
             if gobs.idle_power_w is not None:
                 self._idle.add(gobs.gpu_type, gobs.idle_power_w, gobs.idle_weight)
             self._node.add(gobs.gpu_type, gobs.node_power_w, gobs.node_weight)
+        self._learn_power()
         self._context = None
+
+    def _learn_power(self) -> None:
+        """Dynamic power ratios of the waiting observations of GPU types whose idle power has been seen.
+
+        A job's dynamic power is its GPUs' power minus the idle power, so an observation waits until an
+        idle GPU of its type has been measured (the prior's idle power would bias a small dynamic power).
+        """
+        for g, waiting in self._pending_power.items():
+            if not waiting or self._idle.w.get(g, 0.0) <= 0:
+                continue
+            idle = self.idle_power_w(g)
+            for o in waiting:
+                prior = self._prior_profiles[(o.job_type, o.gpu_type, o.gpus, o.setting)]
+                dyn_prior = prior.power_w - self._prior_idle[g]
+                if o.power_w is not None and dyn_prior > 0:
+                    rp = max(o.power_w - idle, 1e-3) / dyn_prior
+                    self._p.add(("pool", g, o.gpus), rp, o.weight)
+                    self._p.add((o.job_type, g, o.gpus), rp, o.weight)
+            waiting.clear()
 
     def _prior_rho(self, own: str, partner: str, g: str, n: int) -> float | None:
         """The prior's rate of ``own`` when sharing with ``partner`` (same-type pairs: ``rho_a``)."""

@@ -1,0 +1,159 @@
+"""Learning replays: no learning, learning and an oracle, on a truth that differs from the planner's library.
+
+The truth is ``wattplan profiles truth`` of the shipped library with its defaults (planner/profiling/
+truth.py: saturating scaling S(n) = min(n / (1 + 0.08 (n - 1)), 3.3), power that follows utilisation,
+pair rates x 1.07 / 1.71, idle 41 W, node 230 W). Per slice and policy, three replays of
+``wattplan simulate``:
+
+* ``none``: plans with the shipped library, jobs run by the truth (``--truth``);
+* ``learn``: the same with ``--learn``;
+* ``oracle``: plans with the truth (``--profiles truth --truth truth``).
+
+The share of the gap that learning recovers, per metric ``M`` (energy kWh, average JCT):
+``(M_none - M_learn) / (M_none - M_oracle)``; undefined (``-``) when the oracle is not better than no
+learning on ``M`` by more than 0.5%, since a ratio of two differences within noise means nothing.
+``--cap-spread 1`` gives each job family its own scaling ceiling (``cap x 2^h``, ``h`` in [-1, 1]): a
+truth where scaling differs by model, so that pooling across types is not exact.
+
+    PYTHONPATH=. .venv/bin/python benchmarks/learning_replay.py --workers 2
+    PYTHONPATH=. .venv/bin/python benchmarks/learning_replay.py --workers 2 --cap-spread 1
+    PYTHONPATH=. .venv/bin/python benchmarks/learning_replay.py --workers 2 --objective efficiency
+    PYTHONPATH=. .venv/bin/python benchmarks/learning_replay.py --workers 2 --repaired-prior
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from planner.jsonio import read_json, write_json_atomic
+from planner.profiling.fit import fit_library, write_fitted
+from planner.profiling.truth import TruthParams, truth_library
+from planner.resources import profile_library
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Slice:
+    name: str
+    args: tuple[str, ...]
+
+
+SLICES = (
+    # 150 consecutive 1-GPU arrivals of a Gavel trace (benchmarks/replay.py's rule).
+    Slice("gavel-6c71a0", ("6c71a0.trace", "--start-s", "2510560", "--max-jobs", "150")),
+    # Philly-derived (types drawn with seed 0), the same rule on virtual cluster 6214e9.
+    Slice("philly-6214e9", ("philly.csv", "--vc", "6214e9", "--start-s", "2320523", "--max-jobs", "150")),
+    # Two days of multi-GPU arrivals at load 1.16 (benchmarks/heavy_slices.py).
+    Slice("heavy-gavel-ee9e8c", ("ee9e8c.trace", "--start-s", "896743", "--end-s", "1069543")),
+)
+MODES = ("none", "learn", "oracle")
+
+
+def mode_args(mode: str, truth: Path, prior: Path | None) -> list[str]:
+    believed = [] if prior is None else ["--profiles", str(prior)]
+    if mode == "none":
+        return [*believed, "--truth", str(truth)]
+    if mode == "learn":
+        return [*believed, "--truth", str(truth), "--learn"]
+    return ["--profiles", str(truth), "--truth", str(truth)]
+
+
+def run(sl: Slice, mode: str, policy: str, truth: Path, prior: Path | None, out: Path, extra: list[str]) -> dict:
+    folder = out / sl.name / policy / mode
+    summary = folder / "summary.json"
+    if not summary.exists():
+        cmd = [sys.executable, str(ROOT / "cli.py"), "simulate", *sl.args, "--cluster", "v100:32,p100:16"]
+        cmd += ["-p", policy, "-q", "--no-plots", "-o", str(folder), *mode_args(mode, truth, prior), *extra]
+        subprocess.run(cmd, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
+    return read_json(summary)
+
+
+def recovered(none: float, learn: float, oracle: float) -> float | None:
+    gap = none - oracle
+    return (none - learn) / gap if gap > 0.005 * abs(none) else None
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.0f}%"
+
+
+def _pct1(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/learning")
+    ap.add_argument("--slices", nargs="*", default=[s.name for s in SLICES])
+    ap.add_argument("--policies", nargs="*", default=["wattplan"])
+    ap.add_argument("--time-limit", default="2")
+    ap.add_argument("--objective", default="progress")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--cap-spread", type=float, default=0.0, help="per-family spread of the truth's ceiling")
+    ap.add_argument("--repeat", default="", help="a label: run again into OUT/repeat-LABEL (the run-to-run spread)")
+    ap.add_argument(
+        "--repaired-prior",
+        action="store_true",
+        help="plan (none, learn) with the shipped library after `wattplan profiles fit`'s sanity repair",
+    )
+    args = ap.parse_args()
+    if args.cap_spread:
+        args.out = args.out / f"cap-spread-{args.cap_spread:g}"
+    if args.objective != "progress":
+        args.out = args.out / f"objective-{args.objective}"
+    if args.repaired_prior:
+        args.out = args.out / "repaired-prior"
+    if args.repeat:
+        args.out = args.out / f"repeat-{args.repeat}"
+    args.out.mkdir(parents=True, exist_ok=True)
+    prior = None
+    if args.repaired_prior:
+        prior = args.out / "repaired.json"
+        if not prior.exists():
+            write_fitted(fit_library(json.loads(profile_library().read_text()), repair_prior=True), prior)
+    truth = args.out / "truth.json"
+    if not truth.exists():
+        params = TruthParams(cap_spread=args.cap_spread)
+        write_json_atomic(truth, truth_library(json.loads(profile_library().read_text()), params))
+    extra = ["--time-limit", args.time_limit, "--objective", args.objective]
+    jobs = [(s, m, p) for s in SLICES if s.name in args.slices for p in args.policies for m in MODES]
+    with ThreadPoolExecutor(args.workers) as pool:
+        results = list(pool.map(lambda job: run(*job, truth, prior, args.out, extra), jobs))
+    table = {(s.name, p, m): r for (s, m, p), r in zip(jobs, results, strict=True)}
+    lines = [
+        "| slice | policy | energy kWh none / learn / oracle | recovered | avg JCT h none / learn / oracle | "
+        "recovered | learned: throughput median / max error | decisions on unobserved beliefs |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    rows = []
+    for sl in (s for s in SLICES if s.name in args.slices):
+        for p in args.policies:
+            n, lr, o = (table[(sl.name, p, m)] for m in MODES)
+            e = [x["energy_kwh"] for x in (n, lr, o)]
+            j = [x["avg_jct_s"] / 3600 for x in (n, lr, o)]
+            re, rj = recovered(*e), recovered(*j)
+            learning = lr.get("learning", {})
+            thr = learning.get("throughput", {})
+            dec = learning.get("decisions", {})
+            total = sum(d["job_rounds"] for d in dec.values()) or 1
+            unobserved = sum(d["job_rounds"] for b, d in dec.items() if b != "observed")
+            lines.append(
+                f"| {sl.name} | {p} | {e[0]:.2f} / {e[1]:.2f} / {e[2]:.2f} | {_pct(re)} | "
+                f"{j[0]:.3f} / {j[1]:.3f} / {j[2]:.3f} | {_pct(rj)} | "
+                f"{_pct1(thr.get('median_abs_rel_error'))} / {_pct1(thr.get('max_abs_rel_error'))} | "
+                f"{unobserved} of {total} job-rounds |"
+            )
+            rows.append({"slice": sl.name, "policy": p, "energy_kwh": e, "avg_jct_h": j, "recovered": [re, rj]})
+    write_json_atomic(args.out / "learning.json", rows)
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
