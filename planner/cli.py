@@ -39,7 +39,8 @@ app = typer.Typer(
 )
 instance_app = typer.Typer(help="Build and check round instances (wattplan.instance/1).", no_args_is_help=True)
 profiles_app = typer.Typer(
-    help="Build job profiles from the shipped Gavel and Zeus measurements.", no_args_is_help=True
+    help="Job profiles: build from the shipped Gavel and Zeus data, ingest measurements, fit, check, make a truth.",
+    no_args_is_help=True,
 )
 app.add_typer(instance_app, name="instance")
 app.add_typer(profiles_app, name="profiles")
@@ -713,30 +714,12 @@ def profiles_truth(
     Saturating scaling, power that follows utilisation, lower pair rates, measured idle and node power
     (defaults: an 8x V100 node's logs; planner/profiling/truth.py). Use it as `simulate --truth`.
     """
-    from planner.jsonio import read_json, write_json_atomic
-    from planner.profiling.truth import TruthParams, truth_library
+    from planner.jsonio import write_json_atomic
+    from planner.profiling.truth import TruthParams, truth_from_file
     from planner.resources import profile_library
-    from planner.round_builder import library_from_doc
 
-    source = library or profile_library()
-    prior = read_json(source)
-    library_from_doc(prior, str(source))  # the schema check, with the file named
-    bad = [
-        Problem("bad-option", f"--{name}", f"must be {'> 0' if positive else '>= 0'}, got {value}")
-        for name, value, positive in (
-            ("alpha", alpha, False),
-            ("cap", cap, True),
-            ("pair-factor", pair_factor, True),
-            ("idle-power-w", idle_power_w, False),
-            ("node-power-w", node_power_w, False),
-            ("cap-spread", cap_spread, False),
-        )
-        if value < 0 or (positive and value == 0)
-    ]
-    if bad:
-        raise InputError("options", bad)
     params = TruthParams(alpha, cap, pair_factor, idle_power_w, node_power_w, cap_spread)
-    doc = truth_library(prior, params)
+    doc = truth_from_file(library or profile_library(), params)
     write_json_atomic(out_path, doc)
     out.print(f"wrote [bold]{out_path}[/]: {len(doc['profiles'])} profiles, {len(doc['pairs'])} pair entries")
 

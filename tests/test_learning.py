@@ -194,6 +194,9 @@ def test_truth_cli_and_a_truth_library_missing_a_profile(tmp_path: Path) -> None
     truth = tmp_path / "truth.json"
     result = CliRunner().invoke(app, ["profiles", "truth", "--out", str(truth), "--node-power-w", "240"])
     assert result.exit_code == 0, result.output
+    bad = CliRunner().invoke(app, ["profiles", "truth", "--cap", "0", "--alpha", "-1", "--out", str(tmp_path / "x")])
+    assert bad.exit_code == 2 and "--cap" in bad.output and "--alpha" in bad.output
+    assert not (tmp_path / "x").exists()
     lib = load_profile_library(truth)
     assert lib.gpu_types["v100"]["node_power_w"] == 240.0 and lib.gpu_types["v100"]["idle_power_w"] == 41.0
     doc = json.loads(truth.read_text())

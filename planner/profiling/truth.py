@@ -33,7 +33,12 @@ from __future__ import annotations
 import copy
 import hashlib
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
+
+from planner.jsonio import read_json
+from planner.problems import InputError, Problem
+from planner.round_builder import library_from_doc
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +65,32 @@ def family_factor(job_type: str, spread: float) -> float:
     family = job_type.split(" (batch size")[0]
     h = int(hashlib.sha256(family.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF * 2.0 - 1.0
     return float(2.0 ** (spread * h))
+
+
+def params_problems(p: TruthParams) -> list[Problem]:
+    """Every parameter out of range, named by its command-line option."""
+    checks = (
+        ("--alpha", p.alpha, False),
+        ("--cap", p.cap, True),
+        ("--pair-factor", p.pair_factor, True),
+        ("--idle-power-w", p.idle_power_w, False),
+        ("--node-power-w", p.node_power_w, False),
+        ("--cap-spread", p.cap_spread, False),
+    )
+    return [
+        Problem("bad-option", name, f"must be {'> 0' if positive else '>= 0'}, got {value}")
+        for name, value, positive in checks
+        if value < 0 or (positive and value == 0)
+    ]
+
+
+def truth_from_file(path: Path, params: TruthParams) -> dict[str, Any]:
+    """:func:`truth_library` of the library at ``path`` (``InputError``: bad parameters, another schema)."""
+    if problems := params_problems(params):
+        raise InputError("options", problems)
+    prior = read_json(Path(path))
+    library_from_doc(prior, str(path))  # the schema check, with the file named
+    return truth_library(prior, params)
 
 
 def speedup(n: int, p: TruthParams, job_type: str = "") -> float:
