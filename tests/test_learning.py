@@ -182,7 +182,8 @@ def test_simulate_cli_with_truth_and_learning(tmp_path: Path, truth_file: Path) 
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "summary.json").read_text())
     assert summary["learn"] is True and summary["truth"] == str(truth_file)
-    assert set(summary["learning"]) >= {"throughput", "power", "pair_rates", "gpu_types", "decisions"}
+    assert set(summary["learning"]) >= {"throughput", "throughput_per_job", "power", "pair_rates", "decisions"}
+    assert summary["learning"]["throughput_per_job"]["cells"] >= 1
     header = (out / "decisions.csv").read_text().splitlines()[0]
     assert header.startswith("round,job_id,type,gpu_type,gpus,setting,partner,basis")
     assert "unobserved" in (out / "rounds.csv").read_text().splitlines()[0]

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -366,11 +366,12 @@ def _stats(errors: list[float]) -> dict[str, float | int | None]:
     return {"cells": len(errors), "median_abs_rel_error": median, "max_abs_rel_error": errors[-1]}
 
 
-def learning_report(learner: ProfileLearner, truth: ClusterContext, decisions: Iterable[Any]) -> dict[str, Any]:
+def learning_report(learner: ProfileLearner, truth: ClusterContext, decisions: Sequence[Any]) -> dict[str, Any]:
     """How far the final beliefs are from the truth, on every cell the replay observed, and what exploring cost.
 
     Errors are ``|belief - truth| / truth`` over the profiles (every setting) of observed
-    (type, GPU type, count) cells, the pair sides observed, and each GPU type's idle and node power.
+    (type, GPU type, count) cells, the job-level throughput estimates (top setting), the pair sides
+    observed, and each GPU type's idle and node power.
     ``decisions``: the replay's :class:`~planner.sim.engine.DecisionRecord` list; per basis, how many
     job-rounds rested on it and the mean relative error of the predicted rate.
     """
@@ -386,6 +387,21 @@ def learning_report(learner: ProfileLearner, truth: ClusterContext, decisions: I
             x_err.append(_rel(p.steps_per_s, t.steps_per_s))
             if learner._p.weight((p.type, p.gpu_type, p.gpus)) >= need:
                 p_err.append(_rel(p.power_w, t.power_w))
+    job_err = []
+    job_types = {d.job_id: d.job_type for d in decisions}
+    prior_x = {k: p.steps_per_s for k, p in learner._prior_profiles.items()}
+    for key in list(learner._x.w):
+        if not (isinstance(key, tuple) and key[0] == "job") or learner._x.weight(key) < need:
+            continue
+        _, job_id, g, n = key
+        jtype = job_types.get(job_id)
+        settings = [s for (t, gg, nn, s) in prior_x if (t, gg, nn) == (jtype, g, n)]
+        if jtype is None or not settings:
+            continue
+        s = max(settings)
+        t = true_profiles.get((jtype, g, n, s))
+        if t is not None:
+            job_err.append(_rel(prior_x[(jtype, g, n, s)] * learner.job_estimate(job_id, jtype, g, n), t.steps_per_s))
     true_pairs = {(q.a, q.b, q.gpu_type, q.gpus): q for q in truth.pairs}
     rho_err = []
     for q in belief.pairs:
@@ -413,6 +429,7 @@ def learning_report(learner: ProfileLearner, truth: ClusterContext, decisions: I
             by_basis[d.basis].append(_rel(d.predicted_steps_per_s, d.observed_steps_per_s))
     return {
         "throughput": _stats(x_err),
+        "throughput_per_job": _stats(job_err),
         "power": _stats(p_err),
         "pair_rates": _stats(rho_err),
         "gpu_types": gpu,
