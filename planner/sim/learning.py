@@ -166,6 +166,18 @@ class ProfileLearner:
         k = self.cfg.prior_weight
         return math.exp(self._rho.log_estimate((own, partner, g, n), self._pool_log(self._rho, g, n), k))
 
+    def evidence(self, quantity: str, key: Hashable) -> float:
+        """Round-equivalents observed for ``key`` of ``quantity`` (``throughput``, ``power`` or ``pair``)."""
+        return {"throughput": self._x, "power": self._p, "pair": self._rho}[quantity].weight(key)
+
+    def observed_jobs(self) -> list[tuple[str, str, int]]:
+        """``(job id, GPU type, count)`` of every job-level throughput estimate with observations."""
+        return [(k[1], k[2], k[3]) for k in self._x.w if isinstance(k, tuple) and k[0] == "job"]
+
+    def prior_profile(self, job_type: str, g: str, n: int, setting: int) -> Profile | None:
+        """The prior's profile of (type, GPU type, count, setting)."""
+        return self._prior_profiles.get((job_type, g, n, setting))
+
     def job_estimate(self, job_id: str, job_type: str, g: str, n: int) -> float:
         """Belief of ``X_true / X_prior`` for one job: its own rounds, shrunk to its type's estimate."""
         parent = math.log(self.x_ratio(job_type, g, n))
@@ -382,35 +394,32 @@ def learning_report(learner: ProfileLearner, truth: ClusterContext, decisions: S
     for ps in belief.profiles_by_type.values():
         for p in ps:
             t = true_profiles.get((p.type, p.gpu_type, p.gpus, p.setting))
-            if t is None or learner._x.weight((p.type, p.gpu_type, p.gpus)) < need:
+            if t is None or learner.evidence("throughput", (p.type, p.gpu_type, p.gpus)) < need:
                 continue
             x_err.append(_rel(p.steps_per_s, t.steps_per_s))
-            if learner._p.weight((p.type, p.gpu_type, p.gpus)) >= need:
+            if learner.evidence("power", (p.type, p.gpu_type, p.gpus)) >= need:
                 p_err.append(_rel(p.power_w, t.power_w))
     job_err = []
     job_types = {d.job_id: d.job_type for d in decisions}
-    prior_x = {k: p.steps_per_s for k, p in learner._prior_profiles.items()}
-    for key in list(learner._x.w):
-        if not (isinstance(key, tuple) and key[0] == "job") or learner._x.weight(key) < need:
-            continue
-        _, job_id, g, n = key
+    for job_id, g, n in learner.observed_jobs():
         jtype = job_types.get(job_id)
-        settings = [s for (t, gg, nn, s) in prior_x if (t, gg, nn) == (jtype, g, n)]
-        if jtype is None or not settings:
+        if jtype is None or learner.evidence("throughput", ("job", job_id, g, n)) < need:
             continue
-        s = max(settings)
-        t = true_profiles.get((jtype, g, n, s))
-        if t is not None:
-            job_err.append(_rel(prior_x[(jtype, g, n, s)] * learner.job_estimate(job_id, jtype, g, n), t.steps_per_s))
+        g_type = next((x for x in truth.gpu_types if x.name == g), None)
+        for s in sorted(g_type.settings if g_type else (), reverse=True):
+            prior, t = learner.prior_profile(jtype, g, n, s), true_profiles.get((jtype, g, n, s))
+            if prior is not None and t is not None:
+                job_err.append(_rel(prior.steps_per_s * learner.job_estimate(job_id, jtype, g, n), t.steps_per_s))
+                break
     true_pairs = {(q.a, q.b, q.gpu_type, q.gpus): q for q in truth.pairs}
     rho_err = []
     for q in belief.pairs:
         tq = true_pairs.get((q.a, q.b, q.gpu_type, q.gpus))
         if tq is None:
             continue
-        if learner._rho.weight((q.a, q.b, q.gpu_type, q.gpus)) >= need:
+        if learner.evidence("pair", (q.a, q.b, q.gpu_type, q.gpus)) >= need:
             rho_err.append(_rel(q.rho_a, tq.rho_a))
-        if learner._rho.weight((q.b, q.a, q.gpu_type, q.gpus)) >= need:
+        if learner.evidence("pair", (q.b, q.a, q.gpu_type, q.gpus)) >= need:
             rho_err.append(_rel(q.rho_b, tq.rho_b))
     true_g = {g.name: g for g in truth.gpu_types}
     gpu = {
