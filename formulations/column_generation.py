@@ -6,21 +6,12 @@ sides, but its LP optimum uses a handful per job. Column generation solves the L
 columns per job), prices all the others in NumPy from the master's duals, adds the best few per
 job, and repeats.
 
-**The bound.** For ``max c x`` s.t. ``lo <= A x <= hi``, ``lb <= x <= ub`` and any multipliers
-``y`` (one per row, either sign),
-
-    c x = y A x + (c - A^T y) x
-        <= sum_r (y_r hi_r if y_r > 0 else y_r lo_r) + sum_c max(d_c ub_c, d_c lb_c),   d = c - A^T y,
-
-a valid upper bound of the LP, hence of the MIP (a multiplier that would need an infinite side
-is taken as 0). The multiple-choice rows ``sum_{c in r} x_c <= 1`` (columns ``0 <= x <= 1``, each
-in one such row) get their best multiplier given the others,
-``y_r = max(0, max_{c in r} (d_c + y_r))``: their columns then add nothing and the row adds
-``y_r``. This is the Lagrangian bound of the master's duals over *all* columns; it equals the
-LP optimum once no column prices out, and is reported even when the time runs out first.
-Minimisation is the same with ``c`` and ``y`` negated. Any ``y`` gives a valid bound, so a
-wrong sign convention of the solver's duals could only weaken it; the sign is taken as the one
-for which ``c - A^T y`` reproduces the master's own column duals.
+**The bound.** The Lagrangian bound of :mod:`formulations.lagrangian` for the master's duals,
+over *all* columns, the multiple-choice rows ``job[j]`` taking their best multiplier given the
+others. It equals the LP optimum once no column prices out, and is reported even when the time
+runs out first. Any multipliers give a valid bound, so a wrong sign convention of the solver's
+duals could only weaken it; the sign is taken as the one for which ``c - A^T y`` reproduces the
+master's own column duals.
 
 **Pricing.** A column outside the master improves it when ``d_c > eps`` (maximising); per
 job the ``per_job`` best such columns join the master, which HiGHS re-solves from its last basis
@@ -38,6 +29,7 @@ import numpy as np
 from formulations.backends.base import SolverResult
 from formulations.backends.highs import PRIMAL_SIMPLEX, highs_lp
 from formulations.ir import LinearModel
+from formulations.lagrangian import gub_membership, lagrangian_bound, reduced_costs
 
 PRICE_EPS = 1e-9
 """A column prices out when its reduced cost exceeds this (objective units per unit of the column)."""
@@ -62,43 +54,6 @@ class ColumnGenerationResult:
     converged: bool
     seconds: float
     note: str
-
-
-def reduced_costs(lm: LinearModel, c: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """``d = c - A^T y`` for every column of ``lm``."""
-    return c - np.bincount(lm.a_cols, weights=lm.a_vals * y[lm.a_rows], minlength=lm.num_cols)
-
-
-def gub_membership(lm: LinearModel, gub_rows: np.ndarray) -> np.ndarray:
-    """Per column, the multiple-choice row among ``gub_rows`` it belongs to, or -1."""
-    member = np.full(lm.num_cols, -1, dtype=np.int64)
-    is_gub = np.zeros(lm.num_rows, dtype=bool)
-    is_gub[gub_rows] = True
-    mask = is_gub[lm.a_rows]
-    member[lm.a_cols[mask]] = lm.a_rows[mask]
-    return member
-
-
-def lagrangian_bound(
-    lm: LinearModel, c: np.ndarray, maximize: bool, y: np.ndarray, gub_rows: np.ndarray, member: np.ndarray
-) -> float:
-    """The bound of the module docstring for multipliers ``y`` (an upper bound when maximising, else a lower one)."""
-    sign = 1.0 if maximize else -1.0
-    c, y = sign * c, sign * y
-    y = np.where((y > 0) & ~np.isfinite(lm.row_hi), 0.0, y)
-    y = np.where((y < 0) & ~np.isfinite(lm.row_lo), 0.0, y)
-    y = y.copy()
-    y[gub_rows] = 0.0
-    d = reduced_costs(lm, c, y)
-    in_gub = member >= 0
-    best = np.full(lm.num_rows, -np.inf)
-    np.maximum.at(best, member[in_gub], d[in_gub])
-    gub_term = float(np.maximum(best[gub_rows], 0.0).sum())
-    rows = np.where(y > 0, y * np.where(np.isfinite(lm.row_hi), lm.row_hi, 0.0), 0.0)
-    rows += np.where(y < 0, y * np.where(np.isfinite(lm.row_lo), lm.row_lo, 0.0), 0.0)
-    free = ~in_gub
-    cols = np.maximum(d[free] * lm.ub[free], d[free] * lm.lb[free])
-    return sign * (float(rows.sum()) + gub_term + float(cols.sum()))
 
 
 def _best_bound(values: list[float], maximize: bool) -> float:

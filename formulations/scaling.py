@@ -1,47 +1,80 @@
 """Integer scaling for CP-SAT, in one place (docs/design.md §3.8: CP-SAT needs integer coefficients).
 
-``ENERGY_SCALE`` units per joule and ``PROGRESS_SCALE`` units per unit of weighted progress.
-Rows are scaled so that a CP-SAT solution is feasible for the true (float) model:
+CP-SAT solves an integer model. Each physical row and the objective are multiplied by a power
+of two ``s`` (exact in floating point, so ``v * s`` is computed without error) as large as the
+row allows: ``s * sum_k |v_k| * max(|lb_k|, |ub_k|) <= INTEGER_HEADROOM``, far from int64
+overflow. The integer model is a **relaxation** of the true one, so CP-SAT's bound is a bound of
+the round, and its solutions are within a few millionths of a joule per option of the true rows
+(the columns of these rows are non-negative, ``lb >= 0``):
 
-* ``energy`` rows (``a x <= B``): coefficients rounded up, the bound rounded down;
-* ``progress`` rows (``a x >= L``): coefficients rounded to nearest, the bound lowered by
-  half a unit per term of the row, so a solution meeting the true floor always meets the
-  scaled one; a solution meeting the scaled floor has true progress at least
-  ``L - terms / PROGRESS_SCALE`` (1e-4 at 100,000 terms);
+* ``energy`` rows ``a x <= B``: coefficients rounded *down*, the bound ``floor(B s)``. Every true
+  solution meets it (``floor(a s) x <= a s x <= B s``, integral); a CP-SAT solution exceeds ``B``
+  by less than ``sum x / s``;
+* ``progress`` rows ``a x >= L``: coefficients rounded *up*, the bound ``ceil(L s)``; a CP-SAT
+  solution falls short of ``L`` by less than ``sum x / s``;
 * ``count`` rows already have integer coefficients and bounds.
 
-Objectives are rounded to nearest; the planner recomputes every reported figure from the
-instance in floating point, so rounding never reaches a plan.
+The objective is rounded to nearest, and the bound CP-SAT proves for the integer objective
+``b_int`` becomes a bound of the true objective by adding the rounding's worst case
+``E = sum_k |rint(c_k s) - c_k s| max(|lb_k|, |ub_k|)``: ``(b_int + E) / s`` when maximising,
+``(b_int - E) / s`` when minimising (:func:`model_bound`). The planner recomputes every reported
+figure from the instance in floating point, so rounding never reaches a plan.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
-ENERGY_SCALE = 1000.0  # units per J (millijoules): rounding up loses at most 1 mJ per option
-PROGRESS_SCALE = 1e9  # units per unit of weighted progress
-SCALES = {"energy": ENERGY_SCALE, "excess_energy": ENERGY_SCALE, "progress": PROGRESS_SCALE, "count": 1.0}
+INTEGER_HEADROOM = float(2**56)
+"""The largest ``sum |v s| max(|lb|, |ub|)`` of a scaled row or objective (int64 holds 2^63)."""
 
 
-def scale_objective(kind: str, coefs: np.ndarray) -> np.ndarray:
-    """Integer objective coefficients ``rint(coefs * SCALES[kind])`` (rounded to nearest)."""
-    return np.rint(coefs * SCALES[kind]).astype(np.int64)
+def integer_scale(vals: np.ndarray, reach: np.ndarray) -> float:
+    """The largest power of two ``s`` with ``s * sum |vals| * reach <= INTEGER_HEADROOM`` (1 for an empty row).
+
+    ``reach[k] = max(|lb_k|, |ub_k|)``: how far column ``k`` can go.
+    """
+    total = float(np.sum(np.abs(vals) * reach))
+    if total <= 0 or not math.isfinite(total):
+        return 1.0
+    return math.ldexp(1.0, math.floor(math.log2(INTEGER_HEADROOM / total)))
 
 
-def scale_row(kind: str, vals: np.ndarray, lo: float, hi: float, max_terms: int) -> tuple[np.ndarray, float, float]:
-    """Integer coefficients and bounds for one row (see the module docstring)."""
+@dataclass(frozen=True, slots=True)
+class IntegerObjective:
+    """An objective rounded to integers: ``coefs = rint(c s)``, and ``slack = E`` of the module docstring."""
+
+    coefs: np.ndarray
+    scale: float
+    slack: float
+
+    def model_bound(self, bound_int: float, maximize: bool) -> float:
+        """A bound of the true objective from CP-SAT's bound ``bound_int`` of the integer one."""
+        return (bound_int + self.slack) / self.scale if maximize else (bound_int - self.slack) / self.scale
+
+
+def scale_objective(coefs: np.ndarray, reach: np.ndarray) -> IntegerObjective:
+    """Integer objective coefficients ``rint(coefs * s)`` with their scale and rounding slack."""
+    s = integer_scale(coefs, reach)
+    exact = coefs * s
+    ints = np.rint(exact)
+    slack = float(np.sum(np.abs(ints - exact) * reach))
+    return IntegerObjective(ints.astype(np.int64), s, slack)
+
+
+def scale_row(kind: str, vals: np.ndarray, lo: float, hi: float, reach: np.ndarray) -> tuple[np.ndarray, float, float]:
+    """Integer coefficients and bounds for one row (see the module docstring); ``reach`` as in :func:`integer_scale`."""
     if kind == "count":
         ints = np.rint(vals)
         if not np.allclose(ints, vals):
             raise ValueError("count rows must have integer coefficients")
         return ints.astype(np.int64), lo, hi
-    s = SCALES[kind]
-    if kind == "energy":
-        if math.isfinite(lo):
-            raise ValueError("energy rows are upper bounds only")
-        return np.ceil(vals * s - 1e-9).astype(np.int64), lo, math.floor(hi * s + 1e-9)
+    if math.isfinite(lo) and math.isfinite(hi):
+        raise ValueError(f"{kind} rows are one-sided: an upper bound (energy) or a lower bound (progress)")
+    s = integer_scale(vals, reach)
     if math.isfinite(hi):
-        raise ValueError("progress rows are lower bounds only")
-    return np.rint(vals * s).astype(np.int64), math.floor(lo * s - 0.5 * max_terms), hi
+        return np.floor(vals * s).astype(np.int64), lo, math.floor(hi * s)
+    return np.ceil(vals * s).astype(np.int64), math.ceil(lo * s), hi

@@ -128,11 +128,48 @@ class Clock:
         return max(0.0, self.limit_s - self.reserve_s - self.elapsed())
 
 
-def _gap(objective: float | None, bound: float | None) -> float | None:
-    """``|bound - objective| / max(|objective|, 1e-9)``, or None without both."""
+ABS_GAP_SHARE = 1e-9
+"""A bound within this share of the objective's largest coefficient (``unit``, the value of the best
+single option, in the objective's own units) of the objective closes the gap: a round whose best
+plan is empty has objective 0 and a bound that carries rounding of about that size (CP-SAT's,
+:mod:`formulations.scaling`), so a purely relative gap could never be closed there."""
+
+
+def _gap(objective: float | None, bound: float | None, unit: float = 0.0) -> float | None:
+    """``|bound - objective| / max(|objective|, 1e-9)``, 0 within ``ABS_GAP_SHARE * unit``; None without both."""
     if objective is None or bound is None:
         return None
-    return abs(bound - objective) / max(abs(objective), 1e-9)
+    diff = abs(bound - objective)
+    return 0.0 if diff <= ABS_GAP_SHARE * unit else diff / max(abs(objective), 1e-9)
+
+
+def tighter(a: float | None, b: float | None, maximize: bool) -> float | None:
+    """The tighter of two proven bounds (the smaller upper bound when maximising, the larger lower bound else)."""
+    if a is None or b is None:
+        return a if b is None else b
+    return min(a, b) if maximize else max(a, b)
+
+
+def within_gap(objective: float | None, bound: float | None, rel_gap: float, unit: float = 0.0) -> bool:
+    """True when a proven ``bound`` puts ``objective`` within ``rel_gap`` (+ :data:`GAP_TOLERANCE`) of the optimum."""
+    gap = _gap(objective, bound, unit)
+    return gap is not None and gap <= rel_gap + GAP_TOLERANCE
+
+
+def consistent_bound(r: SolverResult, maximize: bool, unit: float = 0.0) -> float | None:
+    """``r.bound`` unless its own solution beats it (beyond :data:`GAP_TOLERANCE`): a contradicted bound is no proof."""
+    if r.bound is None or r.objective is None or not r.has_solution:
+        return r.bound
+    excess = (r.objective - r.bound) if maximize else (r.bound - r.objective)
+    if excess > GAP_TOLERANCE * max(abs(r.objective), abs(r.bound)) + ABS_GAP_SHARE * unit:
+        return None
+    return r.bound
+
+
+def objective_unit(lm: LinearModel, vector: ObjectiveName) -> float:
+    """The largest ``|c|`` of an objective vector: the scale of :data:`ABS_GAP_SHARE` (model units)."""
+    coefs = lm.objectives[vector]
+    return float(np.abs(coefs).max()) if len(coefs) else 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,14 +188,21 @@ class LpRelaxation:
 def lp_relaxation(
     backend: Backend, lm: LinearModel, objective: ObjectiveName, maximize: bool, limit_s: float
 ) -> LpRelaxation:
-    """The LP relaxation of ``lm`` solved to optimality by ``backend`` within ``limit_s``, else no value."""
+    """The LP relaxation of ``lm`` by ``backend`` within ``limit_s``: its proven bound and solution, else no value.
+
+    The value is the backend's *proven* bound (the Lagrangian bound of its duals,
+    :mod:`formulations.lagrangian`), never the LP objective it reports: an LP solved without a
+    bound to show for it gives no ``lp_bound``.
+    """
     if not backend.features.lp_relaxation:
         return LpRelaxation(None, None, f"not computed: {backend.name} solves no LP relaxation")
     args = (lm, objective, maximize, SolveParams(time_limit_s=limit_s), None, True)
     r = run_with_deadline(backend.solve, args, limit_s)
     note = f"{r.status} in {r.solve_s:.2f} s"
+    if r.has_solution and r.status == "optimal" and r.bound is not None:
+        return LpRelaxation(r.bound, r.values, note)
     if r.has_solution and r.status == "optimal":
-        return LpRelaxation(r.objective, r.values, note)
+        note += ", no proven bound (the solver gave no usable duals)"
     return LpRelaxation(None, None, note)
 
 
@@ -383,6 +427,7 @@ class _Session:
         usable_start = start if self.backend.features.mip_start else None
         if self.core is None:
             result = run_with_deadline(self.backend.solve, (lm, objective, maximize, params, usable_start), left)
+            result = self.checked_bound(result, objective)
             self.report.stages.append(_stage_record(name, result, self.rm.lm, limit))
             return result
         cols = self.core if start is None else np.union1d(self.core, np.flatnonzero(start > 0))
@@ -399,6 +444,20 @@ class _Session:
             )
         self.report.stages.append(_stage_record(name, result, self.rm.lm, limit))
         return result
+
+    def checked_bound(self, result: SolverResult, vector: ObjectiveName) -> SolverResult:
+        """``result`` with its bound dropped, and the drop noted, when its own solution beats it."""
+        bound = consistent_bound(result, vector == "progress", objective_unit(self.rm.lm, vector))
+        if bound is None and result.bound is not None:
+            why = f"bound {result.bound:.10g} beaten by its own solution {result.objective:.10g}: dropped"
+            self.note("bound_note", f"{self.backend.name}: {why}")
+            return replace(result, bound=None, message=f"{result.message}; {why}")
+        return result
+
+    def stage_proven(self, result: SolverResult, vector: ObjectiveName) -> bool:
+        """True when the stage's own proven bound puts its solution within ``rel_gap`` (wattplan's verdict)."""
+        unit = objective_unit(self.rm.lm, vector)
+        return result.has_solution and within_gap(result.objective, result.bound, self.req.rel_gap, unit)
 
     def heuristic_stage(self) -> SolverResult | None:
         """The best heuristic plan as a proven first stage when it is within ``rel_gap`` of the LP bound."""
@@ -447,7 +506,10 @@ class _Session:
     ) -> Plan:
         """Decode, place and validate; ``value_of(plan)`` is the reported objective value.
 
-        The status is ``optimal`` only if ``proven`` and the gap is within ``rel_gap``.
+        ``bound`` must be a proven bound of the round (or None). The status is ``optimal`` only
+        if ``proven`` (every other stage proved by its own bound) and this stage's gap, computed
+        here from ``bound`` and the plan's evaluated objective, is within ``rel_gap``: never the
+        solver's status.
         """
         allocations = self.rm.decode(values)
         solver = self.backend.name
@@ -462,12 +524,12 @@ class _Session:
                 solver = f"{solver}+{self.first_heuristic}"
         draft = assemble_plan(self.inst, allocations, SolveInfo(solver=solver, status="feasible"))
         value = value_of(draft)
-        gap = _gap(value, bound)
-        within_gap = gap is None or gap <= self.req.rel_gap + GAP_TOLERANCE
+        unit = objective_unit(self.rm.lm, OBJECTIVE_VECTOR[objective])
+        gap = _gap(value, bound, unit)
         info = SolveInfo(
             objective=objective,
             solver=solver,
-            status="optimal" if proven and within_gap else "feasible",
+            status="optimal" if proven and within_gap(value, bound, self.req.rel_gap, unit) else "feasible",
             objective_value=value,
             bound=bound,
             gap=gap,
@@ -496,14 +558,12 @@ class _Session:
         if second.has_solution and second.values is not None and second_lm.is_feasible(second.values):
             if float(lm.objectives["energy"] @ second.values) <= float(lm.objectives["energy"] @ first.values):
                 chosen = second.values
-        if self.core is not None:  # proven by the Lagrangian bound (finish checks the gap), both stages done
-            proven = self.lp_bound is not None and second.status == "optimal"
-        else:
-            proven = first.status == "optimal" and second.status == "optimal"
-        bound = first.bound
-        if self.lp_bound is not None and (bound is None or self.lp_bound < bound):
-            bound = self.lp_bound  # the LP optimum bounds the progress too, and may be the tighter
-        return self.finish("progress", chosen, proven, lambda plan: p1, bound)
+        # Stage 1 is judged in finish, from the tighter of its own bound and the proven LP bound (a
+        # core's solver bound was dropped: only the Lagrangian bound holds for the round). Stage 2 is
+        # proven only by its own bound; on a core it has none, so a core plan is never optimal.
+        proven = self.stage_proven(second, "energy")
+        bound = tighter(first.bound, self.lp_bound, maximize=True)
+        return self.finish("progress", chosen, proven, _plan_progress, bound)
 
     def energy_objective(self, vector: ObjectiveName) -> Plan:
         """``P*`` without budget, then the least ``vector`` with ``P >= (1 - delta) P*`` under the budget.
@@ -554,10 +614,13 @@ class _Session:
             return self.progress_objective(
                 f"{objective} objective: progress target {target:.6g} {why}; planned for progress"
             )
-        proven = result.status == "optimal" and best.status == "optimal" and (p_solver or 0.0) >= p_greedy
+        # P* is proven by its own bound (no budget row: the progress LP bound does not apply); the
+        # target stage is judged in finish from the tighter of its own bound and its proven LP bound.
+        proven = self.stage_proven(best, "progress") and (p_solver or 0.0) >= p_greedy
         self.relax(target_lm, vector, False, 1.0, result.values)
+        bound = tighter(result.bound, self.lp_bound, maximize=False)
         # The plan powers the fewest nodes that hold the allocations, never more than the solver's u.
-        return self.finish(objective, result.values, proven, self._value_of(vector, result.values), result.bound)
+        return self.finish(objective, result.values, proven, self._value_of(vector, result.values), bound)
 
     def _value_of(self, vector: ObjectiveName, values: np.ndarray) -> Callable[[Plan], float]:
         """The reported objective value: the plan's energy, or its excess energy (fewest nodes, as placed)."""

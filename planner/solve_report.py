@@ -14,13 +14,14 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, get_args
 
-PlanNote = Literal["objective_note", "fallback_reason", "floor_note"]
+PlanNote = Literal["objective_note", "fallback_reason", "floor_note", "bound_note"]
 """Why a plan is not simply the solver's plan for its objective:
 
 * ``objective_note``: the objective switched (the ``energy`` target was unreachable or
   unsolved, so the plan is for ``progress``), or the start plan was kept;
 * ``fallback_reason``: no solver plan arrived, the best heuristic plan is used;
-* ``floor_note``: a heuristic plan had more progress than the solver's and was kept.
+* ``floor_note``: a heuristic plan had more progress than the solver's and was kept;
+* ``bound_note``: a solver's bound was contradicted by its own solution and dropped.
 """
 PLAN_NOTES: tuple[PlanNote, ...] = get_args(PlanNote)
 

@@ -101,6 +101,8 @@ def test_backend_keeps_what_its_features_say(name: str, feature: str, tmp_path: 
         assert r.status == "optimal" and r.objective is not None
         if declared:
             assert r.bound is not None and r.bound >= r.objective - 1e-9 and r.bound <= OPTIMUM * (1 + 1e-6)
+        else:
+            assert r.bound is None  # no bound of its own: never one derived from the gap
     else:
         path = tmp_path / "model.mps"
         if not declared:

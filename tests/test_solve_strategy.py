@@ -12,6 +12,7 @@ import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
@@ -140,15 +141,30 @@ def test_plan_is_never_below_the_greedy_plan_when_the_solver_has_no_time(default
         assert plan.round.progress >= greedy * (1 - 1e-9), solver
 
 
-def test_cbc_optimal_within_gap_reports_a_bound_the_gap_allows(default_instance: Instance) -> None:
-    """CBC stops at ``|bound - value| <= gap |value|``; the reported bound is that worst case, not the value."""
+def test_cbc_reports_no_bound_of_its_own_and_the_plan_is_judged_by_the_proven_lp_bound(
+    default_instance: Instance,
+) -> None:
+    """PuLP passes no dual bound on: the backend reports none (never ``value * (1 + gap)``), the plan's is the LP's."""
     rm = build_round_model(default_instance)
-    cbc = get_backend("cbc")
-    r = cbc.solve(rm.lm, "progress", True, SolveParams(time_limit_s=60, rel_gap=0.01, threads=2))
-    assert r.status == "optimal"
-    assert r.bound == pytest.approx(r.objective * 1.01)
+    r = get_backend("cbc").solve(rm.lm, "progress", True, SolveParams(time_limit_s=60, rel_gap=0.01, threads=2))
+    assert r.status == "optimal" and r.bound is None
     lp = lp_relaxation(get_backend("highs"), rm.lm, "progress", True, 60.0).value
-    assert r.objective <= lp * (1 + 1e-9)
+    assert lp is not None and r.objective <= lp * (1 + 1e-9)
+    plan = planning.plan(default_instance, PlanRequest(solver="cbc", rel_gap=0.01, time_limit_s=60))
+    r = plan.round
+    assert r.bound == pytest.approx(lp, rel=1e-9)
+    assert r.gap == pytest.approx((r.bound - r.progress) / r.progress, rel=1e-9)
+    # Stage 1 may be within the gap of the LP bound, but the energy stage has no bound: not optimal.
+    assert r.status == "feasible"
+
+
+def test_a_bound_beaten_by_its_own_solution_is_dropped_and_noted(default_instance: Instance) -> None:
+    """A solver whose bound lies below its own plan's progress has proved nothing: no bound, never optimal."""
+    r = SolverResult("optimal", values=np.zeros(3), objective=1.0, bound=0.99)
+    assert solve_module.consistent_bound(r, maximize=True) is None
+    assert solve_module.consistent_bound(replace(r, bound=1.0 - 1e-9), maximize=True) == 1.0 - 1e-9
+    assert solve_module.consistent_bound(replace(r, bound=1.01), maximize=False) is None
+    assert solve_module.consistent_bound(replace(r, bound=0.99), maximize=False) == 0.99
 
 
 def _spawn_and_hang(marker: str) -> SolverResult:

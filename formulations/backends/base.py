@@ -64,7 +64,8 @@ class Features:
 
     * ``mip_start``: accepts a start solution (a hint for CP-SAT);
     * ``lp_relaxation``: solves the model with integrality dropped (``relax=True``);
-    * ``bound``: reports a proven bound of its own (else the strategy derives one);
+    * ``bound``: reports the solver's own proven dual bound of a MIP (else none: the strategy
+      proves one from the LP relaxation, and never derives one from the gap tolerance);
     * ``export``: writes the model as MPS or LP (:meth:`Backend.export`).
     """
 

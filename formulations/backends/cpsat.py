@@ -19,7 +19,7 @@ from formulations.backends.base import (
     SolverResult,
 )
 from formulations.ir import LinearModel
-from formulations.scaling import SCALES, scale_objective, scale_row
+from formulations.scaling import scale_objective, scale_row
 
 
 class CpSatBackend:
@@ -41,20 +41,23 @@ class CpSatBackend:
         start: np.ndarray | None = None,
         relax: bool = False,
     ) -> SolverResult:
-        """Solve ``lm`` with integer-scaled rows and objective (:mod:`formulations.scaling`)."""
+        """Solve an integer relaxation of ``lm`` (:mod:`formulations.scaling`); the bound is corrected for rounding."""
         if relax:
             raise FeatureUnsupported("CP-SAT solves no LP relaxation")
         if not self.is_available():
             raise BackendUnavailable("ortools is not installed (pip install ortools==9.15.6755)")
         from ortools.sat.python import cp_model
 
+        if np.any(lm.lb < 0):
+            raise ValueError("CP-SAT's integer rows are relaxations only for columns with lb >= 0")
+        reach = np.maximum(np.abs(lm.lb), np.abs(lm.ub))
         model = cp_model.CpModel()
         xs = [
             model.new_int_var(int(math.ceil(lo)), int(math.floor(hi)), f"c{i}")
             for i, (lo, hi) in enumerate(zip(lm.lb, lm.ub, strict=True))
         ]
         for row in lm.rows():
-            coefs, lo, hi = scale_row(row.kind, row.vals, row.lo, row.hi, len(row.cols))
+            coefs, lo, hi = scale_row(row.kind, row.vals, row.lo, row.hi, reach[row.cols])
             expr = cp_model.LinearExpr.weighted_sum([xs[k] for k in row.cols], [int(c) for c in coefs])
             lo_i = int(lo) if math.isfinite(lo) else None
             hi_i = int(hi) if math.isfinite(hi) else None
@@ -65,9 +68,9 @@ class CpSatBackend:
             elif lo_i is not None:
                 model.add(expr >= lo_i)
         coefs = lm.objectives[objective]
-        obj = scale_objective(objective, coefs)
-        nz = np.flatnonzero(obj)
-        obj_expr = cp_model.LinearExpr.weighted_sum([xs[k] for k in nz], [int(obj[k]) for k in nz])
+        obj = scale_objective(coefs, reach)
+        nz = np.flatnonzero(obj.coefs)
+        obj_expr = cp_model.LinearExpr.weighted_sum([xs[k] for k in nz], [int(obj.coefs[k]) for k in nz])
         if maximize:
             model.maximize(obj_expr)
         else:
@@ -90,12 +93,11 @@ class CpSatBackend:
         if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return SolverResult("no_solution", solve_s=elapsed, message=solver.status_name(code))
         values = np.array([solver.value(x) for x in xs], dtype=float)
-        scale = SCALES[objective]
         return SolverResult(
             "optimal" if code == cp_model.OPTIMAL else "feasible",
             values=values,
             objective=float(coefs @ values),
-            bound=float(solver.best_objective_bound) / scale,
+            bound=obj.model_bound(float(solver.best_objective_bound), maximize),
             solve_s=elapsed,
             message=solver.status_name(code),
             stats={"branches": float(solver.num_branches), "conflicts": float(solver.num_conflicts)},

@@ -18,7 +18,9 @@ from formulations.backends.base import (
     SolveStatus,
     atomic_target,
 )
+from formulations.conditioning import absolute_gap, condition
 from formulations.ir import LinearModel
+from formulations.lagrangian import dual_bound
 
 PRIMAL_SIMPLEX = 4
 """HiGHS's ``simplex_strategy`` value for the primal simplex, used for LP relaxations: 1.5 s
@@ -82,6 +84,7 @@ class HighsBackend:
             h.setOptionValue("time_limit", float(params.time_limit_s))
         if params.rel_gap is not None:
             h.setOptionValue("mip_rel_gap", float(params.rel_gap))
+        h.setOptionValue("mip_abs_gap", absolute_gap(params.rel_gap))
         return h
 
     def solve(
@@ -93,15 +96,21 @@ class HighsBackend:
         start: np.ndarray | None = None,
         relax: bool = False,
     ) -> SolverResult:
-        """Branch-and-cut (or, with ``relax``, the primal simplex) on ``lm.objectives[objective]``."""
+        """Branch-and-cut (or, with ``relax``, the primal simplex) on ``lm.objectives[objective]``.
+
+        HiGHS gets the conditioned model (:mod:`formulations.conditioning`). The bound is HiGHS's
+        MIP dual bound, or for an LP relaxation the Lagrangian bound of its row duals
+        (:func:`formulations.lagrangian.dual_bound`), a proof that does not rest on its tolerances.
+        """
         import highspy
 
         h = self._solver(params)
         if relax:
             h.setOptionValue("simplex_strategy", PRIMAL_SIMPLEX)
         coefs = lm.objectives[objective]
+        cond = condition(lm, objective)
         begin = time.perf_counter()
-        h.passModel(highs_lp(lm, coefs, maximize, relax))
+        h.passModel(highs_lp(cond.lm, cond.lm.objectives[objective], maximize, relax))
         if start is not None and not relax:
             sol = highspy.HighsSolution()
             sol.col_value = list(map(float, start))
@@ -121,16 +130,20 @@ class HighsBackend:
             result_status = "feasible"
         else:
             return SolverResult("no_solution", solve_s=elapsed, message=h.modelStatusToString(status))
-        values = np.array(h.getSolution().col_value)
+        solution = h.getSolution()
+        values = np.array(solution.col_value)
         if relax:
-            bound = info.objective_function_value
+            bound = None
+            if status == ms.kOptimal and solution.dual_valid:
+                duals = np.asarray(solution.row_dual, dtype=float) * cond.row_scale / cond.objective_scale
+                bound = dual_bound(lm, coefs, maximize, duals)
         else:
-            bound = info.mip_dual_bound
+            bound = cond.model_bound(float(info.mip_dual_bound))
         return SolverResult(
             result_status,
             values=values,
             objective=float(coefs @ values),
-            bound=float(bound) if np.isfinite(bound) else None,
+            bound=bound,
             solve_s=elapsed,
             message=h.modelStatusToString(status),
             stats={"mip_nodes": float(getattr(info, "mip_node_count", 0))},

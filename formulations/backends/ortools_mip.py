@@ -13,9 +13,10 @@ both protos are equal). OR-Tools' ``model_builder`` takes numpy arrays but canno
 (``Solver("cbc").solver_is_supported()`` is False).
 
 What OR-Tools' CBC interface passes on, and so what this backend declares: the time limit,
-the relative gap (``setAllowableFractionGap``), CBC's best bound (``BestBound``), and MPS/LP
+the relative gap (``setAllowableFractionGap``), and MPS/LP
 export (``ExportModelAsMpsFormat`` / ``ExportModelAsLpFormat``). LP relaxations go to CLP
-(``CLP_LINEAR_PROGRAMMING``). It does *not* pass a start: ``SetHint`` (or the model's
+(``CLP_LINEAR_PROGRAMMING``). CBC's ``BestBound`` is read but is no proof (:meth:`OrtoolsCbcBackend.solve`),
+so ``bound`` is False. It does *not* pass a start: ``SetHint`` (or the model's
 ``solution_hint``) is accepted and ignored by ``CBCInterface::Solve``, so ``mip_start`` is
 False. Its CBC is built without threads (``-threads`` answers "No match for threads") and
 takes no solver-specific parameters, so ``threads`` and ``seed`` have no effect (CBC is
@@ -43,7 +44,9 @@ from formulations.backends.base import (
     SolveStatus,
     atomic_target,
 )
+from formulations.conditioning import condition
 from formulations.ir import LinearModel
+from formulations.lagrangian import dual_bound
 
 INSTALL_HINT = "pip install ortools==9.15.6755"
 MIN_SOLVER_S = 0.1
@@ -52,9 +55,6 @@ READBACK_S_PER_COL = 1e-6
 """Seconds per column to read the solution back after CBC stops (0.2 s at 387,530 columns, measured),
 kept out of CBC's own limit."""
 
-NO_BOUND = 1e20
-"""A bound this large (or infinite) is no bound: CBC starts from ``COIN_DBL_MAX`` and keeps it when
-stopped before its root LP, OR-Tools' SCIP uses 1e20 for infinity."""
 TRUSTED_SHARE = 0.9
 """CBC's "infeasible" is believed only when it came before this share of CBC's limit and the all-zero
 point (every job waiting) violates the model. OR-Tools runs CBC with its default preprocessing and
@@ -154,7 +154,7 @@ class OrtoolsCbcBackend:
     """CBC (MIP) and CLP (LP relaxations) inside OR-Tools, fed an ``MPModelProto`` built with numpy."""
 
     name = "ortools-cbc"
-    features: ClassVar[Features] = Features(mip_start=False, lp_relaxation=True, bound=True, export=True)
+    features: ClassVar[Features] = Features(mip_start=False, lp_relaxation=True, bound=False, export=True)
     mip_solver = "CBC_MIXED_INTEGER_PROGRAMMING"
     lp_solver = "CLP_LINEAR_PROGRAMMING"
 
@@ -191,7 +191,13 @@ class OrtoolsCbcBackend:
         start: np.ndarray | None = None,
         relax: bool = False,
     ) -> SolverResult:
-        """CBC on ``lm.objectives[objective]`` or, with ``relax``, CLP on its LP relaxation.
+        """CBC on ``lm.objectives[objective]`` or, with ``relax``, CLP on its LP relaxation, of the conditioned model.
+
+        No MIP bound is reported: CBC prunes every node that cannot beat its incumbent by more
+        than the relative gap (or, at gap 0, its cutoff increment) and then reports the incumbent
+        as its best bound (seen: a "bound" 1.9e-5 below a valid plan at ``rel_gap`` 1e-4), so
+        the strategy proves one instead (docs/design.md §5.9). For an LP the bound is the
+        Lagrangian bound of CLP's row duals (:func:`formulations.lagrangian.dual_bound`).
 
         ``params.time_limit_s`` covers the whole call: the solver's own limit is what the
         hand-over leaves, less an estimate of the read-back, at least :data:`MIN_SOLVER_S`.
@@ -203,7 +209,8 @@ class OrtoolsCbcBackend:
 
         solver = self._solver(lp=relax)
         coefs = lm.objectives[objective]
-        self._load(solver, model_proto(lm, coefs, maximize, relax))
+        cond = condition(lm, objective)
+        self._load(solver, model_proto(cond.lm, cond.lm.objectives[objective], maximize, relax))
         limit_s = math.inf
         if params.time_limit_s is not None:
             left = float(params.time_limit_s) - (time.perf_counter() - entered) - READBACK_S_PER_COL * lm.num_cols
@@ -229,13 +236,19 @@ class OrtoolsCbcBackend:
             return SolverResult("no_solution", solve_s=elapsed, message=f"{_STATUS_NAMES[code]} without values")
         if not relax:
             values = np.where(lm.is_int, np.round(values), values)
-        bound = float(solver.Objective().Value() if relax else solver.Objective().BestBound())
+        bound: float | None
+        if relax:
+            duals = np.array(response.dual_value, dtype=float)
+            usable = code == pywraplp.Solver.OPTIMAL and len(duals) == lm.num_rows
+            bound = dual_bound(lm, coefs, maximize, duals * cond.row_scale / cond.objective_scale) if usable else None
+        else:
+            bound = None  # CBC's best bound is no proof (docstring)
         result_status: SolveStatus = "optimal" if code == pywraplp.Solver.OPTIMAL else "feasible"
         return SolverResult(
             result_status,
             values=values,
             objective=float(coefs @ values),
-            bound=bound if abs(bound) < NO_BOUND else None,
+            bound=bound,
             solve_s=elapsed,
             message=_STATUS_NAMES[code],
             stats={"nodes": float(solver.nodes())} if not relax else {},

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from dataclasses import replace
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any, ClassVar
@@ -16,23 +17,15 @@ from formulations.backends.base import (
     ObjectiveName,
     SolveParams,
     SolverResult,
+    SolveStatus,
     atomic_target,
 )
+from formulations.conditioning import absolute_gap, condition
 from formulations.ir import LinearModel
+from formulations.lagrangian import dual_bound
 
 CBC = "PULP_CBC_CMD"
 """PuLP's name of its bundled CBC binary (the ``cbc`` backend)."""
-
-
-def _proven_bound(value: float, maximize: bool, rel_gap: float | None) -> float:
-    """The bound an "optimal" answer of objective ``value`` proves under relative gap ``rel_gap``.
-
-    PuLP does not pass CBC's dual bound on, and with
-    ``gapRel = g`` CBC stops once ``|bound - value| <= g * |value|``, so the bound is at most
-    ``value + g|value|`` (maximising) or at least ``value - g|value|`` (minimising).
-    """
-    slack = (rel_gap or 0.0) * abs(value)
-    return value + slack if maximize else value - slack
 
 
 CBC_PREPROCESS = "off"
@@ -56,6 +49,19 @@ MIN_SOLVER_S = 0.1
 def solver_seconds(time_limit_s: float, build_s: float) -> float:
     """The solver's own limit: ``max(MIN_SOLVER_S, time_limit_s - HANDOVER_FACTOR * build_s)`` (s)."""
     return max(MIN_SOLVER_S, time_limit_s - HANDOVER_FACTOR * build_s)
+
+
+def _row_duals(prob: Any, lm: LinearModel) -> np.ndarray | None:
+    """Per row of ``lm``, the dual PuLP read back (a two-sided row's ``_lo`` and ``_hi`` summed), or None."""
+    constraints = prob.constraints
+    duals = np.zeros(lm.num_rows)
+    for r in range(lm.num_rows):
+        parts = [constraints.get(f"r{r}"), constraints.get(f"r{r}_lo"), constraints.get(f"r{r}_hi")]
+        pis = [c.pi for c in parts if c is not None]
+        if not pis or any(pi is None for pi in pis):
+            return None
+        duals[r] = float(sum(pis))
+    return duals
 
 
 class PulpBackend:
@@ -115,7 +121,13 @@ class PulpBackend:
         start: np.ndarray | None = None,
         relax: bool = False,
     ) -> SolverResult:
-        """Hand ``lm`` to PuLP and its solver; a proven optimum's bound is derived (:func:`_proven_bound`)."""
+        """Hand the conditioned ``lm`` to PuLP and its solver.
+
+        No MIP bound is reported: PuLP passes no dual bound on (CBC prints one to three
+        significant digits), and a bound derived from the gap tolerance would be no proof; the
+        strategy proves one (docs/design.md §5.9). An LP relaxation's bound is the Lagrangian
+        bound of the solver's row duals when PuLP reads them back.
+        """
         if not self.is_available():
             raise BackendUnavailable(f"PuLP cannot find the solver {self.solver_name!r} on this machine")
         import pulp
@@ -123,7 +135,8 @@ class PulpBackend:
         entered = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)  # PuLP 3.3 announces its 4.0 API
-            prob, xs = self._problem(lm, objective, maximize, relax)
+            cond = condition(lm, objective)
+            prob, xs = self._problem(cond.lm, objective, maximize, relax)
         build_s = time.perf_counter() - entered
         if start is not None and not relax:
             for x, v in zip(xs, start, strict=True):
@@ -133,6 +146,7 @@ class PulpBackend:
             options["timeLimit"] = solver_seconds(float(params.time_limit_s), build_s)
         if params.rel_gap is not None:
             options["gapRel"] = float(params.rel_gap)
+        options["gapAbs"] = absolute_gap(params.rel_gap)
         if self.solver_name == CBC:
             options["threads"] = max(1, params.threads)
             options["warmStart"] = start is not None and not relax
@@ -151,22 +165,21 @@ class PulpBackend:
         if status == "Infeasible":
             return SolverResult("infeasible", solve_s=elapsed, message=status)
         values = np.array([x.value() if x.value() is not None else np.nan for x in xs], dtype=float)
-        if np.isnan(values).any() or not lm.is_feasible(np.where(lm.is_int & ~relax, np.round(values), values)):
-            return SolverResult("no_solution", solve_s=elapsed, message=status)
         if not relax:
             values = np.where(lm.is_int, np.round(values), values)
+        checked_lm = replace(lm, is_int=np.zeros(lm.num_cols, dtype=bool)) if relax else lm
+        if np.isnan(values).any() or not checked_lm.is_feasible(values):
+            return SolverResult("no_solution", solve_s=elapsed, message=status)
         proven = status == "Optimal" and getattr(prob, "sol_status", 1) == 1
         value = float(lm.objectives[objective] @ values)
-        return SolverResult(
-            "optimal" if proven else "feasible",
-            values=values,
-            objective=value,
-            bound=_proven_bound(value, maximize, params.rel_gap)
-            if proven and not relax
-            else (value if proven else None),
-            solve_s=elapsed,
-            message=status,
-        )
+        bound = None
+        if relax and proven:
+            duals = _row_duals(prob, cond.lm)
+            if duals is not None:
+                model_duals = duals * cond.row_scale / cond.objective_scale
+                bound = dual_bound(lm, lm.objectives[objective], maximize, model_duals)
+        status_name: SolveStatus = "optimal" if proven else "feasible"
+        return SolverResult(status_name, values=values, objective=value, bound=bound, solve_s=elapsed, message=status)
 
     def export(self, lm: LinearModel, objective: ObjectiveName, maximize: bool, path: Path) -> None:
         """Write the model as MPS or LP (by the file's suffix) with readable column names, atomically."""

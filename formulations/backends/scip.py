@@ -16,7 +16,6 @@ relaxation stopped after 65 s at a 60 s limit), which the watchdog bounds (docs/
 from __future__ import annotations
 
 import gc
-import math
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,6 +34,7 @@ from formulations.backends.base import (
     SolveStatus,
     atomic_target,
 )
+from formulations.conditioning import absolute_gap, condition
 from formulations.ir import LinearModel
 
 INSTALL_HINT = "pip install 'pyscipopt>=6.3,<7'"
@@ -135,7 +135,9 @@ class ScipBackend:
         start: np.ndarray | None = None,
         relax: bool = False,
     ) -> SolverResult:
-        """Solve ``lm.objectives[objective]`` (``relax``: every column continuous, an LP).
+        """Solve ``lm.objectives[objective]`` (``relax``: every column continuous, an LP) on the conditioned model.
+
+        The bound is SCIP's dual bound (:mod:`formulations.conditioning` brings it back to model units).
 
         ``params.time_limit_s`` covers the whole call: SCIP's own limit is what the build leaves,
         less an estimate of the read-back (:data:`READBACK_S_PER_COL`), at least :data:`MIN_SOLVER_S`.
@@ -143,12 +145,14 @@ class ScipBackend:
         entered = time.perf_counter()
         self._require()
         coefs = lm.objectives[objective]
-        model, xs = scip_model(lm, coefs, maximize, relax)
+        cond = condition(lm, objective)
+        model, xs = scip_model(cond.lm, cond.lm.objectives[objective], maximize, relax)
         model.setParam("randomization/randomseedshift", int(params.seed))
         if relax:
             model.setParam("presolving/maxrounds", LP_PRESOLVE_ROUNDS)
         if params.rel_gap is not None:
             model.setParam("limits/gap", float(params.rel_gap))
+        model.setParam("limits/absgap", absolute_gap(params.rel_gap))
         if params.time_limit_s is not None:
             spent = time.perf_counter() - entered
             left = float(params.time_limit_s) - spent - READBACK_S_PER_COL * lm.num_cols
@@ -171,13 +175,14 @@ class ScipBackend:
         values = np.array([get(best, x) for x in xs], dtype=float)
         if not relax:
             values = np.where(lm.is_int, np.round(values), values)
-        bound = float(model.getDualbound())
+        raw_bound = float(model.getDualbound())
+        bound = cond.model_bound(raw_bound) if abs(raw_bound) < model.infinity() else None
         result_status: SolveStatus = "optimal" if status in OPTIMAL_STATUSES else "feasible"
         return SolverResult(
             result_status,
             values=values,
             objective=float(coefs @ values),
-            bound=bound if math.isfinite(bound) and abs(bound) < model.infinity() else None,
+            bound=bound,
             solve_s=elapsed,
             message=status,
             stats={"nodes": float(model.getNTotalNodes())},
