@@ -654,10 +654,17 @@ def profiles_ingest(
     out_path: Annotated[Path, typer.Option("--out", "-o", help="Library (or measurements file) to write.")],
     fmt: Annotated[IngestFormat, typer.Option("--format", help="File format.")] = IngestFormat.auto,
     job_side: Annotated[
-        Path | None, typer.Option(help="JSON of the runs in the nvidia-smi logs: job type, GPUs, window, steps.")
+        list[Path] | None,
+        typer.Option(
+            help="JSON of the runs in the nvidia-smi logs: job type, GPUs, window, steps. One describes every log; "
+            "repeat it to pair by order (the k-th --job-side with the k-th log; the counts must match)."
+        ),
     ] = None,
     job_type: Annotated[str | None, typer.Option(help="Job type of Zeus windows (default: the file name's).")] = None,
-    gpu_type: Annotated[str | None, typer.Option(help="GPU type (default: the file name's or the job side's).")] = None,
+    gpu_type: Annotated[
+        str | None,
+        typer.Option(help="GPU type (default: an nvidia-smi log's name column, the file name's or the job side's)."),
+    ] = None,
     steps_per_window: Annotated[
         float | None, typer.Option(help="Training steps in each Zeus window (required for Zeus windows).")
     ] = None,
