@@ -27,6 +27,7 @@ from planner.problems import InputError, Problem
 from planner.request import DEFAULT_REQUEST, REPLAY_REQUEST, PlanRequest
 
 if TYPE_CHECKING:
+    from planner.plan import BudgetOverride
     from planner.sim.engine import SimResult
     from planner.sim.replay import ReplaySpec
 
@@ -228,11 +229,11 @@ def plan(
 
     from planner import planning
     from planner.instance_io import load_instance
-    from planner.plan import write_plan
+    from planner.plan import with_budget_override, write_plan
     from planner.planning import request_problems
     from planner.report import plan_table, summary_table
     from planner.resources import default_instance
-    from planner.validate import InvalidPlanError
+    from planner.validate import InvalidPlanError, checked
 
     started_at = time.perf_counter()
     request = PlanRequest(
@@ -253,13 +254,16 @@ def plan(
         raise InputError("options", problems)
     source = instance or default_instance()
     inst = load_instance(source)
-    if power_cap_w is not None:
-        budget_j = power_cap_w * inst.round.duration_s
-    if budget_j is not None:
-        inst = dataclasses.replace(inst, round=dataclasses.replace(inst.round, budget_j=budget_j))
+    override = budget_override(inst.round.budget_j, inst.round.duration_s, budget_j, power_cap_w)
+    planned_inst = inst
+    if override is not None:
+        planned_inst = dataclasses.replace(inst, round=dataclasses.replace(inst.round, budget_j=override.budget_j))
     try:
         with err.status(f"planning with {solver} (at most {time_limit:g} s)..."):
-            result = planning.plan(inst, request, started_at)
+            result = planning.plan(planned_inst, request, started_at)
+        if override is not None:
+            result = with_budget_override(result, override)
+            checked(inst, result)  # the written plan passes against the instance file itself
     except InvalidPlanError as exc:
         report_problems(solver, exc.problems, "planner bug: invalid plan, not written")
         raise typer.Exit(ExitCode.FAILED) from None
@@ -269,7 +273,25 @@ def plan(
     out.print(summary_table(result))
     if basis_line := profile_basis_summary(result):
         out.print(basis_line)
+    if override is not None:
+        out.print(override.describe())
     out.print(f"plan written to [bold]{out_path}[/] and validated against {source}")
+
+
+def budget_override(
+    instance_budget_j: float | None, duration_s: float, budget_j: float | None, power_cap_w: float | None
+) -> BudgetOverride | None:
+    """The override ``--budget-j`` (J) or ``--power-cap-w`` (W, times the round length ``duration_s``) asks for.
+
+    None when neither option is given; the instance's own budget (J, None: none) is recorded beside it.
+    """
+    from planner.plan import BudgetOverride
+
+    if power_cap_w is not None:
+        return BudgetOverride(power_cap_w * duration_s, "--power-cap-w", power_cap_w, instance_budget_j)
+    if budget_j is not None:
+        return BudgetOverride(budget_j, "--budget-j", budget_j, instance_budget_j)
+    return None
 
 
 def profile_basis_summary(result: Any) -> str | None:
@@ -303,6 +325,8 @@ def validate(
 
     inst = load_instance(instance)
     the_plan = load_plan(plan_file)
+    if the_plan.round.budget_override is not None:
+        out.print(the_plan.round.budget_override.describe())
     problems = validate_plan(inst, the_plan)
     if problems:
         report_problems(str(plan_file), problems, "invalid plan")
@@ -379,6 +403,8 @@ def launch(
         f"rendered {len(units)} allocation(s) of round {result.model.round_index} for {to.value}: "
         f"{len(result.files)} files in [bold]{escape(str(out_dir))}[/]"
     )
+    if result.budget_override is not None:
+        out.print(result.budget_override.describe())
     placeholders = result.model.placeholders()
     if placeholders:
         err.print(
@@ -628,10 +654,17 @@ def profiles_ingest(
     out_path: Annotated[Path, typer.Option("--out", "-o", help="Library (or measurements file) to write.")],
     fmt: Annotated[IngestFormat, typer.Option("--format", help="File format.")] = IngestFormat.auto,
     job_side: Annotated[
-        Path | None, typer.Option(help="JSON of the runs in the nvidia-smi logs: job type, GPUs, window, steps.")
+        list[Path] | None,
+        typer.Option(
+            help="JSON of the runs in the nvidia-smi logs: job type, GPUs, window, steps. One describes every log; "
+            "repeat it to pair by order (the k-th --job-side with the k-th log; the counts must match)."
+        ),
     ] = None,
     job_type: Annotated[str | None, typer.Option(help="Job type of Zeus windows (default: the file name's).")] = None,
-    gpu_type: Annotated[str | None, typer.Option(help="GPU type (default: the file name's or the job side's).")] = None,
+    gpu_type: Annotated[
+        str | None,
+        typer.Option(help="GPU type (default: an nvidia-smi log's name column, the file name's or the job side's)."),
+    ] = None,
     steps_per_window: Annotated[
         float | None, typer.Option(help="Training steps in each Zeus window (required for Zeus windows).")
     ] = None,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -15,6 +15,47 @@ from planner.solve_report import REPORT_KEYS, PlanNote, SolveReport, report_from
 
 SCHEMA_ID = "wattplan.plan/1"
 PlanStatus = Literal["optimal", "feasible", "fallback"]
+BudgetOption = Literal["--power-cap-w", "--budget-j"]
+BUDGET_OPTION_UNITS: dict[str, str] = {"--power-cap-w": "W", "--budget-j": "J"}
+"""The options that override an instance's budget, and the unit of each one's value."""
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetOverride:
+    """A round budget given in place of the instance's when the plan was made (docs/design.md §7.2).
+
+    ``budget_j`` is the budget the plan was made under (J); ``option`` and ``value`` say where it came
+    from (``--power-cap-w`` in W, so ``budget_j = value x T``, or ``--budget-j`` in J);
+    ``instance_budget_j`` is the instance's own budget (J, None: the instance has none).
+    """
+
+    budget_j: float
+    option: BudgetOption
+    value: float
+    instance_budget_j: float | None
+
+    def describe(self) -> str:
+        """One line for people: the override in force and the instance budget it replaces."""
+        own = "(no budget)" if self.instance_budget_j is None else f"{self.instance_budget_j / 1e6:.3f} MJ"
+        return (
+            f"budget: the plan's override {self.budget_j / 1e6:.3f} MJ "
+            f"({self.option} {self.value:.12g} {BUDGET_OPTION_UNITS[self.option]}) in place of the instance's {own}"
+        )
+
+    def to_doc(self) -> dict[str, Any]:
+        """The ``round.budget_override`` object of a plan document."""
+        return {
+            "budget_j": self.budget_j,
+            "option": self.option,
+            "value": self.value,
+            "instance_budget_j": self.instance_budget_j,
+        }
+
+    @classmethod
+    def from_doc(cls, doc: Mapping[str, Any]) -> BudgetOverride:
+        """Inverse of :meth:`to_doc` (``doc`` has passed the plan schema)."""
+        own = doc["instance_budget_j"]
+        return cls(float(doc["budget_j"]), doc["option"], float(doc["value"]), None if own is None else float(own))
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +100,8 @@ class PlanRound:
     solve_s: float
     report: SolveReport = field(default_factory=SolveReport)
     extra: dict[str, Any] = field(default_factory=dict)
+    budget_override: BudgetOverride | None = None
+    """Set when ``budget_j`` was given in place of the instance's budget (None: ``budget_j`` is the instance's)."""
 
     def notes(self) -> dict[PlanNote, str]:
         """Why the plan is not simply the solver's plan for its objective (see :data:`PlanNote`)."""
@@ -123,10 +166,13 @@ def plan_to_doc(plan: Plan) -> dict[str, Any]:
         **report_to_doc(r.report),
         **r.extra,
     }
+    if r.budget_override is not None:
+        round_doc["budget_override"] = r.budget_override.to_doc()
     return {"schema": SCHEMA_ID, "round": round_doc, "jobs": [_job_doc(j) for j in plan.jobs]}
 
 
-_ROUND_FIELDS = {f.name for f in fields(PlanRound)} - {"report", "extra"}
+_OPTIONAL_ROUND_FIELDS = {"budget_override"}
+_ROUND_FIELDS = {f.name for f in fields(PlanRound)} - {"report", "extra"} - _OPTIONAL_ROUND_FIELDS
 
 
 def _parse_job(raw: dict[str, Any]) -> PlannedJob:
@@ -161,12 +207,21 @@ def parse_plan(doc: Any, source: str = "plan") -> Plan:
         report = report_from_doc(r)
     except (TypeError, ValueError) as exc:
         raise InputError(source, [Problem("bad-solve-report", "round", f"unreadable solve report: {exc}")]) from None
+    known = _ROUND_FIELDS | _OPTIONAL_ROUND_FIELDS
     summary = PlanRound(
         **{k: r[k] for k in _ROUND_FIELDS},
         report=report,
-        extra={k: v for k, v in r.items() if k not in _ROUND_FIELDS and k not in REPORT_KEYS},
+        extra={k: v for k, v in r.items() if k not in known and k not in REPORT_KEYS},
+        budget_override=BudgetOverride.from_doc(r["budget_override"]) if "budget_override" in r else None,
     )
     return Plan(round=summary, jobs=tuple(_parse_job(j) for j in doc["jobs"]))
+
+
+def with_budget_override(plan: Plan, override: BudgetOverride) -> Plan:
+    """``plan`` declaring that it was made under ``override`` (its ``budget_j`` must be the override's)."""
+    if plan.round.budget_j != override.budget_j:
+        raise ValueError(f"the plan's budget {plan.round.budget_j} J is not the override's {override.budget_j} J")
+    return replace(plan, round=replace(plan.round, budget_override=override))
 
 
 def load_plan(path: Path) -> Plan:

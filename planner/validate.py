@@ -7,7 +7,7 @@ Every violation has a stable code:
 code                   violated rule
 =====================  ==========================================================================
 plan-schema            the plan document breaks ``plan.schema.json`` (raised while loading)
-round-mismatch         round index, duration or budget differ from the instance
+round-mismatch         round index, duration or budget differ from the instance or its override
 unknown-job            the plan names a job the instance does not have
 duplicate-job          a job appears more than once
 missing-job            an instance job does not appear (every job is ``run`` or ``wait``)
@@ -32,10 +32,16 @@ job-claim-mismatch     a job's ``steps_per_s``, ``power_w`` or ``energy_j`` diff
 round-claim-mismatch   the round's ``energy_j``, ``progress``, ``gpus_used`` or ``nodes_on`` differ
 over-budget            the recomputed energy exceeds ``budget_j``
 =====================  ==========================================================================
+
+A plan made under a budget given in place of the instance's (``wattplan plan --power-cap-w`` or
+``--budget-j``) declares it in ``round.budget_override``; it is checked against the instance with
+that budget in force (:func:`instance_as_planned`), energy included. A budget that differs from
+the instance's without such a declaration is a ``round-mismatch``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections import Counter
 from collections.abc import Iterator, Mapping
@@ -54,6 +60,46 @@ def close(claimed: float, actual: float) -> bool:
     return math.isclose(claimed, actual, rel_tol=REL_TOL, abs_tol=ABS_TOL)
 
 
+def _same_budget(a: float | None, b: float | None) -> bool:
+    """Both None, or both numbers within :func:`close`."""
+    return (a is None and b is None) or (a is not None and b is not None and close(a, b))
+
+
+def _joules(budget_j: float | None) -> str:
+    """A budget for messages: ``"4.91991e+06 J"``, or ``"none"``."""
+    return "none" if budget_j is None else f"{budget_j:.6g} J"
+
+
+def _check_override(inst: Instance, plan: Plan) -> Iterator[Problem]:
+    """The declared override must replace this instance's budget and agree with its own option and value."""
+    o = plan.round.budget_override
+    if o is None:
+        return
+    path = "round.budget_override"
+    if not _same_budget(o.instance_budget_j, inst.round.budget_j):
+        yield Problem(
+            "round-mismatch",
+            f"{path}.instance_budget_j",
+            f"the plan replaced a budget of {_joules(o.instance_budget_j)}, "
+            f"the instance's is {_joules(inst.round.budget_j)}",
+        )
+    stated = o.value * inst.round.duration_s if o.option == "--power-cap-w" else o.value
+    if not close(o.budget_j, stated):
+        yield Problem(
+            "round-mismatch",
+            f"{path}.budget_j",
+            f"{_joules(o.budget_j)}, but {o.option} {o.value:.12g} gives {_joules(stated)}",
+        )
+
+
+def instance_as_planned(inst: Instance, plan: Plan) -> Instance:
+    """``inst`` with the budget ``plan`` declares it was made under in force (``inst`` if it declares none)."""
+    o = plan.round.budget_override
+    if o is None:
+        return inst
+    return dataclasses.replace(inst, round=dataclasses.replace(inst.round, budget_j=o.budget_j))
+
+
 def _check_round(inst: Instance, plan: Plan) -> Iterator[Problem]:
     r, pr = inst.round, plan.round
     if pr.index != r.index:
@@ -62,10 +108,9 @@ def _check_round(inst: Instance, plan: Plan) -> Iterator[Problem]:
         yield Problem(
             "round-mismatch", "round.duration_s", f"{pr.duration_s} s differs from the instance's {r.duration_s} s"
         )
-    if (pr.budget_j is None) != (r.budget_j is None) or (
-        pr.budget_j is not None and r.budget_j is not None and not close(pr.budget_j, r.budget_j)
-    ):
-        yield Problem("round-mismatch", "round.budget_j", f"{pr.budget_j} differs from the instance's {r.budget_j}")
+    if not _same_budget(pr.budget_j, r.budget_j):
+        whose = "instance's" if pr.budget_override is None else "declared override's"
+        yield Problem("round-mismatch", "round.budget_j", f"{pr.budget_j} differs from the {whose} {r.budget_j}")
 
 
 def _check_membership(inst: Instance, plan: Plan) -> Iterator[Problem]:
@@ -248,8 +293,14 @@ def _check_claims(inst: Instance, plan: Plan, ev: Evaluation) -> Iterator[Proble
 
 
 def validate_plan(inst: Instance, plan: Plan) -> list[Problem]:
-    """Every violation of ``plan`` against ``inst``; empty when the plan is valid."""
-    problems = [*_check_round(inst, plan), *_check_membership(inst, plan)]
+    """Every violation of ``plan`` against ``inst``; empty when the plan is valid.
+
+    A plan's declared budget override is checked against ``inst`` and then stands in for
+    ``inst``'s budget (module docstring).
+    """
+    problems = list(_check_override(inst, plan))
+    inst = instance_as_planned(inst, plan)
+    problems += [*_check_round(inst, plan), *_check_membership(inst, plan)]
     running = {e.job_id: e for e in plan.jobs if e.state == "run"}
     node_names = _node_name_sets(inst)
     for i, e in enumerate(plan.jobs):

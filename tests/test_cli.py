@@ -209,3 +209,32 @@ def test_power_cap_overrides_the_budget(tmp_path: Path) -> None:
     doc = json.loads(out.read_text())
     assert doc["round"]["budget_j"] == pytest.approx(5000 * 360)
     assert doc["round"]["energy_j"] <= 5000 * 360 * (1 + 1e-9)
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "budget"), [("--power-cap-w", "20000", 20000 * 360), ("--budget-j", "7000000", 7e6)]
+)
+def test_plan_under_a_budget_override_validates_against_its_instance(
+    tmp_path: Path, option: str, value: str, budget: float
+) -> None:
+    """A plan made under --power-cap-w or --budget-j carries the override, and ``validate`` honours it."""
+    instance, out = ROOT / "instances" / "default.json", tmp_path / "p.json"
+    planned = run("plan", instance, "--solver", "greedy", option, value, "--out", out, "-q")
+    assert planned.exit_code == 0, planned.output
+    override = json.loads(out.read_text())["round"]["budget_override"]
+    assert override["option"] == option and override["budget_j"] == pytest.approx(budget)
+    assert override["instance_budget_j"] == json.loads(instance.read_text())["round"]["budget_j"]
+    check = run("validate", instance, out)
+    assert check.exit_code == 0, check.output
+    said = " ".join(check.output.split())  # rich wraps long lines
+    assert "valid" in said and f"budget: the plan's override {budget / 1e6:.3f} MJ ({option} {value}" in said
+
+
+def test_budget_differing_without_a_declared_override_is_rejected(tmp_path: Path) -> None:
+    instance, out = ROOT / "instances" / "default.json", tmp_path / "p.json"
+    assert run("plan", instance, "--solver", "greedy", "--power-cap-w", "20000", "--out", out, "-q").exit_code == 0
+    doc = json.loads(out.read_text())
+    del doc["round"]["budget_override"]
+    out.write_text(json.dumps(doc))
+    result = run("validate", instance, out)
+    assert result.exit_code == 1 and "round-mismatch" in result.output and "round.budget_j" in result.output

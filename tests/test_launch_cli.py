@@ -127,3 +127,18 @@ def test_plan_for_another_round_is_refused(tmp_path: Path, files: tuple[Path, Pa
     plan.write_text(json.dumps(doc))
     result = _launch(plan, inst, tmp_path / "out")
     assert result.exit_code == 1 and "round-mismatch" in result.output
+
+
+def test_plan_made_under_a_budget_launches_against_its_instance(tmp_path: Path, files: tuple[Path, Path]) -> None:
+    """``plan --budget-j`` on an instance without a budget: ``launch`` honours the plan's declared override."""
+    _, inst = files
+    plan = tmp_path / "capped.json"
+    planned = runner.invoke(app, ["plan", str(inst), "--solver", "greedy", "--budget-j", "1e9", "--out", str(plan)])
+    assert planned.exit_code == 0, planned.output
+    result = _launch(plan, inst, tmp_path / "out", to="shell")
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())  # rich wraps long lines
+    expected = (
+        "budget: the plan's override 1000.000 MJ (--budget-j 1000000000 J) in place of the instance's (no budget)"
+    )
+    assert expected in said

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from cli import app
 from planner.problems import InputError
+from planner.profiling.gpu_models import gpu_type_from_name
 from planner.profiling.ingest import detect_format, ingest_files
 from planner.profiling.job_side import JobRun, job_side_from_doc, read_job_side
 from planner.profiling.nvidia_smi import read_nvidia_smi_log
@@ -464,3 +465,133 @@ def test_cli_bad_job_side_names_the_field(tmp_path: Path) -> None:
     assert "runs[0].steps" in result.output and not out.exists()
     missing = run("profiles", "ingest", WINDOWS / "V100+resnet18+gpu0.csv", "--out", out)
     assert missing.exit_code == 2 and "--steps-per-window" in missing.output
+
+
+# --- several logs: job sides paired with their logs, the GPU model from nvidia-smi's name column -------------
+
+SMI_HEADER = (
+    "index, name, timestamp, power.draw [W], utilization.gpu [%], power.limit [W], power.max_limit [W], "
+    "memory.used [MiB]\n"
+)
+
+
+def write_named_log(path: Path, model: str, busy_w: float, idle_w: float, top_w: float) -> Path:
+    """Five samples 1 s apart: GPU 0 computes at ``busy_w`` (90 %), GPU 1 idles at ``idle_w`` (0 %, 0 MiB)."""
+    rows = [
+        f"{g}, {model}, 2026/11/24 13:00:0{s}.000, {w} W, {u} %, 250.00 W, {top_w} W, {m} MiB\n"
+        for s in range(5)
+        for g, w, u, m in ((0, busy_w, 90, 9000), (1, idle_w, 0, 0))
+    ]
+    path.write_text(SMI_HEADER + "".join(rows))
+    return path
+
+
+def write_side(path: Path, gpu_type: str, job_type: str, steps: float, log: str | None = None) -> Path:
+    """A job side with one run on GPU 0 over the whole 4 s log."""
+    run_doc: dict[str, object] = {"job_type": job_type, "gpus": [0], "steps": steps}
+    if log is not None:
+        run_doc["log"] = log
+    path.write_text(json.dumps({"gpu_type": gpu_type, "runs": [run_doc]}))
+    return path
+
+
+@pytest.fixture
+def two_nodes(tmp_path: Path) -> tuple[Path, Path, Path, Path]:
+    """A V100 log and an A100 log, and a job side for each (different job types and steps)."""
+    v100 = write_named_log(tmp_path / "v100-node.csv", "Tesla V100-SXM2-32GB", 200, 40, 300)
+    a100 = write_named_log(tmp_path / "a100-node.csv", "NVIDIA A100-SXM4-80GB", 350, 55, 400)
+    return (
+        v100,
+        a100,
+        write_side(tmp_path / "v100.jobs.json", "v100", "ResNet-50", 40),
+        write_side(tmp_path / "a100.jobs.json", "a100", "BERT", 80),
+    )
+
+
+def test_cli_two_job_sides_each_go_with_their_log(tmp_path: Path, two_nodes: tuple[Path, Path, Path, Path]) -> None:
+    v100, a100, v100_side, a100_side = two_nodes
+    out = tmp_path / "m.json"
+    sides = ("--job-side", v100_side, "--job-side", a100_side)
+    result = run("profiles", "ingest", v100, a100, *sides, "--library", "none", "--out", out)
+    assert result.exit_code == 0, result.output
+    points = read_points(out)
+    runs = {(p.gpu_type, p.job_type, p.steps_per_s) for p in points if p.kind == "exclusive"}
+    assert runs == {("v100", "ResNet-50", 10.0), ("a100", "BERT", 20.0)}  # 40 and 80 steps over 4 s
+    idle = {p.gpu_type: p.power_w for p in points if p.kind == "idle"}
+    top = {p.gpu_type: p.power_w for p in points if p.kind == "top_limit"}
+    assert idle == {"v100": 40.0, "a100": 55.0} and top == {"v100": 300.0, "a100": 400.0}
+
+
+def test_cli_job_side_count_must_match_the_logs(tmp_path: Path, two_nodes: tuple[Path, Path, Path, Path]) -> None:
+    v100, _, v100_side, a100_side = two_nodes
+    out = tmp_path / "m.json"
+    result = run("profiles", "ingest", v100, "--job-side", v100_side, "--job-side", a100_side, "--out", out)
+    assert result.exit_code == 2 and not out.exists()
+    assert "job-side-count" in result.output and "Traceback" not in result.output
+    with pytest.raises(InputError) as exc:
+        ingest_files([v100], job_side=[v100_side, a100_side])
+    assert codes(exc) == [("job-side-count", "--job-side")]
+    assert exc.value.problems[0].message.startswith("2 job-side file(s) for 1 nvidia-smi log(s)")
+
+
+def test_job_sides_in_the_wrong_order_are_refused(tmp_path: Path, two_nodes: tuple[Path, Path, Path, Path]) -> None:
+    v100, a100, v100_side, a100_side = two_nodes
+    with pytest.raises(InputError) as exc:  # by order the A100 side goes with the V100 log: the name column disagrees
+        ingest_files([v100, a100], job_side=[a100_side, v100_side])
+    assert ("gpu-type-mismatch", f"{v100}: column name") in codes(exc)
+    named = write_side(tmp_path / "named.jobs.json", "v100", "ResNet-50", 40, log="a100-node.csv")
+    with pytest.raises(InputError) as exc:  # the run names the other log than the one it is paired with
+        ingest_files([v100, a100], job_side=[named, a100_side])
+    assert codes(exc) == [("job-side-log-mismatch", f"{named}: runs[0].log")]
+
+
+@pytest.mark.parametrize(
+    ("name", "gpu_type"),
+    [
+        ("Tesla V100-SXM2-32GB", "v100"),
+        ("NVIDIA A100-SXM4-80GB", "a100"),
+        ("Tesla P100-PCIE-16GB", "p100"),
+        ("NVIDIA H100 80GB HBM3", "h100"),
+        ("Quadro RTX 6000", None),
+    ],
+)
+def test_gpu_type_from_the_nvidia_smi_name(name: str, gpu_type: str | None) -> None:
+    assert gpu_type_from_name(name) == gpu_type
+
+
+def test_log_gpu_type_comes_from_its_name_column_and_gpu_type_overrides(tmp_path: Path) -> None:
+    log = write_named_log(tmp_path / "node.csv", "NVIDIA A100-SXM4-80GB", 350, 55, 400)
+    (f,) = ingest_files([log])  # no job side, no --gpu-type
+    assert {p.gpu_type for p in f.points} == {"a100"}
+    assert any("NVIDIA A100-SXM4-80GB" in note for note in f.notes)
+    (f,) = ingest_files([log], gpu_type="a100-80gb")
+    assert {p.gpu_type for p in f.points} == {"a100-80gb"}
+    write_named_log(log, "Quadro RTX 6000", 200, 30, 260)
+    with pytest.raises(InputError) as exc:
+        ingest_files([log])
+    assert codes(exc) == [("unknown-gpu-model", "--gpu-type")]
+    assert "Quadro RTX 6000" in exc.value.problems[0].message
+    (f,) = ingest_files([log], gpu_type="rtx6000")
+    assert {p.gpu_type for p in f.points} == {"rtx6000"}
+
+
+def test_cli_ingest_without_a_job_side_says_what_it_did_not_learn(tmp_path: Path) -> None:
+    log = write_named_log(tmp_path / "node.csv", "Tesla V100-SXM2-32GB", 200, 40, 300)
+    out = tmp_path / "m.json"
+    result = run("profiles", "ingest", log, "--library", "none", "--out", out)
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.output.split())
+    assert "no job side: throughput, steps and pair rates not learned" in said
+    assert sorted(p.kind for p in read_points(out)) == ["idle", "top_limit"]
+
+
+def test_a_job_side_is_never_dropped(tmp_path: Path, two_nodes: tuple[Path, Path, Path, Path]) -> None:
+    """One job side: its runs must name logs that were given; a job side with no nvidia-smi log is refused."""
+    v100, _, v100_side, _ = two_nodes
+    stray = write_side(tmp_path / "stray.jobs.json", "v100", "ResNet-50", 40, log="other-node.csv")
+    with pytest.raises(InputError) as exc:
+        ingest_files([v100], job_side=stray)
+    assert codes(exc) == [("job-side-log-mismatch", f"{stray}: runs[0].log")]
+    with pytest.raises(InputError) as exc:
+        ingest_files([WINDOWS / "V100+resnet18+gpu0.csv"], job_side=v100_side, steps_per_window=40)
+    assert codes(exc) == [("job-side-count", "--job-side")]

@@ -11,7 +11,7 @@ import pytest
 from planner.assemble import Allocation, SolveInfo, assemble_plan
 from planner.evaluate import evaluate_plan
 from planner.instance_io import parse_instance
-from planner.plan import parse_plan, plan_to_doc
+from planner.plan import BudgetOverride, parse_plan, plan_to_doc, with_budget_override
 from planner.validate import validate_plan
 
 INFO = SolveInfo(solver="test", status="feasible")
@@ -136,3 +136,45 @@ def test_all_wait_plan_costs_nothing(tiny_doc: dict) -> None:
     doc = plan_to_doc(assemble_plan(inst, [], INFO))
     assert codes(tiny_doc, doc) == set()
     assert doc["round"]["energy_j"] == 0 and doc["round"]["nodes_on"] == {}
+
+
+def overridden_plan_doc(instance_doc: dict, override: BudgetOverride) -> dict:
+    """The reference plan made with ``override``'s budget in place of the instance's, declaring it."""
+    planned_doc = copy.deepcopy(instance_doc)
+    planned_doc["round"]["budget_j"] = override.budget_j
+    plan = parse_plan(reference_plan_doc(planned_doc))
+    return plan_to_doc(with_budget_override(plan, override))
+
+
+def test_declared_budget_override_is_honoured(tiny_doc: dict) -> None:
+    """T = 100 s: a 600 W cap is a 60 000 J budget; the plan uses 47 900 J; the instance has no budget."""
+    doc = overridden_plan_doc(tiny_doc, BudgetOverride(60_000, "--power-cap-w", 600, None))
+    assert doc["round"]["budget_j"] == 60_000 and doc["round"]["budget_override"]["option"] == "--power-cap-w"
+    assert codes(tiny_doc, doc) == set()
+    del doc["round"]["budget_override"]  # the same budget, undeclared: an edited plan
+    assert codes(tiny_doc, doc) == {"round-mismatch"}
+
+
+def test_energy_is_checked_against_the_override(tiny_doc: dict) -> None:
+    doc = overridden_plan_doc(tiny_doc, BudgetOverride(40_000, "--budget-j", 40_000, None))
+    assert codes(tiny_doc, doc) == {"over-budget"}
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("instance_budget_j", 90_000), ("value", 700), ("option", "--budget-j")],
+)
+def test_inconsistent_override_is_a_round_mismatch(tiny_doc: dict, field: str, value: Any) -> None:
+    """The override must name this instance's own budget, and its budget must follow from its option and value."""
+    doc = overridden_plan_doc(tiny_doc, BudgetOverride(60_000, "--power-cap-w", 600, None))
+    doc["round"]["budget_override"][field] = value
+    problems = validate_plan(parse_instance(tiny_doc), parse_plan(doc))
+    assert {p.code for p in problems} == {"round-mismatch"}
+    assert all(p.path.startswith("round.budget_override.") for p in problems)
+
+
+def test_plan_without_override_round_trips(tiny_doc: dict) -> None:
+    doc = reference_plan_doc(tiny_doc)
+    assert "budget_override" not in doc["round"]
+    plan = parse_plan(doc)
+    assert plan.round.budget_override is None and plan_to_doc(plan) == doc

@@ -15,7 +15,7 @@ from planner.launch.output import write_folder
 from planner.launch.render import TARGETS, LaunchFile, LaunchModel, Target, build_model
 from planner.launch.shell import render_shell
 from planner.launch.slurm import SlurmOptions, render_slurm
-from planner.plan import Plan, load_plan
+from planner.plan import BudgetOverride, Plan, load_plan
 from planner.problems import Problem
 from planner.validate import validate_plan
 
@@ -46,6 +46,8 @@ class LaunchResult:
     target: Target
     files: list[str]
     model: LaunchModel
+    budget_override: BudgetOverride | None = None
+    """The budget the plan declares it was made under in place of the instance's (validated with it in force)."""
 
 
 def render(model: LaunchModel, target: Target, options: LaunchOptions) -> list[LaunchFile]:
@@ -93,7 +95,10 @@ def launch_plan(
     plan_sha256: str | None = None,
     source: str = "plan",
 ) -> LaunchResult:
-    """Validate ``plan`` against ``instance`` (:class:`PlanRejected` if it fails), render, write atomically."""
+    """Validate ``plan`` against ``instance`` (:class:`PlanRejected` if it fails), render, write atomically.
+
+    A plan's declared budget override stands in for the instance's budget (:func:`planner.validate.validate_plan`).
+    """
     options = options or LaunchOptions()
     problems = validate_plan(instance, plan)
     if problems:
@@ -101,7 +106,7 @@ def launch_plan(
     model = build_model(plan, instance, options.hosts)
     files = render(model, target, options)
     written = write_folder(out_dir, files, manifest(model, target, plan_path, plan_sha256))
-    return LaunchResult(Path(out_dir), target, written, model)
+    return LaunchResult(Path(out_dir), target, written, model, plan.round.budget_override)
 
 
 def launch_files(

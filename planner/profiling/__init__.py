@@ -4,7 +4,8 @@ Modules (each one job):
 
 * :mod:`planner.profiling.points`: the measured point, the one record every source becomes.
 * ``nvidia_smi``, ``zeus_windows``, ``zeus_summary``, ``ingest``: readers of the formats users have;
-  ``job_side`` (what ran where, and its steps) and ``smi_points`` (a log and its runs -> points).
+  ``job_side`` (what ran where, and its steps), ``smi_points`` (a log and its runs -> points) and
+  ``gpu_models`` (nvidia-smi's GPU name -> the library's GPU type).
 * ``scaling``, ``power_model``, ``pair_rates``, ``job_model``, ``fit``, ``sanity``: from sparse points to the
   planner's full table (``basis``: the entry's basis document; ``fit_output``: the fit's tables).
 * ``check``, ``leave_one_out``: predicted against measured, per quantity.

@@ -3,8 +3,12 @@
 Formats (``auto`` decides by the header of each file):
 
 * ``nvidia-smi``: a query log (:mod:`planner.profiling.nvidia_smi`) with the job side
-  (:mod:`planner.profiling.job_side`) naming the runs; points by :mod:`planner.profiling.smi_points`. The
-  GPU type is the job side's, else ``gpu_type``; without a job side the log gives idle and top-limit points;
+  (:mod:`planner.profiling.job_side`) naming the runs; points by :mod:`planner.profiling.smi_points`.
+  Job sides and logs (:func:`pair_job_sides`): one job side describes every log given; several are paired
+  by order, the k-th job side with the k-th log (the counts must match, and a run naming its ``log`` must
+  name its paired one). A log's GPU type (:func:`log_gpu_type`) is ``gpu_type`` if given, else the one its
+  ``name`` column names (:mod:`planner.profiling.gpu_models`; it must agree with the job side's), else the
+  job side's. Without a job side the log gives idle and top-limit points only, and the file's notes say so;
 * ``zeus-windows``: a Zeus profile-window file (:mod:`planner.profiling.zeus_windows`); ``steps_per_window``
   is required, the GPU and job type default to the file name's (``V100+resnet50+gpu0.csv``: ``v100``,
   ``resnet50``);
@@ -35,8 +39,9 @@ from planner.jsonio import read_json, read_text
 from planner.problems import InputError, Problem
 from planner.profile_build import write_profile_library
 from planner.profiling import zeus_summary, zeus_windows
+from planner.profiling.gpu_models import gpu_type_from_name, known_models
 from planner.profiling.job_side import JobSide, read_job_side, runs_for_log
-from planner.profiling.nvidia_smi import read_nvidia_smi_log
+from planner.profiling.nvidia_smi import SmiLog, read_nvidia_smi_log
 from planner.profiling.points import (
     MEASUREMENTS_SCHEMA,
     MeasuredPoint,
@@ -50,11 +55,27 @@ from planner.profiling.smi_points import IngestResult, points_from_smi
 from planner.resources import profile_library
 from planner.round_builder import library_from_doc
 
-__all__ = ["FORMATS", "FileIngest", "IngestReport", "IngestResult", "detect_format", "ingest", "ingest_files"]
+__all__ = [
+    "FORMATS",
+    "FileIngest",
+    "IngestReport",
+    "IngestResult",
+    "PairedSide",
+    "detect_format",
+    "ingest",
+    "ingest_files",
+    "log_gpu_type",
+    "pair_job_sides",
+]
 
 SHIPPED_LIBRARY = profile_library()
 FORMATS = ("auto", "nvidia-smi", "zeus-windows", "zeus-summary")
 Format = Literal["auto", "nvidia-smi", "zeus-windows", "zeus-summary"]
+NO_JOB_SIDE = (
+    "no job side: throughput, steps and pair rates not learned; only idle and top-limit points "
+    "(give --job-side to learn the runs)"
+)
+NO_RUNS = "the job side names no run in this log: throughput, steps and pair rates not learned from it"
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +87,17 @@ class FileIngest:
     sha256: str
     points: list[MeasuredPoint]
     skipped: list[Problem]
+    notes: tuple[str, ...] = ()
+    """What people should know about the file: where its GPU type and job side came from, what it could not give."""
+
+
+@dataclass(frozen=True, slots=True)
+class PairedSide:
+    """The job side of one nvidia-smi log: ``side``, the file it was read from, how it was matched to the log."""
+
+    side: JobSide
+    source: str
+    how: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,28 +137,108 @@ def _gpu_type(path: Path, given: str | None, from_file: str | None, what: str) -
     return gpu_type.lower()
 
 
-def _smi(path: Path, side: JobSide | None, gpu_type: str | None) -> IngestResult:
+def _smi(path: Path, paired: PairedSide | None, gpu_type: str | None) -> tuple[IngestResult, list[str]]:
+    """The points of one nvidia-smi log and the notes on it (GPU type, job side, what it could not give)."""
+    side = paired.side if paired else None
     if side is not None and gpu_type and side.gpu_type != gpu_type.lower():
         message = f"--gpu-type {gpu_type} contradicts the job side's gpu_type {side.gpu_type}"
         raise InputError(str(path), [Problem("gpu-type-mismatch", "--gpu-type", message)])
-    g = _gpu_type(path, side.gpu_type if side else gpu_type, None, "an nvidia-smi log")
     log = read_nvidia_smi_log(path)
-    return points_from_smi(log, runs_for_log(side, path.name), g)
+    g, whence = log_gpu_type(log, paired, gpu_type)
+    runs = runs_for_log(side, path.name)
+    notes = [f"GPU type {g} {whence}"]
+    if paired is not None:
+        notes.append(f"job side {paired.source} ({paired.how})")
+    if side is None or not runs:
+        notes.append(NO_JOB_SIDE if side is None else NO_RUNS)
+    return points_from_smi(log, runs, g), notes
+
+
+def log_gpu_type(log: SmiLog, paired: PairedSide | None, given: str | None) -> tuple[str, str]:
+    """The GPU type of ``log`` and where it came from: ``given``, else the ``name`` column, else the job side."""
+    if given:
+        return given.lower(), "from --gpu-type"
+    side = paired.side if paired else None
+    names = sorted(set(log.gpu_names.values()))
+    unknown = [n for n in names if gpu_type_from_name(n) is None]
+    if not names or unknown:
+        if side is not None:
+            why = f" (nvidia-smi's name {unknown[0]!r} is no known model)" if unknown else ""
+            return side.gpu_type, f"from the job side{why}"
+        if unknown:
+            message = f"nvidia-smi names the GPUs {unknown[0]!r}, not a known model ({known_models()}): give --gpu-type"
+            raise InputError(str(log.path), [Problem("unknown-gpu-model", "--gpu-type", message)])
+        message = "no GPU type: give --gpu-type (or a job side; the log has no name column to tell it)"
+        raise InputError(str(log.path), [Problem("no-gpu-type", "--gpu-type", message)])
+    types = sorted({str(gpu_type_from_name(n)) for n in names})
+    if len(types) > 1:
+        message = f"the log holds several GPU models ({', '.join(names)}): ingest one log per model or give --gpu-type"
+        raise InputError(str(log.path), [Problem("mixed-gpu-models", "column name", message)])
+    if side is not None and paired is not None and side.gpu_type != types[0]:
+        message = (
+            f"the job side {paired.source} ({paired.how}) says {side.gpu_type}, but nvidia-smi names the GPUs "
+            f"{names[0]!r} ({types[0]}): is it paired with the right log? (--gpu-type overrides the name)"
+        )
+        raise InputError(str(log.path), [Problem("gpu-type-mismatch", "column name", message)])
+    return types[0], f"from nvidia-smi's name {names[0]!r}"
+
+
+def pair_job_sides(logs: Sequence[Path], sides: Sequence[tuple[str, JobSide]]) -> list[PairedSide | None]:
+    """The job side of each nvidia-smi log in ``logs`` (None: none), from ``(source, side)`` pairs (module docstring).
+
+    Raises :class:`InputError` (source ``--job-side``) when the sides cannot be paired: sides without logs,
+    several sides for another number of logs, or a run whose ``log`` names another log than its side's.
+    """
+    if not sides:
+        return [None] * len(logs)
+    if not logs or (len(sides) > 1 and len(sides) != len(logs)):
+        message = (
+            f"{len(sides)} job-side file(s) for {len(logs)} nvidia-smi log(s): one job side describes every log, "
+            "several are paired by order (the k-th --job-side with the k-th log), so give one per log"
+        )
+        raise InputError("--job-side", [Problem("job-side-count", "--job-side", message)])
+    if len(sides) == 1:
+        (source, side), names = sides[0], {log.name for log in logs}
+        paired: list[PairedSide | None] = [PairedSide(side, source, "the only job side: every log's") for _ in logs]
+        problems = _runs_naming_other_logs(source, side, names, "not among the nvidia-smi logs given")
+    else:
+        paired = [
+            PairedSide(side, source, f"by order: job side {k + 1} with log {k + 1}")
+            for k, (source, side) in enumerate(sides)
+        ]
+        problems = [
+            p
+            for log, (source, side) in zip(logs, sides, strict=True)
+            for p in _runs_naming_other_logs(source, side, {log.name}, f"but this job side is paired with {log.name}")
+        ]
+    if problems:
+        raise InputError("--job-side", problems)
+    return paired
+
+
+def _runs_naming_other_logs(source: str, side: JobSide, names: set[str], why: str) -> list[Problem]:
+    """A problem for each run of ``side`` whose ``log`` is not in ``names`` (``why`` ends the message)."""
+    return [
+        Problem("job-side-log-mismatch", f"{source}: runs[{k}].log", f"names {run.log!r}, {why}")
+        for k, run in enumerate(side.runs)
+        if run.log is not None and run.log not in names
+    ]
 
 
 def ingest_file(
     path: Path,
     fmt: str = "auto",
-    job_side: JobSide | None = None,
+    job_side: PairedSide | None = None,
     job_type: str | None = None,
     gpu_type: str | None = None,
     steps_per_window: float | None = None,
 ) -> FileIngest:
-    """The points of one file in format ``fmt`` (``auto``: :func:`detect_format`)."""
+    """The points of one file in format ``fmt`` (``auto``: :func:`detect_format`); ``job_side``: a log's."""
     path = Path(path)
     kind = detect_format(path) if fmt == "auto" else fmt
+    notes: list[str] = []
     if kind == "nvidia-smi":
-        result = _smi(path, job_side, gpu_type)
+        result, notes = _smi(path, job_side, gpu_type)
     elif kind == "zeus-windows":
         g_file, t_file = zeus_windows.names_from_file(path)
         if steps_per_window is None:
@@ -142,34 +254,86 @@ def ingest_file(
         result = IngestResult(zeus_summary.read_zeus_power_summary(path, g))
     else:
         raise InputError(str(path), [Problem("bad-option", "--format", f"unknown format {fmt!r}")])
-    return FileIngest(path, kind, file_sha256(path), result.points, result.skipped)
+    return FileIngest(path, kind, file_sha256(path), result.points, result.skipped, tuple(notes))
+
+
+JobSides = Sequence[JobSide | Path] | JobSide | Path | None
+"""The job sides of ``ingest_files``: files or parsed ones, one or several, or none."""
+
+
+def _read_sides(job_sides: JobSides) -> list[tuple[str, JobSide]]:
+    """Each job side with the name of its source; bad files' problems are raised together."""
+    if job_sides is None:
+        return []
+    items = [job_sides] if isinstance(job_sides, JobSide | Path) else list(job_sides)
+    sides: list[tuple[str, JobSide]] = []
+    errors: list[InputError] = []
+    for k, item in enumerate(items):
+        try:
+            sides.append((str(item), read_job_side(item)) if isinstance(item, Path) else (f"job side {k + 1}", item))
+        except InputError as exc:
+            errors.append(exc)
+    _raise_together(errors, f"{len(errors)} of {len(items)} job sides")
+    return sides
+
+
+def _raise_together(errors: Sequence[InputError], source: str) -> None:
+    """Raise the one error, or every error's problems as one ``InputError`` (paths prefixed by their source)."""
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        raise InputError(
+            source, [Problem(p.code, f"{e.source}: {p.path}", p.message) for e in errors for p in e.problems]
+        )
+
+
+def _formats(paths: Sequence[Path], fmt: str, errors: list[InputError]) -> list[str | None]:
+    """Each file's format (``fmt``, or detected when ``auto``); None, with the error kept, when unknown."""
+    kinds: list[str | None] = []
+    for path in paths:
+        try:
+            kinds.append(detect_format(Path(path)) if fmt == "auto" else fmt)
+        except InputError as exc:
+            errors.append(exc)
+            kinds.append(None)
+    return kinds
 
 
 def ingest_files(
     paths: Sequence[Path],
     fmt: str = "auto",
-    job_side: JobSide | Path | None = None,
+    job_side: JobSides = None,
     job_type: str | None = None,
     gpu_type: str | None = None,
     steps_per_window: float | None = None,
 ) -> list[FileIngest]:
-    """Every file's points; the problems of every bad file are raised together (one ``InputError``)."""
-    side = read_job_side(job_side) if isinstance(job_side, Path) else job_side
+    """Every file's points; the problems of every bad file are raised together (one ``InputError``).
+
+    ``job_side``: one or several job sides (files or parsed), paired with the nvidia-smi logs by
+    :func:`pair_job_sides`; none is dropped.
+    """
+    sides = _read_sides(job_side)
     if steps_per_window is not None and not (math.isfinite(steps_per_window) and steps_per_window > 0):
         message = f"must be a number > 0, got {steps_per_window}"
         raise InputError("options", [Problem("bad-option", "--steps-per-window", message)])
-    done: list[FileIngest] = []
     errors: list[InputError] = []
-    for path in paths:
+    kinds = _formats(paths, fmt, errors)
+    logs = [k for k, kind in enumerate(kinds) if kind == "nvidia-smi"]
+    paired: dict[int, PairedSide | None] | None = None
+    try:
+        paired = dict(zip(logs, pair_job_sides([Path(paths[k]) for k in logs], sides), strict=True))
+    except InputError as exc:
+        errors.append(exc)  # the logs are not read: without their job sides they would only add noise
+    done: list[FileIngest] = []
+    for k, (path, kind) in enumerate(zip(paths, kinds, strict=True)):
+        if kind is None or (kind == "nvidia-smi" and paired is None):
+            continue
         try:
-            done.append(ingest_file(Path(path), fmt, side, job_type, gpu_type, steps_per_window))
+            side = paired.get(k) if paired is not None else None
+            done.append(ingest_file(Path(path), kind, side, job_type, gpu_type, steps_per_window))
         except InputError as exc:
             errors.append(exc)
-    if len(errors) == 1:
-        raise errors[0]
-    if errors:
-        problems = [Problem(p.code, f"{e.source}: {p.path}", p.message) for e in errors for p in e.problems]
-        raise InputError(f"{len(errors)} of {len(paths)} files", problems)
+    _raise_together(errors, f"{len(errors)} of {len(paths)} files")
     return done
 
 
@@ -189,7 +353,7 @@ def ingest(
     paths: Sequence[Path],
     out: Path,
     fmt: str = "auto",
-    job_side: Path | None = None,
+    job_side: Sequence[Path] | Path | None = None,
     job_type: str | None = None,
     gpu_type: str | None = None,
     steps_per_window: float | None = None,
@@ -231,5 +395,13 @@ def ingest_tables(report: IngestReport) -> list[Table]:
             table.add_column(name)
         for file, p in skipped:
             table.add_row(file, p.path, p.message, p.code)
+        tables.append(table)
+    notes = [(f.path.name, note) for f in report.files for note in f.notes]
+    if notes:
+        table = Table(title="notes", title_justify="left")
+        for name in ("file", "note"):
+            table.add_column(name)
+        for file, note in notes:
+            table.add_row(file, note)
         tables.append(table)
     return tables

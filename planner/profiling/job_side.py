@@ -19,7 +19,9 @@ Per run:
 * ``setting``: the power limit in W (positive integer); ``null`` takes the log's ``power.limit``;
 * ``partner_type``: the job type sharing these GPUs (then the run gives a ``pair`` point), else ``null``;
 * ``held_idle``: GPUs the job holds but does not compute on (disjoint from ``gpus``), default none;
-* ``log``: the file name of the log the run is in; without it the run is looked for in every log given.
+* ``log``: the file name of the log the run is in; without it the run is looked for in every log the job side
+  describes (one job side describes every log given; several are paired with the logs by order, and a run's
+  ``log`` must then name its side's log: :func:`planner.profiling.ingest.pair_job_sides`).
 
 Every field is checked; each problem names its path (``runs[2].steps``). Unknown keys are problems too
 (a misspelt ``step`` must not pass silently).

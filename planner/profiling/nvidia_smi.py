@@ -7,7 +7,7 @@ one sample interleaved. With ``--format=csv`` the values carry the unit (``212.3
 ``,nounits`` they are bare (``212.35``); the header keeps the brackets either way. Columns may come in any
 order; names are matched case-insensitively without their unit.
 
-Columns read (others, such as ``name``, ``uuid``, ``pstate``, are read past):
+Columns read (others, such as ``uuid``, ``pstate``, are read past):
 
 ==========================  =====================================================  ===========
 column                      sample field                                           required
@@ -21,6 +21,7 @@ column                      sample field                                        
 ``enforced.power.limit``    ``power_limit_w`` (W); else ``power.limit``            no
 ``power.max_limit``         ``max_limit_w`` (W)                                    no
 ``memory.used``             ``memory_used_mib`` (MiB)                              no
+``name``                    the GPU's model name (``SmiLog.gpu_names``, text)      no
 ==========================  =====================================================  ===========
 
 Bad input, and what happens (each problem names ``line L`` and the column):
@@ -74,6 +75,7 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "power_limit_w": ("enforced.power.limit", "power.limit"),
     "max_limit_w": ("power.max_limit",),
     "memory_used_mib": ("memory.used",),
+    "gpu_name": ("name",),
 }
 NUMERIC_FIELDS = ("power_w", "utilisation", "sm_clock_mhz", "power_limit_w", "max_limit_w", "memory_used_mib")
 TIME_FORMATS = ("%Y/%m/%d %H:%M:%S.%f", "%Y/%m/%d %H:%M:%S")
@@ -107,6 +109,8 @@ class SmiLog:
     samples: dict[int, list[SmiSample]]
     median_step_s: dict[int, float]
     problems: list[Problem]
+    gpu_names: dict[int, str]
+    """Each GPU's model name from the ``name`` column (its first kept sample's), where the log has one."""
 
     @property
     def gpus(self) -> list[int]:
@@ -206,6 +210,15 @@ class _Row:
     time: datetime
     power_w: float
     values: dict[str, float | None]
+    gpu_name: str | None = None
+
+
+def _gpu_name(fields: list[str], positions: dict[str, int]) -> str | None:
+    """The row's ``name`` value, None without the column or for a marker such as ``[N/A]``."""
+    if "gpu_name" not in positions:
+        return None
+    raw = fields[positions["gpu_name"]]
+    return None if not raw or _is_marker(raw) else raw
 
 
 def _parse_row(
@@ -247,7 +260,7 @@ def _parse_row(
     power_w = values.pop("power_w")
     if power_w is None:  # a marker in a required column was caught above
         raise AssertionError(where)
-    return _Row(line_no, int(raw_index), time, power_w, values), markers
+    return _Row(line_no, int(raw_index), time, power_w, values, _gpu_name(fields, positions)), markers
 
 
 def _segmented(rows: Sequence[_Row]) -> tuple[list[SmiSample], float, list[Problem]]:
@@ -347,7 +360,13 @@ def read_nvidia_smi_log(path: Path) -> SmiLog:
         samples=samples,
         median_step_s=medians,
         problems=capped(problems),
+        gpu_names={g: name for g, rows in by_gpu.items() if (name := _first_name(rows)) is not None},
     )
+
+
+def _first_name(rows: Sequence[_Row]) -> str | None:
+    """The first model name among one GPU's kept rows."""
+    return next((r.gpu_name for r in rows if r.gpu_name is not None), None)
 
 
 def _line_order(p: Problem) -> tuple[int, str]:
