@@ -502,6 +502,7 @@ class SweepFamily(StrEnum):
 
     trace = "trace"
     sampled = "sampled"
+    long = "long"
 
 
 @instance_app.command("sweep")
@@ -514,11 +515,12 @@ def instance_sweep(
     budgets: Annotated[str, typer.Option(help="Budgets as fractions of full power x T, each in (0, 1].")] = (
         "0.3,0.6,1.0"
     ),
-    seeds: Annotated[str, typer.Option(help="Seeds of the sampled draws, comma-separated (>= 0).")] = "0",
+    seeds: Annotated[str, typer.Option(help="Seeds of the sampled and long draws, comma-separated (>= 0).")] = "0",
     family: Annotated[
         SweepFamily,
         typer.Option(
-            help="trace: real queues of the shipped Gavel traces (up to ~13,500 jobs); sampled: i.i.d. draws."
+            help="trace: real queues of the shipped Gavel traces (up to ~13,500 jobs); sampled: i.i.d. draws; "
+            "long: long jobs a round moves 0.01-1% (badly scaled progress)."
         ),
     ] = SweepFamily.trace,
     gpu_mix: Annotated[str, typer.Option(help="Node weights per GPU type, e.g. v100:2,p100:1 or v100:1.")] = (
