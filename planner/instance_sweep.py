@@ -12,7 +12,8 @@ all in one folder. The rounds come from :mod:`planner.sweep_rounds`:
   (type, requested GPUs, total steps and remaining fraction jointly). Any size.
 * ``long``: N long jobs drawn with the seed from the profile library (type, then GPU count), each
   with remaining steps such that one round does at most a log-uniform 0.01-1% of its work: the
-  badly scaled case (progress around 1e-3..1e-1, coefficients around 1e-7..1e-4). Any size.
+  badly scaled case (progress coefficients about 1e-5..1e-2, ~1e-3 of progress per running job).
+  Any size.
 
 The cluster is whole nodes of 8 GPUs, about ``N / jobs_per_node`` of them, split by the
 ``--gpu-mix`` weights with at least one node of each named type

@@ -45,8 +45,9 @@ itself is fixed by the shipped files. The i-th draw becomes job ``s{i:06d}``, ar
 seconds before the round at ``t = 0``; then :func:`build_round` makes the instance, so its jobs
 come in the round builder's order (earliest arrival, i.e. most progressed, first).
 
-**long** (:func:`long_round`): rounds of long jobs that a round barely moves, the badly scaled case
-(progress objective around 1e-3..1e-1, coefficients around 1e-7..1e-4). Drawn by
+**long** (:func:`long_round`): rounds of long jobs that a round barely moves, the badly scaled case:
+no option moves a job by more than 1e-2, so the progress coefficients ``pi = X t / R`` span about
+1e-5..1e-2 (median ~4e-4) and a round's progress is about 1e-3 per running job. Drawn by
 ``numpy.random.default_rng(seed)`` from the profile library, not from a trace: for job ``i``
 (``l{i:06d}``) a job type uniformly among the types profiled on the cluster's GPU types, then a
 requested GPU count uniformly among that type's profiled powers of two there (the round builder
