@@ -111,6 +111,20 @@ def test_a_plan_below_a_runs_progress_target_does_not_contradict_its_bound() -> 
     assert set(wrong_reasons(rows)) == {_key(rows[0])}
 
 
+def test_a_plan_below_its_own_progress_target_is_wrong_and_no_reference() -> None:
+    """Seen on a long round: a solver's 1e-6 absolute row tolerance let a plan miss its target by 1.2e-5 relative."""
+    base = {"instance_sha256": "e", "sense": "min", "progress_target": 0.04314566602715005}
+    rows = [
+        _row("x", "optimal", 1824103.8, bound=1823961.6, progress=0.04314773173590507, **base),
+        _row("y", "optimal", 1823318.9, bound=1823318.9, progress=0.04314515943701842, **base),
+        _row("z", "optimal", 1824103.8, bound=1824000.0, progress=0.0431456660271500 * (1 - 0.5 * WRONG_TOL), **base),
+    ]
+    wrong = wrong_reasons(rows)
+    assert list(wrong) == [_key(rows[1])]
+    assert wrong[_key(rows[1])] == "plan's progress 0.04314515944 misses its own target 0.04314566603"
+    assert references(rows)["e"] == (1824103.8, 1824000.0)  # y's value is no reference, nor its bound
+
+
 def test_ties_within_the_tolerance_are_not_flagged() -> None:
     near = 2.0 * (1 + 0.5 * WRONG_TOL)
     rows = [
@@ -139,7 +153,7 @@ def test_a_plan_that_fails_the_recheck_or_misreports_is_wrong_and_no_witness() -
     wrong = wrong_reasons(rows)
     assert set(wrong) == {_key(rows[1]), _key(rows[2])}  # x's bound stands: 9.0 is no valid plan's value
     assert wrong[_key(rows[1])].startswith("plan fails the independent re-check: round.progress")
-    assert "reports objective 2, the plan evaluates to 1.9" in wrong[_key(rows[2])]
+    assert "reports objective 2, the plan evaluates to 1.9 (less)" in wrong[_key(rows[2])]
     assert references(rows)["i1"] == (2.0, 2.0)
     x, bad, liar = with_references(rows)
     assert bad["gap_ref"] is None and bad["primal_integral"] == 1.0 and not solved(liar)

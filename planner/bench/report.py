@@ -240,10 +240,11 @@ at the deadline, `crash`, `oom` out of memory, `error` reported by the worker. E
 
 ## Wrong results
 
-A run is wrong when its plan fails the independent re-check (validator and evaluator, no solver) or
-reports a value other than its evaluated one; when a valid plan of any run beats its bound by more than
-1e-6 relative; or when it says optimal and a valid plan is better by more than its gap (`wrong_reasons` in
-`planner/bench/summary.py`). A wrong run is not solved and its bound is not the reference.
+A run is wrong when its plan fails the independent re-check (validator and evaluator, no solver), misses its
+own progress target (energy, efficiency) or reports a value other than its evaluated one; when a valid plan of
+any run beats its bound by more than 1e-6 relative; or when it says optimal and a valid plan is better by more
+than its gap (`wrong_reasons` in `planner/bench/summary.py`). A wrong run is not solved and its bound is not
+the reference.
 
 {wrong_section(rows)}
 """

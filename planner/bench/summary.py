@@ -13,14 +13,18 @@ instance and a seed):
 * relative gap: ``gamma(v, b) = 0`` if ``v = b``; ``1`` if ``v * b < 0``; else
   ``|b - v| / max(|v|, |b|)``; always in ``[0, 1]``.
 * wrong results (:func:`wrong_reasons`, MIPLIB's solution checker): a run whose plan fails the
-  independent re-check or misreports its value, whose bound a valid plan beats, or whose
+  independent re-check, misses its own progress target or misreports its value, whose bound a
+  valid plan beats, or whose
   ``optimal`` a valid plan beats by more than its gap. A wrong run is never solved and its
   bounds do not count.
 * the instance's references: ``v*`` the best objective of a valid plan (largest when
   maximising) and ``b*`` the tightest bound (its ``bound`` or LP bound: smallest when
   maximising) of a run that is not wrong; with no bound, ``b* = v*``. ``b*`` is never clipped
   to ``v*``: a bound past ``v*`` (beyond :data:`WRONG_TOL`) is a wrong run's, and is not counted.
-  ``gap_ref = gamma(v, b*)`` (None for a plan that failed the re-check).
+  ``gap_ref = gamma(v, b*)`` (None for a plan that failed the re-check). Caveat: ``energy`` and
+  ``efficiency`` runs minimise at progress targets of their own (``(1 - delta) P*``, ``P*`` from
+  each run's solve), so ``v*`` may come from a run with a lower target than the run that proved
+  ``b*``, and lie past it.
 * solved: not wrong, and status ``optimal`` or a plan with ``gap_ref <= rel_gap`` (+ 1e-6 of noise).
 * time: ``time_s`` (the planning call, timed by the worker) when solved, else the limit.
 * shifted geometric mean: ``sgm(t) = (prod_i (t_i + s))^(1/n) - s``, shift ``s = 1`` s.
@@ -125,9 +129,22 @@ def row_key(row: Row) -> str:
     return str(key) if key else f"{row['instance_sha256']}|{row['solver']}|{row['seed']}"
 
 
+def misses_target(row: Row) -> bool:
+    """The plan's evaluated progress is below its own ``progress_target`` by more than :data:`WRONG_TOL` of it.
+
+    ``energy``/``efficiency`` minimise subject to ``P >= target``: a plan below it is infeasible for
+    the problem its value is claimed for (a solver's absolute row tolerance, 1e-6, is a large
+    relative one on a badly scaled progress row).
+    """
+    target, progress = row.get("progress_target"), row.get("progress")
+    if target is None or progress is None:
+        return False
+    return float(target) - float(progress) > WRONG_TOL * abs(float(target))
+
+
 def trusted(row: Row) -> bool:
-    """The run has a plan whose value counts: an evaluated objective, and the re-check did not fail."""
-    return row.get("objective") is not None and row.get("valid") is not False
+    """The run has a plan whose value counts: an evaluated objective, the re-check passed, its own target met."""
+    return row.get("objective") is not None and row.get("valid") is not False and not misses_target(row)
 
 
 def _plan_status(row: Row) -> str:
@@ -170,17 +187,21 @@ def _who(row: Row) -> str:
 
 
 def plan_reasons(row: Row) -> list[str]:
-    """Rule (a): the plan failed the re-check, or its reported value differs from the evaluated one.
+    """Rule (a): the plan failed the re-check, misses its own progress target, or misreports its value.
 
-    Differs: ``|claimed - v| > (PLANNER_SLACK + WRONG_TOL) max(|claimed|, |v|)``.
+    Misses: :func:`misses_target`. Misreports: ``|claimed - v| > (PLANNER_SLACK + WRONG_TOL) max(|claimed|, |v|)``.
     """
     reasons = []
     if row.get("valid") is False:
         reasons.append(f"plan fails the independent re-check: {row.get('recheck') or '(no detail)'}")
+    if misses_target(row):
+        progress, target = float(row["progress"]), float(row["progress_target"])
+        reasons.append(f"plan's progress {progress:.10g} misses its own target {target:.10g}")
     claimed, value = row.get("claimed_objective"), row.get("objective")
     if claimed is not None and value is not None:
         if abs(claimed - value) > (PLANNER_SLACK + WRONG_TOL) * max(abs(claimed), abs(value)):
-            reasons.append(f"reports objective {claimed:.10g}, the plan evaluates to {value:.10g}")
+            side = "more" if value > claimed else "less"
+            reasons.append(f"reports objective {claimed:.10g}, the plan evaluates to {value:.10g} ({side})")
     return reasons
 
 
@@ -226,10 +247,11 @@ def wrong_reasons(rows: Iterable[Row]) -> dict[str, str]:
 
     MIPLIB's solution checker: once a plan is verified (the independent re-check), its value is a
     fact, and a claim that contradicts it is the wrong one. Per instance, with ``v`` a run's
-    evaluated objective and the *witnesses* the runs with a valid plan (:func:`trusted`), a run is
-    wrong when
+    evaluated objective and the *witnesses* the runs with a valid plan that meets its own target
+    (:func:`trusted`), a run is wrong when
 
-    (a) its plan failed the re-check, or its reported value differs from ``v`` by more than
+    (a) its plan failed the re-check, or misses its own progress target (``energy``/``efficiency``,
+        beyond ``WRONG_TOL`` of it), or its reported value differs from ``v`` by more than
         ``(PLANNER_SLACK + WRONG_TOL) max(|claimed|, |v|)`` (:func:`plan_reasons`);
     (b) its ``bound`` or ``lp_bound`` ``b`` is beaten by a witness's value ``v'``: ``v' - b`` (when
         maximising; ``b - v'`` when minimising) ``> WRONG_TOL max(|v'|, |b|)`` (:func:`bound_reasons`);
@@ -415,6 +437,7 @@ __all__ = [
     "SUMMARY_COLUMNS",
     "WRONG_TOL",
     "bound_reasons",
+    "misses_target",
     "charged_time",
     "gap_curve",
     "optimal_reasons",
