@@ -528,6 +528,7 @@ class SweepFamily(StrEnum):
 
     trace = "trace"
     sampled = "sampled"
+    long = "long"
 
 
 @instance_app.command("sweep")
@@ -540,11 +541,12 @@ def instance_sweep(
     budgets: Annotated[str, typer.Option(help="Budgets as fractions of full power x T, each in (0, 1].")] = (
         "0.3,0.6,1.0"
     ),
-    seeds: Annotated[str, typer.Option(help="Seeds of the sampled draws, comma-separated (>= 0).")] = "0",
+    seeds: Annotated[str, typer.Option(help="Seeds of the sampled and long draws, comma-separated (>= 0).")] = "0",
     family: Annotated[
         SweepFamily,
         typer.Option(
-            help="trace: real queues of the shipped Gavel traces (up to ~13,500 jobs); sampled: i.i.d. draws."
+            help="trace: real queues of the shipped Gavel traces (up to ~13,500 jobs); sampled: i.i.d. draws; "
+            "long: long jobs a round moves 0.01-1% (badly scaled progress)."
         ),
     ] = SweepFamily.trace,
     gpu_mix: Annotated[str, typer.Option(help="Node weights per GPU type, e.g. v100:2,p100:1 or v100:1.")] = (
@@ -1071,8 +1073,10 @@ def bench(
     """Benchmark solvers: every instance x solver x seed in a fresh process; MIPLIB-style summary and profiles.
 
     Writes runs/<run>.json per finished run (a rerun skips them), runs.csv and runs.jsonl (every run),
-    summary.csv and report.md (per solver: solved, shifted geometric mean time, mean gap, primal integral,
-    failures) and profile.png (performance profile). A crash, hang or out-of-memory run is a result.
+    summary.csv and report.md (per solver: solved, wrong, shifted geometric mean time, mean gap, primal
+    integral, failures; the wrong results listed) and profile.png (performance profile). A crash, hang or
+    out-of-memory run is a result; so is a wrong one (a plan that fails the re-check, a bound a valid plan
+    beats, an optimal claim a valid plan beats by more than the gap).
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -1111,6 +1115,9 @@ def bench(
     out.print(summary_table(report.summary))
     if failed:
         err.print(f"[yellow]{failed} run(s) failed (crash, hang, timeout, oom or error): see runs.csv[/]")
+    wrong = sum(bool(r.get("wrong")) for r in report.rows)
+    if wrong:
+        err.print(f"[red]{wrong} wrong result(s): see 'Wrong results' in report.md[/]")
     out.print(
         f"{len(report.rows)} runs ({result.ran} now, {result.reused} reused); "
         f"results in [bold]{out_path}[/] ({', '.join(p.name for p in report.paths)})"

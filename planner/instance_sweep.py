@@ -10,6 +10,10 @@ all in one folder. The rounds come from :mod:`planner.sweep_rounds`:
   seed gets a file, and the files of one (size, budget) differ only in name.
 * ``sampled``: N jobs drawn i.i.d. with the seed from the queued jobs of every shipped trace
   (type, requested GPUs, total steps and remaining fraction jointly). Any size.
+* ``long``: N long jobs drawn with the seed from the profile library (type, then GPU count), each
+  with remaining steps such that one round does at most a log-uniform 0.01-1% of its work: the
+  badly scaled case (progress coefficients about 1e-5..1e-2, ~1e-3 of progress per running job).
+  Any size.
 
 The cluster is whole nodes of 8 GPUs, about ``N / jobs_per_node`` of them, split by the
 ``--gpu-mix`` weights with at least one node of each named type
@@ -42,12 +46,13 @@ from planner.sweep_rounds import (
     TracePool,
     cluster_nodes,
     cluster_text,
+    long_round,
     make_round,
     sampled_round,
 )
 
-Family = Literal["trace", "sampled"]
-FAMILIES: tuple[Family, ...] = ("trace", "sampled")
+Family = Literal["trace", "sampled", "long"]
+FAMILIES: tuple[Family, ...] = ("trace", "sampled", "long")
 MANIFEST = "manifest.csv"
 MANIFEST_FIELDS = (
     "file",
@@ -283,6 +288,9 @@ def sweep_round(spec: SweepSpec, sources: RoundSources, n: int, budget: float, s
         inst = sampled_round(population, n, seed, budget, nodes, sources.lib, source)
         d = population.describe()
         return inst, f"{d['records']} records of {d['snapshots']} snapshots of {len(d['traces'])} traces"
+    if spec.family == "long":
+        inst = long_round(sources.lib, n, seed, budget, nodes, source)
+        return inst, "profile library: best per-round fraction log-uniform in [1e-4, 1e-2)"
     inst, snaps, _ = make_round(sources.pool(), n, budget, nodes, source)
     if len(inst.jobs) != n:
         raise InputError(

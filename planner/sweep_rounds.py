@@ -1,8 +1,9 @@
-"""Rounds of N jobs for solver benchmarks, from the shipped traces: the ``trace`` and ``sampled`` families.
+"""Rounds of N jobs for solver benchmarks: ``trace`` and ``sampled`` (from the shipped traces), and ``long``.
 
-Both families build their instance with :func:`planner.round_builder.build_round`, so profiles,
-pair tables, allowed GPU counts, remaining steps and budgets follow the same rules as
-``wattplan instance from-trace``. The cluster is whole nodes of 8 GPUs (:func:`cluster_nodes`).
+Every family builds its instance with :func:`planner.round_builder.build_round`, so profiles,
+pair tables, allowed GPU counts and budgets follow the same rules as ``wattplan instance
+from-trace`` (and remaining steps too, but for ``long``'s own rule). The cluster is whole nodes of
+8 GPUs (:func:`cluster_nodes`).
 
 **trace** (:class:`TracePool`, :func:`make_round`; used by ``benchmarks/solve_scaling.py``):
 the real queues of the shipped Gavel traces that have at least :data:`MIN_TRACE_JOBS` jobs.
@@ -43,20 +44,36 @@ see :meth:`JobPopulation.shares`). The ``seed`` chooses the draws only: the popu
 itself is fixed by the shipped files. The i-th draw becomes job ``s{i:06d}``, arrived ``elapsed``
 seconds before the round at ``t = 0``; then :func:`build_round` makes the instance, so its jobs
 come in the round builder's order (earliest arrival, i.e. most progressed, first).
+
+**long** (:func:`long_round`): rounds of long jobs that a round barely moves, the badly scaled case:
+no option moves a job by more than 1e-2, so the progress coefficients ``pi = X t / R`` span about
+1e-5..1e-2 (median ~4e-4) and a round's progress is about 1e-3 per running job. Drawn by
+``numpy.random.default_rng(seed)`` from the profile library, not from a trace: for job ``i``
+(``l{i:06d}``) a job type uniformly among the types profiled on the cluster's GPU types, then a
+requested GPU count uniformly among that type's profiled powers of two there (the round builder
+allows the powers of two up to twice the request), then ``u_i`` uniform in
+``[log10 f_lo, log10 f_hi)`` (:data:`LONG_FRACTION`). The remaining steps are set so that the
+job's *best per-round fraction* is ``f_i = 10^u_i``, log-uniform in ``[1e-4, 1e-2)``:
+``R_i = sigma_max,i / f_i`` with ``sigma_max,i = max_{g, n, s} X_{g,n,s} t_{g,n}`` (steps) the
+most steps any exclusive option of the job makes in the round (:func:`best_round_steps`; a job
+that waits restarts, so ``t = T - tau``; a pair only slows a job, ``rho <= 1``). So one round
+does at most 0.01-1% of any job's remaining work. Every job arrived at the round's time ``t = 0``.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from planner.defaults import GPUS_PER_NODE
-from planner.domain import Instance
+from planner.domain import Instance, Job, is_power_of_two
+from planner.economics import effective_time_s
 from planner.problems import InputError, Problem
 from planner.resources import GAVEL_TRACES, PHILLY_TRACE, shipped
 from planner.round_builder import (
@@ -84,6 +101,10 @@ SAMPLED_AT_S = 0.0
 """The round time of a sampled round (sampled jobs arrive before it)."""
 PHILLY_TYPE_SEED = 0
 """The seed with which the Philly trace's job types are drawn for the sampled family's population."""
+LONG_FRACTION = (1e-4, 1e-2)
+"""The long family's best per-round fraction ``sigma_max / R`` is log-uniform in ``[1e-4, 1e-2)``."""
+LONG_AT_S = 0.0
+"""The round time of a long round (its jobs arrive then)."""
 
 
 # --------------------------------------------------------------------------------------------
@@ -459,3 +480,83 @@ def sampled_round(
             ],
         )
     return inst
+
+
+# --------------------------------------------------------------------------------------------
+# The long family
+
+
+def long_choices(lib: ProfileLibrary, gpu_types: Sequence[str]) -> dict[str, tuple[int, ...]]:
+    """Per job type profiled on ``gpu_types`` (sorted by name), its profiled powers of two there, ascending."""
+    out = {}
+    for job_type in sorted({p.type for p in lib.profiles}):
+        counts = tuple(sorted(n for n in lib.counts(job_type, gpu_types) if is_power_of_two(n)))
+        if counts:
+            out[job_type] = counts
+    return out
+
+
+def best_round_steps(instance: Instance, job: Job) -> float:
+    """``sigma_max = max_{g, n, s} X_{g,n,s} t_{g,n}``: the most steps any exclusive option of ``job`` makes (steps).
+
+    Over the profiled options that fit the cluster (:func:`planner.economics.profiled_options`'s
+    rule), ``t`` the effective time of the round (``T - tau`` for a job that starts).
+    """
+    best = 0.0
+    for g in instance.gpu_types:
+        for n in job.gpus:
+            if n > g.total_gpus:
+                continue
+            t = effective_time_s(instance, job, g.name, n)
+            for setting in g.settings:
+                p = instance.profile(job.type, g.name, n, setting)
+                if p is not None:
+                    best = max(best, p.steps_per_s * t)
+    return best
+
+
+def long_draws(lib: ProfileLibrary, gpu_types: Sequence[str], n: int, seed: int) -> list[tuple[str, int, float]]:
+    """``n`` draws ``(job type, requested GPUs, best per-round fraction f)`` by ``default_rng(seed)``.
+
+    In order, per job: the type uniformly among :func:`long_choices`, its count uniformly among the
+    type's counts, ``u`` uniform in ``[log10 f_lo, log10 f_hi)`` and ``f = 10^u`` (module docstring).
+    """
+    choices = long_choices(lib, gpu_types)
+    if not choices:
+        raise InputError(
+            "--gpu-mix", [Problem("unrunnable-jobs", "--gpu-mix", f"no job type is profiled on {', '.join(gpu_types)}")]
+        )
+    types = list(choices)
+    rng = np.random.default_rng(seed)
+    lo, hi = (math.log10(f) for f in LONG_FRACTION)
+    draws = []
+    for _ in range(n):
+        job_type = types[int(rng.integers(0, len(types)))]
+        counts = choices[job_type]
+        gpus = counts[int(rng.integers(0, len(counts)))]
+        draws.append((job_type, gpus, float(10.0 ** rng.uniform(lo, hi))))
+    return draws
+
+
+def long_round(
+    lib: ProfileLibrary,
+    n: int,
+    seed: int,
+    budget: float,
+    nodes: Sequence[tuple[str, int]],
+    source: dict[str, Any] | None = None,
+) -> Instance:
+    """A long-family round: ``n`` jobs drawn with ``seed`` (:func:`long_draws`) on ``nodes`` per GPU type.
+
+    The round builder makes the round with a placeholder of 1 step per job; each job's remaining
+    steps then become ``R = sigma_max / f`` (:func:`best_round_steps` on that round).
+    """
+    draws = long_draws(lib, [name for name, _ in nodes], n, seed)
+    jobs = [TraceJob(f"l{i:06d}", job_type, LONG_AT_S, gpus, 1.0) for i, (job_type, gpus, _) in enumerate(draws)]
+    cluster = parse_cluster_spec(cluster_text(nodes), GPUS_PER_NODE)
+    lo, hi = LONG_FRACTION
+    info = {**(source or {}), "seed": seed, "best_round_fraction": {"low": lo, "high": hi, "law": "log-uniform"}}
+    draft = build_round(jobs, cluster, lib, RoundOptions(at_s=LONG_AT_S, budget_fraction=budget), info)
+    fraction = {f"l{i:06d}": f for i, (_, _, f) in enumerate(draws)}
+    long_jobs = tuple(replace(j, remaining_steps=best_round_steps(draft, j) / fraction[j.id]) for j in draft.jobs)
+    return replace(draft, jobs=long_jobs)

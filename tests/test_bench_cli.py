@@ -55,6 +55,8 @@ def test_bench_writes_runs_summary_report_and_profile_then_resumes(tmp_path: Pat
         assert int(greedy["jobs"]) == 3 and greedy["sense"] == "max" and greedy["objective_name"] == "progress"
         assert 0 <= float(greedy["primal_integral"]) <= 1 and float(greedy["peak_mb"]) > 0
         assert int(highs["columns"]) > 0 and int(highs["rows"]) > 0 and highs["plan_solver"].startswith("highs")
+        assert highs["wrong"] == greedy["wrong"] == "" and highs["valid"] == greedy["valid"] == "True"
+        assert highs["claimed_objective"] == highs["objective"] and greedy["claimed_objective"] == ""
     assert by[("a.json", "highs")]["objective"] == "2.81"
 
     lines = (out / "runs.jsonl").read_text().splitlines()
@@ -67,6 +69,7 @@ def test_bench_writes_runs_summary_report_and_profile_then_resumes(tmp_path: Pat
     report = (out / "report.md").read_text()
     assert "![performance profile](profile.png)" in report and "| highs | 2 | 2 |" in report
     assert "Python 3." in report and "commit " in report and "--solvers greedy,highs --time-limit 5" in report
+    assert "## Wrong results" in report and report.rstrip().endswith("\n\nnone")  # no wrong run listed
     assert (out / "profile.png").read_bytes()[:8] == PNG
 
     again = run(*args)
@@ -84,6 +87,26 @@ def test_a_crashing_solver_is_a_result_not_a_failure(tmp_path: Path, monkeypatch
     assert rows["highs"]["status"] == "crash" and rows["greedy"]["status"] == "feasible"
     summary = {r["solver"]: r for r in read_csv(tmp_path / "o" / "summary.csv")}
     assert summary["highs"]["crash"] == "1" and summary["highs"]["mean_gap_ref"] == "1.0"
+
+
+def test_a_wrong_bound_is_flagged_listed_and_not_solved(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test-only fault puts highs's bound 10% below its own plan's value: the check must say so."""
+    monkeypatch.setenv("WATTPLAN_BENCH_FAULT", "wrong_bound:highs")
+    folder = write_set(tmp_path / "set")
+    result = run("bench", folder / "a.json", "--solvers", "greedy,highs", "--time-limit", "5", "-o", tmp_path / "o")
+    assert result.exit_code == 0, result.output
+    assert "1 wrong result(s)" in result.output
+    rows = {r["solver"]: r for r in read_csv(tmp_path / "o" / "runs.csv")}
+    highs, greedy = rows["highs"], rows["greedy"]
+    assert highs["status"] == "optimal" and highs["valid"] == "True"
+    assert highs["wrong"].startswith(f"bound {0.9 * 2.81:.10g} is below 2.81") and greedy["wrong"] == ""
+    assert float(greedy["gap_ref"]) == pytest.approx((2.81 - 2.16) / 2.81)  # b* = v*: the wrong bound is out
+    summary = {r["solver"]: r for r in read_csv(tmp_path / "o" / "summary.csv")}
+    assert (summary["highs"]["solved"], summary["highs"]["wrong"]) == ("0", "1")
+    assert summary["greedy"]["wrong"] == "0"
+    report = (tmp_path / "o" / "report.md").read_text()
+    wrong = report.split("## Wrong results", 1)[1]
+    assert "| highs | a.json | 0 | bound 2.529 is below 2.81" in wrong and "greedy" not in wrong
 
 
 @pytest.mark.parametrize(

@@ -32,11 +32,16 @@ from planner.round_builder import (
     read_trace,
 )
 from planner.sweep_rounds import (
+    LONG_FRACTION,
     TRACE_GPU_TYPES,
     JobPopulation,
+    best_round_steps,
     candidate_times,
     cluster_for,
     cluster_nodes,
+    long_choices,
+    long_draws,
+    long_round,
     make_round,
     read_philly_population_trace,
     sampled_round,
@@ -71,7 +76,7 @@ def _files(folder: Path) -> dict[str, bytes]:
 # Reproducibility and the manifest
 
 
-@pytest.mark.parametrize("family", ["sampled", "trace"])
+@pytest.mark.parametrize("family", ["sampled", "trace", "long"])
 def test_two_sweeps_write_identical_files(tmp_path: Path, sources: RoundSources, family: str) -> None:
     rows_a = sweep(_spec(tmp_path / "a", family=family), sources=sources)
     rows_b = sweep(_spec(tmp_path / "b", family=family), sources=RoundSources(sources.lib))  # traces read again
@@ -90,7 +95,7 @@ def test_rerun_into_the_same_folder_overwrites_identically(tmp_path: Path, sourc
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary files left
 
 
-@pytest.mark.parametrize("family", ["sampled", "trace"])
+@pytest.mark.parametrize("family", ["sampled", "trace", "long"])
 def test_manifest_matches_the_files(tmp_path: Path, sources: RoundSources, family: str) -> None:
     spec = _spec(tmp_path, family=family)
     sweep(spec, sources=sources)
@@ -117,9 +122,9 @@ def test_manifest_matches_the_files(tmp_path: Path, sources: RoundSources, famil
         src = doc["source"]
         assert src["sweep"] == family and src["size"] == n
         assert src["budget_fraction_of_full_power"] == b
-        if family == "sampled":
+        if family in ("sampled", "long"):
             assert src["seed"] == s
-            assert all(j.id.startswith("s") and len(j.id) == 7 for j in inst.jobs)
+            assert all(j.id.startswith(family[0]) and len(j.id) == 7 for j in inst.jobs)
 
 
 def test_sampled_seed_and_size_change_the_jobs(tmp_path: Path, sources: RoundSources) -> None:
@@ -240,6 +245,56 @@ def test_population_of_a_small_trace_set(sources: RoundSources) -> None:
     population = JobPopulation.build(sources.lib, [("x.trace", jobs)])
     queued = sum(len(queued_jobs(jobs, sources.lib, TRACE_GPU_TYPES, at)[0]) for at in candidate_times(jobs))
     assert len(population) == queued and population.snapshots == (len(candidate_times(jobs)),)
+
+
+def _option_fractions(inst) -> list[list[float]]:
+    """Per job, ``pi = X t / R`` of every exclusive option that fits the cluster (the progress coefficients)."""
+    from planner.economics import exclusive_outcomes
+
+    return [[o.progress for _, _, _, o in exclusive_outcomes(inst, job)] for job in inst.jobs]
+
+
+def test_long_rounds_move_each_job_by_its_drawn_fraction(sources: RoundSources) -> None:
+    n, seed = 300, 5
+    nodes = cluster_nodes(n)
+    inst = long_round(sources.lib, n, seed, 0.6, nodes)
+    draws = long_draws(sources.lib, [g for g, _ in nodes], n, seed)
+    lo, hi = LONG_FRACTION
+    by_id = {j.id: j for j in inst.jobs}
+    assert len(inst.jobs) == n and set(by_id) == {f"l{i:06d}" for i in range(n)}
+    for i, (job_type, gpus, f) in enumerate(draws):
+        job = by_id[f"l{i:06d}"]
+        assert job.type == job_type and gpus in job.gpus and lo <= f < hi
+        assert best_round_steps(inst, job) / job.remaining_steps == pytest.approx(f, rel=1e-12)
+    fractions = _option_fractions(inst)
+    best = [max(fs) for fs in fractions]
+    assert lo * (1 - 1e-9) <= min(best) and max(best) <= hi * (1 + 1e-9)
+    assert max(best) / min(best) > 20  # spread over the range, log-uniformly: 2 decades
+    logs = np.log10(best)
+    assert abs(float(np.mean(logs)) - (-3.0)) < 0.15  # the mean of log10 f is -3 for log-uniform [1e-4, 1e-2)
+    coefficients = [x for fs in fractions for x in fs]
+    assert min(coefficients) > 1e-8 and max(coefficients) < hi * (1 + 1e-9)  # the badly scaled case
+    assert len({j.type for j in inst.jobs}) >= 10 and {max(j.gpus) for j in inst.jobs} >= {1, 2, 4, 8}
+
+
+def test_long_draws_are_deterministic_and_follow_the_library(sources: RoundSources) -> None:
+    gpu_types = ["v100", "p100"]
+    a = long_draws(sources.lib, gpu_types, 50, 3)
+    assert a == long_draws(sources.lib, gpu_types, 50, 3) and a != long_draws(sources.lib, gpu_types, 50, 4)
+    choices = long_choices(sources.lib, gpu_types)
+    assert choices["A3C"] == (1,) and choices["ResNet-18 (batch size 128)"] == (1, 2, 4, 8)
+    assert all((t in choices and g in choices[t]) for t, g, _ in a)
+    assert long_draws(sources.lib, gpu_types, 20, 3) == a[:20]  # a smaller round is a prefix of the draws
+
+
+def test_long_rounds_pass_instance_check(tmp_path: Path) -> None:
+    out = tmp_path / "long"
+    result = _cli("instance", "sweep", "--family", "long", "--out", out, "--sizes", "12", "--budgets", "0.3")
+    assert result.exit_code == 0, result.output
+    rows = _manifest(out)
+    assert [r["file"] for r in rows] == ["long-n12-b0.30-s0.json"] and rows[0]["family"] == "long"
+    checked = _cli("instance", "check", out / rows[0]["file"])
+    assert checked.exit_code == 0 and "ok: 12 jobs" in checked.output, checked.output
 
 
 # --------------------------------------------------------------------------------------------

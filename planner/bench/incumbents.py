@@ -18,7 +18,8 @@ it is. Otherwise the timeline is *approximated* from the records the report has 
   ``min_*_at_target`` for ``energy``/``efficiency``). A solver's incumbents inside a stage
   are not reported, so each stage's value is placed at the stage's end: a later time than
   it was found, which makes the primal integral an upper bound;
-* the plan's own value (:func:`plan_objective`) closes the timeline at its end.
+* the plan's own value (the benchmark's evaluated value, else :func:`plan_objective`) closes the
+  timeline at its end.
 """
 
 from __future__ import annotations
@@ -97,15 +98,20 @@ def best_so_far(points: Iterable[tuple[float, float]], maximize: bool) -> list[t
 
 
 def incumbent_trace(
-    plan: Plan, objective: str | None = None, start_s: float = 0.0, end_s: float | None = None
+    plan: Plan,
+    objective: str | None = None,
+    start_s: float = 0.0,
+    end_s: float | None = None,
+    value: float | None = None,
 ) -> list[tuple[float, float]]:
     """``[(t, v), ...]``: the best ``objective`` value known ``t`` s into planning (module docstring).
 
     ``objective`` is the instance's (default: the plan's). The approximated timeline counts from
     the model build; ``start_s`` is added to its times (the seconds the caller's clock ran
     before planning: reading the instance). An explicit timeline is taken as it is. The last
-    point is the plan's own value (:func:`plan_objective`), when it has one, at ``end_s`` (when
-    the caller had the plan; default: the timeline's end).
+    point is the plan's own value, when it has one, at ``end_s`` (when the caller had the plan;
+    default: the timeline's end): ``value`` (the benchmark passes the value recomputed from the
+    instance, :mod:`planner.bench.check`), or else :func:`plan_objective`.
     """
     objective = objective or plan.round.objective
     report = plan.round.report
@@ -118,7 +124,7 @@ def incumbent_trace(
         points, end = [(start_s + t, v) for t, v in points], start_s + end
     else:  # the plan switched objective: its records are in another objective's units
         points, end = [], start_s
-    final = plan_objective(plan, objective)
+    final = plan_objective(plan, objective) if value is None else value
     if final is not None:
         points.append((end if end_s is None else max(end_s, end), final))
     return best_so_far(points, maximizes(objective))

@@ -4,7 +4,11 @@ Every file is rebuilt from the saved runs (:mod:`planner.bench.runner`) and writ
 A run's row (:data:`RUN_COLUMNS`, then the manifest's own columns) joins the task (instance
 name, job count, objective sense, manifest columns) with the run's record and the references
 of :func:`planner.bench.summary.with_references`: ``gap`` is ``gamma(objective, bound)`` of
-the run alone, ``gap_ref`` to the best bound known for the instance over all runs.
+the run alone, ``gap_ref`` to the best bound known for the instance over the runs that are not
+wrong; ``wrong`` is why the wrong-result check flags the run (empty when it does not,
+:func:`planner.bench.summary.wrong_reasons`), ``objective`` the plan's value recomputed from the
+instance, ``claimed_objective`` the planner's and ``valid`` the independent re-check
+(:mod:`planner.bench.check`). ``report.md`` lists the wrong runs.
 ``runs.jsonl`` holds everything, the incumbent timeline and the plan's ``round`` included.
 """
 
@@ -41,9 +45,12 @@ RUN_COLUMNS = (
     "solver",
     "seed",
     "status",
+    "wrong",
     "objective",
+    "claimed_objective",
     "bound",
     "lp_bound",
+    "valid",
     "gap",
     "gap_ref",
     "time_s",
@@ -186,6 +193,23 @@ def command_line(config: BenchConfig) -> str:
     return shlex.join([*args, "--out", str(config.out)])
 
 
+def _cell_text(value: Any) -> str:
+    """A value for a Markdown table cell: ``|`` escaped, one line."""
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def wrong_section(rows: Sequence[Record]) -> str:
+    """The ``Wrong results`` list of ``report.md``: solver, instance, seed and reason of each wrong run, or none."""
+    wrong = [r for r in rows if r.get("wrong")]
+    if not wrong:
+        return "none"
+    lines = ["| solver | instance | seed | reason |", "|---|---|---|---|"]
+    for r in wrong:
+        cells = (r["solver"], r["instance"], r["seed"], r["wrong"])
+        lines.append("| " + " | ".join(_cell_text(c) for c in cells) + " |")
+    return "\n".join(lines)
+
+
 def report_markdown(config: BenchConfig, summary: Sequence[Record], rows: Sequence[Record], command: str) -> str:
     """``report.md``: the command, the machine, the settings, the summary table and the profile figure."""
     runs, instances = len(rows), len({r["instance"] for r in rows})
@@ -205,13 +229,24 @@ time limit {config.time_limit_s:g} s (killed after {config.time_limit_s + config
 
 ![performance profile](profile.png)
 
-`solved`: status optimal, or within the gap of the best bound known for the instance over all runs
-(`gap_ref`). `sgm_time_s`: shifted geometric mean (shift 1 s) of the planning time, unsolved runs at the
-limit. `mean_gap_ref`: failures count 1. `mean_primal_integral`: Berthold's primal integral over the limit,
+`solved`: not wrong, and status optimal or within the gap of the best bound known for the instance over
+the runs that are not wrong (`gap_ref`). `wrong`: runs the wrong-result check flags (below).
+`sgm_time_s`: shifted geometric mean (shift 1 s) of the planning time, unsolved runs at the limit.
+`mean_gap_ref`: failures count 1. `mean_primal_integral`: Berthold's primal integral over the limit,
 to the best objective known (incumbent times approximated from the solve report, see
 `planner/bench/incumbents.py`). Failure columns count runs: `timeout` answered past the limit, `hang` killed
 at the deadline, `crash`, `oom` out of memory, `error` reported by the worker. Every run: `runs.csv`,
 `runs.jsonl`.
+
+## Wrong results
+
+A run is wrong when its plan fails the independent re-check (validator and evaluator, no solver), misses its
+own progress target (energy, efficiency) or reports a value other than its evaluated one; when a valid plan of
+any run beats its bound by more than 1e-6 relative; or when it says optimal and a valid plan is better by more
+than its gap (`wrong_reasons` in `planner/bench/summary.py`). A wrong run is not solved and its bound is not
+the reference.
+
+{wrong_section(rows)}
 """
 
 

@@ -1,19 +1,31 @@
 """The benchmark's maths, MIPLIB style: pure functions on run rows, no solver and no file.
 
-A *row* is one run (a dict, :data:`planner.bench.runner.RUN_COLUMNS`): at least ``instance_sha256``,
+A *row* is one run (a dict, :data:`planner.bench.report.RUN_COLUMNS`): at least ``instance_sha256``,
 ``solver``, ``seed``, ``status``, ``sense`` (``max`` or ``min``), ``objective``, ``bound``,
-``lp_bound``, ``time_s``, ``time_limit_s``, ``rel_gap`` and ``incumbents`` (``[[t, v], ...]``).
+``lp_bound``, ``time_s``, ``time_limit_s``, ``rel_gap`` and ``incumbents`` (``[[t, v], ...]``);
+the worker's re-check adds ``valid``, ``recheck``, ``claimed_objective``, ``progress`` and
+``progress_target`` (:mod:`planner.bench.check`; a row without ``valid`` counts as valid: the
+front door validated its plan).
 
 Definitions (``v`` a run's objective, ``b`` a bound, ``s`` a solver, ``p`` a problem, i.e. an
 instance and a seed):
 
 * relative gap: ``gamma(v, b) = 0`` if ``v = b``; ``1`` if ``v * b < 0``; else
   ``|b - v| / max(|v|, |b|)``; always in ``[0, 1]``.
-* the instance's references over all runs: ``v*`` the best objective any run found (largest
-  when maximising) and ``b*`` the tightest bound any run proved (its ``bound`` or LP bound:
-  smallest when maximising), never past ``v*`` (bounds carry numerical noise); with no bound,
-  ``b* = v*``. ``gap_ref = gamma(v, b*)``.
-* solved: status ``optimal``, or a plan with ``gap_ref <= rel_gap`` (+ 1e-6 of noise).
+* wrong results (:func:`wrong_reasons`, MIPLIB's solution checker): a run whose plan fails the
+  independent re-check, misses its own progress target or misreports its value, whose bound a
+  valid plan beats, or whose
+  ``optimal`` a valid plan beats by more than its gap. A wrong run is never solved and its
+  bounds do not count.
+* the instance's references: ``v*`` the best objective of a valid plan (largest when
+  maximising) and ``b*`` the tightest bound (its ``bound`` or LP bound: smallest when
+  maximising) of a run that is not wrong; with no bound, ``b* = v*``. ``b*`` is never clipped
+  to ``v*``: a bound past ``v*`` (beyond :data:`WRONG_TOL`) is a wrong run's, and is not counted.
+  ``gap_ref = gamma(v, b*)`` (None for a plan that failed the re-check). Caveat: ``energy`` and
+  ``efficiency`` runs minimise at progress targets of their own (``(1 - delta) P*``, ``P*`` from
+  each run's solve), so ``v*`` may come from a run with a lower target than the run that proved
+  ``b*``, and lie past it.
+* solved: not wrong, and status ``optimal`` or a plan with ``gap_ref <= rel_gap`` (+ 1e-6 of noise).
 * time: ``time_s`` (the planning call, timed by the worker) when solved, else the limit.
 * shifted geometric mean: ``sgm(t) = (prod_i (t_i + s))^(1/n) - s``, shift ``s = 1`` s.
 * primal integral (Berthold): ``P = (1/T) int_0^T p(t) dt`` with ``T`` the limit and
@@ -43,12 +55,22 @@ MIN_TIME_S = 1e-3
 """Times are floored here in performance ratios, so a near-zero time cannot divide by zero."""
 GAP_NOISE = 1e-6
 """Slack on ``gap_ref <= rel_gap`` (a bound carries numerical noise)."""
+WRONG_TOL = 1e-6
+"""Relative tolerance of the wrong-result check, of ``max(|v|, |b|)``: the validator's own
+(:data:`planner.validate.REL_TOL`). A valid plan's claims and its budget are checked to 1e-6
+relative, so its value is known to no better, and a plan up to 1e-6 over the budget passes: a
+bound it beats by less is within the noise of the value, not contradicted by it."""
+PLANNER_SLACK = 2e-6
+"""Relative slack the planner's own claims carry: an ``optimal`` status allows a gap of
+``rel_gap + 1e-6`` (``formulations.solve.GAP_TOLERANCE``), and the progress objective's second
+stage keeps ``P >= (1 - 1e-6) P1`` while the plan reports ``P1`` (``LEXICOGRAPHIC_TOLERANCE``)."""
 
 Row = dict[str, Any]
 SUMMARY_COLUMNS = (
     "solver",
     "runs",
     "solved",
+    "wrong",
     "sgm_time_s",
     "mean_gap_ref",
     "mean_primal_integral",
@@ -56,7 +78,7 @@ SUMMARY_COLUMNS = (
     "fallback",
     *FAILURES,
 )
-"""Columns of ``summary.csv``, one row per solver (the failure columns count runs of that status)."""
+"""Columns of ``summary.csv``, one row per solver (``wrong`` and the failure columns count runs)."""
 
 
 def relative_gap(value: float | None, bound: float | None) -> float | None:
@@ -101,45 +123,210 @@ def _better(a: float, b: float, maximize: bool) -> bool:
     return a > b if maximize else a < b
 
 
-def references(rows: Iterable[Row]) -> dict[str, tuple[float | None, float | None]]:
-    """Per instance (``instance_sha256``): ``(v*, b*)``, the best objective and best bound known (module docstring)."""
+def row_key(row: Row) -> str:
+    """The run's key (:func:`planner.bench.runner.run_key`), or ``instance|solver|seed`` for a row without one."""
+    key = row.get("key")
+    return str(key) if key else f"{row['instance_sha256']}|{row['solver']}|{row['seed']}"
+
+
+def misses_target(row: Row) -> bool:
+    """The plan's evaluated progress is below its own ``progress_target`` by more than :data:`WRONG_TOL` of it.
+
+    ``energy``/``efficiency`` minimise subject to ``P >= target``: a plan below it is infeasible for
+    the problem its value is claimed for (a solver's absolute row tolerance, 1e-6, is a large
+    relative one on a badly scaled progress row).
+    """
+    target, progress = row.get("progress_target"), row.get("progress")
+    if target is None or progress is None:
+        return False
+    return float(target) - float(progress) > WRONG_TOL * abs(float(target))
+
+
+def trusted(row: Row) -> bool:
+    """The run has a plan whose value counts: an evaluated objective, the re-check passed, its own target met."""
+    return row.get("objective") is not None and row.get("valid") is not False and not misses_target(row)
+
+
+def _plan_status(row: Row) -> str:
+    """The plan's own status (a late answer's is kept as ``plan_status``)."""
+    return str(row.get("plan_status") or row["status"]) if row["status"] == "timeout" else str(row["status"])
+
+
+def _past(value: float, bound: float, maximize: bool, tolerance: float) -> bool:
+    """``value`` is better than ``bound`` by more than ``tolerance * max(|value|, |bound|)``."""
+    excess = value - bound if maximize else bound - value
+    return excess > tolerance * max(abs(value), abs(bound))
+
+
+def _meets_target(witness: Row, row: Row) -> bool:
+    """The witness's plan is feasible for ``row``'s problem: its progress reaches ``row``'s ``progress_target``.
+
+    ``energy`` and ``efficiency`` minimise subject to ``P >= target``, a target each planning call
+    sets itself; a plan below another run's target says nothing about that run's bound.
+    Without a target (``progress``) every valid plan is feasible.
+    """
+    target = row.get("progress_target")
+    if target is None:
+        return True
+    progress = witness.get("progress")
+    return progress is not None and float(progress) >= float(target)
+
+
+def _best_witness(row: Row, witnesses: Sequence[Row]) -> Row | None:
+    """The valid plan with the best value among those feasible for ``row``'s problem."""
+    maximize = row.get("sense") == "max"
+    best: Row | None = None
+    for w in witnesses:
+        if _meets_target(w, row) and (best is None or _better(w["objective"], best["objective"], maximize)):
+            best = w
+    return best
+
+
+def _who(row: Row) -> str:
+    return f"{row['solver']} seed {row['seed']}"
+
+
+def plan_reasons(row: Row) -> list[str]:
+    """Rule (a): the plan failed the re-check, misses its own progress target, or misreports its value.
+
+    Misses: :func:`misses_target`. Misreports: ``|claimed - v| > (PLANNER_SLACK + WRONG_TOL) max(|claimed|, |v|)``.
+    """
+    reasons = []
+    if row.get("valid") is False:
+        reasons.append(f"plan fails the independent re-check: {row.get('recheck') or '(no detail)'}")
+    if misses_target(row):
+        progress, target = float(row["progress"]), float(row["progress_target"])
+        reasons.append(f"plan's progress {progress:.10g} misses its own target {target:.10g}")
+    claimed, value = row.get("claimed_objective"), row.get("objective")
+    if claimed is not None and value is not None:
+        if abs(claimed - value) > (PLANNER_SLACK + WRONG_TOL) * max(abs(claimed), abs(value)):
+            side = "more" if value > claimed else "less"
+            reasons.append(f"reports objective {claimed:.10g}, the plan evaluates to {value:.10g} ({side})")
+    return reasons
+
+
+def bound_reasons(row: Row, witnesses: Sequence[Row]) -> list[str]:
+    """Rule (b): a valid plan, feasible for the run's problem, beats its ``bound`` or ``lp_bound`` beyond the tolerance.
+
+    Beats: ``v' - b > WRONG_TOL max(|v'|, |b|)`` when maximising, ``b - v'`` when minimising.
+    """
+    maximize = row.get("sense") == "max"
+    best = _best_witness(row, witnesses)
+    if best is None:
+        return []
+    v = float(best["objective"])
+    reasons = []
+    for name in ("bound", "lp_bound"):
+        b = row.get(name)
+        if b is not None and _past(v, float(b), maximize, WRONG_TOL):
+            side = "below" if maximize else "above"
+            reasons.append(f"{name} {b:.10g} is {side} {v:.10g}, the value of a valid plan ({_who(best)})")
+    return reasons
+
+
+def optimal_reasons(row: Row, witnesses: Sequence[Row]) -> list[str]:
+    """Rule (c): ``optimal``, yet a valid plan feasible for its problem is better by more than its gap.
+
+    Better by more than ``(rel_gap + PLANNER_SLACK + WRONG_TOL) max(|v|, |v'|)``.
+    """
+    value = row.get("objective")
+    if _plan_status(row) != "optimal" or value is None:
+        return []
+    best = _best_witness(row, witnesses)
+    if best is None:
+        return []
+    v = float(best["objective"])
+    slack = float(row["rel_gap"]) + PLANNER_SLACK + WRONG_TOL
+    if not _past(v, float(value), row.get("sense") == "max", slack):
+        return []
+    return [f"says optimal at {value:.10g}, but a valid plan ({_who(best)}) is worth {v:.10g}, beyond the gap"]
+
+
+def wrong_reasons(rows: Iterable[Row]) -> dict[str, str]:
+    """Why each wrong run is wrong, by :func:`row_key`; runs that are not wrong are left out.
+
+    MIPLIB's solution checker: once a plan is verified (the independent re-check), its value is a
+    fact, and a claim that contradicts it is the wrong one. Per instance, with ``v`` a run's
+    evaluated objective and the *witnesses* the runs with a valid plan that meets its own target
+    (:func:`trusted`), a run is wrong when
+
+    (a) its plan failed the re-check, or misses its own progress target (``energy``/``efficiency``,
+        beyond ``WRONG_TOL`` of it), or its reported value differs from ``v`` by more than
+        ``(PLANNER_SLACK + WRONG_TOL) max(|claimed|, |v|)`` (:func:`plan_reasons`);
+    (b) its ``bound`` or ``lp_bound`` ``b`` is beaten by a witness's value ``v'``: ``v' - b`` (when
+        maximising; ``b - v'`` when minimising) ``> WRONG_TOL max(|v'|, |b|)`` (:func:`bound_reasons`);
+    (c) its plan says ``optimal`` and a witness's ``v'`` is better than its ``v`` by more than
+        ``(rel_gap + PLANNER_SLACK + WRONG_TOL) max(|v|, |v'|)`` (:func:`optimal_reasons`).
+
+    For (b) and (c) the witness must be feasible for the run's problem (:func:`_meets_target`):
+    ``energy``/``efficiency`` runs minimise at a progress target of their own. The run itself is
+    a witness too: a bound past its own plan's value is wrong. Several reasons are joined by
+    ``; ``.
+    """
+    by_instance: dict[str, list[Row]] = defaultdict(list)
+    for r in rows:
+        if r.get("sense") in ("max", "min"):
+            by_instance[r["instance_sha256"]].append(r)
+    out: dict[str, str] = {}
+    for runs in by_instance.values():
+        witnesses = [r for r in runs if trusted(r)]
+        for r in runs:
+            reasons = plan_reasons(r) + bound_reasons(r, witnesses) + optimal_reasons(r, witnesses)
+            if reasons:
+                out[row_key(r)] = "; ".join(reasons)
+    return out
+
+
+def references(
+    rows: Iterable[Row], wrong: Mapping[str, str] | None = None
+) -> dict[str, tuple[float | None, float | None]]:
+    """Per instance (``instance_sha256``): ``(v*, b*)``, the best valid value and best bound of a run not ``wrong``.
+
+    ``wrong`` is :func:`wrong_reasons` of the rows (computed when not given); see the module docstring.
+    """
+    rows = list(rows)
+    wrong = wrong_reasons(rows) if wrong is None else wrong
     best_value: dict[str, float] = {}
     best_bound: dict[str, float] = {}
     sense: dict[str, bool] = {}
     for r in rows:
         key, maximize = r["instance_sha256"], r.get("sense") == "max"
         sense[key] = maximize
-        v = r.get("objective")
-        if v is not None and (key not in best_value or _better(v, best_value[key], maximize)):
-            best_value[key] = v
+        if trusted(r):
+            v = float(r["objective"])
+            if key not in best_value or _better(v, best_value[key], maximize):
+                best_value[key] = v
+        if row_key(r) in wrong:
+            continue
         for b in (r.get("bound"), r.get("lp_bound")):
             if b is not None and (key not in best_bound or _better(best_bound[key], b, maximize)):
                 best_bound[key] = b  # the tightest: smallest upper bound, largest lower bound
     out: dict[str, tuple[float | None, float | None]] = {}
-    for key, maximize in sense.items():
-        v_star, b_star = best_value.get(key), best_bound.get(key)
-        if v_star is not None and (b_star is None or _better(v_star, b_star, maximize)):
-            b_star = v_star  # a bound past the best known value is noise (or none was proved)
-        out[key] = (v_star, b_star)
+    for key in sense:
+        v_star = best_value.get(key)
+        out[key] = (v_star, best_bound.get(key, v_star))
     return out
 
 
 def with_references(rows: Sequence[Row]) -> list[Row]:
-    """Each row with ``gap_ref`` (to ``b*``) and ``primal_integral`` (to ``v*``).
+    """Each row with ``wrong`` (the reason, empty if none), ``gap_ref`` (to ``b*``) and ``primal_integral`` (to ``v*``).
 
     A failed run (:data:`FAILURES`, a late answer included) gave no incumbent within the limit:
-    its primal integral is 1. Its objective and bounds still count towards ``v*`` and ``b*``.
+    its primal integral is 1; so did a plan that failed the re-check (its ``gap_ref`` is None).
+    A late answer's objective and bounds still count towards ``v*`` and ``b*``.
     """
-    refs = references(rows)
+    wrong = wrong_reasons(rows)
+    refs = references(rows, wrong)
     out = []
     for r in rows:
         v_star, b_star = refs[r["instance_sha256"]]
         points = [(float(t), float(v)) for t, v in r.get("incumbents") or []]
-        answered = r["status"] in PLAN_STATUSES
+        answered = r["status"] in PLAN_STATUSES and r.get("valid") is not False
         out.append(
             {
                 **r,
-                "gap_ref": relative_gap(r.get("objective"), b_star),
+                "wrong": wrong.get(row_key(r), ""),
+                "gap_ref": relative_gap(r.get("objective"), b_star) if r.get("valid") is not False else None,
                 "primal_integral": primal_integral(points, v_star, float(r["time_limit_s"])) if answered else 1.0,
             }
         )
@@ -147,7 +334,9 @@ def with_references(rows: Sequence[Row]) -> list[Row]:
 
 
 def solved(row: Row) -> bool:
-    """The run proved optimality, or returned a plan within its ``rel_gap`` of the best bound known."""
+    """Not wrong, and the run proved optimality or returned a plan within its ``rel_gap`` of the best bound known."""
+    if row.get("wrong"):
+        return False
     if row["status"] == "optimal":
         return True
     gap = row.get("gap_ref")
@@ -202,9 +391,10 @@ def _mean(values: Sequence[float]) -> float | None:
 def solver_summary(rows: Sequence[Row]) -> list[Row]:
     """One :data:`SUMMARY_COLUMNS` row per solver (first-seen order) of rows that carry ``gap_ref``.
 
-    ``mean_gap_ref`` counts a failure or a run without objective as 1, ``mean_primal_integral`` averages
-    every run (a failure has no incumbent: 1), ``sgm_time_s`` is :func:`shifted_geometric_mean`
-    of :func:`charged_time`.
+    ``solved`` never counts a wrong run, ``wrong`` counts them; ``mean_gap_ref`` counts a failure,
+    a run without objective or a plan that failed the re-check as 1, ``mean_primal_integral``
+    averages every run (a failure has no incumbent: 1), ``sgm_time_s`` is
+    :func:`shifted_geometric_mean` of :func:`charged_time` (a wrong run is charged the limit).
     """
     by_solver: dict[str, list[Row]] = defaultdict(list)
     for r in rows:
@@ -218,6 +408,7 @@ def solver_summary(rows: Sequence[Row]) -> list[Row]:
                 "solver": solver,
                 "runs": len(runs),
                 "solved": sum(solved(r) for r in runs),
+                "wrong": sum(bool(r.get("wrong")) for r in runs),
                 "sgm_time_s": shifted_geometric_mean([charged_time(r) for r in runs]),
                 "mean_gap_ref": _mean([_charged_gap(r) for r in runs]),
                 "mean_primal_integral": _mean(
@@ -242,17 +433,26 @@ def gap_curve(rows: Iterable[Row]) -> dict[str, list[float]]:
 __all__ = [
     "FAILURES",
     "PLAN_STATUSES",
+    "PLANNER_SLACK",
     "SUMMARY_COLUMNS",
+    "WRONG_TOL",
+    "bound_reasons",
+    "misses_target",
     "charged_time",
     "gap_curve",
+    "optimal_reasons",
     "performance_ratios",
+    "plan_reasons",
     "primal_integral",
     "profile_fraction",
     "profile_steps",
     "references",
     "relative_gap",
+    "row_key",
     "shifted_geometric_mean",
     "solved",
     "solver_summary",
+    "trusted",
     "with_references",
+    "wrong_reasons",
 ]

@@ -14,18 +14,27 @@ result carries the worker's ``peak_mb`` (:func:`peak_mb`). The parent
 Testing hook: the environment variable :data:`FAULT_ENV` (``WATTPLAN_BENCH_FAULT``) injects a
 failure, as a comma-separated list of ``MODE`` or ``MODE:SOLVER`` (only runs of that solver):
 
-=======  ========================================================================
-crash    print a line to stderr and abort (SIGABRT)
-hang     ignore SIGTERM and sleep forever (the parent's deadline must kill it)
-orphan   fork a child that leaves for a session of its own (as a solve does) and sleeps
-         forever, print ``injected orphan pid N`` to stderr, then hang
-slow     sleep ``1.2 x limit + 1`` s on the planning clock, then plan: a late answer
-oom      allocate 64 MiB blocks until ``MemoryError`` (under ``memory_limit_mb``; with no
-         limit, raise ``MemoryError`` at once rather than eat the machine)
-error    raise ``RuntimeError``: a run that fails cleanly
-=======  ========================================================================
+===========  ====================================================================
+crash        print a line to stderr and abort (SIGABRT)
+hang         ignore SIGTERM and sleep forever (the parent's deadline must kill it)
+orphan       fork a child that leaves for a session of its own (as a solve does) and
+             sleeps forever, print ``injected orphan pid N`` to stderr, then hang
+slow         sleep ``1.2 x limit + 1`` s on the planning clock, then plan: a late answer
+oom          allocate 64 MiB blocks until ``MemoryError`` (under ``memory_limit_mb``;
+             with no limit, raise ``MemoryError`` at once rather than eat the machine)
+error        raise ``RuntimeError``: a run that fails cleanly
+wrong_bound  plan as usual, then record a ``bound`` 10% of ``|value|`` past the plan's own
+             evaluated value (below it when maximising, above when minimising; 1 past a
+             value of 0): a wrong bound that the wrong-result check must catch
+===========  ====================================================================
 
-It exists for the runner's tests; never set it for a real benchmark.
+It exists for the runner's and the wrong-result check's tests; never set it for a real
+benchmark.
+
+The recorded ``objective`` is the plan's *evaluated* value, recomputed from the instance by the
+independent re-check of :mod:`planner.bench.check` (the planner's own value is
+``claimed_objective``; ``valid`` and ``recheck`` say whether the plan passed), beside the plan's
+proven ``bound`` and ``lp_bound``: what :func:`planner.bench.summary.wrong_reasons` judges.
 """
 
 from __future__ import annotations
@@ -42,12 +51,14 @@ from pathlib import Path
 from typing import Any
 
 FAULT_ENV = "WATTPLAN_BENCH_FAULT"
-FAULT_MODES = ("crash", "hang", "orphan", "slow", "oom", "error")
+FAULT_MODES = ("crash", "hang", "orphan", "slow", "oom", "error", "wrong_bound")
 EXIT_OOM = 75
 """Exit status of a worker that ran out of memory (``MemoryError``)."""
 EXIT_USAGE = 64
 """Exit status for a wrong command line (not two file arguments)."""
 _BLOCK = 64 * 1024 * 1024
+WRONG_BOUND_SHARE = 0.1
+"""How far past its plan's value the ``wrong_bound`` fault puts a run's bound (a share of ``|value|``)."""
 
 
 def injected_fault(spec: str | None, solver: str) -> str | None:
@@ -109,25 +120,33 @@ def peak_mb() -> float:
     return max(own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0)
 
 
-def result_doc(plan: Any, objective: str, time_s: float, read_s: float = 0.0) -> dict[str, Any]:
-    """A planned run's result: status, values, sizes and timeline of ``plan`` for the instance's ``objective``.
+def result_doc(plan: Any, instance: Any, time_s: float, read_s: float = 0.0) -> dict[str, Any]:
+    """A planned run's result: status, values, sizes and timeline of ``plan`` for the instance's objective.
 
-    ``bound`` is the plan's when the plan is for ``objective`` (a plan that switched objective
-    has a bound in other units); ``lp_bound`` is the report's. ``round`` is the plan's whole
-    ``round`` object (the solve report included). ``time_s``: seconds from the clock's start to
-    the plan; ``read_s``: of those, the seconds before planning began (the incumbent timeline's
-    offset, :func:`planner.bench.incumbents.incumbent_trace`).
+    ``objective`` is the plan's value recomputed from ``instance`` and ``valid`` the independent
+    re-check (:func:`planner.bench.check.plan_check`, which adds ``claimed_objective``,
+    ``recheck``, ``progress`` and ``progress_target``). ``bound`` and ``lp_bound`` are the plan's
+    when the plan is for the instance's objective (a plan that switched objective has bounds in
+    other units). ``round`` is the plan's whole ``round`` object (the solve report included).
+    ``time_s``: seconds from the clock's start to the plan; ``read_s``: of those, the seconds
+    before planning began (the incumbent timeline's offset,
+    :func:`planner.bench.incumbents.incumbent_trace`).
     """
-    from planner.bench.incumbents import incumbent_trace, plan_objective
+    from planner.bench.check import plan_check
+    from planner.bench.incumbents import incumbent_trace
     from planner.plan import plan_to_doc
 
+    objective = instance.round.objective
     r = plan.round
     model = r.report.model
+    same = r.objective == objective
+    check = plan_check(instance, plan, objective)
+    trace = incumbent_trace(plan, objective, read_s, time_s, value=check["objective"])
     return {
         "status": r.status,
-        "objective": plan_objective(plan, objective),
-        "bound": r.bound if r.objective == objective else None,
-        "lp_bound": r.report.lp_bound,
+        **check,
+        "bound": r.bound if same else None,
+        "lp_bound": r.report.lp_bound if same else None,
         "build_s": None if model is None else model.build_s,
         "solve_s": r.solve_s,
         "time_s": time_s,
@@ -136,13 +155,26 @@ def result_doc(plan: Any, objective: str, time_s: float, read_s: float = 0.0) ->
         "plan_solver": r.solver,
         "plan_objective": r.objective,
         "message": "; ".join(f"{k}: {v}" for k, v in r.report.notes.items()),
-        "incumbents": [list(p) for p in incumbent_trace(plan, objective, read_s, time_s)],
+        "incumbents": [list(p) for p in trace],
         "round": plan_to_doc(plan)["round"],
     }
 
 
-def plan_task(task: dict[str, Any], started_at: float) -> dict[str, Any]:
-    """Read the instance and plan it as ``task`` asks; the clock started at ``started_at`` (modules already loaded)."""
+def falsify_bound(doc: dict[str, Any], maximize: bool) -> dict[str, Any]:
+    """``doc`` with the ``wrong_bound`` fault's bound: :data:`WRONG_BOUND_SHARE` of ``|v|`` past its value ``v``."""
+    value = doc.get("objective")
+    if value is None:
+        return doc
+    step = WRONG_BOUND_SHARE * abs(value) if value else 1.0
+    return {**doc, "bound": value - step if maximize else value + step}
+
+
+def plan_task(task: dict[str, Any], started_at: float, fault: str | None = None) -> dict[str, Any]:
+    """Read the instance and plan it as ``task`` asks; the clock started at ``started_at`` (modules already loaded).
+
+    ``fault`` ``wrong_bound`` falsifies the recorded bound (:func:`falsify_bound`, tests only).
+    """
+    from planner.bench.incumbents import maximizes
     from planner.instance_io import parse_instance
     from planner.jsonio import parse_json_text
     from planner.planning import plan
@@ -160,7 +192,10 @@ def plan_task(task: dict[str, Any], started_at: float) -> dict[str, Any]:
     )
     read_s = time.perf_counter() - started_at
     result = plan(instance, request, started_at=started_at)
-    return result_doc(result, instance.round.objective, time.perf_counter() - started_at, read_s)
+    doc = result_doc(result, instance, time.perf_counter() - started_at, read_s)
+    if fault == "wrong_bound":
+        doc = falsify_bound(doc, maximizes(instance.round.objective))
+    return doc
 
 
 def _write(path: Path, doc: dict[str, Any]) -> None:
@@ -198,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
     task = json.loads(task_path.read_text(encoding="utf-8"))
     limit_memory(task.get("memory_limit_mb"))
     try:  # load the planner's modules before the clock starts, as `wattplan plan` does
+        import planner.bench.check
         import planner.bench.incumbents
         import planner.instance_io
         import planner.planning  # noqa: F401
@@ -207,8 +243,9 @@ def main(argv: list[str] | None = None) -> int:
         raise
     started_at = time.perf_counter()
     try:
-        apply_fault(injected_fault(os.environ.get(FAULT_ENV), task["solver"]), task)
-        doc = plan_task(task, started_at)
+        fault = injected_fault(os.environ.get(FAULT_ENV), task["solver"])
+        apply_fault(fault, task)
+        doc = plan_task(task, started_at, fault)
     except Exception as exc:  # any failure of this run is its result
         if out_of_memory(exc):
             return _oom(result_path, exc)
