@@ -200,7 +200,7 @@ def _write_columns(
         for start in range(lo, hi, _CHUNK):
             end = min(start + _CHUNK, hi)
             chunk = zip(names[start:end].tolist(), targets[start:end].tolist(), texts[start:end].tolist(), strict=True)
-            f.write("".join([f"    {n}  {r}  {t}\n" for n, r, t in chunk]))
+            f.write("".join([f"    {n:<8}  {r:<8}  {t}\n" for n, r, t in chunk]))
         if is_int[first]:
             f.write("    MARKER                 'MARKER'                 'INTEND'\n")
 
@@ -209,7 +209,9 @@ def _write_pairs(f: TextIO, set_name: str, names: list[str], values: np.ndarray)
     """``RHS`` or ``RANGES`` lines for the nonzero ``values`` (named by ``names``)."""
     nz = np.flatnonzero(values)
     texts = number_strings(values[nz])
-    _write_lines(f, (f"    {set_name}  {names[i]}  {t}\n" for i, t in zip(nz.tolist(), texts.tolist(), strict=True)))
+    _write_lines(
+        f, (f"    {set_name:<8}  {names[i]:<8}  {t}\n" for i, t in zip(nz.tolist(), texts.tolist(), strict=True))
+    )
 
 
 def _write_bounds(f: TextIO, lm: LinearModel, col_names: list[str]) -> None:
@@ -237,7 +239,10 @@ def _write_bounds(f: TextIO, lm: LinearModel, col_names: list[str]) -> None:
     lines.sort(key=lambda line: line[0])  # stable: a column's lower bound stays before its upper bound
     _write_lines(
         f,
-        (f" {t} BND  {col_names[c]}  {v}\n" if v is not None else f" {t} BND  {col_names[c]}\n" for c, t, v in lines),
+        (
+            f" {t} BND       {col_names[c]:<8}  {v}\n" if v is not None else f" {t} BND       {col_names[c]}\n"
+            for c, t, v in lines
+        ),
     )
 
 
