@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from planner.problems import Problem, SolutionRejected
+from planner.problems import InputError, Problem, SolutionRejected
 
 SolutionFormat = Literal["cbc", "highs", "scip"]
 FORMATS = "CBC (-solution), HiGHS (writeSolution, raw style) or SCIP (writeSol)"
@@ -64,13 +64,13 @@ class ExternalSolution:
 def read_solution(path: Path) -> ExternalSolution:
     """Read ``path`` in the format its content shows (module docstring).
 
-    Raises ``FileNotFoundError`` for a missing file and :class:`SolutionRejected` for a file that
-    is not a solution in a known format or whose solver found no solution.
+    Raises ``FileNotFoundError`` for a missing file, ``InputError`` for a folder, and
+    :class:`SolutionRejected` for a file that is not a solution in a known format or whose
+    solver found no solution.
     """
-    try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
-    except IsADirectoryError:
-        raise _rejected(path, 0, "not-a-solution", "is a folder, not a solution file") from None
+    if Path(path).is_dir():
+        raise InputError(str(path), [Problem("bad-option", "--from-solution", f"{path} is a folder, not a file")])
+    text = Path(path).read_text(encoding="utf-8", errors="replace")
     lines = text.splitlines()
     first = next((i for i, line in enumerate(lines) if line.strip()), None)
     if first is None:

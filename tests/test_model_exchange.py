@@ -448,6 +448,8 @@ def test_bad_usage_exits_2(progress_round: Exported, tmp_path: Path) -> None:
     assert both.exit_code == 2 and "--from-solution" in both.output
     missing = run("plan", progress_round.instance, "--from-solution", tmp_path / "nope.sol")
     assert missing.exit_code == 2 and "nope.sol" in missing.output
+    folder = run("plan", progress_round.instance, "--from-solution", tmp_path)
+    assert folder.exit_code == 2 and "folder" in folder.output
     alone = run("plan", progress_round.instance, "--stage2-progress", "0.1")
     assert alone.exit_code == 2 and "--export-model" in alone.output
     negative = run("plan", progress_round.instance, "--export-model", tmp_path / "m.mps", "--stage2-progress", "-1")
