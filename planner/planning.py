@@ -9,6 +9,10 @@ unknown or missing solver, or an export the solver cannot write is an
 :class:`~planner.problems.InputError` naming the option. Whatever the path, the returned plan
 has passed the validator.
 
+Model exchange (docs/design.md §5.12) goes through here too, and solves nothing:
+:func:`plan_from_solution` makes the plan of an outside solver's solution of an exported model,
+:func:`export_stage_models` writes the two stage models for an outside stage-1 optimum.
+
 Layering (docs/design.md §8): this module imports :mod:`formulations` only inside
 :func:`plan`, so the validator, the evaluator and everything that only reads plans never
 load a solver.
