@@ -56,7 +56,6 @@ import numpy as np
 from formulations.backends import (
     Backend,
     BackendUnavailable,
-    FeatureUnsupported,
     ObjectiveName,
     SolveParams,
     SolverResult,
@@ -66,6 +65,7 @@ from formulations.column_generation import column_generation_result
 from formulations.ir import LinearModel
 from formulations.lp_rounding import lp_guided_allocations
 from formulations.round_model import ENERGY_ROW, PROGRESS_ROW, RoundModel, build_round_model
+from formulations.stage_export import StageExport
 from formulations.watchdog import run_with_deadline
 from planner.assemble import Allocation, SolveInfo, assemble_plan
 from planner.domain import Instance, Objective
@@ -275,11 +275,10 @@ def solve_round(inst: Instance, req: PlanRequest, started_at: float) -> Plan:
     rm = build_round_model(inst)
     objective: Objective = req.objective or inst.round.objective
     report = SolveReport(model=_model_stats(rm, time.perf_counter() - build_begin))
-    if req.export_model is not None:
-        if not backend.features.export:
-            raise FeatureUnsupported(f"the {backend.name} backend cannot export a model")
-        backend.export(rm.lm, OBJECTIVE_VECTOR[objective], objective == "progress", req.export_model)
-    session = _Session(inst, rm, backend, req, clock, report)
+    export = StageExport(backend, req.export_model, inst) if req.export_model is not None else None
+    if export is not None:
+        export.first(rm.lm)  # stage 2 is written where its model is built (formulations/stage_export.py)
+    session = _Session(inst, rm, backend, req, clock, report, export=export)
     session.add_heuristic("greedy", greedy_allocations)
     if objective == "energy":
         return session.energy_objective("energy")
@@ -307,6 +306,7 @@ class _Session:
     lp_bound: float | None = None
     core: np.ndarray | None = None
     first_heuristic: str | None = None
+    export: StageExport | None = None
 
     def add_heuristic(self, name: str, make: Callable[[Instance], list[Allocation]]) -> None:
         """Compute a heuristic plan and remember it with its progress."""
@@ -553,6 +553,8 @@ class _Session:
         p1 = float(lm.objectives["progress"] @ first.values)
         floor = (1 - LEXICOGRAPHIC_TOLERANCE) * p1
         second_lm = lm.with_row(lm.objectives["progress"], floor, math.inf, PROGRESS_ROW, "progress")
+        if self.export is not None:
+            self.export.second(second_lm, "energy", p1)
         second = self.stage("min_energy_at_progress", second_lm, "energy", SECOND_STAGE_SHARE, first.values)
         chosen = first.values
         if second.has_solution and second.values is not None and second_lm.is_feasible(second.values):
@@ -593,6 +595,8 @@ class _Session:
         target = (1 - self.inst.round.delta) * p_star
         self.report.progress_target = ProgressTarget(p_star, p_solver, p_greedy, self.inst.round.delta, target)
         target_lm = lm.with_row(lm.objectives["progress"], target, math.inf, PROGRESS_ROW, "progress")
+        if self.export is not None:
+            self.export.second(target_lm, vector, p_star)
         energy = lm.objectives[vector]
         objective: Objective = "energy" if vector == "energy" else "efficiency"
         hints = [best_values] if best_values is not None else []

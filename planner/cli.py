@@ -23,7 +23,7 @@ import typer
 from rich.console import Console
 
 from planner import defaults
-from planner.problems import InputError, Problem
+from planner.problems import InputError, Problem, SolutionRejected
 from planner.request import DEFAULT_REQUEST, REPLAY_REQUEST, PlanRequest
 
 if TYPE_CHECKING:
@@ -212,7 +212,22 @@ def plan(
     export_model: Annotated[
         Path | None,
         typer.Option(
-            help="Also write the model as FILE.mps or FILE.lp for outside solvers (cbc, highs, scip, ortools-cbc)."
+            help="Also write the model for outside solvers: stage 1 to FILE.mps (or .lp), stage 2 to "
+            "FILE.stage2.mps with the progress floor the planner used (solvers cbc, highs, scip, ortools-cbc)."
+        ),
+    ] = None,
+    stage2_progress: Annotated[
+        float | None,
+        typer.Option(
+            help="With --export-model: write both stage models and no plan; stage 2's progress floor "
+            "(row progress_floor) taken from this stage-1 optimum P of your own solver."
+        ),
+    ] = None,
+    from_solution: Annotated[
+        Path | None,
+        typer.Option(
+            help="Make the plan from an outside solver's solution of an exported model (CBC -solution, "
+            "HiGHS writeSolution or SCIP writeSol file) instead of solving; status feasible."
         ),
     ] = None,
     lp_bound: Annotated[
@@ -250,6 +265,12 @@ def plan(
     problems = request_problems(request)
     if budget_j is not None and power_cap_w is not None:
         problems.append(Problem("conflicting-options", "--budget-j", "give --budget-j or --power-cap-w"))
+    if from_solution is not None and (export_model is not None or stage2_progress is not None):
+        problems.append(
+            Problem("conflicting-options", "--from-solution", "solves nothing: drop --export-model, --stage2-progress")
+        )
+    if stage2_progress is not None and export_model is None:
+        problems.append(Problem("bad-option", "--stage2-progress", "needs --export-model FILE"))
     if problems:
         raise InputError("options", problems)
     source = instance or default_instance()
@@ -258,12 +279,22 @@ def plan(
     planned_inst = inst
     if override is not None:
         planned_inst = dataclasses.replace(inst, round=dataclasses.replace(inst.round, budget_j=override.budget_j))
+    if stage2_progress is not None:
+        written = planning.export_stage_models(planned_inst, request, stage2_progress)
+        out.print(f"models written (no plan): {', '.join(map(str, written))}")
+        return
     try:
-        with err.status(f"planning with {solver} (at most {time_limit:g} s)..."):
-            result = planning.plan(planned_inst, request, started_at)
+        if from_solution is not None:
+            result = planning.plan_from_solution(planned_inst, from_solution, request)
+        else:
+            with err.status(f"planning with {solver} (at most {time_limit:g} s)..."):
+                result = planning.plan(planned_inst, request, started_at)
         if override is not None:
             result = with_budget_override(result, override)
             checked(inst, result)  # the written plan passes against the instance file itself
+    except SolutionRejected as exc:
+        report_problems(exc.source, exc.problems, "solution rejected, no plan written")
+        raise typer.Exit(ExitCode.FAILED) from None
     except InvalidPlanError as exc:
         report_problems(solver, exc.problems, "planner bug: invalid plan, not written")
         raise typer.Exit(ExitCode.FAILED) from None
@@ -276,6 +307,8 @@ def plan(
     if override is not None:
         out.print(override.describe())
     out.print(f"plan written to [bold]{out_path}[/] and validated against {source}")
+    if export_model is not None:
+        out.print(f"model written to {', '.join(map(str, planning.exported_model_files(export_model)))}")
 
 
 def budget_override(

@@ -20,10 +20,11 @@ The cluster is whole nodes of 8 GPUs, about ``N / jobs_per_node`` of them, split
 (:func:`planner.sweep_rounds.cluster_nodes`). The budget is ``budget_fraction`` of the
 cluster's full power over the round (``RoundOptions(budget_fraction=...)``).
 
-With ``mps`` each round's first-stage model (objective ``progress``, maximised) is also written
-as ``FAMILY-nN-bB-sS.mps`` by the HiGHS backend; a 10,000-job model is large, so it is off by
-default. The same options give byte-identical files and manifest on every run: nothing depends
-on the clock or on set order. Every file is written atomically.
+With ``mps`` each round's first-stage model (most progress under the budget) is also written as
+``FAMILY-nN-bB-sS.mps`` by :mod:`formulations.mps` (a minimisation of ``-progress``, like every
+wattplan MPS file); a 10,000-job model is large, so it is off by default. The same options give
+byte-identical files and manifest on every run: nothing depends on the clock or on set order.
+Every file is written atomically.
 """
 
 from __future__ import annotations
@@ -333,11 +334,15 @@ def manifest_text(rows: Sequence[dict[str, Any]], mps: bool) -> str:
 
 
 def export_mps(inst: Instance, path: Path) -> None:
-    """Write the round's first-stage model (objective ``progress``, maximised) as MPS with HiGHS."""
-    from formulations.backends import get_backend
+    """Write the round's first-stage model (most progress under the budget) with wattplan's one MPS writer.
+
+    The file is a minimisation of ``-progress`` (:mod:`formulations.mps`), like every export.
+    """
+    from formulations.mps import write_mps
     from formulations.round_model import build_round_model
 
-    get_backend("highs").export(build_round_model(inst).lm, "progress", True, path)
+    comment = "stage 1 (progress objective): most weighted progress under the energy budget"
+    write_mps(build_round_model(inst).lm, "progress", True, path, [comment])
 
 
 def sweep(

@@ -9,6 +9,10 @@ unknown or missing solver, or an export the solver cannot write is an
 :class:`~planner.problems.InputError` naming the option. Whatever the path, the returned plan
 has passed the validator.
 
+Model exchange (docs/design.md §5.12) goes through here too, and solves nothing:
+:func:`plan_from_solution` makes the plan of an outside solver's solution of an exported model,
+:func:`export_stage_models` writes the two stage models for an outside stage-1 optimum.
+
 Layering (docs/design.md §8): this module imports :mod:`formulations` only inside
 :func:`plan`, so the validator, the evaluator and everything that only reads plans never
 load a solver.
@@ -19,6 +23,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import replace
+from pathlib import Path
 
 from planner.assemble import SolveInfo, assemble_plan
 from planner.domain import Instance
@@ -66,6 +71,18 @@ def _solver_problems(request: PlanRequest) -> list[Problem]:
     return problems
 
 
+def _round_problems(request: PlanRequest) -> list[Problem]:
+    """Problems with what the request changes in the round: its objective and ``delta``."""
+    problems: list[Problem] = []
+    if request.delta is not None and not 0.0 <= request.delta < 1.0:
+        problems.append(Problem("bad-option", "delta (--delta)", f"must be in [0, 1), got {request.delta}"))
+    if request.objective not in (None, "progress", "energy", "efficiency"):
+        problems.append(
+            Problem("bad-option", "objective", f"must be progress, energy or efficiency, got {request.objective!r}")
+        )
+    return problems
+
+
 def request_problems(request: PlanRequest) -> list[Problem]:
     """Every value of ``request`` outside its range (see :class:`~planner.request.PlanRequest`)."""
     problems: list[Problem] = []
@@ -79,12 +96,7 @@ def request_problems(request: PlanRequest) -> list[Problem]:
         problems.append(Problem("bad-option", "threads (--threads)", f"must be >= 1, got {request.threads}"))
     if request.seed < 0:
         problems.append(Problem("bad-option", "seed (--seed)", f"must be >= 0, got {request.seed}"))
-    if request.delta is not None and not 0.0 <= request.delta < 1.0:
-        problems.append(Problem("bad-option", "delta (--delta)", f"must be in [0, 1), got {request.delta}"))
-    if request.objective not in (None, "progress", "energy", "efficiency"):
-        problems.append(
-            Problem("bad-option", "objective", f"must be progress, energy or efficiency, got {request.objective!r}")
-        )
+    problems += _round_problems(request)
     path = request.export_model
     if path is not None and path.suffix not in EXPORT_SUFFIXES:
         problems.append(Problem("bad-option", "export_model (--export-model)", "the file must end in .mps or .lp"))
@@ -104,6 +116,15 @@ def greedy_plan(instance: Instance) -> Plan:
     return checked(instance, result)
 
 
+def _as_requested(instance: Instance, request: PlanRequest) -> Instance:
+    """``instance`` with the request's objective and ``delta`` when it sets them."""
+    if request.objective is not None and request.objective != instance.round.objective:
+        instance = replace(instance, round=replace(instance.round, objective=request.objective))
+    if request.delta is not None and request.delta != instance.round.delta:
+        instance = replace(instance, round=replace(instance.round, delta=request.delta))
+    return instance
+
+
 def plan(instance: Instance, request: PlanRequest = DEFAULT_REQUEST, started_at: float | None = None) -> Plan:
     """Plan one round of ``instance`` as ``request`` asks; the plan has passed the validator.
 
@@ -116,12 +137,58 @@ def plan(instance: Instance, request: PlanRequest = DEFAULT_REQUEST, started_at:
     problems = request_problems(request)
     if problems:
         raise InputError("options", problems)
-    if request.objective is not None and request.objective != instance.round.objective:
-        instance = replace(instance, round=replace(instance.round, objective=request.objective))
-    if request.delta is not None and request.delta != instance.round.delta:
-        instance = replace(instance, round=replace(instance.round, delta=request.delta))
+    instance = _as_requested(instance, request)
     if request.solver == GREEDY:
         return greedy_plan(instance)
     from formulations.solve import solve_round
 
     return solve_round(instance, request, started_at)
+
+
+def plan_from_solution(instance: Instance, solution: Path, request: PlanRequest = DEFAULT_REQUEST) -> Plan:
+    """The validated plan of an outside solver's solution of a model exported for ``instance`` (``--from-solution``).
+
+    ``solution``: a CBC, HiGHS or SCIP solution file of either stage's export (the format is
+    read from the content). Only the request's objective and ``delta`` matter (the plan's
+    objective value); nothing is solved. The plan's status is ``feasible`` and its solver
+    ``external:<format>``. Raises :class:`~planner.problems.SolutionRejected` for a file that
+    gives no usable plan (each problem names the file, line and column or row), ``InputError``
+    for a bad request and ``FileNotFoundError`` for a missing file.
+    """
+    problems = _round_problems(request)
+    if problems:
+        raise InputError("options", problems)
+    from formulations.external_plan import external_plan
+
+    return external_plan(_as_requested(instance, request), solution)
+
+
+def export_stage_models(instance: Instance, request: PlanRequest, stage1_progress: float) -> list[Path]:
+    """Write both stage models to ``request.export_model`` and its ``.stage2`` sibling, without solving.
+
+    Stage 2's progress floor is the planner's share of ``stage1_progress``, the stage-1 optimum an
+    outside solver found (``--stage2-progress``): ``(1 - 1e-6) P1`` for ``progress``,
+    ``(1 - delta) P*`` otherwise. Returns the files written.
+    """
+    problems = request_problems(request)
+    if request.export_model is None:
+        problems.append(Problem("bad-option", "stage2_progress (--stage2-progress)", "needs --export-model FILE"))
+    if not (math.isfinite(stage1_progress) and stage1_progress >= 0):
+        problems.append(
+            Problem("bad-option", "stage2_progress (--stage2-progress)", f"must be >= 0, got {stage1_progress}")
+        )
+    if problems or request.export_model is None:
+        raise InputError("options", problems)
+    from formulations.backends import get_backend
+    from formulations.round_model import build_round_model
+    from formulations.stage_export import export_stages
+
+    model = build_round_model(_as_requested(instance, request))
+    return export_stages(get_backend(request.solver), model, request.export_model, stage1_progress)
+
+
+def exported_model_files(path: Path) -> list[Path]:
+    """The stage files an export to ``path`` leaves, stage 1 first: ``x.mps`` and ``x.stage2.mps`` where present."""
+    from formulations.stage_export import stage2_path
+
+    return [p for p in (path, stage2_path(path)) if p.exists()]

@@ -42,6 +42,15 @@ class InputError(Exception):
         super().__init__(f"{source}: {len(self.problems)} problem(s)\n{lines}")
 
 
+class SolutionRejected(InputError):
+    """An outside solver's solution file gives no usable plan; ``source`` is the file.
+
+    Not a solution in a known format, no solution in it, unknown or missing columns, broken
+    bounds, integrality or rows. The command line exits 1 for it (the command was well formed,
+    the answer it was given is not), where other :class:`InputError` problems exit 2.
+    """
+
+
 MAX_REPORTED_PROBLEMS = 500
 """Most problems one check reports: a hostile file could otherwise yield millions (and a table no one reads)."""
 

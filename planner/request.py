@@ -31,8 +31,8 @@ class PlanRequest:
     * ``lp_bound``: solve the LP relaxation first with ``lp_solver`` (the reported bound and
       the LP-rounded start plan);
     * ``warm_start``: offer the running jobs' current configurations as a start;
-    * ``export_model``: also write the first-stage model to this ``.mps`` or ``.lp`` file
-      (the solver must be able to export).
+    * ``export_model``: also write the stage models: stage 1 to this ``.mps`` or ``.lp`` file,
+      stage 2 beside it (``x.stage2.mps``; docs/design.md §5.12). The solver must be able to export.
     """
 
     solver: str = "cbc"

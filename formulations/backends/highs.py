@@ -21,6 +21,7 @@ from formulations.backends.base import (
 from formulations.conditioning import absolute_gap, condition
 from formulations.ir import LinearModel
 from formulations.lagrangian import dual_bound
+from formulations.mps import write_mps
 
 PRIMAL_SIMPLEX = 4
 """HiGHS's ``simplex_strategy`` value for the primal simplex, used for LP relaxations: 1.5 s
@@ -150,7 +151,10 @@ class HighsBackend:
         )
 
     def export(self, lm: LinearModel, objective: ObjectiveName, maximize: bool, path: Path) -> None:
-        """Write the model as MPS or LP (by the file's suffix) with readable names, atomically."""
+        """Write the model as MPS (:mod:`formulations.mps`) or LP (HiGHS's writer) by the suffix, atomically."""
+        if Path(path).suffix == ".mps":
+            write_mps(lm, objective, maximize, Path(path))  # the one MPS format of every backend
+            return
         h = self._solver(SolveParams())
         model = highs_lp(lm, lm.objectives[objective], maximize, relax=False)
         model.col_names_, model.row_names_ = lm.export_names()

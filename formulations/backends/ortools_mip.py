@@ -47,6 +47,7 @@ from formulations.backends.base import (
 from formulations.conditioning import condition
 from formulations.ir import LinearModel
 from formulations.lagrangian import dual_bound
+from formulations.mps import write_mps
 
 INSTALL_HINT = "pip install ortools==9.15.6755"
 MIN_SOLVER_S = 0.1
@@ -255,7 +256,10 @@ class OrtoolsCbcBackend:
         )
 
     def export(self, lm: LinearModel, objective: ObjectiveName, maximize: bool, path: Path) -> None:
-        """Write the model as MPS or LP (by the file's suffix) with readable names, atomically."""
+        """Write the model as MPS (:mod:`formulations.mps`) or LP (OR-Tools' writer) by the suffix, atomically."""
+        if Path(path).suffix == ".mps":
+            write_mps(lm, objective, maximize, Path(path))  # the one MPS format of every backend
+            return
         solver = self._solver(lp=False)
         proto = model_proto(lm, lm.objectives[objective], maximize, relax=False)
         col_names, row_names = lm.export_names()
@@ -265,13 +269,8 @@ class OrtoolsCbcBackend:
             row.name = name
         proto.name = "wattplan_round"
         self._load(solver, proto, keep_names=True)
-        path = Path(path)
-        text = (
-            solver.ExportModelAsMpsFormat(fixed_format=False, obfuscate=False)
-            if path.suffix == ".mps"
-            else solver.ExportModelAsLpFormat(obfuscate=False)
-        )
-        with atomic_target(path) as tmp:
+        text = solver.ExportModelAsLpFormat(obfuscate=False)
+        with atomic_target(Path(path)) as tmp:
             tmp.write_text(text)
 
 

@@ -23,6 +23,7 @@ from formulations.backends.base import (
 from formulations.conditioning import absolute_gap, condition
 from formulations.ir import LinearModel
 from formulations.lagrangian import dual_bound
+from formulations.mps import write_mps
 
 CBC = "PULP_CBC_CMD"
 """PuLP's name of its bundled CBC binary (the ``cbc`` backend)."""
@@ -182,14 +183,12 @@ class PulpBackend:
         return SolverResult(status_name, values=values, objective=value, bound=bound, solve_s=elapsed, message=status)
 
     def export(self, lm: LinearModel, objective: ObjectiveName, maximize: bool, path: Path) -> None:
-        """Write the model as MPS or LP (by the file's suffix) with readable column names, atomically."""
+        """Write the model as MPS (:mod:`formulations.mps`) or LP (PuLP's writer) by the suffix, atomically."""
+        if Path(path).suffix == ".mps":
+            write_mps(lm, objective, maximize, Path(path))  # the one MPS format of every backend
+            return
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeprecationWarning)
             prob, _ = self._problem(lm, objective, maximize, relax=False, readable=True)
         with atomic_target(Path(path)) as tmp:
-            if tmp.suffix == ".mps":
-                # OBJSENSE as a section: PuLP's default writes the sense as a comment, and other
-                # readers then minimise a maximisation model.
-                prob.writeMPS(str(tmp), with_objsense=True)
-            else:
-                prob.writeLP(str(tmp))
+            prob.writeLP(str(tmp))

@@ -36,6 +36,7 @@ from formulations.backends.base import (
 )
 from formulations.conditioning import absolute_gap, condition
 from formulations.ir import LinearModel
+from formulations.mps import write_mps
 
 INSTALL_HINT = "pip install 'pyscipopt>=6.3,<7'"
 MIN_SOLVER_S = 0.1
@@ -189,7 +190,10 @@ class ScipBackend:
         )
 
     def export(self, lm: LinearModel, objective: ObjectiveName, maximize: bool, path: Path) -> None:
-        """Write the model as MPS or LP (by the file's suffix) with readable names, atomically."""
+        """Write the model as MPS (:mod:`formulations.mps`) or LP (SCIP's writer) by the suffix, atomically."""
+        if Path(path).suffix == ".mps":
+            write_mps(lm, objective, maximize, Path(path))  # the one MPS format of every backend
+            return
         self._require()
         model, _ = scip_model(lm, lm.objectives[objective], maximize, relax=False, names=lm.export_names())
         with atomic_target(Path(path)) as tmp:
