@@ -14,8 +14,6 @@ The full-size audit (30-2,000 jobs) is ``benchmarks/bound_audit.sh`` (benchmarks
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
