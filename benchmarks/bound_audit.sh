@@ -8,10 +8,13 @@ out=${1:?usage: bound_audit.sh OUT [SIZES] [TIME_LIMIT] [SOLVERS]}
 sizes=${2:-30,60,500,2000}
 limit=${3:-20}
 solvers=${4:-cbc,highs,cpsat,scip,ortools-cbc}
-wattplan=${WATTPLAN:-wattplan}
+here=$(cd "$(dirname "$0")/.." && pwd)
+venv_bin="$here/.venv/bin"
+wattplan=${WATTPLAN:-$( [ -x "$venv_bin/wattplan" ] && echo "$venv_bin/wattplan" || echo wattplan )}
+python=${PYTHON:-$( [ -x "$venv_bin/python" ] && echo "$venv_bin/python" || echo python3 )}
 for family in trace sampled long; do
   "$wattplan" instance sweep --family "$family" --sizes "$sizes" --budgets 0.3,0.6 --out "$out/sets/$family"
   "$wattplan" bench "$out/sets/$family" --solvers "$solvers" --gap 1e-4 --time-limit "$limit" \
     --workers "${WORKERS:-1}" --quiet --out "$out/bench/$family"
 done
-python3 "$(dirname "$0")/bound_audit_table.py" "$out"/bench/*/runs.csv
+"$python" "$here/benchmarks/bound_audit_table.py" "$out"/bench/*/runs.csv

@@ -8,7 +8,7 @@ increment 1e-5, ...): on the raw model these are 1e-4 of the objective or more, 
 "optimal" meant "within its absolute tolerance", and a progress floor written in raw fractions
 could be missed by 1e-6 absolute, 1e-4 relative.
 
-The rule (docs/design.md §5.9), applied by every floating-point backend (HiGHS, SCIP, OR-Tools'
+The rule (docs/design.md §5.13), applied by every floating-point backend (HiGHS, SCIP, OR-Tools'
 CBC, PuLP's CBC) to the model it hands over, never to the model the planner evaluates:
 
 * every ``energy`` or ``progress`` row is multiplied by ``2^-k``, ``k = ceil(log2 max |a_r|)``,

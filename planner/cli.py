@@ -112,10 +112,12 @@ class TraceFormat(StrEnum):
     philly = "philly"
 
 
+SOLVERS_HELP = "scip, ortools-cbc, pulp:NAME (any PuLP solver, e.g. pulp:GUROBI_CMD) or greedy (no solver)."
 SOLVER_HELP = (
-    "cbc (default: fastest on the shipped rounds, see benchmarks/RESULTS.md), highs, cpsat, scip, ortools-cbc, "
-    "pulp:NAME (any PuLP solver, e.g. pulp:GUROBI_CMD) or greedy (no solver)."
+    "highs (default: its own bound proves every plan of the bound audit within the gap, benchmarks/RESULTS.md), "
+    "cbc (faster, but reports no bound of its own), cpsat, " + SOLVERS_HELP
 )
+REPLAY_SOLVER_HELP = "cbc (default: fastest to its plan; a replay reads no bound), highs, cpsat, " + SOLVERS_HELP
 TRACE_HELP = (
     "Gavel .trace file or Philly-derived CSV, or the name of a shipped trace "
     "(e.g. 6c71a0.trace, b436b2.trace, philly.csv)."
@@ -138,7 +140,7 @@ PowerCapOpt = Annotated[float | None, typer.Option(help="Power cap (W): a round'
 # Options shared by ``simulate`` and ``frontier``.
 ClusterOpt = Annotated[str, typer.Option(help="GPUs of each type, e.g. v100:32,p100:16 (whole nodes).")]
 EnergyBudgetOpt = Annotated[float | None, typer.Option(help="Energy budget over the replay (kWh), paced per round.")]
-ReplaySolverOpt = Annotated[str, typer.Option(help="wattplan's solver: " + SOLVER_HELP)]
+ReplaySolverOpt = Annotated[str, typer.Option(help="wattplan's solver: " + REPLAY_SOLVER_HELP)]
 ReplayTimeLimitOpt = Annotated[float, typer.Option(help="wattplan's seconds per round (> 0).")]
 MaxJobsOpt = Annotated[int | None, typer.Option(help="Replay the first N jobs (by arrival) of the window.")]
 StartSOpt = Annotated[float | None, typer.Option(help="Window start: jobs arriving from here (trace s).")]

@@ -9,6 +9,7 @@ from rich.table import Table
 
 from planner.plan import Plan
 from planner.problems import Problem
+from planner.solve_report import StageRecord
 
 
 def problems_table(problems: Sequence[Problem], title: str) -> Table:
@@ -63,6 +64,16 @@ def plan_table(plan: Plan, max_rows: int = 60) -> Table:
     return table
 
 
+def _stage_summary(stage: StageRecord) -> str:
+    """``name: status, gap G`` with the gap to the stage's own bound, or ``no bound of its own``."""
+    if stage.status == "skipped":
+        return f"{stage.stage}: skipped"
+    if stage.objective is None or stage.bound is None:
+        return f"{stage.stage}: {stage.status} (the solver's word, no bound of its own)"
+    gap = abs(stage.bound - stage.objective) / max(abs(stage.objective), 1e-9)
+    return f"{stage.stage}: {stage.status}, gap {gap:.3%}"
+
+
 def summary_table(plan: Plan) -> Table:
     """The round's summary: energy (MJ) against the budget, GPUs and nodes used, progress, objective, solver, model."""
     r = plan.round
@@ -80,8 +91,10 @@ def summary_table(plan: Plan) -> Table:
     )
     table.add_row("solver", f"{r.solver} ({r.status}) in {r.solve_s:.2f} s")
     report = r.report
+    if report.stages:
+        table.add_row("stages", "; ".join(_stage_summary(s) for s in report.stages))
     if report.lp_bound is not None:
-        table.add_row("LP bound", f"{report.lp_bound:.6g} (relaxation of the same model)")
+        table.add_row("LP bound", f"{report.lp_bound:.6g} (relaxation of the same model, proven from its duals)")
     if report.heuristics:
         parts = [f"{name} {_fmt(h.progress)}" for name, h in report.heuristics.items()]
         start = f"; solver started from {report.start}" if report.start else ""

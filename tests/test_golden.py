@@ -30,13 +30,20 @@ from planner.validate import validate_plan
 SOLVERS = ["cpsat", "highs", "cbc", "scip", "ortools-cbc"]
 solvers = pytest.mark.parametrize("solver", SOLVERS)
 PROVING = {name for name in SOLVERS if backend_features(name).bound}
-"""Backends that report a dual bound of their own; the two CBCs report none (docs/design.md §5.9), so
+"""Backends that report a dual bound of their own; the two CBCs report none (docs/design.md §5.13), so
 without an LP bound their plans cannot be proven."""
 
 
 def assert_verdict(plan: Plan, solver: str) -> None:
-    """``optimal`` exactly when the backend proved it: never a claim without a bound."""
+    """``optimal`` exactly when the backend proved it: never a claim without a bound, never a bound the plan beats.
+
+    Called after the plan was checked against the hand-computed optimum, so a bound past the plan's value
+    would be a bound past the optimum.
+    """
     r = plan.round
+    if r.bound is not None and r.objective_value is not None:
+        beaten = r.objective_value - r.bound if r.objective == "progress" else r.bound - r.objective_value
+        assert beaten <= 1e-6 * max(abs(r.objective_value), 1e-9), (r.bound, r.objective_value)
     if solver in PROVING:
         assert r.status == "optimal", r.report
     else:

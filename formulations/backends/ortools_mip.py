@@ -197,7 +197,7 @@ class OrtoolsCbcBackend:
         No MIP bound is reported: CBC prunes every node that cannot beat its incumbent by more
         than the relative gap (or, at gap 0, its cutoff increment) and then reports the incumbent
         as its best bound (seen: a "bound" 1.9e-5 below a valid plan at ``rel_gap`` 1e-4), so
-        the strategy proves one instead (docs/design.md §5.9). For an LP the bound is the
+        the strategy proves one instead (docs/design.md §5.13). For an LP the bound is the
         Lagrangian bound of CLP's row duals (:func:`formulations.lagrangian.dual_bound`).
 
         ``params.time_limit_s`` covers the whole call: the solver's own limit is what the

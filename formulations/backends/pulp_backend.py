@@ -126,7 +126,7 @@ class PulpBackend:
 
         No MIP bound is reported: PuLP passes no dual bound on (CBC prints one to three
         significant digits), and a bound derived from the gap tolerance would be no proof; the
-        strategy proves one (docs/design.md §5.9). An LP relaxation's bound is the Lagrangian
+        strategy proves one (docs/design.md §5.13). An LP relaxation's bound is the Lagrangian
         bound of the solver's row duals when PuLP reads them back.
         """
         if not self.is_available():
