@@ -6,7 +6,12 @@ two checks recomputed here from the evaluated objectives (not from the `wrong` c
 * bound excess: the largest `(v_best - bound) / |v_best|` over instances (maximising; the mirror when
   minimising), `v_best` the best evaluated objective of any valid run; positive = a bound below a valid plan;
 * optimal shortfall: the largest `(v_best - v) / |v_best|` over the run's `optimal` plans; above the
-  requested gap (+1e-6) = an `optimal` that is not.
+  requested gap (+1e-6) = an `optimal` that is not;
+* own bound: runs whose *own* reported bound puts their plan within the requested gap (`gap <= rel_gap + 1e-6`),
+  and the worst own gap: what a user of that solver sees in the plan;
+* mean time: the planning call (s).
+
+Runs.csv files of an older wattplan (no `wrong`, `valid` columns) are read too: no run of theirs is wrong or invalid.
 
 Usage: python benchmarks/bound_audit_table.py RUNS.csv [RUNS.csv ...]
 """
@@ -42,8 +47,15 @@ def audit(frame: pd.DataFrame) -> pd.DataFrame:
             "bound_excess": -math.inf,
             "optimal_shortfall": -math.inf,
             "gap_ref_max": 0.0,
+            "own_within": 0,
+            "own_gap_max": 0.0,
+            "time_sum": 0.0,
         }
     )
+    frame = frame.copy()
+    for column in ("wrong", "valid"):
+        if column not in frame:
+            frame[column] = ""
     for _, inst in frame.groupby("instance_sha256"):
         maximize = inst["sense"].iloc[0] == "max"
         valid = inst[(inst["valid"].astype(str) != "False") & inst["objective"].notna()]
@@ -61,6 +73,10 @@ def audit(frame: pd.DataFrame) -> pd.DataFrame:
             )
             if gap_ref is not None:
                 row["gap_ref_max"] = max(row["gap_ref_max"], gap_ref)
+            own = _num(r["gap"])
+            row["own_within"] += own is not None and own <= gap + TOL
+            row["own_gap_max"] = max(row["own_gap_max"], 1.0 if own is None else own)
+            row["time_sum"] += _num(r["time_s"]) or 0.0
             if best is None:
                 continue
             scale = max(abs(best), 1e-12)
@@ -92,14 +108,15 @@ def main() -> None:
         table = audit(frame)
         print(f"\n### {family}: {frame['instance_sha256'].nunique()} rounds\n")
         print("| solver | runs | optimal | solved | wrong | worst bound excess | worst optimal shortfall |", end="")
-        print(" max gap_ref |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        print(" max gap_ref | own bound within gap | worst own gap | mean time (s) |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for solver, r in table.iterrows():
             be = "none" if r["bound_excess"] == -math.inf else f"{r['bound_excess']:.2e}"
             os_ = "none" if r["optimal_shortfall"] == -math.inf else f"{r['optimal_shortfall']:.2e}"
             print(
                 f"| {solver} | {int(r['runs'])} | {int(r['optimal'])} | {int(r['solved'])} | {int(r['wrong'])} "
-                f"| {be} | {os_} | {r['gap_ref_max']:.2e} |"
+                f"| {be} | {os_} | {r['gap_ref_max']:.2e} | {int(r['own_within'])} | {r['own_gap_max']:.2e} "
+                f"| {r['time_sum'] / r['runs']:.1f} |"
             )
 
 
