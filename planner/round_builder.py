@@ -33,6 +33,7 @@ from planner.domain import GpuType, Instance, Job, PairSlowdown, Profile, RoundS
 from planner.economics import full_power_w
 from planner.jsonio import read_json
 from planner.problems import InputError, Problem
+from planner.profile_checks import library_problems
 from planner.traces import TraceJob, read_gavel_trace, read_philly_csv
 
 REFERENCE_GPU_TYPE = "v100"
@@ -140,9 +141,15 @@ def pair_key(p: PairSlowdown) -> PairKey:
 
 
 def library_from_doc(doc: Any, source: str) -> ProfileLibrary:
-    """A library from its ``wattplan.profiles/1`` document; optional keys go to the extras."""
+    """A library from its ``wattplan.profiles/1`` document; optional keys go to the extras.
+
+    ``InputError`` naming ``source`` (the file) with every problem of
+    :func:`planner.profile_checks.library_problems` unless the document passes them all.
+    """
     if not isinstance(doc, dict) or doc.get("schema") != "wattplan.profiles/1":
         raise InputError(source, [Problem("schema", "schema", "not a wattplan.profiles/1 file")])
+    if problems := library_problems(doc):
+        raise InputError(source, problems)
     profiles, pairs = [], []
     profile_extras: dict[ProfileKey, dict[str, Any]] = {}
     pair_extras: dict[PairKey, dict[str, Any]] = {}

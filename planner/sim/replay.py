@@ -137,6 +137,25 @@ def check_spec(spec: ReplaySpec) -> None:
         raise InputError("options", problems)
 
 
+def truth_coverage_problems(truth: ProfileLibrary, profiles: ProfileLibrary) -> list[Problem]:
+    """What ``truth`` lacks to replay plans made with ``profiles``: each job type and GPU type ``profiles`` has.
+
+    The replay reads every job's real rate and power from the truth, so a type missing there would
+    fail mid-replay; checked before round 1 instead.
+    """
+    problems = []
+    wanted = (
+        ("job type", "profiles", {p.type for p in profiles.profiles}, {p.type for p in truth.profiles}),
+        ("GPU type", "gpu_types", set(profiles.gpu_types), set(truth.gpu_types)),
+    )
+    for what, path, need, have in wanted:
+        if missing := sorted(need - have):
+            problems.append(
+                Problem("truth-missing-type", path, f"no {what}(s) {missing}, which the profiles library has")
+            )
+    return problems
+
+
 def prepare(spec: ReplaySpec, lib: ProfileLibrary | None = None) -> tuple[Workload, ClusterContext]:
     """The workload and the cluster context of ``spec`` (bad input raises :class:`InputError`)."""
     from planner.profile_build import DEFAULT_PROFILE_LIBRARY
@@ -148,6 +167,8 @@ def prepare(spec: ReplaySpec, lib: ProfileLibrary | None = None) -> tuple[Worklo
     real = library
     if spec.truth is not None:
         real = load_profile_library(spec.truth)
+        if problems := truth_coverage_problems(real, library):
+            raise InputError(str(spec.truth), problems)
         ctx = replace(ctx, truth=cluster_context(cluster, real, ctx.rules))
     # A Philly row gives a duration; its steps are what the job really did in it (the truth's rate).
     trace_jobs = read_trace(spec.trace, real, spec.fmt, spec.seed, spec.virtual_cluster)
