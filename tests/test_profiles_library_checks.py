@@ -151,3 +151,37 @@ def test_a_truth_missing_a_gpu_type_is_refused(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, [*SIM, *SIM_TAIL, "--truth", str(truth), "-o", str(tmp_path / "o")])
     assert result.exit_code == 2, result.output
     assert "v100_only.json" in result.output and "p100" in result.output
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--alpha", "nan"),
+        ("--alpha", "1.5"),
+        ("--cap", "nan"),
+        ("--cap", "inf"),
+        ("--cap", "0"),
+        ("--cap-spread", "nan"),
+        ("--cap-spread", "-1"),
+        ("--pair-factor", "100"),
+        ("--pair-factor", "nan"),
+        ("--idle-power-w", "inf"),
+        ("--node-power-w", "-1"),
+    ],
+)
+def test_truth_options_out_of_range_are_refused(tmp_path: Path, option: str, value: str) -> None:
+    out = tmp_path / "truth.json"
+    result = CliRunner().invoke(app, ["profiles", "truth", option, value, "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    assert option in result.output and "bad-option" in result.output
+    assert not out.exists()
+
+
+def test_a_truth_whose_pair_rates_leave_the_range_is_refused(tmp_path: Path) -> None:
+    """A prior pair rate of 1.2 times the largest pair factor, 1.5: 1.8, above 1.5; nothing written."""
+    prior = _write(tmp_path, _set("pairs", 0, rho_a=1.2), "prior.json")
+    out = tmp_path / "truth.json"
+    result = CliRunner().invoke(app, ["profiles", "truth", str(prior), "--pair-factor", "1.5", "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    assert "pairs[0].rho_a" in result.output and "prior.json" in result.output
+    assert not out.exists()

@@ -32,12 +32,14 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from planner.jsonio import read_json
 from planner.problems import InputError, Problem
+from planner.profile_checks import MAX_GPU_POWER_W, MAX_PAIR_RATE, library_problems
 from planner.round_builder import library_from_doc
 
 
@@ -67,21 +69,38 @@ def family_factor(job_type: str, spread: float) -> float:
     return float(2.0 ** (spread * h))
 
 
+MAX_ALPHA = 1.0
+"""Largest ``alpha``: at 1, ``S(n) = 1`` (no gain from more GPUs); more would mean a slowdown, which the
+speedup's floor of 1 hides."""
+MAX_CAP = 1024.0
+"""Largest speedup ceiling: no job in the library runs on more than a few hundred GPUs."""
+MAX_CAP_SPREAD = 8.0
+"""Largest ``cap_spread``: a family's ceiling varies by at most ``2 ** 8`` either way."""
+
+
 def params_problems(p: TruthParams) -> list[Problem]:
-    """Every parameter out of range, named by its command-line option."""
+    """Every parameter that is not finite or out of its range, named by its command-line option.
+
+    Ranges: ``--alpha`` [0, 1]; ``--cap`` (0, 1024]; ``--pair-factor`` (0, 1.5] (a truth's pair rate
+    is at most 1.5, :data:`planner.profile_checks.MAX_PAIR_RATE`); ``--idle-power-w`` [0, 5000] W and
+    ``--node-power-w`` [0, 100000] W; ``--cap-spread`` [0, 8].
+    """
     checks = (
-        ("--alpha", p.alpha, False),
-        ("--cap", p.cap, True),
-        ("--pair-factor", p.pair_factor, True),
-        ("--idle-power-w", p.idle_power_w, False),
-        ("--node-power-w", p.node_power_w, False),
-        ("--cap-spread", p.cap_spread, False),
+        ("--alpha", p.alpha, 0.0, False, MAX_ALPHA),
+        ("--cap", p.cap, 0.0, True, MAX_CAP),
+        ("--pair-factor", p.pair_factor, 0.0, True, MAX_PAIR_RATE),
+        ("--idle-power-w", p.idle_power_w, 0.0, False, MAX_GPU_POWER_W),
+        ("--node-power-w", p.node_power_w, 0.0, False, 100_000.0),
+        ("--cap-spread", p.cap_spread, 0.0, False, MAX_CAP_SPREAD),
     )
-    return [
-        Problem("bad-option", name, f"must be {'> 0' if positive else '>= 0'}, got {value}")
-        for name, value, positive in checks
-        if value < 0 or (positive and value == 0)
-    ]
+    problems = []
+    for name, value, low, open_low, high in checks:
+        if not math.isfinite(value):
+            problems.append(Problem("bad-option", name, f"must be a finite number, got {value}"))
+        elif value < low or (open_low and value == low) or value > high:
+            bracket = "(" if open_low else "["
+            problems.append(Problem("bad-option", name, f"must be in {bracket}{low:g}, {high:g}], got {value}"))
+    return problems
 
 
 def truth_from_file(path: Path, params: TruthParams) -> dict[str, Any]:
@@ -90,7 +109,10 @@ def truth_from_file(path: Path, params: TruthParams) -> dict[str, Any]:
         raise InputError("options", problems)
     prior = read_json(Path(path))
     library_from_doc(prior, str(path))  # the schema check, with the file named
-    return truth_library(prior, params)
+    doc = truth_library(prior, params)
+    if problems := library_problems(doc):  # e.g. a pair rate above 1.5 from a prior's high rate
+        raise InputError(f"the truth of {path} with these options", problems)
+    return doc
 
 
 def speedup(n: int, p: TruthParams, job_type: str = "") -> float:
