@@ -7,6 +7,10 @@ one sample interleaved. With ``--format=csv`` the values carry the unit (``212.3
 ``,nounits`` they are bare (``212.35``); the header keeps the brackets either way. Columns may come in any
 order; names are matched case-insensitively without their unit.
 
+Units are applied (:mod:`planner.profiling.units`): a value's own suffix if written, else the header's, else
+the field's unit. Power columns may be in W, mW or kW (``power.draw [mW]``, ``212350 mW``: 212.35 W), clocks
+in MHz, GHz or kHz, memory in MiB, GiB or KiB; the samples hold W, MHz and MiB.
+
 Columns read (others, such as ``uuid``, ``pstate``, are read past):
 
 ==========================  =====================================================  ===========
@@ -34,8 +38,10 @@ Bad input, and what happens (each problem names ``line L`` and the column):
 * ``[N/A]``, ``[Not Supported]`` or another bracketed nvidia-smi marker in a required column: the row is
   skipped (``not-available``); in an optional column the value is unknown (``None``) and one
   ``not-available`` problem per column gives the count and the first line;
-* a value that is not a finite number, carries another unit than the header's, or is out of range
-  (negative power, utilisation above 100 %): the row is skipped (``bad-value``);
+* a header unit the field cannot have (``power.draw [dBm]``): :class:`InputError` (``unknown-unit``);
+* a value that is not a finite number, carries a unit the field cannot have, or is out of range after
+  conversion (power per GPU outside (0, 5000] W, utilisation above 100 %, a negative clock or memory): the
+  row is skipped (``bad-value``, naming the line and column);
 * a timestamp not after the previous kept sample of the same GPU (unsorted rows, a clock set back): the
   row is skipped (``unsorted-timestamp``); a clock set back thus skips every sample until the time passes
   the last kept one;
@@ -52,14 +58,24 @@ from __future__ import annotations
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
 from planner.jsonio import read_text
 from planner.problems import InputError, Problem, capped
+from planner.profile_checks import MAX_GPU_POWER_W
 from planner.profiling.points import file_sha256
+from planner.profiling.units import (
+    CLOCK_UNITS,
+    MEMORY_UNITS,
+    PERCENT_UNITS,
+    POWER_UNITS,
+    describe,
+    split_unit,
+    unit_factor,
+)
 
 JUMP_FACTOR = 10.0
 """A step longer than this many median steps of the GPU is a clock jump (a new segment)."""
@@ -78,6 +94,17 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "gpu_name": ("name",),
 }
 NUMERIC_FIELDS = ("power_w", "utilisation", "sm_clock_mhz", "power_limit_w", "max_limit_w", "memory_used_mib")
+UNITS: dict[str, Mapping[str, float]] = {
+    "power_w": POWER_UNITS,
+    "utilisation": PERCENT_UNITS,
+    "sm_clock_mhz": CLOCK_UNITS,
+    "power_limit_w": POWER_UNITS,
+    "max_limit_w": POWER_UNITS,
+    "memory_used_mib": MEMORY_UNITS,
+}
+"""The units each numeric field may be written in, with their factors to the field's unit."""
+POWER_FIELDS = ("power_w", "power_limit_w", "max_limit_w")
+"""Fields in W per GPU, each in (0, :data:`~planner.profile_checks.MAX_GPU_POWER_W`] after conversion."""
 TIME_FORMATS = ("%Y/%m/%d %H:%M:%S.%f", "%Y/%m/%d %H:%M:%S")
 _EPOCH = datetime(1970, 1, 1)
 
@@ -174,6 +201,11 @@ def _header(line: str, source: str) -> tuple[dict[str, int], dict[str, str | Non
                 positions[field] = seen[name]
                 units[field] = names[seen[name]][1]
                 break
+    for field, unit in units.items():
+        if field in UNITS and unit_factor(unit, UNITS[field]) is None:
+            column = names[positions[field]][0]
+            message = f"unit [{unit}] of {column} is not {describe(UNITS[field])}"
+            problems.append(Problem("unknown-unit", f"line 1, {column}", message))
     missing = [COLUMNS[f][0] for f in REQUIRED if f not in positions]
     if missing:
         message = (
@@ -192,14 +224,31 @@ def _is_marker(value: str) -> bool:
     return (v.startswith("[") and v.endswith("]")) or v.upper() == "N/A"
 
 
-def _number(value: str, unit: str | None) -> float:
-    """``"212.35 W"`` or ``"212.35"`` as 212.35 (the unit, if written, must be the header's); ValueError else."""
-    text = value.strip()
-    if unit and text.endswith(unit):
-        text = text[: -len(unit)].strip()
-    x = float(text)
-    if not math.isfinite(x) or x < 0:
-        raise ValueError(value)
+def _number(value: str, field: str, header_unit: str | None) -> float:
+    """``value`` in the field's unit (W, MHz, MiB, %): its own unit suffix if written, else the header's.
+
+    ``"212350 mW"`` under ``power.draw [W]`` is 212.35 W, ``"1.53 GHz"`` is 1530 MHz. ValueError (with the
+    reason) for an unknown unit, a value that is not a finite number, or out of the field's range: power
+    (W per GPU) in (0, 5000], utilisation in [0, 100] %, the others >= 0.
+    """
+    number, own_unit = split_unit(value)
+    unit = own_unit or header_unit
+    factor = unit_factor(unit, UNITS[field])
+    if factor is None:
+        raise ValueError(f"unit {unit!r} is not {describe(UNITS[field])}")
+    try:
+        x = float(number) * factor
+    except ValueError:
+        raise ValueError("not a number") from None
+    if not math.isfinite(x):
+        raise ValueError("not a finite number")
+    if field in POWER_FIELDS and not 0.0 < x <= MAX_GPU_POWER_W:
+        shown = f" (read as {unit})" if unit else ""
+        raise ValueError(f"{x:.6g} W per GPU{shown} is outside (0, {MAX_GPU_POWER_W:g}] W: wrong unit?")
+    if field == "utilisation" and not 0.0 <= x <= 100.0:
+        raise ValueError("not a number in [0, 100] %")
+    if x < 0:
+        raise ValueError("negative")
     return x
 
 
@@ -248,13 +297,9 @@ def _parse_row(
             markers.append(field)
             continue
         try:
-            x = _number(raw, units[field])
-            if field == "utilisation" and x > 100:
-                raise ValueError(raw)
-        except ValueError:
-            unit = units[field]
-            bound = "a number in [0, 100]" if field == "utilisation" else "a number >= 0"
-            message = f"{raw!r} is not {bound}" + (f" {unit}" if unit else "") + ": row skipped"
+            x = _number(raw, field, units[field])
+        except ValueError as exc:
+            message = f"{raw!r}: {exc}; row skipped"
             return Problem("bad-value", f"{where}, {COLUMNS[field][0]}", message), []
         values[field] = x / 100.0 if field == "utilisation" else x
     power_w = values.pop("power_w")

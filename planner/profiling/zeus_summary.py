@@ -10,6 +10,10 @@ the steps per epoch are ``S = ceil(N / b)`` for a training set of ``N`` samples 
 ``steps_per_epoch`` overrides ``S`` per (dataset, network, ``b``), ``dataset_sizes`` overrides ``N``).
 The file's highest ``power_limit`` is also a ``top_limit`` point (W).
 
+Units: Zeus writes W and s with no unit. A header ``average_power [mW]`` (or ``(mW)``) or a value suffix
+(``88934 mW``) is applied (power in W, mW or kW; time in s, ms, min or h; :mod:`planner.profiling.units`);
+power per GPU above 5,000 W after conversion is refused as a unit error (a mW summary read as W).
+
 Training-set sizes ``N`` (samples per epoch), with their sources:
 
 * ``imagenet``: 1,281,167 images (ILSVRC-2012 training set; Russakovsky et al., IJCV 2015);
@@ -41,7 +45,9 @@ from pathlib import Path
 from planner.jsonio import read_text
 from planner.problems import InputError, Problem, capped
 from planner.profile_build import ZeusRow, zeus_curves
+from planner.profile_checks import MAX_GPU_POWER_W
 from planner.profiling.points import MeasuredPoint, Provenance, file_sha256
+from planner.profiling.units import POWER_UNITS, TIME_UNITS, describe, split_header, split_unit, unit_factor
 
 COLUMNS = ("dataset", "network", "batch_size", "optimizer", "power_limit", "time_per_epoch", "average_power")
 DATASET_SIZES: Mapping[str, int] = {
@@ -53,6 +59,15 @@ DATASET_SIZES: Mapping[str, int] = {
     "sentiment140": 1_600_000,
 }
 Workload = tuple[str, str, int]  # (dataset, network, batch size)
+NUMBER_UNITS: Mapping[str, Mapping[str, float]] = {
+    "batch_size": {},
+    "power_limit": POWER_UNITS,
+    "time_per_epoch": TIME_UNITS,
+    "average_power": POWER_UNITS,
+}
+"""The units each numeric column may carry (in its header, ``average_power [mW]``, or its values)."""
+POWER_COLUMNS = ("power_limit", "average_power")
+"""Columns in W per GPU, each in (0, :data:`~planner.profile_checks.MAX_GPU_POWER_W`] after conversion."""
 
 
 def job_type_name(dataset: str, network: str, batch_size: int) -> str:
@@ -66,15 +81,49 @@ def gpu_type_from_file(path: Path) -> str | None:
     return stem.removeprefix("summary_power_").lower() if stem.startswith("summary_power_") else None
 
 
+def _cell_number(text: str, column: str, header_unit: str | None) -> tuple[float, str | None]:
+    """A numeric cell in the column's unit (W, s) and None; or NaN and why it is refused.
+
+    The cell's own unit suffix wins over the header's. ``batch_size`` and ``power_limit`` must be positive
+    integers (``power_limit`` after conversion to W), the others positive finite numbers; power (W per GPU)
+    at most :data:`~planner.profile_checks.MAX_GPU_POWER_W`.
+    """
+    number, own = split_unit(text)
+    unit = own or header_unit
+    factor = unit_factor(unit, NUMBER_UNITS[column])
+    if factor is None:
+        return math.nan, f"unit {unit!r} is not {describe(NUMBER_UNITS[column]) or 'allowed'}"
+    try:
+        x = float(number) * factor
+    except ValueError:
+        x = math.nan
+    integral = column in ("batch_size", "power_limit")
+    if not math.isfinite(x) or x <= 0 or (integral and not x.is_integer()):
+        return math.nan, f"must be {'a positive integer' if integral else 'a positive number'}"
+    if column in POWER_COLUMNS and x > MAX_GPU_POWER_W:
+        shown = f" (read as {unit})" if unit else " (read as W)"
+        return math.nan, f"{x:.6g} W per GPU{shown} is above {MAX_GPU_POWER_W:g} W: wrong unit?"
+    return x, None
+
+
 def _rows(path: Path) -> tuple[list[ZeusRow], list[int]]:
     """The parsed rows and their line numbers; ``InputError`` with every bad cell."""
     source = str(path)
     reader = csv.reader(io.StringIO(read_text(path)))
-    header = [c.strip() for c in next(reader, [])]
+    cells = [split_header(c) for c in next(reader, [])]
+    header = [name for name, _ in cells]
     if any(c not in header for c in COLUMNS):
         missing = ", ".join(c for c in COLUMNS if c not in header)
         raise InputError(source, [Problem("not-zeus-summary", "line 1", f"not a Zeus power summary: no {missing}")])
     col = {c: header.index(c) for c in COLUMNS}
+    units = {c: cells[col[c]][1] for c in NUMBER_UNITS}
+    bad_units = [
+        Problem("unknown-unit", f"line 1, {c}", f"unit [{u}] is not {describe(NUMBER_UNITS[c]) or 'allowed'}")
+        for c, u in units.items()
+        if u is not None and unit_factor(u, NUMBER_UNITS[c]) is None
+    ]
+    if bad_units:
+        raise InputError(source, bad_units)
     rows: list[ZeusRow] = []
     lines: list[int] = []
     problems: list[Problem] = []
@@ -87,19 +136,13 @@ def _rows(path: Path) -> tuple[list[ZeusRow], list[int]]:
             continue
         cell = {c: raw[col[c]].strip() for c in COLUMNS}
         bad = [c for c in ("dataset", "network") if not cell[c]]
+        problems += [Problem("bad-value", f"{where}, {c}", "must be non-empty, got ''") for c in bad]
         numbers: dict[str, float] = {}
-        for c in ("batch_size", "power_limit", "time_per_epoch", "average_power"):
-            try:
-                numbers[c] = float(cell[c])
-            except ValueError:
-                numbers[c] = math.nan
-            integral = c in ("batch_size", "power_limit")
-            if not math.isfinite(numbers[c]) or numbers[c] <= 0 or (integral and not numbers[c].is_integer()):
+        for c in NUMBER_UNITS:
+            numbers[c], why = _cell_number(cell[c], c, units[c])
+            if why:
+                problems.append(Problem("bad-value", f"{where}, {c}", f"{why}, got {cell[c]!r}"))
                 bad.append(c)
-        for c in bad:
-            kind = "a positive integer" if c in ("batch_size", "power_limit") else "a positive number"
-            what = "non-empty" if c in ("dataset", "network") else kind
-            problems.append(Problem("bad-value", f"{where}, {c}", f"must be {what}, got {cell[c]!r}"))
         if bad:
             continue
         rows.append(
