@@ -245,8 +245,8 @@ def plan(
     import dataclasses
 
     from planner import planning
-    from planner.instance_io import load_instance
-    from planner.plan import with_budget_override, write_plan
+    from planner.instance_io import instance_sha256, load_instance
+    from planner.plan import with_budget_override, with_instance_sha256, write_plan
     from planner.planning import request_problems
     from planner.report import plan_table, summary_table
     from planner.resources import default_instance
@@ -292,7 +292,7 @@ def plan(
             with err.status(f"planning with {solver} (at most {time_limit:g} s)..."):
                 result = planning.plan(planned_inst, request, started_at)
         if override is not None:
-            result = with_budget_override(result, override)
+            result = with_instance_sha256(with_budget_override(result, override), instance_sha256(inst))
             checked(inst, result)  # the written plan passes against the instance file itself
     except SolutionRejected as exc:
         report_problems(exc.source, exc.problems, "solution rejected, no plan written")
