@@ -12,6 +12,7 @@ from typing import Any
 
 from planner.domain import Instance, NodeGpus
 from planner.economics import job_outcome, node_energy_j, nodes_for, ordered_pair_rates, restarts
+from planner.instance_io import instance_sha256
 from planner.placement import PlacementRequest, place
 from planner.plan import Plan, PlannedJob, PlanRound, PlanStatus
 from planner.solve_report import SolveReport
@@ -153,5 +154,6 @@ def assemble_plan(
         solve_s=info.solve_s,
         report=info.report,
         extra=extra,
+        instance_sha256=instance_sha256(instance),
     )
     return Plan(round=summary, jobs=jobs)

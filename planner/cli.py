@@ -245,8 +245,8 @@ def plan(
     import dataclasses
 
     from planner import planning
-    from planner.instance_io import load_instance
-    from planner.plan import with_budget_override, write_plan
+    from planner.instance_io import instance_sha256, load_instance
+    from planner.plan import with_budget_override, with_instance_sha256, write_plan
     from planner.planning import request_problems
     from planner.report import plan_table, summary_table
     from planner.resources import default_instance
@@ -292,7 +292,7 @@ def plan(
             with err.status(f"planning with {solver} (at most {time_limit:g} s)..."):
                 result = planning.plan(planned_inst, request, started_at)
         if override is not None:
-            result = with_budget_override(result, override)
+            result = with_instance_sha256(with_budget_override(result, override), instance_sha256(inst))
             checked(inst, result)  # the written plan passes against the instance file itself
     except SolutionRejected as exc:
         report_problems(exc.source, exc.problems, "solution rejected, no plan written")
@@ -462,15 +462,53 @@ def diff(
     new_plan: Annotated[Path, typer.Argument(metavar="NEW_PLAN", help="The next round's plan.")],
     json_out: Annotated[Path | None, typer.Option("--json", help="Also write the actions as JSON to FILE.")] = None,
     fmt: Annotated[DiffFormat, typer.Option("--format", help="Print a table or the JSON document.")] = DiffFormat.table,
+    old_instance: Annotated[
+        Path | None, typer.Option(help="Instance OLD_PLAN is for: validate OLD_PLAN fully against it.")
+    ] = None,
+    new_instance: Annotated[
+        Path | None, typer.Option(help="Instance NEW_PLAN is for: validate NEW_PLAN fully against it.")
+    ] = None,
 ) -> None:
-    """The actions between two rounds (stop, resize, move, re-set, re-pair, start), so a launcher changes only those."""
+    """The actions between two rounds (stop, resize, move, re-set, re-pair, start), so a launcher changes only those.
+
+    Both plans are checked first (exit 1, nothing printed or written, if either fails): against their
+    instances when given, else by the checks that need no instance.
+    """
     import json
 
+    from rich.markup import escape
+
+    from planner.instance_io import load_instance
     from planner.jsonio import write_json_atomic
-    from planner.launch.diff import diff_plans, diff_table, diff_to_doc
+    from planner.launch.diff import diff_plans, diff_problems, diff_table, diff_to_doc
     from planner.plan import load_plan
 
-    result = diff_plans(load_plan(old_plan), load_plan(new_plan))
+    sides = [
+        (
+            old_plan,
+            "--old-instance",
+            load_plan(old_plan),
+            None if old_instance is None else load_instance(old_instance),
+        ),
+        (
+            new_plan,
+            "--new-instance",
+            load_plan(new_plan),
+            None if new_instance is None else load_instance(new_instance),
+        ),
+    ]
+    refused = False
+    for path, _, the_plan, inst in sides:
+        problems = diff_problems(the_plan, inst)
+        if problems:
+            report_problems(str(path), problems, "invalid plan, no diff")
+            refused = True
+    if refused:
+        raise typer.Exit(ExitCode.FAILED)
+    unchecked = [f"{path} (no {option})" for path, option, _, inst in sides if inst is None]
+    if unchecked:
+        err.print(f"checked without an instance, so not validated in full: {escape(', '.join(map(str, unchecked)))}")
+    result = diff_plans(sides[0][2], sides[1][2])
     doc = diff_to_doc(result)
     if json_out is not None:
         write_json_atomic(json_out, doc)

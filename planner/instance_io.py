@@ -8,6 +8,8 @@ JSON syntax, then structure (the shipped JSON Schema), then meaning
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 from typing import Any
 
@@ -201,6 +203,17 @@ def instance_to_doc(inst: Instance) -> dict:
             for p in inst.pairs
         ],
     }
+
+
+def instance_sha256(inst: Instance) -> str:
+    """The identity a plan records of its instance (``round.instance_sha256``, docs/design.md §7.2).
+
+    The SHA-256 (64 lowercase hex digits) of the canonical JSON of :func:`instance_to_doc`: keys
+    sorted, compact separators, UTF-8, non-ASCII kept. The same instance gives the same digest
+    whether it was read from a file (whatever the file's spacing or key order) or built in memory.
+    """
+    text = json.dumps(instance_to_doc(inst), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def write_instance(inst: Instance, path: Path) -> None:

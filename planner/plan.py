@@ -102,6 +102,9 @@ class PlanRound:
     extra: dict[str, Any] = field(default_factory=dict)
     budget_override: BudgetOverride | None = None
     """Set when ``budget_j`` was given in place of the instance's budget (None: ``budget_j`` is the instance's)."""
+    instance_sha256: str | None = None
+    """The identity of the instance the plan was made for (:func:`planner.instance_io.instance_sha256` of the
+    instance as given, before any budget override); None in plans written before it was recorded."""
 
     def notes(self) -> dict[PlanNote, str]:
         """Why the plan is not simply the solver's plan for its objective (see :data:`PlanNote`)."""
@@ -168,10 +171,12 @@ def plan_to_doc(plan: Plan) -> dict[str, Any]:
     }
     if r.budget_override is not None:
         round_doc["budget_override"] = r.budget_override.to_doc()
+    if r.instance_sha256 is not None:
+        round_doc["instance_sha256"] = r.instance_sha256
     return {"schema": SCHEMA_ID, "round": round_doc, "jobs": [_job_doc(j) for j in plan.jobs]}
 
 
-_OPTIONAL_ROUND_FIELDS = {"budget_override"}
+_OPTIONAL_ROUND_FIELDS = {"budget_override", "instance_sha256"}
 _ROUND_FIELDS = {f.name for f in fields(PlanRound)} - {"report", "extra"} - _OPTIONAL_ROUND_FIELDS
 
 
@@ -213,6 +218,7 @@ def parse_plan(doc: Any, source: str = "plan") -> Plan:
         report=report,
         extra={k: v for k, v in r.items() if k not in known and k not in REPORT_KEYS},
         budget_override=BudgetOverride.from_doc(r["budget_override"]) if "budget_override" in r else None,
+        instance_sha256=r.get("instance_sha256"),
     )
     return Plan(round=summary, jobs=tuple(_parse_job(j) for j in doc["jobs"]))
 
@@ -222,6 +228,11 @@ def with_budget_override(plan: Plan, override: BudgetOverride) -> Plan:
     if plan.round.budget_j != override.budget_j:
         raise ValueError(f"the plan's budget {plan.round.budget_j} J is not the override's {override.budget_j} J")
     return replace(plan, round=replace(plan.round, budget_override=override))
+
+
+def with_instance_sha256(plan: Plan, digest: str) -> Plan:
+    """``plan`` recording ``digest`` as the identity of its instance (``round.instance_sha256``)."""
+    return replace(plan, round=replace(plan.round, instance_sha256=digest))
 
 
 def load_plan(path: Path) -> Plan:

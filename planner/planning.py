@@ -28,7 +28,8 @@ from pathlib import Path
 from planner.assemble import SolveInfo, assemble_plan
 from planner.domain import Instance
 from planner.greedy import greedy_allocations
-from planner.plan import Plan
+from planner.instance_io import instance_sha256
+from planner.plan import Plan, with_instance_sha256
 from planner.problems import InputError, Problem
 from planner.request import DEFAULT_REQUEST, EXPORT_SUFFIXES, GREEDY, PlanRequest
 from planner.solve_report import HeuristicRecord, SolveReport
@@ -137,12 +138,13 @@ def plan(instance: Instance, request: PlanRequest = DEFAULT_REQUEST, started_at:
     problems = request_problems(request)
     if problems:
         raise InputError("options", problems)
+    digest = instance_sha256(instance)  # the instance as given, before the request's objective and delta
     instance = _as_requested(instance, request)
     if request.solver == GREEDY:
-        return greedy_plan(instance)
+        return with_instance_sha256(greedy_plan(instance), digest)
     from formulations.solve import solve_round
 
-    return solve_round(instance, request, started_at)
+    return with_instance_sha256(solve_round(instance, request, started_at), digest)
 
 
 def plan_from_solution(instance: Instance, solution: Path, request: PlanRequest = DEFAULT_REQUEST) -> Plan:
@@ -160,7 +162,8 @@ def plan_from_solution(instance: Instance, solution: Path, request: PlanRequest 
         raise InputError("options", problems)
     from formulations.external_plan import external_plan
 
-    return external_plan(_as_requested(instance, request), solution)
+    result = external_plan(_as_requested(instance, request), solution)
+    return with_instance_sha256(result, instance_sha256(instance))
 
 
 def export_stage_models(instance: Instance, request: PlanRequest, stage1_progress: float) -> list[Path]:

@@ -7,6 +7,7 @@ Every violation has a stable code:
 code                   violated rule
 =====================  ==========================================================================
 plan-schema            the plan document breaks ``plan.schema.json`` (raised while loading)
+instance-mismatch      the plan records another instance's ``round.instance_sha256`` than the one given
 round-mismatch         round index, duration or budget differ from the instance or its override
 unknown-job            the plan names a job the instance does not have
 duplicate-job          a job appears more than once
@@ -37,6 +38,17 @@ A plan made under a budget given in place of the instance's (``wattplan plan --p
 ``--budget-j``) declares it in ``round.budget_override``; it is checked against the instance with
 that budget in force (:func:`instance_as_planned`), energy included. A budget that differs from
 the instance's without such a declaration is a ``round-mismatch``.
+
+A plan records the identity of the instance it was made for in ``round.instance_sha256``
+(:func:`planner.instance_io.instance_sha256` of the instance as given, before any override); a
+plan that records one and is checked against another instance is an ``instance-mismatch``. Plans
+written before the field existed carry none and are checked as before.
+
+:func:`plan_problems` runs the checks that need no instance (a job listed twice, partners that
+do not name each other or hold other GPUs, a GPU index or node listed twice in one allocation, a
+placement of another size than ``gpus``, one GPU in two allocations, more nodes used than on, a
+claimed energy over the claimed budget); ``wattplan diff`` runs them on both plans when it is
+given no instances. :func:`validate_plan` runs them too, with every check that needs the instance.
 """
 
 from __future__ import annotations
@@ -48,6 +60,7 @@ from collections.abc import Iterator, Mapping
 
 from planner.domain import Instance
 from planner.evaluate import Evaluation, evaluate_plan, rho_of
+from planner.instance_io import instance_sha256
 from planner.plan import Plan, PlannedJob
 from planner.problems import Problem
 
@@ -68,6 +81,20 @@ def _same_budget(a: float | None, b: float | None) -> bool:
 def _joules(budget_j: float | None) -> str:
     """A budget for messages: ``"4.91991e+06 J"``, or ``"none"``."""
     return "none" if budget_j is None else f"{budget_j:.6g} J"
+
+
+def _check_identity(inst: Instance, plan: Plan) -> Iterator[Problem]:
+    """A plan that records its instance's digest must be checked against that instance (as given)."""
+    claimed = plan.round.instance_sha256
+    if claimed is None:
+        return
+    actual = instance_sha256(inst)
+    if claimed != actual:
+        yield Problem(
+            "instance-mismatch",
+            "round.instance_sha256",
+            f"the plan was made for instance {claimed[:12]}..., the instance given is {actual[:12]}...",
+        )
 
 
 def _check_override(inst: Instance, plan: Plan) -> Iterator[Problem]:
@@ -113,19 +140,26 @@ def _check_round(inst: Instance, plan: Plan) -> Iterator[Problem]:
         yield Problem("round-mismatch", "round.budget_j", f"{pr.budget_j} differs from the {whose} {r.budget_j}")
 
 
-def _check_membership(inst: Instance, plan: Plan) -> Iterator[Problem]:
+def _check_duplicates(plan: Plan) -> Iterator[Problem]:
+    """Every job at most once (no instance needed)."""
     counts = Counter(j.job_id for j in plan.jobs)
     reported: set[str] = set()
     for i, entry in enumerate(plan.jobs):
-        if not inst.has_job(entry.job_id):
-            yield Problem("unknown-job", f"jobs[{i}].job_id", f"no job {entry.job_id!r} in the instance")
-        elif counts[entry.job_id] > 1 and entry.job_id not in reported:
+        if counts[entry.job_id] > 1 and entry.job_id not in reported:
             reported.add(entry.job_id)
             yield Problem(
                 "duplicate-job", f"jobs[{i}].job_id", f"job {entry.job_id!r} appears {counts[entry.job_id]} times"
             )
+
+
+def _check_membership(inst: Instance, plan: Plan) -> Iterator[Problem]:
+    """Every plan job is an instance job, and every instance job is in the plan."""
+    listed = {j.job_id for j in plan.jobs}
+    for i, entry in enumerate(plan.jobs):
+        if not inst.has_job(entry.job_id):
+            yield Problem("unknown-job", f"jobs[{i}].job_id", f"no job {entry.job_id!r} in the instance")
     for job in inst.jobs:
-        if job.id not in counts:
+        if job.id not in listed:
             yield Problem("missing-job", "jobs", f"job {job.id!r} of the instance is neither run nor wait")
 
 
@@ -151,10 +185,19 @@ def _check_allocation(inst: Instance, i: int, e: PlannedJob) -> Iterator[Problem
         yield Problem("no-profile", path, f"no profile for {job.type!r} on {e.gpus} {g.name} GPUs at {e.setting}")
 
 
-def _check_pair(inst: Instance, i: int, e: PlannedJob, running: dict[str, PlannedJob]) -> Iterator[Problem]:
-    path = f"jobs[{i}].shares_with"
+def _mutual_partner(e: PlannedJob, running: Mapping[str, PlannedJob]) -> PlannedJob | None:
+    """The running job that ``e`` shares with and that shares with ``e`` (None: no such job)."""
     partner = running.get(e.shares_with or "")
     if partner is None or partner.job_id == e.job_id or partner.shares_with != e.job_id:
+        return None
+    return partner
+
+
+def _check_partner(i: int, e: PlannedJob, running: Mapping[str, PlannedJob]) -> Iterator[Problem]:
+    """Partners name each other and hold the same GPUs at the same setting (no instance needed)."""
+    path = f"jobs[{i}].shares_with"
+    partner = _mutual_partner(e, running)
+    if partner is None:
         yield Problem("pair-not-mutual", path, f"{e.shares_with!r} is not a running job that shares with {e.job_id!r}")
         return
     if (partner.gpu_type, partner.gpus, partner.setting) != (e.gpu_type, e.gpus, e.setting):
@@ -165,6 +208,14 @@ def _check_pair(inst: Instance, i: int, e: PlannedJob, running: dict[str, Planne
         yield Problem(
             "pair-mismatch", f"jobs[{i}].placement", f"{e.job_id!r} and {partner.job_id!r} are not on the same GPUs"
         )
+
+
+def _check_pair(inst: Instance, i: int, e: PlannedJob, running: Mapping[str, PlannedJob]) -> Iterator[Problem]:
+    """A mutual pair of instance jobs has a pair entry whose slowdowns reach ``min_pair_rate``."""
+    path = f"jobs[{i}].shares_with"
+    partner = _mutual_partner(e, running)
+    if partner is None or not inst.has_job(partner.job_id):
+        return
     rho = rho_of(inst, e, partner)
     if rho is None:
         yield Problem(
@@ -196,31 +247,39 @@ def _check_placement(
         return
     g = inst.gpu_type(gpu_name)
     nodes = node_names[g.name]
-    seen_nodes: set[str] = set()
-    total = 0
     for k, part in enumerate(e.placement):
-        if part.node not in nodes or part.node in seen_nodes:
-            yield Problem(
-                "placement-bad-node", f"{path}[{k}].node", f"{part.node!r} is not a {g.name} node (or is listed twice)"
-            )
-        seen_nodes.add(part.node)
-        bad = [x for x in part.gpu_indices if x >= g.gpus_per_node]
-        if bad or len(set(part.gpu_indices)) != len(part.gpu_indices):
+        if part.node not in nodes:
+            yield Problem("placement-bad-node", f"{path}[{k}].node", f"{part.node!r} is not a {g.name} node")
+        if any(x >= g.gpus_per_node for x in part.gpu_indices):
             yield Problem(
                 "placement-bad-index",
                 f"{path}[{k}].gpu_indices",
                 f"{list(part.gpu_indices)} on a {g.gpus_per_node}-GPU node",
             )
-        total += len(part.gpu_indices)
         if (e.gpus or 0) > g.gpus_per_node and len(set(part.gpu_indices)) != g.gpus_per_node:
             yield Problem("placement-split", f"{path}[{k}]", f"a {e.gpus}-GPU job must use whole nodes")
-    if total != e.gpus:
-        yield Problem("placement-size", path, f"places {total} GPUs for a {e.gpus}-GPU job")
     if (e.gpus or 0) <= g.gpus_per_node and len(e.placement) > 1:
         yield Problem("placement-split", path, f"a {e.gpus}-GPU job fits one node but spans {len(e.placement)}")
 
 
-def _check_shared_gpus(inst: Instance, plan: Plan) -> Iterator[Problem]:
+def _check_placement_shape(i: int, e: PlannedJob) -> Iterator[Problem]:
+    """No node or GPU index listed twice, and as many GPUs placed as ``gpus`` (no instance needed)."""
+    path = f"jobs[{i}].placement"
+    seen_nodes: set[str] = set()
+    total = 0
+    for k, part in enumerate(e.placement):
+        if part.node in seen_nodes:
+            yield Problem("placement-bad-node", f"{path}[{k}].node", f"{part.node!r} is listed twice")
+        seen_nodes.add(part.node)
+        if len(set(part.gpu_indices)) != len(part.gpu_indices):
+            yield Problem("placement-bad-index", f"{path}[{k}].gpu_indices", f"{list(part.gpu_indices)} repeats a GPU")
+        total += len(part.gpu_indices)
+    if total != e.gpus:
+        yield Problem("placement-size", path, f"places {total} GPUs for a {e.gpus}-GPU job")
+
+
+def _check_shared_gpus(plan: Plan) -> Iterator[Problem]:
+    """No GPU in two allocations that are not one pair; no more nodes used than on (no instance needed)."""
     owner: dict[tuple[str, int], frozenset[str]] = {}
     nodes_used: dict[str, set[str]] = {}
     for i, e in enumerate(plan.jobs):
@@ -292,15 +351,46 @@ def _check_claims(inst: Instance, plan: Plan, ev: Evaluation) -> Iterator[Proble
         )
 
 
+def _check_claimed_budget(plan: Plan) -> Iterator[Problem]:
+    """The round's claimed energy within its claimed budget (no instance needed)."""
+    r = plan.round
+    if r.budget_j is not None and r.energy_j > r.budget_j * (1 + REL_TOL) + ABS_TOL:
+        yield Problem(
+            "over-budget", "round.energy_j", f"claims {r.energy_j:.6g} J, over the plan's budget {r.budget_j:.6g} J"
+        )
+
+
+def _structure_problems(plan: Plan) -> list[Problem]:
+    """The instance-free checks that :func:`validate_plan` shares with :func:`plan_problems`."""
+    problems = list(_check_duplicates(plan))
+    running = {e.job_id: e for e in plan.jobs if e.state == "run"}
+    for i, e in enumerate(plan.jobs):
+        if e.state != "run":
+            continue
+        if e.shares_with is not None:
+            problems += _check_partner(i, e, running)
+        problems += _check_placement_shape(i, e)
+    return problems + list(_check_shared_gpus(plan))
+
+
+def plan_problems(plan: Plan) -> list[Problem]:
+    """Every violation ``plan`` shows without its instance (module docstring); empty when none.
+
+    An empty list does not make a plan valid: only :func:`validate_plan` checks it against its instance.
+    """
+    return _structure_problems(plan) + list(_check_claimed_budget(plan))
+
+
 def validate_plan(inst: Instance, plan: Plan) -> list[Problem]:
     """Every violation of ``plan`` against ``inst``; empty when the plan is valid.
 
-    A plan's declared budget override is checked against ``inst`` and then stands in for
-    ``inst``'s budget (module docstring).
+    A plan that records its instance's digest must be checked against that instance; a declared
+    budget override is checked against ``inst`` and then stands in for ``inst``'s budget (module
+    docstring). The energy is checked as recomputed, not as claimed.
     """
-    problems = list(_check_override(inst, plan))
+    problems = [*_check_identity(inst, plan), *_check_override(inst, plan)]
     inst = instance_as_planned(inst, plan)
-    problems += [*_check_round(inst, plan), *_check_membership(inst, plan)]
+    problems += [*_check_round(inst, plan), *_check_membership(inst, plan), *_structure_problems(plan)]
     running = {e.job_id: e for e in plan.jobs if e.state == "run"}
     node_names = _node_name_sets(inst)
     for i, e in enumerate(plan.jobs):
@@ -310,7 +400,6 @@ def validate_plan(inst: Instance, plan: Plan) -> list[Problem]:
         if e.shares_with is not None:
             problems += _check_pair(inst, i, e, running)
         problems += _check_placement(inst, i, e, node_names)
-    problems += _check_shared_gpus(inst, plan)
     ev = evaluate_plan(inst, plan)
     problems += _check_capacity(inst, plan, ev)
     problems += _check_claims(inst, plan, ev)

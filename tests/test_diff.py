@@ -8,16 +8,21 @@ gets 250 W (re-set), ``f`` gains the partner ``g`` (re-pair; ``g`` starts), ``h`
 
 from __future__ import annotations
 
+import copy
 import io
 import json
+from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+from click.testing import Result
 from rich.console import Console
 from typer.testing import CliRunner
 
 from cli import app
 from planner.launch.diff import diff_plans, diff_table, diff_to_doc
 from planner.plan import load_plan
+from tests.test_validate import reference_plan_doc
 
 GOLDEN = Path(__file__).parent / "golden" / "diff"
 OLD, NEW = GOLDEN / "old_plan.json", GOLDEN / "new_plan.json"
@@ -91,3 +96,96 @@ def test_cli_diff_bad_plan_is_exit_2(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["diff", str(bad), str(NEW)])
     assert result.exit_code == 2
     assert "jobs[0].gpus" in result.output
+
+
+# A plan that fails a check is never diffed (issue 22): exit 1, its problems listed, no actions printed or written.
+def _wrote(tmp_path: Path, name: str, doc: dict) -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _job(doc: dict, job_id: str) -> dict:
+    return next(j for j in doc["jobs"] if j["job_id"] == job_id)
+
+
+Corruption = Callable[[dict], None]
+INSTANCE_FREE: dict[str, tuple[str, Corruption]] = {
+    "overlapping GPUs": ("placement-overlap", lambda p: _job(p, "c").update(placement=_job(p, "a")["placement"])),
+    "non-reciprocal partner": ("pair-not-mutual", lambda p: _job(p, "b").update(shares_with="c")),
+    "ghost partner": ("pair-not-mutual", lambda p: _job(p, "b").update(shares_with="ghost")),
+    "energy over budget": ("over-budget", lambda p: p["round"].update(budget_j=p["round"]["energy_j"] / 2)),
+    "job listed twice": ("duplicate-job", lambda p: p["jobs"].append({"job_id": "c", "state": "wait"})),
+}
+NEEDS_INSTANCE: dict[str, tuple[str, Corruption]] = {
+    "setting the GPU lacks": ("setting-not-allowed", lambda p: _job(p, "c").update(setting=200)),
+    "GPU index 99": (
+        "placement-bad-index",
+        lambda p: _job(p, "c").update(placement=[{"node": "v100-1", "gpu_indices": [99]}]),
+    ),
+}
+
+
+def _diff(*args: str | Path) -> Result:
+    return CliRunner().invoke(app, ["diff", *map(str, args)])
+
+
+def _refused(result: Result, code: str, json_out: Path) -> bool:
+    return (
+        result.exit_code == 1 and code in result.output and "action(s)" not in result.output and not json_out.exists()
+    )
+
+
+@pytest.mark.parametrize("side", ["old", "new"])
+@pytest.mark.parametrize("name", list(INSTANCE_FREE))
+def test_diff_refuses_a_corrupt_plan_without_instances(tiny_doc: dict, tmp_path: Path, name: str, side: str) -> None:
+    code, corrupt = INSTANCE_FREE[name]
+    good = reference_plan_doc(tiny_doc)
+    bad = copy.deepcopy(good)
+    corrupt(bad)
+    plans = [_wrote(tmp_path, "good.json", good), _wrote(tmp_path, "bad.json", bad)]
+    old, new = plans if side == "new" else plans[::-1]
+    json_out = tmp_path / "d.json"
+    assert _diff(old, new).exit_code == 1
+    result = _diff(old, new, "--json", json_out)
+    assert _refused(result, code, json_out), result.output
+    assert "bad.json" in result.output
+
+
+@pytest.mark.parametrize("name", list(NEEDS_INSTANCE))
+def test_diff_refuses_what_only_the_instance_shows_when_given_it(tiny_doc: dict, tmp_path: Path, name: str) -> None:
+    code, corrupt = NEEDS_INSTANCE[name]
+    good = reference_plan_doc(tiny_doc)
+    bad = copy.deepcopy(good)
+    corrupt(bad)
+    old, new = _wrote(tmp_path, "good.json", good), _wrote(tmp_path, "bad.json", bad)
+    inst = _wrote(tmp_path, "instance.json", tiny_doc)
+    json_out = tmp_path / "d.json"
+    unchecked = _diff(old, new)
+    assert unchecked.exit_code == 0 and "not validated in full" in " ".join(unchecked.output.split())
+    result = _diff(old, new, "--old-instance", inst, "--new-instance", inst, "--json", json_out)
+    assert _refused(result, code, json_out), result.output
+
+
+def test_diff_refuses_a_plan_of_another_instance(tiny_doc: dict, tmp_path: Path) -> None:
+    """Each plan against its own round's instance; a plan checked against another instance is refused."""
+    plan = _wrote(tmp_path, "plan.json", reference_plan_doc(tiny_doc))
+    other_doc = copy.deepcopy(tiny_doc)
+    other_doc["jobs"][0]["user"] = "someone-else"
+    inst, other = _wrote(tmp_path, "instance.json", tiny_doc), _wrote(tmp_path, "other.json", other_doc)
+    ok = _diff(plan, plan, "--old-instance", inst, "--new-instance", inst)
+    assert ok.exit_code == 0 and "not validated in full" not in " ".join(ok.output.split()), ok.output
+    json_out = tmp_path / "d.json"
+    result = _diff(plan, plan, "--old-instance", inst, "--new-instance", other, "--json", json_out)
+    assert _refused(result, "instance-mismatch", json_out), result.output
+
+
+def test_two_rounds_of_two_instances_diff_without_comparing_their_digests(tiny_doc: dict, tmp_path: Path) -> None:
+    next_doc = copy.deepcopy(tiny_doc)
+    next_doc["round"]["index"] += 1
+    old = _wrote(tmp_path, "old.json", reference_plan_doc(tiny_doc))
+    new = _wrote(tmp_path, "new.json", reference_plan_doc(next_doc))
+    a, b = _wrote(tmp_path, "a.json", tiny_doc), _wrote(tmp_path, "b.json", next_doc)
+    result = _diff(old, new, "--old-instance", a, "--new-instance", b, "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["to_round"] == tiny_doc["round"]["index"] + 1

@@ -7,6 +7,7 @@ accepted with exit 0, and a plan marked ``optimal`` with a gap far above the req
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,7 +19,8 @@ from cli import app
 from formulations import solve as solve_module
 from formulations.backends import SolverResult, backend_features
 from planner.domain import Instance
-from planner.instance_io import load_instance
+from planner.instance_io import instance_sha256, instance_to_doc, load_instance
+from planner.plan import Plan
 from planner.planning import plan, request_problems
 from planner.problems import InputError
 from planner.request import DEFAULT_REQUEST, REPLAY_REQUEST, PlanRequest
@@ -177,3 +179,45 @@ def test_the_solve_report_survives_writing_and_reading_the_plan(inst: Instance, 
     again = load_plan(tmp_path / "p.json")
     assert again.round.report == p.round.report and again.round.report.stages
     assert again.round.extra == p.round.extra
+
+
+def test_front_door_plans_record_the_instance_as_given(inst: Instance) -> None:
+    """The digest is of the instance passed in, not of the copy with the request's objective and delta."""
+    digest = instance_sha256(inst)
+    assert plan(inst, PlanRequest(solver="greedy")).round.instance_sha256 == digest
+    other = "energy" if inst.round.objective != "energy" else "progress"
+    changed = plan(inst, PlanRequest(solver="greedy", objective=other, delta=0.25))
+    assert changed.round.instance_sha256 == digest and validate_plan(inst, changed) == []
+
+
+@pytest.mark.parametrize("extra", [(), ("--objective", "energy"), ("--budget-j", "1e12")])
+def test_cli_plans_record_the_digest_of_the_file_parsed(tmp_path: Path, extra: tuple[str, ...]) -> None:
+    """``wattplan plan FILE``: the digest of FILE's instance as parsed (before any override), whatever its spacing."""
+    doc = instance_to_doc(load_instance(default_instance()))
+    source = tmp_path / "instance.json"
+    source.write_text(json.dumps(doc, indent=4, sort_keys=False))
+    out = tmp_path / "plan.json"
+    result = run("plan", source, "--solver", "greedy", "--out", out, "-q", *extra)
+    assert result.exit_code == 0, result.output
+    written = json.loads(out.read_text())["round"]["instance_sha256"]
+    assert written == instance_sha256(load_instance(source)) == instance_sha256(load_instance(default_instance()))
+    assert run("validate", source, out).exit_code == 0
+
+
+def test_replay_rounds_record_their_instances(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every plan of a replay records the digest of its round's instance (the engine validates each one)."""
+    from planner.sim import engine
+    from planner.sim.policies import make_policy
+    from tests.sim_helpers import A, hand_context, hand_job, workload
+
+    seen: list[tuple[str | None, str]] = []
+
+    def spy(round_inst: Instance, round_plan: Plan) -> list:
+        seen.append((round_plan.round.instance_sha256, instance_sha256(round_inst)))
+        return validate_plan(round_inst, round_plan)
+
+    monkeypatch.setattr(engine, "validate_plan", spy)
+    jobs = [hand_job("j1", A, 0.0, 400.0), hand_job("j2", A, 0.0, 900.0), hand_job("j3", A, 150.0, 300.0)]
+    engine.simulate(workload(jobs), hand_context(), make_policy("fifo-max"))
+    assert len(seen) >= 2 and all(recorded == actual for recorded, actual in seen)
+    assert len({actual for _, actual in seen}) == len(seen)  # each round its own instance

@@ -142,3 +142,14 @@ def test_plan_made_under_a_budget_launches_against_its_instance(tmp_path: Path, 
         "budget: the plan's override 1000.000 MJ (--budget-j 1000000000 J) in place of the instance's (no budget)"
     )
     assert expected in said
+
+
+def test_plan_of_another_instance_is_refused(tmp_path: Path, files: tuple[Path, Path]) -> None:
+    """The same round with other commands: launching would run other programs, so the recorded digest refuses it."""
+    plan, _ = files
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps(instance_to_doc(launch_instance(command=["python", "other.py"]))))
+    out = tmp_path / "out"
+    result = _launch(plan, other, out)
+    assert result.exit_code == 1 and "instance-mismatch" in result.output, result.output
+    assert not out.exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -10,9 +11,10 @@ import pytest
 
 from planner.assemble import Allocation, SolveInfo, assemble_plan
 from planner.evaluate import evaluate_plan
-from planner.instance_io import parse_instance
-from planner.plan import BudgetOverride, parse_plan, plan_to_doc, with_budget_override
-from planner.validate import validate_plan
+from planner.instance_io import instance_sha256, instance_to_doc, load_instance, parse_instance
+from planner.plan import BudgetOverride, parse_plan, plan_to_doc, with_budget_override, with_instance_sha256
+from planner.problems import InputError
+from planner.validate import plan_problems, validate_plan
 
 INFO = SolveInfo(solver="test", status="feasible")
 
@@ -64,6 +66,7 @@ def _plan_job(job_id: str, **fields: Any) -> Mutation:
 
 
 CASES: list[tuple[str, Mutation]] = [
+    ("instance-mismatch", lambda i, p: i["jobs"][0].update(user="someone-else")),
     ("round-mismatch", lambda i, p: p["round"].update(index=4)),
     ("unknown-job", lambda i, p: p["jobs"].append({"job_id": "zz", "state": "wait"})),
     ("duplicate-job", lambda i, p: p["jobs"].append({"job_id": "c", "state": "wait"})),
@@ -139,11 +142,15 @@ def test_all_wait_plan_costs_nothing(tiny_doc: dict) -> None:
 
 
 def overridden_plan_doc(instance_doc: dict, override: BudgetOverride) -> dict:
-    """The reference plan made with ``override``'s budget in place of the instance's, declaring it."""
+    """The reference plan made with ``override``'s budget in place of the instance's, declaring it.
+
+    Like ``wattplan plan``, it records the identity of the instance as given, before the override.
+    """
     planned_doc = copy.deepcopy(instance_doc)
     planned_doc["round"]["budget_j"] = override.budget_j
     plan = parse_plan(reference_plan_doc(planned_doc))
-    return plan_to_doc(with_budget_override(plan, override))
+    digest = instance_sha256(parse_instance(instance_doc))
+    return plan_to_doc(with_instance_sha256(with_budget_override(plan, override), digest))
 
 
 def test_declared_budget_override_is_honoured(tiny_doc: dict) -> None:
@@ -178,3 +185,73 @@ def test_plan_without_override_round_trips(tiny_doc: dict) -> None:
     assert "budget_override" not in doc["round"]
     plan = parse_plan(doc)
     assert plan.round.budget_override is None and plan_to_doc(plan) == doc
+
+
+def test_plan_records_the_digest_of_its_instance(tiny_doc: dict) -> None:
+    doc = reference_plan_doc(tiny_doc)
+    digest = doc["round"]["instance_sha256"]
+    assert digest == instance_sha256(parse_instance(tiny_doc))
+    assert len(digest) == 64 and set(digest) <= set("0123456789abcdef")
+    assert plan_to_doc(parse_plan(doc)) == doc
+
+
+def test_instance_document_round_trips_so_the_digest_is_stable(tiny_doc: dict, tmp_path: Any) -> None:
+    """Parse -> doc -> parse gives an equal instance; a file's spacing and key order do not change the digest."""
+    inst = parse_instance(tiny_doc)
+    assert parse_instance(instance_to_doc(inst)) == inst
+    reordered = dict(reversed(list(tiny_doc.items())))
+    path = tmp_path / "instance.json"
+    path.write_text(json.dumps(reordered, indent=3))
+    assert instance_sha256(load_instance(path)) == instance_sha256(inst)
+
+
+def test_plan_of_another_instance_is_an_instance_mismatch(tiny_doc: dict) -> None:
+    """A plan of instance A checked against instance B (one job's user differs, nothing the plan uses)."""
+    doc = reference_plan_doc(tiny_doc)
+    other = copy.deepcopy(tiny_doc)
+    other["jobs"][0]["user"] = "someone-else"
+    problems = validate_plan(parse_instance(other), parse_plan(doc))
+    assert [p.code for p in problems] == ["instance-mismatch"]
+    mine, theirs = doc["round"]["instance_sha256"], instance_sha256(parse_instance(other))
+    assert mine[:12] in problems[0].message and theirs[:12] in problems[0].message
+    assert problems[0].path == "round.instance_sha256"
+
+
+def test_old_plan_without_a_digest_still_validates(tiny_doc: dict) -> None:
+    doc = reference_plan_doc(tiny_doc)
+    del doc["round"]["instance_sha256"]
+    plan = parse_plan(doc)
+    assert plan.round.instance_sha256 is None and plan_to_doc(plan) == doc
+    assert codes(tiny_doc, doc) == set()
+
+
+@pytest.mark.parametrize("digest", ["abc", "A" * 64, "g" * 64, 7])
+def test_malformed_digest_is_a_schema_error(tiny_doc: dict, digest: Any) -> None:
+    doc = reference_plan_doc(tiny_doc)
+    doc["round"]["instance_sha256"] = digest
+    with pytest.raises(InputError) as caught:
+        parse_plan(doc)
+    assert any(p.code == "plan-schema" and "instance_sha256" in p.path for p in caught.value.problems)
+
+
+INSTANCE_FREE: list[tuple[str, Mutation]] = [
+    ("duplicate-job", lambda i, p: p["jobs"].append({"job_id": "c", "state": "wait"})),
+    ("pair-not-mutual", _plan_job("b", shares_with="c")),
+    ("pair-not-mutual", _plan_job("b", shares_with="ghost")),
+    ("pair-mismatch", _plan_job("a", setting=150)),
+    ("placement-size", _plan_job("c", placement=[{"node": "v100-1", "gpu_indices": [0, 1]}])),
+    ("placement-bad-index", _plan_job("c", placement=[{"node": "v100-1", "gpu_indices": [0, 0]}], gpus=2)),
+    ("placement-overlap", _plan_job("c", placement=[{"node": "v100-1", "gpu_indices": [2]}])),
+    ("placement-nodes-off", _plan_job("c", placement=[{"node": "v100-0", "gpu_indices": [0]}])),
+    ("over-budget", lambda i, p: p["round"].update(budget_j=p["round"]["energy_j"] / 2)),
+]
+
+
+@pytest.mark.parametrize(("code", "mutate"), INSTANCE_FREE, ids=[f"{c}-{k}" for k, (c, _) in enumerate(INSTANCE_FREE)])
+def test_instance_free_checks_find_without_the_instance(tiny_doc: dict, code: str, mutate: Mutation) -> None:
+    plan_doc = reference_plan_doc(tiny_doc)
+    assert plan_problems(parse_plan(plan_doc)) == []
+    mutate(copy.deepcopy(tiny_doc), plan_doc)
+    assert code in {p.code for p in plan_problems(parse_plan(plan_doc))}
+    # validate_plan rejects it too (an edited budget as a round-mismatch, the energy as recomputed)
+    assert codes(tiny_doc, plan_doc) & {code, "round-mismatch"}

@@ -15,6 +15,11 @@ start      waiting (or absent) in the old plan, running in the new one     (star
 
 ``changes`` lists every field that differs (a resize may also change the setting). Actions are
 listed stops first and starts last, so GPUs are freed before they are taken again.
+
+Only plans that pass are diffed (:func:`diff_problems`): given its instance, a plan must pass the
+validator against it (its recorded ``round.instance_sha256`` included); without one, the checks
+that need no instance (:func:`planner.validate.plan_problems`). Two rounds have two instances, so
+the two plans' digests are never compared with each other.
 """
 
 from __future__ import annotations
@@ -25,7 +30,10 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from planner.domain import Instance
 from planner.plan import Plan, PlannedJob
+from planner.problems import Problem
+from planner.validate import plan_problems, validate_plan
 
 SCHEMA_ID = "wattplan.diff/1"
 ACTIONS = ("stop", "resize", "move", "re-set", "re-pair", "start")
@@ -129,6 +137,11 @@ def _classify(old: JobConfig, new: JobConfig) -> tuple[str | None, tuple[str, ..
     if old.shares_with != new.shares_with:
         return "re-pair", changes
     return None, changes
+
+
+def diff_problems(plan: Plan, instance: Instance | None) -> list[Problem]:
+    """Why ``plan`` cannot be diffed: every violation against ``instance``, or without one the instance-free ones."""
+    return plan_problems(plan) if instance is None else validate_plan(instance, plan)
 
 
 def diff_plans(old: Plan, new: Plan) -> PlanDiff:
