@@ -25,6 +25,7 @@ from rich.console import Console
 from planner import defaults
 from planner.problems import InputError, Problem, SolutionRejected
 from planner.request import DEFAULT_REQUEST, REPLAY_REQUEST, PlanRequest
+from planner.terminal import shown
 
 if TYPE_CHECKING:
     from planner.plan import BudgetOverride
@@ -46,8 +47,8 @@ profiles_app = typer.Typer(
 app.add_typer(instance_app, name="instance")
 app.add_typer(profiles_app, name="profiles")
 
-out = Console()
-err = Console(stderr=True)
+out = Console(emoji=False)  # ":name:" in a job id or file name stays text
+err = Console(stderr=True, emoji=False)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -77,10 +78,10 @@ def handles_errors(fn: F) -> F:
             report_problems(exc.source, exc.problems, "bad input")
             raise typer.Exit(ExitCode.BAD_INPUT) from None
         except FileNotFoundError as exc:
-            err.print(f"[bold red]error:[/] no such file: {exc.filename}")
+            err.print(f"[bold red]error:[/] no such file: {shown(exc.filename)}")
             raise typer.Exit(ExitCode.BAD_INPUT) from None
         except (ValueError, OSError) as exc:
-            err.print(f"[bold red]error:[/] {exc}")
+            err.print(f"[bold red]error:[/] {shown(exc)}")
             raise typer.Exit(ExitCode.FAILED) from None
         except (typer.Exit, typer.Abort, KeyboardInterrupt):
             raise
@@ -88,7 +89,7 @@ def handles_errors(fn: F) -> F:
             if os.environ.get("WATTPLAN_DEBUG"):
                 raise
             err.print(
-                f"[bold red]internal error:[/] {type(exc).__name__}: {exc}\n"
+                f"[bold red]internal error:[/] {type(exc).__name__}: {shown(exc)}\n"
                 "this is a wattplan bug; run again with WATTPLAN_DEBUG=1 for the traceback and report it"
             )
             raise typer.Exit(ExitCode.FAILED) from None
@@ -283,13 +284,13 @@ def plan(
         planned_inst = dataclasses.replace(inst, round=dataclasses.replace(inst.round, budget_j=override.budget_j))
     if stage2_progress is not None:
         written = planning.export_stage_models(planned_inst, request, stage2_progress)
-        out.print(f"models written (no plan): {', '.join(map(str, written))}")
+        out.print(f"models written (no plan): {shown(', '.join(map(str, written)))}")
         return
     try:
         if from_solution is not None:
             result = planning.plan_from_solution(planned_inst, from_solution, request)
         else:
-            with err.status(f"planning with {solver} (at most {time_limit:g} s)..."):
+            with err.status(f"planning with {shown(solver)} (at most {time_limit:g} s)..."):
                 result = planning.plan(planned_inst, request, started_at)
         if override is not None:
             result = with_budget_override(result, override)
@@ -305,12 +306,12 @@ def plan(
         out.print(plan_table(result))
     out.print(summary_table(result))
     if basis_line := profile_basis_summary(result):
-        out.print(basis_line)
+        out.print(shown(basis_line))
     if override is not None:
-        out.print(override.describe())
-    out.print(f"plan written to [bold]{out_path}[/] and validated against {source}")
+        out.print(shown(override.describe()))
+    out.print(f"plan written to [bold]{shown(out_path)}[/] and validated against {shown(source)}")
     if export_model is not None:
-        out.print(f"model written to {', '.join(map(str, planning.exported_model_files(export_model)))}")
+        out.print(f"model written to {shown(', '.join(map(str, planning.exported_model_files(export_model))))}")
 
 
 def budget_override(
@@ -361,7 +362,7 @@ def validate(
     inst = load_instance(instance)
     the_plan = load_plan(plan_file)
     if the_plan.round.budget_override is not None:
-        out.print(the_plan.round.budget_override.describe())
+        out.print(shown(the_plan.round.budget_override.describe()))
     problems = validate_plan(inst, the_plan)
     if problems:
         report_problems(str(plan_file), problems, "invalid plan")
@@ -413,8 +414,6 @@ def launch(
     ] = "gpu-operator",
 ) -> None:
     """Render a validated plan for Slurm (sbatch scripts), Kubernetes (Jobs and config) or plain node scripts."""
-    from rich.markup import escape
-
     from planner.launch.hosts import load_host_map
     from planner.launch.kubernetes import KubernetesOptions
     from planner.launch.launcher import LaunchOptions, PlanRejected, launch_files
@@ -436,15 +435,15 @@ def launch(
     units = result.model.units
     out.print(
         f"rendered {len(units)} allocation(s) of round {result.model.round_index} for {to.value}: "
-        f"{len(result.files)} files in [bold]{escape(str(out_dir))}[/]"
+        f"{len(result.files)} files in [bold]{shown(out_dir)}[/]"
     )
     if result.budget_override is not None:
-        out.print(result.budget_override.describe())
+        out.print(shown(result.budget_override.describe()))
     placeholders = result.model.placeholders()
     if placeholders:
         err.print(
             f"[yellow]warning:[/] {len(placeholders)} job(s) have no command in the instance and run a placeholder "
-            f"that exits {PLACEHOLDER_EXIT}: {escape(', '.join(repr(j) for j in placeholders[:10]))}"
+            f"that exits {PLACEHOLDER_EXIT}: {shown(', '.join(repr(j) for j in placeholders[:10]))}"
         )
 
 
@@ -553,7 +552,7 @@ def instance_from_trace(
     write_instance(inst, out_path)
     budget = "none" if inst.round.budget_j is None else f"{inst.round.budget_j / 1e6:.3f} MJ"
     out.print(
-        f"wrote [bold]{out_path}[/]: {len(inst.jobs)} jobs at t={at:g} s, "
+        f"wrote [bold]{shown(out_path)}[/]: {len(inst.jobs)} jobs at t={at:g} s, "
         f"{sum(g.nodes for g in inst.gpu_types)} nodes, budget {budget}"
     )
 
@@ -615,7 +614,8 @@ def instance_sweep(
             on_prepared=lambda: bar.update(task, description="writing"),
         )
     out.print(
-        f"wrote {len(rows)} instances and manifest.csv to [bold]{out_dir}[/] in {time.perf_counter() - start:.1f} s"
+        f"wrote {len(rows)} instances and manifest.csv to [bold]{shown(out_dir)}[/] "
+        f"in {time.perf_counter() - start:.1f} s"
     )
 
 
@@ -634,8 +634,8 @@ def profiles_build(
     lib = build_profile_library(sources or source_dir())
     write_profile_library(lib, out_path)
     out.print(
-        f"wrote [bold]{out_path}[/]: {len(lib['profiles'])} profiles, {len(lib['pairs'])} pair entries, "
-        f"GPU types {', '.join(g['name'] for g in lib['gpu_types'])}"
+        f"wrote [bold]{shown(out_path)}[/]: {len(lib['profiles'])} profiles, {len(lib['pairs'])} pair entries, "
+        f"GPU types {shown(', '.join(g['name'] for g in lib['gpu_types']))}"
     )
 
 
@@ -664,7 +664,7 @@ def profiles_fit(
 
     source = library or profile_library()
     if sanity_only:
-        out.print(show.findings_table(sanity_file(source), f"sanity findings: {source}"))
+        out.print(show.findings_table(sanity_file(source), f"sanity findings: {shown(source)}"))
         return
     if out_path is None:
         raise InputError("options", [Problem("bad-option", "--out", "is required unless --sanity-only")])
@@ -672,7 +672,8 @@ def profiles_fit(
     write_fitted(result, out_path)
     for table in show.fit_tables(result):
         out.print(table)
-    out.print(f"wrote [bold]{out_path}[/]: {len(result.doc['profiles'])} profiles, {len(result.doc['pairs'])} pairs")
+    counts = f"{len(result.doc['profiles'])} profiles, {len(result.doc['pairs'])} pairs"
+    out.print(f"wrote [bold]{shown(out_path)}[/]: {counts}")
 
 
 class IngestFormat(StrEnum):
@@ -720,7 +721,8 @@ def profiles_ingest(
     report = ingest(files, out_path, fmt.value, job_side, job_type, gpu_type, steps_per_window, base, measurements_only)
     for table in ingest_tables(report):
         out.print(table)
-    out.print(f"wrote [bold]{out_path}[/] ({report.out_kind}): {report.total_points} points, {sum(report.added)} new")
+    counts = f"{report.total_points} points, {sum(report.added)} new"
+    out.print(f"wrote [bold]{shown(out_path)}[/] ({report.out_kind}): {counts}")
 
 
 @profiles_app.command("check")
@@ -760,7 +762,7 @@ def profiles_check(
     for path, write in ((json_out, show.write_report_json), (csv_out, show.write_report_csv)):
         if path is not None:
             write(path, report)
-            out.print(f"wrote [bold]{path}[/]")
+            out.print(f"wrote [bold]{shown(path)}[/]")
 
 
 @profiles_app.command("truth")
@@ -791,7 +793,7 @@ def profiles_truth(
     params = TruthParams(alpha, cap, pair_factor, idle_power_w, node_power_w, cap_spread)
     doc = truth_from_file(library or profile_library(), params)
     write_json_atomic(out_path, doc)
-    out.print(f"wrote [bold]{out_path}[/]: {len(doc['profiles'])} profiles, {len(doc['pairs'])} pair entries")
+    out.print(f"wrote [bold]{shown(out_path)}[/]: {len(doc['profiles'])} profiles, {len(doc['pairs'])} pair entries")
 
 
 @app.command()
@@ -923,7 +925,7 @@ def simulate(
     runs = with_floor_and_reference(spec, workload, ctx, runs)
     write_outputs(out_path, runs, plots=plots)
     out.print(summary_table([s for _, s in runs]))
-    out.print(f"{len(workload.jobs)} jobs replayed; results written to [bold]{out_path}[/]")
+    out.print(f"{len(workload.jobs)} jobs replayed; results written to [bold]{shown(out_path)}[/]")
 
 
 def _replay_policy(spec: ReplaySpec, name: str) -> tuple[SimResult, dict[str, Any]]:
@@ -1066,8 +1068,9 @@ def frontier(
     out.print(summary_table(result.rows))
     failed = [r["label"] for r in result.rows if r.get("error")]
     if failed:
-        err.print(f"[yellow]{len(failed)} replay(s) failed: {', '.join(failed)} (see frontier.csv)[/]")
-    out.print(f"{total} replays; frontier written to [bold]{out_path}[/] ({', '.join(p.name for p in result.paths)})")
+        err.print(f"[yellow]{len(failed)} replay(s) failed: {shown(', '.join(failed))} (see frontier.csv)[/]")
+    files = shown(", ".join(p.name for p in result.paths))
+    out.print(f"{total} replays; frontier written to [bold]{shown(out_path)}[/] ({files})")
 
 
 @app.command()
@@ -1155,7 +1158,7 @@ def bench(
         err.print(f"[red]{wrong} wrong result(s): see 'Wrong results' in report.md[/]")
     out.print(
         f"{len(report.rows)} runs ({result.ran} now, {result.reused} reused); "
-        f"results in [bold]{out_path}[/] ({', '.join(p.name for p in report.paths)})"
+        f"results in [bold]{shown(out_path)}[/] ({shown(', '.join(p.name for p in report.paths))})"
     )
 
 
