@@ -23,6 +23,7 @@ import typer
 from rich.console import Console
 
 from planner import defaults
+from planner.paths import refuse_overwriting_inputs
 from planner.problems import InputError, Problem, SolutionRejected
 from planner.request import DEFAULT_REQUEST, REPLAY_REQUEST, PlanRequest
 from planner.terminal import shown
@@ -277,6 +278,11 @@ def plan(
     if problems:
         raise InputError("options", problems)
     source = instance or default_instance()
+    outputs: dict[str, Path | None] = {"--out": out_path}
+    if export_model is not None:
+        stage1, stage2 = planning.model_export_paths(export_model)
+        outputs |= {"--export-model": stage1, "--export-model (stage 2)": stage2}
+    refuse_overwriting_inputs(outputs, [source, from_solution])
     inst = load_instance(source)
     override = budget_override(inst.round.budget_j, inst.round.duration_s, budget_j, power_cap_w)
     planned_inst = inst
@@ -420,6 +426,7 @@ def launch(
     from planner.launch.render import PLACEHOLDER_EXIT
     from planner.launch.slurm import SlurmOptions
 
+    refuse_overwriting_inputs({"--out": out_dir}, [plan_file, instance, node_map], replaced={"--out"})
     options = LaunchOptions(
         hosts=load_host_map(node_map, node_prefix),
         slurm=SlurmOptions(partition=partition, gres_type=gres_type),
@@ -469,6 +476,7 @@ def diff(
     from planner.launch.diff import diff_plans, diff_table, diff_to_doc
     from planner.plan import load_plan
 
+    refuse_overwriting_inputs({"--json": json_out}, [old_plan, new_plan])
     result = diff_plans(load_plan(old_plan), load_plan(new_plan))
     doc = diff_to_doc(result)
     if json_out is not None:
@@ -529,6 +537,7 @@ def instance_from_trace(
     )
 
     trace = _trace(trace)
+    refuse_overwriting_inputs({"--out": out_path}, [trace, profiles])
     spec = parse_cluster_spec(cluster, gpus_per_node, node_power_w)
     lib = load_profile_library(profiles or profile_library())
     jobs = read_trace(trace, lib, fmt.value, seed, vc)
@@ -631,7 +640,9 @@ def profiles_build(
     from planner.profile_build import build_profile_library, write_profile_library
     from planner.resources import source_dir
 
-    lib = build_profile_library(sources or source_dir())
+    folder = sources or source_dir()
+    refuse_overwriting_inputs({"--out": out_path}, [folder, *(folder.rglob("*") if folder.is_dir() else [])])
+    lib = build_profile_library(folder)
     write_profile_library(lib, out_path)
     out.print(
         f"wrote [bold]{shown(out_path)}[/]: {len(lib['profiles'])} profiles, {len(lib['pairs'])} pair entries, "
@@ -668,6 +679,7 @@ def profiles_fit(
         return
     if out_path is None:
         raise InputError("options", [Problem("bad-option", "--out", "is required unless --sanity-only")])
+    refuse_overwriting_inputs({"--out": out_path}, [source, *(measurements or [])])
     result = fit_files(source, measurements or [], repair)
     write_fitted(result, out_path)
     for table in show.fit_tables(result):
@@ -718,6 +730,8 @@ def profiles_ingest(
     from planner.profiling.ingest import SHIPPED_LIBRARY, ingest, ingest_tables
 
     base = None if library == "none" else Path(library) if library else SHIPPED_LIBRARY
+    # --library may be --out (merge in place); the measurement files and job sides may not
+    refuse_overwriting_inputs({"--out": out_path}, [*files, *(job_side or [])])
     report = ingest(files, out_path, fmt.value, job_side, job_type, gpu_type, steps_per_window, base, measurements_only)
     for table in ingest_tables(report):
         out.print(table)
@@ -752,6 +766,7 @@ def profiles_check(
     from planner.profiling import check_output as show
     from planner.profiling.check import check_files
 
+    refuse_overwriting_inputs({"--json": json_out, "--csv": csv_out}, [library, *measurements])
     report = check_files(library, measurements, type_map or [], shape)
     for quantity in report.quantities():
         if any(r.quantity == quantity for r in report.rows):
@@ -791,7 +806,9 @@ def profiles_truth(
     from planner.resources import profile_library
 
     params = TruthParams(alpha, cap, pair_factor, idle_power_w, node_power_w, cap_spread)
-    doc = truth_from_file(library or profile_library(), params)
+    prior = library or profile_library()
+    refuse_overwriting_inputs({"--out": out_path}, [prior])
+    doc = truth_from_file(prior, params)
     write_json_atomic(out_path, doc)
     out.print(f"wrote [bold]{shown(out_path)}[/]: {len(doc['profiles'])} profiles, {len(doc['pairs'])} pair entries")
 
@@ -913,6 +930,7 @@ def simulate(
         truth=truth,
         learn=learn,
     )
+    refuse_overwriting_inputs({"--out": out_path}, [spec.trace, carbon, price, profiles, truth])
     workload, ctx = prepare(spec)
     if workers == 1 and ray is None:
         runs = []
@@ -1049,6 +1067,7 @@ def frontier(
         signal_start=signal_start,
         signal_aware=signal_aware,
     )
+    refuse_overwriting_inputs({"--out": out_path}, [base.trace, carbon, price, profiles])
     sweep_d = _float_list(deltas, "--deltas")
     sweep_x = [x / 100.0 for x in _float_list(max_jct_increase, "--max-jct-increase")]
     names = [b.strip() for b in baselines.split(",") if b.strip()]
@@ -1122,6 +1141,7 @@ def bench(
     from planner.bench.runner import BenchConfig, prepare_sweep, run_sweep
     from planner.bench.summary import FAILURES
 
+    refuse_overwriting_inputs({"--out": out_path}, [instances])
     config = BenchConfig(
         instances=instances,
         solvers=tuple(s.strip() for s in solvers.split(",") if s.strip()),
