@@ -66,6 +66,12 @@ def test_a_style_tag_in_an_id_is_printed_not_applied(tmp_path: Path) -> None:
     assert "job id '[red]x[/red]' is used twice" in result.output
 
 
+def test_an_emoji_code_in_an_id_stays_text(tmp_path: Path) -> None:
+    result = run("instance", "check", instance_with_twice(tmp_path, "job:smile:"))
+    assert_clean_exit(result, 2)
+    assert "job id 'job:smile:' is used twice" in result.output
+
+
 def test_a_missing_file_whose_name_holds_markup_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # short names: the table title is not wrapped
     result = run("diff", "no[/]such.json", "[red]x[/red].json")
