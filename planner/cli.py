@@ -23,8 +23,10 @@ import typer
 from rich.console import Console
 
 from planner import defaults
+from planner.paths import refuse_overwriting_inputs
 from planner.problems import InputError, Problem, SolutionRejected
 from planner.request import DEFAULT_REQUEST, REPLAY_REQUEST, PlanRequest
+from planner.terminal import shown
 
 if TYPE_CHECKING:
     from planner.plan import BudgetOverride
@@ -46,8 +48,8 @@ profiles_app = typer.Typer(
 app.add_typer(instance_app, name="instance")
 app.add_typer(profiles_app, name="profiles")
 
-out = Console()
-err = Console(stderr=True)
+out = Console(emoji=False)  # ":name:" in a job id or file name stays text
+err = Console(stderr=True, emoji=False)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -77,10 +79,10 @@ def handles_errors(fn: F) -> F:
             report_problems(exc.source, exc.problems, "bad input")
             raise typer.Exit(ExitCode.BAD_INPUT) from None
         except FileNotFoundError as exc:
-            err.print(f"[bold red]error:[/] no such file: {exc.filename}")
+            err.print(f"[bold red]error:[/] no such file: {shown(exc.filename)}")
             raise typer.Exit(ExitCode.BAD_INPUT) from None
         except (ValueError, OSError) as exc:
-            err.print(f"[bold red]error:[/] {exc}")
+            err.print(f"[bold red]error:[/] {shown(exc)}")
             raise typer.Exit(ExitCode.FAILED) from None
         except (typer.Exit, typer.Abort, KeyboardInterrupt):
             raise
@@ -88,7 +90,7 @@ def handles_errors(fn: F) -> F:
             if os.environ.get("WATTPLAN_DEBUG"):
                 raise
             err.print(
-                f"[bold red]internal error:[/] {type(exc).__name__}: {exc}\n"
+                f"[bold red]internal error:[/] {type(exc).__name__}: {shown(exc)}\n"
                 "this is a wattplan bug; run again with WATTPLAN_DEBUG=1 for the traceback and report it"
             )
             raise typer.Exit(ExitCode.FAILED) from None
@@ -276,6 +278,11 @@ def plan(
     if problems:
         raise InputError("options", problems)
     source = instance or default_instance()
+    outputs: dict[str, Path | None] = {"--out": out_path}
+    if export_model is not None:
+        stage1, stage2 = planning.model_export_paths(export_model)
+        outputs |= {"--export-model": stage1, "--export-model (stage 2)": stage2}
+    refuse_overwriting_inputs(outputs, [source, from_solution])
     inst = load_instance(source)
     override = budget_override(inst.round.budget_j, inst.round.duration_s, budget_j, power_cap_w)
     planned_inst = inst
@@ -283,13 +290,13 @@ def plan(
         planned_inst = dataclasses.replace(inst, round=dataclasses.replace(inst.round, budget_j=override.budget_j))
     if stage2_progress is not None:
         written = planning.export_stage_models(planned_inst, request, stage2_progress)
-        out.print(f"models written (no plan): {', '.join(map(str, written))}")
+        out.print(f"models written (no plan): {shown(', '.join(map(str, written)))}")
         return
     try:
         if from_solution is not None:
             result = planning.plan_from_solution(planned_inst, from_solution, request)
         else:
-            with err.status(f"planning with {solver} (at most {time_limit:g} s)..."):
+            with err.status(f"planning with {shown(solver)} (at most {time_limit:g} s)..."):
                 result = planning.plan(planned_inst, request, started_at)
         if override is not None:
             result = with_instance_sha256(with_budget_override(result, override), instance_sha256(inst))
@@ -305,12 +312,12 @@ def plan(
         out.print(plan_table(result))
     out.print(summary_table(result))
     if basis_line := profile_basis_summary(result):
-        out.print(basis_line)
+        out.print(shown(basis_line))
     if override is not None:
-        out.print(override.describe())
-    out.print(f"plan written to [bold]{out_path}[/] and validated against {source}")
+        out.print(shown(override.describe()))
+    out.print(f"plan written to [bold]{shown(out_path)}[/] and validated against {shown(source)}")
     if export_model is not None:
-        out.print(f"model written to {', '.join(map(str, planning.exported_model_files(export_model)))}")
+        out.print(f"model written to {shown(', '.join(map(str, planning.exported_model_files(export_model))))}")
 
 
 def budget_override(
@@ -361,7 +368,7 @@ def validate(
     inst = load_instance(instance)
     the_plan = load_plan(plan_file)
     if the_plan.round.budget_override is not None:
-        out.print(the_plan.round.budget_override.describe())
+        out.print(shown(the_plan.round.budget_override.describe()))
     problems = validate_plan(inst, the_plan)
     if problems:
         report_problems(str(plan_file), problems, "invalid plan")
@@ -413,14 +420,13 @@ def launch(
     ] = "gpu-operator",
 ) -> None:
     """Render a validated plan for Slurm (sbatch scripts), Kubernetes (Jobs and config) or plain node scripts."""
-    from rich.markup import escape
-
     from planner.launch.hosts import load_host_map
     from planner.launch.kubernetes import KubernetesOptions
     from planner.launch.launcher import LaunchOptions, PlanRejected, launch_files
     from planner.launch.render import PLACEHOLDER_EXIT
     from planner.launch.slurm import SlurmOptions
 
+    refuse_overwriting_inputs({"--out": out_dir}, [plan_file, instance, node_map], replaced={"--out"})
     options = LaunchOptions(
         hosts=load_host_map(node_map, node_prefix),
         slurm=SlurmOptions(partition=partition, gres_type=gres_type),
@@ -436,15 +442,15 @@ def launch(
     units = result.model.units
     out.print(
         f"rendered {len(units)} allocation(s) of round {result.model.round_index} for {to.value}: "
-        f"{len(result.files)} files in [bold]{escape(str(out_dir))}[/]"
+        f"{len(result.files)} files in [bold]{shown(out_dir)}[/]"
     )
     if result.budget_override is not None:
-        out.print(result.budget_override.describe())
+        out.print(shown(result.budget_override.describe()))
     placeholders = result.model.placeholders()
     if placeholders:
         err.print(
             f"[yellow]warning:[/] {len(placeholders)} job(s) have no command in the instance and run a placeholder "
-            f"that exits {PLACEHOLDER_EXIT}: {escape(', '.join(repr(j) for j in placeholders[:10]))}"
+            f"that exits {PLACEHOLDER_EXIT}: {shown(', '.join(repr(j) for j in placeholders[:10]))}"
         )
 
 
@@ -476,13 +482,13 @@ def diff(
     """
     import json
 
-    from rich.markup import escape
-
     from planner.instance_io import load_instance
     from planner.jsonio import write_json_atomic
     from planner.launch.diff import diff_plans, diff_problems, diff_table, diff_to_doc
     from planner.plan import load_plan
 
+    instances = [p for p in (old_instance, new_instance) if p is not None]
+    refuse_overwriting_inputs({"--json": json_out}, [old_plan, new_plan, *instances])
     sides = [
         (
             old_plan,
@@ -507,7 +513,7 @@ def diff(
         raise typer.Exit(ExitCode.FAILED)
     unchecked = [f"{path} (no {option})" for path, option, _, inst in sides if inst is None]
     if unchecked:
-        err.print(f"checked without an instance, so not validated in full: {escape(', '.join(map(str, unchecked)))}")
+        err.print(f"checked without an instance, so not validated in full: {shown(', '.join(map(str, unchecked)))}")
     result = diff_plans(sides[0][2], sides[1][2])
     doc = diff_to_doc(result)
     if json_out is not None:
@@ -568,6 +574,7 @@ def instance_from_trace(
     )
 
     trace = _trace(trace)
+    refuse_overwriting_inputs({"--out": out_path}, [trace, profiles])
     spec = parse_cluster_spec(cluster, gpus_per_node, node_power_w)
     lib = load_profile_library(profiles or profile_library())
     jobs = read_trace(trace, lib, fmt.value, seed, vc)
@@ -591,7 +598,7 @@ def instance_from_trace(
     write_instance(inst, out_path)
     budget = "none" if inst.round.budget_j is None else f"{inst.round.budget_j / 1e6:.3f} MJ"
     out.print(
-        f"wrote [bold]{out_path}[/]: {len(inst.jobs)} jobs at t={at:g} s, "
+        f"wrote [bold]{shown(out_path)}[/]: {len(inst.jobs)} jobs at t={at:g} s, "
         f"{sum(g.nodes for g in inst.gpu_types)} nodes, budget {budget}"
     )
 
@@ -653,7 +660,8 @@ def instance_sweep(
             on_prepared=lambda: bar.update(task, description="writing"),
         )
     out.print(
-        f"wrote {len(rows)} instances and manifest.csv to [bold]{out_dir}[/] in {time.perf_counter() - start:.1f} s"
+        f"wrote {len(rows)} instances and manifest.csv to [bold]{shown(out_dir)}[/] "
+        f"in {time.perf_counter() - start:.1f} s"
     )
 
 
@@ -669,11 +677,13 @@ def profiles_build(
     from planner.profile_build import build_profile_library, write_profile_library
     from planner.resources import source_dir
 
-    lib = build_profile_library(sources or source_dir())
+    folder = sources or source_dir()
+    refuse_overwriting_inputs({"--out": out_path}, [folder, *(folder.rglob("*") if folder.is_dir() else [])])
+    lib = build_profile_library(folder)
     write_profile_library(lib, out_path)
     out.print(
-        f"wrote [bold]{out_path}[/]: {len(lib['profiles'])} profiles, {len(lib['pairs'])} pair entries, "
-        f"GPU types {', '.join(g['name'] for g in lib['gpu_types'])}"
+        f"wrote [bold]{shown(out_path)}[/]: {len(lib['profiles'])} profiles, {len(lib['pairs'])} pair entries, "
+        f"GPU types {shown(', '.join(g['name'] for g in lib['gpu_types']))}"
     )
 
 
@@ -702,15 +712,17 @@ def profiles_fit(
 
     source = library or profile_library()
     if sanity_only:
-        out.print(show.findings_table(sanity_file(source), f"sanity findings: {source}"))
+        out.print(show.findings_table(sanity_file(source), f"sanity findings: {shown(source)}"))
         return
     if out_path is None:
         raise InputError("options", [Problem("bad-option", "--out", "is required unless --sanity-only")])
+    refuse_overwriting_inputs({"--out": out_path}, [source, *(measurements or [])])
     result = fit_files(source, measurements or [], repair)
     write_fitted(result, out_path)
     for table in show.fit_tables(result):
         out.print(table)
-    out.print(f"wrote [bold]{out_path}[/]: {len(result.doc['profiles'])} profiles, {len(result.doc['pairs'])} pairs")
+    counts = f"{len(result.doc['profiles'])} profiles, {len(result.doc['pairs'])} pairs"
+    out.print(f"wrote [bold]{shown(out_path)}[/]: {counts}")
 
 
 class IngestFormat(StrEnum):
@@ -755,10 +767,13 @@ def profiles_ingest(
     from planner.profiling.ingest import SHIPPED_LIBRARY, ingest, ingest_tables
 
     base = None if library == "none" else Path(library) if library else SHIPPED_LIBRARY
+    # --library may be --out (merge in place); the measurement files and job sides may not
+    refuse_overwriting_inputs({"--out": out_path}, [*files, *(job_side or [])])
     report = ingest(files, out_path, fmt.value, job_side, job_type, gpu_type, steps_per_window, base, measurements_only)
     for table in ingest_tables(report):
         out.print(table)
-    out.print(f"wrote [bold]{out_path}[/] ({report.out_kind}): {report.total_points} points, {sum(report.added)} new")
+    counts = f"{report.total_points} points, {sum(report.added)} new"
+    out.print(f"wrote [bold]{shown(out_path)}[/] ({report.out_kind}): {counts}")
 
 
 @profiles_app.command("check")
@@ -788,6 +803,7 @@ def profiles_check(
     from planner.profiling import check_output as show
     from planner.profiling.check import check_files
 
+    refuse_overwriting_inputs({"--json": json_out, "--csv": csv_out}, [library, *measurements])
     report = check_files(library, measurements, type_map or [], shape)
     for quantity in report.quantities():
         if any(r.quantity == quantity for r in report.rows):
@@ -798,7 +814,7 @@ def profiles_check(
     for path, write in ((json_out, show.write_report_json), (csv_out, show.write_report_csv)):
         if path is not None:
             write(path, report)
-            out.print(f"wrote [bold]{path}[/]")
+            out.print(f"wrote [bold]{shown(path)}[/]")
 
 
 @profiles_app.command("truth")
@@ -827,9 +843,11 @@ def profiles_truth(
     from planner.resources import profile_library
 
     params = TruthParams(alpha, cap, pair_factor, idle_power_w, node_power_w, cap_spread)
-    doc = truth_from_file(library or profile_library(), params)
+    prior = library or profile_library()
+    refuse_overwriting_inputs({"--out": out_path}, [prior])
+    doc = truth_from_file(prior, params)
     write_json_atomic(out_path, doc)
-    out.print(f"wrote [bold]{out_path}[/]: {len(doc['profiles'])} profiles, {len(doc['pairs'])} pair entries")
+    out.print(f"wrote [bold]{shown(out_path)}[/]: {len(doc['profiles'])} profiles, {len(doc['pairs'])} pair entries")
 
 
 @app.command()
@@ -949,6 +967,7 @@ def simulate(
         truth=truth,
         learn=learn,
     )
+    refuse_overwriting_inputs({"--out": out_path}, [spec.trace, carbon, price, profiles, truth])
     workload, ctx = prepare(spec)
     if workers == 1 and ray is None:
         runs = []
@@ -961,7 +980,7 @@ def simulate(
     runs = with_floor_and_reference(spec, workload, ctx, runs)
     write_outputs(out_path, runs, plots=plots)
     out.print(summary_table([s for _, s in runs]))
-    out.print(f"{len(workload.jobs)} jobs replayed; results written to [bold]{out_path}[/]")
+    out.print(f"{len(workload.jobs)} jobs replayed; results written to [bold]{shown(out_path)}[/]")
 
 
 def _replay_policy(spec: ReplaySpec, name: str) -> tuple[SimResult, dict[str, Any]]:
@@ -1085,6 +1104,7 @@ def frontier(
         signal_start=signal_start,
         signal_aware=signal_aware,
     )
+    refuse_overwriting_inputs({"--out": out_path}, [base.trace, carbon, price, profiles])
     sweep_d = _float_list(deltas, "--deltas")
     sweep_x = [x / 100.0 for x in _float_list(max_jct_increase, "--max-jct-increase")]
     names = [b.strip() for b in baselines.split(",") if b.strip()]
@@ -1104,8 +1124,9 @@ def frontier(
     out.print(summary_table(result.rows))
     failed = [r["label"] for r in result.rows if r.get("error")]
     if failed:
-        err.print(f"[yellow]{len(failed)} replay(s) failed: {', '.join(failed)} (see frontier.csv)[/]")
-    out.print(f"{total} replays; frontier written to [bold]{out_path}[/] ({', '.join(p.name for p in result.paths)})")
+        err.print(f"[yellow]{len(failed)} replay(s) failed: {shown(', '.join(failed))} (see frontier.csv)[/]")
+    files = shown(", ".join(p.name for p in result.paths))
+    out.print(f"{total} replays; frontier written to [bold]{shown(out_path)}[/] ({files})")
 
 
 @app.command()
@@ -1157,6 +1178,7 @@ def bench(
     from planner.bench.runner import BenchConfig, prepare_sweep, run_sweep
     from planner.bench.summary import FAILURES
 
+    refuse_overwriting_inputs({"--out": out_path}, [instances])
     config = BenchConfig(
         instances=instances,
         solvers=tuple(s.strip() for s in solvers.split(",") if s.strip()),
@@ -1193,7 +1215,7 @@ def bench(
         err.print(f"[red]{wrong} wrong result(s): see 'Wrong results' in report.md[/]")
     out.print(
         f"{len(report.rows)} runs ({result.ran} now, {result.reused} reused); "
-        f"results in [bold]{out_path}[/] ({', '.join(p.name for p in report.paths)})"
+        f"results in [bold]{shown(out_path)}[/] ({shown(', '.join(p.name for p in report.paths))})"
     )
 
 

@@ -190,6 +190,13 @@ def export_stage_models(instance: Instance, request: PlanRequest, stage1_progres
     return export_stages(get_backend(request.solver), model, request.export_model, stage1_progress)
 
 
+def model_export_paths(path: Path) -> tuple[Path, Path]:
+    """Where an export to ``path`` writes stage 1 and stage 2: ``x.mps`` and ``x.stage2.mps``."""
+    from formulations.stage_export import stage2_path
+
+    return Path(path), stage2_path(path)
+
+
 def exported_model_files(path: Path) -> list[Path]:
     """The stage files an export to ``path`` leaves, stage 1 first: ``x.mps`` and ``x.stage2.mps`` where present."""
     from formulations.stage_export import stage2_path

@@ -10,16 +10,17 @@ from rich.table import Table
 from planner.plan import Plan
 from planner.problems import Problem
 from planner.solve_report import StageRecord
+from planner.terminal import shown
 
 
 def problems_table(problems: Sequence[Problem], title: str) -> Table:
-    """A table of ``problems``, one row each: path, message and code."""
-    table = Table(title=title, title_justify="left", show_lines=False)
+    """A table of ``problems``, one row each: path, message and code; ``title`` is plain text (printed literally)."""
+    table = Table(title=shown(title), title_justify="left", show_lines=False)
     table.add_column("path", style="bold")
     table.add_column("problem")
     table.add_column("code", style="dim")
     for p in problems:
-        table.add_row(p.path, p.message, p.code)
+        table.add_row(shown(p.path), shown(p.message), shown(p.code))
     return table
 
 
@@ -50,14 +51,14 @@ def plan_table(plan: Plan, max_rows: int = 60) -> Table:
         unit = "W" if j.setting_unit == "power_limit_w" else "MHz"
         where = " ".join(f"{p.node}:{','.join(map(str, p.gpu_indices))}" for p in j.placement)
         table.add_row(
-            j.job_id,
-            f"{j.gpus} {j.gpu_type}",
+            shown(j.job_id),
+            shown(f"{j.gpus} {j.gpu_type}"),
             f"{j.setting} {unit}",
-            j.shares_with or "",
+            shown(j.shares_with or ""),
             f"{j.steps_per_s:.3g}",
             f"{j.power_w:.0f}",
             f"{j.energy_j / 1e3:.1f}",
-            where,
+            shown(where),
         )
     if len(running) > max_rows:
         table.add_row(f"... {len(running) - max_rows} more", *[""] * 7)
@@ -82,23 +83,23 @@ def summary_table(plan: Plan) -> Table:
     table.add_column()
     budget = "none" if r.budget_j is None else f"{r.budget_j / 1e6:.3f} MJ ({r.energy_j / r.budget_j:.1%} used)"
     table.add_row("energy", f"{r.energy_j / 1e6:.3f} MJ of budget {budget}")
-    table.add_row("GPUs used", ", ".join(f"{g}: {n}" for g, n in sorted(r.gpus_used.items())) or "none")
-    table.add_row("nodes on", ", ".join(f"{g}: {n}" for g, n in sorted(r.nodes_on.items())) or "none")
+    table.add_row("GPUs used", shown(", ".join(f"{g}: {n}" for g, n in sorted(r.gpus_used.items())) or "none"))
+    table.add_row("nodes on", shown(", ".join(f"{g}: {n}" for g, n in sorted(r.nodes_on.items())) or "none"))
     table.add_row("progress", f"{r.progress:.4f} (weighted fraction of remaining work)")
     table.add_row(
         "objective",
         f"{r.objective} = {_fmt(r.objective_value)}, bound {_fmt(r.bound)}, gap {_fmt(r.gap, '.2%')}",
     )
-    table.add_row("solver", f"{r.solver} ({r.status}) in {r.solve_s:.2f} s")
+    table.add_row("solver", shown(f"{r.solver} ({r.status}) in {r.solve_s:.2f} s"))
     report = r.report
     if report.stages:
-        table.add_row("stages", "; ".join(_stage_summary(s) for s in report.stages))
+        table.add_row("stages", shown("; ".join(_stage_summary(s) for s in report.stages)))
     if report.lp_bound is not None:
         table.add_row("LP bound", f"{report.lp_bound:.6g} (relaxation of the same model, proven from its duals)")
     if report.heuristics:
         parts = [f"{name} {_fmt(h.progress)}" for name, h in report.heuristics.items()]
         start = f"; solver started from {report.start}" if report.start else ""
-        table.add_row("heuristic plans", "progress " + ", ".join(parts) + start)
+        table.add_row("heuristic plans", shown("progress " + ", ".join(parts) + start))
     model = report.model
     if model is not None:
         pruned = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in model.pruned.items())
@@ -107,5 +108,5 @@ def summary_table(plan: Plan) -> Table:
             f"{model.columns} columns, {model.rows} rows, built in {model.build_s:.2f} s; pruned: {pruned}",
         )
     for key, note in r.notes().items():
-        table.add_row(key.replace("_", " "), f"[yellow]{note}[/]")
+        table.add_row(key.replace("_", " "), f"[yellow]{shown(note)}[/]")
     return table

@@ -254,11 +254,13 @@ def summary_table(summary: Sequence[Record]) -> Any:
     """The per-solver summary as a rich table, for the terminal."""
     from rich.table import Table
 
+    from planner.terminal import shown
+
     table = Table(title="Benchmark")
     for column in SUMMARY_COLUMNS:
         table.add_column(column, justify="left" if column == "solver" else "right")
     for s in summary:
-        table.add_row(*(_fmt(s.get(c)) for c in SUMMARY_COLUMNS))
+        table.add_row(*(shown(_fmt(s.get(c))) for c in SUMMARY_COLUMNS))
     return table
 
 

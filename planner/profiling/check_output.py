@@ -18,6 +18,7 @@ from rich.table import Table
 
 from planner.jsonio import write_json_atomic, write_text_atomic
 from planner.profiling.check import UNITS, FidelityReport, FidelityRow
+from planner.terminal import shown
 
 FIDELITY_SCHEMA = "wattplan.fidelity/1"
 CSV_COLUMNS = (
@@ -107,14 +108,15 @@ def _pct(x: float | None) -> str:
 
 
 def _cell(x: int | str | None) -> str:
-    return "" if x is None else str(x)
+    """A table cell: nothing for None, else the value printed literally."""
+    return "" if x is None else shown(x)
 
 
 def rows_table(report: FidelityReport, quantity: str, max_rows: int = 40) -> Table:
     """The rows of one quantity (at most ``max_rows``): configuration, predicted, measured, error."""
     rows = [r for r in report.rows if r.quantity == quantity]
-    shown = f", first {max_rows} shown" if len(rows) > max_rows else ""
-    table = Table(title=f"{quantity} ({UNITS[quantity]}): {len(rows)} rows{shown}", title_justify="left")
+    first = f", first {max_rows} shown" if len(rows) > max_rows else ""
+    table = Table(title=f"{quantity} ({UNITS[quantity]}): {len(rows)} rows{first}", title_justify="left")
     columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("job type", "left"),
         ("GPU", "left"),
@@ -132,14 +134,14 @@ def rows_table(report: FidelityReport, quantity: str, max_rows: int = 40) -> Tab
         ids = ", ".join(r.points[:2]) + (f" +{len(r.points) - 2}" if len(r.points) > 2 else "")
         table.add_row(
             _cell(r.job_type),
-            r.gpu_type,
+            _cell(r.gpu_type),
             _cell(r.gpus),
             _cell(r.setting),
             _cell(r.partner),
             f"{r.predicted:.4g}",
             f"{r.measured:.4g}",
             _pct(r.rel_error),
-            ids,
+            _cell(ids),
         )
     return table
 
@@ -156,7 +158,7 @@ def summary_table(report: FidelityReport) -> Table:
             w = s.worst
             where = " ".join(str(v) for v in (w.job_type, w.gpu_type, w.gpus, w.setting, w.partner) if v is not None)
         median = None if s.median_abs_error is None else f"{s.median_abs_error:.1%}"
-        table.add_row(s.quantity, str(s.count), median or "-", _pct(s.worst_error), where, str(s.unmatched))
+        table.add_row(s.quantity, str(s.count), median or "-", _pct(s.worst_error), _cell(where), str(s.unmatched))
     return table
 
 
@@ -165,10 +167,10 @@ def unmatched_table(report: FidelityReport, max_rows: int = 40) -> Table:
     merged: dict[tuple[str, str, int], list[str]] = {}
     for u in report.unmatched:
         merged.setdefault((u.config, u.reason, len(u.points)), []).append(u.quantity)
-    shown = f", first {max_rows} shown" if len(merged) > max_rows else ""
-    table = Table(title=f"unmatched: {len(report.unmatched)} entries{shown}", title_justify="left")
+    first = f", first {max_rows} shown" if len(merged) > max_rows else ""
+    table = Table(title=f"unmatched: {len(report.unmatched)} entries{first}", title_justify="left")
     for col in ("quantities", "configuration", "reason", "points"):
         table.add_column(col)
     for (config, reason, points), quantities in list(merged.items())[:max_rows]:
-        table.add_row(", ".join(quantities), config, reason, str(points))
+        table.add_row(_cell(", ".join(quantities)), _cell(config), _cell(reason), str(points))
     return table

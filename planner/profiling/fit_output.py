@@ -10,18 +10,20 @@ from rich.table import Table
 from planner.profiling.basis import BASIS_KINDS
 from planner.profiling.fit import FitResult
 from planner.profiling.sanity import FINDING_KINDS, Finding, count_by_kind
+from planner.terminal import shown
 
 NOTES_SHOWN = 10
 """Left-out notes printed in full; the rest are counted (all are in the output's ``notes.fit.left_out``)."""
 
 
 def _key(key: Sequence[Any]) -> str:
-    return " / ".join(str(k) for k in key)
+    """The entry ``key`` as one line of terminal markup that prints it literally."""
+    return shown(" / ".join(str(k) for k in key))
 
 
 def findings_table(findings: Sequence[Finding], title: str) -> Table:
     """Findings per kind, with the most extreme one of each kind (largest value / limit)."""
-    table = Table(title=title)
+    table = Table(title=shown(title))
     for col in ("finding", "entries", "most extreme", "reason"):
         table.add_column(col, justify="right" if col == "entries" else "left")
     counts = count_by_kind(findings)
@@ -31,7 +33,7 @@ def findings_table(findings: Sequence[Finding], title: str) -> Table:
             table.add_row(kind, "0", "", "")
             continue
         top = max(mine, key=lambda f: abs(f.value / f.limit - 1.0) if f.limit else abs(f.value))
-        table.add_row(kind, str(counts[kind]), _key(top.key), top.reason)
+        table.add_row(kind, str(counts[kind]), _key(top.key), shown(top.reason))
     return table
 
 
@@ -54,7 +56,7 @@ def worst_table(result: FitResult, k: int = 5) -> Table:
         table.add_column(col, justify="right" if col == "rel. error" else "left")
     for e in result.worst_errors(k):
         key = (e["type"], e["gpu_type"], e["gpus"], e["setting"]) if "type" in e else (e["a"], e["b"], e["gpu_type"])
-        table.add_row(_key(key), e["basis"]["kind"], f"{e['basis']['rel_error']:.3f}")
+        table.add_row(_key(key), shown(e["basis"]["kind"]), f"{e['basis']['rel_error']:.3f}")
     return table
 
 
@@ -68,7 +70,9 @@ def gpu_table(result: FitResult) -> Table | None:
         table.add_column(col, justify="left" if col in ("GPU type", "basis") else "right")
     for g in rows:
         cells = [g.get(k) for k in ("idle_power_w", "held_idle_power_w", "node_power_w", "top_limit_w")]
-        table.add_row(g["name"], *("" if v is None else f"{v:.1f}" for v in cells), g["idle_basis"]["reason"])
+        table.add_row(
+            shown(g["name"]), *("" if v is None else f"{v:.1f}" for v in cells), shown(g["idle_basis"]["reason"])
+        )
     return table
 
 
@@ -86,7 +90,7 @@ def fit_tables(result: FitResult) -> list[Table]:
         table = Table(title=f"left out ({len(result.notes)})")
         table.add_column("note")
         for note in result.notes[:NOTES_SHOWN]:
-            table.add_row(note)
+            table.add_row(shown(note))
         if len(result.notes) > NOTES_SHOWN:
             table.add_row(f"... {len(result.notes) - NOTES_SHOWN} more in notes.fit.left_out")
         tables.append(table)

@@ -54,6 +54,7 @@ from planner.profiling.points import (
 from planner.profiling.smi_points import IngestResult, points_from_smi
 from planner.resources import profile_library
 from planner.round_builder import library_from_doc
+from planner.terminal import shown
 
 __all__ = [
     "FORMATS",
@@ -386,7 +387,7 @@ def ingest_tables(report: IngestReport) -> list[Table]:
     for f, n in zip(report.files, report.added, strict=True):
         kinds = Counter(p.kind for p in f.points)
         by_kind = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items())) or "none"
-        files.add_row(f.path.name, f.format, f.sha256[:12], by_kind, str(n), str(len(f.skipped)))
+        files.add_row(shown(f.path.name), f.format, f.sha256[:12], shown(by_kind), str(n), str(len(f.skipped)))
     tables = [files]
     skipped = [(f.path.name, p) for f in report.files for p in f.skipped]
     if skipped:
@@ -394,7 +395,7 @@ def ingest_tables(report: IngestReport) -> list[Table]:
         for name in ("file", "where", "reason", "code"):
             table.add_column(name)
         for file, p in skipped:
-            table.add_row(file, p.path, p.message, p.code)
+            table.add_row(shown(file), shown(p.path), shown(p.message), shown(p.code))
         tables.append(table)
     notes = [(f.path.name, note) for f in report.files for note in f.notes]
     if notes:
@@ -402,6 +403,6 @@ def ingest_tables(report: IngestReport) -> list[Table]:
         for name in ("file", "note"):
             table.add_column(name)
         for file, note in notes:
-            table.add_row(file, note)
+            table.add_row(shown(file), shown(note))
         tables.append(table)
     return tables

@@ -9,6 +9,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from planner.sim.engine import ProgressCallback, RoundRecord
+from planner.terminal import shown
 
 
 def progress_display(console: Any) -> Progress:
@@ -26,10 +27,10 @@ def progress_display(console: Any) -> Progress:
 
 def progress_callback(progress: Progress, policy: str, jobs_total: int) -> ProgressCallback:
     """A callback for :func:`planner.sim.engine.simulate` that advances one task of ``progress``."""
-    task = progress.add_task(f"{policy:<10} round 0", total=jobs_total)
+    task = progress.add_task(shown(f"{policy:<10} round 0"), total=jobs_total)
 
     def update(record: RoundRecord, done: int, total: int) -> None:
-        progress.update(task, completed=done, description=f"{policy:<10} round {record.index}")
+        progress.update(task, completed=done, description=shown(f"{policy:<10} round {record.index}"))
 
     return update
 
@@ -60,8 +61,8 @@ def summary_table(summaries: Sequence[dict[str, Any]]) -> Table:
     for s in summaries:
         h = 1 / 3600
         table.add_row(
-            s["policy"],
-            s["stop_reason"],
+            shown(s["policy"]),
+            shown(s["stop_reason"]),
             _fmt(s["energy_kwh"], ".2f"),
             f"{s['energy_node_kwh']:.1f}/{s['energy_idle_kwh']:.1f}/{s['energy_dynamic_kwh']:.1f}",
             _fmt(None if s["avg_jct_s"] is None else s["avg_jct_s"] * h, ".2f"),
