@@ -96,7 +96,7 @@ def test_ingest_prints_cells_and_file_names_with_markup_literally(tmp_path: Path
     out = tmp_path / "m.json"
     result = run("profiles", "ingest", log, "--job-side", side, "--library", "none", "--out", out)
     assert_clean_exit(result, 0)
-    assert "'[red]x[/red] W' is not a number" in result.output
-    assert "'[/] W' is not a number" in result.output
+    assert "'[red]x[/red] W': not a number" in result.output
+    assert "'[/] W': not a number" in result.output
     assert "node[bold]1.csv" in result.output
     assert json.loads(out.read_text())["schema"] == "wattplan.measurements/1"
