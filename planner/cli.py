@@ -570,9 +570,9 @@ class SweepFamily(StrEnum):
 @handles_errors
 def instance_sweep(
     out_dir: Annotated[Path, typer.Option("--out", "-o", help="Folder for the instances and manifest.csv.")],
-    sizes: Annotated[str, typer.Option(help="Round sizes (jobs), comma-separated, each >= 1.")] = (
-        "50,100,500,1000,2000,5000,10000"
-    ),
+    sizes: Annotated[
+        str, typer.Option(help="Round sizes (jobs), comma-separated, each >= 1 (sampled, long: at most 100,000).")
+    ] = "50,100,500,1000,2000,5000,10000",
     budgets: Annotated[str, typer.Option(help="Budgets as fractions of full power x T, each in (0, 1].")] = (
         "0.3,0.6,1.0"
     ),
@@ -587,7 +587,9 @@ def instance_sweep(
     gpu_mix: Annotated[str, typer.Option(help="Node weights per GPU type, e.g. v100:2,p100:1 or v100:1.")] = (
         "v100:2,p100:1"
     ),
-    jobs_per_node: Annotated[float, typer.Option(help="The cluster has about N / this many 8-GPU nodes.")] = 4.0,
+    jobs_per_node: Annotated[
+        float, typer.Option(help="The cluster has about N / this many 8-GPU nodes (0.25 to 64).")
+    ] = 4.0,
     mps: Annotated[bool, typer.Option("--mps/--no-mps", help="Also write each round's model as MPS (large).")] = False,
 ) -> None:
     """Write reproducible benchmark rounds: one instance per (size, budget, seed) and DIR/manifest.csv.
