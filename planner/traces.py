@@ -71,6 +71,14 @@ GAVEL_LAYOUTS: dict[int, tuple[str, ...]] = {len(c): c for c in (GAVEL_COLUMNS_7
 
 _SHOWN_CHARS = 40  # of a bad field, in a message
 
+MAX_TRACE_S = 1e9
+"""Largest arrival time or duration (s) of a trace row, about 31.7 years: the shipped traces reach
+125 days; a larger value is a typo or a sentinel whose products overflow (a 1e308 s duration made
+infinite total steps, and an instance that cannot be written as JSON)."""
+
+MAX_TOTAL_STEPS = 1e15
+"""Largest ``total_steps`` of a Gavel row: the shipped traces reach 8.7e8."""
+
 _DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 """A plain decimal number in ASCII digits: no unit suffix, no ``_`` separators, no other scripts' digits."""
 
@@ -87,8 +95,8 @@ def _shown(text: str) -> str:
     return repr(text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + "...")
 
 
-def _number(text: str, column: str) -> float:
-    """The finite number in field ``column``: ASCII decimal notation only (``10s``, ``1_000`` are refused)."""
+def _number(text: str, column: str, most: float = math.inf) -> float:
+    """The finite number at most ``most`` in field ``column``: ASCII decimal notation (``10s``, ``1_000`` refused)."""
     stripped = text.strip()
     if stripped.lower() in ("nan", "+nan", "-nan", "inf", "+inf", "-inf", "infinity", "+infinity", "-infinity"):
         raise _BadRow(f"{column} {_shown(text)} is not a finite number")
@@ -97,6 +105,8 @@ def _number(text: str, column: str) -> float:
     value = float(stripped)
     if not math.isfinite(value):
         raise _BadRow(f"{column} {_shown(text)} is not a finite number")
+    if value > most:
+        raise _BadRow(f"{column} {_shown(text)} is above {most:g}")
     return value
 
 
@@ -122,8 +132,8 @@ def _gavel_job(index: int, cols: list[str]) -> TraceJob:
     job_type = row["job_type"].strip()
     if not job_type:
         raise _BadRow("job_type is empty")
-    steps = _number(row["total_steps"], "total_steps")
-    arrival = _number(row["arrival_time"], "arrival_time")
+    steps = _number(row["total_steps"], "total_steps", MAX_TOTAL_STEPS)
+    arrival = _number(row["arrival_time"], "arrival_time", MAX_TRACE_S)
     gpus = _whole(row["scale_factor"], "scale_factor")
     if steps <= 0 or arrival < 0 or gpus <= 0:
         raise _BadRow("total_steps and scale_factor (GPUs) must be > 0, arrival_time >= 0")
@@ -155,7 +165,8 @@ def read_gavel_trace(path: Path) -> list[TraceJob]:
     ``scale_factor`` (the requested GPU count). Ignored: ``command``, ``working_directory``,
     ``num_steps_arg`` and ``needs_data_dir`` (how Gavel runs a job), ``priority_weight`` (a
     trace job has no weight; the round builder gives each job weight 1) and ``SLO`` (no
-    deadlines are planned). Blank lines are skipped; the job on line N (from 1) gets id
+    deadlines are planned). ``total_steps`` is at most :data:`MAX_TOTAL_STEPS`, ``arrival_time``
+    at most :data:`MAX_TRACE_S`. Blank lines are skipped; the job on line N (from 1) gets id
     ``j{N-1}``. Each bad line is a ``bad-trace-row`` problem at ``line N``.
     """
     jobs, problems = [], []
@@ -202,7 +213,7 @@ def _philly_row(index: int, row: dict[str, str]) -> tuple[_PhillyRow, bool]:
     if gpus <= 0:
         raise _BadRow(f"num_gpus {gpus} must be >= 1")
     stamp, zoned = _timestamp(row["timestamp"])
-    return _PhillyRow(index, stamp, _number(row["duration"], "duration"), gpus), zoned
+    return _PhillyRow(index, stamp, _number(row["duration"], "duration", MAX_TRACE_S), gpus), zoned
 
 
 def _header(reader: csv.DictReader, path: Path) -> tuple[str, ...]:
@@ -276,8 +287,8 @@ def read_philly_csv(
     """Parse a Philly-derived CSV (``timestamp,duration,num_gpus,gpu_time,cluster``).
 
     Rows with an empty field are skipped; ``virtual_cluster`` keeps one cluster's rows.
-    A kept row needs an ISO timestamp, a finite duration (s, ASCII decimal: ``10s`` or
-    ``1_000`` are refused) and ``num_gpus >= 1`` (ASCII digits), or it is a ``bad-trace-row``
+    A kept row needs an ISO timestamp, a finite duration (s, at most :data:`MAX_TRACE_S`, ASCII
+    decimal: ``10s`` or ``1_000`` are refused) and ``num_gpus >= 1`` (ASCII digits), or it is a ``bad-trace-row``
     problem at ``line N``; rows with a duration <= 0 are dropped. So are a row with a
     different number of columns, a quote left open or closed on a later line (a Philly field
     never spans lines), and timestamps mixing naive and zoned times (all naive, taken as
