@@ -493,6 +493,33 @@ def instance_check(file: Annotated[Path, typer.Argument(help="Instance file to c
     )
 
 
+FROM_TRACE_RANGES: dict[str, tuple[float, float]] = {
+    "--at": (-1e9, 1e9),
+    "--round-s": (1e-3, 86_400.0),
+    "--budget-fraction": (0.0, 1.0),
+    "--budget-j": (0.0, 1e15),
+    "--power-cap-w": (1e-3, 1e10),
+    "--node-power-w": (0.0, 1e6),
+    "--restart-s": (0.0, 86_400.0),
+    "--min-pair-rate": (0.0, 1.0),
+}
+"""The range (both ends included) of each number option of ``instance from-trace``: seconds, a fraction
+of full power, joules, watts, a slowdown. Wide enough for any real round (``--at`` within a trace's
+1e9 s, :data:`planner.traces.MAX_TRACE_S`; a round of at most a day; 1e15 J, 1e10 W), narrow enough
+that no product overflows: NaN, infinity or 1e308 ended in an internal error or in
+``Out of range float values are not JSON compliant`` naming no option."""
+
+
+def _from_trace_option_problems(values: dict[str, float | None]) -> list[Problem]:
+    """A ``bad-option`` problem for each given value outside its :data:`FROM_TRACE_RANGES` range (or not finite)."""
+    problems = []
+    for option, value in values.items():
+        low, high = FROM_TRACE_RANGES[option]
+        if value is not None and not low <= value <= high:  # NaN fails both comparisons
+            problems.append(Problem("bad-option", option, f"{value:g} is outside [{low:g}, {high:g}]"))
+    return problems
+
+
 @instance_app.command("from-trace")
 @handles_errors
 def instance_from_trace(
@@ -529,6 +556,19 @@ def instance_from_trace(
         trace_format,
     )
 
+    numbers = {
+        "--at": at,
+        "--round-s": round_s,
+        "--budget-fraction": budget_fraction,
+        "--budget-j": budget_j,
+        "--power-cap-w": power_cap_w,
+        "--node-power-w": node_power_w,
+        "--restart-s": restart_s,
+        "--min-pair-rate": min_pair_rate,
+    }
+    problems = _from_trace_option_problems(numbers)
+    if problems:
+        raise InputError(problems[0].path if len(problems) == 1 else "options", problems)
     trace = _trace(trace)
     spec = parse_cluster_spec(cluster, gpus_per_node, node_power_w)
     lib = load_profile_library(profiles or profile_library())

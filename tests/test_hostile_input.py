@@ -503,3 +503,53 @@ def test_absurd_carbon_value_exits_2_before_the_replay(tmp_path: Path, one_job_t
     assert result.exit_code == 2, result.output
     assert "carbon.csv:row 3 (avg_CI)" in result.output and "out-of-range" in result.output
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--at", "nan"),  # 'Out of range float values are not JSON compliant', no option named
+        ("--at", "-inf"),
+        ("--round-s", "inf"),  # OverflowError: internal error
+        ("--budget-fraction", "nan"),
+        ("--budget-j", "1e308"),  # exit 0 with a 300-digit budget
+        ("--power-cap-w", "1e308"),
+        ("--node-power-w", "inf"),
+        ("--restart-s", "nan"),
+        ("--min-pair-rate", "inf"),
+    ],
+)
+def test_from_trace_number_options_out_of_range_exit_2_naming_them(
+    tmp_path: Path, one_job_trace: Path, option: str, value: str
+) -> None:
+    out = tmp_path / "i.json"
+    result = run(
+        "instance", "from-trace", one_job_trace, "--cluster", "v100:8", "--at", "0", option, value, "--out", out
+    )
+    assert result.exit_code == 2, result.output
+    assert option in result.output and "bad-option" in result.output and "internal error" not in result.output
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "words"),
+    [
+        (
+            "big.csv",
+            "timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:00:00,1e308,1,10,c\n",
+            "duration '1e308' is above 1e+09",
+        ),
+        ("steps.trace", "A3C\tcmd\tsteps\t0\t1e308\t0\t1\n", "total_steps '1e308' is above 1e+15"),
+        ("arrival.trace", "A3C\tcmd\tsteps\t0\t4000\t1e308\t1\n", "arrival_time '1e308' is above 1e+09"),
+    ],
+)
+def test_trace_numbers_that_overflow_exit_2_naming_the_row(tmp_path: Path, name: str, text: str, words: str) -> None:
+    # a 1e308 s duration made infinite total steps: 'Out of range float values are not JSON compliant'
+    trace = tmp_path / name
+    trace.write_text(text)
+    out = tmp_path / "i.json"
+    result = run("instance", "from-trace", trace, "--cluster", "v100:8", "--at", "0", "--out", out)
+    assert result.exit_code == 2, result.output
+    assert words in result.output and "bad-trace-row" in result.output
+    assert str(trace) in "".join(result.output.split())  # the table's title wraps a long path
+    assert not out.exists()
