@@ -537,6 +537,33 @@ def instance_check(file: Annotated[Path, typer.Argument(help="Instance file to c
     )
 
 
+FROM_TRACE_RANGES: dict[str, tuple[float, float]] = {
+    "--at": (-1e9, 1e9),
+    "--round-s": (1e-3, 86_400.0),
+    "--budget-fraction": (0.0, 1.0),
+    "--budget-j": (0.0, 1e15),
+    "--power-cap-w": (1e-3, 1e10),
+    "--node-power-w": (0.0, 1e6),
+    "--restart-s": (0.0, 86_400.0),
+    "--min-pair-rate": (0.0, 1.0),
+}
+"""The range (both ends included) of each number option of ``instance from-trace``: seconds, a fraction
+of full power, joules, watts, a slowdown. Wide enough for any real round (``--at`` within a trace's
+1e9 s, :data:`planner.traces.MAX_TRACE_S`; a round of at most a day; 1e15 J, 1e10 W), narrow enough
+that no product overflows: NaN, infinity or 1e308 ended in an internal error or in
+``Out of range float values are not JSON compliant`` naming no option."""
+
+
+def _from_trace_option_problems(values: dict[str, float | None]) -> list[Problem]:
+    """A ``bad-option`` problem for each given value outside its :data:`FROM_TRACE_RANGES` range (or not finite)."""
+    problems = []
+    for option, value in values.items():
+        low, high = FROM_TRACE_RANGES[option]
+        if value is not None and not low <= value <= high:  # NaN fails both comparisons
+            problems.append(Problem("bad-option", option, f"{value:g} is outside [{low:g}, {high:g}]"))
+    return problems
+
+
 @instance_app.command("from-trace")
 @handles_errors
 def instance_from_trace(
@@ -573,6 +600,19 @@ def instance_from_trace(
         trace_format,
     )
 
+    numbers = {
+        "--at": at,
+        "--round-s": round_s,
+        "--budget-fraction": budget_fraction,
+        "--budget-j": budget_j,
+        "--power-cap-w": power_cap_w,
+        "--node-power-w": node_power_w,
+        "--restart-s": restart_s,
+        "--min-pair-rate": min_pair_rate,
+    }
+    problems = _from_trace_option_problems(numbers)
+    if problems:
+        raise InputError(problems[0].path if len(problems) == 1 else "options", problems)
     trace = _trace(trace)
     refuse_overwriting_inputs({"--out": out_path}, [trace, profiles])
     spec = parse_cluster_spec(cluster, gpus_per_node, node_power_w)
@@ -615,9 +655,9 @@ class SweepFamily(StrEnum):
 @handles_errors
 def instance_sweep(
     out_dir: Annotated[Path, typer.Option("--out", "-o", help="Folder for the instances and manifest.csv.")],
-    sizes: Annotated[str, typer.Option(help="Round sizes (jobs), comma-separated, each >= 1.")] = (
-        "50,100,500,1000,2000,5000,10000"
-    ),
+    sizes: Annotated[
+        str, typer.Option(help="Round sizes (jobs), comma-separated, each >= 1 (sampled, long: at most 100,000).")
+    ] = "50,100,500,1000,2000,5000,10000",
     budgets: Annotated[str, typer.Option(help="Budgets as fractions of full power x T, each in (0, 1].")] = (
         "0.3,0.6,1.0"
     ),
@@ -632,7 +672,9 @@ def instance_sweep(
     gpu_mix: Annotated[str, typer.Option(help="Node weights per GPU type, e.g. v100:2,p100:1 or v100:1.")] = (
         "v100:2,p100:1"
     ),
-    jobs_per_node: Annotated[float, typer.Option(help="The cluster has about N / this many 8-GPU nodes.")] = 4.0,
+    jobs_per_node: Annotated[
+        float, typer.Option(help="The cluster has about N / this many 8-GPU nodes (0.25 to 64).")
+    ] = 4.0,
     mps: Annotated[bool, typer.Option("--mps/--no-mps", help="Also write each round's model as MPS (large).")] = False,
 ) -> None:
     """Write reproducible benchmark rounds: one instance per (size, budget, seed) and DIR/manifest.csv.

@@ -9,16 +9,22 @@ all in one folder. The rounds come from :mod:`planner.sweep_rounds`:
   jobs; a larger size is refused (``--sizes``). These rounds do not depend on the seed: each
   seed gets a file, and the files of one (size, budget) differ only in name.
 * ``sampled``: N jobs drawn i.i.d. with the seed from the queued jobs of every shipped trace
-  (type, requested GPUs, total steps and remaining fraction jointly). Any size.
+  (type, requested GPUs, total steps and remaining fraction jointly). Up to
+  :data:`MAX_SWEEP_JOBS` jobs.
 * ``long``: N long jobs drawn with the seed from the profile library (type, then GPU count), each
   with remaining steps such that one round does at most a log-uniform 0.01-1% of its work: the
   badly scaled case (progress coefficients about 1e-5..1e-2, ~1e-3 of progress per running job).
-  Any size.
+  Up to :data:`MAX_SWEEP_JOBS` jobs.
 
 The cluster is whole nodes of 8 GPUs, about ``N / jobs_per_node`` of them, split by the
 ``--gpu-mix`` weights with at least one node of each named type
 (:func:`planner.sweep_rounds.cluster_nodes`). The budget is ``budget_fraction`` of the
-cluster's full power over the round (``RoundOptions(budget_fraction=...)``).
+cluster's full power over the round (``RoundOptions(budget_fraction=...)``). ``jobs_per_node``
+is refused outside :data:`JOBS_PER_NODE_RANGE`, and a size whose cluster would have more than
+:data:`MAX_NODES_PER_TYPE` nodes of one type is refused (the instance schema's limit).
+
+Every instance is checked against the instance schema before it is written; one that breaks
+it stops the sweep with an :class:`~planner.problems.InputError` naming the option that made it.
 
 With ``mps`` each round's first-stage model (most progress under the budget) is also written as
 ``FAMILY-nN-bB-sS.mps`` by :mod:`formulations.mps` (a minimisation of ``-progress``, like every
@@ -75,6 +81,20 @@ DEFAULT_SIZES = "50,100,500,1000,2000,5000,10000"
 DEFAULT_BUDGETS = "0.3,0.6,1.0"
 DEFAULT_SEEDS = "0"
 DEFAULT_GPU_MIX = "v100:2,p100:1"
+
+MAX_SWEEP_JOBS = 100_000
+"""Largest ``--sizes`` of the sampled and long families: ten times the largest default size.
+
+A round is held whole in memory several times over (jobs, profiles, the model); 2,000,000 jobs
+ran out of memory after a minute. The trace family is bounded by its traces' queues instead."""
+
+JOBS_PER_NODE_RANGE = (0.25, 64.0)
+"""Smallest and largest ``--jobs-per-node``: below 0.25 each job has over 4 nodes (32 GPUs) to
+itself, more than any trace job asks for, so the cluster is mostly idle; above 64 eight jobs
+queue for each GPU, so almost none run. Both ends leave benchmark rounds that measure nothing."""
+
+MAX_NODES_PER_TYPE = 100_000
+"""Most nodes of one GPU type: the instance schema's ``gpu_types[].nodes`` maximum."""
 
 
 @dataclass(frozen=True)
@@ -174,6 +194,21 @@ def parse_gpu_mix(text: str, known: Sequence[str], problems: list[Problem]) -> l
     return out
 
 
+def _node_problems(sizes: Sequence[int], mix: Sequence[tuple[str, float]], jobs_per_node: float) -> list[Problem]:
+    """A problem naming ``--jobs-per-node`` for each size whose cluster has too many nodes of one type."""
+    out = []
+    for n in sizes:
+        most = max(count for _, count in cluster_nodes(n, mix, jobs_per_node))
+        if most > MAX_NODES_PER_TYPE:
+            message = (
+                f"{n} jobs at {jobs_per_node:g} jobs per node need {most:,} nodes of one type, "
+                f"over the {MAX_NODES_PER_TYPE:,} an instance may have: "
+                "give a larger --jobs-per-node or smaller --sizes"
+            )
+            out.append(Problem("too-many-nodes", "--jobs-per-node", message))
+    return out
+
+
 def sweep_spec(
     out: Path,
     sizes: str = DEFAULT_SIZES,
@@ -196,8 +231,18 @@ def sweep_spec(
     mix = parse_gpu_mix(gpu_mix, gpu_types, problems)
     if family not in FAMILIES:
         problems.append(Problem("bad-option", "--family", f"{family!r} is not one of {', '.join(FAMILIES)}"))
-    if not (math.isfinite(jobs_per_node) and jobs_per_node > 0):
-        problems.append(Problem("bad-option", "--jobs-per-node", f"{jobs_per_node:g} must be > 0"))
+    low, high = JOBS_PER_NODE_RANGE
+    if not (math.isfinite(jobs_per_node) and low <= jobs_per_node <= high):
+        message = f"{jobs_per_node:g} is outside [{low:g}, {high:g}] (must be > 0 and a cluster that runs its jobs)"
+        problems.append(Problem("bad-option", "--jobs-per-node", message))
+    elif mix:
+        problems += _node_problems([x for x in n if x <= MAX_SWEEP_JOBS], mix, jobs_per_node)  # larger: too-large
+    if family != "trace":  # the trace family's sizes are bounded by its traces (check_supply)
+        problems += [
+            Problem("too-large", "--sizes", f"{x} jobs: the {family} family builds at most {MAX_SWEEP_JOBS:,} jobs")
+            for x in n
+            if x > MAX_SWEEP_JOBS
+        ]
     names = [f"b{x:.2f}" for x in b]
     if len(set(names)) < len(names):
         problems.append(Problem("bad-option", "--budgets", "two budgets round to the same 2 decimals of a file name"))
@@ -304,6 +349,29 @@ def sweep_round(spec: SweepSpec, sources: RoundSources, n: int, budget: float, s
     return inst, f"{len(snaps)} snapshots of {traces} traces merged at {inst.extra['source']['at_s']:.0f}"
 
 
+_OPTION_OF_FIELD = (("gpu_types", "--jobs-per-node"), ("jobs", "--sizes"), ("round.budget", "--budgets"))
+"""The option that sizes each part of a sweep's instance, by the start of the schema path."""
+
+
+def checked_doc(inst: Instance, name: str) -> dict[str, Any]:
+    """The document of ``inst``, checked against the instance schema before it is written.
+
+    Raises :class:`~planner.problems.InputError` naming the option that made the broken part
+    (``--jobs-per-node`` for the cluster, ``--sizes`` for the jobs, ``--budgets`` for the budget)
+    and, in each problem, the file that was not written.
+    """
+    from planner.instance_io import instance_to_doc
+    from planner.schema_check import INSTANCE_SCHEMA, schema_problems
+
+    doc = instance_to_doc(inst)
+    problems = schema_problems(doc, INSTANCE_SCHEMA, "bad-sweep-instance")
+    if not problems:
+        return doc
+    options = {next((o for f, o in _OPTION_OF_FIELD if p.path.startswith(f)), "options") for p in problems}
+    source = options.pop() if len(options) == 1 else "options"
+    raise InputError(source, [Problem(p.code, f"{name}: {p.path}", p.message) for p in problems])
+
+
 def manifest_row(
     spec: SweepSpec, n: int, budget: float, seed: int, inst: Instance, path: Path, where: str
 ) -> dict[str, Any]:
@@ -358,8 +426,7 @@ def sweep(
     read (default: read here, with ``lib``). ``on_prepared`` is called once the traces are read,
     ``on_written`` with each manifest row after its files are written.
     """
-    from planner.instance_io import write_instance
-    from planner.jsonio import write_text_atomic
+    from planner.jsonio import write_json_atomic, write_text_atomic
     from planner.resources import profile_library
     from planner.round_builder import load_profile_library
 
@@ -375,7 +442,7 @@ def sweep(
     for n, budget, seed in spec.items():
         inst, where = sweep_round(spec, sources, n, budget, seed)
         path = spec.out / f"{spec.name(n, budget, seed)}.json"
-        write_instance(inst, path)
+        write_json_atomic(path, checked_doc(inst, path.name))
         row = manifest_row(spec, n, budget, seed, inst, path, where)
         if spec.mps:
             mps = path.with_suffix(".mps")

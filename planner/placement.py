@@ -376,6 +376,6 @@ def _normalize(placement: Sequence[NodeGpus]) -> tuple[NodeGpus, ...]:
 
     def order(ng: NodeGpus) -> tuple[int, str]:
         suffix = ng.node.rsplit("-", 1)[-1]
-        return (int(suffix) if suffix.isdigit() else -1, ng.node)
+        return (int(suffix) if suffix.isascii() and suffix.isdigit() else -1, ng.node)  # not '²'
 
     return tuple(NodeGpus(ng.node, tuple(sorted(ng.gpu_indices))) for ng in sorted(placement, key=order))

@@ -56,7 +56,7 @@ def parse_cluster_spec(
     out, problems = [], []
     for k, part in enumerate(p.strip() for p in text.split(",") if p.strip()):
         name, sep, count = part.partition(":")
-        if not sep or not count.strip().isdigit():
+        if not sep or not (count.strip().isascii() and count.strip().isdigit()):  # isdigit alone takes '²'
             problems.append(Problem("bad-cluster", f"cluster[{k}]", f"{part!r} is not TYPE:GPUS"))
             continue
         n = int(count)

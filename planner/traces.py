@@ -17,6 +17,7 @@ import csv
 import io
 import math
 import random
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -70,6 +71,20 @@ GAVEL_LAYOUTS: dict[int, tuple[str, ...]] = {len(c): c for c in (GAVEL_COLUMNS_7
 
 _SHOWN_CHARS = 40  # of a bad field, in a message
 
+MAX_TRACE_S = 1e9
+"""Largest arrival time or duration (s) of a trace row, about 31.7 years: the shipped traces reach
+125 days; a larger value is a typo or a sentinel whose products overflow (a 1e308 s duration made
+infinite total steps, and an instance that cannot be written as JSON)."""
+
+MAX_TOTAL_STEPS = 1e15
+"""Largest ``total_steps`` of a Gavel row: the shipped traces reach 8.7e8."""
+
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+"""A plain decimal number in ASCII digits: no unit suffix, no ``_`` separators, no other scripts' digits."""
+
+_WHOLE = re.compile(r"[+-]?[0-9]+")
+"""A whole number in ASCII digits (``str.isdigit`` and ``int`` also take superscripts or other scripts)."""
+
 
 class _BadRow(ValueError):
     """One row of a trace cannot be used; the message says why."""
@@ -80,22 +95,29 @@ def _shown(text: str) -> str:
     return repr(text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + "...")
 
 
-def _number(text: str, column: str) -> float:
-    """The finite number in field ``column``."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise _BadRow(f"{column} {_shown(text)} is not a number") from None
+def _number(text: str, column: str, most: float = math.inf) -> float:
+    """The finite number at most ``most`` in field ``column``: ASCII decimal notation (``10s``, ``1_000`` refused)."""
+    stripped = text.strip()
+    if stripped.lower() in ("nan", "+nan", "-nan", "inf", "+inf", "-inf", "infinity", "+infinity", "-infinity"):
+        raise _BadRow(f"{column} {_shown(text)} is not a finite number")
+    if not _DECIMAL.fullmatch(stripped):
+        raise _BadRow(f"{column} {_shown(text)} is not a number")
+    value = float(stripped)
     if not math.isfinite(value):
         raise _BadRow(f"{column} {_shown(text)} is not a finite number")
+    if value > most:
+        raise _BadRow(f"{column} {_shown(text)} is above {most:g}")
     return value
 
 
 def _whole(text: str, column: str) -> int:
-    """The whole number in field ``column``."""
+    """The whole number in field ``column``, in ASCII digits (``²`` or ``4 GPUs`` are refused)."""
+    stripped = text.strip()
     try:
-        return int(text)
-    except ValueError:
+        if not _WHOLE.fullmatch(stripped):
+            raise ValueError(stripped)
+        return int(stripped)
+    except ValueError:  # also more digits than int() converts
         raise _BadRow(f"{column} {_shown(text)} is not a whole number") from None
 
 
@@ -110,8 +132,8 @@ def _gavel_job(index: int, cols: list[str]) -> TraceJob:
     job_type = row["job_type"].strip()
     if not job_type:
         raise _BadRow("job_type is empty")
-    steps = _number(row["total_steps"], "total_steps")
-    arrival = _number(row["arrival_time"], "arrival_time")
+    steps = _number(row["total_steps"], "total_steps", MAX_TOTAL_STEPS)
+    arrival = _number(row["arrival_time"], "arrival_time", MAX_TRACE_S)
     gpus = _whole(row["scale_factor"], "scale_factor")
     if steps <= 0 or arrival < 0 or gpus <= 0:
         raise _BadRow("total_steps and scale_factor (GPUs) must be > 0, arrival_time >= 0")
@@ -143,7 +165,8 @@ def read_gavel_trace(path: Path) -> list[TraceJob]:
     ``scale_factor`` (the requested GPU count). Ignored: ``command``, ``working_directory``,
     ``num_steps_arg`` and ``needs_data_dir`` (how Gavel runs a job), ``priority_weight`` (a
     trace job has no weight; the round builder gives each job weight 1) and ``SLO`` (no
-    deadlines are planned). Blank lines are skipped; the job on line N (from 1) gets id
+    deadlines are planned). ``total_steps`` is at most :data:`MAX_TOTAL_STEPS`, ``arrival_time``
+    at most :data:`MAX_TRACE_S`. Blank lines are skipped; the job on line N (from 1) gets id
     ``j{N-1}``. Each bad line is a ``bad-trace-row`` problem at ``line N``.
     """
     jobs, problems = [], []
@@ -170,23 +193,27 @@ class _PhillyRow:
     gpus: int
 
 
-def _timestamp(text: str) -> datetime:
-    """An ISO timestamp; one with a time zone is taken to UTC, so all rows compare (naive = as written)."""
+def _timestamp(text: str) -> tuple[datetime, bool]:
+    """An ISO timestamp, taken to UTC and made naive when it has a time zone, and whether it had one."""
     try:
         stamp = datetime.fromisoformat(text.strip())
     except ValueError:
         raise _BadRow(f"timestamp {_shown(text)} is not an ISO date and time") from None
-    if stamp.tzinfo is not None:
-        stamp = stamp.astimezone(UTC).replace(tzinfo=None)
-    return stamp
+    if stamp.tzinfo is None:
+        return stamp, False
+    try:
+        return stamp.astimezone(UTC).replace(tzinfo=None), True
+    except OverflowError:
+        raise _BadRow(f"timestamp {_shown(text)} is out of range once taken to UTC") from None
 
 
-def _philly_row(index: int, row: dict[str, str]) -> _PhillyRow:
-    """The usable fields of a data row (``index`` counts data rows from 0)."""
+def _philly_row(index: int, row: dict[str, str]) -> tuple[_PhillyRow, bool]:
+    """The usable fields of a data row (``index`` counts data rows from 0), and whether its timestamp has a zone."""
     gpus = _whole(row["num_gpus"], "num_gpus")
     if gpus <= 0:
         raise _BadRow(f"num_gpus {gpus} must be >= 1")
-    return _PhillyRow(index, _timestamp(row["timestamp"]), _number(row["duration"], "duration"), gpus)
+    stamp, zoned = _timestamp(row["timestamp"])
+    return _PhillyRow(index, stamp, _number(row["duration"], "duration", MAX_TRACE_S), gpus), zoned
 
 
 def _header(reader: csv.DictReader, path: Path) -> tuple[str, ...]:
@@ -198,25 +225,53 @@ def _header(reader: csv.DictReader, path: Path) -> tuple[str, ...]:
 
 
 def _philly_rows(path: Path, virtual_cluster: str | None) -> list[_PhillyRow]:
-    """The complete rows of a Philly CSV (of one cluster when ``virtual_cluster`` is given)."""
-    reader = csv.DictReader(io.StringIO(read_text(path), newline=""))
+    """The complete rows of a Philly CSV (of one cluster when ``virtual_cluster`` is given).
+
+    Parsed strictly: a quote left open (which would swallow every later line into one field),
+    a record spanning lines, and rows whose timestamps mix naive and zoned times (a naive one
+    cannot be placed on the zoned ones' clock) are ``bad-trace-row`` problems.
+    """
+    reader = csv.DictReader(io.StringIO(read_text(path), newline=""), strict=True)
     if _header(reader, path) != PHILLY_COLUMNS:
         raise InputError(
             str(path), [Problem("bad-trace-header", "line 1", f"expected columns {','.join(PHILLY_COLUMNS)}")]
         )
     rows, problems = [], []
+    zones: tuple[bool, int] | None = None  # (zoned, line) of the first kept row
+    first_line = reader.line_num + 1
     try:
         for i, row in enumerate(reader):
+            line, first_line = first_line, reader.line_num + 1
+            if line != reader.line_num:
+                message = f"a quoted field runs from line {line} to line {reader.line_num}: a quote left open?"
+                problems.append(Problem("bad-trace-row", f"line {line}", message))
+                continue
+            if None in row or any(v is None for v in row.values()):
+                problems.append(Problem("bad-trace-row", f"line {line}", "the row has a different number of columns"))
+                continue
             if any(not (row.get(c) or "").strip() for c in PHILLY_COLUMNS):
                 continue
             if virtual_cluster is not None and row["cluster"] != virtual_cluster:
                 continue
             try:
-                rows.append(_philly_row(i, row))
+                kept, zoned = _philly_row(i, row)
             except _BadRow as exc:
-                problems.append(Problem("bad-trace-row", f"line {reader.line_num}", str(exc)))
+                problems.append(Problem("bad-trace-row", f"line {line}", str(exc)))
+                continue
+            if zones is None:
+                zones = (zoned, line)
+            elif zones[0] != zoned:
+                had, other = ("a", "none") if zoned else ("no", "one")
+                message = (
+                    f"timestamp {_shown(row['timestamp'])} has {had} time zone and the one on line {zones[1]} "
+                    f"has {other}: naive and zoned times cannot be compared"
+                )
+                problems.append(Problem("bad-trace-row", f"line {line}", message))
+                continue
+            rows.append(kept)
     except csv.Error as exc:
-        problems.append(Problem("bad-trace-row", f"line {reader.line_num}", f"not CSV: {exc}"))
+        where = f"line {first_line}" if "end of data" in str(exc) else f"line {reader.line_num}"
+        problems.append(Problem("bad-trace-row", where, f"not CSV: {exc} (a quote left open?)"))
     if problems:
         raise InputError(str(path), capped(problems))
     return rows
@@ -232,8 +287,12 @@ def read_philly_csv(
     """Parse a Philly-derived CSV (``timestamp,duration,num_gpus,gpu_time,cluster``).
 
     Rows with an empty field are skipped; ``virtual_cluster`` keeps one cluster's rows.
-    A kept row needs an ISO timestamp, a finite duration (s) and ``num_gpus >= 1``, or it
-    is a ``bad-trace-row`` problem at ``line N``; rows with a duration <= 0 are dropped.
+    A kept row needs an ISO timestamp, a finite duration (s, at most :data:`MAX_TRACE_S`, ASCII
+    decimal: ``10s`` or ``1_000`` are refused) and ``num_gpus >= 1`` (ASCII digits), or it is a ``bad-trace-row``
+    problem at ``line N``; rows with a duration <= 0 are dropped. So are a row with a
+    different number of columns, a quote left open or closed on a later line (a Philly field
+    never spans lines), and timestamps mixing naive and zoned times (all naive, taken as
+    written, or all zoned, taken to UTC).
     Arrivals are seconds after the earliest kept timestamp. Each row gets a type drawn
     with ``random.Random(seed)`` among ``job_types`` whose ``steps_per_s(type, gpus)``
     is known, and ``total_steps = duration_s * steps_per_s(type, gpus)``.

@@ -108,6 +108,15 @@ def test_resolve_signal_finds_the_shipped_file_by_bare_name(tmp_path: Path, monk
         (_hours("10", "11", ""), "missing-edge-value", "f.csv:row 4 (avg_CI)"),
         (_hours("10", "", ""), "too-few-values", "f.csv:row 1 (avg_CI)"),
         ("", "too-few-values", "f.csv:row 1 (avg_CI)"),
+        # absurd values: 1e308 overflowed the cost sums after the replay (nothing written)
+        (_hours("10", "11", "1e308"), "out-of-range", "f.csv:row 4 (avg_CI)"),
+        (_hours("10", "11", "5000.01"), "out-of-range", "f.csv:row 4 (avg_CI)"),
+        (_hours("10", "11", "300g"), "bad-value", "f.csv:row 4 (avg_CI)"),
+        (_hours("10", "11", "1_000"), "bad-value", "f.csv:row 4 (avg_CI)"),
+        (_hours("10", "11", "\u0661\u0662"), "bad-value", "f.csv:row 4 (avg_CI)"),
+        # a quote left open swallows every later row; one closed a line later swallows the row between
+        (_hours("10", "11", '"12') + _hours("13", "14", start_hour=3), "bad-row", "f.csv:row 4"),
+        (_hours("10", "11", '"12', '13"', "14"), "bad-row", "f.csv:row 4"),
     ],
 )
 def test_a_broken_row_is_an_input_error_naming_its_row(tmp_path: Path, rows: str, code: str, where: str) -> None:
@@ -177,6 +186,19 @@ def test_negative_price_is_accepted_and_counted(tmp_path: Path) -> None:
     info = signal.info()
     assert info["negative_hours"] == 2 and info["unit"] == "$/MWh" and info["min"] == -5.5
     json.dumps(info)
+
+
+@pytest.mark.parametrize(("value", "ok"), [("-10000", True), ("100000", True), ("-10000.5", False), ("1e6", False)])
+def test_price_range_is_minus_10000_to_100000(tmp_path: Path, value: str, ok: bool) -> None:
+    path = _write(tmp_path, "timestamp,usd_per_mwh\n" + _hours("30", value, "40"))
+    if ok:
+        assert read_signal(path, "price").values[1] == float(value)
+    else:
+        assert _problems(path, "price") == [("out-of-range", "f.csv:row 3 (usd_per_mwh)")]
+
+
+def test_carbon_range_ends_are_accepted(tmp_path: Path) -> None:
+    assert read_signal(_write(tmp_path, HEADER + _hours("0", "5000")), "carbon").values == (0.0, 5000.0)
 
 
 def test_crlf_and_blank_lines_keep_file_row_numbers(tmp_path: Path) -> None:

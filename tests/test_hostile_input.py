@@ -446,3 +446,110 @@ def test_write_into_a_read_only_folder(tmp_path: Path) -> None:
         assert "Permission denied" in info.value.problems[0].message
     finally:
         folder.chmod(0o755)
+
+
+# 5. Overflow and digits that are not ASCII
+
+
+@pytest.fixture
+def one_job_trace(tmp_path: Path) -> Path:
+    trace = tmp_path / "one.trace"
+    trace.write_text("A3C\tcmd\tsteps\t0\t4000\t0\t1\n")
+    return trace
+
+
+@pytest.mark.parametrize(
+    "start", ["0001-01-01T00:00+05:00", "0001-01-01T00:00", "9999-12-31T23:00Z", "1969-12-31T23:00Z"]
+)
+def test_signal_start_outside_the_years_exits_2_naming_the_option(
+    tmp_path: Path, one_job_trace: Path, start: str
+) -> None:
+    # year 1 with a time zone overflowed taking it to UTC: internal error, exit 1
+    result = run(
+        "simulate", one_job_trace, "--cluster", "v100:8", "-p", "fifo-max", "--carbon", "CISO_2022.csv",
+        "--signal-start", start, "--out", tmp_path / "out", "-q",
+    )  # fmt: skip
+    assert result.exit_code == 2, result.output
+    assert "--signal-start" in result.output and "1970-2200" in result.output
+    assert "internal error" not in result.output and not (tmp_path / "out").exists()
+
+
+def test_superscript_gpu_count_in_cluster_exits_2(tmp_path: Path, one_job_trace: Path) -> None:
+    # '\u00b2'.isdigit() is True but int() refuses it: internal error, exit 1
+    out = tmp_path / "out"
+    result = run("simulate", one_job_trace, "--cluster", "v100:\u00b2", "-p", "fifo-max", "--out", out, "-q")
+    assert result.exit_code == 2, result.output
+    assert "bad-cluster" in result.output and "internal error" not in result.output
+
+
+def test_superscript_gpu_index_in_an_nvidia_smi_log_is_a_bad_value(tmp_path: Path) -> None:
+    from planner.profiling.nvidia_smi import read_nvidia_smi_log
+
+    log_file = tmp_path / "smi.csv"
+    log_file.write_text(
+        "index, timestamp, power.draw [W]\n"
+        "0, 2026/11/24 13:00:00, 100 W\n\u00b2, 2026/11/24 13:00:01, 100 W\n0, 2026/11/24 13:00:02, 100 W\n"
+    )
+    log = read_nvidia_smi_log(log_file)
+    assert [(p.code, p.path) for p in log.problems] == [("bad-value", "line 3, index")]
+
+
+def test_absurd_carbon_value_exits_2_before_the_replay(tmp_path: Path, one_job_trace: Path) -> None:
+    # 1e308 gCO2/kWh overflowed the carbon sums once the replay had finished: internal error, nothing written
+    signal = tmp_path / "carbon.csv"
+    signal.write_text("timestamp,avg_CI\n2022-01-01T00:00Z,100\n2022-01-01T01:00Z,1e308\n2022-01-01T02:00Z,100\n")
+    out = tmp_path / "out"
+    result = run("simulate", one_job_trace, "--cluster", "v100:8", "-p", "fifo-max", "--carbon", signal, "--out", out)
+    assert result.exit_code == 2, result.output
+    assert "carbon.csv:row 3 (avg_CI)" in result.output and "out-of-range" in result.output
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--at", "nan"),  # 'Out of range float values are not JSON compliant', no option named
+        ("--at", "-inf"),
+        ("--round-s", "inf"),  # OverflowError: internal error
+        ("--budget-fraction", "nan"),
+        ("--budget-j", "1e308"),  # exit 0 with a 300-digit budget
+        ("--power-cap-w", "1e308"),
+        ("--node-power-w", "inf"),
+        ("--restart-s", "nan"),
+        ("--min-pair-rate", "inf"),
+    ],
+)
+def test_from_trace_number_options_out_of_range_exit_2_naming_them(
+    tmp_path: Path, one_job_trace: Path, option: str, value: str
+) -> None:
+    out = tmp_path / "i.json"
+    result = run(
+        "instance", "from-trace", one_job_trace, "--cluster", "v100:8", "--at", "0", option, value, "--out", out
+    )
+    assert result.exit_code == 2, result.output
+    assert option in result.output and "bad-option" in result.output and "internal error" not in result.output
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "words"),
+    [
+        (
+            "big.csv",
+            "timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:00:00,1e308,1,10,c\n",
+            "duration '1e308' is above 1e+09",
+        ),
+        ("steps.trace", "A3C\tcmd\tsteps\t0\t1e308\t0\t1\n", "total_steps '1e308' is above 1e+15"),
+        ("arrival.trace", "A3C\tcmd\tsteps\t0\t4000\t1e308\t1\n", "arrival_time '1e308' is above 1e+09"),
+    ],
+)
+def test_trace_numbers_that_overflow_exit_2_naming_the_row(tmp_path: Path, name: str, text: str, words: str) -> None:
+    # a 1e308 s duration made infinite total steps: 'Out of range float values are not JSON compliant'
+    trace = tmp_path / name
+    trace.write_text(text)
+    out = tmp_path / "i.json"
+    result = run("instance", "from-trace", trace, "--cluster", "v100:8", "--at", "0", "--out", out)
+    assert result.exit_code == 2, result.output
+    assert words in result.output and "bad-trace-row" in result.output
+    assert str(trace) in "".join(result.output.split())  # the table's title wraps a long path
+    assert not out.exists()

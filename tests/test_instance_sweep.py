@@ -350,6 +350,9 @@ def test_cli_writes_a_sweep(tmp_path: Path) -> None:
         ("--gpu-mix", "a100:1", "unknown GPU type"),
         ("--gpu-mix", "v100:0", "> 0"),
         ("--jobs-per-node", "0", "> 0"),
+        ("--jobs-per-node", "1e-6", "[0.25, 64]"),  # wrote 5e7-node instances the schema refuses
+        ("--jobs-per-node", "65", "[0.25, 64]"),
+        ("--jobs-per-node", "nan", "[0.25, 64]"),
     ],
 )
 def test_cli_bad_option_exits_2_naming_it(tmp_path: Path, option: str, value: str, words: str) -> None:
@@ -357,6 +360,37 @@ def test_cli_bad_option_exits_2_naming_it(tmp_path: Path, option: str, value: st
     assert result.exit_code == 2, result.output
     assert option in result.output and words in result.output
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("family", ["sampled", "long"])
+def test_sizes_above_the_ceiling_are_refused_up_front(tmp_path: Path, family: str) -> None:
+    # 2,000,000 sampled jobs ended in MemoryError after 51 s
+    with pytest.raises(InputError) as info:
+        _spec(tmp_path / "o", sizes="100000,100001,2000000", family=family)
+    assert [(p.code, p.path) for p in info.value.problems] == [("too-large", "--sizes")] * 2
+    assert "100,000" in info.value.problems[0].message and "100001 jobs" in info.value.problems[0].message
+    assert _spec(tmp_path / "o", sizes="100000", family=family).sizes == (100000,)
+
+
+def test_a_cluster_beyond_the_schema_is_refused_naming_jobs_per_node(tmp_path: Path) -> None:
+    with pytest.raises(InputError) as info:
+        _spec(tmp_path / "o", sizes="20,100000", jobs_per_node=0.25, gpu_mix="v100:1")
+    assert [(p.code, p.path) for p in info.value.problems] == [("too-many-nodes", "--jobs-per-node")]
+    assert "400,000 nodes" in info.value.problems[0].message
+
+
+def test_an_instance_the_schema_refuses_is_not_written(
+    tmp_path: Path, sources: RoundSources, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import planner.instance_sweep as instance_sweep
+
+    spec = _spec(tmp_path / "o", sizes="12", budgets="0.3", seeds="0", family="long")
+    monkeypatch.setattr(instance_sweep, "cluster_nodes", lambda n, mix, jpn: (("v100", 200_000),))
+    with pytest.raises(InputError) as info:
+        sweep(spec, sources=sources)
+    assert info.value.source == "--jobs-per-node"
+    assert [p.path for p in info.value.problems] == ["long-n12-b0.30-s0.json: gpu_types[0].nodes"]
+    assert not list((tmp_path / "o").glob("*.json")) and not (tmp_path / "o" / "manifest.csv").exists()
 
 
 def test_cli_trace_family_too_large(tmp_path: Path) -> None:

@@ -172,9 +172,60 @@ def test_philly_rows_become_jobs(tmp_path: Path) -> None:
 
 def test_philly_time_zones_are_compared_in_utc(tmp_path: Path) -> None:
     csv_path = write_philly(
-        tmp_path / "tz.csv", ["2017-10-09T09:00:00+02:00,10,1,10,c", "2017-10-09 07:00:30,10,1,10,c"]
+        tmp_path / "tz.csv", ["2017-10-09T09:00:00+02:00,10,1,10,c", "2017-10-09 07:00:30+00:00,10,1,10,c"]
     )
     assert [j.arrival_s for j in read_philly_csv(csv_path, ["A"], steps_per_s)] == [0.0, 30.0]
+
+
+def test_philly_naive_and_zoned_times_are_refused(tmp_path: Path) -> None:
+    # a naive time cannot be placed on the zoned ones' clock: reading it as UTC shifts a job by hours
+    csv_path = write_philly(
+        tmp_path / "tz.csv", ["2017-10-09T09:00:00+02:00,10,1,10,c", "2017-10-09 07:00:30,10,1,10,c"]
+    )
+    with pytest.raises(InputError) as info:
+        read_philly_csv(csv_path, ["A"], steps_per_s)
+    assert info.value.source == str(csv_path)
+    assert [(p.code, p.path) for p in info.value.problems] == [("bad-trace-row", "line 3")]
+    assert "timestamp '2017-10-09 07:00:30' has no time zone and the one on line 2 has one" in str(info.value)
+
+
+def test_philly_unterminated_quote_is_refused(tmp_path: Path) -> None:
+    # the open quote on line 2 would swallow the 11 rows after it into one field: 12 rows -> 1 job
+    rows = ['2017-10-09 07:00:00,10,1,10,"c'] + [f"2017-10-09 07:00:{i:02d},10,1,10,c" for i in range(1, 12)]
+    csv_path = write_philly(tmp_path / "quote.csv", rows)
+    with pytest.raises(InputError) as info:
+        read_philly_csv(csv_path, ["A"], steps_per_s)
+    assert info.value.source == str(csv_path)
+    assert [(p.code, p.path) for p in info.value.problems] == [("bad-trace-row", "line 2")]
+    assert "quote" in info.value.problems[0].message
+
+
+def test_philly_quote_closed_lines_later_is_refused(tmp_path: Path) -> None:
+    rows = ['2017-10-09 07:00:00,10,1,10,"c', '2017-10-09 07:00:01,10,1,10,c"', "2017-10-09 07:00:02,10,1,10,c"]
+    with pytest.raises(InputError) as info:
+        read_philly_csv(write_philly(tmp_path / "q.csv", rows), ["A"], steps_per_s)
+    assert [(p.code, p.path) for p in info.value.problems] == [("bad-trace-row", "line 2")]
+    assert "runs from line 2 to line 3" in info.value.problems[0].message
+
+
+def test_philly_numbers_with_units_or_other_digits_are_refused(tmp_path: Path) -> None:
+    rows = [
+        "2017-10-09 07:00:00,10s,1,10,c",
+        "2017-10-09 07:00:00,1_000,1,10,c",
+        "2017-10-09 07:00:00,10,\u00b2,10,c",
+        "2017-10-09 07:00:00,10,2 GPUs,10,c",
+        "2017-10-09 07:00:00,10,1",
+    ]
+    with pytest.raises(InputError) as info:
+        read_philly_csv(write_philly(tmp_path / "u.csv", rows), ["A"], steps_per_s)
+    assert [p.path for p in info.value.problems] == [f"line {n}" for n in (2, 3, 4, 5, 6)]
+    assert [p.message for p in info.value.problems] == [
+        "duration '10s' is not a number",
+        "duration '1_000' is not a number",
+        "num_gpus '\u00b2' is not a whole number",
+        "num_gpus '2 GPUs' is not a whole number",
+        "the row has a different number of columns",
+    ]
 
 
 def test_bad_philly_rows_name_their_lines(tmp_path: Path) -> None:

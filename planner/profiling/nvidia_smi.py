@@ -280,7 +280,7 @@ def _parse_row(
             column = COLUMNS[field][0]
             return Problem("not-available", f"{where}, {column}", f"{fields[positions[field]]}: row skipped"), []
     raw_index = fields[positions["index"]]
-    if not raw_index.isdigit():
+    if not (raw_index.isascii() and raw_index.isdigit()):  # isdigit alone takes '²', which int() refuses
         return Problem("bad-value", f"{where}, index", f"GPU index {raw_index!r} is not an integer >= 0"), []
     time = parse_timestamp(fields[positions["timestamp"]])
     if time is None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +37,14 @@ from planner.sim.output import comparison_csv, write_result
 from planner.sim.plots import energy_jct_plot, jct_cdf_plot, power_plot, summary_points
 from planner.sim.policies import POLICY_NAMES, PolicyOptions, make_policy
 from planner.sim.round_instance import ClusterContext, RoundRules, cluster_context, workload_instance
-from planner.sim.signals import HourlySignal, SignalClock, SignalKind, read_signal, signal_cost
+from planner.sim.signals import (
+    HourlySignal,
+    SignalClock,
+    SignalKind,
+    parse_signal_start,
+    read_signal,
+    signal_cost,
+)
 from planner.sim.state import JobState
 from planner.sim.workload import Workload, build_workload, select_jobs
 
@@ -131,6 +137,11 @@ def check_spec(spec: ReplaySpec) -> None:
         )
     if spec.signal_start is not None and spec.carbon is None and spec.price is None:
         problems.append(Problem("bad-option", "--signal-start", "needs --carbon or --price"))
+    elif spec.signal_start is not None:
+        try:
+            parse_signal_start(spec.signal_start, "--signal-start")
+        except InputError as exc:
+            problems += exc.problems
     if "wattplan" in spec.policies:
         problems += request_problems(spec.policy_options.request)
     if problems:
@@ -208,11 +219,7 @@ def _offset_hours(signal: HourlySignal, start: str | None, option: str) -> int:
     """Hours from the signal's first hour to ``start`` (ISO 8601, UTC); 0 when not given."""
     if start is None:
         return 0
-    try:
-        when = datetime.fromisoformat(start.replace("Z", "+00:00"))
-    except ValueError:
-        raise InputError(option, [Problem("bad-option", option, f"{start!r} is not an ISO 8601 time")]) from None
-    when = when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+    when = parse_signal_start(start, option)
     hours = (when - signal.start_utc).total_seconds() / 3600
     if not 0 <= hours < signal.hours or hours != int(hours):
         msg = (

@@ -12,7 +12,12 @@ Reading (:func:`read_signal`)
     * Timestamps are ISO 8601 (``2022-01-01 00:00:00+00:00``, ``2022-01-01T00:00:00Z``), taken
       to UTC; a timestamp without a time zone is read as UTC. Each must be on the hour and later
       than the one before.
-    * A value must be a finite number; carbon must be >= 0. A negative price is real (markets
+    * A value must be a finite number in ASCII decimal notation (no unit suffix, no ``_``) within
+      :data:`VALUE_RANGE`: carbon 0..5000 gCO2/kWh (the dirtiest grids, all coal, are about
+      1000-1200; 5000 leaves room for any real series and refuses a misplaced unit or a
+      sentinel), price -10,000..100,000 $/MWh (the bounds of real markets: ERCOT's offer cap
+      is 5,000, Europe's day-ahead harmonised limits are -500..4,000 EUR/MWh and its intraday
+      -9,999..9,999; Australia's cap is about 17,500 AUD). A negative price is real (markets
       clear below zero) and is kept, counted as ``negative_hours`` in :meth:`HourlySignal.info`.
     * An empty value cell, and every hour missing between two consecutive timestamps, is filled
       by linear interpolation in time between the nearest known hours before and after it: the
@@ -31,7 +36,8 @@ Reading (:func:`read_signal`)
     =====================  ============================================================================
     unreadable             the file cannot be read (also too-large, not-utf8: :mod:`planner.jsonio`)
     bad-signal-header      empty file, or no usable timestamp or value column
-    bad-row                a row with the wrong number of cells, or not CSV
+    bad-row                a row with the wrong number of cells, not CSV, or a quote left open or
+                           closed on a later line (a signal cell never spans lines)
     bad-timestamp          a timestamp that is empty or not ISO 8601
     off-hour-timestamp     a timestamp with non-zero minutes, seconds or microseconds
     duplicate-timestamp    the same hour as the row before
@@ -39,6 +45,7 @@ Reading (:func:`read_signal`)
     bad-value              a value that is not a number
     not-finite             a value that is NaN or infinite
     negative-value         a carbon intensity below zero
+    out-of-range           a value outside :data:`VALUE_RANGE` for its kind
     gap-too-long           more than :data:`MAX_FILLED_RUN_H` hours in a row without a value
     missing-edge-value     the first or last hour has no value (nothing to interpolate from)
     too-few-values         fewer than 2 hours with a value (when no row is broken)
@@ -66,6 +73,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -106,6 +114,12 @@ VALUE_COLUMNS: Final[dict[str, tuple[str, ...]]] = {
     "price": ("usd_per_mwh", "price_usd_per_mwh", "price"),
 }
 """Names of the value column of each kind, first present wins (matched case-insensitively)."""
+
+VALUE_RANGE: Final[dict[str, tuple[float, float]]] = {"carbon": (0.0, 5000.0), "price": (-10000.0, 100000.0)}
+"""Smallest and largest value of each kind (gCO2/kWh, $/MWh), both included; see the module's rules."""
+
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+"""A plain decimal number in ASCII digits: no unit suffix, no ``_`` separators, no other scripts' digits."""
 
 INFO_FILLED_SHOWN: Final = 5
 """Filled hours listed by :meth:`HourlySignal.info` (all are counted)."""
@@ -225,19 +239,52 @@ def _timestamp(text: str) -> datetime:
     return stamp
 
 
+SIGNAL_YEARS: Final = (1970, 2200)
+"""First and last UTC year a ``--signal-start`` may name: grid data exists from about 1970 on;
+2200 leaves room for synthetic future series. Outside this window a date is a typo (``0001``,
+``20222``) that would overflow date arithmetic rather than find an hour."""
+
+
+def parse_signal_start(text: str, option: str = "--signal-start") -> datetime:
+    """The UTC time of an ISO 8601 ``--signal-start`` (naive = UTC) within :data:`SIGNAL_YEARS`.
+
+    Raises :class:`~planner.problems.InputError` naming ``option`` for text that is not ISO 8601
+    or a time outside the window (checked before the offset is applied, so no date overflows).
+    """
+    try:
+        when = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise InputError(option, [Problem("bad-option", option, f"{text!r} is not an ISO 8601 time")]) from None
+    first, last = SIGNAL_YEARS
+    try:
+        if not first <= when.year <= last:
+            raise OverflowError(when.year)
+        when = when.replace(tzinfo=UTC) if when.tzinfo is None else when.astimezone(UTC)
+        if not first <= when.year <= last:
+            raise OverflowError(when.year)
+    except OverflowError:
+        message = f"{text!r} is outside the years {first}-{last} (UTC)"
+        raise InputError(option, [Problem("bad-option", option, message)]) from None
+    return when
+
+
 def _value(text: str, kind: SignalKind) -> float | None:
     """The number in a value cell, ``None`` when empty; raises :class:`_Bad`."""
     text = text.strip()
     if not text:
         return None
-    try:
-        value = float(text)
-    except ValueError:
-        raise _Bad("bad-value", f"{_shown(text)} is not a number") from None
+    if text.lower().lstrip("+-") in ("nan", "inf", "infinity"):
+        raise _Bad("not-finite", f"{_shown(text)} is not a finite number")
+    if not _DECIMAL.fullmatch(text):
+        raise _Bad("bad-value", f"{_shown(text)} is not a number")
+    value = float(text)
     if not math.isfinite(value):
         raise _Bad("not-finite", f"{_shown(text)} is not a finite number")
     if kind == "carbon" and value < 0:
         raise _Bad("negative-value", f"carbon intensity {value:g} {UNITS['carbon']} is below zero")
+    low, high = VALUE_RANGE[kind]
+    if not low <= value <= high:
+        raise _Bad("out-of-range", f"{kind} {_shown(text)} {UNITS[kind]} is outside [{low:g}, {high:g}]")
     return value
 
 
@@ -272,15 +319,23 @@ class _Entry:
 
 
 def _records(text: str) -> Iterator[tuple[int, list[str] | None]]:
-    """``(row, cells)`` of every non-blank CSV record; ``cells`` is ``None`` where the CSV is broken (then stops)."""
-    reader = csv.reader(io.StringIO(text, newline=""))
+    """``(row, cells)`` of every non-blank CSV record; ``cells`` is ``None`` where the CSV is broken (then stops).
+
+    Parsed strictly: a quote left open, or a record spanning lines (a quote closed lines later,
+    which would swallow the rows between), is broken at the line the record starts on.
+    """
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     while True:
+        first = reader.line_num + 1
         try:
             cells = next(reader)
         except StopIteration:
             return
         except csv.Error:
-            yield reader.line_num, None
+            yield first, None
+            return
+        if reader.line_num != first:
+            yield first, None
             return
         if cells:
             yield reader.line_num, cells
