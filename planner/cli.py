@@ -1015,7 +1015,8 @@ def frontier(
 
     Writes runs/<label>/ per replay, frontier.csv, frontier.json and frontier.png (energy against
     average JCT, baselines as markers, the workload's energy floor as a line). Finished replays
-    are reused when the sweep is run again with the same settings.
+    are reused when the sweep is run again with the same settings and the same input files (by
+    SHA-256); saved replays of other settings or inputs are stale: replayed, and counted.
     """
     import dataclasses
 
@@ -1064,6 +1065,11 @@ def frontier(
             base, sweep_d, sweep_x, names, out_path, workers, lambda point, row: bar.advance(task), ray_address=ray
         )
     out.print(summary_table(result.rows))
+    if result.stale:
+        err.print(
+            f"[yellow]{len(result.stale)} saved replay(s) stale (options or an input file changed), "
+            f"replayed: {', '.join(result.stale)}[/]"
+        )
     failed = [r["label"] for r in result.rows if r.get("error")]
     if failed:
         err.print(f"[yellow]{len(failed)} replay(s) failed: {', '.join(failed)} (see frontier.csv)[/]")
