@@ -137,3 +137,18 @@ def test_missing_set_and_missing_ray_exit_2(tmp_path: Path, monkeypatch: pytest.
     assert result.exit_code == 2 and "ray-unavailable" in result.output and "Traceback" not in result.output
     for command in (["frontier", "x.trace", "--cluster", "v100:8"], ["simulate", "x.trace", "--cluster", "v100:8"]):
         assert "--ray" in run(*command, "--help").output
+
+
+def test_a_manifest_with_an_edited_hash_exits_2_before_any_run(tmp_path: Path) -> None:
+    """Issue 22: the manifest is verified before anything runs; the row and the file are named."""
+    import hashlib
+
+    folder = write_set(tmp_path / "set")
+    digest = hashlib.sha256((folder / "a.json").read_bytes()).hexdigest()
+    (folder / "manifest.csv").write_text(f"file,sha256\na.json,{digest}\nb.json,{digest}\n")
+    out = tmp_path / "out"
+    result = run("bench", folder, "--solvers", "greedy", "--time-limit", "5", "--out", out, "-q")
+    assert result.exit_code == 2, result.output
+    assert "sha256-mismatch" in result.output and "row 3.sha256" in result.output
+    assert "b.json" in result.output and "Traceback" not in result.output
+    assert not (out / "runs").exists()

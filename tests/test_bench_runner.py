@@ -187,3 +187,59 @@ def test_sweep_survives_a_crash_and_resumes_only_what_is_missing(
     assert json.loads(crashed.read_text())["status"] == "optimal"
     longer = run_sweep(BenchConfig(folder, ("greedy",), 6.0, 1, out))  # another limit is another key
     assert longer.ran == 2 and longer.reused == 0
+
+
+def write_hashed_manifest(folder: Path, rows: list[tuple[str, str]], bom: bool = False) -> None:
+    """``manifest.csv`` with ``file`` and ``sha256`` columns (``wattplan instance sweep``'s own)."""
+    text = "file,sha256,family\n" + "".join(f"{name},{digest},x\n" for name, digest in rows)
+    (folder / "manifest.csv").write_bytes(("\ufeff" if bom else "").encode() + text.encode())
+
+
+def sha(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_verified_manifest_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    folder = write_set(tmp_path / "set")
+    write_hashed_manifest(folder, [("a.json", sha(folder / "a.json")), ("b.json", sha(folder / "b.json"))], bom=True)
+    entries = find_instances(folder)
+    assert [(e.name, e.extra["family"]) for e in entries] == [("a.json", "x"), ("b.json", "x")]
+
+
+@pytest.mark.parametrize(
+    ("edit", "code", "where", "named"),
+    [
+        ("hash", "sha256-mismatch", "row 3.sha256", "b.json"),
+        ("instance", "sha256-mismatch", "row 2.sha256", "a.json"),
+        ("dotdot", "outside-set", "row 3.file", "outside.json"),
+        ("absolute", "outside-set", "row 3.file", "outside.json"),
+        ("symlink", "outside-set", "row 3.file", "link.json"),
+    ],
+)
+def test_a_manifest_that_does_not_match_its_files_is_refused(
+    tmp_path: Path, edit: str, code: str, where: str, named: str
+) -> None:
+    """Issue 22: edited hashes, edited instances, ``..`` paths and symlinks out of the set all ran."""
+    folder = write_set(tmp_path / "set")
+    outside = tmp_path / "outside.json"
+    outside.write_bytes((folder / "b.json").read_bytes())
+    rows = [("a.json", sha(folder / "a.json")), ("b.json", sha(folder / "b.json"))]
+    if edit == "hash":
+        rows[1] = ("b.json", sha(folder / "a.json"))
+    elif edit == "instance":
+        (folder / "a.json").write_text((folder / "a.json").read_text().replace("}", " }", 1))
+    elif edit == "dotdot":
+        rows[1] = ("../outside.json", sha(outside))
+    elif edit == "absolute":
+        rows[1] = (str(outside), sha(outside))
+    else:
+        (folder / "link.json").symlink_to(outside)
+        rows[1] = ("link.json", sha(outside))
+    write_hashed_manifest(folder, rows)
+    with pytest.raises(InputError) as caught:
+        find_instances(folder)
+    assert caught.value.source == str(folder / "manifest.csv")
+    assert [(p.code, p.path) for p in caught.value.problems] == [(code, where)]
+    assert named in caught.value.problems[0].message

@@ -2,7 +2,8 @@
 
 Instances (:func:`find_instances`): ``SET`` is one instance file, or a folder with a
 ``manifest.csv`` (``wattplan instance sweep``'s: its ``file`` column names the instances,
-relative to the folder, and every other column is carried into the results), or else a folder
+relative to the folder, and every other column is carried into the results; every file must lie
+inside the folder and match the manifest's ``sha256`` when it has one, else nothing runs), or else a folder
 whose ``*.json`` files are the instances (sorted by name).
 
 A run (:func:`run_one`) is ``python -m planner.bench.worker`` (:mod:`planner.bench.worker`) in a
@@ -225,24 +226,78 @@ def _entry(name: str, path: Path, extra: dict[str, str]) -> InstanceEntry:
     return InstanceEntry(name, path, hashlib.sha256(data).hexdigest(), objective, jobs, extra)
 
 
+SHA256_COLUMN = "sha256"
+"""The manifest column holding each instance file's SHA-256 (hex), verified before anything runs."""
+
+
+def _row_file_problem(folder: Path, name: str, where: str) -> Problem | None:
+    """What is wrong with a manifest row's ``file`` (``name``): empty, absolute, ``..``, outside the set, missing."""
+    if not name:
+        return Problem("no-such-file", where, "empty: name the instance file, relative to the set folder")
+    rel = Path(name)
+    if rel.is_absolute() or ".." in rel.parts:
+        return Problem("outside-set", where, f"{name!r} must be a path inside the set folder {folder}, without '..'")
+    path = folder / rel
+    try:
+        inside = path.resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError) as exc:  # a symlink loop
+        return Problem("outside-set", where, f"{path} cannot be resolved: {exc}")
+    if not inside:
+        return Problem("outside-set", where, f"{path} leads outside the set folder {folder} (a symbolic link)")
+    if not path.is_file():
+        return Problem("no-such-file", where, f"{path} does not exist")
+    return None
+
+
+def _hash_problem(entry: InstanceEntry, expected: str, where: str) -> Problem | None:
+    """A problem when the manifest's ``expected`` SHA-256 is not the instance file's."""
+    if entry.sha256 == expected.strip().lower():
+        return None
+    if not expected.strip():
+        return Problem("bad-manifest", where, f"empty: give the SHA-256 of {entry.name} ({entry.path})")
+    return Problem(
+        "sha256-mismatch",
+        where,
+        f"{entry.name} has SHA-256 {entry.sha256}, the manifest says {expected.strip()!r}: "
+        f"the instance ({entry.path}) or the manifest was edited",
+    )
+
+
 def _manifest_entries(folder: Path) -> list[InstanceEntry]:
-    """The instances named by ``folder/manifest.csv`` (column ``file``) with the other columns."""
+    """The instances named by ``folder/manifest.csv`` (column ``file``) with the other columns, verified.
+
+    Every row's file must lie inside ``folder`` (no absolute path, no ``..``, no symbolic link
+    leading out), exist, and, when the manifest has a ``sha256`` column, have that SHA-256.
+    Every bad row is listed in one :class:`InputError` (row numbers count the header as 1), so
+    nothing runs. A byte-order mark at the start of the manifest is allowed.
+    """
     path = folder / MANIFEST
-    with path.open(newline="", encoding="utf-8") as fh:
+    with path.open(newline="", encoding="utf-8-sig") as fh:
         reader = csv.DictReader(fh)
         rows = list(reader)
         columns = list(reader.fieldnames or [])
     if "file" not in columns:
         raise InputError(str(path), [Problem("bad-manifest", "file", "the manifest has no 'file' column")])
-    problems = [
-        Problem("no-such-file", f"row {k + 2}.file", f"{folder / (row['file'] or '')} does not exist")
-        for k, row in enumerate(rows)
-        if not row["file"] or not (folder / row["file"]).is_file()
-    ]
+    problems: list[Problem] = []
+    for k, row in enumerate(rows):
+        problem = _row_file_problem(folder, (row.get("file") or "").strip(), f"row {k + 2}.file")
+        if problem is not None:
+            problems.append(problem)
     if problems:
         raise InputError(str(path), problems)
     extra_columns = [c for c in columns if c != "file"]
-    return [_entry(row["file"], folder / row["file"], {c: row.get(c) or "" for c in extra_columns}) for row in rows]
+    entries = []
+    for k, row in enumerate(rows):
+        name = (row.get("file") or "").strip()
+        entry = _entry(name, folder / name, {c: row.get(c) or "" for c in extra_columns})
+        if SHA256_COLUMN in columns:
+            problem = _hash_problem(entry, row.get(SHA256_COLUMN) or "", f"row {k + 2}.{SHA256_COLUMN}")
+            if problem is not None:
+                problems.append(problem)
+        entries.append(entry)
+    if problems:
+        raise InputError(str(path), problems)
+    return entries
 
 
 def find_instances(path: Path) -> list[InstanceEntry]:
