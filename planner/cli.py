@@ -158,7 +158,8 @@ RayOpt = Annotated[
     typer.Option(
         "--ray",
         help="Run on Ray: a cluster address (auto, HOST:6379, ray://HOST:10001) or local (a Ray instance started "
-        "for this run); needs the ray extra (pip install 'wattplan[ray]').",
+        "for this run); an address is refused when nothing answers there within 5 s; needs the ray extra "
+        "(pip install 'wattplan[ray]').",
     ),
 ]
 SignalAwareOpt = Annotated[

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import multiprocessing
 import pickle
+import socket
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
@@ -40,6 +41,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Generic, Literal, TypeVar
+from urllib.parse import urlsplit
 
 from planner.problems import InputError, Problem
 
@@ -47,7 +49,11 @@ R = TypeVar("R")
 Mode = Literal["process", "thread"]
 RAY_LOCAL = "local"
 """The ``--ray`` address that starts a local Ray instance for the run."""
+RAY_AUTO = "auto"
+"""The ``--ray`` address that joins the Ray instance this machine already runs (Ray finds it)."""
 RAY_HINT = "install it with: pip install 'wattplan[ray]'"
+RAY_PROBE_S = 5.0
+"""Seconds a ``--ray HOST:PORT`` address has to accept a TCP connection before the run is refused."""
 
 
 class TaskFailed(RuntimeError):
@@ -106,6 +112,44 @@ def call_portably(fn: Callable[..., R], args: Sequence[Any]) -> R:
         raise _portable(exc) from None
 
 
+def ray_endpoint(address: str) -> tuple[str, int] | None:
+    """The ``(host, port)`` of a ``HOST:PORT`` or ``ray://HOST:PORT`` address; None for ``auto`` and ``local``.
+
+    Any other form is an :class:`InputError` naming ``--ray``.
+    """
+    if address in (RAY_LOCAL, RAY_AUTO):
+        return None
+    url = urlsplit(address if "://" in address else f"//{address}")
+    try:
+        host, port = url.hostname, url.port
+    except ValueError:
+        host, port = None, None
+    if url.scheme not in ("", "ray") or not host or port is None or url.path not in ("", "/"):
+        why = f"{address!r} is not an address; give HOST:PORT, ray://HOST:PORT, {RAY_AUTO} or {RAY_LOCAL}"
+        raise InputError("--ray", [Problem("bad-option", "--ray", why)])
+    return host, port
+
+
+def probe_ray(address: str, timeout_s: float = RAY_PROBE_S) -> None:
+    """Refuse (an :class:`InputError` naming the address) a ``--ray`` address nothing answers within ``timeout_s``.
+
+    ``ray.init`` waits forever on an address where no Ray listens; a TCP connection to its
+    host and port, with a deadline, tells first. ``auto`` and ``local`` are not probed.
+    """
+    endpoint = ray_endpoint(address)
+    if endpoint is None:
+        return
+    host, port = endpoint
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        why = (
+            f"nothing answers at {address} (TCP {host}:{port}) within {timeout_s:g} s: {exc}; is the Ray head running?"
+        )
+        raise InputError("--ray", [Problem("ray-unreachable", "--ray", why)]) from None
+
+
 def _check(workers: int | None, ray_address: str | None) -> None:
     if workers is not None and workers < 1:
         raise InputError("--workers", [Problem("bad-option", "--workers", f"must be >= 1, got {workers}")])
@@ -126,13 +170,15 @@ def run_tasks(
 
     ``workers``: processes or threads at once (None: one locally), or Ray tasks in flight (None:
     all of them). Bad values raise :class:`InputError` before anything runs, as does a
-    missing Ray when ``ray_address`` is given.
+    missing Ray or an address nothing answers (:func:`probe_ray`) when ``ray_address`` is given.
     """
     _check(workers, ray_address)
     if ray_address is not None:
         ray = require_ray()
         if not tasks:
             return iter(())
+        if not ray.is_initialized():
+            probe_ray(ray_address.strip())
         return _ray_map(ray, fn, tasks, workers, ray_address.strip(), mode, cpus_per_task)
     if not tasks:
         return iter(())
@@ -232,4 +278,4 @@ def _ray_map(
             ray.shutdown()
 
 
-__all__ = ["Outcome", "RAY_LOCAL", "TaskFailed", "call_portably", "require_ray", "run_tasks"]
+__all__ = ["Outcome", "RAY_LOCAL", "TaskFailed", "call_portably", "probe_ray", "require_ray", "run_tasks"]

@@ -152,3 +152,24 @@ def test_a_manifest_with_an_edited_hash_exits_2_before_any_run(tmp_path: Path) -
     assert "sha256-mismatch" in result.output and "row 3.sha256" in result.output
     assert "b.json" in result.output and "Traceback" not in result.output
     assert not (out / "runs").exists()
+
+
+def test_a_ray_address_nothing_answers_exits_2_naming_it(tmp_path: Path) -> None:
+    """Issue 22: ``--ray 127.0.0.1:PORT`` with nothing listening hung forever; now exit 2 within seconds."""
+    import socket
+    import subprocess
+
+    pytest.importorskip("ray")
+    folder = write_set(tmp_path / "set")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))  # bound, not listening: refused
+        address = f"127.0.0.1:{sock.getsockname()[1]}"
+        cmd = [sys.executable, "-m", "planner", "bench", str(folder), "--solvers", "greedy", "--ray", address]
+        try:
+            done = subprocess.run(
+                [*cmd, "-o", str(tmp_path / "o"), "-q"], capture_output=True, text=True, timeout=60, check=False
+            )
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"bench --ray {address} still waiting after 60 s")
+    assert done.returncode == 2, done.stderr
+    assert "ray-unreachable" in done.stderr and address in done.stderr and "Traceback" not in done.stderr
