@@ -66,6 +66,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from planner.executor import descendants
 from planner.jsonio import read_json, write_json_atomic
 from planner.problems import InputError, Problem
 from planner.request import PlanRequest
@@ -376,29 +377,6 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-
-
-def descendants(pid: int) -> list[int]:
-    """Every live process below ``pid`` (children first), from ``/proc``; empty where there is none."""
-    children: dict[int, list[int]] = {}
-    try:
-        entries = [e for e in os.listdir("/proc") if e.isdigit()]
-    except OSError:
-        return []
-    for entry in entries:
-        try:
-            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as fh:
-                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-    out: list[int] = []
-    stack = [pid]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            out.append(child)
-            stack.append(child)
-    return out
 
 
 def _kill_tree(pid: int) -> None:
