@@ -1160,6 +1160,11 @@ def bench(
     wrong = sum(bool(r.get("wrong")) for r in report.rows)
     if wrong:
         err.print(f"[red]{wrong} wrong result(s): see 'Wrong results' in report.md[/]")
+    if result.stale:
+        err.print(
+            f"[yellow]{result.stale} saved run(s) in {out_path / 'runs'} are stale (an instance changed, or other "
+            "options): not reused[/]"
+        )
     out.print(
         f"{len(report.rows)} runs ({result.ran} now, {result.reused} reused); "
         f"results in [bold]{out_path}[/] ({', '.join(p.name for p in report.paths)})"

@@ -243,3 +243,17 @@ def test_a_manifest_that_does_not_match_its_files_is_refused(
     assert caught.value.source == str(folder / "manifest.csv")
     assert [(p.code, p.path) for p in caught.value.problems] == [(code, where)]
     assert named in caught.value.problems[0].message
+
+
+def test_saved_runs_of_other_options_or_an_edited_instance_are_stale_not_reused(tmp_path: Path) -> None:
+    """Issue 22: the memory cap (which decides ``oom``) was not in a run's key; stale runs are counted."""
+    folder = write_set(tmp_path / "set")
+    out = tmp_path / "out"
+    first = run_sweep(BenchConfig(folder, ("greedy",), 5.0, 1, out))
+    assert (first.ran, first.reused, first.stale) == (2, 0, 0)
+    capped = run_sweep(BenchConfig(folder, ("greedy",), 5.0, 1, out, memory_limit_mb=4096))
+    assert (capped.ran, capped.reused, capped.stale) == (2, 0, 2)
+    assert all(r is not None and r["memory_limit_mb"] == 4096 for r in capped.records)
+    (folder / "a.json").write_text((folder / "a.json").read_text() + "\n")  # another content, same name
+    edited = run_sweep(BenchConfig(folder, ("greedy",), 5.0, 1, out))
+    assert (edited.ran, edited.reused, edited.stale) == (1, 1, 3)

@@ -40,9 +40,10 @@ hang) the last ``VmHWM`` the parent read from ``/proc`` while waiting. ``wall_s`
 parent's clock from start to reaping, interpreter start-up included; ``time_s`` is the
 worker's planning call, what the time limit covers.
 
-Resuming: a run's key is the instance's SHA-256, solver, seed, limit, gap and threads
-(:func:`run_key`); each finished run is written at once to ``OUT/runs/<file>.json``
-(atomically), and a rerun skips every task whose file holds its key. The tables are rebuilt
+Resuming: a run's key is the instance's SHA-256, solver, seed, limit, gap, threads, memory cap
+and grace (:func:`run_key`); each finished run is written at once to ``OUT/runs/<file>.json``
+(atomically), and a rerun skips every task whose file holds its key. Saved runs of no task of
+the sweep (an instance edited since, other options) are stale: never read, and counted. The tables are rebuilt
 from those files (:mod:`planner.bench.report`).
 """
 
@@ -320,8 +321,16 @@ def _slug(text: str) -> str:
 
 
 def run_key(sha256: str, spec: RunSpec) -> str:
-    """What identifies a run's result: instance hash, solver, seed, limit, gap and threads."""
-    return f"{sha256}|{spec.solver}|{spec.seed}|{spec.time_limit_s!r}|{spec.rel_gap!r}|{spec.threads}"
+    """What identifies a run's result: instance hash, solver, seed, limit, gap, threads, memory cap and grace.
+
+    Every option that can change a run's record is in it (the memory cap decides ``oom``, the
+    grace ``hang``), so a record saved under other options or another instance content is
+    never reused.
+    """
+    return (
+        f"{sha256}|{spec.solver}|{spec.seed}|{spec.time_limit_s!r}|{spec.rel_gap!r}|{spec.threads}"
+        f"|mem={spec.memory_limit_mb}|grace={spec.grace_s!r}"
+    )
 
 
 def result_file_name(sha256: str, spec: RunSpec) -> str:
@@ -517,14 +526,32 @@ def failed_record(error: BaseException) -> Record:
     return {"status": "crash", "message": f"runner: {type(error).__name__}: {message}"}
 
 
+def stale_runs(runs: Path, tasks: Sequence[BenchTask]) -> int:
+    """How many saved runs in ``runs`` (``*.json``) hold the key of none of ``tasks`` (see :class:`SweepResult`)."""
+    keys = {task.key for task in tasks}
+    count = 0
+    for path in sorted(runs.glob("*.json")) if runs.is_dir() else []:
+        try:
+            doc = read_json(path)
+        except InputError:
+            continue  # not a run's record
+        count += isinstance(doc, dict) and "key" in doc and doc["key"] not in keys
+    return count
+
+
 @dataclass(frozen=True)
 class SweepResult:
-    """The records of every task (task order; None where a run is missing) and how many ran now."""
+    """The records of every task (task order; None where a run is missing), how many ran now and were reused.
+
+    ``stale``: saved runs under ``out/runs`` that are no task's of this sweep (their instance
+    changed, or they ran under other options), left as they are and not used.
+    """
 
     tasks: list[BenchTask]
     records: list[Record | None]
     ran: int
     reused: int
+    stale: int = 0
 
 
 def prepare_sweep(config: BenchConfig) -> list[BenchTask]:
@@ -597,7 +624,7 @@ def run_sweep(
             records[i] = shared
             if progress is not None:
                 progress(shared)
-    return SweepResult(tasks, records, len(todo), reused)
+    return SweepResult(tasks, records, len(todo), reused, stale_runs(runs, tasks))
 
 
 __all__ = [
