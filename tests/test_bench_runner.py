@@ -51,6 +51,19 @@ def test_a_crash_is_a_result_with_the_tail_of_stderr(monkeypatch: pytest.MonkeyP
     assert "injected crash" in record["stderr_tail"] and record.get("objective") is None
 
 
+def test_a_sigkill_from_someone_else_is_a_crash_unless_the_kernel_killed_for_memory(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 22: ``kill -9`` of a worker was recorded as ``oom`` (and so never retried as a crash)."""
+    monkeypatch.setenv(FAULT_ENV, "killed:greedy")
+    record = run_one(spec("greedy"), instance_bytes())
+    assert record["status"] == "crash" and record["exit_code"] == -9 and "SIGKILL" in record["message"]
+    counts = iter([7, 8])  # the kernel's oom_kill count went up during the run
+    monkeypatch.setattr("planner.bench.runner.oom_kills", lambda: next(counts))
+    record = run_one(spec("greedy"), instance_bytes())
+    assert record["status"] == "oom" and "for memory" in record["message"]
+
+
 def test_a_hang_is_killed_at_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
     """The worker ignores SIGTERM and sleeps; the group is killed at limit + grace = 1.5 s."""
     monkeypatch.setenv(FAULT_ENV, "hang")

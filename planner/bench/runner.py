@@ -23,10 +23,12 @@ fallback
 timeout    the worker answered, but later than :func:`late_after` (the plan's values are kept)
 hang       no answer by the deadline: the worker and every process it started were killed
 oom        ``MemoryError`` in the worker (exit :data:`~planner.bench.worker.EXIT_OOM`, e.g. under
-           ``--memory-limit-mb``); a worker killed by SIGKILL not sent by us (the kernel's
-           out-of-memory killer); or one that failed saying so on stderr
-           (:data:`MEMORY_FAILURE`: OpenBLAS, ``bad_alloc``)
-crash      any other non-zero exit or signal (``stderr_tail`` keeps the end of stderr)
+           ``--memory-limit-mb``); a worker killed by SIGKILL not sent by us while the kernel
+           killed a process for memory (``oom_kill`` of ``/proc/vmstat`` went up during the
+           run) or after its peak reached :data:`NEAR_LIMIT_SHARE` of the memory cap; or one
+           that failed saying so on stderr (:data:`MEMORY_FAILURE`: OpenBLAS, ``bad_alloc``)
+crash      any other non-zero exit or signal, a SIGKILL from someone else (``kill -9``) included
+           (``stderr_tail`` keeps the end of stderr)
 error      the worker reported an exception (bad instance, planner error)
 =========  ==============================================================================
 
@@ -83,6 +85,8 @@ STDERR_TAIL = 2000
 POLL_S = 0.02
 MEMORY_FAILURE = re.compile(r"MemoryError|memory allocation|cannot allocate memory|bad_alloc|out of memory", re.I)
 """What a crashed worker's stderr says when it died for memory (OpenBLAS, a C++ library, the loader)."""
+NEAR_LIMIT_SHARE = 0.9
+"""A worker killed by SIGKILL whose peak reached this share of ``--memory-limit-mb`` died for memory."""
 
 Record = dict[str, Any]
 ProgressFn = Callable[[Record], None]
@@ -431,6 +435,27 @@ def _wait(proc: subprocess.Popen[bytes], deadline: float) -> tuple[int, Any, boo
     return status, usage, killed, hwm
 
 
+def oom_kills() -> int | None:
+    """How many processes the kernel has killed for memory since boot (``oom_kill``, ``/proc/vmstat``); None unknown."""
+    try:
+        with open("/proc/vmstat", encoding="ascii") as fh:
+            for line in fh:
+                name, _, value = line.partition(" ")
+                if name == "oom_kill":
+                    return int(value)
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _killed_for_memory(before: int | None, peak_mb: float | None, limit_mb: int | None) -> bool:
+    """A worker killed by SIGKILL (not by us) died for memory: an OOM kill happened meanwhile, or it neared its cap."""
+    after = oom_kills()
+    if before is not None and after is not None and after > before:
+        return True
+    return limit_mb is not None and peak_mb is not None and peak_mb >= NEAR_LIMIT_SHARE * limit_mb
+
+
 def _tail(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8", errors="replace")[-STDERR_TAIL:].strip()
@@ -468,6 +493,7 @@ def run_one(spec: RunSpec, instance: bytes) -> Record:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH")) if p)
         cmd = [sys.executable, "-m", "planner.bench.worker", str(folder / "task.json"), str(folder / "result.json")]
         stderr_path = folder / "stderr.txt"
+        kills_before = oom_kills()
         begin = time.monotonic()
         with open(folder / "stdout.txt", "wb") as out, open(stderr_path, "wb") as err:
             proc = subprocess.Popen(
@@ -490,8 +516,10 @@ def run_one(spec: RunSpec, instance: bytes) -> Record:
                 record["message"] = f"answered after {float(result['time_s']):.2f} s, limit {spec.time_limit_s:g} s"
         elif code == EXIT_OOM or (result is not None and result.get("status") == "oom"):
             record.update(status="oom", message=(result or {}).get("message", "MemoryError"))
+        elif code == -signal.SIGKILL and _killed_for_memory(kills_before, peak, spec.memory_limit_mb):
+            record.update(status="oom", message="killed by SIGKILL, not by the runner, for memory")
         elif code == -signal.SIGKILL:
-            record.update(status="oom", message="killed by SIGKILL, not by the runner: most likely out of memory")
+            record.update(status="crash", message="killed by SIGKILL, not by the runner (no out-of-memory kill seen)")
         else:
             what = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
             tail = _tail(stderr_path)
