@@ -173,3 +173,34 @@ def test_a_ray_address_nothing_answers_exits_2_naming_it(tmp_path: Path) -> None
             pytest.fail(f"bench --ray {address} still waiting after 60 s")
     assert done.returncode == 2, done.stderr
     assert "ray-unreachable" in done.stderr and address in done.stderr and "Traceback" not in done.stderr
+
+
+HOLD_LOCK = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+fcntl.flock(fd, fcntl.LOCK_EX)
+os.write(fd, f"{os.getpid()}\\n".encode())
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_second_bench_into_the_same_out_exits_2_naming_the_first(tmp_path: Path) -> None:
+    """Issue 22: two benches into one ``--out`` both did every task; the second is refused, naming the pid."""
+    import subprocess
+
+    folder = write_set(tmp_path / "set")
+    out = tmp_path / "out"
+    out.mkdir()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(out / "bench.lock")], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        result = run("bench", folder, "--solvers", "greedy", "--time-limit", "5", "--out", out, "-q")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert result.exit_code == 2, result.output
+    assert "out-in-use" in result.output and f"pid {holder.pid}" in result.output
+    assert not (out / "runs").exists()

@@ -270,3 +270,23 @@ def test_saved_runs_of_other_options_or_an_edited_instance_are_stale_not_reused(
     (folder / "a.json").write_text((folder / "a.json").read_text() + "\n")  # another content, same name
     edited = run_sweep(BenchConfig(folder, ("greedy",), 5.0, 1, out))
     assert (edited.ran, edited.reused, edited.stale) == (1, 1, 3)
+
+
+def test_a_second_sweep_into_the_same_out_is_refused_naming_the_holder(tmp_path: Path) -> None:
+    """Issue 22: two benches into one ``--out`` both ran every task."""
+    import os
+
+    from planner.bench.runner import LOCK_FILE, sweep_lock
+
+    folder = write_set(tmp_path / "set")
+    out = tmp_path / "out"
+    config = BenchConfig(folder, ("greedy",), 5.0, 1, out)
+    with sweep_lock(out):  # another sweep holds it (a lock of another open file, as another process's)
+        with pytest.raises(InputError) as caught:
+            run_sweep(config)
+        [problem] = caught.value.problems
+        assert (problem.code, problem.path) == ("out-in-use", "--out") and f"pid {os.getpid()}" in problem.message
+    assert not (out / "runs").exists()
+    done = run_sweep(config)  # released: the sweep runs, and leaves the lock free
+    assert done.ran == 2 and (out / LOCK_FILE).read_text().strip() == str(os.getpid())
+    assert run_sweep(config).reused == 2

@@ -52,6 +52,7 @@ from those files (:mod:`planner.bench.report`).
 from __future__ import annotations
 
 import csv
+import fcntl
 import hashlib
 import json
 import os
@@ -76,6 +77,8 @@ from planner.request import PlanRequest
 
 MANIFEST = "manifest.csv"
 RUNS_DIR = "runs"
+LOCK_FILE = "bench.lock"
+"""The lock file a sweep holds in ``--out`` while it runs (its pid inside): a second sweep there is refused."""
 MIN_GRACE_S = 5.0
 GRACE_SHARE = 0.5
 LATE_SHARE = 0.1
@@ -582,6 +585,31 @@ class SweepResult:
     stale: int = 0
 
 
+@contextmanager
+def sweep_lock(out: Path) -> Iterator[None]:
+    """Hold ``out/bench.lock`` (``flock``, released when this process ends, however it ends) for the block.
+
+    A second sweep into the same ``out`` is an :class:`InputError` naming ``--out`` and the pid
+    of the sweep holding it: two sweeps would both run every task.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / LOCK_FILE
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
+            why = f"{out} is in use by another wattplan bench (pid {holder}, lock {path}); wait, or give another --out"
+            raise InputError("--out", [Problem("out-in-use", "--out", why)]) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 def prepare_sweep(config: BenchConfig) -> list[BenchTask]:
     """Check ``config`` and list its tasks; bad options, a bad set or a missing Ray raise :class:`InputError`."""
     from planner.executor import require_ray
@@ -603,10 +631,17 @@ def run_sweep(
     :func:`planner.executor.run_tasks` in ``thread`` mode (each thread drives a worker process;
     ``workers`` default 1) or as Ray tasks (``ray_address``; each asks for ``threads`` CPUs).
     Interrupted (Ctrl-C), the running workers are killed and the finished runs stay saved.
+    Another sweep running into the same ``out`` is refused (:func:`sweep_lock`).
     """
+    tasks = prepare_sweep(config) if tasks is None else list(tasks)
+    with sweep_lock(Path(config.out)):
+        return _run_locked(config, tasks, progress)
+
+
+def _run_locked(config: BenchConfig, tasks: list[BenchTask], progress: ProgressFn | None) -> SweepResult:
+    """:func:`run_sweep`'s body, run while this sweep holds ``out``'s lock (:func:`sweep_lock`)."""
     from planner.executor import run_tasks
 
-    tasks = prepare_sweep(config) if tasks is None else list(tasks)
     runs = Path(config.out) / RUNS_DIR
     records: list[Record | None] = [None] * len(tasks)
     todo: list[int] = []
@@ -669,4 +704,5 @@ __all__ = [
     "run_key",
     "run_one",
     "run_sweep",
+    "sweep_lock",
 ]
