@@ -160,7 +160,8 @@ RayOpt = Annotated[
     typer.Option(
         "--ray",
         help="Run on Ray: a cluster address (auto, HOST:6379, ray://HOST:10001) or local (a Ray instance started "
-        "for this run); needs the ray extra (pip install 'wattplan[ray]').",
+        "for this run); an address is refused when nothing answers there within 5 s; needs the ray extra "
+        "(pip install 'wattplan[ray]').",
     ),
 ]
 SignalAwareOpt = Annotated[
@@ -1114,7 +1115,8 @@ def frontier(
 
     Writes runs/<label>/ per replay, frontier.csv, frontier.json and frontier.png (energy against
     average JCT, baselines as markers, the workload's energy floor as a line). Finished replays
-    are reused when the sweep is run again with the same settings.
+    are reused when the sweep is run again with the same settings and the same input files (by
+    SHA-256); saved replays of other settings or inputs are stale: replayed, and counted.
     """
     import dataclasses
 
@@ -1164,6 +1166,11 @@ def frontier(
             base, sweep_d, sweep_x, names, out_path, workers, lambda point, row: bar.advance(task), ray_address=ray
         )
     out.print(summary_table(result.rows))
+    if result.stale:
+        err.print(
+            f"[yellow]{len(result.stale)} saved replay(s) stale (options or an input file changed), "
+            f"replayed: {', '.join(result.stale)}[/]"
+        )
     failed = [r["label"] for r in result.rows if r.get("error")]
     if failed:
         err.print(f"[yellow]{len(failed)} replay(s) failed: {shown(', '.join(failed))} (see frontier.csv)[/]")
@@ -1255,6 +1262,11 @@ def bench(
     wrong = sum(bool(r.get("wrong")) for r in report.rows)
     if wrong:
         err.print(f"[red]{wrong} wrong result(s): see 'Wrong results' in report.md[/]")
+    if result.stale:
+        err.print(
+            f"[yellow]{result.stale} saved run(s) in {out_path / 'runs'} are stale (an instance changed, or other "
+            "options): not reused[/]"
+        )
     out.print(
         f"{len(report.rows)} runs ({result.ran} now, {result.reused} reused); "
         f"results in [bold]{shown(out_path)}[/] ({shown(', '.join(p.name for p in report.paths))})"

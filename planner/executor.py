@@ -23,6 +23,14 @@ Ray         ``ray_address`` given: one Ray task per item (``ray.init(address=...
             own, exactly as a local worker would; in ``thread`` mode it calls it directly.
 ==========  ==============================================================================
 
+Interrupted (SIGINT, SIGTERM) while a process pool or Ray tasks run, the command leaves nothing
+running: the handler :func:`cancel_on_signals` installs for the pool's lifetime (main thread
+only; the previous handlers come back afterwards) kills every worker process and everything
+below it (a solver in a session of its own included), the pool is shut down without waiting
+(pending Ray tasks are cancelled, a local Ray instance is stopped), and ``SystemExit`` with
+130 or 143 (``128 + signal``, as a shell reports it) leaves through every ``finally``. Thread
+pools are the caller's to cancel (``wattplan bench`` kills its worker subprocesses itself).
+
 Ray is optional (the ``ray`` extra): :func:`require_ray` turns its absence into an
 :class:`~planner.problems.InputError` naming ``--ray``. Functions and arguments travel to Ray
 nodes pickled, so ``wattplan`` must be installed there; anything a task reads from disk must
@@ -32,14 +40,20 @@ be readable on the node that runs it (``wattplan bench`` passes each instance's 
 from __future__ import annotations
 
 import multiprocessing
+import os
 import pickle
+import signal
+import socket
+import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
-from types import ModuleType
+from types import FrameType, ModuleType
 from typing import Any, Generic, Literal, TypeVar
+from urllib.parse import urlsplit
 
 from planner.problems import InputError, Problem
 
@@ -47,7 +61,11 @@ R = TypeVar("R")
 Mode = Literal["process", "thread"]
 RAY_LOCAL = "local"
 """The ``--ray`` address that starts a local Ray instance for the run."""
+RAY_AUTO = "auto"
+"""The ``--ray`` address that joins the Ray instance this machine already runs (Ray finds it)."""
 RAY_HINT = "install it with: pip install 'wattplan[ray]'"
+RAY_PROBE_S = 5.0
+"""Seconds a ``--ray HOST:PORT`` address has to accept a TCP connection before the run is refused."""
 
 
 class TaskFailed(RuntimeError):
@@ -106,6 +124,125 @@ def call_portably(fn: Callable[..., R], args: Sequence[Any]) -> R:
         raise _portable(exc) from None
 
 
+def ray_endpoint(address: str) -> tuple[str, int] | None:
+    """The ``(host, port)`` of a ``HOST:PORT`` or ``ray://HOST:PORT`` address; None for ``auto`` and ``local``.
+
+    Any other form is an :class:`InputError` naming ``--ray``.
+    """
+    if address in (RAY_LOCAL, RAY_AUTO):
+        return None
+    url = urlsplit(address if "://" in address else f"//{address}")
+    try:
+        host, port = url.hostname, url.port
+    except ValueError:
+        host, port = None, None
+    if url.scheme not in ("", "ray") or not host or port is None or url.path not in ("", "/"):
+        why = f"{address!r} is not an address; give HOST:PORT, ray://HOST:PORT, {RAY_AUTO} or {RAY_LOCAL}"
+        raise InputError("--ray", [Problem("bad-option", "--ray", why)])
+    return host, port
+
+
+def probe_ray(address: str, timeout_s: float = RAY_PROBE_S) -> None:
+    """Refuse (an :class:`InputError` naming the address) a ``--ray`` address nothing answers within ``timeout_s``.
+
+    ``ray.init`` waits forever on an address where no Ray listens; a TCP connection to its
+    host and port, with a deadline, tells first. ``auto`` and ``local`` are not probed.
+    """
+    endpoint = ray_endpoint(address)
+    if endpoint is None:
+        return
+    host, port = endpoint
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            pass
+    except OSError as exc:
+        why = (
+            f"nothing answers at {address} (TCP {host}:{port}) within {timeout_s:g} s: {exc}; is the Ray head running?"
+        )
+        raise InputError("--ray", [Problem("ray-unreachable", "--ray", why)]) from None
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below ``pid`` (children first), from ``/proc``; empty where there is none."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = [e for e in os.listdir("/proc") if e.isdigit()]
+    except OSError:
+        return []
+    for entry in entries:
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as fh:
+                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    out: list[int] = []
+    stack = [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            out.append(child)
+            stack.append(child)
+    return out
+
+
+def _kill_group_led_by(pid: int) -> None:
+    """SIGKILL the process group ``pid`` leads, if it leads one and it is not this process's own."""
+    try:
+        if os.getpgid(pid) == pid and pid != os.getpgrp():
+            os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL ``pid``, every process below it and the groups any of them lead (never this process's group).
+
+    The processes below are read from their parent links before anything dies (a solve runs
+    in a session of its own, out of its worker's group, and would be re-parented to init).
+    """
+    below = descendants(pid)
+    for p in (pid, *below):
+        _kill_group_led_by(p)
+        try:
+            os.kill(p, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+@contextmanager
+def cancel_on_signals(cancel: Callable[[int], None]) -> Iterator[None]:
+    """Within the block SIGINT and SIGTERM call ``cancel(signal number)``, then raise ``SystemExit(128 + signal)``.
+
+    Installed in the main thread only (elsewhere the block runs unguarded); a signal the caller
+    ignores stays ignored; the previous handlers are restored on leaving.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupted(signum: int, frame: FrameType | None) -> None:
+        cancel(signum)
+        raise SystemExit(128 + signum)
+
+    chosen = [sig for sig in (signal.SIGTERM, signal.SIGINT) if signal.getsignal(sig) is not signal.SIG_IGN]
+    previous = {sig: signal.signal(sig, interrupted) for sig in chosen}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            try:
+                signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+            except ValueError:  # the generator was closed from another thread: no handler can be set there
+                pass
+
+
+def _kill_workers(pool: Executor) -> None:
+    """SIGKILL every worker process of ``pool`` and whatever they started (a thread pool has none)."""
+    processes = getattr(pool, "_processes", None) or {}
+    for pid in list(processes):
+        kill_tree(int(pid))
+
+
 def _check(workers: int | None, ray_address: str | None) -> None:
     if workers is not None and workers < 1:
         raise InputError("--workers", [Problem("bad-option", "--workers", f"must be >= 1, got {workers}")])
@@ -126,13 +263,15 @@ def run_tasks(
 
     ``workers``: processes or threads at once (None: one locally), or Ray tasks in flight (None:
     all of them). Bad values raise :class:`InputError` before anything runs, as does a
-    missing Ray when ``ray_address`` is given.
+    missing Ray or an address nothing answers (:func:`probe_ray`) when ``ray_address`` is given.
     """
     _check(workers, ray_address)
     if ray_address is not None:
         ray = require_ray()
         if not tasks:
             return iter(())
+        if not ray.is_initialized():
+            probe_ray(ray_address.strip())
         return _ray_map(ray, fn, tasks, workers, ray_address.strip(), mode, cpus_per_task)
     if not tasks:
         return iter(())
@@ -150,21 +289,31 @@ def _local_map(
 ) -> Iterator[tuple[int, Outcome[R]]]:
     """Run ``tasks[i]`` for ``i`` in ``indices`` in one local pool; retry the tasks a broken pool lost, alone."""
     lost: list[int] = []
-    with _local_pool(mode, min(workers, len(indices))) as pool:
-        futures: dict[Future[R], int] = {pool.submit(call_portably, fn, tasks[i]): i for i in indices}
-        for future in as_completed(futures):
-            i = futures[future]
-            try:
-                value = future.result()
-            except BrokenProcessPool as exc:
-                if retry_lost:
-                    lost.append(i)
-                    continue
-                yield i, Outcome(error=exc)
-            except Exception as exc:  # the task's own failure is its outcome
-                yield i, Outcome(error=exc)
-            else:
-                yield i, Outcome(value=value)
+    pool = _local_pool(mode, min(workers, len(indices)))
+    guard: AbstractContextManager[None] = nullcontext()
+    if mode == "process":  # a thread pool's tasks are cancelled by the caller (module docstring)
+        guard = cancel_on_signals(lambda signum: _kill_workers(pool))
+    try:
+        with guard:
+            futures: dict[Future[R], int] = {pool.submit(call_portably, fn, tasks[i]): i for i in indices}
+            for future in as_completed(futures):
+                i = futures[future]
+                try:
+                    value = future.result()
+                except BrokenProcessPool as exc:
+                    if retry_lost:
+                        lost.append(i)
+                        continue
+                    yield i, Outcome(error=exc)
+                except Exception as exc:  # the task's own failure is its outcome
+                    yield i, Outcome(error=exc)
+                else:
+                    yield i, Outcome(value=value)
+    except BaseException:  # interrupted, or the caller stopped iterating: no worker process may go on
+        _kill_workers(pool)
+        pool.shutdown(wait=mode == "thread", cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
     for i in sorted(lost):  # alone, so a dying worker takes only its own task down
         yield from _local_map(fn, tasks, [i], 1, mode, retry_lost=False)
 
@@ -199,7 +348,8 @@ def _ray_map(
 ) -> Iterator[tuple[int, Outcome[R]]]:
     """Ray tasks, at most ``workers`` in flight; a local instance started here is shut down at the end.
 
-    Left early (the caller stopped iterating, Ctrl-C), the tasks still pending are cancelled.
+    Left early (the caller stopped iterating, SIGINT, SIGTERM: :func:`cancel_on_signals`), the
+    tasks still pending are cancelled, their processes killed.
     """
     started = not ray.is_initialized()
     if started:
@@ -208,28 +358,46 @@ def _ray_map(
         else:
             ray.init(address=address, logging_level="warning")
     pending: dict[Any, int] = {}
+    received: list[int] = []
     try:
-        remote = ray.remote(num_cpus=cpus_per_task, max_retries=0)(_ray_task)
-        queue = deque(range(len(tasks)))
-        limit = workers or len(tasks)
-        while queue or pending:
-            while queue and len(pending) < limit:
-                i = queue.popleft()
-                pending[remote.remote(fn, list(tasks[i]), mode)] = i
-            done, _ = ray.wait(list(pending), num_returns=1)
-            for ref in done:
-                i = pending.pop(ref)
-                try:
-                    value = ray.get(ref)
-                except Exception as exc:  # the task's failure, or Ray's (a node lost): its outcome
-                    yield i, Outcome(error=_ray_error(exc))
-                else:
-                    yield i, Outcome(value=value)
+        # after ray.init, which sets a SIGTERM handler of its own; SystemExit leaves through the finally
+        with cancel_on_signals(received.append):
+            remote = ray.remote(num_cpus=cpus_per_task, max_retries=0)(_ray_task)
+            queue = deque(range(len(tasks)))
+            limit = workers or len(tasks)
+            while queue or pending:
+                while queue and len(pending) < limit:
+                    i = queue.popleft()
+                    pending[remote.remote(fn, list(tasks[i]), mode)] = i
+                done, _ = ray.wait(list(pending), num_returns=1)
+                for ref in done:
+                    i = pending.pop(ref)
+                    try:
+                        value = ray.get(ref)
+                    except Exception as exc:  # the task's failure, or Ray's (a node lost): its outcome
+                        yield i, Outcome(error=_ray_error(exc))
+                    else:
+                        yield i, Outcome(value=value)
+    except BaseException:
+        if received:  # ray.wait turns the handler's SystemExit into SystemExit(1): the signal's code instead
+            raise SystemExit(128 + received[0]) from None
+        raise
     finally:
         for ref in pending:
-            ray.cancel(ref)
+            ray.cancel(ref, force=True)  # the task's process is killed, not asked
         if started:
             ray.shutdown()
 
 
-__all__ = ["Outcome", "RAY_LOCAL", "TaskFailed", "call_portably", "require_ray", "run_tasks"]
+__all__ = [
+    "Outcome",
+    "RAY_LOCAL",
+    "TaskFailed",
+    "call_portably",
+    "cancel_on_signals",
+    "descendants",
+    "kill_tree",
+    "probe_ray",
+    "require_ray",
+    "run_tasks",
+]

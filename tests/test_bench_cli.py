@@ -137,3 +137,70 @@ def test_missing_set_and_missing_ray_exit_2(tmp_path: Path, monkeypatch: pytest.
     assert result.exit_code == 2 and "ray-unavailable" in result.output and "Traceback" not in result.output
     for command in (["frontier", "x.trace", "--cluster", "v100:8"], ["simulate", "x.trace", "--cluster", "v100:8"]):
         assert "--ray" in run(*command, "--help").output
+
+
+def test_a_manifest_with_an_edited_hash_exits_2_before_any_run(tmp_path: Path) -> None:
+    """Issue 22: the manifest is verified before anything runs; the row and the file are named."""
+    import hashlib
+
+    folder = write_set(tmp_path / "set")
+    digest = hashlib.sha256((folder / "a.json").read_bytes()).hexdigest()
+    (folder / "manifest.csv").write_text(f"file,sha256\na.json,{digest}\nb.json,{digest}\n")
+    out = tmp_path / "out"
+    result = run("bench", folder, "--solvers", "greedy", "--time-limit", "5", "--out", out, "-q")
+    assert result.exit_code == 2, result.output
+    assert "sha256-mismatch" in result.output and "row 3.sha256" in result.output
+    assert "b.json" in result.output and "Traceback" not in result.output
+    assert not (out / "runs").exists()
+
+
+def test_a_ray_address_nothing_answers_exits_2_naming_it(tmp_path: Path) -> None:
+    """Issue 22: ``--ray 127.0.0.1:PORT`` with nothing listening hung forever; now exit 2 within seconds."""
+    import socket
+    import subprocess
+
+    pytest.importorskip("ray")
+    folder = write_set(tmp_path / "set")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))  # bound, not listening: refused
+        address = f"127.0.0.1:{sock.getsockname()[1]}"
+        cmd = [sys.executable, "-m", "planner", "bench", str(folder), "--solvers", "greedy", "--ray", address]
+        try:
+            done = subprocess.run(
+                [*cmd, "-o", str(tmp_path / "o"), "-q"], capture_output=True, text=True, timeout=60, check=False
+            )
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"bench --ray {address} still waiting after 60 s")
+    assert done.returncode == 2, done.stderr
+    assert "ray-unreachable" in done.stderr and address in done.stderr and "Traceback" not in done.stderr
+
+
+HOLD_LOCK = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+fcntl.flock(fd, fcntl.LOCK_EX)
+os.write(fd, f"{os.getpid()}\\n".encode())
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_second_bench_into_the_same_out_exits_2_naming_the_first(tmp_path: Path) -> None:
+    """Issue 22: two benches into one ``--out`` both did every task; the second is refused, naming the pid."""
+    import subprocess
+
+    folder = write_set(tmp_path / "set")
+    out = tmp_path / "out"
+    out.mkdir()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(out / "bench.lock")], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        result = run("bench", folder, "--solvers", "greedy", "--time-limit", "5", "--out", out, "-q")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert result.exit_code == 2, result.output
+    assert "out-in-use" in result.output and f"pid {holder.pid}" in result.output
+    assert not (out / "runs").exists()

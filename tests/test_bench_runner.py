@@ -51,6 +51,19 @@ def test_a_crash_is_a_result_with_the_tail_of_stderr(monkeypatch: pytest.MonkeyP
     assert "injected crash" in record["stderr_tail"] and record.get("objective") is None
 
 
+def test_a_sigkill_from_someone_else_is_a_crash_unless_the_kernel_killed_for_memory(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 22: ``kill -9`` of a worker was recorded as ``oom`` (and so never retried as a crash)."""
+    monkeypatch.setenv(FAULT_ENV, "killed:greedy")
+    record = run_one(spec("greedy"), instance_bytes())
+    assert record["status"] == "crash" and record["exit_code"] == -9 and "SIGKILL" in record["message"]
+    counts = iter([7, 8])  # the kernel's oom_kill count went up during the run
+    monkeypatch.setattr("planner.bench.runner.oom_kills", lambda: next(counts))
+    record = run_one(spec("greedy"), instance_bytes())
+    assert record["status"] == "oom" and "for memory" in record["message"]
+
+
 def test_a_hang_is_killed_at_the_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
     """The worker ignores SIGTERM and sleeps; the group is killed at limit + grace = 1.5 s."""
     monkeypatch.setenv(FAULT_ENV, "hang")
@@ -187,3 +200,93 @@ def test_sweep_survives_a_crash_and_resumes_only_what_is_missing(
     assert json.loads(crashed.read_text())["status"] == "optimal"
     longer = run_sweep(BenchConfig(folder, ("greedy",), 6.0, 1, out))  # another limit is another key
     assert longer.ran == 2 and longer.reused == 0
+
+
+def write_hashed_manifest(folder: Path, rows: list[tuple[str, str]], bom: bool = False) -> None:
+    """``manifest.csv`` with ``file`` and ``sha256`` columns (``wattplan instance sweep``'s own)."""
+    text = "file,sha256,family\n" + "".join(f"{name},{digest},x\n" for name, digest in rows)
+    (folder / "manifest.csv").write_bytes(("\ufeff" if bom else "").encode() + text.encode())
+
+
+def sha(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_verified_manifest_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
+    folder = write_set(tmp_path / "set")
+    write_hashed_manifest(folder, [("a.json", sha(folder / "a.json")), ("b.json", sha(folder / "b.json"))], bom=True)
+    entries = find_instances(folder)
+    assert [(e.name, e.extra["family"]) for e in entries] == [("a.json", "x"), ("b.json", "x")]
+
+
+@pytest.mark.parametrize(
+    ("edit", "code", "where", "named"),
+    [
+        ("hash", "sha256-mismatch", "row 3.sha256", "b.json"),
+        ("instance", "sha256-mismatch", "row 2.sha256", "a.json"),
+        ("dotdot", "outside-set", "row 3.file", "outside.json"),
+        ("absolute", "outside-set", "row 3.file", "outside.json"),
+        ("symlink", "outside-set", "row 3.file", "link.json"),
+    ],
+)
+def test_a_manifest_that_does_not_match_its_files_is_refused(
+    tmp_path: Path, edit: str, code: str, where: str, named: str
+) -> None:
+    """Issue 22: edited hashes, edited instances, ``..`` paths and symlinks out of the set all ran."""
+    folder = write_set(tmp_path / "set")
+    outside = tmp_path / "outside.json"
+    outside.write_bytes((folder / "b.json").read_bytes())
+    rows = [("a.json", sha(folder / "a.json")), ("b.json", sha(folder / "b.json"))]
+    if edit == "hash":
+        rows[1] = ("b.json", sha(folder / "a.json"))
+    elif edit == "instance":
+        (folder / "a.json").write_text((folder / "a.json").read_text().replace("}", " }", 1))
+    elif edit == "dotdot":
+        rows[1] = ("../outside.json", sha(outside))
+    elif edit == "absolute":
+        rows[1] = (str(outside), sha(outside))
+    else:
+        (folder / "link.json").symlink_to(outside)
+        rows[1] = ("link.json", sha(outside))
+    write_hashed_manifest(folder, rows)
+    with pytest.raises(InputError) as caught:
+        find_instances(folder)
+    assert caught.value.source == str(folder / "manifest.csv")
+    assert [(p.code, p.path) for p in caught.value.problems] == [(code, where)]
+    assert named in caught.value.problems[0].message
+
+
+def test_saved_runs_of_other_options_or_an_edited_instance_are_stale_not_reused(tmp_path: Path) -> None:
+    """Issue 22: the memory cap (which decides ``oom``) was not in a run's key; stale runs are counted."""
+    folder = write_set(tmp_path / "set")
+    out = tmp_path / "out"
+    first = run_sweep(BenchConfig(folder, ("greedy",), 5.0, 1, out))
+    assert (first.ran, first.reused, first.stale) == (2, 0, 0)
+    capped = run_sweep(BenchConfig(folder, ("greedy",), 5.0, 1, out, memory_limit_mb=4096))
+    assert (capped.ran, capped.reused, capped.stale) == (2, 0, 2)
+    assert all(r is not None and r["memory_limit_mb"] == 4096 for r in capped.records)
+    (folder / "a.json").write_text((folder / "a.json").read_text() + "\n")  # another content, same name
+    edited = run_sweep(BenchConfig(folder, ("greedy",), 5.0, 1, out))
+    assert (edited.ran, edited.reused, edited.stale) == (1, 1, 3)
+
+
+def test_a_second_sweep_into_the_same_out_is_refused_naming_the_holder(tmp_path: Path) -> None:
+    """Issue 22: two benches into one ``--out`` both ran every task."""
+    import os
+
+    from planner.bench.runner import LOCK_FILE, sweep_lock
+
+    folder = write_set(tmp_path / "set")
+    out = tmp_path / "out"
+    config = BenchConfig(folder, ("greedy",), 5.0, 1, out)
+    with sweep_lock(out):  # another sweep holds it (a lock of another open file, as another process's)
+        with pytest.raises(InputError) as caught:
+            run_sweep(config)
+        [problem] = caught.value.problems
+        assert (problem.code, problem.path) == ("out-in-use", "--out") and f"pid {os.getpid()}" in problem.message
+    assert not (out / "runs").exists()
+    done = run_sweep(config)  # released: the sweep runs, and leaves the lock free
+    assert done.ran == 2 and (out / LOCK_FILE).read_text().strip() == str(os.getpid())
+    assert run_sweep(config).reused == 2

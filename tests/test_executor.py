@@ -5,7 +5,10 @@ from __future__ import annotations
 import math
 import operator
 import os
+import socket
 import sys
+import time
+from collections.abc import Iterator
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
@@ -64,6 +67,28 @@ def test_bad_workers_and_missing_ray_are_input_errors(monkeypatch: pytest.Monkey
     monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
     with pytest.raises(InputError, match="ray-unavailable"):
         run_tasks(pow, TASKS, ray_address="local")
+
+
+@pytest.fixture
+def dead_port() -> Iterator[int]:
+    """A loopback port bound but not listening: a connection to it is refused."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield sock.getsockname()[1]
+
+
+def test_a_ray_address_nothing_answers_is_refused_not_awaited(dead_port: int) -> None:
+    """Issue 22: ``--ray HOST:PORT`` where no Ray listens hung in ``ray.init`` forever."""
+    pytest.importorskip("ray")
+    for address in (f"127.0.0.1:{dead_port}", f"ray://127.0.0.1:{dead_port}"):
+        begin = time.monotonic()
+        with pytest.raises(InputError) as caught:
+            run_tasks(pow, TASKS, ray_address=address)
+        assert time.monotonic() - begin < 10
+        [problem] = caught.value.problems
+        assert (problem.code, problem.path) == ("ray-unreachable", "--ray") and address in problem.message
+    with pytest.raises(InputError, match="HOST:PORT"):
+        run_tasks(pow, TASKS, ray_address="nowhere")
 
 
 def test_no_tasks_yields_nothing() -> None:

@@ -178,3 +178,20 @@ def test_a_dying_worker_costs_only_its_own_replay(base: ReplaySpec, tmp_path: Pa
     assert [r["label"] for r in rows] == ["fifo-max", "bomb", "zeus", "eaco"]
     assert rows[1]["error"].startswith("BrokenProcessPool")
     assert all("error" not in r and r["jobs_completed"] == 5 for r in (rows[0], *rows[2:]))
+
+
+def test_resume_replays_points_whose_input_file_changed(base: ReplaySpec, tmp_path: Path) -> None:
+    """Issue 22: a saved replay of another workload at the same trace path is stale, not reused."""
+    out = tmp_path / "fr"
+    first = frontier(base, [], [], ["fifo-max"], out, workers=1)
+    assert first.stale == []
+    summary = json.loads((out / "runs" / "fifo-max" / "summary.json").read_text())
+    assert set(summary["frontier_inputs"]) == {"trace"} and len(summary["frontier_inputs"]["trace"]) == 64
+    same = frontier(base, [], [], ["fifo-max"], out, workers=1)
+    assert same.stale == []
+    # the same path, another workload: one job fewer
+    write_gavel_trace(Path(base.trace), [(R50, 4000, 0, 1), (R50, 6000, 0, 2), (A3C, 9000, 100, 1)])
+    again = frontier(base, [], [], ["fifo-max"], out, workers=1)
+    assert sorted(again.stale) == ["fifo-max", "wattplan-progress"]
+    assert [r["jobs_total"] for r in again.rows] == [3, 3]
+    assert [r["jobs_total"] for r in first.rows] == [5, 5]

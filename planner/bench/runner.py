@@ -2,7 +2,8 @@
 
 Instances (:func:`find_instances`): ``SET`` is one instance file, or a folder with a
 ``manifest.csv`` (``wattplan instance sweep``'s: its ``file`` column names the instances,
-relative to the folder, and every other column is carried into the results), or else a folder
+relative to the folder, and every other column is carried into the results; every file must lie
+inside the folder and match the manifest's ``sha256`` when it has one, else nothing runs), or else a folder
 whose ``*.json`` files are the instances (sorted by name).
 
 A run (:func:`run_one`) is ``python -m planner.bench.worker`` (:mod:`planner.bench.worker`) in a
@@ -22,10 +23,12 @@ fallback
 timeout    the worker answered, but later than :func:`late_after` (the plan's values are kept)
 hang       no answer by the deadline: the worker and every process it started were killed
 oom        ``MemoryError`` in the worker (exit :data:`~planner.bench.worker.EXIT_OOM`, e.g. under
-           ``--memory-limit-mb``); a worker killed by SIGKILL not sent by us (the kernel's
-           out-of-memory killer); or one that failed saying so on stderr
-           (:data:`MEMORY_FAILURE`: OpenBLAS, ``bad_alloc``)
-crash      any other non-zero exit or signal (``stderr_tail`` keeps the end of stderr)
+           ``--memory-limit-mb``); a worker killed by SIGKILL not sent by us while the kernel
+           killed a process for memory (``oom_kill`` of ``/proc/vmstat`` went up during the
+           run) or after its peak reached :data:`NEAR_LIMIT_SHARE` of the memory cap; or one
+           that failed saying so on stderr (:data:`MEMORY_FAILURE`: OpenBLAS, ``bad_alloc``)
+crash      any other non-zero exit or signal, a SIGKILL from someone else (``kill -9``) included
+           (``stderr_tail`` keeps the end of stderr)
 error      the worker reported an exception (bad instance, planner error)
 =========  ==============================================================================
 
@@ -39,15 +42,17 @@ hang) the last ``VmHWM`` the parent read from ``/proc`` while waiting. ``wall_s`
 parent's clock from start to reaping, interpreter start-up included; ``time_s`` is the
 worker's planning call, what the time limit covers.
 
-Resuming: a run's key is the instance's SHA-256, solver, seed, limit, gap and threads
-(:func:`run_key`); each finished run is written at once to ``OUT/runs/<file>.json``
-(atomically), and a rerun skips every task whose file holds its key. The tables are rebuilt
+Resuming: a run's key is the instance's SHA-256, solver, seed, limit, gap, threads, memory cap
+and grace (:func:`run_key`); each finished run is written at once to ``OUT/runs/<file>.json``
+(atomically), and a rerun skips every task whose file holds its key. Saved runs of no task of
+the sweep (an instance edited since, other options) are stale: never read, and counted. The tables are rebuilt
 from those files (:mod:`planner.bench.report`).
 """
 
 from __future__ import annotations
 
 import csv
+import fcntl
 import hashlib
 import json
 import os
@@ -65,12 +70,15 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from planner.executor import descendants
 from planner.jsonio import read_json, write_json_atomic
 from planner.problems import InputError, Problem
 from planner.request import PlanRequest
 
 MANIFEST = "manifest.csv"
 RUNS_DIR = "runs"
+LOCK_FILE = "bench.lock"
+"""The lock file a sweep holds in ``--out`` while it runs (its pid inside): a second sweep there is refused."""
 MIN_GRACE_S = 5.0
 GRACE_SHARE = 0.5
 LATE_SHARE = 0.1
@@ -80,6 +88,8 @@ STDERR_TAIL = 2000
 POLL_S = 0.02
 MEMORY_FAILURE = re.compile(r"MemoryError|memory allocation|cannot allocate memory|bad_alloc|out of memory", re.I)
 """What a crashed worker's stderr says when it died for memory (OpenBLAS, a C++ library, the loader)."""
+NEAR_LIMIT_SHARE = 0.9
+"""A worker killed by SIGKILL whose peak reached this share of ``--memory-limit-mb`` died for memory."""
 
 Record = dict[str, Any]
 ProgressFn = Callable[[Record], None]
@@ -225,24 +235,78 @@ def _entry(name: str, path: Path, extra: dict[str, str]) -> InstanceEntry:
     return InstanceEntry(name, path, hashlib.sha256(data).hexdigest(), objective, jobs, extra)
 
 
+SHA256_COLUMN = "sha256"
+"""The manifest column holding each instance file's SHA-256 (hex), verified before anything runs."""
+
+
+def _row_file_problem(folder: Path, name: str, where: str) -> Problem | None:
+    """What is wrong with a manifest row's ``file`` (``name``): empty, absolute, ``..``, outside the set, missing."""
+    if not name:
+        return Problem("no-such-file", where, "empty: name the instance file, relative to the set folder")
+    rel = Path(name)
+    if rel.is_absolute() or ".." in rel.parts:
+        return Problem("outside-set", where, f"{name!r} must be a path inside the set folder {folder}, without '..'")
+    path = folder / rel
+    try:
+        inside = path.resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError) as exc:  # a symlink loop
+        return Problem("outside-set", where, f"{path} cannot be resolved: {exc}")
+    if not inside:
+        return Problem("outside-set", where, f"{path} leads outside the set folder {folder} (a symbolic link)")
+    if not path.is_file():
+        return Problem("no-such-file", where, f"{path} does not exist")
+    return None
+
+
+def _hash_problem(entry: InstanceEntry, expected: str, where: str) -> Problem | None:
+    """A problem when the manifest's ``expected`` SHA-256 is not the instance file's."""
+    if entry.sha256 == expected.strip().lower():
+        return None
+    if not expected.strip():
+        return Problem("bad-manifest", where, f"empty: give the SHA-256 of {entry.name} ({entry.path})")
+    return Problem(
+        "sha256-mismatch",
+        where,
+        f"{entry.name} has SHA-256 {entry.sha256}, the manifest says {expected.strip()!r}: "
+        f"the instance ({entry.path}) or the manifest was edited",
+    )
+
+
 def _manifest_entries(folder: Path) -> list[InstanceEntry]:
-    """The instances named by ``folder/manifest.csv`` (column ``file``) with the other columns."""
+    """The instances named by ``folder/manifest.csv`` (column ``file``) with the other columns, verified.
+
+    Every row's file must lie inside ``folder`` (no absolute path, no ``..``, no symbolic link
+    leading out), exist, and, when the manifest has a ``sha256`` column, have that SHA-256.
+    Every bad row is listed in one :class:`InputError` (row numbers count the header as 1), so
+    nothing runs. A byte-order mark at the start of the manifest is allowed.
+    """
     path = folder / MANIFEST
-    with path.open(newline="", encoding="utf-8") as fh:
+    with path.open(newline="", encoding="utf-8-sig") as fh:
         reader = csv.DictReader(fh)
         rows = list(reader)
         columns = list(reader.fieldnames or [])
     if "file" not in columns:
         raise InputError(str(path), [Problem("bad-manifest", "file", "the manifest has no 'file' column")])
-    problems = [
-        Problem("no-such-file", f"row {k + 2}.file", f"{folder / (row['file'] or '')} does not exist")
-        for k, row in enumerate(rows)
-        if not row["file"] or not (folder / row["file"]).is_file()
-    ]
+    problems: list[Problem] = []
+    for k, row in enumerate(rows):
+        problem = _row_file_problem(folder, (row.get("file") or "").strip(), f"row {k + 2}.file")
+        if problem is not None:
+            problems.append(problem)
     if problems:
         raise InputError(str(path), problems)
     extra_columns = [c for c in columns if c != "file"]
-    return [_entry(row["file"], folder / row["file"], {c: row.get(c) or "" for c in extra_columns}) for row in rows]
+    entries = []
+    for k, row in enumerate(rows):
+        name = (row.get("file") or "").strip()
+        entry = _entry(name, folder / name, {c: row.get(c) or "" for c in extra_columns})
+        if SHA256_COLUMN in columns:
+            problem = _hash_problem(entry, row.get(SHA256_COLUMN) or "", f"row {k + 2}.{SHA256_COLUMN}")
+            if problem is not None:
+                problems.append(problem)
+        entries.append(entry)
+    if problems:
+        raise InputError(str(path), problems)
+    return entries
 
 
 def find_instances(path: Path) -> list[InstanceEntry]:
@@ -264,8 +328,16 @@ def _slug(text: str) -> str:
 
 
 def run_key(sha256: str, spec: RunSpec) -> str:
-    """What identifies a run's result: instance hash, solver, seed, limit, gap and threads."""
-    return f"{sha256}|{spec.solver}|{spec.seed}|{spec.time_limit_s!r}|{spec.rel_gap!r}|{spec.threads}"
+    """What identifies a run's result: instance hash, solver, seed, limit, gap, threads, memory cap and grace.
+
+    Every option that can change a run's record is in it (the memory cap decides ``oom``, the
+    grace ``hang``), so a record saved under other options or another instance content is
+    never reused.
+    """
+    return (
+        f"{sha256}|{spec.solver}|{spec.seed}|{spec.time_limit_s!r}|{spec.rel_gap!r}|{spec.threads}"
+        f"|mem={spec.memory_limit_mb}|grace={spec.grace_s!r}"
+    )
 
 
 def result_file_name(sha256: str, spec: RunSpec) -> str:
@@ -323,29 +395,6 @@ def _kill_group(pid: int) -> None:
         pass
 
 
-def descendants(pid: int) -> list[int]:
-    """Every live process below ``pid`` (children first), from ``/proc``; empty where there is none."""
-    children: dict[int, list[int]] = {}
-    try:
-        entries = [e for e in os.listdir("/proc") if e.isdigit()]
-    except OSError:
-        return []
-    for entry in entries:
-        try:
-            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as fh:
-                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
-    out: list[int] = []
-    stack = [pid]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            out.append(child)
-            stack.append(child)
-    return out
-
-
 def _kill_tree(pid: int) -> None:
     """SIGKILL the worker's group and every process below it, with theirs.
 
@@ -389,6 +438,27 @@ def _wait(proc: subprocess.Popen[bytes], deadline: float) -> tuple[int, Any, boo
     return status, usage, killed, hwm
 
 
+def oom_kills() -> int | None:
+    """How many processes the kernel has killed for memory since boot (``oom_kill``, ``/proc/vmstat``); None unknown."""
+    try:
+        with open("/proc/vmstat", encoding="ascii") as fh:
+            for line in fh:
+                name, _, value = line.partition(" ")
+                if name == "oom_kill":
+                    return int(value)
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def _killed_for_memory(before: int | None, peak_mb: float | None, limit_mb: int | None) -> bool:
+    """A worker killed by SIGKILL (not by us) died for memory: an OOM kill happened meanwhile, or it neared its cap."""
+    after = oom_kills()
+    if before is not None and after is not None and after > before:
+        return True
+    return limit_mb is not None and peak_mb is not None and peak_mb >= NEAR_LIMIT_SHARE * limit_mb
+
+
 def _tail(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8", errors="replace")[-STDERR_TAIL:].strip()
@@ -426,6 +496,7 @@ def run_one(spec: RunSpec, instance: bytes) -> Record:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH")) if p)
         cmd = [sys.executable, "-m", "planner.bench.worker", str(folder / "task.json"), str(folder / "result.json")]
         stderr_path = folder / "stderr.txt"
+        kills_before = oom_kills()
         begin = time.monotonic()
         with open(folder / "stdout.txt", "wb") as out, open(stderr_path, "wb") as err:
             proc = subprocess.Popen(
@@ -448,8 +519,10 @@ def run_one(spec: RunSpec, instance: bytes) -> Record:
                 record["message"] = f"answered after {float(result['time_s']):.2f} s, limit {spec.time_limit_s:g} s"
         elif code == EXIT_OOM or (result is not None and result.get("status") == "oom"):
             record.update(status="oom", message=(result or {}).get("message", "MemoryError"))
+        elif code == -signal.SIGKILL and _killed_for_memory(kills_before, peak, spec.memory_limit_mb):
+            record.update(status="oom", message="killed by SIGKILL, not by the runner, for memory")
         elif code == -signal.SIGKILL:
-            record.update(status="oom", message="killed by SIGKILL, not by the runner: most likely out of memory")
+            record.update(status="crash", message="killed by SIGKILL, not by the runner (no out-of-memory kill seen)")
         else:
             what = f"killed by {signal.Signals(-code).name}" if code < 0 else f"exit status {code}"
             tail = _tail(stderr_path)
@@ -484,14 +557,57 @@ def failed_record(error: BaseException) -> Record:
     return {"status": "crash", "message": f"runner: {type(error).__name__}: {message}"}
 
 
+def stale_runs(runs: Path, tasks: Sequence[BenchTask]) -> int:
+    """How many saved runs in ``runs`` (``*.json``) hold the key of none of ``tasks`` (see :class:`SweepResult`)."""
+    keys = {task.key for task in tasks}
+    count = 0
+    for path in sorted(runs.glob("*.json")) if runs.is_dir() else []:
+        try:
+            doc = read_json(path)
+        except InputError:
+            continue  # not a run's record
+        count += isinstance(doc, dict) and "key" in doc and doc["key"] not in keys
+    return count
+
+
 @dataclass(frozen=True)
 class SweepResult:
-    """The records of every task (task order; None where a run is missing) and how many ran now."""
+    """The records of every task (task order; None where a run is missing), how many ran now and were reused.
+
+    ``stale``: saved runs under ``out/runs`` that are no task's of this sweep (their instance
+    changed, or they ran under other options), left as they are and not used.
+    """
 
     tasks: list[BenchTask]
     records: list[Record | None]
     ran: int
     reused: int
+    stale: int = 0
+
+
+@contextmanager
+def sweep_lock(out: Path) -> Iterator[None]:
+    """Hold ``out/bench.lock`` (``flock``, released when this process ends, however it ends) for the block.
+
+    A second sweep into the same ``out`` is an :class:`InputError` naming ``--out`` and the pid
+    of the sweep holding it: two sweeps would both run every task.
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / LOCK_FILE
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
+            why = f"{out} is in use by another wattplan bench (pid {holder}, lock {path}); wait, or give another --out"
+            raise InputError("--out", [Problem("out-in-use", "--out", why)]) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def prepare_sweep(config: BenchConfig) -> list[BenchTask]:
@@ -515,10 +631,17 @@ def run_sweep(
     :func:`planner.executor.run_tasks` in ``thread`` mode (each thread drives a worker process;
     ``workers`` default 1) or as Ray tasks (``ray_address``; each asks for ``threads`` CPUs).
     Interrupted (Ctrl-C), the running workers are killed and the finished runs stay saved.
+    Another sweep running into the same ``out`` is refused (:func:`sweep_lock`).
     """
+    tasks = prepare_sweep(config) if tasks is None else list(tasks)
+    with sweep_lock(Path(config.out)):
+        return _run_locked(config, tasks, progress)
+
+
+def _run_locked(config: BenchConfig, tasks: list[BenchTask], progress: ProgressFn | None) -> SweepResult:
+    """:func:`run_sweep`'s body, run while this sweep holds ``out``'s lock (:func:`sweep_lock`)."""
     from planner.executor import run_tasks
 
-    tasks = prepare_sweep(config) if tasks is None else list(tasks)
     runs = Path(config.out) / RUNS_DIR
     records: list[Record | None] = [None] * len(tasks)
     todo: list[int] = []
@@ -564,7 +687,7 @@ def run_sweep(
             records[i] = shared
             if progress is not None:
                 progress(shared)
-    return SweepResult(tasks, records, len(todo), reused)
+    return SweepResult(tasks, records, len(todo), reused, stale_runs(runs, tasks))
 
 
 __all__ = [
@@ -581,4 +704,5 @@ __all__ = [
     "run_key",
     "run_one",
     "run_sweep",
+    "sweep_lock",
 ]

@@ -16,6 +16,7 @@ failure, as a comma-separated list of ``MODE`` or ``MODE:SOLVER`` (only runs of 
 
 ===========  ====================================================================
 crash        print a line to stderr and abort (SIGABRT)
+killed       SIGKILL itself, as ``kill -9`` by someone else would (not out of memory)
 hang         ignore SIGTERM and sleep forever (the parent's deadline must kill it)
 orphan       fork a child that leaves for a session of its own (as a solve does) and
              sleeps forever, print ``injected orphan pid N`` to stderr, then hang
@@ -51,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 FAULT_ENV = "WATTPLAN_BENCH_FAULT"
-FAULT_MODES = ("crash", "hang", "orphan", "slow", "oom", "error", "wrong_bound")
+FAULT_MODES = ("crash", "killed", "hang", "orphan", "slow", "oom", "error", "wrong_bound")
 EXIT_OOM = 75
 """Exit status of a worker that ran out of memory (``MemoryError``)."""
 EXIT_USAGE = 64
@@ -83,6 +84,8 @@ def apply_fault(mode: str | None, task: dict[str, Any]) -> None:
         sys.stderr.write("injected crash (WATTPLAN_BENCH_FAULT)\n")
         sys.stderr.flush()
         os.abort()
+    if mode == "killed":
+        os.kill(os.getpid(), signal.SIGKILL)
     if mode == "orphan":
         pid = os.fork()
         if pid == 0:  # pragma: no cover - the child only sleeps until it is killed

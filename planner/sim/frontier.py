@@ -19,9 +19,12 @@ applies. :func:`run_sweep` replays each point in a fresh interpreter through
 :func:`planner.executor.run_tasks` (a ``spawn`` process pool: wattplan's solves fork, and a
 forking process must not have run a solver first; or Ray tasks, ``ray_address``) and writes
 its files to ``out/runs/<label>/`` in this process (:func:`planner.sim.output.write_result`,
-the summary with the point's spec as ``frontier_spec``); a point whose ``summary.json`` holds the same spec is
-read back instead of replayed, so an interrupted sweep resumes. A replay that fails becomes a
-row with its ``error`` and the sweep goes on.
+the summary with the point's spec as ``frontier_spec`` and the SHA-256 of every input file the
+spec names as ``frontier_inputs``, :func:`input_digests`); a point whose ``summary.json`` holds
+the same spec and the same input digests is read back instead of replayed, so an interrupted
+sweep resumes. A saved point whose spec or any input file (trace, profiles, truth, carbon or
+price signal) changed since is stale: it is replayed, and counted (``FrontierResult.stale``).
+A replay that fails becomes a row with its ``error`` and the sweep goes on.
 
 :func:`frontier` then adds, to every row, the energy floor of the workload and the comparison
 with the reference schedule (``fifo-max``, no budget) of :func:`planner.sim.metrics.with_reference`:
@@ -34,9 +37,10 @@ and ``frontier.png`` (:func:`frontier_plot`) in ``out``.
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, replace
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -109,6 +113,8 @@ class FrontierResult:
     floor: EnergyFloor
     reference: dict[str, Any]
     paths: list[Path]
+    stale: list[str]
+    """Labels of saved points not reused: their spec or an input file's content changed since."""
 
 
 def _short(value: float, scale: float = 1.0) -> str:
@@ -197,6 +203,62 @@ def spec_json(spec: ReplaySpec) -> dict[str, Any]:
     return doc
 
 
+HASH_CHUNK = 1 << 20
+"""Bytes read at a time when hashing an input file."""
+
+
+def _file_sha256(path: Path) -> str:
+    """The SHA-256 (hex) of ``path``'s bytes, read in chunks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(HASH_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def path_sha256(path: Path) -> str:
+    """What identifies the content of an input ``path``: a file's SHA-256, a folder's, or ``missing``.
+
+    A folder's digest is the SHA-256 of every file below it (relative name and content hash,
+    sorted by name).
+    """
+    path = Path(path)
+    if path.is_file():
+        return _file_sha256(path)
+    if path.is_dir():
+        digest = hashlib.sha256()
+        for p in sorted(q for q in path.rglob("*") if q.is_file()):
+            digest.update(f"{p.relative_to(path).as_posix()}\0{_file_sha256(p)}\n".encode())
+        return "dir:" + digest.hexdigest()
+    return "missing"
+
+
+def _spec_paths(value: Any, where: str) -> Iterator[tuple[str, Path]]:
+    """Every ``Path`` held by ``value`` (a spec, recursively through dataclasses), with its dotted field name."""
+    if isinstance(value, Path):
+        yield where, value
+    elif is_dataclass(value) and not isinstance(value, type):
+        for f in fields(value):
+            yield from _spec_paths(getattr(value, f.name), f"{where}.{f.name}" if where else f.name)
+    elif isinstance(value, (list, tuple)):
+        for k, item in enumerate(value):
+            yield from _spec_paths(item, f"{where}[{k}]")
+
+
+def input_digests(spec: ReplaySpec, cache: dict[Path, str] | None = None) -> dict[str, str]:
+    """The SHA-256 of every input file ``spec`` names (trace, profiles, truth, signals), by field name.
+
+    ``cache`` (path to digest) lets a sweep hash each file once for all its points.
+    """
+    cache = {} if cache is None else cache
+    out: dict[str, str] = {}
+    for name, path in _spec_paths(spec, ""):
+        if path not in cache:
+            cache[path] = path_sha256(path)
+        out[name] = cache[path]
+    return out
+
+
 def _point_fields(point: FrontierPoint) -> dict[str, Any]:
     return {"label": point.label, "knob": point.knob, "value": point.value}
 
@@ -227,8 +289,12 @@ def _worker(point: FrontierPoint) -> tuple[dict[str, Any], SimResult | None]:
         return error_row(point, exc), None
 
 
-def _stored_row(point: FrontierPoint, folder: Path) -> dict[str, Any] | None:
-    """The saved summary of ``point`` in ``folder`` if it was made from the same spec, else None."""
+def _stored_row(point: FrontierPoint, folder: Path, inputs: dict[str, str]) -> dict[str, Any] | None:
+    """The saved summary of ``point`` in ``folder`` if it was made from the same spec and inputs, else None.
+
+    ``inputs`` is :func:`input_digests` of the point's spec now: a summary saved before an input
+    file changed (or without digests) is not this point's result.
+    """
     path = folder / SUMMARY_FILE
     if not path.is_file():
         return None
@@ -237,6 +303,8 @@ def _stored_row(point: FrontierPoint, folder: Path) -> dict[str, Any] | None:
     except InputError:
         return None
     if not isinstance(doc, dict) or doc.get("frontier_spec") != spec_json(point.spec):
+        return None
+    if doc.get("frontier_inputs") != inputs:
         return None
     return {**doc, **_point_fields(point)}
 
@@ -258,12 +326,14 @@ def _replay(
     workers: int,
     rows: dict[str, dict[str, Any]],
     progress: ProgressFn | None,
+    inputs: dict[str, dict[str, str]],
     ray_address: str | None = None,
 ) -> None:
     """Replay ``points`` with :func:`planner.executor.run_tasks`; write each one's files under ``runs`` here.
 
     A replay that raised, or whose worker died (``BrokenProcessPool``, charged by the executor
     to the replay that caused it), or whose files cannot be written is :func:`error_row`.
+    ``inputs[label]`` (the point's :func:`input_digests`, taken before it ran) is saved with it.
     """
     for index, outcome in run_tasks(_worker, [(p,) for p in points], workers=workers, ray_address=ray_address):
         point = points[index]
@@ -271,6 +341,7 @@ def _replay(
             row = error_row(point, outcome.error or RuntimeError("the replay returned nothing"))
         else:
             row, result = outcome.value
+            row = {**row, "frontier_inputs": inputs[point.label]}
             if result is not None:
                 try:
                     write_result(result, row, runs / point.label)
@@ -287,17 +358,20 @@ def run_sweep(
     workers: int,
     progress: ProgressFn | None = None,
     ray_address: str | None = None,
+    stale: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Replay every point in its own process (at most ``workers`` at once); return the rows in point order.
 
     Each row is the replay's summary plus ``label``, ``knob``, ``value`` and ``frontier_spec``,
     or, for a failed replay, those and ``error``. Points whose ``out/runs/<label>/summary.json``
-    holds the same spec are read back, not replayed. Every spec is checked first: bad options
-    or duplicate labels raise :class:`InputError` before anything runs. ``progress(point, row)``
-    is called in this process as each point finishes (reused ones first). When a worker dies,
-    the replays its pool lost are retried one at a time, each in a pool of its own, so the
-    death is charged to the replay that caused it. ``ray_address`` runs the replays as Ray
-    tasks (:mod:`planner.executor`; the trace and signal files must be readable on every node).
+    holds the same spec and the same :func:`input_digests` are read back, not replayed; the
+    labels of saved points that do not (stale) are appended to ``stale`` when given. Every spec
+    is checked first: bad options or duplicate labels raise :class:`InputError` before anything
+    runs. ``progress(point, row)`` is called in this process as each point finishes (reused
+    ones first). When a worker dies, the replays its pool lost are retried one at a time, each
+    in a pool of its own, so the death is charged to the replay that caused it. ``ray_address``
+    runs the replays as Ray tasks (:mod:`planner.executor`; the trace and signal files must be
+    readable on every node).
     """
     if workers < 1:
         raise InputError("--workers", [Problem("bad-option", "--workers", f"must be >= 1, got {workers}")])
@@ -310,9 +384,13 @@ def run_sweep(
     runs = Path(out) / RUNS_DIR
     rows: dict[str, dict[str, Any]] = {}
     todo: list[FrontierPoint] = []
+    cache: dict[Path, str] = {}
+    inputs = {p.label: input_digests(p.spec, cache) for p in points}
     for point in points:
-        stored = _stored_row(point, runs / point.label)
+        stored = _stored_row(point, runs / point.label, inputs[point.label])
         if stored is None:
+            if stale is not None and (runs / point.label / SUMMARY_FILE).is_file():
+                stale.append(point.label)
             todo.append(point)
             continue
         rows[point.label] = stored
@@ -322,7 +400,7 @@ def run_sweep(
         for name in RUN_FILES:
             (runs / point.label / name).unlink(missing_ok=True)
     if todo:
-        _replay(todo, runs, workers, rows, progress, ray_address)
+        _replay(todo, runs, workers, rows, progress, inputs, ray_address)
     return [rows[p.label] for p in points]
 
 
@@ -436,7 +514,8 @@ def frontier(
     out = Path(out)
     points = sweep_points(base, deltas, jct_increases, baselines)
     workload, ctx = prepare(base)  # a missing trace, a bad cluster, an empty selection: raised here, before the pool
-    rows = run_sweep(points, out, workers, progress, ray_address)
+    stale: list[str] = []
+    rows = run_sweep(points, out, workers, progress, ray_address, stale)
     reference = _reference(base, workload, ctx, rows)
     floor = workload_floor(workload, ctx)
     floor_kwh = floor.energy_kwh
@@ -452,7 +531,7 @@ def frontier(
     write_text_atomic(csv_path, comparison_csv(full, FRONTIER_COLUMNS))
     write_json_atomic(json_path, full)
     frontier_plot(full, floor_kwh, png_path, f"Energy-JCT frontier: {Path(base.trace).name} on {base.cluster}")
-    return FrontierResult(full, floor, reference, [csv_path, json_path, png_path])
+    return FrontierResult(full, floor, reference, [csv_path, json_path, png_path], stale)
 
 
 __all__ = [
@@ -461,6 +540,7 @@ __all__ = [
     "FrontierResult",
     "frontier",
     "frontier_plot",
+    "input_digests",
     "run_sweep",
     "sweep_points",
 ]
