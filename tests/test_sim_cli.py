@@ -70,6 +70,9 @@ def test_several_policies_one_folder_each_and_comparison(tmp_path: Path, tiny_tr
         (("--policy", "fastest"), "unknown-policy"),
         (("--noise", "1.5"), "bad-option"),
         (("--max-jobs", "0"), "bad-option"),
+        (("--power-cap-w", "nan"), "--power-cap-w"),
+        (("--round-s", "inf"), "--round-s"),
+        (("--restart-s", "nan"), "--restart-s"),
     ],
 )
 def test_bad_options_exit_2_with_the_option_named(tiny_trace: Path, tmp_path: Path, args, code: str) -> None:

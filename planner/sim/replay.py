@@ -9,6 +9,7 @@ comparison plots at the top of ``out``.
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -117,15 +118,15 @@ def check_spec(spec: ReplaySpec) -> None:
         ("--round-s", spec.rules.duration_s),
         ("--max-rounds", spec.max_rounds),
     ):
-        if value is not None and value <= 0:
-            problems.append(Problem("bad-option", name, f"must be > 0, got {value}"))
+        if value is not None and not (math.isfinite(value) and value > 0):  # NaN is neither <= 0 nor > 0
+            problems.append(Problem("bad-option", name, f"must be finite and > 0, got {value}"))
     if spec.max_jobs is not None and spec.max_jobs <= 0:
         problems.append(Problem("bad-option", "--max-jobs", f"must be > 0, got {spec.max_jobs}"))
     if not 0.0 <= spec.noise < 1.0:
         problems.append(Problem("bad-option", "--noise", f"must be in [0, 1), got {spec.noise}"))
     if not 0.0 <= spec.policy_options.zeus_eta <= 1.0:
         problems.append(Problem("bad-option", "--zeus-eta", f"must be in [0, 1], got {spec.policy_options.zeus_eta}"))
-    if spec.rules.restart_s < 0 or spec.rules.restart_s >= spec.rules.duration_s:
+    if not 0 <= spec.rules.restart_s < spec.rules.duration_s:
         problems.append(Problem("bad-option", "--restart-s", "must be >= 0 and shorter than the round"))
     if not 0.0 <= spec.rules.delta < 1.0:
         problems.append(Problem("bad-option", "--delta", f"must be in [0, 1), got {spec.rules.delta}"))
