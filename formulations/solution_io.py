@@ -118,7 +118,7 @@ def _read_cbc(path: Path, lines: list[str], first: int) -> ExternalSolution:
             continue
         if fields[0] == "**":
             fields = fields[1:]
-        if len(fields) < 3 or not fields[0].isdigit():
+        if len(fields) < 3 or not (fields[0].isascii() and fields[0].isdigit()):
             raise _rejected(path, k + 1, "bad-line", "expected '<index> <name> <value> <reduced cost>' (CBC)")
         values.append(SolutionValue(fields[1], _number(path, k + 1, fields[2], f"the value of {fields[1]!r}"), k + 1))
     return ExternalSolution("cbc", status, objective, tuple(values), lists_every_column=False, may_list_rows=True)
@@ -143,7 +143,7 @@ def _read_highs(path: Path, lines: list[str]) -> ExternalSolution:
         objective = _number(path, k + 1, stripped[k].split()[-1], "the objective value")
         k += 1
     header = stripped[k].split() if k < len(stripped) else []
-    if header[:2] != ["#", "Columns"] or len(header) != 3 or not header[2].isdigit():
+    if header[:2] != ["#", "Columns"] or len(header) != 3 or not (header[2].isascii() and header[2].isdigit()):
         raise _rejected(path, k + 1, "bad-line", "expected '# Columns <count>' (HiGHS)")
     count = int(header[2])
     values = []

@@ -12,6 +12,7 @@ Exit codes: 0 success, 1 a plan or run failed (e.g. the validator rejected a pla
 from __future__ import annotations
 
 import functools
+import math
 import os
 import time
 from collections.abc import Callable
@@ -276,6 +277,10 @@ def plan(
         )
     if stage2_progress is not None and export_model is None:
         problems.append(Problem("bad-option", "--stage2-progress", "needs --export-model FILE"))
+    numbers = (("--budget-j", budget_j), ("--power-cap-w", power_cap_w), ("--stage2-progress", stage2_progress))
+    for option, value in numbers:
+        if value is not None and not (math.isfinite(value) and value >= 0):
+            problems.append(Problem("bad-option", option, f"must be a finite number >= 0, got {value}"))
     if problems:
         raise InputError("options", problems)
     source = instance or default_instance()

@@ -238,3 +238,13 @@ def test_budget_differing_without_a_declared_override_is_rejected(tmp_path: Path
     out.write_text(json.dumps(doc))
     result = run("validate", instance, out)
     assert result.exit_code == 1 and "round-mismatch" in result.output and "round.budget_j" in result.output
+
+
+@pytest.mark.parametrize(("option", "value"), [("--budget-j", "nan"), ("--power-cap-w", "inf"), ("--budget-j", "-1")])
+def test_a_budget_option_that_is_not_a_finite_number_is_refused_by_name(
+    tmp_path: Path, option: str, value: str
+) -> None:
+    result = run("plan", "instances/default.json", option, value, "--out", str(tmp_path / "p.json"), "-q")
+    assert result.exit_code == 2, result.output
+    assert option in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "p.json").exists()

@@ -458,7 +458,7 @@ def test_bad_usage_exits_2(progress_round: Exported, tmp_path: Path) -> None:
     alone = run("plan", progress_round.instance, "--stage2-progress", "0.1")
     assert alone.exit_code == 2 and "--export-model" in alone.output
     negative = run("plan", progress_round.instance, "--export-model", tmp_path / "m.mps", "--stage2-progress", "-1")
-    assert negative.exit_code == 2 and "stage2_progress" in negative.output
+    assert negative.exit_code == 2 and "--stage2-progress" in negative.output
 
 
 def test_an_empty_solution_is_the_empty_plan(progress_round: Exported, tmp_path: Path) -> None:
@@ -468,3 +468,13 @@ def test_an_empty_solution_is_the_empty_plan(progress_round: Exported, tmp_path:
     assert result.exit_code == 0, result.output
     doc = json.loads(out.read_text())["round"]
     assert doc["progress"] == 0 and doc["status"] == "feasible"
+
+
+def test_a_superscript_column_count_is_refused_not_a_traceback(tmp_path: Path) -> None:
+    """``'²'.isdigit()`` is True and ``int('²')`` fails: the reader must refuse it as it refuses any bad count."""
+    highs = tmp_path / "b.txt"
+    highs.write_text(
+        "Model status\nOptimal\n\n# Primal solution values\nFeasible\nObjective -1.5\n# Columns \u00b2\nx_a 1\nx_b 0\n"
+    )
+    with pytest.raises(SolutionRejected):
+        read_solution(highs)

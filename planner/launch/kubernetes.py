@@ -164,7 +164,7 @@ def _job_object(model: LaunchModel, unit: Unit, m: Member, part: Part, rank: int
     if m.workdir:
         container["workingDir"] = m.workdir
     if m.user:
-        if m.user.isdigit():
+        if m.user.isascii() and m.user.isdigit():
             container["securityContext"] = {"runAsUser": int(m.user)}
         else:
             annotations[f"{DOMAIN}/user"] = m.user
