@@ -42,6 +42,7 @@ from typing import Any
 
 from planner.domain import gpu_count_fits_type, is_power_of_two
 from planner.problems import Problem, capped
+from planner.profile_checks import profile_entry_problems
 
 Doc = dict[str, Any]
 
@@ -82,40 +83,17 @@ def _settings(types: dict[str, Doc]) -> dict[str, set[int]]:
 
 
 def check_profiles(doc: Doc) -> Iterator[Problem]:
-    """Known GPU types and settings, placeable counts, power at least idle, no profile twice."""
+    """Known GPU types and settings, power at least idle, no profile twice (as a library's), placeable counts."""
     types = _gpu_types(doc)
-    settings = _settings(types)
-    seen: set[tuple] = set()
+    yield from profile_entry_problems(doc["profiles"], types)
     for i, p in enumerate(doc["profiles"]):
-        path = f"profiles[{i}]"
         g = types.get(p["gpu_type"])
-        if g is None:
-            yield Problem("unknown-gpu-type", f"{path}.gpu_type", f"unknown GPU type {p['gpu_type']!r}")
-        else:
-            if p["setting"] not in settings[g["name"]]:
-                yield Problem(
-                    "setting-not-listed",
-                    f"{path}.setting",
-                    f"setting {p['setting']} is not among {g['name']}'s settings {g['settings']}",
-                )
-            if not gpu_count_fits_type(p["gpus"], g["gpus_per_node"]):
-                yield Problem(
-                    "bad-gpu-count",
-                    f"{path}.gpus",
-                    f"{p['gpus']} GPUs is neither a power of two up to a node's {g['gpus_per_node']} "
-                    f"nor a multiple of it",
-                )
-            if p["power_w"] < g["idle_power_w"]:
-                yield Problem(
-                    "power-below-idle",
-                    f"{path}.power_w",
-                    f"{p['power_w']} W is below {g['name']}'s idle power {g['idle_power_w']} W "
-                    f"(dynamic power P - Pidle must be >= 0)",
-                )
-        key = (p["type"], p["gpu_type"], p["gpus"], p["setting"])
-        if key in seen:
-            yield Problem("duplicate-profile", path, f"a profile for {key} is already listed")
-        seen.add(key)
+        if g is not None and not gpu_count_fits_type(p["gpus"], g["gpus_per_node"]):
+            yield Problem(
+                "bad-gpu-count",
+                f"profiles[{i}].gpus",
+                f"{p['gpus']} GPUs is neither a power of two up to a node's {g['gpus_per_node']} nor a multiple of it",
+            )
 
 
 def check_pairs(doc: Doc) -> Iterator[Problem]:

@@ -51,8 +51,12 @@ def _gpu_type_problems(gpu_types: list[dict[str, Any]]) -> Iterator[Problem]:
         seen.add(g["name"])
 
 
-def _profile_problems(profiles: list[dict[str, Any]], types: dict[str, dict[str, Any]]) -> Iterator[Problem]:
-    """Profiles on unknown GPU types, at unlisted settings, below idle power, or listed twice."""
+def profile_entry_problems(profiles: list[dict[str, Any]], types: dict[str, dict[str, Any]]) -> Iterator[Problem]:
+    """Profiles on unknown GPU types, at unlisted settings, below idle power, or listed twice.
+
+    One home for the checks a profile entry needs in a library and in an instance (``profiles[k]``
+    paths; ``types`` maps a GPU type's name to its entry).
+    """
     seen: set[tuple[str, str, int, int]] = set()
     for k, p in enumerate(profiles):
         path = f"profiles[{k}]"
@@ -61,7 +65,7 @@ def _profile_problems(profiles: list[dict[str, Any]], types: dict[str, dict[str,
             yield Problem(
                 "unknown-gpu-type",
                 f"{path}.gpu_type",
-                f"GPU type {p['gpu_type']!r} is not in gpu_types {sorted(types)}",
+                f"unknown GPU type {p['gpu_type']!r} (not in gpu_types {sorted(types)})",
             )
         else:
             if p["setting"] not in g["settings"]:
@@ -74,7 +78,8 @@ def _profile_problems(profiles: list[dict[str, Any]], types: dict[str, dict[str,
                 yield Problem(
                     "power-below-idle",
                     f"{path}.power_w",
-                    f"{p['power_w']} W is below {g['name']}'s idle power {g['idle_power_w']} W",
+                    f"{p['power_w']} W is below {g['name']}'s idle power {g['idle_power_w']} W "
+                    f"(dynamic power P - Pidle must be >= 0)",
                 )
         key = (p["type"], p["gpu_type"], p["gpus"], p["setting"])
         if key in seen:
@@ -112,7 +117,7 @@ def library_problems(doc: Any) -> list[Problem]:
     types = {g["name"]: g for g in doc["gpu_types"]}
     found = (
         *_gpu_type_problems(doc["gpu_types"]),
-        *_profile_problems(doc["profiles"], types),
+        *profile_entry_problems(doc["profiles"], types),
         *_pair_problems(doc["pairs"], types),
     )
     return capped(found)
