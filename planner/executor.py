@@ -236,6 +236,10 @@ def cancel_on_signals(cancel: Callable[[int], None]) -> Iterator[None]:
                 pass
 
 
+MANAGER_JOIN_S = 5.0
+"""Seconds to wait for a killed process pool's manager thread to end (it ends as soon as it sees its workers dead)."""
+
+
 def _kill_workers(pool: Executor) -> None:
     """SIGKILL every worker process of ``pool`` and whatever they started (a thread pool has none)."""
     processes = getattr(pool, "_processes", None) or {}
@@ -310,8 +314,13 @@ def _local_map(
                 else:
                     yield i, Outcome(value=value)
     except BaseException:  # interrupted, or the caller stopped iterating: no worker process may go on
+        manager = getattr(pool, "_executor_manager_thread", None)  # shutdown forgets it
         _kill_workers(pool)
         pool.shutdown(wait=mode == "thread", cancel_futures=True)
+        if manager is not None:
+            # Its workers are dead, so it ends at once; joining it closes its wake-up pipe before the
+            # interpreter's exit hook writes to it (Python 3.11 races there: "Bad file descriptor").
+            manager.join(timeout=MANAGER_JOIN_S)
         raise
     pool.shutdown(wait=True)
     for i in sorted(lost):  # alone, so a dying worker takes only its own task down
