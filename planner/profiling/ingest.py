@@ -67,6 +67,7 @@ __all__ = [
     "ingest_files",
     "log_gpu_type",
     "pair_job_sides",
+    "refuse_unfittable",
 ]
 
 SHIPPED_LIBRARY = profile_library()
@@ -255,7 +256,25 @@ def ingest_file(
         result = IngestResult(zeus_summary.read_zeus_power_summary(path, g))
     else:
         raise InputError(str(path), [Problem("bad-option", "--format", f"unknown format {fmt!r}")])
+    refuse_unfittable(path, result.points)
     return FileIngest(path, kind, file_sha256(path), result.points, result.skipped, tuple(notes))
+
+
+def refuse_unfittable(path: Path, points: Sequence[MeasuredPoint]) -> None:
+    """Raise :class:`InputError` (``path``) for points ``profiles fit`` would refuse to read, each named by its window.
+
+    The check is the one fit reads every measurements file with (:func:`planner.profiling.points.points_from_docs`),
+    so ingest never writes a point fit then refuses (a reader's own row checks name the column first).
+    """
+    try:
+        points_from_docs([point_to_doc(p) for p in points], str(path))
+    except InputError as exc:
+        problems = []
+        for q in exc.problems:
+            index, _, field = q.path.removeprefix("points[").partition("].")
+            window = points[int(index)].provenance.window if index.isdigit() else q.path
+            problems.append(Problem(q.code, f"{window}: {field or q.path}", q.message))
+        raise InputError(str(path), problems) from None
 
 
 JobSides = Sequence[JobSide | Path] | JobSide | Path | None

@@ -30,7 +30,8 @@ Training-set sizes ``N`` (samples per epoch), with their sources:
 Zeus does not publish its loaders, so these are the datasets' standard training sets: the absolute
 steps/s carries that assumption, ratios across limits (``X(s)/X(s_max)``) do not. A bad row (missing
 cells, a value that is not a positive finite number, an unknown dataset without an override) is an
-:class:`InputError` naming the line and column.
+:class:`InputError` naming the line and column; a header naming a column twice (``average_power`` and
+``average_power [mW]``: which one is meant?) is a ``duplicate-column`` error at line 1.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ from planner.jsonio import read_text
 from planner.problems import InputError, Problem, capped
 from planner.profile_build import ZeusRow, zeus_curves
 from planner.profile_checks import MAX_GPU_POWER_W
+from planner.profiling.csv_header import refuse_duplicate_columns
 from planner.profiling.points import MeasuredPoint, Provenance, file_sha256
 from planner.profiling.units import POWER_UNITS, TIME_UNITS, describe, split_header, split_unit, unit_factor
 
@@ -112,6 +114,7 @@ def _rows(path: Path) -> tuple[list[ZeusRow], list[int]]:
     reader = csv.reader(io.StringIO(read_text(path)))
     cells = [split_header(c) for c in next(reader, [])]
     header = [name for name, _ in cells]
+    refuse_duplicate_columns(header, source)
     if any(c not in header for c in COLUMNS):
         missing = ", ".join(c for c in COLUMNS if c not in header)
         raise InputError(source, [Problem("not-zeus-summary", "line 1", f"not a Zeus power summary: no {missing}")])

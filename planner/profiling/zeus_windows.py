@@ -16,8 +16,11 @@ Each window of ``n`` GPU columns gives one ``exclusive`` point at ``setting = <l
 
 Any bad row (missing cells, a value that is not a finite number, ``elapsed_time <= 0``, a negative energy,
 a window name not of that form, a mean power per GPU outside [:data:`MIN_PLAUSIBLE_W`,
-:data:`MAX_PLAUSIBLE_W`] W, i.e. not joules) is an :class:`InputError` naming the line and the column, all
-rows checked first. The file name ``GPU+MODEL+gpuI,J.csv`` gives defaults for the GPU type and job type
+:data:`MAX_PLAUSIBLE_W`] W, i.e. not joules, or a point ``profiles fit`` would refuse, such as the power limit
+0 W of ``__GlobalPowerLimitOptimizer_0``: :func:`fit_refusals`) is an :class:`InputError` naming the line and
+the column, all rows checked first. A header naming a column twice (``gpu0_energy`` twice would count that GPU
+twice) is a ``duplicate-column`` error at line 1 (:mod:`planner.profiling.csv_header`).
+The file name ``GPU+MODEL+gpuI,J.csv`` gives defaults for the GPU type and job type
 (:func:`names_from_file`).
 """
 
@@ -31,7 +34,8 @@ from pathlib import Path
 
 from planner.jsonio import read_text
 from planner.problems import InputError, Problem, capped
-from planner.profiling.points import MeasuredPoint, Provenance, file_sha256
+from planner.profiling.csv_header import refuse_duplicate_columns
+from planner.profiling.points import MeasuredPoint, Provenance, file_sha256, point_to_doc, points_from_docs
 
 WINDOW_NAME = re.compile(r"^__GlobalPowerLimitOptimizer_(\d+)$")
 ENERGY_COLUMN = re.compile(r"^gpu(\d+)_energy$")
@@ -40,6 +44,8 @@ MIN_PLAUSIBLE_W = 5.0
 """Lowest mean power (W per GPU) a training window can have: below it the energies are not joules."""
 MAX_PLAUSIBLE_W = 2000.0
 """Highest mean power (W per GPU) a GPU can draw: above it the energies are not joules."""
+FIELD_COLUMNS = {"setting": "window_name", "steps_per_s": "elapsed_time", "duration_s": "elapsed_time"}
+"""The column a point's field comes from (the others, power and energy, come from the ``gpuN_energy`` columns)."""
 
 
 def names_from_file(path: Path) -> tuple[str | None, str | None]:
@@ -48,6 +54,25 @@ def names_from_file(path: Path) -> tuple[str | None, str | None]:
     if len(parts) < 2 or not parts[0] or not parts[1]:
         return None, None
     return parts[0].lower(), parts[1]
+
+
+def fit_refusals(point: MeasuredPoint, where: str, energy_column: str) -> list[Problem]:
+    """What ``profiles fit`` would refuse in ``point`` (the row at ``where``), each named by its column.
+
+    The check is fit's own: :func:`planner.profiling.points.points_from_docs`, which reads every
+    measurements file and library ``fit`` is given, run on the point as it would be written.
+    """
+    try:
+        points_from_docs([point_to_doc(point)], where, "point")
+    except InputError as exc:
+        problems = []
+        for p in exc.problems:
+            field = p.path.rsplit(".", 1)[-1]
+            column = FIELD_COLUMNS.get(field, energy_column)
+            message = f"{field} {p.message}: profiles fit would refuse this window"
+            problems.append(Problem(p.code, f"{where}, {column}", message))
+        return problems
+    return []
 
 
 def _finite(text: str | None) -> float | None:
@@ -68,6 +93,7 @@ def read_zeus_windows(
         raise InputError(source, [Problem("bad-option", "steps_per_window", f"must be > 0, got {steps_per_window}")])
     reader = csv.reader(io.StringIO(read_text(path)))
     header = [c.strip() for c in next(reader, [])]
+    refuse_duplicate_columns(header, source)
     energy_cols = [(k, c) for k, c in enumerate(header) if ENERGY_COLUMN.match(c)]
     missing = [c for c in REQUIRED if c not in header]
     if missing or not energy_cols:
@@ -114,22 +140,24 @@ def read_zeus_windows(
             )
             problems.append(Problem("implausible-power", f"{where}, {energy_cols[0][1]}", message))
             continue
-        points.append(
-            MeasuredPoint(
-                kind="exclusive",
-                gpu_type=gpu_type,
-                provenance=Provenance(path.name, sha, f"{name} (line {line}, start_time {start})"),
-                job_type=job_type,
-                gpus=len(energies),
-                setting=int(match.group(1)),
-                setting_unit=setting_unit,
-                steps_per_s=steps_per_window / elapsed,
-                power_w=power,
-                duration_s=elapsed,
-                steps=float(steps_per_window),
-                energy_j=energy,
-            )
+        point = MeasuredPoint(
+            kind="exclusive",
+            gpu_type=gpu_type,
+            provenance=Provenance(path.name, sha, f"{name} (line {line}, start_time {start})"),
+            job_type=job_type,
+            gpus=len(energies),
+            setting=int(match.group(1)),
+            setting_unit=setting_unit,
+            steps_per_s=steps_per_window / elapsed,
+            power_w=power,
+            duration_s=elapsed,
+            steps=float(steps_per_window),
+            energy_j=energy,
         )
+        if refused := fit_refusals(point, where, energy_cols[0][1]):
+            problems += refused
+            continue
+        points.append(point)
     if problems:
         raise InputError(source, capped(problems))
     if not points:
