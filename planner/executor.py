@@ -17,7 +17,8 @@ process     a ``spawn`` process pool of ``workers`` (a fresh interpreter per wor
 thread      ``workers`` threads in this process, for tasks that only drive a subprocess
             (each ``wattplan bench`` run is a ``python -m planner.bench.worker`` child).
 Ray         ``ray_address`` given: one Ray task per item (``ray.init(address=...)``;
-            ``local`` starts a local Ray instance, stopped again afterwards), at most
+            ``local`` starts a local Ray instance, stopped again afterwards, its files in a
+            fresh private folder removed afterwards: :func:`ray_temp_dir`), at most
             ``workers`` in flight (None: all), each asking for ``cpus_per_task`` CPUs. In
             ``process`` mode the Ray task runs the call in a fresh spawned process of its
             own, exactly as a local worker would; in ``thread`` mode it calls it directly.
@@ -42,15 +43,19 @@ from __future__ import annotations
 import multiprocessing
 import os
 import pickle
+import shutil
 import signal
 import socket
+import tempfile
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType, ModuleType
 from typing import Any, Generic, Literal, TypeVar
 from urllib.parse import urlsplit
@@ -66,6 +71,11 @@ RAY_AUTO = "auto"
 RAY_HINT = "install it with: pip install 'wattplan[ray]'"
 RAY_PROBE_S = 5.0
 """Seconds a ``--ray HOST:PORT`` address has to accept a TCP connection before the run is refused."""
+RAY_TEMP_DIR_MAX = 40
+"""Longest folder (bytes) a local Ray instance is given for its files. Its Unix sockets lie about 62 bytes
+below it (``session_<date>_<time>_<microseconds>_<pid>/sockets/plasma_store``) and a socket path holds at
+most 107 bytes (``sun_path``), so a longer ``TMPDIR`` makes Ray fail to start."""
+RAY_TEMP_PREFIX = "wpray-"
 
 
 class TaskFailed(RuntimeError):
@@ -247,6 +257,34 @@ def _kill_workers(pool: Executor) -> None:
         kill_tree(int(pid))
 
 
+def ray_temp_dir() -> Path:
+    """A fresh private folder (mode 0700, ``wpray-XXXXXXXX``) for a local Ray instance's sessions, logs and sockets.
+
+    Under the ``TMPDIR`` (:func:`tempfile.gettempdir`) when the folder's path is at most
+    :data:`RAY_TEMP_DIR_MAX` bytes long, else under ``/tmp``; the caller removes it after ``ray.shutdown()``
+    (:func:`remove_ray_temp_dir`). Without it Ray writes to ``$TMPDIR/ray`` (``/tmp/ray``) and keeps every
+    session there.
+    """
+    parent = tempfile.gettempdir()
+    if len(os.fsencode(os.path.join(parent, RAY_TEMP_PREFIX + "x" * 8))) > RAY_TEMP_DIR_MAX:
+        parent = "/tmp"
+    return Path(tempfile.mkdtemp(prefix=RAY_TEMP_PREFIX, dir=parent))
+
+
+RAY_CLEANUP_S = 5.0
+"""Seconds to retry removing a local Ray's folder: its log monitor may still write for a moment after shutdown."""
+
+
+def remove_ray_temp_dir(path: Path, timeout_s: float = RAY_CLEANUP_S) -> None:
+    """Remove ``path`` and everything below it, retrying while files still appear in it (up to ``timeout_s``)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        shutil.rmtree(path, ignore_errors=True)
+        if not os.path.lexists(path) or time.monotonic() > deadline:
+            return
+        time.sleep(0.1)
+
+
 def _check(workers: int | None, ray_address: str | None) -> None:
     if workers is not None and workers < 1:
         raise InputError("--workers", [Problem("bad-option", "--workers", f"must be >= 1, got {workers}")])
@@ -357,13 +395,22 @@ def _ray_map(
 ) -> Iterator[tuple[int, Outcome[R]]]:
     """Ray tasks, at most ``workers`` in flight; a local instance started here is shut down at the end.
 
+    A local instance keeps its files in :func:`ray_temp_dir`'s folder, removed after its shutdown.
     Left early (the caller stopped iterating, SIGINT, SIGTERM: :func:`cancel_on_signals`), the
-    tasks still pending are cancelled, their processes killed.
+    tasks still pending are cancelled, their processes killed, the local instance stopped and its
+    folder removed.
     """
     started = not ray.is_initialized()
+    temp_dir: Path | None = None
     if started:
         if address == RAY_LOCAL:
-            ray.init(include_dashboard=False, logging_level="warning")
+            temp_dir = ray_temp_dir()
+            try:
+                ray.init(include_dashboard=False, logging_level="warning", _temp_dir=str(temp_dir))
+            except BaseException:
+                ray.shutdown()
+                remove_ray_temp_dir(temp_dir)
+                raise
         else:
             ray.init(address=address, logging_level="warning")
     pending: dict[Any, int] = {}
@@ -396,6 +443,8 @@ def _ray_map(
             ray.cancel(ref, force=True)  # the task's process is killed, not asked
         if started:
             ray.shutdown()
+        if temp_dir is not None:
+            remove_ray_temp_dir(temp_dir)
 
 
 __all__ = [
@@ -407,6 +456,8 @@ __all__ = [
     "descendants",
     "kill_tree",
     "probe_ray",
+    "ray_temp_dir",
+    "remove_ray_temp_dir",
     "require_ray",
     "run_tasks",
 ]
