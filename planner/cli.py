@@ -975,6 +975,7 @@ def simulate(
     """Replay a trace round by round with one or more policies; write logs, summary.json and plots."""
     import dataclasses
 
+    from planner.list_options import repeated_list
     from planner.sim.policies import PolicyOptions
     from planner.sim.render import progress_callback, progress_display, summary_table
     from planner.sim.replay import (
@@ -990,8 +991,8 @@ def simulate(
     request = dataclasses.replace(REPLAY_REQUEST, solver=solver, time_limit_s=time_limit, threads=threads, seed=seed)
     spec = ReplaySpec(
         trace=_trace(trace),
-        cluster=cluster,
-        policies=expand_policies(policy),
+        cluster=_cluster_option(cluster),
+        policies=expand_policies(repeated_list(policy, "--policy")),
         fmt=fmt.value,
         virtual_cluster=vc,
         start_s=start_s,
@@ -1061,17 +1062,15 @@ def _parallel_replays(
     return [done[k] for k in range(len(spec.policies))]
 
 
-def _float_list(text: str, option: str) -> list[float]:
-    """``"0.03,0.1"`` -> ``[0.03, 0.1]``; an empty string is no value; bad items exit 2 naming ``option``."""
-    values, problems = [], []
-    for k, item in enumerate(x.strip() for x in text.split(",") if x.strip()):
-        try:
-            values.append(float(item))
-        except ValueError:
-            problems.append(Problem("bad-option", f"{option}[{k}]", f"{item!r} is not a number"))
-    if problems:
-        raise InputError(option, problems)
-    return values
+def _cluster_option(text: str) -> str:
+    """``--cluster`` as given, once its items passed the list rules: no empty item, no GPU type twice.
+
+    The counts are :func:`planner.round_builder.parse_cluster_spec`'s to check (whole nodes).
+    """
+    from planner.list_options import split_list
+
+    split_list(text, "--cluster", key=lambda item: item.partition(":")[0].strip().lower())
+    return text
 
 
 @app.command()
@@ -1127,16 +1126,17 @@ def frontier(
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from planner.list_options import number_list, split_list
     from planner.sim import frontier as fr
     from planner.sim.policies import PolicyOptions
     from planner.sim.render import summary_table
-    from planner.sim.replay import ReplaySpec
+    from planner.sim.replay import DELTA_BOUNDS, JCT_INCREASE_BOUNDS, ReplaySpec
     from planner.sim.round_instance import RoundRules
 
     request = dataclasses.replace(REPLAY_REQUEST, solver=solver, time_limit_s=time_limit, seed=seed)
     base = ReplaySpec(
         trace=_trace(trace),
-        cluster=cluster,
+        cluster=_cluster_option(cluster),
         fmt=fmt.value,
         virtual_cluster=vc,
         start_s=start_s,
@@ -1154,9 +1154,9 @@ def frontier(
         signal_aware=signal_aware,
     )
     refuse_overwriting_inputs({"--out": out_path}, [base.trace, carbon, price, profiles])
-    sweep_d = _float_list(deltas, "--deltas")
-    sweep_x = [x / 100.0 for x in _float_list(max_jct_increase, "--max-jct-increase")]
-    names = [b.strip() for b in baselines.split(",") if b.strip()]
+    sweep_d = number_list(deltas, "--deltas", DELTA_BOUNDS)
+    sweep_x = [x / 100.0 for x in number_list(max_jct_increase, "--max-jct-increase", JCT_INCREASE_BOUNDS)]
+    names = split_list(baselines, "--baselines")
     total = len(fr.sweep_points(base, sweep_d, sweep_x, names))
     with Progress(
         TextColumn("[bold]frontier"),
@@ -1231,11 +1231,12 @@ def bench(
     from planner.bench.report import summary_table, write_report
     from planner.bench.runner import BenchConfig, prepare_sweep, run_sweep
     from planner.bench.summary import FAILURES
+    from planner.list_options import split_list
 
     refuse_overwriting_inputs({"--out": out_path}, [instances])
     config = BenchConfig(
         instances=instances,
-        solvers=tuple(s.strip() for s in solvers.split(",") if s.strip()),
+        solvers=tuple(split_list(solvers, "--solvers")),
         time_limit_s=time_limit,
         seeds=seeds,
         out=out_path,

@@ -117,6 +117,10 @@ class FrontierResult:
     """Labels of saved points not reused: their spec or an input file's content changed since."""
 
 
+KNOB_OPTIONS: dict[Knob, dict[str, str]] = {"delta": {"--delta": "--deltas"}}
+"""The option a knob point's value came from, where it is not the spec's own: a bad ``delta`` names ``--deltas``."""
+
+
 def _short(value: float, scale: float = 1.0) -> str:
     """``value * scale`` in the fewest significant digits that read back to ``value``."""
     for digits in range(6, 18):
@@ -146,14 +150,14 @@ def _baselines(names: Sequence[str]) -> list[str]:
                 bad.append(
                     Problem(
                         "unknown-policy",
-                        f"--baseline[{k}]",
+                        f"--baselines[{k}]",
                         f"{why}{n!r}; choose from all, {', '.join(BASELINE_POLICIES)}",
                     )
                 )
             elif n not in out:
                 out.append(n)
     if bad:
-        raise InputError("--baseline", bad)
+        raise InputError("--baselines", bad)
     return out
 
 
@@ -380,7 +384,7 @@ def run_sweep(
         dup = sorted({x for x in labels if labels.count(x) > 1})
         raise InputError("sweep", [Problem("duplicate-label", "(points)", f"labels repeat: {', '.join(dup)}")])
     for point in points:
-        check_spec(point.spec)
+        check_spec(point.spec, KNOB_OPTIONS.get(point.knob))
     runs = Path(out) / RUNS_DIR
     rows: dict[str, dict[str, Any]] = {}
     todo: list[FrontierPoint] = []

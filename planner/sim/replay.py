@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ from typing import Any
 from formulations.energy_floor import EnergyFloor, energy_floor
 from planner.defaults import GPUS_PER_NODE, NODE_POWER_W
 from planner.jsonio import write_json_atomic, write_text_atomic
+from planner.list_options import Bounds
 from planner.planning import request_problems
 from planner.problems import InputError, Problem
 from planner.resources import resolve_signal
@@ -48,6 +49,12 @@ from planner.sim.signals import (
 )
 from planner.sim.state import JobState
 from planner.sim.workload import Workload, build_workload, select_jobs
+
+DELTA_BOUNDS = Bounds(0.0, 1.0, high_open=True)
+"""Allowed ``delta`` (progress the energy objective gives up per round, a fraction): ``simulate --delta``,
+``frontier --deltas``."""
+JCT_INCREASE_BOUNDS = Bounds(0.0, 1000.0, unit=" %")
+"""Allowed runtime-bounded JCT increase, in percent (``--max-jct-increase``; the spec holds the fraction)."""
 
 
 @dataclass(frozen=True)
@@ -107,8 +114,17 @@ def expand_policies(names: Sequence[str]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def check_spec(spec: ReplaySpec) -> None:
-    """Every bad option at once, as an :class:`InputError` naming the option."""
+def check_spec(spec: ReplaySpec, options: Mapping[str, str] | None = None) -> None:
+    """Every bad option at once, as an :class:`InputError` naming the option.
+
+    ``options`` renames an option to the one the user gave for this spec's value (``frontier`` sets each
+    point's ``delta`` from ``--deltas``: ``{"--delta": "--deltas"}``); unnamed options keep their names.
+    """
+    names = options or {}
+
+    def bad(option: str, message: str) -> Problem:
+        return Problem("bad-option", names.get(option, option), message)
+
     problems = []
     if spec.power_cap_w is not None and spec.energy_budget_kwh is not None:
         problems.append(Problem("conflicting-options", "--power-cap-w", "give --power-cap-w or --energy-budget-kwh"))
@@ -119,22 +135,20 @@ def check_spec(spec: ReplaySpec) -> None:
         ("--max-rounds", spec.max_rounds),
     ):
         if value is not None and not (math.isfinite(value) and value > 0):  # NaN is neither <= 0 nor > 0
-            problems.append(Problem("bad-option", name, f"must be finite and > 0, got {value}"))
+            problems.append(bad(name, f"must be finite and > 0, got {value}"))
     if spec.max_jobs is not None and spec.max_jobs <= 0:
-        problems.append(Problem("bad-option", "--max-jobs", f"must be > 0, got {spec.max_jobs}"))
+        problems.append(bad("--max-jobs", f"must be > 0, got {spec.max_jobs}"))
     if not 0.0 <= spec.noise < 1.0:
-        problems.append(Problem("bad-option", "--noise", f"must be in [0, 1), got {spec.noise}"))
+        problems.append(bad("--noise", f"must be in [0, 1), got {spec.noise}"))
     if not 0.0 <= spec.policy_options.zeus_eta <= 1.0:
-        problems.append(Problem("bad-option", "--zeus-eta", f"must be in [0, 1], got {spec.policy_options.zeus_eta}"))
+        problems.append(bad("--zeus-eta", f"must be in [0, 1], got {spec.policy_options.zeus_eta}"))
     if not 0 <= spec.rules.restart_s < spec.rules.duration_s:
-        problems.append(Problem("bad-option", "--restart-s", "must be >= 0 and shorter than the round"))
-    if not 0.0 <= spec.rules.delta < 1.0:
-        problems.append(Problem("bad-option", "--delta", f"must be in [0, 1), got {spec.rules.delta}"))
-    if spec.max_jct_increase is not None and not 0.0 <= spec.max_jct_increase <= 10.0:
+        problems.append(bad("--restart-s", "must be >= 0 and shorter than the round"))
+    if spec.rules.delta not in DELTA_BOUNDS:
+        problems.append(bad("--delta", f"must be in {DELTA_BOUNDS}, got {spec.rules.delta}"))
+    if spec.max_jct_increase is not None and spec.max_jct_increase * 100 not in JCT_INCREASE_BOUNDS:
         problems.append(
-            Problem(
-                "bad-option", "--max-jct-increase", f"must be in [0, 1000] %, got {spec.max_jct_increase * 100:g} %"
-            )
+            bad("--max-jct-increase", f"must be in {JCT_INCREASE_BOUNDS}, got {spec.max_jct_increase * 100:g} %")
         )
     if spec.signal_start is not None and spec.carbon is None and spec.price is None:
         problems.append(Problem("bad-option", "--signal-start", "needs --carbon or --price"))
