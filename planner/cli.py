@@ -15,7 +15,7 @@ import functools
 import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -1027,9 +1027,19 @@ def simulate(
     else:
         runs = _parallel_replays(spec, workers, ray, quiet)
     runs = with_floor_and_reference(spec, workload, ctx, runs)
-    write_outputs(out_path, runs, plots=plots)
+    write_outputs(out_path, runs, plots=plots, dropped=workload.dropped_by_type)
     out.print(summary_table([s for _, s in runs]))
+    _report_dropped(workload.dropped_by_type, ctx.type_names, out_path)
     out.print(f"{len(workload.jobs)} jobs replayed; results written to [bold]{shown(out_path)}[/]")
+
+
+def _report_dropped(by_type: Mapping[str, Sequence[str]], cluster_types: Sequence[str], out_path: Path) -> None:
+    """Say on stderr which job types were dropped (no profile on the cluster), how many jobs, the first id of each."""
+    from planner.sim.output import DROPPED_FILE
+    from planner.sim.workload import dropped_text
+
+    if text := dropped_text(by_type, cluster_types):
+        err.print(f"[yellow]{shown(text)}; ids in {shown(out_path / DROPPED_FILE)}[/]")
 
 
 def _replay_policy(spec: ReplaySpec, name: str) -> tuple[SimResult, dict[str, Any]]:
@@ -1171,6 +1181,7 @@ def frontier(
             base, sweep_d, sweep_x, names, out_path, workers, lambda point, row: bar.advance(task), ray_address=ray
         )
     out.print(summary_table(result.rows))
+    _report_dropped(result.dropped, result.cluster_types, out_path)
     if result.stale:
         err.print(
             f"[yellow]{len(result.stale)} saved replay(s) stale (options or an input file changed), "

@@ -39,8 +39,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, fields, is_dataclass, replace
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -51,7 +51,7 @@ from planner.jsonio import read_json, write_json_atomic, write_text_atomic
 from planner.problems import InputError, Problem
 from planner.sim.engine import SimResult
 from planner.sim.metrics import pareto_front, with_reference
-from planner.sim.output import comparison_csv, write_result
+from planner.sim.output import comparison_csv, write_dropped, write_result
 from planner.sim.plots import _finish, _pyplot
 from planner.sim.policies import POLICY_NAMES
 from planner.sim.replay import ReplaySpec, check_spec, prepare, reference_run, run_policy, workload_floor
@@ -115,6 +115,10 @@ class FrontierResult:
     paths: list[Path]
     stale: list[str]
     """Labels of saved points not reused: their spec or an input file's content changed since."""
+    dropped: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """The trace jobs no replay ran (no profile on the cluster's GPU types), by job type; also in ``dropped.csv``."""
+    cluster_types: tuple[str, ...] = ()
+    """The cluster's GPU types."""
 
 
 KNOB_OPTIONS: dict[Knob, dict[str, str]] = {"delta": {"--delta": "--deltas"}}
@@ -535,7 +539,10 @@ def frontier(
     write_text_atomic(csv_path, comparison_csv(full, FRONTIER_COLUMNS))
     write_json_atomic(json_path, full)
     frontier_plot(full, floor_kwh, png_path, f"Energy-JCT frontier: {Path(base.trace).name} on {base.cluster}")
-    return FrontierResult(full, floor, reference, [csv_path, json_path, png_path], stale)
+    paths = [csv_path, json_path, png_path]
+    if dropped_path := write_dropped(out, workload.dropped_by_type):
+        paths.append(dropped_path)
+    return FrontierResult(full, floor, reference, paths, stale, workload.dropped_by_type, tuple(ctx.type_names))
 
 
 __all__ = [

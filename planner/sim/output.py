@@ -10,14 +10,15 @@ Files in a policy's folder:
 * ``summary.json``: :func:`planner.sim.metrics.summarise`.
 
 A comparison of several replays (``comparison.csv``) has one row per replay with the main
-summary numbers.
+summary numbers. ``dropped.csv`` (next to it, or to a frontier's files) lists the selected trace jobs
+not replayed because their job type has no profile on the cluster's GPU types: ``job_id, type``.
 """
 
 from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -212,6 +213,25 @@ def write_result(result: SimResult, summary: dict[str, Any], folder: Path) -> No
         write_text_atomic(folder / "decisions.csv", decisions_csv(result))
     write_text_atomic(folder / "jobs.csv", jobs_csv(result))
     write_json_atomic(folder / "summary.json", summary)
+
+
+DROPPED_FILE = "dropped.csv"
+DROPPED_COLUMNS = ("job_id", "type")
+
+
+def dropped_csv(by_type: Mapping[str, Sequence[str]]) -> str:
+    """The ``dropped.csv`` text: one row per dropped job, grouped by job type."""
+    return _csv_text(DROPPED_COLUMNS, [(job_id, t) for t, ids in by_type.items() for job_id in ids])
+
+
+def write_dropped(folder: Path, by_type: Mapping[str, Sequence[str]]) -> Path | None:
+    """Write ``folder/dropped.csv`` when a job was dropped and return it; else remove an older one, return None."""
+    path = Path(folder) / DROPPED_FILE
+    if not any(by_type.values()):
+        path.unlink(missing_ok=True)
+        return None
+    write_text_atomic(path, dropped_csv(by_type))
+    return path
 
 
 def comparison_csv(summaries: Sequence[dict[str, Any]], columns: Sequence[str] = COMPARISON_COLUMNS) -> str:

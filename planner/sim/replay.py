@@ -35,7 +35,7 @@ from planner.sim.engine import ProgressCallback, SimConfig, SimResult, simulate
 from planner.sim.governor import DeltaSteer, FixedDelta, JctGovernor, SignalSteer
 from planner.sim.learning import LearnConfig, ProfileLearner, learning_report
 from planner.sim.metrics import J_PER_KWH, summarise, with_reference
-from planner.sim.output import comparison_csv, write_result
+from planner.sim.output import comparison_csv, write_dropped, write_result
 from planner.sim.plots import energy_jct_plot, jct_cdf_plot, power_plot, summary_points
 from planner.sim.policies import POLICY_NAMES, PolicyOptions, make_policy
 from planner.sim.round_instance import ClusterContext, RoundRules, cluster_context, workload_instance
@@ -48,7 +48,7 @@ from planner.sim.signals import (
     signal_cost,
 )
 from planner.sim.state import JobState
-from planner.sim.workload import Workload, build_workload, select_jobs
+from planner.sim.workload import Workload, build_workload, dropped_text, select_jobs
 
 DELTA_BOUNDS = Bounds(0.0, 1.0, high_open=True)
 """Allowed ``delta`` (progress the energy objective gives up per round, a fraction): ``simulate --delta``,
@@ -209,6 +209,9 @@ def prepare(spec: ReplaySpec, lib: ProfileLibrary | None = None) -> tuple[Worklo
         "cluster": spec.cluster,
     }
     workload = build_workload(chosen, library, ctx.type_names, source)
+    if not workload.jobs and workload.dropped:
+        why = f"every selected job is dropped: {dropped_text(workload.dropped_by_type, ctx.type_names)}"
+        raise InputError(str(spec.trace), [Problem("no-profiled-job", "(jobs)", why)])
     if not workload.jobs:
         raise InputError(str(spec.trace), [Problem("empty-replay", "(selection)", "no job of the trace is selected")])
     signal_clocks(spec, workload)  # a bad signal file stops the replay before any policy runs
@@ -403,14 +406,23 @@ def with_floor_and_reference(
     return out
 
 
-def write_outputs(out: Path, runs: Sequence[tuple[SimResult, dict[str, Any]]], plots: bool = True) -> list[Path]:
-    """Write every replay and the comparison; return the files written at the top of ``out``."""
+def write_outputs(
+    out: Path,
+    runs: Sequence[tuple[SimResult, dict[str, Any]]],
+    plots: bool = True,
+    dropped: Mapping[str, Sequence[str]] | None = None,
+) -> list[Path]:
+    """Write every replay and the comparison; return the files written at the top of ``out``.
+
+    ``dropped`` (:attr:`Workload.dropped_by_type`): the jobs not replayed, written to ``dropped.csv``
+    (:func:`planner.sim.output.write_dropped`; an older one removed when none).
+    """
     out = Path(out)
     single = len(runs) == 1
     for result, summary in runs:
         write_result(result, summary, out if single else out / result.policy)
     summaries = [s for _, s in runs]
-    written = []
+    written = [path] if (path := write_dropped(out, dropped or {})) else []
     if not single:
         write_text_atomic(out / "comparison.csv", comparison_csv(summaries))
         write_json_atomic(out / "comparison.json", summaries)

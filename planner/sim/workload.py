@@ -9,12 +9,16 @@ Selection, in this order: keep jobs with ``start_s <= arrival_s < end_s`` (secon
 trace's clock), sort by arrival (trace order breaks ties), keep the first ``max_jobs``. Each
 kept job then becomes a :class:`~planner.sim.state.JobSpec` by the round builder's rules
 (:func:`planner.round_builder.normalise_request`, :func:`~planner.round_builder.allowed_counts`);
-a job whose type has no profile on the cluster's GPU types is dropped and counted.
+a job whose type has no profile on the cluster's GPU types (none at all, none at its GPU count, or no
+throughput at its count) is dropped. Dropping is not silent: the workload keeps the dropped job ids by job
+type (:attr:`Workload.dropped_by_type`), its ``source`` records them (``dropped_no_profile``: how many,
+``dropped_by_type``: the ids per type, in every ``summary.json``), and :func:`dropped_text` says which types,
+how many jobs and the first job id of each for the terminal.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +34,9 @@ class Workload:
     jobs: tuple[JobSpec, ...]
     source: dict[str, Any] = field(default_factory=dict)
     dropped: tuple[str, ...] = ()
+    """Ids of the selected trace jobs not replayed (no profile on the cluster's GPU types), in trace order."""
+    dropped_by_type: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """The same ids by job type (types in order of their first dropped job)."""
 
 
 def select_jobs(
@@ -77,11 +84,30 @@ def build_workload(
 ) -> Workload:
     """Convert selected trace jobs (see :func:`select_jobs`) into a :class:`Workload`."""
     specs, dropped = [], []
+    by_type: dict[str, list[str]] = {}
     for tj in trace_jobs:
         spec = job_spec(tj, lib, cluster_types)
         if spec is None:
             dropped.append(tj.id)
+            by_type.setdefault(tj.type, []).append(tj.id)
         else:
             specs.append(spec)
-    info = {**(source or {}), "jobs": len(specs), "dropped_no_profile": len(dropped)}
-    return Workload(jobs=tuple(specs), source=info, dropped=tuple(dropped))
+    info = {
+        **(source or {}),
+        "jobs": len(specs),
+        "dropped_no_profile": len(dropped),
+        "dropped_by_type": {t: list(ids) for t, ids in by_type.items()},
+    }
+    frozen = {t: tuple(ids) for t, ids in by_type.items()}
+    return Workload(jobs=tuple(specs), source=info, dropped=tuple(dropped), dropped_by_type=frozen)
+
+
+def dropped_text(by_type: Mapping[str, Sequence[str]], cluster_types: Sequence[str]) -> str:
+    """``"3 job(s) dropped, no profile on v100: 'A' 2 jobs (first 17), 'B' 1 job (first 40)"``; ``""`` for none."""
+    if not by_type:
+        return ""
+    total = sum(len(ids) for ids in by_type.values())
+    parts = [
+        f"{t!r} {len(ids)} job{'s' if len(ids) != 1 else ''} (first {ids[0]})" for t, ids in by_type.items() if ids
+    ]
+    return f"{total} job(s) dropped, no profile on {', '.join(cluster_types)}: {', '.join(parts)}"
