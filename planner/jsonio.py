@@ -80,9 +80,53 @@ def _decode_utf8(data: bytes, path: Path) -> str:
     try:
         return data.decode("utf-8").removeprefix(_BOM)
     except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        message = f"not UTF-8 text: byte offset {exc.start} ({exc.reason}); is this a binary file?"
-        raise InputError(str(path), [Problem("not-utf8", f"line {line}", message)]) from None
+        raise _not_utf8(path, data, exc, 0, 1) from None
+
+
+def _not_utf8(path: Path, data: bytes, exc: UnicodeDecodeError, offset: int, first_line: int) -> InputError:
+    """The ``not-utf8`` error of ``data``, which starts at byte ``offset`` and line ``first_line`` of the file."""
+    line = first_line + data.count(b"\n", 0, exc.start)
+    message = f"not UTF-8 text: byte offset {offset + exc.start} ({exc.reason}); is this a binary file?"
+    return InputError(str(path), [Problem("not-utf8", f"line {line}", message)])
+
+
+def line_blocks(path: Path, block_bytes: int = 16 * 2**20) -> Iterator[tuple[int, bytes]]:
+    r"""``(first line number, block)`` of ``path`` read block by block, each block whole lines of UTF-8 text.
+
+    Memory stays near ``block_bytes`` whatever the file's size (a large log is never held whole). Each
+    block but the last ends with ``\n``; a line longer than a block is joined to the next read. A leading
+    byte-order mark is dropped. The file's total size is limited to :data:`MAX_INPUT_BYTES`; unreadable,
+    oversized and non-UTF-8 files are :class:`InputError` as in :func:`read_text` (raised when reached).
+    """
+    bom = _BOM.encode()
+    total = 0  # bytes read
+    start = 0  # the file offset of the first byte not yet yielded
+    line = 1
+    carry = b""
+    try:
+        with open(path, "rb") as fh:
+            while True:
+                chunk = fh.read(block_bytes)
+                total += len(chunk)
+                if total > MAX_INPUT_BYTES:
+                    raise _too_large(path)
+                data = carry + chunk
+                if start == 0 and data.startswith(bom):
+                    data, start = data[len(bom) :], len(bom)
+                cut = data.rfind(b"\n") + 1 if chunk else len(data)
+                block, carry = data[:cut], data[cut:]
+                if block:
+                    try:
+                        block.decode("utf-8")
+                    except UnicodeDecodeError as exc:
+                        raise _not_utf8(path, block, exc, start, line) from None
+                    yield line, block
+                    line += block.count(b"\n")
+                    start += len(block)
+                if not chunk:
+                    return
+    except OSError as exc:
+        raise InputError(str(path), [Problem("unreadable", _FILE, exc.strerror or str(exc))]) from None
 
 
 def read_text(path: Path) -> str:

@@ -38,7 +38,7 @@ from typing import Any
 
 from planner.jsonio import read_json
 from planner.problems import InputError, Problem
-from planner.profiling.nvidia_smi import parse_timestamp
+from planner.profiling.smi_frame import parse_timestamp
 
 RUN_KEYS = frozenset(
     {"job_type", "gpus", "start", "end", "steps", "epochs", "steps_per_epoch", "setting", "partner_type"}

@@ -1,4 +1,4 @@
-"""Read nvidia-smi query logs into samples per GPU, every bad row reported with its line and column.
+r"""Read nvidia-smi query logs into samples per GPU, every bad row reported with its line and column.
 
 The logs are what ``nvidia-smi --query-gpu=index,timestamp,power.draw,... --format=csv[,nounits] -l N``
 writes: a header of comma-separated field names, each with its unit in brackets
@@ -50,30 +50,43 @@ Bad input, and what happens (each problem names ``line L`` and the column):
   (``clock-jump``); integrals never bridge two segments and a run window spanning one is skipped
   (:mod:`planner.profiling.smi_points`);
 * a line repeating the header (logs appended to each other) and blank lines: read past;
+* a NUL byte in a line: the row is skipped (``bad-value``);
 * no GPU left with two samples: :class:`InputError` (``no-samples``) with every problem found.
+
+Lines end at ``\n`` (a ``\r`` before it is white space). The log is read block by block and parsed by
+pandas (:mod:`planner.profiling.smi_frame`): a 2-million-row log reads in seconds, and memory grows with
+the samples kept (about 70 bytes each), not with the file's text. Each GPU's samples are columns
+(:class:`GpuSamples`, NumPy arrays); indexing one gives an :class:`SmiSample`.
 """
 
 from __future__ import annotations
 
-import math
-import statistics
-from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import overload
 
-from planner.jsonio import read_text
-from planner.problems import InputError, Problem, capped
-from planner.profile_checks import MAX_GPU_POWER_W
+import numpy as np
+
+from planner.jsonio import line_blocks
+from planner.problems import MAX_REPORTED_PROBLEMS, InputError, Problem, capped
 from planner.profiling.points import file_sha256
+from planner.profiling.smi_frame import (
+    BoolArray,
+    Columns,
+    FloatArray,
+    IntArray,
+    RowParser,
+    datetime_ns,
+    ns_to_seconds,
+)
 from planner.profiling.units import (
     CLOCK_UNITS,
     MEMORY_UNITS,
     PERCENT_UNITS,
     POWER_UNITS,
     describe,
-    split_unit,
     unit_factor,
 )
 
@@ -105,8 +118,10 @@ UNITS: dict[str, Mapping[str, float]] = {
 """The units each numeric field may be written in, with their factors to the field's unit."""
 POWER_FIELDS = ("power_w", "power_limit_w", "max_limit_w")
 """Fields in W per GPU, each in (0, :data:`~planner.profile_checks.MAX_GPU_POWER_W`] after conversion."""
-TIME_FORMATS = ("%Y/%m/%d %H:%M:%S.%f", "%Y/%m/%d %H:%M:%S")
 _EPOCH = datetime(1970, 1, 1)
+_LIMIT = MAX_REPORTED_PROBLEMS + 1
+BLOCK_BYTES = 16 * 2**20
+"""Bytes of the log read and parsed at once (whole lines; a longer line is read whole)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +140,67 @@ class SmiSample:
     segment: int
 
 
+def _known(x: float) -> float | None:
+    """NaN (a marker, or no such column) as None."""
+    return None if np.isnan(x) else float(x)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class GpuSamples:
+    """One GPU's kept samples as columns of equal length, in time order.
+
+    ``t_ns``: integer ns since 1970-01-01 of the log's clock, ``t_s`` the same in float seconds; ``power_w``,
+    ``power_limit_w``, ``max_limit_w`` in W, ``utilisation`` a fraction (0-1), ``sm_clock_mhz`` in MHz,
+    ``memory_used_mib`` in MiB, NaN where the cell was a marker or the log has no such column;
+    ``segment`` counts the clock jumps before the sample.
+    """
+
+    line: IntArray
+    t_ns: IntArray
+    t_s: FloatArray
+    power_w: FloatArray
+    utilisation: FloatArray
+    sm_clock_mhz: FloatArray
+    power_limit_w: FloatArray
+    max_limit_w: FloatArray
+    memory_used_mib: FloatArray
+    segment: IntArray
+
+    def __len__(self) -> int:
+        return len(self.line)
+
+    @overload
+    def __getitem__(self, k: int) -> SmiSample: ...
+
+    @overload
+    def __getitem__(self, k: slice) -> GpuSamples: ...
+
+    def __getitem__(self, k: int | slice) -> SmiSample | GpuSamples:
+        if isinstance(k, slice):
+            return GpuSamples(*(getattr(self, f)[k] for f in self.__slots__))
+        return SmiSample(
+            line=int(self.line[k]),
+            time=_EPOCH + timedelta(microseconds=int(self.t_ns[k]) // 1000),
+            t_s=float(self.t_s[k]),
+            power_w=float(self.power_w[k]),
+            utilisation=_known(self.utilisation[k]),
+            sm_clock_mhz=_known(self.sm_clock_mhz[k]),
+            power_limit_w=_known(self.power_limit_w[k]),
+            max_limit_w=_known(self.max_limit_w[k]),
+            memory_used_mib=_known(self.memory_used_mib[k]),
+            segment=int(self.segment[k]),
+        )
+
+    def __iter__(self) -> Iterator[SmiSample]:
+        return (self[k] for k in range(len(self)))
+
+    def between(self, a: float, b: float) -> GpuSamples:
+        """The samples with ``a <= t_s <= b`` (s), by binary search."""
+        lo = int(np.searchsorted(self.t_s, a, side="left"))
+        hi = int(np.searchsorted(self.t_s, b, side="right"))
+        return self[lo:hi]
+
+
 @dataclass(frozen=True, slots=True)
 class SmiLog:
     """A parsed log: ``samples[gpu]`` in time order, the ``fields`` its columns gave, the rows' problems."""
@@ -133,7 +209,7 @@ class SmiLog:
     file: str
     sha256: str
     fields: frozenset[str]
-    samples: dict[int, list[SmiSample]]
+    samples: dict[int, GpuSamples]
     median_step_s: dict[int, float]
     problems: list[Problem]
     gpu_names: dict[int, str]
@@ -145,28 +221,17 @@ class SmiLog:
         return sorted(self.samples)
 
 
-def parse_timestamp(text: str) -> datetime | None:
-    """nvidia-smi's ``2026/11/24 13:05:01.123`` (or ISO ``2026-11-24T13:05:01``) as a naive datetime; else None."""
-    text = text.strip()
-    for fmt in TIME_FORMATS:
-        try:
-            return datetime.strptime(text, fmt)
-        except ValueError:
-            pass
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo is None else None
-
-
 def seconds(time: datetime) -> float:
-    """A naive datetime as seconds since 1970-01-01 on the same clock (no time zone is applied)."""
-    return (time - _EPOCH).total_seconds()
+    """A naive datetime as seconds since 1970-01-01 on the same clock (no time zone is applied).
+
+    Computed as the samples' ``t_s`` are (:func:`~planner.profiling.smi_frame.ns_to_seconds`), so a run's
+    window that starts at a sample's time compares equal to it.
+    """
+    return float(ns_to_seconds(np.array([datetime_ns(time)], dtype=np.int64))[0])
 
 
 def from_seconds(t_s: float) -> datetime:
-    """Inverse of :func:`seconds`."""
+    """Inverse of :func:`seconds` (to the microsecond)."""
     return _EPOCH + timedelta(seconds=t_s)
 
 
@@ -191,7 +256,7 @@ def _header(line: str, source: str) -> tuple[dict[str, int], dict[str, str | Non
     problems = []
     for pos, (name, _) in enumerate(names):
         if name in seen:
-            problems.append(Problem("duplicate-column", "line 1", f"column {name!r} appears twice"))
+            problems.append(Problem("duplicate-column", f"line 1, {name}", f"column {name!r} appears twice"))
         seen.setdefault(name, pos)
     positions: dict[str, int] = {}
     units: dict[str, str | None] = {}
@@ -218,200 +283,157 @@ def _header(line: str, source: str) -> tuple[dict[str, int], dict[str, str | Non
     return positions, units
 
 
-def _is_marker(value: str) -> bool:
-    """nvidia-smi's markers for a value it cannot give: ``[N/A]``, ``[Not Supported]``, ``[Unknown Error]``..."""
-    v = value.strip()
-    return (v.startswith("[") and v.endswith("]")) or v.upper() == "N/A"
+def _find_header(first_line: int, block: bytes) -> tuple[str, int, bytes] | None:
+    """The first non-blank line of ``block`` (decoded), the number of the line after it and the bytes after it."""
+    at = 0
+    line = first_line
+    while at < len(block):
+        end = block.find(b"\n", at)
+        end = len(block) if end < 0 else end
+        text = block[at:end].decode("utf-8")
+        if text.strip():
+            return text, line + 1, block[end + 1 :]
+        at, line = end + 1, line + 1
+    return None
 
 
-def _number(value: str, field: str, header_unit: str | None) -> float:
-    """``value`` in the field's unit (W, MHz, MiB, %): its own unit suffix if written, else the header's.
+def _columns(header: str, source: str) -> Columns:
+    """The :class:`~planner.profiling.smi_frame.Columns` of a header line (``InputError`` if it is no header)."""
+    positions, units = _header(header, source)
+    cells = tuple(c.strip().lower() for c in header.split(","))
+    return Columns(
+        width=len(cells),
+        positions=positions,
+        units=units,
+        header_cells=cells,
+        column_names={f: COLUMNS[f][0] for f in positions},
+        field_units=UNITS,
+        power_fields=frozenset(POWER_FIELDS),
+    )
 
-    ``"212350 mW"`` under ``power.draw [W]`` is 212.35 W, ``"1.53 GHz"`` is 1530 MHz. ValueError (with the
-    reason) for an unknown unit, a value that is not a finite number, or out of the field's range: power
-    (W per GPU) in (0, 5000], utilisation in [0, 100] %, the others >= 0.
+
+def _parse(path: Path, block_bytes: int) -> RowParser:
+    """Every block of the log through a :class:`~planner.profiling.smi_frame.RowParser`."""
+    source = str(path)
+    parser: RowParser | None = None
+    for first_line, block in line_blocks(path, block_bytes):
+        if parser is None:
+            found = _find_header(first_line, block)
+            if found is None:
+                continue
+            header, next_line, rest = found
+            columns = _columns(header, source)
+            numeric = tuple(f for f in NUMERIC_FIELDS if f in columns.positions)
+            parser = RowParser(columns, numeric=numeric, required=REQUIRED)
+            parser.feed(next_line, rest)
+        else:
+            parser.feed(first_line, block)
+    if parser is None:
+        raise InputError(source, [Problem("not-nvidia-smi", "(file)", "the file is empty")])
+    return parser
+
+
+def _in_order(gpu: int, lines: IntArray, t_ns: IntArray) -> tuple[BoolArray, list[Problem], int]:
+    """Which of one GPU's rows (file order) are kept: each strictly after every earlier one.
+
+    A row is kept iff ``t_i > max_(j < i) t_j``: the kept times increase, and a skipped row is never later
+    than the last kept one, so the running maximum is the previous kept sample. Returns the mask, the
+    ``unsorted-timestamp`` problems of the first skipped rows and how many rows were skipped.
     """
-    number, own_unit = split_unit(value)
-    unit = own_unit or header_unit
-    factor = unit_factor(unit, UNITS[field])
-    if factor is None:
-        raise ValueError(f"unit {unit!r} is not {describe(UNITS[field])}")
-    try:
-        x = float(number) * factor
-    except ValueError:
-        raise ValueError("not a number") from None
-    if not math.isfinite(x):
-        raise ValueError("not a finite number")
-    if field in POWER_FIELDS and not 0.0 < x <= MAX_GPU_POWER_W:
-        shown = f" (read as {unit})" if unit else ""
-        raise ValueError(f"{x:.6g} W per GPU{shown} is outside (0, {MAX_GPU_POWER_W:g}] W: wrong unit?")
-    if field == "utilisation" and not 0.0 <= x <= 100.0:
-        raise ValueError("not a number in [0, 100] %")
-    if x < 0:
-        raise ValueError("negative")
-    return x
+    before = np.concatenate(([np.iinfo(np.int64).min], np.maximum.accumulate(t_ns)[:-1]))
+    kept = t_ns > before
+    kept_at = np.flatnonzero(kept)
+    problems = []
+    bad = np.flatnonzero(~kept)
+    for k in bad[:_LIMIT]:
+        prev = kept_at[np.searchsorted(kept_at, k) - 1]
+        message = (
+            f"{format_time(_time(t_ns[k]))} is not after GPU {gpu}'s previous sample "
+            f"{format_time(_time(t_ns[prev]))} (line {lines[prev]}): unsorted or the clock went back; row skipped"
+        )
+        problems.append(Problem("unsorted-timestamp", f"line {lines[k]}, timestamp", message))
+    return kept, problems, len(bad)
 
 
-@dataclass(frozen=True, slots=True)
-class _Row:
-    line: int
-    gpu: int
-    time: datetime
-    power_w: float
-    values: dict[str, float | None]
-    gpu_name: str | None = None
-
-
-def _gpu_name(fields: list[str], positions: dict[str, int]) -> str | None:
-    """The row's ``name`` value, None without the column or for a marker such as ``[N/A]``."""
-    if "gpu_name" not in positions:
-        return None
-    raw = fields[positions["gpu_name"]]
-    return None if not raw or _is_marker(raw) else raw
-
-
-def _parse_row(
-    line_no: int, fields: list[str], positions: dict[str, int], units: dict[str, str | None]
-) -> tuple[_Row | Problem, list[str]]:
-    """The row or the Problem that skips it, and the optional fields whose value was a marker."""
-    where = f"line {line_no}"
-    for field in REQUIRED:
-        if _is_marker(fields[positions[field]]):
-            column = COLUMNS[field][0]
-            return Problem("not-available", f"{where}, {column}", f"{fields[positions[field]]}: row skipped"), []
-    raw_index = fields[positions["index"]]
-    if not (raw_index.isascii() and raw_index.isdigit()):  # isdigit alone takes '²', which int() refuses
-        return Problem("bad-value", f"{where}, index", f"GPU index {raw_index!r} is not an integer >= 0"), []
-    time = parse_timestamp(fields[positions["timestamp"]])
-    if time is None:
-        message = f"timestamp {fields[positions['timestamp']]!r} is not YYYY/MM/DD HH:MM:SS[.fff]: row skipped"
-        return Problem("bad-value", f"{where}, timestamp", message), []
-    values: dict[str, float | None] = {}
-    markers: list[str] = []
-    for field in NUMERIC_FIELDS:
-        if field not in positions:
-            continue
-        raw = fields[positions[field]]
-        if _is_marker(raw):
-            values[field] = None
-            markers.append(field)
-            continue
-        try:
-            x = _number(raw, field, units[field])
-        except ValueError as exc:
-            message = f"{raw!r}: {exc}; row skipped"
-            return Problem("bad-value", f"{where}, {COLUMNS[field][0]}", message), []
-        values[field] = x / 100.0 if field == "utilisation" else x
-    power_w = values.pop("power_w")
-    if power_w is None:  # a marker in a required column was caught above
-        raise AssertionError(where)
-    return _Row(line_no, int(raw_index), time, power_w, values, _gpu_name(fields, positions)), markers
-
-
-def _segmented(rows: Sequence[_Row]) -> tuple[list[SmiSample], float, list[Problem]]:
-    """One GPU's rows (file order, strictly increasing times) as samples with segments; the median step (s).
+def _segments(gpu: int, lines: IntArray, t_s: FloatArray) -> tuple[IntArray, float, list[Problem]]:
+    """Segment numbers of one GPU's kept samples, its median step (s) and the ``clock-jump`` problems.
 
     A step ``dt_i = t_i - t_(i-1)`` longer than ``JUMP_FACTOR * median(dt)`` starts a new segment.
     """
-    times = [seconds(r.time) for r in rows]
-    steps = [b - a for a, b in zip(times, times[1:], strict=False)]
-    median = statistics.median(steps) if steps else 0.0
+    steps = np.diff(t_s)
+    median = float(np.median(steps)) if len(steps) else 0.0
+    jumps = np.flatnonzero(steps > JUMP_FACTOR * median) + 1
+    segment = np.zeros(len(t_s), dtype=np.int64)
+    segment[jumps] = 1
     problems = []
-    segment = 0
-    out = []
-    for k, (row, t) in enumerate(zip(rows, times, strict=True)):
-        if k and steps[k - 1] > JUMP_FACTOR * median:
-            segment += 1
-            message = (
-                f"{steps[k - 1]:.6g} s since the previous sample of GPU {row.gpu} (median step {median:.6g} s): "
-                "the sampler stopped or the clock jumped; a new segment starts here"
-            )
-            problems.append(Problem("clock-jump", f"line {row.line}, timestamp", message))
-        v = row.values
-        out.append(
-            SmiSample(
-                line=row.line,
-                time=row.time,
-                t_s=t,
-                power_w=row.power_w,
-                utilisation=v.get("utilisation"),
-                sm_clock_mhz=v.get("sm_clock_mhz"),
-                power_limit_w=v.get("power_limit_w"),
-                max_limit_w=v.get("max_limit_w"),
-                memory_used_mib=v.get("memory_used_mib"),
-                segment=segment,
-            )
+    for k in jumps[:_LIMIT]:
+        message = (
+            f"{steps[k - 1]:.6g} s since the previous sample of GPU {gpu} (median step {median:.6g} s): "
+            "the sampler stopped or the clock jumped; a new segment starts here"
         )
-    return out, median, problems
+        problems.append(Problem("clock-jump", f"line {lines[k]}, timestamp", message))
+    return np.cumsum(segment), median, problems
 
 
-def read_nvidia_smi_log(path: Path) -> SmiLog:
-    """Parse an nvidia-smi query log (see the module docstring for the columns and the rules for bad rows)."""
+def _time(t_ns: np.int64) -> datetime:
+    return _EPOCH + timedelta(microseconds=int(t_ns) // 1000)
+
+
+def read_nvidia_smi_log(path: Path, block_bytes: int = BLOCK_BYTES) -> SmiLog:
+    """Parse an nvidia-smi query log (see the module docstring for the columns and the rules for bad rows).
+
+    The file is read ``block_bytes`` at a time (whole lines); the result does not depend on it.
+    """
     path = Path(path)
-    source = str(path)
-    lines = read_text(path).splitlines()
-    first = next((k for k, line in enumerate(lines) if line.strip()), None)
-    if first is None:
-        raise InputError(source, [Problem("not-nvidia-smi", "(file)", "the file is empty")])
-    positions, units = _header(lines[first], source)
-    header_key = [c.strip().lower() for c in lines[first].split(",")]
-    width = len(header_key)
-    problems: list[Problem] = []
-    markers: dict[str, list[int]] = defaultdict(list)
-    by_gpu: dict[int, list[_Row]] = defaultdict(list)
-    for k in range(first + 1, len(lines)):
-        line_no, text = k + 1, lines[k]
-        if not text.strip():
-            continue
-        fields = [f.strip() for f in text.split(",")]
-        if [f.lower() for f in fields] == header_key:
-            continue
-        if len(fields) != width:
-            message = f"{len(fields)} fields, the header has {width} (a cut-off line?): row skipped"
-            problems.append(Problem("truncated-row", f"line {line_no}", message))
-            continue
-        parsed, row_markers = _parse_row(line_no, fields, positions, units)
-        if isinstance(parsed, Problem):
-            problems.append(parsed)
-            continue
-        for field in row_markers:
-            markers[field].append(line_no)
-        kept = by_gpu[parsed.gpu]
-        if kept and parsed.time <= kept[-1].time:
-            message = (
-                f"{fields[positions['timestamp']]} is not after GPU {parsed.gpu}'s previous sample "
-                f"{format_time(kept[-1].time)} (line {kept[-1].line}): unsorted or the clock went back; row skipped"
-            )
-            problems.append(Problem("unsorted-timestamp", f"line {line_no}, timestamp", message))
-            continue
-        kept.append(parsed)
-    for field, at in markers.items():
-        message = f"no value on {len(at)} row(s), first line {at[0]}; treated as unknown there"
+    parser = _parse(path, block_bytes)
+    lines, gpu, t_ns, values, names = parser.take_rows()
+    problems = list(parser.problems)
+    for field, (count, first) in parser.markers.items():
+        message = f"no value on {count} row(s), first line {first}; treated as unknown there"
         problems.append(Problem("not-available", f"column {COLUMNS[field][0]}", message))
-    samples: dict[int, list[SmiSample]] = {}
+    samples: dict[int, GpuSamples] = {}
     medians: dict[int, float] = {}
-    for gpu in sorted(by_gpu):
-        samples[gpu], medians[gpu], jumps = _segmented(by_gpu[gpu])
-        problems += jumps
+    gpu_names: dict[int, str] = {}
+    name_of = {code: name for name, code in parser.names.items()}
+    order = np.argsort(gpu, kind="stable")
+    ids, starts = np.unique(gpu[order], return_index=True)
+    nan = np.full(len(gpu), np.nan)
+    for g, lo, hi in zip(ids, starts, [*starts[1:], len(order)][: len(ids)], strict=True):
+        rows = order[lo:hi]
+        kept, unsorted, _ = _in_order(int(g), lines[rows], t_ns[rows])
+        rows = rows[kept]
+        t_s = ns_to_seconds(t_ns[rows])
+        segment, medians[int(g)], jumps = _segments(int(g), lines[rows], t_s)
+        problems += unsorted + jumps
+        samples[int(g)] = GpuSamples(
+            line=lines[rows],
+            t_ns=t_ns[rows],
+            t_s=t_s,
+            power_w=values["power_w"][rows],
+            utilisation=values.get("utilisation", nan)[rows],
+            sm_clock_mhz=values.get("sm_clock_mhz", nan)[rows],
+            power_limit_w=values.get("power_limit_w", nan)[rows],
+            max_limit_w=values.get("max_limit_w", nan)[rows],
+            memory_used_mib=values.get("memory_used_mib", nan)[rows],
+            segment=segment,
+        )
+        named = names[rows]
+        if (named >= 0).any():
+            gpu_names[int(g)] = name_of[int(named[named >= 0][0])]
     problems.sort(key=_line_order)
     if not any(len(s) >= 2 for s in samples.values()):
         problems.append(Problem("no-samples", "(file)", "no GPU has two usable samples"))
-        raise InputError(source, capped(problems))
+        raise InputError(str(path), capped(problems))
     return SmiLog(
         path=path,
         file=path.name,
         sha256=file_sha256(path),
-        fields=frozenset(positions),
+        fields=frozenset(parser.columns.positions),
         samples=samples,
         median_step_s=medians,
         problems=capped(problems),
-        gpu_names={g: name for g, rows in by_gpu.items() if (name := _first_name(rows)) is not None},
+        gpu_names=gpu_names,
     )
-
-
-def _first_name(rows: Sequence[_Row]) -> str | None:
-    """The first model name among one GPU's kept rows."""
-    return next((r.gpu_name for r in rows if r.gpu_name is not None), None)
 
 
 def _line_order(p: Problem) -> tuple[int, str]:

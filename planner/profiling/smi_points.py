@@ -42,9 +42,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from planner.problems import Problem
 from planner.profiling.job_side import JobRun
-from planner.profiling.nvidia_smi import SmiLog, SmiSample, format_time, from_seconds, seconds
+from planner.profiling.nvidia_smi import GpuSamples, SmiLog, format_time, from_seconds, seconds
 from planner.profiling.points import MeasuredPoint, Provenance
 
 COVER_STEPS = 2.0
@@ -85,19 +87,13 @@ class Integral:
         return None if self.util_s is None else self.util_s / self.span_s
 
 
-def integrate(samples: Sequence[SmiSample]) -> Integral:
+def integrate(samples: GpuSamples) -> Integral:
     """Trapezoid integrals over consecutive samples (at least two, one segment, times increasing)."""
-    energy = span = util = 0.0
-    util_known = True
-    for a, b in zip(samples, samples[1:], strict=False):
-        dt = b.t_s - a.t_s
-        energy += dt * (a.power_w + b.power_w) / 2
-        span += dt
-        if a.utilisation is None or b.utilisation is None:
-            util_known = False
-        else:
-            util += dt * (a.utilisation + b.utilisation) / 2
-    return Integral(energy, span, util if util_known else None, samples[0].line, samples[-1].line)
+    dt = np.diff(samples.t_s)
+    energy = float(np.sum(dt * (samples.power_w[:-1] + samples.power_w[1:]) / 2))
+    u = samples.utilisation
+    util = None if np.isnan(u).any() else float(np.sum(dt * (u[:-1] + u[1:]) / 2))
+    return Integral(energy, float(np.sum(dt)), util, int(samples.line[0]), int(samples.line[-1]))
 
 
 def _gpu_list(gpus: Sequence[int]) -> str:
@@ -106,18 +102,18 @@ def _gpu_list(gpus: Sequence[int]) -> str:
 
 def _window(log: SmiLog, run: JobRun, gpus: Sequence[int]) -> tuple[float, float]:
     """The run's window ``[a, b]`` in log seconds; defaults from the GPUs' samples."""
-    a = seconds(run.start) if run.start else max(log.samples[g][0].t_s for g in gpus)
-    b = seconds(run.end) if run.end else min(log.samples[g][-1].t_s for g in gpus)
+    a = seconds(run.start) if run.start else max(float(log.samples[g].t_s[0]) for g in gpus)
+    b = seconds(run.end) if run.end else min(float(log.samples[g].t_s[-1]) for g in gpus)
     return a, b
 
 
 def _window_integral(log: SmiLog, gpu: int, a: float, b: float) -> Integral | tuple[str, str]:
     """The GPU's integral over ``[a, b]``, or ``(code, reason)`` why it cannot be trusted."""
-    inside = [s for s in log.samples[gpu] if a <= s.t_s <= b]
+    inside = log.samples[gpu].between(a, b)
     tolerance = COVER_STEPS * log.median_step_s[gpu]
-    if len(inside) < 2 or inside[0].t_s - a > tolerance or b - inside[-1].t_s > tolerance:
+    if len(inside) < 2 or inside.t_s[0] - a > tolerance or b - inside.t_s[-1] > tolerance:
         return "window-not-covered", f"GPU {gpu}'s samples do not cover the window (outside the log, or a hole)"
-    if inside[0].segment != inside[-1].segment:
+    if inside.segment[0] != inside.segment[-1]:
         return "clock-jump", f"GPU {gpu}'s log has a clock jump inside the window (see the clock-jump problem)"
     return integrate(inside)
 
@@ -126,10 +122,10 @@ def _setting(log: SmiLog, run: JobRun, a: float, b: float) -> int | tuple[str, s
     """The run's setting (W), else the log's single power limit in the window."""
     if run.setting is not None:
         return run.setting
-    values = [s.power_limit_w for g in run.gpus for s in log.samples[g] if a <= s.t_s <= b]
-    if not values or any(v is None for v in values):
+    values = np.concatenate([log.samples[g].between(a, b).power_limit_w for g in run.gpus])
+    if not len(values) or np.isnan(values).any():
         return "no-setting", "no setting given and the log has no power.limit in the window"
-    limits = sorted({round(v) for v in values if v is not None})
+    limits = sorted({round(float(v)) for v in np.unique(values)})
     if len(limits) > 1:
         return "setting-varies", f"the log's power limit changes in the window ({limits} W): give the setting"
     return limits[0]
@@ -231,15 +227,18 @@ def _covered(log: SmiLog, runs: Sequence[JobRun]) -> dict[int, list[tuple[float,
     return out
 
 
-def _is_idle(s: SmiSample, windows: Sequence[tuple[float, float]], fields: frozenset[str]) -> bool:
-    """The idle rule of the module docstring for one sample of a GPU whose run windows are ``windows``."""
-    if any(a <= s.t_s <= b for a, b in windows):
-        return False
+def _idle_mask(samples: GpuSamples, windows: Sequence[tuple[float, float]], fields: frozenset[str]) -> np.ndarray:
+    """The idle rule of the module docstring for each sample of a GPU whose run windows are ``windows``."""
+    idle = np.ones(len(samples), dtype=bool)
+    for a, b in windows:
+        idle &= ~((samples.t_s >= a) & (samples.t_s <= b))
     if windows and "memory_used_mib" not in fields:
-        return False
-    if "utilisation" in fields and s.utilisation != 0:
-        return False
-    return "memory_used_mib" not in fields or (s.memory_used_mib is not None and s.memory_used_mib <= IDLE_MEMORY_MIB)
+        idle[:] = False
+    if "utilisation" in fields:
+        idle &= samples.utilisation == 0  # NaN (unknown) is not idle
+    if "memory_used_mib" in fields:
+        idle &= samples.memory_used_mib <= IDLE_MEMORY_MIB
+    return idle
 
 
 def idle_point(log: SmiLog, runs: Sequence[JobRun], gpu_type: str) -> MeasuredPoint | None:
@@ -248,19 +247,18 @@ def idle_point(log: SmiLog, runs: Sequence[JobRun], gpu_type: str) -> MeasuredPo
     energy = span = 0.0
     gpus, lines, times = [], [], []
     for g in log.gpus:
-        samples = log.samples[g]
-        idle = [_is_idle(s, covered.get(g, []), log.fields) for s in samples]
-        used = False
-        for (x, y), (ix, iy) in zip(
-            zip(samples, samples[1:], strict=False), zip(idle, idle[1:], strict=False), strict=True
-        ):
-            if ix and iy and x.segment == y.segment:
-                part = integrate([x, y])
-                energy, span, used = energy + part.energy_j, span + part.span_s, True
-                lines += [x.line, y.line]
-                times += [x.time, y.time]
-        if used:
-            gpus.append(g)
+        s = log.samples[g]
+        idle = _idle_mask(s, covered.get(g, []), log.fields)
+        pair = idle[:-1] & idle[1:] & (s.segment[:-1] == s.segment[1:])
+        if not pair.any():
+            continue
+        dt = np.diff(s.t_s)[pair]
+        energy += float(np.sum(dt * (s.power_w[:-1][pair] + s.power_w[1:][pair]) / 2))
+        span += float(np.sum(dt))
+        first, last = int(np.flatnonzero(pair)[0]), int(np.flatnonzero(pair)[-1]) + 1
+        lines += [int(s.line[first]), int(s.line[last])]
+        times += [s[first].time, s[last].time]
+        gpus.append(g)
     if span <= 0:
         return None
     window = (
@@ -279,14 +277,24 @@ def idle_point(log: SmiLog, runs: Sequence[JobRun], gpu_type: str) -> MeasuredPo
 
 def top_limit_point(log: SmiLog, gpu_type: str) -> MeasuredPoint | None:
     """The ``top_limit`` point: the largest ``power.max_limit`` of the log (W), None without the column."""
-    found = [(s.max_limit_w, s.line) for g in log.gpus for s in log.samples[g] if s.max_limit_w is not None]
+    found = [(float(v), int(line)) for g in log.gpus for v, line in [_largest(log.samples[g])] if not np.isnan(v)]
+    count = sum(int(np.count_nonzero(~np.isnan(log.samples[g].max_limit_w))) for g in log.gpus)
     if not found:
         return None
     top, line = max(found, key=lambda x: (x[0], -x[1]))
-    window = f"power.max_limit, largest of {len(found)} samples (first at line {line})"
+    window = f"power.max_limit, largest of {count} samples (first at line {line})"
     return MeasuredPoint(
         kind="top_limit", gpu_type=gpu_type, provenance=Provenance(log.file, log.sha256, window), power_w=top
     )
+
+
+def _largest(samples: GpuSamples) -> tuple[float, int]:
+    """The largest ``max_limit_w`` of one GPU and the first line it is on (NaN, -1 when it has none)."""
+    limits = samples.max_limit_w
+    if np.isnan(limits).all():
+        return float("nan"), -1
+    k = int(np.nanargmax(limits))  # the first of the largest
+    return float(limits[k]), int(samples.line[k])
 
 
 def points_from_smi(log: SmiLog, runs: Sequence[JobRun], gpu_type: str) -> IngestResult:
