@@ -46,6 +46,7 @@ from typing import Any, Literal, cast
 
 from planner.defaults import GPUS_PER_NODE
 from planner.domain import Instance
+from planner.list_options import split_list
 from planner.problems import InputError, Problem
 from planner.round_builder import ProfileLibrary
 from planner.sweep_rounds import (
@@ -127,15 +128,20 @@ class SweepSpec:
 # Options
 
 
-def _items(text: str) -> list[str]:
-    """The comma-separated items of an option value, stripped, empty ones dropped."""
-    return [x.strip() for x in text.split(",") if x.strip()]
+def _items(text: str, option: str, problems: list[Problem]) -> list[str]:
+    """The comma-separated items of an option value, stripped; an empty item (``1,,2``) is a problem."""
+    try:
+        return split_list(text, option, repeats=True)
+    except InputError as exc:
+        problems.extend(exc.problems)
+        return [x.strip() for x in text.split(",") if x.strip()]
 
 
 def _ints(text: str, option: str, least: int, problems: list[Problem]) -> list[int]:
     """Whole numbers >= ``least``; each bad item is a problem naming ``option``."""
     values = []
-    for item in _items(text):
+    items = _items(text, option, problems)
+    for item in items:
         try:
             value = int(item)
         except ValueError:
@@ -145,7 +151,7 @@ def _ints(text: str, option: str, least: int, problems: list[Problem]) -> list[i
             problems.append(Problem("bad-option", option, f"{value} is below {least}"))
             continue
         values.append(value)
-    if not _items(text):
+    if not items and text.strip() == "":
         problems.append(Problem("bad-option", option, "no value given"))
     return values
 
@@ -153,7 +159,8 @@ def _ints(text: str, option: str, least: int, problems: list[Problem]) -> list[i
 def _budgets(text: str, problems: list[Problem]) -> list[float]:
     """Budget fractions, each in (0, 1]."""
     values = []
-    for item in _items(text):
+    items = _items(text, "--budgets", problems)
+    for item in items:
         try:
             value = float(item)
         except ValueError:
@@ -163,7 +170,7 @@ def _budgets(text: str, problems: list[Problem]) -> list[float]:
             problems.append(Problem("bad-option", "--budgets", f"{item} is not a fraction of full power in (0, 1]"))
             continue
         values.append(value)
-    if not _items(text):
+    if not items and text.strip() == "":
         problems.append(Problem("bad-option", "--budgets", "no value given"))
     return values
 
@@ -171,7 +178,8 @@ def _budgets(text: str, problems: list[Problem]) -> list[float]:
 def parse_gpu_mix(text: str, known: Sequence[str], problems: list[Problem]) -> list[tuple[str, float]]:
     """``v100:2,p100:1`` -> ``[("v100", 2.0), ("p100", 1.0)]``: GPU types of ``known``, positive weights."""
     out: list[tuple[str, float]] = []
-    for item in _items(text):
+    items = _items(text, "--gpu-mix", problems)
+    for item in items:
         name, sep, weight_text = item.partition(":")
         name = name.strip().lower()
         try:
@@ -189,7 +197,7 @@ def parse_gpu_mix(text: str, known: Sequence[str], problems: list[Problem]) -> l
             problems.append(Problem("bad-option", "--gpu-mix", f"{name} is named twice"))
         else:
             out.append((name, weight))
-    if not _items(text):
+    if not items and text.strip() == "":
         problems.append(Problem("bad-option", "--gpu-mix", "no GPU type given"))
     return out
 

@@ -32,6 +32,7 @@ from planner.defaults import (
 from planner.domain import GpuType, Instance, Job, PairSlowdown, Profile, RoundSpec, is_power_of_two
 from planner.economics import full_power_w
 from planner.jsonio import read_json
+from planner.list_options import split_list
 from planner.problems import InputError, Problem
 from planner.profile_checks import library_problems
 from planner.traces import TraceJob, read_gavel_trace, read_philly_csv
@@ -52,26 +53,31 @@ class ClusterSpec:
 def parse_cluster_spec(
     text: str, gpus_per_node: int = GPUS_PER_NODE, node_power_w: float = NODE_POWER_W
 ) -> ClusterSpec:
-    """Parse ``type:GPUS[,type:GPUS...]``; each count must be a whole number of nodes."""
+    """Parse ``type:GPUS[,type:GPUS...]``; each count must be a whole number of nodes.
+
+    Problems name ``--cluster[k]``: an empty item, a GPU type given twice, a count that is no whole number of
+    nodes.
+    """
     out, problems = [], []
-    for k, part in enumerate(p.strip() for p in text.split(",") if p.strip()):
+    parts = split_list(text, "--cluster", key=lambda part: part.partition(":")[0].strip().lower())
+    for k, part in enumerate(parts):
         name, sep, count = part.partition(":")
         if not sep or not (count.strip().isascii() and count.strip().isdigit()):  # isdigit alone takes '²'
-            problems.append(Problem("bad-cluster", f"cluster[{k}]", f"{part!r} is not TYPE:GPUS"))
+            problems.append(Problem("bad-cluster", f"--cluster[{k}]", f"{part!r} is not TYPE:GPUS"))
             continue
         n = int(count)
         if n <= 0 or n % gpus_per_node:
             problems.append(
                 Problem(
                     "bad-cluster",
-                    f"cluster[{k}]",
+                    f"--cluster[{k}]",
                     f"{n} GPUs is not a positive multiple of {gpus_per_node} GPUs per node",
                 )
             )
             continue
         out.append((name.strip().lower(), n))
     if not out and not problems:
-        problems.append(Problem("bad-cluster", "cluster", "no GPU types given"))
+        problems.append(Problem("bad-cluster", "--cluster", "no GPU types given"))
     if problems:
         raise InputError("--cluster", problems)
     return ClusterSpec(tuple(out), gpus_per_node, node_power_w)
@@ -246,7 +252,7 @@ def build_round(
     """The round instance at ``opts.at_s`` (see the module docstring for the rules)."""
     problems = [
         Problem(
-            "unknown-gpu-type", f"cluster[{k}]", f"no profiles for GPU type {name!r} (have {sorted(lib.gpu_types)})"
+            "unknown-gpu-type", f"--cluster[{k}]", f"no profiles for GPU type {name!r} (have {sorted(lib.gpu_types)})"
         )
         for k, (name, _) in enumerate(cluster.gpus)
         if name not in lib.gpu_types

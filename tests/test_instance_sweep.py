@@ -353,6 +353,9 @@ def test_cli_writes_a_sweep(tmp_path: Path) -> None:
         ("--jobs-per-node", "1e-6", "[0.25, 64]"),  # wrote 5e7-node instances the schema refuses
         ("--jobs-per-node", "65", "[0.25, 64]"),
         ("--jobs-per-node", "nan", "[0.25, 64]"),
+        ("--sizes", "10,,20", "empty item"),  # empty items were dropped silently
+        ("--budgets", "0.5,", "empty item"),
+        ("--gpu-mix", "v100:1,,p100:1", "empty item"),
     ],
 )
 def test_cli_bad_option_exits_2_naming_it(tmp_path: Path, option: str, value: str, words: str) -> None:

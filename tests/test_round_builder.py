@@ -87,4 +87,19 @@ def test_unknown_gpu_type_in_cluster(tmp_path: Path, lib) -> None:
     trace = write_trace(tmp_path / "t.trace", [(R50, 1e6, 0, 1)])
     with pytest.raises(InputError) as info:
         build_round(read_gavel_trace(trace), parse_cluster_spec("k80:8"), lib, RoundOptions(at_s=0))
-    assert info.value.problems[0].path == "cluster[0]"
+    assert info.value.problems[0].path == "--cluster[0]"
+
+
+@pytest.mark.parametrize(
+    ("text", "path", "words"),
+    [
+        ("v100:8,,p100:8", "--cluster[1]", "empty item"),  # was read as v100:8,p100:8
+        ("v100:8,V100:16", "--cluster[1]", "repeats --cluster[0]"),  # was two v100 pools
+        ("v100:7", "--cluster[0]", "multiple of 8"),
+    ],
+)
+def test_cluster_spec_items_are_checked_by_position(text: str, path: str, words: str) -> None:
+    with pytest.raises(InputError) as info:
+        parse_cluster_spec(text)
+    assert [p.path for p in info.value.problems] == [path]
+    assert words in info.value.problems[0].message
