@@ -23,6 +23,9 @@ plain and whole:
   width is a ``columns`` issue, and a good one is a row;
 * the plain rows are read by ``pd.read_csv`` (C engine, ``dtype=object``, no NA conversion),
   which then sees only well-formed lines; the row count is checked against the lines fed.
+  They are read :data:`CHUNK_ROWS` at a time (:meth:`CsvFrame.chunks`), the quoted rows put
+  among them in line order, so only one chunk's cell text is in memory at once: memory is the
+  file's bytes, a few integers per line, and one chunk.
 
 The cost is linear: a few numpy passes over the bytes and one pandas read; only lines with a
 quote or NUL byte go through the ``csv`` module one by one (none in the files this project
@@ -42,7 +45,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -59,6 +62,9 @@ BoolArray = npt.NDArray[np.bool_]
 FloatArray = npt.NDArray[np.float64]
 
 _LF, _CR, _COMMA, _QUOTE, _NUL = 10, 13, 44, 34, 0
+
+CHUNK_ROWS: Final = 200_000
+"""Rows a chunk of :meth:`CsvFrame.chunks` holds by default: about 15-30 MB of cell text."""
 _BOM: Final = "\ufeff".encode()
 
 
@@ -80,28 +86,6 @@ class RowIssue:
 
 
 @dataclass(frozen=True)
-class CsvFrame:
-    """A CSV file read strictly: its header, its rows as text, and the records that are not rows.
-
-    ``header`` is ``None`` for a file with no non-blank line, or when the header record is not
-    CSV (``header_issue`` says why); ``header_line`` is the header's line (0 when none).
-    ``cells`` has one column per header cell, labelled ``0 .. n-1`` (header names may repeat),
-    every cell a ``str`` as written (not stripped), one row per usable record in file order;
-    ``lines`` is each row's line and ``records`` its position among the data records (from 0,
-    counting the records in ``issues`` too, not blank lines). ``issues`` are in line order; a
-    ``not-csv`` issue, if any, is the last: nothing after it was read.
-    """
-
-    header: tuple[str, ...] | None
-    header_line: int
-    header_issue: str
-    cells: pd.DataFrame
-    lines: IntArray
-    records: IntArray
-    issues: tuple[RowIssue, ...]
-
-
-@dataclass(frozen=True)
 class _Lines:
     """The lines of a byte string: content ``[start, end)``, and ``next`` where the following line starts."""
 
@@ -111,6 +95,76 @@ class _Lines:
 
     def __len__(self) -> int:
         return len(self.start)
+
+
+@dataclass(frozen=True)
+class CsvChunk:
+    """Consecutive usable rows of a CSV file, as text.
+
+    ``cells`` has one column per header cell, labelled ``0 .. n-1`` (header names may repeat),
+    every cell a ``str`` as written (not stripped), one row per usable record in file order;
+    ``lines`` is each row's line and ``records`` its position among the data records (from 0,
+    counting the records that are issues too, not blank lines).
+    """
+
+    cells: pd.DataFrame
+    lines: IntArray
+    records: IntArray
+
+
+@dataclass(frozen=True)
+class _Source:
+    """What :meth:`CsvFrame.chunks` reads: the bytes, their lines, the plain rows' lines, the quoted rows."""
+
+    data: bytes
+    lines: _Lines
+    take: IntArray
+    quoted: list[tuple[int, list[str]]]
+    ordinal: IntArray
+
+
+@dataclass(frozen=True)
+class CsvFrame:
+    """A CSV file read strictly: its header, the records that are not rows, and its rows in chunks.
+
+    ``header`` is ``None`` for a file with no non-blank line, or when the header record is not
+    CSV (``header_issue`` says why); ``header_line`` is the header's line (0 when none);
+    ``width`` the header's cell count. ``issues`` are in line order; a ``not-csv`` issue, if
+    any, is the last: nothing after it was read. ``row_count`` rows are usable; they are read
+    as text by :meth:`chunks` (bounded memory: the text of one chunk at a time) or :meth:`whole`.
+    """
+
+    source: str
+    header: tuple[str, ...] | None
+    header_line: int
+    header_issue: str
+    issues: tuple[RowIssue, ...]
+    width: int = 0
+    row_count: int = 0
+    _rows: _Source | None = None
+
+    def chunks(self, rows: int = CHUNK_ROWS) -> Iterator[CsvChunk]:
+        """The usable rows, at most ``rows`` (>= 1) a chunk, in file order.
+
+        Raises :class:`~planner.problems.InputError` (``not-csv``, naming the line pandas names)
+        if pandas refuses a line this module passed as plain (none is known).
+        """
+        if self._rows is None or not self.row_count:
+            return
+        try:
+            yield from _chunks(self._rows, self.width, max(1, rows))
+        except (pd.errors.ParserError, _Miscount) as exc:
+            found = re.search(r"line (\d+)", str(exc))
+            where = f"line {found.group(1)}" if found else "(file)"
+            raise InputError(self.source, [Problem("not-csv", where, f"not CSV: {exc}")]) from None
+
+    def whole(self) -> CsvChunk:
+        """Every usable row in one chunk (the text of the whole file in memory at once)."""
+        for chunk in self.chunks(max(1, self.row_count)):
+            return chunk
+        empty = pd.DataFrame({c: pd.Series([], dtype=object) for c in range(self.width)})
+        none = np.zeros(0, dtype=np.int64)
+        return CsvChunk(empty, none, none)
 
 
 def _split_lines(buf: npt.NDArray[np.uint8]) -> _Lines:
@@ -188,23 +242,54 @@ def _why(error: str) -> str:
     return f"not CSV: {error} (a broken quote?)"
 
 
-def _read_plain(data: bytes, lines: _Lines, take: IntArray, width: int) -> pd.DataFrame:
-    """The cells of lines ``take`` (plain, ``width`` cells each) read by pandas' C parser as text."""
+class _Spans(io.RawIOBase):
+    """A binary stream of the spans ``[start, stop)`` of ``data``, one after another, without joining them."""
+
+    def __init__(self, parts: list[memoryview]):
+        super().__init__()
+        self._parts = [p for p in parts if len(p)]
+        self._index = 0
+        self._offset = 0
+
+    def readable(self) -> bool:
+        """Always: a stream to read."""
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        """Copy the next bytes into ``buffer``; 0 at the end."""
+        if self._index >= len(self._parts):
+            return 0
+        part = self._parts[self._index]
+        count = min(len(buffer), len(part) - self._offset)
+        memoryview(buffer).cast("B")[:count] = part[self._offset : self._offset + count]
+        self._offset += count
+        if self._offset == len(part):
+            self._index, self._offset = self._index + 1, 0
+        return count
+
+
+class _Miscount(RuntimeError):
+    """pandas read another number of rows than the plain lines it was given."""
+
+
+def _plain_frames(data: bytes, lines: _Lines, take: IntArray, width: int, rows: int) -> Iterator[pd.DataFrame]:
+    """The cells of lines ``take`` (plain, ``width`` cells each) read by pandas' C parser as text, ``rows`` at a time.
+
+    pandas reads the lines' bytes in place (a stream over runs of consecutive lines), not a copy.
+    """
     if not take.size:
-        return pd.DataFrame({c: pd.Series([], dtype=object) for c in range(width)})
-    breaks = np.flatnonzero(np.diff(take) != 1)  # runs of consecutive lines: one slice each
+        return
+    breaks = np.flatnonzero(np.diff(take) != 1)  # runs of consecutive lines: one span each
     run_first = np.concatenate([take[:1], take[breaks + 1]])
     run_last = np.concatenate([take[breaks], take[-1:]])
-    starts, stops = lines.start[run_first].tolist(), lines.next[run_last].tolist()
-    chunk = (
-        data[starts[0] : stops[0]] if len(starts) == 1 else b"".join(map(data.__getitem__, map(slice, starts, stops)))
-    )
+    view = memoryview(data)
+    parts = [view[a:b] for a, b in zip(lines.start[run_first].tolist(), lines.next[run_last].tolist(), strict=True)]
     lead = 0
-    if chunk.startswith(_BOM):  # pandas drops a byte-order mark at the start: feed a line before it
-        chunk = b",".join([b"x"] * width) + b"\n" + chunk
+    if bytes(parts[0][: len(_BOM)]) == _BOM:  # pandas drops a byte-order mark at the start: feed a line before it
+        parts.insert(0, memoryview(b",".join([b"x"] * width) + b"\n"))
         lead = 1
-    frame = pd.read_csv(
-        io.BytesIO(chunk),
+    reader = pd.read_csv(
+        io.BufferedReader(_Spans(parts), buffer_size=1 << 20),
         header=None,
         names=list(range(width)),
         dtype=object,
@@ -214,28 +299,68 @@ def _read_plain(data: bytes, lines: _Lines, take: IntArray, width: int) -> pd.Da
         skip_blank_lines=False,
         engine="c",
         encoding="utf-8",
-    ).iloc[lead:]
-    if len(frame) != take.size:
-        raise RuntimeError(f"pandas read {len(frame)} rows from {take.size} plain lines")
-    return frame.reset_index(drop=True)
+        chunksize=rows,
+    )
+    seen = 0
+    with reader:
+        for frame in reader:
+            if lead:
+                frame, lead = frame.iloc[lead:], 0
+            seen += len(frame)
+            if seen > take.size:
+                break
+            yield frame.reset_index(drop=True)
+    if seen != take.size:
+        raise _Miscount(f"pandas read {seen} rows from {take.size} plain lines")
 
 
-def parse_csv_frame(data: bytes) -> CsvFrame:
-    """``data`` (UTF-8, no byte-order mark) read strictly; see the module's rules."""
+def _chunks(source: _Source, width: int, rows: int) -> Iterator[CsvChunk]:
+    """The plain rows ``rows`` at a time, each chunk with the quoted rows among its lines, in line order."""
+    quoted = source.quoted
+    q = 0
+    done = 0
+    for frame in _plain_frames(source.data, source.lines, source.take, width, rows):
+        row_lines = source.take[done : done + len(frame)]
+        done += len(frame)
+        bound = int(source.take[done]) if done < source.take.size else len(source.lines)
+        q_end = q
+        while q_end < len(quoted) and quoted[q_end][0] < bound:
+            q_end += 1
+        if q_end > q:
+            frame, row_lines = _with_quoted(frame, row_lines, quoted[q:q_end], width)
+            q = q_end
+        yield CsvChunk(frame, (row_lines + 1).astype(np.int64), source.ordinal[row_lines].astype(np.int64))
+    if q < len(quoted):  # no plain row at all
+        empty = pd.DataFrame({c: pd.Series([], dtype=object) for c in range(width)})
+        frame, row_lines = _with_quoted(empty, np.zeros(0, dtype=np.int64), quoted[q:], width)
+        yield CsvChunk(frame, (row_lines + 1).astype(np.int64), source.ordinal[row_lines].astype(np.int64))
+
+
+def _with_quoted(
+    frame: pd.DataFrame, row_lines: IntArray, quoted: list[tuple[int, list[str]]], width: int
+) -> tuple[pd.DataFrame, IntArray]:
+    """``frame`` (rows on ``row_lines``) with the ``quoted`` rows put in line order."""
+    extra = pd.DataFrame([cells for _, cells in quoted], columns=list(range(width)), dtype=object)
+    merged = pd.concat([frame, extra], ignore_index=True)
+    all_lines = np.concatenate([row_lines, np.array([k for k, _ in quoted], dtype=np.int64)])
+    order = np.argsort(all_lines, kind="stable")
+    return merged.iloc[order].reset_index(drop=True), all_lines[order]
+
+
+def parse_csv_frame(data: bytes, source: str = "(data)") -> CsvFrame:
+    """``data`` (UTF-8, no byte-order mark) read strictly; see the module's rules. ``source`` names it in errors."""
     buf = np.frombuffer(data, dtype=np.uint8)
     lines = _split_lines(buf)
     blank = lines.end == lines.start
     text = _LineText(data, lines)
     nonblank = np.flatnonzero(~blank)
-    empty = pd.DataFrame()
-    none = np.zeros(0, dtype=np.int64)
     if not nonblank.size:
-        return CsvFrame(None, 0, "", empty, none, none, ())
+        return CsvFrame(source, None, 0, "", ())
     head = int(nonblank[0])
     header, used, error = _csv_record(text, head)
     if header is None or used != 1:
         why = _why(error) if header is None else "the header record runs over several lines"
-        return CsvFrame(None, head + 1, why, empty, none, none, ())
+        return CsvFrame(source, None, head + 1, why, ())
     width = len(header)
     commas = _count_per_line(buf, lines, _COMMA)
     special = (_count_per_line(buf, lines, _QUOTE) > 0) | (_count_per_line(buf, lines, _NUL) > 0)
@@ -270,43 +395,19 @@ def parse_csv_frame(data: bytes) -> CsvFrame:
         cells_count = int(commas[k]) + 1
         issues.append(RowIssue(k + 1, "columns", f"{cells_count} cells, the header has {width}", k + 1, cells_count))
     take = np.flatnonzero(plain & ~wrong).astype(np.int64)
-    frame = _read_plain(data, lines, take, width)
-    ordinal = np.cumsum(record) - 1
-    row_lines = take
-    if quoted_rows:
-        extra = pd.DataFrame([cells for _, cells in quoted_rows], columns=list(range(width)), dtype=object)
-        frame = pd.concat([frame, extra], ignore_index=True)
-        row_lines = np.concatenate([take, np.array([k for k, _ in quoted_rows], dtype=np.int64)])
-        order = np.argsort(row_lines, kind="stable")
-        frame = frame.iloc[order].reset_index(drop=True)
-        row_lines = row_lines[order]
+    ordinal = (np.cumsum(record) - 1).astype(np.int64)
     issues.sort(key=lambda issue: issue.line)
-    return CsvFrame(
-        tuple(header),
-        head + 1,
-        "",
-        frame,
-        (row_lines + 1).astype(np.int64),
-        ordinal[row_lines].astype(np.int64),
-        tuple(issues),
-    )
+    rows = _Source(data, lines, take, quoted_rows, ordinal)
+    return CsvFrame(source, tuple(header), head + 1, "", tuple(issues), width, take.size + len(quoted_rows), rows)
 
 
 def read_csv_frame(path: Path) -> CsvFrame:
     """The CSV file ``path`` read strictly (:func:`parse_csv_frame`) after :func:`planner.jsonio.read_text`'s checks.
 
     Raises :class:`~planner.problems.InputError` naming ``path`` for a file that cannot be read,
-    is too large or is not UTF-8 (codes ``unreadable``, ``too-large``, ``not-utf8``); a parser
-    failure pandas still reports (none is known) becomes a ``not-csv`` problem naming the line
-    when pandas gives one.
+    is too large or is not UTF-8 (codes ``unreadable``, ``too-large``, ``not-utf8``).
     """
-    data = read_text(Path(path)).encode("utf-8")
-    try:
-        return parse_csv_frame(data)
-    except (pd.errors.ParserError, RuntimeError) as exc:
-        found = re.search(r"line (\d+)", str(exc))
-        where = f"line {found.group(1)}" if found else "(file)"
-        raise InputError(str(path), [Problem("not-csv", where, f"not CSV: {exc}")]) from None
+    return parse_csv_frame(read_text(Path(path)).encode("utf-8"), str(path))
 
 
 # -- cells to values -------------------------------------------------------------------------------

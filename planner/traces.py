@@ -24,7 +24,16 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from planner.csv_frames import CsvFrame, blank_cells, decimals, iso_times, read_csv_frame, texts_of, whole_numbers
+from planner.csv_frames import (
+    CsvChunk,
+    CsvFrame,
+    blank_cells,
+    decimals,
+    iso_times,
+    read_csv_frame,
+    texts_of,
+    whole_numbers,
+)
 from planner.jsonio import read_text
 from planner.problems import InputError, Problem, capped
 
@@ -187,6 +196,7 @@ PHILLY_COLUMNS = ("timestamp", "duration", "num_gpus", "gpu_time", "cluster")
 _US = timedelta(microseconds=1)
 _EPOCH = datetime(1970, 1, 1)
 _INT64_MAX = 2**63 - 1
+_JOB_BLOCK = 65_536  # rows turned into Python values at a time
 
 
 @dataclass(frozen=True)
@@ -245,27 +255,17 @@ def _structure_problems(frame: CsvFrame) -> list[tuple[int, Problem]]:
     return out
 
 
-def _philly_rows(path: Path, virtual_cluster: str | None) -> _PhillyRows:
-    """The complete rows of a Philly CSV (of one cluster when ``virtual_cluster`` is given).
+def _philly_chunk(
+    chunk: CsvChunk, virtual_cluster: str | None, problems: list[tuple[int, Problem]]
+) -> tuple[_PhillyRows, npt.NDArray[np.bool_], npt.NDArray[np.intp]]:
+    """The usable rows of one chunk, whether each timestamp names a zone, and their positions in the chunk.
 
-    Read by :func:`planner.csv_frames.read_csv_frame` (pandas, strict): a quote left open (which
-    would swallow every later line into one field), a record spanning lines, a row with a
-    different number of columns, and rows whose timestamps mix naive and zoned times (a naive
-    one cannot be placed on the zoned ones' clock) are ``bad-trace-row`` problems. The cells are
-    checked vectorised; a cell the fast path does not take (an error, or a rarer ISO form) is
-    checked again one row at a time, which words the problem or reads the rarer form.
+    Rows with an empty cell (or one of white space only), or of another cluster, are skipped;
+    a row that cannot be used adds a problem to ``problems``.
     """
-    frame = read_csv_frame(path)
-    if frame.header != PHILLY_COLUMNS or frame.header_line != 1:
-        why = frame.header_issue if frame.header_issue.startswith("not CSV") else ""
-        message = why or f"expected columns {','.join(PHILLY_COLUMNS)}"
-        raise InputError(str(path), [Problem("bad-trace-header", "line 1", message)])
-    problems = _structure_problems(frame)
-    cells = frame.cells
-    col = {name: i for i, name in enumerate(PHILLY_COLUMNS)}
-    texts = {name: texts_of(cells[i]) for name, i in col.items()}
-    keep = np.ones(len(cells), dtype=bool)
-    for name in PHILLY_COLUMNS:  # a row with an empty cell (or one of white space only) is skipped
+    texts = {name: texts_of(chunk.cells[i]) for i, name in enumerate(PHILLY_COLUMNS)}
+    keep = np.ones(len(chunk.cells), dtype=bool)
+    for name in PHILLY_COLUMNS:
         keep &= ~blank_cells(texts[name])
     if virtual_cluster is not None:
         keep &= texts["cluster"] == virtual_cluster
@@ -273,7 +273,7 @@ def _philly_rows(path: Path, virtual_cluster: str | None) -> _PhillyRows:
     micros, stamp_ok, zoned = iso_times(texts["timestamp"])
     duration, duration_ok = decimals(texts["duration"], MAX_TRACE_S)
     fast = gpus_ok & (gpus > 0) & stamp_ok & duration_ok
-    lines = frame.lines
+    lines = chunk.lines
     for k in np.flatnonzero(keep & ~fast).tolist():  # words the problem, or reads a rarer ISO form
         row = {name: str(texts[name][k]) for name in PHILLY_COLUMNS}
         try:
@@ -287,18 +287,52 @@ def _philly_rows(path: Path, virtual_cluster: str | None) -> _PhillyRows:
         gpus[k] = count
         micros[k] = (stamp - _EPOCH) // _US
     kept = np.flatnonzero(keep)
-    if kept.size:
-        first = int(kept[0])
-        had, other = ("a", "none") if not zoned[first] else ("no", "one")
-        for k in kept[zoned[kept] != zoned[first]].tolist():
+    return _PhillyRows(chunk.records[kept], micros[kept], duration[kept], gpus[kept]), zoned[kept], kept
+
+
+def _philly_rows(path: Path, virtual_cluster: str | None) -> _PhillyRows:
+    """The complete rows of a Philly CSV (of one cluster when ``virtual_cluster`` is given).
+
+    Read by :func:`planner.csv_frames.read_csv_frame` (pandas, strict, a chunk of rows at a
+    time): a quote left open (which would swallow every later line into one field), a record
+    spanning lines, a row with a different number of columns, and rows whose timestamps mix
+    naive and zoned times (a naive one cannot be placed on the zoned ones' clock) are
+    ``bad-trace-row`` problems. The cells are checked vectorised; a cell the fast path does not
+    take (an error, or a rarer ISO form) is checked again one row at a time, which words the
+    problem or reads the rarer form.
+    """
+    frame = read_csv_frame(path)
+    if frame.header != PHILLY_COLUMNS or frame.header_line != 1:
+        why = frame.header_issue if frame.header_issue.startswith("not CSV") else ""
+        message = why or f"expected columns {','.join(PHILLY_COLUMNS)}"
+        raise InputError(str(path), [Problem("bad-trace-header", "line 1", message)])
+    problems = _structure_problems(frame)
+    parts: list[_PhillyRows] = []
+    first: tuple[bool, int] | None = None  # (zoned, line) of the first kept row
+    for chunk in frame.chunks():
+        rows, zoned, where = _philly_chunk(chunk, virtual_cluster, problems)
+        if not where.size:
+            continue
+        if first is None:
+            first = (bool(zoned[0]), int(chunk.lines[where[0]]))
+        mixed = zoned != first[0]
+        had, other = ("a", "none") if not first[0] else ("no", "one")
+        for k in where[mixed].tolist():
             message = (
-                f"timestamp {_shown(str(texts['timestamp'][k]))} has {had} time zone and the one on line "
-                f"{lines[first]} has {other}: naive and zoned times cannot be compared"
+                f"timestamp {_shown(str(chunk.cells.iat[k, 0]))} has {had} time zone and the one on line "
+                f"{first[1]} has {other}: naive and zoned times cannot be compared"
             )
-            problems.append((int(lines[k]), Problem("bad-trace-row", f"line {lines[k]}", message)))
+            problems.append((int(chunk.lines[k]), Problem("bad-trace-row", f"line {chunk.lines[k]}", message)))
+        same = ~mixed
+        parts.append(_PhillyRows(rows.index[same], rows.micros[same], rows.duration_s[same], rows.gpus[same]))
     if problems:
         raise InputError(str(path), capped(p for _, p in sorted(problems, key=lambda lp: lp[0])))
-    return _PhillyRows(frame.records[kept], micros[kept], duration[kept], gpus[kept])
+    if not parts:
+        none = np.zeros(0, dtype=np.int64)
+        return _PhillyRows(none, none, np.zeros(0), none)
+    return _PhillyRows(
+        *(np.concatenate([getattr(p, f) for p in parts]) for f in ("index", "micros", "duration_s", "gpus"))
+    )
 
 
 def _seconds_after(micros: npt.NDArray[np.int64], start: int) -> list[float]:
@@ -342,19 +376,25 @@ def read_philly_csv(
             ],
         )
     order = np.lexsort((rows.index, rows.micros))
-    arrivals = _seconds_after(rows.micros[order], int(rows.micros.min()))
+    start = int(rows.micros.min())
     rng = random.Random(seed)
     usable_for: dict[int, list[str]] = {}
     jobs = []
-    for index, arrival, duration_s, gpus in zip(
-        rows.index[order].tolist(), arrivals, rows.duration_s[order].tolist(), rows.gpus[order].tolist(), strict=True
-    ):
-        usable = usable_for.get(gpus)
-        if usable is None:
-            usable = usable_for[gpus] = [t for t in job_types if steps_per_s(t, gpus)]
-        if not usable or duration_s <= 0:
-            continue
-        job_type = rng.choice(usable)
-        rate = steps_per_s(job_type, gpus) or 0.0
-        jobs.append(TraceJob(f"p{index}", job_type, arrival, gpus, duration_s * rate))
+    for block in range(0, order.size, _JOB_BLOCK):  # Python values for one block of rows at a time
+        at = order[block : block + _JOB_BLOCK]
+        for index, arrival, duration_s, gpus in zip(
+            rows.index[at].tolist(),
+            _seconds_after(rows.micros[at], start),
+            rows.duration_s[at].tolist(),
+            rows.gpus[at].tolist(),
+            strict=True,
+        ):
+            usable = usable_for.get(gpus)
+            if usable is None:
+                usable = usable_for[gpus] = [t for t in job_types if steps_per_s(t, gpus)]
+            if not usable or duration_s <= 0:
+                continue
+            job_type = rng.choice(usable)
+            rate = steps_per_s(job_type, gpus) or 0.0
+            jobs.append(TraceJob(f"p{index}", job_type, arrival, gpus, duration_s * rate))
     return jobs

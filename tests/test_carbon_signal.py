@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from planner import csv_frames
 from planner.problems import InputError
 from planner.resources import resolve_signal, shipped_signals
 from planner.sim.signals import HourlySignal, SignalClock, SignalKind, read_signal, signal_cost
@@ -317,3 +318,17 @@ def test_signal_cost_carbon_grams_and_price_dollars() -> None:
     expected = 2e6 / 3.6e6 * (200 * 100 + 160 * 300) / 360
     assert signal_cost(mixed, 3400.0, 360.0, 2e6) == pytest.approx(expected)
     assert signal_cost(mixed, 3400.0, 360.0, 0.0) == 0.0
+
+
+def test_reading_does_not_depend_on_the_chunk_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the file is read a chunk of rows at a time: gaps, duplicates and mixed zones across chunks are still seen
+    path = shipped_signals()["CISO_2022.csv"]
+    whole = read_signal(path, "carbon")
+    monkeypatch.setattr(csv_frames.CsvFrame.chunks, "__defaults__", (1000,))
+    assert read_signal(path, "carbon") == whole
+    monkeypatch.setattr(csv_frames.CsvFrame.chunks, "__defaults__", (2,))
+    rows = _hours("10", "", "12", "13") + "2022-01-01 03:00:00+00:00,14\n" + "2022-01-01 05:00:00,15\n"
+    assert _problems(_write(tmp_path, HEADER + rows)) == [
+        ("duplicate-timestamp", "f.csv:row 6 (timestamp)"),
+        ("mixed-time-zones", "f.csv:row 7 (timestamp)"),
+    ]

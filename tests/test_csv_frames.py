@@ -19,32 +19,51 @@ def issues(data: bytes) -> list[tuple[int, str, int]]:
 def test_rows_lines_and_record_positions() -> None:
     frame = parse_csv_frame(b"\n\na,b\r\n1,2\r3,4\r\n\r\n  \n5,6")
     assert (frame.header, frame.header_line) == (("a", "b"), 3)
-    assert frame.cells.values.tolist() == [["1", "2"], ["3", "4"], ["5", "6"]]
-    assert frame.lines.tolist() == [4, 5, 8]
-    assert frame.records.tolist() == [0, 1, 3]  # the line of spaces is a record (of one cell), blank lines are not
+    assert frame.whole().cells.values.tolist() == [["1", "2"], ["3", "4"], ["5", "6"]]
+    assert frame.whole().lines.tolist() == [4, 5, 8]
+    assert frame.whole().records.tolist() == [
+        0,
+        1,
+        3,
+    ]  # the line of spaces is a record (of one cell), blank lines are not
     assert issues(b"\n\na,b\r\n1,2\r3,4\r\n\r\n  \n5,6") == [(7, "columns", 7)]
 
 
 def test_short_and_long_rows_are_issues_not_padded_or_fatal() -> None:
     frame = parse_csv_frame(b"a,b,c\n1,2\n1,2,3,4\n1,2,3\n")
     assert [(i.line, i.kind, i.cells) for i in frame.issues] == [(2, "columns", 2), (3, "columns", 4)]
-    assert frame.cells.values.tolist() == [["1", "2", "3"]] and frame.lines.tolist() == [4]
+    assert frame.whole().cells.values.tolist() == [["1", "2", "3"]] and frame.whole().lines.tolist() == [4]
 
 
 def test_quotes_are_read_by_the_csv_module_strictly() -> None:
     frame = parse_csv_frame(b'a,b\n"x,y","say ""hi"""\n1,2\n')
-    assert frame.cells.values.tolist() == [["x,y", 'say "hi"'], ["1", "2"]]
+    assert frame.whole().cells.values.tolist() == [["x,y", 'say "hi"'], ["1", "2"]]
     assert issues(b'a,b\n1,"2\n3",4\n5,6\n') == [(2, "spans-lines", 3)]
-    assert parse_csv_frame(b'a,b\n1,"2\n3",4\n5,6\n').lines.tolist() == [4]
+    assert parse_csv_frame(b'a,b\n1,"2\n3",4\n5,6\n').whole().lines.tolist() == [4]
     # a quote left open, or text after a closing quote: reading stops there
     assert issues(b'a,b\n1,"2\n3,4\n') == [(2, "not-csv", 2)]
     frame = parse_csv_frame(b'a,b\n1,2\n1,"2"x\n1,,\n5,6\n')
-    assert [(i.line, i.kind) for i in frame.issues] == [(3, "not-csv")] and frame.lines.tolist() == [2]
+    assert [(i.line, i.kind) for i in frame.issues] == [(3, "not-csv")] and frame.whole().lines.tolist() == [2]
+
+
+def test_chunks_hold_the_quoted_rows_in_line_order() -> None:
+    data = b'a,b\n"q",1\n2,2\n3,3\n"q",4\n"q",5\n6,6\n7,7\n"q",8\n'
+    frame = parse_csv_frame(data)
+    whole = frame.whole()
+    assert frame.row_count == 8 and whole.lines.tolist() == list(range(2, 10))
+    for size in (1, 2, 3, 100):
+        chunks = list(frame.chunks(size))
+        assert [c.lines.tolist() for c in chunks][0][0] == 2
+        assert sum((c.lines.tolist() for c in chunks), []) == whole.lines.tolist()
+        assert sum((c.cells.values.tolist() for c in chunks), []) == whole.cells.values.tolist()
+    assert whole.cells[1].tolist() == [str(n) for n in range(1, 9)]
+    only_quoted = parse_csv_frame(b'a\n"x"\n"y"\n')
+    assert [c.cells[0].tolist() for c in only_quoted.chunks(1)] == [["x", "y"]]
 
 
 def test_nul_and_byte_order_mark_stay_in_their_cells() -> None:
     frame = parse_csv_frame("a,b\n\ufeff1,2\x00\n".encode())
-    assert frame.cells.values.tolist() == [["\ufeff1", "2\x00"]]
+    assert frame.whole().cells.values.tolist() == [["\ufeff1", "2\x00"]]
 
 
 def test_header_problems_and_empty_files() -> None:
@@ -52,7 +71,7 @@ def test_header_problems_and_empty_files() -> None:
     frame = parse_csv_frame(b'"a\nb",c\n1,2\n')
     assert frame.header is None and frame.header_line == 1 and "several lines" in frame.header_issue
     only = parse_csv_frame(b"a,b\n")
-    assert only.header == ("a", "b") and only.cells.shape == (0, 2)
+    assert only.header == ("a", "b") and only.whole().cells.shape == (0, 2)
 
 
 def test_read_csv_frame_reports_unreadable_files(tmp_path: Path) -> None:

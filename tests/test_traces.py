@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from planner import csv_frames, traces
 from planner.problems import MAX_REPORTED_PROBLEMS, InputError
 from planner.traces import (
     GAVEL_COLUMNS_7,
@@ -364,3 +365,15 @@ def test_philly_arrivals_match_timedelta_seconds(tmp_path: Path) -> None:
     jobs = read_philly_csv(write_philly(tmp_path / "t.csv", [f"{s},10,1,10,c" for s in stamps]), ["A"], steps_per_s)
     first = datetime.fromisoformat(stamps[0])
     assert [j.arrival_s for j in jobs] == [(datetime.fromisoformat(s) - first).total_seconds() for s in stamps]
+
+
+def test_philly_jobs_do_not_depend_on_chunk_or_block_sizes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # rows are read a chunk at a time and turned into jobs a block at a time: the draws must not see it
+    rows = [f"2017-10-09 07:{i // 60:02d}:{i % 60:02d},{10 + i},{1 + i % 3},1,c" for i in range(40, 0, -1)]
+    rows.insert(7, '"2017-10-09 06:00:00",5,1,1,"c"')  # a quoted row among plain ones
+    path = write_philly(tmp_path / "many.csv", rows)
+    expected = read_philly_csv(path, ["A", "B"], steps_per_s, seed=3)
+    monkeypatch.setattr(traces, "_JOB_BLOCK", 3)
+    monkeypatch.setattr(csv_frames.CsvFrame.chunks, "__defaults__", (4,))
+    assert read_philly_csv(path, ["A", "B"], steps_per_s, seed=3) == expected
+    assert len(expected) == 41 and expected[0].id == "p7"

@@ -86,7 +86,7 @@ from typing import Any, Final, Literal
 import numpy as np
 import numpy.typing as npt
 
-from planner.csv_frames import DECIMAL, CsvFrame, decimals, iso_times, read_csv_frame, texts_of
+from planner.csv_frames import DECIMAL, CsvChunk, CsvFrame, decimals, iso_times, read_csv_frame, texts_of
 from planner.problems import InputError, Problem, capped
 
 SignalKind = Literal["carbon", "price"]
@@ -358,34 +358,42 @@ def _header_columns(path: Path, frame: CsvFrame, kind: SignalKind) -> tuple[int,
     return ts_col, value_col, header
 
 
-def read_signal(path: Path, kind: SignalKind) -> HourlySignal:
-    """Read an hourly ``kind`` signal from the CSV file ``path``, filling short gaps (see the module's rules).
+@dataclass
+class _Rows:
+    """The rows of one chunk of a signal file read so far: row numbers, UTC times (us since 1970) and values.
 
-    The file is read by :func:`planner.csv_frames.read_csv_frame` (pandas, strict) and its cells
-    checked vectorised; a cell the fast path does not take (an error, or a rarer ISO form) is
-    checked again on its own, which words the problem or reads the rarer form.
-    Raises :class:`~planner.problems.InputError` naming ``path`` with every problem found.
+    ``stamp_ok``: the time is usable; ``zoned``: it names a zone; ``value_ok``: the value cell is
+    usable (empty or a number); ``has_value``: it holds a number; ``stamp_texts``: the time cells.
     """
-    path = Path(path)
-    if kind not in VALUE_COLUMNS:
-        raise ValueError(f"kind must be one of {sorted(VALUE_COLUMNS)}, not {kind!r}")
-    name = path.name
-    frame = read_csv_frame(path)
-    ts_col, value_col, header = _header_columns(path, frame, kind)
-    ts_name, value_name = header[ts_col].strip(), header[value_col].strip()
-    problems = _Problems(name)
 
-    rows = frame.lines
-    for issue in frame.issues:
-        if issue.kind == "columns":
-            problems.add(issue.line, 0, None, "bad-row", issue.message)
-            continue
-        problems.add(issue.line, 0, None, "bad-row", f"{issue.message}; reading stopped here")
-        rows = rows[rows < issue.line]
-        break
-    count = len(rows)
-    ts_texts = texts_of(frame.cells[ts_col])[:count]
-    value_texts = texts_of(frame.cells[value_col])[:count]
+    rows: npt.NDArray[np.int64]
+    micros: npt.NDArray[np.int64]
+    stamp_ok: npt.NDArray[np.bool_]
+    zoned: npt.NDArray[np.bool_]
+    values: npt.NDArray[np.float64]
+    value_ok: npt.NDArray[np.bool_]
+    has_value: npt.NDArray[np.bool_]
+    stamp_texts: npt.NDArray[np.object_]
+
+
+def _signal_chunk(
+    chunk: CsvChunk,
+    columns: tuple[int, int],
+    kind: SignalKind,
+    stop: int | None,
+    names: tuple[str, str],
+    problems: _Problems,
+) -> _Rows:
+    """The times and values of one chunk's rows (those before line ``stop``), vectorised.
+
+    A cell the fast path does not take is read again on its own (:func:`_timestamp`,
+    :func:`_value`), which words its problem (added to ``problems``) or reads a rarer form.
+    """
+    keep = slice(None) if stop is None else slice(0, int(np.searchsorted(chunk.lines, stop)))
+    rows = chunk.lines[keep]
+    ts_texts = texts_of(chunk.cells[columns[0]])[keep]
+    value_texts = texts_of(chunk.cells[columns[1]])[keep]
+    ts_name, value_name = names
 
     micros, stamp_ok, zoned = iso_times(ts_texts)
     stamp_ok &= micros % _US_PER_HOUR == 0
@@ -411,19 +419,61 @@ def read_signal(path: Path, kind: SignalKind) -> HourlySignal:
         value_ok[k] = True
         if value is not None:
             values[k], has_value[k] = value, True
+    return _Rows(rows, micros, stamp_ok, zoned, values, value_ok, has_value, ts_texts)
 
+
+def read_signal(path: Path, kind: SignalKind) -> HourlySignal:
+    """Read an hourly ``kind`` signal from the CSV file ``path``, filling short gaps (see the module's rules).
+
+    The file is read by :func:`planner.csv_frames.read_csv_frame` (pandas, strict) and its cells
+    checked vectorised; a cell the fast path does not take (an error, or a rarer ISO form) is
+    checked again on its own, which words the problem or reads the rarer form.
+    Raises :class:`~planner.problems.InputError` naming ``path`` with every problem found.
+    """
+    path = Path(path)
+    if kind not in VALUE_COLUMNS:
+        raise ValueError(f"kind must be one of {sorted(VALUE_COLUMNS)}, not {kind!r}")
+    name = path.name
+    frame = read_csv_frame(path)
+    ts_col, value_col, header = _header_columns(path, frame, kind)
+    ts_name, value_name = header[ts_col].strip(), header[value_col].strip()
+    problems = _Problems(name)
+
+    stop = None  # the line of a record reading stopped at
+    for issue in frame.issues:
+        if issue.kind == "columns":
+            problems.add(issue.line, 0, None, "bad-row", issue.message)
+            continue
+        problems.add(issue.line, 0, None, "bad-row", f"{issue.message}; reading stopped here")
+        stop = issue.line
+        break
+    parts: list[_Rows] = []
+    first: tuple[bool, int] | None = None  # (zoned, row) of the first row with a usable timestamp
+    for chunk in frame.chunks():
+        part = _signal_chunk(chunk, (ts_col, value_col), kind, stop, (ts_name, value_name), problems)
+        timed = np.flatnonzero(part.stamp_ok)
+        if timed.size:  # naive times are UTC only in a file where no time names a zone
+            if first is None:
+                first = (bool(part.zoned[timed[0]]), int(part.rows[timed[0]]))
+            had, other = ("a", "none") if not first[0] else ("no", "one")
+            for k in timed[part.zoned[timed] != first[0]].tolist():
+                message = (
+                    f"{_shown(str(part.stamp_texts[k]).strip())} has {had} time zone and the one on row {first[1]} "
+                    f"has {other}: a naive time is read as UTC only when no time of the file names a zone"
+                )
+                problems.add(int(part.rows[k]), 3, ts_name, "mixed-time-zones", message)
+                part.stamp_ok[k] = False
+        part.stamp_texts = np.zeros(0, dtype=object)  # the text of this chunk is no longer needed
+        parts.append(part)
+    del frame  # the file's bytes: only the parsed arrays are needed from here on
+    rows = np.concatenate([np.zeros(0, dtype=np.int64), *(p.rows for p in parts)])
+    micros = np.concatenate([np.zeros(0, dtype=np.int64), *(p.micros for p in parts)])
+    values = np.concatenate([np.zeros(0), *(p.values for p in parts)])
+    stamp_ok, value_ok, has_value = (
+        np.concatenate([np.zeros(0, dtype=bool), *(getattr(p, f) for p in parts)])
+        for f in ("stamp_ok", "value_ok", "has_value")
+    )
     timed = np.flatnonzero(stamp_ok)
-    if timed.size:  # naive times are UTC only in a file where no time names a zone
-        first = int(timed[0])
-        mixed = timed[zoned[timed] != zoned[first]]
-        had, other = ("a", "none") if not zoned[first] else ("no", "one")
-        for k in mixed.tolist():
-            message = (
-                f"{_shown(str(ts_texts[k]).strip())} has {had} time zone and the one on row {rows[first]} has "
-                f"{other}: a naive time is read as UTC only when no time of the file names a zone"
-            )
-            problems.add(int(rows[k]), 3, ts_name, "mixed-time-zones", message)
-        timed = timed[zoned[timed] == zoned[first]]
     stamps = micros[timed]
     before = np.maximum.accumulate(np.concatenate([[np.iinfo(np.int64).min], stamps[:-1]]))
     late = stamps <= before
