@@ -14,7 +14,10 @@ plain and whole:
   may be quoted);
 * a *plain* line (no ``"`` and no NUL) has ``commas + 1`` cells; it is a row when that is the
   header's count, otherwise a ``columns`` issue;
-* a line holding a ``"`` or a NUL byte is read with Python's ``csv`` module in strict mode,
+* a line whose every cell is either free of quotes or quoted whole (``"a, b"``, ``"x ""y"" z"``),
+  with the header's count of cells, is read by pandas too (it reads such a line as the ``csv``
+  module does);
+* any other line holding a ``"`` or a NUL byte is read with Python's ``csv`` module in strict mode,
   exactly as before pandas (Python 3.11's module keeps a NUL in its cell, so the cell's own
   check refuses it): a record that ends on a later line (a quote closed there) is a
   ``spans-lines`` issue covering its lines, a record the module refuses (a quote left open
@@ -27,9 +30,9 @@ plain and whole:
   among them in line order, so only one chunk's cell text is in memory at once: memory is the
   file's bytes, a few integers per line, and one chunk.
 
-The cost is linear: a few numpy passes over the bytes and one pandas read; only lines with a
-quote or NUL byte go through the ``csv`` module one by one (none in the files this project
-reads, whose cells never need quoting).
+The cost is linear: a few numpy passes over the bytes and one pandas read; a line with a quote
+costs one regular-expression match, and only the irregular ones (and NUL bytes) go through
+the ``csv`` module one by one.
 
 Column helpers turn text cells into numbers and times vectorised, with a mask of the cells
 they could take (:func:`decimals`, :func:`iso_times`); a cell outside the mask is left to the
@@ -295,7 +298,7 @@ def _plain_frames(data: bytes, lines: _Lines, take: IntArray, width: int, rows: 
         dtype=object,
         na_filter=False,
         keep_default_na=False,
-        quoting=csv.QUOTE_NONE,
+        quoting=csv.QUOTE_MINIMAL,
         skip_blank_lines=False,
         engine="c",
         encoding="utf-8",
@@ -347,6 +350,16 @@ def _with_quoted(
     return merged.iloc[order].reset_index(drop=True), all_lines[order]
 
 
+def _simple_quoted(width: int) -> re.Pattern[bytes]:
+    """A line of ``width`` cells, each unquoted without a quote, or quoted whole with ``""`` for a quote.
+
+    On such a line pandas' C parser (``QUOTE_MINIMAL``) and the ``csv`` module in strict mode
+    give the same cells; any other line with a quote is read by the ``csv`` module.
+    """
+    cell = rb'(?:"(?:[^"\r\n\x00]|"")*"|[^",\r\n\x00]*)'
+    return re.compile(cell + rb"(?:," + cell + rb"){" + str(width - 1).encode() + rb"}")
+
+
 def parse_csv_frame(data: bytes, source: str = "(data)") -> CsvFrame:
     """``data`` (UTF-8, no byte-order mark) read strictly; see the module's rules. ``source`` names it in errors."""
     buf = np.frombuffer(data, dtype=np.uint8)
@@ -370,8 +383,14 @@ def parse_csv_frame(data: bytes, source: str = "(data)") -> CsvFrame:
     continuation = np.zeros(len(lines), dtype=bool)  # lines inside a record that started earlier
     issues: list[RowIssue] = []
     quoted_rows: list[tuple[int, list[str]]] = []
+    simple = np.zeros(len(lines), dtype=bool)  # quoted lines pandas reads as the csv module would
+    whole_line = _simple_quoted(width)
+    starts, ends = lines.start.tolist(), lines.end.tolist()
     for k in np.flatnonzero(special & data_line).tolist():
         if continuation[k]:
+            continue
+        if whole_line.fullmatch(data, starts[k], ends[k]):
+            simple[k] = True
             continue
         cells, used, error = _csv_record(text, k)
         if cells is None:
@@ -394,7 +413,7 @@ def parse_csv_frame(data: bytes, source: str = "(data)") -> CsvFrame:
     for k in np.flatnonzero(wrong).tolist():
         cells_count = int(commas[k]) + 1
         issues.append(RowIssue(k + 1, "columns", f"{cells_count} cells, the header has {width}", k + 1, cells_count))
-    take = np.flatnonzero(plain & ~wrong).astype(np.int64)
+    take = np.flatnonzero((plain & ~wrong) | (simple & data_line)).astype(np.int64)
     ordinal = (np.cumsum(record) - 1).astype(np.int64)
     issues.sort(key=lambda issue: issue.line)
     rows = _Source(data, lines, take, quoted_rows, ordinal)

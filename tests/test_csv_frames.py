@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 from pathlib import Path
 
 import numpy as np
@@ -46,8 +48,17 @@ def test_quotes_are_read_by_the_csv_module_strictly() -> None:
     assert [(i.line, i.kind) for i in frame.issues] == [(3, "not-csv")] and frame.whole().lines.tolist() == [2]
 
 
+def test_quoted_lines_read_by_pandas_give_the_csv_module_cells() -> None:
+    lines = ['"a, b",""', '"x ""y"" z",1', ' "s",2', 'q"r,3', '"",""', '"1\x002",4']
+    frame = parse_csv_frame(("h,k\n" + "\n".join(lines) + "\n").encode())
+    expected = [row for row in csv.reader(io.StringIO("\n".join(lines) + "\n"), strict=True)]
+    assert frame.whole().cells.values.tolist() == expected and frame.issues == ()
+    assert [(i.line, i.kind) for i in parse_csv_frame(b'h,k\n"s" ,1\n1,2\n').issues] == [(2, "not-csv")]
+
+
 def test_chunks_hold_the_quoted_rows_in_line_order() -> None:
-    data = b'a,b\n"q",1\n2,2\n3,3\n"q",4\n"q",5\n6,6\n7,7\n"q",8\n'
+    # 'q"1' (a quote inside an unquoted cell) is read by the csv module, '"q"' by pandas
+    data = b'a,b\nq"1,1\n2,2\n3,3\nq"4,4\n"q",5\n6,6\n7,7\nq"8,8\n'
     frame = parse_csv_frame(data)
     whole = frame.whole()
     assert frame.row_count == 8 and whole.lines.tolist() == list(range(2, 10))
@@ -57,8 +68,9 @@ def test_chunks_hold_the_quoted_rows_in_line_order() -> None:
         assert sum((c.lines.tolist() for c in chunks), []) == whole.lines.tolist()
         assert sum((c.cells.values.tolist() for c in chunks), []) == whole.cells.values.tolist()
     assert whole.cells[1].tolist() == [str(n) for n in range(1, 9)]
-    only_quoted = parse_csv_frame(b'a\n"x"\n"y"\n')
-    assert [c.cells[0].tolist() for c in only_quoted.chunks(1)] == [["x", "y"]]
+    assert whole.cells[0].tolist() == ['q"1', "2", "3", 'q"4', "q", "6", "7", 'q"8']
+    only_quoted = parse_csv_frame(b'a\nx"\ny"\n')
+    assert [c.cells[0].tolist() for c in only_quoted.chunks(1)] == [['x"', 'y"']]
 
 
 def test_nul_and_byte_order_mark_stay_in_their_cells() -> None:
