@@ -13,16 +13,27 @@ and ``bad-trace-header`` with the line (``line N``), ``empty-trace``; at most
 
 from __future__ import annotations
 
-import csv
-import io
 import math
 import random
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import numpy as np
+import numpy.typing as npt
+
+from planner.csv_frames import (
+    CsvChunk,
+    CsvFrame,
+    blank_cells,
+    decimals,
+    iso_times,
+    read_csv_frame,
+    texts_of,
+    whole_numbers,
+)
 from planner.jsonio import read_text
 from planner.problems import InputError, Problem, capped
 
@@ -182,15 +193,24 @@ def read_gavel_trace(path: Path) -> list[TraceJob]:
 
 PHILLY_COLUMNS = ("timestamp", "duration", "num_gpus", "gpu_time", "cluster")
 
+_US = timedelta(microseconds=1)
+_EPOCH = datetime(1970, 1, 1)
+_INT64_MAX = 2**63 - 1
+_JOB_BLOCK = 65_536  # rows turned into Python values at a time
 
-@dataclass(frozen=True, slots=True)
-class _PhillyRow:
-    """A usable Philly row: its position among the data rows, start time, duration (s), GPUs."""
 
-    index: int
-    stamp: datetime
-    duration_s: float
-    gpus: int
+@dataclass(frozen=True)
+class _PhillyRows:
+    """The usable Philly rows in file order, one array per field.
+
+    ``index``: position among the data records; ``micros``: start time in microseconds since
+    1970-01-01 (UTC when zoned, as written when naive); ``duration_s`` (s); ``gpus``.
+    """
+
+    index: npt.NDArray[np.int64]
+    micros: npt.NDArray[np.int64]
+    duration_s: npt.NDArray[np.float64]
+    gpus: npt.NDArray[np.int64] | npt.NDArray[np.object_]
 
 
 def _timestamp(text: str) -> tuple[datetime, bool]:
@@ -207,74 +227,120 @@ def _timestamp(text: str) -> tuple[datetime, bool]:
         raise _BadRow(f"timestamp {_shown(text)} is out of range once taken to UTC") from None
 
 
-def _philly_row(index: int, row: dict[str, str]) -> tuple[_PhillyRow, bool]:
-    """The usable fields of a data row (``index`` counts data rows from 0), and whether its timestamp has a zone."""
+def _philly_row(row: dict[str, str]) -> tuple[int, datetime, float, bool]:
+    """GPUs, start time, duration (s) of a data row, and whether its timestamp has a zone; raises :class:`_BadRow`.
+
+    The checks, in order: ``num_gpus`` a whole number >= 1, ``timestamp`` ISO, ``duration`` a number.
+    """
     gpus = _whole(row["num_gpus"], "num_gpus")
     if gpus <= 0:
         raise _BadRow(f"num_gpus {gpus} must be >= 1")
     stamp, zoned = _timestamp(row["timestamp"])
-    return _PhillyRow(index, stamp, _number(row["duration"], "duration", MAX_TRACE_S), gpus), zoned
+    return gpus, stamp, _number(row["duration"], "duration", MAX_TRACE_S), zoned
 
 
-def _header(reader: csv.DictReader, path: Path) -> tuple[str, ...]:
-    """The column names of a CSV file (none for an empty file)."""
-    try:
-        return tuple(reader.fieldnames or ())
-    except csv.Error as exc:
-        raise InputError(str(path), [Problem("bad-trace-header", "line 1", f"not CSV: {exc}")]) from None
+def _structure_problems(frame: CsvFrame) -> list[tuple[int, Problem]]:
+    """``(line, problem)`` for each record of ``frame`` that is not a row: spanning lines, wrong width, not CSV."""
+    out = []
+    for issue in frame.issues:
+        if issue.kind == "columns":
+            out.append(
+                (
+                    issue.line,
+                    Problem("bad-trace-row", f"line {issue.line}", "the row has a different number of columns"),
+                )
+            )
+        else:
+            out.append((issue.line, Problem("bad-trace-row", f"line {issue.line}", issue.message)))
+    return out
 
 
-def _philly_rows(path: Path, virtual_cluster: str | None) -> list[_PhillyRow]:
+def _philly_chunk(
+    chunk: CsvChunk, virtual_cluster: str | None, problems: list[tuple[int, Problem]]
+) -> tuple[_PhillyRows, npt.NDArray[np.bool_], npt.NDArray[np.intp]]:
+    """The usable rows of one chunk, whether each timestamp names a zone, and their positions in the chunk.
+
+    Rows with an empty cell (or one of white space only), or of another cluster, are skipped;
+    a row that cannot be used adds a problem to ``problems``.
+    """
+    texts = {name: texts_of(chunk.cells[i]) for i, name in enumerate(PHILLY_COLUMNS)}
+    keep = np.ones(len(chunk.cells), dtype=bool)
+    for name in PHILLY_COLUMNS:
+        keep &= ~blank_cells(texts[name])
+    if virtual_cluster is not None:
+        keep &= texts["cluster"] == virtual_cluster
+    gpus, gpus_ok = whole_numbers(texts["num_gpus"])
+    micros, stamp_ok, zoned = iso_times(texts["timestamp"])
+    duration, duration_ok = decimals(texts["duration"], MAX_TRACE_S)
+    fast = gpus_ok & (gpus > 0) & stamp_ok & duration_ok
+    lines = chunk.lines
+    for k in np.flatnonzero(keep & ~fast).tolist():  # words the problem, or reads a rarer ISO form
+        row = {name: str(texts[name][k]) for name in PHILLY_COLUMNS}
+        try:
+            count, stamp, duration[k], zoned[k] = _philly_row(row)
+        except _BadRow as exc:
+            problems.append((int(lines[k]), Problem("bad-trace-row", f"line {lines[k]}", str(exc))))
+            keep[k] = False
+            continue
+        if count > _INT64_MAX and gpus.dtype != object:  # as many digits as the row gives: Python ints
+            gpus = gpus.astype(object)
+        gpus[k] = count
+        micros[k] = (stamp - _EPOCH) // _US
+    kept = np.flatnonzero(keep)
+    return _PhillyRows(chunk.records[kept], micros[kept], duration[kept], gpus[kept]), zoned[kept], kept
+
+
+def _philly_rows(path: Path, virtual_cluster: str | None) -> _PhillyRows:
     """The complete rows of a Philly CSV (of one cluster when ``virtual_cluster`` is given).
 
-    Parsed strictly: a quote left open (which would swallow every later line into one field),
-    a record spanning lines, and rows whose timestamps mix naive and zoned times (a naive one
-    cannot be placed on the zoned ones' clock) are ``bad-trace-row`` problems.
+    Read by :func:`planner.csv_frames.read_csv_frame` (pandas, strict, a chunk of rows at a
+    time): a quote left open (which would swallow every later line into one field), a record
+    spanning lines, a row with a different number of columns, and rows whose timestamps mix
+    naive and zoned times (a naive one cannot be placed on the zoned ones' clock) are
+    ``bad-trace-row`` problems. The cells are checked vectorised; a cell the fast path does not
+    take (an error, or a rarer ISO form) is checked again one row at a time, which words the
+    problem or reads the rarer form.
     """
-    reader = csv.DictReader(io.StringIO(read_text(path), newline=""), strict=True)
-    if _header(reader, path) != PHILLY_COLUMNS:
-        raise InputError(
-            str(path), [Problem("bad-trace-header", "line 1", f"expected columns {','.join(PHILLY_COLUMNS)}")]
-        )
-    rows, problems = [], []
-    zones: tuple[bool, int] | None = None  # (zoned, line) of the first kept row
-    first_line = reader.line_num + 1
-    try:
-        for i, row in enumerate(reader):
-            line, first_line = first_line, reader.line_num + 1
-            if line != reader.line_num:
-                message = f"a quoted field runs from line {line} to line {reader.line_num}: a quote left open?"
-                problems.append(Problem("bad-trace-row", f"line {line}", message))
-                continue
-            if None in row or any(v is None for v in row.values()):
-                problems.append(Problem("bad-trace-row", f"line {line}", "the row has a different number of columns"))
-                continue
-            if any(not (row.get(c) or "").strip() for c in PHILLY_COLUMNS):
-                continue
-            if virtual_cluster is not None and row["cluster"] != virtual_cluster:
-                continue
-            try:
-                kept, zoned = _philly_row(i, row)
-            except _BadRow as exc:
-                problems.append(Problem("bad-trace-row", f"line {line}", str(exc)))
-                continue
-            if zones is None:
-                zones = (zoned, line)
-            elif zones[0] != zoned:
-                had, other = ("a", "none") if zoned else ("no", "one")
-                message = (
-                    f"timestamp {_shown(row['timestamp'])} has {had} time zone and the one on line {zones[1]} "
-                    f"has {other}: naive and zoned times cannot be compared"
-                )
-                problems.append(Problem("bad-trace-row", f"line {line}", message))
-                continue
-            rows.append(kept)
-    except csv.Error as exc:
-        where = f"line {first_line}" if "end of data" in str(exc) else f"line {reader.line_num}"
-        problems.append(Problem("bad-trace-row", where, f"not CSV: {exc} (a quote left open?)"))
+    frame = read_csv_frame(path)
+    if frame.header != PHILLY_COLUMNS or frame.header_line != 1:
+        why = frame.header_issue if frame.header_issue.startswith("not CSV") else ""
+        message = why or f"expected columns {','.join(PHILLY_COLUMNS)}"
+        raise InputError(str(path), [Problem("bad-trace-header", "line 1", message)])
+    problems = _structure_problems(frame)
+    parts: list[_PhillyRows] = []
+    first: tuple[bool, int] | None = None  # (zoned, line) of the first kept row
+    for chunk in frame.chunks():
+        rows, zoned, where = _philly_chunk(chunk, virtual_cluster, problems)
+        if not where.size:
+            continue
+        if first is None:
+            first = (bool(zoned[0]), int(chunk.lines[where[0]]))
+        mixed = zoned != first[0]
+        had, other = ("a", "none") if not first[0] else ("no", "one")
+        for k in where[mixed].tolist():
+            message = (
+                f"timestamp {_shown(str(chunk.cells.iat[k, 0]))} has {had} time zone and the one on line "
+                f"{first[1]} has {other}: naive and zoned times cannot be compared"
+            )
+            problems.append((int(chunk.lines[k]), Problem("bad-trace-row", f"line {chunk.lines[k]}", message)))
+        same = ~mixed
+        parts.append(_PhillyRows(rows.index[same], rows.micros[same], rows.duration_s[same], rows.gpus[same]))
     if problems:
-        raise InputError(str(path), capped(problems))
-    return rows
+        raise InputError(str(path), capped(p for _, p in sorted(problems, key=lambda lp: lp[0])))
+    if not parts:
+        none = np.zeros(0, dtype=np.int64)
+        return _PhillyRows(none, none, np.zeros(0), none)
+    return _PhillyRows(
+        *(np.concatenate([getattr(p, f) for p in parts]) for f in ("index", "micros", "duration_s", "gpus"))
+    )
+
+
+def _seconds_after(micros: npt.NDArray[np.int64], start: int) -> list[float]:
+    """``(micros - start) / 1e6`` (s), rounded once from the integer as :meth:`datetime.timedelta.total_seconds` is."""
+    delta = micros - start
+    if delta.size and int(delta.max()) >= 2**53:  # beyond 285 years: int -> float would round first
+        return [d / 10**6 for d in delta.tolist()]
+    return (delta.astype(np.float64) / 1e6).tolist()
 
 
 def read_philly_csv(
@@ -298,7 +364,7 @@ def read_philly_csv(
     is known, and ``total_steps = duration_s * steps_per_s(type, gpus)``.
     """
     rows = _philly_rows(Path(path), virtual_cluster)
-    if not rows:
+    if not rows.index.size:
         raise InputError(
             str(path),
             [
@@ -309,14 +375,26 @@ def read_philly_csv(
                 )
             ],
         )
-    start = min(r.stamp for r in rows)
+    order = np.lexsort((rows.index, rows.micros))
+    start = int(rows.micros.min())
     rng = random.Random(seed)
+    usable_for: dict[int, list[str]] = {}
     jobs = []
-    for r in sorted(rows, key=lambda r: (r.stamp, r.index)):
-        usable = [t for t in job_types if steps_per_s(t, r.gpus)]
-        if not usable or r.duration_s <= 0:
-            continue
-        job_type = rng.choice(usable)
-        rate = steps_per_s(job_type, r.gpus) or 0.0
-        jobs.append(TraceJob(f"p{r.index}", job_type, (r.stamp - start).total_seconds(), r.gpus, r.duration_s * rate))
+    for block in range(0, order.size, _JOB_BLOCK):  # Python values for one block of rows at a time
+        at = order[block : block + _JOB_BLOCK]
+        for index, arrival, duration_s, gpus in zip(
+            rows.index[at].tolist(),
+            _seconds_after(rows.micros[at], start),
+            rows.duration_s[at].tolist(),
+            rows.gpus[at].tolist(),
+            strict=True,
+        ):
+            usable = usable_for.get(gpus)
+            if usable is None:
+                usable = usable_for[gpus] = [t for t in job_types if steps_per_s(t, gpus)]
+            if not usable or duration_s <= 0:
+                continue
+            job_type = rng.choice(usable)
+            rate = steps_per_s(job_type, gpus) or 0.0
+            jobs.append(TraceJob(f"p{index}", job_type, arrival, gpus, duration_s * rate))
     return jobs

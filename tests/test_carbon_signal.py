@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from planner import csv_frames
 from planner.problems import InputError
 from planner.resources import resolve_signal, shipped_signals
 from planner.sim.signals import HourlySignal, SignalClock, SignalKind, read_signal, signal_cost
@@ -114,6 +115,14 @@ def test_resolve_signal_finds_the_shipped_file_by_bare_name(tmp_path: Path, monk
         (_hours("10", "11", "300g"), "bad-value", "f.csv:row 4 (avg_CI)"),
         (_hours("10", "11", "1_000"), "bad-value", "f.csv:row 4 (avg_CI)"),
         (_hours("10", "11", "\u0661\u0662"), "bad-value", "f.csv:row 4 (avg_CI)"),
+        (_hours("10", "11", "5 kW"), "bad-value", "f.csv:row 4 (avg_CI)"),
+        (_hours("10", "11", "300 gCO2"), "bad-value", "f.csv:row 4 (avg_CI)"),
+        # pandas' C parser stops the whole read at a row with too many cells
+        (_hours("10", "11") + "2022-01-01 02:00:00+00:00,12,99,100\n", "bad-row", "f.csv:row 4"),
+        # pandas reads '"12"x' as 12x; the csv module in strict mode refuses text after a closing quote
+        (_hours("10", "11", '"12"x', "13"), "bad-row", "f.csv:row 4"),
+        # pandas drops a byte-order mark at the start of what it reads
+        ("\ufeff" + _hours("10") + _hours("11", start_hour=1), "bad-timestamp", "f.csv:row 2 (timestamp)"),
         # a quote left open swallows every later row; one closed a line later swallows the row between
         (_hours("10", "11", '"12') + _hours("13", "14", start_hour=3), "bad-row", "f.csv:row 4"),
         (_hours("10", "11", '"12', '13"', "14"), "bad-row", "f.csv:row 4"),
@@ -121,6 +130,35 @@ def test_resolve_signal_finds_the_shipped_file_by_bare_name(tmp_path: Path, monk
 )
 def test_a_broken_row_is_an_input_error_naming_its_row(tmp_path: Path, rows: str, code: str, where: str) -> None:
     assert _problems(_write(tmp_path, HEADER + rows)) == [(code, where)]
+
+
+def test_a_quote_closed_lines_later_stops_reading_at_its_row(tmp_path: Path) -> None:
+    # pandas would read rows 4-5 as one record and go on; the rows after it are not read (row 6 is bad)
+    path = _write(tmp_path, HEADER + _hours("10", "11", '"12', '13"', "abc"))
+    with pytest.raises(InputError) as info:
+        read_signal(path, "carbon")
+    assert [(p.code, p.path) for p in info.value.problems] == [("bad-row", "f.csv:row 4")]
+    assert "runs from line 4 to line 5" in info.value.problems[0].message
+    assert "reading stopped here" in info.value.problems[0].message
+
+
+def test_short_long_and_space_only_rows_name_their_lines_around_blank_ones(tmp_path: Path) -> None:
+    # pandas pads a short row with empty cells, skips blank and space-only lines (shifting row numbers)
+    rows = _hours("10", "11") + "\n  \n2022-01-01 02:00:00+00:00\n\n" + _hours("12", "-1", start_hour=3)
+    for newline in ("\n", "\r\n", "\r"):
+        path = _write(tmp_path, (HEADER + rows).replace("\n", newline))
+        assert _problems(path) == [
+            ("bad-row", "f.csv:row 5"),
+            ("bad-row", "f.csv:row 6"),
+            ("negative-value", "f.csv:row 9 (avg_CI)"),
+        ]
+
+
+def test_quoted_cells_are_read(tmp_path: Path) -> None:
+    text = HEADER + '"2022-01-01 00:00:00+00:00","10"\n2022-01-01 01:00:00+00:00,"1""1"\n'
+    assert _problems(_write(tmp_path, text)) == [("bad-value", "f.csv:row 3 (avg_CI)")]
+    text = HEADER + '"2022-01-01 00:00:00+00:00","10"\n2022-01-01 01:00:00+00:00,"11"\n'
+    assert read_signal(_write(tmp_path, text), "carbon").values == (10.0, 11.0)
 
 
 def test_every_problem_is_reported_in_row_order(tmp_path: Path) -> None:
@@ -171,12 +209,45 @@ def test_two_hour_gap_and_empty_cell_are_interpolated_in_time(tmp_path: Path) ->
     )
 
 
-def test_naive_and_offset_timestamps_are_utc_and_two_columns_take_the_second(tmp_path: Path) -> None:
-    text = "datetime,whatever\n2022-01-01 00:00,1\n2022-01-01T02:00:00+01:00,2\n2022-01-01T02:00:00Z,3\n"
+def test_offset_timestamps_are_taken_to_utc_and_two_columns_take_the_second(tmp_path: Path) -> None:
+    text = "datetime,whatever\n2022-01-01 00:00Z,1\n2022-01-01T02:00:00+01:00,2\n2022-01-01T02:00:00Z,3\n"
     signal = read_signal(_write(tmp_path, text), "carbon")
     assert signal.start_utc == datetime(2022, 1, 1, tzinfo=UTC)
     assert signal.values == (1.0, 2.0, 3.0)
     assert signal.column == "whatever"
+
+
+def test_naive_timestamps_are_utc(tmp_path: Path) -> None:
+    signal = read_signal(_write(tmp_path, "time,avg_CI\n2022-01-01 00:00,1\n2022-01-01T01:00:00,2\n"), "carbon")
+    assert signal.start_utc == datetime(2022, 1, 1, tzinfo=UTC)
+    assert signal.values == (1.0, 2.0)
+
+
+@pytest.mark.parametrize(
+    ("stamps", "row", "words"),
+    [
+        # a naive time beside zoned ones was read as UTC: a local 01:00 became hour 1 UTC, silently
+        (
+            ["2022-01-01 00:00Z", "2022-01-01 01:00", "2022-01-01T02:00:00+00:00"],
+            3,
+            "has no time zone and the one on row 2",
+        ),
+        (
+            ["2022-01-01 00:00", "2022-01-01 01:00", "2022-01-01T02:00:00+00:00"],
+            4,
+            "has a time zone and the one on row 2",
+        ),
+        (["2022-01-01 00:00", "20220101T0100+0000", "2022-01-01 02:00"], 3, "has a time zone"),  # a rarer ISO form
+    ],
+)
+def test_naive_and_zoned_timestamps_mixed_name_the_row_and_column(
+    tmp_path: Path, stamps: list[str], row: int, words: str
+) -> None:
+    path = _write(tmp_path, "timestamp,avg_CI\n" + "".join(f"{s},{i}\n" for i, s in enumerate(stamps)))
+    with pytest.raises(InputError) as info:
+        read_signal(path, "carbon")
+    assert [(p.code, p.path) for p in info.value.problems] == [("mixed-time-zones", f"f.csv:row {row} (timestamp)")]
+    assert words in info.value.problems[0].message
 
 
 def test_negative_price_is_accepted_and_counted(tmp_path: Path) -> None:
@@ -247,3 +318,17 @@ def test_signal_cost_carbon_grams_and_price_dollars() -> None:
     expected = 2e6 / 3.6e6 * (200 * 100 + 160 * 300) / 360
     assert signal_cost(mixed, 3400.0, 360.0, 2e6) == pytest.approx(expected)
     assert signal_cost(mixed, 3400.0, 360.0, 0.0) == 0.0
+
+
+def test_reading_does_not_depend_on_the_chunk_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the file is read a chunk of rows at a time: gaps, duplicates and mixed zones across chunks are still seen
+    path = shipped_signals()["CISO_2022.csv"]
+    whole = read_signal(path, "carbon")
+    monkeypatch.setattr(csv_frames.CsvFrame.chunks, "__defaults__", (1000,))
+    assert read_signal(path, "carbon") == whole
+    monkeypatch.setattr(csv_frames.CsvFrame.chunks, "__defaults__", (2,))
+    rows = _hours("10", "", "12", "13") + "2022-01-01 03:00:00+00:00,14\n" + "2022-01-01 05:00:00,15\n"
+    assert _problems(_write(tmp_path, HEADER + rows)) == [
+        ("duplicate-timestamp", "f.csv:row 6 (timestamp)"),
+        ("mixed-time-zones", "f.csv:row 7 (timestamp)"),
+    ]

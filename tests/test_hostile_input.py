@@ -506,6 +506,31 @@ def test_absurd_carbon_value_exits_2_before_the_replay(tmp_path: Path, one_job_t
 
 
 @pytest.mark.parametrize(
+    ("rows", "where", "code"),
+    [
+        # a naive hour beside zoned ones was read as UTC (a local time shifted by its offset), exit 0
+        ("2022-01-01T00:00Z,100\n2022-01-01 01:00,100\n2022-01-01T02:00Z,100\n", "row 3 (avg_CI)", ""),
+        ("2022-01-01T00:00Z,100\n2022-01-01T01:00Z,5 kW\n2022-01-01T02:00Z,100\n", "row 3 (avg_CI)", "bad-value"),
+        ('2022-01-01T00:00Z,100\n2022-01-01T01:00Z,"100\n2022-01-01T02:00Z,100\n', "row 3", "bad-row"),
+        ("2022-01-01T00:00Z,100\n2022-01-01T01:00Z,100,7\n2022-01-01T02:00Z,100\n", "row 3", "bad-row"),
+    ],
+    ids=["mixed-zones", "unit-suffix", "open-quote", "long-row"],
+)
+def test_malformed_signal_file_exits_2_naming_its_row(
+    tmp_path: Path, one_job_trace: Path, rows: str, where: str, code: str
+) -> None:
+    signal = tmp_path / "carbon.csv"
+    signal.write_text("timestamp,avg_CI\n" + rows)
+    out = tmp_path / "out"
+    result = run("simulate", one_job_trace, "--cluster", "v100:8", "-p", "fifo-max", "--carbon", signal, "--out", out)
+    assert result.exit_code == 2, result.output
+    expected_where = where if code else "row 3 (timestamp)"
+    assert f"carbon.csv:{expected_where}" in result.output and (code or "mixed-time-zones") in result.output
+    assert "internal error" not in result.output and "Traceback" not in result.output
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
     ("option", "value"),
     [
         ("--at", "nan"),  # 'Out of range float values are not JSON compliant', no option named
@@ -552,4 +577,34 @@ def test_trace_numbers_that_overflow_exit_2_naming_the_row(tmp_path: Path, name:
     assert result.exit_code == 2, result.output
     assert words in result.output and "bad-trace-row" in result.output
     assert str(trace) in "".join(result.output.split())  # the table's title wraps a long path
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "words"),
+    [
+        (
+            "zones.csv",
+            "timestamp,duration,num_gpus,gpu_time,cluster\n"
+            "2017-10-09 07:00:00Z,10,1,10,c\n2017-10-09 08:00:00,10,1,10,c\n",
+            "line 3",
+        ),
+        (
+            "quote.csv",
+            "timestamp,duration,num_gpus,gpu_time,cluster\n"
+            '2017-10-09 07:00:00,10,1,10,"c\n2017-10-09 08:00:00,10,1,10,c\n',
+            "line 2",
+        ),
+        ("units.csv", "timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:00:00,10 s,1,10,c\n", "'10 s'"),
+    ],
+)
+def test_malformed_philly_rows_exit_2_naming_the_line(tmp_path: Path, name: str, text: str, words: str) -> None:
+    # mixed naive and zoned times shifted jobs by hours; an open quote swallowed every later row (12 rows -> 1 job)
+    trace = tmp_path / name
+    trace.write_text(text)
+    out = tmp_path / "i.json"
+    result = run("instance", "from-trace", trace, "--cluster", "v100:8", "--at", "0", "--out", out)
+    assert result.exit_code == 2, result.output
+    assert words in result.output and "bad-trace-row" in result.output
+    assert "internal error" not in result.output and "Traceback" not in result.output
     assert not out.exists()

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
+from planner import csv_frames, traces
 from planner.problems import MAX_REPORTED_PROBLEMS, InputError
 from planner.traces import (
     GAVEL_COLUMNS_7,
@@ -267,3 +269,111 @@ def test_philly_header_and_empty_file(tmp_path: Path) -> None:
     with pytest.raises(InputError) as info:
         read_philly_csv(only_header, ["A"], steps_per_s)
     assert [p.code for p in info.value.problems] == ["empty-trace"]
+
+
+def test_philly_blank_lines_are_skipped_and_keep_line_numbers(tmp_path: Path) -> None:
+    # the csv-module reader took the line after a blank one for a record spanning lines: a blank
+    # line anywhere refused the file ('a quoted field runs from line 3 to line 4')
+    rows = ["2017-10-09 07:00:00,10,1,10,c", "", "2017-10-09 07:00:05,10,1,10,c", "", "", "yesterday,10,1,10,c"]
+    with pytest.raises(InputError) as info:
+        read_philly_csv(write_philly(tmp_path / "blank.csv", rows), ["A"], steps_per_s)
+    assert [(p.code, p.path) for p in info.value.problems] == [("bad-trace-row", "line 7")]
+    jobs = read_philly_csv(write_philly(tmp_path / "ok.csv", rows[:3]), ["A"], steps_per_s)
+    assert [(j.id, j.arrival_s) for j in jobs] == [("p0", 0.0), ("p1", 5.0)]
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"], ids=["lf", "crlf", "cr"])
+def test_philly_short_long_and_space_only_rows_name_their_lines(tmp_path: Path, newline: str) -> None:
+    # pandas pads a short row, stops the whole read at a long one and skips a line of spaces
+    rows = [
+        "2017-10-09 07:00:00,10,1,10,c",
+        "2017-10-09 07:00:01,10,1",
+        "2017-10-09 07:00:02,10,1,10,c,extra,more",
+        "   ",
+        "2017-10-09 07:00:03,10,two,10,c",
+    ]
+    path = tmp_path / "w.csv"
+    path.write_bytes((PHILLY_HEADER + "".join(r + "\n" for r in rows)).replace("\n", newline).encode())
+    with pytest.raises(InputError) as info:
+        read_philly_csv(path, ["A"], steps_per_s)
+    assert [(p.path, p.message) for p in info.value.problems] == [
+        ("line 3", "the row has a different number of columns"),
+        ("line 4", "the row has a different number of columns"),
+        ("line 5", "the row has a different number of columns"),
+        ("line 6", "num_gpus 'two' is not a whole number"),
+    ]
+
+
+def test_philly_text_after_a_closing_quote_names_its_own_line(tmp_path: Path) -> None:
+    # pandas reads '"c"x' as 'cx'; the csv-module reader refused it but named the line before (line 2)
+    rows = ["2017-10-09 07:00:00,10,1,10,c", '2017-10-09 07:00:01,10,1,10,"c"x', "2017-10-09 07:00:02,10,1,10,c"]
+    with pytest.raises(InputError) as info:
+        read_philly_csv(write_philly(tmp_path / "q.csv", rows), ["A"], steps_per_s)
+    assert [(p.code, p.path) for p in info.value.problems] == [("bad-trace-row", "line 3")]
+    assert "not CSV" in info.value.problems[0].message
+
+
+def test_philly_rows_after_a_quote_closed_later_keep_their_lines(tmp_path: Path) -> None:
+    rows = ['2017-10-09 07:00:00,10,1,10,"c', "x", 'y",2017,1,1,c', "2017-10-09 07:00:02,10s,1,10,c"]
+    with pytest.raises(InputError) as info:
+        read_philly_csv(write_philly(tmp_path / "q.csv", rows), ["A"], steps_per_s)
+    assert [(p.path, p.message) for p in info.value.problems] == [
+        ("line 2", "a quoted field runs from line 2 to line 4: a quote left open?"),
+        ("line 5", "duration '10s' is not a number"),
+    ]
+
+
+def test_philly_quoted_cells_and_rarer_iso_forms_are_read(tmp_path: Path) -> None:
+    rows = [
+        '"2017-10-09 07:00:00",10,1,10,"c, east"',
+        "20171009T070010,10,1,10,c",  # compact ISO 8601
+        "2017-W41-1T07:00:20,10,1,10,c",  # an ISO week date: Monday 2017-10-09
+        "2017-10-09 07:00:30.1234567,10,1,10,c",  # more than 6 digits: fromisoformat truncates
+        " 2017-10-09 07:00:40 , 10 , 1 ,10,c",  # spaces around cells
+    ]
+    jobs = read_philly_csv(write_philly(tmp_path / "r.csv", rows), ["A"], steps_per_s)
+    assert [j.arrival_s for j in jobs] == [0.0, 10.0, 20.0, 30.123456, 40.0]
+    assert [j.total_steps for j in jobs] == [20.0] * 5
+
+
+def test_philly_cells_of_spaces_skip_their_row(tmp_path: Path) -> None:
+    rows = ["2017-10-09 07:00:00,10,1,10,c", "2017-10-09 07:00:01,10,1,10,  ", "2017-10-09 07:00:02,10,1, ,c"]
+    jobs = read_philly_csv(write_philly(tmp_path / "s.csv", rows), ["A"], steps_per_s)
+    assert [j.id for j in jobs] == ["p0"]
+
+
+def test_philly_units_and_a_byte_order_mark_in_a_row_are_refused(tmp_path: Path) -> None:
+    rows = [
+        "\ufeff2017-10-09 07:00:00,10,1,10,c",  # pandas drops a byte-order mark where its read starts
+        "2017-10-09 07:00:01,5 kW,1,10,c",
+        "2017-10-09 07:00:02,1e308,1,10,c",
+        "2017-10-09 07:00:03,inf,1,10,c",
+    ]
+    with pytest.raises(InputError) as info:
+        read_philly_csv(write_philly(tmp_path / "u.csv", rows), ["A"], steps_per_s)
+    assert [(p.path, p.message) for p in info.value.problems] == [
+        ("line 2", "timestamp '\\ufeff2017-10-09 07:00:00' is not an ISO date and time"),  # repr escapes it
+        ("line 3", "duration '5 kW' is not a number"),
+        ("line 4", "duration '1e308' is above 1e+09"),
+        ("line 5", "duration 'inf' is not a finite number"),
+    ]
+
+
+def test_philly_arrivals_match_timedelta_seconds(tmp_path: Path) -> None:
+    # arrivals are computed on integer microseconds, rounded once as timedelta.total_seconds() does
+    stamps = ["2017-10-09 07:00:00", "2017-10-09 07:00:00.000001", "2017-10-10 08:01:02.345678", "2030-01-01 00:00:00"]
+    jobs = read_philly_csv(write_philly(tmp_path / "t.csv", [f"{s},10,1,10,c" for s in stamps]), ["A"], steps_per_s)
+    first = datetime.fromisoformat(stamps[0])
+    assert [j.arrival_s for j in jobs] == [(datetime.fromisoformat(s) - first).total_seconds() for s in stamps]
+
+
+def test_philly_jobs_do_not_depend_on_chunk_or_block_sizes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # rows are read a chunk at a time and turned into jobs a block at a time: the draws must not see it
+    rows = [f"2017-10-09 07:{i // 60:02d}:{i % 60:02d},{10 + i},{1 + i % 3},1,c" for i in range(40, 0, -1)]
+    rows.insert(7, '"2017-10-09 06:00:00",5,1,1,"c"')  # a quoted row among plain ones
+    path = write_philly(tmp_path / "many.csv", rows)
+    expected = read_philly_csv(path, ["A", "B"], steps_per_s, seed=3)
+    monkeypatch.setattr(traces, "_JOB_BLOCK", 3)
+    monkeypatch.setattr(csv_frames.CsvFrame.chunks, "__defaults__", (4,))
+    assert read_philly_csv(path, ["A", "B"], steps_per_s, seed=3) == expected
+    assert len(expected) == 41 and expected[0].id == "p7"

@@ -10,8 +10,9 @@ Reading (:func:`read_signal`)
       ``price_usd_per_mwh``, ``price``; a file of exactly two columns may name its value column
       anything (unless it is a column name of the other kind). Names match case-insensitively.
     * Timestamps are ISO 8601 (``2022-01-01 00:00:00+00:00``, ``2022-01-01T00:00:00Z``), taken
-      to UTC; a timestamp without a time zone is read as UTC. Each must be on the hour and later
-      than the one before.
+      to UTC. A file's timestamps either all name a zone or none does (then they are read as
+      UTC); a file mixing both is refused (a naive time beside zoned ones is probably local and
+      would shift its hour). Each must be on the hour and later than the one before.
     * A value must be a finite number in ASCII decimal notation (no unit suffix, no ``_``) within
       :data:`VALUE_RANGE`: carbon 0..5000 gCO2/kWh (the dirtiest grids, all coal, are about
       1000-1200; 5000 leaves room for any real series and refuses a misplaced unit or a
@@ -26,7 +27,8 @@ Reading (:func:`read_signal`)
       :data:`MAX_FILLED_RUN_H` hours in a row are filled; the first and last hours must be known.
 
     Row N is line N of the file: the header is row 1, the first data row row 2; blank lines are
-    skipped (they still count). Every violation becomes a
+    skipped (they still count). The file is read strictly through pandas
+    (:mod:`planner.csv_frames`): every cell as text, one record per line. Every violation becomes a
     :class:`~planner.problems.InputError` naming the file, listing all problems found (at most
     :data:`~planner.problems.MAX_REPORTED_PROBLEMS`), each with the path ``{name}:row N (column)``
     (``{name}:row N`` for a whole row), ``name`` being the file's name:
@@ -36,9 +38,11 @@ Reading (:func:`read_signal`)
     =====================  ============================================================================
     unreadable             the file cannot be read (also too-large, not-utf8: :mod:`planner.jsonio`)
     bad-signal-header      empty file, or no usable timestamp or value column
-    bad-row                a row with the wrong number of cells, not CSV, or a quote left open or
-                           closed on a later line (a signal cell never spans lines)
+    bad-row                a row with the wrong number of cells, not CSV (text after a closing quote),
+                           or a quote left open or closed on a later line (a signal cell never spans
+                           lines); reading stops at a record that is not CSV or spans lines
     bad-timestamp          a timestamp that is empty or not ISO 8601
+    mixed-time-zones       a timestamp naming a zone when the first one names none, or the reverse
     off-hour-timestamp     a timestamp with non-zero minutes, seconds or microseconds
     duplicate-timestamp    the same hour as the row before
     unsorted-timestamp     an hour earlier than the row before
@@ -70,11 +74,8 @@ Accounting (:func:`signal_cost`)
 
 from __future__ import annotations
 
-import csv
-import io
 import math
-import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cached_property
@@ -82,7 +83,10 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from planner.jsonio import read_text
+import numpy as np
+import numpy.typing as npt
+
+from planner.csv_frames import DECIMAL, CsvChunk, CsvFrame, decimals, iso_times, read_csv_frame, texts_of
 from planner.problems import InputError, Problem, capped
 
 SignalKind = Literal["carbon", "price"]
@@ -118,17 +122,15 @@ VALUE_COLUMNS: Final[dict[str, tuple[str, ...]]] = {
 VALUE_RANGE: Final[dict[str, tuple[float, float]]] = {"carbon": (0.0, 5000.0), "price": (-10000.0, 100000.0)}
 """Smallest and largest value of each kind (gCO2/kWh, $/MWh), both included; see the module's rules."""
 
-_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-"""A plain decimal number in ASCII digits: no unit suffix, no ``_`` separators, no other scripts' digits."""
 
 INFO_FILLED_SHOWN: Final = 5
 """Filled hours listed by :meth:`HourlySignal.info` (all are counted)."""
 
 _SHOWN_CHARS = 40  # of a bad cell, in a message
 _HOUR = timedelta(hours=1)
-
-_Report = Callable[[int, str | None, str, str], None]
-"""Records one problem: ``(row, column or None, code, message)``."""
+_US = timedelta(microseconds=1)
+_US_PER_HOUR = 3_600_000_000
+_EPOCH_UTC = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True)
@@ -221,8 +223,8 @@ def _shown(text: str) -> str:
     return repr(text if len(text) <= _SHOWN_CHARS else text[:_SHOWN_CHARS] + "...")
 
 
-def _timestamp(text: str) -> datetime:
-    """The UTC hour of an ISO 8601 timestamp (naive = UTC); raises :class:`_Bad`."""
+def _timestamp(text: str) -> tuple[datetime, bool]:
+    """The UTC hour of an ISO 8601 timestamp (naive = UTC), and whether it names a zone; raises :class:`_Bad`."""
     text = text.strip()
     if not text:
         raise _Bad("bad-timestamp", "the timestamp is empty")
@@ -230,13 +232,14 @@ def _timestamp(text: str) -> datetime:
         stamp = datetime.fromisoformat(text)
     except ValueError:
         raise _Bad("bad-timestamp", f"{_shown(text)} is not an ISO 8601 date and time") from None
+    zoned = stamp.tzinfo is not None
     try:
-        stamp = stamp.replace(tzinfo=UTC) if stamp.tzinfo is None else stamp.astimezone(UTC)
+        stamp = stamp.astimezone(UTC) if zoned else stamp.replace(tzinfo=UTC)
     except OverflowError:
         raise _Bad("bad-timestamp", f"{_shown(text)} is out of range once taken to UTC") from None
     if (stamp.minute, stamp.second, stamp.microsecond) != (0, 0, 0):
         raise _Bad("off-hour-timestamp", f"{_shown(text)} is not on the hour (minutes and seconds must be 0)")
-    return stamp
+    return stamp, zoned
 
 
 SIGNAL_YEARS: Final = (1970, 2200)
@@ -275,7 +278,7 @@ def _value(text: str, kind: SignalKind) -> float | None:
         return None
     if text.lower().lstrip("+-") in ("nan", "inf", "infinity"):
         raise _Bad("not-finite", f"{_shown(text)} is not a finite number")
-    if not _DECIMAL.fullmatch(text):
+    if not DECIMAL.fullmatch(text):
         raise _Bad("bad-value", f"{_shown(text)} is not a number")
     value = float(text)
     if not math.isfinite(value):
@@ -309,53 +312,39 @@ def _columns(header: Sequence[str], kind: SignalKind) -> tuple[int | None, int |
     return ts, value
 
 
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    """A data row with a usable timestamp: its hour after the first row's, value (``None``: empty), row."""
-
-    hour: int
-    value: float | None
-    row: int
+def _stamp_of(micros: int) -> datetime:
+    """The UTC time ``micros`` microseconds after 1970-01-01 00:00 UTC."""
+    return _EPOCH_UTC + timedelta(microseconds=micros)
 
 
-def _records(text: str) -> Iterator[tuple[int, list[str] | None]]:
-    """``(row, cells)`` of every non-blank CSV record; ``cells`` is ``None`` where the CSV is broken (then stops).
+@dataclass
+class _Problems:
+    """Problems of a signal file with the row they are on, reported in row order (``slot`` orders a row's own)."""
 
-    Parsed strictly: a quote left open, or a record spanning lines (a quote closed lines later,
-    which would swallow the rows between), is broken at the line the record starts on.
-    """
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    while True:
-        first = reader.line_num + 1
-        try:
-            cells = next(reader)
-        except StopIteration:
-            return
-        except csv.Error:
-            yield first, None
-            return
-        if reader.line_num != first:
-            yield first, None
-            return
-        if cells:
-            yield reader.line_num, cells
+    name: str
+    found: list[tuple[int, int, Problem]] = field(default_factory=list)
+
+    def add(self, row: int, slot: int, column: str | None, code: str, message: str) -> None:
+        """Record ``code`` at ``row`` (and ``column``).
+
+        ``slot`` orders the problems of one row: 0 its CSV, 1 its timestamp, 2 its value, 3 its
+        place in the sequence, 4 the filling of gaps.
+        """
+        where = f"{self.name}:row {row}" + (f" ({column})" if column else "")
+        self.found.append((row, slot, Problem(code, where, message)))
+
+    def in_order(self) -> list[Problem]:
+        """The problems by row, then slot, then as found; capped."""
+        return capped(p for _, _, p in sorted(self.found, key=lambda rsp: (rsp[0], rsp[1])))
 
 
-def read_signal(path: Path, kind: SignalKind) -> HourlySignal:
-    """Read an hourly ``kind`` signal from the CSV file ``path``, filling short gaps (see the module's rules).
-
-    Raises :class:`~planner.problems.InputError` naming ``path`` with every problem found.
-    """
-    path = Path(path)
-    if kind not in VALUE_COLUMNS:
-        raise ValueError(f"kind must be one of {sorted(VALUE_COLUMNS)}, not {kind!r}")
+def _header_columns(path: Path, frame: CsvFrame, kind: SignalKind) -> tuple[int, int, tuple[str, ...]]:
+    """The timestamp and value column indices of ``frame``'s header; raises ``bad-signal-header``."""
     name = path.name
-    records = _records(read_text(path))
-    first = next(records, None)
-    if first is None or first[1] is None:
-        why = "the file is empty" if first is None else "the header is not CSV"
+    if frame.header is None:
+        why = "the header is not CSV" if frame.header_line else "the file is empty"
         raise InputError(str(path), [Problem("bad-signal-header", f"{name}:row 1 (header)", why)])
-    header = first[1]
+    header = frame.header
     ts_col, value_col = _columns(header, kind)
     if ts_col is None or value_col is None:
         missing = []
@@ -366,101 +355,192 @@ def read_signal(path: Path, kind: SignalKind) -> HourlySignal:
         found = ", ".join(repr(h) for h in header)
         message = f"no {' and no '.join(missing)}; the columns are {found}"
         raise InputError(str(path), [Problem("bad-signal-header", f"{name}:row 1 (header)", message)])
+    return ts_col, value_col, header
+
+
+@dataclass
+class _Rows:
+    """The rows of one chunk of a signal file read so far: row numbers, UTC times (us since 1970) and values.
+
+    ``stamp_ok``: the time is usable; ``zoned``: it names a zone; ``value_ok``: the value cell is
+    usable (empty or a number); ``has_value``: it holds a number; ``stamp_texts``: the time cells.
+    """
+
+    rows: npt.NDArray[np.int64]
+    micros: npt.NDArray[np.int64]
+    stamp_ok: npt.NDArray[np.bool_]
+    zoned: npt.NDArray[np.bool_]
+    values: npt.NDArray[np.float64]
+    value_ok: npt.NDArray[np.bool_]
+    has_value: npt.NDArray[np.bool_]
+    stamp_texts: npt.NDArray[np.object_]
+
+
+def _signal_chunk(
+    chunk: CsvChunk,
+    columns: tuple[int, int],
+    kind: SignalKind,
+    stop: int | None,
+    names: tuple[str, str],
+    problems: _Problems,
+) -> _Rows:
+    """The times and values of one chunk's rows (those before line ``stop``), vectorised.
+
+    A cell the fast path does not take is read again on its own (:func:`_timestamp`,
+    :func:`_value`), which words its problem (added to ``problems``) or reads a rarer form.
+    """
+    keep = slice(None) if stop is None else slice(0, int(np.searchsorted(chunk.lines, stop)))
+    rows = chunk.lines[keep]
+    ts_texts = texts_of(chunk.cells[columns[0]])[keep]
+    value_texts = texts_of(chunk.cells[columns[1]])[keep]
+    ts_name, value_name = names
+
+    micros, stamp_ok, zoned = iso_times(ts_texts)
+    stamp_ok &= micros % _US_PER_HOUR == 0
+    for k in np.flatnonzero(~stamp_ok).tolist():  # words the problem, or reads a rarer ISO form
+        try:
+            stamp, zoned[k] = _timestamp(str(ts_texts[k]))
+        except _Bad as exc:
+            problems.add(int(rows[k]), 1, ts_name, exc.code, str(exc))
+            continue
+        micros[k] = (stamp - _EPOCH_UTC) // _US
+        stamp_ok[k] = True
+
+    low, high = VALUE_RANGE[kind]
+    values, value_ok = decimals(value_texts, high)
+    value_ok &= values >= low
+    has_value = value_ok.copy()
+    for k in np.flatnonzero(~value_ok).tolist():
+        try:
+            value = _value(str(value_texts[k]), kind)
+        except _Bad as exc:
+            problems.add(int(rows[k]), 2, value_name, exc.code, str(exc))
+            continue
+        value_ok[k] = True
+        if value is not None:
+            values[k], has_value[k] = value, True
+    return _Rows(rows, micros, stamp_ok, zoned, values, value_ok, has_value, ts_texts)
+
+
+def read_signal(path: Path, kind: SignalKind) -> HourlySignal:
+    """Read an hourly ``kind`` signal from the CSV file ``path``, filling short gaps (see the module's rules).
+
+    The file is read by :func:`planner.csv_frames.read_csv_frame` (pandas, strict) and its cells
+    checked vectorised; a cell the fast path does not take (an error, or a rarer ISO form) is
+    checked again on its own, which words the problem or reads the rarer form.
+    Raises :class:`~planner.problems.InputError` naming ``path`` with every problem found.
+    """
+    path = Path(path)
+    if kind not in VALUE_COLUMNS:
+        raise ValueError(f"kind must be one of {sorted(VALUE_COLUMNS)}, not {kind!r}")
+    name = path.name
+    frame = read_csv_frame(path)
+    ts_col, value_col, header = _header_columns(path, frame, kind)
     ts_name, value_name = header[ts_col].strip(), header[value_col].strip()
+    problems = _Problems(name)
 
-    problems: list[tuple[int, Problem]] = []
-
-    def problem(row: int, column: str | None, code: str, message: str) -> None:
-        where = f"{name}:row {row}" + (f" ({column})" if column else "")
-        problems.append((row, Problem(code, where, message)))
-
-    entries: list[_Entry] = []
-    start: datetime | None = None
-    last: datetime | None = None
-    for row, cells in records:
-        if cells is None:
-            problem(row, None, "bad-row", "not CSV (a broken quote or a NUL byte?); reading stopped here")
-            break
-        if len(cells) != len(header):
-            problem(row, None, "bad-row", f"{len(cells)} cells, the header has {len(header)}")
+    stop = None  # the line of a record reading stopped at
+    for issue in frame.issues:
+        if issue.kind == "columns":
+            problems.add(issue.line, 0, None, "bad-row", issue.message)
             continue
-        stamp: datetime | None = None
-        try:
-            stamp = _timestamp(cells[ts_col])
-        except _Bad as exc:
-            problem(row, ts_name, exc.code, str(exc))
-        value: float | None = None
-        value_ok = True
-        try:
-            value = _value(cells[value_col], kind)
-        except _Bad as exc:
-            problem(row, value_name, exc.code, str(exc))
-            value_ok = False
-        if stamp is None:
-            continue
-        if last is not None and stamp <= last:
-            code, how = (
-                ("duplicate-timestamp", "the same hour as") if stamp == last else ("unsorted-timestamp", "before")
-            )
-            problem(row, ts_name, code, f"{stamp.isoformat()} is {how} the row before ({last.isoformat()})")
-            continue
-        start = stamp if start is None else start
-        last = stamp
-        if value_ok:
-            entries.append(_Entry((stamp - start) // _HOUR, value, row))
-
-    values, filled = _fill(entries, value_name, problem, count_values=not problems)
-    if problems:
-        raise InputError(str(path), capped(p for _, p in sorted(problems, key=lambda rp: rp[0])))
-    assert start is not None  # no rows: too-few-values was reported
-    filled_iso = tuple((start + h * _HOUR).isoformat() for h in filled)
-    return HourlySignal(kind, name, start, tuple(values), filled_iso, value_name)
+        problems.add(issue.line, 0, None, "bad-row", f"{issue.message}; reading stopped here")
+        stop = issue.line
+        break
+    parts: list[_Rows] = []
+    first: tuple[bool, int] | None = None  # (zoned, row) of the first row with a usable timestamp
+    for chunk in frame.chunks():
+        part = _signal_chunk(chunk, (ts_col, value_col), kind, stop, (ts_name, value_name), problems)
+        timed = np.flatnonzero(part.stamp_ok)
+        if timed.size:  # naive times are UTC only in a file where no time names a zone
+            if first is None:
+                first = (bool(part.zoned[timed[0]]), int(part.rows[timed[0]]))
+            had, other = ("a", "none") if not first[0] else ("no", "one")
+            for k in timed[part.zoned[timed] != first[0]].tolist():
+                message = (
+                    f"{_shown(str(part.stamp_texts[k]).strip())} has {had} time zone and the one on row {first[1]} "
+                    f"has {other}: a naive time is read as UTC only when no time of the file names a zone"
+                )
+                problems.add(int(part.rows[k]), 3, ts_name, "mixed-time-zones", message)
+                part.stamp_ok[k] = False
+        part.stamp_texts = np.zeros(0, dtype=object)  # the text of this chunk is no longer needed
+        parts.append(part)
+    del frame  # the file's bytes: only the parsed arrays are needed from here on
+    rows = np.concatenate([np.zeros(0, dtype=np.int64), *(p.rows for p in parts)])
+    micros = np.concatenate([np.zeros(0, dtype=np.int64), *(p.micros for p in parts)])
+    values = np.concatenate([np.zeros(0), *(p.values for p in parts)])
+    stamp_ok, value_ok, has_value = (
+        np.concatenate([np.zeros(0, dtype=bool), *(getattr(p, f) for p in parts)])
+        for f in ("stamp_ok", "value_ok", "has_value")
+    )
+    timed = np.flatnonzero(stamp_ok)
+    stamps = micros[timed]
+    before = np.maximum.accumulate(np.concatenate([[np.iinfo(np.int64).min], stamps[:-1]]))
+    late = stamps <= before
+    for k, stamp, last in zip(timed[late].tolist(), stamps[late].tolist(), before[late].tolist(), strict=True):
+        code, how = ("duplicate-timestamp", "the same hour as") if stamp == last else ("unsorted-timestamp", "before")
+        message = f"{_stamp_of(stamp).isoformat()} is {how} the row before ({_stamp_of(last).isoformat()})"
+        problems.add(int(rows[k]), 3, ts_name, code, message)
+    accepted = timed[~late]
+    start = int(stamps[~late][0]) if accepted.size else 0
+    entries = accepted[value_ok[accepted]]
+    hours = (micros[entries] - start) // _US_PER_HOUR
+    filled_values, filled = _fill(
+        hours, values[entries], has_value[entries], rows[entries], value_name, problems, not problems.found
+    )
+    if problems.found:
+        raise InputError(str(path), problems.in_order())
+    start_utc = _stamp_of(start)
+    filled_iso = tuple((start_utc + h * _HOUR).isoformat() for h in filled.tolist())
+    return HourlySignal(kind, name, start_utc, tuple(filled_values.tolist()), filled_iso, value_name)
 
 
 def _fill(
-    entries: Sequence[_Entry], column: str, problem: _Report, count_values: bool = True
-) -> tuple[list[float], list[int]]:
-    """The hourly values of ``entries`` with the missing hours interpolated, and the filled hours.
+    hours: npt.NDArray[np.int64],
+    values: npt.NDArray[np.float64],
+    has_value: npt.NDArray[np.bool_],
+    rows: npt.NDArray[np.int64],
+    column: str,
+    problems: _Problems,
+    count_values: bool = True,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+    """The hourly values of the entries (hour, value, whether it has one, row) with missing hours interpolated.
 
-    Reports ``too-few-values`` (at row 1, only when ``count_values``: rows already reported
-    as broken would explain it), ``missing-edge-value`` and ``gap-too-long`` through ``problem``.
+    The hour ``k`` between known hours ``a`` and ``b`` gets ``v_a + (v_b - v_a) (k - a) / (b - a)``.
+    Returns the values from the first known hour to the last, and the filled hours. Reports
+    ``too-few-values`` (at row 1, only when ``count_values``: rows already reported as broken would
+    explain it), ``missing-edge-value`` and ``gap-too-long`` to ``problems``.
     """
-    known = [e for e in entries if e.value is not None]
-    if len(known) < 2:
+    known = np.flatnonzero(has_value)
+    none = (np.zeros(0), np.zeros(0, dtype=np.int64))
+    if known.size < 2:
         if count_values:
-            problem(1, column, "too-few-values", f"{len(known)} hour(s) with a value, at least 2 are needed")
-        return [], []
-    for edge, which in ((entries[0], "first"), (entries[-1], "last")):
-        if edge.value is None:
-            problem(
-                edge.row, column, "missing-edge-value", f"the {which} hour has no value: nothing to interpolate from"
-            )
-    values: list[float] = []
-    filled: list[int] = []
-    prev = known[0]
-    values.append(_known(prev))
-    for nxt in known[1:]:
-        missing = nxt.hour - prev.hour - 1
-        if missing > MAX_FILLED_RUN_H:
-            message = (
-                f"{missing} hours in a row without a value between row {prev.row} and row {nxt.row}; "
-                f"at most {MAX_FILLED_RUN_H} are filled by interpolation"
-            )
-            problem(nxt.row, column, "gap-too-long", message)
-        elif missing > 0:
-            v0, v1, span = _known(prev), _known(nxt), nxt.hour - prev.hour
-            for k in range(1, missing + 1):
-                values.append(v0 + (v1 - v0) * k / span)
-                filled.append(prev.hour + k)
-        values.append(_known(nxt))
-        prev = nxt
-    return values, filled
-
-
-def _known(entry: _Entry) -> float:
-    """The value of an entry known to have one."""
-    assert entry.value is not None
-    return entry.value
+            problems.add(1, 4, column, "too-few-values", f"{known.size} hour(s) with a value, at least 2 are needed")
+        return none
+    for edge, which in ((0, "first"), (len(hours) - 1, "last")):
+        if not has_value[edge]:
+            message = f"the {which} hour has no value: nothing to interpolate from"
+            problems.add(int(rows[edge]), 4, column, "missing-edge-value", message)
+    known_hours, known_values, known_rows = hours[known], values[known], rows[known]
+    missing = np.diff(known_hours) - 1
+    for j in np.flatnonzero(missing > MAX_FILLED_RUN_H).tolist():
+        message = (
+            f"{missing[j]} hours in a row without a value between row {known_rows[j]} and row {known_rows[j + 1]}; "
+            f"at most {MAX_FILLED_RUN_H} are filled by interpolation"
+        )
+        problems.add(int(known_rows[j + 1]), 4, column, "gap-too-long", message)
+    first = int(known_hours[0])
+    out = np.empty(int(known_hours[-1]) - first + 1)
+    is_known = np.zeros(out.size, dtype=bool)
+    out[known_hours - first] = known_values
+    is_known[known_hours - first] = True
+    filled = np.flatnonzero(~is_known) + first
+    if filled.size:
+        prev = np.searchsorted(known_hours, filled) - 1  # the known hour before each filled one
+        a, b = known_hours[prev], known_hours[prev + 1]
+        v0, v1 = known_values[prev], known_values[prev + 1]
+        out[filled - first] = v0 + (v1 - v0) * (filled - a).astype(np.float64) / (b - a).astype(np.float64)
+    return out, filled
 
 
 TRAILING_H: Final = 24
