@@ -82,6 +82,9 @@ GAVEL_LAYOUTS: dict[int, tuple[str, ...]] = {len(c): c for c in (GAVEL_COLUMNS_7
 
 _SHOWN_CHARS = 40  # of a bad field, in a message
 
+MAX_TRACE_GPUS = 65_536
+"""Most GPUs of one trace job (Philly ``num_gpus``, Gavel ``scale_factor``): the shipped traces ask for at
+most 128; a larger count is a typo or a sentinel (a 30-digit count was accepted and then never placed)."""
 MAX_TRACE_S = 1e9
 """Largest arrival time or duration (s) of a trace row, about 31.7 years: the shipped traces reach
 125 days; a larger value is a typo or a sentinel whose products overflow (a 1e308 s duration made
@@ -148,6 +151,8 @@ def _gavel_job(index: int, cols: list[str]) -> TraceJob:
     gpus = _whole(row["scale_factor"], "scale_factor")
     if steps <= 0 or arrival < 0 or gpus <= 0:
         raise _BadRow("total_steps and scale_factor (GPUs) must be > 0, arrival_time >= 0")
+    if gpus > MAX_TRACE_GPUS:
+        raise _BadRow(f"scale_factor {gpus} GPUs is above {MAX_TRACE_GPUS:,}: a typo?")
     return TraceJob(f"j{index}", job_type, arrival, gpus, steps)
 
 
@@ -195,7 +200,6 @@ PHILLY_COLUMNS = ("timestamp", "duration", "num_gpus", "gpu_time", "cluster")
 
 _US = timedelta(microseconds=1)
 _EPOCH = datetime(1970, 1, 1)
-_INT64_MAX = 2**63 - 1
 _JOB_BLOCK = 65_536  # rows turned into Python values at a time
 
 
@@ -235,6 +239,8 @@ def _philly_row(row: dict[str, str]) -> tuple[int, datetime, float, bool]:
     gpus = _whole(row["num_gpus"], "num_gpus")
     if gpus <= 0:
         raise _BadRow(f"num_gpus {gpus} must be >= 1")
+    if gpus > MAX_TRACE_GPUS:
+        raise _BadRow(f"num_gpus {gpus} is above {MAX_TRACE_GPUS:,}: a typo?")
     stamp, zoned = _timestamp(row["timestamp"])
     return gpus, stamp, _number(row["duration"], "duration", MAX_TRACE_S), zoned
 
@@ -272,7 +278,7 @@ def _philly_chunk(
     gpus, gpus_ok = whole_numbers(texts["num_gpus"])
     micros, stamp_ok, zoned = iso_times(texts["timestamp"])
     duration, duration_ok = decimals(texts["duration"], MAX_TRACE_S)
-    fast = gpus_ok & (gpus > 0) & stamp_ok & duration_ok
+    fast = gpus_ok & (gpus > 0) & (gpus <= MAX_TRACE_GPUS) & stamp_ok & duration_ok
     lines = chunk.lines
     for k in np.flatnonzero(keep & ~fast).tolist():  # words the problem, or reads a rarer ISO form
         row = {name: str(texts[name][k]) for name in PHILLY_COLUMNS}
@@ -282,8 +288,6 @@ def _philly_chunk(
             problems.append((int(lines[k]), Problem("bad-trace-row", f"line {lines[k]}", str(exc))))
             keep[k] = False
             continue
-        if count > _INT64_MAX and gpus.dtype != object:  # as many digits as the row gives: Python ints
-            gpus = gpus.astype(object)
         gpus[k] = count
         micros[k] = (stamp - _EPOCH) // _US
     kept = np.flatnonzero(keep)

@@ -332,3 +332,10 @@ def test_reading_does_not_depend_on_the_chunk_size(tmp_path: Path, monkeypatch: 
         ("duplicate-timestamp", "f.csv:row 6 (timestamp)"),
         ("mixed-time-zones", "f.csv:row 7 (timestamp)"),
     ]
+
+
+def test_a_column_named_twice_is_refused_naming_it(tmp_path: Path) -> None:
+    # the second avg_CI column was silently ignored: the lookup read whichever copy it met first
+    rows = "2022-01-01 00:00:00+00:00,10,99\n2022-01-01 01:00:00+00:00,11,99\n"
+    path = _write(tmp_path, "timestamp,avg_CI,AVG_CI\n" + rows)
+    assert _problems(path) == [("duplicate-column", "f.csv:row 1 (avg_ci)")]

@@ -117,6 +117,7 @@ def test_wrong_column_counts_name_their_lines(tmp_path: Path) -> None:
         (("A", "0", "0", "1"), "total_steps and scale_factor (GPUs) must be > 0, arrival_time >= 0"),
         (("A", "100", "-1", "1"), "total_steps and scale_factor (GPUs) must be > 0, arrival_time >= 0"),
         (("A", "100", "0", "0"), "total_steps and scale_factor (GPUs) must be > 0, arrival_time >= 0"),
+        (("A", "100", "0", "65537"), "scale_factor 65537 GPUs is above 65,536: a typo?"),
         ((" ", "100", "0", "1"), "job_type is empty"),
     ],
 )
@@ -240,17 +241,21 @@ def test_bad_philly_rows_name_their_lines(tmp_path: Path) -> None:
             "2017-10-09 07:00:10,nan,2,200.0,c1",
             "2017-10-09 07:00:10,10,two,200.0,c1",
             "2017-10-09 07:00:10,10,0,200.0,c1",
+            "2017-10-09 07:00:10,10," + "9" * 30 + ",200.0,c1",  # was accepted, exit 0
         ],
     )
     with pytest.raises(InputError) as info:
         read_philly_csv(csv_path, ["A"], steps_per_s)
-    assert [(p.code, p.path) for p in info.value.problems] == [("bad-trace-row", f"line {n}") for n in (3, 4, 5, 6, 7)]
+    assert [(p.code, p.path) for p in info.value.problems] == [
+        ("bad-trace-row", f"line {n}") for n in (3, 4, 5, 6, 7, 8)
+    ]
     assert [p.message for p in info.value.problems] == [
         "timestamp 'yesterday' is not an ISO date and time",
         "duration 'long' is not a number",
         "duration 'nan' is not a finite number",
         "num_gpus 'two' is not a whole number",
         "num_gpus 0 must be >= 1",
+        "num_gpus " + "9" * 30 + " is above 65,536: a typo?",
     ]
 
 

@@ -88,6 +88,7 @@ import numpy.typing as npt
 
 from planner.csv_frames import DECIMAL, CsvChunk, CsvFrame, decimals, iso_times, read_csv_frame, texts_of
 from planner.problems import InputError, Problem, capped
+from planner.profiling.csv_header import duplicate_column_problems
 
 SignalKind = Literal["carbon", "price"]
 """What a signal measures: grid carbon intensity (gCO2/kWh) or electricity price ($/MWh)."""
@@ -345,6 +346,10 @@ def _header_columns(path: Path, frame: CsvFrame, kind: SignalKind) -> tuple[int,
         why = "the header is not CSV" if frame.header_line else "the file is empty"
         raise InputError(str(path), [Problem("bad-signal-header", f"{name}:row 1 (header)", why)])
     header = frame.header
+    repeated = duplicate_column_problems([h.strip().lower() for h in header])
+    if repeated:  # a lookup would read whichever copy it meets first
+        where = [Problem(p.code, f"{name}:row 1 ({p.path.removeprefix('line 1, ')})", p.message) for p in repeated]
+        raise InputError(str(path), where)
     ts_col, value_col = _columns(header, kind)
     if ts_col is None or value_col is None:
         missing = []
