@@ -63,10 +63,15 @@ class ExitCode:
 
 
 def report_problems(source: str, problems: list[Problem], title: str) -> None:
-    """Print a table of problems (path, message, code) to standard error."""
-    from planner.report import problems_table
+    """Print a heading naming ``source`` and a table of problems (path, message, code) to standard error.
 
-    err.print(problems_table(problems, f"{title}: {source} ({len(problems)} problem(s))"))
+    The heading is a line of its own that is never wrapped (``soft_wrap``): as a table title it was wrapped to the
+    table's width, cutting the file's name in two (a path longer than the table was named nowhere whole).
+    """
+    from planner.report import problems_heading, problems_table
+
+    err.print(problems_heading(title, source, len(problems)), soft_wrap=True)
+    err.print(problems_table(problems))
 
 
 def handles_errors(fn: F) -> F:
@@ -1061,17 +1066,32 @@ def _parallel_replays(
     return [done[k] for k in range(len(spec.policies))]
 
 
-def _float_list(text: str, option: str) -> list[float]:
-    """``"0.03,0.1"`` -> ``[0.03, 0.1]``; an empty string is no value; bad items exit 2 naming ``option``."""
+def _float_list(text: str, option: str, low: float, high: float, high_open: bool = False) -> list[float]:
+    """``"0.03,0.1"`` -> ``[0.03, 0.1]``; an empty string is no value; bad items exit 2 naming ``option[k]``.
+
+    Each item must be a number in [low, high] ([low, high) with ``high_open``); NaN and infinity are out of every
+    range. An empty item (``0.1,,0.2``) is refused too: it is a typo, not a value.
+    """
     values, problems = [], []
-    for k, item in enumerate(x.strip() for x in text.split(",") if x.strip()):
+    items = [x.strip() for x in text.split(",")] if text.strip() else []
+    for k, item in enumerate(items):
         try:
-            values.append(float(item))
+            value = float(item)
         except ValueError:
             problems.append(Problem("bad-option", f"{option}[{k}]", f"{item!r} is not a number"))
+            continue
+        inside = low <= value < high if high_open else low <= value <= high
+        if not inside:
+            bounds = f"[{low:g}, {high:g}{')' if high_open else ']'}"
+            problems.append(Problem("bad-option", f"{option}[{k}]", f"{value:g} is outside {bounds}"))
+        values.append(value)
     if problems:
         raise InputError(option, problems)
     return values
+
+
+MAX_JCT_INCREASE_PERCENT = 1000.0
+"""Largest runtime-bounded JCT increase (percent) ``frontier`` sweeps; the replay's own limit (1000 %)."""
 
 
 @app.command()
@@ -1154,8 +1174,8 @@ def frontier(
         signal_aware=signal_aware,
     )
     refuse_overwriting_inputs({"--out": out_path}, [base.trace, carbon, price, profiles])
-    sweep_d = _float_list(deltas, "--deltas")
-    sweep_x = [x / 100.0 for x in _float_list(max_jct_increase, "--max-jct-increase")]
+    sweep_d = _float_list(deltas, "--deltas", 0.0, 1.0, high_open=True)
+    sweep_x = [x / 100.0 for x in _float_list(max_jct_increase, "--max-jct-increase", 0.0, MAX_JCT_INCREASE_PERCENT)]
     names = [b.strip() for b in baselines.split(",") if b.strip()]
     total = len(fr.sweep_points(base, sweep_d, sweep_x, names))
     with Progress(

@@ -13,15 +13,24 @@ from planner.solve_report import StageRecord
 from planner.terminal import shown
 
 
-def problems_table(problems: Sequence[Problem], title: str) -> Table:
-    """A table of ``problems``, one row each: path, message and code; ``title`` is plain text (printed literally)."""
-    table = Table(title=shown(title), title_justify="left", show_lines=False)
+def problems_table(problems: Sequence[Problem], title: str | None = None) -> Table:
+    """A table of ``problems``, one row each: path, message and code; ``title`` is plain text (printed literally).
+
+    A title is wrapped to the table's width (which may cut a file name in two): where the title names a file,
+    print it as its own line with :func:`problems_heading` and give no title here.
+    """
+    table = Table(title=None if title is None else shown(title), title_justify="left", show_lines=False)
     table.add_column("path", style="bold")
     table.add_column("problem")
     table.add_column("code", style="dim")
     for p in problems:
         table.add_row(shown(p.path), shown(p.message), shown(p.code))
     return table
+
+
+def problems_heading(title: str, source: str, count: int) -> str:
+    """``TITLE: SOURCE (N problem(s))`` as console markup: the source (a file, an option) printed literally."""
+    return f"[bold red]{shown(title)}:[/] {shown(source)} ({count} problem(s))"
 
 
 def _fmt(x: float | None, spec: str = ".4g") -> str:

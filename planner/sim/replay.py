@@ -120,6 +120,9 @@ def check_spec(spec: ReplaySpec) -> None:
     ):
         if value is not None and not (math.isfinite(value) and value > 0):  # NaN is neither <= 0 nor > 0
             problems.append(Problem("bad-option", name, f"must be finite and > 0, got {value}"))
+    for name, value in (("--start-s", spec.start_s), ("--end-s", spec.end_s)):
+        if value is not None and not math.isfinite(value):
+            problems.append(Problem("bad-option", name, f"must be a finite number of trace seconds, got {value}"))
     if spec.max_jobs is not None and spec.max_jobs <= 0:
         problems.append(Problem("bad-option", "--max-jobs", f"must be > 0, got {spec.max_jobs}"))
     if not 0.0 <= spec.noise < 1.0:
@@ -168,6 +171,21 @@ def truth_coverage_problems(truth: ProfileLibrary, profiles: ProfileLibrary) -> 
     return problems
 
 
+def _empty_selection(spec: ReplaySpec) -> str:
+    """Why no job is replayed, naming the selecting options that were given (the trace file is named apart)."""
+    given = [
+        f"{name} {value:g}" if isinstance(value, float | int) else f"{name} {value}"
+        for name, value in (
+            ("--start-s", spec.start_s),
+            ("--end-s", spec.end_s),
+            ("--max-jobs", spec.max_jobs),
+            ("--vc", spec.virtual_cluster),
+        )
+        if value is not None
+    ]
+    return "no job of the trace is selected" + (f" by {', '.join(given)}" if given else "")
+
+
 def prepare(spec: ReplaySpec, lib: ProfileLibrary | None = None) -> tuple[Workload, ClusterContext]:
     """The workload and the cluster context of ``spec`` (bad input raises :class:`InputError`)."""
     from planner.profile_build import DEFAULT_PROFILE_LIBRARY
@@ -196,7 +214,7 @@ def prepare(spec: ReplaySpec, lib: ProfileLibrary | None = None) -> tuple[Worklo
     }
     workload = build_workload(chosen, library, ctx.type_names, source)
     if not workload.jobs:
-        raise InputError(str(spec.trace), [Problem("empty-replay", "(selection)", "no job of the trace is selected")])
+        raise InputError(str(spec.trace), [Problem("empty-replay", "(selection)", _empty_selection(spec))])
     signal_clocks(spec, workload)  # a bad signal file stops the replay before any policy runs
     return workload, ctx
 

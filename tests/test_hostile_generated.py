@@ -1,0 +1,178 @@
+"""The generated hostile-input suite (issue 22): every surface, a fixed set of seeds, every case must be ok.
+
+Each case is a valid seed input with one mutation (:mod:`tests.hostile`), run in-process; ok means exit 0 or 2 (1
+only for an invalid plan), no traceback, no ``internal error``, the mutated file or option named, nothing written
+on failure and no input changed. A failure prints the surface, the seed, the mutation and the output; it
+reproduces with ``python benchmarks/hostile_audit.py --surface SURFACE --first-seed SEED --per-surface 1``.
+The audit over 500 cases per surface is ``benchmarks/hostile_audit.py`` (benchmarks/RESULTS.md).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cli import app
+from tests.hostile.oracle import run_case
+from tests.hostile.seeds import seed_dir
+from tests.hostile.surfaces import SURFACES, Surface, draw_case
+
+CASES_PER_SURFACE = 20
+KNOWN: dict[tuple[str, int], str] = {}
+"""Cases that fail for a defect in a file another change owns, with the reason; remove each when it is fixed."""
+runner = CliRunner()
+WIDE = {"COLUMNS": "1000"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("surface", SURFACES, ids=[s.name for s in SURFACES])
+def test_every_generated_case_is_handled(surface: Surface, tmp_path: Path) -> None:
+    failures = []
+    for seed in range(CASES_PER_SURFACE):
+        if (surface.name, seed) in KNOWN:
+            continue
+        case = draw_case(surface, seed, tmp_path)
+        verdict = run_case(case)
+        if verdict.cls != "ok":
+            failures.append(
+                f"{verdict.cls}: surface {surface.name!r} seed {seed} mutation {case.mutation!r} "
+                f"exit {verdict.exit_code}\n  argv: {case.argv}\n{verdict.output[-2000:]}"
+            )
+    assert not failures, "\n\n".join(failures)
+
+
+def test_a_case_is_the_same_for_the_same_seed(tmp_path: Path) -> None:
+    surface = SURFACES[0]
+    first = draw_case(surface, 7, tmp_path / "a")
+    again = draw_case(surface, 7, tmp_path / "b")
+    assert (first.mutation, first.kind) == (again.mutation, again.kind)
+    assert [p.name for p in sorted(first.inputs.rglob("*"))] == [p.name for p in sorted(again.inputs.rglob("*"))]
+    assert all(
+        a.read_bytes() == b.read_bytes()
+        for a, b in zip(sorted(first.inputs.rglob("*.json")), sorted(again.inputs.rglob("*.json")), strict=True)
+    )
+
+
+# Regression tests of the defects the generator found (each failed before its fix).
+
+
+def run(*args: object):
+    """``wattplan ARGS`` in-process, with a wide terminal."""
+    return runner.invoke(app, [str(a) for a in args], env=WIDE)
+
+
+def test_a_long_file_name_in_a_problem_heading_is_printed_whole(tmp_path: Path) -> None:
+    # instance check seed 3 (json:empty): the heading was the table's title, wrapped to the table's width
+    folder = tmp_path / ("a-long-folder-name-" * 5)
+    folder.mkdir()
+    bad = folder / "instance-with-a-long-name.json"
+    bad.write_text("")
+    result = run("instance", "check", bad)
+    assert result.exit_code == 2
+    assert f"bad input: {bad} (1 problem(s))" in result.output.splitlines()
+
+
+@pytest.mark.parametrize(
+    ("edit", "path"),
+    [
+        (lambda p: p.update(job_type=-1), "points[0].job_type"),
+        (lambda p: p.update(setting_unit={"x": 1}), "points[0].setting_unit"),
+        (lambda p: p["provenance"].update(gpus=1), "points[0].provenance.gpus"),
+        (lambda p: p.update(colour="red"), "points[0].colour"),
+    ],
+)
+def test_measured_points_with_wrong_types_or_unknown_fields_exit_2_naming_the_field(
+    tmp_path: Path, edit, path: str
+) -> None:
+    # profiles check seeds 4, 6, 23: TypeError (unhashable dict, int < str, Provenance(gpus=...)) as internal errors
+    doc = json.loads((seed_dir() / "measurements.json").read_text())
+    edit(doc["points"][0])
+    meas = tmp_path / "m.json"
+    meas.write_text(json.dumps(doc))
+    result = run("profiles", "check", seed_dir() / "library.json", meas)
+    assert result.exit_code == 2, result.output
+    assert "m.json" in result.output and path in result.output and "bad-point" in result.output
+
+
+def test_nan_setting_unit_of_a_base_library_point_exits_2_naming_it(tmp_path: Path) -> None:
+    # profiles ingest library seed 10: a NaN setting_unit was merged, then writing failed with exit 1
+    doc = json.loads((seed_dir() / "measurements.json").read_text())
+    doc["points"][3]["setting_unit"] = float("nan")
+    base = tmp_path / "base.json"
+    base.write_text(json.dumps(doc))
+    smi = seed_dir()
+    out = tmp_path / "out.json"
+    result = run(
+        "profiles", "ingest", smi / "smi_units.csv", "--job-side", smi / "jobs.json", "--library", base, "--out", out
+    )
+    assert result.exit_code == 2, result.output
+    assert "points[3].setting_unit" in result.output and not out.exists()
+
+
+@pytest.mark.parametrize("command", ["launch", "validate"])
+def test_a_plan_whose_solve_report_has_a_wrong_type_exits_2_naming_it(tmp_path: Path, command: str) -> None:
+    # launch seed 17: round.heuristics as a string was an AttributeError (internal error)
+    doc = json.loads((seed_dir() / "plan.json").read_text())
+    doc["round"]["heuristics"] = "x"
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(doc))
+    inst = seed_dir() / "instance.json"
+    args = ("launch", plan, "--instance", inst, "--to", "shell", "--out", tmp_path / "o")
+    result = run(*args) if command == "launch" else run("validate", inst, plan)
+    assert result.exit_code == 2, result.output
+    assert "round.heuristics" in result.output and "plan-schema" in result.output
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize(
+    ("deltas", "paths"),
+    [("1e308", ["--deltas[0]"]), ("0.1,,nan", ["--deltas[1]", "--deltas[2]"]), ("0.1,1", ["--deltas[1]"])],
+)
+def test_frontier_deltas_out_of_range_exit_2_naming_the_item(tmp_path: Path, deltas: str, paths: list[str]) -> None:
+    # frontier seed 14: --deltas 1e308 was refused as "--delta" by each replay's check
+    out = tmp_path / "front"
+    result = run("frontier", seed_dir() / "tiny.trace", "--cluster", "v100:8", "--deltas", deltas, "--out", out)
+    assert result.exit_code == 2, result.output
+    assert all(p in result.output for p in paths) and "--delta " not in result.output
+    assert not out.exists()
+
+
+def test_frontier_jct_increase_above_1000_percent_exits_2_naming_it(tmp_path: Path) -> None:
+    out = tmp_path / "front"
+    args = ("frontier", seed_dir() / "tiny.trace", "--cluster", "v100:8", "--max-jct-increase", "5,inf", "-o", out)
+    result = run(*args)
+    assert result.exit_code == 2 and "--max-jct-increase[1]" in result.output, result.output
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("--gpus-per-node", "2147483648"), ("--gpus-per-node", "0"), ("--node-power-w", "nan"), ("--node-power-w", "-1")],
+)
+def test_node_options_out_of_range_exit_2_naming_the_option(tmp_path: Path, option: str, value: str) -> None:
+    # simulate philly seed 17, instance from-trace seed 12: 2**31 GPUs per node was blamed on --cluster
+    trace = seed_dir() / "tiny.trace"
+    result = run("simulate", trace, "--cluster", "v100:8", "-p", "fifo-max", option, value, "-q", "-o", tmp_path / "o")
+    assert result.exit_code == 2, result.output
+    assert f"bad input: {option}" in result.output and "bad-option" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (("--start-s", "nan"), "--start-s"),
+        (("--end-s", "inf"), "--end-s"),
+        (("--end-s", "-1"), "--end-s -1"),
+        (("--start-s", "1e9"), "--start-s 1e+09"),
+    ],
+)
+def test_a_window_selecting_nothing_or_not_finite_names_the_option(
+    tmp_path: Path, args: tuple[str, str], named: str
+) -> None:
+    # frontier seeds 4 and 36: NaN --start-s and --end-s -1 were reported as an empty replay naming only the trace
+    trace = seed_dir() / "tiny.trace"
+    result = run("frontier", trace, "--cluster", "v100:8", *args, "--deltas", "0.1", "-o", tmp_path / "o")
+    assert result.exit_code == 2, result.output
+    assert named in result.output
