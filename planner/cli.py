@@ -282,10 +282,14 @@ def plan(
         )
     if stage2_progress is not None and export_model is None:
         problems.append(Problem("bad-option", "--stage2-progress", "needs --export-model FILE"))
-    numbers = (("--budget-j", budget_j), ("--power-cap-w", power_cap_w), ("--stage2-progress", stage2_progress))
-    for option, value in numbers:
-        if value is not None and not (math.isfinite(value) and value >= 0):
-            problems.append(Problem("bad-option", option, f"must be a finite number >= 0, got {value}"))
+    numbers = (
+        ("--budget-j", budget_j, FROM_TRACE_RANGES["--budget-j"][1]),
+        ("--power-cap-w", power_cap_w, FROM_TRACE_RANGES["--power-cap-w"][1]),
+        ("--stage2-progress", stage2_progress, math.inf),
+    )
+    for option, value, high in numbers:  # a 1e308 W cap made a budget of inf J, unwritable as JSON
+        if value is not None and not (math.isfinite(value) and 0 <= value <= high):
+            problems.append(Problem("bad-option", option, f"must be a finite number in [0, {high:g}], got {value}"))
     if problems:
         raise InputError("options", problems)
     source = instance or default_instance()

@@ -33,6 +33,11 @@ def problems_heading(title: str, source: str, count: int) -> str:
     return f"[bold red]{shown(title)}:[/] {shown(source)} ({count} problem(s))"
 
 
+def _share_used(energy_j: float, budget_j: float) -> str:
+    """``"42.0% used"``; a budget of 0 J (nothing may run) gives ``"0 J used"``, not a division by zero."""
+    return f"{energy_j / budget_j:.1%} used" if budget_j > 0 else f"{energy_j:g} J used"
+
+
 def _fmt(x: float | None, spec: str = ".4g") -> str:
     return "-" if x is None else format(x, spec)
 
@@ -90,7 +95,7 @@ def summary_table(plan: Plan) -> Table:
     table = Table(show_header=False, title="summary", title_justify="left")
     table.add_column(style="bold")
     table.add_column()
-    budget = "none" if r.budget_j is None else f"{r.budget_j / 1e6:.3f} MJ ({r.energy_j / r.budget_j:.1%} used)"
+    budget = "none" if r.budget_j is None else f"{r.budget_j / 1e6:.3f} MJ ({_share_used(r.energy_j, r.budget_j)})"
     table.add_row("energy", f"{r.energy_j / 1e6:.3f} MJ of budget {budget}")
     table.add_row("GPUs used", shown(", ".join(f"{g}: {n}" for g, n in sorted(r.gpus_used.items())) or "none"))
     table.add_row("nodes on", shown(", ".join(f"{g}: {n}" for g, n in sorted(r.nodes_on.items())) or "none"))

@@ -176,3 +176,63 @@ def test_a_window_selecting_nothing_or_not_finite_names_the_option(
     result = run("frontier", trace, "--cluster", "v100:8", *args, "--deltas", "0.1", "-o", tmp_path / "o")
     assert result.exit_code == 2, result.output
     assert named in result.output
+
+
+def test_a_zero_budget_plans_and_reports_no_division(tmp_path: Path) -> None:
+    # plan seeds 295, 341 (--budget-j 0, --power-cap-w 0): the summary divided by the budget after the plan was written
+    out = tmp_path / "plan.json"
+    result = run("plan", seed_dir() / "instance.json", "--solver", "greedy", "--budget-j", "0", "-q", "--out", out)
+    assert result.exit_code == 0, result.output
+    assert "0.000 MJ (" in result.output and "J used)" in result.output and out.exists()
+
+
+@pytest.mark.parametrize(("option", "value"), [("--power-cap-w", "1e308"), ("--budget-j", "1e300")])
+def test_a_budget_option_too_large_to_write_exits_2_naming_it(tmp_path: Path, option: str, value: str) -> None:
+    # plan seed 178: --power-cap-w 1e308 made a budget of inf J, then 'Out of range float values' with exit 1
+    out = tmp_path / "plan.json"
+    result = run("plan", seed_dir() / "instance.json", "--solver", "greedy", option, value, "--out", out)
+    assert result.exit_code == 2, result.output
+    assert f"bad input: {option}" in result.output or option in result.output
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        (("gpu_types", 0, "node_power_w"), 1e308),
+        (("gpu_types", 0, "idle_power_w"), 1e200),
+        (("round", "duration_s"), 1e308),
+        (("profiles", 0, "power_w"), 1e308),
+        (("jobs", 0, "remaining_steps"), 1e308),
+    ],
+)
+def test_an_instance_number_that_would_overflow_exits_2_naming_it(tmp_path: Path, path: tuple, value: float) -> None:
+    # plan seed 224: node_power_w 1e308 planned to an infinite energy, then 'Out of range float values' with exit 1
+    doc = json.loads((seed_dir() / "instance.json").read_text())
+    parent = doc
+    for part in path[:-1]:
+        parent = parent[part]
+    parent[path[-1]] = value
+    inst = tmp_path / "inst.json"
+    inst.write_text(json.dumps(doc))
+    out = tmp_path / "plan.json"
+    result = run("plan", inst, "--solver", "greedy", "--out", out)
+    assert result.exit_code == 2, result.output
+    named = f"{path[0]}[{path[1]}].{path[2]}" if len(path) == 3 else ".".join(map(str, path))
+    assert "inst.json" in result.output and named in result.output and not out.exists()
+
+
+@pytest.mark.parametrize("cell", ["1e308", "1e-300"])
+def test_a_zeus_epoch_time_out_of_range_exits_2_naming_the_cell(tmp_path: Path, cell: str) -> None:
+    # profiles ingest zeus summary seeds 180, 389: 1e308 s per epoch gave an energy of inf J, exit 1 on writing
+    lines = (seed_dir() / "summary_power_v100.csv").read_text().splitlines()
+    cells = lines[5].split(",")
+    cells[5] = cell
+    lines[5] = ",".join(cells)
+    summary = tmp_path / "summary_power_v100.csv"
+    summary.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "lib.json"
+    result = run("profiles", "ingest", summary, "--library", "none", "--out", out)
+    assert result.exit_code == 2, result.output
+    assert "summary_power_v100.csv" in result.output and "line 6, time_per_epoch" in result.output
+    assert not out.exists()
