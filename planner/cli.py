@@ -554,7 +554,7 @@ def instance_check(file: Annotated[Path, typer.Argument(help="Instance file to c
 
 FROM_TRACE_RANGES: dict[str, tuple[float, float]] = {
     "--at": (-1e9, 1e9),
-    "--round-s": (1e-3, 86_400.0),
+    "--round-s": defaults.ROUND_S_RANGE,
     "--budget-fraction": (0.0, 1.0),
     "--budget-j": (0.0, 1e15),
     "--power-cap-w": (1e-3, 1e10),

@@ -236,3 +236,26 @@ def test_a_zeus_epoch_time_out_of_range_exits_2_naming_the_cell(tmp_path: Path, 
     assert result.exit_code == 2, result.output
     assert "summary_power_v100.csv" in result.output and "line 6, time_per_epoch" in result.output
     assert not out.exists()
+
+
+@pytest.mark.parametrize("value", ["1e308", "1e-308", "86401"])
+def test_a_round_length_out_of_range_exits_2_naming_it_and_writes_nothing(tmp_path: Path, value: str) -> None:
+    # simulate gavel seeds 109, 218 (1e308: energies of inf J, exit 1 after writing), 133, 155 (1e-308: '--restart-s')
+    out = tmp_path / "o"
+    trace = seed_dir() / "tiny.trace"
+    result = run("simulate", trace, "--cluster", "v100:8", "-p", "fifo-max", "--round-s", value, "-q", "-o", out)
+    assert result.exit_code == 2, result.output
+    assert "--round-s" in result.output and "--restart-s" not in result.output
+    assert not out.exists()
+
+
+def test_a_truth_missing_a_type_of_the_profiles_names_both_files(tmp_path: Path) -> None:
+    # simulate gavel seed 245: a job type renamed in --profiles was reported against the truth alone
+    doc = json.loads((seed_dir() / "library.json").read_text())
+    doc["profiles"][0]["type"] = "renamed"
+    lib = tmp_path / "lib.json"
+    lib.write_text(json.dumps(doc))
+    args = ("--profiles", lib, "--truth", seed_dir() / "truth.json", "-q", "-o", tmp_path / "o")
+    result = run("simulate", seed_dir() / "tiny.trace", "--cluster", "v100:8", "-p", "fifo-max", *args)
+    assert result.exit_code == 2, result.output
+    assert "truth.json" in result.output and "which --profiles lib.json has" in result.output

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from formulations.energy_floor import EnergyFloor, energy_floor
-from planner.defaults import GPUS_PER_NODE, NODE_POWER_W
+from planner.defaults import GPUS_PER_NODE, NODE_POWER_W, ROUND_S_RANGE
 from planner.jsonio import write_json_atomic, write_text_atomic
 from planner.planning import request_problems
 from planner.problems import InputError, Problem
@@ -112,10 +112,14 @@ def check_spec(spec: ReplaySpec) -> None:
     problems = []
     if spec.power_cap_w is not None and spec.energy_budget_kwh is not None:
         problems.append(Problem("conflicting-options", "--power-cap-w", "give --power-cap-w or --energy-budget-kwh"))
+    low, high = ROUND_S_RANGE
+    if not low <= spec.rules.duration_s <= high:  # NaN fails both
+        problems.append(
+            Problem("bad-option", "--round-s", f"must be in [{low:g}, {high:g}] s, got {spec.rules.duration_s}")
+        )
     for name, value in (
         ("--power-cap-w", spec.power_cap_w),
         ("--energy-budget-kwh", spec.energy_budget_kwh),
-        ("--round-s", spec.rules.duration_s),
         ("--max-rounds", spec.max_rounds),
     ):
         if value is not None and not (math.isfinite(value) and value > 0):  # NaN is neither <= 0 nor > 0
@@ -129,7 +133,7 @@ def check_spec(spec: ReplaySpec) -> None:
         problems.append(Problem("bad-option", "--noise", f"must be in [0, 1), got {spec.noise}"))
     if not 0.0 <= spec.policy_options.zeus_eta <= 1.0:
         problems.append(Problem("bad-option", "--zeus-eta", f"must be in [0, 1], got {spec.policy_options.zeus_eta}"))
-    if not 0 <= spec.rules.restart_s < spec.rules.duration_s:
+    if not 0 <= spec.rules.restart_s < spec.rules.duration_s and low <= spec.rules.duration_s <= high:
         problems.append(Problem("bad-option", "--restart-s", "must be >= 0 and shorter than the round"))
     if not 0.0 <= spec.rules.delta < 1.0:
         problems.append(Problem("bad-option", "--delta", f"must be in [0, 1), got {spec.rules.delta}"))
@@ -152,7 +156,9 @@ def check_spec(spec: ReplaySpec) -> None:
         raise InputError("options", problems)
 
 
-def truth_coverage_problems(truth: ProfileLibrary, profiles: ProfileLibrary) -> list[Problem]:
+def truth_coverage_problems(
+    truth: ProfileLibrary, profiles: ProfileLibrary, profiles_name: str = "the profiles library"
+) -> list[Problem]:
     """What ``truth`` lacks to replay plans made with ``profiles``: each job type and GPU type ``profiles`` has.
 
     The replay reads every job's real rate and power from the truth, so a type missing there would
@@ -165,9 +171,7 @@ def truth_coverage_problems(truth: ProfileLibrary, profiles: ProfileLibrary) -> 
     )
     for what, path, need, have in wanted:
         if missing := sorted(need - have):
-            problems.append(
-                Problem("truth-missing-type", path, f"no {what}(s) {missing}, which the profiles library has")
-            )
+            problems.append(Problem("truth-missing-type", path, f"no {what}(s) {missing}, which {profiles_name} has"))
     return problems
 
 
@@ -197,7 +201,8 @@ def prepare(spec: ReplaySpec, lib: ProfileLibrary | None = None) -> tuple[Worklo
     real = library
     if spec.truth is not None:
         real = load_profile_library(spec.truth)
-        if problems := truth_coverage_problems(real, library):
+        named = f"--profiles {Path(spec.profiles).name}" if spec.profiles else "the shipped profile library"
+        if problems := truth_coverage_problems(real, library, named):
             raise InputError(str(spec.truth), problems)
         ctx = replace(ctx, truth=cluster_context(cluster, real, ctx.rules))
     # A Philly row gives a duration; its steps are what the job really did in it (the truth's rate).
