@@ -259,3 +259,29 @@ def test_a_truth_missing_a_type_of_the_profiles_names_both_files(tmp_path: Path)
     result = run("simulate", seed_dir() / "tiny.trace", "--cluster", "v100:8", "-p", "fifo-max", *args)
     assert result.exit_code == 2, result.output
     assert "truth.json" in result.output and "which --profiles lib.json has" in result.output
+
+
+@pytest.mark.parametrize("solver", ["highs", "cbc", "cpsat"])
+@pytest.mark.parametrize(
+    ("option", "value"), [("--time-limit", "1e308"), ("--time-limit", "1e7"), ("--seed", "2147483648")]
+)
+def test_solver_limits_too_large_for_the_solvers_exit_2_naming_them(
+    tmp_path: Path, solver: str, option: str, value: str
+) -> None:
+    # frontier seed 211 (--time-limit 1e308): 'cannot convert float infinity to integer' in every replay, then a
+    # KeyError; plan with 1e7 s: poll() 'timeout is too large' (internal errors)
+    out = tmp_path / "plan.json"
+    result = run("plan", seed_dir() / "instance.json", "--solver", solver, option, value, "-q", "--out", out)
+    assert result.exit_code == 2, result.output
+    assert option in result.output and not out.exists()
+
+
+def test_a_failed_frontier_replay_is_a_row_of_the_summary_table() -> None:
+    # frontier seed 211: the summary table read a failed row's numbers (KeyError 'stop_reason', internal error)
+    from rich.console import Console
+
+    from planner.sim.render import summary_table
+
+    console = Console(width=300, record=True)
+    console.print(summary_table([{"label": "wattplan-progress", "policy": "wattplan", "error": "OverflowError: x"}]))
+    assert "failed: OverflowError: x" in console.export_text()
