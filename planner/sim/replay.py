@@ -48,6 +48,7 @@ from planner.sim.signals import (
 )
 from planner.sim.state import JobState
 from planner.sim.workload import Workload, build_workload, select_jobs
+from planner.traces import MAX_TRACE_S
 
 
 @dataclass(frozen=True)
@@ -125,8 +126,11 @@ def check_spec(spec: ReplaySpec) -> None:
         if value is not None and not (math.isfinite(value) and value > 0):  # NaN is neither <= 0 nor > 0
             problems.append(Problem("bad-option", name, f"must be finite and > 0, got {value}"))
     for name, value in (("--start-s", spec.start_s), ("--end-s", spec.end_s)):
-        if value is not None and not math.isfinite(value):
-            problems.append(Problem("bad-option", name, f"must be a finite number of trace seconds, got {value}"))
+        # the replay clock runs from --start-s by rounds: at -1e308 it never reached the first arrival (a hang)
+        if value is not None and not -MAX_TRACE_S <= value <= MAX_TRACE_S:
+            problems.append(
+                Problem("bad-option", name, f"must be in [{-MAX_TRACE_S:g}, {MAX_TRACE_S:g}] trace s, got {value}")
+            )
     if spec.max_jobs is not None and spec.max_jobs <= 0:
         problems.append(Problem("bad-option", "--max-jobs", f"must be > 0, got {spec.max_jobs}"))
     if not 0.0 <= spec.noise < 1.0:

@@ -40,6 +40,9 @@ class Option:
     value: str
     always: bool = False
     extra: tuple[str, ...] = ()
+    """Hostile values of this option only (added to those of its kind)."""
+    choices: tuple[str, ...] = ()
+    """Other valid values: a case draws its base value among ``value`` and these (e.g. a real solver)."""
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,9 @@ SIM_OPTIONS = (
     Option("--gpus-per-node", "int", "8"),
     Option("--node-power-w", "float", "230"),
     Option("--max-jct-increase", "float", "10"),
-    Option("--policy", "text", "fifo-max", always=True, extra=("all", "wattplan", "zeus", "eaco", "powerflow")),
+    Option(
+        "--policy", "text", "fifo-max", always=True, extra=("all", "eaco", "powerflow"), choices=("wattplan", "zeus")
+    ),
     Option("--cluster", "text", "v100:8", always=True, extra=("v100:0", "v100:-8", "v100:1e308", "v100:\u2078")),
     Option("--seed", "int", "0"),
 )
@@ -136,7 +141,7 @@ SURFACES: tuple[Surface, ...] = (
         ("plan", "{instance}", "-q", "--out", "{out}"),
         (Input("instance", SEEDS_INSTANCE, "json"),),
         (
-            Option("--solver", "text", "greedy", always=True, extra=("highs", "cbc", "pulp:NOPE", "cpsat")),
+            Option("--solver", "text", "greedy", always=True, extra=("pulp:NOPE", "scip"), choices=("highs", "cbc")),
             Option("--time-limit", "float", "2", always=True),
             Option("--gap", "float", "0.01"),
             Option("--threads", "int", "1"),
@@ -364,7 +369,7 @@ SURFACES: tuple[Surface, ...] = (
         ("bench", "{in}/set", "-q", "--out", "{out}"),
         (Input("manifest", ("set/manifest.csv",), "csv"), Input("set_instance", ("set/{instance}",), "json")),
         (
-            Option("--solvers", "text", "greedy", always=True, extra=("greedy,greedy", "nope", "highs")),
+            Option("--solvers", "text", "greedy", always=True, extra=("greedy,greedy", "nope"), choices=("highs",)),
             Option("--time-limit", "float", "1", always=True),
             Option("--seeds", "int", "1"),
             Option("--workers", "int", "1"),
@@ -427,7 +432,7 @@ def draw_case(surface: Surface, seed: int, root: Path) -> Case:
             if not (folder / "in" / "set" / extra.name).exists():
                 shutil.copy(extra, folder / "in" / "set" / extra.name)
     out_path = folder / "out" / surface.out if surface.out else None
-    options = {o.flag: o.value for o in surface.options if o.always}
+    options = {o.flag: rng.choice((o.value, *o.choices)) for o in surface.options if o.always}
     mutable = [i for i in surface.inputs if i.weight > 0]
     names: list[str] = []
     if surface.options and (not mutable or rng.random() < surface.option_share):
