@@ -1256,7 +1256,8 @@ def bench(
     from planner.bench.runner import BenchConfig, prepare_sweep, run_sweep
     from planner.bench.summary import FAILURES
 
-    refuse_overwriting_inputs({"--out": out_path}, [instances])
+    # every file of the set is an input: --out naming its manifest.csv failed with 'File exists' (exit 1)
+    refuse_overwriting_inputs({"--out": out_path}, [instances, *(instances.rglob("*") if instances.is_dir() else [])])
     config = BenchConfig(
         instances=instances,
         solvers=tuple(s.strip() for s in solvers.split(",") if s.strip()),

@@ -288,3 +288,41 @@ def test_a_failed_frontier_replay_is_a_row_of_the_summary_table() -> None:
     console = Console(width=300, record=True)
     console.print(summary_table([{"label": "wattplan-progress", "policy": "wattplan", "error": "OverflowError: x"}]))
     assert "failed: OverflowError: x" in console.export_text()
+
+
+def _bench_set(tmp_path: Path) -> Path:
+    """A copy of the seed bench set (written by instance sweep: manifest.csv and one instance)."""
+    import shutil
+
+    folder = tmp_path / "set"
+    shutil.copytree(seed_dir() / "set", folder)
+    return folder
+
+
+def test_a_bench_manifest_that_is_not_utf8_exits_2_naming_it(tmp_path: Path) -> None:
+    # bench seeds 2, 73: a 0xff byte in manifest.csv was a bare UnicodeDecodeError (exit 1, no file named)
+    folder = _bench_set(tmp_path)
+    manifest = folder / "manifest.csv"
+    manifest.write_bytes(b"\xff" + manifest.read_bytes())
+    result = run("bench", folder, "--solvers", "greedy", "-q", "--out", tmp_path / "o")
+    assert result.exit_code == 2, result.output
+    assert "manifest.csv" in result.output and not (tmp_path / "o").exists()
+
+
+def test_bench_out_naming_a_file_of_the_set_is_refused(tmp_path: Path) -> None:
+    # bench seed 33: --out SET/manifest.csv failed with 'File exists' (exit 1)
+    folder = _bench_set(tmp_path)
+    before = (folder / "manifest.csv").read_bytes()
+    result = run("bench", folder, "--solvers", "greedy", "-q", "--out", folder / "manifest.csv")
+    assert result.exit_code == 2, result.output
+    assert "--out" in result.output and (folder / "manifest.csv").read_bytes() == before
+
+
+def test_a_deeply_nested_instance_of_a_bench_set_is_a_failed_run(tmp_path: Path) -> None:
+    # bench seed 90: json.loads of 100,000 nested lists raised RecursionError while listing the set (internal error)
+    folder = _bench_set(tmp_path)
+    inst = next(folder.glob("*.json"))
+    inst.write_text('{"round": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    result = run("bench", inst, "--solvers", "greedy", "--time-limit", "2", "-q", "--out", tmp_path / "o")
+    assert "internal error" not in result.output and isinstance(result.exception, SystemExit | None)
+    assert result.exit_code in (0, 2), result.output

@@ -54,6 +54,7 @@ from __future__ import annotations
 import csv
 import fcntl
 import hashlib
+import io
 import json
 import os
 import re
@@ -71,7 +72,7 @@ from types import FrameType
 from typing import Any
 
 from planner.executor import descendants
-from planner.jsonio import read_json, write_json_atomic
+from planner.jsonio import read_json, read_text, write_json_atomic
 from planner.problems import InputError, Problem
 from planner.request import PlanRequest
 
@@ -230,7 +231,7 @@ def _entry(name: str, path: Path, extra: dict[str, str]) -> InstanceEntry:
         doc = json.loads(data)
         objective = str(doc["round"]["objective"])
         jobs = len(doc["jobs"])
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):  # RecursionError: deep nesting (an internal error)
         pass  # the worker reports what is wrong with it
     return InstanceEntry(name, path, hashlib.sha256(data).hexdigest(), objective, jobs, extra)
 
@@ -281,10 +282,15 @@ def _manifest_entries(folder: Path) -> list[InstanceEntry]:
     nothing runs. A byte-order mark at the start of the manifest is allowed.
     """
     path = folder / MANIFEST
-    with path.open(newline="", encoding="utf-8-sig") as fh:
-        reader = csv.DictReader(fh)
+    # read_text: invalid UTF-8 or an oversized file is an InputError naming the manifest (was a bare
+    # UnicodeDecodeError, exit 1, no file named)
+    text = read_text(path).removeprefix("\ufeff")
+    try:
+        reader = csv.DictReader(io.StringIO(text, newline=""))
         rows = list(reader)
         columns = list(reader.fieldnames or [])
+    except csv.Error as exc:
+        raise InputError(str(path), [Problem("bad-manifest", f"row {reader.line_num}", str(exc))]) from None
     if "file" not in columns:
         raise InputError(str(path), [Problem("bad-manifest", "file", "the manifest has no 'file' column")])
     problems: list[Problem] = []
