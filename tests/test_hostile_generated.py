@@ -326,3 +326,18 @@ def test_a_deeply_nested_instance_of_a_bench_set_is_a_failed_run(tmp_path: Path)
     result = run("bench", inst, "--solvers", "greedy", "--time-limit", "2", "-q", "--out", tmp_path / "o")
     assert "internal error" not in result.output and isinstance(result.exception, SystemExit | None)
     assert result.exit_code in (0, 2), result.output
+
+
+@pytest.mark.parametrize("value", [[1], "", "x" * 100, 1.5, -0.1])
+def test_a_profile_utilisation_that_is_not_a_fraction_exits_2_naming_it(tmp_path: Path, value: object) -> None:
+    # simulate gavel seeds 214, 338, 456: a truth's profiles[k].utilisation as a list or a string was float()'d
+    # mid-replay (TypeError, an internal error; ValueError, exit 1 naming nothing)
+    doc = json.loads((seed_dir() / "truth.json").read_text())
+    doc["profiles"][7]["utilisation"] = value
+    truth = tmp_path / "truth.json"
+    truth.write_text(json.dumps(doc))
+    out = tmp_path / "o"
+    args = ("--truth", truth, "-p", "fifo-max", "-q", "--no-plots", "-o", out)
+    result = run("simulate", seed_dir() / "tiny.trace", "--cluster", "v100:8", *args)
+    assert result.exit_code == 2, result.output
+    assert "truth.json" in result.output and "profiles[7].utilisation" in result.output and not out.exists()
