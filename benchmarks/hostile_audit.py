@@ -60,6 +60,8 @@ def audit(names: list[str], per_surface: int, first_seed: int, console: Console)
                     case = draw_case(surface, seed, root)
                     started = time.perf_counter()
                     verdict = run_case(case)
+                    if verdict.exit_code in (130, 143):  # the command caught our SIGINT/SIGTERM: stop the audit
+                        raise KeyboardInterrupt
                     row = {
                         "surface": name,
                         "seed": seed,

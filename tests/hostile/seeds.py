@@ -10,6 +10,7 @@ set written by ``wattplan instance sweep`` (its manifest and instance).
 
 from __future__ import annotations
 
+import atexit
 import functools
 import json
 import shutil
@@ -73,8 +74,9 @@ def _write_inputs(d: Path) -> None:
 
 @functools.cache
 def seed_dir() -> Path:
-    """The folder of seed files (built on the first call; removed with the temporary directory at exit)."""
+    """The folder of seed files (built on the first call, removed when the process exits)."""
     folder = Path(tempfile.mkdtemp(prefix="wattplan-hostile-seeds-"))
+    atexit.register(shutil.rmtree, folder, True)
     _write_inputs(folder)
     return folder
 
