@@ -22,7 +22,9 @@ from tests.hostile.surfaces import SURFACES, Surface, draw_case
 
 CASES_PER_SURFACE = 20
 KNOWN: dict[tuple[str, int], str] = {}
-"""Cases that fail for a defect in a file another change owns, with the reason; remove each when it is fixed."""
+"""Cases of seeds 0 .. CASES_PER_SURFACE-1 that fail for a defect in a file another change owns, with the reason;
+remove each when it is fixed. None now: the one such defect the audit finds (frontier names ``--baseline`` for
+``--baselines``, planner/sim/frontier.py) is drawn only at higher seeds and is pinned by the strict xfail below."""
 runner = CliRunner()
 WIDE = {"COLUMNS": "1000"}
 
@@ -341,3 +343,15 @@ def test_a_profile_utilisation_that_is_not_a_fraction_exits_2_naming_it(tmp_path
     result = run("simulate", seed_dir() / "tiny.trace", "--cluster", "v100:8", *args)
     assert result.exit_code == 2, result.output
     assert "truth.json" in result.output and "profiles[7].utilisation" in result.output and not out.exists()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known: planner/sim/frontier.py (owned by another change) names the option --baseline[k], not --baselines",
+)
+def test_frontier_names_the_baselines_option(tmp_path: Path) -> None:
+    # frontier seeds 23, 37, 114, ... of benchmarks/hostile_audit.py: 'bad input: --baseline', unlocated
+    out = tmp_path / "front"
+    result = run("frontier", seed_dir() / "tiny.trace", "--cluster", "v100:8", "--baselines", "nope", "--out", out)
+    assert result.exit_code == 2, result.output
+    assert "--baselines" in result.output
