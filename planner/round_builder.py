@@ -95,7 +95,11 @@ def parse_cluster_spec(
                 )
             )
             continue
-        out.append((name.strip().lower(), n))
+        gpu_type = name.strip().lower()
+        if any(gpu_type == seen for seen, _ in out):  # was a PlacementError much later: exit 1, no option named
+            problems.append(Problem("bad-cluster", f"cluster[{k}]", f"GPU type {gpu_type!r} is given twice"))
+            continue
+        out.append((gpu_type, n))
     if not out and not problems:
         problems.append(Problem("bad-cluster", "cluster", "no GPU types given"))
     if problems:

@@ -355,3 +355,13 @@ def test_frontier_names_the_baselines_option(tmp_path: Path) -> None:
     result = run("frontier", seed_dir() / "tiny.trace", "--cluster", "v100:8", "--baselines", "nope", "--out", out)
     assert result.exit_code == 2, result.output
     assert "--baselines" in result.output
+
+
+@pytest.mark.parametrize("command", ["simulate", "frontier"])
+def test_a_gpu_type_given_twice_in_cluster_exits_2_naming_the_item(tmp_path: Path, command: str) -> None:
+    # frontier seeds 128, 333: --cluster v100:8,v100:8 failed late in placement with exit 1, naming no option
+    out = tmp_path / "o"
+    extra = ["-q"] if command == "simulate" else ["--deltas", "0.1"]
+    result = run(command, seed_dir() / "tiny.trace", "--cluster", "v100:8,V100:16", *extra, "--out", out)
+    assert result.exit_code == 2, result.output
+    assert "--cluster" in result.output and "cluster[1]" in result.output and not out.exists()
