@@ -79,7 +79,8 @@ def parse_cluster_spec(
         )
     if options:
         raise InputError(options[0].path if len(options) == 1 else "options", options)
-    out, problems = [], []
+    out: list[tuple[str, int]] = []
+    problems: list[Problem] = []
     for k, part in enumerate(p.strip() for p in text.split(",") if p.strip()):
         name, sep, count = part.partition(":")
         if not sep or not (count.strip().isascii() and count.strip().isdigit()):  # isdigit alone takes '²'
