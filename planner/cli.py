@@ -63,10 +63,15 @@ class ExitCode:
 
 
 def report_problems(source: str, problems: list[Problem], title: str) -> None:
-    """Print a table of problems (path, message, code) to standard error."""
-    from planner.report import problems_table
+    """Print a heading naming ``source`` and a table of problems (path, message, code) to standard error.
 
-    err.print(problems_table(problems, f"{title}: {source} ({len(problems)} problem(s))"))
+    The heading is a line of its own that is never wrapped (``soft_wrap``): as a table title it was wrapped to the
+    table's width, cutting the file's name in two (a path longer than the table was named nowhere whole).
+    """
+    from planner.report import problems_heading, problems_table
+
+    err.print(problems_heading(title, source, len(problems)), soft_wrap=True)
+    err.print(problems_table(problems))
 
 
 def handles_errors(fn: F) -> F:
@@ -277,10 +282,14 @@ def plan(
         )
     if stage2_progress is not None and export_model is None:
         problems.append(Problem("bad-option", "--stage2-progress", "needs --export-model FILE"))
-    numbers = (("--budget-j", budget_j), ("--power-cap-w", power_cap_w), ("--stage2-progress", stage2_progress))
-    for option, value in numbers:
-        if value is not None and not (math.isfinite(value) and value >= 0):
-            problems.append(Problem("bad-option", option, f"must be a finite number >= 0, got {value}"))
+    numbers = (
+        ("--budget-j", budget_j, FROM_TRACE_RANGES["--budget-j"][1]),
+        ("--power-cap-w", power_cap_w, FROM_TRACE_RANGES["--power-cap-w"][1]),
+        ("--stage2-progress", stage2_progress, math.inf),
+    )
+    for option, value, high in numbers:  # a 1e308 W cap made a budget of inf J, unwritable as JSON
+        if value is not None and not (math.isfinite(value) and 0 <= value <= high):
+            problems.append(Problem("bad-option", option, f"must be a finite number in [0, {high:g}], got {value}"))
     if problems:
         raise InputError("options", problems)
     source = instance or default_instance()
@@ -545,7 +554,7 @@ def instance_check(file: Annotated[Path, typer.Argument(help="Instance file to c
 
 FROM_TRACE_RANGES: dict[str, tuple[float, float]] = {
     "--at": (-1e9, 1e9),
-    "--round-s": (1e-3, 86_400.0),
+    "--round-s": defaults.ROUND_S_RANGE,
     "--budget-fraction": (0.0, 1.0),
     "--budget-j": (0.0, 1e15),
     "--power-cap-w": (1e-3, 1e10),
@@ -1244,7 +1253,8 @@ def bench(
     from planner.bench.summary import FAILURES
     from planner.list_options import split_list
 
-    refuse_overwriting_inputs({"--out": out_path}, [instances])
+    # every file of the set is an input: --out naming its manifest.csv failed with 'File exists' (exit 1)
+    refuse_overwriting_inputs({"--out": out_path}, [instances, *(instances.rglob("*") if instances.is_dir() else [])])
     config = BenchConfig(
         instances=instances,
         solvers=tuple(split_list(solvers, "--solvers")),

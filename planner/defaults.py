@@ -10,6 +10,9 @@ from typing import Final
 
 ROUND_S: Final = 360.0
 """Round length ``T`` (s)."""
+ROUND_S_RANGE: Final = (1e-3, 86_400.0)
+"""The round lengths (s, both ends included) a trace-built round or a replay may have: a millisecond to a day.
+1e308 s overflowed every energy to inf (nothing writable), 1e-308 s made the restart cost the only error."""
 RESTART_S: Final = 30.0
 """Restart cost ``tau`` (s): compute time a job loses when it (re)starts."""
 MIN_PAIR_RATE: Final = 0.5

@@ -210,7 +210,7 @@ def parse_plan(doc: Any, source: str = "plan") -> Plan:
     r = doc["round"]
     try:
         report = report_from_doc(r)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, AttributeError) as exc:  # a record's unknown field or wrong type
         raise InputError(source, [Problem("bad-solve-report", "round", f"unreadable solve report: {exc}")]) from None
     known = _ROUND_FIELDS | _OPTIONAL_ROUND_FIELDS
     summary = PlanRound(

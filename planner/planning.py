@@ -84,19 +84,31 @@ def _round_problems(request: PlanRequest) -> list[Problem]:
     return problems
 
 
+MAX_TIME_LIMIT_S = 1e6
+"""Longest time limit (s, about 11.6 days): the solver process is waited on with poll(), whose timeout in ms must
+fit 32 bits (1e7 s failed with `timeout is too large`), and the solvers convert it; 1e308 overflowed
+HiGHS, CBC and CP-SAT (``cannot convert float infinity to integer``, an internal error)."""
+MAX_SEED = 2**31 - 1
+"""Largest solver seed: the solvers take a 32-bit signed seed; a larger one was an internal error."""
+
+
 def request_problems(request: PlanRequest) -> list[Problem]:
     """Every value of ``request`` outside its range (see :class:`~planner.request.PlanRequest`)."""
     problems: list[Problem] = []
-    if not (math.isfinite(request.time_limit_s) and request.time_limit_s > 0):
+    if not 0 < request.time_limit_s <= MAX_TIME_LIMIT_S:  # NaN fails both
         problems.append(
-            Problem("bad-option", "time_limit_s (--time-limit)", f"must be > 0, got {request.time_limit_s}")
+            Problem(
+                "bad-option",
+                "time_limit_s (--time-limit)",
+                f"must be in (0, {MAX_TIME_LIMIT_S:g}] s, got {request.time_limit_s}",
+            )
         )
     if not (math.isfinite(request.rel_gap) and 0 <= request.rel_gap < 1):
         problems.append(Problem("bad-option", "rel_gap (--gap)", f"must be in [0, 1), got {request.rel_gap}"))
     if request.threads < 1:
         problems.append(Problem("bad-option", "threads (--threads)", f"must be >= 1, got {request.threads}"))
-    if request.seed < 0:
-        problems.append(Problem("bad-option", "seed (--seed)", f"must be >= 0, got {request.seed}"))
+    if not 0 <= request.seed <= MAX_SEED:
+        problems.append(Problem("bad-option", "seed (--seed)", f"must be in [0, {MAX_SEED}], got {request.seed}"))
     problems += _round_problems(request)
     path = request.export_model
     if path is not None and path.suffix not in EXPORT_SUFFIXES:

@@ -13,15 +13,29 @@ from planner.solve_report import StageRecord
 from planner.terminal import shown
 
 
-def problems_table(problems: Sequence[Problem], title: str) -> Table:
-    """A table of ``problems``, one row each: path, message and code; ``title`` is plain text (printed literally)."""
-    table = Table(title=shown(title), title_justify="left", show_lines=False)
+def problems_table(problems: Sequence[Problem], title: str | None = None) -> Table:
+    """A table of ``problems``, one row each: path, message and code; ``title`` is plain text (printed literally).
+
+    A title is wrapped to the table's width (which may cut a file name in two): where the title names a file,
+    print it as its own line with :func:`problems_heading` and give no title here.
+    """
+    table = Table(title=None if title is None else shown(title), title_justify="left", show_lines=False)
     table.add_column("path", style="bold")
     table.add_column("problem")
     table.add_column("code", style="dim")
     for p in problems:
         table.add_row(shown(p.path), shown(p.message), shown(p.code))
     return table
+
+
+def problems_heading(title: str, source: str, count: int) -> str:
+    """``TITLE: SOURCE (N problem(s))`` as console markup: the source (a file, an option) printed literally."""
+    return f"[bold red]{shown(title)}:[/] {shown(source)} ({count} problem(s))"
+
+
+def _share_used(energy_j: float, budget_j: float) -> str:
+    """``"42.0% used"``; a budget of 0 J (nothing may run) gives ``"0 J used"``, not a division by zero."""
+    return f"{energy_j / budget_j:.1%} used" if budget_j > 0 else f"{energy_j:g} J used"
 
 
 def _fmt(x: float | None, spec: str = ".4g") -> str:
@@ -81,7 +95,7 @@ def summary_table(plan: Plan) -> Table:
     table = Table(show_header=False, title="summary", title_justify="left")
     table.add_column(style="bold")
     table.add_column()
-    budget = "none" if r.budget_j is None else f"{r.budget_j / 1e6:.3f} MJ ({r.energy_j / r.budget_j:.1%} used)"
+    budget = "none" if r.budget_j is None else f"{r.budget_j / 1e6:.3f} MJ ({_share_used(r.energy_j, r.budget_j)})"
     table.add_row("energy", f"{r.energy_j / 1e6:.3f} MJ of budget {budget}")
     table.add_row("GPUs used", shown(", ".join(f"{g}: {n}" for g, n in sorted(r.gpus_used.items())) or "none"))
     table.add_row("nodes on", shown(", ".join(f"{g}: {n}" for g, n in sorted(r.nodes_on.items())) or "none"))

@@ -50,6 +50,12 @@ class ClusterSpec:
     node_power_w: float = NODE_POWER_W
 
 
+MIN_GPUS_PER_NODE, MAX_GPUS_PER_NODE = 1, 64
+"""GPUs per node a cluster may have (the instance schema's ``gpus_per_node`` range)."""
+MAX_NODE_POWER_W = 1e6
+"""Largest node base power (W) a cluster may have: a real node draws kW, 1e6 W keeps every product finite."""
+
+
 def parse_cluster_spec(
     text: str, gpus_per_node: int = GPUS_PER_NODE, node_power_w: float = NODE_POWER_W
 ) -> ClusterSpec:
@@ -57,8 +63,28 @@ def parse_cluster_spec(
 
     Problems name ``--cluster[k]``: an empty item, a GPU type given twice, a count that is no whole number of
     nodes.
+
+    ``gpus_per_node`` must be in [1, 64] (the instance schema's range) and ``node_power_w`` (W) finite in
+    [0, 1e6]; either out of range is a ``bad-option`` naming ``--gpus-per-node`` or ``--node-power-w`` (a count of
+    2**31 GPUs per node was reported as a bad ``--cluster``).
     """
-    out, problems = [], []
+    options = []
+    if not MIN_GPUS_PER_NODE <= gpus_per_node <= MAX_GPUS_PER_NODE:
+        options.append(
+            Problem(
+                "bad-option",
+                "--gpus-per-node",
+                f"must be in [{MIN_GPUS_PER_NODE}, {MAX_GPUS_PER_NODE}], got {gpus_per_node}",
+            )
+        )
+    if not (math.isfinite(node_power_w) and 0.0 <= node_power_w <= MAX_NODE_POWER_W):
+        options.append(
+            Problem("bad-option", "--node-power-w", f"must be in [0, {MAX_NODE_POWER_W:g}] W, got {node_power_w}")
+        )
+    if options:
+        raise InputError(options[0].path if len(options) == 1 else "options", options)
+    out: list[tuple[str, int]] = []
+    problems: list[Problem] = []
     parts = split_list(text, "--cluster", key=lambda part: part.partition(":")[0].strip().lower())
     for k, part in enumerate(parts):
         name, sep, count = part.partition(":")

@@ -115,6 +115,7 @@ def test_a_wrong_bound_is_flagged_listed_and_not_solved(tmp_path: Path, monkeypa
         (["--solvers", "greedy,simplex"], "--solvers[1]"),
         (["--time-limit", "0"], "--time-limit"),
         (["--seeds", "0"], "--seeds"),
+        (["--seeds", "2147483648"], "--seeds"),  # listed 2**31 tasks before the first ran: a hang
         (["--workers", "0"], "--workers"),
         (["--gap", "1.5"], "--gap"),
         (["--memory-limit-mb", "0"], "--memory-limit-mb"),

@@ -229,6 +229,7 @@ def test_a_verified_manifest_with_a_byte_order_mark_is_read(tmp_path: Path) -> N
         ("dotdot", "outside-set", "row 3.file", "outside.json"),
         ("absolute", "outside-set", "row 3.file", "outside.json"),
         ("symlink", "outside-set", "row 3.file", "link.json"),
+        ("nul", "no-such-file", "row 3.file", "NUL"),  # was 'embedded null byte', exit 1, no file named
     ],
 )
 def test_a_manifest_that_does_not_match_its_files_is_refused(
@@ -247,6 +248,8 @@ def test_a_manifest_that_does_not_match_its_files_is_refused(
         rows[1] = ("../outside.json", sha(outside))
     elif edit == "absolute":
         rows[1] = (str(outside), sha(outside))
+    elif edit == "nul":
+        rows[1] = ("b\0.json", sha(folder / "b.json"))
     else:
         (folder / "link.json").symlink_to(outside)
         rows[1] = ("link.json", sha(outside))

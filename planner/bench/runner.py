@@ -54,6 +54,7 @@ from __future__ import annotations
 import csv
 import fcntl
 import hashlib
+import io
 import json
 import os
 import re
@@ -71,11 +72,13 @@ from types import FrameType
 from typing import Any
 
 from planner.executor import descendants
-from planner.jsonio import read_json, write_json_atomic
+from planner.jsonio import read_json, read_text, write_json_atomic
 from planner.problems import InputError, Problem
 from planner.request import PlanRequest
 
 MANIFEST = "manifest.csv"
+MAX_SEEDS = 1000
+"""Most runs per instance and solver (``--seeds``): the task list is built before anything runs."""
 RUNS_DIR = "runs"
 LOCK_FILE = "bench.lock"
 """The lock file a sweep holds in ``--out`` while it runs (its pid inside): a second sweep there is refused."""
@@ -211,8 +214,8 @@ def config_problems(config: BenchConfig) -> list[Problem]:
     for k, solver in enumerate(config.solvers):
         for p in request_problems(PlanRequest(solver=solver)):
             problems.append(Problem(p.code, f"--solvers[{k}]", p.message))
-    if config.seeds < 1:
-        problems.append(Problem("bad-option", "--seeds", f"must be >= 1, got {config.seeds}"))
+    if not 1 <= config.seeds <= MAX_SEEDS:  # 2**31 seeds listed 2**31 tasks before the first ran: a hang
+        problems.append(Problem("bad-option", "--seeds", f"must be in [1, {MAX_SEEDS}], got {config.seeds}"))
     if config.workers is not None and config.workers < 1:
         problems.append(Problem("bad-option", "--workers", f"must be >= 1, got {config.workers}"))
     if config.memory_limit_mb is not None and config.memory_limit_mb < 1:
@@ -230,7 +233,7 @@ def _entry(name: str, path: Path, extra: dict[str, str]) -> InstanceEntry:
         doc = json.loads(data)
         objective = str(doc["round"]["objective"])
         jobs = len(doc["jobs"])
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):  # RecursionError: deep nesting (an internal error)
         pass  # the worker reports what is wrong with it
     return InstanceEntry(name, path, hashlib.sha256(data).hexdigest(), objective, jobs, extra)
 
@@ -243,6 +246,8 @@ def _row_file_problem(folder: Path, name: str, where: str) -> Problem | None:
     """What is wrong with a manifest row's ``file`` (``name``): empty, absolute, ``..``, outside the set, missing."""
     if not name:
         return Problem("no-such-file", where, "empty: name the instance file, relative to the set folder")
+    if "\0" in name:  # no file name holds one: the path calls raise 'embedded null byte'
+        return Problem("no-such-file", where, f"{name!r} holds a NUL byte: no file has such a name")
     rel = Path(name)
     if rel.is_absolute() or ".." in rel.parts:
         return Problem("outside-set", where, f"{name!r} must be a path inside the set folder {folder}, without '..'")
@@ -281,10 +286,15 @@ def _manifest_entries(folder: Path) -> list[InstanceEntry]:
     nothing runs. A byte-order mark at the start of the manifest is allowed.
     """
     path = folder / MANIFEST
-    with path.open(newline="", encoding="utf-8-sig") as fh:
-        reader = csv.DictReader(fh)
+    # read_text: invalid UTF-8 or an oversized file is an InputError naming the manifest (was a bare
+    # UnicodeDecodeError, exit 1, no file named)
+    text = read_text(path).removeprefix("\ufeff")
+    try:
+        reader = csv.DictReader(io.StringIO(text, newline=""))
         rows = list(reader)
         columns = list(reader.fieldnames or [])
+    except csv.Error as exc:
+        raise InputError(str(path), [Problem("bad-manifest", f"row {reader.line_num}", str(exc))]) from None
     if "file" not in columns:
         raise InputError(str(path), [Problem("bad-manifest", "file", "the manifest has no 'file' column")])
     problems: list[Problem] = []

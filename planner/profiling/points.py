@@ -122,6 +122,9 @@ def point_to_doc(p: MeasuredPoint) -> dict[str, Any]:
 
 
 _NUMBERS = ("steps_per_s", "power_w", "utilisation", "duration_s", "steps", "energy_j")
+_TEXTS = ("id", "job_type", "setting_unit", "partner_type")
+_POINT_FIELDS = frozenset({"kind", "gpu_type", "provenance", "gpus", "setting", *_TEXTS, *_NUMBERS})
+_PROVENANCE_FIELDS = ("file", "sha256", "window")
 
 
 def _point_problems(raw: Any, path: str) -> list[Problem]:
@@ -133,9 +136,17 @@ def _point_problems(raw: Any, path: str) -> list[Problem]:
         out.append(Problem("bad-point", f"{path}.kind", f"must be one of {', '.join(POINT_KINDS)}"))
     if not isinstance(raw.get("gpu_type"), str) or not raw.get("gpu_type"):
         out.append(Problem("bad-point", f"{path}.gpu_type", "must be a non-empty string"))
+    out.extend(Problem("bad-point", f"{path}.{k}", "unknown field") for k in raw if k not in _POINT_FIELDS)
+    for name in _TEXTS:
+        v = raw.get(name)
+        if v is not None and (not isinstance(v, str) or not v):
+            out.append(Problem("bad-point", f"{path}.{name}", f"must be a non-empty string, got {v!r}"))
     prov = raw.get("provenance")
-    if not isinstance(prov, dict) or not all(isinstance(prov.get(k), str) for k in ("file", "sha256", "window")):
+    if not isinstance(prov, dict) or not all(isinstance(prov.get(k), str) for k in _PROVENANCE_FIELDS):
         out.append(Problem("bad-point", f"{path}.provenance", "needs file, sha256 and window (strings)"))
+    else:
+        extra = [k for k in prov if k not in _PROVENANCE_FIELDS]
+        out.extend(Problem("bad-point", f"{path}.provenance.{k}", "unknown field") for k in extra)
     for name in _NUMBERS:
         v = raw.get(name)
         if v is not None and (not isinstance(v, int | float) or isinstance(v, bool) or not math.isfinite(v) or v < 0):

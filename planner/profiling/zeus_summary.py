@@ -68,6 +68,9 @@ NUMBER_UNITS: Mapping[str, Mapping[str, float]] = {
     "average_power": POWER_UNITS,
 }
 """The units each numeric column may carry (in its header, ``average_power [mW]``, or its values)."""
+MIN_EPOCH_S, MAX_EPOCH_S = 1e-3, 1e8
+"""Range of ``time_per_epoch`` (s, after conversion): a millisecond to three years; outside it the rate
+(steps / s) or the energy (W x s) of a point is not a finite number worth writing."""
 POWER_COLUMNS = ("power_limit", "average_power")
 """Columns in W per GPU, each in (0, :data:`~planner.profile_checks.MAX_GPU_POWER_W`] after conversion."""
 
@@ -88,7 +91,8 @@ def _cell_number(text: str, column: str, header_unit: str | None) -> tuple[float
 
     The cell's own unit suffix wins over the header's. ``batch_size`` and ``power_limit`` must be positive
     integers (``power_limit`` after conversion to W), the others positive finite numbers; power (W per GPU)
-    at most :data:`~planner.profile_checks.MAX_GPU_POWER_W`.
+    at most :data:`~planner.profile_checks.MAX_GPU_POWER_W`, ``time_per_epoch`` (s) in
+    [:data:`MIN_EPOCH_S`, :data:`MAX_EPOCH_S`].
     """
     number, own = split_unit(text)
     unit = own or header_unit
@@ -102,6 +106,8 @@ def _cell_number(text: str, column: str, header_unit: str | None) -> tuple[float
     integral = column in ("batch_size", "power_limit")
     if not math.isfinite(x) or x <= 0 or (integral and not x.is_integer()):
         return math.nan, f"must be {'a positive integer' if integral else 'a positive number'}"
+    if column == "time_per_epoch" and not MIN_EPOCH_S <= x <= MAX_EPOCH_S:  # 1e308 s made an energy of inf J
+        return math.nan, f"{x:.6g} s per epoch is outside [{MIN_EPOCH_S:g}, {MAX_EPOCH_S:g}] s: wrong unit?"
     if column in POWER_COLUMNS and x > MAX_GPU_POWER_W:
         shown = f" (read as {unit})" if unit else " (read as W)"
         return math.nan, f"{x:.6g} W per GPU{shown} is above {MAX_GPU_POWER_W:g} W: wrong unit?"

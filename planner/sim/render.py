@@ -40,7 +40,11 @@ def _fmt(value: Any, spec: str) -> str:
 
 
 def summary_table(summaries: Sequence[dict[str, Any]]) -> Table:
-    """The main numbers of each replay, one row per policy."""
+    """The main numbers of each replay, one row per policy.
+
+    A failed replay (a frontier row with an ``error``) is a row saying so: it has no numbers (reading them
+    was a KeyError, an internal error after the sweep had written its files).
+    """
     table = Table(title="Trace replay")
     for col in (
         "policy",
@@ -59,6 +63,10 @@ def summary_table(summaries: Sequence[dict[str, Any]]) -> Table:
     ):
         table.add_column(col, justify="left" if col in ("policy", "stop") else "right")
     for s in summaries:
+        if s.get("error") or "stop_reason" not in s:  # a failed replay of frontier: its row has no numbers
+            failed = f"failed: {s.get('error') or 'no result'}"
+            table.add_row(shown(s.get("policy") or s.get("label") or "?"), shown(failed), *["-"] * 11)
+            continue
         h = 1 / 3600
         table.add_row(
             shown(s["policy"]),

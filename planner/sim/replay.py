@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from formulations.energy_floor import EnergyFloor, energy_floor
-from planner.defaults import GPUS_PER_NODE, NODE_POWER_W
+from planner.defaults import GPUS_PER_NODE, NODE_POWER_W, ROUND_S_RANGE
 from planner.jsonio import write_json_atomic, write_text_atomic
 from planner.list_options import Bounds
 from planner.planning import request_problems
@@ -49,6 +49,7 @@ from planner.sim.signals import (
 )
 from planner.sim.state import JobState
 from planner.sim.workload import Workload, build_workload, dropped_text, select_jobs
+from planner.traces import MAX_TRACE_S
 
 DELTA_BOUNDS = Bounds(0.0, 1.0, high_open=True)
 """Allowed ``delta`` (progress the energy objective gives up per round, a fraction): ``simulate --delta``,
@@ -128,21 +129,29 @@ def check_spec(spec: ReplaySpec, options: Mapping[str, str] | None = None) -> No
     problems = []
     if spec.power_cap_w is not None and spec.energy_budget_kwh is not None:
         problems.append(Problem("conflicting-options", "--power-cap-w", "give --power-cap-w or --energy-budget-kwh"))
+    low, high = ROUND_S_RANGE
+    if not low <= spec.rules.duration_s <= high:  # NaN fails both
+        problems.append(
+            Problem("bad-option", "--round-s", f"must be in [{low:g}, {high:g}] s, got {spec.rules.duration_s}")
+        )
     for name, value in (
         ("--power-cap-w", spec.power_cap_w),
         ("--energy-budget-kwh", spec.energy_budget_kwh),
-        ("--round-s", spec.rules.duration_s),
         ("--max-rounds", spec.max_rounds),
     ):
         if value is not None and not (math.isfinite(value) and value > 0):  # NaN is neither <= 0 nor > 0
             problems.append(bad(name, f"must be finite and > 0, got {value}"))
+    for name, value in (("--start-s", spec.start_s), ("--end-s", spec.end_s)):
+        # the replay clock runs from --start-s by rounds: at -1e308 it never reached the first arrival (a hang)
+        if value is not None and not -MAX_TRACE_S <= value <= MAX_TRACE_S:
+            problems.append(bad(name, f"must be in [{-MAX_TRACE_S:g}, {MAX_TRACE_S:g}] trace s, got {value}"))
     if spec.max_jobs is not None and spec.max_jobs <= 0:
         problems.append(bad("--max-jobs", f"must be > 0, got {spec.max_jobs}"))
     if not 0.0 <= spec.noise < 1.0:
         problems.append(bad("--noise", f"must be in [0, 1), got {spec.noise}"))
     if not 0.0 <= spec.policy_options.zeus_eta <= 1.0:
         problems.append(bad("--zeus-eta", f"must be in [0, 1], got {spec.policy_options.zeus_eta}"))
-    if not 0 <= spec.rules.restart_s < spec.rules.duration_s:
+    if not 0 <= spec.rules.restart_s < spec.rules.duration_s and low <= spec.rules.duration_s <= high:
         problems.append(bad("--restart-s", "must be >= 0 and shorter than the round"))
     if spec.rules.delta not in DELTA_BOUNDS:
         problems.append(bad("--delta", f"must be in {DELTA_BOUNDS}, got {spec.rules.delta}"))
@@ -163,7 +172,9 @@ def check_spec(spec: ReplaySpec, options: Mapping[str, str] | None = None) -> No
         raise InputError("options", problems)
 
 
-def truth_coverage_problems(truth: ProfileLibrary, profiles: ProfileLibrary) -> list[Problem]:
+def truth_coverage_problems(
+    truth: ProfileLibrary, profiles: ProfileLibrary, profiles_name: str = "the profiles library"
+) -> list[Problem]:
     """What ``truth`` lacks to replay plans made with ``profiles``: each job type and GPU type ``profiles`` has.
 
     The replay reads every job's real rate and power from the truth, so a type missing there would
@@ -176,10 +187,23 @@ def truth_coverage_problems(truth: ProfileLibrary, profiles: ProfileLibrary) -> 
     )
     for what, path, need, have in wanted:
         if missing := sorted(need - have):
-            problems.append(
-                Problem("truth-missing-type", path, f"no {what}(s) {missing}, which the profiles library has")
-            )
+            problems.append(Problem("truth-missing-type", path, f"no {what}(s) {missing}, which {profiles_name} has"))
     return problems
+
+
+def _empty_selection(spec: ReplaySpec) -> str:
+    """Why no job is replayed, naming the selecting options that were given (the trace file is named apart)."""
+    given = [
+        f"{name} {value:g}" if isinstance(value, float | int) else f"{name} {value}"
+        for name, value in (
+            ("--start-s", spec.start_s),
+            ("--end-s", spec.end_s),
+            ("--max-jobs", spec.max_jobs),
+            ("--vc", spec.virtual_cluster),
+        )
+        if value is not None
+    ]
+    return "no job of the trace is selected" + (f" by {', '.join(given)}" if given else "")
 
 
 def prepare(spec: ReplaySpec, lib: ProfileLibrary | None = None) -> tuple[Workload, ClusterContext]:
@@ -193,7 +217,8 @@ def prepare(spec: ReplaySpec, lib: ProfileLibrary | None = None) -> tuple[Worklo
     real = library
     if spec.truth is not None:
         real = load_profile_library(spec.truth)
-        if problems := truth_coverage_problems(real, library):
+        named = f"--profiles {Path(spec.profiles).name}" if spec.profiles else "the shipped profile library"
+        if problems := truth_coverage_problems(real, library, named):
             raise InputError(str(spec.truth), problems)
         ctx = replace(ctx, truth=cluster_context(cluster, real, ctx.rules))
     # A Philly row gives a duration; its steps are what the job really did in it (the truth's rate).
@@ -213,7 +238,7 @@ def prepare(spec: ReplaySpec, lib: ProfileLibrary | None = None) -> tuple[Worklo
         why = f"every selected job is dropped: {dropped_text(workload.dropped_by_type, ctx.type_names)}"
         raise InputError(str(spec.trace), [Problem("no-profiled-job", "(jobs)", why)])
     if not workload.jobs:
-        raise InputError(str(spec.trace), [Problem("empty-replay", "(selection)", "no job of the trace is selected")])
+        raise InputError(str(spec.trace), [Problem("empty-replay", "(selection)", _empty_selection(spec))])
     signal_clocks(spec, workload)  # a bad signal file stops the replay before any policy runs
     return workload, ctx
 
