@@ -2,11 +2,13 @@
 
 Usage::
 
-    python benchmarks/smi_read.py --rows 2000000 --gpus 8
+    python benchmarks/smi_read.py --rows 2000000 --gpus 8 [--nounits]
 
-writes a synthetic log of ``--rows`` lines (``--gpus`` GPUs interleaved, one sample per GPU every 0.1 s,
-``--format=csv`` with units, eight columns as ``nvidia-smi --query-gpu=...`` writes them) to a temporary
-folder, then, in a fresh Python process each (so that the peak resident memory is this reading's alone):
+writes a synthetic log of ``--rows`` lines (``--gpus`` GPUs interleaved, one sample per GPU every 0.1 s) to a
+temporary folder. Two shapes: ``--format=csv`` with units, eight columns (index, timestamp, power, utilisation,
+SM clock, power limit, memory, name), or with ``--nounits`` the ``--format=csv,nounits`` shape with five columns
+in another order (timestamp, index, power, utilisation, power limit) and bare numbers. Then, in a fresh
+Python process each (so that the peak resident memory is this reading's alone):
 
 * ``read``: :func:`planner.profiling.nvidia_smi.read_nvidia_smi_log`;
 * ``read+points``: the read and :func:`planner.profiling.smi_points.points_from_smi` with one run per GPU
@@ -31,6 +33,7 @@ HEADER = (
     "index, timestamp, power.draw [W], utilization.gpu [%], clocks.sm [MHz], enforced.power.limit [W], "
     "memory.used [MiB], name"
 )
+HEADER_NOUNITS = "timestamp, index, power.draw [W], utilization.gpu [%], power.limit [W]"
 STEP_S = 0.1
 START = datetime(2026, 11, 24, 13, 0, 0)
 
@@ -58,16 +61,19 @@ print(json.dumps({"wall_s": wall, "peak_mib": peak, "samples": sum(len(log.sampl
 """
 
 
-def write_log(path: Path, rows: int, gpus: int) -> None:
+def write_log(path: Path, rows: int, gpus: int, nounits: bool = False) -> None:
     """A log of ``rows`` sample lines, GPUs interleaved, power between 60 and 300 W."""
     with path.open("w", encoding="utf-8") as out:
-        out.write(HEADER + "\n")
+        out.write((HEADER_NOUNITS if nounits else HEADER) + "\n")
         for k in range(rows):
             sample, gpu = divmod(k, gpus)
             stamp = (START + timedelta(seconds=STEP_S * sample)).strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]
             power = 60.0 + (k * 37 % 240)
             util = 0 if gpu == gpus - 1 else 90
             mem = 0 if gpu == gpus - 1 else 20000
+            if nounits:
+                out.write(f"{stamp}, {gpu}, {power:.2f}, {util}, 250.00\n")
+                continue
             out.write(f"{gpu}, {stamp}, {power:.2f} W, {util} %, 1530 MHz, 250.00 W, {mem} MiB, Tesla V100-SXM2-32GB\n")
 
 
@@ -88,12 +94,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=2_000_000, help="sample lines in the log")
     parser.add_argument("--gpus", type=int, default=8, help="GPUs interleaved in the log")
+    parser.add_argument("--nounits", action="store_true", help="the csv,nounits shape, five reordered columns")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="smi-read-") as tmp:
         path = Path(tmp) / "big.csv"
-        write_log(path, args.rows, args.gpus)
+        write_log(path, args.rows, args.gpus, args.nounits)
         size_mib = path.stat().st_size / 2**20
-        print(f"log: {args.rows:,} rows, {args.gpus} GPUs, {size_mib:.0f} MiB")
+        shape = "csv,nounits" if args.nounits else "csv"
+        print(f"log: {args.rows:,} rows, {args.gpus} GPUs, --format={shape}, {size_mib:.0f} MiB")
         print(f"{'measurement':<14}{'wall s':>9}{'peak MiB':>10}{'samples':>11}{'points':>8}")
         for mode in ("read", "read+points"):
             r = measure(path, mode, args.rows, args.gpus)

@@ -79,6 +79,7 @@ from planner.profiling.smi_frame import (
     IntArray,
     RowParser,
     datetime_ns,
+    ns_to_datetime,
     ns_to_seconds,
 )
 from planner.profiling.units import (
@@ -180,7 +181,7 @@ class GpuSamples:
             return GpuSamples(*(getattr(self, f)[k] for f in self.__slots__))
         return SmiSample(
             line=int(self.line[k]),
-            time=_EPOCH + timedelta(microseconds=int(self.t_ns[k]) // 1000),
+            time=ns_to_datetime(int(self.t_ns[k])),
             t_s=float(self.t_s[k]),
             power_w=float(self.power_w[k]),
             utilisation=_known(self.utilisation[k]),
@@ -333,12 +334,12 @@ def _parse(path: Path, block_bytes: int) -> RowParser:
     return parser
 
 
-def _in_order(gpu: int, lines: IntArray, t_ns: IntArray) -> tuple[BoolArray, list[Problem], int]:
+def _in_order(gpu: int, lines: IntArray, t_ns: IntArray) -> tuple[BoolArray, list[Problem]]:
     """Which of one GPU's rows (file order) are kept: each strictly after every earlier one.
 
     A row is kept iff ``t_i > max_(j < i) t_j``: the kept times increase, and a skipped row is never later
-    than the last kept one, so the running maximum is the previous kept sample. Returns the mask, the
-    ``unsorted-timestamp`` problems of the first skipped rows and how many rows were skipped.
+    than the last kept one, so the running maximum is the previous kept sample. Returns the mask and the
+    ``unsorted-timestamp`` problems of the first skipped rows.
     """
     before = np.concatenate(([np.iinfo(np.int64).min], np.maximum.accumulate(t_ns)[:-1]))
     kept = t_ns > before
@@ -348,11 +349,12 @@ def _in_order(gpu: int, lines: IntArray, t_ns: IntArray) -> tuple[BoolArray, lis
     for k in bad[:_LIMIT]:
         prev = kept_at[np.searchsorted(kept_at, k) - 1]
         message = (
-            f"{format_time(_time(t_ns[k]))} is not after GPU {gpu}'s previous sample "
-            f"{format_time(_time(t_ns[prev]))} (line {lines[prev]}): unsorted or the clock went back; row skipped"
+            f"{format_time(ns_to_datetime(int(t_ns[k])))} is not after GPU {gpu}'s previous sample "
+            f"{format_time(ns_to_datetime(int(t_ns[prev])))} (line {lines[prev]}): "
+            "unsorted or the clock went back; row skipped"
         )
         problems.append(Problem("unsorted-timestamp", f"line {lines[k]}, timestamp", message))
-    return kept, problems, len(bad)
+    return kept, problems
 
 
 def _segments(gpu: int, lines: IntArray, t_s: FloatArray) -> tuple[IntArray, float, list[Problem]]:
@@ -373,10 +375,6 @@ def _segments(gpu: int, lines: IntArray, t_s: FloatArray) -> tuple[IntArray, flo
         )
         problems.append(Problem("clock-jump", f"line {lines[k]}, timestamp", message))
     return np.cumsum(segment), median, problems
-
-
-def _time(t_ns: np.int64) -> datetime:
-    return _EPOCH + timedelta(microseconds=int(t_ns) // 1000)
 
 
 def read_nvidia_smi_log(path: Path, block_bytes: int = BLOCK_BYTES) -> SmiLog:
@@ -400,7 +398,7 @@ def read_nvidia_smi_log(path: Path, block_bytes: int = BLOCK_BYTES) -> SmiLog:
     nan = np.full(len(gpu), np.nan)
     for g, lo, hi in zip(ids, starts, [*starts[1:], len(order)][: len(ids)], strict=True):
         rows = order[lo:hi]
-        kept, unsorted, _ = _in_order(int(g), lines[rows], t_ns[rows])
+        kept, unsorted = _in_order(int(g), lines[rows], t_ns[rows])
         rows = rows[kept]
         t_s = ns_to_seconds(t_ns[rows])
         segment, medians[int(g)], jumps = _segments(int(g), lines[rows], t_s)

@@ -65,6 +65,11 @@ def ns_to_seconds(t_ns: IntArray) -> FloatArray:
     return result
 
 
+def ns_to_datetime(t_ns: int) -> datetime:
+    """Integer ns since 1970-01-01 as a naive datetime (to the microsecond)."""
+    return _EPOCH + timedelta(microseconds=int(t_ns) // 1000)
+
+
 def datetime_ns(time: datetime) -> int:
     """A naive datetime as integer ns since 1970-01-01 of the same clock (microsecond resolution)."""
     return (time - _EPOCH) // timedelta(microseconds=1) * 1000

@@ -277,24 +277,17 @@ def idle_point(log: SmiLog, runs: Sequence[JobRun], gpu_type: str) -> MeasuredPo
 
 def top_limit_point(log: SmiLog, gpu_type: str) -> MeasuredPoint | None:
     """The ``top_limit`` point: the largest ``power.max_limit`` of the log (W), None without the column."""
-    found = [(float(v), int(line)) for g in log.gpus for v, line in [_largest(log.samples[g])] if not np.isnan(v)]
-    count = sum(int(np.count_nonzero(~np.isnan(log.samples[g].max_limit_w))) for g in log.gpus)
-    if not found:
+    limits = np.concatenate([log.samples[g].max_limit_w for g in log.gpus])
+    lines = np.concatenate([log.samples[g].line for g in log.gpus])
+    known = ~np.isnan(limits)
+    if not known.any():
         return None
-    top, line = max(found, key=lambda x: (x[0], -x[1]))
-    window = f"power.max_limit, largest of {count} samples (first at line {line})"
+    top = float(limits[known].max())
+    line = int(lines[limits == top].min())
+    window = f"power.max_limit, largest of {int(known.sum())} samples (first at line {line})"
     return MeasuredPoint(
         kind="top_limit", gpu_type=gpu_type, provenance=Provenance(log.file, log.sha256, window), power_w=top
     )
-
-
-def _largest(samples: GpuSamples) -> tuple[float, int]:
-    """The largest ``max_limit_w`` of one GPU and the first line it is on (NaN, -1 when it has none)."""
-    limits = samples.max_limit_w
-    if np.isnan(limits).all():
-        return float("nan"), -1
-    k = int(np.nanargmax(limits))  # the first of the largest
-    return float(limits[k]), int(samples.line[k])
 
 
 def points_from_smi(log: SmiLog, runs: Sequence[JobRun], gpu_type: str) -> IngestResult:
