@@ -68,10 +68,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
-from planner.executor import descendants
+from planner.executor import cancel_on_signals, descendants
 from planner.jsonio import read_json, read_text, write_json_atomic
 from planner.problems import InputError, Problem
 from planner.request import PlanRequest
@@ -99,35 +98,6 @@ ProgressFn = Callable[[Record], None]
 
 _CANCEL = threading.Event()
 """Set when the sweep is interrupted: every waiting :func:`run_one` kills its worker and returns."""
-TERMINATED_EXIT = 128 + signal.SIGTERM
-"""Exit status of a sweep ended by SIGTERM (143), as a shell reports it."""
-
-
-def _interrupted(signum: int, frame: FrameType | None) -> None:
-    """Cancel every waiting run at once (their threads kill the workers), then leave: Ctrl-C or exit 143."""
-    _CANCEL.set()
-    if signum == signal.SIGINT:
-        raise KeyboardInterrupt
-    raise SystemExit(TERMINATED_EXIT)
-
-
-@contextmanager
-def _interrupts_cancel() -> Iterator[None]:
-    """Within the block SIGTERM and Ctrl-C cancel the runs before they raise (main thread; an ignored signal stays so).
-
-    Cancelling in the handler matters: the exception passes through the executor, which waits
-    for its threads, and each thread returns only once its worker is dead.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    chosen = [sig for sig in (signal.SIGTERM, signal.SIGINT) if signal.getsignal(sig) is not signal.SIG_IGN]
-    previous = {sig: signal.signal(sig, _interrupted) for sig in chosen}
-    try:
-        yield
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -675,7 +645,7 @@ def _run_locked(config: BenchConfig, tasks: list[BenchTask], progress: ProgressF
     outcomes = run_tasks(
         run_one, args, workers=workers, ray_address=config.ray_address, mode="thread", cpus_per_task=config.threads
     )
-    with _interrupts_cancel():
+    with cancel_on_signals(lambda _signum: _CANCEL.set()):  # the waiting runs kill their workers
         try:
             for k, outcome in outcomes:
                 i = todo[k]
