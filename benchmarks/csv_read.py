@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PHILLY = """
 import json, resource, sys, time
 sys.path.insert(0, {root!r})
-from planner.traces import read_philly_csv
+from planner.rounds.traces import read_philly_csv
 start = time.perf_counter()
 jobs = {call}
 elapsed = time.perf_counter() - start

@@ -19,12 +19,12 @@ from dataclasses import replace
 from pathlib import Path
 
 from formulations.energy_floor import EnergyFloor
-from planner.profile_build import DEFAULT_PROFILE_LIBRARY
-from planner.resources import resolve_trace, shipped_traces
-from planner.round_builder import ProfileLibrary, load_profile_library, read_trace
+from planner.files.resources import resolve_trace, shipped_traces
+from planner.profile_library.build import DEFAULT_PROFILE_LIBRARY
+from planner.profile_library.library import ProfileLibrary, load_profile_library
+from planner.rounds.traces import TraceJob, read_trace
 from planner.sim.replay import ReplaySpec, prepare, workload_floor
 from planner.sim.workload import build_workload, select_jobs
-from planner.traces import TraceJob
 
 SLICES = (
     ("Gavel 6214e9", "6214e9.trace", None, 4180536),

@@ -21,7 +21,7 @@ import csv
 from collections.abc import Sequence
 from pathlib import Path
 
-from planner.defaults import GPUS_PER_NODE, NODE_POWER_W, RESTART_S
+from planner.contracts.defaults import GPUS_PER_NODE, NODE_POWER_W, RESTART_S
 
 IDLE_W = 34.0
 """The shipped library's V100 idle power (W)."""

@@ -30,9 +30,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from planner.profile_build import DEFAULT_PROFILE_LIBRARY
-from planner.resources import GAVEL_TRACES, PHILLY_TRACE, shipped
-from planner.round_builder import load_profile_library, parse_cluster_spec, read_trace
+from planner.files.resources import GAVEL_TRACES, PHILLY_TRACE, shipped
+from planner.profile_library.build import DEFAULT_PROFILE_LIBRARY
+from planner.profile_library.library import load_profile_library
+from planner.rounds.cluster_spec import parse_cluster_spec
+from planner.rounds.traces import read_trace
 from planner.sim.state import JobSpec
 from planner.sim.workload import build_workload, select_jobs
 

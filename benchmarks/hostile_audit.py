@@ -28,7 +28,7 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from planner.jsonio import write_text_atomic  # noqa: E402
+from planner.contracts.jsonio import write_text_atomic  # noqa: E402
 from tests.hostile.oracle import run_case  # noqa: E402
 from tests.hostile.surfaces import BY_NAME, SURFACES, draw_case  # noqa: E402
 

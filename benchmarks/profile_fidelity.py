@@ -33,13 +33,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from planner.jsonio import write_text_atomic
+from planner.contracts.jsonio import write_text_atomic
+from planner.files.resources import profile_library, source_dir
+from planner.profile_library.library import load_profile_library
 from planner.profiling.check import FidelityReport, check
 from planner.profiling.leave_one_out import HeldOutCase, LooSummary, leave_one_out, summarise
 from planner.profiling.points import MeasuredPoint
 from planner.profiling.zeus_windows import names_from_file, read_zeus_windows
-from planner.resources import profile_library, source_dir
-from planner.round_builder import load_profile_library
 
 OUT = Path(__file__).resolve().parent / "results" / "profile_fidelity"
 STEPS_PER_WINDOW = 40  # Zeus GlobalPowerLimitOptimizer's default profile_steps (the files do not record it)

@@ -52,11 +52,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from planner.jsonio import write_json_atomic, write_text_atomic
-from planner.profile_build import DEFAULT_PROFILE_LIBRARY
-from planner.request import REPLAY_REQUEST
-from planner.resources import GAVEL_TRACES, PHILLY_TRACE, shipped
-from planner.round_builder import ProfileLibrary, load_profile_library, read_trace
+from planner.contracts.jsonio import write_json_atomic, write_text_atomic
+from planner.contracts.request import REPLAY_REQUEST
+from planner.files.resources import GAVEL_TRACES, PHILLY_TRACE, shipped
+from planner.profile_library.build import DEFAULT_PROFILE_LIBRARY
+from planner.profile_library.library import ProfileLibrary, load_profile_library
+from planner.rounds.traces import read_trace
 from planner.sim.engine import SimResult
 from planner.sim.metrics import pareto_front
 from planner.sim.plots import EnergyJctPoint, energy_jct_plot, jct_cdf_plot, power_plot

@@ -23,11 +23,14 @@ from formulations.backends import get_backend
 from formulations.round_model import build_round_model
 from formulations.solve import lp_relaxation
 from planner import planning
-from planner.domain import Instance
-from planner.instance_io import write_instance
-from planner.request import PlanRequest
-from planner.resources import GAVEL_TRACES, PHILLY_TRACE, profile_library, shipped
-from planner.round_builder import RoundOptions, build_round, load_profile_library, parse_cluster_spec, read_trace
+from planner.contracts.domain import Instance
+from planner.contracts.instance_io import write_instance
+from planner.contracts.request import PlanRequest
+from planner.files.resources import GAVEL_TRACES, PHILLY_TRACE, profile_library, shipped
+from planner.profile_library.library import load_profile_library
+from planner.rounds.builder import RoundOptions, build_round
+from planner.rounds.cluster_spec import parse_cluster_spec
+from planner.rounds.traces import read_trace
 
 SNAPSHOTS = (
     (shipped(PHILLY_TRACE), "philly", 3358823.5294117643),

@@ -12,7 +12,7 @@ new jobs first (several traces, and a trace again at another time, without repea
 that trace); their jobs are merged into one list, ids renamed ``TRACE:ID``, arrivals shifted by
 ``A - at_k`` so every snapshot's queue is queued at the common time ``A`` with the remaining
 steps it had at ``at_k``, and the merged queue is cut to N. The instance's ``source`` records the
-snapshots. These rounds are built by :mod:`planner.sweep_rounds` (``TracePool``, ``make_round``), the
+snapshots. These rounds are built by :mod:`planner.bench.round_families` (``TracePool``, ``make_round``), the
 same code as ``wattplan instance sweep --family trace``.
 
 For every (size, budget, solver) the script calls
@@ -51,12 +51,12 @@ from formulations.backends import get_backend
 from formulations.round_model import build_round_model
 from formulations.solve import lp_relaxation
 from planner import planning
-from planner.domain import Instance
+from planner.bench.round_families import TracePool, cluster_for, make_round
+from planner.contracts.domain import Instance
+from planner.contracts.request import PlanRequest
 from planner.planning import greedy_plan
-from planner.profile_build import DEFAULT_PROFILE_LIBRARY
-from planner.request import PlanRequest
-from planner.round_builder import load_profile_library
-from planner.sweep_rounds import TracePool, cluster_for, make_round
+from planner.profile_library.build import DEFAULT_PROFILE_LIBRARY
+from planner.profile_library.library import load_profile_library
 
 REPO = Path(__file__).resolve().parents[1]
 FIGURES = REPO / "benchmarks" / "figures"

@@ -43,8 +43,8 @@ from formulations.backends.base import SolverResult
 from formulations.backends.highs import highs_lp
 from formulations.ir import INF, LinearModel, ModelBuilder
 from formulations.watchdog import run_with_deadline
-from planner.domain import Instance
-from planner.economics import exclusive_power_w, pair_power_w, profiled_options, usable_pair_rates
+from planner.contracts.domain import Instance
+from planner.core.economics import exclusive_power_w, pair_power_w, profiled_options, usable_pair_rates
 
 FLOOR_OBJECTIVE = "energy"
 FLOOR_TIME_LIMIT_S = 60.0

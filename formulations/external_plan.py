@@ -12,7 +12,7 @@ The plan's status is ``feasible``, never ``optimal``: the outside solver's claim
 here. Its solver is ``external:<format>`` (``external:cbc``, ``external:highs``,
 ``external:scip``), and its report has one stage, ``external``, with the solver's status and the
 objective its file reports (that of the file's minimisation). Every problem is a
-:class:`~planner.problems.SolutionRejected` naming the file, the line and the column or row.
+:class:`~planner.contracts.problems.SolutionRejected` naming the file, the line and the column or row.
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ import numpy as np
 from formulations.ir import LinearModel
 from formulations.round_model import ENERGY_ROW, RoundModel, build_round_model
 from formulations.solution_io import ExternalSolution, read_solution
-from planner.assemble import SolveInfo, assemble_plan
-from planner.domain import Instance
-from planner.plan import Plan
-from planner.problems import MAX_REPORTED_PROBLEMS, Problem, SolutionRejected, capped
-from planner.solve_report import SolveReport, StageRecord
-from planner.validate import InvalidPlanError, checked
+from planner.contracts.domain import Instance
+from planner.contracts.plan import Plan
+from planner.contracts.problems import MAX_REPORTED_PROBLEMS, Problem, SolutionRejected, capped
+from planner.contracts.solve_report import SolveReport, StageRecord
+from planner.core.assemble import SolveInfo, assemble_plan
+from planner.core.validate import InvalidPlanError, checked
 
 TOLERANCE = 1e-6
 """Bounds, integrality and rows must hold within this (relative on rows, as ``LinearModel.is_feasible``)."""

@@ -14,7 +14,7 @@ Rule. From the LP solution ``v``:
    ``min_pair_rate``);
 2. take them in decreasing score (ties: more progress, then job order), then every exclusive
    option in the greedy's order, through the greedy's acceptance rule
-   (:func:`planner.greedy.accept_in_order`): each job at most once, GPUs per type, and the
+   (:func:`planner.core.greedy.accept_in_order`): each job at most once, GPUs per type, and the
    energy budget with whole powered-on nodes. The result is feasible by construction.
 """
 
@@ -27,8 +27,8 @@ import numpy as np
 
 from formulations.options import match_slot
 from formulations.round_model import RoundModel
-from planner.assemble import Allocation
-from planner.greedy import Candidate, accept_in_order, allocation_outcome, ranked_candidates
+from planner.core.assemble import Allocation
+from planner.core.greedy import Candidate, accept_in_order, allocation_outcome, ranked_candidates
 
 EPS = 1e-6
 

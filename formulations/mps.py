@@ -56,7 +56,7 @@ def write_mps(
 
     ``maximize``: the model maximises that vector; the file minimises its negation and says so.
     ``comments``: extra lines for the header (each written after ``* wattplan: ``).
-    An unwritable ``path`` is an :class:`~planner.problems.InputError` naming it.
+    An unwritable ``path`` is an :class:`~planner.contracts.problems.InputError` naming it.
     """
     from formulations.backends.base import atomic_target  # not at the top: the backends import this module
 

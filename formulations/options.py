@@ -18,7 +18,7 @@ first-side jobs, so the k-th first-side job can pair with the k-th second-side j
 Enumeration is columnar: every option is a row of NumPy arrays (job, GPU type, count,
 setting, progress, energy; pair sides add partner type, slot and side), computed a whole
 group of interchangeable jobs at a time (same type and allowed counts) from one profile
-lookup per ``(g, n, s)``; the arithmetic is :func:`planner.economics.job_outcome`'s, in the
+lookup per ``(g, n, s)``; the arithmetic is :func:`planner.core.economics.job_outcome`'s, in the
 same order of operations, so each value is bit-for-bit the scalar one. Options come out in
 the order job, (partner type,) GPU type, count (as the job lists them), setting, side. The
 option objects (:attr:`OptionSet.exclusive`, :attr:`OptionSet.pair_sides`) are made only when
@@ -44,9 +44,9 @@ from typing import NamedTuple, Self, TypeVar
 
 import numpy as np
 
-from planner.domain import Instance
-from planner.economics import usable_pair_rates
-from planner.economics_columns import JobGroup, exclusive_group_options, group_outcomes, job_groups
+from planner.contracts.domain import Instance
+from planner.core.economics import usable_pair_rates
+from planner.core.economics_batched import JobGroup, exclusive_group_options, group_outcomes, job_groups
 
 
 class Slot(NamedTuple):

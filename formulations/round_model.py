@@ -20,7 +20,7 @@ Objective vectors
     ``progress = sum w_j pi`` over ``x`` and ``z``; ``energy`` (J) over ``x``, ``z`` and ``u``;
     ``excess_energy = energy - w sum_j e_j sigma_j`` (J): the energy above what the round's steps
     would cost at each job's best exclusive energy per step
-    ``e_j = min_{g, n, s} n (P + Pnode_g / K_g) / X`` (J/step; :func:`planner.economics.best_step_energy_j`), so a
+    ``e_j = min_{g, n, s} n (P + Pnode_g / K_g) / X`` (J/step; :func:`planner.core.economics.best_step_energy_j`), so a
     round that runs every job at its best configuration on full nodes scores 0, a pair that
     saves idle power scores below 0, and idle GPUs on a powered node or a wasteful setting above.
     ``w`` = ``round.credit_weight`` (1 by default): a signal-aware replay sets it per round to
@@ -37,9 +37,9 @@ import numpy as np
 
 from formulations.ir import INF, LazyNames, LinearModel
 from formulations.options import OptionSet, Slot, enumerate_options, match_slot
-from planner.assemble import Allocation
-from planner.domain import Instance
-from planner.economics import best_step_energy_j
+from planner.contracts.domain import Instance
+from planner.core.assemble import Allocation
+from planner.core.economics import best_step_energy_j
 
 ENERGY_ROW = "energy"
 PROGRESS_ROW = "progress_floor"

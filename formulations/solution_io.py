@@ -14,7 +14,7 @@
 
 The objective a file reports is that of the file's model: a wattplan MPS file is always a
 minimisation (:mod:`formulations.mps`). A file that is none of these, or whose solver says it
-has no solution, is a :class:`~planner.problems.SolutionRejected` naming the file and line.
+has no solution, is a :class:`~planner.contracts.problems.SolutionRejected` naming the file and line.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from planner.problems import InputError, Problem, SolutionRejected
+from planner.contracts.problems import InputError, Problem, SolutionRejected
 
 SolutionFormat = Literal["cbc", "highs", "scip"]
 FORMATS = "CBC (-solution), HiGHS (writeSolution, raw style) or SCIP (writeSol)"

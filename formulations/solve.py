@@ -18,7 +18,7 @@ time left), the LP bound (only with the time the stages leave), and a reserve fo
 placing and validating. Every stage runs under the watchdog
 (:mod:`formulations.watchdog`), whose deadline never passes the planner's own.
 
-Heuristics: the greedy plan (:mod:`planner.greedy`) is computed first; for the ``progress``
+Heuristics: the greedy plan (:mod:`planner.core.greedy`) is computed first; for the ``progress``
 objective the LP relaxation is solved next by the request's ``lp_solver`` (a backend that
 declares ``lp_relaxation``; HiGHS's primal simplex by default) and rounded into a plan
 (:mod:`formulations.lp_rounding`). The LP optimum is the reported ``lp_bound``; when the
@@ -67,13 +67,20 @@ from formulations.lp_rounding import lp_guided_allocations
 from formulations.round_model import ENERGY_ROW, PROGRESS_ROW, RoundModel, build_round_model
 from formulations.stage_export import StageExport
 from formulations.watchdog import run_with_deadline
-from planner.assemble import Allocation, SolveInfo, assemble_plan
-from planner.domain import Instance, Objective
-from planner.greedy import greedy_allocations, progress_of
-from planner.plan import Plan
-from planner.request import PlanRequest
-from planner.solve_report import HeuristicRecord, ModelStats, PlanNote, ProgressTarget, SolveReport, StageRecord
-from planner.validate import checked
+from planner.contracts.domain import Instance, Objective
+from planner.contracts.plan import Plan
+from planner.contracts.request import PlanRequest
+from planner.contracts.solve_report import (
+    HeuristicRecord,
+    ModelStats,
+    PlanNote,
+    ProgressTarget,
+    SolveReport,
+    StageRecord,
+)
+from planner.core.assemble import Allocation, SolveInfo, assemble_plan
+from planner.core.greedy import greedy_allocations, progress_of
+from planner.core.validate import checked
 
 LEXICOGRAPHIC_TOLERANCE = 1e-6
 """The second ``progress`` stage keeps ``P >= (1 - 1e-6) P1``."""

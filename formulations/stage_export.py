@@ -30,7 +30,7 @@ from formulations.backends.base import Backend, FeatureUnsupported, ObjectiveNam
 from formulations.ir import LinearModel
 from formulations.mps import write_mps
 from formulations.round_model import ENERGY_ROW, PROGRESS_ROW, RoundModel
-from planner.domain import Instance, Objective
+from planner.contracts.domain import Instance, Objective
 
 STAGE2_SUFFIX = ".stage2"
 """Put before the file's suffix for stage 2: ``x.mps`` -> ``x.stage2.mps``."""

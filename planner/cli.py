@@ -2,7 +2,7 @@
 
 Installed as the ``wattplan`` console script (``planner.cli:main``); ``python cli.py`` and
 ``python -m planner`` run the same app from a checkout. Every solve option's default comes
-from :class:`planner.request.PlanRequest` and every round default from :mod:`planner.defaults`.
+from :class:`planner.contracts.request.PlanRequest` and every round default from :mod:`planner.contracts.defaults`.
 
 Exit codes: 0 success, 1 a plan or run failed (e.g. the validator rejected a plan),
 2 bad input (every problem is listed with the path of the offending field), 130 interrupted,
@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 
-from planner import defaults
-from planner.paths import refuse_overwriting_inputs
-from planner.problems import InputError, Problem, SolutionRejected
-from planner.request import DEFAULT_REQUEST, REPLAY_REQUEST, PlanRequest
-from planner.terminal import shown
+from planner.console.terminal import shown
+from planner.contracts import defaults
+from planner.contracts.problems import InputError, Problem, SolutionRejected
+from planner.contracts.request import DEFAULT_REQUEST, REPLAY_REQUEST, PlanRequest
+from planner.files.paths import refuse_overwriting_inputs
 
 if TYPE_CHECKING:
-    from planner.plan import BudgetOverride
+    from planner.contracts.plan import BudgetOverride
     from planner.sim.engine import SimResult
     from planner.sim.replay import ReplaySpec
 
@@ -68,7 +68,7 @@ def report_problems(source: str, problems: list[Problem], title: str) -> None:
     The heading is a line of its own that is never wrapped (``soft_wrap``): as a table title it was wrapped to the
     table's width, cutting the file's name in two (a path longer than the table was named nowhere whole).
     """
-    from planner.report import problems_heading, problems_table
+    from planner.console.tables import problems_heading, problems_table
 
     err.print(problems_heading(title, source, len(problems)), soft_wrap=True)
     err.print(problems_table(problems))
@@ -181,7 +181,7 @@ SignalAwareOpt = Annotated[
 
 def _trace(path: Path) -> Path:
     """The trace a user named: a file, or a shipped trace by name."""
-    from planner.resources import resolve_trace
+    from planner.files.resources import resolve_trace
 
     return resolve_trace(path)
 
@@ -254,12 +254,12 @@ def plan(
     import dataclasses
 
     from planner import planning
-    from planner.instance_io import instance_sha256, load_instance
-    from planner.plan import with_budget_override, with_instance_sha256, write_plan
+    from planner.console.tables import plan_table, summary_table
+    from planner.contracts.instance_io import instance_sha256, load_instance
+    from planner.contracts.plan import with_budget_override, with_instance_sha256, write_plan
+    from planner.core.validate import InvalidPlanError, checked
+    from planner.files.resources import default_instance
     from planner.planning import request_problems
-    from planner.report import plan_table, summary_table
-    from planner.resources import default_instance
-    from planner.validate import InvalidPlanError, checked
 
     started_at = time.perf_counter()
     request = PlanRequest(
@@ -342,7 +342,7 @@ def budget_override(
 
     None when neither option is given; the instance's own budget (J, None: none) is recorded beside it.
     """
-    from planner.plan import BudgetOverride
+    from planner.contracts.plan import BudgetOverride
 
     if power_cap_w is not None:
         return BudgetOverride(power_cap_w * duration_s, "--power-cap-w", power_cap_w, instance_budget_j)
@@ -376,9 +376,9 @@ def validate(
     plan_file: Annotated[Path, typer.Argument(metavar="PLAN", help="Plan to check (wattplan.plan/1 JSON).")],
 ) -> None:
     """Check a plan against its instance (no solver involved); exit 1 on any violation."""
-    from planner.instance_io import load_instance
-    from planner.plan import load_plan
-    from planner.validate import validate_plan
+    from planner.contracts.instance_io import load_instance
+    from planner.contracts.plan import load_plan
+    from planner.core.validate import validate_plan
 
     inst = load_instance(instance)
     the_plan = load_plan(plan_file)
@@ -497,10 +497,10 @@ def diff(
     """
     import json
 
-    from planner.instance_io import load_instance
-    from planner.jsonio import write_json_atomic
+    from planner.contracts.instance_io import load_instance
+    from planner.contracts.jsonio import write_json_atomic
+    from planner.contracts.plan import load_plan
     from planner.launch.diff import diff_plans, diff_problems, diff_table, diff_to_doc
-    from planner.plan import load_plan
 
     instances = [p for p in (old_instance, new_instance) if p is not None]
     refuse_overwriting_inputs({"--json": json_out}, [old_plan, new_plan, *instances])
@@ -543,7 +543,7 @@ def diff(
 @handles_errors
 def instance_check(file: Annotated[Path, typer.Argument(help="Instance file to check.")]) -> None:
     """Check an instance's structure and meaning; list every problem with its path (exit 2)."""
-    from planner.instance_io import load_instance
+    from planner.contracts.instance_io import load_instance
 
     inst = load_instance(file)
     out.print(
@@ -564,7 +564,7 @@ FROM_TRACE_RANGES: dict[str, tuple[float, float]] = {
 }
 """The range (both ends included) of each number option of ``instance from-trace``: seconds, a fraction
 of full power, joules, watts, a slowdown. Wide enough for any real round (``--at`` within a trace's
-1e9 s, :data:`planner.traces.MAX_TRACE_S`; a round of at most a day; 1e15 J, 1e10 W), narrow enough
+1e9 s, :data:`planner.rounds.traces.MAX_TRACE_S`; a round of at most a day; 1e15 J, 1e10 W), narrow enough
 that no product overflows: NaN, infinity or 1e308 ended in an internal error or in
 ``Out of range float values are not JSON compliant`` naming no option."""
 
@@ -604,16 +604,12 @@ def instance_from_trace(
     profiles: ProfilesOpt = None,
 ) -> None:
     """Make a round instance from a trace: the queue at --at with remaining steps."""
-    from planner.instance_io import write_instance
-    from planner.resources import profile_library
-    from planner.round_builder import (
-        RoundOptions,
-        build_round,
-        load_profile_library,
-        parse_cluster_spec,
-        read_trace,
-        trace_format,
-    )
+    from planner.contracts.instance_io import write_instance
+    from planner.files.resources import profile_library
+    from planner.profile_library.library import load_profile_library
+    from planner.rounds.builder import RoundOptions, build_round
+    from planner.rounds.cluster_spec import parse_cluster_spec
+    from planner.rounds.traces import read_trace, trace_format
 
     numbers = {
         "--at": at,
@@ -659,7 +655,7 @@ def instance_from_trace(
 
 
 class SweepFamily(StrEnum):
-    """Where ``instance sweep`` takes its jobs (see :mod:`planner.sweep_rounds`)."""
+    """Where ``instance sweep`` takes its jobs (see :mod:`planner.bench.round_families`)."""
 
     trace = "trace"
     sampled = "sampled"
@@ -699,9 +695,9 @@ def instance_sweep(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from planner.instance_sweep import sweep, sweep_spec
-    from planner.resources import profile_library
-    from planner.round_builder import load_profile_library
+    from planner.bench.instance_sets import sweep, sweep_spec
+    from planner.files.resources import profile_library
+    from planner.profile_library.library import load_profile_library
 
     lib = load_profile_library(profile_library())
     spec = sweep_spec(out_dir, sizes, budgets, seeds, family.value, gpu_mix, jobs_per_node, mps, sorted(lib.gpu_types))
@@ -731,8 +727,8 @@ def profiles_build(
     out_path: Annotated[Path, typer.Option("--out", "-o", help="Profile library to write.")] = Path("profiles.json"),
 ) -> None:
     """Build V100 and P100 profiles (exclusive and co-located) from Gavel throughputs and Zeus power curves."""
-    from planner.profile_build import build_profile_library, write_profile_library
-    from planner.resources import source_dir
+    from planner.files.resources import source_dir
+    from planner.profile_library.build import build_profile_library, write_profile_library
 
     folder = sources or source_dir()
     refuse_overwriting_inputs({"--out": out_path}, [folder, *(folder.rglob("*") if folder.is_dir() else [])])
@@ -763,9 +759,9 @@ def profiles_fit(
     ] = False,
 ) -> None:
     """Fit the full profile table from measured points and a prior library; every entry gets a basis."""
+    from planner.files.resources import profile_library
     from planner.profiling import fit_output as show
     from planner.profiling.fit import fit_files, sanity_file, write_fitted
-    from planner.resources import profile_library
 
     source = library or profile_library()
     if sanity_only:
@@ -895,9 +891,9 @@ def profiles_truth(
     Saturating scaling, power that follows utilisation, lower pair rates, measured idle and node power
     (defaults: an 8x V100 node's logs; planner/profiling/truth.py). Use it as `simulate --truth`.
     """
-    from planner.jsonio import write_json_atomic
+    from planner.contracts.jsonio import write_json_atomic
+    from planner.files.resources import profile_library
     from planner.profiling.truth import TruthParams, truth_from_file
-    from planner.resources import profile_library
 
     params = TruthParams(alpha, cap, pair_factor, idle_power_w, node_power_w, cap_spread)
     prior = library or profile_library()
@@ -984,7 +980,7 @@ def simulate(
     """Replay a trace round by round with one or more policies; write logs, summary.json and plots."""
     import dataclasses
 
-    from planner.list_options import repeated_list
+    from planner.console.list_options import repeated_list
     from planner.sim.policies import PolicyOptions
     from planner.sim.render import progress_callback, progress_display, summary_table
     from planner.sim.replay import (
@@ -1084,9 +1080,9 @@ def _parallel_replays(
 def _cluster_option(text: str) -> str:
     """``--cluster`` as given, once its items passed the list rules: no empty item, no GPU type twice.
 
-    The counts are :func:`planner.round_builder.parse_cluster_spec`'s to check (whole nodes).
+    The counts are :func:`planner.rounds.cluster_spec.parse_cluster_spec`'s to check (whole nodes).
     """
-    from planner.list_options import split_list
+    from planner.console.list_options import split_list
 
     split_list(text, "--cluster", key=lambda item: item.partition(":")[0].strip().lower())
     return text
@@ -1145,7 +1141,7 @@ def frontier(
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from planner.list_options import number_list, split_list
+    from planner.console.list_options import number_list, split_list
     from planner.sim import frontier as fr
     from planner.sim.policies import PolicyOptions
     from planner.sim.render import summary_table
@@ -1251,7 +1247,7 @@ def bench(
     from planner.bench.report import summary_table, write_report
     from planner.bench.runner import BenchConfig, prepare_sweep, run_sweep
     from planner.bench.summary import FAILURES
-    from planner.list_options import split_list
+    from planner.console.list_options import split_list
 
     # every file of the set is an input: --out naming its manifest.csv failed with 'File exists' (exit 1)
     refuse_overwriting_inputs({"--out": out_path}, [instances, *(instances.rglob("*") if instances.is_dir() else [])])

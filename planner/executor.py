@@ -33,7 +33,7 @@ below it (a solver in a session of its own included), the pool is shut down with
 pools are the caller's to cancel (``wattplan bench`` kills its worker subprocesses itself).
 
 Ray is optional (the ``ray`` extra): :func:`require_ray` turns its absence into an
-:class:`~planner.problems.InputError` naming ``--ray``. Functions and arguments travel to Ray
+:class:`~planner.contracts.problems.InputError` naming ``--ray``. Functions and arguments travel to Ray
 nodes pickled, so ``wattplan`` must be installed there; anything a task reads from disk must
 be readable on the node that runs it (``wattplan bench`` passes each instance's bytes along).
 """
@@ -60,7 +60,7 @@ from types import FrameType, ModuleType
 from typing import Any, Generic, Literal, TypeVar
 from urllib.parse import urlsplit
 
-from planner.problems import InputError, Problem
+from planner.contracts.problems import InputError, Problem
 
 R = TypeVar("R")
 Mode = Literal["process", "thread"]

@@ -1,12 +1,12 @@
-"""The one front door: :func:`plan` an instance as a :class:`~planner.request.PlanRequest` asks.
+"""The one front door: :func:`plan` an instance as a :class:`~planner.contracts.request.PlanRequest` asks.
 
 Every caller (the command line, the replay's ``wattplan`` policy, the benchmarks) plans a
 round here, and this is the only place that interprets a solver name: ``greedy`` is the
-greedy plan (:mod:`planner.greedy`, no model, no solver library); any other name is a
+greedy plan (:mod:`planner.core.greedy`, no model, no solver library); any other name is a
 backend of :mod:`formulations.backends` solved by the strategy of :mod:`formulations.solve`.
 A request is checked before anything is built (:func:`request_problems`): a bad value, an
 unknown or missing solver, or an export the solver cannot write is an
-:class:`~planner.problems.InputError` naming the option. Whatever the path, the returned plan
+:class:`~planner.contracts.problems.InputError` naming the option. Whatever the path, the returned plan
 has passed the validator.
 
 Model exchange (docs/design.md §5.12) goes through here too, and solves nothing:
@@ -25,15 +25,15 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from planner.assemble import SolveInfo, assemble_plan
-from planner.domain import Instance
-from planner.greedy import greedy_allocations
-from planner.instance_io import instance_sha256
-from planner.plan import Plan, with_instance_sha256
-from planner.problems import InputError, Problem
-from planner.request import DEFAULT_REQUEST, EXPORT_SUFFIXES, GREEDY, PlanRequest
-from planner.solve_report import HeuristicRecord, SolveReport
-from planner.validate import checked
+from planner.contracts.domain import Instance
+from planner.contracts.instance_io import instance_sha256
+from planner.contracts.plan import Plan, with_instance_sha256
+from planner.contracts.problems import InputError, Problem
+from planner.contracts.request import DEFAULT_REQUEST, EXPORT_SUFFIXES, GREEDY, PlanRequest
+from planner.contracts.solve_report import HeuristicRecord, SolveReport
+from planner.core.assemble import SolveInfo, assemble_plan
+from planner.core.greedy import greedy_allocations
+from planner.core.validate import checked
 
 SOLVER_CHOICES = "cbc, highs, cpsat, scip, ortools-cbc, pulp:NAME (any PuLP solver, e.g. pulp:GUROBI_CMD) or greedy"
 """The solver names a user may give, for help texts and errors."""
@@ -93,7 +93,7 @@ MAX_SEED = 2**31 - 1
 
 
 def request_problems(request: PlanRequest) -> list[Problem]:
-    """Every value of ``request`` outside its range (see :class:`~planner.request.PlanRequest`)."""
+    """Every value of ``request`` outside its range (see :class:`~planner.contracts.request.PlanRequest`)."""
     problems: list[Problem] = []
     if not 0 < request.time_limit_s <= MAX_TIME_LIMIT_S:  # NaN fails both
         problems.append(
@@ -117,7 +117,7 @@ def request_problems(request: PlanRequest) -> list[Problem]:
 
 
 def greedy_plan(instance: Instance) -> Plan:
-    """The greedy plan (see :mod:`planner.greedy`), placed, totalled and validated."""
+    """The greedy plan (see :mod:`planner.core.greedy`), placed, totalled and validated."""
     begin = time.perf_counter()
     allocations = greedy_allocations(instance)
     seconds = time.perf_counter() - begin
@@ -143,8 +143,8 @@ def plan(instance: Instance, request: PlanRequest = DEFAULT_REQUEST, started_at:
 
     ``started_at`` (a ``time.perf_counter()`` reading) is when the caller's clock started, e.g.
     before it read the instance, so that ``request.time_limit_s`` covers the whole call.
-    Raises :class:`~planner.problems.InputError` for a bad request and
-    :class:`~planner.validate.InvalidPlanError` if a planner bug produced an invalid plan.
+    Raises :class:`~planner.contracts.problems.InputError` for a bad request and
+    :class:`~planner.core.validate.InvalidPlanError` if a planner bug produced an invalid plan.
     """
     started_at = time.perf_counter() if started_at is None else started_at
     problems = request_problems(request)
@@ -165,7 +165,7 @@ def plan_from_solution(instance: Instance, solution: Path, request: PlanRequest 
     ``solution``: a CBC, HiGHS or SCIP solution file of either stage's export (the format is
     read from the content). Only the request's objective and ``delta`` matter (the plan's
     objective value); nothing is solved. The plan's status is ``feasible`` and its solver
-    ``external:<format>``. Raises :class:`~planner.problems.SolutionRejected` for a file that
+    ``external:<format>``. Raises :class:`~planner.contracts.problems.SolutionRejected` for a file that
     gives no usable plan (each problem names the file, line and column or row), ``InputError``
     for a bad request and ``FileNotFoundError`` for a missing file.
     """

@@ -1,6 +1,6 @@
 """Instances and plans for the launch tests: hostile job ids, a pair, two nodes, both setting units.
 
-Plans are built with the planner's own :func:`planner.assemble.assemble_plan` from chosen
+Plans are built with the planner's own :func:`planner.core.assemble.assemble_plan` from chosen
 allocations (placement, claims and totals are computed as for any planner) and must pass the
 validator, so the launch tests never depend on what a solver happens to choose.
 """
@@ -11,11 +11,11 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from planner.assemble import Allocation, SolveInfo, assemble_plan
-from planner.domain import Instance
-from planner.instance_io import parse_instance
-from planner.plan import Plan
-from planner.validate import validate_plan
+from planner.contracts.domain import Instance
+from planner.contracts.instance_io import parse_instance
+from planner.contracts.plan import Plan
+from planner.core.assemble import Allocation, SolveInfo, assemble_plan
+from planner.core.validate import validate_plan
 
 HOSTILE_IDS = (
     "x; rm -rf /",

@@ -6,11 +6,11 @@ from functools import cache
 
 from hypothesis import strategies as st
 
-from planner.assemble import SolveInfo, assemble_plan
-from planner.domain import CurrentConfig, GpuType, Instance, Job, RoundSpec
-from planner.greedy import greedy_allocations
-from planner.profile_build import DEFAULT_PROFILE_LIBRARY
-from planner.round_builder import ProfileLibrary, load_profile_library
+from planner.contracts.domain import CurrentConfig, GpuType, Instance, Job, RoundSpec
+from planner.core.assemble import SolveInfo, assemble_plan
+from planner.core.greedy import greedy_allocations
+from planner.profile_library.build import DEFAULT_PROFILE_LIBRARY
+from planner.profile_library.library import ProfileLibrary, load_profile_library
 
 
 @cache

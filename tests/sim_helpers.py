@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
-from planner.domain import GpuType, PairSlowdown, Profile
+from planner.contracts.domain import GpuType, PairSlowdown, Profile
 from planner.sim.round_instance import ClusterContext, RoundRules
 from planner.sim.state import JobSpec
 from planner.sim.workload import Workload

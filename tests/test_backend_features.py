@@ -27,11 +27,11 @@ from formulations.backends.base import ObjectiveName, SolverResult
 from formulations.ir import LinearModel
 from formulations.round_model import RoundModel, build_round_model
 from formulations.watchdog import run_with_deadline
-from planner.greedy import greedy_allocations
-from planner.instance_io import parse_instance
+from planner.contracts.instance_io import parse_instance
+from planner.contracts.problems import InputError
+from planner.contracts.request import PlanRequest
+from planner.core.greedy import greedy_allocations
 from planner.planning import plan
-from planner.problems import InputError
-from planner.request import PlanRequest
 from tests.test_golden import gpu_type, instance_doc, job, profile
 
 FEATURES = ("mip_start", "lp_relaxation", "bound", "export")

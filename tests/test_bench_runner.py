@@ -21,7 +21,7 @@ from planner.bench.runner import (
     run_sweep,
 )
 from planner.bench.worker import EXIT_OOM, FAULT_ENV, injected_fault
-from planner.problems import InputError
+from planner.contracts.problems import InputError
 from tests.conftest import tiny_instance_doc
 
 

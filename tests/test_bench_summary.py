@@ -19,8 +19,8 @@ from planner.bench.summary import (
     solver_summary,
     with_references,
 )
-from planner.plan import Plan, PlanRound
-from planner.solve_report import HeuristicRecord, ModelStats, SolveReport, StageRecord
+from planner.contracts.plan import Plan, PlanRound
+from planner.contracts.solve_report import HeuristicRecord, ModelStats, SolveReport, StageRecord
 
 
 def test_relative_gap_cases() -> None:

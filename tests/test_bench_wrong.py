@@ -18,9 +18,9 @@ from planner.bench.summary import (
     wrong_reasons,
 )
 from planner.bench.worker import falsify_bound, injected_fault
-from planner.instance_io import parse_instance
+from planner.contracts.instance_io import parse_instance
+from planner.contracts.request import PlanRequest
 from planner.planning import greedy_plan, plan
-from planner.request import PlanRequest
 from tests.conftest import tiny_instance_doc
 from tests.test_bench_summary import _row
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from planner import csv_frames
-from planner.problems import InputError
-from planner.resources import resolve_signal, shipped_signals
+from planner.contracts.problems import InputError
+from planner.files import csv_frames
+from planner.files.resources import resolve_signal, shipped_signals
 from planner.sim.signals import HourlySignal, SignalClock, SignalKind, read_signal, signal_cost
 
 HEADER = "timestamp,avg_CI\n"

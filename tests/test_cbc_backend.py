@@ -15,8 +15,8 @@ import pytest
 
 from formulations.backends import SolveParams, get_backend
 from formulations.round_model import build_round_model
-from planner.greedy import greedy_allocations
-from planner.instance_io import parse_instance
+from planner.contracts.instance_io import parse_instance
+from planner.core.greedy import greedy_allocations
 
 ROUND = Path(__file__).parent / "data" / "replay_round_philly_6214e9_r1.json.gz"
 OPTIMUM = 9.820683606527597  # proven by CBC (preprocessing off) and HiGHS with no time limit

@@ -26,12 +26,12 @@ from formulations.column_generation import (
 from formulations.round_model import build_round_model
 from formulations.watchdog import run_with_deadline
 from planner import planning
-from planner.domain import Instance
-from planner.greedy import greedy_allocations
-from planner.instance_io import load_instance
-from planner.request import PlanRequest
-from planner.resources import DEFAULT_INSTANCE_NAME, shipped
-from planner.validate import validate_plan
+from planner.contracts.domain import Instance
+from planner.contracts.instance_io import load_instance
+from planner.contracts.request import PlanRequest
+from planner.core.greedy import greedy_allocations
+from planner.core.validate import validate_plan
+from planner.files.resources import DEFAULT_INSTANCE_NAME, shipped
 from tests.brute_force import brute_force
 from tests.random_instances import tiny_rounds
 

@@ -20,8 +20,8 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from cli import app
+from planner.contracts.plan import load_plan
 from planner.launch.diff import diff_plans, diff_table, diff_to_doc
-from planner.plan import load_plan
 from tests.test_validate import reference_plan_doc
 
 GOLDEN = Path(__file__).parent / "golden" / "diff"

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from formulations.backends import available_backends, backend_features
 from planner import planning
-from planner.domain import Instance
-from planner.request import PlanRequest
-from planner.validate import validate_plan
+from planner.contracts.domain import Instance
+from planner.contracts.request import PlanRequest
+from planner.core.validate import validate_plan
 from tests.brute_force import brute_force
 from tests.random_instances import tiny_rounds
 

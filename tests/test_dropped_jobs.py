@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from planner.problems import InputError
+from planner.contracts.problems import InputError
 from planner.sim.replay import ReplaySpec, prepare
 from planner.sim.workload import dropped_text
 from tests.sim_helpers import write_gavel_trace

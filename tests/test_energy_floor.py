@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from formulations.energy_floor import certified_bound, energy_floor
 from formulations.ir import INF, ModelBuilder
-from planner.domain import PairSlowdown
-from planner.request import REPLAY_REQUEST
+from planner.contracts.domain import PairSlowdown
+from planner.contracts.request import REPLAY_REQUEST
 from planner.sim.budget import EnergyBudget, NoBudget, step_prices
 from planner.sim.engine import simulate
 from planner.sim.governor import DELTA_MAX, WEIGHT_MIN, FixedDelta, JctGovernor, SignalSteer, accrued_s

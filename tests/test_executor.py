@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from planner.contracts.jsonio import read_json
+from planner.contracts.problems import InputError
 from planner.executor import Outcome, TaskFailed, call_portably, run_tasks
-from planner.jsonio import read_json
-from planner.problems import InputError
 
 # Module-level library functions only: they pickle by reference in a spawned process and on a Ray node.
 TASKS = [(2, 10), (3, 4), (5, 2)]

@@ -17,8 +17,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
+from planner.contracts.jsonio import read_json
 from planner.executor import TaskFailed, call_portably, run_tasks
-from planner.jsonio import read_json
 from tests.sim_helpers import write_gavel_trace
 
 ray = pytest.importorskip("ray")

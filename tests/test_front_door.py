@@ -18,14 +18,14 @@ from typer.testing import CliRunner
 from cli import app
 from formulations import solve as solve_module
 from formulations.backends import SolverResult, backend_features
-from planner.domain import Instance
-from planner.instance_io import instance_sha256, instance_to_doc, load_instance
-from planner.plan import Plan
+from planner.contracts.domain import Instance
+from planner.contracts.instance_io import instance_sha256, instance_to_doc, load_instance
+from planner.contracts.plan import Plan
+from planner.contracts.problems import InputError
+from planner.contracts.request import DEFAULT_REQUEST, REPLAY_REQUEST, PlanRequest
+from planner.core.validate import validate_plan
+from planner.files.resources import default_instance
 from planner.planning import plan, request_problems
-from planner.problems import InputError
-from planner.request import DEFAULT_REQUEST, REPLAY_REQUEST, PlanRequest
-from planner.resources import default_instance
-from planner.validate import validate_plan
 
 runner = CliRunner()
 
@@ -172,7 +172,7 @@ def test_an_unwritable_export_path_exits_2_naming_it(tmp_path: Path, solver: str
 
 
 def test_the_solve_report_survives_writing_and_reading_the_plan(inst: Instance, tmp_path: Path) -> None:
-    from planner.plan import load_plan, write_plan
+    from planner.contracts.plan import load_plan, write_plan
 
     p = plan(inst, PlanRequest(solver="cbc", time_limit_s=20))
     write_plan(p, tmp_path / "p.json")

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from planner.problems import InputError
-from planner.request import REPLAY_REQUEST
+from planner.contracts.problems import InputError
+from planner.contracts.request import REPLAY_REQUEST
 from planner.sim.frontier import FRONTIER_COLUMNS, frontier, run_sweep, sweep_points
 from planner.sim.policies import PolicyOptions
 from planner.sim.replay import ReplaySpec

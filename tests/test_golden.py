@@ -22,10 +22,10 @@ import pytest
 
 from formulations.backends import backend_features
 from planner import planning
-from planner.instance_io import parse_instance
-from planner.plan import Plan, PlannedJob
-from planner.request import PlanRequest
-from planner.validate import validate_plan
+from planner.contracts.instance_io import parse_instance
+from planner.contracts.plan import Plan, PlannedJob
+from planner.contracts.request import PlanRequest
+from planner.core.validate import validate_plan
 
 SOLVERS = ["cpsat", "highs", "cbc", "scip", "ortools-cbc"]
 solvers = pytest.mark.parametrize("solver", SOLVERS)

@@ -20,15 +20,15 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from planner import jsonio
-from planner.instance_checks import instance_problems
-from planner.instance_io import instance_to_doc, parse_instance
-from planner.jsonio import read_json, write_json_atomic, write_text_atomic
+from planner.contracts import jsonio
+from planner.contracts.instance_checks import instance_problems
+from planner.contracts.instance_io import instance_to_doc, parse_instance
+from planner.contracts.jsonio import read_json, write_json_atomic, write_text_atomic
+from planner.contracts.plan import write_plan
+from planner.contracts.problems import MAX_REPORTED_PROBLEMS, InputError
+from planner.contracts.schema_check import INSTANCE_SCHEMA, schema_problems
 from planner.launch.output import is_running, running_jobs
-from planner.plan import write_plan
-from planner.problems import MAX_REPORTED_PROBLEMS, InputError
-from planner.schema_check import INSTANCE_SCHEMA, schema_problems
-from planner.traces import read_gavel_trace, read_philly_csv
+from planner.rounds.traces import read_gavel_trace, read_philly_csv
 from tests.launch_helpers import hand_plan, launch_instance
 
 ROOT = Path(__file__).resolve().parents[1]

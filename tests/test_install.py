@@ -72,7 +72,9 @@ def test_wheel_installs_into_a_fresh_venv_and_runs_from_an_empty_directory(tmp_p
     assert doc["schema"] == "wattplan.plan/1" and len(doc["jobs"]) == 64
     _run([wattplan, "plan", "--solver", "cbc", "--time-limit", "20", "--out", "plan-cbc.json", "-q"], work, env)
 
-    default = _run([str(py), "-c", "from planner.resources import default_instance; print(default_instance())"], work)
+    default = _run(
+        [str(py), "-c", "from planner.files.resources import default_instance; print(default_instance())"], work
+    )
     _run(
         [wattplan, "launch", "plan.json", "--instance", default.stdout.strip(), "--to", "shell", "--out", "launch"],
         work,

@@ -17,21 +17,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from planner.economics import full_power_w
-from planner.instance_checks import instance_problems
-from planner.instance_io import load_instance
-from planner.instance_sweep import MANIFEST_FIELDS, RoundSources, SweepSpec, sweep, sweep_spec
-from planner.problems import InputError
-from planner.resources import PHILLY_TRACE, profile_library, shipped
-from planner.round_builder import (
-    RoundOptions,
-    build_round,
-    load_profile_library,
-    parse_cluster_spec,
-    queued_jobs,
-    read_trace,
-)
-from planner.sweep_rounds import (
+from planner.bench.instance_sets import MANIFEST_FIELDS, RoundSources, SweepSpec, sweep, sweep_spec
+from planner.bench.round_families import (
     LONG_FRACTION,
     TRACE_GPU_TYPES,
     JobPopulation,
@@ -46,6 +33,15 @@ from planner.sweep_rounds import (
     read_philly_population_trace,
     sampled_round,
 )
+from planner.contracts.instance_checks import instance_problems
+from planner.contracts.instance_io import load_instance
+from planner.contracts.problems import InputError
+from planner.core.economics import full_power_w
+from planner.files.resources import PHILLY_TRACE, profile_library, shipped
+from planner.profile_library.library import load_profile_library
+from planner.rounds.builder import RoundOptions, build_round, queued_jobs
+from planner.rounds.cluster_spec import parse_cluster_spec
+from planner.rounds.traces import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()
@@ -249,7 +245,7 @@ def test_population_of_a_small_trace_set(sources: RoundSources) -> None:
 
 def _option_fractions(inst) -> list[list[float]]:
     """Per job, ``pi = X t / R`` of every exclusive option that fits the cluster (the progress coefficients)."""
-    from planner.economics import exclusive_outcomes
+    from planner.core.economics import exclusive_outcomes
 
     return [[o.progress for _, _, _, o in exclusive_outcomes(inst, job)] for job in inst.jobs]
 
@@ -385,7 +381,7 @@ def test_a_cluster_beyond_the_schema_is_refused_naming_jobs_per_node(tmp_path: P
 def test_an_instance_the_schema_refuses_is_not_written(
     tmp_path: Path, sources: RoundSources, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import planner.instance_sweep as instance_sweep
+    import planner.bench.instance_sets as instance_sweep
 
     spec = _spec(tmp_path / "o", sizes="12", budgets="0.3", seeds="0", family="long")
     monkeypatch.setattr(instance_sweep, "cluster_nodes", lambda n, mix, jpn: (("v100", 200_000),))

@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from planner.instance_io import instance_to_doc
-from planner.plan import plan_to_doc, write_plan
+from planner.contracts.instance_io import instance_to_doc
+from planner.contracts.plan import plan_to_doc, write_plan
 from tests.launch_helpers import hand_plan, launch_instance, launch_instance_doc
 
 runner = CliRunner()

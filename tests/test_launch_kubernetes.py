@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from planner.contracts.problems import InputError
 from planner.launch.hosts import HostMap
 from planner.launch.kubernetes import (
     CONFIG_LABEL,
@@ -21,7 +22,6 @@ from planner.launch.kubernetes import (
 from planner.launch.launcher import launch_plan
 from planner.launch.quoting import is_dns1123_label, is_label_value
 from planner.launch.render import PLACEHOLDER_ARGV, build_model
-from planner.problems import InputError
 from tests.launch_helpers import (
     HOSTILE_IDS,
     hand_plan,
@@ -183,7 +183,7 @@ def test_node_names_must_be_kubernetes_names() -> None:
 
 
 def test_numeric_user_becomes_run_as_user() -> None:
-    from planner.instance_io import parse_instance
+    from planner.contracts.instance_io import parse_instance
     from tests.launch_helpers import launch_instance_doc
 
     doc = launch_instance_doc()

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from planner.contracts.problems import InputError
 from planner.launch.hosts import HostMap, load_host_map
 from planner.launch.output import MANIFEST, write_folder
 from planner.launch.quoting import (
@@ -21,7 +22,6 @@ from planner.launch.quoting import (
     sh_words,
 )
 from planner.launch.render import PLACEHOLDER_ARGV, PLACEHOLDER_EXIT, LaunchFile, build_model
-from planner.problems import InputError
 from tests.launch_helpers import HOSTILE_IDS, hand_plan, launch_instance
 
 # ----------------------------------------------------------------------------- quoting

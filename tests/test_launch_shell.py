@@ -138,7 +138,7 @@ def test_user_field_runs_as_that_user(tmp_path: Path) -> None:
     me = subprocess.run(["id", "-un"], capture_output=True, text=True, check=True).stdout.strip()
     doc = launch_instance_doc(command=["id", "-un"])
     doc["jobs"][0]["user"] = me
-    from planner.instance_io import parse_instance
+    from planner.contracts.instance_io import parse_instance
 
     inst = parse_instance(doc)
     launch_plan(hand_plan(inst), inst, "shell", tmp_path / "shell")

@@ -119,7 +119,7 @@ def _fake_sbatch(bin_dir: Path, log: Path) -> None:
 def test_submit_orders_steps_jobs_and_resets(tmp_path: Path) -> None:
     doc = launch_instance_doc()
     doc["jobs"][0]["user"] = "alice"
-    from planner.instance_io import parse_instance
+    from planner.contracts.instance_io import parse_instance
 
     inst = parse_instance(doc)
     out = tmp_path / "slurm"
@@ -155,7 +155,7 @@ def test_pair_with_two_users_is_refused() -> None:
     doc = launch_instance_doc()
     doc["jobs"][2]["user"] = "alice"
     doc["jobs"][3]["user"] = "bob"
-    from planner.instance_io import parse_instance
+    from planner.contracts.instance_io import parse_instance
 
     inst = parse_instance(doc)
     with pytest.raises(ValueError, match="two users"):

@@ -11,10 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from planner.cli import app
-from planner.domain import PairSlowdown, Profile
+from planner.contracts.domain import PairSlowdown, Profile
+from planner.files.resources import profile_library, resolve_trace
+from planner.profile_library.library import library_from_doc, load_profile_library
 from planner.profiling.truth import TruthParams, speedup, truth_library
-from planner.resources import profile_library, resolve_trace
-from planner.round_builder import library_from_doc, load_profile_library
 from planner.sim.engine import simulate
 from planner.sim.learning import LearnConfig, ProfileLearner
 from planner.sim.policies import make_policy
@@ -141,7 +141,7 @@ def test_learning_replay_converges_and_stays_valid(truth_file: Path, policy: str
     for at least 3 rounds alone is believed within 5% of the truth at the end, for the job and for
     its type, throughput and power.
     """
-    from planner.request import REPLAY_REQUEST
+    from planner.contracts.request import REPLAY_REQUEST
     from planner.sim.policies import PolicyOptions
 
     request = dataclasses.replace(REPLAY_REQUEST, solver="highs", time_limit_s=2.0)
@@ -241,7 +241,7 @@ def test_an_observed_pair_below_min_pair_rate_is_not_repeated(policy: str) -> No
     Two A jobs and a B job of 1 GPU: the policy pairs B with an A job once (it believes 0.8 / 0.6).
     After that round the learner believes A's side at 0.8 x 0.5 ** 0.95 < 0.5, and the pair is never run again.
     """
-    from planner.request import REPLAY_REQUEST
+    from planner.contracts.request import REPLAY_REQUEST
     from planner.sim.policies import PolicyOptions
     from tests.sim_helpers import hand_job, workload
 

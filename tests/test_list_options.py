@@ -1,4 +1,4 @@
-"""List options: one parser (planner.list_options) for every comma-separated or repeated option (issue 22, item 13).
+"""List options: one parser (planner.console.list_options) for every comma-separated or repeated option (issue 22).
 
 ``frontier --deltas nan`` was replayed as a NaN delta and reported as ``--delta``; ``0.1,,0.2`` and repeats
 were dropped in silence; ``frontier --baselines wattplan`` named ``--baseline[0]``. Each bad item is now an
@@ -14,9 +14,9 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from planner.list_options import Bounds, number_list, repeated_list, split_list
-from planner.problems import InputError
-from planner.request import REPLAY_REQUEST
+from planner.console.list_options import Bounds, number_list, repeated_list, split_list
+from planner.contracts.problems import InputError
+from planner.contracts.request import REPLAY_REQUEST
 from planner.sim.frontier import run_sweep, sweep_points
 from planner.sim.policies import PolicyOptions
 from planner.sim.replay import DELTA_BOUNDS, ReplaySpec, check_spec

@@ -35,8 +35,8 @@ from formulations.mps import write_mps
 from formulations.round_model import build_round_model
 from formulations.solution_io import read_solution
 from formulations.stage_export import stage2_path
-from planner.instance_io import load_instance
-from planner.problems import SolutionRejected
+from planner.contracts.instance_io import load_instance
+from planner.contracts.problems import SolutionRejected
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()

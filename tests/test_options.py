@@ -1,7 +1,7 @@
 """The columnar option enumeration against a plain scalar one, option by option.
 
 The reference below walks jobs, partner types, GPU types, counts, settings and sides one at a
-time through :func:`planner.economics.job_outcome` (the scalar arithmetic the validator also
+time through :func:`planner.core.economics.job_outcome` (the scalar arithmetic the validator also
 uses) and prunes as the module docstring of :mod:`formulations.options` says. The vectorised
 enumeration must give the same options, in the same order, with bit-identical progress and
 energy, and the same pruning counts. Rounds with asymmetric same-type pairs exercise the
@@ -17,11 +17,11 @@ from hypothesis import strategies as st
 
 from formulations.options import Slot, enumerate_options
 from formulations.round_model import build_round_model
-from planner.domain import Instance
-from planner.economics import exclusive_outcomes, job_outcome, usable_pair_rates
-from planner.greedy import greedy_allocations
-from planner.instance_io import load_instance
-from planner.resources import DEFAULT_INSTANCE_NAME, shipped
+from planner.contracts.domain import Instance
+from planner.contracts.instance_io import load_instance
+from planner.core.economics import exclusive_outcomes, job_outcome, usable_pair_rates
+from planner.core.greedy import greedy_allocations
+from planner.files.resources import DEFAULT_INSTANCE_NAME, shipped
 from tests.random_instances import tiny_rounds
 
 Exclusive = tuple[int, str, int, int, float, float]

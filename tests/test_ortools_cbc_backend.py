@@ -17,7 +17,7 @@ from formulations.backends import SolveParams, get_backend
 from formulations.backends.ortools_mip import _varints, model_proto
 from formulations.ir import LinearModel
 from formulations.round_model import build_round_model
-from planner.instance_io import parse_instance
+from planner.contracts.instance_io import parse_instance
 from tests.test_backend_features import OPTIMUM, _model
 
 ROUND = Path(__file__).parent / "data" / "replay_round_philly_6214e9_r1.json.gz"

@@ -15,10 +15,10 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from planner.instance_io import instance_to_doc
-from planner.paths import OUTPUT_IS_INPUT, SAME_OUTPUT, refuse_overwriting_inputs
-from planner.plan import write_plan
-from planner.problems import InputError
+from planner.contracts.instance_io import instance_to_doc
+from planner.contracts.plan import write_plan
+from planner.contracts.problems import InputError
+from planner.files.paths import OUTPUT_IS_INPUT, SAME_OUTPUT, refuse_overwriting_inputs
 from tests.launch_helpers import hand_plan, launch_instance
 from tests.test_profiles_check import write_inputs
 

@@ -1,4 +1,4 @@
-"""Buddy placement (planner.placement): property tests and examples.
+"""Buddy placement (planner.core.placement): property tests and examples.
 
 The invariants are checked independently of the implementation by :func:`check_placement`:
 an allocation of ``n <= K`` GPUs is one aligned block ``[b*n, (b+1)*n)`` on one node, one of
@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.domain import GpuType, NodeGpus, node_name
-from planner.placement import PlacementError, PlacementRequest, PlacementResult, place
+from planner.contracts.domain import GpuType, NodeGpus, node_name
+from planner.core.placement import PlacementError, PlacementRequest, PlacementResult, place
 
 PROPERTY = settings(max_examples=200, deadline=None)
 

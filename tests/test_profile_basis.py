@@ -8,9 +8,9 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from planner.cli import app
-from planner.instance_io import load_instance, write_instance
-from planner.plan import load_plan
-from planner.resources import default_instance
+from planner.contracts.instance_io import load_instance, write_instance
+from planner.contracts.plan import load_plan
+from planner.files.resources import default_instance
 
 
 def test_plan_entries_carry_the_basis_of_their_profile(tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """Profile library: numbers recomputed by hand from the shipped source files.
 
 The helpers below read ``instances/sources`` with plain ``json``/``csv`` and share no code
-with :mod:`planner.profile_build`, so a wrong formula in the builder cannot hide here.
+with :mod:`planner.profile_library.build`, so a wrong formula in the builder cannot hide here.
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from planner.profile_build import (
+from planner.profile_library.build import (
     DEFAULT_PROFILE_LIBRARY,
     DEFAULT_SOURCE_DIR,
     build_profile_library,
     write_profile_library,
 )
-from planner.profile_mapping import FAMILY_TO_ZEUS, job_family, nearest_batch_size
+from planner.profile_library.mapping import FAMILY_TO_ZEUS, job_family, nearest_batch_size
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = REPO / "instances" / "sources"

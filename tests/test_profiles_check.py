@@ -11,11 +11,11 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from planner.problems import InputError
+from planner.contracts.problems import InputError
+from planner.profile_library.library import ProfileLibrary, library_from_doc
 from planner.profiling.check import FidelityReport, FidelityRow, check, parse_type_map
 from planner.profiling.leave_one_out import borrow, donors, held_out_cases, summarise
 from planner.profiling.points import MeasuredPoint, Provenance, point_to_doc, write_points
-from planner.round_builder import ProfileLibrary, library_from_doc
 
 runner = CliRunner()
 
@@ -267,9 +267,9 @@ def test_real_zeus_borrowing_regret() -> None:
 
 
 def test_real_zeus_windows_in_shape_mode() -> None:
+    from planner.files.resources import profile_library
+    from planner.profile_library.library import load_profile_library
     from planner.profiling.zeus_windows import read_zeus_windows
-    from planner.resources import profile_library
-    from planner.round_builder import load_profile_library
 
     points = read_zeus_windows(ZEUS / "profile_data" / "V100+resnet50+gpu0.csv", "resnet50", "v100", 40)
     report = check(

@@ -10,6 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
+from planner.profile_library.library import load_profile_library
 from planner.profiling.fit import fit_library
 from planner.profiling.pair_rates import PRIOR_PAIR_ERROR, estimate_side, shrink
 from planner.profiling.points import MeasuredPoint, Provenance, write_points
@@ -20,7 +21,6 @@ from planner.profiling.power_model import (
     fit_setting_curves,
 )
 from planner.profiling.scaling import SPEEDUP_PRIOR_ERROR, fit_scaling, monotone_sublinear, prior_shape_fit
-from planner.round_builder import load_profile_library
 
 REL = 1e-9
 

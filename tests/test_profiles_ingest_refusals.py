@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from planner.problems import InputError
+from planner.contracts.problems import InputError
 from planner.profiling.csv_header import duplicate_column_problems
 from planner.profiling.ingest import refuse_unfittable
 from planner.profiling.points import MeasuredPoint, Provenance

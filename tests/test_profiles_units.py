@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from planner.problems import InputError
+from planner.contracts.problems import InputError
 from planner.profiling.nvidia_smi import read_nvidia_smi_log
 from planner.profiling.zeus_summary import read_zeus_power_summary
 

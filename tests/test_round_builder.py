@@ -6,19 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from planner.economics import full_power_w
-from planner.instance_io import instance_to_doc, parse_instance
-from planner.problems import InputError
-from planner.profile_build import DEFAULT_PROFILE_LIBRARY
-from planner.round_builder import (
-    RoundOptions,
-    allowed_counts,
-    build_round,
-    load_profile_library,
-    normalise_request,
-    parse_cluster_spec,
-)
-from planner.traces import read_gavel_trace
+from planner.contracts.instance_io import instance_to_doc, parse_instance
+from planner.contracts.problems import InputError
+from planner.core.economics import full_power_w
+from planner.profile_library.build import DEFAULT_PROFILE_LIBRARY
+from planner.profile_library.library import load_profile_library
+from planner.rounds.builder import RoundOptions, allowed_counts, build_round
+from planner.rounds.cluster_spec import parse_cluster_spec
+from planner.rounds.traces import normalise_request, read_gavel_trace
 
 R50 = "ResNet-50 (batch size 64)"
 

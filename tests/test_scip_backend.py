@@ -21,10 +21,10 @@ import pytest
 from formulations.backends import BackendUnavailable, SolveParams, available_backends, get_backend
 from formulations.round_model import RoundModel, build_round_model
 from formulations.watchdog import run_with_deadline
-from planner.greedy import greedy_allocations
-from planner.instance_io import parse_instance
+from planner.contracts.instance_io import parse_instance
+from planner.contracts.request import PlanRequest
+from planner.core.greedy import greedy_allocations
 from planner.planning import plan
-from planner.request import PlanRequest
 from tests.test_backend_features import OPTIMUM, _model
 
 pytestmark = pytest.mark.skipif(find_spec("pyscipopt") is None, reason="pyscipopt is not installed")

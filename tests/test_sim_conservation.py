@@ -13,18 +13,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner.assemble import SolveInfo, assemble_plan
-from planner.domain import Instance
-from planner.instance_checks import instance_problems
-from planner.instance_io import instance_to_doc
-from planner.request import REPLAY_REQUEST
+from planner.contracts.domain import Instance
+from planner.contracts.instance_checks import instance_problems
+from planner.contracts.instance_io import instance_to_doc
+from planner.contracts.request import REPLAY_REQUEST
+from planner.core.assemble import SolveInfo, assemble_plan
+from planner.core.validate import validate_plan
 from planner.sim.budget import EnergyBudget, PowerCap
 from planner.sim.engine import SimResult, simulate
 from planner.sim.metrics import J_PER_KWH, summarise
 from planner.sim.policies import Decision, PolicyOptions, make_policy
 from planner.sim.policies.base import Policy
 from planner.sim.replay import ReplaySpec, prepare
-from planner.validate import validate_plan
 from tests.sim_helpers import A, B, hand_context, hand_job, workload
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from planner.request import REPLAY_REQUEST
+from planner.contracts.request import REPLAY_REQUEST
 from planner.sim.metrics import without_timing
 from planner.sim.policies import PolicyOptions
 from planner.sim.replay import ReplaySpec, prepare, run_policy

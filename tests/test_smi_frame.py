@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.jsonio import line_blocks
-from planner.problems import MAX_REPORTED_PROBLEMS, InputError
+from planner.contracts.jsonio import line_blocks
+from planner.contracts.problems import MAX_REPORTED_PROBLEMS, InputError
 from planner.profiling.job_side import JobRun
 from planner.profiling.nvidia_smi import SmiLog, read_nvidia_smi_log
 from planner.profiling.smi_points import points_from_smi

@@ -23,12 +23,12 @@ from formulations.round_model import build_round_model
 from formulations.solve import lp_relaxation
 from formulations.watchdog import run_with_deadline
 from planner import planning
-from planner.assemble import SolveInfo, assemble_plan
-from planner.domain import Instance
-from planner.greedy import allocation_outcome, greedy_allocations
-from planner.instance_io import load_instance
-from planner.request import PlanRequest
-from planner.validate import validate_plan
+from planner.contracts.domain import Instance
+from planner.contracts.instance_io import load_instance
+from planner.contracts.request import PlanRequest
+from planner.core.assemble import SolveInfo, assemble_plan
+from planner.core.greedy import allocation_outcome, greedy_allocations
+from planner.core.validate import validate_plan
 from tests.brute_force import brute_force
 from tests.random_instances import tiny_rounds
 

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from planner import csv_frames, traces
-from planner.problems import MAX_REPORTED_PROBLEMS, InputError
-from planner.traces import (
+from planner.contracts.problems import MAX_REPORTED_PROBLEMS, InputError
+from planner.files import csv_frames
+from planner.rounds import traces
+from planner.rounds.traces import (
     GAVEL_COLUMNS_7,
     GAVEL_COLUMNS_9,
     GAVEL_COLUMNS_10,

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from planner.assemble import Allocation, SolveInfo, assemble_plan
-from planner.evaluate import evaluate_plan
-from planner.instance_io import instance_sha256, instance_to_doc, load_instance, parse_instance
-from planner.plan import BudgetOverride, parse_plan, plan_to_doc, with_budget_override, with_instance_sha256
-from planner.problems import InputError
-from planner.validate import plan_problems, validate_plan
+from planner.contracts.instance_io import instance_sha256, instance_to_doc, load_instance, parse_instance
+from planner.contracts.plan import BudgetOverride, parse_plan, plan_to_doc, with_budget_override, with_instance_sha256
+from planner.contracts.problems import InputError
+from planner.core.assemble import Allocation, SolveInfo, assemble_plan
+from planner.core.evaluate import evaluate_plan
+from planner.core.validate import plan_problems, validate_plan
 
 INFO = SolveInfo(solver="test", status="feasible")
 
@@ -94,7 +94,7 @@ CASES: list[tuple[str, Mutation]] = [
 
 
 def test_every_code_has_a_case() -> None:
-    import planner.validate as v
+    import planner.core.validate as v
 
     documented = {line.split()[0] for line in v.__doc__.splitlines() if line[:1].isalpha() and "-" in line.split()[0]}
     assert documented - {"plan-schema", "placement-split"} == {c for c, _ in CASES}

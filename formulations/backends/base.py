@@ -18,7 +18,7 @@ from typing import ClassVar, Literal, Protocol
 import numpy as np
 
 from formulations.ir import LinearModel
-from planner.problems import InputError, Problem
+from planner.contracts.problems import InputError, Problem
 
 SolveStatus = Literal["optimal", "feasible", "infeasible", "no_solution", "error"]
 ObjectiveName = Literal["progress", "energy", "excess_energy"]
@@ -116,7 +116,7 @@ def atomic_target(path: Path) -> Iterator[Path]:
 
     Readers see the old file or the new one, never half of one; on failure the temporary file
     is removed, ``path`` is untouched, and an unwritable ``path`` is an
-    :class:`~planner.problems.InputError` naming it (never the temporary file).
+    :class:`~planner.contracts.problems.InputError` naming it (never the temporary file).
     """
     tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
     try:

@@ -1,23 +1,23 @@
 """The independent re-check of a benchmark run's plan: whether it is valid, and what it is worth.
 
-No solver is imported here: the validator and the evaluator (:mod:`planner.validate`,
-:mod:`planner.evaluate`) import none, so a wrong solver cannot vouch for its own plan.
+No solver is imported here: the validator and the evaluator (:mod:`planner.core.validate`,
+:mod:`planner.core.evaluate`) import none, so a wrong solver cannot vouch for its own plan.
 
 The front door :func:`planner.planning.plan` already returns only plans that passed
-:func:`planner.validate.checked` (the greedy plan in ``greedy_plan``, a solver's plan or the
+:func:`planner.core.validate.checked` (the greedy plan in ``greedy_plan``, a solver's plan or the
 fallback in the strategy's ``finish`` and ``fallback``). The worker checks again, from the plan's
-*document*: the plan is written with :func:`planner.plan.plan_to_doc`, read back with
-:func:`planner.plan.parse_plan` (the plan schema included) and validated against the instance,
+*document*: the plan is written with :func:`planner.contracts.plan.plan_to_doc`, read back with
+:func:`planner.contracts.plan.parse_plan` (the plan schema included) and validated against the instance,
 so what is judged is what ``wattplan validate`` would see in the plan file.
 
 The *evaluated objective* of a plan, for the instance's objective, recomputed from the instance
-by :func:`planner.evaluate.evaluate_plan`:
+by :func:`planner.core.evaluate.evaluate_plan`:
 
 * ``progress``: ``P = sum_j w_j pi_j`` (dimensionless, maximised). Any valid plan is feasible for
   ``max P`` under the budget, so every valid plan has a value.
 * ``energy``: ``E = sum_j e_j + sum_g u_g T (Pnode_g + K_g Pidle_g)`` (J, minimised).
 * ``efficiency``: ``E - c sum_j e*_j sigma_j`` (J, minimised): ``e*_j`` the job's best exclusive
-  energy per step (:func:`planner.economics.best_step_energy_j`, J/step), ``sigma_j`` its steps
+  energy per step (:func:`planner.core.economics.best_step_energy_j`, J/step), ``sigma_j`` its steps
   this round, ``c`` the round's ``credit_weight``; jobs of weight 0 earn no credit (as in the
   round model).
 
@@ -33,12 +33,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from planner.domain import Instance
-from planner.economics import best_step_energy_j
-from planner.evaluate import Evaluation, evaluate_plan
-from planner.plan import Plan, parse_plan, plan_to_doc
-from planner.problems import InputError, Problem
-from planner.validate import validate_plan
+from planner.contracts.domain import Instance
+from planner.contracts.plan import Plan, parse_plan, plan_to_doc
+from planner.contracts.problems import InputError, Problem
+from planner.core.economics import best_step_energy_j
+from planner.core.evaluate import Evaluation, evaluate_plan
+from planner.core.validate import validate_plan
 
 MAX_PROBLEMS = 5
 """Problems of a failed re-check quoted in its message."""

@@ -38,7 +38,7 @@ from planner.bench.summary import (
     solver_summary,
     with_references,
 )
-from planner.jsonio import write_text_atomic
+from planner.contracts.jsonio import write_text_atomic
 
 RUN_COLUMNS = (
     "instance",
@@ -254,7 +254,7 @@ def summary_table(summary: Sequence[Record]) -> Any:
     """The per-solver summary as a rich table, for the terminal."""
     from rich.table import Table
 
-    from planner.terminal import shown
+    from planner.console.terminal import shown
 
     table = Table(title="Benchmark")
     for column in SUMMARY_COLUMNS:

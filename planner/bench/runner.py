@@ -70,10 +70,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from planner.contracts.jsonio import read_json, read_text, write_json_atomic
+from planner.contracts.problems import InputError, Problem
+from planner.contracts.request import PlanRequest
 from planner.executor import cancel_on_signals, descendants
-from planner.jsonio import read_json, read_text, write_json_atomic
-from planner.problems import InputError, Problem
-from planner.request import PlanRequest
 
 MANIFEST = "manifest.csv"
 MAX_SEEDS = 1000

@@ -57,7 +57,7 @@ GAP_NOISE = 1e-6
 """Slack on ``gap_ref <= rel_gap`` (a bound carries numerical noise)."""
 WRONG_TOL = 1e-6
 """Relative tolerance of the wrong-result check, of ``max(|v|, |b|)``: the validator's own
-(:data:`planner.validate.REL_TOL`). A valid plan's claims and its budget are checked to 1e-6
+(:data:`planner.core.validate.REL_TOL`). A valid plan's claims and its budget are checked to 1e-6
 relative, so its value is known to no better, and a plan up to 1e-6 over the budget passes: a
 bound it beats by less is within the noise of the value, not contradicted by it."""
 PLANNER_SLACK = 2e-6

@@ -137,7 +137,7 @@ def result_doc(plan: Any, instance: Any, time_s: float, read_s: float = 0.0) -> 
     """
     from planner.bench.check import plan_check
     from planner.bench.incumbents import incumbent_trace
-    from planner.plan import plan_to_doc
+    from planner.contracts.plan import plan_to_doc
 
     objective = instance.round.objective
     r = plan.round
@@ -178,10 +178,10 @@ def plan_task(task: dict[str, Any], started_at: float, fault: str | None = None)
     ``fault`` ``wrong_bound`` falsifies the recorded bound (:func:`falsify_bound`, tests only).
     """
     from planner.bench.incumbents import maximizes
-    from planner.instance_io import parse_instance
-    from planner.jsonio import parse_json_text
+    from planner.contracts.instance_io import parse_instance
+    from planner.contracts.jsonio import parse_json_text
+    from planner.contracts.request import PlanRequest
     from planner.planning import plan
-    from planner.request import PlanRequest
 
     # not load_instance: its reader reserves a buffer of the largest input (512 MiB), over a small --memory-limit-mb
     source = str(task["instance"])
@@ -202,7 +202,7 @@ def plan_task(task: dict[str, Any], started_at: float, fault: str | None = None)
 
 
 def _write(path: Path, doc: dict[str, Any]) -> None:
-    from planner.jsonio import write_json_atomic
+    from planner.contracts.jsonio import write_json_atomic
 
     write_json_atomic(path, {**doc, "peak_mb": peak_mb()})
 
@@ -238,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     try:  # load the planner's modules before the clock starts, as `wattplan plan` does
         import planner.bench.check
         import planner.bench.incumbents
-        import planner.instance_io
+        import planner.contracts.instance_io
         import planner.planning  # noqa: F401
     except Exception as exc:
         if out_of_memory(exc):

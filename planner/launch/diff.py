@@ -18,7 +18,7 @@ listed stops first and starts last, so GPUs are freed before they are taken agai
 
 Only plans that pass are diffed (:func:`diff_problems`): given its instance, a plan must pass the
 validator against it (its recorded ``round.instance_sha256`` included); without one, the checks
-that need no instance (:func:`planner.validate.plan_problems`). Two rounds have two instances, so
+that need no instance (:func:`planner.core.validate.plan_problems`). Two rounds have two instances, so
 the two plans' digests are never compared with each other.
 """
 
@@ -30,10 +30,10 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from planner.domain import Instance
-from planner.plan import Plan, PlannedJob
-from planner.problems import Problem
-from planner.validate import plan_problems, validate_plan
+from planner.contracts.domain import Instance
+from planner.contracts.plan import Plan, PlannedJob
+from planner.contracts.problems import Problem
+from planner.core.validate import plan_problems, validate_plan
 
 SCHEMA_ID = "wattplan.diff/1"
 ACTIONS = ("stop", "resize", "move", "re-set", "re-pair", "start")

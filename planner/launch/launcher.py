@@ -7,17 +7,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from planner.domain import Instance
-from planner.instance_io import load_instance
+from planner.contracts.domain import Instance
+from planner.contracts.instance_io import load_instance
+from planner.contracts.plan import BudgetOverride, Plan, load_plan
+from planner.contracts.problems import Problem
+from planner.core.validate import validate_plan
 from planner.launch.hosts import HostMap
 from planner.launch.kubernetes import KubernetesOptions, render_kubernetes
 from planner.launch.output import write_folder
 from planner.launch.render import TARGETS, LaunchFile, LaunchModel, Target, build_model
 from planner.launch.shell import render_shell
 from planner.launch.slurm import SlurmOptions, render_slurm
-from planner.plan import BudgetOverride, Plan, load_plan
-from planner.problems import Problem
-from planner.validate import validate_plan
 
 
 class PlanRejected(Exception):
@@ -97,7 +97,7 @@ def launch_plan(
 ) -> LaunchResult:
     """Validate ``plan`` against ``instance`` (:class:`PlanRejected` if it fails), render, write atomically.
 
-    A plan's declared budget override stands in for the instance's budget (:func:`planner.validate.validate_plan`).
+    A plan's declared budget override stands in for the instance's budget (:func:`planner.core.validate.validate_plan`).
     """
     options = options or LaunchOptions()
     problems = validate_plan(instance, plan)
@@ -112,7 +112,7 @@ def launch_plan(
 def launch_files(
     plan_path: Path, instance_path: Path, target: Target, out_dir: Path, options: LaunchOptions | None = None
 ) -> LaunchResult:
-    """:func:`launch_plan` on files: bad files raise :class:`~planner.problems.InputError` (path-named)."""
+    """:func:`launch_plan` on files: bad files raise :class:`~planner.contracts.problems.InputError` (path-named)."""
     instance = load_instance(instance_path)
     plan = load_plan(plan_path)
     digest = hashlib.sha256(Path(plan_path).read_bytes()).hexdigest()

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from planner.domain import Instance, Job, SettingUnit
+from planner.contracts.domain import Instance, Job, SettingUnit
+from planner.contracts.plan import Plan, PlannedJob
 from planner.launch.hosts import HostMap
 from planner.launch.quoting import K8S_NAME_MAX, comment_text, safe_name
-from planner.plan import Plan, PlannedJob
 
 Target = Literal["slurm", "kubernetes", "shell"]
 TARGETS: tuple[Target, ...] = ("slurm", "kubernetes", "shell")
@@ -202,7 +202,7 @@ def _unit(instance: Instance, round_index: int, entries: list[PlannedJob], hosts
 def build_model(plan: Plan, instance: Instance, hosts: HostMap) -> LaunchModel:
     """Group the plan's running jobs into units (pairs at their first member's place) and resolve hosts.
 
-    The plan must have passed :func:`planner.validate.validate_plan` against ``instance``; a pair
+    The plan must have passed :func:`planner.core.validate.validate_plan` against ``instance``; a pair
     whose two entries disagree raises ``ValueError``.
     """
     running = plan.running()

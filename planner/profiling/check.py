@@ -17,12 +17,12 @@ Quantities (``X`` whole-job steps/s, ``P`` W per GPU):
   *measured* exclusive steps/s of the same job type at the same ``(g, n, s)``; predicted: the
   library's pair entry (``rho_a`` or ``rho_b``, whichever names the job).
 * ``pair_power``: W per GPU of a pair point against the planner's pair model
-  ``Pidle + rho_a (P_a - Pidle) + rho_b (P_b - Pidle)`` (:mod:`planner.economics`) at setting ``s``.
+  ``Pidle + rho_a (P_a - Pidle) + rho_b (P_b - Pidle)`` (:mod:`planner.core.economics`) at setting ``s``.
 * ``idle``: mean power of ``idle`` points of a GPU type against its ``idle_power_w``.
 * ``held_idle``: ``held_idle`` points against ``held_idle_power_w`` when the library has one, else
   against ``idle_power_w`` (the planner knows no other power for a GPU that computes nothing).
 * ``node_power``: ``node`` points against ``node_power_w``, else the planner's default
-  (:data:`planner.defaults.NODE_POWER_W`).
+  (:data:`planner.contracts.defaults.NODE_POWER_W`).
 * ``top_limit``: ``top_limit`` points against ``top_limit_w``, else the highest power-limit setting.
 
 Shape mode (``shape=True``), for points whose steps are not the library's steps (a Zeus window's
@@ -49,11 +49,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from planner.defaults import NODE_POWER_W
-from planner.domain import PairSlowdown, Profile
-from planner.problems import InputError, Problem
+from planner.contracts.defaults import NODE_POWER_W
+from planner.contracts.domain import PairSlowdown, Profile
+from planner.contracts.problems import InputError, Problem
+from planner.profile_library.library import ProfileLibrary, load_profile_library
 from planner.profiling.points import MeasuredPoint, read_points
-from planner.round_builder import ProfileLibrary, load_profile_library
 
 QUANTITIES: tuple[str, ...] = (
     "throughput",

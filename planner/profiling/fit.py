@@ -8,7 +8,7 @@ Steps, in order:
    ``node_power_w`` the means of ``held_idle`` / ``node`` points, ``top_limit_w`` the largest ``top_limit``
    point (W), with ``idle_basis`` naming the points. A GPU type only points name gets the settings of its
    exclusive points and, without ``idle`` points, the floor of the lowest power among them as idle (the rule of
-   :mod:`planner.profile_build`: a GPU running a job cannot draw less than idle).
+   :mod:`planner.profile_library.build`: a GPU running a job cannot draw less than idle).
 3. Each (job type, GPU type) with exclusive points is fitted (:mod:`planner.profiling.job_model`) and its prior
    entries are replaced by the table over its counts (the prior's, else 1, 2, 4, ... up to a node) and the GPU
    type's settings; a job type the prior lacks gets a table of its own.
@@ -34,9 +34,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from planner.defaults import GPUS_PER_NODE
-from planner.jsonio import read_json, write_json_atomic
-from planner.problems import InputError, Problem
+from planner.contracts.defaults import GPUS_PER_NODE
+from planner.contracts.jsonio import read_json, write_json_atomic
+from planner.contracts.problems import InputError, Problem
+from planner.profile_library.library import library_from_doc
 from planner.profiling.basis import BASIS_KINDS, BasisKind, make_basis
 from planner.profiling.job_model import GpuContext, JobModel, fit_job, table_entries
 from planner.profiling.pair_rates import Exclusive, ExclusiveLookup, fit_pairs
@@ -44,7 +45,6 @@ from planner.profiling.points import MeasuredPoint, merge_points, point_to_doc, 
 from planner.profiling.power_model import borrowed_curve_error
 from planner.profiling.sanity import Finding, repair, sanity_check
 from planner.profiling.scaling import SPEEDUP_PRIOR_ERROR, population_alpha
-from planner.round_builder import library_from_doc
 
 PROFILE_KEYS = ("type", "gpu_type", "gpus", "setting")
 

@@ -35,9 +35,12 @@ from typing import Any, Literal
 
 from rich.table import Table
 
-from planner.jsonio import read_json, read_text
-from planner.problems import InputError, Problem
-from planner.profile_build import write_profile_library
+from planner.console.terminal import shown
+from planner.contracts.jsonio import read_json, read_text
+from planner.contracts.problems import InputError, Problem
+from planner.files.resources import profile_library
+from planner.profile_library.build import write_profile_library
+from planner.profile_library.library import library_from_doc
 from planner.profiling import zeus_summary, zeus_windows
 from planner.profiling.gpu_models import gpu_type_from_name, known_models
 from planner.profiling.job_side import JobSide, read_job_side, runs_for_log
@@ -52,9 +55,6 @@ from planner.profiling.points import (
     write_points,
 )
 from planner.profiling.smi_points import IngestResult, points_from_smi
-from planner.resources import profile_library
-from planner.round_builder import library_from_doc
-from planner.terminal import shown
 
 __all__ = [
     "FORMATS",

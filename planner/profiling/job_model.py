@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from planner.domain import gpu_count_fits_type
+from planner.contracts.domain import gpu_count_fits_type
 from planner.profiling.basis import make_basis, worst
 from planner.profiling.points import MeasuredPoint
 from planner.profiling.power_model import (

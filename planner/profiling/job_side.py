@@ -36,8 +36,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from planner.jsonio import read_json
-from planner.problems import InputError, Problem
+from planner.contracts.jsonio import read_json
+from planner.contracts.problems import InputError, Problem
 from planner.profiling.smi_frame import parse_timestamp
 
 RUN_KEYS = frozenset(

@@ -1,13 +1,13 @@
 """Leave-one-out: what borrowing another workload's power-limit curve costs, on data it did not use.
 
-The shipped library (:mod:`planner.profile_build`) gives a Gavel job type the power-limit curve of
-one Zeus workload (:mod:`planner.profile_mapping`): the time ratio ``r(s) = t(s) / t(s_max)`` scales
+The shipped library (:mod:`planner.profile_library.build`) gives a Gavel job type the power-limit curve of
+one Zeus workload (:mod:`planner.profile_library.mapping`): the time ratio ``r(s) = t(s) / t(s_max)`` scales
 Gavel's top-limit throughput, and the power ``P(s)`` (W per GPU) is taken as is. Here each Zeus
 workload ``w = (dataset, network, batch size)`` of a GPU type's summary is held out in turn and its
 curve is predicted by borrowing from a donor ``d`` of the same file, by one of two rules:
 
 * ``batch``: the same dataset and network at the nearest *other* batch size
-  (:func:`planner.profile_mapping.nearest_batch_size`: nearest in log2, ties to the larger), which is
+  (:func:`planner.profile_library.mapping.nearest_batch_size`: nearest in log2, ties to the larger), which is
   what the mapping does when the Gavel batch size was not measured;
 * ``model``: every other workload (another dataset or network) at its batch size nearest to ``w``'s,
   which is what the mapping does for families Zeus never measured (ResNet-18 borrows ShuffleNet-v2).
@@ -33,8 +33,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from planner.profile_build import DEFAULT_SOURCE_DIR, ZeusCurves, load_zeus
-from planner.profile_mapping import nearest_batch_size
+from planner.profile_library.build import DEFAULT_SOURCE_DIR, ZeusCurves, load_zeus
+from planner.profile_library.mapping import nearest_batch_size
 
 Curve = Mapping[int, tuple[float, float]]  # power limit (W) -> (time per epoch (s), average power (W))
 Workload = tuple[str, str, int]  # (dataset, network, batch size), as in the Zeus summary

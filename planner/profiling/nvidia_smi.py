@@ -69,8 +69,8 @@ from typing import overload
 
 import numpy as np
 
-from planner.jsonio import line_blocks
-from planner.problems import MAX_REPORTED_PROBLEMS, InputError, Problem, capped
+from planner.contracts.jsonio import line_blocks
+from planner.contracts.problems import MAX_REPORTED_PROBLEMS, InputError, Problem, capped
 from planner.profiling.points import file_sha256
 from planner.profiling.smi_frame import (
     BoolArray,
@@ -118,7 +118,7 @@ UNITS: dict[str, Mapping[str, float]] = {
 }
 """The units each numeric field may be written in, with their factors to the field's unit."""
 POWER_FIELDS = ("power_w", "power_limit_w", "max_limit_w")
-"""Fields in W per GPU, each in (0, :data:`~planner.profile_checks.MAX_GPU_POWER_W`] after conversion."""
+"""Fields in W per GPU, each in (0, :data:`~planner.contracts.profile_checks.MAX_GPU_POWER_W`] after conversion."""
 _EPOCH = datetime(1970, 1, 1)
 _LIMIT = MAX_REPORTED_PROBLEMS + 1
 BLOCK_BYTES = 16 * 2**20

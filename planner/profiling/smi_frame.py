@@ -1,6 +1,6 @@
 r"""The data rows of an nvidia-smi query log as column arrays: pandas parses, masks judge, block by block.
 
-:class:`RowParser` is fed the log's data lines in blocks of whole lines (:func:`planner.jsonio.line_blocks`)
+:class:`RowParser` is fed the log's data lines in blocks of whole lines (:func:`planner.contracts.jsonio.line_blocks`)
 and keeps, for every *valid* row, its line number, GPU index, time (integer ns since 1970-01-01 of the
 log's own clock), the numeric fields in the planner's units (NaN where the cell is an nvidia-smi marker
 such as ``[N/A]``) and a code of the GPU's model name. Memory grows with the valid rows (about 70 bytes
@@ -18,7 +18,7 @@ Per block:
    order of :mod:`planner.profiling.nvidia_smi`'s docstring.
 
 The problems of skipped rows are kept in line order, at most :attr:`RowParser.limit` of them (more would be
-cut by :func:`planner.problems.capped` anyway); :attr:`RowParser.skipped` counts them all.
+cut by :func:`planner.contracts.problems.capped` anyway); :attr:`RowParser.skipped` counts them all.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from planner.problems import MAX_REPORTED_PROBLEMS, Problem
-from planner.profile_checks import MAX_GPU_POWER_W
+from planner.contracts.problems import MAX_REPORTED_PROBLEMS, Problem
+from planner.contracts.profile_checks import MAX_GPU_POWER_W
 from planner.profiling.units import describe, unit_factor
 
 TIME_FORMATS = ("%Y/%m/%d %H:%M:%S.%f", "%Y/%m/%d %H:%M:%S")

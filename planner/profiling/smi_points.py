@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from planner.problems import Problem
+from planner.contracts.problems import Problem
 from planner.profiling.job_side import JobRun
 from planner.profiling.nvidia_smi import GpuSamples, SmiLog, format_time, from_seconds, seconds
 from planner.profiling.points import MeasuredPoint, Provenance

@@ -37,10 +37,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from planner.jsonio import read_json
-from planner.problems import InputError, Problem
-from planner.profile_checks import MAX_GPU_POWER_W, MAX_PAIR_RATE, library_problems
-from planner.round_builder import library_from_doc
+from planner.contracts.jsonio import read_json
+from planner.contracts.problems import InputError, Problem
+from planner.contracts.profile_checks import MAX_GPU_POWER_W, MAX_PAIR_RATE, library_problems
+from planner.profile_library.library import library_from_doc
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,7 +82,7 @@ def params_problems(p: TruthParams) -> list[Problem]:
     """Every parameter that is not finite or out of its range, named by its command-line option.
 
     Ranges: ``--alpha`` [0, 1]; ``--cap`` (0, 1024]; ``--pair-factor`` (0, 1.5] (a truth's pair rate
-    is at most 1.5, :data:`planner.profile_checks.MAX_PAIR_RATE`); ``--idle-power-w`` [0, 5000] W and
+    is at most 1.5, :data:`planner.contracts.profile_checks.MAX_PAIR_RATE`); ``--idle-power-w`` [0, 5000] W and
     ``--node-power-w`` [0, 100000] W; ``--cap-spread`` [0, 8].
     """
     checks = (

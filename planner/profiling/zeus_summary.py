@@ -3,7 +3,7 @@
 Rows ``dataset,network,batch_size,optimizer,power_limit,time_per_epoch,average_power``: per workload, batch
 size ``b``, optimizer and power limit ``s`` (W), the time of one epoch ``t`` (s) and the mean GPU power
 ``P`` (W), on one GPU. Rows that differ only by optimizer are averaged exactly as the shipped library does
-(:func:`planner.profile_build.zeus_curves`). Each (dataset, network, ``b``, ``s``) gives one ``exclusive``
+(:func:`planner.profile_library.build.zeus_curves`). Each (dataset, network, ``b``, ``s``) gives one ``exclusive``
 point of job type ``"<network> (<dataset>, batch size <b>)"`` on 1 GPU at setting ``s`` with
 ``power_w = P``, ``duration_s = t``, ``steps = S``, ``steps_per_s = S / t`` and ``energy_j = P * t``, where
 the steps per epoch are ``S = ceil(N / b)`` for a training set of ``N`` samples (:data:`DATASET_SIZES`;
@@ -43,10 +43,10 @@ from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
 
-from planner.jsonio import read_text
-from planner.problems import InputError, Problem, capped
-from planner.profile_build import ZeusRow, zeus_curves
-from planner.profile_checks import MAX_GPU_POWER_W
+from planner.contracts.jsonio import read_text
+from planner.contracts.problems import InputError, Problem, capped
+from planner.contracts.profile_checks import MAX_GPU_POWER_W
+from planner.profile_library.build import ZeusRow, zeus_curves
 from planner.profiling.csv_header import refuse_duplicate_columns
 from planner.profiling.points import MeasuredPoint, Provenance, file_sha256
 from planner.profiling.units import POWER_UNITS, TIME_UNITS, describe, split_header, split_unit, unit_factor
@@ -72,7 +72,7 @@ MIN_EPOCH_S, MAX_EPOCH_S = 1e-3, 1e8
 """Range of ``time_per_epoch`` (s, after conversion): a millisecond to three years; outside it the rate
 (steps / s) or the energy (W x s) of a point is not a finite number worth writing."""
 POWER_COLUMNS = ("power_limit", "average_power")
-"""Columns in W per GPU, each in (0, :data:`~planner.profile_checks.MAX_GPU_POWER_W`] after conversion."""
+"""Columns in W per GPU, each in (0, :data:`~planner.contracts.profile_checks.MAX_GPU_POWER_W`] after conversion."""
 
 
 def job_type_name(dataset: str, network: str, batch_size: int) -> str:
@@ -91,7 +91,7 @@ def _cell_number(text: str, column: str, header_unit: str | None) -> tuple[float
 
     The cell's own unit suffix wins over the header's. ``batch_size`` and ``power_limit`` must be positive
     integers (``power_limit`` after conversion to W), the others positive finite numbers; power (W per GPU)
-    at most :data:`~planner.profile_checks.MAX_GPU_POWER_W`, ``time_per_epoch`` (s) in
+    at most :data:`~planner.contracts.profile_checks.MAX_GPU_POWER_W`, ``time_per_epoch`` (s) in
     [:data:`MIN_EPOCH_S`, :data:`MAX_EPOCH_S`].
     """
     number, own = split_unit(text)

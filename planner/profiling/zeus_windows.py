@@ -32,8 +32,8 @@ import math
 import re
 from pathlib import Path
 
-from planner.jsonio import read_text
-from planner.problems import InputError, Problem, capped
+from planner.contracts.jsonio import read_text
+from planner.contracts.problems import InputError, Problem, capped
 from planner.profiling.csv_header import refuse_duplicate_columns
 from planner.profiling.points import MeasuredPoint, Provenance, file_sha256, point_to_doc, points_from_docs
 

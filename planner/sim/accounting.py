@@ -1,7 +1,7 @@
 """What a placed round plan really does: steps, finish times and energy (J).
 
 This is the simulator's single energy accounting, the same for every policy, and it is the
-model's (docs/design.md §2 and §10.2, :mod:`planner.economics`). For a round of ``T`` seconds:
+model's (docs/design.md §2 and §10.2, :mod:`planner.core.economics`). For a round of ``T`` seconds:
 
 * node energy ``sum_g u_g * T * Pnode_g`` and idle energy ``sum_g u_g * T * K_g * Pidle_g``
   for the ``u_g = nodes_on[g]`` powered-on nodes (suspended nodes draw nothing);
@@ -10,7 +10,7 @@ model's (docs/design.md §2 and §10.2, :mod:`planner.economics`). For a round o
   a job that finishes mid-round stops drawing then, and nothing is drawn during the restart
   loss ``tau`` at the start of a round in which a job (re)starts.
 
-Steps are :func:`planner.economics.job_outcome`'s: ``sigma = min(R, rho * X * t)`` with
+Steps are :func:`planner.core.economics.job_outcome`'s: ``sigma = min(R, rho * X * t)`` with
 ``t = T - tau`` on a restart, else ``T``. With a throughput factor ``f`` (profile error,
 ``--noise``), the job really runs at ``f * rho * X`` at the profiled power, so
 ``sigma = min(R, f * rho * X * t)`` and its dynamic energy is ``n * (P - Pidle) * sigma / (f * X)``;
@@ -26,10 +26,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from planner.domain import Instance
-from planner.economics import job_outcome
-from planner.evaluate import rho_of
-from planner.plan import Plan, PlannedJob
+from planner.contracts.domain import Instance
+from planner.contracts.plan import Plan, PlannedJob
+from planner.core.economics import job_outcome
+from planner.core.evaluate import rho_of
 
 
 @dataclass(frozen=True, slots=True)

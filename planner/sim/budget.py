@@ -64,8 +64,8 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from planner.domain import Instance
-from planner.economics import best_step_energy_j, pair_power_w, profiled_options, usable_pair_rates
+from planner.contracts.domain import Instance
+from planner.core.economics import best_step_energy_j, pair_power_w, profiled_options, usable_pair_rates
 from planner.sim.round_instance import ClusterContext
 from planner.sim.state import JobState
 

@@ -7,10 +7,10 @@ job's arrival). In each round:
    for the next round start; a job that finished in the previous round has released its GPUs);
 2. the budget rule (:mod:`planner.sim.budget`) sets the round's budget, the round instance is
    built (:mod:`planner.sim.round_instance`) and the policy decides;
-3. the allocations are placed with :func:`planner.assemble.assemble_plan` (fewest nodes on)
-   and the plan is checked with :func:`planner.validate.validate_plan`; a rejected plan is a
-   bug and raises :class:`planner.validate.InvalidPlanError`;
-4. jobs advance as :func:`planner.economics.job_outcome` predicts (times an optional seeded
+3. the allocations are placed with :func:`planner.core.assemble.assemble_plan` (fewest nodes on)
+   and the plan is checked with :func:`planner.core.validate.validate_plan`; a rejected plan is a
+   bug and raises :class:`planner.core.validate.InvalidPlanError`;
+4. jobs advance as :func:`planner.core.economics.job_outcome` predicts (times an optional seeded
    throughput factor ``f ~ U[1 - noise, 1 + noise]`` per job and round): a job that
    (re)starts loses ``restart_s``, a job finishing mid-round gets ``finish_s = t_r + start +
    steps / rate``; the round's energy (:mod:`planner.sim.accounting`) is charged.
@@ -39,12 +39,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from planner.assemble import SolveInfo, assemble_plan
-from planner.domain import CurrentConfig, Instance
-from planner.economics import job_outcome
-from planner.evaluate import rho_of
-from planner.plan import Plan
-from planner.problems import InputError, Problem
+from planner.contracts.domain import CurrentConfig, Instance
+from planner.contracts.plan import Plan
+from planner.contracts.problems import InputError, Problem
+from planner.core.assemble import SolveInfo, assemble_plan
+from planner.core.economics import job_outcome
+from planner.core.evaluate import rho_of
+from planner.core.validate import InvalidPlanError, validate_plan
 from planner.sim.accounting import RoundOutcome, round_outcome
 from planner.sim.budget import Budget, EnergyBudget, NoBudget
 from planner.sim.governor import DeltaSteer
@@ -54,7 +55,6 @@ from planner.sim.round_instance import ClusterContext, round_instance
 from planner.sim.state import JobState
 from planner.sim.telemetry import JobObservation, UtilisationTable, observe_round
 from planner.sim.workload import Workload
-from planner.validate import InvalidPlanError, validate_plan
 
 StopReason = str  # "completed" | "budget-exhausted" | "stalled" | "max-rounds"
 

@@ -45,10 +45,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from formulations.energy_floor import EnergyFloor
-from planner.domain import Objective
+from planner.contracts.domain import Objective
+from planner.contracts.jsonio import read_json, write_json_atomic, write_text_atomic
+from planner.contracts.problems import InputError, Problem
 from planner.executor import run_tasks
-from planner.jsonio import read_json, write_json_atomic, write_text_atomic
-from planner.problems import InputError, Problem
 from planner.sim.engine import SimResult
 from planner.sim.metrics import pareto_front, with_reference
 from planner.sim.output import comparison_csv, write_dropped, write_result

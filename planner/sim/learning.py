@@ -51,7 +51,7 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from planner.domain import GpuType, PairSlowdown, Profile
+from planner.contracts.domain import GpuType, PairSlowdown, Profile
 from planner.sim.round_instance import ClusterContext
 from planner.sim.telemetry import GpuObservation, JobObservation
 

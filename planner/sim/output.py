@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from planner.jsonio import write_json_atomic, write_text_atomic
+from planner.contracts.jsonio import write_json_atomic, write_text_atomic
 from planner.sim.engine import SimResult
 
 ROUND_COLUMNS = (

@@ -8,8 +8,8 @@ from typing import Any
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from planner.console.terminal import shown
 from planner.sim.engine import ProgressCallback, RoundRecord
-from planner.terminal import shown
 
 
 def progress_display(console: Any) -> Progress:

@@ -16,20 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from formulations.energy_floor import EnergyFloor, energy_floor
-from planner.defaults import GPUS_PER_NODE, NODE_POWER_W, ROUND_S_RANGE
-from planner.jsonio import write_json_atomic, write_text_atomic
-from planner.list_options import Bounds
+from planner.console.list_options import Bounds
+from planner.contracts.defaults import GPUS_PER_NODE, NODE_POWER_W, ROUND_S_RANGE
+from planner.contracts.jsonio import write_json_atomic, write_text_atomic
+from planner.contracts.problems import InputError, Problem
+from planner.files.resources import resolve_signal
 from planner.planning import request_problems
-from planner.problems import InputError, Problem
-from planner.resources import resolve_signal
-from planner.round_builder import (
-    ProfileLibrary,
-    TraceFormat,
-    load_profile_library,
-    parse_cluster_spec,
-    read_trace,
-    trace_format,
-)
+from planner.profile_library.library import ProfileLibrary, load_profile_library
+from planner.rounds.cluster_spec import parse_cluster_spec
+from planner.rounds.traces import MAX_TRACE_S, TraceFormat, read_trace, trace_format
 from planner.sim.budget import Budget, EnergyBudget, NoBudget, PowerCap, one_node_round_j, step_prices
 from planner.sim.engine import ProgressCallback, SimConfig, SimResult, simulate
 from planner.sim.governor import DeltaSteer, FixedDelta, JctGovernor, SignalSteer
@@ -49,7 +44,6 @@ from planner.sim.signals import (
 )
 from planner.sim.state import JobState
 from planner.sim.workload import Workload, build_workload, dropped_text, select_jobs
-from planner.traces import MAX_TRACE_S
 
 DELTA_BOUNDS = Bounds(0.0, 1.0, high_open=True)
 """Allowed ``delta`` (progress the energy objective gives up per round, a fraction): ``simulate --delta``,
@@ -208,7 +202,7 @@ def _empty_selection(spec: ReplaySpec) -> str:
 
 def prepare(spec: ReplaySpec, lib: ProfileLibrary | None = None) -> tuple[Workload, ClusterContext]:
     """The workload and the cluster context of ``spec`` (bad input raises :class:`InputError`)."""
-    from planner.profile_build import DEFAULT_PROFILE_LIBRARY
+    from planner.profile_library.build import DEFAULT_PROFILE_LIBRARY
 
     check_spec(spec)
     library = lib or load_profile_library(spec.profiles or DEFAULT_PROFILE_LIBRARY)

@@ -1,7 +1,7 @@
-"""The simulator's state at a round start, as an :class:`~planner.domain.Instance`.
+"""The simulator's state at a round start, as an :class:`~planner.contracts.domain.Instance`.
 
-The rules are the round builder's (:mod:`planner.round_builder`): GPU types from the cluster
-spec and the profile library (built by :func:`~planner.round_builder.build_round` itself, so the
+The rules are the round builder's (:mod:`planner.rounds.builder`): GPU types from the cluster
+spec and the profile library (built by :func:`~planner.rounds.builder.build_round` itself, so the
 two never drift apart), allowed counts up to twice the request, profiles of the job types
 present on the cluster's GPU types with at most the type's GPUs, the pair entries among those
 types. What the replay adds:
@@ -19,9 +19,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from planner.defaults import DELTA, MIN_PAIR_RATE, RESTART_S, ROUND_S
-from planner.domain import CurrentConfig, GpuType, Instance, Job, Objective, PairSlowdown, Profile, RoundSpec
-from planner.round_builder import ClusterSpec, ProfileLibrary, RoundOptions, build_round
+from planner.contracts.defaults import DELTA, MIN_PAIR_RATE, RESTART_S, ROUND_S
+from planner.contracts.domain import CurrentConfig, GpuType, Instance, Job, Objective, PairSlowdown, Profile, RoundSpec
+from planner.profile_library.library import ProfileLibrary
+from planner.rounds.builder import RoundOptions, build_round
+from planner.rounds.cluster_spec import ClusterSpec
 from planner.sim.state import JobState
 
 
@@ -72,7 +74,7 @@ def cluster_context(cluster: ClusterSpec, lib: ProfileLibrary, rules: RoundRules
     A library that measured a node's power without its GPUs (``gpu_types[].node_power_w``, e.g. a
     truth library) replaces the cluster's assumed node power with it.
 
-    Raises :class:`planner.problems.InputError` for a GPU type the library does not profile.
+    Raises :class:`planner.contracts.problems.InputError` for a GPU type the library does not profile.
     """
     empty = build_round([], cluster, lib, RoundOptions(at_s=0.0, budget_fraction=None))
     sizes = {g.name: g.total_gpus for g in empty.gpu_types}

@@ -28,15 +28,15 @@ Reading (:func:`read_signal`)
 
     Row N is line N of the file: the header is row 1, the first data row row 2; blank lines are
     skipped (they still count). The file is read strictly through pandas
-    (:mod:`planner.csv_frames`): every cell as text, one record per line. Every violation becomes a
-    :class:`~planner.problems.InputError` naming the file, listing all problems found (at most
-    :data:`~planner.problems.MAX_REPORTED_PROBLEMS`), each with the path ``{name}:row N (column)``
+    (:mod:`planner.files.csv_frames`): every cell as text, one record per line. Every violation becomes a
+    :class:`~planner.contracts.problems.InputError` naming the file, listing all problems found (at most
+    :data:`~planner.contracts.problems.MAX_REPORTED_PROBLEMS`), each with the path ``{name}:row N (column)``
     (``{name}:row N`` for a whole row), ``name`` being the file's name:
 
     =====================  ============================================================================
     code                   meaning
     =====================  ============================================================================
-    unreadable             the file cannot be read (also too-large, not-utf8: :mod:`planner.jsonio`)
+    unreadable             the file cannot be read (also too-large, not-utf8: :mod:`planner.contracts.jsonio`)
     bad-signal-header      empty file, or no usable timestamp or value column
     bad-row                a row with the wrong number of cells, not CSV (text after a closing quote),
                            or a quote left open or closed on a later line (a signal cell never spans
@@ -86,8 +86,8 @@ from typing import Any, Final, Literal
 import numpy as np
 import numpy.typing as npt
 
-from planner.csv_frames import DECIMAL, CsvChunk, CsvFrame, decimals, iso_times, read_csv_frame, texts_of
-from planner.problems import InputError, Problem, capped
+from planner.contracts.problems import InputError, Problem, capped
+from planner.files.csv_frames import DECIMAL, CsvChunk, CsvFrame, decimals, iso_times, read_csv_frame, texts_of
 from planner.profiling.csv_header import duplicate_column_problems
 
 SignalKind = Literal["carbon", "price"]
@@ -252,7 +252,7 @@ SIGNAL_YEARS: Final = (1970, 2200)
 def parse_signal_start(text: str, option: str = "--signal-start") -> datetime:
     """The UTC time of an ISO 8601 ``--signal-start`` (naive = UTC) within :data:`SIGNAL_YEARS`.
 
-    Raises :class:`~planner.problems.InputError` naming ``option`` for text that is not ISO 8601
+    Raises :class:`~planner.contracts.problems.InputError` naming ``option`` for text that is not ISO 8601
     or a time outside the window (checked before the offset is applied, so no date overflows).
     """
     try:
@@ -430,10 +430,10 @@ def _signal_chunk(
 def read_signal(path: Path, kind: SignalKind) -> HourlySignal:
     """Read an hourly ``kind`` signal from the CSV file ``path``, filling short gaps (see the module's rules).
 
-    The file is read by :func:`planner.csv_frames.read_csv_frame` (pandas, strict) and its cells
+    The file is read by :func:`planner.files.csv_frames.read_csv_frame` (pandas, strict) and its cells
     checked vectorised; a cell the fast path does not take (an error, or a rarer ISO form) is
     checked again on its own, which words the problem or reads the rarer form.
-    Raises :class:`~planner.problems.InputError` naming ``path`` with every problem found.
+    Raises :class:`~planner.contracts.problems.InputError` naming ``path`` with every problem found.
     """
     path = Path(path)
     if kind not in VALUE_COLUMNS:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.domain import CurrentConfig
+from planner.contracts.domain import CurrentConfig
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,8 +19,8 @@ class JobSpec:
     """A trace job as the replay sees it (immutable).
 
     ``requested_gpus`` is the trace's request normalised to the profiled counts
-    (:func:`planner.round_builder.normalise_request`); ``allowed_gpus`` the counts a policy may
-    use (:func:`planner.round_builder.allowed_counts`: profiled powers of two up to twice the
+    (:func:`planner.rounds.traces.normalise_request`); ``allowed_gpus`` the counts a policy may
+    use (:func:`planner.rounds.builder.allowed_counts`: profiled powers of two up to twice the
     request); ``reference_steps_per_s`` the whole-job throughput at the requested count on the
     fastest GPU type of the cluster at its top setting (used only for budget pacing).
     """

@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from planner.domain import Instance
-from planner.plan import Plan
+from planner.contracts.domain import Instance
+from planner.contracts.plan import Plan
 from planner.sim.accounting import RoundOutcome
 
 

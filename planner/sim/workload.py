@@ -1,6 +1,6 @@
 """From a trace file to the jobs a replay runs.
 
-Both trace formats the planner reads are supported (:mod:`planner.traces`): Gavel ``.trace``
+Both trace formats the planner reads are supported (:mod:`planner.rounds.traces`): Gavel ``.trace``
 and Philly-derived CSV (chosen by extension when ``fmt="auto"``: ``.csv`` is Philly). A Philly
 row names no model, so its job type is drawn with the replay's seed exactly as
 ``wattplan instance from-trace`` draws it.
@@ -8,7 +8,7 @@ row names no model, so its job type is drawn with the replay's seed exactly as
 Selection, in this order: keep jobs with ``start_s <= arrival_s < end_s`` (seconds on the
 trace's clock), sort by arrival (trace order breaks ties), keep the first ``max_jobs``. Each
 kept job then becomes a :class:`~planner.sim.state.JobSpec` by the round builder's rules
-(:func:`planner.round_builder.normalise_request`, :func:`~planner.round_builder.allowed_counts`);
+(:func:`planner.rounds.traces.normalise_request`, :func:`~planner.rounds.builder.allowed_counts`);
 a job whose type has no profile on the cluster's GPU types (none at all, none at its GPU count, or no
 throughput at its count) is dropped. Dropping is not silent: the workload keeps the dropped job ids by job
 type (:attr:`Workload.dropped_by_type`), its ``source`` records them (``dropped_no_profile``: how many,
@@ -22,9 +22,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from planner.round_builder import ProfileLibrary, allowed_counts, normalise_request
+from planner.profile_library.library import ProfileLibrary
+from planner.rounds.builder import allowed_counts
+from planner.rounds.traces import TraceJob, normalise_request
 from planner.sim.state import JobSpec
-from planner.traces import TraceJob
 
 
 @dataclass(frozen=True)

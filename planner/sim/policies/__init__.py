@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from planner.defaults import ZEUS_ETA
-from planner.request import REPLAY_REQUEST, PlanRequest
+from planner.contracts.defaults import ZEUS_ETA
+from planner.contracts.request import REPLAY_REQUEST, PlanRequest
 from planner.sim.policies.base import Decision, Policy
 from planner.sim.policies.eaco import Eaco
 from planner.sim.policies.fifo_max import FifoMax

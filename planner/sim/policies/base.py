@@ -3,12 +3,12 @@
 A policy sees only the round instance (:func:`planner.sim.round_instance.round_instance`):
 the queued jobs with their remaining steps and current configuration, the cluster, the
 profiles, the round's budget, and in ``instance.extra["sim"]`` each job's requested GPU count
-and arrival time. It returns :class:`~planner.assemble.Allocation` s; the engine places them
-with :func:`planner.assemble.assemble_plan` (the same buddy placement and fewest powered
+and arrival time. It returns :class:`~planner.core.assemble.Allocation` s; the engine places them
+with :func:`planner.core.assemble.assemble_plan` (the same buddy placement and fewest powered
 nodes for every policy) and rejects any plan the validator does not accept.
 
 With a budget, every policy must keep the round's predicted energy
-(:mod:`planner.economics`: dynamic energy plus node and idle energy of the nodes it powers)
+(:mod:`planner.core.economics`: dynamic energy plus node and idle energy of the nodes it powers)
 within ``instance.round.budget_j``; the validator enforces it.
 """
 
@@ -18,9 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from planner.assemble import Allocation
-from planner.domain import Instance
-from planner.plan import PlanStatus
+from planner.contracts.domain import Instance
+from planner.contracts.plan import PlanStatus
+from planner.core.assemble import Allocation
 
 
 @dataclass(frozen=True)

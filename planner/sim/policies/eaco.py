@@ -10,7 +10,7 @@ Each round: phases 1 and 2 of :mod:`planner.sim.policies.fcfs` at the highest se
 (pairs formed earlier persist), then, in arrival order, every job still waiting is paired
 with a running exclusive allocation of its requested GPU count (same GPU type, count and
 setting, as a pair must be) whose measured pair rates (Gavel's co-location throughputs,
-:func:`planner.economics.ordered_pair_rates`) are both at least ``min_pair_rate``; among
+:func:`planner.core.economics.ordered_pair_rates`) are both at least ``min_pair_rate``; among
 several, the one with the highest combined normalised throughput ``rho_job + rho_partner``
 (ties: the earliest-arrived partner). With a budget the pair must keep the round's predicted
 energy within it. The paper predicts slowdowns from profiled utilisation; the replay uses the
@@ -19,9 +19,9 @@ measured rates, its best case.
 
 from __future__ import annotations
 
-from planner.assemble import Allocation
-from planner.domain import GpuType, Instance, Job
-from planner.economics import ordered_pair_rates
+from planner.contracts.domain import GpuType, Instance, Job
+from planner.core.assemble import Allocation
+from planner.core.economics import ordered_pair_rates
 from planner.sim.policies.base import requested_gpus
 from planner.sim.policies.fcfs import ExclusiveFcfs
 from planner.sim.policies.ledger import RoundLedger, instance_order, outcome, top_setting

@@ -16,9 +16,9 @@ Subclasses choose the setting (:meth:`ExclusiveFcfs.choose_setting`) and may add
 
 from __future__ import annotations
 
-from planner.assemble import Allocation
-from planner.domain import GpuType, Instance, Job
-from planner.economics import ordered_pair_rates
+from planner.contracts.domain import GpuType, Instance, Job
+from planner.core.assemble import Allocation
+from planner.core.economics import ordered_pair_rates
 from planner.sim.policies.base import Decision, requested_gpus
 from planner.sim.policies.ledger import RoundLedger, instance_order, outcome, types_by_speed
 

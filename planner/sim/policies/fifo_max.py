@@ -10,7 +10,7 @@ predicted energy fits (:mod:`planner.sim.policies.fcfs`).
 
 from __future__ import annotations
 
-from planner.domain import GpuType, Instance, Job
+from planner.contracts.domain import GpuType, Instance, Job
 from planner.sim.policies.fcfs import ExclusiveFcfs
 from planner.sim.policies.ledger import top_setting
 

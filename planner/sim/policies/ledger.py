@@ -1,19 +1,19 @@
 """Bookkeeping the heuristic policies share: free GPUs and the round's predicted energy.
 
-The predicted energy of a set of allocations is the model's (:mod:`planner.economics`):
+The predicted energy of a set of allocations is the model's (:mod:`planner.core.economics`):
 ``sum e + sum_g ceil(used_g / K_g) * T * (Pnode_g + K_g * Pidle_g)`` (J), i.e. their dynamic
 energy plus the node and idle energy of the fewest nodes that hold them, which is exactly
-what :func:`planner.assemble.assemble_plan` powers. An allocation is admitted only if the
+what :func:`planner.core.assemble.assemble_plan` powers. An allocation is admitted only if the
 GPUs of its type still fit the cluster (``used_g <= N_g * K_g``; buddy placement then always
-succeeds, see :mod:`planner.placement`) and, with a budget, that energy stays ``<= B``.
+succeeds, see :mod:`planner.core.placement`) and, with a budget, that energy stays ``<= B``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from planner.domain import GpuType, Instance, Job
-from planner.economics import JobOutcome, job_outcome, powered_energy_j, within_budget
+from planner.contracts.domain import GpuType, Instance, Job
+from planner.core.economics import JobOutcome, job_outcome, powered_energy_j, within_budget
 
 
 class RoundLedger:
@@ -60,7 +60,7 @@ class RoundLedger:
 def outcome(
     instance: Instance, job: Job, gpu_type: str, gpus: int, setting: int, rho: float = 1.0
 ) -> JobOutcome | None:
-    """:func:`planner.economics.job_outcome` by GPU type name; None without a profile or room."""
+    """:func:`planner.core.economics.job_outcome` by GPU type name; None without a profile or room."""
     g = instance.gpu_type(gpu_type)
     if gpus > g.total_gpus:
         return None

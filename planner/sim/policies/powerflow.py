@@ -8,12 +8,12 @@ allocation (here the engine's, the same for every policy). Jobs are elastic and 
 (a change of GPU type or count restarts the job, at the model's restart cost). The paper
 adjusts GPU frequency; our profiles vary the power limit, which plays the same role.
 
-Each round, with progress ``pi = sigma / R`` (:func:`planner.economics.job_outcome`; summing it
+Each round, with progress ``pi = sigma / R`` (:func:`planner.core.economics.job_outcome`; summing it
 over jobs favours nearly finished ones, which shortens the average JCT) and an option's full
 cost ``c = e + n * T * (Pnode_g / K_g + Pidle_g)`` (dynamic energy plus its GPUs' share of node
 and idle power, J):
 
-1. **Admission**: the greedy plan of :mod:`planner.greedy`: options in decreasing
+1. **Admission**: the greedy plan of :mod:`planner.core.greedy`: options in decreasing
    ``w * pi / c``, one per job, while GPUs and the budget allow (exclusive, no sharing).
 2. **Marginal upgrades**: repeatedly take the admitted job and other option of that job with
    the highest ``delta(w * pi) / delta(c)`` (more GPUs, a higher setting, another GPU type; an
@@ -31,10 +31,10 @@ import heapq
 import math
 from dataclasses import dataclass
 
-from planner.assemble import Allocation
-from planner.domain import Instance, Job
-from planner.economics import exclusive_outcomes, full_cost_j
-from planner.greedy import greedy_allocations
+from planner.contracts.domain import Instance, Job
+from planner.core.assemble import Allocation
+from planner.core.economics import exclusive_outcomes, full_cost_j
+from planner.core.greedy import greedy_allocations
 from planner.sim.policies.base import Decision
 from planner.sim.policies.ledger import RoundLedger
 

@@ -2,7 +2,7 @@
 
 Calls the front door :func:`planner.planning.plan` on the round instance (objective, budget
 and rules from the instance; solver, time limit, threads and seed from the replay's
-:class:`~planner.request.PlanRequest`, :data:`~planner.request.REPLAY_REQUEST` by default)
+:class:`~planner.contracts.request.PlanRequest`, :data:`~planner.contracts.request.REPLAY_REQUEST` by default)
 and takes its plan's allocations as they are. The front door always returns a validated
 plan: the solver's, or the greedy fallback when no solver plan arrived in time (status
 ``fallback``, counted in the replay's summary). The replay's request computes no LP bound:
@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from planner import planning
-from planner.assemble import Allocation
-from planner.domain import Instance
-from planner.plan import Plan
-from planner.request import REPLAY_REQUEST, PlanRequest
+from planner.contracts.domain import Instance
+from planner.contracts.plan import Plan
+from planner.contracts.request import REPLAY_REQUEST, PlanRequest
+from planner.core.assemble import Allocation
 from planner.sim.policies.base import Decision
 from planner.sim.policies.ledger import instance_order
 

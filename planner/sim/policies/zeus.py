@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.domain import GpuType, Instance, Job
+from planner.contracts.domain import GpuType, Instance, Job
 from planner.sim.policies.fcfs import ExclusiveFcfs
 
 

@@ -1,0 +1,8 @@
+"""What the command line reads and prints, without math.
+
+- ``list_options``: the parser of list options (``--cluster v100:64,p100:32``, ``--deltas 0.1,0.2``).
+- ``terminal``: user text made safe to print through rich.
+- ``tables``: rich tables of plans, solve stages and problems.
+
+Imports :mod:`planner.contracts` only.
+"""

@@ -1,0 +1,15 @@
+"""The vocabulary and the file contracts: the types every layer speaks and the JSON forms people share.
+
+- ``problems``: :class:`~planner.contracts.problems.Problem` and ``InputError``, every error naming its field.
+- ``defaults``: round, cluster and solve defaults, one value each.
+- ``domain``: the instance types (GPU types, jobs, profiles, pairs, the round spec).
+- ``rules``: the round's rules (objective, delta, restart, minimum pair rate, duration) in one type.
+- ``request``: :class:`~planner.contracts.request.PlanRequest`, every solve option.
+- ``solve_report``: what a solve records (stages, heuristics, bounds, notes).
+- ``plan``: the plan type and its ``wattplan.plan/1`` file.
+- ``instance_io``, ``instance_checks``: the ``wattplan.instance/1`` file and its checks.
+- ``profile_checks``: the checks of a ``wattplan.profiles/1`` library (also of an instance's profiles).
+- ``jsonio``, ``schema_check``: strict JSON reading, atomic writing and the JSON schemas.
+
+Imports nothing else of wattplan.
+"""

@@ -1,0 +1,223 @@
+"""Domain types of one scheduling round (docs/design.md §1.2 and §7.1).
+
+Every type is a frozen dataclass: the instance loader builds them once, after the
+structural (JSON Schema) and semantic checks have passed, and nothing mutates them.
+
+Units are part of the names: ``_s`` seconds, ``_j`` joules, ``_w`` watts,
+``steps_per_s`` training steps per second of the whole job (all its GPUs together).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from planner.contracts.defaults import DELTA, MIN_PAIR_RATE, RESTART_S
+
+SettingUnit = Literal["power_limit_w", "sm_clock_mhz"]
+Objective = Literal["progress", "energy", "efficiency"]
+
+
+def is_power_of_two(n: int) -> bool:
+    """True for 1, 2, 4, 8, ... (n > 0 and n & (n - 1) == 0)."""
+    return n > 0 and n & (n - 1) == 0
+
+
+def gpu_count_fits_type(n: int, gpus_per_node: int) -> bool:
+    """A count a buddy allocator can place without fragmentation on nodes of ``gpus_per_node``.
+
+    Allowed: a power of two no larger than one node (``n <= K`` and ``n = 2^i``), or a
+    whole multiple of the node size (``n = m*K``). With ``K`` itself a power of two these
+    sizes nest, so ``sum n <= K*u`` is enough to place every job on ``u`` nodes.
+    """
+    if n <= 0:
+        return False
+    if n <= gpus_per_node:
+        return is_power_of_two(n)
+    return n % gpus_per_node == 0
+
+
+@dataclass(frozen=True, slots=True)
+class RoundSpec:
+    """The round: length ``T`` = ``duration_s``, energy budget ``B`` = ``budget_j`` (None: none)."""
+
+    index: int
+    duration_s: float
+    budget_j: float | None
+    objective: Objective = "progress"
+    delta: float = DELTA
+    restart_s: float = RESTART_S
+    min_pair_rate: float = MIN_PAIR_RATE
+    credit_weight: float = 1.0
+    """``w`` of the ``efficiency`` objective, ``min E - w sum_j e_j sigma_j``: the value of a step
+    in units of its best energy. 1 values work at its least energy; above 1 (a clean or cheap hour)
+    buys steps that cost up to ``w`` times their best, below 1 (a dirty or dear hour) defers them."""
+
+
+@dataclass(frozen=True, slots=True)
+class GpuType:
+    """A homogeneous pool: ``nodes`` nodes of ``gpus_per_node`` GPUs.
+
+    A powered-on node draws ``node_power_w + gpus_per_node * idle_power_w`` whether busy or
+    not; a GPU running a job draws ``power_w`` of its profile, i.e. ``power_w - idle_power_w``
+    on top of its idle power.
+    """
+
+    name: str
+    nodes: int
+    gpus_per_node: int
+    idle_power_w: float
+    node_power_w: float
+    setting_unit: SettingUnit
+    settings: tuple[int, ...]
+
+    @property
+    def total_gpus(self) -> int:
+        """GPUs of the pool: ``N * K`` (nodes times GPUs per node)."""
+        return self.nodes * self.gpus_per_node
+
+    @property
+    def powered_node_w(self) -> float:
+        """Power of one powered-on node with all GPUs idle: ``Pnode + K * Pidle`` (W)."""
+        return self.node_power_w + self.gpus_per_node * self.idle_power_w
+
+    @property
+    def powered_share_w(self) -> float:
+        """One GPU's share of a powered node: ``Pnode / K + Pidle`` (W)."""
+        return self.node_power_w / self.gpus_per_node + self.idle_power_w
+
+    def node_names(self) -> list[str]:
+        """Node names as plans use them: ``<type>-0`` .. ``<type>-(N-1)``."""
+        return [node_name(self.name, i) for i in range(self.nodes)]
+
+
+def node_name(gpu_type: str, index: int) -> str:
+    """The plan's name of node ``index`` of ``gpu_type``: ``<type>-<index>``."""
+    return f"{gpu_type}-{index}"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeGpus:
+    """GPU indices (0-based, within the node) that one allocation uses on one node."""
+
+    node: str
+    gpu_indices: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class CurrentConfig:
+    """What a running job has now; a change of ``gpu_type`` or ``gpus`` restarts it."""
+
+    gpu_type: str
+    gpus: int
+    setting: int
+    shares_with: str | None = None
+    placement: tuple[NodeGpus, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A queued or running job: ``remaining_steps`` > 0, allowed GPU counts ``gpus``."""
+
+    id: str
+    type: str
+    remaining_steps: float
+    gpus: tuple[int, ...]
+    weight: float = 1.0
+    current: CurrentConfig | None = None
+    # Launch fields (optional; used by launch renderers, ignored by the model).
+    command: tuple[str, ...] | None = None
+    workdir: str | None = None
+    env: tuple[tuple[str, str], ...] | None = None
+    user: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """Exclusive run of a job type: whole-job ``steps_per_s`` and ``power_w`` per GPU."""
+
+    type: str
+    gpu_type: str
+    gpus: int
+    setting: int
+    steps_per_s: float
+    power_w: float
+    basis: Mapping[str, Any] | None = field(default=None, compare=False, hash=False)
+    """Where the numbers come from, when the library says (``{"kind": "measured" | "fitted" | "prior" |
+    "repaired", "points": [ids], "rel_error": ..., "reason": ...}``, :mod:`planner.profiling`); plans copy it."""
+
+
+@dataclass(frozen=True, slots=True)
+class PairSlowdown:
+    """Two job types sharing the same ``gpus`` GPUs of ``gpu_type``.
+
+    ``rho_a`` = throughput of type ``a`` when shared / its exclusive throughput (same for b).
+    Holds for both orders and every setting of the GPU type.
+    """
+
+    a: str
+    b: str
+    gpu_type: str
+    gpus: int
+    rho_a: float
+    rho_b: float
+
+
+ProfileKey = tuple[str, str, int, int]  # (job type, gpu type, gpus, setting)
+PairKey = tuple[str, str, str, int]  # (type a, type b, gpu type, gpus)
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One round: cluster, queue, profiles. Built only by ``planner.contracts.instance_io``."""
+
+    round: RoundSpec
+    gpu_types: tuple[GpuType, ...]
+    jobs: tuple[Job, ...]
+    profiles: tuple[Profile, ...]
+    pairs: tuple[PairSlowdown, ...]
+    extra: dict = field(default_factory=dict, compare=False)
+    # Lookup tables, filled by __post_init__ from the fields above.
+    _gpu_by_name: dict[str, GpuType] = field(init=False, repr=False, compare=False)
+    _job_by_id: dict[str, Job] = field(init=False, repr=False, compare=False)
+    _profile_by_key: dict[ProfileKey, Profile] = field(init=False, repr=False, compare=False)
+    _pair_by_key: dict[PairKey, tuple[float, float]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_gpu_by_name", {g.name: g for g in self.gpu_types})
+        object.__setattr__(self, "_job_by_id", {j.id: j for j in self.jobs})
+        object.__setattr__(self, "_profile_by_key", {(p.type, p.gpu_type, p.gpus, p.setting): p for p in self.profiles})
+        pair_map: dict[PairKey, tuple[float, float]] = {}
+        for p in self.pairs:
+            pair_map[(p.a, p.b, p.gpu_type, p.gpus)] = (p.rho_a, p.rho_b)
+            pair_map.setdefault((p.b, p.a, p.gpu_type, p.gpus), (p.rho_b, p.rho_a))
+        object.__setattr__(self, "_pair_by_key", pair_map)
+
+    def gpu_type(self, name: str) -> GpuType:
+        """The GPU type called ``name`` (``KeyError`` if the instance has none)."""
+        return self._gpu_by_name[name]
+
+    def has_gpu_type(self, name: str) -> bool:
+        """True when the instance has a GPU type called ``name``."""
+        return name in self._gpu_by_name
+
+    def job(self, job_id: str) -> Job:
+        """The job with id ``job_id`` (``KeyError`` if the instance has none)."""
+        return self._job_by_id[job_id]
+
+    def has_job(self, job_id: str) -> bool:
+        """True when the instance has a job with id ``job_id``."""
+        return job_id in self._job_by_id
+
+    def profile(self, job_type: str, gpu_type: str, gpus: int, setting: int) -> Profile | None:
+        """The exclusive profile of ``job_type`` on ``gpus`` GPUs of ``gpu_type`` at ``setting``; None if unprofiled."""
+        return self._profile_by_key.get((job_type, gpu_type, gpus, setting))
+
+    def pair_rates(self, type_j: str, type_k: str, gpu_type: str, gpus: int) -> tuple[float, float] | None:
+        """``(rho_j, rho_k)`` for job types ``type_j`` and ``type_k`` sharing, in that order.
+
+        An entry ``(a, b)`` serves both orders; for two jobs of the same type the job listed
+        first gets ``rho_a`` (the caller passes them in instance order).
+        """
+        return self._pair_by_key.get((type_j, type_k, gpu_type, gpus))

@@ -1,0 +1,11 @@
+"""The plan core: the arithmetic of an allocation and everything that makes or checks a plan without a solver.
+
+- ``economics``: steps, progress and energy of one allocation over a round (docs/design.md §2).
+- ``economics_batched``: the same arithmetic over NumPy arrays of interchangeable jobs, bit for bit.
+- ``greedy``: the greedy plan (§5.2).
+- ``placement``: buddy placement of GPU counts on nodes (§6.2).
+- ``assemble``: allocations to a placed, accounted plan (§6.1).
+- ``evaluate``, ``validate``: a plan's figures recomputed, and every rule it must keep (§6.3, §6.4).
+
+Imports :mod:`planner.contracts` only; never a solver.
+"""

@@ -1,0 +1,149 @@
+"""The greedy plan: the documented fallback when no solver plan is available in time.
+
+Rule (exclusive allocations only, no sharing):
+
+1. For every job and every profiled option ``o = (g, n, s)`` compute its progress
+   ``w * pi_o`` and its full energy cost ``c_o = e_o + n * T * (Pnode_g / K_g + Pidle_g)``
+   (its dynamic energy plus its share of powered-on node and idle power, J).
+2. Take options in decreasing ``w * pi_o / c_o`` (progress per joule; ties: more progress,
+   then job order, GPU type name, count, setting) and accept one by the acceptance rule of
+   :func:`accept_in_order`.
+
+Acceptance rule (shared with the LP-guided start of :mod:`formulations.lp_rounding`): take
+candidate allocations in the order given and accept one when none of its jobs has an
+allocation yet, its GPU type still has ``n`` free GPUs (a pair's GPUs count once), and the
+round's energy with the nodes it needs,
+``sum e + sum_g ceil(used_g / K_g) * T * (Pnode_g + K_g * Pidle_g) <= B``, stays within the
+budget.
+
+It runs in ``O(options * log options)``, never fails, and its plan is feasible by
+construction; the validator checks it like any other plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.contracts.domain import Instance
+from planner.core.assemble import Allocation
+from planner.core.economics import job_outcome, ordered_pair_rates, powered_energy_j, within_budget
+from planner.core.economics_batched import exclusive_group_options, job_groups
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """An allocation offered to the acceptance rule with its dynamic energy (J)."""
+
+    allocation: Allocation
+    energy_j: float
+
+
+def allocation_outcome(instance: Instance, a: Allocation) -> tuple[float, float] | None:
+    """``(sum w pi, sum e)`` of an allocation, exclusive or pair (J); None when not allowed.
+
+    A pair is allowed when the pair entry exists and both slowdowns are at least
+    ``min_pair_rate`` (docs/design.md §3.2).
+    """
+    g = instance.gpu_type(a.gpu_type)
+    jobs = [instance.job(j) for j in a.job_ids]
+    rates: tuple[float, ...] = (1.0,)
+    if a.is_pair:
+        pair = ordered_pair_rates(instance, jobs[0], jobs[1], g.name, a.gpus)
+        if pair is None or min(pair) < instance.round.min_pair_rate:
+            return None
+        rates = pair
+    progress = energy = 0.0
+    for job, rho in zip(jobs, rates, strict=True):
+        o = job_outcome(instance, job, g, a.gpus, a.setting, rho)
+        if o is None:
+            return None
+        progress += job.weight * o.progress
+        energy += o.energy_j
+    return progress, energy
+
+
+def ranked_candidates(instance: Instance) -> list[Candidate]:
+    """Every exclusive option with progress, in the greedy's order (progress per joule).
+
+    Options are computed a group of interchangeable jobs at a time
+    (:mod:`planner.core.economics_batched`) and ordered by decreasing ``w pi / c``, then decreasing
+    ``w pi``, job order, GPU type name, count and setting.
+    """
+    T = instance.round.duration_s
+    names = sorted(g.name for g in instance.gpu_types)
+    parts: list[tuple[np.ndarray, ...]] = []
+    for o in exclusive_group_options(instance, job_groups(instance)):
+        keep = o.keep
+        m = int(keep.sum())
+        cost = o.energy_j[keep] + o.gpus * T * o.gpu_type.powered_share_w
+        with np.errstate(divide="ignore"):
+            density = np.where(cost > 0, o.progress[keep] / np.where(cost > 0, cost, 1.0), np.inf)
+        rank = np.full(m, names.index(o.gpu_type.name))
+        parts.append(
+            (
+                density,
+                o.progress[keep],
+                o.group.index[keep],
+                rank,
+                np.full(m, o.gpus),
+                np.full(m, o.setting),
+                o.energy_j[keep],
+            )
+        )
+    if not parts:
+        return []
+    cols: list[np.ndarray] = [np.concatenate([p[c] for p in parts]) for c in range(7)]
+    density, value, job, rank, gpus, setting, energy = cols
+    order = np.lexsort((setting, gpus, rank, job, -value, -density))
+    jobs = instance.jobs
+    return [
+        Candidate(Allocation((jobs[j].id,), names[r], n, s), e)
+        for j, r, n, s, e in zip(
+            job[order].tolist(),
+            rank[order].tolist(),
+            gpus[order].tolist(),
+            setting[order].tolist(),
+            energy[order].tolist(),
+            strict=True,
+        )
+    ]
+
+
+def accept_in_order(instance: Instance, candidates: Iterable[Candidate]) -> list[Allocation]:
+    """The acceptance rule of the module docstring; allocations in instance order of their first job."""
+    budget = instance.round.budget_j
+    used = {g.name: 0 for g in instance.gpu_types}
+    dynamic = 0.0
+    taken: set[str] = set()
+    chosen: dict[str, Allocation] = {}
+    for c in candidates:
+        a = c.allocation
+        g = instance.gpu_type(a.gpu_type)
+        if taken.intersection(a.job_ids) or used[g.name] + a.gpus > g.total_gpus:
+            continue
+        trial = dict(used)
+        trial[g.name] += a.gpus
+        if not within_budget(dynamic + c.energy_j + powered_energy_j(instance, trial), budget):
+            continue
+        chosen[a.job_ids[0]] = a
+        taken.update(a.job_ids)
+        used = trial
+        dynamic += c.energy_j
+    return [chosen[j.id] for j in instance.jobs if j.id in chosen]
+
+
+def greedy_allocations(instance: Instance) -> list[Allocation]:
+    """Exclusive allocations chosen by progress per joule within capacity and budget."""
+    return accept_in_order(instance, ranked_candidates(instance))
+
+
+def progress_of(instance: Instance, allocations: Iterable[Allocation]) -> float:
+    """``sum w pi`` of ``allocations`` on ``instance`` (an allocation that is not allowed counts 0)."""
+    total = 0.0
+    for a in allocations:
+        outcome = allocation_outcome(instance, a)
+        total += outcome[0] if outcome else 0.0
+    return total

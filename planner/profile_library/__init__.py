@@ -1,0 +1,9 @@
+"""The profile library (``wattplan.profiles/1``): what planning reads about job types and GPU types.
+
+- ``library``: the library type, its loader and the shipped library's path.
+- ``build``: the shipped V100/P100 library built from Gavel throughputs and Zeus power (docs/design.md §9.1).
+- ``mapping``: how Gavel's and Zeus's names and units map onto the library's.
+
+Measuring and fitting new entries is :mod:`planner.profiling`'s job. Imports :mod:`planner.contracts`,
+:mod:`planner.files` and :mod:`planner.core`.
+"""

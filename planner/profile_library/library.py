@@ -1,0 +1,119 @@
+"""The profile library (``wattplan.profiles/1``): its type, its loader and the shipped library's path.
+
+A library holds per (job type, GPU type, count, setting) a throughput and a power, per (type a, type b,
+GPU type, count) the pair slowdowns, and per GPU type its idle power and settings. Every load runs every
+check of :mod:`planner.contracts.profile_checks`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from planner.contracts.domain import PairSlowdown, Profile
+from planner.contracts.jsonio import read_json
+from planner.contracts.problems import InputError, Problem
+from planner.contracts.profile_checks import library_problems
+
+ProfileKey = tuple[str, str, int, int]  # (job type, GPU type, GPU count, setting)
+PairKey = tuple[str, str, str, int]  # (type a, type b, GPU type, GPU count)
+_PROFILE_FIELDS = ("type", "gpu_type", "gpus", "setting", "steps_per_s", "power_w")
+_PAIR_FIELDS = ("a", "b", "gpu_type", "gpus", "rho_a", "rho_b")
+
+
+@dataclass(frozen=True)
+class ProfileLibrary:
+    """Profiles built by ``wattplan profiles build`` or ``fit`` (schema ``wattplan.profiles/1``).
+
+    ``profile_extras`` / ``pair_extras`` keep the optional keys of an entry (``basis``,
+    ``utilisation``; :mod:`planner.profiling`) by its key; ``measurements`` the library's measured
+    points as documents (parsed by :mod:`planner.profiling.points` where needed).
+    """
+
+    gpu_types: dict[str, dict[str, Any]]
+    profiles: tuple[Profile, ...]
+    pairs: tuple[PairSlowdown, ...]
+    sources: list[Any]
+    profile_extras: dict[ProfileKey, dict[str, Any]] = field(default_factory=dict)
+    pair_extras: dict[PairKey, dict[str, Any]] = field(default_factory=dict)
+    measurements: list[dict[str, Any]] = field(default_factory=list)
+    # Lookup tables, filled by __post_init__: the top-setting profile per (type, GPU type, count)
+    # and the largest profiled count per job type.
+    _top: dict[tuple[str, str, int], Profile] = field(init=False, repr=False, compare=False)
+    _max_count: dict[str, int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        top: dict[tuple[str, str, int], Profile] = {}
+        for p in self.profiles:
+            key = (p.type, p.gpu_type, p.gpus)
+            if key not in top or p.setting > top[key].setting:
+                top[key] = p
+        object.__setattr__(self, "_top", top)
+        n_max: dict[str, int] = {}
+        for t, _, n in top:
+            n_max[t] = max(n_max.get(t, 0), n)
+        object.__setattr__(self, "_max_count", n_max)
+
+    def max_count(self, job_type: str) -> int:
+        """The largest GPU count profiled for ``job_type`` on any GPU type (0 if none)."""
+        return self._max_count.get(job_type, 0)
+
+    def counts(self, job_type: str, gpu_types: Sequence[str]) -> set[int]:
+        """GPU counts profiled for ``job_type`` on at least one of ``gpu_types``."""
+        return {n for (t, g, n) in self._top if t == job_type and g in gpu_types}
+
+    def top_throughput(self, job_type: str, gpu_type: str, gpus: int) -> float | None:
+        """Throughput at the highest setting profiled for (type, GPU type, count)."""
+        p = self._top.get((job_type, gpu_type, gpus))
+        return None if p is None else p.steps_per_s
+
+
+def profile_key(p: Profile) -> ProfileKey:
+    """``(type, gpu_type, gpus, setting)`` of a profile."""
+    return (p.type, p.gpu_type, p.gpus, p.setting)
+
+
+def pair_key(p: PairSlowdown) -> PairKey:
+    """``(a, b, gpu_type, gpus)`` of a pair entry."""
+    return (p.a, p.b, p.gpu_type, p.gpus)
+
+
+def library_from_doc(doc: Any, source: str) -> ProfileLibrary:
+    """A library from its ``wattplan.profiles/1`` document; optional keys go to the extras.
+
+    ``InputError`` naming ``source`` (the file) with every problem of
+    :func:`planner.profile_checks.library_problems` unless the document passes them all.
+    """
+    if not isinstance(doc, dict) or doc.get("schema") != "wattplan.profiles/1":
+        raise InputError(source, [Problem("schema", "schema", "not a wattplan.profiles/1 file")])
+    if problems := library_problems(doc):
+        raise InputError(source, problems)
+    profiles, pairs = [], []
+    profile_extras: dict[ProfileKey, dict[str, Any]] = {}
+    pair_extras: dict[PairKey, dict[str, Any]] = {}
+    for raw in doc["profiles"]:
+        p = Profile(**{k: raw[k] for k in _PROFILE_FIELDS}, basis=raw.get("basis"))
+        profiles.append(p)
+        if extra := {k: v for k, v in raw.items() if k not in _PROFILE_FIELDS}:
+            profile_extras[profile_key(p)] = extra
+    for raw in doc["pairs"]:
+        q = PairSlowdown(**{k: raw[k] for k in _PAIR_FIELDS})
+        pairs.append(q)
+        if extra := {k: v for k, v in raw.items() if k not in _PAIR_FIELDS}:
+            pair_extras[pair_key(q)] = extra
+    return ProfileLibrary(
+        gpu_types={g["name"]: g for g in doc["gpu_types"]},
+        profiles=tuple(profiles),
+        pairs=tuple(pairs),
+        sources=doc.get("sources", []),
+        profile_extras=profile_extras,
+        pair_extras=pair_extras,
+        measurements=list(doc.get("measurements", [])),
+    )
+
+
+def load_profile_library(path: Path) -> ProfileLibrary:
+    """Read a ``wattplan.profiles/1`` file (``InputError`` if ``path`` holds another schema)."""
+    return library_from_doc(read_json(Path(path)), str(path))
