@@ -55,11 +55,10 @@ import numpy as np
 
 from formulations.backends import (
     Backend,
-    BackendUnavailable,
     ObjectiveName,
     SolveParams,
     SolverResult,
-    get_backend,
+    Solvers,
 )
 from formulations.column_generation import column_generation_result
 from formulations.ir import LinearModel
@@ -274,9 +273,12 @@ OBJECTIVE_VECTOR: dict[Objective, ObjectiveName] = {
 """The model's objective vector that each instance objective optimises (exported with the model)."""
 
 
-def solve_round(inst: Instance, req: PlanRequest, started_at: float) -> Plan:
-    """Plan ``inst`` with the backend ``req.solver`` (see the module docstring); always a validated plan."""
-    backend = get_backend(req.solver)
+def solve_round(inst: Instance, req: PlanRequest, started_at: float, solvers: Solvers) -> Plan:
+    """Plan ``inst`` with the backends of ``req`` (see the module docstring); always a validated plan.
+
+    ``solvers``: ``req.solver`` and ``req.lp_solver`` resolved by the front door, once per call or per replay.
+    """
+    backend = solvers.mip
     clock = Clock(req.time_limit_s, started_at, len(inst.jobs))
     build_begin = time.perf_counter()
     rm = build_round_model(inst)
@@ -285,7 +287,8 @@ def solve_round(inst: Instance, req: PlanRequest, started_at: float) -> Plan:
     export = StageExport(backend, req.export_model, inst) if req.export_model is not None else None
     if export is not None:
         export.first(rm.lm)  # stage 2 is written where its model is built (formulations/stage_export.py)
-    session = _Session(inst, rm, backend, req, clock, report, export=export)
+    session = _Session(inst, rm, backend, req, clock, report, export=export, lp_backend=solvers.lp)
+    session.lp_missing = solvers.lp_missing
     session.add_heuristic("greedy", greedy_allocations)
     if objective == "energy":
         return session.energy_objective("energy")
@@ -314,6 +317,8 @@ class _Session:
     core: np.ndarray | None = None
     first_heuristic: str | None = None
     export: StageExport | None = None
+    lp_backend: Backend | None = None
+    lp_missing: str = ""
 
     def add_heuristic(self, name: str, make: Callable[[Instance], list[Allocation]]) -> None:
         """Compute a heuristic plan and remember it with its progress."""
@@ -375,13 +380,10 @@ class _Session:
         elif self.large:
             extra = np.flatnonzero(feasible > 0) if feasible is not None else None
             relaxation = self.column_generation(lm, objective, maximize, max(share * left, MIN_STAGE_S), extra)
+        elif self.lp_backend is None:
+            relaxation = LpRelaxation(None, None, f"not computed: {self.lp_missing}")
         else:
-            try:
-                lp_backend = get_backend(self.req.lp_solver)
-            except BackendUnavailable as exc:
-                relaxation = LpRelaxation(None, None, f"not computed: {exc}")
-            else:
-                relaxation = lp_relaxation(lp_backend, lm, objective, maximize, max(share * left, MIN_STAGE_S))
+            relaxation = lp_relaxation(self.lp_backend, lm, objective, maximize, max(share * left, MIN_STAGE_S))
         self.lp_bound = relaxation.value
         self.report.lp_bound = relaxation.value
         self.report.lp_bound_note = relaxation.note

@@ -259,7 +259,6 @@ def plan(
     from planner.contracts.plan import with_budget_override, with_instance_sha256, write_plan
     from planner.core.validate import InvalidPlanError, checked
     from planner.files.resources import default_instance
-    from planner.planning import request_problems
 
     started_at = time.perf_counter()
     request = PlanRequest(
@@ -273,7 +272,15 @@ def plan(
         lp_bound=lp_bound,
         export_model=export_model,
     )
-    problems = request_problems(request)
+    planner: planning.Planner | None = None
+    problems: list[Problem] = []
+    try:
+        if stage2_progress is None and from_solution is None:
+            planner = planning.Planner(request)  # checks the request and loads its solvers, once
+        else:
+            problems += planning.request_problems(request)
+    except InputError as exc:
+        problems += exc.problems
     if budget_j is not None and power_cap_w is not None:
         problems.append(Problem("conflicting-options", "--budget-j", "give --budget-j or --power-cap-w"))
     if from_solution is not None and (export_model is not None or stage2_progress is not None):
@@ -311,8 +318,9 @@ def plan(
         if from_solution is not None:
             result = planning.plan_from_solution(planned_inst, from_solution, request)
         else:
+            assert planner is not None
             with err.status(f"planning with {shown(solver)} (at most {time_limit:g} s)..."):
-                result = planning.plan(planned_inst, request, started_at)
+                result = planner.plan(planned_inst, started_at)
         if override is not None:
             result = with_instance_sha256(with_budget_override(result, override), instance_sha256(inst))
             checked(inst, result)  # the written plan passes against the instance file itself

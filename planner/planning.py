@@ -24,6 +24,7 @@ import math
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from planner.contracts.domain import Instance
 from planner.contracts.instance_io import instance_sha256
@@ -35,20 +36,26 @@ from planner.core.assemble import SolveInfo, assemble_plan
 from planner.core.greedy import greedy_allocations
 from planner.core.validate import checked
 
+if TYPE_CHECKING:
+    from formulations.backends import Solvers
+
 SOLVER_CHOICES = "cbc, highs, cpsat, scip, ortools-cbc, pulp:NAME (any PuLP solver, e.g. pulp:GUROBI_CMD) or greedy"
 """The solver names a user may give, for help texts and errors."""
 
 
-def _solver_problems(request: PlanRequest) -> list[Problem]:
-    """An unknown or unavailable solver, an LP solver without LP relaxations, an export nobody can write."""
-    from formulations.backends import BackendUnavailable, backend_features, get_backend
+def _solver_name_problems(request: PlanRequest) -> list[Problem]:
+    """An unknown solver, an LP solver without LP relaxations, an export nobody can write (nothing is loaded)."""
+    from formulations.backends import backend_features
 
     problems: list[Problem] = []
-    if request.solver != GREEDY:
-        try:
-            get_backend(request.solver)
-        except BackendUnavailable as exc:
-            return [Problem("solver-unavailable", "solver (--solver)", f"{exc}; choose from {SOLVER_CHOICES}")]
+    if request.solver != GREEDY and backend_features(request.solver) is None:
+        return [
+            Problem(
+                "solver-unavailable",
+                "solver (--solver)",
+                f"unknown solver {request.solver!r}; choose from {SOLVER_CHOICES}",
+            )
+        ]
     if request.lp_bound and request.solver != GREEDY:
         lp = backend_features(request.lp_solver)
         if lp is None or not lp.lp_relaxation:
@@ -72,6 +79,18 @@ def _solver_problems(request: PlanRequest) -> list[Problem]:
     return problems
 
 
+def _resolved(request: PlanRequest) -> tuple[Solvers | None, list[Problem]]:
+    """The request's backends, loaded once (None for ``greedy``), or the problem of a solver that cannot load."""
+    from formulations.backends import BackendUnavailable, resolve_solvers
+
+    if request.solver == GREEDY:
+        return None, []
+    try:
+        return resolve_solvers(request.solver, request.lp_solver, request.lp_bound), []
+    except BackendUnavailable as exc:
+        return None, [Problem("solver-unavailable", "solver (--solver)", f"{exc}; choose from {SOLVER_CHOICES}")]
+
+
 def _round_problems(request: PlanRequest) -> list[Problem]:
     """Problems with what the request changes in the round: its objective and ``delta``."""
     problems: list[Problem] = []
@@ -92,7 +111,7 @@ MAX_SEED = 2**31 - 1
 """Largest solver seed: the solvers take a 32-bit signed seed; a larger one was an internal error."""
 
 
-def request_problems(request: PlanRequest) -> list[Problem]:
+def _value_problems(request: PlanRequest) -> list[Problem]:
     """Every value of ``request`` outside its range (see :class:`~planner.contracts.request.PlanRequest`)."""
     problems: list[Problem] = []
     if not 0 < request.time_limit_s <= MAX_TIME_LIMIT_S:  # NaN fails both
@@ -113,7 +132,13 @@ def request_problems(request: PlanRequest) -> list[Problem]:
     path = request.export_model
     if path is not None and path.suffix not in EXPORT_SUFFIXES:
         problems.append(Problem("bad-option", "export_model (--export-model)", "the file must end in .mps or .lp"))
-    return problems + _solver_problems(request)
+    return problems + _solver_name_problems(request)
+
+
+def request_problems(request: PlanRequest) -> list[Problem]:
+    """Every value of ``request`` outside its range, and a solver that cannot load on this machine."""
+    problems = _value_problems(request)
+    return problems or _resolved(request)[1]
 
 
 def greedy_plan(instance: Instance) -> Plan:
@@ -138,25 +163,47 @@ def _as_requested(instance: Instance, request: PlanRequest) -> Instance:
     return instance
 
 
-def plan(instance: Instance, request: PlanRequest = DEFAULT_REQUEST, started_at: float | None = None) -> Plan:
-    """Plan one round of ``instance`` as ``request`` asks; the plan has passed the validator.
+class Planner:
+    """A request checked once and its solvers loaded once, then any number of rounds planned with them.
 
-    ``started_at`` (a ``time.perf_counter()`` reading) is when the caller's clock started, e.g.
-    before it read the instance, so that ``request.time_limit_s`` covers the whole call.
+    The command line makes one per ``plan`` call, the replay's ``wattplan`` policy one per replay. Raises
+    :class:`~planner.contracts.problems.InputError` (every problem naming its option) for a bad request or a
+    solver that cannot load.
+    """
+
+    def __init__(self, request: PlanRequest = DEFAULT_REQUEST) -> None:
+        problems = _value_problems(request)
+        solvers, unavailable = (None, []) if problems else _resolved(request)
+        if problems or unavailable:
+            raise InputError("options", problems + unavailable)
+        self.request = request
+        self._solvers = solvers
+
+    def plan(self, instance: Instance, started_at: float | None = None) -> Plan:
+        """Plan one round of ``instance`` as the request asks; the plan has passed the validator.
+
+        ``started_at`` (a ``time.perf_counter()`` reading) is when the caller's clock started, e.g.
+        before it read the instance, so that ``request.time_limit_s`` covers the whole call.
+        Raises :class:`~planner.core.validate.InvalidPlanError` if a planner bug produced an invalid plan.
+        """
+        started_at = time.perf_counter() if started_at is None else started_at
+        digest = instance_sha256(instance)  # the instance as given, before the request's objective and delta
+        instance = _as_requested(instance, self.request)
+        if self._solvers is None:
+            return with_instance_sha256(greedy_plan(instance), digest)
+        from formulations.solve import solve_round
+
+        return with_instance_sha256(solve_round(instance, self.request, started_at, self._solvers), digest)
+
+
+def plan(instance: Instance, request: PlanRequest = DEFAULT_REQUEST, started_at: float | None = None) -> Plan:
+    """Plan one round of ``instance`` as ``request`` asks: :meth:`Planner.plan` of a :class:`Planner` made for it.
+
     Raises :class:`~planner.contracts.problems.InputError` for a bad request and
     :class:`~planner.core.validate.InvalidPlanError` if a planner bug produced an invalid plan.
     """
     started_at = time.perf_counter() if started_at is None else started_at
-    problems = request_problems(request)
-    if problems:
-        raise InputError("options", problems)
-    digest = instance_sha256(instance)  # the instance as given, before the request's objective and delta
-    instance = _as_requested(instance, request)
-    if request.solver == GREEDY:
-        return with_instance_sha256(greedy_plan(instance), digest)
-    from formulations.solve import solve_round
-
-    return with_instance_sha256(solve_round(instance, request, started_at), digest)
+    return Planner(request).plan(instance, started_at)
 
 
 def plan_from_solution(instance: Instance, solution: Path, request: PlanRequest = DEFAULT_REQUEST) -> Plan:
@@ -185,21 +232,22 @@ def export_stage_models(instance: Instance, request: PlanRequest, stage1_progres
     outside solver found (``--stage2-progress``): ``(1 - 1e-6) P1`` for ``progress``,
     ``(1 - delta) P*`` otherwise. Returns the files written.
     """
-    problems = request_problems(request)
+    problems = _value_problems(request)
+    solvers, unavailable = (None, []) if problems else _resolved(request)
+    problems += unavailable
     if request.export_model is None:
         problems.append(Problem("bad-option", "stage2_progress (--stage2-progress)", "needs --export-model FILE"))
     if not (math.isfinite(stage1_progress) and stage1_progress >= 0):
         problems.append(
             Problem("bad-option", "stage2_progress (--stage2-progress)", f"must be >= 0, got {stage1_progress}")
         )
-    if problems or request.export_model is None:
+    if problems or request.export_model is None or solvers is None:
         raise InputError("options", problems)
-    from formulations.backends import get_backend
     from formulations.round_model import build_round_model
     from formulations.stage_export import export_stages
 
     model = build_round_model(_as_requested(instance, request))
-    return export_stages(get_backend(request.solver), model, request.export_model, stage1_progress)
+    return export_stages(solvers.mip, model, request.export_model, stage1_progress)
 
 
 def model_export_paths(path: Path) -> tuple[Path, Path]:

@@ -17,6 +17,7 @@ from formulations.backends.base import (
     ObjectiveName,
     SolveParams,
     SolverResult,
+    Solvers,
 )
 from formulations.backends.cpsat import CpSatBackend
 from formulations.backends.highs import HighsBackend
@@ -71,6 +72,21 @@ def get_backend(name: str) -> Backend:
     return backend
 
 
+def resolve_solvers(solver: str, lp_solver: str, lp_bound: bool) -> Solvers:
+    """The backends of a request, loaded once; :class:`BackendUnavailable` if ``solver`` cannot be had.
+
+    The LP backend is None when ``lp_bound`` is off, or when ``lp_solver`` cannot load (``lp_missing`` says why:
+    the plan then reports its LP bound as not computed, and is planned all the same).
+    """
+    mip = get_backend(solver)
+    if not lp_bound:
+        return Solvers(mip)
+    try:
+        return Solvers(mip, get_backend(lp_solver))
+    except BackendUnavailable as exc:
+        return Solvers(mip, None, str(exc))
+
+
 def available_backends() -> list[str]:
     """The built-in backends that load on this machine."""
     names = []
@@ -92,7 +108,9 @@ __all__ = [
     "ObjectiveName",
     "SolveParams",
     "SolverResult",
+    "Solvers",
     "available_backends",
     "backend_features",
     "get_backend",
+    "resolve_solvers",
 ]

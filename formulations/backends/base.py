@@ -106,6 +106,19 @@ class BackendUnavailable(RuntimeError):
     """The backend's solver library is not installed or cannot load."""
 
 
+@dataclass(frozen=True, slots=True)
+class Solvers:
+    """The backends of one request, resolved once (by the front door) and used for every stage.
+
+    ``mip``: the backend of ``PlanRequest.solver``; ``lp``: the backend of ``PlanRequest.lp_solver`` for the LP
+    relaxation, or None when no LP bound is asked for or that backend cannot load, ``lp_missing`` then saying why.
+    """
+
+    mip: Backend
+    lp: Backend | None = None
+    lp_missing: str = ""
+
+
 class FeatureUnsupported(RuntimeError):
     """A backend was asked for something its :class:`Features` say it cannot do."""
 

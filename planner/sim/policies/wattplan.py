@@ -1,6 +1,6 @@
 """``wattplan``: the round model, planned every round exactly as ``wattplan plan`` plans it.
 
-Calls the front door :func:`planner.planning.plan` on the round instance (objective, budget
+Plans the round instance through the front door (one :class:`planner.planning.Planner` per replay) (objective, budget
 and rules from the instance; solver, time limit, threads and seed from the replay's
 :class:`~planner.contracts.request.PlanRequest`, :data:`~planner.contracts.request.REPLAY_REQUEST` by default)
 and takes its plan's allocations as they are. The front door always returns a validated
@@ -42,10 +42,13 @@ class Wattplan:
 
     request: PlanRequest = field(default_factory=lambda: REPLAY_REQUEST)
     name = "wattplan"
+    _planner: planning.Planner | None = field(default=None, init=False, repr=False, compare=False)
 
     def decide(self, instance: Instance) -> Decision:
-        """Plan the round through the front door and run its allocations."""
-        plan = planning.plan(instance, self.request)
+        """Plan the round through the front door (its solvers resolved once per replay) and run its allocations."""
+        if self._planner is None:
+            self._planner = planning.Planner(self.request)
+        plan = self._planner.plan(instance)
         r = plan.round
         note = "; ".join(r.notes().values())
         detail = {"solver": r.solver, "gap": r.gap}
