@@ -18,7 +18,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from formulations.energy_floor import EnergyFloor
+from planner.contracts.floor import EnergyFloor
 from planner.files.resources import resolve_trace, shipped_traces
 from planner.profile_library.build import DEFAULT_PROFILE_LIBRARY
 from planner.profile_library.library import ProfileLibrary, load_profile_library

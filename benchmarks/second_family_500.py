@@ -19,9 +19,6 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from formulations.backends import get_backend
-from formulations.round_model import build_round_model
-from formulations.solve import lp_relaxation
 from planner import planning
 from planner.contracts.domain import Instance
 from planner.contracts.instance_io import write_instance
@@ -61,8 +58,8 @@ def main() -> None:
     args = ap.parse_args()
     inst = build()
     write_instance(inst, args.out.with_suffix(".instance.json"))
-    rm = build_round_model(inst)
-    lp_ref = lp_relaxation(get_backend("highs"), rm.lm, "progress", True, 120.0).value
+    ref = planning.lp_reference(inst, "highs", 120.0)
+    lp_ref = ref.bound
     rows = []
     for solver in ("cbc", "highs", "cpsat", "greedy"):
         begin = time.perf_counter()
@@ -72,7 +69,7 @@ def main() -> None:
         rows.append(
             {
                 "jobs": len(inst.jobs),
-                "columns": rm.lm.num_cols,
+                "columns": ref.columns,
                 "solver": solver,
                 "plan": r.solver,
                 "status": r.status,

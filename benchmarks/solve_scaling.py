@@ -47,9 +47,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from formulations.backends import get_backend
-from formulations.round_model import build_round_model
-from formulations.solve import lp_relaxation
 from planner import planning
 from planner.bench.round_families import TracePool, cluster_for, make_round
 from planner.contracts.domain import Instance
@@ -261,10 +258,9 @@ def run(args: argparse.Namespace) -> Path:
                             progress.advance(task)
                         continue
                     progress.update(task, description=f"N={n} b={budget}: model + reference LP")
-                    t0 = time.perf_counter()
-                    rm = build_round_model(inst)
-                    pre_build_s = time.perf_counter() - t0
-                    if pre_build_s > args.max_build_s:
+                    ref = planning.lp_reference(inst, "highs", args.lp_reference_limit, args.max_build_s)
+                    pre_build_s = ref.build_s
+                    if ref.lp_s is None:
                         skip_size = f"model build {pre_build_s:.1f} s > {args.max_build_s:.0f} s; size stopped"
                         console.print(f"[red]N={n}: {skip_size}[/]")
                         for solver in solvers:
@@ -274,18 +270,16 @@ def run(args: argparse.Namespace) -> Path:
                                     "solver": solver,
                                     "status": "skipped",
                                     "build_s": pre_build_s,
-                                    "columns": rm.lm.num_cols,
-                                    "rows": rm.lm.num_rows,
+                                    "columns": ref.columns,
+                                    "rows": ref.rows,
                                     "error": skip_size,
                                 }
                             )
                             progress.advance(task)
                         continue
-                    t0 = time.perf_counter()
-                    lp_ref = lp_relaxation(get_backend("highs"), rm.lm, "progress", True, args.lp_reference_limit).value
+                    lp_ref = ref.bound
                     base["lp_ref"] = lp_ref
-                    base["lp_ref_s"] = time.perf_counter() - t0
-                    del rm
+                    base["lp_ref_s"] = ref.lp_s
                     progress.update(task, description=f"N={n} b={budget}: greedy")
                     t0 = time.perf_counter()
                     g = greedy_plan(inst)

@@ -44,6 +44,7 @@ from formulations.backends.highs import highs_lp
 from formulations.ir import INF, LinearModel, ModelBuilder
 from formulations.watchdog import run_with_deadline
 from planner.contracts.domain import Instance
+from planner.contracts.floor import EnergyFloor
 from planner.core.economics import exclusive_power_w, pair_power_w, profiled_options, usable_pair_rates
 
 FLOOR_OBJECTIVE = "energy"
@@ -59,28 +60,6 @@ class DemandClass:
     gpus: tuple[int, ...]
     steps: float
     jobs: int
-
-
-@dataclass(frozen=True, slots=True)
-class EnergyFloor:
-    """The floor LP's answer: ``energy_j`` (J, None when not solved) and how it is made up.
-
-    ``paired_step_share``: fraction of all steps the optimum does in pairs; ``unservable``:
-    job types with steps to do and no configuration that makes progress (the floor then
-    covers the other classes only and says so).
-    """
-
-    energy_j: float | None
-    classes: int
-    columns: int
-    paired_step_share: float | None
-    unservable: tuple[str, ...]
-    note: str
-
-    @property
-    def energy_kwh(self) -> float | None:
-        """The floor in kWh (1 kWh = 3.6e6 J)."""
-        return None if self.energy_j is None else self.energy_j / 3.6e6
 
 
 def demand_classes(instance: Instance) -> list[DemandClass]:

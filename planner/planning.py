@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from planner.contracts.domain import Instance
+from planner.contracts.floor import EnergyFloor
 from planner.contracts.instance_io import instance_sha256
 from planner.contracts.plan import Plan, with_instance_sha256
 from planner.contracts.problems import InputError, Problem
@@ -262,3 +263,64 @@ def exported_model_files(path: Path) -> list[Path]:
     from formulations.stage_export import stage2_path
 
     return [p for p in (path, stage2_path(path)) if p.exists()]
+
+
+def energy_floor(instance: Instance, time_limit_s: float | None = None) -> EnergyFloor:
+    """The energy floor of ``instance``'s jobs, whole (J; budget and capacity ignored): docs/design.md §14.
+
+    A linear program solved with a certified dual bound (:mod:`formulations.energy_floor`), within ``time_limit_s``
+    seconds (its default when None).
+    """
+    from formulations.energy_floor import FLOOR_TIME_LIMIT_S
+    from formulations.energy_floor import energy_floor as solve_floor
+
+    return solve_floor(instance, FLOOR_TIME_LIMIT_S if time_limit_s is None else time_limit_s)
+
+
+def write_round_mps(instance: Instance, path: Path) -> None:
+    """Write the round's first-stage model (most progress under the budget) to ``path`` with the one MPS writer.
+
+    The file is a minimisation of ``-progress`` (:mod:`formulations.mps`), like every export; nothing is solved.
+    """
+    from formulations.mps import write_mps
+    from formulations.round_model import build_round_model
+
+    comment = "stage 1 (progress objective): most weighted progress under the energy budget"
+    write_mps(build_round_model(instance).lm, "progress", True, path, [comment])
+
+
+@dataclass(frozen=True, slots=True)
+class LpReference:
+    """The stage-1 model's size and its proven LP bound: what solver benchmarks compare plans with.
+
+    ``build_s`` and ``lp_s`` in s; ``bound`` the Lagrangian bound of the LP's duals (weighted progress), None when
+    the LP was not solved in time or was skipped (``lp_s`` None) because the build took longer than asked.
+    """
+
+    columns: int
+    rows: int
+    build_s: float
+    bound: float | None
+    lp_s: float | None
+
+
+def lp_reference(
+    instance: Instance, lp_solver: str = "highs", time_limit_s: float = 120.0, max_build_s: float = math.inf
+) -> LpReference:
+    """Build ``instance``'s stage-1 model and solve its LP relaxation with ``lp_solver`` (no plan is made).
+
+    The LP is skipped when the build took more than ``max_build_s`` seconds.
+    """
+    from formulations.backends import get_backend
+    from formulations.round_model import build_round_model
+    from formulations.solve import lp_relaxation
+
+    begin = time.perf_counter()
+    rm = build_round_model(instance)
+    build_s = time.perf_counter() - begin
+    columns, rows = rm.lm.num_cols, rm.lm.num_rows
+    if build_s > max_build_s:
+        return LpReference(columns, rows, build_s, None, None)
+    begin = time.perf_counter()
+    bound = lp_relaxation(get_backend(lp_solver), rm.lm, "progress", True, time_limit_s).value
+    return LpReference(columns, rows, build_s, bound, time.perf_counter() - begin)

@@ -6,11 +6,18 @@
   results, never fatal; finished runs are saved one file each and skipped on a rerun.
 * :mod:`planner.bench.worker`: the child process, which plans through the front door
   :func:`planner.planning.plan` and writes one JSON result.
+* :mod:`planner.bench.check`: the wrong-result check: each run's plan re-read, validated and re-evaluated,
+  its bound held against every valid plan.
 * :mod:`planner.bench.incumbents`: the incumbent timeline of a plan (from its solve report).
 * :mod:`planner.bench.summary`: pure maths: gaps, shifted geometric means, the primal
   integral, Dolan-More performance profiles, the per-solver table.
 * :mod:`planner.bench.report`: ``runs.csv``, ``runs.jsonl``, ``summary.csv``, ``report.md``
   and ``profile.png``.
+
+Benchmark instances (``wattplan instance sweep``):
+
+* :mod:`planner.bench.round_families`: rounds of N jobs of three families, ``trace``, ``sampled`` and ``long``.
+* :mod:`planner.bench.instance_sets`: reproducible sets of them, one file per (size, budget, seed), and a manifest.
 
 Parallel runs go through :func:`planner.executor.run_tasks` (threads that each drive one
 worker process, or Ray tasks that run the worker on their node).

@@ -412,13 +412,11 @@ def manifest_text(rows: Sequence[dict[str, Any]], mps: bool) -> str:
 def export_mps(inst: Instance, path: Path) -> None:
     """Write the round's first-stage model (most progress under the budget) with wattplan's one MPS writer.
 
-    The file is a minimisation of ``-progress`` (:mod:`formulations.mps`), like every export.
+    The file is a minimisation of ``-progress`` (:func:`planner.planning.write_round_mps`), like every export.
     """
-    from formulations.mps import write_mps
-    from formulations.round_model import build_round_model
+    from planner.planning import write_round_mps
 
-    comment = "stage 1 (progress objective): most weighted progress under the energy budget"
-    write_mps(build_round_model(inst).lm, "progress", True, path, [comment])
+    write_round_mps(inst, path)
 
 
 def sweep(

@@ -70,6 +70,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from planner.bench.worker import EXIT_OOM, vm_hwm_mb
 from planner.contracts.jsonio import read_json, read_text, write_json_atomic
 from planner.contracts.problems import InputError, Problem
 from planner.contracts.request import PlanRequest
@@ -356,18 +357,6 @@ def stored_record(path: Path, key: str) -> Record | None:
     return doc if isinstance(doc, dict) and doc.get("key") == key else None
 
 
-def vm_hwm_mb(pid: int | str) -> float | None:
-    """The high-water resident set (``VmHWM``, MiB) of process ``pid`` (``self`` too) from ``/proc``; None without."""
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as fh:
-            for line in fh:
-                if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) / 1024.0
-    except (OSError, ValueError, IndexError):
-        pass
-    return None
-
-
 def _kill_group(pid: int) -> None:
     try:
         os.killpg(pid, signal.SIGKILL)
@@ -465,8 +454,6 @@ def run_one(spec: RunSpec, instance: bytes) -> Record:
     Module level and argument-only so it runs the same in a thread here and in a Ray task on
     another machine.
     """
-    from planner.bench.worker import EXIT_OOM
-
     with tempfile.TemporaryDirectory(prefix="wattplan-bench-") as scratch:
         folder = Path(scratch)
         (folder / "instance.json").write_bytes(instance)

@@ -62,6 +62,18 @@ WRONG_BOUND_SHARE = 0.1
 """How far past its plan's value the ``wrong_bound`` fault puts a run's bound (a share of ``|value|``)."""
 
 
+def vm_hwm_mb(pid: int | str) -> float | None:
+    """The high-water resident set (``VmHWM``, MiB) of process ``pid`` (``self`` too) from ``/proc``; None without."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024.0
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def injected_fault(spec: str | None, solver: str) -> str | None:
     """The fault ``spec`` (:data:`FAULT_ENV`'s value) injects into a run of ``solver``, if any."""
     for item in (spec or "").split(","):
@@ -115,8 +127,6 @@ def peak_mb() -> float:
 
     Not ``RUSAGE_SELF``: Linux carries the forking parent's resident set into it at ``exec``.
     """
-    from planner.bench.runner import vm_hwm_mb
-
     own = vm_hwm_mb("self")
     if own is None:
         own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0

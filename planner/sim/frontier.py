@@ -44,8 +44,8 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from formulations.energy_floor import EnergyFloor
 from planner.contracts.domain import Objective
+from planner.contracts.floor import EnergyFloor
 from planner.contracts.jsonio import read_json, write_json_atomic, write_text_atomic
 from planner.contracts.problems import InputError, Problem
 from planner.executor import run_tasks

@@ -15,13 +15,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from formulations.energy_floor import EnergyFloor, energy_floor
 from planner.console.list_options import Bounds
 from planner.contracts.defaults import GPUS_PER_NODE, NODE_POWER_W, ROUND_S_RANGE
+from planner.contracts.floor import EnergyFloor
 from planner.contracts.jsonio import write_json_atomic, write_text_atomic
 from planner.contracts.problems import InputError, Problem
 from planner.files.resources import resolve_signal
-from planner.planning import request_problems
+from planner.planning import energy_floor, request_problems
 from planner.profile_library.library import ProfileLibrary, load_profile_library
 from planner.rounds.cluster_spec import parse_cluster_spec
 from planner.rounds.traces import MAX_TRACE_S, TraceFormat, read_trace, trace_format
@@ -248,7 +248,7 @@ def effective_rules(spec: ReplaySpec) -> RoundRules:
 
 
 def workload_floor(workload: Workload, ctx: ClusterContext) -> EnergyFloor:
-    """The energy floor of every job of the workload, whole, under the truth (:mod:`formulations.energy_floor`)."""
+    """The energy floor of every job of the workload, whole, under the truth (:func:`planner.planning.energy_floor`)."""
     return energy_floor(workload_instance(ctx.real, [JobState.new(s) for s in workload.jobs]))
 
 
