@@ -1,1 +1,25 @@
-"""wattplan's domain: instances, plans, validation, placement and everything without a solver."""
+"""wattplan's planner, one sub-package per layer; a module imports its own layer or lower ones (docs/design.md §8).
+
+Layers, lowest first (the rank in brackets; layers of one rank never import each other):
+
+- ``contracts`` [0]: the vocabulary and the file contracts: types, defaults, problems, the instance, plan and
+  profile files and their checks, the plan request and the round's rules.
+- ``files`` [1]: where the shipped data lives, output paths that must not overwrite inputs, strict CSV reading.
+- ``console`` [1]: what the command line reads and prints: list options, safe text, tables.
+- ``core`` [2]: the arithmetic of an allocation and every plan made or checked without a solver: economics,
+  greedy, placement, assembly, evaluation, validation.
+- ``profile_library`` [3]: the profile library's type and loader, the shipped library's builder and mapping.
+- ``rounds`` [4]: trace readers and the round instance cut from a trace's queue.
+- ``profiling`` [4]: profiles from measurements: ingest, fit, check, truth.
+- ``formulations`` [5] (a package of its own): the round model, its backends and the solve strategy; the only
+  code that loads a solver library.
+- ``planning`` [6]: the front door, the only module that imports ``formulations``: plan a round, the energy
+  floor, model exports.
+- ``executor`` [6]: one function over many tasks in processes, threads or Ray.
+- ``launch`` [7]: plans rendered for Slurm, Kubernetes and node scripts (reads plans, never plans).
+- ``sim`` [7]: the replay of a trace, its policies and the energy frontier.
+- ``bench`` [7]: solver benchmarks and the benchmark instance families and sets.
+- ``cli`` [8] and ``__main__``: the ``wattplan`` command, a thin layer over the above.
+
+``tests/test_layering.py`` checks these rules from the imports.
+"""

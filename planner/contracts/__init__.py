@@ -9,6 +9,7 @@
 - ``plan``: the plan type and its ``wattplan.plan/1`` file.
 - ``instance_io``, ``instance_checks``: the ``wattplan.instance/1`` file and its checks.
 - ``profile_checks``: the checks of a ``wattplan.profiles/1`` library (also of an instance's profiles).
+- ``floor``: the energy floor's answer (the least energy any schedule of a workload needs).
 - ``jsonio``, ``schema_check``: strict JSON reading, atomic writing and the JSON schemas.
 
 Imports nothing else of wattplan.

@@ -1,10 +1,18 @@
 """Trace replay: a round-by-round simulator and the policies it compares (docs/design.md §10).
 
-The simulator replays a job trace on a cluster one round of ``T`` seconds at a time.
-Every round each policy sees the same kind of round instance (:mod:`.round_instance`),
-returns allocations (:mod:`.policies`), and the engine (:mod:`.engine`) places them with
-:func:`planner.core.assemble.assemble_plan`, checks the plan with :func:`planner.core.validate.validate_plan`,
-advances the jobs exactly as :func:`planner.core.economics.job_outcome` predicts and charges the
-round's energy (:mod:`.accounting`). :mod:`.metrics` summarises a replay, :mod:`.output` and
-:mod:`.plots` write it, :mod:`.replay` ties it together for the CLI and the benchmark.
+The simulator replays a job trace on a cluster one round of ``T`` seconds at a time. Every round each policy
+sees the same kind of round instance, returns allocations, and the engine places them, checks the plan with
+the validator, advances the jobs exactly as :func:`planner.core.economics.job_outcome` predicts and charges
+the round's energy.
+
+- ``workload``: from a trace file to the jobs a replay runs; ``state``: one replayed job between rounds.
+- ``round_instance``: the round instance every policy sees, and the round's rules.
+- ``policies``: the policies behind one interface (fifo-max, zeus, eaco, powerflow, wattplan).
+- ``engine``: the round loop; ``accounting``: a round's energy; ``telemetry``: what a round shows.
+- ``budget``: none, a power cap, or a paced energy budget; ``signals``: hourly carbon and price signals;
+  ``governor``: each round's ``delta`` steered by the JCT (the runtime-bounded energy mode).
+- ``learning``: online profile learning from each round's observations.
+- ``metrics``: a replay's summary; ``output``, ``plots``, ``render``: its files, figures and console tables.
+- ``replay``: a replay specified, prepared and run for the command line and the benchmarks.
+- ``frontier``: the energy-JCT frontier: the knob swept in parallel, every baseline beside it.
 """

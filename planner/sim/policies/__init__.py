@@ -9,8 +9,12 @@ eaco       FCFS exclusive at the highest setting, then waiting jobs paired onto 
            when both keep ``min_pair_rate`` (EaCO, arXiv:2412.08294)
 powerflow  GPU type, count and setting by marginal progress per joule within the round
            budget (PowerFlow, arXiv:2304.06381)
-wattplan   the round model, planned by the front door :func:`planner.planning.plan`
+wattplan   the round model, planned by the front door (one :class:`planner.planning.Planner` per replay)
 ========== ====================================================================================
+
+Modules: ``base`` (the interface and the helpers every policy shares), ``fcfs`` (the first-come first-served
+walk the baselines share), ``ledger`` (GPUs and energy a policy has handed out this round), and one module per
+policy: ``fifo_max``, ``zeus``, ``eaco``, ``powerflow``, ``wattplan``.
 """
 
 from __future__ import annotations
