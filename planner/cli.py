@@ -1253,7 +1253,7 @@ def bench(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from planner.bench.report import summary_table, write_report
-    from planner.bench.runner import BenchConfig, prepare_sweep, run_sweep
+    from planner.bench.runner import BenchConfig, prepare_runs, run_bench
     from planner.bench.summary import FAILURES
     from planner.console.list_options import split_list
 
@@ -1272,7 +1272,7 @@ def bench(
         memory_limit_mb=memory_limit_mb,
         grace_s=grace,
     )
-    tasks = prepare_sweep(config)
+    tasks = prepare_runs(config)
     failed = 0
     columns = (TextColumn("[bold]bench"), BarColumn(), MofNCompleteColumn(), TextColumn("runs"))
     with Progress(
@@ -1285,7 +1285,7 @@ def bench(
             failed += record.get("status") in FAILURES
             bar.update(task, advance=1, failed=failed)
 
-        result = run_sweep(config, tasks, advance)
+        result = run_bench(config, tasks, advance)
     report = write_report(config, result.tasks, result.records)
     out.print(summary_table(report.summary))
     if failed:

@@ -16,9 +16,9 @@ from planner.bench.runner import (
     RunSpec,
     config_problems,
     find_instances,
-    prepare_sweep,
+    prepare_runs,
+    run_bench,
     run_one,
-    run_sweep,
 )
 from planner.bench.worker import EXIT_OOM, FAULT_ENV, injected_fault
 from planner.contracts.problems import InputError
@@ -161,7 +161,7 @@ def test_bad_options_are_listed_together(tmp_path: Path) -> None:
     assert ("bad-option", "time_limit_s (--time-limit)") in codes
     assert {("bad-option", "--seeds"), ("bad-option", "--workers"), ("bad-option", "threads (--threads)")} <= codes
     with pytest.raises(InputError):
-        prepare_sweep(config)
+        prepare_runs(config)
 
 
 def test_sweep_survives_a_crash_and_resumes_only_what_is_missing(
@@ -173,7 +173,7 @@ def test_sweep_survives_a_crash_and_resumes_only_what_is_missing(
     config = BenchConfig(folder, ("greedy", "highs"), 5.0, 1, out, workers=2)
     monkeypatch.setenv(FAULT_ENV, "crash:highs")
     seen: list[str] = []
-    first = run_sweep(config, progress=lambda r: seen.append(r["status"]))
+    first = run_bench(config, progress=lambda r: seen.append(r["status"]))
     assert first.ran == 4 and first.reused == 0 and len(seen) == 6
     by = {(t.entry.name, t.spec.solver): r for t, r in zip(first.tasks, first.records, strict=True)}
     assert {k: r["status"] for k, r in by.items()} == {
@@ -189,16 +189,16 @@ def test_sweep_survives_a_crash_and_resumes_only_what_is_missing(
     stamps = {f.name: f.stat().st_mtime_ns for f in files}
 
     monkeypatch.delenv(FAULT_ENV)
-    again = run_sweep(config)
+    again = run_bench(config)
     assert again.ran == 0 and again.reused == 6
     assert {f.name: f.stat().st_mtime_ns for f in files} == stamps
     b_highs = next(t for t in first.tasks if (t.entry.name, t.spec.solver) == ("b.json", "highs"))
     crashed = out / "runs" / b_highs.file_name
     crashed.unlink()
-    third = run_sweep(config)
+    third = run_bench(config)
     assert third.ran == 1 and third.reused == 5
     assert json.loads(crashed.read_text())["status"] == "optimal"
-    longer = run_sweep(BenchConfig(folder, ("greedy",), 6.0, 1, out))  # another limit is another key
+    longer = run_bench(BenchConfig(folder, ("greedy",), 6.0, 1, out))  # another limit is another key
     assert longer.ran == 2 and longer.reused == 0
 
 
@@ -265,13 +265,13 @@ def test_saved_runs_of_other_options_or_an_edited_instance_are_stale_not_reused(
     """Issue 22: the memory cap (which decides ``oom``) was not in a run's key; stale runs are counted."""
     folder = write_set(tmp_path / "set")
     out = tmp_path / "out"
-    first = run_sweep(BenchConfig(folder, ("greedy",), 5.0, 1, out))
+    first = run_bench(BenchConfig(folder, ("greedy",), 5.0, 1, out))
     assert (first.ran, first.reused, first.stale) == (2, 0, 0)
-    capped = run_sweep(BenchConfig(folder, ("greedy",), 5.0, 1, out, memory_limit_mb=4096))
+    capped = run_bench(BenchConfig(folder, ("greedy",), 5.0, 1, out, memory_limit_mb=4096))
     assert (capped.ran, capped.reused, capped.stale) == (2, 0, 2)
     assert all(r is not None and r["memory_limit_mb"] == 4096 for r in capped.records)
     (folder / "a.json").write_text((folder / "a.json").read_text() + "\n")  # another content, same name
-    edited = run_sweep(BenchConfig(folder, ("greedy",), 5.0, 1, out))
+    edited = run_bench(BenchConfig(folder, ("greedy",), 5.0, 1, out))
     assert (edited.ran, edited.reused, edited.stale) == (1, 1, 3)
 
 
@@ -279,17 +279,17 @@ def test_a_second_sweep_into_the_same_out_is_refused_naming_the_holder(tmp_path:
     """Issue 22: two benches into one ``--out`` both ran every task."""
     import os
 
-    from planner.bench.runner import LOCK_FILE, sweep_lock
+    from planner.bench.runner import LOCK_FILE, bench_lock
 
     folder = write_set(tmp_path / "set")
     out = tmp_path / "out"
     config = BenchConfig(folder, ("greedy",), 5.0, 1, out)
-    with sweep_lock(out):  # another sweep holds it (a lock of another open file, as another process's)
+    with bench_lock(out):  # another bench run holds it (a lock of another open file, as another process's)
         with pytest.raises(InputError) as caught:
-            run_sweep(config)
+            run_bench(config)
         [problem] = caught.value.problems
         assert (problem.code, problem.path) == ("out-in-use", "--out") and f"pid {os.getpid()}" in problem.message
     assert not (out / "runs").exists()
-    done = run_sweep(config)  # released: the sweep runs, and leaves the lock free
+    done = run_bench(config)  # released: the bench run goes ahead, and leaves the lock free
     assert done.ran == 2 and (out / LOCK_FILE).read_text().strip() == str(os.getpid())
-    assert run_sweep(config).reused == 2
+    assert run_bench(config).reused == 2

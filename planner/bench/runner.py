@@ -1,4 +1,4 @@
-"""The benchmark sweep: instances x solvers x seeds, each run in its own process, resumable.
+"""The benchmark run: instances x solvers x seeds, each run in its own process, resumable.
 
 Instances (:func:`find_instances`): ``SET`` is one instance file, or a folder with a
 ``manifest.csv`` (``wattplan instance sweep``'s: its ``file`` column names the instances,
@@ -14,7 +14,7 @@ unless given), then kills with SIGKILL the worker's group and every process belo
 (a solve runs in a session of its own, :mod:`formulations.watchdog`). The worker's group is
 killed after every run too; a solve process of a worker that crashed mid-solve is no longer
 below it and ends at its own solver limit. Interrupted (Ctrl-C, SIGTERM: exit 130, 143), the
-sweep kills its running workers and saves nothing half-done. Status of a run:
+bench run kills its running workers and saves nothing half-done. Status of a run:
 
 =========  ==============================================================================
 optimal,   the plan's status (the worker answered within the limit, give or take
@@ -34,7 +34,7 @@ error      the worker reported an exception (bad instance, planner error)
 
 Memory: ``os.wait4``'s ``ru_maxrss`` (KiB on Linux) of a child covers the child and the
 processes it waited for, but Linux also carries into it the resident set of the process that
-forked it, as it was at ``exec`` (this sweep's own: 500 MiB here make every run report 500
+forked it, as it was at ``exec`` (this bench run's own: 500 MiB here make every run report 500
 MiB). It is kept as ``maxrss_wait4_mb``, an upper bound. ``peak_mb`` is the worker's own
 count: the high-water mark of its memory after ``exec`` (``VmHWM``) or of any solver process it
 forked (``RUSAGE_CHILDREN``), whichever is larger; for a worker that could not report (crash,
@@ -45,7 +45,7 @@ worker's planning call, what the time limit covers.
 Resuming: a run's key is the instance's SHA-256, solver, seed, limit, gap, threads, memory cap
 and grace (:func:`run_key`); each finished run is written at once to ``OUT/runs/<file>.json``
 (atomically), and a rerun skips every task whose file holds its key. Saved runs of no task of
-the sweep (an instance edited since, other options) are stale: never read, and counted. The tables are rebuilt
+the bench run (an instance edited since, other options) are stale: never read, and counted. The tables are rebuilt
 from those files (:mod:`planner.bench.report`).
 """
 
@@ -81,7 +81,7 @@ MAX_SEEDS = 1000
 """Most runs per instance and solver (``--seeds``): the task list is built before anything runs."""
 RUNS_DIR = "runs"
 LOCK_FILE = "bench.lock"
-"""The lock file a sweep holds in ``--out`` while it runs (its pid inside): a second sweep there is refused."""
+"""The lock file a bench run holds in ``--out`` while it runs (its pid inside): a second bench run there is refused."""
 MIN_GRACE_S = 5.0
 GRACE_SHARE = 0.5
 LATE_SHARE = 0.1
@@ -98,7 +98,7 @@ Record = dict[str, Any]
 ProgressFn = Callable[[Record], None]
 
 _CANCEL = threading.Event()
-"""Set when the sweep is interrupted: every waiting :func:`run_one` kills its worker and returns."""
+"""Set when the bench run is interrupted: every waiting :func:`run_one` kills its worker and returns."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +132,7 @@ class RunSpec:
 
 @dataclass(frozen=True, slots=True)
 class BenchTask:
-    """One run of the sweep: the instance, what the worker is asked, the key and the result file name."""
+    """One run of the benchmark: the instance, what the worker is asked, the key and the result file name."""
 
     entry: InstanceEntry
     spec: RunSpec
@@ -142,7 +142,7 @@ class BenchTask:
 
 @dataclass(frozen=True, slots=True)
 class BenchConfig:
-    """A sweep as ``wattplan bench`` asks for it (see the module docstring; ``grace_s`` None: the default)."""
+    """A bench run as ``wattplan bench`` asks for it (see the module docstring; ``grace_s`` None: the default)."""
 
     instances: Path
     solvers: tuple[str, ...]
@@ -541,7 +541,7 @@ def stale_runs(runs: Path, tasks: Sequence[BenchTask]) -> int:
 class SweepResult:
     """The records of every task (task order; None where a run is missing), how many ran now and were reused.
 
-    ``stale``: saved runs under ``out/runs`` that are no task's of this sweep (their instance
+    ``stale``: saved runs under ``out/runs`` that are no task's of this bench run (their instance
     changed, or they ran under other options), left as they are and not used.
     """
 
@@ -553,11 +553,11 @@ class SweepResult:
 
 
 @contextmanager
-def sweep_lock(out: Path) -> Iterator[None]:
+def bench_lock(out: Path) -> Iterator[None]:
     """Hold ``out/bench.lock`` (``flock``, released when this process ends, however it ends) for the block.
 
-    A second sweep into the same ``out`` is an :class:`InputError` naming ``--out`` and the pid
-    of the sweep holding it: two sweeps would both run every task.
+    A second bench run into the same ``out`` is an :class:`InputError` naming ``--out`` and the pid
+    of the bench run holding it: two bench runs would both run every task.
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -577,7 +577,7 @@ def sweep_lock(out: Path) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
-def prepare_sweep(config: BenchConfig) -> list[BenchTask]:
+def prepare_runs(config: BenchConfig) -> list[BenchTask]:
     """Check ``config`` and list its tasks; bad options, a bad set or a missing Ray raise :class:`InputError`."""
     from planner.executor import require_ray
 
@@ -589,24 +589,24 @@ def prepare_sweep(config: BenchConfig) -> list[BenchTask]:
     return make_tasks(config, find_instances(config.instances))
 
 
-def run_sweep(
+def run_bench(
     config: BenchConfig, tasks: Sequence[BenchTask] | None = None, progress: ProgressFn | None = None
 ) -> SweepResult:
-    """Run every task (default :func:`prepare_sweep`'s) not already saved under ``out/runs``; save each as it ends.
+    """Run every task (default :func:`prepare_runs`'s) not already saved under ``out/runs``; save each as it ends.
 
     ``progress(record)`` is called here for every task, reused ones first. Runs go through
     :func:`planner.executor.run_tasks` in ``thread`` mode (each thread drives a worker process;
     ``workers`` default 1) or as Ray tasks (``ray_address``; each asks for ``threads`` CPUs).
     Interrupted (Ctrl-C), the running workers are killed and the finished runs stay saved.
-    Another sweep running into the same ``out`` is refused (:func:`sweep_lock`).
+    Another bench run into the same ``out`` is refused (:func:`bench_lock`).
     """
-    tasks = prepare_sweep(config) if tasks is None else list(tasks)
-    with sweep_lock(Path(config.out)):
+    tasks = prepare_runs(config) if tasks is None else list(tasks)
+    with bench_lock(Path(config.out)):
         return _run_locked(config, tasks, progress)
 
 
 def _run_locked(config: BenchConfig, tasks: list[BenchTask], progress: ProgressFn | None) -> SweepResult:
-    """:func:`run_sweep`'s body, run while this sweep holds ``out``'s lock (:func:`sweep_lock`)."""
+    """:func:`run_bench`'s body, run while this bench run holds ``out``'s lock (:func:`bench_lock`)."""
     from planner.executor import run_tasks
 
     runs = Path(config.out) / RUNS_DIR
@@ -667,9 +667,9 @@ __all__ = [
     "find_instances",
     "late_after",
     "make_tasks",
-    "prepare_sweep",
+    "prepare_runs",
     "run_key",
     "run_one",
-    "run_sweep",
-    "sweep_lock",
+    "run_bench",
+    "bench_lock",
 ]
