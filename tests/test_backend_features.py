@@ -125,7 +125,8 @@ def test_the_registry_is_the_one_table_of_backends() -> None:
     for entry in REGISTRY:
         assert backend_features(entry.name) is entry.features and entry.install_hint and entry.description
         if entry.name in available_backends():
-            assert type(get_backend(entry.name)).features is entry.features
+            backend = get_backend(entry.name)
+            assert backend.name == entry.name and type(backend).features is entry.features
     for feature in FEATURE_NAMES:
         assert solvers_with(feature) == [e.name for e in REGISTRY if getattr(e.features, feature)]
     with pytest.raises(ValueError, match="unknown feature"):
