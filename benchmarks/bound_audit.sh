@@ -7,11 +7,13 @@ set -euo pipefail
 out=${1:?usage: bound_audit.sh OUT [SIZES] [TIME_LIMIT] [SOLVERS]}
 sizes=${2:-30,60,500,2000}
 limit=${3:-20}
-solvers=${4:-cbc,highs,cpsat,scip,ortools-cbc}
 here=$(cd "$(dirname "$0")/.." && pwd)
 venv_bin="$here/.venv/bin"
 wattplan=${WATTPLAN:-$( [ -x "$venv_bin/wattplan" ] && echo "$venv_bin/wattplan" || echo wattplan )}
 python=${PYTHON:-$( [ -x "$venv_bin/python" ] && echo "$venv_bin/python" || echo python3 )}
+# default: every built-in backend of the registry (formulations/backends/registry.py)
+solvers=${4:-$(PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}" "$python" -c \
+  'from formulations.backends import BUILTIN; print(",".join(BUILTIN))')}
 for family in trace sampled long; do
   "$wattplan" instance sweep --family "$family" --sizes "$sizes" --budgets 0.3,0.6 --out "$out/sets/$family"
   "$wattplan" bench "$out/sets/$family" --solvers "$solvers" --gap 1e-4 --time-limit "$limit" \

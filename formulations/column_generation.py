@@ -14,8 +14,8 @@ duals could only weaken it; the sign is taken as the one for which ``c - A^T y``
 master's own column duals.
 
 **Pricing.** A column outside the master improves it when ``d_c > eps`` (maximising); per
-job the ``per_job`` best such columns join the master, which HiGHS re-solves from its last basis
-by the primal simplex.
+job the ``per_job`` best such columns join the master, which the LP backend (the first with
+``features.lp_duals``: HiGHS) re-solves from its last basis by the primal simplex.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from formulations.backends.base import SolverResult
-from formulations.backends.highs import PRIMAL_SIMPLEX, highs_lp
+from formulations.backends.registry import backend_with
 from formulations.ir import LinearModel
 from formulations.lagrangian import gub_membership, lagrangian_bound, reduced_costs
 
@@ -89,18 +89,13 @@ def column_generation_lp(
     known plans, say); it stops when the bound is within ``rel_tol`` of the master's value, no
     column prices out, or the time is up.
     """
-    import highspy
-
+    backend = backend_with("lp_duals")
     begin = time.perf_counter()
     member = gub_membership(lm, gub_rows)
     active = member < 0
     active[np.asarray(seed, dtype=np.int64)] = True
     cols = np.flatnonzero(active)
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("threads", 1)
-    h.setOptionValue("simplex_strategy", PRIMAL_SIMPLEX)
-    h.passModel(highs_lp(lm.restricted(cols), objective[cols], maximize, relax=True))
+    master = backend.dual_lp(lm.restricted(cols), objective[cols], maximize, "primal-simplex", threads=1)
     bounds: list[float] = []
     value: float | None = None
     solution: np.ndarray | None = None
@@ -114,19 +109,17 @@ def column_generation_lp(
         if left <= 0:
             note = "time limit"
             break
-        h.setOptionValue("time_limit", float(h.getRunTime() + left))  # HiGHS's run clock spans all runs
-        h.run()
+        lp = master.solve(left)
         iterations += 1
-        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-            note = f"master: {h.modelStatusToString(h.getModelStatus())}"
+        if not lp.optimal:
+            note = f"master: {lp.status}"
             break
-        sol = h.getSolution()
-        value = float(h.getInfo().objective_function_value)
+        value = lp.objective
         solution = np.zeros(lm.num_cols)
-        solution[cols] = np.asarray(sol.col_value)
-        y = np.asarray(sol.row_dual, dtype=float)
+        solution[cols] = lp.values
+        y = lp.row_duals
         if dual_sign is None:
-            dual_sign = _dual_sign(lm, objective, cols, y, np.asarray(sol.col_dual, dtype=float))
+            dual_sign = _dual_sign(lm, objective, cols, y, lp.col_duals)
         y = dual_sign * y
         bounds.append(lagrangian_bound(lm, objective, maximize, y, gub_rows, member))
         best = _best_bound(bounds, maximize)
@@ -141,8 +134,7 @@ def column_generation_lp(
             note = "no column prices out"
             break
         starts, index, vals = csc.columns(new)
-        inf = highspy.kHighsInf
-        h.addCols(len(new), objective[new], lm.lb[new], np.minimum(lm.ub[new], inf), len(vals), starts, index, vals)
+        master.add_columns(objective[new], lm.lb[new], lm.ub[new], starts, index, vals)
         active[new] = True
         cols = np.concatenate([cols, new])
     bound = _best_bound(bounds, maximize) if bounds else None

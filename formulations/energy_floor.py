@@ -39,8 +39,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from formulations.backends.base import SolverResult
-from formulations.backends.highs import highs_lp
+from formulations.backends.base import LpMethod, SolverResult
+from formulations.backends.registry import backend_with
 from formulations.ir import INF, LinearModel, ModelBuilder
 from formulations.watchdog import run_with_deadline
 from planner.contracts.domain import Instance
@@ -91,28 +91,22 @@ def certified_bound(lm: LinearModel, duals: np.ndarray) -> float:
     return float(min(scale, 1.0) * y.sum())
 
 
-def _run_highs(lm: LinearModel, options: dict[str, str], time_limit_s: float) -> tuple[np.ndarray, np.ndarray] | None:
-    """HiGHS on the floor LP with ``options``: (primal, row duals), or None without both."""
-    import highspy
+def _run_lp(lm: LinearModel, method: LpMethod, time_limit_s: float) -> tuple[np.ndarray, np.ndarray] | None:
+    """The floor LP solved by ``method``: (primal, row duals), or None without both.
 
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    h.setOptionValue("time_limit", float(time_limit_s))
-    for key, value in options.items():
-        h.setOptionValue(key, value)
-    h.passModel(highs_lp(lm, lm.objectives[FLOOR_OBJECTIVE], False, True))
-    h.run()
-    sol = h.getSolution()
-    if not sol.value_valid or not sol.dual_valid:
+    The solver is the first backend with ``features.lp_duals`` (HiGHS).
+    """
+    lp = backend_with("lp_duals").solve_lp(lm, lm.objectives[FLOOR_OBJECTIVE], False, method, time_limit_s)
+    if not lp.primal_valid or not lp.dual_valid:
         return None
-    return np.maximum(np.array(sol.col_value), 0.0), np.array(sol.row_dual)
+    return np.maximum(lp.values, 0.0), lp.row_duals
 
 
-FLOOR_METHODS: tuple[tuple[str, dict[str, str]], ...] = (
-    ("simplex", {"presolve": "off"}),
-    ("pdlp", {"solver": "pdlp"}),
+FLOOR_METHODS: tuple[tuple[str, LpMethod], ...] = (
+    ("simplex", "simplex-no-presolve"),
+    ("pdlp", "pdlp"),
 )
-"""HiGHS methods tried in turn. HiGHS 1.14's simplex returned "optimal" with every row unmet
+"""LP methods tried in turn (label, method). HiGHS 1.14's simplex returned "optimal" with every row unmet
 (presolve on) and "unknown" on 1,000-job floors (either way); PDLP solved them (docs/design.md §12)."""
 CERTIFIED_GAP = 1e-4
 """A method's answer is taken when its scaled primal and its certified bound agree this closely."""
@@ -128,8 +122,8 @@ def _solve_floor_lp(lm: LinearModel, time_limit_s: float) -> SolverResult:
     """
     begin = time.perf_counter()
     best: SolverResult | None = None
-    for method, options in FLOOR_METHODS:
-        answer = _run_highs(lm, options, time_limit_s)
+    for label, method in FLOOR_METHODS:
+        answer = _run_lp(lm, method, time_limit_s)
         if answer is None:
             continue
         t, duals = answer
@@ -146,7 +140,7 @@ def _solve_floor_lp(lm: LinearModel, time_limit_s: float) -> SolverResult:
             objective=value,
             bound=bound,
             solve_s=time.perf_counter() - begin,
-            message=f"{method}, certified gap {gap:.1e}",
+            message=f"{label}, certified gap {gap:.1e}",
         )
         if gap <= CERTIFIED_GAP:
             return result

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 
+from planner import planning
 from planner.console.terminal import shown
 from planner.contracts import defaults
 from planner.contracts.problems import InputError, Problem, SolutionRejected
@@ -120,12 +121,12 @@ class TraceFormat(StrEnum):
     philly = "philly"
 
 
-SOLVERS_HELP = "scip, ortools-cbc, pulp:NAME (any PuLP solver, e.g. pulp:GUROBI_CMD) or greedy (no solver)."
+SOLVERS_HELP = planning.solver_help() + "."
 SOLVER_HELP = (
-    "highs (default: its own bound proves every plan of the bound audit within the gap, benchmarks/RESULTS.md), "
-    "cbc (faster, but reports no bound of its own), cpsat, " + SOLVERS_HELP
+    f"{SOLVERS_HELP} Default {DEFAULT_REQUEST.solver}: its own bound proves every plan of the bound audit "
+    "within the gap (benchmarks/RESULTS.md)."
 )
-REPLAY_SOLVER_HELP = "cbc (default: fastest to its plan; a replay reads no bound), highs, cpsat, " + SOLVERS_HELP
+REPLAY_SOLVER_HELP = f"{SOLVERS_HELP} Default {REPLAY_REQUEST.solver}: fastest to its plan; a replay reads no bound."
 TRACE_HELP = (
     "Gavel .trace file or Philly-derived CSV, or the name of a shipped trace "
     "(e.g. 6c71a0.trace, b436b2.trace, philly.csv)."
@@ -224,7 +225,9 @@ def plan(
         Path | None,
         typer.Option(
             help="Also write the model for outside solvers: stage 1 to FILE.mps (or .lp), stage 2 to "
-            "FILE.stage2.mps with the progress floor the planner used (solvers cbc, highs, scip, ortools-cbc)."
+            "FILE.stage2.mps with the progress floor the planner used (solvers "
+            + ", ".join(planning.solvers_with("export"))
+            + ")."
         ),
     ] = None,
     stage2_progress: Annotated[
@@ -253,7 +256,6 @@ def plan(
     """Plan one round: GPUs, settings, partners and placements under the energy budget; validate; write."""
     import dataclasses
 
-    from planner import planning
     from planner.console.tables import plan_table, summary_table
     from planner.contracts.instance_io import instance_sha256, load_instance
     from planner.contracts.plan import with_budget_override, with_instance_sha256, write_plan
@@ -1219,7 +1221,9 @@ def bench(
     solvers: Annotated[
         str,
         typer.Option(
-            help="Solvers to compare, comma-separated: cbc, highs, cpsat, scip, ortools-cbc, pulp:NAME, greedy."
+            help="Solvers to compare, comma-separated: "
+            + ", ".join([*planning.SOLVER_NAMES, *planning.SOLVER_PATTERNS])
+            + "."
         ),
     ] = "cbc,highs,cpsat,greedy",
     time_limit: Annotated[float, typer.Option(help="Seconds per run, the whole planning call (> 0).")] = 10.0,

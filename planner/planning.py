@@ -13,9 +13,14 @@ Model exchange (docs/design.md §5.12) goes through here too, and solves nothing
 :func:`plan_from_solution` makes the plan of an outside solver's solution of an exported model,
 :func:`export_stage_models` writes the two stage models for an outside stage-1 optimum.
 
-Layering (docs/design.md §8): this module imports :mod:`formulations` only inside
-:func:`plan`, so the validator, the evaluator and everything that only reads plans never
-load a solver.
+The solver names come from one table, :data:`formulations.backends.REGISTRY`: the lists in help
+texts and messages here (:data:`SOLVER_CHOICES`, :func:`solver_help`, :func:`solvers_with`) are
+read from it, so the command line names no solver of its own.
+
+Layering (docs/design.md §8): at import this module loads only the backend registry
+(:mod:`formulations.backends`, which imports no solver library); the model, the strategy and
+the solvers load inside :func:`plan`, so the validator, the evaluator and everything that only
+reads plans never load a solver.
 """
 
 from __future__ import annotations
@@ -24,8 +29,18 @@ import math
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from formulations.backends import (
+    BUILTIN,
+    PATTERNS,
+    REGISTRY,
+    BackendUnavailable,
+    Solvers,
+    backend_features,
+    one_of,
+    resolve_solvers,
+    solvers_with,
+)
 from planner.contracts.domain import Instance
 from planner.contracts.floor import EnergyFloor
 from planner.contracts.instance_io import instance_sha256
@@ -37,17 +52,27 @@ from planner.core.assemble import SolveInfo, assemble_plan
 from planner.core.greedy import greedy_allocations
 from planner.core.validate import checked
 
-if TYPE_CHECKING:
-    from formulations.backends import Solvers
-
-SOLVER_CHOICES = "cbc, highs, cpsat, scip, ortools-cbc, pulp:NAME (any PuLP solver, e.g. pulp:GUROBI_CMD) or greedy"
+SOLVER_NAMES: tuple[str, ...] = (*BUILTIN, GREEDY)
+"""The solver names a user may give besides the patterns (``pulp:NAME``): the registry's and ``greedy``."""
+SOLVER_PATTERNS: tuple[str, ...] = tuple(p.placeholder for p in PATTERNS)
+"""How help texts write the backends named by a pattern: ``pulp:NAME``."""
+SOLVER_CHOICES = one_of([", ".join(BUILTIN), *(f"{p.placeholder} ({p.description})" for p in PATTERNS), GREEDY])
 """The solver names a user may give, for help texts and errors."""
+
+
+def solver_help() -> str:
+    """Every solver a user may name with its one-line description, for help texts."""
+    return one_of(
+        [
+            *(f"{entry.name} ({entry.description})" for entry in REGISTRY),
+            *(f"{p.placeholder} ({p.description})" for p in PATTERNS),
+            f"{GREEDY} (no solver)",
+        ]
+    )
 
 
 def _solver_name_problems(request: PlanRequest) -> list[Problem]:
     """An unknown solver, an LP solver without LP relaxations, an export nobody can write (nothing is loaded)."""
-    from formulations.backends import backend_features
-
     problems: list[Problem] = []
     if request.solver != GREEDY and backend_features(request.solver) is None:
         return [
@@ -64,7 +89,7 @@ def _solver_name_problems(request: PlanRequest) -> list[Problem]:
                 Problem(
                     "bad-option",
                     "lp_solver",
-                    f"{request.lp_solver!r} solves no LP relaxation; use highs, cbc, scip or ortools-cbc",
+                    f"{request.lp_solver!r} solves no LP relaxation; use {one_of(solvers_with('lp_relaxation'))}",
                 )
             )
     if request.export_model is not None:
@@ -74,7 +99,7 @@ def _solver_name_problems(request: PlanRequest) -> list[Problem]:
                 Problem(
                     "cannot-export",
                     "export_model (--export-model)",
-                    f"the {request.solver} solver cannot export a model; use --solver highs, cbc, scip or ortools-cbc",
+                    f"the {request.solver} solver cannot export a model; use --solver {one_of(solvers_with('export'))}",
                 )
             )
     return problems
@@ -82,8 +107,6 @@ def _solver_name_problems(request: PlanRequest) -> list[Problem]:
 
 def _resolved(request: PlanRequest) -> tuple[Solvers | None, list[Problem]]:
     """The request's backends, loaded once (None for ``greedy``), or the problem of a solver that cannot load."""
-    from formulations.backends import BackendUnavailable, resolve_solvers
-
     if request.solver == GREEDY:
         return None, []
     try:

@@ -1,7 +1,8 @@
 """Every backend does what its :class:`~formulations.backends.Features` declare, and only that.
 
-Parametrised by (backend, feature): a new backend (SCIP, a newer CBC) joins by being listed in
-``formulations.backends.BUILTIN`` and declaring its features; these tests then hold it to them.
+Parametrised by (backend, feature), both read from the registry: a new backend (SCIP, a newer CBC)
+joins by its entry in ``formulations.backends.REGISTRY`` and the features its class declares; these
+tests then hold it to them.
 The model is a hand-checked two-GPU round (optimum worked out below), small enough that every
 backend proves it at once. Every solve runs in the watchdog's child process, as the planner runs
 it: HiGHS run once in a process leaves a thread pool that a later fork inherits without its
@@ -10,6 +11,8 @@ threads, and HiGHS then hangs in the child (docs/design.md §12).
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,14 +20,20 @@ import pytest
 
 from formulations.backends import (
     BUILTIN,
+    FEATURE_NAMES,
+    REGISTRY,
     FeatureUnsupported,
+    LpMethod,
     SolveParams,
     available_backends,
     backend_features,
+    backend_with,
     get_backend,
+    solvers_with,
 )
 from formulations.backends.base import ObjectiveName, SolverResult
 from formulations.ir import LinearModel
+from formulations.lagrangian import reduced_costs
 from formulations.round_model import RoundModel, build_round_model
 from formulations.watchdog import run_with_deadline
 from planner.contracts.instance_io import parse_instance
@@ -34,8 +43,8 @@ from planner.core.greedy import greedy_allocations
 from planner.planning import plan
 from tests.test_golden import gpu_type, instance_doc, job, profile
 
-FEATURES = ("mip_start", "lp_relaxation", "bound", "export")
-CASES = [(name, feature) for name in available_backends() for feature in FEATURES]
+CASES = [(name, feature) for name in available_backends() for feature in FEATURE_NAMES]
+LP_METHODS: tuple[LpMethod, ...] = ("primal-simplex", "simplex-no-presolve", "pdlp")
 PARAMS = SolveParams(time_limit_s=30, rel_gap=1e-9, threads=1, seed=0)
 OPTIMUM = 1.4
 """Two jobs, one GPU: alone each reaches progress 1.0; sharing (rho 0.8 and 0.6) reaches 0.8 + 0.6 = 1.4."""
@@ -69,11 +78,71 @@ def _highs_reads_back(path: Path) -> SolverResult:
     return SolverResult("optimal", objective=float(h.getInfo().objective_function_value))
 
 
+def _lp_duals(name: str, lm: LinearModel) -> SolverResult:
+    """Every :data:`LP_METHODS` once (``solve_lp``), then a ``dual_lp`` session grown column by column to the full LP.
+
+    Runs in a child process (module docstring); what it found comes back in ``stats``.
+    """
+    backend = get_backend(name)
+    c = lm.objectives["progress"]
+    stats: dict[str, float] = {}
+    for method in LP_METHODS:
+        lp = backend.solve_lp(lm, c, True, method, 30.0)
+        assert lp.primal_valid and lp.dual_valid, (method, lp.status)
+        assert lp.optimal or method == "pdlp", (method, lp.status)  # PDLP may stop short of its status, not its values
+        assert lp.values.shape == (lm.num_cols,) and lp.row_duals.shape == (lm.num_rows,)
+        # the column duals are c - A^T y for the row duals y, whichever sign convention the solver keeps
+        mismatch = min(np.abs(reduced_costs(lm, c, s * lp.row_duals) - lp.col_duals).max() for s in (1.0, -1.0))
+        stats[f"{method} objective"] = lp.objective
+        stats[f"{method} primal"] = float(c @ lp.values)
+        stats[f"{method} mismatch"] = float(mismatch)
+    half = lm.num_cols // 2
+    session = backend.dual_lp(lm.restricted(np.arange(half)), c[:half], True, "primal-simplex", threads=1)
+    first = session.solve(30.0)
+    rest = np.arange(half, lm.num_cols)
+    order = np.lexsort((lm.a_rows, lm.a_cols))
+    keep = order[lm.a_cols[order] >= half]
+    starts = np.searchsorted(lm.a_cols[keep], rest).astype(np.int32)
+    session.add_columns(c[rest], lm.lb[rest], lm.ub[rest], starts, lm.a_rows[keep].astype(np.int32), lm.a_vals[keep])
+    second = session.solve(30.0)
+    assert first.optimal and second.optimal and second.values.shape == (lm.num_cols,)
+    stats["session first"] = first.objective
+    stats["session grown"] = second.objective
+    stats["session grown primal"] = float(c @ second.values)
+    return SolverResult("optimal", stats=stats)
+
+
 def test_every_builtin_backend_declares_its_features() -> None:
     for name in available_backends():
         assert backend_features(name) is get_backend(name).features
     assert set(available_backends()) <= set(BUILTIN)
     assert backend_features("pulp:GUROBI_CMD") is not None and backend_features("nonsense") is None
+
+
+def test_the_registry_is_the_one_table_of_backends() -> None:
+    """Each entry carries its class's own features; solvers_with and the name lists are read from the entries."""
+    assert BUILTIN == tuple(entry.name for entry in REGISTRY) and len(set(BUILTIN)) == len(BUILTIN)
+    for entry in REGISTRY:
+        assert backend_features(entry.name) is entry.features and entry.install_hint and entry.description
+        if entry.name in available_backends():
+            backend = get_backend(entry.name)
+            assert backend.name == entry.name and type(backend).features is entry.features
+    for feature in FEATURE_NAMES:
+        assert solvers_with(feature) == [e.name for e in REGISTRY if getattr(e.features, feature)]
+    with pytest.raises(ValueError, match="unknown feature"):
+        solvers_with("nonsense")
+    if any(name in available_backends() for name in solvers_with("lp_duals")):
+        assert backend_with("lp_duals").features.lp_duals
+
+
+def test_the_registry_loads_no_solver_library() -> None:
+    """Importing the registry (as the front door and the command line do) imports no solver library."""
+    code = (
+        "import sys, formulations.backends, planner.cli; "
+        "print([m for m in ('highspy', 'ortools', 'pulp', 'pyscipopt') if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 @pytest.mark.parametrize(("name", "feature"), CASES)
@@ -103,6 +172,23 @@ def test_backend_keeps_what_its_features_say(name: str, feature: str, tmp_path: 
             assert r.bound is not None and r.bound >= r.objective - 1e-9 and r.bound <= OPTIMUM * (1 + 1e-6)
         else:
             assert r.bound is None  # no bound of its own: never one derived from the gap
+    elif feature == "lp_duals":
+        if not declared:
+            with pytest.raises(FeatureUnsupported):
+                backend.solve_lp(lm, lm.objectives["progress"], True, "primal-simplex", 10.0)
+            with pytest.raises(FeatureUnsupported):
+                backend.dual_lp(lm, lm.objectives["progress"], True)
+            return
+        r = run_with_deadline(_lp_duals, (name, lm), 120.0)
+        assert r.status == "optimal", r.message
+        for method in LP_METHODS:  # this LP's optimum is integral: the MIP optimum
+            assert r.stats[f"{method} objective"] == pytest.approx(OPTIMUM, rel=1e-4)
+            assert r.stats[f"{method} primal"] == pytest.approx(OPTIMUM, rel=1e-4)
+        for method in ("primal-simplex", "simplex-no-presolve"):  # a first-order method's duals are looser
+            assert r.stats[f"{method} mismatch"] <= 1e-6
+        assert r.stats["session first"] <= OPTIMUM + 1e-9  # half the columns: a restriction of the LP
+        assert r.stats["session grown"] == pytest.approx(OPTIMUM, rel=1e-9)
+        assert r.stats["session grown primal"] == pytest.approx(OPTIMUM, rel=1e-9)
     else:
         path = tmp_path / "model.mps"
         if not declared:

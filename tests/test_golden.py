@@ -1,7 +1,7 @@
 """Golden tests: tiny rounds whose optimum is worked out by hand, solved by every backend.
 
-Each test builds a ``wattplan.instance/1`` document, solves it with CP-SAT, HiGHS, CBC, SCIP and OR-Tools'
-CBC (``planner.planning.plan`` with a tight gap, one thread, no LP bound) and checks the plan against the
+Each test builds a ``wattplan.instance/1`` document, solves it with every built-in backend of the registry
+(``planner.planning.plan`` with a tight gap, one thread, no LP bound) and checks the plan against the
 hand figures in its docstring: the round's progress ``sum w * sigma / R`` and energy
 (dynamic + powered nodes), the decisive choice (which job runs where, at which setting, with
 whom), and that the plan passes the validator.
@@ -20,14 +20,15 @@ from typing import Any
 
 import pytest
 
-from formulations.backends import backend_features
+from formulations.backends import BUILTIN, backend_features
 from planner import planning
 from planner.contracts.instance_io import parse_instance
 from planner.contracts.plan import Plan, PlannedJob
 from planner.contracts.request import PlanRequest
 from planner.core.validate import validate_plan
 
-SOLVERS = ["cpsat", "highs", "cbc", "scip", "ortools-cbc"]
+SOLVERS = list(BUILTIN)
+"""Every built-in backend of the registry."""
 solvers = pytest.mark.parametrize("solver", SOLVERS)
 PROVING = {name for name in SOLVERS if backend_features(name).bound}
 """Backends that report a dual bound of their own; the two CBCs report none (docs/design.md §5.13), so

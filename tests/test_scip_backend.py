@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from formulations.backends import BackendUnavailable, SolveParams, available_backends, get_backend
+from formulations.backends import PATTERNS, REGISTRY, BackendUnavailable, SolveParams, available_backends, get_backend
 from formulations.round_model import RoundModel, build_round_model
 from formulations.watchdog import run_with_deadline
 from planner.contracts.instance_io import parse_instance
@@ -40,7 +40,7 @@ def test_the_registry_knows_scip_and_ortools_cbc() -> None:
     assert {"scip", "ortools-cbc"} <= set(available_backends())
     with pytest.raises(BackendUnavailable) as err:
         get_backend("nonsense")
-    for name in ("cbc", "highs", "cpsat", "scip", "ortools-cbc", "pulp:NAME"):
+    for name in (*(entry.name for entry in REGISTRY), *(pattern.placeholder for pattern in PATTERNS)):
         assert name in str(err.value)
 
 

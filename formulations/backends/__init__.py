@@ -1,10 +1,9 @@
-"""Solver backends by name: ``cpsat``, ``highs``, ``cbc``, ``scip``, ``ortools-cbc`` and ``pulp:NAME``.
+"""Solver backends by name, from one table: :data:`~formulations.backends.registry.REGISTRY`.
 
-``cbc`` is PuLP's bundled CBC (through an MPS file), ``ortools-cbc`` OR-Tools' CBC (in memory),
-``scip`` SCIP through PySCIPOpt.
-
-This registry maps a backend name to its class; which names a user may ask for (``greedy``
-included) is decided by the front door, :func:`planner.planning.plan`.
+The built-in backends and the ``pulp:NAME`` pattern, with their features, install hints and
+descriptions, are data in :mod:`formulations.backends.registry`; everything here reads it. Which
+names a user may ask for (``greedy`` included) is decided by the front door, :mod:`planner.planning`.
+Importing this package loads no solver library.
 """
 
 from __future__ import annotations
@@ -12,64 +11,32 @@ from __future__ import annotations
 from formulations.backends.base import (
     Backend,
     BackendUnavailable,
+    DualLpSession,
     Features,
     FeatureUnsupported,
+    LpMethod,
+    LpSolution,
     ObjectiveName,
     SolveParams,
     SolverResult,
     Solvers,
 )
-from formulations.backends.cpsat import CpSatBackend
-from formulations.backends.highs import HighsBackend
-from formulations.backends.ortools_mip import OrtoolsCbcBackend
-from formulations.backends.pulp_backend import CBC, PulpBackend
-from formulations.backends.scip import INSTALL_HINT as SCIP_INSTALL_HINT
-from formulations.backends.scip import ScipBackend
-
-BUILTIN = ("cbc", "highs", "cpsat", "scip", "ortools-cbc")
-PULP_PREFIX = "pulp:"
-NAMES = "cbc, highs, cpsat, scip, ortools-cbc or pulp:NAME (a PuLP solver name)"
-"""Every name :func:`get_backend` knows, for error messages."""
-INSTALL_HINTS = {"scip": SCIP_INSTALL_HINT}
-"""How to install the library of a backend that is not available."""
-
-
-def backend_features(name: str) -> Features | None:
-    """The features the backend called ``name`` declares, or None for an unknown name (nothing loaded)."""
-    if name == "cpsat":
-        return CpSatBackend.features
-    if name == "highs":
-        return HighsBackend.features
-    if name == "scip":
-        return ScipBackend.features
-    if name == "ortools-cbc":
-        return OrtoolsCbcBackend.features
-    if name == "cbc" or (name.startswith(PULP_PREFIX) and len(name) > len(PULP_PREFIX)):
-        return PulpBackend.features
-    return None
-
-
-def get_backend(name: str) -> Backend:
-    """The backend called ``name``; raises :class:`BackendUnavailable` with a clear reason."""
-    backend: Backend
-    if name == "cpsat":
-        backend = CpSatBackend()
-    elif name == "highs":
-        backend = HighsBackend()
-    elif name == "scip":
-        backend = ScipBackend()
-    elif name == "ortools-cbc":
-        backend = OrtoolsCbcBackend()
-    elif name == "cbc":
-        backend = PulpBackend(CBC, label="cbc")
-    elif name.startswith(PULP_PREFIX) and len(name) > len(PULP_PREFIX):
-        backend = PulpBackend(name[len(PULP_PREFIX) :])
-    else:
-        raise BackendUnavailable(f"unknown solver {name!r}: use {NAMES}")
-    if not backend.is_available():
-        hint = INSTALL_HINTS.get(name)
-        raise BackendUnavailable(f"solver {name!r} is not available on this machine" + (f" ({hint})" if hint else ""))
-    return backend
+from formulations.backends.registry import (
+    BUILTIN,
+    FEATURE_NAMES,
+    PATTERNS,
+    REGISTRY,
+    BackendEntry,
+    BackendPattern,
+    available_backends,
+    backend_features,
+    backend_with,
+    get_backend,
+    is_available,
+    known_names,
+    one_of,
+    solvers_with,
+)
 
 
 def resolve_solvers(solver: str, lp_solver: str, lp_bound: bool) -> Solvers:
@@ -87,30 +54,31 @@ def resolve_solvers(solver: str, lp_solver: str, lp_bound: bool) -> Solvers:
         return Solvers(mip, None, str(exc))
 
 
-def available_backends() -> list[str]:
-    """The built-in backends that load on this machine."""
-    names = []
-    for name in BUILTIN:
-        try:
-            get_backend(name)
-        except BackendUnavailable:
-            continue
-        names.append(name)
-    return names
-
-
 __all__ = [
     "BUILTIN",
+    "FEATURE_NAMES",
+    "PATTERNS",
+    "REGISTRY",
     "Backend",
+    "BackendEntry",
+    "BackendPattern",
     "BackendUnavailable",
+    "DualLpSession",
     "FeatureUnsupported",
     "Features",
+    "LpMethod",
+    "LpSolution",
     "ObjectiveName",
     "SolveParams",
     "SolverResult",
     "Solvers",
     "available_backends",
     "backend_features",
+    "backend_with",
     "get_backend",
+    "is_available",
+    "known_names",
+    "one_of",
     "resolve_solvers",
+    "solvers_with",
 ]

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, Literal, Protocol
+from typing import ClassVar, Literal, NoReturn, Protocol
 
 import numpy as np
 
@@ -66,13 +66,61 @@ class Features:
     * ``lp_relaxation``: solves the model with integrality dropped (``relax=True``);
     * ``bound``: reports the solver's own proven dual bound of a MIP (else none: the strategy
       proves one from the LP relaxation, and never derives one from the gap tolerance);
-    * ``export``: writes the model as MPS or LP (:meth:`Backend.export`).
+    * ``export``: writes the model as MPS or LP (:meth:`Backend.export`);
+    * ``lp_duals``: solves LPs given as objective vectors with their primal and dual values
+      (:meth:`Backend.solve_lp` once, :meth:`Backend.dual_lp` incrementally), for column generation
+      and the energy floor.
     """
 
     mip_start: bool
     lp_relaxation: bool
     bound: bool
     export: bool
+    lp_duals: bool
+
+
+LpMethod = Literal["primal-simplex", "simplex-no-presolve", "pdlp"]
+"""How :meth:`Backend.solve_lp` and :meth:`Backend.dual_lp` solve, in neutral words the backend maps to its options:
+the primal simplex, the simplex without presolve, or PDLP (a first-order method)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LpSolution:
+    """An LP's answer with its duals, in the LP's own units (no conditioning, no sign convention imposed).
+
+    ``optimal``: the solver's status is optimal; ``status``: the solver's words for it. ``values``, ``row_duals``
+    and ``col_duals`` are what the solver holds (possibly empty), ``primal_valid`` and ``dual_valid`` the solver's
+    word that they are a primal and a dual solution; ``objective`` the solver's objective value.
+    """
+
+    optimal: bool
+    status: str
+    values: np.ndarray
+    row_duals: np.ndarray
+    col_duals: np.ndarray
+    objective: float
+    primal_valid: bool
+    dual_valid: bool
+
+
+class DualLpSession(Protocol):
+    """An LP kept loaded between solves (:meth:`Backend.dual_lp`): solve, add columns, re-solve from the last basis."""
+
+    def solve(self, time_limit_s: float) -> LpSolution:
+        """Solve (warm after the first call) within ``time_limit_s`` seconds of this call."""
+        ...
+
+    def add_columns(
+        self,
+        cost: np.ndarray,
+        lower: np.ndarray,
+        upper: np.ndarray,
+        starts: np.ndarray,
+        index: np.ndarray,
+        values: np.ndarray,
+    ) -> None:
+        """Append columns: their costs and bounds, and their entries in compressed sparse column form."""
+        ...
 
 
 class Backend(Protocol):
@@ -101,6 +149,26 @@ class Backend(Protocol):
         """Write the model to ``path`` as MPS or LP by its suffix, atomically (``features.export``)."""
         ...
 
+    def solve_lp(
+        self, lm: LinearModel, objective: np.ndarray, maximize: bool, method: LpMethod, time_limit_s: float
+    ) -> LpSolution:
+        """``lm`` relaxed, with the cost vector ``objective``, solved once by ``method`` (``features.lp_duals``)."""
+        ...
+
+    def dual_lp(
+        self,
+        lm: LinearModel,
+        objective: np.ndarray,
+        maximize: bool,
+        method: LpMethod = "primal-simplex",
+        threads: int | None = None,
+    ) -> DualLpSession:
+        """``lm`` relaxed with the cost vector ``objective``, loaded for repeated solves (``features.lp_duals``).
+
+        ``threads`` None: the solver's default.
+        """
+        ...
+
 
 class BackendUnavailable(RuntimeError):
     """The backend's solver library is not installed or cannot load."""
@@ -121,6 +189,32 @@ class Solvers:
 
 class FeatureUnsupported(RuntimeError):
     """A backend was asked for something its :class:`Features` say it cannot do."""
+
+
+class WithoutLpDuals:
+    """The LP-with-duals calls of a backend without ``features.lp_duals``: both raise :class:`FeatureUnsupported`."""
+
+    name: str
+
+    def _no_lp_duals(self) -> NoReturn:
+        raise FeatureUnsupported(f"the {self.name} backend solves no LP with duals (features.lp_duals is False)")
+
+    def solve_lp(
+        self, lm: LinearModel, objective: np.ndarray, maximize: bool, method: LpMethod, time_limit_s: float
+    ) -> LpSolution:
+        """Not supported: raises :class:`FeatureUnsupported`."""
+        self._no_lp_duals()
+
+    def dual_lp(
+        self,
+        lm: LinearModel,
+        objective: np.ndarray,
+        maximize: bool,
+        method: LpMethod = "primal-simplex",
+        threads: int | None = None,
+    ) -> DualLpSession:
+        """Not supported: raises :class:`FeatureUnsupported`."""
+        self._no_lp_duals()
 
 
 @contextmanager

@@ -17,16 +17,21 @@ from formulations.backends.base import (
     ObjectiveName,
     SolveParams,
     SolverResult,
+    WithoutLpDuals,
 )
 from formulations.ir import LinearModel
 from formulations.scaling import scale_objective, scale_row
 
+INSTALL_HINT = "pip install ortools==9.15.6755"
 
-class CpSatBackend:
+
+class CpSatBackend(WithoutLpDuals):
     """CP-SAT with its portfolio search; a hint is the warm start; bounds come from the search."""
 
     name = "cpsat"
-    features: ClassVar[Features] = Features(mip_start=True, lp_relaxation=False, bound=True, export=False)
+    features: ClassVar[Features] = Features(
+        mip_start=True, lp_relaxation=False, bound=True, export=False, lp_duals=False
+    )
 
     def is_available(self) -> bool:
         """True when ortools is installed."""
@@ -45,7 +50,7 @@ class CpSatBackend:
         if relax:
             raise FeatureUnsupported("CP-SAT solves no LP relaxation")
         if not self.is_available():
-            raise BackendUnavailable("ortools is not installed (pip install ortools==9.15.6755)")
+            raise BackendUnavailable(f"ortools is not installed ({INSTALL_HINT})")
         from ortools.sat.python import cp_model
 
         if np.any(lm.lb < 0):

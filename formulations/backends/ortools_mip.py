@@ -42,6 +42,7 @@ from formulations.backends.base import (
     SolveParams,
     SolverResult,
     SolveStatus,
+    WithoutLpDuals,
     atomic_target,
 )
 from formulations.conditioning import condition
@@ -151,11 +152,13 @@ def model_proto(lm: LinearModel, objective: np.ndarray, maximize: bool, relax: b
     return linear_solver_pb2.MPModelProto.FromString(model_proto_bytes(lm, objective, maximize, relax))
 
 
-class OrtoolsCbcBackend:
+class OrtoolsCbcBackend(WithoutLpDuals):
     """CBC (MIP) and CLP (LP relaxations) inside OR-Tools, fed an ``MPModelProto`` built with numpy."""
 
     name = "ortools-cbc"
-    features: ClassVar[Features] = Features(mip_start=False, lp_relaxation=True, bound=False, export=True)
+    features: ClassVar[Features] = Features(
+        mip_start=False, lp_relaxation=True, bound=False, export=True, lp_duals=False
+    )
     mip_solver = "CBC_MIXED_INTEGER_PROGRAMMING"
     lp_solver = "CLP_LINEAR_PROGRAMMING"
 

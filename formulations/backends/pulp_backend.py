@@ -18,6 +18,7 @@ from formulations.backends.base import (
     SolveParams,
     SolverResult,
     SolveStatus,
+    WithoutLpDuals,
     atomic_target,
 )
 from formulations.conditioning import absolute_gap, condition
@@ -27,6 +28,8 @@ from formulations.mps import write_mps
 
 CBC = "PULP_CBC_CMD"
 """PuLP's name of its bundled CBC binary (the ``cbc`` backend)."""
+INSTALL_HINT = "pip install pulp==3.3.2"
+"""How to install PuLP, with its bundled CBC."""
 
 
 CBC_PREPROCESS = "off"
@@ -65,10 +68,12 @@ def _row_duals(prob: Any, lm: LinearModel) -> np.ndarray | None:
     return duals
 
 
-class PulpBackend:
+class PulpBackend(WithoutLpDuals):
     """A model handed to PuLP and solved by ``solver_name`` (PuLP's name, e.g. ``PULP_CBC_CMD``)."""
 
-    features: ClassVar[Features] = Features(mip_start=True, lp_relaxation=True, bound=False, export=True)
+    features: ClassVar[Features] = Features(
+        mip_start=True, lp_relaxation=True, bound=False, export=True, lp_duals=False
+    )
 
     def __init__(self, solver_name: str = CBC, label: str | None = None) -> None:
         self.solver_name = solver_name

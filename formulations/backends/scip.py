@@ -32,6 +32,7 @@ from formulations.backends.base import (
     SolveParams,
     SolverResult,
     SolveStatus,
+    WithoutLpDuals,
     atomic_target,
 )
 from formulations.conditioning import absolute_gap, condition
@@ -113,11 +114,11 @@ def scip_model(
     return model, xs
 
 
-class ScipBackend:
+class ScipBackend(WithoutLpDuals):
     """SCIP's branch-cut-and-price on one thread; partial-solution starts, dual bounds, MPS/LP export."""
 
     name = "scip"
-    features: ClassVar[Features] = Features(mip_start=True, lp_relaxation=True, bound=True, export=True)
+    features: ClassVar[Features] = Features(mip_start=True, lp_relaxation=True, bound=True, export=True, lp_duals=False)
 
     def is_available(self) -> bool:
         """True when PySCIPOpt is installed."""

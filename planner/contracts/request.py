@@ -23,7 +23,8 @@ EXPORT_SUFFIXES: Final = (".mps", ".lp")
 class PlanRequest:
     """Solve options; ``objective=None`` keeps the instance's own objective.
 
-    * ``solver``: ``highs`` (default), ``cbc``, ``cpsat``, ``scip``, ``ortools-cbc``, ``pulp:NAME`` or ``greedy``.
+    * ``solver``: ``highs`` (default), any other backend of the registry (:data:`planner.planning.SOLVER_NAMES`),
+      ``pulp:NAME`` or ``greedy``.
       HiGHS is the default because its own dual bound certified every plan of the bound audit within the gap
       (24 of 24 rounds of three families, 30-2,000 jobs; CBC, which reports no bound, 11 of 24:
       benchmarks/RESULTS.md, "Honest bounds");
