@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from formulations import solve as solve_module
+from formulations import stages as stages_module
 from formulations.backends import SolverResult, backend_features
 from planner.contracts.domain import Instance
 from planner.contracts.instance_io import instance_sha256, instance_to_doc, load_instance
@@ -129,15 +129,15 @@ def test_a_plan_is_never_optimal_with_a_gap_above_the_requested_one(
     inst: Instance, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A backend that claims ``optimal`` with a bound twice its objective gives a ``feasible`` plan."""
-    stage = solve_module._Session.stage
+    stage = stages_module.mip_stage
 
-    def loose_bound(self, name, lm, objective, share, start=None):  # type: ignore[no-untyped-def]
-        r = stage(self, name, lm, objective, share, start)
+    def loose_bound(state, name, lm, objective, share, start=None):  # type: ignore[no-untyped-def]
+        r = stage(state, name, lm, objective, share, start)
         if r.has_solution and r.objective is not None:
             return SolverResult("optimal", r.values, r.objective, 2 * r.objective, r.solve_s)
         return r
 
-    monkeypatch.setattr(solve_module._Session, "stage", loose_bound)
+    monkeypatch.setattr(stages_module, "mip_stage", loose_bound)
     p = plan(inst, PlanRequest(solver="cbc", time_limit_s=20, lp_bound=False, rel_gap=1e-4))
     assert p.round.gap is not None and p.round.gap > 1e-4
     assert p.round.status == "feasible"

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from formulations import solve as solve_module
+from formulations import stages as stages_module
 from formulations.backends import SolveParams, SolverResult, get_backend
 from formulations.lp_rounding import lp_guided_allocations
 from formulations.round_model import build_round_model
@@ -85,14 +86,14 @@ def test_energy_target_is_never_below_the_greedy_plan_without_budget(
     The no-budget stage is forced to return the empty plan; ``P*`` must still be the greedy
     plan's progress without budget, and the plan's progress at least ``(1 - delta) P*``.
     """
-    stage = solve_module._Session.stage
+    stage = stages_module.mip_stage
 
-    def weak_first_stage(self, name, lm, objective, share, start=None):
+    def weak_first_stage(state, name, lm, objective, share, start=None):
         if name == "max_progress_no_budget":
-            return SolverResult("feasible", values=self.rm.encode([]), objective=0.0)
-        return stage(self, name, lm, objective, share, start)
+            return SolverResult("feasible", values=state.rm.encode([]), objective=0.0)
+        return stage(state, name, lm, objective, share, start)
 
-    monkeypatch.setattr(solve_module._Session, "stage", weak_first_stage)
+    monkeypatch.setattr(stages_module, "mip_stage", weak_first_stage)
     free = replace(default_instance, round=replace(default_instance.round, budget_j=None))
     p_greedy = _progress(free, greedy_allocations(free))
     assert p_greedy > 0
@@ -113,14 +114,14 @@ def test_energy_objective_keeps_its_start_when_the_least_energy_stage_finds_noth
     (twice the default round's, loose enough for the best plan without budget), so it is the plan
     (objective ``energy``, not proven), not a greedy fallback planned for progress.
     """
-    stage = solve_module._Session.stage
+    stage = stages_module.mip_stage
 
-    def energy_stage_times_out(self, name, lm, objective, share, start=None):
+    def energy_stage_times_out(state, name, lm, objective, share, start=None):
         if name == "min_energy_at_target":
             return SolverResult("no_solution", message="watchdog: no answer")
-        return stage(self, name, lm, objective, share, start)
+        return stage(state, name, lm, objective, share, start)
 
-    monkeypatch.setattr(solve_module._Session, "stage", energy_stage_times_out)
+    monkeypatch.setattr(stages_module, "mip_stage", energy_stage_times_out)
     loose = replace(
         default_instance, round=replace(default_instance.round, budget_j=2 * default_instance.round.budget_j)
     )
