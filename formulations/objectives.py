@@ -42,6 +42,7 @@ from formulations.ir import LinearModel
 from formulations.lp_rounding import lp_guided_allocations
 from formulations.relaxation import CORE_LP_SHARE, LP_SHARE, generate_core, relax
 from formulations.round_model import ENERGY_ROW, PROGRESS_ROW
+from formulations.stage_export import LEXICOGRAPHIC_TOLERANCE
 from formulations.stages import (
     MIN_STAGE_S,
     Outcome,
@@ -62,8 +63,6 @@ from planner.contracts.solve_report import ProgressTarget
 from planner.core.assemble import Allocation
 from planner.core.greedy import greedy_allocations, progress_of
 
-LEXICOGRAPHIC_TOLERANCE = 1e-6
-"""The second ``progress`` stage keeps ``P >= (1 - 1e-6) P1``."""
 FIRST_STAGE_SHARE = 0.75
 """``progress``, stage 1 (most progress under the budget): share of the time left."""
 SECOND_STAGE_SHARE = 0.9

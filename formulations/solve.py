@@ -26,7 +26,6 @@ from __future__ import annotations
 from formulations.backends import Solvers
 from formulations.objectives import (
     FIRST_STAGE_SHARE,
-    LEXICOGRAPHIC_TOLERANCE,
     NO_BUDGET_STAGE_SHARE,
     OBJECTIVE_VECTOR,
     OBJECTIVES,
@@ -44,6 +43,7 @@ from formulations.relaxation import (
     LpRelaxation,
     lp_relaxation,
 )
+from formulations.stage_export import LEXICOGRAPHIC_TOLERANCE
 from formulations.stages import (
     MAX_RESERVE_S,
     MIN_STAGE_S,

@@ -42,6 +42,10 @@ SECOND_STAGE_VECTOR: dict[Objective, ObjectiveName] = {
 """What stage 2 minimises for each objective."""
 
 
+LEXICOGRAPHIC_TOLERANCE = 1e-6
+"""The second ``progress`` stage keeps ``P >= (1 - 1e-6) P1`` (the strategy and stage 2's export alike)."""
+
+
 def stage2_path(path: Path) -> Path:
     """Where stage 2 goes when stage 1 goes to ``path``: ``x.mps`` -> ``x.stage2.mps``."""
     path = Path(path)
@@ -50,8 +54,6 @@ def stage2_path(path: Path) -> Path:
 
 def floor_factor(instance: Instance) -> tuple[float, str]:
     """Stage 2's floor as a share of stage 1's optimum, and how to say it: ``(1 - 1e-6)`` or ``(1 - delta)``."""
-    from formulations.solve import LEXICOGRAPHIC_TOLERANCE  # not at the top: solve imports this module
-
     if instance.round.objective == "progress":
         return 1 - LEXICOGRAPHIC_TOLERANCE, f"(1 - {LEXICOGRAPHIC_TOLERANCE:g}) x P1"
     return 1 - instance.round.delta, f"(1 - delta) x P*, delta = {instance.round.delta:g}"

@@ -4,6 +4,10 @@ The built-in backends and the ``pulp:NAME`` pattern, with their features, instal
 descriptions, are data in :mod:`formulations.backends.registry`; everything here reads it. Which
 names a user may ask for (``greedy`` included) is decided by the front door, :mod:`planner.planning`.
 Importing this package loads no solver library.
+
+Modules: ``base`` (the backend protocol, :class:`Features`, the LP-with-duals session, results), ``registry``
+(the table), and one module per backend: ``highs`` (highspy), ``cpsat`` (OR-Tools CP-SAT), ``scip``
+(PySCIPOpt), ``ortools_mip`` (OR-Tools' CBC) and ``pulp_backend`` (PuLP: ``cbc`` and ``pulp:NAME``).
 """
 
 from __future__ import annotations
