@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from formulations.backends.base import SolverResult
+from formulations.backends.base import NewColumns, SolverResult
 from formulations.backends.registry import backend_with
 from formulations.ir import LinearModel
 from formulations.lagrangian import gub_membership, lagrangian_bound, reduced_costs
@@ -134,7 +134,7 @@ def column_generation_lp(
             note = "no column prices out"
             break
         starts, index, vals = csc.columns(new)
-        master.add_columns(objective[new], lm.lb[new], lm.ub[new], starts, index, vals)
+        master.add_columns(NewColumns(objective[new], lm.lb[new], lm.ub[new], starts, index, vals))
         active[new] = True
         cols = np.concatenate([cols, new])
     bound = _best_bound(bounds, maximize) if bounds else None

@@ -31,7 +31,7 @@ from formulations.backends import (
     get_backend,
     solvers_with,
 )
-from formulations.backends.base import ObjectiveName, SolverResult
+from formulations.backends.base import NewColumns, ObjectiveName, SolverResult
 from formulations.ir import LinearModel
 from formulations.lagrangian import reduced_costs
 from formulations.round_model import RoundModel, build_round_model
@@ -103,7 +103,8 @@ def _lp_duals(name: str, lm: LinearModel) -> SolverResult:
     order = np.lexsort((lm.a_rows, lm.a_cols))
     keep = order[lm.a_cols[order] >= half]
     starts = np.searchsorted(lm.a_cols[keep], rest).astype(np.int32)
-    session.add_columns(c[rest], lm.lb[rest], lm.ub[rest], starts, lm.a_rows[keep].astype(np.int32), lm.a_vals[keep])
+    index = lm.a_rows[keep].astype(np.int32)
+    session.add_columns(NewColumns(c[rest], lm.lb[rest], lm.ub[rest], starts, index, lm.a_vals[keep]))
     second = session.solve(30.0)
     assert first.optimal and second.optimal and second.values.shape == (lm.num_cols,)
     stats["session first"] = first.objective

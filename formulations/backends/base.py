@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import ClassVar, Literal, NoReturn, Protocol
+from typing import Any, ClassVar, Literal, NoReturn, Protocol
 
 import numpy as np
 
@@ -103,6 +103,18 @@ class LpSolution:
     dual_valid: bool
 
 
+@dataclass(frozen=True, slots=True)
+class NewColumns:
+    """Columns to append to a loaded LP: costs, bounds, and their entries in compressed sparse column form."""
+
+    cost: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    starts: np.ndarray
+    index: np.ndarray
+    values: np.ndarray
+
+
 class DualLpSession(Protocol):
     """An LP kept loaded between solves (:meth:`Backend.dual_lp`): solve, add columns, re-solve from the last basis."""
 
@@ -110,16 +122,8 @@ class DualLpSession(Protocol):
         """Solve (warm after the first call) within ``time_limit_s`` seconds of this call."""
         ...
 
-    def add_columns(
-        self,
-        cost: np.ndarray,
-        lower: np.ndarray,
-        upper: np.ndarray,
-        starts: np.ndarray,
-        index: np.ndarray,
-        values: np.ndarray,
-    ) -> None:
-        """Append columns: their costs and bounds, and their entries in compressed sparse column form."""
+    def add_columns(self, columns: NewColumns) -> None:
+        """Append ``columns`` (their cost, bounds and matrix entries)."""
         ...
 
 
@@ -199,21 +203,12 @@ class WithoutLpDuals:
     def _no_lp_duals(self) -> NoReturn:
         raise FeatureUnsupported(f"the {self.name} backend solves no LP with duals (features.lp_duals is False)")
 
-    def solve_lp(
-        self, lm: LinearModel, objective: np.ndarray, maximize: bool, method: LpMethod, time_limit_s: float
-    ) -> LpSolution:
-        """Not supported: raises :class:`FeatureUnsupported`."""
+    def solve_lp(self, *args: Any, **kwargs: Any) -> LpSolution:
+        """Not supported: raises :class:`FeatureUnsupported` (the signature is :meth:`Backend.solve_lp`'s)."""
         self._no_lp_duals()
 
-    def dual_lp(
-        self,
-        lm: LinearModel,
-        objective: np.ndarray,
-        maximize: bool,
-        method: LpMethod = "primal-simplex",
-        threads: int | None = None,
-    ) -> DualLpSession:
-        """Not supported: raises :class:`FeatureUnsupported`."""
+    def dual_lp(self, *args: Any, **kwargs: Any) -> DualLpSession:
+        """Not supported: raises :class:`FeatureUnsupported` (the signature is :meth:`Backend.dual_lp`'s)."""
         self._no_lp_duals()
 
 

@@ -14,6 +14,7 @@ from formulations.backends.base import (
     Features,
     LpMethod,
     LpSolution,
+    NewColumns,
     ObjectiveName,
     SolveParams,
     SolverResult,
@@ -242,17 +243,10 @@ class HighsDualLp:
         h.run()
         return _lp_solution(h)
 
-    def add_columns(
-        self,
-        cost: np.ndarray,
-        lower: np.ndarray,
-        upper: np.ndarray,
-        starts: np.ndarray,
-        index: np.ndarray,
-        values: np.ndarray,
-    ) -> None:
-        """Append columns (compressed sparse column form); infinite upper bounds become HiGHS's infinity."""
+    def add_columns(self, columns: NewColumns) -> None:
+        """Append ``columns``; infinite upper bounds become HiGHS's infinity."""
         import highspy
 
-        inf = highspy.kHighsInf
-        self._h.addCols(len(cost), cost, lower, np.minimum(upper, inf), len(values), starts, index, values)
+        c = columns
+        upper = np.minimum(c.upper, highspy.kHighsInf)
+        self._h.addCols(len(c.cost), c.cost, c.lower, upper, len(c.values), c.starts, c.index, c.values)
