@@ -351,9 +351,12 @@ def budget_override(
     None when neither option is given; the instance's own budget (J, None: none) is recorded beside it.
     """
     from planner.contracts.plan import BudgetOverride
+    from planner.core.economics import round_budget_j
 
     if power_cap_w is not None:
-        return BudgetOverride(power_cap_w * duration_s, "--power-cap-w", power_cap_w, instance_budget_j)
+        return BudgetOverride(
+            round_budget_j(duration_s, power_cap_w=power_cap_w), "--power-cap-w", power_cap_w, instance_budget_j
+        )
     if budget_j is not None:
         return BudgetOverride(budget_j, "--budget-j", budget_j, instance_budget_j)
     return None
@@ -613,6 +616,8 @@ def instance_from_trace(
 ) -> None:
     """Make a round instance from a trace: the queue at --at with remaining steps."""
     from planner.contracts.instance_io import write_instance
+    from planner.contracts.rules import RoundRules
+    from planner.core.economics import round_budget_j
     from planner.files.resources import profile_library
     from planner.profile_library.library import load_profile_library
     from planner.rounds.builder import RoundOptions, build_round
@@ -640,16 +645,14 @@ def instance_from_trace(
     if no_budget:
         fraction, joules = None, None
     elif power_cap_w is not None:
-        fraction, joules = None, power_cap_w * round_s
+        fraction, joules = None, round_budget_j(round_s, power_cap_w=power_cap_w)
     else:
         fraction, joules = (None, budget_j) if budget_j is not None else (budget_fraction, None)
     opts = RoundOptions(
         at_s=at,
-        duration_s=round_s,
+        rules=RoundRules(duration_s=round_s, restart_s=restart_s, min_pair_rate=min_pair_rate),
         budget_fraction=fraction,
         budget_j=joules,
-        restart_s=restart_s,
-        min_pair_rate=min_pair_rate,
         max_jobs=max_jobs,
     )
     kind = trace_format(trace, fmt.value)
@@ -989,6 +992,7 @@ def simulate(
     import dataclasses
 
     from planner.console.list_options import repeated_list
+    from planner.contracts.rules import RoundRules
     from planner.sim.policies import PolicyOptions
     from planner.sim.render import progress_callback, progress_display, summary_table
     from planner.sim.replay import (
@@ -999,7 +1003,6 @@ def simulate(
         with_floor_and_reference,
         write_outputs,
     )
-    from planner.sim.round_instance import RoundRules
 
     request = dataclasses.replace(REPLAY_REQUEST, solver=solver, time_limit_s=time_limit, threads=threads, seed=seed)
     spec = ReplaySpec(
@@ -1150,11 +1153,11 @@ def frontier(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from planner.console.list_options import number_list, split_list
+    from planner.contracts.rules import RoundRules
     from planner.sim import frontier as fr
     from planner.sim.policies import PolicyOptions
     from planner.sim.render import summary_table
     from planner.sim.replay import DELTA_BOUNDS, JCT_INCREASE_BOUNDS, ReplaySpec
-    from planner.sim.round_instance import RoundRules
 
     request = dataclasses.replace(REPLAY_REQUEST, solver=solver, time_limit_s=time_limit, seed=seed)
     base = ReplaySpec(

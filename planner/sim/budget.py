@@ -65,7 +65,13 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from planner.contracts.domain import Instance
-from planner.core.economics import best_step_energy_j, pair_power_w, profiled_options, usable_pair_rates
+from planner.core.economics import (
+    best_step_energy_j,
+    pair_power_w,
+    profiled_options,
+    round_budget_j,
+    usable_pair_rates,
+)
 from planner.sim.round_instance import ClusterContext
 from planner.sim.state import JobState
 
@@ -148,7 +154,7 @@ class PowerCap(_PerRoundOnly):
 
     def round_budget_j(self, unfinished: Sequence[JobState], now_s: float, duration_s: float, gpus: int) -> float:
         """``B = W * T`` (J) for a round of ``duration_s`` (s), whatever the queue."""
-        return self.watts * duration_s
+        return round_budget_j(duration_s, power_cap_w=self.watts)
 
 
 @dataclass(frozen=True, slots=True)

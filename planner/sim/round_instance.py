@@ -19,23 +19,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from planner.contracts.defaults import DELTA, MIN_PAIR_RATE, RESTART_S, ROUND_S
-from planner.contracts.domain import CurrentConfig, GpuType, Instance, Job, Objective, PairSlowdown, Profile, RoundSpec
+from planner.contracts.domain import CurrentConfig, GpuType, Instance, Job, PairSlowdown, Profile, RoundSpec
+from planner.contracts.rules import RoundRules
 from planner.profile_library.library import ProfileLibrary
 from planner.rounds.builder import RoundOptions, build_round
 from planner.rounds.cluster_spec import ClusterSpec
 from planner.sim.state import JobState
-
-
-@dataclass(frozen=True, slots=True)
-class RoundRules:
-    """Round parameters that stay fixed during a replay (docs/design.md §2)."""
-
-    duration_s: float = ROUND_S
-    restart_s: float = RESTART_S
-    min_pair_rate: float = MIN_PAIR_RATE
-    objective: Objective = "progress"
-    delta: float = DELTA
 
 
 @dataclass(frozen=True)
@@ -130,17 +119,8 @@ def round_instance(
     types = {j.type for j in jobs}
     profiles = tuple(p for t in sorted(types) for p in ctx.profiles_by_type.get(t, ()))
     pairs = tuple(p for p in ctx.pairs if p.a in types and p.b in types)
-    r = ctx.rules
-    spec = RoundSpec(
-        index=index,
-        duration_s=r.duration_s,
-        budget_j=budget_j,
-        objective=r.objective,
-        delta=r.delta if delta is None else delta,
-        restart_s=r.restart_s,
-        min_pair_rate=r.min_pair_rate,
-        credit_weight=1.0 if credit_weight is None else credit_weight,
-    )
+    rules = ctx.rules if delta is None else replace(ctx.rules, delta=delta)
+    spec = RoundSpec.from_rules(index, rules, budget_j, 1.0 if credit_weight is None else credit_weight)
     extra = {
         "sim": {
             "now_s": now_s,
