@@ -47,7 +47,7 @@ from planner.core.economics import job_outcome
 from planner.core.evaluate import rho_of
 from planner.core.validate import InvalidPlanError, validate_plan
 from planner.sim.accounting import RoundOutcome, round_outcome
-from planner.sim.budget import Budget, EnergyBudget, NoBudget
+from planner.sim.budget import Budget, NoBudget
 from planner.sim.governor import DeltaSteer
 from planner.sim.learning import ProfileLearner
 from planner.sim.policies.base import Policy
@@ -202,7 +202,7 @@ def simulate(
     ``learner``, the policy plans with the learner's beliefs and the learner observes every round.
     """
     cfg = config or SimConfig()
-    pacer = budget or NoBudget()
+    pacer: Budget = budget or NoBudget()
     T = ctx.rules.duration_s
     states = [JobState.new(spec) for spec in sorted(workload.jobs, key=lambda j: j.arrival_s)]
     by_id = {s.id: s for s in states}
@@ -248,11 +248,11 @@ def simulate(
             progress(record, sum(s.done for s in states), len(states))
         idle_streak = idle_streak + 1 if record.running == 0 and arrived_now == len(states) else 0
         if idle_streak >= cfg.stall_rounds:
-            stop = "budget-exhausted" if isinstance(pacer, EnergyBudget) else "stalled"
+            stop = pacer.stall_reason
             break
         r += 1
     info = {"cluster_powered_w": sum(g.nodes * g.powered_node_w for g in ctx.gpu_types)}
-    return SimResult(policy.name, states, rounds, stop, t0, T, getattr(pacer, "label", "none"), info, decisions)
+    return SimResult(policy.name, states, rounds, stop, t0, T, pacer.label, info, decisions)
 
 
 def _play_round(
