@@ -618,7 +618,6 @@ def instance_from_trace(
     from planner.contracts.instance_io import write_instance
     from planner.contracts.rules import RoundRules
     from planner.core.economics import round_budget_j
-    from planner.files.resources import profile_library
     from planner.profile_library.library import load_profile_library
     from planner.rounds.builder import RoundOptions, build_round
     from planner.rounds.cluster_spec import parse_cluster_spec
@@ -640,7 +639,7 @@ def instance_from_trace(
     trace = _trace(trace)
     refuse_overwriting_inputs({"--out": out_path}, [trace, profiles])
     spec = parse_cluster_spec(cluster, gpus_per_node, node_power_w)
-    lib = load_profile_library(profiles or profile_library())
+    lib = load_profile_library(profiles)
     jobs = read_trace(trace, lib, fmt.value, seed, vc)
     if no_budget:
         fraction, joules = None, None
@@ -707,10 +706,9 @@ def instance_sweep(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from planner.bench.instance_sets import sweep, sweep_spec
-    from planner.files.resources import profile_library
     from planner.profile_library.library import load_profile_library
 
-    lib = load_profile_library(profile_library())
+    lib = load_profile_library()
     spec = sweep_spec(out_dir, sizes, budgets, seeds, family.value, gpu_mix, jobs_per_node, mps, sorted(lib.gpu_types))
     start = time.perf_counter()
     with Progress(
@@ -828,9 +826,9 @@ def profiles_ingest(
     ] = False,
 ) -> None:
     """Read measurements into points with their provenance and merge them (by id) into a library's measurements."""
-    from planner.profiling.ingest import SHIPPED_LIBRARY, ingest, ingest_tables
+    from planner.profiling.ingest import NoBase, ingest, ingest_tables
 
-    base = None if library == "none" else Path(library) if library else SHIPPED_LIBRARY
+    base: Path | NoBase | None = "none" if library == "none" else Path(library) if library else None
     # --library may be --out (merge in place); the measurement files and job sides may not
     refuse_overwriting_inputs({"--out": out_path}, [*files, *(job_side or [])])
     report = ingest(files, out_path, fmt.value, job_side, job_type, gpu_type, steps_per_window, base, measurements_only)

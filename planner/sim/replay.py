@@ -198,10 +198,8 @@ def _empty_selection(spec: ReplaySpec) -> str:
 
 def prepare(spec: ReplaySpec, lib: ProfileLibrary | None = None) -> tuple[Workload, ClusterContext]:
     """The workload and the cluster context of ``spec`` (bad input raises :class:`InputError`)."""
-    from planner.profile_library.build import DEFAULT_PROFILE_LIBRARY
-
     check_spec(spec)
-    library = lib or load_profile_library(spec.profiles or DEFAULT_PROFILE_LIBRARY)
+    library = lib or load_profile_library(spec.profiles)
     cluster = parse_cluster_spec(spec.cluster, spec.gpus_per_node, spec.node_power_w)
     ctx = cluster_context(cluster, library, effective_rules(spec))
     real = library
