@@ -5,8 +5,9 @@ job's arrival). In each round:
 
 1. jobs that arrived by ``t_r`` and are unfinished are queued (a job arriving mid-round waits
    for the next round start; a job that finished in the previous round has released its GPUs);
-2. the budget rule (:mod:`planner.sim.budget`) sets the round's budget, the round instance is
-   built (:mod:`planner.sim.round_instance`) and the policy decides;
+2. the budget rule (:mod:`planner.sim.budget`) sets the round's budget, the round instance and its
+   :class:`~planner.sim.round_instance.ReplayRound` are built (:mod:`planner.sim.round_instance`) and
+   the policy decides;
 3. the allocations are placed with :func:`planner.core.assemble.assemble_plan` (fewest nodes on)
    and the plan is checked with :func:`planner.core.validate.validate_plan`; a rejected plan is a
    bug and raises :class:`planner.core.validate.InvalidPlanError`;
@@ -51,7 +52,7 @@ from planner.sim.budget import Budget, NoBudget
 from planner.sim.governor import DeltaSteer
 from planner.sim.learning import ProfileLearner
 from planner.sim.policies.base import Policy
-from planner.sim.round_instance import ClusterContext, round_instance
+from planner.sim.round_instance import ClusterContext, ReplayRound, replay_round, round_instance
 from planner.sim.state import JobState
 from planner.sim.telemetry import JobObservation, UtilisationTable, observe_round
 from planner.sim.workload import Workload
@@ -238,7 +239,10 @@ def simulate(
         seen = learner.context() if learner is not None else ctx
         inst = round_instance(seen, r, now, queued, budget_j, delta, weight)
         real = inst if ctx.truth is None else round_instance(ctx.real, r, now, queued, budget_j, delta, weight)
-        record = _play_round(inst, policy, by_id, now, rng, cfg.noise, real, ctx.real.utilisation, learner, decisions)
+        context = replay_round(now, queued)
+        record = _play_round(
+            inst, context, policy, by_id, now, rng, cfg.noise, real, ctx.real.utilisation, learner, decisions
+        )
         arrived_now = sum(1 for s in states if s.spec.arrival_s <= now)
         record = replace(record, arrived=arrived_now - arrived_before, delta=delta, credit_weight=weight)
         arrived_before = arrived_now
@@ -257,6 +261,7 @@ def simulate(
 
 def _play_round(
     inst: Instance,
+    context: ReplayRound,
     policy: Policy,
     states: dict[str, JobState],
     now_s: float,
@@ -269,11 +274,11 @@ def _play_round(
 ) -> RoundRecord:
     """Decide, place, validate, advance: one round (steps 2-4 of the module docstring).
 
-    ``inst`` is what the policy sees, ``real`` the same round under the truth (``inst`` itself
-    without one); with a ``learner`` the round's observations are logged and learned from.
+    ``inst`` is what the policy sees (with ``context`` beside it), ``real`` the same round under the truth
+    (``inst`` itself without one); with a ``learner`` the round's observations are logged and learned from.
     """
     begin = time.perf_counter()
-    decision = policy.decide(inst)
+    decision = policy.decide(inst, context)
     decide_s = time.perf_counter() - begin
     info = SolveInfo(solver=decision.solver, status=decision.status, solve_s=decide_s)
     plan = assemble_plan(inst, decision.allocations, info)
