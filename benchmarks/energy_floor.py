@@ -20,7 +20,6 @@ from pathlib import Path
 
 from planner.contracts.floor import EnergyFloor
 from planner.files.resources import resolve_trace, shipped_traces
-from planner.profile_library.build import DEFAULT_PROFILE_LIBRARY
 from planner.profile_library.library import ProfileLibrary, load_profile_library
 from planner.rounds.traces import TraceJob, read_trace
 from planner.sim.replay import ReplaySpec, prepare, workload_floor
@@ -55,7 +54,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--cluster", default="v100:32,p100:16")
     args = ap.parse_args()
-    lib = load_profile_library(DEFAULT_PROFILE_LIBRARY)
+    lib = load_profile_library()
     print("| workload | jobs | classes | LP columns | floor kWh | paired steps | wall s | method |")
     print("|---|---|---|---|---|---|---|---|")
     for name, trace, vc, start in SLICES:

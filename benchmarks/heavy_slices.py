@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from planner.files.resources import GAVEL_TRACES, PHILLY_TRACE, shipped
-from planner.profile_library.build import DEFAULT_PROFILE_LIBRARY
 from planner.profile_library.library import load_profile_library
 from planner.rounds.cluster_spec import parse_cluster_spec
 from planner.rounds.traces import read_trace
@@ -74,7 +73,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--hours", type=float, default=48.0, help="window of arrivals (h)")
     ap.add_argument("--target-load", type=float, default=1.2)
     args = ap.parse_args(argv)
-    lib = load_profile_library(DEFAULT_PROFILE_LIBRARY)
+    lib = load_profile_library()
     cluster = parse_cluster_spec(args.cluster)
     types = tuple(name for name, _ in cluster.gpus)
     gpus = sum(n for _, n in cluster.gpus)

@@ -54,8 +54,8 @@ from typing import Any
 
 from planner.contracts.jsonio import write_json_atomic, write_text_atomic
 from planner.contracts.request import REPLAY_REQUEST
+from planner.contracts.rules import RoundRules
 from planner.files.resources import GAVEL_TRACES, PHILLY_TRACE, shipped
-from planner.profile_library.build import DEFAULT_PROFILE_LIBRARY
 from planner.profile_library.library import ProfileLibrary, load_profile_library
 from planner.rounds.traces import read_trace
 from planner.sim.engine import SimResult
@@ -63,7 +63,6 @@ from planner.sim.metrics import pareto_front
 from planner.sim.plots import EnergyJctPoint, energy_jct_plot, jct_cdf_plot, power_plot
 from planner.sim.policies import PolicyOptions
 from planner.sim.replay import ReplaySpec, prepare, run_policy
-from planner.sim.round_instance import RoundRules
 from planner.sim.state import JobSpec
 from planner.sim.workload import build_workload, select_jobs
 
@@ -446,7 +445,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     fractions = [float(f) for f in args.fractions.split(",") if f]
     caps = [float(c) for c in args.caps.split(",") if c]
     begin = time.perf_counter()
-    lib = load_profile_library(DEFAULT_PROFILE_LIBRARY)
+    lib = load_profile_library()
     slices = find_slices(lib, args)
     for s in slices:
         log(

@@ -52,7 +52,6 @@ from planner.bench.round_families import TracePool, cluster_for, make_round
 from planner.contracts.domain import Instance
 from planner.contracts.request import PlanRequest
 from planner.planning import greedy_plan
-from planner.profile_library.build import DEFAULT_PROFILE_LIBRARY
 from planner.profile_library.library import load_profile_library
 
 REPO = Path(__file__).resolve().parents[1]
@@ -217,7 +216,7 @@ def run(args: argparse.Namespace) -> Path:
     }
     out.with_suffix(".meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     console.print(f"[bold]solve scaling[/] {meta}")
-    lib = load_profile_library(DEFAULT_PROFILE_LIBRARY)
+    lib = load_profile_library()
     pool = TracePool(lib)
     console.print("scanning trace queues for snapshots ...")
     pool.queues()

@@ -32,6 +32,7 @@ from planner.files.paths import refuse_overwriting_inputs
 
 if TYPE_CHECKING:
     from planner.contracts.plan import BudgetOverride
+    from planner.contracts.rules import RoundRules
     from planner.sim.engine import SimResult
     from planner.sim.replay import ReplaySpec
 
@@ -353,9 +354,12 @@ def budget_override(
     None when neither option is given; the instance's own budget (J, None: none) is recorded beside it.
     """
     from planner.contracts.plan import BudgetOverride
+    from planner.core.economics import round_budget_j
 
     if power_cap_w is not None:
-        return BudgetOverride(power_cap_w * duration_s, "--power-cap-w", power_cap_w, instance_budget_j)
+        return BudgetOverride(
+            round_budget_j(duration_s, power_cap_w=power_cap_w), "--power-cap-w", power_cap_w, instance_budget_j
+        )
     if budget_j is not None:
         return BudgetOverride(budget_j, "--budget-j", budget_j, instance_budget_j)
     return None
@@ -615,7 +619,8 @@ def instance_from_trace(
 ) -> None:
     """Make a round instance from a trace: the queue at --at with remaining steps."""
     from planner.contracts.instance_io import write_instance
-    from planner.files.resources import profile_library
+    from planner.contracts.rules import RoundRules
+    from planner.core.economics import round_budget_j
     from planner.profile_library.library import load_profile_library
     from planner.rounds.builder import RoundOptions, build_round
     from planner.rounds.cluster_spec import parse_cluster_spec
@@ -637,21 +642,19 @@ def instance_from_trace(
     trace = _trace(trace)
     refuse_overwriting_inputs({"--out": out_path}, [trace, profiles])
     spec = parse_cluster_spec(cluster, gpus_per_node, node_power_w)
-    lib = load_profile_library(profiles or profile_library())
+    lib = load_profile_library(profiles)
     jobs = read_trace(trace, lib, fmt.value, seed, vc)
     if no_budget:
         fraction, joules = None, None
     elif power_cap_w is not None:
-        fraction, joules = None, power_cap_w * round_s
+        fraction, joules = None, round_budget_j(round_s, power_cap_w=power_cap_w)
     else:
         fraction, joules = (None, budget_j) if budget_j is not None else (budget_fraction, None)
     opts = RoundOptions(
         at_s=at,
-        duration_s=round_s,
+        rules=RoundRules(duration_s=round_s, restart_s=restart_s, min_pair_rate=min_pair_rate),
         budget_fraction=fraction,
         budget_j=joules,
-        restart_s=restart_s,
-        min_pair_rate=min_pair_rate,
         max_jobs=max_jobs,
     )
     kind = trace_format(trace, fmt.value)
@@ -706,10 +709,9 @@ def instance_sweep(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from planner.bench.instance_sets import sweep, sweep_spec
-    from planner.files.resources import profile_library
     from planner.profile_library.library import load_profile_library
 
-    lib = load_profile_library(profile_library())
+    lib = load_profile_library()
     spec = sweep_spec(out_dir, sizes, budgets, seeds, family.value, gpu_mix, jobs_per_node, mps, sorted(lib.gpu_types))
     start = time.perf_counter()
     with Progress(
@@ -827,9 +829,9 @@ def profiles_ingest(
     ] = False,
 ) -> None:
     """Read measurements into points with their provenance and merge them (by id) into a library's measurements."""
-    from planner.profiling.ingest import SHIPPED_LIBRARY, ingest, ingest_tables
+    from planner.profiling.ingest import NoBase, ingest, ingest_tables
 
-    base = None if library == "none" else Path(library) if library else SHIPPED_LIBRARY
+    base: Path | NoBase | None = "none" if library == "none" else Path(library) if library else None
     # --library may be --out (merge in place); the measurement files and job sides may not
     refuse_overwriting_inputs({"--out": out_path}, [*files, *(job_side or [])])
     report = ingest(files, out_path, fmt.value, job_side, job_type, gpu_type, steps_per_window, base, measurements_only)
@@ -988,46 +990,37 @@ def simulate(
     ray: RayOpt = None,
 ) -> None:
     """Replay a trace round by round with one or more policies; write logs, summary.json and plots."""
-    import dataclasses
-
-    from planner.console.list_options import repeated_list
-    from planner.sim.policies import PolicyOptions
+    from planner.contracts.rules import RoundRules
     from planner.sim.render import progress_callback, progress_display, summary_table
-    from planner.sim.replay import (
-        ReplaySpec,
-        expand_policies,
-        prepare,
-        run_policy,
-        with_floor_and_reference,
-        write_outputs,
-    )
-    from planner.sim.round_instance import RoundRules
+    from planner.sim.replay import prepare, run_policy, with_floor_and_reference, write_outputs
 
-    request = dataclasses.replace(REPLAY_REQUEST, solver=solver, time_limit_s=time_limit, threads=threads, seed=seed)
-    spec = ReplaySpec(
-        trace=_trace(trace),
-        cluster=_cluster_option(cluster),
-        policies=expand_policies(repeated_list(policy, "--policy")),
-        fmt=fmt.value,
-        virtual_cluster=vc,
+    spec = _replay_spec(
+        trace,
+        cluster,
+        policy,
+        fmt=fmt,
+        vc=vc,
         start_s=start_s,
         end_s=end_s,
         max_jobs=max_jobs,
         rules=RoundRules(round_s, restart_s, min_pair_rate, objective.value, delta),
         power_cap_w=power_cap_w,
         energy_budget_kwh=energy_budget_kwh,
-        policy_options=PolicyOptions(zeus_eta, request),
-        noise=noise,
+        solver=solver,
+        time_limit=time_limit,
+        threads=threads,
+        zeus_eta=zeus_eta,
         seed=seed,
-        max_rounds=max_rounds,
-        gpus_per_node=gpus_per_node,
-        node_power_w=node_power_w,
         profiles=profiles,
-        max_jct_increase=None if max_jct_increase is None else max_jct_increase / 100.0,
         carbon=carbon,
         price=price,
         signal_start=signal_start,
         signal_aware=signal_aware,
+        noise=noise,
+        max_rounds=max_rounds,
+        gpus_per_node=gpus_per_node,
+        node_power_w=node_power_w,
+        max_jct_increase=None if max_jct_increase is None else max_jct_increase / 100.0,
         truth=truth,
         learn=learn,
     )
@@ -1046,6 +1039,71 @@ def simulate(
     out.print(summary_table([s for _, s in runs]))
     _report_dropped(workload.dropped_by_type, ctx.type_names, out_path)
     out.print(f"{len(workload.jobs)} jobs replayed; results written to [bold]{shown(out_path)}[/]")
+
+
+def _replay_spec(
+    trace: Path,
+    cluster: str,
+    policies: Sequence[str] | None,
+    *,
+    fmt: TraceFormat,
+    vc: str | None,
+    start_s: float | None,
+    end_s: float | None,
+    max_jobs: int | None,
+    rules: RoundRules,
+    power_cap_w: float | None,
+    energy_budget_kwh: float | None,
+    solver: str,
+    time_limit: float,
+    threads: int = REPLAY_REQUEST.threads,
+    zeus_eta: float = defaults.ZEUS_ETA,
+    seed: int,
+    profiles: Path | None,
+    carbon: Path | None,
+    price: Path | None,
+    signal_start: str | None,
+    signal_aware: bool,
+    **more: Any,
+) -> ReplaySpec:
+    """The replay spec of ``simulate`` and ``frontier`` from their common options.
+
+    ``trace`` resolved (or a shipped name), ``cluster`` through the list rules and ``policies`` (the
+    ``--policy`` values; None: the spec's default) expanded, in that order; wattplan's request is
+    :data:`~planner.contracts.request.REPLAY_REQUEST` with the solver, time limit, threads and seed given.
+    ``more``: the options only ``simulate`` has (noise, rounds, node shape, the JCT bound, truth, learning),
+    as :class:`~planner.sim.replay.ReplaySpec` fields.
+    """
+    import dataclasses
+
+    from planner.console.list_options import repeated_list
+    from planner.sim.policies import PolicyOptions
+    from planner.sim.replay import ReplaySpec, expand_policies
+
+    resolved, cluster = _trace(trace), _cluster_option(cluster)
+    if policies is not None:
+        more["policies"] = expand_policies(repeated_list(policies, "--policy"))
+    request = dataclasses.replace(REPLAY_REQUEST, solver=solver, time_limit_s=time_limit, threads=threads, seed=seed)
+    return ReplaySpec(
+        trace=resolved,
+        cluster=cluster,
+        fmt=fmt.value,
+        virtual_cluster=vc,
+        start_s=start_s,
+        end_s=end_s,
+        max_jobs=max_jobs,
+        rules=rules,
+        power_cap_w=power_cap_w,
+        energy_budget_kwh=energy_budget_kwh,
+        policy_options=PolicyOptions(zeus_eta, request),
+        seed=seed,
+        profiles=profiles,
+        carbon=carbon,
+        price=price,
+        signal_start=signal_start,
+        signal_aware=signal_aware,
+        **more,
+    )
 
 
 def _report_dropped(by_type: Mapping[str, Sequence[str]], cluster_types: Sequence[str], out_path: Path) -> None:
@@ -1147,30 +1205,28 @@ def frontier(
     are reused when the sweep is run again with the same settings and the same input files (by
     SHA-256); saved replays of other settings or inputs are stale: replayed, and counted.
     """
-    import dataclasses
-
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from planner.console.list_options import number_list, split_list
+    from planner.contracts.rules import RoundRules
     from planner.sim import frontier as fr
-    from planner.sim.policies import PolicyOptions
     from planner.sim.render import summary_table
-    from planner.sim.replay import DELTA_BOUNDS, JCT_INCREASE_BOUNDS, ReplaySpec
-    from planner.sim.round_instance import RoundRules
+    from planner.sim.replay import DELTA_BOUNDS, JCT_INCREASE_BOUNDS
 
-    request = dataclasses.replace(REPLAY_REQUEST, solver=solver, time_limit_s=time_limit, seed=seed)
-    base = ReplaySpec(
-        trace=_trace(trace),
-        cluster=_cluster_option(cluster),
-        fmt=fmt.value,
-        virtual_cluster=vc,
+    base = _replay_spec(
+        trace,
+        cluster,
+        None,
+        fmt=fmt,
+        vc=vc,
         start_s=start_s,
         end_s=end_s,
         max_jobs=max_jobs,
         rules=RoundRules(duration_s=round_s, objective=objective.value),
         power_cap_w=power_cap_w,
         energy_budget_kwh=energy_budget_kwh,
-        policy_options=PolicyOptions(request=request),
+        solver=solver,
+        time_limit=time_limit,
         seed=seed,
         profiles=profiles,
         carbon=carbon,

@@ -47,6 +47,7 @@ from planner.contracts.instance_io import instance_sha256
 from planner.contracts.plan import Plan, with_instance_sha256
 from planner.contracts.problems import InputError, Problem
 from planner.contracts.request import DEFAULT_REQUEST, EXPORT_SUFFIXES, GREEDY, PlanRequest
+from planner.contracts.rules import RoundRules, rules_problems
 from planner.contracts.solve_report import HeuristicRecord, SolveReport
 from planner.core.assemble import SolveInfo, assemble_plan
 from planner.core.greedy import greedy_allocations
@@ -116,15 +117,16 @@ def _resolved(request: PlanRequest) -> tuple[Solvers | None, list[Problem]]:
 
 
 def _round_problems(request: PlanRequest) -> list[Problem]:
-    """Problems with what the request changes in the round: its objective and ``delta``."""
-    problems: list[Problem] = []
-    if request.delta is not None and not 0.0 <= request.delta < 1.0:
-        problems.append(Problem("bad-option", "delta (--delta)", f"must be in [0, 1), got {request.delta}"))
-    if request.objective not in (None, "progress", "energy", "efficiency"):
-        problems.append(
-            Problem("bad-option", "objective", f"must be progress, energy or efficiency, got {request.objective!r}")
-        )
-    return problems
+    """Problems with what the request changes in the round: its objective and ``delta`` (:func:`rules_problems`)."""
+    rules = RoundRules()
+    named: dict[str, str] = {}
+    if request.delta is not None:
+        rules = replace(rules, delta=request.delta)
+        named["delta"] = "delta (--delta)"
+    if request.objective is not None:
+        rules = replace(rules, objective=request.objective)
+        named["objective"] = "objective"
+    return rules_problems(rules, named)
 
 
 MAX_TIME_LIMIT_S = 1e6

@@ -9,13 +9,12 @@ from hypothesis import strategies as st
 from planner.contracts.domain import CurrentConfig, GpuType, Instance, Job, RoundSpec
 from planner.core.assemble import SolveInfo, assemble_plan
 from planner.core.greedy import greedy_allocations
-from planner.profile_library.build import DEFAULT_PROFILE_LIBRARY
 from planner.profile_library.library import ProfileLibrary, load_profile_library
 
 
 @cache
 def library() -> ProfileLibrary:
-    return load_profile_library(DEFAULT_PROFILE_LIBRARY)
+    return load_profile_library()
 
 
 @cache

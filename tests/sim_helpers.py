@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from planner.contracts.domain import GpuType, PairSlowdown, Profile
-from planner.sim.round_instance import ClusterContext, RoundRules
+from planner.contracts.rules import RoundRules
+from planner.sim.round_instance import ClusterContext
 from planner.sim.state import JobSpec
 from planner.sim.workload import Workload
 

@@ -12,10 +12,10 @@ import pytest
 
 from planner.contracts.problems import InputError
 from planner.contracts.request import REPLAY_REQUEST
+from planner.contracts.rules import RoundRules
 from planner.sim.frontier import FRONTIER_COLUMNS, frontier, run_sweep, sweep_points
 from planner.sim.policies import PolicyOptions
 from planner.sim.replay import ReplaySpec
-from planner.sim.round_instance import RoundRules
 from tests.sim_helpers import write_gavel_trace
 
 R50 = "ResNet-50 (batch size 64)"

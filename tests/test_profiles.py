@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
+from planner.files.resources import profile_library
 from planner.profile_library.build import (
-    DEFAULT_PROFILE_LIBRARY,
     DEFAULT_SOURCE_DIR,
     build_profile_library,
     write_profile_library,
@@ -68,7 +68,7 @@ def consolidated_types(d: dict[str, Any], gpu: str) -> set[str]:
 
 def test_defaults_point_into_the_repo() -> None:
     assert DEFAULT_SOURCE_DIR == SOURCES
-    assert DEFAULT_PROFILE_LIBRARY == REPO / "instances" / "profiles" / "gavel_zeus_v100_p100.json"
+    assert profile_library() == REPO / "instances" / "profiles" / "gavel_zeus_v100_p100.json"
 
 
 def test_resnet50_v100_two_gpus_at_150w(lib: dict[str, Any]) -> None:
@@ -236,6 +236,6 @@ def test_nearest_batch_size_log2_ties_go_larger() -> None:
 def test_shipped_file_equals_build(lib: dict[str, Any], tmp_path: Path) -> None:
     out = tmp_path / "lib.json"
     write_profile_library(lib, out)
-    assert out.read_bytes() == DEFAULT_PROFILE_LIBRARY.read_bytes()
-    assert json.loads(DEFAULT_PROFILE_LIBRARY.read_text()) == lib
+    assert out.read_bytes() == profile_library().read_bytes()
+    assert json.loads(profile_library().read_text()) == lib
     assert [p.name for p in tmp_path.iterdir()] == ["lib.json"]  # no temp file left behind

@@ -9,7 +9,6 @@ import pytest
 from planner.contracts.instance_io import instance_to_doc, parse_instance
 from planner.contracts.problems import InputError
 from planner.core.economics import full_power_w
-from planner.profile_library.build import DEFAULT_PROFILE_LIBRARY
 from planner.profile_library.library import load_profile_library
 from planner.rounds.builder import RoundOptions, allowed_counts, build_round
 from planner.rounds.cluster_spec import parse_cluster_spec
@@ -20,7 +19,7 @@ R50 = "ResNet-50 (batch size 64)"
 
 @pytest.fixture(scope="module")
 def lib():
-    return load_profile_library(DEFAULT_PROFILE_LIBRARY)
+    return load_profile_library()
 
 
 def write_trace(path: Path, rows: list[tuple[str, float, float, int]]) -> Path:

@@ -25,6 +25,7 @@ from planner.sim.metrics import J_PER_KWH, summarise
 from planner.sim.policies import Decision, PolicyOptions, make_policy
 from planner.sim.policies.base import Policy
 from planner.sim.replay import ReplaySpec, prepare
+from planner.sim.round_instance import ReplayRound
 from tests.sim_helpers import A, B, hand_context, hand_job, workload
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,8 +44,8 @@ class Recorder:
     def name(self) -> str:
         return self.inner.name
 
-    def decide(self, instance: Instance) -> Decision:
-        d = self.inner.decide(instance)
+    def decide(self, instance: Instance, context: ReplayRound) -> Decision:
+        d = self.inner.decide(instance, context)
         self.seen.append((instance, d))
         return d
 

@@ -9,7 +9,7 @@ from planner.sim.engine import simulate
 from planner.sim.metrics import summarise
 from planner.sim.policies import make_policy
 from planner.sim.policies.zeus import zeus_setting
-from planner.sim.round_instance import round_instance
+from planner.sim.round_instance import replay_round, round_instance
 from planner.sim.state import JobState
 from tests.sim_helpers import A, B, hand_context, hand_job, workload
 
@@ -80,7 +80,7 @@ def test_idle_gap_is_skipped_and_draws_nothing() -> None:
 def _round0(jobs):
     ctx = hand_context()
     states = [JobState.new(j) for j in jobs]
-    return round_instance(ctx, 0, 0.0, states, None)
+    return round_instance(ctx, 0, 0.0, states, None), replay_round(0.0, states)
 
 
 def test_zeus_setting_by_energy_time_cost() -> None:
@@ -91,12 +91,12 @@ def test_zeus_setting_by_energy_time_cost() -> None:
     eta 0 (time only): 250 / 5 = 50 vs 250 / 4 = 62.5 -> 250 W.
     eta 1 (energy only): 230 / 5 = 46 vs 130 / 4 = 32.5 -> 150 W.
     """
-    inst = _round0([hand_job("a", A, 0, 1000)])
+    inst, context = _round0([hand_job("a", A, 0, 1000)])
     g, job = inst.gpu_types[0], inst.jobs[0]
     assert zeus_setting(inst, job, g, 1, 0.5) == 150
     assert zeus_setting(inst, job, g, 1, 0.0) == 250
     assert zeus_setting(inst, job, g, 1, 1.0) == 150
-    (alloc,) = make_policy("zeus").decide(inst).allocations
+    (alloc,) = make_policy("zeus").decide(inst, context).allocations
     assert (alloc.gpus, alloc.setting) == (1, 150)
 
 
@@ -106,11 +106,11 @@ def test_eaco_pairs_a_waiting_job_onto_a_running_one() -> None:
     Pair A-B on one GPU: rates 0.8 (A) and 0.6 (B), both >= 0.5, so c joins the first A job;
     fifo-max leaves c waiting.
     """
-    inst = _round0([hand_job("a", A, 0, 1e6), hand_job("b", A, 0, 1e6), hand_job("c", B, 0, 1e6)])
-    eaco = make_policy("eaco").decide(inst).allocations
+    inst, context = _round0([hand_job("a", A, 0, 1e6), hand_job("b", A, 0, 1e6), hand_job("c", B, 0, 1e6)])
+    eaco = make_policy("eaco").decide(inst, context).allocations
     assert sorted(a.job_ids for a in eaco) == [("a", "c"), ("b",)]
     assert all(a.setting == 250 for a in eaco)
-    fifo = make_policy("fifo-max").decide(inst).allocations
+    fifo = make_policy("fifo-max").decide(inst, context).allocations
     assert sorted(a.job_ids for a in fifo) == [("a",), ("b",)]
 
 
@@ -120,13 +120,13 @@ def test_powerflow_upgrades_within_the_budget() -> None:
     One A job alone on two GPUs, no budget: PowerFlow grows it to 2 GPUs at 250 W (most progress);
     with a budget that only pays for one GPU at 150 W it stays there.
     """
-    free = make_policy("powerflow").decide(_round0([hand_job("a", A, 0, 1e6)]))
+    free = make_policy("powerflow").decide(*_round0([hand_job("a", A, 0, 1e6)]))
     assert [(a.gpus, a.setting) for a in free.allocations] == [(2, 250)]
     ctx = hand_context()
     state = JobState.new(hand_job("a", A, 0, 1e6))
     # one GPU at 150 W for 90 s: dynamic 100 x 90 = 9 kJ, node and idle 16 kJ -> 25 kJ
     inst = round_instance(ctx, 0, 0.0, [state], 25_000.0)
-    tight = make_policy("powerflow").decide(inst)
+    tight = make_policy("powerflow").decide(inst, replay_round(0.0, [state]))
     assert [(a.gpus, a.setting) for a in tight.allocations] == [(1, 150)]
 
 

@@ -433,11 +433,10 @@ def sweep(
     ``on_written`` with each manifest row after its files are written.
     """
     from planner.contracts.jsonio import write_json_atomic, write_text_atomic
-    from planner.files.resources import profile_library
     from planner.profile_library.library import load_profile_library
 
     if sources is None:
-        sources = RoundSources(lib or load_profile_library(profile_library()))
+        sources = RoundSources(lib or load_profile_library())
     check_supply(spec, sources)
     if spec.family == "sampled":
         sources.population()

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from planner.contracts.defaults import DELTA, MIN_PAIR_RATE, RESTART_S
+from planner.contracts.rules import Objective, RoundRules
 
 SettingUnit = Literal["power_limit_w", "sm_clock_mhz"]
-Objective = Literal["progress", "energy", "efficiency"]
 
 
 def is_power_of_two(n: int) -> bool:
@@ -40,7 +40,11 @@ def gpu_count_fits_type(n: int, gpus_per_node: int) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class RoundSpec:
-    """The round: length ``T`` = ``duration_s``, energy budget ``B`` = ``budget_j`` (None: none)."""
+    """The round: its index, its rules, energy budget ``B`` = ``budget_j`` (None: none) and credit weight.
+
+    The rules' fields stay flat here, as the instance file's ``round`` object has them (``inst.round.delta``);
+    :attr:`rules` is them as one :class:`~planner.contracts.rules.RoundRules`, :meth:`from_rules` the spec of one.
+    """
 
     index: int
     duration_s: float
@@ -53,6 +57,25 @@ class RoundSpec:
     """``w`` of the ``efficiency`` objective, ``min E - w sum_j e_j sigma_j``: the value of a step
     in units of its best energy. 1 values work at its least energy; above 1 (a clean or cheap hour)
     buys steps that cost up to ``w`` times their best, below 1 (a dirty or dear hour) defers them."""
+
+    @classmethod
+    def from_rules(cls, index: int, rules: RoundRules, budget_j: float | None, credit_weight: float = 1.0) -> RoundSpec:
+        """Round ``index`` played by ``rules`` with budget ``budget_j`` (J, None: none) and credit weight ``w``."""
+        return cls(
+            index=index,
+            duration_s=rules.duration_s,
+            budget_j=budget_j,
+            objective=rules.objective,
+            delta=rules.delta,
+            restart_s=rules.restart_s,
+            min_pair_rate=rules.min_pair_rate,
+            credit_weight=credit_weight,
+        )
+
+    @property
+    def rules(self) -> RoundRules:
+        """The round's rules: duration, restart cost, least pair rate, objective and ``delta``."""
+        return RoundRules(self.duration_s, self.restart_s, self.min_pair_rate, self.objective, self.delta)
 
 
 @dataclass(frozen=True, slots=True)

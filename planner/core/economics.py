@@ -211,3 +211,26 @@ def full_power_w(instance: Instance) -> float:
         pmax = max((p.power_w for p in instance.profiles if p.gpu_type == g.name), default=g.idle_power_w)
         total += g.nodes * (g.node_power_w + g.gpus_per_node * pmax)
     return total
+
+
+def round_budget_j(
+    duration_s: float,
+    *,
+    power_cap_w: float | None = None,
+    fraction: float | None = None,
+    full_power_w: float | None = None,
+) -> float:
+    """A round's energy budget ``B`` (J) from a power cap or from a fraction of full power.
+
+    * a power cap ``C`` (W, ``power_cap_w``): ``B = C * T``;
+    * a fraction ``f`` (``fraction``, dimensionless) of the cluster's full power ``P_full`` (W,
+      ``full_power_w``, :func:`full_power_w`): ``B = f * P_full * T``, multiplied in that order;
+
+    with ``T`` = ``duration_s`` (s). Give the cap, or the fraction with the full power. Not rounded: a
+    round built from a trace floors it to whole joules (:func:`planner.rounds.builder.build_round`).
+    """
+    if power_cap_w is not None and fraction is None:
+        return power_cap_w * duration_s
+    if fraction is not None and full_power_w is not None and power_cap_w is None:
+        return fraction * full_power_w * duration_s
+    raise ValueError("give power_cap_w, or fraction and full_power_w")

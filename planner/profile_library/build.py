@@ -36,12 +36,11 @@ from pathlib import Path
 from typing import Any
 
 from planner.contracts.jsonio import write_text_atomic
-from planner.files.resources import profile_library, source_dir
+from planner.files.resources import source_dir
 from planner.profile_library import mapping as pm
 
 SCHEMA = "wattplan.profiles/1"
 DEFAULT_SOURCE_DIR = source_dir()
-DEFAULT_PROFILE_LIBRARY = profile_library()
 
 GAVEL_FILE = "gavel/simulation_throughputs.json"
 GAVEL_UPSTREAM = (

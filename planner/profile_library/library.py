@@ -16,6 +16,7 @@ from planner.contracts.domain import PairSlowdown, Profile
 from planner.contracts.jsonio import read_json
 from planner.contracts.problems import InputError, Problem
 from planner.contracts.profile_checks import library_problems
+from planner.files.resources import profile_library
 
 ProfileKey = tuple[str, str, int, int]  # (job type, GPU type, GPU count, setting)
 PairKey = tuple[str, str, str, int]  # (type a, type b, GPU type, GPU count)
@@ -114,6 +115,11 @@ def library_from_doc(doc: Any, source: str) -> ProfileLibrary:
     )
 
 
-def load_profile_library(path: Path) -> ProfileLibrary:
-    """Read a ``wattplan.profiles/1`` file (``InputError`` if ``path`` holds another schema)."""
+def load_profile_library(path: Path | None = None) -> ProfileLibrary:
+    """Read a ``wattplan.profiles/1`` file, by default (None) the shipped library (``InputError`` for another schema).
+
+    The shipped library's path is :func:`planner.files.resources.profile_library`'s, nowhere else.
+    """
+    if path is None:
+        path = profile_library()
     return library_from_doc(read_json(Path(path)), str(path))

@@ -15,8 +15,8 @@ Formats (``auto`` decides by the header of each file):
 * ``zeus-summary``: a Zeus power summary (:mod:`planner.profiling.zeus_summary`); the GPU type defaults to
   the file name's (``summary_power_v100.csv``: ``v100``).
 
-Merging: the base is ``library`` (a ``wattplan.profiles/1`` library, by default the shipped one, or a
-``wattplan.measurements/1`` file; ``None`` for no base). The new points join the base's measurements unless
+Merging: the base is ``library`` (a ``wattplan.profiles/1`` library, by default (None) the shipped one, or a
+``wattplan.measurements/1`` file; ``"none"`` for no base). The new points join the base's measurements unless
 one with the same id is there (:func:`planner.profiling.points.merge_points`: the id hashes the file's
 bytes, the window and the configuration, so ingesting the same file twice adds nothing). The result is
 written to ``out`` atomically: a library (the base with its ``measurements`` replaced, everything else
@@ -61,6 +61,7 @@ __all__ = [
     "FileIngest",
     "IngestReport",
     "IngestResult",
+    "NoBase",
     "PairedSide",
     "detect_format",
     "ingest",
@@ -70,7 +71,6 @@ __all__ = [
     "refuse_unfittable",
 ]
 
-SHIPPED_LIBRARY = profile_library()
 FORMATS = ("auto", "nvidia-smi", "zeus-windows", "zeus-summary")
 Format = Literal["auto", "nvidia-smi", "zeus-windows", "zeus-summary"]
 NO_JOB_SIDE = (
@@ -357,10 +357,16 @@ def ingest_files(
     return done
 
 
-def _base(library: Path | None) -> tuple[dict[str, Any] | None, list[MeasuredPoint]]:
-    """The base document (None for a measurements file or no base) and its points."""
-    if library is None:
+NoBase = Literal["none"]
+"""``library="none"``: merge into no base (``profiles ingest --library none``)."""
+
+
+def _base(library: Path | NoBase | None) -> tuple[dict[str, Any] | None, list[MeasuredPoint]]:
+    """The base document (None for a measurements file or no base) and its points; None is the shipped library."""
+    if library == "none":
         return None, []
+    if library is None:
+        library = profile_library()
     doc = read_json(library)
     source = str(library)
     if isinstance(doc, dict) and doc.get("schema") == MEASUREMENTS_SCHEMA:
@@ -377,7 +383,7 @@ def ingest(
     job_type: str | None = None,
     gpu_type: str | None = None,
     steps_per_window: float | None = None,
-    library: Path | None = SHIPPED_LIBRARY,
+    library: Path | NoBase | None = None,
     measurements_only: bool = False,
 ) -> IngestReport:
     """Read ``paths``, merge their points into the base ``library`` and write ``out`` (module docstring)."""

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from planner.contracts.defaults import BUDGET_FRACTION, MIN_PAIR_RATE, RESTART_S, ROUND_S
+from planner.contracts.defaults import BUDGET_FRACTION
 from planner.contracts.domain import GpuType, Instance, Job, RoundSpec, is_power_of_two
 from planner.contracts.problems import InputError, Problem
-from planner.core.economics import full_power_w
+from planner.contracts.rules import RoundRules
+from planner.core.economics import full_power_w, round_budget_j
 from planner.profile_library.library import ProfileLibrary
 from planner.rounds.cluster_spec import ClusterSpec
 from planner.rounds.traces import REFERENCE_GPU_TYPE, TraceJob, normalise_request
@@ -38,19 +39,18 @@ def allowed_counts(requested: int, profiled: set[int]) -> tuple[int, ...]:
 class RoundOptions:
     """How :func:`build_round` cuts a round from a trace.
 
-    The round starts at ``at_s`` (s) and lasts ``duration_s`` (s); its budget is ``budget_j``
-    (J) if given, else ``budget_fraction`` of the cluster's full power over the round
-    (``fraction * P_full * T``, J), else none; ``max_jobs`` keeps only the first ``max_jobs``
-    queued jobs (by arrival).
+    The round starts at ``at_s`` (s) and is played by ``rules`` (its length ``T``, restart cost, least
+    pair rate, objective and ``delta``); its budget is ``budget_j`` (J) if given, else ``budget_fraction``
+    of the cluster's full power over the round (``fraction * P_full * T``, J,
+    :func:`~planner.core.economics.round_budget_j`), else none; ``max_jobs`` keeps only the first
+    ``max_jobs`` queued jobs (by arrival).
     """
 
     at_s: float
     round_index: int = 0
-    duration_s: float = ROUND_S
+    rules: RoundRules = field(default_factory=RoundRules)
     budget_fraction: float | None = BUDGET_FRACTION
     budget_j: float | None = None
-    restart_s: float = RESTART_S
-    min_pair_rate: float = MIN_PAIR_RATE
     max_jobs: int | None = None
 
 
@@ -123,16 +123,10 @@ def build_round(
     )
     pairs = tuple(p for p in lib.pairs if p.a in types and p.b in types and p.gpu_type in names)
     extra = {"source": {**(source or {}), "at_s": opts.at_s, "capped_requests": capped}}
-    draft = Instance(RoundSpec(opts.round_index, opts.duration_s, None), gpu_types, tuple(jobs), profiles, pairs)
+    draft = Instance(RoundSpec.from_rules(opts.round_index, opts.rules, None), gpu_types, tuple(jobs), profiles, pairs)
     budget = opts.budget_j
     if budget is None and opts.budget_fraction is not None:
-        budget = opts.budget_fraction * full_power_w(draft) * opts.duration_s
+        budget = round_budget_j(opts.rules.duration_s, fraction=opts.budget_fraction, full_power_w=full_power_w(draft))
         extra["source"]["budget_fraction_of_full_power"] = opts.budget_fraction
-    spec = RoundSpec(
-        index=opts.round_index,
-        duration_s=opts.duration_s,
-        budget_j=None if budget is None else math.floor(budget),
-        restart_s=opts.restart_s,
-        min_pair_rate=opts.min_pair_rate,
-    )
+    spec = RoundSpec.from_rules(opts.round_index, opts.rules, None if budget is None else math.floor(budget))
     return Instance(spec, gpu_types, tuple(jobs), profiles, pairs, extra)

@@ -63,9 +63,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from planner.contracts.domain import Instance
-from planner.core.economics import best_step_energy_j, pair_power_w, profiled_options, usable_pair_rates
+from planner.core.economics import (
+    best_step_energy_j,
+    pair_power_w,
+    profiled_options,
+    round_budget_j,
+    usable_pair_rates,
+)
 from planner.sim.round_instance import ClusterContext
 from planner.sim.state import JobState
 
@@ -114,8 +121,39 @@ def one_node_round_j(ctx: ClusterContext) -> float:
     return ctx.rules.duration_s * best
 
 
+class Budget(Protocol):
+    """What the replay engine asks of a round budget rule (:mod:`planner.sim.engine`)."""
+
+    @property
+    def label(self) -> str:
+        """The rule in words, for reports (``none``, ``power cap 8000 W``, ``energy budget 5 kWh``)."""
+        ...
+
+    @property
+    def exhausted(self) -> bool:
+        """True once nothing is left to spend: the replay stops (``budget-exhausted``)."""
+        ...
+
+    @property
+    def stall_reason(self) -> str:
+        """Why a replay whose rounds run nothing stops: ``budget-exhausted`` or ``stalled``."""
+        ...
+
+    def round_budget_j(
+        self, unfinished: Sequence[JobState], now_s: float, duration_s: float, gpus: int
+    ) -> float | None:
+        """The budget of the round starting at ``now_s`` (J; None: none)."""
+        ...
+
+    def charge(self, energy_j: float) -> None:
+        """Record the energy the round actually drew (J)."""
+        ...
+
+
 class _PerRoundOnly:
-    """A budget with no memory across rounds: nothing to charge, never exhausted."""
+    """A budget with no memory across rounds: nothing to charge, never exhausted; a stall is ``stalled``."""
+
+    stall_reason = "stalled"
 
     def charge(self, energy_j: float) -> None:
         pass
@@ -148,7 +186,7 @@ class PowerCap(_PerRoundOnly):
 
     def round_budget_j(self, unfinished: Sequence[JobState], now_s: float, duration_s: float, gpus: int) -> float:
         """``B = W * T`` (J) for a round of ``duration_s`` (s), whatever the queue."""
-        return self.watts * duration_s
+        return round_budget_j(duration_s, power_cap_w=self.watts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,6 +264,11 @@ class EnergyBudget:
         """True once the budget is spent: ``E_left <= 0``."""
         return self.left_j <= 0.0
 
+    @property
+    def stall_reason(self) -> str:
+        """``budget-exhausted``: rounds that run nothing under an energy budget mean what is left powers nothing."""
+        return "budget-exhausted"
+
     def round_budget_j(self, unfinished: Sequence[JobState], now_s: float, duration_s: float, gpus: int) -> float:
         """``B_r = max(w E_left / rounds_left, min(E_left, B_min), E_left - F_rest)`` (J), at most ``E_left``.
 
@@ -248,6 +291,3 @@ class EnergyBudget:
         """Add the energy a round actually drew (J) to what is spent; a round that drew none starved."""
         self.spent_j += energy_j
         self.starved = energy_j <= 0.0
-
-
-Budget = NoBudget | PowerCap | EnergyBudget

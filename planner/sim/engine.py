@@ -5,8 +5,9 @@ job's arrival). In each round:
 
 1. jobs that arrived by ``t_r`` and are unfinished are queued (a job arriving mid-round waits
    for the next round start; a job that finished in the previous round has released its GPUs);
-2. the budget rule (:mod:`planner.sim.budget`) sets the round's budget, the round instance is
-   built (:mod:`planner.sim.round_instance`) and the policy decides;
+2. the budget rule (:mod:`planner.sim.budget`) sets the round's budget, the round instance and its
+   :class:`~planner.sim.round_instance.ReplayRound` are built (:mod:`planner.sim.round_instance`) and
+   the policy decides;
 3. the allocations are placed with :func:`planner.core.assemble.assemble_plan` (fewest nodes on)
    and the plan is checked with :func:`planner.core.validate.validate_plan`; a rejected plan is a
    bug and raises :class:`planner.core.validate.InvalidPlanError`;
@@ -47,11 +48,11 @@ from planner.core.economics import job_outcome
 from planner.core.evaluate import rho_of
 from planner.core.validate import InvalidPlanError, validate_plan
 from planner.sim.accounting import RoundOutcome, round_outcome
-from planner.sim.budget import Budget, EnergyBudget, NoBudget
+from planner.sim.budget import Budget, NoBudget
 from planner.sim.governor import DeltaSteer
 from planner.sim.learning import ProfileLearner
 from planner.sim.policies.base import Policy
-from planner.sim.round_instance import ClusterContext, round_instance
+from planner.sim.round_instance import ClusterContext, ReplayRound, replay_round, round_instance
 from planner.sim.state import JobState
 from planner.sim.telemetry import JobObservation, UtilisationTable, observe_round
 from planner.sim.workload import Workload
@@ -202,7 +203,7 @@ def simulate(
     ``learner``, the policy plans with the learner's beliefs and the learner observes every round.
     """
     cfg = config or SimConfig()
-    pacer = budget or NoBudget()
+    pacer: Budget = budget or NoBudget()
     T = ctx.rules.duration_s
     states = [JobState.new(spec) for spec in sorted(workload.jobs, key=lambda j: j.arrival_s)]
     by_id = {s.id: s for s in states}
@@ -238,7 +239,10 @@ def simulate(
         seen = learner.context() if learner is not None else ctx
         inst = round_instance(seen, r, now, queued, budget_j, delta, weight)
         real = inst if ctx.truth is None else round_instance(ctx.real, r, now, queued, budget_j, delta, weight)
-        record = _play_round(inst, policy, by_id, now, rng, cfg.noise, real, ctx.real.utilisation, learner, decisions)
+        context = replay_round(now, queued)
+        record = _play_round(
+            inst, context, policy, by_id, now, rng, cfg.noise, real, ctx.real.utilisation, learner, decisions
+        )
         arrived_now = sum(1 for s in states if s.spec.arrival_s <= now)
         record = replace(record, arrived=arrived_now - arrived_before, delta=delta, credit_weight=weight)
         arrived_before = arrived_now
@@ -248,15 +252,16 @@ def simulate(
             progress(record, sum(s.done for s in states), len(states))
         idle_streak = idle_streak + 1 if record.running == 0 and arrived_now == len(states) else 0
         if idle_streak >= cfg.stall_rounds:
-            stop = "budget-exhausted" if isinstance(pacer, EnergyBudget) else "stalled"
+            stop = pacer.stall_reason
             break
         r += 1
     info = {"cluster_powered_w": sum(g.nodes * g.powered_node_w for g in ctx.gpu_types)}
-    return SimResult(policy.name, states, rounds, stop, t0, T, getattr(pacer, "label", "none"), info, decisions)
+    return SimResult(policy.name, states, rounds, stop, t0, T, pacer.label, info, decisions)
 
 
 def _play_round(
     inst: Instance,
+    context: ReplayRound,
     policy: Policy,
     states: dict[str, JobState],
     now_s: float,
@@ -269,11 +274,11 @@ def _play_round(
 ) -> RoundRecord:
     """Decide, place, validate, advance: one round (steps 2-4 of the module docstring).
 
-    ``inst`` is what the policy sees, ``real`` the same round under the truth (``inst`` itself
-    without one); with a ``learner`` the round's observations are logged and learned from.
+    ``inst`` is what the policy sees (with ``context`` beside it), ``real`` the same round under the truth
+    (``inst`` itself without one); with a ``learner`` the round's observations are logged and learned from.
     """
     begin = time.perf_counter()
-    decision = policy.decide(inst)
+    decision = policy.decide(inst, context)
     decide_s = time.perf_counter() - begin
     info = SolveInfo(solver=decision.solver, status=decision.status, solve_s=decide_s)
     plan = assemble_plan(inst, decision.allocations, info)

@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from planner.console.list_options import Bounds
-from planner.contracts.defaults import GPUS_PER_NODE, NODE_POWER_W, ROUND_S_RANGE
+from planner.contracts.defaults import GPUS_PER_NODE, NODE_POWER_W
 from planner.contracts.floor import EnergyFloor
 from planner.contracts.jsonio import write_json_atomic, write_text_atomic
 from planner.contracts.problems import InputError, Problem
+from planner.contracts.rules import DELTA_RANGE, RoundRules, rules_problems
 from planner.files.resources import resolve_signal
 from planner.planning import energy_floor, request_problems
 from planner.profile_library.library import ProfileLibrary, load_profile_library
@@ -33,7 +34,7 @@ from planner.sim.metrics import J_PER_KWH, summarise, with_reference
 from planner.sim.output import comparison_csv, write_dropped, write_result
 from planner.sim.plots import energy_jct_plot, jct_cdf_plot, power_plot, summary_points
 from planner.sim.policies import POLICY_NAMES, PolicyOptions, make_policy
-from planner.sim.round_instance import ClusterContext, RoundRules, cluster_context, workload_instance
+from planner.sim.round_instance import ClusterContext, cluster_context, workload_instance
 from planner.sim.signals import (
     HourlySignal,
     SignalClock,
@@ -45,9 +46,9 @@ from planner.sim.signals import (
 from planner.sim.state import JobState
 from planner.sim.workload import Workload, build_workload, dropped_text, select_jobs
 
-DELTA_BOUNDS = Bounds(0.0, 1.0, high_open=True)
-"""Allowed ``delta`` (progress the energy objective gives up per round, a fraction): ``simulate --delta``,
-``frontier --deltas``."""
+DELTA_BOUNDS = Bounds(*DELTA_RANGE, high_open=True)
+"""Allowed ``delta`` (progress the energy objective gives up per round, a fraction), :data:`DELTA_RANGE` as the
+bounds of a list option: ``frontier --deltas``."""
 JCT_INCREASE_BOUNDS = Bounds(0.0, 1000.0, unit=" %")
 """Allowed runtime-bounded JCT increase, in percent (``--max-jct-increase``; the spec holds the fraction)."""
 
@@ -123,11 +124,7 @@ def check_spec(spec: ReplaySpec, options: Mapping[str, str] | None = None) -> No
     problems = []
     if spec.power_cap_w is not None and spec.energy_budget_kwh is not None:
         problems.append(Problem("conflicting-options", "--power-cap-w", "give --power-cap-w or --energy-budget-kwh"))
-    low, high = ROUND_S_RANGE
-    if not low <= spec.rules.duration_s <= high:  # NaN fails both
-        problems.append(
-            Problem("bad-option", "--round-s", f"must be in [{low:g}, {high:g}] s, got {spec.rules.duration_s}")
-        )
+    problems += rules_problems(spec.rules, {"duration_s": "--round-s"})
     for name, value in (
         ("--power-cap-w", spec.power_cap_w),
         ("--energy-budget-kwh", spec.energy_budget_kwh),
@@ -145,10 +142,9 @@ def check_spec(spec: ReplaySpec, options: Mapping[str, str] | None = None) -> No
         problems.append(bad("--noise", f"must be in [0, 1), got {spec.noise}"))
     if not 0.0 <= spec.policy_options.zeus_eta <= 1.0:
         problems.append(bad("--zeus-eta", f"must be in [0, 1], got {spec.policy_options.zeus_eta}"))
-    if not 0 <= spec.rules.restart_s < spec.rules.duration_s and low <= spec.rules.duration_s <= high:
-        problems.append(bad("--restart-s", "must be >= 0 and shorter than the round"))
-    if spec.rules.delta not in DELTA_BOUNDS:
-        problems.append(bad("--delta", f"must be in {DELTA_BOUNDS}, got {spec.rules.delta}"))
+    problems += rules_problems(
+        spec.rules, {"restart_s": names.get("--restart-s", "--restart-s"), "delta": names.get("--delta", "--delta")}
+    )
     if spec.max_jct_increase is not None and spec.max_jct_increase * 100 not in JCT_INCREASE_BOUNDS:
         problems.append(
             bad("--max-jct-increase", f"must be in {JCT_INCREASE_BOUNDS}, got {spec.max_jct_increase * 100:g} %")
@@ -202,10 +198,8 @@ def _empty_selection(spec: ReplaySpec) -> str:
 
 def prepare(spec: ReplaySpec, lib: ProfileLibrary | None = None) -> tuple[Workload, ClusterContext]:
     """The workload and the cluster context of ``spec`` (bad input raises :class:`InputError`)."""
-    from planner.profile_library.build import DEFAULT_PROFILE_LIBRARY
-
     check_spec(spec)
-    library = lib or load_profile_library(spec.profiles or DEFAULT_PROFILE_LIBRARY)
+    library = lib or load_profile_library(spec.profiles)
     cluster = parse_cluster_spec(spec.cluster, spec.gpus_per_node, spec.node_power_w)
     ctx = cluster_context(cluster, library, effective_rules(spec))
     real = library

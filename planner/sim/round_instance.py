@@ -10,32 +10,24 @@ types. What the replay adds:
   ``remaining_steps`` and, if they ran in the previous round, their ``current`` configuration
   with its placement (``shares_with`` only while the partner is still queued);
 * the round's budget comes from the pacer (:mod:`planner.sim.budget`);
-* ``extra["sim"]`` tells baselines what the model does not carry: each job's requested GPU
-  count and arrival time, and the round's start time.
+* :class:`ReplayRound` (:func:`replay_round`), handed to the policy beside the instance, tells it what
+  the model does not carry: the round's start time and each job's requested GPU count and arrival time.
+  The instance's ``extra["sim"]`` keeps the same facts as a record (:meth:`ReplayRound.record`), written
+  with the instance and part of its SHA-256 as before; nothing reads it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
-from planner.contracts.defaults import DELTA, MIN_PAIR_RATE, RESTART_S, ROUND_S
-from planner.contracts.domain import CurrentConfig, GpuType, Instance, Job, Objective, PairSlowdown, Profile, RoundSpec
+from planner.contracts.domain import CurrentConfig, GpuType, Instance, Job, PairSlowdown, Profile, RoundSpec
+from planner.contracts.rules import RoundRules
 from planner.profile_library.library import ProfileLibrary
 from planner.rounds.builder import RoundOptions, build_round
 from planner.rounds.cluster_spec import ClusterSpec
 from planner.sim.state import JobState
-
-
-@dataclass(frozen=True, slots=True)
-class RoundRules:
-    """Round parameters that stay fixed during a replay (docs/design.md §2)."""
-
-    duration_s: float = ROUND_S
-    restart_s: float = RESTART_S
-    min_pair_rate: float = MIN_PAIR_RATE
-    objective: Objective = "progress"
-    delta: float = DELTA
 
 
 @dataclass(frozen=True)
@@ -95,6 +87,36 @@ def cluster_context(cluster: ClusterSpec, lib: ProfileLibrary, rules: RoundRules
     return ClusterContext(gpu_types, {t: tuple(ps) for t, ps in by_type.items()}, pairs, rules, utilisation=utilisation)
 
 
+@dataclass(frozen=True)
+class ReplayRound:
+    """What a replay round tells its policy beside the instance, which the round model does not carry.
+
+    The round's start ``now_s`` (s, replay clock), each queued job's requested GPU count (normalised) and its
+    arrival time (s).
+    """
+
+    now_s: float
+    requested_gpus: Mapping[str, int] = field(default_factory=dict)
+    arrival_s: Mapping[str, float] = field(default_factory=dict)
+
+    def requested(self, job: Job) -> int:
+        """``job``'s requested GPU count; its smallest allowed count when the round does not know it."""
+        return int(self.requested_gpus[job.id]) if job.id in self.requested_gpus else min(job.gpus)
+
+    def record(self) -> dict[str, Any]:
+        """The instance's ``extra["sim"]``: ``now_s``, ``requested_gpus`` and ``arrival_s`` by job id."""
+        return {"now_s": self.now_s, "requested_gpus": dict(self.requested_gpus), "arrival_s": dict(self.arrival_s)}
+
+
+def replay_round(now_s: float, queued: Sequence[JobState]) -> ReplayRound:
+    """The :class:`ReplayRound` of the round starting at ``now_s`` for the ``queued`` jobs (arrival order)."""
+    return ReplayRound(
+        now_s,
+        {s.id: s.spec.requested_gpus for s in queued},
+        {s.id: s.spec.arrival_s for s in queued},
+    )
+
+
 def _current(state: JobState, queued: set[str]) -> CurrentConfig | None:
     cur = state.current
     if cur is None or cur.shares_with is None or cur.shares_with in queued:
@@ -115,6 +137,7 @@ def round_instance(
 
     ``delta`` overrides the rules' (the runtime-bounded mode sets it per round); ``credit_weight``
     sets the ``efficiency`` objective's ``w`` (a signal-aware replay sets it per round; default 1).
+    Its ``extra["sim"]`` is :func:`replay_round`'s record (module docstring).
     """
     ids = {s.id for s in queued}
     jobs = tuple(
@@ -130,24 +153,9 @@ def round_instance(
     types = {j.type for j in jobs}
     profiles = tuple(p for t in sorted(types) for p in ctx.profiles_by_type.get(t, ()))
     pairs = tuple(p for p in ctx.pairs if p.a in types and p.b in types)
-    r = ctx.rules
-    spec = RoundSpec(
-        index=index,
-        duration_s=r.duration_s,
-        budget_j=budget_j,
-        objective=r.objective,
-        delta=r.delta if delta is None else delta,
-        restart_s=r.restart_s,
-        min_pair_rate=r.min_pair_rate,
-        credit_weight=1.0 if credit_weight is None else credit_weight,
-    )
-    extra = {
-        "sim": {
-            "now_s": now_s,
-            "requested_gpus": {s.id: s.spec.requested_gpus for s in queued},
-            "arrival_s": {s.id: s.spec.arrival_s for s in queued},
-        }
-    }
+    rules = ctx.rules if delta is None else replace(ctx.rules, delta=delta)
+    spec = RoundSpec.from_rules(index, rules, budget_j, 1.0 if credit_weight is None else credit_weight)
+    extra = {"sim": replay_round(now_s, queued).record()}
     return Instance(spec, ctx.gpu_types, jobs, profiles, pairs, extra)
 
 

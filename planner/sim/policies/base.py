@@ -2,9 +2,10 @@
 
 A policy sees only the round instance (:func:`planner.sim.round_instance.round_instance`):
 the queued jobs with their remaining steps and current configuration, the cluster, the
-profiles, the round's budget, and in ``instance.extra["sim"]`` each job's requested GPU count
-and arrival time. It returns :class:`~planner.core.assemble.Allocation` s; the engine places them
-with :func:`planner.core.assemble.assemble_plan` (the same buddy placement and fewest powered
+profiles, the round's budget; and beside it the :class:`~planner.sim.round_instance.ReplayRound`:
+the round's start and each job's requested GPU count and arrival time. It returns
+:class:`~planner.core.assemble.Allocation` s; the engine places them with
+:func:`planner.core.assemble.assemble_plan` (the same buddy placement and fewest powered
 nodes for every policy) and rejects any plan the validator does not accept.
 
 With a budget, every policy must keep the round's predicted energy
@@ -21,6 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 from planner.contracts.domain import Instance
 from planner.contracts.plan import PlanStatus
 from planner.core.assemble import Allocation
+from planner.sim.round_instance import ReplayRound
 
 
 @dataclass(frozen=True)
@@ -46,16 +48,6 @@ class Policy(Protocol):
 
     name: str
 
-    def decide(self, instance: Instance) -> Decision:
-        """The allocations of the round ``instance`` describes."""
+    def decide(self, instance: Instance, context: ReplayRound) -> Decision:
+        """The allocations of the round ``instance`` describes (``context``: what the instance does not carry)."""
         ...
-
-
-def requested_gpus(instance: Instance, job_id: str) -> int:
-    """The job's requested GPU count (normalised), from ``instance.extra["sim"]``.
-
-    Falls back to the smallest allowed count when the instance did not come from the
-    simulator (e.g. a hand-written test instance).
-    """
-    req = instance.extra.get("sim", {}).get("requested_gpus", {})
-    return int(req[job_id]) if job_id in req else min(instance.job(job_id).gpus)

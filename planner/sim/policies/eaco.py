@@ -22,9 +22,9 @@ from __future__ import annotations
 from planner.contracts.domain import GpuType, Instance, Job
 from planner.core.assemble import Allocation
 from planner.core.economics import ordered_pair_rates
-from planner.sim.policies.base import requested_gpus
 from planner.sim.policies.fcfs import ExclusiveFcfs
 from planner.sim.policies.ledger import RoundLedger, instance_order, outcome, top_setting
+from planner.sim.round_instance import ReplayRound
 
 
 class Eaco(ExclusiveFcfs):
@@ -36,7 +36,9 @@ class Eaco(ExclusiveFcfs):
         """The highest setting of ``g`` profiled for ``job`` on ``gpus`` GPUs (None: no profile)."""
         return top_setting(instance, job, g, gpus)
 
-    def extra_phase(self, instance: Instance, ledger: RoundLedger, allocations: list[Allocation]) -> None:
+    def extra_phase(
+        self, instance: Instance, context: ReplayRound, ledger: RoundLedger, allocations: list[Allocation]
+    ) -> None:
         """Phase 3: pair each still-waiting job, in arrival order, with its best exclusive allocation.
 
         The best has the highest ``rho_job + rho_partner`` among those whose pair rates are
@@ -46,7 +48,7 @@ class Eaco(ExclusiveFcfs):
         for job in instance.jobs:
             if job.id in placed:
                 continue
-            best = self._best_partner(instance, ledger, allocations, job)
+            best = self._best_partner(instance, ledger, allocations, job, context.requested(job))
             if best is None:
                 continue
             k, delta_j = best
@@ -57,10 +59,12 @@ class Eaco(ExclusiveFcfs):
 
     @staticmethod
     def _best_partner(
-        instance: Instance, ledger: RoundLedger, allocations: list[Allocation], job: Job
+        instance: Instance, ledger: RoundLedger, allocations: list[Allocation], job: Job, n: int
     ) -> tuple[int, float] | None:
-        """Index of the best exclusive allocation to join and the dynamic energy the pair adds (J)."""
-        n = requested_gpus(instance, job.id)
+        """Index of the best exclusive allocation to join and the dynamic energy the pair adds (J).
+
+        ``n``: ``job``'s requested GPU count, the count of the allocations it may join.
+        """
         order = {j.id: i for i, j in enumerate(instance.jobs)}
         best: tuple[float, int, float] | None = None
         for k, a in sorted(enumerate(allocations), key=lambda ka: order[ka[1].job_ids[0]]):

@@ -19,8 +19,9 @@ from __future__ import annotations
 from planner.contracts.domain import GpuType, Instance, Job
 from planner.core.assemble import Allocation
 from planner.core.economics import ordered_pair_rates
-from planner.sim.policies.base import Decision, requested_gpus
+from planner.sim.policies.base import Decision
 from planner.sim.policies.ledger import RoundLedger, instance_order, outcome, types_by_speed
+from planner.sim.round_instance import ReplayRound
 
 
 class ExclusiveFcfs:
@@ -32,16 +33,18 @@ class ExclusiveFcfs:
         """The setting this policy runs ``job`` at on ``gpus`` GPUs of ``g`` (None: cannot run)."""
         raise NotImplementedError
 
-    def decide(self, instance: Instance) -> Decision:
+    def decide(self, instance: Instance, context: ReplayRound) -> Decision:
         """Run the phases in order: keep running jobs, start waiting ones, then :meth:`extra_phase`."""
         ledger = RoundLedger(instance)
         allocations: list[Allocation] = []
         self.keep_running(instance, ledger, allocations)
-        self.start_waiting(instance, ledger, allocations)
-        self.extra_phase(instance, ledger, allocations)
+        self.start_waiting(instance, context, ledger, allocations)
+        self.extra_phase(instance, context, ledger, allocations)
         return Decision(tuple(allocations), solver=self.name)
 
-    def extra_phase(self, instance: Instance, ledger: RoundLedger, allocations: list[Allocation]) -> None:
+    def extra_phase(
+        self, instance: Instance, context: ReplayRound, ledger: RoundLedger, allocations: list[Allocation]
+    ) -> None:
         """Hook for a further phase after the exclusive ones (none here)."""
 
     # ------------------------------------------------------------------ phase 1
@@ -104,13 +107,15 @@ class ExclusiveFcfs:
 
     # ------------------------------------------------------------------ phase 2
 
-    def start_waiting(self, instance: Instance, ledger: RoundLedger, allocations: list[Allocation]) -> None:
+    def start_waiting(
+        self, instance: Instance, context: ReplayRound, ledger: RoundLedger, allocations: list[Allocation]
+    ) -> None:
         """Phase 2: jobs without GPUs, in arrival order, at their requested count, fastest type first."""
         placed = {j for a in allocations for j in a.job_ids}
         for job in instance.jobs:
             if job.id in placed:
                 continue
-            n = requested_gpus(instance, job.id)
+            n = context.requested(job)
             for g in types_by_speed(instance, job, n):
                 s = self.choose_setting(instance, job, g, n)
                 if s is None:

@@ -37,6 +37,7 @@ from planner.core.economics import exclusive_outcomes, full_cost_j
 from planner.core.greedy import greedy_allocations
 from planner.sim.policies.base import Decision
 from planner.sim.policies.ledger import RoundLedger
+from planner.sim.round_instance import ReplayRound
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +80,7 @@ class PowerFlow:
 
     name = "powerflow"
 
-    def decide(self, instance: Instance) -> Decision:
+    def decide(self, instance: Instance, context: ReplayRound) -> Decision:
         """Admit the greedy plan, then upgrade by ``delta(w * pi) / delta(c)`` while GPUs and budget allow."""
         ledger = RoundLedger(instance)
         chosen: dict[str, Option] = {}

@@ -20,6 +20,7 @@ from planner.contracts.request import REPLAY_REQUEST, PlanRequest
 from planner.core.assemble import Allocation
 from planner.sim.policies.base import Decision
 from planner.sim.policies.ledger import instance_order
+from planner.sim.round_instance import ReplayRound
 
 
 def plan_allocations(instance: Instance, plan: Plan) -> tuple[Allocation, ...]:
@@ -44,8 +45,11 @@ class Wattplan:
     name = "wattplan"
     _planner: planning.Planner | None = field(default=None, init=False, repr=False, compare=False)
 
-    def decide(self, instance: Instance) -> Decision:
-        """Plan the round through the front door (its solvers resolved once per replay) and run its allocations."""
+    def decide(self, instance: Instance, context: ReplayRound) -> Decision:
+        """Plan the round through the front door (its solvers resolved once per replay) and run its allocations.
+
+        ``context`` is not read: the round model plans from the instance alone.
+        """
         if self._planner is None:
             self._planner = planning.Planner(self.request)
         plan = self._planner.plan(instance)
