@@ -990,6 +990,8 @@ def simulate(
     ray: RayOpt = None,
 ) -> None:
     """Replay a trace round by round with one or more policies; write logs, summary.json and plots."""
+    import dataclasses
+
     from planner.contracts.rules import RoundRules
     from planner.sim.render import progress_callback, progress_display, summary_table
     from planner.sim.replay import prepare, run_policy, with_floor_and_reference, write_outputs
@@ -1016,6 +1018,9 @@ def simulate(
         price=price,
         signal_start=signal_start,
         signal_aware=signal_aware,
+    )
+    spec = dataclasses.replace(  # the options only simulate has
+        spec,
         noise=noise,
         max_rounds=max_rounds,
         gpus_per_node=gpus_per_node,
@@ -1064,15 +1069,14 @@ def _replay_spec(
     price: Path | None,
     signal_start: str | None,
     signal_aware: bool,
-    **more: Any,
 ) -> ReplaySpec:
     """The replay spec of ``simulate`` and ``frontier`` from their common options.
 
     ``trace`` resolved (or a shipped name), ``cluster`` through the list rules and ``policies`` (the
     ``--policy`` values; None: the spec's default) expanded, in that order; wattplan's request is
     :data:`~planner.contracts.request.REPLAY_REQUEST` with the solver, time limit, threads and seed given.
-    ``more``: the options only ``simulate`` has (noise, rounds, node shape, the JCT bound, truth, learning),
-    as :class:`~planner.sim.replay.ReplaySpec` fields.
+    ``simulate`` sets the options only it has (noise, rounds, node shape, the JCT bound, truth, learning) on the
+    result with :func:`dataclasses.replace`.
     """
     import dataclasses
 
@@ -1081,10 +1085,9 @@ def _replay_spec(
     from planner.sim.replay import ReplaySpec, expand_policies
 
     resolved, cluster = _trace(trace), _cluster_option(cluster)
-    if policies is not None:
-        more["policies"] = expand_policies(repeated_list(policies, "--policy"))
+    chosen = None if policies is None else expand_policies(repeated_list(policies, "--policy"))
     request = dataclasses.replace(REPLAY_REQUEST, solver=solver, time_limit_s=time_limit, threads=threads, seed=seed)
-    return ReplaySpec(
+    spec = ReplaySpec(
         trace=resolved,
         cluster=cluster,
         fmt=fmt.value,
@@ -1102,8 +1105,8 @@ def _replay_spec(
         price=price,
         signal_start=signal_start,
         signal_aware=signal_aware,
-        **more,
     )
+    return spec if chosen is None else dataclasses.replace(spec, policies=chosen)
 
 
 def _report_dropped(by_type: Mapping[str, Sequence[str]], cluster_types: Sequence[str], out_path: Path) -> None:
@@ -1235,10 +1238,10 @@ def frontier(
         signal_aware=signal_aware,
     )
     refuse_overwriting_inputs({"--out": out_path}, [base.trace, carbon, price, profiles])
-    sweep_d = number_list(deltas, "--deltas", DELTA_BOUNDS)
-    sweep_x = [x / 100.0 for x in number_list(max_jct_increase, "--max-jct-increase", JCT_INCREASE_BOUNDS)]
+    knob_deltas = number_list(deltas, "--deltas", DELTA_BOUNDS)
+    knob_increases = [x / 100.0 for x in number_list(max_jct_increase, "--max-jct-increase", JCT_INCREASE_BOUNDS)]
     names = split_list(baselines, "--baselines")
-    total = len(fr.sweep_points(base, sweep_d, sweep_x, names))
+    total = len(fr.frontier_points(base, knob_deltas, knob_increases, names))
     with Progress(
         TextColumn("[bold]frontier"),
         BarColumn(),
@@ -1249,7 +1252,14 @@ def frontier(
     ) as bar:
         task = bar.add_task("frontier", total=total)
         result = fr.frontier(
-            base, sweep_d, sweep_x, names, out_path, workers, lambda point, row: bar.advance(task), ray_address=ray
+            base,
+            knob_deltas,
+            knob_increases,
+            names,
+            out_path,
+            workers,
+            lambda point, row: bar.advance(task),
+            ray_address=ray,
         )
     out.print(summary_table(result.rows))
     _report_dropped(result.dropped, result.cluster_types, out_path)

@@ -13,7 +13,7 @@ import pytest
 from planner.contracts.problems import InputError
 from planner.contracts.request import REPLAY_REQUEST
 from planner.contracts.rules import RoundRules
-from planner.sim.frontier import FRONTIER_COLUMNS, frontier, run_sweep, sweep_points
+from planner.sim.frontier import FRONTIER_COLUMNS, frontier, frontier_points, replay_points
 from planner.sim.policies import PolicyOptions
 from planner.sim.replay import ReplaySpec
 from tests.sim_helpers import write_gavel_trace
@@ -43,7 +43,7 @@ def test_sweep_points_labels_knobs_and_specs(base: ReplaySpec) -> None:
         power_cap_w=3000.0,
         policy_options=replace(base.policy_options, request=replace(REPLAY_REQUEST, objective="progress")),
     )
-    points = sweep_points(capped, [0.1, 0.25, 0.1], [0.05, 0.07], ["fifo-max", "all"])
+    points = frontier_points(capped, [0.1, 0.25, 0.1], [0.05, 0.07], ["fifo-max", "all"])
     labels = [p.label for p in points]
     assert labels == [
         "fifo-max",
@@ -84,9 +84,9 @@ def test_sweep_points_labels_knobs_and_specs(base: ReplaySpec) -> None:
 
 def test_bad_baseline_and_bad_values_raise_before_anything_runs(base: ReplaySpec, tmp_path: Path) -> None:
     with pytest.raises(InputError, match="unknown-policy"):
-        sweep_points(base, [], [], ["wattplan"])
+        frontier_points(base, [], [], ["wattplan"])
     with pytest.raises(InputError, match="--delta"):
-        run_sweep(sweep_points(base, [1.5], [], ["fifo-max"]), tmp_path / "bad", workers=2)
+        replay_points(frontier_points(base, [1.5], [], ["fifo-max"]), tmp_path / "bad", workers=2)
     with pytest.raises(InputError, match="--max-jct-increase"):
         frontier(base, [], [-0.1], [], tmp_path / "bad", workers=2)
     assert not (tmp_path / "bad").exists()
@@ -140,9 +140,9 @@ def test_sweep_writes_runs_and_frontier_then_resumes(base: ReplaySpec, tmp_path:
 
 
 def test_failed_replay_is_a_row_with_its_error_and_the_rest_complete(base: ReplaySpec, tmp_path: Path) -> None:
-    points = sweep_points(base, [0.1], [], ["fifo-max"])
+    points = frontier_points(base, [0.1], [], ["fifo-max"])
     broken = replace(points[0], label="broken", spec=replace(points[0].spec, trace=tmp_path / "missing.trace"))
-    rows = run_sweep([*points, broken], tmp_path / "fr", workers=2)
+    rows = replay_points([*points, broken], tmp_path / "fr", workers=2)
     assert [r["label"] for r in rows] == ["fifo-max", "wattplan-progress", "wattplan-delta-0.1", "broken"]
     assert rows[-1]["error"].startswith("InputError") and "missing.trace" in rows[-1]["error"]
     assert all("error" not in r and r["jobs_completed"] == 5 for r in rows[:-1])
@@ -172,9 +172,9 @@ class WorkerBomb:
 
 
 def test_a_dying_worker_costs_only_its_own_replay(base: ReplaySpec, tmp_path: Path) -> None:
-    points = sweep_points(base, [], [], ["fifo-max", "zeus", "eaco"])[:3]
+    points = frontier_points(base, [], [], ["fifo-max", "zeus", "eaco"])[:3]
     bomb = replace(points[1], label="bomb", spec=replace(points[1].spec, trace=WorkerBomb()))
-    rows = run_sweep([points[0], bomb, *points[1:]], tmp_path / "fr", workers=2)
+    rows = replay_points([points[0], bomb, *points[1:]], tmp_path / "fr", workers=2)
     assert [r["label"] for r in rows] == ["fifo-max", "bomb", "zeus", "eaco"]
     assert rows[1]["error"].startswith("BrokenProcessPool")
     assert all("error" not in r and r["jobs_completed"] == 5 for r in (rows[0], *rows[2:]))

@@ -17,7 +17,7 @@ from cli import app
 from planner.console.list_options import Bounds, number_list, repeated_list, split_list
 from planner.contracts.problems import InputError
 from planner.contracts.request import REPLAY_REQUEST
-from planner.sim.frontier import run_sweep, sweep_points
+from planner.sim.frontier import frontier_points, replay_points
 from planner.sim.policies import PolicyOptions
 from planner.sim.replay import DELTA_BOUNDS, ReplaySpec, check_spec
 from tests.sim_helpers import write_gavel_trace
@@ -145,7 +145,7 @@ def test_a_bad_frontier_delta_names_deltas_wherever_it_is_caught(trace: Path, tm
     request = replace(REPLAY_REQUEST, solver="greedy")
     base = ReplaySpec(trace=trace, cluster="v100:8", policy_options=PolicyOptions(request=request))
     with pytest.raises(InputError) as exc:
-        run_sweep(sweep_points(base, [1.5], [], ["fifo-max"]), tmp_path / "bad", workers=1)
+        replay_points(frontier_points(base, [1.5], [], ["fifo-max"]), tmp_path / "bad", workers=1)
     assert problems(exc) == [("bad-option", "--deltas", "must be in [0, 1), got 1.5")]
     # simulate's own option is --delta
     with pytest.raises(InputError) as exc:

@@ -1,7 +1,7 @@
 """The energy-JCT frontier of one trace: wattplan's knob swept, every baseline placed beside it.
 
-:func:`sweep_points` turns one :class:`~planner.sim.replay.ReplaySpec` into the replays of a
-sweep (:class:`FrontierPoint`), each with a unique, file-system-safe label:
+:func:`frontier_points` turns one :class:`~planner.sim.replay.ReplaySpec` into the replays of a
+frontier (:class:`FrontierPoint`), each with a unique, file-system-safe label:
 
 ==========================  ======================  =========================================
 label                       knob                    replay
@@ -13,18 +13,18 @@ label                       knob                    replay
 ``wattplan-jct+5%``         ``max_jct_increase``    wattplan, runtime-bounded mode, x = 0.05
 ==========================  ======================  =========================================
 
-Budgets, caps, noise and seed of the base spec are kept by every point (a sweep may run
+Budgets, caps, noise and seed of the base spec are kept by every point (a frontier may run
 under a cap); wattplan's planning request keeps no objective of its own, so the rules' objective
-applies. :func:`run_sweep` replays each point in a fresh interpreter through
+applies. :func:`replay_points` replays each point in a fresh interpreter through
 :func:`planner.executor.run_tasks` (a ``spawn`` process pool: wattplan's solves fork, and a
 forking process must not have run a solver first; or Ray tasks, ``ray_address``) and writes
 its files to ``out/runs/<label>/`` in this process (:func:`planner.sim.output.write_result`,
 the summary with the point's spec as ``frontier_spec`` and the SHA-256 of every input file the
 spec names as ``frontier_inputs``, :func:`input_digests`); a point whose ``summary.json`` holds
 the same spec and the same input digests is read back instead of replayed, so an interrupted
-sweep resumes. A saved point whose spec or any input file (trace, profiles, truth, carbon or
+frontier resumes. A saved point whose spec or any input file (trace, profiles, truth, carbon or
 price signal) changed since is stale: it is replayed, and counted (``FrontierResult.stale``).
-A replay that fails becomes a row with its ``error`` and the sweep goes on.
+A replay that fails becomes a row with its ``error`` and the frontier goes on.
 
 :func:`frontier` then adds, to every row, the energy floor of the workload and the comparison
 with the reference schedule (``fifo-max``, no budget) of :func:`planner.sim.metrics.with_reference`:
@@ -64,7 +64,7 @@ ProgressFn = Callable[["FrontierPoint", dict[str, Any]], None]
 WATTPLAN = "wattplan"
 REFERENCE_POLICY = "fifo-max"
 BASELINE_POLICIES = tuple(p for p in POLICY_NAMES if p != WATTPLAN)
-"""Policies a sweep may place beside wattplan (``all`` names every one of them)."""
+"""Policies a frontier may place beside wattplan (``all`` names every one of them)."""
 
 RUNS_DIR = "runs"
 SUMMARY_FILE = "summary.json"
@@ -92,7 +92,7 @@ FRONTIER_COLUMNS = (
 
 @dataclass(frozen=True)
 class FrontierPoint:
-    """One replay of a sweep: a unique file-system-safe ``label``, the knob it sets and the spec it runs.
+    """One replay of a frontier: a unique file-system-safe ``label``, the knob it sets and the spec it runs.
 
     ``value`` is the knob's value: ``delta``, or the JCT increase as a fraction; None for a
     baseline and for the ``progress`` point.
@@ -170,14 +170,14 @@ def knob_objective(base: ReplaySpec) -> Objective:
     return "efficiency" if base.rules.objective == "efficiency" else "energy"
 
 
-def sweep_points(
+def frontier_points(
     base: ReplaySpec, deltas: Sequence[float], jct_increases: Sequence[float], baselines: Sequence[str]
 ) -> list[FrontierPoint]:
-    """The replays of a sweep: each baseline, wattplan ``progress``, one per ``delta``, one per JCT increase.
+    """The replays of a frontier: each baseline, wattplan ``progress``, one per ``delta``, one per JCT increase.
 
     Every point keeps the base spec's budget, cap, noise, seed and round rules, and replays one
     policy (``spec.policies``); repeated values are swept once. Unknown baseline names raise
-    :class:`InputError`; bad values are caught by :func:`run_sweep` (:func:`check_spec`).
+    :class:`InputError`; bad values are caught by :func:`replay_points` (:func:`check_spec`).
     """
     wp_options = replace(base.policy_options, request=replace(base.policy_options.request, objective=None))
     wp = replace(base, policies=(WATTPLAN,), policy_options=wp_options, max_jct_increase=None)
@@ -256,7 +256,7 @@ def _spec_paths(value: Any, where: str) -> Iterator[tuple[str, Path]]:
 def input_digests(spec: ReplaySpec, cache: dict[Path, str] | None = None) -> dict[str, str]:
     """The SHA-256 of every input file ``spec`` names (trace, profiles, truth, signals), by field name.
 
-    ``cache`` (path to digest) lets a sweep hash each file once for all its points.
+    ``cache`` (path to digest) lets a frontier hash each file once for all its points.
     """
     cache = {} if cache is None else cache
     out: dict[str, str] = {}
@@ -360,7 +360,7 @@ def _replay(
             progress(point, row)
 
 
-def run_sweep(
+def replay_points(
     points: Sequence[FrontierPoint],
     out: Path,
     workers: int,
@@ -386,7 +386,7 @@ def run_sweep(
     labels = [p.label for p in points]
     if len(set(labels)) != len(labels):
         dup = sorted({x for x in labels if labels.count(x) > 1})
-        raise InputError("sweep", [Problem("duplicate-label", "(points)", f"labels repeat: {', '.join(dup)}")])
+        raise InputError("frontier", [Problem("duplicate-label", "(points)", f"labels repeat: {', '.join(dup)}")])
     for point in points:
         check_spec(point.spec, KNOB_OPTIONS.get(point.knob))
     runs = Path(out) / RUNS_DIR
@@ -494,7 +494,7 @@ def frontier_plot(rows: Sequence[dict[str, Any]], floor_kwh: float | None, path:
 def _reference(
     base: ReplaySpec, workload: Workload, ctx: ClusterContext, rows: Sequence[dict[str, Any]]
 ) -> dict[str, Any]:
-    """The reference summary: the sweep's own ``fifo-max`` row when it ran with no budget, else a fresh replay."""
+    """The reference summary: the frontier's own ``fifo-max`` row when it ran with no budget, else a fresh replay."""
     for r in rows:
         if r.get("knob") == "baseline" and r.get("policy") == REFERENCE_POLICY and r.get("budget") == "none":
             return r
@@ -513,17 +513,17 @@ def frontier(
 ) -> FrontierResult:
     """Sweep wattplan's knob on ``base``'s trace beside the baselines; write the frontier files in ``out``.
 
-    The points are :func:`sweep_points`'s, replayed by :func:`run_sweep`. Every row then gets
+    The points are :func:`frontier_points`'s, replayed by :func:`replay_points`. Every row then gets
     the workload's energy floor, the captured share and the JCT increase against the reference
-    (``fifo-max`` without budget: the sweep's own row when it ran without one, else replayed
+    (``fifo-max`` without budget: the frontier's own row when it ran without one, else replayed
     here) and ``on_front`` (:func:`mark_front`). Bad input raises :class:`InputError` before
     any replay runs; a replay that fails is a row with its ``error``.
     """
     out = Path(out)
-    points = sweep_points(base, deltas, jct_increases, baselines)
+    points = frontier_points(base, deltas, jct_increases, baselines)
     workload, ctx = prepare(base)  # a missing trace, a bad cluster, an empty selection: raised here, before the pool
     stale: list[str] = []
-    rows = run_sweep(points, out, workers, progress, ray_address, stale)
+    rows = replay_points(points, out, workers, progress, ray_address, stale)
     reference = _reference(base, workload, ctx, rows)
     floor = workload_floor(workload, ctx)
     floor_kwh = floor.energy_kwh
@@ -552,6 +552,6 @@ __all__ = [
     "frontier",
     "frontier_plot",
     "input_digests",
-    "run_sweep",
-    "sweep_points",
+    "replay_points",
+    "frontier_points",
 ]
