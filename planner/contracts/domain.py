@@ -10,7 +10,7 @@ Units are part of the names: ``_s`` seconds, ``_j`` joules, ``_w`` watts,
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from planner.contracts.defaults import DELTA, MIN_PAIR_RATE, RESTART_S
@@ -61,16 +61,7 @@ class RoundSpec:
     @classmethod
     def from_rules(cls, index: int, rules: RoundRules, budget_j: float | None, credit_weight: float = 1.0) -> RoundSpec:
         """Round ``index`` played by ``rules`` with budget ``budget_j`` (J, None: none) and credit weight ``w``."""
-        return cls(
-            index=index,
-            duration_s=rules.duration_s,
-            budget_j=budget_j,
-            objective=rules.objective,
-            delta=rules.delta,
-            restart_s=rules.restart_s,
-            min_pair_rate=rules.min_pair_rate,
-            credit_weight=credit_weight,
-        )
+        return cls(index=index, budget_j=budget_j, credit_weight=credit_weight, **asdict(rules))
 
     @property
     def rules(self) -> RoundRules:
