@@ -11,6 +11,8 @@ out=${3:?usage: refactor_ab.sh OLD_REV NEW_REV OUT}
 here=$(cd "$(dirname "$0")/.." && pwd)
 python=${PYTHON:-$here/.venv/bin/python}
 mkdir -p "$out"
+cleanup() { for s in old new; do git -C "$here" worktree remove --force "$out/tree-$s" 2> /dev/null || true; done; }
+trap cleanup EXIT
 for side in old new; do
   rev=${revs[$side]}
   tree="$out/tree-$side"
@@ -36,10 +38,12 @@ print("|---|---|---|---|")
 for solver in bench["old"].index:
     o, n = bench["old"].loc[solver], bench["new"].loc[solver]
     same = o.objective == n.objective and (o.bound == n.bound or pd.isna(o.bound) and pd.isna(n.bound))
-    print(f"| bench {solver} | {o.objective!r} / {o.bound!r} | {n.objective!r} / {n.bound!r} | {same} |")
+    ov, ob, nv, nb = (float(x) for x in (o.objective, o.bound, n.objective, n.bound))
+    print(f"| bench {solver} | {ov!r} / {ob!r} | {nv!r} / {nb!r} | {same} |")
 cols = ["energy_kwh", "avg_jct_s", "p95_jct_s", "rounds_simulated", "jobs_completed"]
 for policy in sim["old"].index:
     o, n = sim["old"].loc[policy, cols], sim["new"].loc[policy, cols]
-    print(f"| replay {policy} | {o.energy_kwh!r} kWh, {o.avg_jct_s!r} s | {n.energy_kwh!r} kWh, {n.avg_jct_s!r} s "
-          f"| {bool((o == n).all())} |")
+    old_text = f"{float(o.energy_kwh)!r} kWh, {float(o.avg_jct_s)!r} s"
+    new_text = f"{float(n.energy_kwh)!r} kWh, {float(n.avg_jct_s)!r} s"
+    print(f"| replay {policy} | {old_text} | {new_text} | {bool((o == n).all())} |")
 EOF
