@@ -15,7 +15,10 @@ Slurm 22.05 accepts a comma-separated job list for ``hold``, ``release``, ``requ
 A grouped call that Slurm refuses for some jobs still acts on the others and names each refused job on standard
 error (``Job is pending execution for job 13``): :attr:`ActionOutcome.refused` gives those lines by job id.
 ``update`` only changes a pending job (``Job is no longer pending execution`` otherwise): move, resize or re-pair a
-running job with ``RequeueHold``, ``Update`` and ``Release`` in one :func:`apply`.
+running job with ``RequeueHold``, ``Update`` and ``Release`` in one :func:`apply` (checked on the test cluster).
+A requeued job does not start again at once: Slurm keeps it pending (``Reason=BeginTime``) until its credential
+may expire (``AuthInfo=...,cred_expire=N`` in ``slurm.conf``, 120 s by default; ``StartTime=now`` does not shorten
+it), a restart cost the loop must count.
 """
 
 from __future__ import annotations
@@ -157,7 +160,8 @@ class ActionOutcome:
     def __str__(self) -> str:
         if not self.ran:
             return f"would run: {self.call}"
-        status = "ok" if self.ok else f"exit {self.returncode}: {' / '.join(self.stderr.split(chr(10))).strip()}"
+        said = " / ".join(line.strip() for line in self.stderr.splitlines() if line.strip())
+        status = "ok" if self.ok else f"exit {self.returncode}: {said or '(no message)'}"
         return f"{self.call}: {status}"
 
 

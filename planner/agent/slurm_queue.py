@@ -10,6 +10,9 @@ and no other key is allowed. A job whose comment does not start with ``wattplan:
 reads it only to count it and never sends it an action. A comment that starts with ``wattplan:`` but breaks the
 syntax is a problem naming the job id and ``comment``; that job is left alone, the others are still read.
 
+``squeue --json`` lists finished jobs too (``COMPLETED``, ``CANCELLED``... for ``MinJobAge`` seconds);
+:attr:`ManagedJob.state` is Slurm's ``job_state`` as printed, so the caller picks the states it acts on.
+
 Every field a managed job needs is checked for its type; a bad one is a :class:`Problem` whose path names the job
 and the field (``job 17.tres_per_node``), never a traceback. A document that is not JSON, has another schema
 (``meta.plugin.type`` other than ``openapi/v0.0.38``) or carries Slurm ``errors`` is a :class:`SlurmError`.
