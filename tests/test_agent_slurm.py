@@ -415,7 +415,13 @@ def test_actions_on_real_slurm(slurm: SlurmCluster, tmp_path: Path) -> None:
     a = submit("a", "--hold", f"--comment={comment}")
     b = submit("b", "--hold", f"--comment={comment}")
     other = submit("other", "--hold")  # held too, so any stray release or update would show on it
-    other_before = slurm.show_job(str(other))
+    untouched = ("JobState", "Reason", "Priority", "TresPerNode", "ReqNodeList", "NumNodes", "Restarts")
+
+    def other_fields() -> dict[str, str]:
+        return {f: slurm.job_field(str(other), f) for f in untouched}
+
+    other_before = other_fields()
+    assert other_before["JobState"] == "PENDING" and other_before["Priority"] == "0"
 
     def managed() -> dict[int, ManagedJob]:
         q = query_queue(run)
@@ -473,6 +479,4 @@ def test_actions_on_real_slurm(slurm: SlurmCluster, tmp_path: Path) -> None:
     assert cancel.ok and cancel.call.argv == ("scancel", str(a), str(b))
     # squeue --json lists finished jobs too (for MinJobAge seconds), in their final state
     _wait("a and b cancelled", lambda: {j.state for j in managed().values()} == {"CANCELLED"}, slurm)
-    assert slurm.job_field(str(other), "JobState") == "PENDING"
-    assert slurm.job_field(str(other), "Reason") == "JobHeldUser"
-    assert slurm.show_job(str(other)) == other_before
+    assert other_fields() == other_before  # the unmanaged job was never touched
