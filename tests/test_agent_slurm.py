@@ -467,13 +467,14 @@ def test_actions_on_real_slurm(slurm: SlurmCluster, tmp_path: Path) -> None:
     # above, would not start again within this test either)
     assert all(o.ok for o in apply([Release(b)], dry_run=False, run=run))
     _wait("job b to run", lambda: slurm.job_field(str(b), "JobState") == "RUNNING", slurm)
-    resize = apply([Release(b), Update(b, gres="gpu:2"), RequeueHold(b)], dry_run=False, run=run)
+    resize = apply([Release(b), Update(b, "gpu:2", "v100-1", 1), RequeueHold(b)], dry_run=False, run=run)
     assert [o.call.argv[1] for o in resize] == ["requeuehold", "update", "release"]
     assert all(o.ok for o in resize), [str(o) for o in resize]
     _wait("job b to be pending again", lambda: managed()[b].state == "PENDING", slurm)  # after COMPLETING
     resized = managed()[b]
     assert (resized.state, resized.held, resized.reason, resized.gpus_per_node) == ("PENDING", False, "BeginTime", 2)
     assert managed()[a].held  # requeuehold leaves a job held
+    assert (slurm.job_field(str(b), "ReqNodeList"), slurm.job_field(str(b), "NumNodes")) == ("v100-1", "1")
 
     (cancel,) = apply([Cancel(a), Cancel(b)], dry_run=False, run=run)
     assert cancel.ok and cancel.call.argv == ("scancel", str(a), str(b))

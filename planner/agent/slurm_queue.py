@@ -153,16 +153,16 @@ class _Record:
         self.problems = problems
         self.bad = False
 
-    def _problem(self, field: str, message: str) -> None:
+    def problem(self, field: str, message: str) -> None:
         self.bad = True
         self.problems.append(Problem("slurm-field", f"{self.where}.{field}", message))
 
     def text(self, field: str) -> str:
         value = self.record.get(field)
         if field not in self.record:
-            self._problem(field, "missing")
+            self.problem(field, "missing")
         elif not isinstance(value, str):
-            self._problem(field, f"must be text, not {type(value).__name__}")
+            self.problem(field, f"must be text, not {type(value).__name__}")
         else:
             return value
         return ""
@@ -170,11 +170,11 @@ class _Record:
     def integer(self, field: str, minimum: int = 0) -> int:
         value = self.record.get(field)
         if field not in self.record:
-            self._problem(field, "missing")
+            self.problem(field, "missing")
         elif isinstance(value, bool) or not isinstance(value, int):
-            self._problem(field, f"must be a whole number, not {type(value).__name__}")
+            self.problem(field, f"must be a whole number, not {type(value).__name__}")
         elif value < minimum:
-            self._problem(field, f"must be >= {minimum}, not {value}")
+            self.problem(field, f"must be >= {minimum}, not {value}")
         else:
             return value
         return 0
@@ -182,9 +182,9 @@ class _Record:
     def texts(self, field: str) -> tuple[str, ...]:
         value = self.record.get(field)
         if field not in self.record:
-            self._problem(field, "missing")
+            self.problem(field, "missing")
         elif not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            self._problem(field, "must be a list of text")
+            self.problem(field, "must be a list of text")
         else:
             return tuple(value)
         return ()
@@ -252,15 +252,15 @@ def _job(raw: dict[str, Any], job_id: int, opt_in: OptIn, problems: list[Problem
     if not rec.bad:
         found = _gpus(_split_tres(per_node), "gres:")
         if found is None or len(found) > 1:
-            rec._problem("tres_per_node", f"cannot read one GPU request (gres:gpu[:TYPE]:N) from {per_node[:80]!r}")
+            rec.problem("tres_per_node", f"cannot read one GPU request (gres:gpu[:TYPE]:N) from {per_node[:80]!r}")
         elif not found or found[0][1] < 1:
-            rec._problem("tres_per_node", "a managed job asks GPUs per node (--gres=gpu:N, N >= 1)")
+            rec.problem("tres_per_node", "a managed job asks GPUs per node (--gres=gpu:N, N >= 1)")
         else:
             gpus = found
     for field in ("tres_per_job", "tres_per_task", "tres_per_socket"):
         other = rec.text(field)
         if "gpu" in other:
-            rec._problem(field, f"asks GPUs as {other[:80]!r}: the agent manages --gres=gpu:N per node only")
+            rec.problem(field, f"asks GPUs as {other[:80]!r}: the agent manages --gres=gpu:N per node only")
     if rec.bad or not gpus:
         return None
     return ManagedJob(
@@ -342,11 +342,11 @@ def _node(raw: dict[str, Any], index: int, problems: list[Problem]) -> NodeState
     elif slurm_state in _UP:
         state = "idle" if slurm_state == "idle" else "mixed" if slurm_state == "mixed" else "allocated"
     else:
-        rec._problem("state", f"unknown node state {slurm_state[:40]!r}")
+        rec.problem("state", f"unknown node state {slurm_state[:40]!r}")
         return None
     found = _gpus(_split_tres(gres), "")
     if found is None:
-        rec._problem("gres", f"cannot read GPUs (gpu[:TYPE]:N) from {gres[:80]!r}")
+        rec.problem("gres", f"cannot read GPUs (gpu[:TYPE]:N) from {gres[:80]!r}")
         return None
     types = {t for t, _ in found}
     return NodeState(
