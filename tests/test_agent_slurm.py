@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -40,10 +37,9 @@ from planner.agent.slurm_queue import (
     read_queue,
 )
 from planner.agent.slurm_version import parse_version, require_supported, slurm_version, supported_problem
-from tests.slurm_cluster import SlurmCluster, missing_binaries
+from tests.slurm_cluster import SlurmCluster, running_cluster
 
 DATA = Path(__file__).resolve().parent / "data" / "agent"
-REQUIRED = os.environ.get("WATTPLAN_REQUIRE_SLURM") == "1"
 
 
 def _text(name: str) -> str:
@@ -365,31 +361,10 @@ def test_run_command_keeps_missing_programs_as_results(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------- real Slurm
 
 
-def _unavailable(reason: str) -> None:
-    if REQUIRED:
-        pytest.fail(f"WATTPLAN_REQUIRE_SLURM=1 but {reason}")
-    pytest.skip(reason)
-
-
 @pytest.fixture(scope="module")
 def slurm() -> Iterator[SlurmCluster]:
     """A running two-node cluster for this module; stopped (by PID) and deleted afterwards."""
-    missing = missing_binaries()
-    if missing:
-        _unavailable(
-            f"Slurm is not installed ({', '.join(missing)} missing): "
-            "apt-get install slurmctld slurmd slurm-client munge"
-        )
-    if os.geteuid() != 0:
-        _unavailable("the test cluster runs slurmd and mknod, which need root")
-    root = Path(tempfile.mkdtemp(prefix="wattplan-agent-slurm-"))
-    cluster = SlurmCluster(root)
-    try:
-        cluster.start()
-        yield cluster
-    finally:
-        cluster.stop()
-        shutil.rmtree(root, ignore_errors=True)
+    yield from running_cluster("wattplan-agent-slurm-")
 
 
 def _wait(what: str, ready: Callable[[], bool], cluster: SlurmCluster, timeout_s: float = 30.0) -> None:

@@ -39,43 +39,33 @@ def _check_job(job: int) -> None:
 
 
 @dataclass(frozen=True, slots=True)
-class Hold:
+class _JobAction:
+    """An action on one Slurm job, named by its id (a whole number >= 1)."""
+
+    job: int
+
+    def __post_init__(self) -> None:
+        _check_job(self.job)
+
+
+@dataclass(frozen=True, slots=True)
+class Hold(_JobAction):
     """``scontrol hold ID``: keep a pending job from starting."""
 
-    job: int
-
-    def __post_init__(self) -> None:
-        _check_job(self.job)
-
 
 @dataclass(frozen=True, slots=True)
-class Release:
+class Release(_JobAction):
     """``scontrol release ID``: let a held job start."""
 
-    job: int
-
-    def __post_init__(self) -> None:
-        _check_job(self.job)
-
 
 @dataclass(frozen=True, slots=True)
-class RequeueHold:
+class RequeueHold(_JobAction):
     """``scontrol requeuehold ID``: put a running batch job back to pending, held."""
 
-    job: int
-
-    def __post_init__(self) -> None:
-        _check_job(self.job)
-
 
 @dataclass(frozen=True, slots=True)
-class Cancel:
+class Cancel(_JobAction):
     """``scancel ID``: end the job."""
-
-    job: int
-
-    def __post_init__(self) -> None:
-        _check_job(self.job)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +109,8 @@ class Update:
 Action = Cancel | RequeueHold | Hold | Update | Release
 PHASES: tuple[type[Action], ...] = (Cancel, RequeueHold, Hold, Update, Release)
 """The order calls are sent in, whatever order the actions came in."""
+_VERBS: dict[type[Action], str] = {RequeueHold: "requeuehold", Hold: "hold", Release: "release"}
+"""The ``scontrol`` verb of each action that takes a bare job list."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,8 +197,7 @@ def calls(actions: Iterable[Action]) -> list[SlurmCall]:
             for fields, ids in groups.items():
                 out.append(SlurmCall(("scontrol", "update", f"JobId={_ids(ids)}", *fields), tuple(ids)))
         else:
-            verb = {RequeueHold: "requeuehold", Hold: "hold", Release: "release"}[phase]
-            out.append(SlurmCall(("scontrol", verb, _ids(jobs)), tuple(jobs)))
+            out.append(SlurmCall(("scontrol", _VERBS[phase], _ids(jobs)), tuple(jobs)))
     return out
 
 
