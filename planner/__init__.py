@@ -19,6 +19,8 @@ Layers, lowest first (the rank in brackets; layers of one rank never import each
 - ``launch`` [7]: plans rendered for Slurm, Kubernetes and node scripts (reads plans, never plans).
 - ``sim`` [7]: the replay of a trace, its policies and the energy frontier.
 - ``bench`` [7]: solver benchmarks and the benchmark instance families and sets.
+- ``agent`` [7]: the Slurm side of ``wattplan agent``: the version probe, readers of ``squeue``/``sinfo --json``
+  and the grouped ``scontrol``/``scancel`` actions.
 - ``cli`` [8] and ``__main__``: the ``wattplan`` command, a thin layer over the above.
 
 ``tests/test_layering.py`` checks these rules from the imports.

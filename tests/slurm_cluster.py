@@ -21,8 +21,9 @@ import secrets
 import shutil
 import socket
 import subprocess
+import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -261,3 +262,38 @@ class SlurmCluster:
             if token.startswith(f"{name}="):
                 return token.split("=", 1)[1]
         return ""
+
+
+REQUIRED = os.environ.get("WATTPLAN_REQUIRE_SLURM") == "1"
+"""CI sets this: a missing Slurm is then a failure, not a skip."""
+
+
+def _unavailable(reason: str) -> None:
+    import pytest
+
+    if REQUIRED:
+        pytest.fail(f"WATTPLAN_REQUIRE_SLURM=1 but {reason}")
+    pytest.skip(reason)
+
+
+def running_cluster(prefix: str) -> Iterator[SlurmCluster]:
+    """A started two-node cluster under a fresh folder named ``prefix*``, stopped (by PID) and deleted afterwards.
+
+    Skips the test (fails it under ``WATTPLAN_REQUIRE_SLURM=1``) when Slurm is missing or this is not root.
+    """
+    missing = missing_binaries()
+    if missing:
+        _unavailable(
+            f"Slurm is not installed ({', '.join(missing)} missing): "
+            "apt-get install slurmctld slurmd slurm-client munge"
+        )
+    if os.geteuid() != 0:
+        _unavailable("the test cluster runs slurmd and mknod, which need root")
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    cluster = SlurmCluster(root)
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+        shutil.rmtree(root, ignore_errors=True)

@@ -37,6 +37,7 @@ LAYERS: dict[str, int] = {
     "planner.launch": 7,
     "planner.sim": 7,
     "planner.bench": 7,
+    "planner.agent": 7,
     "planner.cli": 8,
     "cli": 9,
     "planner.__main__": 9,

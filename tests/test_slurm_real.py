@@ -16,9 +16,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,39 +28,17 @@ from cli import app
 from planner.contracts.instance_io import instance_to_doc
 from planner.contracts.plan import write_plan
 from tests.launch_helpers import hand_plan, install_fake_nvidia, launch_instance
-from tests.slurm_cluster import SlurmCluster, missing_binaries
+from tests.slurm_cluster import SlurmCluster, running_cluster
 
 pytestmark = pytest.mark.slow
 
-REQUIRED = os.environ.get("WATTPLAN_REQUIRE_SLURM") == "1"
 PWNED = (Path("/tmp/wattplan-pwned"), Path("/tmp/pwned"))
-
-
-def _unavailable(reason: str) -> None:
-    if REQUIRED:
-        pytest.fail(f"WATTPLAN_REQUIRE_SLURM=1 but {reason}")
-    pytest.skip(reason)
 
 
 @pytest.fixture(scope="module")
 def slurm() -> Iterator[SlurmCluster]:
     """A running two-node cluster for this module; stopped (by PID) and deleted afterwards."""
-    missing = missing_binaries()
-    if missing:
-        _unavailable(
-            f"Slurm is not installed ({', '.join(missing)} missing): "
-            "apt-get install slurmctld slurmd slurm-client munge"
-        )
-    if os.geteuid() != 0:
-        _unavailable("the test cluster runs slurmd and mknod, which need root")
-    root = Path(tempfile.mkdtemp(prefix="wattplan-slurm-"))
-    cluster = SlurmCluster(root)
-    try:
-        cluster.start()
-        yield cluster
-    finally:
-        cluster.stop()
-        shutil.rmtree(root, ignore_errors=True)
+    yield from running_cluster("wattplan-slurm-")
 
 
 def _render_with_cli(inst, plan, tmp_path: Path) -> Path:

@@ -1,0 +1,394 @@
+"""Strict readers of Slurm 22.05's ``squeue --json`` and ``sinfo --json`` (the OpenAPI v0.0.38 shape).
+
+How a job opts in: its Slurm comment (``sbatch --comment=...``) is exactly
+
+    wattplan:type=<job type>;steps=<total steps>
+
+``type`` names the job's profiled job type (any text but ``;``, ``=`` and control characters, surrounding
+spaces dropped) and ``steps`` its total training steps (a whole number >= 1); both keys appear once, in any order,
+and no other key is allowed. A job whose comment does not start with ``wattplan:`` is not managed: the agent
+reads it only to count it and never sends it an action. A comment that starts with ``wattplan:`` but breaks the
+syntax is a problem naming the job id and ``comment``; that job is left alone, the others are still read.
+
+``squeue --json`` lists finished jobs too (``COMPLETED``, ``CANCELLED``... for ``MinJobAge`` seconds);
+:attr:`ManagedJob.state` is Slurm's ``job_state`` as printed, so the caller picks the states it acts on.
+
+Every field a managed job needs is checked for its type; a bad one is a :class:`Problem` whose path names the job
+and the field (``job 17.tres_per_node``), never a traceback. A document that is not JSON, has another schema
+(``meta.plugin.type`` other than ``openapi/v0.0.38``) or carries Slurm ``errors`` is a :class:`SlurmError`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from planner.agent.commands import Run, SlurmError, first_line, run_command
+from planner.contracts.problems import Problem
+
+PLUGIN = "openapi/v0.0.38"
+"""``meta.plugin.type`` of the JSON this module reads (Slurm 22.05)."""
+OPT_IN_PREFIX = "wattplan:"
+QUEUE_COMMAND = ("squeue", "--json")
+NODES_COMMAND = ("sinfo", "--json")
+
+NodeStateName = Literal["idle", "mixed", "allocated", "drained", "down"]
+HELD_REASONS = frozenset({"JobHeldUser", "JobHeldAdmin"})
+"""``state_reason`` of a pending job that waits on ``scontrol release`` (``sbatch --hold``, ``scontrol hold``,
+``requeuehold``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class OptIn:
+    """What a managed job's comment declares: its job type and total steps."""
+
+    job_type: str
+    total_steps: int
+
+
+@dataclass(frozen=True, slots=True)
+class ManagedJob:
+    """One job that opted in, as ``squeue --json`` shows it.
+
+    ``gpus_per_node`` and ``gpu_type`` come from ``tres_per_node`` (``--gres=gpu[:TYPE]:N``); ``node_list`` is
+    Slurm's host list (``v100-[0-1]``, empty while pending); ``start_time_s`` is None while pending (Slurm then
+    holds an estimate there); times are Unix seconds.
+    """
+
+    job_id: int
+    name: str
+    state: str
+    held: bool
+    reason: str
+    partition: str
+    node_list: str
+    node_count: int
+    gpus_per_node: int
+    gpu_type: str | None
+    submit_time_s: int
+    start_time_s: int | None
+    job_type: str
+    total_steps: int
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRead:
+    """The managed jobs of one ``squeue --json``, the problems found, and how many jobs were not managed."""
+
+    jobs: tuple[ManagedJob, ...]
+    problems: tuple[Problem, ...]
+    unmanaged: int
+
+
+@dataclass(frozen=True, slots=True)
+class NodeState:
+    """One node of ``sinfo --json``: ``state`` folded to five words, ``slurm_state`` as Slurm said it."""
+
+    name: str
+    state: NodeStateName
+    slurm_state: str
+    gpus: int
+    gpu_type: str | None
+    features: tuple[str, ...]
+    partitions: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class NodesRead:
+    """The nodes of one ``sinfo --json`` and the problems found."""
+
+    nodes: tuple[NodeState, ...]
+    problems: tuple[Problem, ...]
+
+
+# ---------------------------------------------------------------------------------------------- opt-in comment
+
+_FORBIDDEN_IN_TYPE = re.compile(r"[;=\x00-\x1f\x7f]")
+
+
+def parse_opt_in(comment: str) -> OptIn | None:
+    """None for a comment that does not opt in; the declared fields; ValueError (the reason) if malformed."""
+    if not comment.startswith(OPT_IN_PREFIX):
+        return None
+    fields: dict[str, str] = {}
+    for part in comment[len(OPT_IN_PREFIX) :].split(";"):
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if not sep:
+            raise ValueError(f"{part.strip()!r} is not key=value")
+        if key not in ("type", "steps"):
+            raise ValueError(f"unknown key {key!r} (allowed: type, steps)")
+        if key in fields:
+            raise ValueError(f"key {key!r} given twice")
+        fields[key] = value.strip()
+    missing = [k for k in ("type", "steps") if k not in fields]
+    if missing:
+        raise ValueError(f"missing {', '.join(missing)}")
+    job_type, steps = fields["type"], fields["steps"]
+    if not job_type or _FORBIDDEN_IN_TYPE.search(job_type):
+        raise ValueError("type must be non-empty text without ';', '=' or control characters")
+    if not re.fullmatch(r"[0-9]{1,18}", steps) or int(steps) < 1:
+        raise ValueError(f"steps must be a whole number >= 1, not {steps[:40]!r}")
+    return OptIn(job_type, int(steps))
+
+
+def opt_in_comment(job_type: str, total_steps: int) -> str:
+    """The comment that makes a job managed (``sbatch --comment=...``); checked by :func:`parse_opt_in`."""
+    comment = f"{OPT_IN_PREFIX}type={job_type};steps={total_steps}"
+    parse_opt_in(comment)
+    return comment
+
+
+# ---------------------------------------------------------------------------------------------- field access
+
+
+class _Record:
+    """Typed access to one JSON object's fields; each bad field adds one problem naming ``where`` and the field."""
+
+    def __init__(self, record: dict[str, Any], where: str, problems: list[Problem]):
+        self.record = record
+        self.where = where
+        self.problems = problems
+        self.bad = False
+
+    def problem(self, field: str, message: str) -> None:
+        self.bad = True
+        self.problems.append(Problem("slurm-field", f"{self.where}.{field}", message))
+
+    def text(self, field: str) -> str:
+        value = self.record.get(field)
+        if field not in self.record:
+            self.problem(field, "missing")
+        elif not isinstance(value, str):
+            self.problem(field, f"must be text, not {type(value).__name__}")
+        else:
+            return value
+        return ""
+
+    def integer(self, field: str, minimum: int = 0) -> int:
+        value = self.record.get(field)
+        if field not in self.record:
+            self.problem(field, "missing")
+        elif isinstance(value, bool) or not isinstance(value, int):
+            self.problem(field, f"must be a whole number, not {type(value).__name__}")
+        elif value < minimum:
+            self.problem(field, f"must be >= {minimum}, not {value}")
+        else:
+            return value
+        return 0
+
+    def texts(self, field: str) -> tuple[str, ...]:
+        value = self.record.get(field)
+        if field not in self.record:
+            self.problem(field, "missing")
+        elif not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            self.problem(field, "must be a list of text")
+        else:
+            return tuple(value)
+        return ()
+
+
+def _document(text: str, what: str, key: str) -> list[Any]:
+    """The ``key`` list of one Slurm JSON document, after checking it is JSON of the supported schema."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise SlurmError(f"`{what}` did not print JSON: {err}") from None
+    if not isinstance(doc, dict):
+        raise SlurmError(f"`{what}` printed JSON that is not an object")
+    meta = doc.get("meta")
+    plugin = meta.get("plugin") if isinstance(meta, dict) else None
+    kind = plugin.get("type") if isinstance(plugin, dict) else None
+    if kind != PLUGIN:
+        release = meta.get("Slurm", {}).get("release") if isinstance(meta, dict) else None
+        found = f"schema {kind!r}" if kind is not None else "no meta.plugin.type"
+        raise SlurmError(
+            f"`{what}` printed {found} (Slurm {release or 'unknown'}): the agent reads {PLUGIN} (Slurm 22.05) only"
+        )
+    errors = doc.get("errors")
+    if errors:
+        raise SlurmError(f"`{what}` reported errors: {json.dumps(errors)[:400]}")
+    items = doc.get(key)
+    if not isinstance(items, list):
+        raise SlurmError(f"`{what}` printed no {key!r} list")
+    return items
+
+
+def _split_tres(text: str) -> list[str]:
+    """Comma-separated items, commas inside parentheses kept (``gpu:v100:8(S:0,1),shard:64``)."""
+    return [item for item in re.split(r",(?![^(]*\))", text) if item]
+
+
+def _gpus(items: list[str], prefix: str) -> list[tuple[str | None, int]] | None:
+    """``(type, count)`` of each ``[prefix]gpu[:type]:count`` item; None if a gpu item does not read."""
+    out: list[tuple[str | None, int]] = []
+    for item in items:
+        if not item.startswith(prefix + "gpu"):
+            continue
+        match = re.fullmatch(re.escape(prefix) + r"gpu(?::([^:()]+))?:([0-9]+)(?:\(.*\))?", item)
+        if match is None:
+            return None
+        out.append((match.group(1), int(match.group(2))))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- squeue
+
+
+def _job(raw: dict[str, Any], job_id: int, opt_in: OptIn, problems: list[Problem]) -> ManagedJob | None:
+    rec = _Record(raw, f"job {job_id}", problems)
+    name = rec.text("name")
+    state = rec.text("job_state")
+    reason = rec.text("state_reason")
+    partition = rec.text("partition")
+    node_list = rec.text("nodes")
+    node_count = rec.integer("node_count")
+    submit = rec.integer("submit_time")
+    start = rec.integer("start_time")
+    per_node = rec.text("tres_per_node")
+    gpus: list[tuple[str | None, int]] = []
+    if not rec.bad:
+        found = _gpus(_split_tres(per_node), "gres:")
+        if found is None or len(found) > 1:
+            rec.problem("tres_per_node", f"cannot read one GPU request (gres:gpu[:TYPE]:N) from {per_node[:80]!r}")
+        elif not found or found[0][1] < 1:
+            rec.problem("tres_per_node", "a managed job asks GPUs per node (--gres=gpu:N, N >= 1)")
+        else:
+            gpus = found
+    for field in ("tres_per_job", "tres_per_task", "tres_per_socket"):
+        other = rec.text(field)
+        if "gpu" in other:
+            rec.problem(field, f"asks GPUs as {other[:80]!r}: the agent manages --gres=gpu:N per node only")
+    if rec.bad or not gpus:
+        return None
+    return ManagedJob(
+        job_id=job_id,
+        name=name,
+        state=state,
+        held=state == "PENDING" and reason in HELD_REASONS,
+        reason=reason,
+        partition=partition,
+        node_list=node_list,
+        node_count=node_count,
+        gpus_per_node=gpus[0][1],
+        gpu_type=gpus[0][0],
+        submit_time_s=submit,
+        start_time_s=None if state == "PENDING" or start == 0 else start,
+        job_type=opt_in.job_type,
+        total_steps=opt_in.total_steps,
+    )
+
+
+def read_queue(text: str) -> QueueRead:
+    """The managed jobs of ``squeue --json`` text, each problem by job id and field; see the module's rules."""
+    problems: list[Problem] = []
+    jobs: list[ManagedJob] = []
+    unmanaged = 0
+    for index, raw in enumerate(_document(text, "squeue --json", "jobs")):
+        if not isinstance(raw, dict):
+            problems.append(Problem("slurm-field", f"jobs[{index}]", "must be an object"))
+            continue
+        job_id = raw.get("job_id")
+        if isinstance(job_id, bool) or not isinstance(job_id, int) or job_id < 1:
+            problems.append(Problem("slurm-field", f"jobs[{index}].job_id", f"must be a job id, not {job_id!r}"))
+            continue
+        rec = _Record(raw, f"job {job_id}", problems)
+        comment = rec.text("comment")
+        if rec.bad:
+            continue
+        try:
+            opt_in = parse_opt_in(comment)
+        except ValueError as err:
+            problems.append(
+                Problem("opt-in", f"job {job_id}.comment", f"malformed opt-in {comment[:120]!r}: {err}; left alone")
+            )
+            continue
+        if opt_in is None:
+            unmanaged += 1
+            continue
+        job = _job(raw, job_id, opt_in, problems)
+        if job is not None:
+            jobs.append(job)
+    return QueueRead(tuple(jobs), tuple(problems), unmanaged)
+
+
+# ---------------------------------------------------------------------------------------------- sinfo
+
+_UP = {"idle": "idle", "mixed": "mixed", "allocated": "allocated"}
+_DOWN = {"down", "error", "unknown", "future"}
+_DOWN_FLAGS = {"NOT_RESPONDING", "POWERED_DOWN", "POWERING_DOWN", "FAIL"}
+
+
+def _node(raw: dict[str, Any], index: int, problems: list[Problem]) -> NodeState | None:
+    name = raw.get("name")
+    if not isinstance(name, str) or not name:
+        problems.append(Problem("slurm-field", f"nodes[{index}].name", f"must be a node name, not {name!r}"))
+        return None
+    rec = _Record(raw, f"node {name}", problems)
+    slurm_state = rec.text("state")
+    flags = rec.texts("state_flags")
+    gres = rec.text("gres")
+    features = rec.text("active_features")
+    partitions = rec.texts("partitions")
+    if rec.bad:
+        return None
+    state: NodeStateName
+    if "DRAIN" in flags:
+        state = "drained"
+    elif slurm_state in _DOWN or _DOWN_FLAGS.intersection(flags):
+        state = "down"
+    elif slurm_state in _UP:
+        state = "idle" if slurm_state == "idle" else "mixed" if slurm_state == "mixed" else "allocated"
+    else:
+        rec.problem("state", f"unknown node state {slurm_state[:40]!r}")
+        return None
+    found = _gpus(_split_tres(gres), "")
+    if found is None:
+        rec.problem("gres", f"cannot read GPUs (gpu[:TYPE]:N) from {gres[:80]!r}")
+        return None
+    types = {t for t, _ in found}
+    return NodeState(
+        name=name,
+        state=state,
+        slurm_state="+".join([slurm_state, *flags]),
+        gpus=sum(n for _, n in found),
+        gpu_type=types.pop() if len(types) == 1 else None,
+        features=tuple(f for f in features.split(",") if f),
+        partitions=partitions,
+    )
+
+
+def read_nodes(text: str) -> NodesRead:
+    """The nodes of ``sinfo --json`` text, each problem by node name and field."""
+    problems: list[Problem] = []
+    nodes: list[NodeState] = []
+    for index, raw in enumerate(_document(text, "sinfo --json", "nodes")):
+        if not isinstance(raw, dict):
+            problems.append(Problem("slurm-field", f"nodes[{index}]", "must be an object"))
+            continue
+        node = _node(raw, index, problems)
+        if node is not None:
+            nodes.append(node)
+    return NodesRead(tuple(nodes), tuple(problems))
+
+
+# ---------------------------------------------------------------------------------------------- commands
+
+
+def _ask(run: Run, argv: tuple[str, ...]) -> str:
+    result = run(argv)
+    if not result.ok:
+        raise SlurmError(f"`{' '.join(argv)}` failed with exit {result.returncode}: {first_line(result.stderr)}")
+    return result.stdout
+
+
+def query_queue(run: Run = run_command) -> QueueRead:
+    """Run ``squeue --json`` and read it (check the version first: :func:`slurm_version.require_supported`)."""
+    return read_queue(_ask(run, QUEUE_COMMAND))
+
+
+def query_nodes(run: Run = run_command) -> NodesRead:
+    """Run ``sinfo --json`` and read it."""
+    return read_nodes(_ask(run, NODES_COMMAND))
