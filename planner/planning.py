@@ -29,6 +29,7 @@ import math
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from formulations.backends import (
     BUILTIN,
@@ -43,15 +44,12 @@ from formulations.backends import (
 )
 from planner.contracts.domain import Instance
 from planner.contracts.floor import EnergyFloor
-from planner.contracts.instance_io import instance_sha256
-from planner.contracts.plan import Plan, with_instance_sha256
 from planner.contracts.problems import InputError, Problem
 from planner.contracts.request import DEFAULT_REQUEST, EXPORT_SUFFIXES, GREEDY, PlanRequest
 from planner.contracts.rules import RoundRules, rules_problems
-from planner.contracts.solve_report import HeuristicRecord, SolveReport
-from planner.core.assemble import SolveInfo, assemble_plan
-from planner.core.greedy import greedy_allocations
-from planner.core.validate import checked
+
+if TYPE_CHECKING:
+    from planner.contracts.plan import Plan
 
 SOLVER_NAMES: tuple[str, ...] = (*BUILTIN, GREEDY)
 """The solver names a user may give besides the patterns (``pulp:NAME``): the registry's and ``greedy``."""
@@ -169,6 +167,11 @@ def request_problems(request: PlanRequest) -> list[Problem]:
 
 def greedy_plan(instance: Instance) -> Plan:
     """The greedy plan (see :mod:`planner.core.greedy`), placed, totalled and validated."""
+    from planner.contracts.solve_report import HeuristicRecord, SolveReport
+    from planner.core.assemble import SolveInfo, assemble_plan
+    from planner.core.greedy import greedy_allocations
+    from planner.core.validate import checked
+
     begin = time.perf_counter()
     allocations = greedy_allocations(instance)
     seconds = time.perf_counter() - begin
@@ -212,6 +215,9 @@ class Planner:
         before it read the instance, so that ``request.time_limit_s`` covers the whole call.
         Raises :class:`~planner.core.validate.InvalidPlanError` if a planner bug produced an invalid plan.
         """
+        from planner.contracts.instance_io import instance_sha256
+        from planner.contracts.plan import with_instance_sha256
+
         started_at = time.perf_counter() if started_at is None else started_at
         digest = instance_sha256(instance)  # the instance as given, before the request's objective and delta
         instance = _as_requested(instance, self.request)
@@ -246,6 +252,8 @@ def plan_from_solution(instance: Instance, solution: Path, request: PlanRequest 
     if problems:
         raise InputError("options", problems)
     from formulations.external_plan import external_plan
+    from planner.contracts.instance_io import instance_sha256
+    from planner.contracts.plan import with_instance_sha256
 
     result = external_plan(_as_requested(instance, request), solution)
     return with_instance_sha256(result, instance_sha256(instance))
