@@ -32,6 +32,7 @@ from planner.agent.slurm_queue import (
     ManagedJob,
     opt_in_comment,
     parse_opt_in,
+    query_nodes,
     query_queue,
     read_nodes,
     read_queue,
@@ -405,6 +406,9 @@ def test_actions_on_real_slurm(slurm: SlurmCluster, tmp_path: Path) -> None:
 
     jobs = managed()
     assert sorted(jobs) == [a, b]
+    nodes = query_nodes(run)
+    assert nodes.problems == () and sorted(n.name for n in nodes.nodes) == sorted(slurm.nodes)
+    assert all((n.gpus, n.gpu_type) == (slurm.gpus_per_node, slurm.gpu_type) for n in nodes.nodes)
     assert all(
         (j.held, j.job_type, j.total_steps, j.gpus_per_node) == (True, "resnet18", 1000, 1) for j in jobs.values()
     )
