@@ -3,8 +3,9 @@
 # "Layering refactor"). Each commit is checked out as a detached git worktree and run with this checkout's venv
 # (PYTHONPATH puts the worktree's packages first), one after the other, on the same machine.
 # Usage: benchmarks/refactor_ab.sh OLD_REV NEW_REV OUT
-#   a 2,000-job trace round (instance sweep: the files must be identical), bench greedy, highs and cbc at 20 s,
-#   and a 40-job replay of slice 6214e9 with every policy (wattplan on HiGHS, 20 s a round, one thread).
+#   a 2,000-job round of two families built differently, trace (real queues) and sampled (i.i.d. draws) (instance
+#   sweep: the files must be identical), bench greedy, highs and cbc at 20 s on each, and a 40-job replay of slice
+#   6214e9 with every policy (wattplan on HiGHS, 20 s a round, one thread).
 set -euo pipefail
 declare -A revs=([old]=${1:?usage: refactor_ab.sh OLD_REV NEW_REV OUT} [new]=${2:?usage: refactor_ab.sh OLD_REV NEW_REV OUT})
 out=${3:?usage: refactor_ab.sh OLD_REV NEW_REV OUT}
@@ -18,28 +19,37 @@ for side in old new; do
   tree="$out/tree-$side"
   [ -d "$tree" ] || git -C "$here" worktree add --detach "$tree" "$rev" > /dev/null
   run() { (cd "$tree" && PYTHONPATH="$tree" "$python" -m planner "$@"); }
-  run instance sweep --family trace --sizes 2000 --budgets 0.3 --out "$out/$side/set" > "$out/$side.sweep.log"
-  run bench "$out/$side/set" --solvers greedy,highs,cbc --time-limit 20 --workers 1 --quiet \
-    --out "$out/$side/bench" > "$out/$side.bench.log"
+  for family in trace sampled; do
+    run instance sweep --family "$family" --sizes 2000 --budgets 0.3 --out "$out/$side/set-$family" \
+      > "$out/$side.sweep-$family.log"
+    run bench "$out/$side/set-$family" --solvers greedy,highs,cbc --time-limit 20 --workers 1 --quiet \
+      --out "$out/$side/bench-$family" > "$out/$side.bench-$family.log"
+  done
   run simulate 6214e9.trace --cluster v100:32,p100:16 --start-s 4180536 --max-jobs 40 --policy all \
     --solver highs --time-limit 20 --threads 1 --out "$out/$side/sim" --no-plots -q > "$out/$side.sim.log"
 done
-cmp "$out/old/set/manifest.csv" "$out/new/set/manifest.csv" && echo "instance sets: identical manifests (SHA-256 of every file)"
+for family in trace sampled; do
+  cmp "$out/old/set-$family/manifest.csv" "$out/new/set-$family/manifest.csv" &&
+    echo "$family instance set: identical manifests (SHA-256 of every file)"
+done
 "$python" - "$out" <<'EOF'
 import sys
 
 import pandas as pd
 
 out = sys.argv[1]
-bench = {s: pd.read_csv(f"{out}/{s}/bench/runs.csv").set_index("solver") for s in ("old", "new")}
+families = ("trace", "sampled")
+bench = {
+    (s, f): pd.read_csv(f"{out}/{s}/bench-{f}/runs.csv").set_index("solver") for s in ("old", "new") for f in families
+}
 sim = {s: pd.read_csv(f"{out}/{s}/sim/comparison.csv").set_index("policy") for s in ("old", "new")}
 print("| run | old objective / bound | new objective / bound | same |")
 print("|---|---|---|---|")
-for solver in bench["old"].index:
-    o, n = bench["old"].loc[solver], bench["new"].loc[solver]
+for family, solver in [(f, s) for f in families for s in bench[("old", f)].index]:
+    o, n = bench[("old", family)].loc[solver], bench[("new", family)].loc[solver]
     same = o.objective == n.objective and (o.bound == n.bound or pd.isna(o.bound) and pd.isna(n.bound))
     ov, ob, nv, nb = (float(x) for x in (o.objective, o.bound, n.objective, n.bound))
-    print(f"| bench {solver} | {ov!r} / {ob!r} | {nv!r} / {nb!r} | {same} |")
+    print(f"| bench {family} {solver} | {ov!r} / {ob!r} | {nv!r} / {nb!r} | {same} |")
 cols = ["energy_kwh", "avg_jct_s", "p95_jct_s", "rounds_simulated", "jobs_completed"]
 for policy in sim["old"].index:
     o, n = sim["old"].loc[policy, cols], sim["new"].loc[policy, cols]
