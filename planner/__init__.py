@@ -19,9 +19,12 @@ Layers, lowest first (the rank in brackets; layers of one rank never import each
 - ``launch`` [7]: plans rendered for Slurm, Kubernetes and node scripts (reads plans, never plans).
 - ``sim`` [7]: the replay of a trace, its policies and the energy frontier.
 - ``bench`` [7]: solver benchmarks and the benchmark instance families and sets.
-- ``agent`` [7]: the Slurm side of ``wattplan agent``: the version probe, readers of ``squeue``/``sinfo --json``
-  and the grouped ``scontrol``/``scancel`` actions.
-- ``cli`` [8] and ``__main__``: the ``wattplan`` command, a thin layer over the above.
+- ``agent`` [8]: ``wattplan agent``, the control loop on a live Slurm: the version probe, readers of
+  ``squeue``/``sinfo --json``, the grouped ``scontrol``/``scancel`` actions, Prometheus, the state in SQLite. It
+  ranks above ``sim`` because it reuses the replay's round instance, governor and learner.
+- ``cluster`` [9]: an emulated GPU cluster on one host (real Slurm, munge and Prometheus, emulated GPUs) for tests,
+  benchmarks and the demo.
+- ``cli`` [10] and ``__main__``: the ``wattplan`` command, a thin layer over the above.
 
 ``tests/test_layering.py`` checks these rules from the imports.
 """

@@ -37,10 +37,11 @@ LAYERS: dict[str, int] = {
     "planner.launch": 7,
     "planner.sim": 7,
     "planner.bench": 7,
-    "planner.agent": 7,
-    "planner.cli": 8,
-    "cli": 9,
-    "planner.__main__": 9,
+    "planner.agent": 8,
+    "planner.cluster": 9,
+    "planner.cli": 10,
+    "cli": 11,
+    "planner.__main__": 11,
 }
 """Each layer by rank (docs/design.md §8.1): a module imports its own layer or layers of lower rank only, so
 two layers of one rank (``sim`` and ``bench``, say) never import each other."""

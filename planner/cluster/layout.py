@@ -1,0 +1,208 @@
+"""The folder of one emulated cluster and the file contracts between its parts (docs/design.md §11.7).
+
+One folder holds everything ``wattplan cluster up`` starts and everything the parts tell each other::
+
+    cluster.json              the manifest: time scale, clock origin, nodes, ports, the processes started
+    slurm/                    Slurm's and munge's files (etc/slurm.conf, state, spool, logs, fake devices)
+    bin/                      nvidia-smi (the stand-in) and the node scripts' wrappers Slurm runs
+    settings/JOBID.json       agent -> nodes: the setting a managed job runs at (:class:`JobSetting`)
+    node/NODE/jobmap/INDEX    DCGM's HPC job mapping: the job ids on GPU INDEX of NODE, one per line
+    node/NODE/gpus/JOBID      the GPU indices JOBID holds on NODE (comma separated), written by the prolog
+    emu/gpus/NODE/INDEX.json  one emulated GPU's power limit and clock lock, written by the nvidia-smi stand-in
+    emu/jobs/JOBID.json       a running stand-in trainer: its job type, total steps, phase
+    emu/rates.json            the emulator's current speed of every running job (steps per emulated second)
+    work/JOBID/               a job's checkpoint and Slurm output
+    prometheus/               prometheus.yml and its database
+    submit/                   what ``cluster submit`` sent (submitted.csv) and ``done`` once all is sent
+    log/                      the emulator's, Prometheus' and the submitter's logs
+
+Time: the emulated clock reads ``(unix_now - t0_unix) * time_scale`` seconds. Energy counters, job times and
+round lengths are in emulated seconds; Slurm's and Prometheus' own timestamps stay real. Only the clock knows the
+scale: the agent at scale 1 with ``t0_unix = 0`` reads Unix time, as on a real cluster.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from planner.contracts.domain import SettingUnit
+
+MANIFEST_FORMAT = "wattplan-cluster/1"
+
+
+@dataclass(frozen=True, slots=True)
+class Clock:
+    """Emulated time ``(unix - t0_unix) * time_scale`` (s); ``Clock()`` is Unix time itself (a real cluster)."""
+
+    t0_unix: float = 0.0
+    time_scale: float = 1.0
+
+    def now_s(self) -> float:
+        """The emulated time now (s)."""
+        return self.at(time.time())
+
+    def at(self, unix_s: float) -> float:
+        """The emulated time of a Unix time (s)."""
+        return (unix_s - self.t0_unix) * self.time_scale
+
+    def real_s(self, emulated_s: float) -> float:
+        """Real seconds that ``emulated_s`` emulated seconds take."""
+        return emulated_s / self.time_scale
+
+    def unix_at(self, emulated_s: float) -> float:
+        """The Unix time of an emulated time."""
+        return self.t0_unix + emulated_s / self.time_scale
+
+
+@dataclass(frozen=True, slots=True)
+class JobSetting:
+    """What the agent asks the nodes to run a managed job at: ``settings/JOBID.json``.
+
+    ``setting`` is in ``unit`` (a power limit in W or a locked SM clock in MHz); ``host_job`` is set for the
+    second job of a co-located pair, which Slurm runs with no GPU of its own: it uses the GPUs of ``host_job``
+    (the prolog reads them from ``node/NODE/gpus/HOST_JOB`` and the task prolog exports
+    ``CUDA_VISIBLE_DEVICES``). ``round`` is the agent's round that wrote it.
+    """
+
+    job_id: str
+    round: int
+    gpu_type: str
+    gpus: int
+    setting: int
+    unit: SettingUnit
+    host_job: str | None = None
+
+    def to_doc(self) -> dict[str, Any]:
+        """The JSON object written to ``settings/JOBID.json``."""
+        return {
+            "job_id": self.job_id,
+            "round": self.round,
+            "gpu_type": self.gpu_type,
+            "gpus": self.gpus,
+            "setting": self.setting,
+            "unit": self.unit,
+            "host_job": self.host_job,
+        }
+
+    @classmethod
+    def from_doc(cls, doc: dict[str, Any]) -> JobSetting:
+        """The inverse of :meth:`to_doc` (KeyError/TypeError/ValueError on a malformed document)."""
+        unit = doc["unit"]
+        if unit not in ("power_limit_w", "sm_clock_mhz"):
+            raise ValueError(f"unit must be power_limit_w or sm_clock_mhz, not {unit!r}")
+        host = doc.get("host_job")
+        return cls(
+            str(doc["job_id"]),
+            int(doc["round"]),
+            str(doc["gpu_type"]),
+            int(doc["gpus"]),
+            int(doc["setting"]),
+            unit,
+            None if host is None else str(host),
+        )
+
+
+def write_json_atomic(path: Path, doc: Any) -> None:
+    """Write ``doc`` as JSON to ``path`` through a temporary file and a rename: readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(doc, f, indent=1, sort_keys=True)
+            f.write("\n")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterLayout:
+    """The paths of one emulated cluster's folder (module docstring)."""
+
+    root: Path
+
+    @property
+    def manifest(self) -> Path:
+        return self.root / "cluster.json"
+
+    @property
+    def slurm_dir(self) -> Path:
+        return self.root / "slurm"
+
+    @property
+    def slurm_conf(self) -> Path:
+        return self.slurm_dir / "etc" / "slurm.conf"
+
+    @property
+    def bin_dir(self) -> Path:
+        return self.root / "bin"
+
+    @property
+    def settings_dir(self) -> Path:
+        return self.root / "settings"
+
+    @property
+    def node_dir(self) -> Path:
+        return self.root / "node"
+
+    @property
+    def emu_dir(self) -> Path:
+        return self.root / "emu"
+
+    @property
+    def work_dir(self) -> Path:
+        return self.root / "work"
+
+    @property
+    def prometheus_dir(self) -> Path:
+        return self.root / "prometheus"
+
+    @property
+    def submit_dir(self) -> Path:
+        return self.root / "submit"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.root / "log"
+
+    def setting_file(self, job_id: str) -> Path:
+        """``settings/JOBID.json``."""
+        return self.settings_dir / f"{job_id}.json"
+
+    def jobmap_file(self, node: str, index: int) -> Path:
+        """``node/NODE/jobmap/INDEX``: DCGM's HPC job mapping file of one GPU."""
+        return self.node_dir / node / "jobmap" / str(index)
+
+    def job_gpus_file(self, node: str, job_id: str) -> Path:
+        """``node/NODE/gpus/JOBID``: the GPU indices a job holds on a node."""
+        return self.node_dir / node / "gpus" / job_id
+
+    def gpu_state_file(self, node: str, index: int) -> Path:
+        """``emu/gpus/NODE/INDEX.json``: one emulated GPU's power limit and clock lock."""
+        return self.emu_dir / "gpus" / node / f"{index}.json"
+
+    def trainer_file(self, job_id: str) -> Path:
+        """``emu/jobs/JOBID.json``: a running stand-in trainer's registration."""
+        return self.emu_dir / "jobs" / f"{job_id}.json"
+
+    @property
+    def rates_file(self) -> Path:
+        """``emu/rates.json``: ``{"jobs": {JOBID: steps per emulated second}, "emulated_s": ...}``."""
+        return self.emu_dir / "rates.json"
+
+    def read_manifest(self) -> dict[str, Any]:
+        """The manifest (``cluster.json``); FileNotFoundError when no cluster was started here."""
+        return json.loads(self.manifest.read_text())
+
+    def clock(self) -> Clock:
+        """The cluster's emulated clock, from the manifest."""
+        m = self.read_manifest()
+        return Clock(float(m["t0_unix"]), float(m["time_scale"]))
