@@ -5,7 +5,7 @@ One folder holds everything ``wattplan cluster up`` starts and everything the pa
     cluster.json              the manifest: time scale, clock origin, nodes, ports, the processes started
     slurm/                    Slurm's and munge's files (etc/slurm.conf, state, spool, logs, fake devices)
     bin/                      nvidia-smi (the stand-in) and the node scripts' wrappers Slurm runs
-    settings/JOBID.json       agent -> nodes: the setting a managed job runs at (:class:`JobSetting`)
+    settings/JOBID.conf       agent -> nodes: the setting a managed job runs at (:class:`JobSetting`)
     node/NODE/jobmap/INDEX    DCGM's HPC job mapping: the job ids on GPU INDEX of NODE, one per line
     node/NODE/gpus/JOBID      the GPU indices JOBID holds on NODE (comma separated), written by the prolog
     emu/gpus/NODE/INDEX.json  one emulated GPU's power limit and clock lock, written by the nvidia-smi stand-in
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 import time
 from dataclasses import dataclass
@@ -60,14 +61,20 @@ class Clock:
         return self.t0_unix + emulated_s / self.time_scale
 
 
+_TOKEN = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+SETTING_KEYS = ("job_id", "round", "gpu_type", "gpus", "setting", "unit", "host_job")
+
+
 @dataclass(frozen=True, slots=True)
 class JobSetting:
-    """What the agent asks the nodes to run a managed job at: ``settings/JOBID.json``.
+    """What the agent asks the nodes to run a managed job at: ``settings/JOBID.conf``.
 
-    ``setting`` is in ``unit`` (a power limit in W or a locked SM clock in MHz); ``host_job`` is set for the
-    second job of a co-located pair, which Slurm runs with no GPU of its own: it uses the GPUs of ``host_job``
-    (the prolog reads them from ``node/NODE/gpus/HOST_JOB`` and the task prolog exports
-    ``CUDA_VISIBLE_DEVICES``). ``round`` is the agent's round that wrote it.
+    The file is one ``key=value`` per line, keys :data:`SETTING_KEYS` in that order, every value a token of
+    ``[A-Za-z0-9_.-]`` (``host_job`` empty when unset), so a node script reads it with ``IFS== read -r k v``
+    and never evaluates it. ``setting`` is in ``unit`` (a power limit in W or a locked SM clock in MHz);
+    ``host_job`` is set for the second job of a co-located pair, which Slurm runs with no GPU of its own: it
+    uses the GPUs of ``host_job`` (the prolog reads them from ``node/NODE/gpus/HOST_JOB`` and the task prolog
+    exports ``CUDA_VISIBLE_DEVICES``). ``round`` is the agent's round that wrote it.
     """
 
     job_id: str
@@ -78,49 +85,54 @@ class JobSetting:
     unit: SettingUnit
     host_job: str | None = None
 
-    def to_doc(self) -> dict[str, Any]:
-        """The JSON object written to ``settings/JOBID.json``."""
-        return {
-            "job_id": self.job_id,
-            "round": self.round,
-            "gpu_type": self.gpu_type,
-            "gpus": self.gpus,
-            "setting": self.setting,
-            "unit": self.unit,
-            "host_job": self.host_job,
-        }
+    def to_text(self) -> str:
+        """The file's text (ValueError when a value is not a token)."""
+        values = [self.job_id, str(self.round), self.gpu_type, str(self.gpus), str(self.setting), self.unit]
+        for v in values + ([self.host_job] if self.host_job else []):
+            if not _TOKEN.fullmatch(v):
+                raise ValueError(f"setting value {v!r} is not a token of [A-Za-z0-9_.-]")
+        values.append(self.host_job or "")
+        return "".join(f"{k}={v}\n" for k, v in zip(SETTING_KEYS, values, strict=True))
 
     @classmethod
-    def from_doc(cls, doc: dict[str, Any]) -> JobSetting:
-        """The inverse of :meth:`to_doc` (KeyError/TypeError/ValueError on a malformed document)."""
-        unit = doc["unit"]
+    def from_text(cls, text: str) -> JobSetting:
+        """The inverse of :meth:`to_text` (ValueError naming the key on a malformed file)."""
+        fields: dict[str, str] = {}
+        for line in text.splitlines():
+            key, sep, value = line.partition("=")
+            if not sep or key not in SETTING_KEYS or key in fields:
+                raise ValueError(f"bad line {line!r}")
+            fields[key] = value
+        missing = [k for k in SETTING_KEYS if k not in fields]
+        if missing:
+            raise ValueError(f"missing {', '.join(missing)}")
+        unit = fields["unit"]
         if unit not in ("power_limit_w", "sm_clock_mhz"):
             raise ValueError(f"unit must be power_limit_w or sm_clock_mhz, not {unit!r}")
-        host = doc.get("host_job")
-        return cls(
-            str(doc["job_id"]),
-            int(doc["round"]),
-            str(doc["gpu_type"]),
-            int(doc["gpus"]),
-            int(doc["setting"]),
-            unit,
-            None if host is None else str(host),
-        )
+        try:
+            rnd, gpus, setting = int(fields["round"]), int(fields["gpus"]), int(fields["setting"])
+        except ValueError as e:
+            raise ValueError(f"round, gpus and setting must be whole numbers ({e})") from None
+        return cls(fields["job_id"], rnd, fields["gpu_type"], gpus, setting, unit, fields["host_job"] or None)
 
 
-def write_json_atomic(path: Path, doc: Any) -> None:
-    """Write ``doc`` as JSON to ``path`` through a temporary file and a rename: readers never see half a file."""
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename: readers never see half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w") as f:
-            json.dump(doc, f, indent=1, sort_keys=True)
-            f.write("\n")
+            f.write(text)
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_json_atomic(path: Path, doc: Any) -> None:
+    """Write ``doc`` as JSON to ``path`` through a temporary file and a rename: readers never see half a file."""
+    write_text_atomic(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,51 +143,62 @@ class ClusterLayout:
 
     @property
     def manifest(self) -> Path:
+        """The ``cluster.json`` path (module docstring)."""
         return self.root / "cluster.json"
 
     @property
     def slurm_dir(self) -> Path:
+        """The ``slurm`` path (module docstring)."""
         return self.root / "slurm"
 
     @property
     def slurm_conf(self) -> Path:
+        """The ``etc`` path (module docstring)."""
         return self.slurm_dir / "etc" / "slurm.conf"
 
     @property
     def bin_dir(self) -> Path:
+        """The ``bin`` path (module docstring)."""
         return self.root / "bin"
 
     @property
     def settings_dir(self) -> Path:
+        """The ``settings`` path (module docstring)."""
         return self.root / "settings"
 
     @property
     def node_dir(self) -> Path:
+        """The ``node`` path (module docstring)."""
         return self.root / "node"
 
     @property
     def emu_dir(self) -> Path:
+        """The ``emu`` path (module docstring)."""
         return self.root / "emu"
 
     @property
     def work_dir(self) -> Path:
+        """The ``work`` path (module docstring)."""
         return self.root / "work"
 
     @property
     def prometheus_dir(self) -> Path:
+        """The ``prometheus`` path (module docstring)."""
         return self.root / "prometheus"
 
     @property
     def submit_dir(self) -> Path:
+        """The ``submit`` path (module docstring)."""
         return self.root / "submit"
 
     @property
     def log_dir(self) -> Path:
+        """The ``log`` path (module docstring)."""
         return self.root / "log"
 
     def setting_file(self, job_id: str) -> Path:
-        """``settings/JOBID.json``."""
-        return self.settings_dir / f"{job_id}.json"
+        """``settings/JOBID.conf``."""
+        return self.settings_dir / f"{job_id}.conf"
 
     def jobmap_file(self, node: str, index: int) -> Path:
         """``node/NODE/jobmap/INDEX``: DCGM's HPC job mapping file of one GPU."""
