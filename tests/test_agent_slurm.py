@@ -407,8 +407,8 @@ def test_actions_on_real_slurm(slurm: SlurmCluster, tmp_path: Path) -> None:
     jobs = managed()
     assert sorted(jobs) == [a, b]
     nodes = query_nodes(run)
-    assert nodes.problems == () and sorted(n.name for n in nodes.nodes) == sorted(slurm.nodes)
-    assert all((n.gpus, n.gpu_type) == (slurm.gpus_per_node, slurm.gpu_type) for n in nodes.nodes)
+    assert nodes.problems == () and sorted(n.name for n in nodes.nodes) == sorted(slurm.node_names)
+    assert all((n.gpus, n.gpu_type) == (8, "v100") for n in nodes.nodes)
     assert all(
         (j.held, j.job_type, j.total_steps, j.gpus_per_node) == (True, "resnet18", 1000, 1) for j in jobs.values()
     )

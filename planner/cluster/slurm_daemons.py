@@ -1,0 +1,340 @@
+"""A real Slurm on this host: munged, slurmctld and one slurmd per node, fake GPU devices (docs/design.md §11.1).
+
+Debian's Slurm is built with multiple-slurmd support: each ``slurmd`` starts with ``-N NODE`` and listens on its
+own port, so one host runs a whole cluster. Every file lives under one folder and every daemon starts in the
+foreground in a session of its own, stopped later by its PID. Each node's GPUs are character devices made with
+``mknod`` (Slurm needs real device files to set ``CUDA_VISIBLE_DEVICES``), declared with ``AutoDetect=off``
+because Debian's build has no NVML.
+
+Nodes declare more CPUs than this host has (``SlurmdParameters=config_overrides``) so that several one-CPU jobs
+run on a node at once; ``CR_CPU`` keeps Slurm from rounding a job up to whole cores.
+
+Scheduling latency is kept short, because emulated time runs faster than real time: ``cred_expire=5`` (a
+requeued job becomes eligible 6 s after its requeue instead of 121 s, measured on 22.05.8; 5 is the least
+value Slurm accepts, smaller ones fall back to 120) and ``sched_interval=1,bf_interval=1`` (the periodic passes
+that start a job whose begin time has passed).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DAEMONS = ("munged", "slurmctld", "slurmd")
+CLIENTS = ("sbatch", "scontrol", "sinfo", "squeue", "scancel")
+
+
+def missing_binaries() -> list[str]:
+    """Slurm and munge programs this host lacks (empty when a real cluster can be started)."""
+    return [b for b in (*DAEMONS, *CLIENTS) if shutil.which(b) is None]
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct TCP ports that were free a moment ago on 127.0.0.1."""
+    socks: list[socket.socket] = []
+    try:
+        for _ in range(count):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+class SlurmStartError(RuntimeError):
+    """The cluster did not come up; the message carries the daemons' log tails."""
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmNode:
+    """One node: its name, GPU type and GPU count."""
+
+    name: str
+    gpu_type: str
+    gpus: int
+
+
+def nodes_of(counts: Sequence[tuple[str, int]], gpus_per_node: int) -> tuple[SlurmNode, ...]:
+    """Nodes ``TYPE-0``, ``TYPE-1``... holding ``count`` GPUs of each type, ``gpus_per_node`` per node.
+
+    ``count`` must be a multiple of ``gpus_per_node`` (ValueError otherwise).
+    """
+    nodes: list[SlurmNode] = []
+    for gpu_type, count in counts:
+        if count <= 0 or count % gpus_per_node:
+            raise ValueError(f"{gpu_type}:{count} is not a positive multiple of {gpus_per_node} GPUs per node")
+        nodes.extend(SlurmNode(f"{gpu_type}-{i}", gpu_type, gpus_per_node) for i in range(count // gpus_per_node))
+    return tuple(nodes)
+
+
+def _proc_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie child (exited, not yet reaped) is not running
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def stop_pid(pid: int, timeout_s: float = 15.0) -> None:
+    """SIGTERM ``pid``, wait up to ``timeout_s``, then SIGKILL; nothing when it is gone already."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return
+        except ChildProcessError:
+            pass
+        if not _proc_alive(pid):
+            return
+        time.sleep(0.05)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+
+
+@dataclass
+class SlurmCluster:
+    """A Slurm cluster of ``nodes`` under ``root``; ``extra_conf`` lines are appended to ``slurm.conf``."""
+
+    root: Path
+    nodes: Sequence[SlurmNode] = (SlurmNode("v100-0", "v100", 8), SlurmNode("v100-1", "v100", 8))
+    cpus_per_node: int = 16
+    extra_conf: Sequence[str] = ()
+    min_job_age_s: int = 600
+    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    @property
+    def conf(self) -> Path:
+        """``etc/slurm.conf``."""
+        return self.root / "etc" / "slurm.conf"
+
+    @property
+    def env(self) -> dict[str, str]:
+        """Environment for Slurm client commands (``sbatch``, ``scontrol``...) against this cluster."""
+        return {**os.environ, "SLURM_CONF": str(self.conf)}
+
+    @property
+    def node_names(self) -> tuple[str, ...]:
+        """The node names, in order."""
+        return tuple(n.name for n in self.nodes)
+
+    # ------------------------------------------------------------------ files
+
+    def _write_files(self) -> None:
+        self.root.chmod(0o755)  # munged wants every folder above its socket searchable by all
+        for sub in ("etc", "state", "log", "run", "munge", "dev"):
+            (self.root / sub).mkdir(parents=True, exist_ok=True)
+        for node in self.nodes:
+            (self.root / "spool" / node.name).mkdir(parents=True, exist_ok=True)
+        (self.root / "munge").chmod(0o755)  # munged refuses a socket folder others may write
+        key = self.root / "munge" / "munge.key"
+        key.write_bytes(secrets.token_bytes(1024))
+        key.chmod(0o600)
+        for i in range(max(n.gpus for n in self.nodes)):
+            dev = self.root / "dev" / f"nvidia{i}"
+            if not dev.exists():
+                os.mknod(dev, 0o666 | 0o020000, os.makedev(1, 3))  # a character device, like /dev/null
+        ctld_port, *node_ports = free_ports(1 + len(self.nodes))
+        host = socket.gethostname().split(".")[0]
+        r = self.root
+        lines = [
+            "ClusterName=wattplan-test",
+            f"SlurmctldHost={host}(127.0.0.1)",
+            f"SlurmctldPort={ctld_port}",
+            "SlurmUser=root",
+            "SlurmdUser=root",
+            "AuthType=auth/munge",
+            "CredType=cred/munge",
+            f"AuthInfo=socket={r}/munge/munge.socket,cred_expire=5",
+            f"StateSaveLocation={r}/state",
+            f"SlurmdSpoolDir={r}/spool/%n",
+            f"SlurmctldPidFile={r}/run/slurmctld.pid",
+            f"SlurmdPidFile={r}/run/slurmd-%n.pid",
+            f"SlurmctldLogFile={r}/log/slurmctld.log",
+            f"SlurmdLogFile={r}/log/slurmd-%n.log",
+            "SlurmctldDebug=info",
+            "SlurmdDebug=info",
+            "MpiDefault=none",
+            "ProctrackType=proctrack/linuxproc",
+            "TaskPlugin=task/none",
+            "SelectType=select/cons_tres",
+            "SelectTypeParameters=CR_CPU",
+            "SlurmdParameters=config_overrides",
+            "GresTypes=gpu",
+            "SchedulerType=sched/backfill",
+            "SchedulerParameters=sched_interval=1,bf_interval=1",
+            "ReturnToService=2",
+            "EnforcePartLimits=ALL",
+            "MailProg=/bin/true",
+            "JobAcctGatherType=jobacct_gather/none",
+            "AccountingStorageType=accounting_storage/none",
+            "JobCompType=jobcomp/none",
+            f"MinJobAge={self.min_job_age_s}",
+            "SlurmdTimeout=60",
+            "KillWait=5",
+            *self.extra_conf,
+        ]
+        for node, port in zip(self.nodes, node_ports, strict=True):
+            lines.append(
+                f"NodeName={node.name} NodeHostname={host} NodeAddr=127.0.0.1 Port={port} "
+                f"CPUs={self.cpus_per_node} RealMemory=1000 Gres=gpu:{node.gpu_type}:{node.gpus} State=UNKNOWN"
+            )
+        lines.append("PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP")
+        self.conf.write_text("\n".join(lines) + "\n")
+        gres = ["AutoDetect=off"] + [
+            f"NodeName={n.name} Name=gpu Type={n.gpu_type} File={r}/dev/nvidia[0-{n.gpus - 1}]" for n in self.nodes
+        ]
+        (self.root / "etc" / "gres.conf").write_text("\n".join(gres) + "\n")
+
+    # ------------------------------------------------------------------ processes
+
+    def _spawn(self, name: str, argv: list[str]) -> None:
+        with open(self.root / "log" / f"{name}.stdout", "wb") as log:  # the child keeps its own copy
+            self.processes[name] = subprocess.Popen(
+                argv, stdout=log, stderr=subprocess.STDOUT, env=self.env, start_new_session=True
+            )
+
+    def start(self, timeout_s: float = 60.0) -> None:
+        """Write the configuration, start munged, slurmctld and every slurmd, wait until all nodes are idle."""
+        self._write_files()
+        m = self.root / "munge"
+        self._spawn(
+            "munged",
+            [
+                "munged",
+                "-F",
+                "--force",
+                f"--socket={m}/munge.socket",
+                f"--key-file={m}/munge.key",
+                f"--pid-file={m}/munged.pid",
+                f"--log-file={self.root}/log/munged.log",
+                f"--seed-file={m}/munged.seed",
+            ],
+        )
+        self._wait_for(lambda: (m / "munge.socket").exists(), 10.0, "munged socket")
+        self._spawn("slurmctld", ["slurmctld", "-D", "-i", "-f", str(self.conf)])
+        self._wait_for(lambda: self._run_ok(["scontrol", "ping"]), 20.0, "slurmctld to answer")
+        for node in self.nodes:
+            self._spawn(f"slurmd-{node.name}", ["slurmd", "-D", "-f", str(self.conf), "-N", node.name])
+        self._wait_for(self._all_idle, timeout_s, "every node idle")
+
+    def _run_ok(self, argv: list[str]) -> bool:
+        r = subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=20)
+        return r.returncode == 0 and "DOWN" not in r.stdout
+
+    def node_states(self) -> dict[str, str]:
+        """``{node: state}`` as ``sinfo`` reports it (``idle``, ``mix``, ``alloc``, ``drain``...)."""
+        r = subprocess.run(
+            ["sinfo", "-h", "-N", "-o", "%N %t"], env=self.env, capture_output=True, text=True, timeout=20
+        )
+        states: dict[str, str] = {}
+        for line in r.stdout.splitlines():
+            parts = line.split()
+            if len(parts) == 2:
+                states[parts[0]] = parts[1]
+        return states
+
+    def _all_idle(self) -> bool:
+        states = self.node_states()
+        return all(states.get(n) == "idle" for n in self.node_names)
+
+    def _wait_for(self, ready: Callable[[], bool], timeout_s: float, what: str) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            for name, proc in self.processes.items():
+                if proc.poll() is not None:
+                    raise SlurmStartError(f"{name} exited with {proc.returncode}\n{self.logs()}")
+            if ready():
+                return
+            time.sleep(0.2)
+        raise SlurmStartError(f"timed out after {timeout_s:g} s waiting for {what}\n{self.logs()}")
+
+    def logs(self, tail: int = 30) -> str:
+        """The last lines of every daemon log, for failure messages."""
+        chunks = []
+        for path in sorted((self.root / "log").glob("*")):
+            lines = path.read_text(errors="replace").splitlines()[-tail:]
+            chunks.append(f"--- {path.name}\n" + "\n".join(lines))
+        return "\n".join(chunks)
+
+    def pids(self) -> dict[str, int]:
+        """``{daemon name: pid}`` of what :meth:`start` started, in start order."""
+        return {name: p.pid for name, p in self.processes.items()}
+
+    def cancel_all(self, timeout_s: float = 10.0) -> None:
+        """Cancel every job of this cluster and wait (up to ``timeout_s``) until the queue is empty."""
+        subprocess.run(["scancel", "--user", str(os.getuid())], env=self.env, capture_output=True, timeout=20)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            queue = subprocess.run(
+                ["squeue", "-h", "-t", "PD,R,CG,CF"], env=self.env, capture_output=True, text=True, timeout=20
+            )
+            if queue.returncode != 0 or not queue.stdout.strip():
+                break
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        """Cancel this cluster's remaining jobs, then stop every daemon this object started, by PID.
+
+        The daemons stop in order: slurmd first, munged last.
+        """
+        ctld = self.processes.get("slurmctld")
+        if ctld is not None and ctld.poll() is None:
+            self.cancel_all()
+        for name in reversed(list(self.processes)):
+            proc = self.processes[name]
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(timeout=5)
+        self.processes.clear()
+
+    # ------------------------------------------------------------------ helpers for tests
+
+    def wait_for_jobs(self, job_ids: Sequence[str], timeout_s: float = 90.0) -> dict[str, str]:
+        """Wait until every job has left the queue; return ``{job id: final state}`` from ``scontrol``."""
+        deadline = time.monotonic() + timeout_s
+        states: dict[str, str] = {}
+        while time.monotonic() < deadline:
+            states = {j: self.job_field(j, "JobState") for j in job_ids}
+            if all(s not in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "") for s in states.values()):
+                return states
+            time.sleep(0.3)
+        raise TimeoutError(f"jobs still queued after {timeout_s:g} s: {states}\n{self.logs()}")
+
+    def show_job(self, job_id: str) -> str:
+        """``scontrol show job -d JOB`` output."""
+        r = subprocess.run(
+            ["scontrol", "show", "job", "-d", job_id], env=self.env, capture_output=True, text=True, timeout=20
+        )
+        return r.stdout
+
+    def job_field(self, job_id: str, name: str) -> str:
+        """One ``Name=value`` field of ``scontrol show job`` (empty when absent)."""
+        for token in self.show_job(job_id).split():
+            if token.startswith(f"{name}="):
+                return token.split("=", 1)[1]
+        return ""
