@@ -106,9 +106,13 @@ class JobSetting:
         missing = [k for k in SETTING_KEYS if k not in fields]
         if missing:
             raise ValueError(f"missing {', '.join(missing)}")
-        unit = fields["unit"]
-        if unit not in ("power_limit_w", "sm_clock_mhz"):
-            raise ValueError(f"unit must be power_limit_w or sm_clock_mhz, not {unit!r}")
+        unit: SettingUnit
+        if fields["unit"] == "power_limit_w":
+            unit = "power_limit_w"
+        elif fields["unit"] == "sm_clock_mhz":
+            unit = "sm_clock_mhz"
+        else:
+            raise ValueError(f"unit must be power_limit_w or sm_clock_mhz, not {fields['unit']!r}")
         try:
             rnd, gpus, setting = int(fields["round"]), int(fields["gpus"]), int(fields["setting"])
         except ValueError as e:
