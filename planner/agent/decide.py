@@ -1,0 +1,155 @@
+"""A round's plan turned into the fewest Slurm calls and the nodes' setting files (docs/design.md §11.6).
+
+For each managed job of the round instance, against what Slurm shows now:
+
+* planned to **wait**: a running job is requeued and held (``requeuehold``); a pending job that is not held is
+  held; a held one is left alone.
+* planned to **run** with the configuration it runs now (same GPU type and count, same role in a pair, same host
+  job): it keeps running; only its setting file is rewritten when the setting changes, and the node agent
+  re-applies it without a restart (as the round model assumes: a setting change costs no restart).
+* planned to **run** otherwise: a running job is requeued and held first; then ``scontrol update`` gives it
+  ``Gres=gpu:TYPE:N`` per node, the plan's hosts (``NodeList``, ``NumNodes``), its setting file is written and it
+  is released (a pending job nobody holds needs no release: Slurm starts it once it fits).
+
+Co-located pairs: Slurm never gives one GPU to two jobs, so the pair's *host* job holds the GPUs and the *guest*
+runs with ``Gres=gpu:TYPE:0`` on the same hosts, using the host's GPU indices (the prolog and task prolog read
+them; :mod:`planner.agent.node_settings`). The host is the partner that already runs with the planned GPUs (so it
+need not restart), else the first of the pair in the instance's order. A guest starts only after its host
+runs: its release is returned separately (:attr:`Decision.guest_releases`) for the loop to send once the host
+is seen running; a guest whose host restarts or stops is requeued with it.
+
+Slurm's calls are grouped by :func:`planner.agent.slurm_actions.calls` (cancel, requeue-hold, hold, update,
+release), one call per verb and one ``update`` per distinct set of fields.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from planner.agent.node_settings import JobSetting
+from planner.agent.slurm_actions import Action, Hold, Release, RequeueHold, Update
+from planner.agent.store import Desired
+from planner.contracts.domain import Instance
+from planner.contracts.plan import Plan, PlannedJob
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmJobNow:
+    """A managed job as Slurm shows it at the round start.
+
+    ``running``: Slurm runs it; ``held``: it is pending and held; ``hosts``: where it runs (empty while pending);
+    ``gpus_per_node``: the GPUs it holds per node (0 for a pair's guest); ``host_job``: the job whose GPUs it
+    uses, when it is a guest (from the agent's last decision).
+    """
+
+    job_id: str
+    running: bool
+    held: bool
+    hosts: tuple[str, ...] = ()
+    gpus_per_node: int = 0
+    host_job: str | None = None
+
+
+@dataclass
+class Decision:
+    """What the loop sends and writes for one round."""
+
+    actions: list[Action] = field(default_factory=list)
+    guest_releases: dict[str, str] = field(default_factory=dict)
+    """``{guest job id: host job id}``: release each guest once its host runs."""
+    settings: list[JobSetting] = field(default_factory=list)
+    desired: list[Desired] = field(default_factory=list)
+    requeued: list[str] = field(default_factory=list)
+    """Running jobs this round stops (to wait, or to restart elsewhere)."""
+    kept: list[str] = field(default_factory=list)
+    started: list[str] = field(default_factory=list)
+
+
+def hostlist(hosts: Sequence[str]) -> str:
+    """Hosts joined with commas, as ``NodeList=`` takes them."""
+    return ",".join(hosts)
+
+
+def _pair_hosts(instance: Instance, plan: Plan, keepable: Mapping[str, bool]) -> dict[str, str]:
+    """``{job id: host job id}`` for every job of a planned pair (the host maps to itself)."""
+    order = {j.id: i for i, j in enumerate(instance.jobs)}
+    out: dict[str, str] = {}
+    for e in plan.running():
+        if e.shares_with is None or e.job_id in out:
+            continue
+        a, b = sorted((e.job_id, e.shares_with), key=lambda j: order.get(j, 0))
+        host = b if keepable.get(b) and not keepable.get(a) else a
+        out[a] = out[b] = host
+    return out
+
+
+def decide(
+    instance: Instance,
+    plan: Plan,
+    now: Mapping[str, SlurmJobNow],
+    host_of: Mapping[str, str],
+    round_index: int,
+) -> Decision:
+    """The calls, setting files and desired configurations of one round (module docstring).
+
+    ``now``: the managed jobs of the instance as Slurm shows them; ``host_of``: plan node name -> Slurm host.
+    """
+    entries: dict[str, PlannedJob] = {e.job_id: e for e in plan.jobs}
+    units = {g.name: g.setting_unit for g in instance.gpu_types}
+    jobs = {j.id: j for j in instance.jobs}
+
+    def same_shape(job_id: str) -> bool:
+        e, j, s = entries.get(job_id), jobs[job_id], now.get(job_id)
+        cur = j.current
+        return bool(
+            e is not None
+            and e.state == "run"
+            and s is not None
+            and s.running
+            and cur is not None
+            and (cur.gpu_type, cur.gpus) == (e.gpu_type, e.gpus)
+        )
+
+    keepable_host = {jid: same_shape(jid) and now[jid].host_job is None for jid in jobs}
+    pair_host = _pair_hosts(instance, plan, keepable_host)
+    d = Decision()
+    kept: set[str] = set()
+    # hosts and exclusive jobs first: a guest is kept only when its host is
+    for jid in sorted(jobs, key=lambda j: pair_host.get(j, j) != j):
+        e = entries.get(jid)
+        s = now.get(jid)
+        if e is None or s is None:
+            continue
+        num = int(jid)
+        if e.state != "run":
+            if s.running:
+                d.actions.append(RequeueHold(num))
+                d.requeued.append(jid)
+            elif not s.held:
+                d.actions.append(Hold(num))
+            d.desired.append(Desired(jid, round_index, "wait"))
+            continue
+        gpu_type, gpus, setting = e.gpu_type or "", int(e.gpus or 0), int(e.setting or 0)
+        host_job = pair_host.get(jid)
+        guest_of = host_job if host_job is not None and host_job != jid else None
+        hosts = tuple(host_of[ng.node] for ng in e.placement)
+        unit = units[gpu_type]
+        d.settings.append(JobSetting(jid, round_index, gpu_type, gpus, setting, unit, guest_of))
+        d.desired.append(Desired(jid, round_index, "run", gpu_type, gpus, setting, unit, guest_of, hosts))
+        keep = same_shape(jid) and s.host_job == guest_of and (guest_of is None or guest_of in kept)
+        if keep:
+            kept.add(jid)
+            d.kept.append(jid)
+            continue
+        if s.running:
+            d.actions.append(RequeueHold(num))
+            d.requeued.append(jid)
+        per_node = 0 if guest_of is not None else gpus // max(len(hosts), 1)
+        d.actions.append(Update(num, gres=f"gpu:{gpu_type}:{per_node}", nodelist=hostlist(hosts), numnodes=len(hosts)))
+        d.started.append(jid)
+        if guest_of is not None and guest_of not in kept:
+            d.guest_releases[jid] = guest_of
+        elif s.held or s.running:
+            d.actions.append(Release(num))
+    return d

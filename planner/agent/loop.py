@@ -1,0 +1,599 @@
+"""``wattplan agent``: the control loop on a live Slurm cluster (docs/design.md §11.6).
+
+Every round (``--round-s`` on the agent's clock, real seconds on a real cluster):
+
+1. **read** the managed jobs and the nodes from Slurm (``squeue --json``, ``sinfo --json``, and the GPU indices of
+   running jobs from ``scontrol show job -d``); jobs that left the queue are recorded with their last state;
+2. **observe** the last round's window in Prometheus: each job's steps done (``wattplan_job_steps_done``) and
+   energy (apportioned between the jobs of a shared GPU); with ``--learn`` the profiles are corrected by the
+   replay's learner (:class:`planner.sim.learning.ProfileLearner`) from the jobs that ran the whole window;
+3. **build** the round instance exactly as the replay does (:func:`planner.sim.round_instance.round_instance`):
+   the queued managed jobs with their remaining steps (total minus observed), their current configuration and
+   placement, the nodes Slurm can schedule on (drained, down and nodes running unmanaged jobs are left out);
+4. **plan** through the front door (:class:`planner.planning.Planner`); a round that cannot be planned keeps what
+   runs;
+5. **apply** the difference (:mod:`planner.agent.decide`): the desired configurations and the calls are committed
+   to the state (:mod:`planner.agent.store`) before the first call is sent; each outcome is committed as it
+   comes; the nodes' setting files are written before a job is released.
+
+The runtime-bounded energy mode is the default, as in the replay: the ``efficiency`` objective with the JCT
+governor (:class:`planner.sim.governor.JctGovernor`) holding the average JCT within ``--max-jct-increase`` of the
+reference, ``fifo-max`` replayed over the jobs seen so far (their arrivals and steps) with the current
+profiles, recomputed whenever a job arrives: what Slurm's first-come-first-served scheduling at full power would
+give, estimated the way the replay estimates its reference.
+
+Faults never stop the loop: Slurm or Prometheus unreachable (retried with backoff inside the round, then the
+round is skipped or planned from the last known progress, and the log says so), a node drained mid-run (left
+out; its jobs restart elsewhere), a job cancelled by its user or failing (recorded, forgotten), a call Slurm
+refuses (recorded; the next round derives its calls from what Slurm then shows). SIGTERM and SIGINT end the
+loop between two steps.
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from types import FrameType
+from typing import Protocol, TypeVar
+
+from planner import planning
+from planner.agent.commands import Run, SlurmError
+from planner.agent.decide import Decision, SlurmJobNow, decide
+from planner.agent.node_settings import Clock, JobSetting, write_text_atomic
+from planner.agent.slurm_actions import ActionOutcome, Release, apply
+from planner.agent.slurm_detail import expand_hostlist, query_job_gpus
+from planner.agent.slurm_queue import ManagedJob, NodeState, query_nodes, query_queue
+from planner.agent.store import AgentStore, Desired, KnownJob
+from planner.contracts.domain import CurrentConfig, NodeGpus
+from planner.contracts.problems import InputError
+from planner.contracts.request import PlanRequest
+from planner.contracts.rules import RoundRules
+from planner.profile_library.library import ProfileLibrary
+from planner.rounds.cluster_spec import ClusterSpec
+from planner.rounds.traces import TraceJob
+from planner.sim.engine import SimConfig, simulate
+from planner.sim.governor import JctGovernor
+from planner.sim.learning import ProfileLearner
+from planner.sim.policies import make_policy
+from planner.sim.round_instance import ClusterContext, cluster_context, round_instance
+from planner.sim.state import JobState
+from planner.sim.telemetry import JobObservation
+from planner.sim.workload import Workload, job_spec
+
+ACTIVE_STATES = frozenset({"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING"})
+"""Slurm job states of a job still in the queue; any other state ends it."""
+_T = TypeVar("_T")
+USABLE_NODE_STATES = frozenset({"idle", "mixed", "allocated"})
+
+
+@dataclass(frozen=True, slots=True)
+class Observed:
+    """What Prometheus showed over one window: steps done per job at its end, energy per job (J)."""
+
+    steps_done: Mapping[str, float]
+    job_energy_j: Mapping[str, float]
+    gpu_energy_j: float
+
+
+class Observer(Protocol):
+    """Reads a window ``[t0, t1]`` (Unix s) of telemetry; raises an exception with a message when it cannot."""
+
+    def window(self, t0_unix: float, t1_unix: float) -> Observed:
+        """The window's observations."""
+        ...
+
+
+@dataclass
+class AgentConfig:
+    """Everything the loop needs besides Slurm and Prometheus (see ``wattplan agent --help``)."""
+
+    library: ProfileLibrary
+    rules: RoundRules
+    request: PlanRequest
+    clock: Clock = field(default_factory=Clock)
+    max_jct_increase: float | None = 0.03
+    learn: bool = False
+    settings_dir: Path | None = None
+    dry_run: bool = False
+    until_idle: bool = False
+    idle_marker: Path | None = None
+    """With ``until_idle``: the loop ends only once this file exists too (the emulated cluster's submitter writes
+    it when every job is submitted); None: once no managed job is queued."""
+    max_rounds: int | None = None
+    node_power_w: float | None = None
+    guest_wait_s: float = 5.0
+    """Real seconds to wait for a pair's host to start before releasing its guest (later rounds retry)."""
+    retry_s: tuple[float, ...] = (0.5, 1.0, 2.0)
+    """Backoff between attempts to read Slurm inside one round (real s)."""
+
+
+@dataclass
+class RoundReport:
+    """One round's summary for the log and the tests."""
+
+    index: int
+    now_s: float
+    queued: int = 0
+    running: int = 0
+    planned_run: int = 0
+    status: str = ""
+    calls: list[ActionOutcome] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    overhead_s: float = 0.0
+    solve_s: float = 0.0
+    delta: float | None = None
+
+    def line(self) -> str:
+        """One log line."""
+        verbs: dict[str, int] = {}
+        for c in self.calls:
+            verb = c.call.argv[1] if c.call.argv[0] == "scontrol" else c.call.argv[0]
+            verbs[verb] = verbs.get(verb, 0) + len(c.call.jobs)
+        calls = ", ".join(f"{v} {n}" for v, n in verbs.items()) or "none"
+        delta = "" if self.delta is None else f" delta {self.delta:.3f};"
+        text = (
+            f"round {self.index} t={self.now_s:.0f}s: {self.queued} queued, {self.running} running, "
+            f"plan runs {self.planned_run} ({self.status});{delta} calls: {calls}; "
+            f"overhead {self.overhead_s:.2f} s, solve {self.solve_s:.2f} s"
+        )
+        return text + "".join(f"\n  {n}" for n in self.notes)
+
+
+def _node_key(name: str) -> tuple[str, int, str]:
+    head = name.rstrip("0123456789")
+    tail = name[len(head) :]
+    return (head, int(tail) if tail else -1, name)
+
+
+class Agent:
+    """The loop's state between rounds (module docstring)."""
+
+    def __init__(
+        self,
+        config: AgentConfig,
+        store: AgentStore,
+        run: Run,
+        observer: Observer | None,
+        log: Callable[[str], None],
+    ):
+        self.cfg = config
+        self.store = store
+        self.run = run
+        self.observer = observer
+        self.log = log
+        self.stop_requested = False
+        self.learner: ProfileLearner | None = None
+        self.governor: JctGovernor | None = None
+        self._reference_jobs: frozenset[str] = frozenset()
+        self._last_round_unix: float | None = None
+        self._last_running: dict[str, tuple[str, int, int, str | None]] = {}
+        self._seen_any = False
+        for rnd, argv in store.interrupted():
+            self.log(
+                f"restart: round {rnd} was interrupted before '{' '.join(argv)}' had an outcome; "
+                "this round derives its calls from what Slurm shows now"
+            )
+
+    # ------------------------------------------------------------------ reading
+
+    def _with_retries(self, what: str, fn: Callable[[], _T]) -> _T:
+        last: Exception | None = None
+        for wait in (*self.cfg.retry_s, None):
+            try:
+                return fn()
+            except SlurmError as e:
+                last = e
+                if wait is None or self.stop_requested:
+                    break
+                time.sleep(wait)
+        raise SlurmError(f"{what}: {last}")
+
+    def _context(
+        self, nodes: Sequence[NodeState], busy_hosts: set[str]
+    ) -> tuple[ClusterContext, dict[str, str], list[str]]:
+        """The round's cluster (usable nodes by GPU type) and the plan-node -> host map; notes on left-out nodes."""
+        by_type: dict[str, list[NodeState]] = {}
+        notes: list[str] = []
+        per_node: set[int] = set()
+        for n in sorted(nodes, key=lambda n: _node_key(n.name)):
+            if n.gpu_type is None or n.gpus == 0:
+                continue
+            if n.state not in USABLE_NODE_STATES:
+                notes.append(f"node {n.name} is {n.slurm_state.lower()}: left out")
+                continue
+            if n.name in busy_hosts:
+                notes.append(f"node {n.name} runs jobs wattplan does not manage: left out")
+                continue
+            by_type.setdefault(n.gpu_type, []).append(n)
+            per_node.add(n.gpus)
+        types = [t for t in by_type if t in self.cfg.library.gpu_types]
+        for t in by_type:
+            if t not in self.cfg.library.gpu_types:
+                notes.append(f"GPU type {t!r} has no profiles: its {len(by_type[t])} nodes are left out")
+        if len(per_node) > 1:
+            raise SlurmError(f"nodes have different GPU counts {sorted(per_node)}; the round model needs one")
+        k = per_node.pop() if per_node else 8
+        spec = ClusterSpec(
+            tuple((t, len(by_type[t]) * k) for t in types),
+            gpus_per_node=k,
+            **({"node_power_w": self.cfg.node_power_w} if self.cfg.node_power_w is not None else {}),
+        )
+        host_of = {f"{t}-{i}": n.name for t in types for i, n in enumerate(by_type[t])}
+        ctx = cluster_context(spec, self.cfg.library, self.cfg.rules) if types else None
+        if ctx is None:
+            raise SlurmError("no usable node has a profiled GPU type")
+        return ctx, host_of, notes
+
+    # ------------------------------------------------------------------ one round
+
+    def round(self) -> RoundReport:
+        """Play one round (module docstring); never raises for Slurm, Prometheus or planning faults."""
+        t_start = time.monotonic()
+        unix = time.time()
+        now_s = self.cfg.clock.at(unix)
+        rnd = self.store.next_round()
+        report = RoundReport(rnd, now_s)
+        self.store.begin_round(rnd, unix, now_s)
+        try:
+            queue = self._with_retries("squeue", lambda: query_queue(self.run))
+            nodes = self._with_retries("sinfo", lambda: query_nodes(self.run))
+            placements = self._with_retries("scontrol show job", lambda: query_job_gpus(self.run))
+        except SlurmError as e:
+            report.status = "slurm-unreachable"
+            report.notes.append(f"Slurm did not answer ({e}); what runs is kept")
+            self._finish(report, t_start, "kept")
+            return report
+        for p in (*queue.problems, *nodes.problems):
+            report.notes.append(f"Slurm: {p.path}: {p.message}")
+        managed = {str(j.job_id): j for j in queue.jobs}
+        known = self._remember(managed, rnd, now_s, report)
+        active = {jid: j for jid, j in managed.items() if j.state in ACTIVE_STATES and jid in known}
+        self._observe(unix, now_s, report)
+        known = self.store.known_jobs()
+        busy_hosts = self._unmanaged_hosts(placements, set(managed))
+        try:
+            ctx, host_of, notes = self._context(nodes.nodes, busy_hosts)
+        except SlurmError as e:
+            report.status = "no-nodes"
+            report.notes.append(str(e))
+            self._finish(report, t_start, "kept")
+            return report
+        report.notes.extend(notes)
+        desired = self.store.desired()
+        states, now_jobs, skipped = self._job_states(ctx, known, active, placements, host_of, desired)
+        report.notes.extend(skipped)
+        queued = [s for s in states if not s.done and s.id in active]
+        report.queued = len(queued)
+        report.running = sum(1 for s in queued if now_jobs[s.id].running)
+        if not queued:
+            report.status = "idle"
+            self._finish(report, t_start, "done")
+            return report
+        seen_ctx = ctx if self.learner is None else replace(self.learner.context(), gpu_types=ctx.gpu_types)
+        delta = self._delta(ctx, states, now_s)
+        report.delta = delta
+        instance = round_instance(seen_ctx, rnd, now_s, queued, None, delta)
+        t_solve = time.monotonic()
+        try:
+            plan = planning.Planner(self.cfg.request).plan(instance)
+        except (InputError, ValueError, RuntimeError) as e:
+            report.solve_s = time.monotonic() - t_solve
+            report.status = "kept"
+            report.notes.append(f"the round could not be planned ({str(e).splitlines()[0]}); what runs is kept")
+            self._finish(report, t_start, "kept")
+            return report
+        report.solve_s = time.monotonic() - t_solve
+        report.status = f"{plan.round.status} by {plan.round.solver}"
+        report.planned_run = len(plan.running())
+        decision = decide(instance, plan, now_jobs, host_of, rnd)
+        self._apply(rnd, decision, report)
+        self._finish(
+            report,
+            t_start,
+            "done",
+            objective=instance.round.objective,
+            solver=plan.round.solver,
+            plan_status=plan.round.status,
+            energy_j=plan.round.energy_j,
+            running=report.planned_run,
+            waiting=len(queued) - report.planned_run,
+            delta=delta,
+        )
+        return report
+
+    def _finish(self, report: RoundReport, t_start: float, status: str, **fields: object) -> None:
+        report.overhead_s = time.monotonic() - t_start - report.solve_s
+        self.store.finish_round(
+            report.index,
+            status,
+            note="\n".join(report.notes)[:4000],
+            overhead_s=report.overhead_s,
+            solve_s=report.solve_s,
+            **fields,
+        )
+
+    def _remember(
+        self, managed: Mapping[str, ManagedJob], rnd: int, now_s: float, report: RoundReport
+    ) -> dict[str, KnownJob]:
+        """Record new managed jobs and those that left the queue; the jobs the store knows."""
+        known = self.store.known_jobs()
+        for jid, j in managed.items():
+            if jid not in known and j.state in ACTIVE_STATES:
+                requested = max(j.gpus_per_node, 1) * max(j.node_count, 1)
+                arrival = self.cfg.clock.at(j.submit_time_s)
+                self.store.add_job(jid, j.job_type, float(j.total_steps), requested, arrival, rnd)
+                self._seen_any = True
+        for jid, k in known.items():
+            if k.ended:
+                continue
+            last = managed.get(jid)
+            if last is not None and last.state in ACTIVE_STATES:
+                continue
+            state = last.state if last is not None else "GONE"
+            reason = {
+                "COMPLETED": "completed",
+                "CANCELLED": "cancelled (by its user or an operator)",
+                "FAILED": "failed",
+                "GONE": "no longer listed by Slurm",
+            }.get(state, state.lower())
+            if state != "COMPLETED":
+                report.notes.append(f"job {jid} ({k.job_type}) ended: {reason}")
+            self.store.end_job(jid, state, reason, rnd, now_s)
+            if not self.cfg.dry_run and self.cfg.settings_dir is not None:
+                (self.cfg.settings_dir / f"{jid}.conf").unlink(missing_ok=True)
+        return self.store.known_jobs()
+
+    def _unmanaged_hosts(
+        self, placements: Mapping[int, tuple[tuple[str, tuple[int, ...]], ...]], managed: set[str]
+    ) -> set[str]:
+        return {h for jid, hosts in placements.items() if str(jid) not in managed for h, idx in hosts if idx}
+
+    def _observe(self, unix: float, now_s: float, report: RoundReport) -> None:
+        """Read the window since the last round; update progress and (``--learn``) the learner."""
+        last = self._last_round_unix
+        self._last_round_unix = unix
+        if self.observer is None or last is None:
+            return
+        try:
+            seen = self.observer.window(last, unix)
+        except Exception as e:  # noqa: BLE001 - an unreachable Prometheus must not stop the loop
+            report.notes.append(
+                f"Prometheus: {str(e).splitlines()[0] if str(e) else type(e).__name__}; "
+                "planning from the last known progress"
+            )
+            return
+        window_s = self.cfg.clock.at(unix) - self.cfg.clock.at(last)
+        self.store.set_progress(seen.steps_done, now_s)
+        self.store.add_observations(
+            report.index,
+            [(j, seen.steps_done.get(j), seen.job_energy_j.get(j), window_s) for j in seen.steps_done],
+        )
+        if self.learner is not None:
+            self._learn(seen, window_s)
+
+    def _learn(self, seen: Observed, window_s: float) -> None:
+        """Feed the learner the jobs that ran the whole window in one configuration (rates; power when alone)."""
+        if self.learner is None or window_s <= 0:
+            return
+        known = self.store.known_jobs()
+        obs: list[JobObservation] = []
+        prev = getattr(self, "_prev_steps", {})
+        for jid, (gpu_type, gpus, setting, partner) in self._last_running.items():
+            if jid not in seen.steps_done or jid not in prev or jid not in known:
+                continue
+            steps = seen.steps_done[jid] - prev[jid]
+            if steps <= 0:
+                continue
+            energy = seen.job_energy_j.get(jid)
+            power = None
+            if partner is None and energy is not None and gpus > 0:
+                power = energy / (gpus * window_s)
+            obs.append(
+                JobObservation(
+                    jid,
+                    known[jid].job_type,
+                    gpu_type,
+                    gpus,
+                    setting,
+                    partner,
+                    steps / window_s,
+                    power,
+                    None,
+                    window_s / self.cfg.rules.duration_s,
+                )
+            )
+        self._prev_steps = dict(seen.steps_done)
+        if obs:
+            self.learner.observe(obs, [])
+
+    def _job_states(
+        self,
+        ctx: ClusterContext,
+        known: Mapping[str, KnownJob],
+        active: Mapping[str, ManagedJob],
+        placements: Mapping[int, tuple[tuple[str, tuple[int, ...]], ...]],
+        host_of: Mapping[str, str],
+        desired: Mapping[str, Desired],
+    ) -> tuple[list[JobState], dict[str, SlurmJobNow], list[str]]:
+        """The replay's job states of every known job, Slurm's view of the active ones, notes on skipped jobs."""
+        node_of = {h: n for n, h in host_of.items()}
+        types = list(ctx.type_names)
+        states: list[JobState] = []
+        now_jobs: dict[str, SlurmJobNow] = {}
+        notes: list[str] = []
+        running_cfg: dict[str, tuple[str, int, int, str | None]] = {}
+        for jid, k in sorted(known.items(), key=lambda kv: (kv[1].arrival_s, int(kv[0]))):
+            spec = job_spec(
+                TraceJob(jid, k.job_type, k.arrival_s, k.requested_gpus, k.total_steps), self.cfg.library, types
+            )
+            if spec is None:
+                if jid in active:
+                    notes.append(
+                        f"job {jid}: no profile of {k.job_type!r} on {types} for {k.requested_gpus} GPUs: left alone"
+                    )
+                continue
+            st = JobState.new(spec)
+            st.remaining_steps = max(k.total_steps - k.steps_done, 1e-9)
+            if k.ended:
+                st.finish_s = k.ended_s
+                states.append(st)
+                continue
+            slurm_job = active.get(jid)
+            if slurm_job is None:
+                continue
+            j = slurm_job
+            running = j.state in ("RUNNING", "CONFIGURING")
+            d = desired.get(jid)
+            host_job = d.host_job if (d is not None and running and d.state == "run") else None
+            where = placements.get(int(host_job) if host_job else int(jid), ())
+            hosts = tuple(h for h, _ in where) or tuple(expand_hostlist(j.node_list)) if running else ()
+            now_jobs[jid] = SlurmJobNow(jid, running, j.held, hosts, j.gpus_per_node, host_job)
+            if running and d is not None and d.state == "run" and all(h in node_of for h in hosts):
+                gpus = sum(len(i) for _, i in where)
+                if gpus == int(d.gpus or 0) and d.gpu_type is not None:
+                    placement = tuple(NodeGpus(node_of[h], tuple(i)) for h, i in where)
+                    partner = (
+                        d.host_job
+                        if d.host_job
+                        else next(
+                            (
+                                g
+                                for g, dd in desired.items()
+                                if dd.host_job == jid and g in active and active[g].state == "RUNNING"
+                            ),
+                            None,
+                        )
+                    )
+                    st.current = CurrentConfig(d.gpu_type, gpus, int(d.setting or 0), partner, placement)
+                    running_cfg[jid] = (d.gpu_type, gpus, int(d.setting or 0), None)
+            states.append(st)
+        # partners' types for the learner
+        by_id = {s.id: s for s in states}
+        for jid, (g, n, s_, _) in list(running_cfg.items()):
+            cur = by_id[jid].current
+            partner = cur.shares_with if cur else None
+            running_cfg[jid] = (g, n, s_, by_id[partner].spec.type if partner in by_id else None)
+        self.store.mark_started([j for j, s in now_jobs.items() if s.running], self.cfg.clock.now_s())
+        self._last_running = running_cfg
+        return states, now_jobs, notes
+
+    def _delta(self, ctx: ClusterContext, states: Sequence[JobState], now_s: float) -> float | None:
+        """The governor's ``delta`` for this round (None without ``--max-jct-increase``)."""
+        if self.cfg.max_jct_increase is None:
+            return None
+        ids = frozenset(s.id for s in states)
+        if self.governor is None or ids != self._reference_jobs:
+            specs = tuple(sorted((s.spec for s in states), key=lambda s: s.arrival_s))
+            ref = simulate(Workload(specs), replace(ctx, truth=None), make_policy("fifo-max"), None, SimConfig())
+            finish = {s.id: s.finish_s for s in ref.jobs}
+            old = self.governor.delta if self.governor is not None else self.cfg.rules.delta
+            self.governor = JctGovernor(finish, self.cfg.max_jct_increase, delta=old)
+            self._reference_jobs = ids
+        return self.governor.delta_for_round(states, now_s)
+
+    # ------------------------------------------------------------------ applying
+
+    def _write_settings(self, settings: Sequence[JobSetting]) -> None:
+        if self.cfg.settings_dir is None:
+            return
+        for s in settings:
+            path = self.cfg.settings_dir / f"{s.job_id}.conf"
+            text = s.to_text()
+            if not path.exists() or path.read_text() != text:
+                write_text_atomic(path, text)
+
+    def _send(
+        self, rnd: int, actions: Sequence[Release] | Sequence[object], desired: Sequence[Desired], report: RoundReport
+    ) -> None:
+        from planner.agent.slurm_actions import calls
+
+        planned = calls(actions)  # type: ignore[arg-type]
+        if self.cfg.dry_run:
+            report.calls.extend(apply(actions, True, self.run))  # type: ignore[arg-type]
+            return
+        ids = self.store.commit_intent(rnd, desired, [(c.argv, c.jobs) for c in planned])
+        for action_id, call in zip(ids, planned, strict=True):
+            result = self.run(call.argv)
+            outcome = ActionOutcome(call, True, result.returncode, result.stdout, result.stderr)
+            report.calls.append(outcome)
+            status = "ok" if outcome.ok else ("refused" if outcome.refused else "failed")
+            self.store.action_outcome(action_id, status, result.stderr.strip())
+            if not outcome.ok:
+                report.notes.append(f"Slurm refused: {outcome}")
+
+    def _apply(self, rnd: int, d: Decision, report: RoundReport) -> None:
+        if not self.cfg.dry_run:
+            self._write_settings(d.settings)
+            self.store.count_restarts(d.requeued)
+        self._send(rnd, d.actions, d.desired, report)
+        if not d.guest_releases:
+            return
+        if self.cfg.dry_run:
+            report.calls.extend(apply([Release(int(g)) for g in d.guest_releases], True, self.run))
+            return
+        deadline = time.monotonic() + self.cfg.guest_wait_s
+        waiting = dict(d.guest_releases)
+        while waiting and time.monotonic() < deadline and not self.stop_requested:
+            try:
+                queue = query_queue(self.run)
+            except SlurmError:
+                break
+            running = {str(j.job_id) for j in queue.jobs if j.state == "RUNNING"}
+            ready = [g for g, h in waiting.items() if h in running]
+            if ready:
+                self._send(rnd, [Release(int(g)) for g in ready], [], report)
+                for g in ready:
+                    waiting.pop(g)
+            if waiting:
+                time.sleep(0.3)
+        for g, h in waiting.items():
+            report.notes.append(f"job {g} waits for its pair's host {h} to start; released in a later round")
+
+    # ------------------------------------------------------------------ the loop
+
+    def idle(self) -> bool:
+        """Every managed job has ended (and the submitter, when there is one, is done)."""
+        if self.cfg.idle_marker is not None and not self.cfg.idle_marker.exists():
+            return False
+        known = self.store.known_jobs()
+        return bool(known) and all(k.ended for k in known.values())
+
+    def run_loop(self) -> int:
+        """Play rounds every ``--round-s`` until stopped (SIGTERM/SIGINT), idle (``--until-idle``) or done."""
+        period = self.cfg.clock.real_s(self.cfg.rules.duration_s)
+        played = 0
+
+        def stop(signum: int, frame: FrameType | None) -> None:
+            self.stop_requested = True
+            self.log(f"signal {signal.Signals(signum).name}: stopping after this step")
+
+        old = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            next_at = time.monotonic()
+            while not self.stop_requested:
+                report = self.round()
+                self.log(report.line())
+                played += 1
+                if self.cfg.dry_run or (self.cfg.max_rounds is not None and played >= self.cfg.max_rounds):
+                    break
+                if self.cfg.until_idle and self.idle():
+                    self.log("every managed job has ended: done")
+                    break
+                next_at += period
+                if next_at < time.monotonic():  # a round longer than the period starts the next at once
+                    next_at = time.monotonic()
+                while not self.stop_requested and time.monotonic() < next_at:
+                    time.sleep(min(0.1, max(next_at - time.monotonic(), 0.0)))
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+        return 0
+
+
+def round_count(duration_s: float, period_s: float) -> int:
+    """Rounds of ``period_s`` in ``duration_s`` (at least one)."""
+    return max(1, math.ceil(duration_s / period_s))
