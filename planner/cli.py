@@ -48,8 +48,14 @@ profiles_app = typer.Typer(
     help="Job profiles: build from the shipped Gavel and Zeus data, ingest measurements, fit, check, make a truth.",
     no_args_is_help=True,
 )
+cluster_app = typer.Typer(
+    help="An emulated GPU cluster on this host (real Slurm, munge and Prometheus; emulated GPUs) for tests, "
+    "benchmarks and demos of `wattplan agent`.",
+    no_args_is_help=True,
+)
 app.add_typer(instance_app, name="instance")
 app.add_typer(profiles_app, name="profiles")
+app.add_typer(cluster_app, name="cluster")
 
 out = Console(emoji=False)  # ":name:" in a job id or file name stays text
 err = Console(stderr=True, emoji=False)
@@ -1372,6 +1378,209 @@ def bench(
         f"{len(report.rows)} runs ({result.ran} now, {result.reused} reused); "
         f"results in [bold]{shown(out_path)}[/] ({shown(', '.join(p.name for p in report.paths))})"
     )
+
+
+# ---------------------------------------------------------------------------------------------- the live agent
+
+ClusterDirOpt = Annotated[Path, typer.Option("--dir", help="The emulated cluster's folder.")]
+
+
+@app.command()
+@handles_errors
+def agent(
+    cluster_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--cluster",
+            help="An emulated cluster's folder (wattplan cluster up): its Slurm, Prometheus, settings folder and "
+            "clock. Without it: the Slurm of SLURM_CONF and --prometheus.",
+        ),
+    ] = None,
+    state: Annotated[
+        Path | None,
+        typer.Option(help="SQLite state file (default: agent.db in --cluster, else ./wattplan-agent.db)."),
+    ] = None,
+    prometheus: Annotated[
+        str | None, typer.Option(help="Prometheus URL scraping the DCGM exporters (http://HOST:PORT).")
+    ] = None,
+    settings_dir: Annotated[
+        Path | None,
+        typer.Option(help="Shared folder the node scripts read settings from (default /var/lib/wattplan/settings)."),
+    ] = None,
+    profiles: Annotated[Path | None, typer.Option(help="Profile library (default: the shipped one).")] = None,
+    learn: Annotated[
+        bool, typer.Option(help="Correct the profiles from each round's observed steps and power.")
+    ] = False,
+    objective: Annotated[
+        ObjectiveChoice | None,
+        typer.Option(help="Objective (default: efficiency with the JCT bound, progress without it)."),
+    ] = None,
+    max_jct_increase: Annotated[
+        float,
+        typer.Option(
+            help="Runtime-bounded energy mode: least energy with an average JCT at most this many percent above "
+            "what Slurm's first-come-first-served scheduling at full power would give (estimated as the replay "
+            "does: fifo-max over the jobs seen so far)."
+        ),
+    ] = 3.0,
+    jct_bound: Annotated[
+        bool, typer.Option(help="Steer each round's delta by the JCT bound (--no-jct-bound: a fixed --delta).")
+    ] = True,
+    delta: Annotated[float, typer.Option(help="Progress given up per round without the JCT bound.")] = defaults.DELTA,
+    round_s: RoundSOpt = defaults.ROUND_S,
+    restart_s: RestartOpt = defaults.RESTART_S,
+    min_pair_rate: MinPairRateOpt = defaults.MIN_PAIR_RATE,
+    solver: ReplaySolverOpt = REPLAY_REQUEST.solver,
+    time_limit: ReplayTimeLimitOpt = REPLAY_REQUEST.time_limit_s,
+    threads: Annotated[int, typer.Option(help="Solver threads (>= 1).")] = REPLAY_REQUEST.threads,
+    seed: Annotated[int, typer.Option(help="Solver seed.")] = REPLAY_REQUEST.seed,
+    node_power_w: Annotated[
+        float | None, typer.Option(help="A node's power besides its GPUs (W; default: the library's or 300).")
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option(help="Play one round on a copy of the state; print the Slurm calls, send none.")
+    ] = False,
+    until_idle: Annotated[
+        bool, typer.Option(help="Stop once every managed job has ended (and, with --cluster, all were submitted).")
+    ] = False,
+    max_rounds: Annotated[int | None, typer.Option(help="Stop after this many rounds.")] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Log only notes and faults.")] = False,
+) -> None:
+    """Run the control loop on a Slurm cluster: read the queue, observe, plan, apply; every --round-s.
+
+    A job opts in with sbatch --hold --comment='wattplan:type=TYPE;steps=STEPS'; the agent never touches
+    other jobs. Install the node scripts (planner/agent/node_files) so power limits reach the GPUs.
+    """
+    from planner.agent.loop import AgentConfig
+    from planner.agent.run import environment, run_agent, stderr_log
+    from planner.contracts.rules import RoundRules, rules_problems
+    from planner.profile_library.library import load_profile_library
+
+    bound = max_jct_increase / 100.0 if jct_bound else None
+    if bound is not None and not 0 <= bound <= 10:
+        raise InputError("--max-jct-increase", [Problem("bad-option", "--max-jct-increase", "must be in [0, 1000]")])
+    chosen = objective.value if objective is not None else ("efficiency" if bound is not None else "progress")
+    rules = RoundRules(round_s, restart_s, min_pair_rate, chosen, delta)
+    options = {"duration_s": "--round-s", "restart_s": "--restart-s", "delta": "--delta"}
+    if problems := rules_problems(rules, options):
+        raise InputError("options", problems)
+    request = PlanRequest(solver=solver, time_limit_s=time_limit, threads=threads, seed=seed, lp_bound=False)
+    env = environment(
+        cluster_dir, prometheus, settings_dir or (None if cluster_dir else Path("/var/lib/wattplan/settings"))
+    )
+    config = AgentConfig(
+        library=load_profile_library(profiles),
+        rules=rules,
+        request=request,
+        max_jct_increase=bound,
+        learn=learn,
+        dry_run=dry_run,
+        until_idle=until_idle,
+        max_rounds=max_rounds,
+        node_power_w=node_power_w,
+    )
+    default_state = (cluster_dir / "agent.db") if cluster_dir else Path("wattplan-agent.db")
+    code = run_agent(config, env, state or default_state, stderr_log(quiet))
+    raise typer.Exit(code)
+
+
+@cluster_app.command("up")
+@handles_errors
+def cluster_up(
+    cluster_dir: ClusterDirOpt,
+    gpus: Annotated[str, typer.Option(help="GPUs of each type, e.g. v100:32,p100:16 (whole nodes).")] = "v100:32",
+    gpus_per_node: GpusPerNodeOpt = defaults.GPUS_PER_NODE,
+    truth: Annotated[
+        Path | None, typer.Option(help="Profile library the emulated GPUs run by (default: the shipped one).")
+    ] = None,
+    time_scale: Annotated[float, typer.Option(help="Emulated seconds per real second (> 0).")] = 60.0,
+    restart_s: Annotated[
+        float, typer.Option(help="Emulated seconds a (re)started job spends loading its checkpoint.")
+    ] = defaults.RESTART_S,
+) -> None:
+    """Start munged, slurmctld, one slurmd per node, the GPU emulator, node agents and Prometheus (needs root)."""
+    from planner.cluster.up import cluster_up as up
+    from planner.profile_library.library import load_profile_library
+    from planner.rounds.cluster_spec import parse_cluster_spec
+
+    spec = parse_cluster_spec(gpus, gpus_per_node)
+    if not 0 < time_scale <= 10_000:
+        raise InputError("--time-scale", [Problem("bad-option", "--time-scale", "must be in (0, 10000]")])
+    manifest = up(
+        cluster_dir,
+        spec.gpus,
+        gpus_per_node,
+        load_profile_library(truth),
+        truth,
+        time_scale,
+        restart_s,
+        log=lambda m: err.print(m),
+    )
+    out.print(
+        f"cluster up in [bold]{shown(cluster_dir)}[/]: {len(manifest['nodes'])} nodes, Prometheus "
+        f"{shown(manifest['prometheus_url'])}, {time_scale:g} emulated s per real s"
+    )
+
+
+@cluster_app.command("down")
+@handles_errors
+def cluster_down(cluster_dir: ClusterDirOpt) -> None:
+    """Stop exactly what `wattplan cluster up` started in --dir (its jobs are cancelled first)."""
+    from planner.cluster.up import cluster_down as down
+
+    down(cluster_dir, log=lambda m: out.print(m))
+
+
+@cluster_app.command("submit")
+@handles_errors
+def cluster_submit(
+    trace: TraceArg,
+    cluster_dir: ClusterDirOpt,
+    unmanaged: Annotated[
+        bool, typer.Option(help="Submit as a user would, for Slurm's own scheduling (no hold, no opt-in comment).")
+    ] = False,
+    max_jobs: MaxJobsOpt = None,
+    start_s: StartSOpt = None,
+    end_s: EndSOpt = None,
+    fmt: FormatOpt = TraceFormat.auto,
+    vc: VcOpt = None,
+    seed: Annotated[int, typer.Option(help="Seed of Philly job types.")] = 0,
+    wait: Annotated[bool, typer.Option(help="Return once every job is submitted (default: at once).")] = False,
+) -> None:
+    """Submit a trace's jobs (the replay's selection) at their arrival times, on the emulated clock."""
+    from planner.cluster.submit import start_submitter, submissions
+    from planner.contracts.rules import RoundRules
+
+    jobs, layout = submissions(cluster_dir, trace, fmt.value, vc, start_s, end_s, max_jobs, seed, RoundRules())
+    pid = start_submitter(layout, jobs, managed=not unmanaged)
+    kind = "unmanaged" if unmanaged else "managed (held, for wattplan agent)"
+    out.print(f"submitting {len(jobs)} {kind} jobs over {jobs[-1].offset_s:.0f} emulated s (submitter pid {pid})")
+    if wait:
+        while not (layout.submit_dir / "done").exists():
+            time.sleep(0.5)
+
+
+@cluster_app.command("report")
+@handles_errors
+def cluster_report(
+    cluster_dir: ClusterDirOpt,
+    json_path: Annotated[Path | None, typer.Option("--json", help="Write the report as JSON here.")] = None,
+) -> None:
+    """Energy (from Prometheus), JCTs and per-job times of the jobs submitted to the emulated cluster."""
+    import json as json_module
+
+    from planner.cluster.layout import ClusterLayout
+    from planner.cluster.report import cluster_report as report_of
+    from planner.contracts.jsonio import write_text_atomic
+
+    layout = ClusterLayout(cluster_dir)
+    report = report_of(layout, layout.read_manifest()["prometheus_url"])
+    for w in report.get("warnings", []):
+        err.print(f"[yellow]warning:[/] {shown(w)}")
+    if json_path is not None:
+        write_text_atomic(json_path, json_module.dumps(report, indent=1) + "\n")
+    keys = ("energy_kwh", "avg_jct_s", "p95_jct_s", "jobs_total", "jobs_completed")
+    out.print("  ".join(f"{k}={report.get(k)}" for k in keys))
 
 
 def main() -> None:

@@ -1,0 +1,132 @@
+"""``wattplan agent`` put together: Slurm's environment, the state file, Prometheus, the loop (docs/design.md §11.6).
+
+On a real cluster the agent runs where ``squeue``/``scontrol`` work (``SLURM_CONF`` as usual) and reads the
+Prometheus that scrapes the DCGM exporters (``--prometheus URL``). With ``--cluster DIR`` (an emulated cluster,
+:mod:`planner.cluster`) everything comes from the cluster's manifest: ``SLURM_CONF``, the Prometheus URL, the
+settings folder and the clock; nothing else changes.
+
+``--dry-run`` plays one round on a copy of the state file and prints the calls it would send; nothing is written
+to Slurm, the nodes or the state.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from planner.agent.commands import runner
+from planner.agent.loop import Agent, AgentConfig, Observed
+from planner.agent.node_settings import Clock
+from planner.agent.observations import observe
+from planner.agent.prometheus import PrometheusClient, with_retries
+from planner.agent.slurm_version import require_supported
+from planner.agent.store import AgentStore
+
+
+@dataclass
+class PrometheusObserver:
+    """Reads each round's window from Prometheus (:func:`planner.agent.observations.observe`), with retries."""
+
+    url: str
+    from_zero: bool = False
+    attempts: int = 3
+
+    def __post_init__(self) -> None:
+        self.client = PrometheusClient(self.url)
+
+    def window(self, t0_unix: float, t1_unix: float) -> Observed:
+        """Steps done at ``t1`` and energy over the window per job; raises PrometheusError when it cannot read."""
+        seen = with_retries(
+            lambda: observe(self.client, t0_unix, t1_unix, from_zero=self.from_zero),
+            attempts=self.attempts,
+            base_s=0.5,
+            max_s=2.0,
+            max_total_s=5.0,
+        )
+        if not seen.scrape.ok:
+            raise RuntimeError(f"Prometheus has no fresh data for the last round ({seen.scrape.reason})")
+        steps = {j.job_id: j.steps_t1 for j in seen.jobs if j.steps_t1 is not None}
+        energy = {j.job_id: j.energy_j for j in seen.jobs}
+        return Observed(steps, energy, seen.gpu_energy_j)
+
+
+@dataclass(frozen=True)
+class Environment:
+    """Where the agent's Slurm, Prometheus, settings and clock are."""
+
+    slurm_env: dict[str, str]
+    prometheus_url: str | None
+    settings_dir: Path | None
+    clock: Clock
+    idle_marker: Path | None
+    from_zero: bool
+
+
+def environment(cluster_dir: Path | None, prometheus_url: str | None, settings_dir: Path | None) -> Environment:
+    """The environment of a real cluster (the options) or of an emulated one (its manifest)."""
+    if cluster_dir is None:
+        return Environment(dict(os.environ), prometheus_url, settings_dir, Clock(), None, False)
+    from planner.cluster.layout import ClusterLayout
+
+    layout = ClusterLayout(cluster_dir)
+    try:
+        manifest = layout.read_manifest()
+    except FileNotFoundError:
+        raise ValueError(f"--cluster {cluster_dir}: no cluster.json; start one with wattplan cluster up") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"--cluster {cluster_dir}: cluster.json is not JSON ({e})") from None
+    return Environment(
+        {**os.environ, "SLURM_CONF": str(manifest["slurm_conf"])},
+        prometheus_url or manifest.get("prometheus_url"),
+        settings_dir or layout.settings_dir,
+        layout.clock(),
+        layout.submit_dir / "done",
+        True,
+    )
+
+
+def run_agent(config: AgentConfig, env: Environment, state: Path, log: Callable[[str], None]) -> int:
+    """Check Slurm's version, open the state (a copy in a dry run), run the loop; the exit code."""
+    run = runner(env.slurm_env, timeout_s=60.0)
+    version = require_supported(run)
+    prom = env.prometheus_url or "(none: progress not observed)"
+    log(f"Slurm {'.'.join(map(str, version))}; state {state}; Prometheus {prom}")
+    config.clock = env.clock
+    config.settings_dir = env.settings_dir
+    config.idle_marker = env.idle_marker
+    scratch: Path | None = None
+    path = state
+    if config.dry_run:
+        scratch = Path(tempfile.mkdtemp(prefix="wattplan-dry-"))
+        path = scratch / "state.db"
+        if state.exists():
+            shutil.copy2(state, path)
+    store = AgentStore(path)
+    observer = PrometheusObserver(env.prometheus_url, env.from_zero) if env.prometheus_url else None
+    try:
+        agent = Agent(config, store, run, observer, log)
+        return agent.run_loop()
+    finally:
+        store.close()
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def stderr_log(quiet: bool) -> Callable[[str], None]:
+    """A logger writing time-stamped lines to standard error (only warnings and notes when ``quiet``)."""
+
+    def log(text: str) -> None:
+        if quiet and not text.startswith(("restart", "signal")) and "\n" not in text:
+            return
+        stamp = time.strftime("%H:%M:%S")
+        sys.stderr.write(f"{stamp} {text}\n")
+        sys.stderr.flush()
+
+    return log

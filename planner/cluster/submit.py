@@ -1,0 +1,207 @@
+"""``wattplan cluster submit``: a trace's jobs sent to the emulated cluster's Slurm at their arrival times.
+
+The jobs are the replay's (:func:`planner.sim.replay.prepare` on the same trace, selection and cluster), so a
+live run and ``wattplan simulate`` see the same workload: ids, types, arrivals, steps, requested GPUs. The first
+job arrives when the submitter starts; the others follow at their trace offsets on the emulated clock.
+
+Each job is an ``sbatch`` of the stand-in trainer (:mod:`planner.cluster.trainer`), ``--requeue``, one task,
+``--gres=gpu:N`` on one node (``N`` = the request) or ``gpu:K`` on ``N / K`` nodes for a request above a node's
+``K`` GPUs. Managed jobs opt in with ``--comment=wattplan:type=T;steps=S`` and wait held (``--hold``) for the
+agent; ``--unmanaged`` submits them as a user would, for Slurm's own scheduling (first come, first served with
+backfill) at the GPUs' default power limit.
+
+The submitter runs in the background (its PID in ``submit/submitter.pid``), appends one row per job to
+``submit/submitted.csv`` as it goes (``slurm_job_id,trace_job_id,job_type,gpus,total_steps,arrival_s,
+submit_unix,managed``; ``arrival_s`` on the emulated clock) and writes ``submit/done`` after the last one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from planner.cluster.layout import ClusterLayout, write_json_atomic
+from planner.contracts.rules import RoundRules
+
+SUBMITTED_COLUMNS = (
+    "slurm_job_id",
+    "trace_job_id",
+    "job_type",
+    "gpus",
+    "total_steps",
+    "arrival_s",
+    "submit_unix",
+    "managed",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Submission:
+    """One job to submit: its trace id, type, requested GPUs, whole steps and offset after the first (s)."""
+
+    trace_job_id: str
+    job_type: str
+    gpus: int
+    total_steps: int
+    offset_s: float
+
+
+def submissions(
+    root: Path,
+    trace: Path,
+    fmt: str,
+    vc: str | None,
+    start_s: float | None,
+    end_s: float | None,
+    max_jobs: int | None,
+    seed: int,
+    rules: RoundRules,
+) -> tuple[list[Submission], ClusterLayout]:
+    """The replay's jobs of ``trace`` on the cluster in ``root`` (its GPUs and truth), as submissions.
+
+    Raises ValueError when no cluster was started in ``root``; InputError for a bad trace or selection.
+    """
+    from planner.sim.replay import ReplaySpec, prepare
+
+    layout = ClusterLayout(root)
+    try:
+        manifest = layout.read_manifest()
+    except FileNotFoundError:
+        raise ValueError(f"--dir {root}: no cluster.json; start one with wattplan cluster up") from None
+    counts: dict[str, int] = {}
+    for n in manifest["nodes"]:
+        counts[n["gpu_type"]] = counts.get(n["gpu_type"], 0) + int(n["gpus"])
+    truth = manifest.get("truth")
+    spec = ReplaySpec(
+        trace=trace,
+        cluster=",".join(f"{t}:{c}" for t, c in counts.items()),
+        fmt=fmt,  # type: ignore[arg-type]
+        virtual_cluster=vc,
+        start_s=start_s,
+        end_s=end_s,
+        max_jobs=max_jobs,
+        rules=rules,
+        seed=seed,
+        gpus_per_node=int(manifest["gpus_per_node"]),
+        truth=None if truth is None else Path(truth),
+    )
+    workload, _ctx = prepare(spec)
+    first = min(j.arrival_s for j in workload.jobs)
+    jobs = [
+        Submission(j.id, j.type, j.requested_gpus, max(1, math.ceil(j.total_steps)), j.arrival_s - first)
+        for j in sorted(workload.jobs, key=lambda j: j.arrival_s)
+    ]
+    return jobs, layout
+
+
+def sbatch_argv(
+    layout: ClusterLayout, job: Submission, managed: bool, gpus_per_node: int, restart_s: float
+) -> list[str]:
+    """The ``sbatch`` command of one job (module docstring)."""
+    nodes = max(1, math.ceil(job.gpus / gpus_per_node))
+    per_node = job.gpus // nodes
+    trainer = (
+        f"exec {sys.executable} -m planner.cluster.trainer --dir {layout.root} --job-type {job.job_type} "
+        f"--steps {job.total_steps} --restart-s {restart_s:g}"
+    )
+    argv = [
+        "sbatch",
+        "--parsable",
+        "--requeue",
+        f"--job-name=wp-{job.trace_job_id}",
+        "--ntasks=1",
+        f"--nodes={nodes}",
+        f"--gres=gpu:{per_node}",
+        f"--output={layout.work_dir}/slurm-%j.out",
+        f"--chdir={layout.work_dir}",
+    ]
+    if managed:
+        argv += ["--hold", f"--comment=wattplan:type={job.job_type};steps={job.total_steps}"]
+    return [*argv, "--wrap", trainer]
+
+
+def run_submitter(layout: ClusterLayout, jobs: Sequence[Submission], managed: bool) -> int:
+    """Submit ``jobs`` at their offsets (blocking); 0 when every job was accepted, 1 otherwise."""
+    manifest = layout.read_manifest()
+    clock = layout.clock()
+    env = {**os.environ, "SLURM_CONF": str(layout.slurm_conf)}
+    out = layout.submit_dir / "submitted.csv"
+    new = not out.exists()
+    failures = 0
+    start_unix = time.time()
+    with out.open("a", newline="") as f:
+        writer = csv.writer(f)
+        if new:
+            writer.writerow(SUBMITTED_COLUMNS)
+        for job in sorted(jobs, key=lambda j: j.offset_s):
+            due = start_unix + clock.real_s(job.offset_s)
+            while (wait := due - time.time()) > 0:
+                time.sleep(min(wait, 0.5))
+            argv = sbatch_argv(
+                layout, job, managed, int(manifest["gpus_per_node"]), float(manifest.get("restart_s", 0.0))
+            )
+            unix = time.time()
+            done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+            if done.returncode != 0:
+                failures += 1
+                print(f"submit {job.trace_job_id}: sbatch failed: {done.stderr.strip()}", file=sys.stderr, flush=True)
+                continue
+            slurm_id = done.stdout.strip().split(";")[0]
+            writer.writerow(
+                [
+                    slurm_id,
+                    job.trace_job_id,
+                    job.job_type,
+                    job.gpus,
+                    job.total_steps,
+                    f"{clock.at(unix):.3f}",
+                    f"{unix:.3f}",
+                    int(managed),
+                ]
+            )
+            f.flush()
+    (layout.submit_dir / "done").write_text(f"{time.time():.3f}\n")
+    return 1 if failures else 0
+
+
+def start_submitter(layout: ClusterLayout, jobs: Sequence[Submission], managed: bool) -> int:
+    """Write the job list and start the submitter in the background; its PID."""
+    layout.submit_dir.mkdir(parents=True, exist_ok=True)
+    layout.work_dir.mkdir(parents=True, exist_ok=True)
+    layout.log_dir.mkdir(parents=True, exist_ok=True)
+    (layout.submit_dir / "done").unlink(missing_ok=True)
+    jobs_file = layout.submit_dir / "jobs.json"
+    write_json_atomic(jobs_file, {"managed": managed, "jobs": [asdict(j) for j in jobs]})
+    with open(layout.log_dir / "submitter.log", "ab") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "planner.cluster.submit", "--dir", str(layout.root)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    (layout.submit_dir / "submitter.pid").write_text(f"{proc.pid}\n")
+    return proc.pid
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m planner.cluster.submit --dir DIR``: submit ``submit/jobs.json``."""
+    parser = argparse.ArgumentParser(description="Submit an emulated cluster's job list at its arrival times.")
+    parser.add_argument("--dir", required=True, type=Path)
+    args = parser.parse_args(argv)
+    layout = ClusterLayout(args.dir)
+    doc = json.loads((layout.submit_dir / "jobs.json").read_text())
+    jobs = [Submission(**j) for j in doc["jobs"]]
+    return run_submitter(layout, jobs, bool(doc["managed"]))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
