@@ -1459,8 +1459,10 @@ def agent(
     bound = max_jct_increase / 100.0 if jct_bound else None
     if bound is not None and not 0 <= bound <= 10:
         raise InputError("--max-jct-increase", [Problem("bad-option", "--max-jct-increase", "must be in [0, 1000]")])
-    chosen = objective.value if objective is not None else ("efficiency" if bound is not None else "progress")
-    rules = RoundRules(round_s, restart_s, min_pair_rate, chosen, delta)
+    if objective is not None:
+        rules = RoundRules(round_s, restart_s, min_pair_rate, objective.value, delta)
+    else:
+        rules = RoundRules(round_s, restart_s, min_pair_rate, "efficiency" if bound is not None else "progress", delta)
     options = {"duration_s": "--round-s", "restart_s": "--restart-s", "delta": "--delta"}
     if problems := rules_problems(rules, options):
         raise InputError("options", problems)

@@ -1,6 +1,13 @@
-"""The Slurm side of ``wattplan agent`` (issue 24): read the queue and the nodes, send the fewest Slurm calls.
+"""``wattplan agent``: the control loop on a live Slurm cluster (docs/design.md §11.6).
 
-The control loop itself is not built yet (docs/design.md §11.6). Modules:
+Modules:
+
+- :mod:`planner.agent.loop`: one round (read, observe, learn, build, plan, apply) and the loop around it
+- :mod:`planner.agent.run`: the loop put together: Slurm's environment, the state file, the Prometheus observer
+- :mod:`planner.agent.decide`: a plan turned into Slurm calls and setting files (pairs as host and guest)
+- :mod:`planner.agent.store`: the state in SQLite (jobs, desired configurations, rounds, calls, observations)
+- :mod:`planner.agent.node_settings`: the setting file the node scripts read, the clock, atomic writes
+- :mod:`planner.agent.slurm_detail`: GPU indices of running jobs from ``scontrol show job -d``; host lists
 
 - :mod:`planner.agent.commands`: one external command run as an argv list, its result, and the error for a
   command that could not give an answer
@@ -10,4 +17,7 @@ The control loop itself is not built yet (docs/design.md §11.6). Modules:
   opted in (``--comment=wattplan:type=...;steps=...``) and the nodes
 - :mod:`planner.agent.slurm_actions`: hold, update, release, requeue-hold and cancel as data, grouped into the
   fewest ``scontrol``/``scancel`` calls, and applied (or only listed, in a dry run)
+
+Package data: ``node_files/`` holds the Slurm prolog, epilog and task prolog and the node agent an operator
+installs on every GPU node (its README.md says how).
 """

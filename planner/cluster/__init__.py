@@ -5,4 +5,10 @@ Everything a test, a benchmark or a demo needs to run ``wattplan agent`` for rea
 
 - :mod:`planner.cluster.layout`: the folder of one emulated cluster, its manifest and its clock, and the file
   contracts between the agent, the node scripts, the emulator and the stand-in trainer
+- :mod:`planner.cluster.slurm_daemons`: a real Slurm on this host (munged, slurmctld, one slurmd per node, fake
+  GPU devices), started and stopped by PID
+- :mod:`planner.cluster.nvidia_smi`: the nvidia-smi stand-in: GPUs that are JSON files (power limit, clock lock),
+  limits from the manifest's nodes (:func:`~planner.cluster.nvidia_smi.node_gpu_limits`)
+- :mod:`planner.cluster.up`: ``wattplan cluster up`` and ``down``
+- :mod:`planner.cluster.submit`: ``wattplan cluster submit``: a trace's jobs sent to Slurm at their arrival times
 """

@@ -124,10 +124,10 @@ def cluster_up(
             raise ClusterError(
                 f"{root} already runs a cluster ({', '.join(alive)}): wattplan cluster down --dir {root}"
             )
-    for sub in ("settings", "node", "emu", "work", "submit", "log", "prometheus", "slurm"):
-        shutil.rmtree(root / sub, ignore_errors=True)
-    for sub in (layout.settings_dir, layout.node_dir, layout.emu_dir, layout.work_dir, layout.log_dir):
-        sub.mkdir(parents=True, exist_ok=True)
+    for name in ("settings", "node", "emu", "work", "submit", "log", "prometheus", "slurm"):
+        shutil.rmtree(root / name, ignore_errors=True)
+    for folder in (layout.settings_dir, layout.node_dir, layout.emu_dir, layout.work_dir, layout.log_dir):
+        folder.mkdir(parents=True, exist_ok=True)
     for gpu_type, _ in gpus:
         if gpu_type not in library.gpu_types:
             raise ClusterError(
