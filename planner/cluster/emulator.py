@@ -3,27 +3,29 @@
 ``python -m planner.cluster.emulator --dir DIR --port P [--truth LIB] [--tick-s 0.2]``. Every tick (real
 seconds) it reads the folder (:mod:`planner.cluster.layout`):
 
-* the manifest ``cluster.json`` (once, at start): ``t0_unix``, ``time_scale``, ``nodes`` (``[{"name",
-  "gpu_type", "gpus"}]``), optional ``truth`` (a library path, relative to the folder; absent or null: the
-  shipped library; ``--truth`` overrides it) and optional ``node_power_w`` (the cluster's ``--node-power-w``);
+* the manifest ``cluster.json``: at start ``nodes`` (``[{"name", "gpu_type", "gpus"}]``, optional
+  ``default_limit_w``), optional ``truth`` (a library path, relative to the folder; absent or null: the shipped
+  library; ``--truth`` overrides it) and optional ``node_power_w`` (the cluster's ``--node-power-w``); every
+  tick (when the file changed) ``t0_unix`` and ``time_scale``, since ``cluster up`` sets ``t0_unix`` again
+  once everything runs;
 * DCGM's job mapping ``node/NODE/jobmap/INDEX`` (job ids on the GPU, one a line), the GPU states
-  ``emu/gpus/NODE/INDEX.json`` (``{"power_limit_w", "sm_clock_lock_mhz"}``, either null; no file: defaults)
-  and the trainers' registrations ``emu/jobs/JOBID.json`` and progress ``emu/progress/JOBID``
-  (:mod:`planner.cluster.trainer`). A job is on the GPUs when it is registered (its type and phase come from
-  there) and mapped; a mapped job no trainer registered is not running yet (or any more) and is ignored; a
-  registered job mapped nowhere is a fault (speed 0).
+  ``emu/gpus/NODE/INDEX.json`` (``{"power_limit_w": W or null, "sm_clock_lock_mhz": MHz, [MIN, MAX] (read as
+  MAX, the clock a busy GPU runs at) or null}``; no file: the defaults) and the trainers' registrations
+  ``emu/jobs/JOBID.json`` and progress ``emu/progress/JOBID`` (:mod:`planner.cluster.trainer`). A job is on the GPUs
+  when it is registered (its type and phase come from there) and mapped; a mapped job no trainer registered is not
+  running yet (or any more) and is ignored; a registered job mapped nowhere is a fault (speed 0).
 
 It evaluates them with :mod:`planner.cluster.truth_model` (the replay's arithmetic) and writes
 ``emu/rates.json`` ``{"emulated_s", "jobs": {JOBID: steps per emulated s}, "reasons": {JOBID: why 0}}``.
 
-Energy is integrated in **emulated** time: between two ticks ``dt = clock(now) - clock(last)`` emulated
-seconds, each GPU's counter gains ``P * dt * 1000`` mJ at the power ``P`` (W) of the earlier tick, each node's
-``Pnode * dt`` J. ``Pnode`` is the node's draw besides its GPUs (the replay's ``node_power_w``): the truth
-library's ``gpu_types[].node_power_w`` when present, else the manifest's ``node_power_w``, else
-:data:`planner.contracts.defaults.NODE_POWER_W`, as :func:`planner.sim.round_instance.cluster_context` chooses;
-every node of the manifest counts as powered. Counters go to ``emu/counters.json`` every
-:data:`PERSIST_S` real seconds and on SIGTERM; a restarted emulator continues them (the time it was down is
-not counted), so they never go down.
+Energy is integrated in **emulated** time: between two ticks ``dt = (unix_now - unix_last) * time_scale``
+emulated seconds (the emulated clock's advance; a new ``t0_unix`` does not make it jump), each GPU's counter
+gains ``P * dt * 1000`` mJ at the power ``P`` (W) of the earlier tick, each node's ``Pnode * dt`` J. ``Pnode`` is the
+node's draw besides its GPUs (the replay's ``node_power_w``): the truth library's ``gpu_types[].node_power_w`` when
+present, else the manifest's ``node_power_w``, else :data:`planner.contracts.defaults.NODE_POWER_W`, as
+:func:`planner.sim.round_instance.cluster_context` chooses; every node of the manifest counts as powered. Counters go to
+``emu/counters.json`` every :data:`PERSIST_S` real seconds and on SIGTERM; a restarted emulator continues them (the time
+it was down is not counted), so they never go down.
 
 ``GET /metrics`` on 127.0.0.1:P is Prometheus text in dcgm-exporter's names, per GPU with labels ``gpu="IDX"``,
 ``UUID="GPU-<uuid5 of node and index>"``, ``device="nvidiaIDX"``, ``modelName`` (the GPU type's name),
@@ -33,7 +35,8 @@ numeric order):
 * ``DCGM_FI_DEV_POWER_USAGE`` (gauge, W), ``DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION`` (counter, emulated mJ),
   ``DCGM_FI_DEV_GPU_UTIL`` (gauge, %: 100 while a job computes on it, else 0), ``DCGM_FI_PROF_SM_ACTIVE``
   (gauge, 0..1, :mod:`planner.cluster.truth_model`), ``DCGM_FI_DEV_POWER_MGMT_LIMIT`` (gauge, W: the set limit,
-  else the default; absent for a clock-set type with no limit known);
+  else the node's ``default_limit_w`` from the manifest, else the type's largest power-limit setting or the
+  library's ``top_limit_w``; absent when none is known);
 * ``wattplan_job_steps_done`` and ``wattplan_job_steps_total`` (gauges, labels ``hpc_job``, ``job_type``) of
   the registered jobs; ``wattplan_node_power_watts`` and ``wattplan_node_energy_joules_total`` (emulated J,
   label ``Hostname``) of the node besides its GPUs; ``wattplan_emulated_time_seconds``.
@@ -59,7 +62,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, TypeGuard
 
 from planner.cluster.layout import Clock, ClusterLayout, write_json_atomic
 from planner.cluster.trainer import progress_path
@@ -131,6 +134,10 @@ class FileCache:
         self._touched = set()
 
 
+def _number(v: object) -> TypeGuard[int | float]:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
 def gpu_uuid(node: str, index: int) -> str:
     """A stable UUID for GPU ``index`` of ``node``: ``GPU-`` and the UUID5 of ``wattplan-emu/NODE/INDEX``."""
     return f"GPU-{uuid.uuid5(uuid.NAMESPACE_URL, f'wattplan-emu/{node}/{index}')}"
@@ -179,6 +186,9 @@ class Emulator:
         manifest = layout.read_manifest()
         self.clock = Clock(float(manifest["t0_unix"]), float(manifest["time_scale"]))
         self.nodes = tuple(Node(str(n["name"]), str(n["gpu_type"]), int(n["gpus"])) for n in manifest["nodes"])
+        self.default_limit_w = {
+            str(n["name"]): float(n["default_limit_w"]) for n in manifest["nodes"] if _number(n.get("default_limit_w"))
+        }
         if truth is None and manifest.get("truth"):
             truth = layout.root / str(manifest["truth"])
         self.index: TruthIndex = index_library(load_profile_library(truth))
@@ -194,12 +204,14 @@ class Emulator:
         self.jobmap_paths = {g: str(layout.jobmap_file(*g)) for g in self.gpu_ids}
         self.state_paths = {g: str(layout.gpu_state_file(*g)) for g in self.gpu_ids}
         self.jobs_dir = str(layout.emu_dir / "jobs")
+        self.manifest_path = str(layout.manifest)
         self.progress_dir = str(progress_path(layout, "x").parent)
         self.counters_file = layout.emu_dir / "counters.json"
         self.energy_mj: dict[GpuId, float] = dict.fromkeys(self.gpu_ids, 0.0)
         self.node_j: dict[str, float] = {n.name: 0.0 for n in self.nodes}
         self._load_counters()
         self.power_w: dict[GpuId, float] = {}
+        self.last_unix: float | None = None
         self.last_emulated_s: float | None = None
         self.last_persist_unix = 0.0
         self.view = View()
@@ -246,8 +258,11 @@ class Emulator:
         limit = lock = None
         if isinstance(doc, dict):
             lw, lk = doc.get("power_limit_w"), doc.get("sm_clock_lock_mhz")
-            limit = float(lw) if isinstance(lw, int | float) and not isinstance(lw, bool) else None
-            lock = float(lk) if isinstance(lk, int | float) and not isinstance(lk, bool) else None
+            limit = float(lw) if _number(lw) else None
+            if isinstance(lk, list) and lk and all(_number(x) for x in lk):
+                lock = float(max(lk))
+            elif _number(lk):
+                lock = float(lk)
         return GpuState(self.gpu_type[gpu], limit, lock)
 
     def _registrations(self, now_unix: float) -> dict[str, Registration]:
@@ -288,14 +303,15 @@ class Emulator:
     def tick(self, now_unix: float | None = None) -> View:
         """Integrate the energy since the last tick, read the folder, recompute, write ``emu/rates.json``."""
         now_unix = time.time() if now_unix is None else now_unix
+        self._reread_clock(now_unix)
         emulated_s = self.clock.at(now_unix)
-        if self.last_emulated_s is not None:
-            dt = max(0.0, emulated_s - self.last_emulated_s)
+        if self.last_unix is not None:
+            dt = max(0.0, now_unix - self.last_unix) * self.clock.time_scale
             for gpu, p in self.power_w.items():
                 self.energy_mj[gpu] += p * dt * 1000.0
             for node, p in self.node_power_w.items():
                 self.node_j[node] += p * dt
-        self.last_emulated_s = emulated_s if self.last_emulated_s is None else max(emulated_s, self.last_emulated_s)
+        self.last_unix, self.last_emulated_s = now_unix, emulated_s
 
         states = {gpu: self._gpu_state(gpu, now_unix) for gpu in self.gpu_ids}
         regs = self._registrations(now_unix)
@@ -313,15 +329,23 @@ class Emulator:
         limits: dict[GpuId, float | None] = {}
         for gpu, st in states.items():
             info = self.index.gpu_types.get(st.gpu_type)
-            limits[gpu] = (
-                st.power_limit_w if st.power_limit_w is not None else (default_power_limit_w(info) if info else None)
-            )
+            default = self.default_limit_w.get(gpu[0]) or (default_power_limit_w(info) if info else None)
+            limits[gpu] = st.power_limit_w if st.power_limit_w is not None else default
         self._log_changes(snap.jobs, regs)
         self.view = View(emulated_s, snap, limits, dict(self.energy_mj), dict(self.node_j), regs)
         if now_unix - self.last_persist_unix >= PERSIST_S:
             self.persist()
             self.last_persist_unix = now_unix
         return self.view
+
+    def _reread_clock(self, now_unix: float) -> None:
+        """Follow the manifest's clock: ``cluster up`` sets ``t0_unix`` again once everything runs."""
+        doc = self._json(self.manifest_path, now_unix)
+        if isinstance(doc, dict) and _number(doc.get("t0_unix")) and _number(doc.get("time_scale")):
+            clock = Clock(float(doc["t0_unix"]), float(doc["time_scale"]))
+            if clock != self.clock and clock.time_scale > 0:
+                self._log(f"clock now t0_unix {clock.t0_unix:.3f}, time scale {clock.time_scale:g}")
+                self.clock = clock
 
     def _log(self, text: str) -> None:
         print(f"emulator: {text}", file=sys.stderr, flush=True)

@@ -14,10 +14,10 @@ with ``SLURM_JOB_ID`` (and ``SLURMD_NODENAME``) from Slurm. Files, all written a
 
 Time is the cluster's emulated clock (:class:`planner.cluster.layout.Clock`). On every (re)start the trainer
 spends ``restart_s`` emulated seconds in phase ``loading`` (``restart_s / time_scale`` real seconds; default the
-replay's restart cost), then ``running``: every tick (0.2 s real) it reads its speed ``v`` (steps per emulated
-second) from ``emu/rates.json`` and adds ``v * dt`` steps for the ``dt`` emulated seconds since the last tick. A
-missing job, a missing or unreadable rates file, or one whose ``emulated_s`` is more than
-:data:`STALE_REAL_S` real seconds old reads as speed 0: the trainer waits.
+manifest's ``restart_s``, else the replay's restart cost), then ``running``: every tick (0.2 s real) it reads
+its speed ``v`` (steps per emulated second) from ``emu/rates.json`` and adds ``v * dt`` steps for the ``dt``
+emulated seconds since the last tick. A missing job, a missing or unreadable rates file, or one whose ``emulated_s`` is
+more than :data:`STALE_REAL_S` real seconds old reads as speed 0: the trainer waits.
 
 SIGTERM or SIGINT (a requeue, ``scancel``): checkpoint, unregister, exit 0 within a tick. ``--fail-at-step K``
 exits 1 with a message once the steps pass ``K`` in this run, unregistered and without a new checkpoint (a
@@ -173,7 +173,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--dir", required=True, type=Path, help="the emulated cluster's folder")
     p.add_argument("--job-type", required=True, help="the job type (a type of the truth library)")
     p.add_argument("--steps", required=True, type=float, help="total steps of the job")
-    p.add_argument("--restart-s", type=float, default=RESTART_S, help="emulated seconds lost at each (re)start")
+    p.add_argument(
+        "--restart-s",
+        type=float,
+        default=None,
+        help="emulated seconds lost at each (re)start (default: the manifest's)",
+    )
     p.add_argument("--fail-at-step", type=float, default=None, help="exit 1 when passing this step (tests)")
     p.add_argument("--tick-s", type=float, default=TICK_S, help=argparse.SUPPRESS)
     return p
@@ -186,10 +191,14 @@ def main(argv: list[str] | None = None) -> int:
     if not job_id:
         print("trainer: SLURM_JOB_ID is not set", file=sys.stderr)
         return 2
-    if args.steps <= 0 or args.restart_s < 0 or args.tick_s <= 0:
+    layout = ClusterLayout(args.dir)
+    restart_s = args.restart_s
+    if restart_s is None:
+        restart_s = float(layout.read_manifest().get("restart_s", RESTART_S))
+    if args.steps <= 0 or restart_s < 0 or args.tick_s <= 0:
         print("trainer: --steps must be > 0, --restart-s >= 0, --tick-s > 0", file=sys.stderr)
         return 2
-    trainer = Trainer(ClusterLayout(args.dir), job_id, args.job_type, args.steps, args.restart_s, args.fail_at_step)
+    trainer = Trainer(layout, job_id, args.job_type, args.steps, restart_s, args.fail_at_step)
     trainer.tick_s = args.tick_s
 
     def _stop(signum: int, frame: FrameType | None) -> None:
