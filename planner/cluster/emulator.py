@@ -13,7 +13,9 @@ seconds) it reads the folder (:mod:`planner.cluster.layout`):
   MAX, the clock a busy GPU runs at) or null}``; no file: the defaults) and the trainers' registrations
   ``emu/jobs/JOBID.json`` and progress ``emu/progress/JOBID`` (:mod:`planner.cluster.trainer`). A job is on the GPUs
   when it is registered (its type and phase come from there) and mapped; a mapped job no trainer registered is not
-  running yet (or any more) and is ignored; a registered job mapped nowhere is a fault (speed 0).
+  running yet (or any more) and is ignored; a registered job mapped nowhere is a fault (speed 0). So when one job
+  of a pair ends, its partner runs alone from the next tick on (the replay keeps the pair's rates to the round's
+  end: the emulator is the physical side of that assumption).
 
 It evaluates them with :mod:`planner.cluster.truth_model` (the replay's arithmetic) and writes
 ``emu/rates.json`` ``{"emulated_s", "jobs": {JOBID: steps per emulated s}, "reasons": {JOBID: why 0}}``.
