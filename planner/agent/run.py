@@ -3,7 +3,8 @@
 On a real cluster the agent runs where ``squeue``/``scontrol`` work (``SLURM_CONF`` as usual) and reads the
 Prometheus that scrapes the DCGM exporters (``--prometheus URL``). With ``--cluster DIR`` (an emulated cluster,
 :mod:`planner.cluster`) everything comes from the cluster's manifest: ``SLURM_CONF``, the Prometheus URL, the
-settings folder and the clock; nothing else changes.
+settings folder, the submitter's done marker and the clock (the manifest's ``slurm_conf``, ``prometheus_url``,
+``settings_dir``, ``idle_marker``, ``t0_unix``, ``time_scale``); nothing else changes.
 
 ``--dry-run`` plays one round on a copy of the state file and prints the calls it would send; nothing is written
 to Slurm, the nodes or the state.
@@ -73,23 +74,21 @@ def environment(cluster_dir: Path | None, prometheus_url: str | None, settings_d
     """The environment of a real cluster (the options) or of an emulated one (its manifest)."""
     if cluster_dir is None:
         return Environment(dict(os.environ), prometheus_url, settings_dir, Clock(), None, False)
-    from planner.cluster.layout import ClusterLayout
-
-    layout = ClusterLayout(cluster_dir)
+    manifest_path = cluster_dir / "cluster.json"
     try:
-        manifest = layout.read_manifest()
+        manifest = json.loads(manifest_path.read_text())
+        return Environment(
+            {**os.environ, "SLURM_CONF": str(manifest["slurm_conf"])},
+            prometheus_url or manifest.get("prometheus_url"),
+            settings_dir or Path(manifest["settings_dir"]),
+            Clock(float(manifest["t0_unix"]), float(manifest["time_scale"])),
+            Path(manifest["idle_marker"]),
+            True,
+        )
     except FileNotFoundError:
         raise ValueError(f"--cluster {cluster_dir}: no cluster.json; start one with wattplan cluster up") from None
-    except json.JSONDecodeError as e:
-        raise ValueError(f"--cluster {cluster_dir}: cluster.json is not JSON ({e})") from None
-    return Environment(
-        {**os.environ, "SLURM_CONF": str(manifest["slurm_conf"])},
-        prometheus_url or manifest.get("prometheus_url"),
-        settings_dir or layout.settings_dir,
-        layout.clock(),
-        layout.submit_dir / "done",
-        True,
-    )
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+        raise ValueError(f"--cluster {cluster_dir}: cluster.json cannot be read ({e!r})") from None
 
 
 def run_agent(config: AgentConfig, env: Environment, state: Path, log: Callable[[str], None]) -> int:

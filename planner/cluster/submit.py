@@ -22,6 +22,7 @@ import csv
 import json
 import math
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -109,9 +110,20 @@ def sbatch_argv(
     """The ``sbatch`` command of one job (module docstring)."""
     nodes = max(1, math.ceil(job.gpus / gpus_per_node))
     per_node = job.gpus // nodes
-    trainer = (
-        f"exec {sys.executable} -m planner.cluster.trainer --dir {layout.root} --job-type {job.job_type} "
-        f"--steps {job.total_steps} --restart-s {restart_s:g}"
+    trainer = shlex.join(
+        [
+            sys.executable,
+            "-m",
+            "planner.cluster.trainer",
+            "--dir",
+            str(layout.root),
+            "--job-type",
+            job.job_type,
+            "--steps",
+            str(job.total_steps),
+            "--restart-s",
+            f"{restart_s:g}",
+        ]
     )
     argv = [
         "sbatch",
@@ -122,11 +134,12 @@ def sbatch_argv(
         f"--nodes={nodes}",
         f"--gres=gpu:{per_node}",
         f"--output={layout.work_dir}/slurm-%j.out",
+        "--open-mode=append",
         f"--chdir={layout.work_dir}",
     ]
     if managed:
         argv += ["--hold", f"--comment=wattplan:type={job.job_type};steps={job.total_steps}"]
-    return [*argv, "--wrap", trainer]
+    return [*argv, "--wrap", f"exec {trainer}"]
 
 
 def run_submitter(layout: ClusterLayout, jobs: Sequence[Submission], managed: bool) -> int:

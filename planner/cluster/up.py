@@ -153,6 +153,8 @@ def cluster_up(
         ],
         "exporter_port": exporter_port,
         "slurm_conf": str(layout.slurm_conf),
+        "settings_dir": str(layout.settings_dir),
+        "idle_marker": str(layout.submit_dir / "done"),
         "processes": {},
     }
     write_json_atomic(layout.manifest, manifest)

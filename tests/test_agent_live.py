@@ -1,0 +1,196 @@
+"""``wattplan agent`` end to end on a real Slurm with emulated GPUs and a real Prometheus (issue 24).
+
+One emulated cluster (``wattplan cluster up``: munged, slurmctld, two slurmd of 8 emulated V100, the GPU
+emulator, node agents, Prometheus) runs a small workload managed by the agent, through every fault the loop must
+survive: the agent killed with SIGKILL mid-run and restarted on the same state, a node drained mid-run, a job
+cancelled by its user, and Prometheus stopped (SIGSTOP) for a round. The run must end with every job ended, none
+lost, none started more often than the agent decided (no action applied twice), and the energy and JCTs
+reported from Prometheus.
+
+Needs root, Slurm, munge and Prometheus; skips without them, fails under ``WATTPLAN_REQUIRE_SLURM=1`` (CI).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from planner.cluster.layout import ClusterLayout
+from planner.profile_library.library import load_profile_library
+from tests.slurm_cluster import _unavailable, missing_binaries
+
+pytestmark = pytest.mark.slow
+
+TIME_SCALE = 60.0
+ROUND_S = 360.0
+WATTPLAN = [sys.executable, "-m", "planner"]
+
+
+def _need_everything() -> None:
+    missing = missing_binaries() + ([] if shutil.which("prometheus") else ["prometheus"])
+    if missing:
+        _unavailable(f"missing {', '.join(missing)}: apt-get install slurmctld slurmd slurm-client munge prometheus")
+    if os.geteuid() != 0:
+        _unavailable("the emulated cluster runs slurmd and mknod, which need root")
+
+
+def _trace(path: Path, jobs: list[tuple[str, int, float, float]]) -> None:
+    """A Gavel trace: (job type, GPUs, minutes alone at the top setting on V100, arrival s)."""
+    lib = load_profile_library(None)
+    lines = []
+    for job_type, gpus, minutes, arrival in jobs:
+        rate = max(
+            (p for p in lib.profiles if (p.type, p.gpu_type, p.gpus) == (job_type, "v100", gpus)),
+            key=lambda p: p.setting,
+        ).steps_per_s
+        lines.append(f"{job_type}\tcmd\t-n\t1\t{int(rate * minutes * 60)}\t{arrival:.6f}\t{gpus}")
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _cli(*args: str, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([*WATTPLAN, *args], capture_output=True, text=True, timeout=timeout)
+    if check and done.returncode != 0:
+        raise AssertionError(f"wattplan {' '.join(args)} exited {done.returncode}\n{done.stdout}\n{done.stderr}")
+    return done
+
+
+@pytest.fixture
+def cluster() -> Iterator[Path]:
+    _need_everything()
+    root = Path(tempfile.mkdtemp(prefix="wp-live-"))
+    try:
+        _cli("cluster", "up", "--dir", str(root), "--gpus", "v100:16", "--time-scale", f"{TIME_SCALE:g}", timeout=180)
+        yield root
+    finally:
+        _cli("cluster", "down", "--dir", str(root), check=False)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _slurm(root: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "SLURM_CONF": str(ClusterLayout(root).slurm_conf)}
+    return subprocess.run(list(argv), env=env, capture_output=True, text=True, timeout=30)
+
+
+def _agent(root: Path, log: Path) -> subprocess.Popen[bytes]:
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [
+                *WATTPLAN,
+                "agent",
+                "--cluster",
+                str(root),
+                "--until-idle",
+                "--round-s",
+                f"{ROUND_S:g}",
+                "--time-limit",
+                "2",
+                "--solver",
+                "highs",
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+
+
+def _submitted(root: Path) -> dict[str, str]:
+    """``{trace job id: slurm job id}`` submitted so far."""
+    path = ClusterLayout(root).submit_dir / "submitted.csv"
+    if not path.exists():
+        return {}
+    rows = [line.split(",") for line in path.read_text().splitlines()[1:] if line]
+    return {r[1]: r[0] for r in rows}
+
+
+def _wait(what: str, ready, timeout_s: float, log: Path) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if ready():
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"timed out waiting for {what}\n--- agent log\n{log.read_text()[-4000:]}")
+
+
+def _starts(root: Path, job: str) -> int:
+    """How many times the stand-in trainer of a Slurm job started (``trainer ID: TYPE from step S of N``)."""
+    out = ClusterLayout(root).work_dir / f"slurm-{job}.out"
+    return out.read_text().count(" from step ") if out.exists() else 0
+
+
+def test_agent_runs_a_workload_through_faults(cluster: Path, tmp_path: Path) -> None:
+    root = cluster
+    trace = tmp_path / "small.trace"
+    _trace(
+        trace,
+        [
+            ("ResNet-50 (batch size 64)", 1, 40, 0),
+            ("LM (batch size 20)", 1, 30, 0),
+            ("Transformer (batch size 128)", 2, 40, 60),
+            ("CycleGAN", 1, 30, 120),
+            ("A3C", 1, 30, 240),
+            ("Recommendation (batch size 2048)", 4, 30, 300),
+            ("ResNet-18 (batch size 64)", 1, 40, 360),
+        ],
+    )
+    _cli("cluster", "submit", str(trace), "--dir", str(root))
+    log = tmp_path / "agent.log"
+    agent = _agent(root, log)
+    db = root / "agent.db"
+
+    def rounds() -> int:
+        if not db.exists():
+            return 0
+        with sqlite3.connect(db) as c:
+            return int(c.execute("SELECT COUNT(*) FROM rounds WHERE status = 'done'").fetchone()[0])
+
+    _wait("two planned rounds", lambda: rounds() >= 2, 120, log)
+    # 1. kill -9 mid-run, restart on the same state
+    agent.send_signal(signal.SIGKILL)
+    agent.wait(timeout=10)
+    agent = _agent(root, log)
+    _wait("a round after the restart", lambda: rounds() >= 4, 120, log)
+    # 2. a job cancelled by its user
+    ids = _submitted(root)
+    victim = ids["0"]
+    assert _slurm(root, "scancel", victim).returncode == 0
+    # 3. a node drained mid-run
+    assert _slurm(root, "scontrol", "update", "nodename=v100-1", "state=drain", "reason=wattplan-test").returncode == 0
+    # 4. Prometheus stopped for a round
+    prom = int(json.loads((root / "cluster.json").read_text())["processes"]["prometheus"]["pid"])
+    os.kill(prom, signal.SIGSTOP)
+    time.sleep(ROUND_S / TIME_SCALE * 1.5)
+    os.kill(prom, signal.SIGCONT)
+    _wait("the agent to finish (--until-idle)", lambda: agent.poll() is not None, 420, log)
+    text = log.read_text()
+    assert agent.returncode == 0, text[-4000:]
+    assert "restart: round" in text or "interrupted" in text or "round" in text
+    assert "node v100-1 is drain" in text, text[-3000:]
+    assert "Prometheus" in text, text[-3000:]
+    assert f"job {victim}" in text and "cancelled" in text
+    ids = _submitted(root)
+    assert len(ids) == 7
+    with sqlite3.connect(db) as c:
+        ended = dict(c.execute("SELECT job_id, end_state FROM jobs").fetchall())
+        restarts = dict(c.execute("SELECT job_id, restarts FROM jobs").fetchall())
+    assert set(ended) == set(ids.values()), "every submitted job is known to the agent"
+    assert ended.pop(victim) == "CANCELLED"
+    assert set(ended.values()) == {"COMPLETED"}, ended
+    for job in ids.values():
+        if job != victim:
+            # started once, plus once per requeue the agent decided: nothing applied twice
+            assert _starts(root, job) == 1 + restarts[job], (job, _starts(root, job), restarts[job])
+    report = tmp_path / "report.json"
+    _cli("cluster", "report", "--dir", str(root), "--json", str(report))
+    doc = json.loads(report.read_text())
+    assert doc["jobs_total"] == 7 and doc["jobs_completed"] == 6
+    assert doc["energy_kwh"] > 0 and doc["avg_jct_s"] > 0
