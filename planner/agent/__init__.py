@@ -7,6 +7,9 @@ Modules:
 - :mod:`planner.agent.decide`: a plan turned into Slurm calls and setting files (pairs as host and guest)
 - :mod:`planner.agent.store`: the state in SQLite (jobs, desired configurations, rounds, calls, observations)
 - :mod:`planner.agent.node_settings`: the setting file the node scripts read, the clock, atomic writes
+- :mod:`planner.agent.prometheus`: a strict client of Prometheus' query API, with bounded retries
+- :mod:`planner.agent.observations`: one window's energy per GPU, node and job (a shared GPU's energy
+  apportioned), steps and scrape freshness, from Prometheus
 - :mod:`planner.agent.slurm_detail`: GPU indices of running jobs from ``scontrol show job -d``; host lists
 
 - :mod:`planner.agent.commands`: one external command run as an argv list, its result, and the error for a

@@ -15,6 +15,9 @@ Everything a test, a benchmark or a demo needs to run ``wattplan agent`` for rea
   survive a restart, DCGM-named ``/metrics``
 - :mod:`planner.cluster.trainer`: the stand-in trainer a Slurm job runs: steps at the emulator's speed,
   checkpoint, resume after requeue, done marker
+- :mod:`planner.cluster.prometheus_server`: a real Prometheus scraping the emulator, started and stopped by PID
+- :mod:`planner.cluster.report`: ``wattplan cluster report``: energy from Prometheus, JCTs, per-job times and
+  energy
 - :mod:`planner.cluster.up`: ``wattplan cluster up`` and ``down``
 - :mod:`planner.cluster.submit`: ``wattplan cluster submit``: a trace's jobs sent to Slurm at their arrival times
 """

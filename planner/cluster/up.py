@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from planner.cluster import prometheus_server
+import planner.cluster.prometheus_server as prometheus_server
 from planner.cluster.layout import MANIFEST_FORMAT, ClusterLayout, write_json_atomic
 from planner.cluster.slurm_daemons import SlurmCluster, SlurmNode, free_ports, nodes_of, stop_pid
 from planner.contracts.defaults import RESTART_S
