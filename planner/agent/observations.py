@@ -38,6 +38,7 @@ energy sample is at most ``fresh_s`` old at ``t1``; otherwise ``reason`` says wh
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -390,6 +391,8 @@ def observe(
     """
     if t1_unix < t0_unix:
         raise ValueError(f"window ends ({t1_unix}) before it starts ({t0_unix})")
+    if not re.fullmatch(r"[A-Za-z0-9_.:-]+", job_label):
+        raise ValueError(f"scrape job name {job_label!r} is not a plain name")
     start = t0_unix - lookback_s
     return build_observation(
         t0_unix,

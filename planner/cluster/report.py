@@ -199,6 +199,16 @@ def _kwh(joules: float | None) -> float | None:
     return None if joules is None else joules / J_PER_KWH
 
 
+def _job_energy(observation: Observation | None, job: str, state: str) -> float | None:
+    """A job's apportioned energy (J): None without Prometheus or when no energy sample names a job that ran."""
+    if observation is None:
+        return None
+    win = observation.job(job)
+    if win is not None:
+        return win.energy_j
+    return 0.0 if state == "not-started" else None
+
+
 def build_report(
     clock: Clock,
     submitted: list[Submitted],
@@ -247,9 +257,7 @@ def build_report(
                 "start_s": clock.at(start) if start is not None else None,
                 "end_s": end_s,
                 "jct_s": jct,
-                "energy_kwh": _kwh(win.energy_j if win is not None else (0.0 if state == "not-started" else None))
-                if observation is not None
-                else None,
+                "energy_kwh": _kwh(_job_energy(observation, job, state)),
                 "steps": steps,
                 "total_steps": sub.total_steps,
                 "state": state,
