@@ -138,7 +138,7 @@ def test_agent_runs_a_workload_through_faults(cluster: Path, tmp_path: Path) -> 
             ("Transformer (batch size 128)", 2, 40, 60),
             ("CycleGAN", 1, 30, 120),
             ("A3C", 1, 30, 240),
-            ("Recommendation (batch size 2048)", 4, 30, 300),
+            ("ResNet-50 (batch size 32)", 4, 30, 300),
             ("ResNet-18 (batch size 64)", 1, 40, 360),
         ],
     )
@@ -161,7 +161,7 @@ def test_agent_runs_a_workload_through_faults(cluster: Path, tmp_path: Path) -> 
     _wait("a round after the restart", lambda: rounds() >= 4, 120, log)
     # 2. a job cancelled by its user
     ids = _submitted(root)
-    victim = ids["0"]
+    victim = ids["j0"]
     assert _slurm(root, "scancel", victim).returncode == 0
     # 3. a node drained mid-run
     assert _slurm(root, "scontrol", "update", "nodename=v100-1", "state=drain", "reason=wattplan-test").returncode == 0

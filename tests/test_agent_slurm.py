@@ -299,7 +299,8 @@ def test_calls_are_grouped_in_a_safe_order() -> None:
         ("scancel", "7", "8"),
         ("scontrol", "requeuehold", "3"),
         ("scontrol", "hold", "9"),
-        ("scontrol", "update", "JobId=3,4", "Gres=gpu:2"),
+        ("scontrol", "update", "JobId=3", "Gres=gpu:2"),
+        ("scontrol", "update", "JobId=4", "Gres=gpu:2"),
         ("scontrol", "update", "JobId=5", "NodeList=v100-[0-1]", "NumNodes=2"),
         ("scontrol", "release", "3,4"),
     ]
@@ -437,9 +438,13 @@ def test_actions_on_real_slurm(slurm: SlurmCluster, tmp_path: Path) -> None:
     again = managed()[a]
     assert (again.state, again.held, again.node_list, again.gpus_per_node) == ("PENDING", True, "", 2)
 
-    # a requeued job is pending again, so it can be changed; grouped update of both
-    (update,) = apply([Update(a, gres="gpu:1"), Update(b, gres="gpu:1")], dry_run=False, run=run)
-    assert update.ok and update.call.argv == ("scontrol", "update", f"JobId={a},{b}", "Gres=gpu:1")
+    # a requeued job is pending again, so it can be changed: one update call per job
+    updates = apply([Update(a, gres="gpu:1"), Update(b, gres="gpu:1")], dry_run=False, run=run)
+    assert [u.call.argv for u in updates] == [
+        ("scontrol", "update", f"JobId={a}", "Gres=gpu:1"),
+        ("scontrol", "update", f"JobId={b}", "Gres=gpu:1"),
+    ]
+    assert all(u.ok for u in updates)
 
     # resize running b in one apply: requeuehold, update, release. Slurm then keeps a requeued job pending
     # until its begin time (AuthInfo cred_expire, 120 s by default) has passed: Reason=BeginTime (so a, requeued

@@ -8,8 +8,8 @@ For each managed job of the round instance, against what Slurm shows now:
   job): it keeps running; only its setting file is rewritten when the setting changes, and the node agent
   re-applies it without a restart (as the round model assumes: a setting change costs no restart).
 * planned to **run** otherwise: a running job is requeued and held first; then ``scontrol update`` gives it
-  ``Gres=gpu:TYPE:N`` per node, the plan's hosts (``NodeList``, ``NumNodes``), its setting file is written and it
-  is released (a pending job nobody holds needs no release: Slurm starts it once it fits).
+  ``Gres=gpu:N`` per node (``gpu:TYPE:N`` when it was submitted typed), the plan's hosts (``NodeList``,
+  ``NumNodes``), its setting file is written and it is released (a pending job nobody holds needs no release: Slurm starts it once it fits).
 
 Co-located pairs: Slurm never gives one GPU to two jobs, so the pair's *host* job holds the GPUs and the *guest*
 runs with ``Gres=gpu:TYPE:0`` on the same hosts, using the host's GPU indices (the prolog and task prolog read
@@ -40,7 +40,8 @@ class SlurmJobNow:
 
     ``running``: Slurm runs it; ``held``: it is pending and held; ``hosts``: where it runs (empty while pending);
     ``gpus_per_node``: the GPUs it holds per node (0 for a pair's guest); ``host_job``: the job whose GPUs it
-    uses, when it is a guest (from the agent's last decision).
+    uses, when it is a guest (from the agent's last decision); ``typed``: its GRES names a GPU type
+    (``--gres=gpu:TYPE:N``): updates keep the form it was submitted with, Slurm refuses the other.
     """
 
     job_id: str
@@ -49,6 +50,7 @@ class SlurmJobNow:
     hosts: tuple[str, ...] = ()
     gpus_per_node: int = 0
     host_job: str | None = None
+    typed: bool = False
 
 
 @dataclass
@@ -146,7 +148,8 @@ def decide(
             d.actions.append(RequeueHold(num))
             d.requeued.append(jid)
         per_node = 0 if guest_of is not None else gpus // max(len(hosts), 1)
-        d.actions.append(Update(num, gres=f"gpu:{gpu_type}:{per_node}", nodelist=hostlist(hosts), numnodes=len(hosts)))
+        gres = f"gpu:{gpu_type}:{per_node}" if s.typed else f"gpu:{per_node}"
+        d.actions.append(Update(num, gres=gres, nodelist=hostlist(hosts), numnodes=len(hosts)))
         d.started.append(jid)
         if guest_of is not None and guest_of not in kept:
             d.guest_releases[jid] = guest_of

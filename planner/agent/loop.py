@@ -107,6 +107,8 @@ class AgentConfig:
     node_power_w: float | None = None
     guest_wait_s: float = 5.0
     """Real seconds to wait for a pair's host to start before releasing its guest (later rounds retry)."""
+    requeue_wait_s: float = 15.0
+    """Real seconds to retry an update of a job requeued this round, while Slurm still completes it."""
     retry_s: tuple[float, ...] = (0.5, 1.0, 2.0)
     """Backoff between attempts to read Slurm inside one round (real s)."""
 
@@ -250,7 +252,7 @@ class Agent:
         for p in (*queue.problems, *nodes.problems):
             report.notes.append(f"Slurm: {p.path}: {p.message}")
         managed = {str(j.job_id): j for j in queue.jobs}
-        known = self._remember(managed, rnd, now_s, report)
+        known = self._remember(managed, queue.listed, rnd, now_s, report)
         active = {jid: j for jid, j in managed.items() if j.state in ACTIVE_STATES and jid in known}
         self._observe(unix, now_s, report)
         known = self.store.known_jobs()
@@ -317,9 +319,12 @@ class Agent:
         )
 
     def _remember(
-        self, managed: Mapping[str, ManagedJob], rnd: int, now_s: float, report: RoundReport
+        self, managed: Mapping[str, ManagedJob], listed: frozenset[int], rnd: int, now_s: float, report: RoundReport
     ) -> dict[str, KnownJob]:
-        """Record new managed jobs and those that left the queue; the jobs the store knows."""
+        """Record new managed jobs and those that left the queue; the jobs the store knows.
+
+        A job Slurm still lists but that could not be read this round (a problem is logged) is not ended.
+        """
         known = self.store.known_jobs()
         for jid, j in managed.items():
             if jid not in known and j.state in ACTIVE_STATES:
@@ -331,7 +336,7 @@ class Agent:
             if k.ended:
                 continue
             last = managed.get(jid)
-            if last is not None and last.state in ACTIVE_STATES:
+            if (last is not None and last.state in ACTIVE_STATES) or (last is None and int(jid) in listed):
                 continue
             state = last.state if last is not None else "GONE"
             reason = {
@@ -450,26 +455,12 @@ class Agent:
             d = desired.get(jid)
             host_job = d.host_job if (d is not None and running and d.state == "run") else None
             where = placements.get(int(host_job) if host_job else int(jid), ())
-            hosts = tuple(h for h, _ in where) or tuple(expand_hostlist(j.node_list)) if running else ()
-            now_jobs[jid] = SlurmJobNow(jid, running, j.held, hosts, j.gpus_per_node, host_job)
-            if running and d is not None and d.state == "run" and all(h in node_of for h in hosts):
-                gpus = sum(len(i) for _, i in where)
-                if gpus == int(d.gpus or 0) and d.gpu_type is not None:
-                    placement = tuple(NodeGpus(node_of[h], tuple(i)) for h, i in where)
-                    partner = (
-                        d.host_job
-                        if d.host_job
-                        else next(
-                            (
-                                g
-                                for g, dd in desired.items()
-                                if dd.host_job == jid and g in active and active[g].state == "RUNNING"
-                            ),
-                            None,
-                        )
-                    )
-                    st.current = CurrentConfig(d.gpu_type, gpus, int(d.setting or 0), partner, placement)
-                    running_cfg[jid] = (d.gpu_type, gpus, int(d.setting or 0), None)
+            hosts = (tuple(h for h, _ in where) or expand_hostlist(j.node_list)) if running else ()
+            now_jobs[jid] = SlurmJobNow(jid, running, j.held, hosts, j.gpus_per_node, host_job, j.gpu_type is not None)
+            current = self._current(jid, j, d, where, node_of, ctx, desired, active) if running else None
+            if current is not None:
+                st.current = current
+                running_cfg[jid] = (current.gpu_type, current.gpus, current.setting, None)
             states.append(st)
         # partners' types for the learner
         by_id = {s.id: s for s in states}
@@ -480,6 +471,40 @@ class Agent:
         self.store.mark_started([j for j, s in now_jobs.items() if s.running], self.cfg.clock.now_s())
         self._last_running = running_cfg
         return states, now_jobs, notes
+
+    def _current(
+        self,
+        jid: str,
+        job: ManagedJob,
+        d: Desired | None,
+        where: tuple[tuple[str, tuple[int, ...]], ...],
+        node_of: Mapping[str, str],
+        ctx: ClusterContext,
+        desired: Mapping[str, Desired],
+        active: Mapping[str, ManagedJob],
+    ) -> CurrentConfig | None:
+        """What a running job runs now, as Slurm shows it; None when it runs where the round cannot plan.
+
+        GPU type and count come from its GPU indices (the host's, for a pair's guest) and its nodes; the setting
+        and partner from the agent's last decision when that matches, else the type's top setting (the GPUs'
+        default limit) alone. A job on a node left out of the round (drained, down, shared with unmanaged
+        jobs) has none: the round plans it afresh and moves or stops it.
+        """
+        if not where or not all(h in node_of for h, _ in where):
+            return None
+        gpus = sum(len(i) for _, i in where)
+        gpu_type = node_of[where[0][0]].rsplit("-", 1)[0]
+        if gpus == 0 or gpu_type not in ctx.type_names:
+            return None
+        placement = tuple(NodeGpus(node_of[h], tuple(i)) for h, i in where)
+        if d is not None and d.state == "run" and (d.gpu_type, d.gpus) == (gpu_type, gpus):
+            partner = d.host_job or next(
+                (g for g, dd in desired.items() if dd.host_job == jid and g in active and active[g].state == "RUNNING"),
+                None,
+            )
+            return CurrentConfig(gpu_type, gpus, int(d.setting or 0), partner, placement)
+        top = max(next(g for g in ctx.gpu_types if g.name == gpu_type).settings)
+        return CurrentConfig(gpu_type, gpus, top, None, placement)
 
     def _delta(self, ctx: ClusterContext, states: Sequence[JobState], now_s: float) -> float | None:
         """The governor's ``delta`` for this round (None without ``--max-jct-increase``)."""
@@ -518,6 +543,16 @@ class Agent:
         ids = self.store.commit_intent(rnd, desired, [(c.argv, c.jobs) for c in planned])
         for action_id, call in zip(ids, planned, strict=True):
             result = self.run(call.argv)
+            deadline = time.monotonic() + self.cfg.requeue_wait_s
+            while (
+                call.argv[1:2] == ("update",)
+                and result.returncode != 0
+                and "no longer pending" in result.stderr
+                and time.monotonic() < deadline
+                and not self.stop_requested
+            ):
+                time.sleep(0.3)  # a job requeued a moment ago is still completing
+                result = self.run(call.argv)
             outcome = ActionOutcome(call, True, result.returncode, result.stdout, result.stderr)
             report.calls.append(outcome)
             status = "ok" if outcome.ok else ("refused" if outcome.refused else "failed")
@@ -577,6 +612,9 @@ class Agent:
             while not self.stop_requested:
                 report = self.round()
                 self.log(report.line())
+                if self.cfg.dry_run:
+                    for outcome in report.calls:
+                        self.log(f"would run: {outcome.call}")
                 played += 1
                 if self.cfg.dry_run or (self.cfg.max_rounds is not None and played >= self.cfg.max_rounds):
                     break

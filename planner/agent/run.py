@@ -96,7 +96,7 @@ def run_agent(config: AgentConfig, env: Environment, state: Path, log: Callable[
     run = runner(env.slurm_env, timeout_s=60.0)
     version = require_supported(run)
     prom = env.prometheus_url or "(none: progress not observed)"
-    log(f"Slurm {'.'.join(map(str, version))}; state {state}; Prometheus {prom}")
+    log(f"Slurm {version[0]}.{version[1]:02d}.{version[2]}; state {state}; Prometheus {prom}")
     config.clock = env.clock
     config.settings_dir = env.settings_dir
     config.idle_marker = env.idle_marker

@@ -6,12 +6,16 @@ Each action is one frozen record naming one Slurm job id; :func:`calls` turns a 
 - ``Cancel``: ``scancel 12 13`` (end for good);
 - ``RequeueHold``: ``scontrol requeuehold 12,13`` (a running job back to pending, held);
 - ``Hold``: ``scontrol hold 12,13`` (keep a pending job waiting);
-- ``Update``: ``scontrol update JobId=12,13 Gres=gpu:2 NodeList=v100-0 NumNodes=1`` (change pending jobs; jobs
-  with the same new fields share a call);
+- ``Update``: ``scontrol update JobId=12 Gres=gpu:2 NodeList=v100-0 NumNodes=1`` (change a pending job; one call
+  per job);
 - ``Release``: ``scontrol release 12,13`` (let held jobs start).
 
-Slurm 22.05 accepts a comma-separated job list for ``hold``, ``release``, ``requeuehold`` and
-``update JobId=...`` (checked on the test cluster, ``tests/test_agent_slurm.py``); ``scancel`` takes several ids.
+Slurm 22.05 accepts a comma-separated job list for ``hold``, ``release`` and ``requeuehold`` (checked on the test
+cluster, ``tests/test_agent_slurm.py``); ``scancel`` takes several ids. ``update JobId=12,13`` works for some
+fields and fails for others (``scontrol: error: Invalid job ID 12,13`` with ``NodeList``, seen live), so each
+update is its own call. A job submitted with an untyped ``--gres=gpu:N`` refuses a typed ``Gres=gpu:TYPE:N``
+(``Invalid GRES specification (with and without type identification)``) and the other way round: the caller
+keeps the job's form.
 A grouped call that Slurm refuses for some jobs still acts on the others and names each refused job on standard
 error (``Job is pending execution for job 13``): :attr:`ActionOutcome.refused` gives those lines by job id.
 ``update`` only changes a pending job (``Job is no longer pending execution`` otherwise): move, resize or re-pair a
@@ -191,11 +195,8 @@ def calls(actions: Iterable[Action]) -> list[SlurmCall]:
         if phase is Cancel:
             out.append(SlurmCall(("scancel", *(str(j) for j in jobs)), tuple(jobs)))
         elif phase is Update:
-            groups: dict[tuple[str, ...], list[int]] = {}
             for a in dict.fromkeys(a for a in todo if isinstance(a, Update)):
-                groups.setdefault(a.fields(), []).append(a.job)
-            for fields, ids in groups.items():
-                out.append(SlurmCall(("scontrol", "update", f"JobId={_ids(ids)}", *fields), tuple(ids)))
+                out.append(SlurmCall(("scontrol", "update", f"JobId={a.job}", *a.fields()), (a.job,)))
         else:
             out.append(SlurmCall(("scontrol", _VERBS[phase], _ids(jobs)), tuple(jobs)))
     return out

@@ -80,6 +80,8 @@ class QueueRead:
     jobs: tuple[ManagedJob, ...]
     problems: tuple[Problem, ...]
     unmanaged: int
+    listed: frozenset[int] = frozenset()
+    """Every job id the document lists, read or not: a job with a problem is still in the queue."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -253,8 +255,8 @@ def _job(raw: dict[str, Any], job_id: int, opt_in: OptIn, problems: list[Problem
         found = _gpus(_split_tres(per_node), "gres:")
         if found is None or len(found) > 1:
             rec.problem("tres_per_node", f"cannot read one GPU request (gres:gpu[:TYPE]:N) from {per_node[:80]!r}")
-        elif not found or found[0][1] < 1:
-            rec.problem("tres_per_node", "a managed job asks GPUs per node (--gres=gpu:N, N >= 1)")
+        elif not found:
+            rec.problem("tres_per_node", "a managed job asks GPUs per node (--gres=gpu:N; N = 0 for a pair's guest)")
         else:
             gpus = found
     for field in ("tres_per_job", "tres_per_task", "tres_per_socket"):
@@ -285,6 +287,7 @@ def read_queue(text: str) -> QueueRead:
     """The managed jobs of ``squeue --json`` text, each problem by job id and field; see the module's rules."""
     problems: list[Problem] = []
     jobs: list[ManagedJob] = []
+    listed: set[int] = set()
     unmanaged = 0
     for index, raw in enumerate(_document(text, "squeue --json", "jobs")):
         if not isinstance(raw, dict):
@@ -294,6 +297,7 @@ def read_queue(text: str) -> QueueRead:
         if isinstance(job_id, bool) or not isinstance(job_id, int) or job_id < 1:
             problems.append(Problem("slurm-field", f"jobs[{index}].job_id", f"must be a job id, not {job_id!r}"))
             continue
+        listed.add(job_id)
         rec = _Record(raw, f"job {job_id}", problems)
         comment = rec.text("comment")
         if rec.bad:
@@ -311,7 +315,7 @@ def read_queue(text: str) -> QueueRead:
         job = _job(raw, job_id, opt_in, problems)
         if job is not None:
             jobs.append(job)
-    return QueueRead(tuple(jobs), tuple(problems), unmanaged)
+    return QueueRead(tuple(jobs), tuple(problems), unmanaged, frozenset(listed))
 
 
 # ---------------------------------------------------------------------------------------------- sinfo

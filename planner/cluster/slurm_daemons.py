@@ -141,6 +141,7 @@ class SlurmCluster:
     # ------------------------------------------------------------------ files
 
     def _write_files(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
         self.root.chmod(0o755)  # munged wants every folder above its socket searchable by all
         for sub in ("etc", "state", "log", "run", "munge", "dev"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
