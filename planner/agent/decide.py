@@ -9,7 +9,8 @@ For each managed job of the round instance, against what Slurm shows now:
   re-applies it without a restart (as the round model assumes: a setting change costs no restart).
 * planned to **run** otherwise: a running job is requeued and held first; then ``scontrol update`` gives it
   ``Gres=gpu:N`` per node (``gpu:TYPE:N`` when it was submitted typed), the plan's hosts (``NodeList``,
-  ``NumNodes``), its setting file is written and it is released (a pending job nobody holds needs no release: Slurm starts it once it fits).
+  ``NumNodes``), its setting file is written and it is released (a pending job nobody holds needs no release:
+  Slurm starts it once it fits).
 
 Co-located pairs: Slurm never gives one GPU to two jobs, so the pair's *host* job holds the GPUs and the *guest*
 runs with ``Gres=gpu:TYPE:0`` on the same hosts, using the host's GPU indices (the prolog and task prolog read
