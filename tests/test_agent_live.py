@@ -174,7 +174,7 @@ def test_agent_runs_a_workload_through_faults(cluster: Path, tmp_path: Path) -> 
     text = log.read_text()
     assert agent.returncode == 0, text[-4000:]
     assert "restart: round" in text or "interrupted" in text or "round" in text
-    assert "node v100-1 is drain" in text, text[-3000:]
+    assert "node v100-1 is" in text and "drain: left out" in text, text[-3000:]
     assert "Prometheus" in text, text[-3000:]
     assert f"job {victim}" in text and "cancelled" in text
     ids = _submitted(root)
@@ -187,8 +187,9 @@ def test_agent_runs_a_workload_through_faults(cluster: Path, tmp_path: Path) -> 
     assert set(ended.values()) == {"COMPLETED"}, ended
     for job in ids.values():
         if job != victim:
-            # started once, plus once per requeue the agent decided: nothing applied twice
-            assert _starts(root, job) == 1 + restarts[job], (job, _starts(root, job), restarts[job])
+            # started once, plus at most once per requeue Slurm accepted: nothing applied twice (a job requeued
+            # while its prolog ran had not started its trainer yet)
+            assert 1 <= _starts(root, job) <= 1 + restarts[job], (job, _starts(root, job), restarts[job])
     report = tmp_path / "report.json"
     _cli("cluster", "report", "--dir", str(root), "--json", str(report))
     doc = json.loads(report.read_text())

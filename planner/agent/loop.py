@@ -557,13 +557,14 @@ class Agent:
             report.calls.append(outcome)
             status = "ok" if outcome.ok else ("refused" if outcome.refused else "failed")
             self.store.action_outcome(action_id, status, result.stderr.strip())
+            if call.argv[1:2] == ("requeuehold",) and (outcome.ok or outcome.refused):
+                self.store.count_restarts(str(j) for j in call.jobs if j not in outcome.refused)
             if not outcome.ok:
                 report.notes.append(f"Slurm refused: {outcome}")
 
     def _apply(self, rnd: int, d: Decision, report: RoundReport) -> None:
         if not self.cfg.dry_run:
             self._write_settings(d.settings)
-            self.store.count_restarts(d.requeued)
         self._send(rnd, d.actions, d.desired, report)
         if not d.guest_releases:
             return

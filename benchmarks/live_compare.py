@@ -1,0 +1,216 @@
+"""Live runs on the emulated cluster: wattplan's agent against Slurm's own scheduling, and both against the replay.
+
+For each trace given: start an emulated cluster (``wattplan cluster up``), submit the trace managed, run
+``wattplan agent --until-idle``, report, stop; start a fresh cluster, submit the same trace ``--unmanaged``
+(Slurm's first-come-first-served with backfill at the GPUs' default power limit), wait until every job has ended,
+report, stop; then replay the same trace with ``wattplan simulate`` (policies ``wattplan`` with the same JCT bound
+and ``fifo-max``) with the same truth, round and restart cost. Writes ``OUT/FAMILY/{managed,unmanaged}.json``
+(``cluster report``), ``OUT/FAMILY/agent.log``, the agent's per-round overhead, ``OUT/FAMILY/sim/summary.json``
+and ``OUT/live_compare.json`` with one row per family.
+
+The restart cost the agent and the replay assume (``--restart-s``) is what a restart costs on the emulated
+cluster: the stand-in trainer's checkpoint load (``--trainer-restart-s``) plus Slurm's own delay before a
+requeued job runs again (measured 7 s real: ``cred_expire=5`` plus one scheduler pass), times the time scale.
+
+Usage: ``python benchmarks/live_compare.py TRACE [TRACE...] --out DIR [--time-scale 30] [--gpus v100:16]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+WATTPLAN = [sys.executable, "-m", "planner"]
+SLURM_REQUEUE_DELAY_S = 7.0
+"""Real seconds from ``scontrol requeuehold`` + ``release`` to the job running again (cred_expire=5, 1 s passes)."""
+
+
+def _run(*args: str, timeout: float = 3600) -> str:
+    done = subprocess.run([*WATTPLAN, *args], capture_output=True, text=True, timeout=timeout)
+    if done.returncode != 0:
+        raise SystemExit(f"wattplan {' '.join(args)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    return done.stdout
+
+
+def _report(cluster: Path, out: Path) -> dict[str, Any]:
+    _run("cluster", "report", "--dir", str(cluster), "--json", str(out))
+    doc: dict[str, Any] = json.loads(out.read_text())
+    return doc
+
+
+def _up(cluster: Path, gpus: str, scale: float, trainer_restart_s: float) -> None:
+    _run("cluster", "down", "--dir", str(cluster)) if (cluster / "cluster.json").exists() else None
+    _run(
+        "cluster",
+        "up",
+        "--dir",
+        str(cluster),
+        "--gpus",
+        gpus,
+        "--time-scale",
+        f"{scale:g}",
+        "--restart-s",
+        f"{trainer_restart_s:g}",
+        timeout=300,
+    )
+
+
+def managed(trace: Path, cluster: Path, out: Path, gpus: str, scale: float, args: argparse.Namespace) -> dict[str, Any]:
+    """One managed live run; its report plus the agent's wall time and per-round overhead."""
+    _up(cluster, gpus, scale, args.trainer_restart_s)
+    try:
+        _run("cluster", "submit", str(trace), "--dir", str(cluster))
+        t0 = time.monotonic()
+        with (out / "agent.log").open("w") as log:
+            done = subprocess.run(
+                [
+                    *WATTPLAN,
+                    "agent",
+                    "--cluster",
+                    str(cluster),
+                    "--until-idle",
+                    "--round-s",
+                    f"{args.round_s:g}",
+                    "--restart-s",
+                    f"{args.restart_s:g}",
+                    "--max-jct-increase",
+                    f"{args.max_jct_increase:g}",
+                    "--solver",
+                    args.solver,
+                    "--time-limit",
+                    f"{args.time_limit:g}",
+                    *(["--learn"] if args.learn else []),
+                    *(["--profiles", str(args.profiles)] if args.profiles else []),
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                timeout=4 * 3600,
+            )
+        if done.returncode != 0:
+            raise SystemExit(f"agent exited {done.returncode}: see {out / 'agent.log'}")
+        wall = time.monotonic() - t0
+        report = _report(cluster, out / "managed.json")
+        with sqlite3.connect(cluster / "agent.db") as db:
+            rows = db.execute("SELECT overhead_s, solve_s, status FROM rounds").fetchall()
+            restarts = db.execute("SELECT SUM(restarts) FROM jobs").fetchone()[0] or 0
+            calls = dict(db.execute("SELECT status, COUNT(*) FROM actions GROUP BY status").fetchall())
+        overheads = [r[0] for r in rows if r[0] is not None]
+        report["agent"] = {
+            "wall_s": wall,
+            "rounds": len(rows),
+            "overhead_s_median": statistics.median(overheads) if overheads else None,
+            "overhead_s_max": max(overheads) if overheads else None,
+            "solve_s_median": statistics.median([r[1] for r in rows if r[1] is not None] or [0.0]),
+            "restarts": restarts,
+            "calls": calls,
+        }
+        (out / "managed.json").write_text(json.dumps(report, indent=1) + "\n")
+        return report
+    finally:
+        _run("cluster", "down", "--dir", str(cluster))
+
+
+def unmanaged(
+    trace: Path, cluster: Path, out: Path, gpus: str, scale: float, args: argparse.Namespace
+) -> dict[str, Any]:
+    """One run under Slurm's own scheduling; its report."""
+    _up(cluster, gpus, scale, args.trainer_restart_s)
+    try:
+        _run("cluster", "submit", str(trace), "--dir", str(cluster), "--unmanaged", "--wait")
+        while True:
+            report = _report(cluster, out / "unmanaged.json")
+            if report["jobs_completed"] == report["jobs_total"]:
+                return report
+            time.sleep(5)
+    finally:
+        _run("cluster", "down", "--dir", str(cluster))
+
+
+def simulate(trace: Path, out: Path, gpus: str, args: argparse.Namespace) -> dict[str, Any]:
+    """The replay of the same trace (wattplan with the same bound, fifo-max); ``summary.json`` by policy."""
+    _run(
+        "simulate",
+        str(trace),
+        "--cluster",
+        gpus,
+        "--policy",
+        "wattplan",
+        "--policy",
+        "fifo-max",
+        "--max-jct-increase",
+        f"{args.max_jct_increase:g}",
+        "--round-s",
+        f"{args.round_s:g}",
+        "--restart-s",
+        f"{args.restart_s:g}",
+        "--solver",
+        args.solver,
+        "--time-limit",
+        f"{args.time_limit:g}",
+        "--out",
+        str(out / "sim"),
+        "--no-plots",
+        "-q",
+        *(["--learn"] if args.learn else []),
+        *(["--profiles", str(args.profiles)] if args.profiles else []),
+    )
+    doc: dict[str, Any] = json.loads((out / "sim" / "summary.json").read_text())
+    return doc
+
+
+def main() -> None:
+    """Run every trace (module docstring) and print the comparison."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("traces", nargs="+", type=Path)
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--gpus", default="v100:16")
+    p.add_argument("--time-scale", type=float, default=30.0)
+    p.add_argument("--round-s", type=float, default=360.0)
+    p.add_argument("--trainer-restart-s", type=float, default=30.0)
+    p.add_argument("--max-jct-increase", type=float, default=3.0)
+    p.add_argument("--solver", default="highs")
+    p.add_argument("--time-limit", type=float, default=2.0)
+    p.add_argument("--learn", action="store_true")
+    p.add_argument("--profiles", type=Path)
+    p.add_argument("--only", choices=("managed", "unmanaged", "simulate"), action="append")
+    args = p.parse_args()
+    args.restart_s = args.trainer_restart_s + SLURM_REQUEUE_DELAY_S * args.time_scale
+    rows = []
+    for trace in args.traces:
+        family = trace.stem
+        out = args.out / family
+        out.mkdir(parents=True, exist_ok=True)
+        cluster = Path(f"/tmp/wattplan-live-{family}")
+        steps = args.only or ["managed", "unmanaged", "simulate"]
+        m = managed(trace, cluster, out, args.gpus, args.time_scale, args) if "managed" in steps else None
+        u = unmanaged(trace, cluster, out, args.gpus, args.time_scale, args) if "unmanaged" in steps else None
+        s = simulate(trace, out, args.gpus, args) if "simulate" in steps else None
+        rows.append(
+            {
+                "family": family,
+                "managed": m,
+                "unmanaged": u,
+                "simulate": s,
+                "restart_s": args.restart_s,
+                "time_scale": args.time_scale,
+            }
+        )
+        (args.out / "live_compare.json").write_text(json.dumps(rows, indent=1) + "\n")
+        if m and u:
+            de = 1 - m["energy_kwh"] / u["energy_kwh"]
+            dj = m["avg_jct_s"] / u["avg_jct_s"] - 1
+            print(
+                f"{family}: managed {m['energy_kwh']:.3f} kWh, avg JCT {m['avg_jct_s']:.0f} s; unmanaged "
+                f"{u['energy_kwh']:.3f} kWh, {u['avg_jct_s']:.0f} s: energy -{de:.1%}, avg JCT {dj:+.1%}"
+            )
+
+
+if __name__ == "__main__":
+    main()
