@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast lint profiles default-instance clean
+.PHONY: run test test-fast lint profiles default-instance demo live-workloads clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,15 @@ profiles: $(STAMP)
 default-instance: $(STAMP)
 	$(VENV)/bin/wattplan instance from-trace instances/sources/gavel/traces/6c71a0.trace \
 	  --cluster v100:64,p100:32 --at 1900000 --max-jobs 64 --budget-fraction 0.6 --out instances/default.json
+
+# The live demo (root, Slurm, munge and Prometheus installed, as .ci/run installs them): the shipped live workload
+# on an emulated cluster, managed by wattplan agent and then by Slurm alone; prints the comparison.
+demo: $(STAMP)
+	$(PY) benchmarks/live_compare.py instances/live/gavel_mix.trace --out out/demo --only managed --only unmanaged
+
+# Rebuild the live workloads from the shipped sources.
+live-workloads: $(STAMP)
+	$(PY) benchmarks/live_workloads.py --out instances/live
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .hypothesis
