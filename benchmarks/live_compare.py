@@ -64,7 +64,7 @@ def _up(cluster: Path, gpus: str, scale: float, trainer_restart_s: float) -> Non
 
 def managed(trace: Path, cluster: Path, out: Path, gpus: str, scale: float, args: argparse.Namespace) -> dict[str, Any]:
     """One managed live run; its report plus the agent's wall time and per-round overhead."""
-    _up(cluster, gpus, scale, args.trainer_restart_s)
+    _up(cluster, gpus, scale, args)
     try:
         _run("cluster", "submit", str(trace), "--dir", str(cluster))
         t0 = time.monotonic()
@@ -121,7 +121,7 @@ def unmanaged(
     trace: Path, cluster: Path, out: Path, gpus: str, scale: float, args: argparse.Namespace
 ) -> dict[str, Any]:
     """One run under Slurm's own scheduling; its report."""
-    _up(cluster, gpus, scale, args.trainer_restart_s)
+    _up(cluster, gpus, scale, args)
     try:
         _run("cluster", "submit", str(trace), "--dir", str(cluster), "--unmanaged", "--wait")
         while True:
@@ -178,13 +178,15 @@ def main() -> None:
     p.add_argument("--solver", default="highs")
     p.add_argument("--time-limit", type=float, default=2.0)
     p.add_argument("--learn", action="store_true")
-    p.add_argument("--profiles", type=Path)
+    p.add_argument("--profiles", type=Path, help="Library the agent and the replay plan with (default: shipped).")
+    p.add_argument("--truth", type=Path, help="Library the emulated GPUs run by (default: the shipped one).")
+    p.add_argument("--tag", default="", help="Suffix of each family's output folder (e.g. -learn).")
     p.add_argument("--only", choices=("managed", "unmanaged", "simulate"), action="append")
     args = p.parse_args()
     args.restart_s = args.trainer_restart_s + SLURM_REQUEUE_DELAY_S * args.time_scale
     rows = []
     for trace in args.traces:
-        family = trace.stem
+        family = trace.stem + args.tag
         out = args.out / family
         out.mkdir(parents=True, exist_ok=True)
         cluster = Path(f"/tmp/wattplan-live-{family}")

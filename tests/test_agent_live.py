@@ -2,8 +2,9 @@
 
 One emulated cluster (``wattplan cluster up``: munged, slurmctld, two slurmd of 8 emulated V100, the GPU
 emulator, node agents, Prometheus) runs a small workload managed by the agent, through every fault the loop must
-survive: the agent killed with SIGKILL mid-run and restarted on the same state, a node drained mid-run, a job
-cancelled by its user, and Prometheus stopped (SIGSTOP) for a round. The run must end with every job ended, none
+survive: SIGTERM (a clean exit), a job whose trainer fails, the agent killed with SIGKILL mid-run and restarted
+on the same state, a node drained mid-run, a job cancelled by its user, and Prometheus stopped (SIGSTOP) for a
+round. The run must end with every job ended, none
 lost, none started more often than the agent decided (no action applied twice), and the energy and JCTs
 reported from Prometheus.
 
@@ -154,18 +155,44 @@ def test_agent_runs_a_workload_through_faults(cluster: Path, tmp_path: Path) -> 
             return int(c.execute("SELECT COUNT(*) FROM rounds WHERE status = 'done'").fetchone()[0])
 
     _wait("two planned rounds", lambda: rounds() >= 2, 120, log)
-    # 1. kill -9 mid-run, restart on the same state
+    # 1. SIGTERM: the loop stops between two steps and exits 0
+    agent.send_signal(signal.SIGTERM)
+    assert agent.wait(timeout=30) == 0
+    assert "signal SIGTERM: stopping" in log.read_text()
+    # 2. a job that fails: a managed job whose trainer exits 1 after 100 steps
+    env = {**os.environ, "SLURM_CONF": str(ClusterLayout(root).slurm_conf)}
+    failing = subprocess.run(
+        [
+            "sbatch",
+            "--parsable",
+            "--hold",
+            "--gres=gpu:1",
+            "--ntasks=1",
+            "--comment=wattplan:type=A3C;steps=5000",
+            f"--output={root}/work/slurm-%j.out",
+            "--wrap",
+            f"exec {sys.executable} -m planner.cluster.trainer --dir {root} --job-type A3C --steps 5000 "
+            "--fail-at-step 100",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    # 3. kill -9 mid-run, restart on the same state
+    agent = _agent(root, log)
+    _wait("a round after the restart", lambda: rounds() >= 3, 120, log)
     agent.send_signal(signal.SIGKILL)
     agent.wait(timeout=10)
     agent = _agent(root, log)
-    _wait("a round after the restart", lambda: rounds() >= 4, 120, log)
-    # 2. a job cancelled by its user
+    _wait("a round after the second restart", lambda: rounds() >= 5, 120, log)
+    # 4. a job cancelled by its user
     ids = _submitted(root)
     victim = ids["j0"]
     assert _slurm(root, "scancel", victim).returncode == 0
-    # 3. a node drained mid-run
+    # 5. a node drained mid-run
     assert _slurm(root, "scontrol", "update", "nodename=v100-1", "state=drain", "reason=wattplan-test").returncode == 0
-    # 4. Prometheus stopped for a round
+    # 6. Prometheus stopped for a round
     prom = int(json.loads((root / "cluster.json").read_text())["processes"]["prometheus"]["pid"])
     os.kill(prom, signal.SIGSTOP)
     time.sleep(ROUND_S / TIME_SCALE * 1.5)
@@ -177,13 +204,15 @@ def test_agent_runs_a_workload_through_faults(cluster: Path, tmp_path: Path) -> 
     assert "node v100-1 is" in text and "drain: left out" in text, text[-3000:]
     assert "Prometheus" in text, text[-3000:]
     assert f"job {victim}" in text and "cancelled" in text
+    assert f"job {failing} (A3C) ended: failed" in text
     ids = _submitted(root)
     assert len(ids) == 7
     with sqlite3.connect(db) as c:
         ended = dict(c.execute("SELECT job_id, end_state FROM jobs").fetchall())
         restarts = dict(c.execute("SELECT job_id, restarts FROM jobs").fetchall())
-    assert set(ended) == set(ids.values()), "every submitted job is known to the agent"
+    assert set(ended) == {*ids.values(), failing}, "every submitted job is known to the agent"
     assert ended.pop(victim) == "CANCELLED"
+    assert ended.pop(failing) == "FAILED"
     assert set(ended.values()) == {"COMPLETED"}, ended
     for job in ids.values():
         if job != victim:

@@ -1,0 +1,136 @@
+"""One agent round against recorded Slurm answers (no daemons): faults never stop the loop.
+
+The queue is ``squeue --json`` captured from Slurm 22.05.8 (``tests/data/agent/squeue_held.json``: jobs 1-3 held
+and opted in, job 4 with a malformed opt-in, job 5 not managed and running) with the job types renamed to
+profiled ones; the nodes are ``sinfo_mixed.json`` (two V100 nodes). Each test changes one answer:
+
+- slurmctld does not answer: the round retries (backoff), then keeps what runs and says so; no exception;
+- a call is refused (``Job has already finished``): recorded as ``refused`` with Slurm's words, the round ends;
+- the round cannot be planned (a solver that does not exist): what runs is kept;
+- a dry run sends nothing and lists the calls;
+- the unmanaged job 5 and the malformed job 4 are never named in any call.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from planner.agent.commands import CommandResult
+from planner.agent.loop import Agent, AgentConfig
+from planner.agent.store import AgentStore
+from planner.contracts.request import PlanRequest
+from planner.contracts.rules import RoundRules
+from planner.profile_library.library import load_profile_library
+
+DATA = Path(__file__).resolve().parent / "data" / "agent"
+TYPES = {"resnet18": "ResNet-18 (batch size 64)", "bert": "Transformer (batch size 64)"}
+
+
+def _queue() -> str:
+    doc = json.loads((DATA / "squeue_held.json").read_text())
+    for job in doc["jobs"]:
+        for old, new in TYPES.items():
+            job["comment"] = job["comment"].replace(f"type={old};", f"type={new};")
+    return json.dumps(doc)
+
+
+class FakeSlurm:
+    """Answers the agent's commands from recorded documents; ``refuse`` maps a verb to Slurm's refusal."""
+
+    def __init__(self, down: bool = False, refuse: dict[str, str] | None = None):
+        self.down = down
+        self.refuse = refuse or {}
+        self.seen: list[tuple[str, ...]] = []
+
+    def __call__(self, argv: Sequence[str]) -> CommandResult:
+        args = tuple(argv)
+        self.seen.append(args)
+        if self.down:
+            return CommandResult(
+                args, 1, "", "slurm_load_jobs error: Unable to contact slurm controller (connect failure)"
+            )
+        if args == ("squeue", "--json"):
+            return CommandResult(args, 0, _queue(), "")
+        if args == ("sinfo", "--json"):
+            return CommandResult(args, 0, (DATA / "sinfo_mixed.json").read_text(), "")
+        if args[:3] == ("scontrol", "show", "job"):
+            return CommandResult(
+                args, 0, "JobId=5 JobName=x\n     Nodes=v100-0 CPU_IDs=0 Mem=0 GRES=gpu:v100:1(IDX:0)\n", ""
+            )
+        verb = args[1] if args[0] == "scontrol" else args[0]
+        if verb in self.refuse:
+            jobs = args[-1].split(",") if verb != "update" else [args[2].split("=")[1]]
+            return CommandResult(args, 1, "", "\n".join(f"{self.refuse[verb]} for job {j}" for j in jobs))
+        return CommandResult(args, 0, "", "")
+
+
+def _agent(tmp_path: Path, slurm: FakeSlurm, solver: str = "greedy", dry_run: bool = False) -> tuple[Agent, list[str]]:
+    lines: list[str] = []
+    config = AgentConfig(
+        load_profile_library(None),
+        RoundRules(objective="efficiency"),
+        PlanRequest(solver=solver, time_limit_s=5.0, threads=1, lp_bound=False),
+        settings_dir=tmp_path / "settings",
+        dry_run=dry_run,
+        retry_s=(0.0, 0.0, 0.0),
+    )
+    return Agent(config, AgentStore(tmp_path / "agent.db"), slurm, None, lines.append), lines
+
+
+def _touched(slurm: FakeSlurm) -> set[str]:
+    out: set[str] = set()
+    for argv in slurm.seen:
+        if argv[:2] in (("scontrol", "release"), ("scontrol", "hold"), ("scontrol", "requeuehold")):
+            out.update(argv[2].split(","))
+        elif argv[:2] == ("scontrol", "update"):
+            out.add(argv[2].split("=")[1])
+    return out
+
+
+def test_a_round_starts_the_managed_jobs_only(tmp_path: Path) -> None:
+    slurm = FakeSlurm()
+    agent, _ = _agent(tmp_path, slurm)
+    report = agent.round()
+    assert report.queued == 3 and report.planned_run == 3, report.line()
+    assert _touched(slurm) == {"1", "2", "3"}  # never 4 (malformed opt-in) nor 5 (not managed)
+    assert all(c.ok for c in report.calls)
+    assert sorted(p.name for p in (tmp_path / "settings").iterdir()) == ["1.conf", "2.conf", "3.conf"]
+    assert "node v100-0 runs jobs wattplan does not manage: left out" in report.notes
+
+
+def test_slurm_unreachable_keeps_what_runs(tmp_path: Path) -> None:
+    slurm = FakeSlurm(down=True)
+    agent, _ = _agent(tmp_path, slurm)
+    report = agent.round()
+    assert report.status == "slurm-unreachable"
+    assert slurm.seen == [("squeue", "--json")] * 4  # one try and three retries, then the round gives up
+    assert "Slurm did not answer" in report.notes[0] and "what runs is kept" in report.notes[0]
+    slurm.down = False
+    assert agent.round().planned_run == 3  # the next round works again
+
+
+def test_a_refused_call_is_recorded_and_the_loop_goes_on(tmp_path: Path) -> None:
+    slurm = FakeSlurm(refuse={"release": "Job has already finished"})
+    agent, _ = _agent(tmp_path, slurm)
+    report = agent.round()
+    assert any("Slurm refused" in n and "already finished" in n for n in report.notes)
+    assert agent.store.action_counts().get("refused") == 1
+    assert agent.round().index == 1
+
+
+def test_a_round_that_cannot_be_planned_keeps_what_runs(tmp_path: Path) -> None:
+    slurm = FakeSlurm()
+    agent, _ = _agent(tmp_path, slurm, solver="no-such-solver")
+    report = agent.round()
+    assert report.status == "kept" and "could not be planned" in report.notes[-1]
+    assert _touched(slurm) == set()
+
+
+def test_dry_run_sends_nothing(tmp_path: Path) -> None:
+    slurm = FakeSlurm()
+    agent, _ = _agent(tmp_path, slurm, dry_run=True)
+    report = agent.round()
+    assert _touched(slurm) == set() and not (tmp_path / "settings").exists()
+    assert report.calls and all(not c.ran and str(c).startswith("would run: scontrol") for c in report.calls)
