@@ -18,6 +18,7 @@ Everything a test, a benchmark or a demo needs to run ``wattplan agent`` for rea
 - :mod:`planner.cluster.prometheus_server`: a real Prometheus scraping the emulator, started and stopped by PID
 - :mod:`planner.cluster.report`: ``wattplan cluster report``: energy from Prometheus, JCTs, per-job times and
   energy
+- :mod:`planner.cluster.processes`: what a PID runs, whether it runs, stopping it only if it runs what was started
 - :mod:`planner.cluster.up`: ``wattplan cluster up`` and ``down``
 - :mod:`planner.cluster.submit`: ``wattplan cluster submit``: a trace's jobs sent to Slurm at their arrival times
 """

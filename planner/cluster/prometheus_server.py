@@ -19,7 +19,6 @@ another program is never signalled.
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import time
@@ -28,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from planner.cluster.layout import ClusterLayout, write_text_atomic
+from planner.cluster.processes import alive, stop_pid
 
 PROGRAM = "prometheus"
 SCRAPE_JOB = "dcgm"
@@ -151,18 +151,6 @@ def start(
         time.sleep(0.1)
 
 
-def _program_of(pid: int) -> str | None:
-    """The program name a live pid runs (argv[0]'s last part), None when no such process (or a zombie)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        if stat.rsplit(")", 1)[-1].split()[0] == "Z":
-            return None
-        argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0", 1)[0].decode(errors="replace")
-    except (OSError, IndexError):
-        return None
-    return os.path.basename(argv0)
-
-
 def running(pid: int) -> bool:
     """Whether ``pid`` is a live process (a zombie is not); reaps it when this process started it."""
     proc = _CHILDREN.get(pid)
@@ -171,7 +159,7 @@ def running(pid: int) -> bool:
             return True
         _CHILDREN.pop(pid, None)
         return False
-    return _program_of(pid) is not None
+    return alive(pid)
 
 
 def stop(pid: int, timeout_s: float = 10.0, program: str = PROGRAM) -> bool:
@@ -180,20 +168,9 @@ def stop(pid: int, timeout_s: float = 10.0, program: str = PROGRAM) -> bool:
     A pid that no longer runs ``program`` (it exited; the pid may now be another program's) is left alone and
     False returned. Raises :class:`PrometheusStartError` when even SIGKILL did not end it within 5 s.
     """
-    if not running(pid):
-        return False
-    name = _program_of(pid)
-    if name is not None and name != os.path.basename(program):
-        return False
-    for sig, wait_s in ((signal.SIGTERM, timeout_s), (signal.SIGKILL, 5.0)):
-        try:
-            os.kill(pid, sig)
-        except ProcessLookupError:
-            running(pid)
-            return True
-        deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline:
-            if not running(pid):
-                return True
-            time.sleep(0.05)
-    raise PrometheusStartError(f"Prometheus (pid {pid}) still runs after SIGKILL")
+    running(pid)  # reaps a child of this process that has ended
+    stopped = stop_pid(pid, os.path.basename(program), timeout_s)
+    _CHILDREN.pop(pid, None)
+    if alive(pid, os.path.basename(program)):
+        raise PrometheusStartError(f"Prometheus (pid {pid}) still runs after SIGKILL")
+    return stopped

@@ -43,19 +43,10 @@ import numpy as np
 from planner.agent.observations import STEPS_DONE, Observation, job_ids, observe
 from planner.agent.prometheus import PrometheusClient, PrometheusError, Queries, Series, with_retries
 from planner.cluster.layout import Clock, ClusterLayout
+from planner.cluster.submit import SUBMITTED_COLUMNS
 from planner.sim.metrics import J_PER_KWH
 
 REPORT_FORMAT = "wattplan-cluster-report/1"
-SUBMITTED_COLUMNS = (
-    "slurm_job_id",
-    "trace_job_id",
-    "job_type",
-    "gpus",
-    "total_steps",
-    "arrival_s",
-    "submit_unix",
-    "managed",
-)
 MAX_WARNINGS = 200
 
 

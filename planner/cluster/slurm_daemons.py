@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -75,41 +74,6 @@ def nodes_of(counts: Sequence[tuple[str, int]], gpus_per_node: int) -> tuple[Slu
             raise ValueError(f"{gpu_type}:{count} is not a positive multiple of {gpus_per_node} GPUs per node")
         nodes.extend(SlurmNode(f"{gpu_type}-{i}", gpu_type, gpus_per_node) for i in range(count // gpus_per_node))
     return tuple(nodes)
-
-
-def _proc_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:  # a zombie child (exited, not yet reaped) is not running
-        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
-def stop_pid(pid: int, timeout_s: float = 15.0) -> None:
-    """SIGTERM ``pid``, wait up to ``timeout_s``, then SIGKILL; nothing when it is gone already."""
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            if os.waitpid(pid, os.WNOHANG)[0] == pid:
-                return
-        except ChildProcessError:
-            pass
-        if not _proc_alive(pid):
-            return
-        time.sleep(0.05)
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        return
 
 
 @dataclass

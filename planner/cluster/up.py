@@ -30,7 +30,8 @@ from typing import Any
 
 import planner.cluster.prometheus_server as prometheus_server
 from planner.cluster.layout import MANIFEST_FORMAT, ClusterLayout, write_json_atomic
-from planner.cluster.slurm_daemons import SlurmCluster, SlurmNode, free_ports, nodes_of, stop_pid
+from planner.cluster.processes import alive, stop_pid
+from planner.cluster.slurm_daemons import SlurmCluster, SlurmNode, free_ports, nodes_of
 from planner.contracts.defaults import RESTART_S
 from planner.profile_library.library import ProfileLibrary
 
@@ -47,20 +48,11 @@ def node_files_dir() -> Path:
     return Path(str(importlib.resources.files("planner.agent") / "node_files"))
 
 
-def _program_of(pid: int) -> str | None:
-    try:
-        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return None
-    return " ".join(p.decode(errors="replace") for p in raw.split(b"\0") if p) or None
-
-
 def _alive(manifest: dict[str, Any]) -> list[str]:
     """Names of the manifest's processes still running the program they were started with."""
     out = []
     for name, p in manifest.get("processes", {}).items():
-        cmd = _program_of(int(p["pid"]))
-        if cmd is not None and p["match"] in cmd:
+        if alive(int(p["pid"]), str(p["match"])):
             out.append(name)
     return out
 
@@ -243,9 +235,8 @@ def cluster_down(root: Path, log: Callable[[str], None] = print) -> list[str]:
     pid_file = layout.submit_dir / "submitter.pid"
     if pid_file.exists():
         pid = int(pid_file.read_text().strip() or 0)
-        cmd = _program_of(pid) if pid else None
-        if cmd is not None and "planner.cluster.submit" in cmd:
-            stop_pid(pid)
+        if pid:
+            stop_pid(pid, "planner.cluster.submit")
     procs: dict[str, dict[str, Any]] = manifest.get("processes", {})
     alive = set(_alive(manifest))
     if "slurmctld" in alive:
@@ -255,7 +246,7 @@ def cluster_down(root: Path, log: Callable[[str], None] = print) -> list[str]:
     stopped = []
     for name in reversed(list(procs)):
         if name in alive:
-            stop_pid(int(procs[name]["pid"]))
+            stop_pid(int(procs[name]["pid"]), str(procs[name]["match"]))
             stopped.append(name)
     log(f"stopped {len(stopped)} processes" + (f": {', '.join(stopped)}" if stopped else ""))
     return stopped
