@@ -4,8 +4,8 @@ For each managed job of the round instance, against what Slurm shows now:
 
 * planned to **wait**: a running job is requeued and held (``requeuehold``); a pending job that is not held is
   held; a held one is left alone.
-* planned to **run** with the configuration it runs now (same GPU type and count, same role in a pair, same host
-  job): it keeps running; only its setting file is rewritten when the setting changes, and the node agent
+* planned to **run** with the configuration it runs now (same GPU type and count, same nodes, same role in a pair,
+  same host job): it keeps running; only its setting file is rewritten when the setting changes, and the node agent
   re-applies it without a restart (as the round model assumes: a setting change costs no restart).
 * planned to **run** otherwise: a running job is requeued and held first; then ``scontrol update`` gives it
   ``Gres=gpu:N`` per node (``gpu:TYPE:N`` when it was submitted typed), the plan's hosts (``NodeList``,
@@ -140,7 +140,12 @@ def decide(
         unit = units[gpu_type]
         d.settings.append(JobSetting(jid, round_index, gpu_type, gpus, setting, unit, guest_of))
         d.desired.append(Desired(jid, round_index, "run", gpu_type, gpus, setting, unit, guest_of, hosts))
-        keep = same_shape(jid) and s.host_job == guest_of and (guest_of is None or guest_of in kept)
+        keep = (
+            same_shape(jid)
+            and s.host_job == guest_of
+            and (guest_of is None or guest_of in kept)
+            and sorted(hosts) == sorted(s.hosts)
+        )
         if keep:
             kept.add(jid)
             d.kept.append(jid)

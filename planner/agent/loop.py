@@ -174,6 +174,8 @@ class Agent:
         self._last_round_unix: float | None = None
         self._last_running: dict[str, tuple[str, int, int, str | None]] = {}
         self._seen_any = False
+        self._placements: dict[int, tuple[tuple[str, tuple[int, ...]], ...]] = {}
+        self._gpus_per_host: dict[str, int] = {}
         for rnd, argv in store.interrupted():
             self.log(
                 f"restart: round {rnd} was interrupted before '{' '.join(argv)}' had an outcome; "
@@ -252,6 +254,8 @@ class Agent:
         for p in (*queue.problems, *nodes.problems):
             report.notes.append(f"Slurm: {p.path}: {p.message}")
         managed = {str(j.job_id): j for j in queue.jobs}
+        self._placements = dict(placements)
+        self._gpus_per_host = {n.name: n.gpus for n in nodes.nodes}
         known = self._remember(managed, queue.listed, rnd, now_s, report)
         active = {jid: j for jid, j in managed.items() if j.state in ACTIVE_STATES and jid in known}
         self._observe(unix, now_s, report)
@@ -492,6 +496,10 @@ class Agent:
         """
         if not where or not all(h in node_of for h, _ in where):
             return None
+        holder = active.get(d.host_job) if d is not None and d.host_job else job
+        per_node = holder.gpus_per_node if holder is not None else 0
+        if per_node > 0 and any(not i for _, i in where):
+            where = tuple((h, i or self._free_indices(h, per_node)) for h, i in where)
         gpus = sum(len(i) for _, i in where)
         gpu_type = node_of[where[0][0]].rsplit("-", 1)[0]
         if gpus == 0 or gpu_type not in ctx.type_names:
@@ -505,6 +513,17 @@ class Agent:
             return CurrentConfig(gpu_type, gpus, int(d.setting or 0), partner, placement)
         top = max(next(g for g in ctx.gpu_types if g.name == gpu_type).settings)
         return CurrentConfig(gpu_type, gpus, top, None, placement)
+
+    def _free_indices(self, host: str, count: int) -> tuple[int, ...]:
+        """``count`` GPU indices of ``host`` no other job holds, for a job whose indices Slurm does not show.
+
+        Slurm 22.05 sometimes prints a running job's detail line without ``IDX`` (seen after a requeue); the
+        round needs a placement that does not collide with the other jobs', and Slurm chooses indices itself.
+        """
+        used = {i for hosts in self._placements.values() for h, idx in hosts if h == host for i in idx}
+        free = [i for i in range(self._gpus_per_host.get(host, 0)) if i not in used][:count]
+        self._placements = {**self._placements, -len(self._placements) - 1: ((host, tuple(free)),)}
+        return tuple(free)
 
     def _delta(self, ctx: ClusterContext, states: Sequence[JobState], now_s: float) -> float | None:
         """The governor's ``delta`` for this round (None without ``--max-jct-increase``)."""
