@@ -84,6 +84,7 @@ def test_each_job_gets_the_calls_its_plan_needs() -> None:
         Hold(16),
     }
     assert d.kept == ["13"] and sorted(d.requeued) == ["14", "15"]
+    assert d.why == {"14": "1 -> 2 GPUs", "15": "waits"}
     assert JobSetting("13", 3, "v100", 1, 150, "power_limit_w") in d.settings  # the node agent re-applies it
     assert {x.job_id: x.state for x in d.desired} == {
         "11": "run",

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from planner.agent.node_settings import JobSetting
 from planner.agent.slurm_actions import Action, Hold, Release, RequeueHold, Update
 from planner.agent.store import Desired
-from planner.contracts.domain import Instance
+from planner.contracts.domain import CurrentConfig, Instance
 from planner.contracts.plan import Plan, PlannedJob
 
 
@@ -65,6 +65,9 @@ class Decision:
     desired: list[Desired] = field(default_factory=list)
     requeued: list[str] = field(default_factory=list)
     """Running jobs this round stops (to wait, or to restart elsewhere)."""
+    why: dict[str, str] = field(default_factory=dict)
+    """Why each requeued job stops: ``waits``, ``2 -> 4 GPUs``, ``v100 -> p100``, ``moves to HOSTS``,
+    ``becomes guest of J``, ``leaves its pair``, ``its host J restarts``."""
     kept: list[str] = field(default_factory=list)
     started: list[str] = field(default_factory=list)
 
@@ -85,6 +88,30 @@ def _pair_hosts(instance: Instance, plan: Plan, keepable: Mapping[str, bool]) ->
         host = b if keepable.get(b) and not keepable.get(a) else a
         out[a] = out[b] = host
     return out
+
+
+def _why(
+    cur: CurrentConfig | None,
+    e: PlannedJob,
+    hosts: tuple[str, ...],
+    s: SlurmJobNow,
+    guest_of: str | None,
+    kept: set[str],
+) -> str:
+    """Why a running job planned to run must restart (see :attr:`Decision.why`)."""
+    if cur is None:
+        return "runs where the round cannot plan it"
+    if cur.gpu_type != e.gpu_type:
+        return f"{cur.gpu_type} -> {e.gpu_type}"
+    if cur.gpus != e.gpus:
+        return f"{cur.gpus} -> {e.gpus} GPUs"
+    if guest_of is not None and s.host_job != guest_of:
+        return f"becomes guest of {guest_of}"
+    if guest_of is None and s.host_job is not None:
+        return "leaves its pair"
+    if guest_of is not None and guest_of not in kept:
+        return f"its host {guest_of} restarts"
+    return f"moves to {hostlist(hosts)}"
 
 
 def decide(
@@ -129,6 +156,7 @@ def decide(
             if s.running:
                 d.actions.append(RequeueHold(num))
                 d.requeued.append(jid)
+                d.why[jid] = "waits"
             elif not s.held:
                 d.actions.append(Hold(num))
             d.desired.append(Desired(jid, round_index, "wait"))
@@ -153,6 +181,7 @@ def decide(
         if s.running:
             d.actions.append(RequeueHold(num))
             d.requeued.append(jid)
+            d.why[jid] = _why(jobs[jid].current, e, hosts, s, guest_of, kept)
         per_node = 0 if guest_of is not None else gpus // max(len(hosts), 1)
         gres = f"gpu:{gpu_type}:{per_node}" if s.typed else f"gpu:{per_node}"
         d.actions.append(Update(num, gres=gres, nodelist=hostlist(hosts), numnodes=len(hosts)))

@@ -105,8 +105,9 @@ class AgentConfig:
     it when every job is submitted); None: once no managed job is queued."""
     max_rounds: int | None = None
     node_power_w: float | None = None
-    guest_wait_s: float = 5.0
-    """Real seconds to wait for a pair's host to start before releasing its guest (later rounds retry)."""
+    guest_wait_s: float = 10.0
+    """Real seconds (at most 80% of a round) to wait for a pair's host to start before releasing its guest: a
+    requeued host is eligible again only after about 7 s (later rounds retry)."""
     requeue_wait_s: float = 15.0
     """Real seconds to retry an update of a job requeued this round, while Slurm still completes it."""
     retry_s: tuple[float, ...] = (0.5, 1.0, 2.0)
@@ -296,6 +297,8 @@ class Agent:
         report.status = f"{plan.round.status} by {plan.round.solver}"
         report.planned_run = len(plan.running())
         decision = decide(instance, plan, now_jobs, host_of, rnd)
+        if decision.why:
+            report.notes.append("requeued: " + ", ".join(f"{j} ({w})" for j, w in decision.why.items()))
         self._apply(rnd, decision, report)
         self._finish(
             report,
@@ -590,7 +593,8 @@ class Agent:
         if self.cfg.dry_run:
             report.calls.extend(apply([Release(int(g)) for g in d.guest_releases], True, self.run))
             return
-        deadline = time.monotonic() + self.cfg.guest_wait_s
+        wait_s = min(self.cfg.guest_wait_s, 0.8 * self.cfg.clock.real_s(self.cfg.rules.duration_s))
+        deadline = time.monotonic() + wait_s
         waiting = dict(d.guest_releases)
         while waiting and time.monotonic() < deadline and not self.stop_requested:
             try:
