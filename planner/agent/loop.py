@@ -18,8 +18,9 @@ Every round (``--round-s`` on the agent's clock, real seconds on a real cluster)
 
 The runtime-bounded energy mode is the default, as in the replay: the ``efficiency`` objective with the JCT
 governor (:class:`planner.sim.governor.JctGovernor`) holding the average JCT within ``--max-jct-increase`` of the
-reference, ``fifo-max`` replayed over the jobs seen so far (their arrivals and steps) with the current
-profiles, recomputed whenever a job arrives: what Slurm's first-come-first-served scheduling at full power would
+reference, ``fifo-max`` over the jobs seen so far (their arrivals and steps) with the current profiles
+(:func:`planner.agent.reference.fifo_reference`, the replay's rule event by event), recomputed whenever a job
+arrives: what Slurm's first-come-first-served scheduling at full power would
 give, estimated the way the replay estimates its reference.
 
 Faults never stop the loop: Slurm or Prometheus unreachable (retried with backoff inside the round, then the
@@ -44,6 +45,7 @@ from planner import planning
 from planner.agent.commands import Run, SlurmError
 from planner.agent.decide import Decision, SlurmJobNow, decide
 from planner.agent.node_settings import Clock, JobSetting, write_text_atomic
+from planner.agent.reference import fifo_reference
 from planner.agent.slurm_actions import ActionOutcome, Release, apply
 from planner.agent.slurm_detail import expand_hostlist, query_job_gpus
 from planner.agent.slurm_queue import ManagedJob, NodeState, query_nodes, query_queue
@@ -55,14 +57,12 @@ from planner.contracts.rules import RoundRules
 from planner.profile_library.library import ProfileLibrary
 from planner.rounds.cluster_spec import ClusterSpec
 from planner.rounds.traces import TraceJob
-from planner.sim.engine import SimConfig, simulate
 from planner.sim.governor import JctGovernor
 from planner.sim.learning import ProfileLearner
-from planner.sim.policies import make_policy
 from planner.sim.round_instance import ClusterContext, cluster_context, round_instance
 from planner.sim.state import JobState
 from planner.sim.telemetry import JobObservation
-from planner.sim.workload import Workload, job_spec
+from planner.sim.workload import job_spec
 
 ACTIVE_STATES = frozenset({"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING"})
 """Slurm job states of a job still in the queue; any other state ends it."""
@@ -534,9 +534,7 @@ class Agent:
             return None
         ids = frozenset(s.id for s in states)
         if self.governor is None or ids != self._reference_jobs:
-            specs = tuple(sorted((s.spec for s in states), key=lambda s: s.arrival_s))
-            ref = simulate(Workload(specs), replace(ctx, truth=None), make_policy("fifo-max"), None, SimConfig())
-            finish = {s.id: s.finish_s for s in ref.jobs}
+            finish = fifo_reference([s.spec for s in states], replace(ctx, truth=None))
             old = self.governor.delta if self.governor is not None else self.cfg.rules.delta
             self.governor = JctGovernor(finish, self.cfg.max_jct_increase, delta=old)
             self._reference_jobs = ids

@@ -1,0 +1,87 @@
+"""The agent's JCT reference: ``fifo-max`` over the jobs seen so far, computed event by event.
+
+The replay's reference (:func:`planner.sim.replay.reference_run`) plays ``fifo-max`` round by round: at each
+round start ``t0 + r T`` the running jobs keep their GPUs, then the waiting jobs, in arrival order, start at their
+requested count on the fastest GPU type with that many free GPUs, at its top setting (greedy backfill); a job
+that starts loses ``tau`` (the restart cost) and finishes mid-round at ``start + tau + steps / X``; it frees its
+GPUs at the next round start. With no budget and no node placement limit, nothing changes between a round and
+the next unless a job arrives or frees its GPUs, so this module jumps from one such round to the next:
+``O(events x queue)`` instead of ``O(rounds x queue)``, a few hundred milliseconds for 1,000 jobs where the
+round-by-round replay takes about a minute. GPUs are counted per type (the replay's buddy placement never fails
+for exclusive jobs of power-of-two counts on nodes of a power-of-two size).
+
+``tests/test_agent_reference.py`` checks the finish times against the replay's ``fifo-max`` on both live
+workload families.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from planner.sim.round_instance import ClusterContext
+from planner.sim.state import JobSpec
+
+
+def _rates(ctx: ClusterContext, spec: JobSpec) -> list[tuple[str, float]]:
+    """``[(GPU type, X at its top setting)]`` for the requested count, fastest first (ties: cluster order)."""
+    ranked = []
+    for k, g in enumerate(ctx.gpu_types):
+        if spec.requested_gpus > g.total_gpus:
+            continue
+        profs = [
+            p for p in ctx.profiles_by_type.get(spec.type, ()) if p.gpu_type == g.name and p.gpus == spec.requested_gpus
+        ]
+        if profs:
+            top = max(profs, key=lambda p: p.setting)
+            ranked.append((-top.steps_per_s, k, g.name, top.steps_per_s))
+    return [(name, x) for _, _, name, x in sorted(ranked)]
+
+
+def fifo_reference(specs: Sequence[JobSpec], ctx: ClusterContext, t0_s: float | None = None) -> dict[str, float | None]:
+    """``{job id: finish time (s)}`` under ``fifo-max`` from round start ``t0_s`` (default: the first arrival).
+
+    ``remaining`` steps are each spec's ``total_steps``. A job no GPU type can run finishes never (None).
+    """
+    T = ctx.rules.duration_s
+    tau = ctx.rules.restart_s
+    jobs = sorted(specs, key=lambda s: s.arrival_s)
+    finish: dict[str, float | None] = {s.id: None for s in jobs}
+    if not jobs:
+        return finish
+    start = jobs[0].arrival_s if t0_s is None else t0_s
+    free = {g.name: g.total_gpus for g in ctx.gpu_types}
+    rates = {s.id: _rates(ctx, s) for s in jobs}
+    waiting: list[JobSpec] = []
+    running: list[tuple[int, str, int, str]] = []  # (round it frees its GPUs, GPU type, count, job id)
+    nxt = 0  # next job to arrive
+    r = 0
+    while nxt < len(jobs) or waiting:
+        now = start + r * T
+        while nxt < len(jobs) and jobs[nxt].arrival_s <= now + 1e-9:
+            if rates[jobs[nxt].id]:
+                waiting.append(jobs[nxt])
+            nxt += 1
+        for item in [x for x in running if x[0] <= r]:
+            running.remove(item)
+            free[item[1]] += item[2]
+        still: list[JobSpec] = []
+        for s in waiting:
+            n = s.requested_gpus
+            for g, x in rates[s.id]:
+                if free[g] >= n:
+                    free[g] -= n
+                    end = now + tau + s.total_steps / x
+                    finish[s.id] = end
+                    running.append((math.floor((end - start) / T + 1e-9) + 1, g, n, s.id))
+                    break
+            else:
+                still.append(s)
+        waiting = still
+        candidates = [x[0] for x in running]
+        if nxt < len(jobs):
+            candidates.append(max(r + 1, math.ceil((jobs[nxt].arrival_s - start) / T - 1e-9)))
+        if not candidates:
+            break  # waiting jobs that can never fit
+        r = max(r + 1, min(candidates))
+    return finish
