@@ -337,26 +337,59 @@ def _functions(text: str) -> list[tuple[str, str]]:
     return found
 
 
-def test_scripts_are_shellcheck_clean_and_share_their_helpers() -> None:
-    scripts = sorted(SCRIPTS.glob("*.sh"))
-    assert [p.name for p in scripts] == ["apply_settings.sh", "epilog.sh", "prolog.sh", "task_prolog.sh"]
-    assert all(os.access(p, os.X_OK) for p in scripts)
+SCRIPT_NAMES = ["apply_settings.sh", "epilog.sh", "prolog.sh", "task_prolog.sh"]
+SOURCE_COMMON = '. "${self%/*}/common.sh"'
+
+
+def test_scripts_source_common_sh_and_are_shellcheck_clean() -> None:
+    assert sorted(p.name for p in SCRIPTS.glob("*.sh")) == sorted(["common.sh", *SCRIPT_NAMES])
+    common = SCRIPTS / "common.sh"
+    library = common.read_text()
+    shared = {name for name, _ in _functions(library)}
+    helpers = {"log", "is_id", "is_indices", "read_setting", "read_indices", "write_atomic", "lock_node"}
+    assert shared >= helpers | {"apply_setting"}
+    # sourced, never run; and it evaluates or sources nothing itself (settings are read with IFS='=' read)
+    assert not os.access(common, os.X_OK) and not library.startswith("#!")
+    assert not re.search(r"^\s*(eval|source|\.)\s", library, re.M) and "IFS='=' read -r k v" in library
+    scripts = [SCRIPTS / name for name in SCRIPT_NAMES]
     for p in scripts:
         text = p.read_text()
-        assert "set -euo pipefail" in text and not re.search(r"^\s*(eval|source|\.)\s", text, re.M), p.name
-    functions: dict[str, dict[str, str]] = {}
-    for p in scripts:
-        for name, body in _functions(p.read_text()):
-            functions.setdefault(name, {})[p.name] = body
-    for name, by_script in functions.items():
-        assert len(set(by_script.values())) == 1, f"{name} differs between {sorted(by_script)}"
-    shellcheck(scripts)
+        assert os.access(p, os.X_OK), p.name
+        # common.sh is the one file a script sources (from its own folder), after set -euo pipefail
+        assert re.findall(r"^\s*(?:eval|source|\.)\s.*$", text, re.M) == [SOURCE_COMMON], p.name
+        assert text.index("set -euo pipefail") < text.index(SOURCE_COMMON), p.name
+        own = {name for name, _ in _functions(text)}
+        assert not own & shared, f"{p.name} defines {sorted(own & shared)} itself"
+    shellcheck([*scripts, common])
+
+
+def test_scripts_find_common_sh_through_a_symlink_and_stop_without_it(cluster: Cluster, tmp_path: Path) -> None:
+    cluster.setting("101", 200)
+    links = tmp_path / "links"
+    links.mkdir()
+    (links / "prolog.sh").symlink_to(SCRIPTS / "prolog.sh")  # slurm.conf may name a link to the installed file
+    env = {**cluster.env, "SLURM_JOB_ID": "101", "SLURM_JOB_GPUS": "0"}
+    ok = subprocess.run(["bash", str(links / "prolog.sh")], env=env, capture_output=True, text=True, timeout=30)
+    assert ok.returncode == 0, ok.stderr
+    assert cluster.jobmap(0) == ["101"] and cluster.gpu(0)["power_limit_w"] == 200.0
+
+    alone = tmp_path / "alone"  # a script copied without its folder
+    alone.mkdir()
+    for name in SCRIPT_NAMES:
+        (alone / name).write_text((SCRIPTS / name).read_text())
+    cluster.calls()
+    for name, code in [("prolog.sh", 1), ("epilog.sh", 1), ("apply_settings.sh", 1), ("task_prolog.sh", 0)]:
+        run_alone = subprocess.run(["bash", str(alone / name)], env=env, capture_output=True, text=True, timeout=30)
+        assert run_alone.returncode == code, (name, run_alone.stderr)
+        assert f"wattplan {name}: no common.sh beside" in run_alone.stderr and run_alone.stdout == ""
+    assert cluster.calls() == [] and cluster.jobmap(0) == ["101"]
 
 
 def test_node_files_are_package_data() -> None:
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert pyproject["tool"]["setuptools"]["package-data"]["planner.agent"] == ["node_files/*"]
-    assert (SCRIPTS / "README.md").exists() and not (SCRIPTS / "__init__.py").exists()
+    shipped = {p.name for p in SCRIPTS.parent.glob("node_files/*")}
+    assert shipped >= {"README.md", "common.sh", *SCRIPT_NAMES} and not (SCRIPTS / "__init__.py").exists()
 
 
 # --- the nvidia-smi stand-in ---

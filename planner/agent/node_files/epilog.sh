@@ -11,54 +11,21 @@
 # 4. $WATTPLAN_NODE_DIR/NODE/gpus/JOBID is removed.
 #
 # Exit status: Slurm drains a node whose epilog fails, so the epilog exits 0 on everything that concerns one
-# job or one GPU (logged to stderr), and 1 only when a GPU must be reset and nvidia-smi is not on PATH, or
-# the node's folder cannot be locked.
+# job or one GPU (logged to stderr), and 1 only when a GPU must be reset and nvidia-smi is not on PATH, the
+# node's folder cannot be locked, or common.sh is missing.
 #
+# The helpers are in common.sh, sourced from the script's own folder: install the whole folder (README.md).
 # Environment: as prolog.sh (SLURM_JOB_ID, SLURMD_NODENAME, SLURM_JOB_GPUS, WATTPLAN_SETTINGS_DIR,
 # WATTPLAN_NODE_DIR, WATTPLAN_LOCK_TIMEOUT).
 set -euo pipefail
 
-# --- helpers (each function is the same in every node script that has it; tests check) ---
-umask 022
-node_root=${WATTPLAN_NODE_DIR:-/var/lib/wattplan/node}
-script_name=${0##*/}
-
-log() { printf 'wattplan %s%s: %s\n' "$script_name" "${SLURM_JOB_ID:+ (job $SLURM_JOB_ID)}" "$*" >&2; }
-
-# A job id or node name: a token of [A-Za-z0-9_.-] that does not start with a dot (never "." or "..").
-is_id() { [[ $1 =~ ^[A-Za-z0-9_-][A-Za-z0-9_.-]{0,63}$ ]]; }
-# GPU indices as Slurm and the gpus/ files write them: "0", "0,1,3".
-is_indices() { [[ $1 =~ ^[0-9]{1,3}(,[0-9]{1,3})*$ ]]; }
-
-# read_indices FILE: the GPU indices a gpus/ file holds (empty, after logging, when it is missing or malformed).
-read_indices() {
-  local line=''
-  [[ -f $1 ]] && { IFS= read -r line <"$1" || true; }
-  if [[ -n $line ]] && ! is_indices "$line"; then
-    log "$1: not GPU indices: $(printf %q "$line")"
-    line=''
-  fi
-  printf '%s' "$line"
-}
-
-# write_atomic FILE TEXT: readers (dcgm-exporter, the task prolog) never see half a file.
-write_atomic() {
-  local tmp
-  mkdir -p "$node_dir/tmp"
-  tmp=$(mktemp "$node_dir/tmp/write.XXXXXX")
-  printf '%s' "$2" >"$tmp"
-  chmod 644 "$tmp"
-  mv -f "$tmp" "$1"
-}
-
-# lock_node: hold the node's lock on fd 9 until the script exits (prologs, epilogs and passes never interleave).
-lock_node() {
-  mkdir -p "$node_dir"
-  exec 9>>"$node_dir/.lock"
-  flock -w "${WATTPLAN_LOCK_TIMEOUT:-120}" 9
-}
-
-# --- end of helpers ---
+# The helpers (log, is_id, read_setting, lock_node, ...) are common.sh, beside this script once symlinks are
+# resolved; without it the node is broken (exit 1).
+if ! self=$(readlink -f -- "${BASH_SOURCE[0]}") || [[ ! -f ${self%/*}/common.sh ]]; then
+  echo "wattplan ${0##*/}: no common.sh beside ${BASH_SOURCE[0]}: install the whole folder" >&2; exit 1
+fi
+# shellcheck source-path=SCRIPTDIR source=common.sh
+. "${self%/*}/common.sh"
 
 # reset_gpu INDEX: the default power limit back (only when it differs) and the clock lock released.
 reset_gpu() {
