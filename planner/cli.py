@@ -1448,8 +1448,9 @@ def agent(
 ) -> None:
     """Run the control loop on a Slurm cluster: read the queue, observe, plan, apply; every --round-s.
 
-    A job opts in with sbatch --hold --comment='wattplan:type=TYPE;steps=STEPS'; the agent never touches
-    other jobs. Install the node scripts (planner/agent/node_files) so power limits reach the GPUs.
+    A job opts in with sbatch --hold --comment='wattplan:type=TYPE;steps=STEPS'; no other job is touched.
+
+    Install the node scripts (planner/agent/node_files) so that power limits reach the GPUs.
     """
     from planner.agent.loop import AgentConfig
     from planner.agent.run import environment, run_agent, stderr_log
