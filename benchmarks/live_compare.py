@@ -161,8 +161,7 @@ def simulate(trace: Path, out: Path, gpus: str, args: argparse.Namespace) -> dic
         *(["--learn"] if args.learn else []),
         *(["--profiles", str(args.profiles)] if args.profiles else []),
     )
-    doc: dict[str, Any] = json.loads((out / "sim" / "summary.json").read_text())
-    return doc
+    return {p: json.loads((out / "sim" / p / "summary.json").read_text()) for p in ("wattplan", "fifo-max")}
 
 
 def main() -> None:
@@ -181,6 +180,7 @@ def main() -> None:
     p.add_argument("--profiles", type=Path, help="Library the agent and the replay plan with (default: shipped).")
     p.add_argument("--truth", type=Path, help="Library the emulated GPUs run by (default: the shipped one).")
     p.add_argument("--tag", default="", help="Suffix of each family's output folder (e.g. -learn).")
+    p.add_argument("--reuse-unmanaged", action="store_true", help="Keep an earlier unmanaged.json of a family.")
     p.add_argument("--only", choices=("managed", "unmanaged", "simulate"), action="append")
     args = p.parse_args()
     args.restart_s = args.trainer_restart_s + SLURM_REQUEUE_DELAY_S * args.time_scale
@@ -192,7 +192,13 @@ def main() -> None:
         cluster = Path(f"/tmp/wattplan-live-{family}")
         steps = args.only or ["managed", "unmanaged", "simulate"]
         m = managed(trace, cluster, out, args.gpus, args.time_scale, args) if "managed" in steps else None
-        u = unmanaged(trace, cluster, out, args.gpus, args.time_scale, args) if "unmanaged" in steps else None
+        u = None
+        if "unmanaged" in steps:
+            previous = out / "unmanaged.json"
+            if args.reuse_unmanaged and previous.exists():  # Slurm alone does not depend on the agent's code
+                u = json.loads(previous.read_text())
+            else:
+                u = unmanaged(trace, cluster, out, args.gpus, args.time_scale, args)
         s = simulate(trace, out, args.gpus, args) if "simulate" in steps else None
         rows.append(
             {

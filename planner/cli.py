@@ -1444,6 +1444,10 @@ def agent(
         bool, typer.Option(help="Stop once every managed job has ended (and, with --cluster, all were submitted).")
     ] = False,
     max_rounds: Annotated[int | None, typer.Option(help="Stop after this many rounds.")] = None,
+    event_rounds: Annotated[
+        bool,
+        typer.Option(help="Also start a round when a managed job arrives or leaves (--no-event-rounds: fixed rounds)."),
+    ] = True,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Log only notes and faults.")] = False,
 ) -> None:
     """Run the control loop on a Slurm cluster: read the queue, observe, plan, apply; every --round-s.
@@ -1481,6 +1485,7 @@ def agent(
         until_idle=until_idle,
         max_rounds=max_rounds,
         node_power_w=node_power_w,
+        event_rounds=event_rounds,
     )
     default_state = (cluster_dir / "agent.db") if cluster_dir else Path("wattplan-agent.db")
     code = run_agent(config, env, state or default_state, stderr_log(quiet))

@@ -16,6 +16,11 @@ Every round (``--round-s`` on the agent's clock, real seconds on a real cluster)
    to the state (:mod:`planner.agent.store`) before the first call is sent; each outcome is committed as it
    comes; the nodes' setting files are written before a job is released.
 
+Rounds are ``--round-s`` apart, and start early (at least a tenth of a round after the last) when a managed
+job arrives or leaves the queue: Slurm starts a job the moment it fits, and a round model that made arrivals
+wait for the next round boundary would add half a round to every job's JCT (``--no-event-rounds``: fixed
+rounds, as the replay plays them).
+
 The runtime-bounded energy mode is the default, as in the replay: the ``efficiency`` objective with the JCT
 governor (:class:`planner.sim.governor.JctGovernor`) holding the average JCT within ``--max-jct-increase`` of the
 reference, ``fifo-max`` over the jobs seen so far (their arrivals and steps) with the current profiles
@@ -111,6 +116,11 @@ class AgentConfig:
     requeue_wait_s: float = 15.0
     """Real seconds to retry an update of a job requeued this round, while Slurm still completes it."""
     retry_s: tuple[float, ...] = (0.5, 1.0, 2.0)
+    event_rounds: bool = True
+    """Start a round early when a managed job arrives or leaves the queue (as Slurm starts a job at once),
+    at least ``event_gap`` of a round after the last one; ``squeue`` is polled every ``poll_s`` real seconds."""
+    event_gap: float = 0.1
+    poll_s: float = 1.0
     """Backoff between attempts to read Slurm inside one round (real s)."""
 
 
@@ -176,6 +186,7 @@ class Agent:
         self._last_running: dict[str, tuple[str, int, int, str | None]] = {}
         self._seen_any = False
         self._placements: dict[int, tuple[tuple[str, tuple[int, ...]], ...]] = {}
+        self._active_ids: frozenset[str] = frozenset()
         self._gpus_per_host: dict[str, int] = {}
         for rnd, argv in store.interrupted():
             self.log(
@@ -255,6 +266,7 @@ class Agent:
         for p in (*queue.problems, *nodes.problems):
             report.notes.append(f"Slurm: {p.path}: {p.message}")
         managed = {str(j.job_id): j for j in queue.jobs}
+        self._active_ids = frozenset(jid for jid, j in managed.items() if j.state in ACTIVE_STATES)
         self._placements = dict(placements)
         self._gpus_per_host = {n.name: n.gpus for n in nodes.nodes}
         known = self._remember(managed, queue.listed, rnd, now_s, report)
@@ -612,6 +624,15 @@ class Agent:
 
     # ------------------------------------------------------------------ the loop
 
+    def _queue_changed(self) -> bool:
+        """Whether the managed jobs in the queue (pending or running) differ from those of the last round."""
+        try:
+            queue = query_queue(self.run)
+        except SlurmError:
+            return False
+        active = frozenset(str(j.job_id) for j in queue.jobs if j.state in ACTIVE_STATES)
+        return active != self._active_ids
+
     def idle(self) -> bool:
         """Every managed job has ended (and the submitter, when there is one, is done)."""
         if self.cfg.idle_marker is not None and not self.cfg.idle_marker.exists():
@@ -620,7 +641,10 @@ class Agent:
         return bool(known) and all(k.ended for k in known.values())
 
     def run_loop(self) -> int:
-        """Play rounds every ``--round-s`` until stopped (SIGTERM/SIGINT), idle (``--until-idle``) or done."""
+        """Play rounds every ``--round-s`` until stopped (SIGTERM/SIGINT), idle (``--until-idle``) or done.
+
+        With ``event_rounds`` a round also starts early when a managed job arrives or leaves (module docstring).
+        """
         period = self.cfg.clock.real_s(self.cfg.rules.duration_s)
         played = 0
 
@@ -643,11 +667,20 @@ class Agent:
                 if self.cfg.until_idle and self.idle():
                     self.log("every managed job has ended: done")
                     break
+                started = next_at
                 next_at += period
                 if next_at < time.monotonic():  # a round longer than the period starts the next at once
                     next_at = time.monotonic()
+                earliest = started + self.cfg.event_gap * period
+                last_poll = time.monotonic()
                 while not self.stop_requested and time.monotonic() < next_at:
                     time.sleep(min(0.1, max(next_at - time.monotonic(), 0.0)))
+                    now = time.monotonic()
+                    if self.cfg.event_rounds and now >= earliest and now - last_poll >= self.cfg.poll_s:
+                        last_poll = now
+                        if self._queue_changed():
+                            next_at = now  # a job arrived or left: plan now, as Slurm would start it now
+                            break
         finally:
             for s, h in old.items():
                 signal.signal(s, h)
