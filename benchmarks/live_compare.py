@@ -45,21 +45,12 @@ def _report(cluster: Path, out: Path) -> dict[str, Any]:
     return doc
 
 
-def _up(cluster: Path, gpus: str, scale: float, trainer_restart_s: float) -> None:
-    _run("cluster", "down", "--dir", str(cluster)) if (cluster / "cluster.json").exists() else None
-    _run(
-        "cluster",
-        "up",
-        "--dir",
-        str(cluster),
-        "--gpus",
-        gpus,
-        "--time-scale",
-        f"{scale:g}",
-        "--restart-s",
-        f"{trainer_restart_s:g}",
-        timeout=300,
-    )
+def _up(cluster: Path, gpus: str, scale: float, args: argparse.Namespace) -> None:
+    if (cluster / "cluster.json").exists():
+        _run("cluster", "down", "--dir", str(cluster))
+    truth = ["--truth", str(args.truth)] if args.truth else []
+    argv = ["cluster", "up", "--dir", str(cluster), "--gpus", gpus, "--time-scale", f"{scale:g}"]
+    _run(*argv, "--restart-s", f"{args.trainer_restart_s:g}", *truth, timeout=300)
 
 
 def managed(trace: Path, cluster: Path, out: Path, gpus: str, scale: float, args: argparse.Namespace) -> dict[str, Any]:
@@ -160,6 +151,7 @@ def simulate(trace: Path, out: Path, gpus: str, args: argparse.Namespace) -> dic
         "-q",
         *(["--learn"] if args.learn else []),
         *(["--profiles", str(args.profiles)] if args.profiles else []),
+        *(["--truth", str(args.truth)] if args.truth else []),
     )
     return {p: json.loads((out / "sim" / p / "summary.json").read_text()) for p in ("wattplan", "fifo-max")}
 
