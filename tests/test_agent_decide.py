@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from planner.agent.decide import SlurmJobNow, decide
 from planner.agent.node_settings import JobSetting
 from planner.agent.slurm_actions import Hold, Release, RequeueHold, Update, calls
-from planner.agent.store import AgentStore, Desired
+from planner.agent.store import AgentStore, Desired, StoreError
 from planner.contracts.domain import CurrentConfig, GpuType, Instance, Job, NodeGpus, RoundSpec
 from planner.contracts.plan import Plan, PlannedJob, PlanRound
 from planner.contracts.rules import RoundRules
@@ -177,3 +179,8 @@ def test_store_survives_a_crash_and_reports_what_was_interrupted(tmp_path: Path)
     assert again.known_jobs()["7"].steps_done == 50.0
     again.end_job("7", "COMPLETED", "completed", 2, 30.0)
     assert again.known_jobs()["7"].ended and "7" not in again.desired()
+    # a state belongs to one cluster: a new Slurm numbers its jobs from 1 again
+    again.bind("cluster", "cluster A")
+    again.bind("cluster", "cluster A")
+    with pytest.raises(StoreError, match="is the state of cluster A, not of cluster B"):
+        again.bind("cluster", "cluster B")

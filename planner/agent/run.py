@@ -28,7 +28,7 @@ from planner.agent.node_settings import Clock
 from planner.agent.observations import observe
 from planner.agent.prometheus import PrometheusClient, with_retries
 from planner.agent.slurm_version import require_supported
-from planner.agent.store import AgentStore
+from planner.agent.store import AgentStore, StoreError
 
 
 @dataclass
@@ -68,6 +68,8 @@ class Environment:
     clock: Clock
     idle_marker: Path | None
     from_zero: bool
+    cluster_id: str | None = None
+    """What identifies the cluster the state belongs to (an emulated cluster's start time); None: not checked."""
 
 
 def environment(cluster_dir: Path | None, prometheus_url: str | None, settings_dir: Path | None) -> Environment:
@@ -84,6 +86,7 @@ def environment(cluster_dir: Path | None, prometheus_url: str | None, settings_d
             Clock(float(manifest["t0_unix"]), float(manifest["time_scale"])),
             Path(manifest["idle_marker"]),
             True,
+            f"emulated cluster {cluster_dir.resolve()} started at {float(manifest['t0_unix']):.3f}",
         )
     except FileNotFoundError:
         raise ValueError(f"--cluster {cluster_dir}: no cluster.json; start one with wattplan cluster up") from None
@@ -108,6 +111,12 @@ def run_agent(config: AgentConfig, env: Environment, state: Path, log: Callable[
         if state.exists():
             shutil.copy2(state, path)
     store = AgentStore(path)
+    if env.cluster_id is not None:
+        try:
+            store.bind("cluster", env.cluster_id)
+        except StoreError as e:
+            store.close()
+            raise ValueError(str(e)) from None
     observer = PrometheusObserver(env.prometheus_url, env.from_zero) if env.prometheus_url else None
     try:
         agent = Agent(config, store, run, observer, log)

@@ -119,6 +119,14 @@ class AgentStore:
         elif row[0] != str(SCHEMA_VERSION):
             raise StoreError(f"{path}: state schema {row[0]}, this agent reads {SCHEMA_VERSION}")
 
+    def bind(self, key: str, value: str) -> None:
+        """Tie the state to ``value`` (e.g. the cluster it is about); StoreError when it is tied to another."""
+        row = self.db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            self.db.execute("INSERT INTO meta VALUES (?, ?)", (key, value))
+        elif row[0] != value:
+            raise StoreError(f"{self.path} is the state of {row[0]}, not of {value}: give another --state")
+
     def close(self) -> None:
         """Close the database."""
         self.db.close()

@@ -118,6 +118,8 @@ def cluster_up(
             )
     for name in ("settings", "node", "emu", "work", "submit", "log", "prometheus", "slurm"):
         shutil.rmtree(root / name, ignore_errors=True)
+    for state in root.glob("agent.db*"):  # a new Slurm numbers jobs from 1 again: an old state would mislead
+        state.unlink()
     for folder in (layout.settings_dir, layout.node_dir, layout.emu_dir, layout.work_dir, layout.log_dir):
         folder.mkdir(parents=True, exist_ok=True)
     for gpu_type, _ in gpus:
