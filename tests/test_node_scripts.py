@@ -192,6 +192,17 @@ def test_host_that_ends_first_leaves_the_reset_to_its_guest(cluster: Cluster) ->
     assert cluster.jobmap(0) is None and cluster.gpu(0)["power_limit_w"] == 300.0
 
 
+def test_a_guest_that_slurm_gave_gpus_runs_on_its_own(cluster: Cluster) -> None:
+    """The agent's update to gpu:0 did not go through (the plan changed, or Slurm refused): its own GPUs win."""
+    cluster.setting("201", 250)
+    cluster.setting("203", 150, host="201")
+    cluster.ok("prolog.sh", "201", "2,3")
+    cluster.ok("prolog.sh", "203", "7")
+    assert cluster.job_gpus("203") == "7\n" and cluster.jobmap(7) == ["203"] and cluster.jobmap(2) == ["201"]
+    assert cluster.gpu(7)["power_limit_w"] == 150.0
+    assert cluster.ok("task_prolog.sh", "203", "7") == ""  # Slurm's CUDA_VISIBLE_DEVICES stands
+
+
 def test_guest_whose_host_is_unknown_is_not_mapped(cluster: Cluster) -> None:
     cluster.setting("202", 150, host="999")
     result = cluster.script("prolog.sh", "202", "")

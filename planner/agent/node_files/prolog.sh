@@ -3,7 +3,7 @@
 # node of a job before it starts.
 #
 # 1. The job's GPU indices on this node: SLURM_JOB_GPUS, or, for the guest of a co-located pair (its
-#    settings file names a host_job; Slurm ran it with --gres=gpu:0), the host's indices from
+#    settings file names a host_job and Slurm gave it no GPU: --gres=gpu:0), the host's indices from
 #    $WATTPLAN_NODE_DIR/NODE/gpus/HOST_JOB.
 # 2. $WATTPLAN_NODE_DIR/NODE/gpus/JOBID = those indices (comma separated), and the job id appended to
 #    $WATTPLAN_NODE_DIR/NODE/jobmap/INDEX of each: dcgm-exporter's --hpc-job-mapping-dir.
@@ -58,7 +58,9 @@ fi
 lock_node || { log "cannot lock $node_dir/.lock"; exit 1; }
 mkdir -p "$node_dir/gpus" "$node_dir/jobmap"
 
-if ((managed)) && [[ -n $s_host_job ]]; then
+guest=0
+if ((managed)) && [[ -n $s_host_job ]] && [[ -z $gpus ]]; then
+  guest=1 # a guest holds no GPU of its own; one that Slurm gave GPUs runs on them, whatever the file says
   gpus=$(read_indices "$node_dir/gpus/$s_host_job")
   [[ -n $gpus ]] || log "host job $s_host_job holds no known GPUs on $node; the guest is not mapped"
 fi
@@ -76,7 +78,7 @@ for i in "${indices[@]}"; do
   fi
 done
 
-if ((managed)) && [[ -z $s_host_job ]]; then
+if ((managed)) && ((!guest)); then
   if ! command -v nvidia-smi >/dev/null 2>&1; then
     log "nvidia-smi is not on PATH; cannot give job $job its setting"
     exit 1

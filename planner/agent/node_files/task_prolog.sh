@@ -32,6 +32,7 @@ conf=$settings_dir/$job.conf
 [[ -f $conf ]] || exit 0
 read_setting "$conf" "$job" || exit 0
 [[ -n $s_host_job ]] || exit 0
+[[ -z ${SLURM_JOB_GPUS:-} ]] || exit 0 # Slurm gave it GPUs of its own: not a guest, whatever the file says
 
 gpus=$(read_indices "$node_dir/gpus/$job")
 [[ -n $gpus ]] || gpus=$(read_indices "$node_dir/gpus/$s_host_job")
