@@ -72,6 +72,10 @@ from planner.sim.workload import job_spec
 ACTIVE_STATES = frozenset({"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING"})
 """Slurm job states of a job still in the queue; any other state ends it."""
 _T = TypeVar("_T")
+TRANSIENT_REFUSALS = ("no longer pending", "try again in a bit")
+"""Refusals of an update that pass: a job requeued a moment ago is still completing; a job submitted a moment ago
+has no database index yet (``Job update not available right now, the DB index is being set, try again in a bit``,
+seen live). The update is retried for up to ``requeue_wait_s``."""
 USABLE_NODE_STATES = frozenset({"idle", "mixed", "allocated"})
 
 
@@ -579,7 +583,7 @@ class Agent:
             while (
                 call.argv[1:2] == ("update",)
                 and result.returncode != 0
-                and "no longer pending" in result.stderr
+                and any(m in result.stderr for m in TRANSIENT_REFUSALS)
                 and time.monotonic() < deadline
                 and not self.stop_requested
             ):
