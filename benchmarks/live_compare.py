@@ -78,6 +78,7 @@ def managed(trace: Path, cluster: Path, out: Path, gpus: str, scale: float, args
                     "--time-limit",
                     f"{args.time_limit:g}",
                     *(["--learn"] if args.learn else []),
+                    *(["--pairs"] if args.pairs else []),
                     *(["--profiles", str(args.profiles)] if args.profiles else []),
                 ],
                 stdout=log,
@@ -152,6 +153,7 @@ def simulate(trace: Path, out: Path, gpus: str, args: argparse.Namespace) -> dic
         *(["--learn"] if args.learn else []),
         *(["--profiles", str(args.profiles)] if args.profiles else []),
         *(["--truth", str(args.truth)] if args.truth else []),
+        *([] if args.pairs else ["--min-pair-rate", "1"]),  # no pair has rho >= 1: the replay pairs nothing either
     )
     return {p: json.loads((out / "sim" / p / "summary.json").read_text()) for p in ("wattplan", "fifo-max")}
 
@@ -169,6 +171,7 @@ def main() -> None:
     p.add_argument("--solver", default="highs")
     p.add_argument("--time-limit", type=float, default=2.0)
     p.add_argument("--learn", action="store_true")
+    p.add_argument("--pairs", action="store_true", help="Let the agent (and the replay) co-locate pairs.")
     p.add_argument("--profiles", type=Path, help="Library the agent and the replay plan with (default: shipped).")
     p.add_argument("--truth", type=Path, help="Library the emulated GPUs run by (default: the shipped one).")
     p.add_argument("--tag", default="", help="Suffix of each family's output folder (e.g. -learn).")

@@ -1444,6 +1444,13 @@ def agent(
         bool, typer.Option(help="Stop once every managed job has ended (and, with --cluster, all were submitted).")
     ] = False,
     max_rounds: Annotated[int | None, typer.Option(help="Stop after this many rounds.")] = None,
+    pairs: Annotated[
+        bool,
+        typer.Option(
+            help="Co-locate pairs on shared GPUs (off: on Slurm a pair change restarts the guest, which the round "
+            "model does not price; see docs/design.md 11.6)."
+        ),
+    ] = False,
     event_rounds: Annotated[
         bool,
         typer.Option(help="Also start a round when a managed job arrives or leaves (--no-event-rounds: fixed rounds)."),
@@ -1486,6 +1493,7 @@ def agent(
         max_rounds=max_rounds,
         node_power_w=node_power_w,
         event_rounds=event_rounds,
+        pairs=pairs,
     )
     default_state = (cluster_dir / "agent.db") if cluster_dir else Path("wattplan-agent.db")
     code = run_agent(config, env, state or default_state, stderr_log(quiet))

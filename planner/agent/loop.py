@@ -120,6 +120,10 @@ class AgentConfig:
     requeue_wait_s: float = 15.0
     """Real seconds to retry an update of a job requeued this round, while Slurm still completes it."""
     retry_s: tuple[float, ...] = (0.5, 1.0, 2.0)
+    pairs: bool = False
+    """Co-locate pairs. Off by default: on Slurm a pair's guest holds no GPU of its own, so becoming a guest or
+    losing one's host is a restart the round model does not price (it prices a change of GPU type or count only);
+    measured live (benchmarks/RESULTS.md), pair changes caused 40 of 58 restarts and cost more than they saved."""
     event_rounds: bool = True
     """Start a round early when a managed job arrives or leaves the queue (as Slurm starts a job at once),
     at least ``event_gap`` of a round after the last one; ``squeue`` is polled every ``poll_s`` real seconds."""
@@ -300,6 +304,8 @@ class Agent:
         delta = self._delta(ctx, states, now_s)
         report.delta = delta
         instance = round_instance(seen_ctx, rnd, now_s, queued, None, delta)
+        if not self.cfg.pairs:
+            instance = replace(instance, pairs=())
         t_solve = time.monotonic()
         try:
             plan = planning.Planner(self.cfg.request).plan(instance)
