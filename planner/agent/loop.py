@@ -123,7 +123,8 @@ class AgentConfig:
     pairs: bool = False
     """Co-locate pairs. Off by default: on Slurm a pair's guest holds no GPU of its own, so becoming a guest or
     losing one's host is a restart the round model does not price (it prices a change of GPU type or count only);
-    measured live (benchmarks/RESULTS.md), pair changes caused 40 of 58 restarts and cost more than they saved."""
+    measured live (benchmarks/RESULTS.md), 24 of 58 restarts were pair changes (a guest losing its host or becoming
+    one) and 16 more moved a job to another node."""
     event_rounds: bool = True
     """Start a round early when a managed job arrives or leaves the queue (as Slurm starts a job at once),
     at least ``event_gap`` of a round after the last one; ``squeue`` is polled every ``poll_s`` real seconds."""
