@@ -196,6 +196,7 @@ class Agent:
         self._seen_any = False
         self._placements: dict[int, tuple[tuple[str, tuple[int, ...]], ...]] = {}
         self._active_ids: frozenset[str] = frozenset()
+        self._governed_at: float | None = None
         self._gpus_per_host: dict[str, int] = {}
         for rnd, argv in store.interrupted():
             self.log(
@@ -561,6 +562,9 @@ class Agent:
             old = self.governor.delta if self.governor is not None else self.cfg.rules.delta
             self.governor = JctGovernor(finish, self.cfg.max_jct_increase, delta=old)
             self._reference_jobs = ids
+        if self._governed_at is not None and now_s - self._governed_at < self.cfg.rules.duration_s:
+            return self.governor.delta  # an early (event) round: the controller steps once per round length
+        self._governed_at = now_s
         return self.governor.delta_for_round(states, now_s)
 
     # ------------------------------------------------------------------ applying
