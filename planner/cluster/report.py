@@ -321,10 +321,15 @@ def cluster_report(
     except (OSError, ValueError, KeyError, TypeError) as err:
         raise ReportError(f"{layout.manifest} cannot be read: {err!r}") from None
     start = clock.t0_unix if start_unix is None else start_unix
-    end = time.time() if end_unix is None else end_unix
     warnings: list[str] = []
     submitted = read_submitted(layout.submit_dir / "submitted.csv", warnings)
     done = {s.slurm_job_id: d for s in submitted if (d := read_done(done_file(layout, s.slurm_job_id), warnings))}
+    if end_unix is not None:
+        end = end_unix
+    elif submitted and len(done) == len(submitted) and all(d.end_unix is not None for d in done.values()):
+        end = max(d.end_unix or 0.0 for d in done.values())  # the run ends with its last job, not with the report
+    else:
+        end = time.time()
     observation: Observation | None = None
     starts: dict[str, float] = {}
     running: set[str] = set()
