@@ -79,6 +79,7 @@ def managed(trace: Path, cluster: Path, out: Path, gpus: str, scale: float, args
                     f"{args.time_limit:g}",
                     *(["--learn"] if args.learn else []),
                     *(["--pairs"] if args.pairs else []),
+                    *([] if args.event_rounds else ["--no-event-rounds"]),
                     *(["--profiles", str(args.profiles)] if args.profiles else []),
                 ],
                 stdout=log,
@@ -172,6 +173,9 @@ def main() -> None:
     p.add_argument("--time-limit", type=float, default=2.0)
     p.add_argument("--learn", action="store_true")
     p.add_argument("--pairs", action="store_true", help="Let the agent (and the replay) co-locate pairs.")
+    p.add_argument(
+        "--no-event-rounds", dest="event_rounds", action="store_false", help="The agent plays fixed rounds only."
+    )
     p.add_argument("--profiles", type=Path, help="Library the agent and the replay plan with (default: shipped).")
     p.add_argument("--truth", type=Path, help="Library the emulated GPUs run by (default: the shipped one).")
     p.add_argument("--tag", default="", help="Suffix of each family's output folder (e.g. -learn).")
