@@ -39,7 +39,7 @@ NODE_AGENT_EVERY_S = 1.0
 """How often each node agent re-applies the settings of running jobs (real s)."""
 
 
-class ClusterError(Exception):
+class ClusterError(ValueError):
     """The cluster cannot be started or stopped; the message says why and what to do."""
 
 

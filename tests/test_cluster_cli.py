@@ -1,0 +1,20 @@
+"""``wattplan cluster`` and ``wattplan agent`` refuse a folder that holds no emulated cluster with a clear error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from planner.cli import app
+
+
+def test_commands_on_a_folder_without_a_cluster_say_so(tmp_path: Path) -> None:
+    runner = CliRunner()
+    for args in (["cluster", "down"], ["cluster", "report"], ["cluster", "submit", "6c71a0.trace"]):
+        result = runner.invoke(app, [*args, "--dir", str(tmp_path)])
+        assert result.exit_code in (1, 2), (args, result.output)
+        assert "internal error" not in result.output and "Traceback" not in result.output
+        assert "cluster.json" in result.output, (args, result.output)
+    result = runner.invoke(app, ["agent", "--cluster", str(tmp_path)])
+    assert result.exit_code == 1 and "no cluster.json; start one with wattplan cluster up" in result.output
