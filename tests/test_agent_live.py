@@ -200,7 +200,6 @@ def test_agent_runs_a_workload_through_faults(cluster: Path, tmp_path: Path) -> 
     _wait("the agent to finish (--until-idle)", lambda: agent.poll() is not None, 420, log)
     text = log.read_text()
     assert agent.returncode == 0, text[-4000:]
-    assert "restart: round" in text or "interrupted" in text or "round" in text
     assert "node v100-1 is" in text and "drain: left out" in text, text[-3000:]
     assert "Prometheus" in text, text[-3000:]
     assert f"job {victim}" in text and "cancelled" in text

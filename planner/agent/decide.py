@@ -69,7 +69,6 @@ class Decision:
     """Why each requeued job stops: ``waits``, ``2 -> 4 GPUs``, ``v100 -> p100``, ``moves to HOSTS``,
     ``becomes guest of J``, ``leaves its pair``, ``its host J restarts``."""
     kept: list[str] = field(default_factory=list)
-    started: list[str] = field(default_factory=list)
 
 
 def hostlist(hosts: Sequence[str]) -> str:
@@ -185,7 +184,6 @@ def decide(
         per_node = 0 if guest_of is not None else gpus // max(len(hosts), 1)
         gres = f"gpu:{gpu_type}:{per_node}" if s.typed else f"gpu:{per_node}"
         d.actions.append(Update(num, gres=gres, nodelist=hostlist(hosts), numnodes=len(hosts)))
-        d.started.append(jid)
         if guest_of is not None and guest_of not in kept:
             d.guest_releases[jid] = guest_of
         elif s.held or s.running:

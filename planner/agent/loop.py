@@ -37,7 +37,6 @@ loop between two steps.
 
 from __future__ import annotations
 
-import math
 import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -51,7 +50,7 @@ from planner.agent.commands import Run, SlurmError
 from planner.agent.decide import Decision, SlurmJobNow, decide
 from planner.agent.node_settings import Clock, JobSetting, write_text_atomic
 from planner.agent.reference import fifo_reference
-from planner.agent.slurm_actions import ActionOutcome, Release, apply
+from planner.agent.slurm_actions import Action, ActionOutcome, Release, apply, calls
 from planner.agent.slurm_detail import expand_hostlist, query_job_gpus
 from planner.agent.slurm_queue import ManagedJob, NodeState, query_nodes, query_queue
 from planner.agent.store import AgentStore, Desired, KnownJob
@@ -85,7 +84,6 @@ class Observed:
 
     steps_done: Mapping[str, float]
     job_energy_j: Mapping[str, float]
-    gpu_energy_j: float
 
 
 class Observer(Protocol):
@@ -193,7 +191,7 @@ class Agent:
         self._reference_jobs: frozenset[str] = frozenset()
         self._last_round_unix: float | None = None
         self._last_running: dict[str, tuple[str, int, int, str | None]] = {}
-        self._seen_any = False
+        self._prev_steps: dict[str, float] = {}
         self._placements: dict[int, tuple[tuple[str, tuple[int, ...]], ...]] = {}
         self._active_ids: frozenset[str] = frozenset()
         self._governed_at: float | None = None
@@ -362,7 +360,6 @@ class Agent:
                 requested = max(j.gpus_per_node, 1) * max(j.node_count, 1)
                 arrival = self.cfg.clock.at(j.submit_time_s)
                 self.store.add_job(jid, j.job_type, float(j.total_steps), requested, arrival, rnd)
-                self._seen_any = True
         for jid, k in known.items():
             if k.ended:
                 continue
@@ -417,7 +414,7 @@ class Agent:
             return
         known = self.store.known_jobs()
         obs: list[JobObservation] = []
-        prev = getattr(self, "_prev_steps", {})
+        prev = self._prev_steps
         for jid, (gpu_type, gpus, setting, partner) in self._last_running.items():
             if jid not in seen.steps_done or jid not in prev or jid not in known:
                 continue
@@ -578,14 +575,10 @@ class Agent:
             if not path.exists() or path.read_text() != text:
                 write_text_atomic(path, text)
 
-    def _send(
-        self, rnd: int, actions: Sequence[Release] | Sequence[object], desired: Sequence[Desired], report: RoundReport
-    ) -> None:
-        from planner.agent.slurm_actions import calls
-
-        planned = calls(actions)  # type: ignore[arg-type]
+    def _send(self, rnd: int, actions: Sequence[Action], desired: Sequence[Desired], report: RoundReport) -> None:
+        planned = calls(actions)
         if self.cfg.dry_run:
-            report.calls.extend(apply(actions, True, self.run))  # type: ignore[arg-type]
+            report.calls.extend(apply(actions, True, self.run))
             return
         ids = self.store.commit_intent(rnd, desired, [(c.argv, c.jobs) for c in planned])
         for action_id, call in zip(ids, planned, strict=True):
@@ -700,8 +693,3 @@ class Agent:
             for s, h in old.items():
                 signal.signal(s, h)
         return 0
-
-
-def round_count(duration_s: float, period_s: float) -> int:
-    """Rounds of ``period_s`` in ``duration_s`` (at least one)."""
-    return max(1, math.ceil(duration_s / period_s))
