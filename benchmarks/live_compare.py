@@ -11,6 +11,7 @@ and ``OUT/live_compare.json`` with one row per family.
 The restart cost the agent and the replay assume (``--restart-s``) is what a restart costs on the emulated
 cluster: the stand-in trainer's checkpoint load (``--trainer-restart-s``) plus Slurm's own delay before a
 requeued job runs again (measured 7 s real: ``cred_expire=5`` plus one scheduler pass), times the time scale.
+A job's first start costs the checkpoint load only (``--start-s`` of the agent's JCT reference).
 
 Usage: ``python benchmarks/live_compare.py TRACE [TRACE...] --out DIR [--time-scale 30] [--gpus v100:16]``.
 """
@@ -71,6 +72,8 @@ def managed(trace: Path, cluster: Path, out: Path, gpus: str, scale: float, args
                     f"{args.round_s:g}",
                     "--restart-s",
                     f"{args.restart_s:g}",
+                    "--start-s",
+                    f"{args.trainer_restart_s:g}",
                     "--max-jct-increase",
                     f"{args.max_jct_increase:g}",
                     "--solver",

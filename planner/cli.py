@@ -1419,8 +1419,9 @@ def agent(
         float,
         typer.Option(
             help="Runtime-bounded energy mode: least energy with an average JCT at most this many percent above "
-            "what Slurm's first-come-first-served scheduling at full power would give (estimated as the replay "
-            "does: fifo-max over the jobs seen so far)."
+            "what Slurm's first-come-first-served scheduling at full power would give (estimated by fifo-max over "
+            "the jobs seen so far: in continuous time, as Slurm starts jobs, or with --no-event-rounds round by "
+            "round, as the replay does)."
         ),
     ] = 3.0,
     jct_bound: Annotated[
@@ -1455,6 +1456,13 @@ def agent(
         bool,
         typer.Option(help="Also start a round when a managed job arrives or leaves (--no-event-rounds: fixed rounds)."),
     ] = True,
+    start_s: Annotated[
+        float,
+        typer.Option(
+            help="A job's own start-up time before its first step (s), for the JCT reference (a requeue costs "
+            "--restart-s)."
+        ),
+    ] = 0.0,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Log only notes and faults.")] = False,
 ) -> None:
     """Run the control loop on a Slurm cluster: read the queue, observe, plan, apply; every --round-s.
@@ -1471,6 +1479,8 @@ def agent(
     bound = max_jct_increase / 100.0 if jct_bound else None
     if bound is not None and not 0 <= bound <= 10:
         raise InputError("--max-jct-increase", [Problem("bad-option", "--max-jct-increase", "must be in [0, 1000]")])
+    if not 0 <= start_s < 1e7:
+        raise InputError("--start-s", [Problem("bad-option", "--start-s", "must be a number of seconds >= 0")])
     if objective is not None:
         rules = RoundRules(round_s, restart_s, min_pair_rate, objective.value, delta)
     else:
@@ -1494,6 +1504,7 @@ def agent(
         node_power_w=node_power_w,
         event_rounds=event_rounds,
         pairs=pairs,
+        start_s=start_s,
     )
     default_state = (cluster_dir / "agent.db") if cluster_dir else Path("wattplan-agent.db")
     code = run_agent(config, env, state or default_state, stderr_log(quiet))

@@ -184,3 +184,13 @@ def test_store_survives_a_crash_and_reports_what_was_interrupted(tmp_path: Path)
     again.bind("cluster", "cluster A")
     with pytest.raises(StoreError, match="is the state of cluster A, not of cluster B"):
         again.bind("cluster", "cluster B")
+
+
+def test_a_stalled_job_restarts_where_the_plan_would_keep_it() -> None:
+    jobs = (Job("21", "a", 100.0, (1, 2), current=_cur(1, "v100-0", (0,))),)
+    now = {"21": SlurmJobNow("21", True, False, ("gpu-a",), 1, stalled="no progress for 700 s")}
+    d = decide(_instance(*jobs), _plan(_run("21", 1, "v100-0", (0,))), now, HOSTS, 3)
+    assert d.kept == [] and d.requeued == ["21"] and d.why == {"21": "no progress for 700 s"}
+    assert d.actions == [RequeueHold(21), Update(21, gres="gpu:1", nodelist="gpu-a", numnodes=1), Release(21)]
+    healthy = {"21": SlurmJobNow("21", True, False, ("gpu-a",), 1)}
+    assert decide(_instance(*jobs), _plan(_run("21", 1, "v100-0", (0,))), healthy, HOSTS, 3).kept == ["21"]

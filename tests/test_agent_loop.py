@@ -14,6 +14,7 @@ profiled ones; the nodes are ``sinfo_mixed.json`` (two V100 nodes). Each test ch
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -134,3 +135,32 @@ def test_dry_run_sends_nothing(tmp_path: Path) -> None:
     report = agent.round()
     assert _touched(slurm) == set() and not (tmp_path / "settings").exists()
     assert report.calls and all(not c.ran and str(c).startswith("would run: scontrol") for c in report.calls)
+
+
+def test_a_job_without_progress_is_restarted_at_most_three_times(tmp_path: Path) -> None:
+    from planner.agent.decide import SlurmJobNow
+    from planner.agent.loop import MAX_STALL_RESTARTS, RoundReport
+
+    agent, _ = _agent(tmp_path, FakeSlurm())
+    limit = agent.cfg.rules.restart_s + agent.cfg.rules.duration_s
+    now = {j: SlurmJobNow(j, True, False, ("v100-1",), 1) for j in ("7", "8")}
+    agent._observed = True
+    agent._advanced_at = {"7": 0.0}  # job 8 never showed progress: it is never judged
+    report = RoundReport(0, 0.0)
+    assert all(s.stalled is None for s in agent._mark_stalled(now, 0.0, report).values())
+    assert agent._mark_stalled(now, limit, report)["7"].stalled is None  # not longer than the limit yet
+    agent._observed = False  # Prometheus did not answer this round: nobody is judged
+    assert agent._mark_stalled(now, limit + 1, report)["7"].stalled is None
+    agent._observed = True
+    assert agent._mark_stalled(now, limit + 1, report)["7"].stalled == f"no progress for {limit + 1:.0f} s"
+    assert agent._mark_stalled(now, limit + 1, report)["8"].stalled is None
+    t = limit + 1
+    for _ in range(MAX_STALL_RESTARTS - 1):  # each restart counts its time from the run it starts
+        agent._mark_stalled({j: replace(s, running=False) for j, s in now.items()}, t, report)
+        assert agent._mark_stalled(now, t + 1, report)["7"].stalled is None
+        t += limit + 2
+        assert agent._mark_stalled(now, t, report)["7"].stalled is not None
+    agent._mark_stalled(now, t + 1, report)  # its fourth run
+    for late in (t + limit + 2, t + 5 * limit):  # given up: left running, said once
+        assert agent._mark_stalled(now, late, report)["7"].stalled is None
+    assert report.notes == [f"job 7 has made no progress for {limit + 1:.0f} s after 3 restarts: left running"]

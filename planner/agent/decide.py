@@ -43,6 +43,8 @@ class SlurmJobNow:
     ``gpus_per_node``: the GPUs it holds per node (0 for a pair's guest); ``host_job``: the job whose GPUs it
     uses, when it is a guest (from the agent's last decision); ``typed``: its GRES names a GPU type
     (``--gres=gpu:TYPE:N``): updates keep the form it was submitted with, Slurm refuses the other.
+    ``stalled``: why a running job must restart whatever the plan says (it made no progress for too long),
+    None when it runs as it should.
     """
 
     job_id: str
@@ -52,6 +54,7 @@ class SlurmJobNow:
     gpus_per_node: int = 0
     host_job: str | None = None
     typed: bool = False
+    stalled: str | None = None
 
 
 @dataclass
@@ -67,7 +70,7 @@ class Decision:
     """Running jobs this round stops (to wait, or to restart elsewhere)."""
     why: dict[str, str] = field(default_factory=dict)
     """Why each requeued job stops: ``waits``, ``2 -> 4 GPUs``, ``v100 -> p100``, ``moves to HOSTS``,
-    ``becomes guest of J``, ``leaves its pair``, ``its host J restarts``."""
+    ``becomes guest of J``, ``leaves its pair``, ``its host J restarts``, or the job's ``stalled`` reason."""
     kept: list[str] = field(default_factory=list)
 
 
@@ -98,6 +101,8 @@ def _why(
     kept: set[str],
 ) -> str:
     """Why a running job planned to run must restart (see :attr:`Decision.why`)."""
+    if s.stalled is not None:
+        return s.stalled
     if cur is None:
         return "runs where the round cannot plan it"
     if cur.gpu_type != e.gpu_type:
@@ -169,6 +174,7 @@ def decide(
         d.desired.append(Desired(jid, round_index, "run", gpu_type, gpus, setting, unit, guest_of, hosts))
         keep = (
             same_shape(jid)
+            and s.stalled is None
             and s.host_job == guest_of
             and (guest_of is None or guest_of in kept)
             and sorted(hosts) == sorted(s.hosts)

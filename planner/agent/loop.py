@@ -49,7 +49,7 @@ from planner import planning
 from planner.agent.commands import Run, SlurmError
 from planner.agent.decide import Decision, SlurmJobNow, decide
 from planner.agent.node_settings import Clock, JobSetting, write_text_atomic
-from planner.agent.reference import fifo_reference
+from planner.agent.reference import fifo_reference, slurm_reference
 from planner.agent.slurm_actions import Action, ActionOutcome, Release, apply, calls
 from planner.agent.slurm_detail import expand_hostlist, query_job_gpus
 from planner.agent.slurm_queue import ManagedJob, NodeState, query_nodes, query_queue
@@ -58,12 +58,13 @@ from planner.contracts.domain import CurrentConfig, NodeGpus
 from planner.contracts.problems import InputError
 from planner.contracts.request import PlanRequest
 from planner.contracts.rules import RoundRules
+from planner.core.assemble import with_every_node_on
 from planner.profile_library.library import ProfileLibrary
 from planner.rounds.cluster_spec import ClusterSpec
 from planner.rounds.traces import TraceJob
 from planner.sim.governor import JctGovernor
 from planner.sim.learning import ProfileLearner
-from planner.sim.round_instance import ClusterContext, cluster_context, round_instance
+from planner.sim.round_instance import ClusterContext, cluster_context, nodes_stay_on, round_instance
 from planner.sim.state import JobState
 from planner.sim.telemetry import JobObservation
 from planner.sim.workload import job_spec
@@ -76,6 +77,8 @@ TRANSIENT_REFUSALS = ("no longer pending", "try again in a bit")
 has no database index yet (``Job update not available right now, the DB index is being set, try again in a bit``,
 seen live). The update is retried for up to ``requeue_wait_s``."""
 USABLE_NODE_STATES = frozenset({"idle", "mixed", "allocated"})
+MAX_STALL_RESTARTS = 3
+"""Requeues of one job for making no progress; after that it is left running and the log says so."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +130,16 @@ class AgentConfig:
     """Start a round early when a managed job arrives or leaves the queue (as Slurm starts a job at once),
     at least ``event_gap`` of a round after the last one; ``squeue`` is polled every ``poll_s`` real seconds."""
     event_gap: float = 0.1
+    stall_s: float | None = None
+    """A running job whose steps have not advanced for this long (s, agent clock; default the restart cost plus
+    one round) since it started or last advanced is requeued (``no progress for N s``), at most
+    :data:`MAX_STALL_RESTARTS` times. Only jobs whose progress Prometheus has shown before are judged: a job
+    that exports no progress is never stopped for it. None: ``restart_s + duration_s``."""
+    start_s: float = 0.0
+    """A job's own start-up time (s) in the JCT reference: what Slurm alone would spend before its first step.
+    With event rounds the reference is :func:`~planner.agent.reference.slurm_reference` (continuous time, as
+    Slurm schedules); with fixed rounds it is the replay's round-by-round ``fifo-max``, which charges the restart
+    cost at every start."""
     poll_s: float = 1.0
     """Backoff between attempts to read Slurm inside one round (real s)."""
 
@@ -196,6 +209,11 @@ class Agent:
         self._active_ids: frozenset[str] = frozenset()
         self._governed_at: float | None = None
         self._gpus_per_host: dict[str, int] = {}
+        self._observed = False
+        self._advanced_at: dict[str, float] = {}
+        self._seen_steps: dict[str, float] = {}
+        self._running_since: dict[str, float] = {}
+        self._stall_restarts: dict[str, int] = {}
         for rnd, argv in store.interrupted():
             self.log(
                 f"restart: round {rnd} was interrupted before '{' '.join(argv)}' had an outcome; "
@@ -301,6 +319,7 @@ class Agent:
             self._finish(report, t_start, "done")
             return report
         seen_ctx = ctx if self.learner is None else replace(self.learner.context(), gpu_types=ctx.gpu_types)
+        seen_ctx = nodes_stay_on(seen_ctx)  # the agent powers no node down (docs/design.md 11.6)
         delta = self._delta(ctx, states, now_s)
         report.delta = delta
         instance = round_instance(seen_ctx, rnd, now_s, queued, None, delta)
@@ -316,8 +335,10 @@ class Agent:
             self._finish(report, t_start, "kept")
             return report
         report.solve_s = time.monotonic() - t_solve
+        plan = with_every_node_on(instance, plan)  # keep jobs where they run: a move is a restart on Slurm
         report.status = f"{plan.round.status} by {plan.round.solver}"
         report.planned_run = len(plan.running())
+        now_jobs = self._mark_stalled(now_jobs, now_s, report)
         decision = decide(instance, plan, now_jobs, host_of, rnd)
         if decision.why:
             report.notes.append("requeued: " + ", ".join(f"{j} ({w})" for j, w in decision.why.items()))
@@ -380,6 +401,41 @@ class Agent:
                 (self.cfg.settings_dir / f"{jid}.conf").unlink(missing_ok=True)
         return self.store.known_jobs()
 
+    def _mark_stalled(
+        self, now_jobs: Mapping[str, SlurmJobNow], now_s: float, report: RoundReport
+    ) -> dict[str, SlurmJobNow]:
+        """Slurm's view with ``stalled`` set on running jobs that made no progress for ``stall_s`` (see there).
+
+        A job is judged only in a round whose window Prometheus answered, and only once its progress has been
+        seen: the time without progress counts from the later of its last advance and the first round that saw
+        it running in its current run.
+        """
+        rules = self.cfg.rules
+        limit = self.cfg.stall_s if self.cfg.stall_s is not None else rules.restart_s + rules.duration_s
+        out = dict(now_jobs)
+        for jid, sj in now_jobs.items():
+            if not sj.running:
+                self._running_since.pop(jid, None)
+                continue
+            since = self._running_since.setdefault(jid, now_s)
+            if not self._observed or jid not in self._advanced_at:
+                continue
+            idle_s = now_s - max(since, self._advanced_at[jid])
+            if idle_s <= limit:
+                continue
+            done = self._stall_restarts.get(jid, 0)
+            if done >= MAX_STALL_RESTARTS:
+                if done == MAX_STALL_RESTARTS:
+                    report.notes.append(
+                        f"job {jid} has made no progress for {idle_s:.0f} s after {done} restarts: left running"
+                    )
+                    self._stall_restarts[jid] = done + 1
+                continue
+            self._stall_restarts[jid] = done + 1
+            self._running_since.pop(jid, None)
+            out[jid] = replace(sj, stalled=f"no progress for {idle_s:.0f} s")
+        return out
+
     def _unmanaged_hosts(
         self, placements: Mapping[int, tuple[tuple[str, tuple[int, ...]], ...]], managed: set[str]
     ) -> set[str]:
@@ -389,6 +445,7 @@ class Agent:
         """Read the window since the last round; update progress and (``--learn``) the learner."""
         last = self._last_round_unix
         self._last_round_unix = unix
+        self._observed = False
         if self.observer is None or last is None:
             return
         try:
@@ -400,6 +457,11 @@ class Agent:
             )
             return
         window_s = self.cfg.clock.at(unix) - self.cfg.clock.at(last)
+        self._observed = True
+        for jid, steps in seen.steps_done.items():
+            if steps > self._seen_steps.get(jid, 0.0):
+                self._advanced_at[jid] = now_s
+                self._seen_steps[jid] = steps
         self.store.set_progress(seen.steps_done, now_s)
         self.store.add_observations(
             report.index,
@@ -555,7 +617,11 @@ class Agent:
             return None
         ids = frozenset(s.id for s in states)
         if self.governor is None or ids != self._reference_jobs:
-            finish = fifo_reference([s.spec for s in states], replace(ctx, truth=None))
+            specs = [s.spec for s in states]
+            if self.cfg.event_rounds:
+                finish = slurm_reference(specs, ctx, self.cfg.start_s)
+            else:
+                finish = fifo_reference(specs, replace(ctx, truth=None))
             old = self.governor.delta if self.governor is not None else self.cfg.rules.delta
             self.governor = JctGovernor(finish, self.cfg.max_jct_increase, delta=old)
             self._reference_jobs = ids

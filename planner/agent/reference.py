@@ -12,10 +12,16 @@ for exclusive jobs of power-of-two counts on nodes of a power-of-two size).
 
 ``tests/test_agent_reference.py`` checks the finish times against the replay's ``fifo-max`` on both live
 workload families.
+
+:func:`slurm_reference` is the same policy without rounds, which is what Slurm itself does with the same
+submissions: a job starts the moment it arrives or GPUs are freed and it fits (waiting jobs in arrival order,
+first fit, as above), pays ``start_s`` (its own start-up, not a requeue's cost) and frees its GPUs when it
+ends. The agent, whose rounds also start on arrivals and completions, steers by this one.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections.abc import Sequence
 
@@ -84,4 +90,42 @@ def fifo_reference(specs: Sequence[JobSpec], ctx: ClusterContext, t0_s: float | 
         if not candidates:
             break  # waiting jobs that can never fit
         r = max(r + 1, min(candidates))
+    return finish
+
+
+def slurm_reference(specs: Sequence[JobSpec], ctx: ClusterContext, start_s: float = 0.0) -> dict[str, float | None]:
+    """``{job id: finish time (s)}`` under ``fifo-max`` in continuous time (module docstring).
+
+    At every arrival and every finish ``t``: the finished jobs free their GPUs, then each waiting job in arrival
+    order starts if its requested count of some GPU type is free (the fastest such type, at its top setting)
+    and finishes at ``t + start_s + total_steps / X``. A job no GPU type can run finishes never (None).
+    """
+    jobs = sorted(specs, key=lambda s: s.arrival_s)
+    finish: dict[str, float | None] = {s.id: None for s in jobs}
+    free = {g.name: g.total_gpus for g in ctx.gpu_types}
+    rates = {s.id: _rates(ctx, s) for s in jobs}
+    waiting: list[JobSpec] = []
+    ends: list[tuple[float, str, int]] = []  # heap of (finish time, GPU type, count)
+    nxt = 0
+    while nxt < len(jobs) or (waiting and ends):
+        now = min(jobs[nxt].arrival_s if nxt < len(jobs) else math.inf, ends[0][0] if ends else math.inf)
+        while ends and ends[0][0] <= now + 1e-9:
+            _, g, n = heapq.heappop(ends)
+            free[g] += n
+        while nxt < len(jobs) and jobs[nxt].arrival_s <= now + 1e-9:
+            if rates[jobs[nxt].id]:
+                waiting.append(jobs[nxt])
+            nxt += 1
+        still: list[JobSpec] = []
+        for s in waiting:
+            for g, x in rates[s.id]:
+                if free[g] >= s.requested_gpus:
+                    free[g] -= s.requested_gpus
+                    end = now + start_s + s.total_steps / x
+                    finish[s.id] = end
+                    heapq.heappush(ends, (end, g, s.requested_gpus))
+                    break
+            else:
+                still.append(s)
+        waiting = still
     return finish

@@ -157,3 +157,39 @@ def assemble_plan(
         instance_sha256=instance_sha256(instance),
     )
     return Plan(round=summary, jobs=jobs)
+
+
+def allocations_of(instance: Instance, plan: Plan) -> list[Allocation]:
+    """The allocations behind ``plan``'s running jobs: one per job alone, one per pair (instance order)."""
+    order = {j.id: k for k, j in enumerate(instance.jobs)}
+    seen: set[str] = set()
+    out: list[Allocation] = []
+    for pj in sorted(plan.running(), key=lambda pj: order[pj.job_id]):
+        if pj.job_id in seen or pj.gpu_type is None or pj.gpus is None or pj.setting is None:
+            continue
+        ids = (pj.job_id,) if pj.shares_with is None else (pj.job_id, pj.shares_with)
+        seen.update(ids)
+        out.append(Allocation(ids, pj.gpu_type, pj.gpus, pj.setting))
+    return out
+
+
+def with_every_node_on(instance: Instance, plan: Plan) -> Plan:
+    """``plan`` placed again with every node of every type allowed (``u_g = N_g``).
+
+    For a cluster whose nodes stay powered whatever the plan says: the placement then keeps every current
+    placement it can (a running job that neither restarts nor resizes stays on its GPUs) instead of packing the
+    jobs onto the fewest nodes, which on a real cluster moves jobs (a restart each) to save no energy. The
+    allocations, settings and solve figures are the plan's; ``nodes_on`` and the node energy become all nodes'.
+    """
+    info = SolveInfo(
+        solver=plan.round.solver,
+        status=plan.round.status,
+        objective_value=plan.round.objective_value,
+        bound=plan.round.bound,
+        gap=plan.round.gap,
+        solve_s=plan.round.solve_s,
+        report=plan.round.report,
+        objective=plan.round.objective,
+    )
+    every = {g.name: g.nodes for g in instance.gpu_types}
+    return assemble_plan(instance, allocations_of(instance, plan), info, nodes_on=every)

@@ -108,6 +108,30 @@ class ReplayRound:
         return {"now_s": self.now_s, "requested_gpus": dict(self.requested_gpus), "arrival_s": dict(self.arrival_s)}
 
 
+def nodes_stay_on(ctx: ClusterContext) -> ClusterContext:
+    """``ctx`` for a cluster whose nodes stay powered whatever a round plans (W, J are the marginal ones).
+
+    A powered node draws ``Pnode + K Pidle`` whether its GPUs run jobs or not, so when nothing powers nodes
+    down that power is spent by every plan alike and no plan can save it. The round then sees only what a
+    plan changes: every type's ``node_power_w`` and ``idle_power_w`` become 0 and every profile's ``power_w``
+    becomes ``power_w - Pidle`` of its GPU type (never below 0). A job's energy ``n (P - Pidle) t`` is the
+    same in both views; the node term ``u_g T (Pnode + K Pidle)`` is 0, so the model no longer makes jobs
+    wait or packs them onto fewer nodes to save power that no one stops drawing. ``truth`` is transformed
+    the same way; steps per second and pair rates are unchanged.
+    """
+    idle = {g.name: g.idle_power_w for g in ctx.gpu_types}
+    profiles = {
+        t: tuple(replace(p, power_w=max(p.power_w - idle.get(p.gpu_type, 0.0), 0.0)) for p in ps)
+        for t, ps in ctx.profiles_by_type.items()
+    }
+    return replace(
+        ctx,
+        gpu_types=tuple(replace(g, idle_power_w=0.0, node_power_w=0.0) for g in ctx.gpu_types),
+        profiles_by_type=profiles,
+        truth=None if ctx.truth is None else nodes_stay_on(ctx.truth),
+    )
+
+
 def replay_round(now_s: float, queued: Sequence[JobState]) -> ReplayRound:
     """The :class:`ReplayRound` of the round starting at ``now_s`` for the ``queued`` jobs (arrival order)."""
     return ReplayRound(
