@@ -4,7 +4,10 @@ Modules:
 
 - :mod:`planner.agent.loop`: one round (read, observe, learn, build, plan, apply) and the loop around it
 - :mod:`planner.agent.run`: the loop put together: Slurm's environment, the state file, the Prometheus observer
-- :mod:`planner.agent.reference`: the JCT reference, ``fifo-max`` over the jobs seen so far, event by event
+- :mod:`planner.agent.reference`: the JCT reference, ``fifo-max`` over the jobs seen so far: in continuous time as
+  Slurm schedules, or the replay's rounds computed event by event
+- :mod:`planner.agent.aligned_blocks`: running jobs' GPU indices as aligned blocks on their nodes, so that the
+  round's placement keeps every job where Slurm runs it
 - :mod:`planner.agent.decide`: a plan turned into Slurm calls and setting files (pairs as host and guest)
 - :mod:`planner.agent.store`: the state in SQLite (jobs, desired configurations, rounds, calls, observations)
 - :mod:`planner.agent.node_settings`: the setting file the node scripts read, the clock, atomic writes

@@ -46,6 +46,7 @@ from types import FrameType
 from typing import Protocol, TypeVar
 
 from planner import planning
+from planner.agent.aligned_blocks import aligned_blocks
 from planner.agent.commands import Run, SlurmError
 from planner.agent.decide import Decision, SlurmJobNow, decide
 from planner.agent.node_settings import Clock, JobSetting, write_text_atomic
@@ -554,6 +555,10 @@ class Agent:
             states.append(st)
         # partners' types for the learner
         by_id = {s.id: s for s in states}
+        per_node = ctx.gpu_types[0].gpus_per_node
+        running_now = {s.id: s.current for s in states if s.current is not None and s.id in now_jobs}
+        for jid, aligned in aligned_blocks(running_now, per_node).items():
+            by_id[jid].current = aligned
         for jid, (g, n, s_, _) in list(running_cfg.items()):
             cur = by_id[jid].current
             partner = cur.shares_with if cur else None
