@@ -17,7 +17,15 @@ from planner.contracts.domain import PairSlowdown
 from planner.contracts.request import REPLAY_REQUEST
 from planner.sim.budget import EnergyBudget, NoBudget, step_prices
 from planner.sim.engine import simulate
-from planner.sim.governor import DELTA_MAX, WEIGHT_MIN, FixedDelta, JctGovernor, SignalSteer, accrued_s
+from planner.sim.governor import (
+    DELTA_MAX,
+    WEIGHT_MIN,
+    FixedDelta,
+    JctGovernor,
+    SignalSteer,
+    accrued_s,
+    projected_s,
+)
 from planner.sim.metrics import captured_share, summarise, with_reference
 from planner.sim.policies import make_policy
 from planner.sim.policies.wattplan import Wattplan
@@ -116,6 +124,28 @@ def test_accrued_time_in_system() -> None:
     assert accrued_s(arrivals, finishes, 300.0) == pytest.approx(250.0)
 
 
+def test_projected_time_in_system() -> None:
+    """Finished jobs count whole, unfinished ones up to ``now + r / X``.
+
+    Jobs not arrived, or never finished by the reference, are left out of both sums.
+    """
+    from planner.sim.state import JobSpec, JobState
+
+    def state(jid: str, a: float, steps: float, left: float, finish: float | None = None) -> JobState:
+        spec = JobSpec(jid, "t", a, steps, 1, (1,), 2.0)
+        return JobState(spec, left, finish_s=finish)
+
+    states = [state("a", 0, 100, 0, 70), state("b", 100, 400, 300), state("c", 500, 10, 10), state("d", 0, 10, 10)]
+    ref = {"a": 50.0, "b": 400.0, "c": 600.0, "d": None}
+    ours, r = projected_s(states, ref, 300.0)
+    assert ours == pytest.approx(70 + (300 - 100 + 300 / 2.0))  # a: 70 s; b: 200 s so far + 150 s to go
+    assert r == pytest.approx(50 + 300)
+    governor = JctGovernor(ref, 0.0, projected=True)
+    assert governor.delta_for_round(states, 300.0) == 0.0  # 420 s projected against 350 s: no headroom
+    ahead = JctGovernor({**ref, "b": 1000.0}, 0.0, projected=True)
+    assert ahead.delta_for_round(states, 300.0) > 0.0  # the reference keeps b 900 s in the system
+
+
 GOVERNED_TRACES = (
     [(A, 0, 3000, 1), (B, 0, 1200, 1), (A, 50, 800, 2), (A, 200, 2500, 1)],
     [(A, 0, 4000, 2), (A, 0, 600, 1), (B, 100, 900, 1)],
@@ -125,7 +155,8 @@ GOVERNED_TRACES = (
 
 @pytest.mark.parametrize("x", [0.0, 0.1, 0.3])
 @pytest.mark.parametrize("rows", GOVERNED_TRACES)
-def test_runtime_bounded_mode_keeps_its_bound(rows, x: float) -> None:
+@pytest.mark.parametrize("projected", [False, True])
+def test_runtime_bounded_mode_keeps_its_bound(rows, x: float, projected: bool) -> None:
     """Against fifo-max replayed exactly, the governed energy mode keeps ``J <= (1 + x) J_ref``.
 
     Where the planner's fastest mode (the ``progress`` objective) is itself slower than that, no
@@ -136,7 +167,7 @@ def test_runtime_bounded_mode_keeps_its_bound(rows, x: float) -> None:
     request = replace(REPLAY_REQUEST, time_limit_s=2.0)
     ref = simulate(wl, ctx, make_policy("fifo-max"))
     fastest = simulate(wl, hand_context(), Wattplan(request))
-    governor = JctGovernor({s.id: s.finish_s for s in ref.jobs}, x)
+    governor = JctGovernor({s.id: s.finish_s for s in ref.jobs}, x, projected=projected)
     ours = simulate(wl, ctx, Wattplan(request), governor=governor)
     assert ours.stop_reason == "completed"
     bound = max((1 + x) * summarise(ref)["avg_jct_s"], summarise(fastest)["avg_jct_s"])

@@ -628,7 +628,7 @@ class Agent:
             else:
                 finish = fifo_reference(specs, replace(ctx, truth=None))
             old = self.governor.delta if self.governor is not None else self.cfg.rules.delta
-            self.governor = JctGovernor(finish, self.cfg.max_jct_increase, delta=old)
+            self.governor = JctGovernor(finish, self.cfg.max_jct_increase, delta=old, projected=True)
             self._reference_jobs = ids
         if self._governed_at is not None and now_s - self._governed_at < self.cfg.rules.duration_s:
             return self.governor.delta  # an early (event) round: the controller steps once per round length
