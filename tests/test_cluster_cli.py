@@ -18,3 +18,11 @@ def test_commands_on_a_folder_without_a_cluster_say_so(tmp_path: Path) -> None:
         assert "cluster.json" in result.output, (args, result.output)
     result = runner.invoke(app, ["agent", "--cluster", str(tmp_path)])
     assert result.exit_code == 1 and "no cluster.json; start one with wattplan cluster up" in result.output
+
+
+def test_agent_refuses_a_bad_start_time_by_name(tmp_path: Path) -> None:
+    runner = CliRunner()
+    for bad in ("-1", "nan"):
+        result = runner.invoke(app, ["agent", "--cluster", str(tmp_path), "--start-s", bad])
+        assert result.exit_code in (1, 2) and "--start-s" in result.output, result.output
+        assert "Traceback" not in result.output
