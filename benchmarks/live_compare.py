@@ -184,24 +184,34 @@ def main() -> None:
     p.add_argument("--tag", default="", help="Suffix of each family's output folder (e.g. -learn).")
     p.add_argument("--reuse-unmanaged", action="store_true", help="Keep an earlier unmanaged.json of a family.")
     p.add_argument("--only", choices=("managed", "unmanaged", "simulate"), action="append")
+    p.add_argument(
+        "--rescore", action="store_true", help="Run nothing: compare each family's managed.json and unmanaged.json."
+    )
     args = p.parse_args()
     args.restart_s = args.trainer_restart_s + SLURM_REQUEUE_DELAY_S * args.time_scale
     rows = []
+    before = args.out / "live_compare.json"
+    old_rows = json.loads(before.read_text()) if args.rescore and before.exists() else []
     for trace in args.traces:
         family = trace.stem + args.tag
         out = args.out / family
         out.mkdir(parents=True, exist_ok=True)
         cluster = Path(f"/tmp/wattplan-live-{family}")
-        steps = args.only or ["managed", "unmanaged", "simulate"]
+        steps = [] if args.rescore else (args.only or ["managed", "unmanaged", "simulate"])
         m = managed(trace, cluster, out, args.gpus, args.time_scale, args) if "managed" in steps else None
         u = None
+        if args.rescore:
+            m, u = (json.loads((out / f"{k}.json").read_text()) for k in ("managed", "unmanaged"))
+            old_row: dict[str, Any] = next((r for r in old_rows if r.get("family") == family), {})
+            s_old = old_row.get("simulate")
+            m = {**(old_row.get("managed") or {}), **m}  # the run's restarts and overheads stay
         if "unmanaged" in steps:
             previous = out / "unmanaged.json"
             if args.reuse_unmanaged and previous.exists():  # Slurm alone does not depend on the agent's code
                 u = json.loads(previous.read_text())
             else:
                 u = unmanaged(trace, cluster, out, args.gpus, args.time_scale, args)
-        s = simulate(trace, out, args.gpus, args) if "simulate" in steps else None
+        s = simulate(trace, out, args.gpus, args) if "simulate" in steps else (s_old if args.rescore else None)
         rows.append(
             {
                 "family": family,
@@ -214,12 +224,52 @@ def main() -> None:
         )
         (args.out / "live_compare.json").write_text(json.dumps(rows, indent=1) + "\n")
         if m and u:
-            de = 1 - m["energy_kwh"] / u["energy_kwh"]
+            rows[-1]["common_window"] = common = common_window(m, u, idle_cluster_w(args))
+            (args.out / "live_compare.json").write_text(json.dumps(rows, indent=1) + "\n")
+            de = m["energy_kwh"] / u["energy_kwh"] - 1
             dj = m["avg_jct_s"] / u["avg_jct_s"] - 1
             print(
                 f"{family}: managed {m['energy_kwh']:.3f} kWh, avg JCT {m['avg_jct_s']:.0f} s; unmanaged "
-                f"{u['energy_kwh']:.3f} kWh, {u['avg_jct_s']:.0f} s: energy -{de:.1%}, avg JCT {dj:+.1%}"
+                f"{u['energy_kwh']:.3f} kWh, {u['avg_jct_s']:.0f} s: energy {de:+.1%}, avg JCT {dj:+.1%}; "
+                f"over the same {common['end_s']:.0f} s: {common['managed_kwh']:.3f} against "
+                f"{common['unmanaged_kwh']:.3f} kWh ({common['managed_kwh'] / common['unmanaged_kwh'] - 1:+.1%})"
             )
+
+
+def idle_cluster_w(args: argparse.Namespace) -> float:
+    """The emulated cluster's draw with every GPU idle (W): per node its power besides the GPUs plus K idle GPUs.
+
+    As the emulator computes it: the truth library's (or the shipped one's) idle power per GPU and node power,
+    else the default node power.
+    """
+    from planner.contracts.defaults import NODE_POWER_W
+    from planner.profile_library.library import load_profile_library
+    from planner.rounds.cluster_spec import parse_cluster_spec
+
+    lib = load_profile_library(args.truth)
+    spec = parse_cluster_spec(args.gpus)
+    total = 0.0
+    for name, gpus in spec.gpus:
+        info = lib.gpu_types[name]
+        node_w = float(info.get("node_power_w") or NODE_POWER_W)
+        total += gpus * float(info["idle_power_w"]) + gpus / spec.gpus_per_node * node_w
+    return total
+
+
+def common_window(m: dict[str, Any], u: dict[str, Any], idle_w: float) -> dict[str, float]:
+    """Both runs' energy over the same window, from the submission of the first job to the later last end (kWh).
+
+    Nodes stay powered on the emulated cluster (and on most real ones), so the run that ends first still draws
+    the idle cluster's power until the other ends: ``E + (end_max - end) P_idle``.
+    """
+    end = max(m["window"]["end_s"], u["window"]["end_s"])
+    extra = {k: (end - r["window"]["end_s"]) * idle_w / 3.6e6 for k, r in (("managed", m), ("unmanaged", u))}
+    return {
+        "end_s": end,
+        "idle_cluster_w": idle_w,
+        "managed_kwh": m["energy_kwh"] + extra["managed"],
+        "unmanaged_kwh": u["energy_kwh"] + extra["unmanaged"],
+    }
 
 
 if __name__ == "__main__":

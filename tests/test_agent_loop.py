@@ -14,8 +14,8 @@ profiled ones; the nodes are ``sinfo_mixed.json`` (two V100 nodes). Each test ch
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from planner.agent.commands import CommandResult

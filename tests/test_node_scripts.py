@@ -122,7 +122,7 @@ def cluster(tmp_path: Path) -> Cluster:
 def test_managed_job_gets_its_power_limit_and_mapping(cluster: Cluster) -> None:
     cluster.setting("101", 200)
     cluster.ok("prolog.sh", "101", "0,1")
-    assert cluster.job_gpus("101") == "0,1\n"
+    assert cluster.job_gpus("101") == "0,1\nrun=0\n"
     assert cluster.jobmap(0) == ["101"] and cluster.jobmap(1) == ["101"] and cluster.jobmap(2) is None
     assert cluster.gpu(0)["power_limit_w"] == 200.0 and cluster.gpu(1)["power_limit_w"] == 200.0
     assert cluster.gpu(2)["power_limit_w"] == 300.0
@@ -150,7 +150,7 @@ def test_clock_setting_is_locked_and_released(cluster: Cluster) -> None:
 
 def test_unmanaged_job_gets_only_its_mapping(cluster: Cluster) -> None:
     cluster.ok("prolog.sh", "301", "4,6")
-    assert cluster.job_gpus("301") == "4,6\n" and cluster.jobmap(4) == ["301"] and cluster.jobmap(6) == ["301"]
+    assert cluster.job_gpus("301") == "4,6\nrun=0\n" and cluster.jobmap(4) == ["301"] and cluster.jobmap(6) == ["301"]
     assert cluster.calls() == [] and not cluster.layout.gpu_state_file(NODE, 4).exists()
     assert cluster.ok("task_prolog.sh", "301") == ""
     no_gpus = cluster.script("prolog.sh", "302", "")
@@ -163,7 +163,7 @@ def test_guest_shares_the_hosts_gpus_and_leaves_them_to_the_host(cluster: Cluste
     cluster.ok("prolog.sh", "201", "2,3")
     cluster.calls()
     cluster.ok("prolog.sh", "202", "")  # Slurm ran the guest with --gres=gpu:0
-    assert cluster.job_gpus("202") == "2,3\n"
+    assert cluster.job_gpus("202") == "2,3\nrun=0\n"
     assert cluster.jobmap(2) == ["201", "202"] and cluster.jobmap(3) == ["201", "202"]
     assert cluster.calls() == []  # the pair runs at the host's setting
     assert (
@@ -174,7 +174,7 @@ def test_guest_shares_the_hosts_gpus_and_leaves_them_to_the_host(cluster: Cluste
     cluster.ok("epilog.sh", "202")
     assert cluster.jobmap(2) == ["201"] and cluster.jobmap(3) == ["201"] and cluster.job_gpus("202") is None
     assert cluster.gpu(2)["power_limit_w"] == 250.0 and cluster.calls() == []
-    assert cluster.job_gpus("201") == "2,3\n"
+    assert cluster.job_gpus("201") == "2,3\nrun=0\n"
 
     cluster.ok("epilog.sh", "201")
     assert cluster.jobmap(2) is None and cluster.jobmap(3) is None and cluster.job_gpus("201") is None
@@ -198,7 +198,7 @@ def test_a_guest_that_slurm_gave_gpus_runs_on_its_own(cluster: Cluster) -> None:
     cluster.setting("203", 150, host="201")
     cluster.ok("prolog.sh", "201", "2,3")
     cluster.ok("prolog.sh", "203", "7")
-    assert cluster.job_gpus("203") == "7\n" and cluster.jobmap(7) == ["203"] and cluster.jobmap(2) == ["201"]
+    assert cluster.job_gpus("203") == "7\nrun=0\n" and cluster.jobmap(7) == ["203"] and cluster.jobmap(2) == ["201"]
     assert cluster.gpu(7)["power_limit_w"] == 150.0
     assert cluster.ok("task_prolog.sh", "203", "7") == ""  # Slurm's CUDA_VISIBLE_DEVICES stands
 
@@ -220,7 +220,7 @@ def test_concurrent_prologs_and_epilogs_keep_the_mapping_consistent(cluster: Clu
     assert all(r.returncode == 0 for r in results), [r.stderr for r in results]
     assert sorted(cluster.jobmap(7) or []) == jobs
     for k, job in enumerate(jobs[:7]):
-        assert cluster.jobmap(k) == [job] and cluster.job_gpus(job) == f"{k},7\n"
+        assert cluster.jobmap(k) == [job] and cluster.job_gpus(job) == f"{k},7\nrun=0\n"
         assert cluster.gpu(k)["power_limit_w"] == 110 + 10 * k
 
     with ThreadPoolExecutor(8) as pool:
@@ -228,7 +228,41 @@ def test_concurrent_prologs_and_epilogs_keep_the_mapping_consistent(cluster: Clu
     assert all(r.returncode == 0 for r in results), [r.stderr for r in results]
     node = cluster.layout.node_dir / NODE
     assert list((node / "jobmap").iterdir()) == [] and list((node / "gpus").iterdir()) == []
+    assert list((node / "runs").iterdir()) == []
     assert all(cluster.gpu(i)["power_limit_w"] == 300.0 for i in range(8))
+
+
+def test_the_epilog_of_a_requeued_run_leaves_the_new_run_alone(cluster: Cluster) -> None:
+    """Seen live: Slurm started a requeued job's new run on the same node before the epilog of its previous run.
+
+    That epilog (which already sees the requeue counted) undoes its own run only: the new run keeps its mapping
+    and its setting, GPUs only the old run held are unmapped and reset, and the new run's epilog cleans up.
+    """
+    cluster.setting("101", 150)
+    cluster.ok("prolog.sh", "101", "0,1")  # run 0 on GPUs 0 and 1
+    new_run = cluster.script("prolog.sh", "101", "1,2", SLURM_JOB_RESTART_COUNT="1")  # run 1 comes first ...
+    assert new_run.returncode == 0, new_run.stderr
+    old_epilog = cluster.script("epilog.sh", "101", "0,1", SLURM_JOB_RESTART_COUNT="1")  # ... then run 0's epilog
+    assert old_epilog.returncode == 0, old_epilog.stderr
+    assert cluster.job_gpus("101") == "1,2\nrun=1\n"
+    assert cluster.jobmap(0) is None and cluster.jobmap(1) == ["101"] and cluster.jobmap(2) == ["101"]
+    assert cluster.gpu(0)["power_limit_w"] == 300.0  # only run 0 held it: reset
+    assert cluster.gpu(1)["power_limit_w"] == cluster.gpu(2)["power_limit_w"] == 150
+    runs = cluster.layout.node_dir / NODE / "runs"
+    assert sorted(p.name for p in runs.iterdir()) == ["101.1"]
+    done = cluster.script("epilog.sh", "101", "1,2", SLURM_JOB_RESTART_COUNT="1")  # run 1 ends for good
+    assert done.returncode == 0, done.stderr
+    assert cluster.mapped() == [] and cluster.job_gpus("101") is None and list(runs.iterdir()) == []
+    assert all(cluster.gpu(i)["power_limit_w"] == 300.0 for i in range(3))
+
+
+def test_the_epilog_of_a_requeued_run_before_the_new_run(cluster: Cluster) -> None:
+    """The usual order: run 0's epilog (restart count already 1) before run 1's prolog."""
+    cluster.ok("prolog.sh", "102", "3")
+    old_epilog = cluster.script("epilog.sh", "102", "3", SLURM_JOB_RESTART_COUNT="1")
+    assert old_epilog.returncode == 0 and cluster.mapped() == [] and cluster.job_gpus("102") is None
+    new_run = cluster.script("prolog.sh", "102", "3", SLURM_JOB_RESTART_COUNT="1")
+    assert new_run.returncode == 0 and cluster.jobmap(3) == ["102"] and cluster.job_gpus("102") == "3\nrun=1\n"
 
 
 def test_apply_settings_changes_a_running_jobs_limit(cluster: Cluster) -> None:

@@ -7,7 +7,7 @@ One folder holds everything ``wattplan cluster up`` starts and everything the pa
     bin/                      nvidia-smi (the stand-in) and the node scripts' wrappers Slurm runs
     settings/JOBID.conf       agent -> nodes: the setting a managed job runs at (:class:`JobSetting`)
     node/NODE/jobmap/INDEX    DCGM's HPC job mapping: the job ids on GPU INDEX of NODE, one per line
-    node/NODE/gpus/JOBID      the GPU indices JOBID holds on NODE (comma separated), written by the prolog
+    node/NODE/gpus/JOBID      the GPU indices JOBID holds on NODE (comma separated) and run=N, written by the prolog
     emu/gpus/NODE/INDEX.json  one emulated GPU's power limit and clock lock, written by the nvidia-smi stand-in
     emu/jobs/JOBID.json       a running stand-in trainer: its job type, total steps, phase
     emu/rates.json            the emulator's current speed of every running job (steps per emulated second)

@@ -60,6 +60,15 @@ read_indices() {
   printf '%s' "$line"
 }
 
+# file_run FILE: the run (Slurm's restart count) a gpus/ file was written for: its "run=N" line, -1 without one.
+file_run() {
+  local line run=-1
+  while IFS= read -r line; do
+    [[ $line =~ ^run=([0-9]{1,6})$ ]] && run=${BASH_REMATCH[1]}
+  done <"$1" 2>/dev/null || true
+  printf '%s' "$run"
+}
+
 # write_atomic FILE TEXT: readers (dcgm-exporter, the task prolog) never see half a file.
 # shellcheck disable=SC2154 # node_dir: set by the script before the call
 write_atomic() {

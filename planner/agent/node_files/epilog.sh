@@ -2,13 +2,17 @@
 # wattplan's Slurm epilog (slurm.conf: Epilog=/path/epilog.sh): runs as root on every node of a job after it
 # ends, undoing what prolog.sh did.
 #
-# 1. The job's GPU indices on this node: $WATTPLAN_NODE_DIR/NODE/gpus/JOBID as the prolog wrote it (for a
-#    guest: its host's GPUs), else SLURM_JOB_GPUS.
-# 2. The job id leaves $WATTPLAN_NODE_DIR/NODE/jobmap/INDEX of each; a file left empty is deleted.
+# 1. Which run of the job ends: Slurm has already counted a requeue when the epilog of the requeued run runs
+#    (SLURM_JOB_RESTART_COUNT = N + 1 for run N), so the run ending is N - 1 when the prolog's record
+#    $WATTPLAN_NODE_DIR/NODE/runs/JOBID.(N-1) is here, else N. A requeued job's new run may already run here
+#    (its prolog came first: seen live); then gpus/JOBID says run=N and everything of that run stays.
+# 2. The GPU indices of the run ending: its runs/ record as the prolog wrote it (for a guest: its host's GPUs),
+#    else gpus/JOBID, else SLURM_JOB_GPUS. The job id leaves $WATTPLAN_NODE_DIR/NODE/jobmap/INDEX of each that
+#    the new run does not use; a file left empty is deleted.
 # 3. Each GPU no job remains on is reset: power limit back to nvidia-smi's power.default_limit (-pl) and
 #    its SM clock lock released (-rgc). A GPU another job still runs on (the host of a guest that ends first,
 #    or the guest of a host that ends first) keeps its setting: the last of the two resets it.
-# 4. $WATTPLAN_NODE_DIR/NODE/gpus/JOBID is removed.
+# 4. The run's record is removed, and $WATTPLAN_NODE_DIR/NODE/gpus/JOBID unless a newer run wrote it.
 #
 # Exit status: Slurm drains a node whose epilog fails, so the epilog exits 0 on everything that concerns one
 # job or one GPU (logged to stderr), and 1 only when a GPU must be reset and nvidia-smi is not on PATH, the
@@ -55,8 +59,22 @@ node_dir=$node_root/$node
 [[ -d $node_dir ]] || exit 0
 lock_node || { log "cannot lock $node_dir/.lock"; exit 1; }
 
-gpus=$(read_indices "$node_dir/gpus/$job")
-if [[ -z $gpus && ! -f $node_dir/gpus/$job ]]; then
+count=${SLURM_JOB_RESTART_COUNT:-0}
+[[ $count =~ ^[0-9]{1,6}$ ]] || count=0
+ending=$count
+if ((count > 0)) && [[ -f $node_dir/runs/$job.$((count - 1)) ]]; then
+  ending=$((count - 1))
+fi
+record=$node_dir/runs/$job.$ending
+newer='' # the indices of a newer run of this job already started here (its files stay)
+if ((ending < count)) && [[ -f $node_dir/gpus/$job ]] && (($(file_run "$node_dir/gpus/$job") == count)); then
+  newer=$(read_indices "$node_dir/gpus/$job")
+fi
+if [[ -f $record ]]; then
+  gpus=$(read_indices "$record")
+elif [[ -f $node_dir/gpus/$job ]]; then
+  gpus=$(read_indices "$node_dir/gpus/$job")
+else
   gpus=${SLURM_JOB_GPUS:-}
   if [[ -n $gpus ]] && ! is_indices "$gpus"; then
     log "SLURM_JOB_GPUS is not GPU indices: $(printf %q "$gpus")"
@@ -68,6 +86,7 @@ free=()
 if [[ -n $gpus ]]; then
   IFS=, read -r -a indices <<<"$gpus"
   for i in "${indices[@]}"; do
+    [[ ,$newer, == *,$i,* ]] && continue # the new run holds this GPU: its mapping and setting stay
     map=$node_dir/jobmap/$i
     remaining=$(grep -vxF -- "$job" "$map" 2>/dev/null || true)
     if [[ -n $remaining ]]; then
@@ -90,5 +109,6 @@ if ((${#free[@]})); then
     status=1
   fi
 fi
-rm -f "$node_dir/gpus/$job"
+rm -f "$record"
+[[ -n $newer ]] || rm -f "$node_dir/gpus/$job"
 exit "$status"

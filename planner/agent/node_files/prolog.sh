@@ -5,7 +5,9 @@
 # 1. The job's GPU indices on this node: SLURM_JOB_GPUS, or, for the guest of a co-located pair (its
 #    settings file names a host_job and Slurm gave it no GPU: --gres=gpu:0), the host's indices from
 #    $WATTPLAN_NODE_DIR/NODE/gpus/HOST_JOB.
-# 2. $WATTPLAN_NODE_DIR/NODE/gpus/JOBID = those indices (comma separated), and the job id appended to
+# 2. $WATTPLAN_NODE_DIR/NODE/gpus/JOBID = those indices (comma separated) and a line run=N (N: Slurm's restart
+#    count of this run), the same indices in runs/JOBID.N (this run's own record, for the epilog: a requeued
+#    job's new run can start here before the epilog of its previous run, seen live), and the job id appended to
 #    $WATTPLAN_NODE_DIR/NODE/jobmap/INDEX of each: dcgm-exporter's --hpc-job-mapping-dir.
 # 3. A managed job (one with $WATTPLAN_SETTINGS_DIR/JOBID.conf) gets its setting on each GPU:
 #    nvidia-smi -i INDEX -pl WATTS (unit power_limit_w) or -lgc MHZ,MHZ (unit sm_clock_mhz). A guest sets
@@ -20,8 +22,9 @@
 # The helpers (reading and checking a settings file, the lock, atomic writes) are in common.sh, which the
 # script sources from its own folder: install the whole node_files folder (README.md).
 # The settings file is read line by line (key=value) and never evaluated; every value is checked before use.
-# Environment: SLURM_JOB_ID, SLURMD_NODENAME, SLURM_JOB_GPUS (from Slurm); WATTPLAN_SETTINGS_DIR (default
-# /var/lib/wattplan/settings), WATTPLAN_NODE_DIR (default /var/lib/wattplan/node), WATTPLAN_LOCK_TIMEOUT (s).
+# Environment: SLURM_JOB_ID, SLURMD_NODENAME, SLURM_JOB_GPUS, SLURM_JOB_RESTART_COUNT (from Slurm);
+# WATTPLAN_SETTINGS_DIR (default /var/lib/wattplan/settings), WATTPLAN_NODE_DIR (default /var/lib/wattplan/node),
+# WATTPLAN_LOCK_TIMEOUT (s).
 set -euo pipefail
 
 # The helpers (log, is_id, read_setting, lock_node, ...) are common.sh, beside this script once symlinks are
@@ -55,8 +58,11 @@ if [[ -f $conf ]]; then
   fi
 fi
 
+run=${SLURM_JOB_RESTART_COUNT:-0}
+[[ $run =~ ^[0-9]{1,6}$ ]] || run=0
+
 lock_node || { log "cannot lock $node_dir/.lock"; exit 1; }
-mkdir -p "$node_dir/gpus" "$node_dir/jobmap"
+mkdir -p "$node_dir/gpus" "$node_dir/jobmap" "$node_dir/runs"
 
 guest=0
 if ((managed)) && [[ -n $s_host_job ]] && [[ -z $gpus ]]; then
@@ -68,7 +74,8 @@ if [[ -z $gpus ]]; then
   exit 0
 fi
 
-write_atomic "$node_dir/gpus/$job" "$gpus"$'\n'
+write_atomic "$node_dir/runs/$job.$run" "$gpus"$'\n'
+write_atomic "$node_dir/gpus/$job" "$gpus"$'\n'"run=$run"$'\n'
 IFS=, read -r -a indices <<<"$gpus"
 for i in "${indices[@]}"; do
   map=$node_dir/jobmap/$i
