@@ -164,3 +164,26 @@ def test_a_job_without_progress_is_restarted_at_most_three_times(tmp_path: Path)
     for late in (t + limit + 2, t + 5 * limit):  # given up: left running, said once
         assert agent._mark_stalled(now, late, report)["7"].stalled is None
     assert report.notes == [f"job 7 has made no progress for {limit + 1:.0f} s after 3 restarts: left running"]
+
+
+def test_a_job_that_draws_no_gpu_energy_for_a_whole_window_is_restarted(tmp_path: Path) -> None:
+    """Not in DCGM's job mapping (its prolog did not run): requeued so that the prolog runs, if others are metered."""
+    from planner.agent.decide import SlurmJobNow
+    from planner.agent.loop import RoundReport
+
+    agent, _ = _agent(tmp_path, FakeSlurm())
+    now = {j: SlurmJobNow(j, True, False, ("v100-1",), 1) for j in ("7", "8")}
+    report = RoundReport(0, 0.0)
+    agent._observed, agent._window_start_s, agent._metered = True, 0.0, frozenset({"8"})
+    first = agent._mark_stalled(now, 0.0, report)  # both seen running from t=0, the start of the next window
+    assert first["7"].stalled is None and first["8"].stalled is None
+    agent._window_start_s = 0.0  # the next round's window [0, 360]: job 7 ran all of it and drew nothing
+    out = agent._mark_stalled(now, 360.0, report)
+    assert out["7"].stalled == "no GPU energy for 360 s: not in DCGM's job mapping" and out["8"].stalled is None
+    fresh = {"9": SlurmJobNow("9", True, False, ("v100-1",), 1)}
+    agent._window_start_s = 360.0  # job 9 started during the window ending at 720: not judged yet
+    agent._mark_stalled(fresh, 400.0, report)
+    assert agent._mark_stalled(fresh, 720.0, report)["9"].stalled is None
+    agent._metered = frozenset()  # nobody metered (the exporter is down): nobody judged
+    agent._window_start_s = 720.0
+    assert agent._mark_stalled(fresh, 1080.0, report)["9"].stalled is None

@@ -215,6 +215,9 @@ class Agent:
         self._seen_steps: dict[str, float] = {}
         self._running_since: dict[str, float] = {}
         self._stall_restarts: dict[str, int] = {}
+        self._window_start_s = 0.0
+        self._metered: frozenset[str] = frozenset()
+        """Jobs that drew GPU energy in the last window, as DCGM's job mapping names them."""
         for rnd, argv in store.interrupted():
             self.log(
                 f"restart: round {rnd} was interrupted before '{' '.join(argv)}' had an outcome; "
@@ -405,11 +408,17 @@ class Agent:
     def _mark_stalled(
         self, now_jobs: Mapping[str, SlurmJobNow], now_s: float, report: RoundReport
     ) -> dict[str, SlurmJobNow]:
-        """Slurm's view with ``stalled`` set on running jobs that made no progress for ``stall_s`` (see there).
+        """Slurm's view with ``stalled`` set on running jobs that are stuck or unmetered.
 
-        A job is judged only in a round whose window Prometheus answered, and only once its progress has been
-        seen: the time without progress counts from the later of its last advance and the first round that saw
-        it running in its current run.
+        Stuck: no progress for ``stall_s`` (see there); unmetered: a whole window without any GPU energy named
+        after the job. A job is judged only in a round whose window Prometheus answered. No progress: only once
+        its progress has been seen; the time without progress counts from the later of its last advance and the
+        first round that saw it running in its current run. No energy: only when other jobs drew energy in the
+        window (the exporter works). Such a job is not in DCGM's job mapping, so the prolog did not run for this
+        run: seen live when Slurm relaunched a requeued job on the same node a few seconds after its epilog
+        (most likely slurmd's credential state still held the job id, and slurmd runs the prolog only for a job
+        id it does not hold). It then runs at the GPUs' default setting and unmetered, or, on the emulated
+        cluster, on no GPU at all. Both share the :data:`MAX_STALL_RESTARTS` requeues.
         """
         rules = self.cfg.rules
         limit = self.cfg.stall_s if self.cfg.stall_s is not None else rules.restart_s + rules.duration_s
@@ -419,22 +428,27 @@ class Agent:
                 self._running_since.pop(jid, None)
                 continue
             since = self._running_since.setdefault(jid, now_s)
-            if not self._observed or jid not in self._advanced_at:
+            if not self._observed:
                 continue
-            idle_s = now_s - max(since, self._advanced_at[jid])
-            if idle_s <= limit:
+            unmetered = since <= self._window_start_s < now_s and self._metered and jid not in self._metered
+            idle_s = now_s - max(since, self._advanced_at.get(jid, now_s))
+            if not unmetered and (jid not in self._advanced_at or idle_s <= limit):
                 continue
             done = self._stall_restarts.get(jid, 0)
             if done >= MAX_STALL_RESTARTS:
                 if done == MAX_STALL_RESTARTS:
-                    report.notes.append(
-                        f"job {jid} has made no progress for {idle_s:.0f} s after {done} restarts: left running"
-                    )
+                    what = "drawn no GPU energy" if unmetered else f"made no progress for {idle_s:.0f} s"
+                    report.notes.append(f"job {jid} has {what} after {done} restarts: left running")
                     self._stall_restarts[jid] = done + 1
                 continue
             self._stall_restarts[jid] = done + 1
             self._running_since.pop(jid, None)
-            out[jid] = replace(sj, stalled=f"no progress for {idle_s:.0f} s")
+            why = (
+                f"no GPU energy for {now_s - self._window_start_s:.0f} s: not in DCGM's job mapping"
+                if unmetered
+                else f"no progress for {idle_s:.0f} s"
+            )
+            out[jid] = replace(sj, stalled=why)
         return out
 
     def _unmanaged_hosts(
@@ -459,6 +473,8 @@ class Agent:
             return
         window_s = self.cfg.clock.at(unix) - self.cfg.clock.at(last)
         self._observed = True
+        self._window_start_s = self.cfg.clock.at(last)
+        self._metered = frozenset(j for j, e in seen.job_energy_j.items() if e > 0)
         for jid, steps in seen.steps_done.items():
             if steps > self._seen_steps.get(jid, 0.0):
                 self._advanced_at[jid] = now_s
