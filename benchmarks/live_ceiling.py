@@ -22,10 +22,8 @@ import json
 from pathlib import Path
 
 from planner import planning
-from planner.contracts.defaults import NODE_POWER_W
 from planner.contracts.rules import RoundRules
 from planner.files.resources import shipped
-from planner.rounds.cluster_spec import parse_cluster_spec
 from planner.sim.replay import ReplaySpec, prepare
 from planner.sim.round_instance import nodes_stay_on, workload_instance
 from planner.sim.state import JobState
@@ -52,13 +50,7 @@ def main() -> None:
         if floor.energy_j is None:
             raise SystemExit(f"{family}: the energy floor could not be computed ({floor.note})")
         dynamic_kwh = floor.energy_j / J_PER_KWH
-        cluster = parse_cluster_spec(args.gpus)
-        idle_w = sum(
-            n * g.idle_power_w + n / cluster.gpus_per_node * (g.node_power_w or NODE_POWER_W)
-            for (name, n) in cluster.gpus
-            for g in ctx.real.gpu_types
-            if g.name == name
-        )
+        idle_w = sum(g.nodes * g.powered_node_w for g in ctx.real.gpu_types)
         earliest = max(
             s.arrival_s
             + args.start_s

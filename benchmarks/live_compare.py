@@ -237,23 +237,18 @@ def main() -> None:
 
 
 def idle_cluster_w(args: argparse.Namespace) -> float:
-    """The emulated cluster's draw with every GPU idle (W): per node its power besides the GPUs plus K idle GPUs.
+    """The emulated cluster's draw with every GPU idle (W): ``sum_g N_g (Pnode_g + K_g Pidle_g)``.
 
-    As the emulator computes it: the truth library's (or the shipped one's) idle power per GPU and node power,
-    else the default node power.
+    From the truth library (or the shipped one) as the emulator takes it (:func:`cluster_context`: the library's
+    node power where it has one).
     """
-    from planner.contracts.defaults import NODE_POWER_W
+    from planner.contracts.rules import RoundRules
     from planner.profile_library.library import load_profile_library
     from planner.rounds.cluster_spec import parse_cluster_spec
+    from planner.sim.round_instance import cluster_context
 
-    lib = load_profile_library(args.truth)
-    spec = parse_cluster_spec(args.gpus)
-    total = 0.0
-    for name, gpus in spec.gpus:
-        info = lib.gpu_types[name]
-        node_w = float(info.get("node_power_w") or NODE_POWER_W)
-        total += gpus * float(info["idle_power_w"]) + gpus / spec.gpus_per_node * node_w
-    return total
+    ctx = cluster_context(parse_cluster_spec(args.gpus), load_profile_library(args.truth), RoundRules())
+    return sum(g.nodes * g.powered_node_w for g in ctx.gpu_types)
 
 
 def common_window(m: dict[str, Any], u: dict[str, Any], idle_w: float) -> dict[str, float]:

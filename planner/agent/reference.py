@@ -44,6 +44,34 @@ def _rates(ctx: ClusterContext, spec: JobSpec) -> list[tuple[str, float]]:
     return [(name, x) for _, _, name, x in sorted(ranked)]
 
 
+def _start_fitting(
+    waiting: Sequence[JobSpec],
+    rates: dict[str, list[tuple[str, float]]],
+    free: dict[str, int],
+    now: float,
+    cost_s: float,
+    finish: dict[str, float | None],
+) -> tuple[list[JobSpec], list[tuple[float, str, int]]]:
+    """Start, in order, each waiting job whose requested count of some type is free (the fastest such type).
+
+    A job started at ``now`` finishes at ``now + cost_s + total_steps / X`` (written to ``finish``); ``free`` loses
+    its GPUs. Returns the jobs still waiting and ``(finish time, GPU type, count)`` of each job started.
+    """
+    still: list[JobSpec] = []
+    started: list[tuple[float, str, int]] = []
+    for s in waiting:
+        for g, x in rates[s.id]:
+            if free[g] >= s.requested_gpus:
+                free[g] -= s.requested_gpus
+                end = now + cost_s + s.total_steps / x
+                finish[s.id] = end
+                started.append((end, g, s.requested_gpus))
+                break
+        else:
+            still.append(s)
+    return still, started
+
+
 def fifo_reference(specs: Sequence[JobSpec], ctx: ClusterContext, t0_s: float | None = None) -> dict[str, float | None]:
     """``{job id: finish time (s)}`` under ``fifo-max`` from round start ``t0_s`` (default: the first arrival).
 
@@ -59,7 +87,7 @@ def fifo_reference(specs: Sequence[JobSpec], ctx: ClusterContext, t0_s: float | 
     free = {g.name: g.total_gpus for g in ctx.gpu_types}
     rates = {s.id: _rates(ctx, s) for s in jobs}
     waiting: list[JobSpec] = []
-    running: list[tuple[int, str, int, str]] = []  # (round it frees its GPUs, GPU type, count, job id)
+    running: list[tuple[int, str, int]] = []  # (round it frees its GPUs, GPU type, count)
     nxt = 0  # next job to arrive
     r = 0
     while nxt < len(jobs) or waiting:
@@ -71,19 +99,8 @@ def fifo_reference(specs: Sequence[JobSpec], ctx: ClusterContext, t0_s: float | 
         for item in [x for x in running if x[0] <= r]:
             running.remove(item)
             free[item[1]] += item[2]
-        still: list[JobSpec] = []
-        for s in waiting:
-            n = s.requested_gpus
-            for g, x in rates[s.id]:
-                if free[g] >= n:
-                    free[g] -= n
-                    end = now + tau + s.total_steps / x
-                    finish[s.id] = end
-                    running.append((math.floor((end - start) / T + 1e-9) + 1, g, n, s.id))
-                    break
-            else:
-                still.append(s)
-        waiting = still
+        waiting, started = _start_fitting(waiting, rates, free, now, tau, finish)
+        running.extend((math.floor((end - start) / T + 1e-9) + 1, g, n) for end, g, n in started)
         candidates = [x[0] for x in running]
         if nxt < len(jobs):
             candidates.append(max(r + 1, math.ceil((jobs[nxt].arrival_s - start) / T - 1e-9)))
@@ -116,16 +133,7 @@ def slurm_reference(specs: Sequence[JobSpec], ctx: ClusterContext, start_s: floa
             if rates[jobs[nxt].id]:
                 waiting.append(jobs[nxt])
             nxt += 1
-        still: list[JobSpec] = []
-        for s in waiting:
-            for g, x in rates[s.id]:
-                if free[g] >= s.requested_gpus:
-                    free[g] -= s.requested_gpus
-                    end = now + start_s + s.total_steps / x
-                    finish[s.id] = end
-                    heapq.heappush(ends, (end, g, s.requested_gpus))
-                    break
-            else:
-                still.append(s)
-        waiting = still
+        waiting, started = _start_fitting(waiting, rates, free, now, start_s, finish)
+        for item in started:
+            heapq.heappush(ends, item)
     return finish
