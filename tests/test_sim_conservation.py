@@ -20,6 +20,7 @@ from planner.contracts.request import REPLAY_REQUEST
 from planner.core.assemble import SolveInfo, assemble_plan
 from planner.core.validate import validate_plan
 from planner.sim.budget import EnergyBudget, PowerCap
+from planner.sim.energy_levers import LEVERS, PHASES
 from planner.sim.engine import SimResult, simulate
 from planner.sim.metrics import J_PER_KWH, summarise
 from planner.sim.policies import Decision, PolicyOptions, make_policy
@@ -68,6 +69,11 @@ def check_conservation(result: SimResult, cluster_gpus: int, noise: bool = False
         assert r.energy_j == pytest.approx(r.node_j + r.idle_j + r.dynamic_j)
         if not noise:  # the simulator draws exactly what the planner's economics predicts
             assert r.energy_j == pytest.approx(r.predicted_j, rel=1e-9)
+        # The energy by lever adds up to the round's energy, and no lever is negative.
+        assert r.levers.total_j == pytest.approx(r.energy_j, rel=1e-9, abs=1e-6)
+        assert r.phase in PHASES
+        levers = [getattr(r.levers, name) for name in LEVERS if not (noise and name == "setting")]
+        assert min(levers, default=0.0) >= -1e-6 * max(r.energy_j, 1.0)
     s = summarise(result)
     parts = s["energy_node_kwh"] + s["energy_idle_kwh"] + s["energy_dynamic_kwh"]
     assert s["energy_kwh"] == pytest.approx(parts)

@@ -4,7 +4,8 @@ Files in a policy's folder:
 
 * ``rounds.csv``: one row per simulated round (:class:`planner.sim.engine.RoundRecord`;
   energies in J, ``power_w = energy_j / T``, ``nodes_on`` as ``type:u`` pairs, ``note`` why
-  a ``wattplan`` round's plan is not the solver's for its objective: ``PlanRound.notes``);
+  a ``wattplan`` round's plan is not the solver's for its objective: ``PlanRound.notes``; ``phase``
+  and the energy by lever ``base_j`` ... ``restarts_j``: :mod:`planner.sim.energy_levers`);
 * ``jobs.csv``: one row per job: arrival, first start, finish, JCT (s), restarts, rounds run
   and shared, compute seconds, dynamic energy (J), steps done and total;
 * ``summary.json``: :func:`planner.sim.metrics.summarise`.
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from planner.contracts.jsonio import write_json_atomic, write_text_atomic
+from planner.sim.energy_levers import LEVERS
 from planner.sim.engine import SimResult
 
 ROUND_COLUMNS = (
@@ -54,6 +56,14 @@ ROUND_COLUMNS = (
     "delta",
     "credit_weight",
     "unobserved",
+    "bounded",
+    "phase",
+    "base_j",
+    "setting_j",
+    "count_j",
+    "pairing_j",
+    "idle_gpus_j",
+    "restarts_j",
 )
 DECISION_COLUMNS = (
     "round",
@@ -154,6 +164,9 @@ def rounds_csv(result: SimResult) -> str:
                 _num(r.delta),
                 _num(r.credit_weight),
                 "" if r.unobserved is None else r.unobserved,
+                r.bounded,
+                r.phase,
+                *(_num(getattr(r.levers, name), 10) for name in ("base", *LEVERS)),
             )
         )
     return _csv_text(ROUND_COLUMNS, rows)
