@@ -24,6 +24,10 @@ the order job, (partner type,) GPU type, count (as the job lists them), setting,
 option objects (:attr:`OptionSet.exclusive`, :attr:`OptionSet.pair_sides`) are made only when
 asked for; the model is built from the arrays.
 
+A job with a tail bound (``min_steps > 0``) has only the options that give it at least ``min_steps``
+steps (a constraint of the round, not a pruning; they are counted with the zero-progress ones), and the
+model makes it run (:mod:`formulations.round_model`'s ``must_run`` rows).
+
 Pruning here never loses an optimum:
 
 * options with zero progress (no time left after the restart, or a zero rate): waiting
@@ -46,7 +50,7 @@ import numpy as np
 
 from planner.contracts.domain import Instance
 from planner.core.economics import usable_pair_rates
-from planner.core.economics_batched import JobGroup, exclusive_group_options, group_outcomes, job_groups
+from planner.core.economics_batched import JobGroup, allowed, exclusive_group_options, group_outcomes, job_groups
 
 
 class Slot(NamedTuple):
@@ -299,7 +303,7 @@ def _pair_sides(instance: Instance, groups: list[JobGroup], types: tuple[str, ..
                             if out is None:
                                 continue
                             progress, energy = out
-                            keep = progress > 0
+                            keep = allowed(progress, group)
                             zero += int(len(keep) - keep.sum())
                             m = int(keep.sum())
                             full = np.full

@@ -8,6 +8,8 @@ Columns
 
 Rows
     one job at most once      ``sum_o x_o(j) + sum_p z_p(j) <= 1``                          (``job[j]``)
+    tail bound, ``min_steps_j > 0``  ``sum_o x_o(j) + sum_p z_p(j) >= 1``; its options all give it at
+                              least ``min_steps_j`` steps (:mod:`formulations.options`)         (``must_run[j]``)
     capacity                  ``sum n x + sum_pairs n - K_g u_g <= 0``                        (``gpus[g]``)
         where a slot ``(A, B, g, n, s)`` holds ``sum_{side A} z`` pairs (``w_q`` when ``A = B``);
     balance, ``A != B``       ``sum_{side A} z - sum_{side B} z = 0``                          (``pair[q]``)
@@ -243,6 +245,7 @@ def build_round_model(instance: Instance, options: OptionSet | None = None) -> R
 
     rows = _Rows()
     job_rows = _job_rows(rows, instance, opts, x_cols, z_cols)
+    _must_run_rows(rows, instance, opts, x_cols, z_cols)
     _capacity_rows(rows, instance, opts, x_cols, z_cols, w_of_slot, u_cols)
     _balance_rows(rows, opts, z_cols, w_of_slot)
     for q in sorted(opts.slot_list.index(s) for s in opts.ordered):
@@ -331,6 +334,26 @@ def _job_rows(rows: _Rows, instance: Instance, opts: OptionSet, x_cols: np.ndarr
         [f"job[{instance.jobs[j].id}]" for j in many.tolist()],
     )
     return first + np.arange(len(many), dtype=np.int64)
+
+
+def _must_run_rows(rows: _Rows, instance: Instance, opts: OptionSet, x_cols: np.ndarray, z_cols: np.ndarray) -> None:
+    """``must_run[j]``: ``sum_o x_o(j) + sum_p z_p(j) >= 1`` for every job with a tail bound (``min_steps > 0``)."""
+    bound = [j for j, job in enumerate(instance.jobs) if job.min_steps > 0]
+    if not bound:
+        return
+    job = np.concatenate([opts.exclusive_table.job, opts.pair_table.job]).astype(np.int64)
+    cols = np.concatenate([x_cols, z_cols])
+    row_of_job = np.full(len(instance.jobs), -1, dtype=np.int64)
+    row_of_job[bound] = np.arange(len(bound))
+    keep = row_of_job[job] >= 0
+    rows.add_block(
+        row_of_job[job[keep]],
+        cols[keep],
+        np.ones(int(keep.sum())),
+        [1.0] * len(bound),
+        [INF] * len(bound),
+        [f"must_run[{instance.jobs[j].id}]" for j in bound],
+    )
 
 
 def _capacity_rows(

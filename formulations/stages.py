@@ -141,9 +141,14 @@ def note(state: SolveState, kind: PlanNote, text: str) -> None:
 
 
 def best_heuristic(state: SolveState) -> str:
-    """The heuristic plan with the most progress (ties: greedy)."""
+    """The heuristic plan with the most progress (ties: greedy) among those that run every tail-bound job."""
     progress = state.heuristic_progress
-    return max(progress, key=lambda k: (progress[k], k == "greedy"))
+    bound = {j.id for j in state.inst.jobs if j.min_steps > 0}
+
+    def runs_bound(name: str) -> bool:
+        return bound <= {job for a in state.heuristics[name] for job in a.job_ids}
+
+    return max(progress, key=lambda k: (runs_bound(k), progress[k], k == "greedy"))
 
 
 def current_allocations(inst: Instance) -> list[Allocation]:

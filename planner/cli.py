@@ -120,6 +120,13 @@ class ObjectiveChoice(StrEnum):
     efficiency = "efficiency"
 
 
+class GovernorChoice(StrEnum):
+    """How the runtime-bounded mode compares JCTs (planner.sim.governor)."""
+
+    accrued = "accrued"
+    projected = "projected"
+
+
 class TraceFormat(StrEnum):
     """Trace formats: ``auto`` chooses by file extension (``.csv`` is Philly)."""
 
@@ -963,6 +970,24 @@ def simulate(
             "--objective energy is given; delta steered per round)."
         ),
     ] = None,
+    governor: Annotated[
+        GovernorChoice,
+        typer.Option(
+            help="How --max-jct-increase compares JCTs: accrued (time in system so far) or projected (whole "
+            "JCTs, unfinished work at full speed)."
+        ),
+    ] = GovernorChoice.accrued,
+    delta_max: Annotated[
+        float, typer.Option(help="Largest delta --max-jct-increase sets per round, in [0, 1).")
+    ] = 0.25,
+    tail_bound: Annotated[
+        float | None,
+        typer.Option(
+            help="Per-job tail bound: wattplan gives each job the steps it needs to finish within this many "
+            "percent of its own JCT under fifo-max, which bounds the p95 JCT the same way (rounds with an "
+            "energy budget excepted)."
+        ),
+    ] = None,
     carbon: CarbonOpt = None,
     price: PriceOpt = None,
     signal_start: SignalStartOpt = None,
@@ -1032,6 +1057,9 @@ def simulate(
         gpus_per_node=gpus_per_node,
         node_power_w=node_power_w,
         max_jct_increase=None if max_jct_increase is None else max_jct_increase / 100.0,
+        tail_bound=None if tail_bound is None else tail_bound / 100.0,
+        governor="projected" if governor == GovernorChoice.projected else "accrued",
+        delta_max=delta_max,
         truth=truth,
         learn=learn,
     )

@@ -90,6 +90,8 @@ CASES: list[tuple[str, Mutation]] = [
     ("job-claim-mismatch", lambda i, p: _job(p, "c").update(energy_j=_job(p, "c")["energy_j"] * 1.1)),
     ("round-claim-mismatch", lambda i, p: p["round"].update(progress=p["round"]["progress"] + 0.1)),
     ("over-budget", lambda i, p: (i["round"].update(budget_j=40_000), p["round"].update(budget_j=40_000))),
+    # a makes 360 steps in the reference plan: a tail bound of 400 is not met.
+    ("below-tail-bound", lambda i, p: next(j for j in i["jobs"] if j["id"] == "a").update(min_steps=400.0)),
 ]
 
 

@@ -140,6 +140,9 @@ class Job:
     gpus: tuple[int, ...]
     weight: float = 1.0
     current: CurrentConfig | None = None
+    min_steps: float = 0.0
+    """Tail bound (steps): when above 0 the plan must run the job this round and give it at least this
+    many steps (a replay's per-job deadline sets it, :mod:`planner.sim.tail_bound`); 0: the job may wait."""
     # Launch fields (optional; used by launch renderers, ignored by the model).
     command: tuple[str, ...] | None = None
     workdir: str | None = None

@@ -143,6 +143,9 @@ def check_jobs(doc: Doc) -> Iterator[Problem]:
         if job.get("current"):
             yield from _check_current(job["current"], f"{path}.current", job["id"], ids, types, settings)
         yield from _check_launch_fields(job, path)
+        if job.get("min_steps", 0) > job["remaining_steps"]:
+            msg = f"min_steps {job['min_steps']:g} is more than the job's remaining steps {job['remaining_steps']:g}"
+            yield Problem("min-steps-above-remaining", f"{path}.min_steps", msg)
 
 
 def _check_gpu_counts(job: Doc, path: str, node_sizes: list[int], profiled: set[int] | None) -> Iterator[Problem]:

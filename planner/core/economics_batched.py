@@ -28,6 +28,7 @@ class JobGroup:
     weight: np.ndarray  # w_j
     current_gpu: np.ndarray  # index of the current GPU type, -1 when waiting
     current_gpus: np.ndarray  # current GPU count, 0 when waiting
+    min_progress: np.ndarray  # w_j min_steps_j / R_j: an option below it is not allowed (0: no tail bound)
 
 
 def job_groups(instance: Instance) -> list[JobGroup]:
@@ -48,6 +49,7 @@ def job_groups(instance: Instance) -> list[JobGroup]:
                 np.array([job.weight for job in jobs], dtype=float),
                 np.array([gpu_index[job.current.gpu_type] if job.current else -1 for job in jobs], dtype=np.int64),
                 np.array([job.current.gpus if job.current else 0 for job in jobs], dtype=np.int64),
+                np.array([job.weight * job.min_steps / job.remaining_steps for job in jobs], dtype=float),
             )
         )
     return groups
@@ -81,7 +83,8 @@ class GroupOption:
 
     ``gpu``/``count_pos``/``setting_pos``: positions of ``g`` in ``instance.gpu_types``, of ``n`` in the
     group's counts and of ``s`` in ``g.settings`` (sort keys); ``progress`` is ``w sigma / R`` and
-    ``energy_j`` the dynamic energy (J) of each member, ``keep`` the members with progress ``> 0``.
+    ``energy_j`` the dynamic energy (J) of each member, ``keep`` the members with progress ``> 0`` that
+    meet their tail bound (``w sigma / R >= w min_steps / R``).
     """
 
     group: JobGroup
@@ -96,8 +99,13 @@ class GroupOption:
 
     @property
     def keep(self) -> np.ndarray:
-        """The members for which this option makes progress."""
-        return self.progress > 0
+        """The members for which this option makes progress, and at least their tail bound's."""
+        return allowed(self.progress, self.group)
+
+
+def allowed(progress: np.ndarray, group: JobGroup) -> np.ndarray:
+    """Members whose ``progress`` (``w sigma / R``) is above 0 and at least their ``min_progress``."""
+    return (progress > 0) & (progress >= group.min_progress)
 
 
 def exclusive_group_options(instance: Instance, groups: list[JobGroup]) -> Iterator[GroupOption]:

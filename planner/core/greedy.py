@@ -6,8 +6,9 @@ Rule (exclusive allocations only, no sharing):
    ``w * pi_o`` and its full energy cost ``c_o = e_o + n * T * (Pnode_g / K_g + Pidle_g)``
    (its dynamic energy plus its share of powered-on node and idle power, J).
 2. Take options in decreasing ``w * pi_o / c_o`` (progress per joule; ties: more progress,
-   then job order, GPU type name, count, setting) and accept one by the acceptance rule of
-   :func:`accept_in_order`.
+   then job order, GPU type name, count, setting), the options of jobs with a tail bound
+   (``min_steps > 0``, only their options that give them that many steps) before all others, and
+   accept one by the acceptance rule of :func:`accept_in_order`.
 
 Acceptance rule (shared with the LP-guided start of :mod:`formulations.lp_rounding`): take
 candidate allocations in the order given and accept one when none of its jobs has an
@@ -66,7 +67,7 @@ def allocation_outcome(instance: Instance, a: Allocation) -> tuple[float, float]
 
 
 def ranked_candidates(instance: Instance) -> list[Candidate]:
-    """Every exclusive option with progress, in the greedy's order (progress per joule).
+    """Every exclusive option with progress, in the greedy's order (tail-bound jobs first, then progress per joule).
 
     Options are computed a group of interchangeable jobs at a time
     (:mod:`planner.core.economics_batched`) and ordered by decreasing ``w pi / c``, then decreasing
@@ -97,7 +98,8 @@ def ranked_candidates(instance: Instance) -> list[Candidate]:
         return []
     cols: list[np.ndarray] = [np.concatenate([p[c] for p in parts]) for c in range(7)]
     density, value, job, rank, gpus, setting, energy = cols
-    order = np.lexsort((setting, gpus, rank, job, -value, -density))
+    free = np.array([j.min_steps <= 0 for j in instance.jobs], dtype=bool)[job]  # tail-bound jobs come first
+    order = np.lexsort((setting, gpus, rank, job, -value, -density, free))
     jobs = instance.jobs
     return [
         Candidate(Allocation((jobs[j].id,), names[r], n, s), e)

@@ -32,6 +32,7 @@ placement-nodes-off    placements use more distinct nodes than ``nodes_on``
 job-claim-mismatch     a job's ``steps_per_s``, ``power_w`` or ``energy_j`` differ from the recomputation
 round-claim-mismatch   the round's ``energy_j``, ``progress``, ``gpus_used`` or ``nodes_on`` differ
 over-budget            the recomputed energy exceeds ``budget_j``
+below-tail-bound       a job with ``min_steps > 0`` waits, or makes fewer recomputed steps than that
 =====================  ==========================================================================
 
 A plan made under a budget given in place of the instance's (``wattplan plan --power-cap-w`` or
@@ -403,7 +404,25 @@ def validate_plan(inst: Instance, plan: Plan) -> list[Problem]:
     ev = evaluate_plan(inst, plan)
     problems += _check_capacity(inst, plan, ev)
     problems += _check_claims(inst, plan, ev)
+    problems += _check_tail_bound(inst, plan, ev)
     return problems
+
+
+TAIL_BOUND_SLACK = 1e-6
+"""Relative slack of the tail-bound check: ``steps >= min_steps (1 - 1e-6)``."""
+
+
+def _check_tail_bound(inst: Instance, plan: Plan, ev: Evaluation) -> Iterator[Problem]:
+    """Every job with ``min_steps > 0`` runs and makes at least that many recomputed steps."""
+    index = {e.job_id: i for i, e in enumerate(plan.jobs)}
+    for job in inst.jobs:
+        if job.min_steps <= 0 or job.id not in index:
+            continue
+        o = ev.outcomes.get(job.id)
+        steps = 0.0 if o is None else o.steps
+        if steps < job.min_steps * (1.0 - TAIL_BOUND_SLACK):
+            msg = f"job {job.id!r} makes {steps:.6g} steps, below its tail bound min_steps {job.min_steps:.6g}"
+            yield Problem("below-tail-bound", f"jobs[{index[job.id]}]", msg)
 
 
 class InvalidPlanError(RuntimeError):

@@ -49,11 +49,13 @@ from planner.core.evaluate import rho_of
 from planner.core.validate import InvalidPlanError, validate_plan
 from planner.sim.accounting import RoundOutcome, round_outcome
 from planner.sim.budget import Budget, NoBudget
+from planner.sim.energy_levers import LeverBook, LeverSplit, phase_of, round_levers
 from planner.sim.governor import DeltaSteer
 from planner.sim.learning import ProfileLearner
 from planner.sim.policies.base import Policy
 from planner.sim.round_instance import ClusterContext, ReplayRound, replay_round, round_instance
 from planner.sim.state import JobState
+from planner.sim.tail_bound import TailBound
 from planner.sim.telemetry import JobObservation, UtilisationTable, observe_round
 from planner.sim.workload import Workload
 
@@ -106,6 +108,12 @@ class RoundRecord:
     """The ``efficiency`` objective's credit weight when a governor set it (1 without a signal)."""
     unobserved: int | None = None
     """With a learner: running jobs whose decision rested on a belief without own observations."""
+    bounded: int = 0
+    """Jobs with a tail bound (``min_steps > 0``) in the round's instance (:mod:`planner.sim.tail_bound`)."""
+    phase: str = ""
+    """``saturated``, ``light`` or ``tail`` (:func:`planner.sim.energy_levers.phase_of`)."""
+    levers: LeverSplit = LeverSplit()
+    """The round's energy by lever, under the truth (:mod:`planner.sim.energy_levers`; J)."""
 
     @property
     def energy_j(self) -> float:
@@ -196,11 +204,13 @@ def simulate(
     progress: ProgressCallback | None = None,
     governor: DeltaSteer | None = None,
     learner: ProfileLearner | None = None,
+    tail: TailBound | None = None,
 ) -> SimResult:
     """Replay ``workload`` on the cluster of ``ctx`` with ``policy`` (see the module docstring).
 
     With a ``governor``, each round's ``delta`` is its choice (:mod:`planner.sim.governor`); with a
-    ``learner``, the policy plans with the learner's beliefs and the learner observes every round.
+    ``learner``, the policy plans with the learner's beliefs and the learner observes every round; with a
+    ``tail`` bound, each round's instance carries the jobs' ``min_steps`` (:mod:`planner.sim.tail_bound`).
     """
     cfg = config or SimConfig()
     pacer: Budget = budget or NoBudget()
@@ -213,6 +223,7 @@ def simulate(
     rng = random.Random(cfg.seed) if cfg.noise > 0 else None
     rounds: list[RoundRecord] = []
     decisions: list[DecisionRecord] = []
+    book: LeverBook | None = None
     arrived_before = 0
     idle_streak = 0
     r = 0
@@ -237,14 +248,18 @@ def simulate(
         delta = None if governor is None else governor.delta_for_round(states, now)
         weight = None if governor is None else governor.credit_weight_for_round(now)
         seen = learner.context() if learner is not None else ctx
-        inst = round_instance(seen, r, now, queued, budget_j, delta, weight)
+        bounds = None if tail is None else tail.min_steps(seen, queued, now, budget_j)
+        inst = round_instance(seen, r, now, queued, budget_j, delta, weight, bounds)
         real = inst if ctx.truth is None else round_instance(ctx.real, r, now, queued, budget_j, delta, weight)
         context = replay_round(now, queued)
+        book = book.use(real) if book is not None else LeverBook(real)
         record = _play_round(
-            inst, context, policy, by_id, now, rng, cfg.noise, real, ctx.real.utilisation, learner, decisions
+            inst, context, policy, by_id, now, rng, cfg.noise, real, ctx.real.utilisation, learner, decisions, book
         )
         arrived_now = sum(1 for s in states if s.spec.arrival_s <= now)
-        record = replace(record, arrived=arrived_now - arrived_before, delta=delta, credit_weight=weight)
+        requested = sum(s.spec.requested_gpus for s in queued)
+        phase = phase_of(requested, ctx.total_gpus, arrived_now < len(states))
+        record = replace(record, arrived=arrived_now - arrived_before, delta=delta, credit_weight=weight, phase=phase)
         arrived_before = arrived_now
         pacer.charge(record.energy_j)
         rounds.append(record)
@@ -271,6 +286,7 @@ def _play_round(
     utilisation: UtilisationTable,
     learner: ProfileLearner | None,
     decisions: list[DecisionRecord],
+    book: LeverBook | None = None,
 ) -> RoundRecord:
     """Decide, place, validate, advance: one round (steps 2-4 of the module docstring).
 
@@ -291,6 +307,7 @@ def _play_round(
         jobs_seen, gpus_seen = observe_round(real, plan, out, utilisation)
         unobserved = _log_decisions(inst, plan, learner, jobs_seen, decisions)
         learner.observe(jobs_seen, gpus_seen)
+    levers = round_levers((book or LeverBook(real)).use(real), plan, out)
     finished, steps = _apply(inst, plan, out, states, now_s)
     return RoundRecord(
         index=inst.round.index,
@@ -317,6 +334,8 @@ def _play_round(
         status=decision.status,
         note=decision.note,
         unobserved=unobserved,
+        bounded=sum(j.min_steps > 0 for j in inst.jobs),
+        levers=levers,
     )
 
 

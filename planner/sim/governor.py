@@ -56,11 +56,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 
 from planner.sim.signals import SignalClock
 from planner.sim.state import JobState
 
+GovernorRule = Literal["accrued", "projected"]
+"""How :class:`JctGovernor` compares JCTs (module docstring)."""
 DELTA_MAX = 0.25
 """Largest ``delta`` the governor sets. Measured on 150-job slices (benchmarks/RESULTS.md), a fixed
 ``delta`` past about 0.2 buys no energy: with ``energy`` deferred work keeps nodes on for longer,

@@ -28,7 +28,7 @@ from planner.rounds.cluster_spec import parse_cluster_spec
 from planner.rounds.traces import MAX_TRACE_S, TraceFormat, read_trace, trace_format
 from planner.sim.budget import Budget, EnergyBudget, NoBudget, PowerCap, one_node_round_j, step_prices
 from planner.sim.engine import ProgressCallback, SimConfig, SimResult, simulate
-from planner.sim.governor import DeltaSteer, FixedDelta, JctGovernor, SignalSteer
+from planner.sim.governor import DELTA_MAX, DeltaSteer, FixedDelta, GovernorRule, JctGovernor, SignalSteer
 from planner.sim.learning import LearnConfig, ProfileLearner, learning_report
 from planner.sim.metrics import J_PER_KWH, summarise, with_reference
 from planner.sim.output import comparison_csv, write_dropped, write_result
@@ -44,6 +44,7 @@ from planner.sim.signals import (
     signal_cost,
 )
 from planner.sim.state import JobState
+from planner.sim.tail_bound import TailBound
 from planner.sim.workload import Workload, build_workload, dropped_text, select_jobs
 
 DELTA_BOUNDS = Bounds(*DELTA_RANGE, high_open=True)
@@ -88,6 +89,14 @@ class ReplaySpec:
     """wattplan steers its ``delta`` by the carbon signal (else the price signal) when one is given."""
     truth: Path | None = None
     """Profile library jobs really run by (``--truth``); None: the planning library (``profiles``) is the truth."""
+    governor: GovernorRule = "accrued"
+    """How the runtime-bounded mode compares JCTs (:class:`~planner.sim.governor.JctGovernor`): accrued time,
+    or whole JCTs with the unfinished work projected (the live agent's rule)."""
+    delta_max: float = DELTA_MAX
+    """The largest ``delta`` the runtime-bounded mode sets."""
+    tail_bound: float | None = None
+    """Per-job tail bound (fraction): wattplan keeps each job's JCT within ``1 + x`` of the reference's
+    (:mod:`planner.sim.tail_bound`), which bounds the p95 JCT the same way."""
     learn: bool = False
     """Each replayed policy learns its profiles from every round's observations (:mod:`planner.sim.learning`)."""
     learn_config: LearnConfig = field(default_factory=LearnConfig)
@@ -149,6 +158,10 @@ def check_spec(spec: ReplaySpec, options: Mapping[str, str] | None = None) -> No
         problems.append(
             bad("--max-jct-increase", f"must be in {JCT_INCREASE_BOUNDS}, got {spec.max_jct_increase * 100:g} %")
         )
+    if not 0.0 <= spec.delta_max < 1.0:
+        problems.append(bad("--delta-max", f"must be in [0, 1), got {spec.delta_max}"))
+    if spec.tail_bound is not None and spec.tail_bound * 100 not in JCT_INCREASE_BOUNDS:
+        problems.append(bad("--tail-bound", f"must be in {JCT_INCREASE_BOUNDS}, got {spec.tail_bound * 100:g} %"))
     if spec.signal_start is not None and spec.carbon is None and spec.price is None:
         problems.append(Problem("bad-option", "--signal-start", "needs --carbon or --price"))
     elif spec.signal_start is not None:
@@ -306,7 +319,13 @@ def _steer(
     """The wattplan policy's per-round ``delta``: the JCT governor and/or the signal; None when both are off."""
     inner: DeltaSteer | None = None
     if spec.max_jct_increase is not None and ref is not None:
-        inner = JctGovernor({s.id: s.finish_s for s in ref.jobs}, spec.max_jct_increase, delta=ctx.rules.delta)
+        inner = JctGovernor(
+            {s.id: s.finish_s for s in ref.jobs},
+            spec.max_jct_increase,
+            delta=ctx.rules.delta,
+            delta_max=spec.delta_max,
+            projected=spec.governor == "projected",
+        )
     clock = clocks.get("carbon") or clocks.get("price")
     if clock is not None and spec.signal_aware:
         return SignalSteer(clock, inner or FixedDelta(ctx.rules.delta), ctx.rules.duration_s)
@@ -351,11 +370,14 @@ def run_policy(
     config = SimConfig(start_s=spec.start_s, max_rounds=spec.max_rounds, noise=spec.noise, seed=spec.seed)
     clocks = signal_clocks(spec, workload)
     governor = None
+    tail = None
     if policy == "wattplan":
         ref = None
-        if spec.max_jct_increase is not None:
+        if spec.max_jct_increase is not None or spec.tail_bound is not None:
             ref = reference if reference is not None else reference_run(spec, workload, ctx)[0]
         governor = _steer(spec, ctx, clocks, ref)
+        if spec.tail_bound is not None and ref is not None:
+            tail = TailBound({s.id: s.finish_s for s in ref.jobs}, spec.tail_bound)
     budget = make_budget(spec, ctx, workload, governor)
     learner = ProfileLearner(replace(ctx, truth=None), spec.learn_config) if spec.learn else None
     result = simulate(
@@ -367,6 +389,7 @@ def run_policy(
         progress,
         governor=governor,
         learner=learner,
+        tail=tail,
     )
     if learner is not None:
         result.info["learning"] = learning_report(learner, ctx.real, result.decisions)
@@ -376,6 +399,7 @@ def run_policy(
             "objective": ctx.rules.objective,
             "delta": ctx.rules.delta,
             "max_jct_increase": spec.max_jct_increase,
+            "tail_bound": spec.tail_bound,
             "restart_s": spec.rules.restart_s,
             "power_cap_w": spec.power_cap_w,
             "energy_budget_kwh": spec.energy_budget_kwh,

@@ -156,8 +156,11 @@ def round_instance(
     budget_j: float | None,
     delta: float | None = None,
     credit_weight: float | None = None,
+    min_steps: Mapping[str, float] | None = None,
 ) -> Instance:
     """The instance of round ``index`` starting at ``now_s`` for the ``queued`` jobs (arrival order).
+
+    ``min_steps``: the tail bound of the jobs that have one (:mod:`planner.sim.tail_bound`; none: 0).
 
     ``delta`` overrides the rules' (the runtime-bounded mode sets it per round); ``credit_weight``
     sets the ``efficiency`` objective's ``w`` (a signal-aware replay sets it per round; default 1).
@@ -171,6 +174,7 @@ def round_instance(
             remaining_steps=s.remaining_steps,
             gpus=s.spec.allowed_gpus,
             current=_current(s, ids),
+            min_steps=(min_steps or {}).get(s.id, 0.0),
         )
         for s in queued
     )

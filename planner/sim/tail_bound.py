@@ -1,0 +1,116 @@
+"""The per-job tail bound: each job's deadline from the reference schedule, kept by the round model.
+
+With ``--tail-bound x`` (a fraction), job ``j`` arrived at ``a_j`` and finished by the reference
+(``fifo-max``, no budget) at ``f_j`` gets the deadline
+
+    D_j = a_j + (1 + x) (f_j - a_j)                                                     (s)
+
+If every job finishes by its deadline, every job's JCT is at most ``1 + x`` times its reference JCT,
+and then so is every quantile: the p95 (and the average) JCT are at most ``(1 + x)`` times the
+reference's (order statistics are monotone under pointwise domination).
+
+At a round starting at ``t`` (length ``T``, restart ``tau``), a queued job with ``R_j`` steps left and
+fastest rate ``X_j`` (over the GPU types, counts and settings it may use, :func:`fastest_steps_per_s`)
+still meets ``D_j`` from the next round on, at full speed and after a restart, only if this round gives it
+
+    sigma_j >= R_j - X_j (D_j - t - T - tau)                                             (steps)
+
+When that is above 0 the round's instance gives the job ``min_steps = min(that, 0.999999 sigma_max)``
+(``sigma_max``: the most steps any of its options gives it this round), and the model must run the
+job with an option that gives it at least ``min_steps`` (:mod:`formulations.round_model`). Jobs are
+admitted least slack first (``D_j - t - R_j / X_j``), each while its GPU type still has room for the
+largest count among its options that meet the bound, so the bound rows stay jointly feasible; a job
+not admitted (no room) may wait and is late. Rounds with an energy budget get no tail bound (the
+bound could contradict the budget).
+
+It is a rule, not a proof of the outcome: a job whose deadline is already lost runs as fast as it
+can, and a job the round cannot admit waits. ``benchmarks/energy_gap.py`` measures the p95 reached.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from planner.sim.round_instance import ClusterContext
+from planner.sim.state import JobState
+
+MIN_STEPS_SHARE = 0.999999
+"""A bound is at most this share of the most steps the job can make this round (rounding margin)."""
+
+
+@dataclass(frozen=True)
+class TailBound:
+    """Deadlines ``D_j = a_j + (1 + x)(f_j - a_j)`` from the reference's finish times (module docstring)."""
+
+    reference_finish_s: Mapping[str, float | None]
+    tolerance: float
+
+    def deadline_s(self, state: JobState) -> float | None:
+        """``D_j`` (s), or None when the reference does not finish the job."""
+        f = self.reference_finish_s.get(state.id)
+        if f is None:
+            return None
+        a = state.spec.arrival_s
+        return a + (1.0 + self.tolerance) * (f - a)
+
+    def min_steps(
+        self, ctx: ClusterContext, queued: Sequence[JobState], now_s: float, budget_j: float | None
+    ) -> dict[str, float]:
+        """``{job id: min_steps}`` for the round starting at ``now_s`` (module docstring); empty under a budget."""
+        if budget_j is not None:
+            return {}
+        T, tau = ctx.rules.duration_s, ctx.rules.restart_s
+        urgent: list[tuple[float, JobState, float, dict[str, int]]] = []
+        for s in queued:
+            d = self.deadline_s(s)
+            rate = fastest_steps_per_s(ctx, s)
+            if d is None or rate <= 0:
+                continue
+            need = s.remaining_steps - rate * (d - now_s - T - tau)
+            if need <= 0:
+                continue
+            options = _options(ctx, s, T, tau)
+            most = max((steps for opts in options.values() for steps, _ in opts), default=0.0)
+            if most <= 0:
+                continue
+            bound = min(need, MIN_STEPS_SHARE * most)
+            room = {g: max((n for steps, n in opts if steps >= bound), default=0) for g, opts in options.items()}
+            room = {g: n for g, n in room.items() if n > 0}
+            urgent.append((d - now_s - s.remaining_steps / rate, s, bound, room))
+        free = {g.name: g.total_gpus for g in ctx.gpu_types}
+        out: dict[str, float] = {}
+        for _, s, bound, room in sorted(urgent, key=lambda u: (u[0], u[1].id)):
+            for g, n in room.items():
+                if free[g] >= n:
+                    free[g] -= n
+                    out[s.id] = bound
+                    break
+        return out
+
+
+def fastest_steps_per_s(ctx: ClusterContext, s: JobState) -> float:
+    """``X_j``: the job's fastest exclusive throughput over GPU types, allowed counts and settings (steps/s)."""
+    rates = [
+        p.steps_per_s
+        for p in ctx.profiles_by_type.get(s.spec.type, ())
+        if p.gpus in s.spec.allowed_gpus
+        and any(g.name == p.gpu_type and p.gpus <= g.total_gpus and p.setting in g.settings for g in ctx.gpu_types)
+    ]
+    return max(rates, default=0.0)
+
+
+def _options(ctx: ClusterContext, s: JobState, T: float, tau: float) -> dict[str, list[tuple[float, int]]]:
+    """Per GPU type, ``(steps this round, GPUs)`` of every exclusive option of the job (restart included)."""
+    out: dict[str, list[tuple[float, int]]] = {}
+    cur = s.current
+    for p in ctx.profiles_by_type.get(s.spec.type, ()):
+        if p.gpus not in s.spec.allowed_gpus or p.steps_per_s <= 0:
+            continue
+        g = next((g for g in ctx.gpu_types if g.name == p.gpu_type), None)
+        if g is None or p.gpus > g.total_gpus or p.setting not in g.settings:
+            continue
+        keeps = cur is not None and cur.gpu_type == g.name and cur.gpus == p.gpus
+        t = T if keeps else max(T - tau, 0.0)
+        out.setdefault(g.name, []).append((min(s.remaining_steps, p.steps_per_s * t), p.gpus))
+    return out

@@ -1,0 +1,125 @@
+"""The per-job tail bound: ``min_steps`` in the round model, the greedy plan, the validator and the replay.
+
+The tiny instance (tests/conftest.py): T = 100 s, tau = 10 s; job ``a`` (type A, 1000 steps, waiting,
+1 or 2 GPUs) makes, after its 10 s restart, 4 x 90 = 360 steps on 1 GPU at 150 W, 450 at 250 W,
+630 on 2 GPUs at 150 W and 810 at 250 W.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from formulations.backends import available_backends
+from planner import planning
+from planner.contracts.domain import Instance
+from planner.contracts.instance_io import instance_to_doc, parse_instance
+from planner.contracts.request import PlanRequest
+from planner.core.greedy import greedy_allocations
+from planner.core.validate import validate_plan
+from planner.sim.engine import simulate
+from planner.sim.policies import PolicyOptions, make_policy
+from planner.sim.state import JobState
+from planner.sim.tail_bound import TailBound, fastest_steps_per_s
+from tests.conftest import tiny_instance_doc
+from tests.sim_helpers import A, B, hand_context, hand_job, workload
+
+EXACT = dict(time_limit_s=30, rel_gap=1e-9, threads=1, lp_bound=False)
+
+
+def _tiny(objective: str, delta: float, min_steps: float) -> Instance:
+    doc = tiny_instance_doc()
+    doc["round"].update(objective=objective, delta=delta)
+    doc["jobs"][0]["min_steps"] = min_steps
+    return parse_instance(doc)
+
+
+def _run(plan, job_id: str):
+    return next(j for j in plan.jobs if j.job_id == job_id)
+
+
+@pytest.mark.parametrize("solver", available_backends())
+def test_a_bound_job_runs_though_least_energy_would_make_it_wait(solver: str) -> None:
+    free = planning.plan(_tiny("energy", 0.9, 0.0), PlanRequest(solver=solver, **EXACT))
+    assert _run(free, "a").state == "wait"  # least energy within delta 0.9: a waits
+    inst = _tiny("energy", 0.9, 300.0)
+    bound = planning.plan(inst, PlanRequest(solver=solver, **EXACT))
+    assert validate_plan(inst, bound) == []
+    a = _run(bound, "a")
+    assert a.state == "run" and a.steps == pytest.approx(360.0)  # 1 GPU at 150 W: the least energy that meets 300
+
+
+@pytest.mark.parametrize("solver", available_backends())
+def test_a_bound_job_gets_an_option_with_enough_steps(solver: str) -> None:
+    """Only 2 GPUs at 250 W gives a 700 steps (810); hand-computed energy 66,700 J (docstring + b and c at 150 W)."""
+    inst = _tiny("efficiency", 0.9, 700.0)
+    plan = planning.plan(inst, PlanRequest(solver=solver, **EXACT))
+    a = _run(plan, "a")
+    assert (a.gpus, a.setting, a.steps) == (2, 250, pytest.approx(810.0))
+    assert plan.round.energy_j == pytest.approx(66_700.0)
+    assert validate_plan(inst, plan) == []
+
+
+def test_greedy_runs_bound_jobs_first() -> None:
+    doc = tiny_instance_doc()
+    doc["gpu_types"][0].update(nodes=1, gpus_per_node=1)
+    doc["jobs"] = [j for j in doc["jobs"] if j["id"] in ("a", "c")]
+    free = parse_instance(doc)
+    assert [a.job_ids for a in greedy_allocations(free)] == [("c",)]  # c finishes: more progress per joule
+    doc["jobs"][0]["min_steps"] = 400.0
+    bound = parse_instance(doc)
+    (only,) = greedy_allocations(bound)
+    assert only.job_ids == ("a",) and only.setting == 250  # 450 steps; 150 W gives 360
+
+
+def test_min_steps_round_trips_and_is_checked() -> None:
+    inst = _tiny("progress", 0.03, 250.0)
+    doc = instance_to_doc(inst)
+    assert doc["jobs"][0]["min_steps"] == 250.0 and "min_steps" not in doc["jobs"][1]
+    assert parse_instance(doc).jobs[0].min_steps == 250.0
+    from planner.contracts.instance_checks import instance_problems
+
+    doc["jobs"][0]["min_steps"] = 5000.0
+    assert "min-steps-above-remaining" in {p.code for p in instance_problems(doc)}
+
+
+def test_min_steps_from_the_deadline() -> None:
+    """Hand cluster: A's fastest rate is 9 steps/s (2 GPUs at 250 W); T = 100 s, tau = 10 s.
+
+    a arrived at 0, the reference finished it at 1000 s: D = 0 + 1.1 x 1000 = 1100 s. At t = 500 s with
+    R = 5000 steps left: sigma >= 5000 - 9 (1100 - 500 - 100 - 10) = 590 steps; 2 GPUs at 250 W give
+    810 (restart), so the bound is 590. b (reference 10,000 s) is far from its deadline: no bound.
+    """
+    ctx = hand_context(duration_s=100.0, restart_s=10.0)
+    a = JobState.new(hand_job("a", A, 0.0, 10_000.0))
+    a.remaining_steps = 5000.0
+    b = JobState.new(hand_job("b", B, 0.0, 100.0))
+    tail = TailBound({"a": 1000.0, "b": 10_000.0}, 0.10)
+    assert fastest_steps_per_s(ctx, a) == 9.0
+    assert tail.min_steps(ctx, [a, b], 500.0, None) == {"a": pytest.approx(590.0)}
+    assert tail.min_steps(ctx, [a, b], 500.0, 1e6) == {}  # no bound under an energy budget
+    # Past the point where even full speed is late: the bound is the most the job can make (x 0.999999).
+    assert tail.min_steps(ctx, [a], 1000.0, None)["a"] == pytest.approx(810.0 * 0.999999)
+
+
+def test_bound_jobs_are_admitted_least_slack_first_while_they_fit() -> None:
+    """One node of 2 GPUs: two late A jobs each need 2 GPUs (only 2 x 250 W gives 810): the later deadline waits."""
+    ctx = hand_context(duration_s=100.0, restart_s=10.0)
+    early, late = (JobState.new(hand_job(j, A, 0.0, 10_000.0)) for j in ("early", "late"))
+    tail = TailBound({"early": 900.0, "late": 950.0}, 0.0)
+    assert set(tail.min_steps(ctx, [late, early], 800.0, None)) == {"early"}
+
+
+def test_replay_with_a_tail_bound_keeps_every_job_within_its_deadline() -> None:
+    """Least energy with delta 0.9 makes the long job wait behind short ones; the bound keeps it within 10%."""
+    ctx = hand_context(duration_s=100.0, restart_s=10.0, nodes=1, objective="energy", delta=0.9)
+    jobs = [hand_job("long", A, 0.0, 6000.0)] + [hand_job(f"s{i}", B, 0.0, 200.0) for i in range(4)]
+    ref = simulate(workload(jobs), hand_context(duration_s=100.0, restart_s=10.0, nodes=1), make_policy("fifo-max"))
+    finish = {s.id: s.finish_s for s in ref.jobs}
+    policy = make_policy("wattplan", PolicyOptions(request=PlanRequest(solver="highs", **EXACT)))
+    free = simulate(workload(jobs), ctx, policy)
+    bounded = simulate(workload(jobs), ctx, policy, tail=TailBound(finish, 0.10))
+    late = [s.id for s in free.jobs if s.finish_s > 1.1 * finish[s.id] + 1e-6]
+    assert late, "the test needs a replay whose free run misses a deadline"
+    for s in bounded.jobs:
+        assert s.done and s.finish_s <= 1.1 * finish[s.id] + 1e-6, s.id
+    assert any(r.bounded for r in bounded.rounds)
