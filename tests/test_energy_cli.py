@@ -44,9 +44,32 @@ def test_bad_signal_file_exits_2_naming_the_row(tmp_path: Path, tiny_trace: Path
 
 
 def test_bad_knobs_exit_2(tmp_path: Path, tiny_trace: Path) -> None:  # noqa: F811
-    for args in (("--delta", "1.2"), ("--max-jct-increase", "-5"), ("--signal-start", "2022-06-01T00:00Z")):
+    for args in (
+        ("--delta", "1.2"),
+        ("--max-jct-increase", "-5"),
+        ("--signal-start", "2022-06-01T00:00Z"),
+        ("--tail-bound", "-1"),
+        ("--delta-max", "1.5"),
+        ("--governor", "sometimes"),
+    ):
         result = run("simulate", tiny_trace, "--cluster", "v100:8", *args, "-o", tmp_path / "o")
         assert result.exit_code == 2, (args, result.output)
+        assert args[0] in result.output, (args, result.output)
+
+
+def test_tail_bound_and_projected_governor_run_end_to_end(tmp_path: Path, tiny_trace: Path) -> None:  # noqa: F811
+    out = tmp_path / "out"
+    result = run(
+        "simulate", tiny_trace, "--cluster", "v100:8", "-p", "wattplan", "--time-limit", "2",
+        "--max-jct-increase", "3", "--tail-bound", "10", "--governor", "projected", "--delta-max", "0.4",
+        "--out", out, "-q", "--no-plots",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    s = json.loads((out / "summary.json").read_text())
+    assert s["tail_bound"] == pytest.approx(0.1) and s["jobs_completed"] == s["jobs_total"]
+    rows = list(csv.DictReader((out / "rounds.csv").open()))
+    assert {"bounded", "phase", "idle_gpus_j"} <= set(rows[0])
+    assert max(float(r["delta"]) for r in rows) <= 0.4
 
 
 def test_frontier_command_writes_the_front(tmp_path: Path, tiny_trace: Path) -> None:  # noqa: F811
