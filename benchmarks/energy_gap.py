@@ -18,6 +18,10 @@ arrivals at load above 1: Gavel ee9e8c and Philly 2869ce), cluster ``v100:32,p10
 
     PYTHONPATH=. .venv/bin/python benchmarks/energy_gap.py --workers 2 --out benchmarks/results/energy_gap
     PYTHONPATH=. .venv/bin/python benchmarks/energy_gap.py --variant tail10="--tail-bound 10" ...
+    PYTHONPATH=. .venv/bin/python benchmarks/energy_gap.py --variant cap60="--power-cap-w {cap:0.6}" ...
+
+A variant's ``{cap:F}`` is F times the slice's ``fifo-max`` highest round power (W) and ``{budget:F}`` F times its
+energy (kWh), read from the ``current`` variant's ``fifo-max`` folder (so ``current`` runs first).
     PYTHONPATH=. .venv/bin/python benchmarks/energy_gap.py --report-only RUN_DIR   # one replay folder
 """
 
@@ -58,9 +62,29 @@ SLICES = (
 MODE = ("--objective", "efficiency", "--max-jct-increase", "3", "--time-limit", "3")
 
 
+def resolve(extra: Sequence[str], reference: Path) -> list[str]:
+    """``extra`` with ``{cap:F}`` as F x the highest round power (W) and ``{budget:F}`` F x the energy (kWh).
+
+    ``reference`` is the slice's ``fifo-max`` folder of the ``current`` variant (no budget).
+    """
+    if not any("{" in a for a in extra):
+        return list(extra)
+    peak = max(float(r["power_w"]) for r in _rows(reference))
+    energy = read_json(reference / "summary.json")["energy_kwh"]
+    out = []
+    for a in extra:
+        if a.startswith("{cap:"):
+            a = f"{float(a[5:-1]) * peak:.0f}"
+        elif a.startswith("{budget:"):
+            a = f"{float(a[8:-1]) * energy:.3f}"
+        out.append(a)
+    return out
+
+
 def run(sl: Slice, variant: str, extra: Sequence[str], out: Path) -> Path:
     """Replay ``fifo-max`` and ``wattplan`` on ``sl`` with the mode and ``extra``; the folder (reused when done)."""
     folder = out / sl.name / variant
+    extra = resolve(extra, out / sl.name / "current" / "fifo-max")
     if not (folder / "wattplan" / "summary.json").exists():
         cmd = [sys.executable, str(ROOT / "cli.py"), "simulate", *sl.args, "--cluster", CLUSTER]
         cmd += ["-p", "fifo-max", "-p", "wattplan", *MODE, *extra, "-q", "--no-plots", "-o", str(folder)]
@@ -93,7 +117,9 @@ def _pct(x: float | None) -> str:
 def result_row(name: str, variant: str, folder: Path, allowed: float = 0.03) -> str:
     """One results row (module docstring) from a simulate folder holding ``fifo-max/`` and ``wattplan/``."""
     s = read_json(folder / "wattplan" / "summary.json")
-    ref = read_json(folder / "fifo-max" / "summary.json")
+    ref = s["reference"]  # fifo-max with no budget, whatever the variant's budget
+    if ref.get("p95_jct_s") is None:
+        ref = read_json(folder / "fifo-max" / "summary.json")
     rows = _rows(folder / "wattplan")
     solver = [float(r["solver_s"]) for r in rows]
     p95 = s["p95_jct_s"] / ref["p95_jct_s"] - 1.0

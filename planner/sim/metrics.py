@@ -116,7 +116,12 @@ def with_reference(summary: dict[str, Any], reference: dict[str, Any], floor_kwh
     return {
         **summary,
         "energy_floor_kwh": floor_kwh,
-        "reference": {"policy": reference["policy"], "energy_kwh": ref_e, "avg_jct_s": ref_j},
+        "reference": {
+            "policy": reference["policy"],
+            "energy_kwh": ref_e,
+            "avg_jct_s": ref_j,
+            "p95_jct_s": reference.get("p95_jct_s"),
+        },
         "captured_share": None if floor_kwh is None else captured_share(summary["energy_kwh"], ref_e, floor_kwh),
         "jct_increase": None if jct is None or not ref_j else jct / ref_j - 1.0,
     }
