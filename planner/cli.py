@@ -983,9 +983,9 @@ def simulate(
     tail_bound: Annotated[
         float | None,
         typer.Option(
-            help="Per-job tail bound: wattplan gives each job the steps it needs to finish within this many "
-            "percent of its own JCT under fifo-max, which bounds the p95 JCT the same way (rounds with an "
-            "energy budget excepted)."
+            help="Tail bound: wattplan gives each job the steps it needs to finish within this many percent "
+            "of the larger of its own JCT under fifo-max and fifo-max's JCT just below the 95th percentile, "
+            "which bounds the p95 JCT the same way (rounds with an energy budget excepted)."
         ),
     ] = None,
     carbon: CarbonOpt = None,

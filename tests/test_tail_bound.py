@@ -7,7 +7,10 @@ The tiny instance (tests/conftest.py): T = 100 s, tau = 10 s; job ``a`` (type A,
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from formulations.backends import available_backends
 from planner import planning
@@ -93,7 +96,7 @@ def test_min_steps_from_the_deadline() -> None:
     a = JobState.new(hand_job("a", A, 0.0, 10_000.0))
     a.remaining_steps = 5000.0
     b = JobState.new(hand_job("b", B, 0.0, 100.0))
-    tail = TailBound({"a": 1000.0, "b": 10_000.0}, 0.10)
+    tail = TailBound({"a": 1000.0, "b": 10_000.0}, 0.10)  # no floor: each job's own reference JCT
     assert fastest_steps_per_s(ctx, a) == 9.0
     assert tail.min_steps(ctx, [a, b], 500.0, None) == {"a": pytest.approx(590.0)}
     assert tail.min_steps(ctx, [a, b], 500.0, 1e6) == {}  # no bound under an energy budget
@@ -123,3 +126,25 @@ def test_replay_with_a_tail_bound_keeps_every_job_within_its_deadline() -> None:
     for s in bounded.jobs:
         assert s.done and s.finish_s <= 1.1 * finish[s.id] + 1e-6, s.id
     assert any(r.bounded for r in bounded.rounds)
+
+
+def test_deadline_floor_is_the_order_statistic_below_the_95th_percentile() -> None:
+    finish = {f"j{i}": float(10 * (i + 1)) for i in range(21)}  # JCTs 10 .. 210 s, all arrived at 0
+    tail = TailBound.from_reference(finish, dict.fromkeys(finish, 0.0), 0.1)
+    assert tail.floor_jct_s == 200.0  # k = floor(0.95 x 20) = 19: the 20th smallest
+    short, longest = JobState.new(hand_job("j0", A, 0.0, 10.0)), JobState.new(hand_job("j20", A, 0.0, 10.0))
+    assert tail.deadline_s(short) == pytest.approx(220.0) and tail.deadline_s(longest) == pytest.approx(231.0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.floats(1.0, 1e5), min_size=1, max_size=60),
+    st.lists(st.floats(0.0, 1.0), min_size=60, max_size=60),
+    st.sampled_from([0.0, 0.1, 0.5]),
+)
+def test_meeting_every_deadline_bounds_the_p95(jcts: list[float], shares: list[float], x: float) -> None:
+    """Any schedule whose JCTs meet the deadlines has p95 <= (1 + x) x the reference's p95 (the module's proof)."""
+    finish = {f"j{i}": j for i, j in enumerate(jcts)}
+    tail = TailBound.from_reference(finish, dict.fromkeys(finish, 0.0), x)
+    ours = [s * (1 + x) * max(j, tail.floor_jct_s) for s, j in zip(shares, jcts, strict=False)]
+    assert np.percentile(ours, 95) <= (1 + x) * np.percentile(jcts, 95) * (1 + 1e-12)

@@ -377,7 +377,8 @@ def run_policy(
             ref = reference if reference is not None else reference_run(spec, workload, ctx)[0]
         governor = _steer(spec, ctx, clocks, ref)
         if spec.tail_bound is not None and ref is not None:
-            tail = TailBound({s.id: s.finish_s for s in ref.jobs}, spec.tail_bound)
+            arrivals = {s.id: s.spec.arrival_s for s in ref.jobs}
+            tail = TailBound.from_reference({s.id: s.finish_s for s in ref.jobs}, arrivals, spec.tail_bound)
     budget = make_budget(spec, ctx, workload, governor)
     learner = ProfileLearner(replace(ctx, truth=None), spec.learn_config) if spec.learn else None
     result = simulate(
