@@ -127,6 +127,13 @@ class GovernorChoice(StrEnum):
     projected = "projected"
 
 
+class TailPaceChoice(StrEnum):
+    """The rate the tail bound assumes a job keeps (planner.sim.tail_bound)."""
+
+    fastest = "fastest"
+    efficient = "efficient"
+
+
 class TraceFormat(StrEnum):
     """Trace formats: ``auto`` chooses by file extension (``.csv`` is Philly)."""
 
@@ -988,6 +995,13 @@ def simulate(
             "which bounds the p95 JCT the same way (rounds with an energy budget excepted)."
         ),
     ] = None,
+    tail_pace: Annotated[
+        TailPaceChoice,
+        typer.Option(
+            help="Rate --tail-bound assumes a job keeps after the round: fastest (bound late, run at full speed) "
+            "or efficient (its least-energy option: bound earlier, fewer steps per round)."
+        ),
+    ] = TailPaceChoice.fastest,
     carbon: CarbonOpt = None,
     price: PriceOpt = None,
     signal_start: SignalStartOpt = None,
@@ -1059,6 +1073,7 @@ def simulate(
         max_jct_increase=None if max_jct_increase is None else max_jct_increase / 100.0,
         tail_bound=None if tail_bound is None else tail_bound / 100.0,
         governor="projected" if governor == GovernorChoice.projected else "accrued",
+        tail_pace="efficient" if tail_pace == TailPaceChoice.efficient else "fastest",
         delta_max=delta_max,
         truth=truth,
         learn=learn,

@@ -22,7 +22,7 @@ from planner.core.validate import validate_plan
 from planner.sim.engine import simulate
 from planner.sim.policies import PolicyOptions, make_policy
 from planner.sim.state import JobState
-from planner.sim.tail_bound import TailBound, fastest_steps_per_s
+from planner.sim.tail_bound import TailBound, efficient_steps_per_s, fastest_steps_per_s
 from tests.conftest import tiny_instance_doc
 from tests.sim_helpers import A, B, hand_context, hand_job, workload
 
@@ -98,6 +98,14 @@ def test_min_steps_from_the_deadline() -> None:
     b = JobState.new(hand_job("b", B, 0.0, 100.0))
     tail = TailBound({"a": 1000.0, "b": 10_000.0}, 0.10)  # no floor: each job's own reference JCT
     assert fastest_steps_per_s(ctx, a) == 9.0
+    # Least n (P + 100 / 2) / X: 1 GPU at 150 W, 180 / 4 = 45 J (250 W: 56, 2 GPUs: 50 and 60).
+    assert efficient_steps_per_s(ctx, a) == 4.0
+    # Efficient pace: 5000 - 4 (1100 - 610) = 3040 steps, capped at 810 x 0.999999 (the most it can make).
+    efficient = TailBound({"a": 1000.0, "b": 10_000.0}, 0.10, pace="efficient")
+    assert efficient.min_steps(ctx, [a, b], 500.0, None)["a"] == pytest.approx(810.0 * 0.999999)
+    a.remaining_steps = 3000.0  # at 300 s: 3000 - 4 (1100 - 300 - 110) = 240 steps; fastest pace: none yet
+    assert efficient.min_steps(ctx, [a], 300.0, None) == {"a": pytest.approx(240.0)}
+    assert tail.min_steps(ctx, [a], 300.0, None) == {}
     assert tail.min_steps(ctx, [a, b], 500.0, None) == {"a": pytest.approx(590.0)}
     assert tail.min_steps(ctx, [a, b], 500.0, 1e6) == {}  # no bound under an energy budget
     # Past the point where even full speed is late: the bound is the most the job can make (x 0.999999).

@@ -44,7 +44,7 @@ from planner.sim.signals import (
     signal_cost,
 )
 from planner.sim.state import JobState
-from planner.sim.tail_bound import TailBound
+from planner.sim.tail_bound import TailBound, TailPace
 from planner.sim.workload import Workload, build_workload, dropped_text, select_jobs
 
 DELTA_BOUNDS = Bounds(*DELTA_RANGE, high_open=True)
@@ -89,6 +89,8 @@ class ReplaySpec:
     """wattplan steers its ``delta`` by the carbon signal (else the price signal) when one is given."""
     truth: Path | None = None
     """Profile library jobs really run by (``--truth``); None: the planning library (``profiles``) is the truth."""
+    tail_pace: TailPace = "fastest"
+    """The rate the tail bound assumes a job keeps after the round (:attr:`~planner.sim.tail_bound.TailBound.pace`)."""
     governor: GovernorRule = "accrued"
     """How the runtime-bounded mode compares JCTs (:class:`~planner.sim.governor.JctGovernor`): accrued time,
     or whole JCTs with the unfinished work projected (the live agent's rule)."""
@@ -378,7 +380,8 @@ def run_policy(
         governor = _steer(spec, ctx, clocks, ref)
         if spec.tail_bound is not None and ref is not None:
             arrivals = {s.id: s.spec.arrival_s for s in ref.jobs}
-            tail = TailBound.from_reference({s.id: s.finish_s for s in ref.jobs}, arrivals, spec.tail_bound)
+            finish = {s.id: s.finish_s for s in ref.jobs}
+            tail = TailBound.from_reference(finish, arrivals, spec.tail_bound, spec.tail_pace)
     budget = make_budget(spec, ctx, workload, governor)
     learner = ProfileLearner(replace(ctx, truth=None), spec.learn_config) if spec.learn else None
     result = simulate(

@@ -20,6 +20,10 @@ still meets ``D_j`` from the next round on, at full speed and after a restart, o
 
     sigma_j >= R_j - X_j (D_j - t - T - tau)                                             (steps)
 
+With ``pace = "efficient"`` ``X_j`` is instead the rate of the job's least-energy exclusive option (least
+``n (P + Pnode_g / K_g) / X``): the bound starts earlier and asks each round only for the steps that option
+makes, instead of holding the job back until only its fastest option meets the deadline.
+
 When that is above 0 the round's instance gives the job ``min_steps = min(that, 0.999999 sigma_max)``
 (``sigma_max``: the most steps any of its options gives it this round), and the model must run the
 job with an option that gives it at least ``min_steps`` (:mod:`formulations.round_model`). Jobs are
@@ -37,10 +41,15 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
+from planner.contracts.domain import GpuType, Profile
+from planner.core.economics import exclusive_power_w
 from planner.sim.round_instance import ClusterContext
 from planner.sim.state import JobState
 
+TailPace = Literal["fastest", "efficient"]
+"""The rate a bound job is assumed to keep after this round (:attr:`TailBound.pace`)."""
 MIN_STEPS_SHARE = 0.999999
 """A bound is at most this share of the most steps the job can make this round (rounding margin)."""
 
@@ -53,15 +62,23 @@ class TailBound:
     tolerance: float
     floor_jct_s: float = 0.0
     """``J_(k)`` (s): every deadline allows at least ``(1 + x)`` times it (module docstring)."""
+    pace: TailPace = "fastest"
+    """The rate ``X_j`` a job is assumed to keep from the next round on: its fastest, or that of its least-energy
+    option (``efficient``: the bound starts earlier and asks for fewer steps, which that option gives)."""
 
     @classmethod
     def from_reference(
-        cls, finish_s: Mapping[str, float | None], arrival_s: Mapping[str, float], tolerance: float, q: float = 95.0
+        cls,
+        finish_s: Mapping[str, float | None],
+        arrival_s: Mapping[str, float],
+        tolerance: float,
+        pace: TailPace = "fastest",
+        q: float = 95.0,
     ) -> TailBound:
         """The bound with ``J_(k)``, ``k = floor(q/100 (N - 1))``, over the jobs the reference finishes."""
         jcts = sorted(f - arrival_s[j] for j, f in finish_s.items() if f is not None)
         floor = jcts[math.floor(q / 100.0 * (len(jcts) - 1))] if jcts else 0.0
-        return cls(finish_s, tolerance, floor)
+        return cls(finish_s, tolerance, floor, pace)
 
     def deadline_s(self, state: JobState) -> float | None:
         """``D_j`` (s), or None when the reference does not finish the job."""
@@ -81,7 +98,7 @@ class TailBound:
         urgent: list[tuple[float, JobState, float, dict[str, int]]] = []
         for s in queued:
             d = self.deadline_s(s)
-            rate = fastest_steps_per_s(ctx, s)
+            rate = fastest_steps_per_s(ctx, s) if self.pace == "fastest" else efficient_steps_per_s(ctx, s)
             if d is None or rate <= 0:
                 continue
             need = s.remaining_steps - rate * (d - now_s - T - tau)
@@ -106,27 +123,35 @@ class TailBound:
         return out
 
 
+def _usable(ctx: ClusterContext, s: JobState) -> list[tuple[GpuType, Profile]]:
+    """The job's exclusive profiles on the cluster: allowed count, within the pool, a setting of the grid."""
+    out = []
+    for p in ctx.profiles_by_type.get(s.spec.type, ()):
+        g = next((g for g in ctx.gpu_types if g.name == p.gpu_type), None)
+        if g is not None and p.gpus in s.spec.allowed_gpus and p.gpus <= g.total_gpus and p.setting in g.settings:
+            if p.steps_per_s > 0:
+                out.append((g, p))
+    return out
+
+
 def fastest_steps_per_s(ctx: ClusterContext, s: JobState) -> float:
     """``X_j``: the job's fastest exclusive throughput over GPU types, allowed counts and settings (steps/s)."""
-    rates = [
-        p.steps_per_s
-        for p in ctx.profiles_by_type.get(s.spec.type, ())
-        if p.gpus in s.spec.allowed_gpus
-        and any(g.name == p.gpu_type and p.gpus <= g.total_gpus and p.setting in g.settings for g in ctx.gpu_types)
-    ]
-    return max(rates, default=0.0)
+    return max((p.steps_per_s for _, p in _usable(ctx, s)), default=0.0)
+
+
+def efficient_steps_per_s(ctx: ClusterContext, s: JobState) -> float:
+    """The throughput of the job's least-energy exclusive option, ``min n (P + Pnode_g / K_g) / X`` (steps/s)."""
+    best = min(
+        _usable(ctx, s), key=lambda gp: (exclusive_power_w(*gp) / gp[1].steps_per_s, -gp[1].steps_per_s), default=None
+    )
+    return 0.0 if best is None else best[1].steps_per_s
 
 
 def _options(ctx: ClusterContext, s: JobState, T: float, tau: float) -> dict[str, list[tuple[float, int]]]:
     """Per GPU type, ``(steps this round, GPUs)`` of every exclusive option of the job (restart included)."""
     out: dict[str, list[tuple[float, int]]] = {}
     cur = s.current
-    for p in ctx.profiles_by_type.get(s.spec.type, ()):
-        if p.gpus not in s.spec.allowed_gpus or p.steps_per_s <= 0:
-            continue
-        g = next((g for g in ctx.gpu_types if g.name == p.gpu_type), None)
-        if g is None or p.gpus > g.total_gpus or p.setting not in g.settings:
-            continue
+    for g, p in _usable(ctx, s):
         keeps = cur is not None and cur.gpu_type == g.name and cur.gpus == p.gpus
         t = T if keeps else max(T - tau, 0.0)
         out.setdefault(g.name, []).append((min(s.remaining_steps, p.steps_per_s * t), p.gpus))
