@@ -156,3 +156,18 @@ def test_meeting_every_deadline_bounds_the_p95(jcts: list[float], shares: list[f
     tail = TailBound.from_reference(finish, dict.fromkeys(finish, 0.0), x)
     ours = [s * (1 + x) * max(j, tail.floor_jct_s) for s, j in zip(shares, jcts, strict=False)]
     assert np.percentile(ours, 95) <= (1 + x) * np.percentile(jcts, 95) * (1 + 1e-12)
+
+
+def test_admitted_bound_jobs_fit_whatever_types_they_choose() -> None:
+    """Two GPU types of 2 GPUs; A fits on either. The first bound job reserves room on both, so the second waits."""
+    import dataclasses
+
+    ctx = hand_context(duration_s=100.0, restart_s=10.0)
+    other = dataclasses.replace(ctx.gpu_types[0], name="v100b")
+    profiles = {
+        A: ctx.profiles_by_type[A] + tuple(dataclasses.replace(p, gpu_type="v100b") for p in ctx.profiles_by_type[A])
+    }
+    two = dataclasses.replace(ctx, gpu_types=(ctx.gpu_types[0], other), profiles_by_type=profiles)
+    early, late = (JobState.new(hand_job(j, A, 0.0, 10_000.0)) for j in ("early", "late"))
+    tail = TailBound({"early": 900.0, "late": 950.0}, 0.0)
+    assert set(tail.min_steps(two, [late, early], 800.0, None)) == {"early"}

@@ -27,9 +27,10 @@ makes, instead of holding the job back until only its fastest option meets the d
 When that is above 0 the round's instance gives the job ``min_steps = min(that, 0.999999 sigma_max)``
 (``sigma_max``: the most steps any of its options gives it this round), and the model must run the
 job with an option that gives it at least ``min_steps`` (:mod:`formulations.round_model`). Jobs are
-admitted least slack first (``D_j - t - R_j / X_j``), each while its GPU type still has room for the
-largest count among its options that meet the bound, so the bound rows stay jointly feasible; a job
-not admitted (no room) may wait and is late. Rounds with an energy budget get no tail bound (the
+admitted least slack first (``D_j - t - R_j / X_j``), each only while *every* GPU type on which it has an
+option that meets the bound still has room for the largest such count: then any choice of options for the
+admitted jobs fits, so the bound rows stay jointly feasible and the greedy plan, which takes bound jobs
+first, meets them all. A job not admitted (no room) may wait and is late. Rounds with an energy budget get no tail bound (the
 bound could contradict the budget).
 
 It is a rule, not a proof of the outcome: a job whose deadline is already lost runs as fast as it
@@ -115,11 +116,10 @@ class TailBound:
         free = {g.name: g.total_gpus for g in ctx.gpu_types}
         out: dict[str, float] = {}
         for _, s, bound, room in sorted(urgent, key=lambda u: (u[0], u[1].id)):
-            for g, n in room.items():
-                if free[g] >= n:
+            if room and all(free[g] >= n for g, n in room.items()):
+                for g, n in room.items():
                     free[g] -= n
-                    out[s.id] = bound
-                    break
+                out[s.id] = bound
         return out
 
 
