@@ -165,7 +165,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "energy_gap")
     ap.add_argument("--workers", type=int, default=2, help="replays at once")
-    ap.add_argument("--slices", default="all", help="comma-separated slice names, or all")
+    ap.add_argument("--slices", default="all", help="comma-separated slice names (run in that order), or all")
     ap.add_argument(
         "--variant", action="append", default=[], metavar='NAME="OPTIONS"', help="a variant's simulate options"
     )
@@ -178,7 +178,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             floor = read_json(run_dir / "summary.json").get("energy_floor_kwh") or 0.0
             print("\n".join(split_rows(run_dir.parent.name, run_dir.name, run_dir, floor)))
         return
-    chosen = [s for s in SLICES if args.slices == "all" or s.name in args.slices.split(",")]
+    by_name = {s.name: s for s in SLICES}
+    chosen = list(SLICES) if args.slices == "all" else [by_name[n] for n in args.slices.split(",")]
     variants = [] if args.no_baseline else [("current", ())]
     for v in args.variant:
         name, _, opts = v.partition("=")

@@ -131,7 +131,7 @@ class TailPaceChoice(StrEnum):
     """The rate the tail bound assumes a job keeps (planner.sim.tail_bound)."""
 
     fastest = "fastest"
-    efficient = "efficient"
+    steady = "steady"
 
 
 class TraceFormat(StrEnum):
@@ -998,8 +998,8 @@ def simulate(
     tail_pace: Annotated[
         TailPaceChoice,
         typer.Option(
-            help="Rate --tail-bound assumes a job keeps after the round: fastest (bound late, run at full speed) "
-            "or efficient (its least-energy option: bound earlier, fewer steps per round)."
+            help="How --tail-bound paces a job: fastest (it may wait until only full speed meets its deadline) "
+            "or steady (held to the even pace that meets it, once that pace is above its least-energy rate)."
         ),
     ] = TailPaceChoice.fastest,
     carbon: CarbonOpt = None,
@@ -1073,7 +1073,7 @@ def simulate(
         max_jct_increase=None if max_jct_increase is None else max_jct_increase / 100.0,
         tail_bound=None if tail_bound is None else tail_bound / 100.0,
         governor="projected" if governor == GovernorChoice.projected else "accrued",
-        tail_pace="efficient" if tail_pace == TailPaceChoice.efficient else "fastest",
+        tail_pace="steady" if tail_pace == TailPaceChoice.steady else "fastest",
         delta_max=delta_max,
         truth=truth,
         learn=learn,

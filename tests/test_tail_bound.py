@@ -100,16 +100,17 @@ def test_min_steps_from_the_deadline() -> None:
     assert fastest_steps_per_s(ctx, a) == 9.0
     # Least n (P + 100 / 2) / X: 1 GPU at 150 W, 180 / 4 = 45 J (250 W: 56, 2 GPUs: 50 and 60).
     assert efficient_steps_per_s(ctx, a) == 4.0
-    # Efficient pace: 5000 - 4 (1100 - 610) = 3040 steps, capped at 810 x 0.999999 (the most it can make).
-    efficient = TailBound({"a": 1000.0, "b": 10_000.0}, 0.10, pace="efficient")
-    assert efficient.min_steps(ctx, [a, b], 500.0, None)["a"] == pytest.approx(810.0 * 0.999999)
     assert tail.min_steps(ctx, [a, b], 500.0, None) == {"a": pytest.approx(590.0)}
     assert tail.min_steps(ctx, [a, b], 500.0, 1e6) == {}  # no bound under an energy budget
     # Past the point where even full speed is late: the bound is the most the job can make (x 0.999999).
     assert tail.min_steps(ctx, [a], 1000.0, None)["a"] == pytest.approx(810.0 * 0.999999)
-    a.remaining_steps = 3000.0  # at 300 s: 3000 - 4 (1100 - 300 - 110) = 240 steps; fastest pace: none yet
-    assert efficient.min_steps(ctx, [a], 300.0, None) == {"a": pytest.approx(240.0)}
-    assert tail.min_steps(ctx, [a], 300.0, None) == {}
+    # Steady pace: at 500 s with 5000 steps left, r = 5000 / (1100 - 500 - 10) = 8.47 steps/s > 4 (the
+    # least-energy rate): bound to 8.47 x 90 = 763 steps. With 2000 left, r = 3.39 < 4: free.
+    steady = TailBound({"a": 1000.0, "b": 10_000.0}, 0.10, pace="steady")
+    a.remaining_steps = 5000.0
+    assert steady.min_steps(ctx, [a, b], 500.0, None) == {"a": pytest.approx(5000 / 590 * 90)}
+    a.remaining_steps = 2000.0
+    assert steady.min_steps(ctx, [a], 500.0, None) == {}
 
 
 def test_bound_jobs_are_admitted_least_slack_first_while_they_fit() -> None:

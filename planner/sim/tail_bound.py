@@ -20,9 +20,14 @@ still meets ``D_j`` from the next round on, at full speed and after a restart, o
 
     sigma_j >= R_j - X_j (D_j - t - T - tau)                                             (steps)
 
-With ``pace = "efficient"`` ``X_j`` is instead the rate of the job's least-energy exclusive option (least
-``n (P + Pnode_g / K_g) / X``): the bound starts earlier and asks each round only for the steps that option
-makes, instead of holding the job back until only its fastest option meets the deadline.
+With ``pace = "steady"`` the job is instead held to the even pace that meets its deadline,
+``r_j = R_j / (D_j - t - tau)`` (steps/s), once that pace is above the rate of its least-energy exclusive
+option (least ``n (P + Pnode_g / K_g) / X``, :func:`efficient_steps_per_s`): it is bound to
+``sigma_j >= r_j (T - tau)`` this round, so it runs a little above its most efficient rate for longer
+instead of waiting until only its fastest option meets the deadline (for convex energy per step in the
+rate, the even pace costs least). A deadline already passed asks for the most the job can make. A third
+rule, the least-energy option's rate in place of ``X_j`` in the formula above, was measured and dropped:
+once behind it asks for the fastest option, like ``fastest``, but sooner.
 
 When that is above 0 the round's instance gives the job ``min_steps = min(that, 0.999999 sigma_max)``
 (``sigma_max``: the most steps any of its options gives it this round), and the model must run the
@@ -30,8 +35,8 @@ job with an option that gives it at least ``min_steps`` (:mod:`formulations.roun
 admitted least slack first (``D_j - t - R_j / X_j``), each only while *every* GPU type on which it has an
 option that meets the bound still has room for the largest such count: then any choice of options for the
 admitted jobs fits, so the bound rows stay jointly feasible and the greedy plan, which takes bound jobs
-first, meets them all. A job not admitted (no room) may wait and is late. Rounds with an energy budget get no tail bound (the
-bound could contradict the budget).
+first, meets them all. A job not admitted (no room) may wait and is late. Rounds with an energy budget get
+no tail bound (the bound could contradict the budget).
 
 It is a rule, not a proof of the outcome: a job whose deadline is already lost runs as fast as it
 can, and a job the round cannot admit waits. ``benchmarks/energy_gap.py`` measures the p95 reached.
@@ -49,7 +54,7 @@ from planner.core.economics import exclusive_power_w
 from planner.sim.round_instance import ClusterContext
 from planner.sim.state import JobState
 
-TailPace = Literal["fastest", "efficient"]
+TailPace = Literal["fastest", "steady"]
 """The rate a bound job is assumed to keep after this round (:attr:`TailBound.pace`)."""
 MIN_STEPS_SHARE = 0.999999
 """A bound is at most this share of the most steps the job can make this round (rounding margin)."""
@@ -64,8 +69,8 @@ class TailBound:
     floor_jct_s: float = 0.0
     """``J_(k)`` (s): every deadline allows at least ``(1 + x)`` times it (module docstring)."""
     pace: TailPace = "fastest"
-    """The rate ``X_j`` a job is assumed to keep from the next round on: its fastest, or that of its least-energy
-    option (``efficient``: the bound starts earlier and asks for fewer steps, which that option gives)."""
+    """``fastest``: a job may wait until only its fastest rate meets the deadline; ``steady``: it is held to the
+    even pace that meets its deadline once that pace is above its least-energy option's rate (module docstring)."""
 
     @classmethod
     def from_reference(
@@ -99,10 +104,10 @@ class TailBound:
         urgent: list[tuple[float, JobState, float, dict[str, int]]] = []
         for s in queued:
             d = self.deadline_s(s)
-            rate = fastest_steps_per_s(ctx, s) if self.pace == "fastest" else efficient_steps_per_s(ctx, s)
+            rate = fastest_steps_per_s(ctx, s)
             if d is None or rate <= 0:
                 continue
-            need = s.remaining_steps - rate * (d - now_s - T - tau)
+            need = self._need(ctx, s, d, now_s, rate)
             if need <= 0:
                 continue
             options = _options(ctx, s, T, tau)
@@ -121,6 +126,17 @@ class TailBound:
                     free[g] -= n
                 out[s.id] = bound
         return out
+
+    def _need(self, ctx: ClusterContext, s: JobState, deadline_s: float, now_s: float, fastest: float) -> float:
+        """Steps the job must make this round under the pace rule (module docstring); at most 0: none."""
+        T, tau = ctx.rules.duration_s, ctx.rules.restart_s
+        if self.pace == "fastest":
+            return s.remaining_steps - fastest * (deadline_s - now_s - T - tau)
+        left = deadline_s - now_s - tau
+        if left <= 0:
+            return s.remaining_steps
+        pace = s.remaining_steps / left
+        return pace * max(T - tau, 0.0) if pace > efficient_steps_per_s(ctx, s) else 0.0
 
 
 def _usable(ctx: ClusterContext, s: JobState) -> list[tuple[GpuType, Profile]]:
