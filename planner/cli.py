@@ -998,10 +998,10 @@ def simulate(
     tail_pace: Annotated[
         TailPaceChoice,
         typer.Option(
-            help="How --tail-bound paces a job: fastest (it may wait until only full speed meets its deadline) "
-            "or steady (held to the even pace that meets it, once that pace is above its least-energy rate)."
+            help="How --tail-bound paces a job: steady (held to the even pace that meets its deadline, once that "
+            "pace is above its least-energy rate) or fastest (it may wait until only full speed meets it)."
         ),
-    ] = TailPaceChoice.fastest,
+    ] = TailPaceChoice.steady,
     carbon: CarbonOpt = None,
     price: PriceOpt = None,
     signal_start: SignalStartOpt = None,

@@ -96,7 +96,7 @@ def test_min_steps_from_the_deadline() -> None:
     a = JobState.new(hand_job("a", A, 0.0, 10_000.0))
     a.remaining_steps = 5000.0
     b = JobState.new(hand_job("b", B, 0.0, 100.0))
-    tail = TailBound({"a": 1000.0, "b": 10_000.0}, 0.10)  # no floor: each job's own reference JCT
+    tail = TailBound({"a": 1000.0, "b": 10_000.0}, 0.10, pace="fastest")  # no floor: each job's own reference JCT
     assert fastest_steps_per_s(ctx, a) == 9.0
     # Least n (P + 100 / 2) / X: 1 GPU at 150 W, 180 / 4 = 45 J (250 W: 56, 2 GPUs: 50 and 60).
     assert efficient_steps_per_s(ctx, a) == 4.0
@@ -117,7 +117,7 @@ def test_bound_jobs_are_admitted_least_slack_first_while_they_fit() -> None:
     """One node of 2 GPUs: two late A jobs each need 2 GPUs (only 2 x 250 W gives 810): the later deadline waits."""
     ctx = hand_context(duration_s=100.0, restart_s=10.0)
     early, late = (JobState.new(hand_job(j, A, 0.0, 10_000.0)) for j in ("early", "late"))
-    tail = TailBound({"early": 900.0, "late": 950.0}, 0.0)
+    tail = TailBound({"early": 900.0, "late": 950.0}, 0.0, pace="fastest")
     assert set(tail.min_steps(ctx, [late, early], 800.0, None)) == {"early"}
 
 

@@ -89,7 +89,7 @@ class ReplaySpec:
     """wattplan steers its ``delta`` by the carbon signal (else the price signal) when one is given."""
     truth: Path | None = None
     """Profile library jobs really run by (``--truth``); None: the planning library (``profiles``) is the truth."""
-    tail_pace: TailPace = "fastest"
+    tail_pace: TailPace = "steady"
     """The rate the tail bound assumes a job keeps after the round (:attr:`~planner.sim.tail_bound.TailBound.pace`)."""
     governor: GovernorRule = "accrued"
     """How the runtime-bounded mode compares JCTs (:class:`~planner.sim.governor.JctGovernor`): accrued time,

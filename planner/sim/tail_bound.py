@@ -23,7 +23,8 @@ still meets ``D_j`` from the next round on, at full speed and after a restart, o
 With ``pace = "steady"`` the job is instead held to the even pace that meets its deadline,
 ``r_j = R_j / (D_j - t - tau)`` (steps/s), once that pace is above the rate of its least-energy exclusive
 option (least ``n (P + Pnode_g / K_g) / X``, :func:`efficient_steps_per_s`): it is bound to
-``sigma_j >= r_j (T - tau)`` this round, so it runs a little above its most efficient rate for longer
+``sigma_j >= r_j (T - tau)`` this round (and never to less than the ``fastest`` rule's steps, which a job
+shorter than a round needs when waiting one more round would already be too late), so it runs a little above its most efficient rate for longer
 instead of waiting until only its fastest option meets the deadline (for convex energy per step in the
 rate, the even pace costs least). A deadline already passed asks for the most the job can make. A third
 rule, the least-energy option's rate in place of ``X_j`` in the formula above, was measured and dropped:
@@ -68,7 +69,7 @@ class TailBound:
     tolerance: float
     floor_jct_s: float = 0.0
     """``J_(k)`` (s): every deadline allows at least ``(1 + x)`` times it (module docstring)."""
-    pace: TailPace = "fastest"
+    pace: TailPace = "steady"
     """``fastest``: a job may wait until only its fastest rate meets the deadline; ``steady``: it is held to the
     even pace that meets its deadline once that pace is above its least-energy option's rate (module docstring)."""
 
@@ -78,7 +79,7 @@ class TailBound:
         finish_s: Mapping[str, float | None],
         arrival_s: Mapping[str, float],
         tolerance: float,
-        pace: TailPace = "fastest",
+        pace: TailPace = "steady",
         q: float = 95.0,
     ) -> TailBound:
         """The bound with ``J_(k)``, ``k = floor(q/100 (N - 1))``, over the jobs the reference finishes."""
@@ -130,13 +131,15 @@ class TailBound:
     def _need(self, ctx: ClusterContext, s: JobState, deadline_s: float, now_s: float, fastest: float) -> float:
         """Steps the job must make this round under the pace rule (module docstring); at most 0: none."""
         T, tau = ctx.rules.duration_s, ctx.rules.restart_s
+        last_chance = s.remaining_steps - fastest * (deadline_s - now_s - T - tau)
         if self.pace == "fastest":
-            return s.remaining_steps - fastest * (deadline_s - now_s - T - tau)
+            return last_chance
         left = deadline_s - now_s - tau
         if left <= 0:
             return s.remaining_steps
         pace = s.remaining_steps / left
-        return pace * max(T - tau, 0.0) if pace > efficient_steps_per_s(ctx, s) else 0.0
+        steady = pace * max(T - tau, 0.0) if pace > efficient_steps_per_s(ctx, s) else 0.0
+        return max(steady, last_chance)
 
 
 def _usable(ctx: ClusterContext, s: JobState) -> list[tuple[GpuType, Profile]]:
