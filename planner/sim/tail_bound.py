@@ -20,15 +20,15 @@ still meets ``D_j`` from the next round on, at full speed and after a restart, o
 
     sigma_j >= R_j - X_j (D_j - t - T - tau)                                             (steps)
 
-With ``pace = "steady"`` the job is instead held to the even pace that meets its deadline,
+With ``pace = "steady"`` (the default) the job is instead held to the even pace that meets its deadline,
 ``r_j = R_j / (D_j - t - tau)`` (steps/s), once that pace is above the rate of its least-energy exclusive
 option (least ``n (P + Pnode_g / K_g) / X``, :func:`efficient_steps_per_s`): it is bound to
-``sigma_j >= r_j (T - tau)`` this round (and never to less than the ``fastest`` rule's steps, which a job
-shorter than a round needs when waiting one more round would already be too late), so it runs a little above its most efficient rate for longer
-instead of waiting until only its fastest option meets the deadline (for convex energy per step in the
-rate, the even pace costs least). A deadline already passed asks for the most the job can make. A third
-rule, the least-energy option's rate in place of ``X_j`` in the formula above, was measured and dropped:
-once behind it asks for the fastest option, like ``fastest``, but sooner.
+``sigma_j >= r_j (T - tau)`` this round, and never to less than the ``fastest`` rule's steps (a job shorter
+than a round needs those when waiting one more round would already be too late). It runs a little above its
+most efficient rate for longer instead of waiting until only its fastest option meets the deadline (for an
+energy per step convex in the rate, the even pace costs least). A deadline already passed asks for the most
+the job can make. A third rule, the least-energy option's rate in place of ``X_j`` in the formula above,
+was measured and dropped: once behind it asks for the fastest option, like ``fastest``, but sooner.
 
 When that is above 0 the round's instance gives the job ``min_steps = min(that, 0.999999 sigma_max)``
 (``sigma_max``: the most steps any of its options gives it this round), and the model must run the
