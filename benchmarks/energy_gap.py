@@ -8,7 +8,7 @@ resumes at the replays it had not finished). Then two tables:
 * **results**: energy, captured share ``(E_ref - E) / (E_ref - E_floor)``, average and p95 JCT against
   ``fifo-max``, the **JCT allowance used** ``J / ((1 + x) J_ref)`` (1: the whole allowed average JCT
   spent; below 1: headroom left), restarts, solver seconds per round (mean and max);
-* **split**: ``E - E_floor`` by lever (:mod:`planner.sim.energy_levers`: setting, GPU count or type,
+* **split**: ``E - E_floor`` by lever (:mod:`planner.sim.energy_levers`: setting, GPU count, GPU type,
   pairing, powered idle GPUs, restarts) and by phase (saturated, light, tail rounds), in kWh, and the
   floor offset ``base - E_floor`` (at most 0 up to the floor's own limits).
 
@@ -105,8 +105,8 @@ def split_by_phase(run_dir: Path) -> dict[str, dict[str, float]]:
             raise SystemExit(f"{run_dir}/rounds.csv has no lever columns: replay it again with this version")
         acc = out[r["phase"]]
         acc["energy"] += float(r["energy_j"]) / J_PER_KWH
-        for name in ("base", *LEVERS):
-            acc[name] += float(r[f"{name}_j"]) / J_PER_KWH
+        for name in ("base", *LEVERS):  # rounds.csv before the gpu_type lever: GPU type counted with count
+            acc[name] += float(r.get(f"{name}_j") or 0.0) / J_PER_KWH
     return out
 
 
@@ -156,8 +156,8 @@ RESULT_HEAD = (
     "| restarts | solver s/round mean / max |\n|---|---|---|---|---|---|---|---|---|---|---|"
 )
 SPLIT_HEAD = (
-    "| slice | variant | phase | energy kWh | setting | GPU count/type | pairing | idle GPUs | restarts "
-    "| floor offset |\n|---|---|---|---|---|---|---|---|---|---|"
+    "| slice | variant | phase | energy kWh | setting | GPU count | GPU type | pairing | idle GPUs | restarts "
+    "| floor offset |\n|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 

@@ -10,6 +10,8 @@ Job type A, energy per step ``e = n (P - 30) / X + h n 80 / (rho X)``:
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from planner.contracts.domain import CurrentConfig
@@ -29,8 +31,9 @@ def _state(job_id: str, job_type: str, steps: float, current: CurrentConfig | No
     return s
 
 
-def _split(states: list[JobState], allocations: list[Allocation]):
-    inst = round_instance(hand_context(duration_s=T, restart_s=10.0), 0, 0.0, states, None)
+def _split(states: list[JobState], allocations: list[Allocation], ctx=None):
+    ctx = ctx or hand_context(duration_s=T, restart_s=10.0)
+    inst = round_instance(ctx, 0, 0.0, states, None)
     plan = assemble_plan(inst, allocations, SolveInfo("hand", "feasible"))
     out = round_outcome(inst, plan)
     return round_levers(LeverBook(inst), plan, out), out.energy.total_j
@@ -86,3 +89,22 @@ def test_a_pair_charges_each_job_half_the_static_power() -> None:
 )
 def test_phase(requested: int, arrivals_left: bool, phase: str) -> None:
     assert phase_of(requested, 48, arrivals_left) == phase
+
+
+def test_a_slower_gpu_type_is_the_gpu_type_lever() -> None:
+    """A second type ``slow`` (same powers, half the rate): A on 1 slow GPU at 150 W costs 100/2 + 80/2 = 90 J/step."""
+    ctx = hand_context(duration_s=T, restart_s=10.0)
+    slow = dataclasses.replace(ctx.gpu_types[0], name="slow")
+    extra = tuple(
+        dataclasses.replace(p, gpu_type="slow", steps_per_s=p.steps_per_s / 2) for p in ctx.profiles_by_type[A]
+    )
+    two = dataclasses.replace(
+        ctx,
+        gpu_types=(ctx.gpu_types[0], slow),
+        profiles_by_type={**ctx.profiles_by_type, A: ctx.profiles_by_type[A] + extra},
+    )
+    a = _state("a", A, 1e6, CurrentConfig("slow", 1, 150))
+    split, energy = _split([a], [Allocation(("a",), "slow", 1, 150)], two)
+    assert split.gpu_type == pytest.approx(200 * (90 - 45))  # 2 steps/s x 100 s, against 45 J on a v100
+    assert split.count == split.setting == split.pairing == 0
+    assert split.total_j == pytest.approx(energy)

@@ -2,7 +2,7 @@
 
 A round's energy ``E = node + idle + dynamic`` (J, :mod:`planner.sim.accounting`) is split exactly as
 
-    E = base + setting + count + pairing + idle_gpus + restarts
+    E = base + setting + count + gpu_type + pairing + idle_gpus + restarts
 
 with, for a job-round of ``sigma`` steps on ``n`` GPUs of type ``g`` at setting ``s`` with slowdown
 ``rho`` (1 alone) and share ``h`` of its GPUs' static power (1 alone, 1/2 in a pair), the energy per
@@ -15,8 +15,9 @@ exclusive profile:
 
 * **setting** ``sigma (e(g, n, s) - min_s' e(g, n, s'))``: a dearer setting than the best on the same
   GPUs (same partner);
-* **count** ``sigma (min_s' e(g, n, s') - min_{g', n', s'} e(g', n', s'))``: a dearer GPU type or
-  count than the best the job allows, in the same sharing state (a pair: where the pair has rates);
+* **count** ``sigma (min_s' e(g, n, s') - min_{n', s'} e(g, n', s'))``: a dearer GPU count than the best the
+  job allows on the same GPU type, in the same sharing state (a pair: where the pair has rates);
+* **gpu_type** ``sigma (min_{n', s'} e(g, n', s') - min_{g', n', s'} e(g', n', s'))``: a dearer GPU type;
 * **pairing** (job-rounds that ran alone) ``sigma max(0, e_alone* - e_pair*)``: ``e_alone*`` the best
   alone, ``e_pair*`` the best in a pair with a job type queued in the same round;
 * **restarts** ``h n w_g tau`` per job-round that (re)started: GPUs held while no step is made;
@@ -24,9 +25,9 @@ exclusive profile:
   powered GPUs without a job, and GPUs whose job finished mid-round;
 * **base** ``sum sigma e*``, every step at its best in its sharing state (after the pairing lever).
 
-Over a replay, ``E - E_floor = setting + count + pairing + idle_gpus + restarts + (base - E_floor)``;
+Over a replay, ``E - E_floor = setting + count + gpu_type + pairing + idle_gpus + restarts + (base - E_floor)``;
 the last term is at most 0 up to the floor's own limits (the floor cannot give every step its best
-partner), so the five levers bound what a schedule could still save. Each round also gets a
+partner), so the six levers bound what a schedule could still save. Each round also gets a
 **phase**: ``saturated`` when the queued jobs request at least the cluster's GPUs, ``tail`` when no
 job arrives after the round starts and it is not saturated, ``light`` otherwise.
 
@@ -44,8 +45,8 @@ from planner.contracts.plan import Plan
 from planner.core.economics import ordered_pair_rates, usable_pair_rates
 from planner.sim.accounting import RoundOutcome
 
-LEVERS = ("setting", "count", "pairing", "idle_gpus", "restarts")
-"""The five levers, in the order tables print them."""
+LEVERS = ("setting", "count", "gpu_type", "pairing", "idle_gpus", "restarts")
+"""The six levers, in the order tables print them."""
 PHASES = ("saturated", "light", "tail")
 """A round's phase (module docstring)."""
 
@@ -57,6 +58,7 @@ class LeverSplit:
     base: float = 0.0
     setting: float = 0.0
     count: float = 0.0
+    gpu_type: float = 0.0
     pairing: float = 0.0
     idle_gpus: float = 0.0
     restarts: float = 0.0
@@ -111,13 +113,19 @@ class LeverBook:
         costs = [self.per_step(job_type, g, gpus, s, rho, share) for s in g.settings]
         return min((c for c in costs if c is not None), default=None)
 
-    def best(self, job_type: str, counts: tuple[int, ...], partner: str | None) -> float | None:
-        """Least ``e`` over GPU types, ``counts`` and settings, alone (``partner`` None) or beside ``partner``."""
-        return self._best(job_type, counts, partner)
+    def best(
+        self, job_type: str, counts: tuple[int, ...], partner: str | None, gpu_type: str | None = None
+    ) -> float | None:
+        """Least ``e`` over GPU types (``gpu_type`` only, if given), ``counts``, settings, beside ``partner``."""
+        return self._best(job_type, counts, partner, gpu_type)
 
-    def _best_uncached(self, job_type: str, counts: tuple[int, ...], partner: str | None) -> float | None:
+    def _best_uncached(
+        self, job_type: str, counts: tuple[int, ...], partner: str | None, gpu_type: str | None
+    ) -> float | None:
         costs = []
         for g in self.inst.gpu_types:
+            if gpu_type is not None and g.name != gpu_type:
+                continue
             for n in counts:
                 if n > g.total_gpus:
                     continue
@@ -144,7 +152,7 @@ def round_levers(book: LeverBook, plan: Plan, out: RoundOutcome) -> LeverSplit:
     inst = book.inst
     running = {e.job_id: e for e in plan.running()}
     queued_types = [j.type for j in inst.jobs]
-    base = setting = count = pairing = restarts = charged = 0.0
+    base = setting = count = on_type = pairing = restarts = charged = 0.0
     for jid, p in out.jobs.items():
         e = running[jid]
         job = inst.job(jid)
@@ -165,10 +173,12 @@ def round_levers(book: LeverBook, plan: Plan, out: RoundOutcome) -> LeverSplit:
             continue
         actual = (p.dynamic_j + static_j) / sigma
         here = book.best_setting(job.type, g, n, rho, share) or actual
-        state = book.best(job.type, job.gpus, inst.job(partner.job_id).type if partner else None) or here
-        state = min(state, here)
+        partner_type = inst.job(partner.job_id).type if partner else None
+        same_type = min(book.best(job.type, job.gpus, partner_type, g.name) or here, here)
+        state = min(book.best(job.type, job.gpus, partner_type) or same_type, same_type)
         setting += sigma * (actual - here)
-        count += sigma * (here - state)
+        count += sigma * (here - same_type)
+        on_type += sigma * (same_type - state)
         if partner is None:
             others = list(queued_types)
             others.remove(job.type)
@@ -178,4 +188,4 @@ def round_levers(book: LeverBook, plan: Plan, out: RoundOutcome) -> LeverSplit:
                 state = pair_best
         base += sigma * state
     idle = out.energy.node_j + out.energy.idle_j - charged - restarts
-    return LeverSplit(base, setting, count, pairing, idle, restarts)
+    return LeverSplit(base, setting, count, on_type, pairing, idle, restarts)

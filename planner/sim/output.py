@@ -61,6 +61,7 @@ ROUND_COLUMNS = (
     "base_j",
     "setting_j",
     "count_j",
+    "gpu_type_j",
     "pairing_j",
     "idle_gpus_j",
     "restarts_j",
