@@ -12,7 +12,7 @@ the round's energy.
 - ``budget``: none, a power cap, or a paced energy budget; ``signals``: hourly carbon and price signals;
   ``governor``: each round's ``delta`` steered by the JCT (the runtime-bounded energy mode);
   ``tail_bound``: each job's deadline from the reference, as the round's ``min_steps``.
-- ``energy_levers``: a round's energy split by lever (setting, GPU count, pairing, idle GPUs, restarts).
+- ``energy_levers``: a round's energy split by lever (setting, GPU count and type, pairing, idle GPUs, restarts).
 - ``learning``: online profile learning from each round's observations.
 - ``metrics``: a replay's summary; ``output``, ``plots``, ``render``: its files, figures and console tables.
 - ``replay``: a replay specified, prepared and run for the command line and the benchmarks.
