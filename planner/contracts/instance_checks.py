@@ -3,31 +3,32 @@
 Each check returns problems with the offending path; :func:`instance_problems` runs them
 all so a user sees every problem at once. Codes are stable:
 
-========================  =====================================================================
-code                      meaning
-========================  =====================================================================
-duplicate-gpu-type        two GPU types share a name
-duplicate-setting         a setting is listed twice for one GPU type
-node-size                 ``gpus_per_node`` is not a power of two (buddy placement needs it)
-duplicate-job-id          two jobs share an id
-duplicate-gpu-count       a job lists a GPU count twice
-bad-gpu-count             a count is neither a power of two up to a node nor a multiple of one
-unknown-job-type          a job (or pair) names a type that no profile describes
-no-profile                no GPU type has a profile for this job type at this count
-unknown-gpu-type          a profile, pair or current configuration names an unknown GPU type
-setting-not-listed        a setting is not in its GPU type's ``settings``
-duplicate-profile         two profiles share (type, gpu type, gpus, setting)
-duplicate-pair            two pair entries describe the same two types on the same GPUs
-power-below-idle          a profile's ``power_w`` is below its GPU type's ``idle_power_w``
-unknown-partner           ``current.shares_with`` names no other job of the instance
-bad-placement             ``current.placement`` names unknown nodes or GPUs, or the wrong count
-bad-command               ``command`` starts with an empty word, or a launch field holds a NUL
-bad-workdir               ``workdir`` is not an absolute path
-bad-env-name              an ``env`` name is not a shell variable name (``[A-Za-z_][A-Za-z0-9_]*``)
-bad-user                  ``user`` is not a user name or numeric id (``[A-Za-z0-9_][A-Za-z0-9._-]*``)
-not-finite                a number is NaN or infinite
-more-problems             more problems than are listed (see :data:`~planner.contracts.problems.MAX_REPORTED_PROBLEMS`)
-========================  =====================================================================
+=========================  ====================================================================
+code                       meaning
+=========================  ====================================================================
+duplicate-gpu-type         two GPU types share a name
+duplicate-setting          a setting is listed twice for one GPU type
+node-size                  ``gpus_per_node`` is not a power of two (buddy placement needs it)
+duplicate-job-id           two jobs share an id
+duplicate-gpu-count        a job lists a GPU count twice
+bad-gpu-count              a count is neither a power of two up to a node nor a multiple of one
+unknown-job-type           a job (or pair) names a type that no profile describes
+no-profile                 no GPU type has a profile for this job type at this count
+unknown-gpu-type           a profile, pair or current configuration names an unknown GPU type
+setting-not-listed         a setting is not in its GPU type's ``settings``
+duplicate-profile          two profiles share (type, gpu type, gpus, setting)
+duplicate-pair             two pair entries describe the same two types on the same GPUs
+power-below-idle           a profile's ``power_w`` is below its GPU type's ``idle_power_w``
+unknown-partner            ``current.shares_with`` names no other job of the instance
+bad-placement              ``current.placement`` names unknown nodes or GPUs, or the wrong count
+bad-command                ``command`` starts with an empty word, or a launch field holds a NUL
+bad-workdir                ``workdir`` is not an absolute path
+bad-env-name               an ``env`` name is not a shell variable name (``[A-Za-z_][A-Za-z0-9_]*``)
+bad-user                   ``user`` is not a user name or numeric id (``[A-Za-z0-9_][A-Za-z0-9._-]*``)
+min-steps-above-remaining  a job's tail bound ``min_steps`` is more than its ``remaining_steps``
+not-finite                 a number is NaN or infinite
+more-problems              more problems than are listed (see :data:`~planner.contracts.problems.MAX_REPORTED_PROBLEMS`)
+=========================  ====================================================================
 
 Every check is linear in the size of the document (sets and maps, never a search of a list per
 entry), so ten thousand jobs check in well under a second; array sizes are bounded by the schema.
