@@ -307,7 +307,7 @@ def _play_round(
         jobs_seen, gpus_seen = observe_round(real, plan, out, utilisation)
         unobserved = _log_decisions(inst, plan, learner, jobs_seen, decisions)
         learner.observe(jobs_seen, gpus_seen)
-    levers = round_levers((book or LeverBook(real)).use(real), plan, out)
+    levers = round_levers(book or LeverBook(real), plan, out)  # simulate points the book at this round
     finished, steps = _apply(inst, plan, out, states, now_s)
     return RoundRecord(
         index=inst.round.index,
