@@ -143,6 +143,9 @@ class Job:
     min_steps: float = 0.0
     """Tail bound (steps): when above 0 the plan must run the job this round and give it at least this
     many steps (a replay's per-job deadline sets it, :mod:`planner.sim.tail_bound`); 0: the job may wait."""
+    requested_gpus: int | None = None
+    """GPUs the user asked for (informational: the model plans over ``gpus``; ``plan`` shows requested against
+    given). None when unknown (instances cut from traces keep their normalised request in ``gpus``)."""
     # Launch fields (optional; used by launch renderers, ignored by the model).
     command: tuple[str, ...] | None = None
     workdir: str | None = None

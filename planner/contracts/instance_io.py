@@ -74,6 +74,7 @@ def _job(raw: dict) -> Job:
         weight=float(raw.get("weight", 1.0)),
         current=current,
         min_steps=float(raw.get("min_steps", 0.0)),
+        requested_gpus=raw.get("requested_gpus"),
         command=tuple(raw["command"]) if raw.get("command") else None,
         workdir=raw.get("workdir"),
         env=tuple(sorted(env.items())) if env else None,
@@ -144,6 +145,8 @@ def _job_doc(job: Job) -> dict:
     }
     if job.min_steps > 0:
         out["min_steps"] = job.min_steps
+    if job.requested_gpus is not None:
+        out["requested_gpus"] = job.requested_gpus
     if job.current:
         c = job.current
         out["current"] = {"gpu_type": c.gpu_type, "gpus": c.gpus, "setting": c.setting, "shares_with": c.shares_with}
