@@ -31,6 +31,7 @@ from planner.contracts.request import DEFAULT_REQUEST, REPLAY_REQUEST, PlanReque
 from planner.files.paths import refuse_overwriting_inputs
 
 if TYPE_CHECKING:
+    from planner.contracts.domain import Instance
     from planner.contracts.plan import BudgetOverride
     from planner.contracts.rules import RoundRules
     from planner.sim.engine import SimResult
@@ -164,6 +165,9 @@ NodePowerOpt = Annotated[
     float, typer.Option(help="Node base power (CPU, memory, fans) in W; an assumption, not measured data.")
 ]
 VcOpt = Annotated[str | None, typer.Option(help="Philly virtual cluster id to keep (e.g. 6214e9).")]
+JOB_LIST_SUFFIXES = (".csv", ".yaml", ".yml")
+"""Inputs that are an operator's job list, not an instance (:mod:`planner.rounds.job_list`)."""
+
 ProfilesOpt = Annotated[Path | None, typer.Option(help="Profile library (default: the shipped Gavel+Zeus one).")]
 PowerCapOpt = Annotated[float | None, typer.Option(help="Power cap (W): a round's budget is cap x T.")]
 
@@ -213,7 +217,10 @@ def _trace(path: Path) -> Path:
 def plan(
     instance: Annotated[
         Path | None,
-        typer.Argument(help="Round instance (wattplan.instance/1 JSON); default: the shipped default round."),
+        typer.Argument(
+            help="Round instance (wattplan.instance/1 JSON), or a job list (.csv, .yaml) with --cluster; "
+            "default: the shipped default round."
+        ),
     ] = None,
     solver: Annotated[str, typer.Option(help=SOLVER_HELP)] = DEFAULT_REQUEST.solver,
     objective: Annotated[
@@ -273,8 +280,22 @@ def plan(
         "plan.json"
     ),
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the summary.")] = False,
+    cluster: Annotated[
+        Path | None, typer.Option(help="With a job list (.csv, .yaml) as input: the cluster file (YAML).")
+    ] = None,
+    profiles: Annotated[
+        Path | None, typer.Option(help="With a job list: the profile library (default: the shipped one).")
+    ] = None,
+    instance_out: Annotated[
+        Path | None,
+        typer.Option(help="With a job list: where to write the instance made from it (default: PLAN.instance.json)."),
+    ] = None,
 ) -> None:
-    """Plan one round: GPUs, settings, partners and placements under the energy budget; validate; write."""
+    """Plan one round: GPUs, settings, partners and placements under the energy budget; validate; write.
+
+    The input is a round instance, or your job list with --cluster (and --profiles): the instance made from them
+    is written beside the plan, for validate, launch and instance next.
+    """
     import dataclasses
 
     from planner.console.tables import plan_table, summary_table
@@ -323,12 +344,31 @@ def plan(
     if problems:
         raise InputError("options", problems)
     source = instance or default_instance()
+    from_jobs = source.suffix.lower() in JOB_LIST_SUFFIXES
+    if from_jobs and cluster is None:
+        problems.append(Problem("bad-option", "--cluster", f"a job list ({source.name}) needs --cluster FILE"))
+    if not from_jobs and (cluster or profiles or instance_out):
+        problems.append(Problem("bad-option", "--cluster", "--cluster, --profiles, --instance-out go with a job list"))
+    if problems:
+        raise InputError("options", problems)
     outputs: dict[str, Path | None] = {"--out": out_path}
+    if from_jobs:
+        instance_out = instance_out or out_path.with_suffix(".instance.json")
+        outputs["--instance-out"] = instance_out
     if export_model is not None:
         stage1, stage2 = planning.model_export_paths(export_model)
         outputs |= {"--export-model": stage1, "--export-model (stage 2)": stage2}
-    refuse_overwriting_inputs(outputs, [source, from_solution])
-    inst = load_instance(source)
+    refuse_overwriting_inputs(outputs, [source, from_solution, cluster, profiles])
+    if from_jobs:
+        from planner.contracts.instance_io import write_instance
+        from planner.rounds.from_jobs import read_operator_instance
+
+        assert cluster is not None and instance_out is not None
+        inst = read_operator_instance(source, cluster, profiles)
+        write_instance(inst, instance_out)
+        source = instance_out
+    else:
+        inst = load_instance(source)
     override = budget_override(inst.round.budget_j, inst.round.duration_s, budget_j, power_cap_w)
     planned_inst = inst
     if override is not None:
@@ -685,6 +725,85 @@ def instance_from_trace(
         f"wrote [bold]{shown(out_path)}[/]: {len(inst.jobs)} jobs at t={at:g} s, "
         f"{sum(g.nodes for g in inst.gpu_types)} nodes, budget {budget}"
     )
+
+
+JobsArg = Annotated[
+    Path,
+    typer.Argument(
+        help="Job list (.csv, .yaml): id, type, gpus, remaining_steps or remaining_s, optional allowed_gpus, "
+        "weight, command, workdir, user (docs/operators.md)."
+    ),
+]
+ClusterFileOpt = Annotated[
+    Path,
+    typer.Option(
+        "--cluster",
+        help="Cluster file (YAML): nodes per GPU type, nodes down, GPUs held by unmanaged jobs, round_s, "
+        "power_cap_kw (docs/operators.md).",
+    ),
+]
+
+
+@instance_app.command("from-jobs")
+@handles_errors
+def instance_from_jobs_cmd(
+    jobs: JobsArg,
+    cluster: ClusterFileOpt,
+    out_path: Annotated[Path, typer.Option("--out", "-o", help="Instance file to write.")] = Path("instance.json"),
+    profiles: ProfilesOpt = None,
+) -> None:
+    """Make a round instance from your job list and cluster file: jobs wait, nothing runs yet."""
+    from planner.contracts.instance_io import write_instance
+    from planner.rounds.from_jobs import read_operator_instance
+
+    refuse_overwriting_inputs({"--out": out_path}, [jobs, cluster, profiles])
+    inst = read_operator_instance(jobs, cluster, profiles)
+    write_instance(inst, out_path)
+    _print_operator_instance(inst, out_path)
+
+
+def _print_operator_instance(inst: Instance, out_path: Path) -> None:
+    """One line on what was written, and a line per host left out of planning."""
+    nodes = ", ".join(f"{g.name}: {g.nodes} x {g.gpus_per_node} GPUs" for g in inst.gpu_types)
+    cap = "none" if inst.round.budget_j is None else f"{inst.round.budget_j / inst.round.duration_s / 1e3:.3g} kW"
+    out.print(f"wrote [bold]{shown(out_path)}[/]: round {inst.round.index}, {len(inst.jobs)} jobs; {nodes}; cap {cap}")
+    for host, why in sorted((inst.extra.get("left_out") or {}).items()):
+        out.print(f"  not planned: {shown(host)} ({shown(why)})")
+
+
+@instance_app.command("next")
+@handles_errors
+def instance_next(
+    plan_path: Annotated[Path, typer.Argument(metavar="PLAN", help="This round's plan (wattplan.plan/1 JSON).")],
+    instance: Annotated[Path, typer.Option("--instance", help="The instance the plan was made for.")],
+    out_path: Annotated[Path, typer.Option("--out", "-o", help="Next round's instance to write.")] = Path("next.json"),
+    jobs: Annotated[
+        Path | None,
+        typer.Option(help="Updated job list (the operator's counters): its jobs and remaining work are the truth."),
+    ] = None,
+    cluster: Annotated[Path | None, typer.Option(help="Cluster file for --jobs (YAML).")] = None,
+    profiles: ProfilesOpt = None,
+) -> None:
+    """Carry a plan into the next round: running jobs get their allocation as current, work done is taken off."""
+    from planner.contracts.instance_io import load_instance, write_instance
+    from planner.contracts.plan import load_plan
+    from planner.rounds.from_jobs import read_operator_instance
+    from planner.rounds.next_round import check_plan_matches, follow_plan, next_instance
+
+    if (jobs is None) != (cluster is None):
+        raise InputError("options", [Problem("bad-option", "--jobs", "--jobs and --cluster go together")])
+    refuse_overwriting_inputs({"--out": out_path}, [plan_path, instance, jobs, cluster, profiles])
+    previous = load_instance(instance)
+    plan = load_plan(plan_path)
+    check_plan_matches(previous, plan, str(plan_path))
+    if jobs is not None and cluster is not None:
+        inst = follow_plan(previous, plan, read_operator_instance(jobs, cluster, profiles, previous.round.rules))
+    else:
+        inst = next_instance(previous, plan)
+    write_instance(inst, out_path)
+    _print_operator_instance(inst, out_path)
+    running = sum(1 for j in inst.jobs if j.current is not None)
+    out.print(f"  {running} jobs continue from the plan, {len(inst.jobs) - running} wait")
 
 
 class SweepFamily(StrEnum):

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from planner.contracts.defaults import BUDGET_FRACTION
-from planner.contracts.domain import GpuType, Instance, Job, RoundSpec, is_power_of_two
+from planner.contracts.domain import GpuType, Instance, Job, PairSlowdown, Profile, RoundSpec, is_power_of_two
 from planner.contracts.problems import InputError, Problem
 from planner.contracts.rules import RoundRules
 from planner.core.economics import full_power_w, round_budget_j
@@ -80,6 +80,38 @@ def queued_jobs(
     return jobs, capped
 
 
+def library_gpu_type(lib: ProfileLibrary, name: str, nodes: int, gpus_per_node: int, node_power_w: float) -> GpuType:
+    """GPU type ``name``: ``nodes`` nodes of ``gpus_per_node`` GPUs, base power ``node_power_w`` (W).
+
+    Its idle power (W per GPU), setting unit and settings come from the library (``name`` must be one of its types).
+    """
+    spec = lib.gpu_types[name]
+    return GpuType(
+        name=name,
+        nodes=nodes,
+        gpus_per_node=gpus_per_node,
+        idle_power_w=float(spec["idle_power_w"]),
+        node_power_w=node_power_w,
+        setting_unit=spec["setting_unit"],
+        settings=tuple(spec["settings"]),
+    )
+
+
+def library_tables(
+    lib: ProfileLibrary, job_types: set[str], gpu_types: Sequence[GpuType]
+) -> tuple[tuple[Profile, ...], tuple[PairSlowdown, ...]]:
+    """The library's profiles and pair entries a round needs.
+
+    Profiles of ``job_types`` on ``gpu_types`` with at most the type's GPUs; pairs of two of ``job_types`` on them.
+    """
+    total = {g.name: g.total_gpus for g in gpu_types}
+    profiles = tuple(
+        p for p in lib.profiles if p.type in job_types and p.gpu_type in total and p.gpus <= total[p.gpu_type]
+    )
+    pairs = tuple(p for p in lib.pairs if p.a in job_types and p.b in job_types and p.gpu_type in total)
+    return profiles, pairs
+
+
 def build_round(
     trace: Sequence[TraceJob],
     cluster: ClusterSpec,
@@ -99,29 +131,13 @@ def build_round(
         raise InputError("--cluster", problems)
     names = [name for name, _ in cluster.gpus]
     gpu_types = tuple(
-        GpuType(
-            name=name,
-            nodes=count // cluster.gpus_per_node,
-            gpus_per_node=cluster.gpus_per_node,
-            idle_power_w=float(lib.gpu_types[name]["idle_power_w"]),
-            node_power_w=cluster.node_power_w,
-            setting_unit=lib.gpu_types[name]["setting_unit"],
-            settings=tuple(lib.gpu_types[name]["settings"]),
-        )
+        library_gpu_type(lib, name, count // cluster.gpus_per_node, cluster.gpus_per_node, cluster.node_power_w)
         for name, count in cluster.gpus
     )
     jobs, capped = queued_jobs(trace, lib, names, opts.at_s)
     if opts.max_jobs is not None:
         jobs = jobs[: opts.max_jobs]
-    types = {j.type for j in jobs}
-    profiles = tuple(
-        p
-        for p in lib.profiles
-        if p.type in types
-        and p.gpu_type in names
-        and p.gpus <= max(g.total_gpus for g in gpu_types if g.name == p.gpu_type)
-    )
-    pairs = tuple(p for p in lib.pairs if p.a in types and p.b in types and p.gpu_type in names)
+    profiles, pairs = library_tables(lib, {j.type for j in jobs}, gpu_types)
     extra = {"source": {**(source or {}), "at_s": opts.at_s, "capped_requests": capped}}
     draft = Instance(RoundSpec.from_rules(opts.round_index, opts.rules, None), gpu_types, tuple(jobs), profiles, pairs)
     budget = opts.budget_j
