@@ -33,6 +33,7 @@ from planner.files.paths import refuse_overwriting_inputs
 if TYPE_CHECKING:
     from planner.contracts.plan import BudgetOverride
     from planner.contracts.rules import RoundRules
+    from planner.profile_library.library import ProfileLibrary
     from planner.sim.engine import SimResult
     from planner.sim.replay import ReplaySpec
 
@@ -662,7 +663,7 @@ def instance_from_trace(
     trace = _trace(trace)
     refuse_overwriting_inputs({"--out": out_path}, [trace, profiles])
     spec = parse_cluster_spec(cluster, gpus_per_node, node_power_w)
-    lib = load_profile_library(profiles)
+    lib = _with_priors(load_profile_library(profiles), [name for name, _ in spec.gpus])
     jobs = read_trace(trace, lib, fmt.value, seed, vc)
     if no_budget:
         fraction, joules = None, None
@@ -685,6 +686,21 @@ def instance_from_trace(
         f"wrote [bold]{shown(out_path)}[/]: {len(inst.jobs)} jobs at t={at:g} s, "
         f"{sum(g.nodes for g in inst.gpu_types)} nodes, budget {budget}"
     )
+
+
+def _with_priors(lib: ProfileLibrary, names: Sequence[str]) -> ProfileLibrary:
+    """The library with priors for the named GPU types it lacks and the spec file knows, each with a note."""
+    from planner.profile_library.priors import load_gpu_specs, with_prior_types
+
+    specs = load_gpu_specs()
+    lib, added = with_prior_types(lib, names, specs)
+    told = specs.error.summary() if specs.error else "expected error not measured"
+    for name in added:
+        err.print(
+            f"[yellow]note:[/] {shown(name)} has no profiles: planned from a prior scaled from the V100 by its "
+            f"specs; {told}"
+        )
+    return lib
 
 
 class SweepFamily(StrEnum):
@@ -933,6 +949,74 @@ def profiles_truth(
     doc = truth_from_file(prior, params)
     write_json_atomic(out_path, doc)
     out.print(f"wrote [bold]{shown(out_path)}[/]: {len(doc['profiles'])} profiles, {len(doc['pairs'])} pair entries")
+
+
+@profiles_app.command("prior")
+@handles_errors
+def profiles_prior(
+    gpu: Annotated[str, typer.Option(help="GPU types to add from their specs, comma-separated (e.g. a100,h100).")],
+    out_path: Annotated[Path, typer.Option("--out", "-o", help="Profile library to write.")],
+    profiles: ProfilesOpt = None,
+    specs: Annotated[
+        Path | None, typer.Option(help="GPU spec file (default: the shipped instances/profiles/gpu_specs.json).")
+    ] = None,
+) -> None:
+    """Add GPU types without measurements, scaled from the V100 by public specs.
+
+    Each new type's profiles and pairs are marked basis prior with the rule's measured expected error
+    (docs/design.md §9.8); `profiles fit` and learning correct them like any prior.
+    """
+    from planner.console.list_options import split_list
+    from planner.contracts.jsonio import read_json, write_json_atomic
+    from planner.files.resources import profile_library
+    from planner.profile_library.library import library_from_doc
+    from planner.profile_library.priors import add_prior_types_doc, load_gpu_specs
+
+    source = profiles or profile_library()
+    names = split_list(gpu, "--gpu")
+    refuse_overwriting_inputs({"--out": out_path}, [source, specs])
+    doc = read_json(source)
+    lib = library_from_doc(doc, str(source))
+    spec_file = load_gpu_specs(specs)
+    add_prior_types_doc(doc, lib, names, spec_file)
+    library_from_doc(doc, "the library with priors")  # every check, before writing
+    write_json_atomic(out_path, doc)
+    told = spec_file.error.summary() if spec_file.error else "expected error not measured"
+    out.print(f"wrote [bold]{shown(out_path)}[/]: added {shown(', '.join(names))} from priors; {told}")
+
+
+@profiles_app.command("ls")
+@handles_errors
+def profiles_ls(profiles: ProfilesOpt = None) -> None:
+    """Per GPU type: settings, idle power, job types, GPU counts, pairs, profiles by basis kind."""
+    from planner.files.resources import profile_library
+    from planner.profile_library.library import load_profile_library
+    from planner.profile_library.listing import summary_table
+
+    source = profiles or profile_library()
+    out.print(summary_table(load_profile_library(source), f"GPU types in {source.name}"))
+
+
+@profiles_app.command("show")
+@handles_errors
+def profiles_show(
+    gpu: Annotated[str, typer.Option(help="GPU type whose profiles are listed.")],
+    job_type: Annotated[str | None, typer.Option("--type", help="Only this job type.")] = None,
+    profiles: ProfilesOpt = None,
+) -> None:
+    """The profile entries of one GPU type: job type, GPUs, setting, steps/s, W per GPU, basis, error."""
+    from planner.files.resources import profile_library
+    from planner.profile_library.library import load_profile_library
+    from planner.profile_library.listing import entries_table
+
+    source = profiles or profile_library()
+    lib = load_profile_library(source)
+    if gpu not in lib.gpu_types:
+        raise InputError("--gpu", [Problem("unknown-gpu-type", "--gpu", f"{gpu!r} is not in {sorted(lib.gpu_types)}")])
+    if job_type is not None and not any(p.type == job_type and p.gpu_type == gpu for p in lib.profiles):
+        raise InputError("--type", [Problem("unknown-job-type", "--type", f"no profile of {job_type!r} on {gpu}")])
+    what = gpu if job_type is None else f"{job_type} on {gpu}"
+    out.print(entries_table(lib, gpu, job_type, f"profiles of {what} in {source.name}"))
 
 
 @app.command()
