@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from planner.contracts.domain import Instance
     from planner.contracts.plan import BudgetOverride
     from planner.contracts.rules import RoundRules
+    from planner.profile_library.library import ProfileLibrary
     from planner.sim.engine import SimResult
     from planner.sim.replay import ReplaySpec
 
@@ -364,7 +365,8 @@ def plan(
         from planner.rounds.from_jobs import read_operator_instance
 
         assert cluster is not None and instance_out is not None
-        inst = read_operator_instance(source, cluster, profiles)
+        inst, added = read_operator_instance(source, cluster, profiles)
+        _prior_notes(added)
         write_instance(inst, instance_out)
         source = instance_out
     else:
@@ -702,7 +704,7 @@ def instance_from_trace(
     trace = _trace(trace)
     refuse_overwriting_inputs({"--out": out_path}, [trace, profiles])
     spec = parse_cluster_spec(cluster, gpus_per_node, node_power_w)
-    lib = load_profile_library(profiles)
+    lib = _with_priors(load_profile_library(profiles), [name for name, _ in spec.gpus])
     jobs = read_trace(trace, lib, fmt.value, seed, vc)
     if no_budget:
         fraction, joules = None, None
@@ -757,7 +759,8 @@ def instance_from_jobs_cmd(
     from planner.rounds.from_jobs import read_operator_instance
 
     refuse_overwriting_inputs({"--out": out_path}, [jobs, cluster, profiles])
-    inst = read_operator_instance(jobs, cluster, profiles)
+    inst, added = read_operator_instance(jobs, cluster, profiles)
+    _prior_notes(added)
     write_instance(inst, out_path)
     _print_operator_instance(inst, out_path)
 
@@ -797,13 +800,39 @@ def instance_next(
     plan = load_plan(plan_path)
     check_plan_matches(previous, plan, str(plan_path))
     if jobs is not None and cluster is not None:
-        inst = follow_plan(previous, plan, read_operator_instance(jobs, cluster, profiles, previous.round.rules))
+        fresh, added = read_operator_instance(jobs, cluster, profiles, previous.round.rules)
+        _prior_notes(added)
+        inst = follow_plan(previous, plan, fresh)
     else:
         inst = next_instance(previous, plan)
     write_instance(inst, out_path)
     _print_operator_instance(inst, out_path)
     running = sum(1 for j in inst.jobs if j.current is not None)
     out.print(f"  {running} jobs continue from the plan, {len(inst.jobs) - running} wait")
+
+
+def _with_priors(lib: ProfileLibrary, names: Sequence[str]) -> ProfileLibrary:
+    """The library with priors for the named GPU types it lacks and the spec file knows, each with a note."""
+    from planner.profile_library.priors import with_prior_types
+
+    lib, added = with_prior_types(lib, names)
+    _prior_notes(added)
+    return lib
+
+
+def _prior_notes(added: Sequence[str]) -> None:
+    """A note for each GPU type planned from its prior (design §9.8), with the prior's expected error."""
+    from planner.profile_library.priors import load_gpu_specs
+
+    if not added:
+        return
+    specs = load_gpu_specs()
+    told = specs.error.summary() if specs.error else "expected error not measured"
+    for name in added:
+        err.print(
+            f"[yellow]note:[/] {shown(name)} has no profiles: planned from a prior scaled from the V100 by its "
+            f"specs; {told}"
+        )
 
 
 class SweepFamily(StrEnum):
@@ -1052,6 +1081,74 @@ def profiles_truth(
     doc = truth_from_file(prior, params)
     write_json_atomic(out_path, doc)
     out.print(f"wrote [bold]{shown(out_path)}[/]: {len(doc['profiles'])} profiles, {len(doc['pairs'])} pair entries")
+
+
+@profiles_app.command("prior")
+@handles_errors
+def profiles_prior(
+    gpu: Annotated[str, typer.Option(help="GPU types to add from their specs, comma-separated (e.g. a100,h100).")],
+    out_path: Annotated[Path, typer.Option("--out", "-o", help="Profile library to write.")],
+    profiles: ProfilesOpt = None,
+    specs: Annotated[
+        Path | None, typer.Option(help="GPU spec file (default: the shipped instances/profiles/gpu_specs.json).")
+    ] = None,
+) -> None:
+    """Add GPU types without measurements, scaled from the V100 by public specs.
+
+    Each new type's profiles and pairs are marked basis prior with the rule's measured expected error
+    (docs/design.md §9.8); `profiles fit` and learning correct them like any prior.
+    """
+    from planner.console.list_options import split_list
+    from planner.contracts.jsonio import read_json, write_json_atomic
+    from planner.files.resources import profile_library
+    from planner.profile_library.library import library_from_doc
+    from planner.profile_library.priors import add_prior_types_doc, load_gpu_specs
+
+    source = profiles or profile_library()
+    names = split_list(gpu, "--gpu")
+    refuse_overwriting_inputs({"--out": out_path}, [source, specs])
+    doc = read_json(source)
+    lib = library_from_doc(doc, str(source))
+    spec_file = load_gpu_specs(specs)
+    add_prior_types_doc(doc, lib, names, spec_file)
+    library_from_doc(doc, "the library with priors")  # every check, before writing
+    write_json_atomic(out_path, doc)
+    told = spec_file.error.summary() if spec_file.error else "expected error not measured"
+    out.print(f"wrote [bold]{shown(out_path)}[/]: added {shown(', '.join(names))} from priors; {told}")
+
+
+@profiles_app.command("ls")
+@handles_errors
+def profiles_ls(profiles: ProfilesOpt = None) -> None:
+    """Per GPU type: settings, idle power, job types, GPU counts, pairs, profiles by basis kind."""
+    from planner.files.resources import profile_library
+    from planner.profile_library.library import load_profile_library
+    from planner.profile_library.listing import summary_table
+
+    source = profiles or profile_library()
+    out.print(summary_table(load_profile_library(source), f"GPU types in {source.name}"))
+
+
+@profiles_app.command("show")
+@handles_errors
+def profiles_show(
+    gpu: Annotated[str, typer.Option(help="GPU type whose profiles are listed.")],
+    job_type: Annotated[str | None, typer.Option("--type", help="Only this job type.")] = None,
+    profiles: ProfilesOpt = None,
+) -> None:
+    """The profile entries of one GPU type: job type, GPUs, setting, steps/s, W per GPU, basis, error."""
+    from planner.files.resources import profile_library
+    from planner.profile_library.library import load_profile_library
+    from planner.profile_library.listing import entries_table
+
+    source = profiles or profile_library()
+    lib = load_profile_library(source)
+    if gpu not in lib.gpu_types:
+        raise InputError("--gpu", [Problem("unknown-gpu-type", "--gpu", f"{gpu!r} is not in {sorted(lib.gpu_types)}")])
+    if job_type is not None and not any(p.type == job_type and p.gpu_type == gpu for p in lib.profiles):
+        raise InputError("--type", [Problem("unknown-job-type", "--type", f"no profile of {job_type!r} on {gpu}")])
+    what = gpu if job_type is None else f"{job_type} on {gpu}"
+    out.print(entries_table(lib, gpu, job_type, f"profiles of {what} in {source.name}"))
 
 
 @app.command()

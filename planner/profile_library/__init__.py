@@ -3,6 +3,8 @@
 - ``library``: the library type, its loader and the shipped library's path.
 - ``build``: the shipped V100/P100 library built from Gavel throughputs and Zeus power (docs/design.md §9.1).
 - ``mapping``: how Gavel's and Zeus's names and units map onto the library's.
+- ``priors``: GPU types without measurements scaled from the V100 by public specs, and the rule's error (§9.8).
+- ``listing``: what a library holds, as the tables of ``profiles ls`` and ``profiles show``.
 
 Measuring and fitting new entries is :mod:`planner.profiling`'s job. Imports :mod:`planner.contracts`,
 :mod:`planner.files` and :mod:`planner.core`.

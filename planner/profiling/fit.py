@@ -6,7 +6,8 @@ Steps, in order:
    (entries marked ``repaired``).
 2. GPU types: ``idle_power_w`` becomes the mean of the type's ``idle`` points, ``held_idle_power_w`` and
    ``node_power_w`` the means of ``held_idle`` / ``node`` points, ``top_limit_w`` the largest ``top_limit``
-   point (W), with ``idle_basis`` naming the points. A GPU type only points name gets the settings of its
+   point (W), with ``idle_basis`` naming the points; a setting of an exclusive point the type's ``settings`` lack
+   joins them (same unit). A GPU type only points name gets the settings of its
    exclusive points and, without ``idle`` points, the floor of the lowest power among them as idle (the rule of
    :mod:`planner.profile_library.build`: a GPU running a job cannot draw less than idle).
 3. Each (job type, GPU type) with exclusive points is fitted (:mod:`planner.profiling.job_model`) and its prior
@@ -118,6 +119,7 @@ def _update_gpu_types(doc: dict[str, Any], points: Sequence[MeasuredPoint]) -> l
             doc["gpu_types"].append(entry)
             known[name] = entry
         entry = known[name]
+        notes += _join_settings(entry, runs)
         said, ids = [], []
         for kind, key, pick in (
             ("idle", "idle_power_w", _mean),
@@ -135,6 +137,29 @@ def _update_gpu_types(doc: dict[str, Any], points: Sequence[MeasuredPoint]) -> l
             entry["idle_basis"] = make_basis("measured", ids, None, f"{'; '.join(said)} ({rule})")
         if kinds["idle"]:
             entry["idle_power_source"] = f"mean of {len(kinds['idle'])} measured idle point(s), see idle_basis"
+    return notes
+
+
+def _join_settings(entry: dict[str, Any], runs: Sequence[MeasuredPoint]) -> list[str]:
+    """Settings of exclusive points missing from the GPU type's grid join it (sorted), in place; returns notes.
+
+    A point in another setting unit than the type's is left out of the grid (and noted): its number is not one of
+    the type's settings. Without this a measured setting off the grid (the V100's 300 W default limit against
+    the 100-250 W grid) was fitted but never tabled.
+    """
+    unit = entry["setting_unit"]
+    grid = set(entry["settings"])
+    new, notes = set(), []
+    for p in runs:
+        if p.setting is None or p.setting in grid:
+            continue
+        if p.setting_unit not in (None, unit):
+            notes.append(f"point {p.id}: setting {p.setting} in {p.setting_unit}, {entry['name']} uses {unit}")
+            continue
+        new.add(p.setting)
+    if new:
+        entry["settings"] = sorted(grid | new)
+        notes.append(f"GPU type {entry['name']}: measured settings {sorted(new)} joined its settings")
     return notes
 
 

@@ -36,8 +36,8 @@ from planner.rounds.cluster_file import ClusterFile, read_cluster_file
 from planner.rounds.job_list import JobRequest, read_job_list
 
 UNKNOWN_GPU_HINT = (
-    "measure it (`wattplan profiles ingest` then `wattplan profiles fit`) or plan from a prior built from the "
-    "GPU's public specification (`wattplan profiles prior --gpu NAME`)"
+    "measure it (`wattplan profiles ingest` then `wattplan profiles fit`), or add its public specification to "
+    "a copy of instances/profiles/gpu_specs.json and build a prior (`wattplan profiles prior --gpu NAME`)"
 )
 
 
@@ -160,11 +160,16 @@ def instance_from_jobs(
 
 def read_operator_instance(
     jobs_path: Path, cluster_path: Path, profiles_path: Path | None, rules: RoundRules | None = None
-) -> Instance:
-    """Read a job list, a cluster file and a profile library (None: the shipped one) and make the instance."""
+) -> tuple[Instance, list[str]]:
+    """Read a job list, a cluster file and a profile library (None: the shipped one) and make the instance.
+
+    A GPU type of the cluster that the library lacks but the shipped spec table knows is planned from its prior
+    (:func:`planner.profile_library.priors.with_prior_types`, design §9.8); the second value names those types.
+    """
     from planner.profile_library.library import load_profile_library
+    from planner.profile_library.priors import with_prior_types
 
     cluster = read_cluster_file(cluster_path)
     requests = read_job_list(jobs_path)
-    lib = load_profile_library(profiles_path)
-    return instance_from_jobs(requests, cluster, lib, rules, (str(jobs_path), str(cluster_path)))
+    lib, added = with_prior_types(load_profile_library(profiles_path), [g.name for g in cluster.groups])
+    return instance_from_jobs(requests, cluster, lib, rules, (str(jobs_path), str(cluster_path))), added
