@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +14,7 @@ from planner.contracts.problems import Problem
 from planner.core.validate import validate_plan
 from planner.launch.hosts import HostMap
 from planner.launch.kubernetes import KubernetesOptions, render_kubernetes
+from planner.launch.limits import LimitOptions, round_limits
 from planner.launch.output import write_folder
 from planner.launch.render import TARGETS, LaunchFile, LaunchModel, Target, build_model
 from planner.launch.shell import render_shell
@@ -36,6 +37,18 @@ class LaunchOptions:
     hosts: HostMap = field(default_factory=HostMap)
     slurm: SlurmOptions = field(default_factory=SlurmOptions)
     kubernetes: KubernetesOptions = field(default_factory=KubernetesOptions)
+    limits: LimitOptions = field(default_factory=LimitOptions)
+    """Time limit and checkpoint signal from the round's length (``LimitOptions(enabled=False)``: none)."""
+
+
+def with_round_limits(options: LaunchOptions, duration_s: float) -> LaunchOptions:
+    """``options`` with the Slurm ``--time``/``--signal`` and Kubernetes deadline of a round of ``duration_s``."""
+    limits = round_limits(duration_s, options.limits)
+    return replace(
+        options,
+        slurm=replace(options.slurm, limits=limits),
+        kubernetes=replace(options.kubernetes, active_deadline_s=limits.time_limit_s),
+    )
 
 
 @dataclass(frozen=True)
@@ -99,7 +112,7 @@ def launch_plan(
 
     A plan's declared budget override stands in for the instance's budget (:func:`planner.core.validate.validate_plan`).
     """
-    options = options or LaunchOptions()
+    options = with_round_limits(options or LaunchOptions(), instance.round.duration_s)
     problems = validate_plan(instance, plan)
     if problems:
         raise PlanRejected(source, problems)
