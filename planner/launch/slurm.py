@@ -42,17 +42,22 @@ class SlurmOptions:
     limits: RoundLimits = NO_LIMITS
 
 
-def slurm_job_name(unit: Unit) -> str:
-    """The unit's Slurm job name, the same in every round: ``wattplan-`` (or ``wattplan-pair-``) + ids + hash.
+def slurm_name(job_ids: tuple[str, ...]) -> str:
+    """The Slurm job name of an allocation of ``job_ids``, the same in every round.
 
-    It holds no round index, so a later round finds the job with ``squeue --name``; a pair's ids are
-    sorted, so the name does not depend on which member the plan lists first.
+    ``wattplan-`` (or ``wattplan-pair-``) + slugs of the ids + a hash: no round index, so a later round
+    finds the job with ``squeue --name``; a pair's ids are sorted, so member order does not matter.
     """
-    ids = sorted(unit.job_ids)
+    ids = sorted(job_ids)
     return safe_name("wattplan-" if len(ids) == 1 else "wattplan-pair-", *ids, max_len=NAME_LEN)
 
 
-def limit_directives(limits: RoundLimits) -> list[tuple[str, str]]:
+def slurm_job_name(unit: Unit) -> str:
+    """The unit's Slurm job name (:func:`slurm_name` of its job ids)."""
+    return slurm_name(unit.job_ids)
+
+
+def limitdirective_lines(limits: RoundLimits) -> list[tuple[str, str]]:
     """``--time=MINUTES`` and ``--signal=B:USR1@LEAD`` (to the batch shell, LEAD s before the limit), if set."""
     out: list[tuple[str, str]] = []
     if limits.time_limit_min is not None:
@@ -70,11 +75,12 @@ def node_step_settings(model: LaunchModel, host: str) -> list[GpuSetting]:
     return [s for s in model.settings(host) if s.unit == "power_limit_w" or s.shared]
 
 
-def _gres(gpu_type: str, count: int, opts: SlurmOptions) -> str:
+def gres(gpu_type: str, count: int, opts: SlurmOptions) -> str:
+    """The ``--gres`` value for ``count`` GPUs per node: ``gpu:TYPE:N``, or ``gpu:N`` without ``gres_type``."""
     return f"gpu:{gpu_type}:{count}" if opts.gres_type else f"gpu:{count}"
 
 
-def _directives(pairs: list[tuple[str, str]]) -> list[str]:
+def directive_lines(pairs: list[tuple[str, str]]) -> list[str]:
     """``#SBATCH --name=value`` lines; every value must be a plain token (sbatch, not a shell, reads them)."""
     return [f"#SBATCH --{checked_token(k)}={checked_token(v)}" for k, v in pairs]
 
@@ -142,19 +148,19 @@ def job_script(model: LaunchModel, unit: Unit, opts: SlurmOptions) -> str:
         ("nodes", str(len(unit.parts))),
         ("ntasks-per-node", "1"),
         ("nodelist", ",".join(unit.hosts)),
-        ("gres", _gres(unit.gpu_type, unit.gpus_per_part, opts)),
+        ("gres", gres(unit.gpu_type, unit.gpus_per_part, opts)),
     ]
     if unit.setting_unit == "sm_clock_mhz" and not unit.shared:
         directives.append(("gpu-freq", str(int(unit.setting))))
     if opts.partition:
         directives.append(("partition", opts.partition))
-    directives += limit_directives(opts.limits)
+    directives += limitdirective_lines(opts.limits)
     directives.append(("output", f"logs/{unit.name}.%j.out"))
     where = "; ".join(f"{p.host} GPUs {p.indices_text}" for p in unit.parts)
     jobs = " and ".join(comment_text(j) for j in unit.job_ids)
     lines = [
         "#!/usr/bin/env bash",
-        *_directives(directives),
+        *directive_lines(directives),
         SHELLCHECK_SINGLE_QUOTES,
         f"# wattplan round {model.round_index}: {'pair ' if unit.shared else 'job '}{jobs}",
         f"# on {where} ({unit.gpus} x {unit.gpu_type}).",
@@ -181,14 +187,14 @@ def job_script(model: LaunchModel, unit: Unit, opts: SlurmOptions) -> str:
             lines += [f'job_{k} > "$log_dir/{m.name}.${{SLURM_JOB_ID:-local}}.out" 2>&1 &', f"pid_{k}=$!"]
         pids = " ".join(f'"$pid_{k}"' for k in range(len(unit.members)))
         lines += [
-            f"# {CHECKPOINT_SIGNAL} (Slurm's --signal, or scancel --batch --signal) goes to both jobs: each checkpoints.",
+            f"# {CHECKPOINT_SIGNAL} (from --signal, or scancel --batch --signal) goes to both jobs: each checkpoints.",
             f"trap 'kill -{CHECKPOINT_SIGNAL} {pids} 2>/dev/null || true' {CHECKPOINT_SIGNAL}",
             "# wait_for PID: its exit status; a wait cut short by the trap is resumed.",
             "wait_for() {",
-            '  local s=0',
+            "  local s=0",
             '  wait "$1" || s=$?',
             '  while [ "$s" -gt 128 ] && kill -0 "$1" 2>/dev/null; do',
-            '    s=0',
+            "    s=0",
             '    wait "$1" || s=$?',
             "  done",
             '  return "$s"',
@@ -209,7 +215,7 @@ def _node_step(model: LaunchModel, host: str, opts: SlurmOptions, kind: str) -> 
         ("nodes", "1"),
         ("ntasks", "1"),
         ("nodelist", host),
-        ("gres", _gres(gpu_type, per_node, opts)),
+        ("gres", gres(gpu_type, per_node, opts)),
     ]
     if opts.partition:
         directives.append(("partition", opts.partition))
@@ -220,7 +226,7 @@ def _node_step(model: LaunchModel, host: str, opts: SlurmOptions, kind: str) -> 
         purpose = "take the settings back (default power limit, unlocked clocks) after the round's jobs"
     lines = [
         "#!/usr/bin/env bash",
-        *_directives(directives),
+        *directive_lines(directives),
         f"# wattplan round {model.round_index}, node {host}: {purpose}.",
         "# Run as root on the node: submit.sh submits it as a Slurm job holding every GPU of the node;",
         "# it works as well as a Slurm Prolog/Epilog or over ssh.",
