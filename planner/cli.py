@@ -488,10 +488,13 @@ def launch(
 ) -> None:
     """Render a validated plan for Slurm (sbatch scripts), Kubernetes (Jobs and config) or plain node scripts.
 
-    Jobs get a time limit of one round plus a grace (Slurm --time, Kubernetes activeDeadlineSeconds) and,
-    on Slurm, SIGUSR1 before it: the job should write a checkpoint and exit. With --from OLD_PLAN (Slurm
-    only) the folder holds only what changes and apply.sh, which extends kept jobs by one round, ends
-    stopped, resized, moved and re-paired ones, re-sets settings in place and submits new jobs.
+    Jobs get a time limit of one round plus a grace (Slurm --time,
+    Kubernetes activeDeadlineSeconds) and, on Slurm, SIGUSR1 before it:
+    the job should write a checkpoint and exit.
+
+    With --from OLD_PLAN (Slurm only) the folder holds only what changes
+    and apply.sh: kept jobs get one more round, stopped, resized, moved and
+    re-paired ones end, settings are re-set in place, new jobs submitted.
     """
     from planner.launch.hosts import load_host_map
     from planner.launch.kubernetes import KubernetesOptions
