@@ -9,9 +9,8 @@ which the job writes a checkpoint and exits. A job the next round keeps gets one
 
     extend_min = ceil(duration_s / 60)                      (minutes, added with ``scontrol update TimeLimit=+N``)
 
-The grace gives the next round's ``apply.sh`` time to extend kept jobs before their signal comes; so the
-signal lead may not exceed the round, nor (so that the signal comes after the round ends) the grace is
-best at least the lead.
+The grace gives the next round's ``apply.sh`` time to extend kept jobs before their signal comes: with a
+grace of at least the lead, the signal never comes before the round ends. The lead may not exceed the round.
 """
 
 from __future__ import annotations
