@@ -29,6 +29,7 @@ from planner.contracts import defaults
 from planner.contracts.problems import InputError, Problem, SolutionRejected
 from planner.contracts.request import DEFAULT_REQUEST, REPLAY_REQUEST, PlanRequest
 from planner.files.paths import refuse_overwriting_inputs
+from planner.launch.limits import DEFAULT_GRACE_S, DEFAULT_SIGNAL_LEAD_S
 
 if TYPE_CHECKING:
     from planner.contracts.domain import Instance
@@ -509,32 +510,73 @@ def launch(
     device_plugin_namespace: Annotated[
         str, typer.Option(help="Kubernetes: namespace of the NVIDIA device plugin's config.")
     ] = "gpu-operator",
+    from_plan: Annotated[
+        Path | None,
+        typer.Option(
+            "--from",
+            metavar="OLD_PLAN",
+            help="Slurm: the previous round's plan; render only what changes (apply.sh, changes.md).",
+        ),
+    ] = None,
+    time_grace_s: Annotated[
+        int, typer.Option(help="Job time limit = round.duration_s + this, in whole minutes.")
+    ] = DEFAULT_GRACE_S,
+    signal_lead_s: Annotated[
+        int, typer.Option(help="Slurm: SIGUSR1 this many s before the limit, to checkpoint (0: none).")
+    ] = DEFAULT_SIGNAL_LEAD_S,
+    no_time_limit: Annotated[
+        bool, typer.Option("--no-time-limit", help="No time limit nor signal: jobs run to completion.")
+    ] = False,
 ) -> None:
-    """Render a validated plan for Slurm (sbatch scripts), Kubernetes (Jobs and config) or plain node scripts."""
+    """Render a validated plan for Slurm (sbatch scripts), Kubernetes (Jobs and config) or plain node scripts.
+
+    Jobs get a time limit of one round plus a grace (Slurm --time,
+    Kubernetes activeDeadlineSeconds) and, on Slurm, SIGUSR1 before it:
+    the job should write a checkpoint and exit.
+
+    With --from OLD_PLAN (Slurm only) the folder holds only what changes
+    and apply.sh: kept jobs get one more round, stopped, resized, moved and
+    re-paired ones end, settings are re-set in place, new jobs submitted.
+    """
     from planner.launch.hosts import load_host_map
     from planner.launch.kubernetes import KubernetesOptions
-    from planner.launch.launcher import LaunchOptions, PlanRejected, launch_files
+    from planner.launch.launcher import LaunchOptions, PlanRejected, launch_files, launch_followon_files
+    from planner.launch.limits import LimitOptions
     from planner.launch.render import PLACEHOLDER_EXIT
     from planner.launch.slurm import SlurmOptions
 
-    refuse_overwriting_inputs({"--out": out_dir}, [plan_file, instance, node_map], replaced={"--out"})
+    if from_plan is not None and to.value != "slurm":
+        raise InputError("options", [Problem("bad-option", "--from", "only --to slurm renders a follow-on round")])
+    refuse_overwriting_inputs({"--out": out_dir}, [plan_file, instance, node_map, from_plan], replaced={"--out"})
     options = LaunchOptions(
         hosts=load_host_map(node_map, node_prefix),
         slurm=SlurmOptions(partition=partition, gres_type=gres_type),
         kubernetes=KubernetesOptions(
             namespace=namespace, image=image, agent_image=agent_image, device_plugin_namespace=device_plugin_namespace
         ),
+        limits=LimitOptions(grace_s=time_grace_s, signal_lead_s=signal_lead_s, enabled=not no_time_limit),
     )
     try:
-        result = launch_files(plan_file, instance, to.value, out_dir, options)
+        if from_plan is None:
+            result = launch_files(plan_file, instance, to.value, out_dir, options)
+        else:
+            result = launch_followon_files(plan_file, instance, from_plan, out_dir, options)
     except PlanRejected as exc:
         report_problems(exc.source, exc.problems, "invalid plan, nothing rendered")
         raise typer.Exit(ExitCode.FAILED) from None
     units = result.model.units
-    out.print(
-        f"rendered {len(units)} allocation(s) of round {result.model.round_index} for {to.value}: "
-        f"{len(result.files)} files in [bold]{shown(out_dir)}[/]"
-    )
+    if result.changeover is not None:
+        c = result.changeover
+        out.print(
+            f"round {c.diff.from_round} -> {result.model.round_index}: keep {len(c.keep)} "
+            f"({len(c.reset)} re-set in place), end {len(c.end)}, submit {len(c.submit)} allocation(s); "
+            f"{len(result.files)} files in [bold]{shown(out_dir)}[/] (run apply.sh; see changes.md)"
+        )
+    else:
+        out.print(
+            f"rendered {len(units)} allocation(s) of round {result.model.round_index} for {to.value}: "
+            f"{len(result.files)} files in [bold]{shown(out_dir)}[/]"
+        )
     if result.budget_override is not None:
         out.print(shown(result.budget_override.describe()))
     placeholders = result.model.placeholders()

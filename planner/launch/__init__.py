@@ -10,4 +10,7 @@ Modules, one job each:
 - :mod:`planner.launch.output`: writing a rendered folder atomically
 - :mod:`planner.launch.launcher`: load, validate, render, write (what ``wattplan launch`` calls)
 - :mod:`planner.launch.diff`: the actions between two rounds' plans (``wattplan diff``)
+- :mod:`planner.launch.limits`: a job's time limit and checkpoint signal from the round's length
+- :mod:`planner.launch.followon`: a round after the last: allocations kept, re-set, ended, submitted
+- :mod:`planner.launch.slurm_followon`: Slurm files of such a round (``apply.sh``, ``changes.md``)
 """

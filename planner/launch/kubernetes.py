@@ -102,6 +102,8 @@ class KubernetesOptions:
     image: str = "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"
     agent_image: str = "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"
     device_plugin_namespace: str = "gpu-operator"
+    active_deadline_s: int | None = None
+    """``spec.activeDeadlineSeconds`` of every Job: the round plus a grace (:mod:`planner.launch.limits`)."""
 
 
 def check_node_names(model: LaunchModel) -> None:
@@ -174,6 +176,7 @@ def _job_object(model: LaunchModel, unit: Unit, m: Member, part: Part, rank: int
         "metadata": {"name": name, "namespace": opts.namespace, "labels": labels, "annotations": annotations},
         "spec": {
             "backoffLimit": 0,
+            **({} if opts.active_deadline_s is None else {"activeDeadlineSeconds": int(opts.active_deadline_s)}),
             "template": {
                 "metadata": {"labels": labels, "annotations": annotations},
                 "spec": {

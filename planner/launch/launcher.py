@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from planner.contracts.domain import Instance
 from planner.contracts.instance_io import load_instance
 from planner.contracts.plan import BudgetOverride, Plan, load_plan
-from planner.contracts.problems import Problem
+from planner.contracts.problems import InputError, Problem
 from planner.core.validate import validate_plan
+from planner.launch.diff import diff_problems
+from planner.launch.followon import Changeover, changeover, from_problems
 from planner.launch.hosts import HostMap
 from planner.launch.kubernetes import KubernetesOptions, render_kubernetes
+from planner.launch.limits import LimitOptions, round_limits
 from planner.launch.output import write_folder
 from planner.launch.render import TARGETS, LaunchFile, LaunchModel, Target, build_model
 from planner.launch.shell import render_shell
 from planner.launch.slurm import SlurmOptions, render_slurm
+from planner.launch.slurm_followon import render_slurm_followon
 
 
 class PlanRejected(Exception):
@@ -36,6 +40,18 @@ class LaunchOptions:
     hosts: HostMap = field(default_factory=HostMap)
     slurm: SlurmOptions = field(default_factory=SlurmOptions)
     kubernetes: KubernetesOptions = field(default_factory=KubernetesOptions)
+    limits: LimitOptions = field(default_factory=LimitOptions)
+    """Time limit and checkpoint signal from the round's length (``LimitOptions(enabled=False)``: none)."""
+
+
+def with_round_limits(options: LaunchOptions, duration_s: float) -> LaunchOptions:
+    """``options`` with the Slurm ``--time``/``--signal`` and Kubernetes deadline of a round of ``duration_s``."""
+    limits = round_limits(duration_s, options.limits)
+    return replace(
+        options,
+        slurm=replace(options.slurm, limits=limits),
+        kubernetes=replace(options.kubernetes, active_deadline_s=limits.time_limit_s),
+    )
 
 
 @dataclass(frozen=True)
@@ -48,6 +64,8 @@ class LaunchResult:
     model: LaunchModel
     budget_override: BudgetOverride | None = None
     """The budget the plan declares it was made under in place of the instance's (validated with it in force)."""
+    changeover: Changeover | None = None
+    """For a follow-on round (``--from``): what is kept, ended, submitted."""
 
 
 def render(model: LaunchModel, target: Target, options: LaunchOptions) -> list[LaunchFile]:
@@ -99,7 +117,7 @@ def launch_plan(
 
     A plan's declared budget override stands in for the instance's budget (:func:`planner.core.validate.validate_plan`).
     """
-    options = options or LaunchOptions()
+    options = with_round_limits(options or LaunchOptions(), instance.round.duration_s)
     problems = validate_plan(instance, plan)
     if problems:
         raise PlanRejected(source, problems)
@@ -118,4 +136,64 @@ def launch_files(
     digest = hashlib.sha256(Path(plan_path).read_bytes()).hexdigest()
     return launch_plan(
         plan, instance, target, out_dir, options, plan_path=plan_path, plan_sha256=digest, source=str(plan_path)
+    )
+
+
+def launch_followon(
+    plan: Plan,
+    instance: Instance,
+    old_plan: Plan,
+    out_dir: Path,
+    options: LaunchOptions | None = None,
+    *,
+    plan_path: Path | None = None,
+    plan_sha256: str | None = None,
+    source: str = "plan",
+    old_source: str = "--from",
+) -> LaunchResult:
+    """Render for Slurm only what changes from ``old_plan`` (the previous round) to ``plan``, write atomically.
+
+    ``plan`` must pass the validator against ``instance`` and ``old_plan`` the instance-free checks
+    (:class:`PlanRejected` naming the file otherwise); ``old_plan`` must be an earlier round of the same
+    cluster (:class:`InputError` with code ``from-other-cluster`` or ``from-not-earlier``).
+    """
+    options = with_round_limits(options or LaunchOptions(), instance.round.duration_s)
+    problems = validate_plan(instance, plan)
+    if problems:
+        raise PlanRejected(source, problems)
+    old_problems = diff_problems(old_plan, None)
+    if old_problems:
+        raise PlanRejected(old_source, old_problems)
+    cluster = from_problems(old_plan, plan, instance)
+    if cluster:
+        raise InputError(old_source, cluster)
+    model = build_model(plan, instance, options.hosts)
+    change = changeover(old_plan, plan, model, options.hosts)
+    files = render_slurm_followon(change, model, options.slurm)
+    doc = manifest(model, "slurm", plan_path, plan_sha256)
+    doc["from_round"] = old_plan.round.index
+    doc["from_plan"] = old_source
+    doc["changes"] = change.diff.summary()
+    written = write_folder(out_dir, files, doc)
+    return LaunchResult(Path(out_dir), "slurm", written, model, plan.round.budget_override, change)
+
+
+def launch_followon_files(
+    plan_path: Path, instance_path: Path, old_plan_path: Path, out_dir: Path, options: LaunchOptions | None = None
+) -> LaunchResult:
+    """:func:`launch_followon` on files: bad files raise :class:`InputError` naming the path."""
+    instance = load_instance(instance_path)
+    plan = load_plan(plan_path)
+    old_plan = load_plan(old_plan_path)
+    digest = hashlib.sha256(Path(plan_path).read_bytes()).hexdigest()
+    return launch_followon(
+        plan,
+        instance,
+        old_plan,
+        out_dir,
+        options,
+        plan_path=plan_path,
+        plan_sha256=digest,
+        source=str(plan_path),
+        old_source=str(old_plan_path),
     )

@@ -21,22 +21,50 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from planner.launch import nvidia
-from planner.launch.quoting import SHELLCHECK_SINGLE_QUOTES, checked_token, comment_text, sh_quote, sh_words
-from planner.launch.render import GpuSetting, LaunchFile, LaunchModel, Member, Unit, member_comment
+from planner.launch.limits import CHECKPOINT_SIGNAL, NO_LIMITS, RoundLimits
+from planner.launch.quoting import SHELLCHECK_SINGLE_QUOTES, checked_token, comment_text, safe_name, sh_quote, sh_words
+from planner.launch.render import NAME_LEN, GpuSetting, LaunchFile, LaunchModel, Member, Unit, member_comment
 
 GPU_MISMATCH_EXIT = 3
 
 
 @dataclass(frozen=True, slots=True)
 class SlurmOptions:
-    """Options of the Slurm target: the partition and the form of ``--gres``.
+    """Options of the Slurm target: the partition, the form of ``--gres``, the jobs' time limit and signal.
 
     ``partition``: ``--partition`` for every job (None: the default); ``gres_type``: write
-    ``--gres=gpu:TYPE:N`` (True) or ``--gres=gpu:N`` when the cluster's GRES types differ from the plan's.
+    ``--gres=gpu:TYPE:N`` (True) or ``--gres=gpu:N`` when the cluster's GRES types differ from the plan's;
+    ``limits``: ``--time`` and ``--signal`` of every job (:mod:`planner.launch.limits`; default none).
     """
 
     partition: str | None = None
     gres_type: bool = True
+    limits: RoundLimits = NO_LIMITS
+
+
+def slurm_name(job_ids: tuple[str, ...]) -> str:
+    """The Slurm job name of an allocation of ``job_ids``, the same in every round.
+
+    ``wattplan-`` (or ``wattplan-pair-``) + slugs of the ids + a hash: no round index, so a later round
+    finds the job with ``squeue --name``; a pair's ids are sorted, so member order does not matter.
+    """
+    ids = sorted(job_ids)
+    return safe_name("wattplan-" if len(ids) == 1 else "wattplan-pair-", *ids, max_len=NAME_LEN)
+
+
+def slurm_job_name(unit: Unit) -> str:
+    """The unit's Slurm job name (:func:`slurm_name` of its job ids)."""
+    return slurm_name(unit.job_ids)
+
+
+def limitdirective_lines(limits: RoundLimits) -> list[tuple[str, str]]:
+    """``--time=MINUTES`` and ``--signal=B:USR1@LEAD`` (to the batch shell, LEAD s before the limit), if set."""
+    out: list[tuple[str, str]] = []
+    if limits.time_limit_min is not None:
+        out.append(("time", str(limits.time_limit_min)))
+    if limits.signal_lead_s is not None:
+        out.append(("signal", f"B:{CHECKPOINT_SIGNAL}@{limits.signal_lead_s}"))
+    return out
 
 
 def node_step_settings(model: LaunchModel, host: str) -> list[GpuSetting]:
@@ -47,11 +75,12 @@ def node_step_settings(model: LaunchModel, host: str) -> list[GpuSetting]:
     return [s for s in model.settings(host) if s.unit == "power_limit_w" or s.shared]
 
 
-def _gres(gpu_type: str, count: int, opts: SlurmOptions) -> str:
+def gres(gpu_type: str, count: int, opts: SlurmOptions) -> str:
+    """The ``--gres`` value for ``count`` GPUs per node: ``gpu:TYPE:N``, or ``gpu:N`` without ``gres_type``."""
     return f"gpu:{gpu_type}:{count}" if opts.gres_type else f"gpu:{count}"
 
 
-def _directives(pairs: list[tuple[str, str]]) -> list[str]:
+def directive_lines(pairs: list[tuple[str, str]]) -> list[str]:
     """``#SBATCH --name=value`` lines; every value must be a plain token (sbatch, not a shell, reads them)."""
     return [f"#SBATCH --{checked_token(k)}={checked_token(v)}" for k, v in pairs]
 
@@ -100,29 +129,43 @@ def _setting_comment(unit: Unit) -> str:
     return f"# Setting: {what}, applied by {how}."
 
 
+def _limit_comment(limits: RoundLimits) -> list[str]:
+    if limits.time_limit_min is None:
+        return []
+    lines = [f"# Time limit: {limits.time_limit_min} min (the round plus a grace); a later round may extend it."]
+    if limits.signal_lead_s is not None:
+        lines.append(
+            f"# SIG{CHECKPOINT_SIGNAL} comes about {limits.signal_lead_s} s before the limit (or when a later round "
+            "ends the job): write a checkpoint and exit."
+        )
+    return lines
+
+
 def job_script(model: LaunchModel, unit: Unit, opts: SlurmOptions) -> str:
     """The ``sbatch`` script of one unit: directives, the GPU check, then the job (or both jobs of a pair)."""
     directives: list[tuple[str, str]] = [
-        ("job-name", unit.name),
+        ("job-name", slurm_job_name(unit)),
         ("nodes", str(len(unit.parts))),
         ("ntasks-per-node", "1"),
         ("nodelist", ",".join(unit.hosts)),
-        ("gres", _gres(unit.gpu_type, unit.gpus_per_part, opts)),
+        ("gres", gres(unit.gpu_type, unit.gpus_per_part, opts)),
     ]
     if unit.setting_unit == "sm_clock_mhz" and not unit.shared:
         directives.append(("gpu-freq", str(int(unit.setting))))
     if opts.partition:
         directives.append(("partition", opts.partition))
+    directives += limitdirective_lines(opts.limits)
     directives.append(("output", f"logs/{unit.name}.%j.out"))
     where = "; ".join(f"{p.host} GPUs {p.indices_text}" for p in unit.parts)
     jobs = " and ".join(comment_text(j) for j in unit.job_ids)
     lines = [
         "#!/usr/bin/env bash",
-        *_directives(directives),
+        *directive_lines(directives),
         SHELLCHECK_SINGLE_QUOTES,
         f"# wattplan round {model.round_index}: {'pair ' if unit.shared else 'job '}{jobs}",
         f"# on {where} ({unit.gpus} x {unit.gpu_type}).",
         _setting_comment(unit),
+        *_limit_comment(opts.limits),
         "set -euo pipefail",
         "export CUDA_DEVICE_ORDER=PCI_BUS_ID",
         f"export WATTPLAN_ROUND={int(model.round_index)}",
@@ -142,8 +185,23 @@ def job_script(model: LaunchModel, unit: Unit, opts: SlurmOptions) -> str:
         ]
         for k, m in enumerate(unit.members):
             lines += [f'job_{k} > "$log_dir/{m.name}.${{SLURM_JOB_ID:-local}}.out" 2>&1 &', f"pid_{k}=$!"]
-        lines += ["status=0"]
-        lines += [f'wait "$pid_{k}" || status=$?' for k in range(len(unit.members))]
+        pids = " ".join(f'"$pid_{k}"' for k in range(len(unit.members)))
+        lines += [
+            f"# {CHECKPOINT_SIGNAL} (from --signal, or scancel --batch --signal) goes to both jobs: each checkpoints.",
+            f"trap 'kill -{CHECKPOINT_SIGNAL} {pids} 2>/dev/null || true' {CHECKPOINT_SIGNAL}",
+            "# wait_for PID: its exit status; a wait cut short by the trap is resumed.",
+            "wait_for() {",
+            "  local s=0",
+            '  wait "$1" || s=$?',
+            '  while [ "$s" -gt 128 ] && kill -0 "$1" 2>/dev/null; do',
+            "    s=0",
+            '    wait "$1" || s=$?',
+            "  done",
+            '  return "$s"',
+            "}",
+            "status=0",
+        ]
+        lines += [f'wait_for "$pid_{k}" || status=$?' for k in range(len(unit.members))]
         lines.append('exit "$status"')
     return "\n".join(lines) + "\n"
 
@@ -157,7 +215,7 @@ def _node_step(model: LaunchModel, host: str, opts: SlurmOptions, kind: str) -> 
         ("nodes", "1"),
         ("ntasks", "1"),
         ("nodelist", host),
-        ("gres", _gres(gpu_type, per_node, opts)),
+        ("gres", gres(gpu_type, per_node, opts)),
     ]
     if opts.partition:
         directives.append(("partition", opts.partition))
@@ -168,7 +226,7 @@ def _node_step(model: LaunchModel, host: str, opts: SlurmOptions, kind: str) -> 
         purpose = "take the settings back (default power limit, unlocked clocks) after the round's jobs"
     lines = [
         "#!/usr/bin/env bash",
-        *_directives(directives),
+        *directive_lines(directives),
         f"# wattplan round {model.round_index}, node {host}: {purpose}.",
         "# Run as root on the node: submit.sh submits it as a Slurm job holding every GPU of the node;",
         "# it works as well as a Slurm Prolog/Epilog or over ssh.",

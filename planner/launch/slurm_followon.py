@@ -1,0 +1,414 @@
+"""Slurm target of a follow-on round (``wattplan launch --from OLD_PLAN``): only what changes, and ``apply.sh``.
+
+Layout of the output folder::
+
+    apply.sh                  applies the change, in a safe order; may be run again (idempotent)
+    jobs/NAME.sbatch          one per allocation to submit (new, or the new form of an ended one)
+    nodes/HOST.setup.sh       frees ended GPUs' settings, sets new and re-set GPUs (root, holds no GPU)
+    nodes/HOST.reset.sh       default power limits and unlocked clocks after this round's jobs (root)
+    changes.md, changes.json  the actions (``wattplan diff``) and what apply.sh does for each
+
+``apply.sh`` finds jobs by their Slurm job name, which holds no round (:func:`planner.launch.slurm.slurm_job_name`),
+and runs, in this order:
+
+1. kept allocations: ``scontrol update JobId=ID TimeLimit=+M`` (one round more; once, recorded in ``applied.tsv``);
+2. the previous round's pending node resets of hosts this round resets again: ``scancel``;
+3. ended allocations: ``scancel --batch --signal=USR1`` (checkpoint), up to ``WATTPLAN_CHECKPOINT_WAIT_S`` (default
+   the signal lead) for them to exit, then ``scancel``, and up to ``WATTPLAN_END_WAIT_S`` (120 s) until they left
+   the queue (else exit 1: nothing new is started on GPUs still held);
+4. node setup steps; 5. new allocations (after their nodes' setup); 6. node resets (after all of this round's jobs
+   on the node, kept ones included).
+
+Each submission is recorded in ``submitted.tsv`` and not repeated on a second run; jobs this folder submitted are
+never taken for the previous round's. A follow-on setup step requests no GPU, since kept jobs hold some of the node's:
+it needs GPUs visible outside a job's allocation (no ``ConstrainDevices``), else run the steps as root yourself
+(``WATTPLAN_NODE_STEPS=skip``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from planner.launch import nvidia
+from planner.launch.diff import diff_to_doc
+from planner.launch.followon import Changeover, OldUnit
+from planner.launch.quoting import SHELLCHECK_SINGLE_QUOTES, comment_text, sh_quote
+from planner.launch.render import GpuSetting, LaunchFile, LaunchModel
+from planner.launch.slurm import (
+    SlurmOptions,
+    directive_lines,
+    gres,
+    job_script,
+    node_step_settings,
+    slurm_job_name,
+    slurm_name,
+    submission_order,
+)
+
+CHANGES_SCHEMA = "wattplan.changes/1"
+END_WAIT_S = 120
+
+
+def old_slurm_name(unit: OldUnit) -> str:
+    """The Slurm job name the previous round gave ``unit`` (:func:`planner.launch.slurm.slurm_name`)."""
+    return slurm_name(unit.job_ids)
+
+
+def _key(s: GpuSetting) -> tuple[str, int]:
+    return (s.host, s.index)
+
+
+def setup_settings(c: Changeover, model: LaunchModel, host: str) -> tuple[list[GpuSetting], list[GpuSetting]]:
+    """``(free, give)``: the GPUs of ``host`` to reset and to set in this round's node setup step.
+
+    ``free``: GPUs of ended allocations whose node-step setting no one takes over; ``give``: every
+    node-step GPU of a submitted allocation and every GPU of a re-set one.
+    """
+    submitted = {u.name for u in c.submit}
+    re_set = {u.name for u in c.reset}
+    new_steps = node_step_settings(model, host)
+    give = [s for s in model.settings(host) if s.unit_name in re_set]
+    give += [s for s in new_steps if s.unit_name in submitted]
+    taken = {_key(s) for s in new_steps} | {_key(s) for s in give}
+    free = [
+        s
+        for u in c.end
+        for s in u.settings
+        if s.host == host and (s.unit == "power_limit_w" or s.shared) and _key(s) not in taken
+    ]
+    return sorted(free, key=_key), sorted(give, key=_key)
+
+
+def reset_settings(c: Changeover, model: LaunchModel, host: str) -> list[GpuSetting]:
+    """GPUs of ``host`` the round's reset takes back: the old round's node-step GPUs and this round's."""
+    re_set = {u.name for u in c.reset}
+    found: dict[tuple[str, int], GpuSetting] = {}
+    for u in c.old_units:
+        for s in u.settings:
+            if s.host == host and (s.unit == "power_limit_w" or s.shared):
+                found[_key(s)] = s
+    for s in model.settings(host):
+        if s in node_step_settings(model, host) or s.unit_name in re_set:
+            found[_key(s)] = s
+    return sorted(found.values(), key=_key)
+
+
+def _hosts(c: Changeover, model: LaunchModel) -> list[str]:
+    hosts = dict.fromkeys(model.hosts())
+    for u in c.old_units:
+        hosts.update(dict.fromkeys(u.hosts))
+    return list(hosts)
+
+
+def _step_script(model: LaunchModel, host: str, opts: SlurmOptions, kind: str, gpu_type: str, body: list[str]) -> str:
+    directives: list[tuple[str, str]] = [
+        ("job-name", f"wattplan-r{model.round_index}-{kind}-{host}"),
+        ("nodes", "1"),
+        ("ntasks", "1"),
+        ("nodelist", host),
+    ]
+    if kind == "reset":  # runs when the node's GPUs are all free: after this round, whatever else queued
+        directives.append(("gres", gres(gpu_type, model.gpus_per_node[gpu_type], opts)))
+    if opts.partition:
+        directives.append(("partition", opts.partition))
+    directives.append(("output", f"logs/{kind}-{host}.%j.out"))
+    purpose = (
+        "free the ended jobs' GPUs, set the new and re-set ones (holds no GPU: kept jobs hold some)"
+        if kind == "setup"
+        else "take every setting back (default power limit, unlocked clocks) after this round's jobs"
+    )
+    lines = [
+        "#!/usr/bin/env bash",
+        *directive_lines(directives),
+        f"# wattplan round {model.round_index}, node {host}: {purpose}.",
+        "# Run as root on the node: apply.sh submits it as a Slurm job; it works over ssh as well.",
+        "set -euo pipefail",
+        nvidia.REQUIRE_NVIDIA_SMI.rstrip("\n"),
+        nvidia.RESET_POWER_FUNCTION.rstrip("\n"),
+        *body,
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _setup_body(free: list[GpuSetting], give: list[GpuSetting]) -> list[str]:
+    lines: list[str] = []
+    for s in free:
+        lines += [f"# {nvidia.describe(s)} ended: default again", *nvidia.reset_lines(s)]
+    for s in give:
+        lines += [f"# {nvidia.describe(s)}", *nvidia.set_lines(s)]
+    return lines
+
+
+def _reset_body(settings: list[GpuSetting]) -> list[str]:
+    lines: list[str] = []
+    for s in settings:
+        lines += [f"# {nvidia.describe(s)}", *nvidia.reset_lines(s)]
+    return lines
+
+
+HELPERS = """\
+# ids NAME: ids of queued Slurm jobs named NAME that this folder did not submit (the previous round's).
+ids() {
+  local id
+  squeue -h -o %i --states="$queued" --name="$1" | while read -r id; do
+    if ! cut -f1 submitted.tsv | grep -qxF -- "$id"; then
+      printf '%s\\n' "$id"
+    fi
+  done
+}
+
+# still_queued ID...: those of the ids Slurm still holds (pending, running or ending).
+still_queued() {
+  local id
+  for id in "$@"; do
+    if [ -n "$(squeue -h -o %i --states="$queued" -j "$id" 2>/dev/null || true)" ]; then
+      printf '%s\\n' "$id"
+    fi
+  done
+}
+
+# wait_gone SECONDS ID...: wait until none of the ids is queued, at most SECONDS.
+wait_gone() {
+  local limit="$1" waited=0
+  shift
+  while [ "$waited" -lt "$limit" ] && [ -n "$(still_queued "$@")" ]; do
+    sleep 1
+    waited=$((waited + 1))
+  done
+}
+
+# submit KIND NAME SBATCH-ARGS...: print the job id; submits only if this folder did not already.
+submit() {
+  local kind="$1" name="$2" id
+  shift 2
+  id=$(awk -F '\\t' -v k="$kind" -v n="$name" '$2 == k && $3 == n { print $1; exit }' submitted.tsv)
+  if [ -z "$id" ]; then
+    id=$(sbatch --parsable "$@")
+    id="${id%%;*}"
+    printf '%s\\t%s\\t%s\\n' "$id" "$kind" "$name" >> submitted.tsv
+  fi
+  printf '%s\\n' "$id"
+}
+
+# done_before STEP: whether a run of this script did STEP; mark STEP: record that it did.
+done_before() { grep -qxF -- "$1" applied.tsv; }
+mark() { printf '%s\\n' "$1" >> applied.tsv; }
+"""
+
+
+def _apply_script(
+    c: Changeover, model: LaunchModel, opts: SlurmOptions, setup_hosts: list[str], reset_hosts: list[str]
+) -> str:
+    lead = opts.limits.signal_lead_s or 0
+    lines = [
+        "#!/usr/bin/env bash",
+        SHELLCHECK_SINGLE_QUOTES,
+        f"# wattplan round {model.round_index} after round {c.diff.from_round}: change only what changes",
+        "# (changes.md). Order: extend kept jobs, end the ended ones (USR1 first, to checkpoint), node setup",
+        "# steps, new jobs, node resets. Safe to run again: submissions are recorded in submitted.tsv, other",
+        "# steps in applied.tsv. WATTPLAN_NODE_STEPS=skip leaves out nodes/*.sh (run them as root yourself).",
+        "set -euo pipefail",
+        "shopt -s inherit_errexit",
+        'cd -- "$(dirname -- "${BASH_SOURCE[0]}")"',
+        "mkdir -p logs",
+        "touch submitted.tsv applied.tsv",
+        "queued=PENDING,RUNNING,SUSPENDED,COMPLETING,CONFIGURING",
+        'node_steps="${WATTPLAN_NODE_STEPS:-submit}"',
+        'case "$node_steps" in',
+        "  submit | skip) ;;",
+        '  *) echo "WATTPLAN_NODE_STEPS must be submit or skip" >&2; exit 2 ;;',
+        "esac",
+        f'checkpoint_wait_s="${{WATTPLAN_CHECKPOINT_WAIT_S:-{int(lead)}}}"',
+        f'end_wait_s="${{WATTPLAN_END_WAIT_S:-{END_WAIT_S}}}"',
+        "",
+        HELPERS,
+        'squeue -h -o %i --states="$queued" > /dev/null  # Slurm answers, or stop here',
+        "",
+        "# 1. Kept jobs run on: their ids (a later step waits for them), one round more of time limit.",
+    ]
+    keep_var: dict[str, str] = {}
+    for k, unit in enumerate(c.keep):
+        var = f"keep_{k}"
+        keep_var[unit.name] = var
+        name = slurm_job_name(unit)
+        lines.append(f"# {' and '.join(comment_text(j) for j in unit.job_ids)}")
+        lines.append(f"mapfile -t {var} < <(ids {sh_quote(name)})")
+        lines.append(f'if [ "${{#{var}[@]}}" -eq 0 ]; then')
+        lines.append(f"  echo {sh_quote(f'wattplan: kept job {name} is not in the queue (ended?)')} >&2")
+        if opts.limits.extend_min is not None:
+            step = f"extend {name}"
+            lines.append(f"elif ! done_before {sh_quote(step)}; then")
+            lines.append(f'  for id in "${{{var}[@]}}"; do')
+            lines.append(f'    scontrol update JobId="$id" TimeLimit=+{int(opts.limits.extend_min)}')
+            lines.append("  done")
+            lines.append(f"  mark {sh_quote(step)}")
+        lines.append("fi")
+    lines += ["", "# 2. The previous round's node resets of the nodes this round resets: they would reset too early."]
+    if reset_hosts:
+        lines.append('if [ "$node_steps" = submit ]; then')
+        for h in reset_hosts:
+            old = f"wattplan-r{c.diff.from_round}-reset-{h}"
+            lines.append(f"  mapfile -t old_resets < <(ids {sh_quote(old)})")
+            lines.append('  if [ "${#old_resets[@]}" -gt 0 ]; then scancel "${old_resets[@]}"; fi')
+        lines.append("fi")
+    lines += ["", "# 3. Ended jobs: USR1 to checkpoint, a wait, then scancel; nothing new starts while they hold GPUs."]
+    lines.append("ending=()")
+    for u in c.end:
+        lines.append(f"# {' and '.join(comment_text(j) for j in u.job_ids)}")
+        lines.append(f"mapfile -t found < <(ids {sh_quote(old_slurm_name(u))})")
+        lines.append('ending+=("${found[@]}")')
+    lines += [
+        'if [ "${#ending[@]}" -gt 0 ]; then',
+        "  # A pending job cannot be signalled (Slurm says so); scancel below ends it.",
+        '  scancel --batch --signal=USR1 "${ending[@]}" 2>/dev/null || true',
+        '  wait_gone "$checkpoint_wait_s" "${ending[@]}"',
+        '  mapfile -t left < <(still_queued "${ending[@]}")',
+        '  if [ "${#left[@]}" -gt 0 ]; then',
+        '    scancel "${left[@]}"',
+        '    wait_gone "$end_wait_s" "${left[@]}"',
+        "  fi",
+        '  mapfile -t left < <(still_queued "${ending[@]}")',
+        '  if [ "${#left[@]}" -gt 0 ]; then',
+        '    echo "wattplan: jobs ${left[*]} still hold their GPUs after scancel; nothing new submitted" >&2',
+        "    exit 1",
+        "  fi",
+        "fi",
+        "",
+        "# 4. Node setup steps.",
+    ]
+    host_var = {h: f"setup_{k}" for k, h in enumerate(setup_hosts)}
+    lines += [f"{var}=''" for var in host_var.values()]
+    if setup_hosts:
+        lines.append('if [ "$node_steps" = submit ]; then')
+        for h, var in host_var.items():
+            lines.append(f"  {var}=$(submit setup {sh_quote(h)} {sh_quote(f'nodes/{h}.setup.sh')})")
+        lines.append("fi")
+    lines += ["", "# 5. New jobs, node by node in GPU-index order, each after its nodes' setup."]
+    submitted = {u.name for u in c.submit}
+    unit_var: dict[str, str] = {}
+    for k, unit in enumerate(u for u in submission_order(model) if u.name in submitted):
+        var = f"unit_{k}"
+        unit_var[unit.name] = var
+        args: list[str] = []
+        deps = [host_var[h] for h in unit.hosts if h in host_var]
+        if deps:
+            after = ":".join(f"${v}" for v in deps)
+            args.append(f'${{{deps[0]}:+"--dependency=afterok:{after}"}}')
+        user = {m.user for m in unit.members}.pop()
+        if user:
+            args.append(sh_quote(f"--uid={user}"))
+        args.append(sh_quote(f"jobs/{unit.name}.sbatch"))
+        lines.append(f"# {' and '.join(comment_text(j) for j in unit.job_ids)}")
+        lines.append(f"{var}=$(submit job {sh_quote(unit.name)} {' '.join(args)})")
+    lines += ["", "# 6. Node resets, after every job of this round on the node (kept ones too)."]
+    if reset_hosts:
+        lines.append('if [ "$node_steps" = submit ]; then')
+        for h in reset_hosts:
+            parts = [f"${{{unit_var[u.name]}}}" for u in model.units_on(h) if u.name in unit_var]
+            keeps = [keep_var[u.name] for u in model.units_on(h) if u.name in keep_var]
+            lines.append(f'  after="{":".join(parts)}"')
+            for var in keeps:
+                lines.append(f'  for id in "${{{var}[@]}}"; do after="${{after:+$after:}}$id"; done')
+            lines.append(
+                f'  submit reset {sh_quote(h)} ${{after:+"--dependency=afterany:$after"}} '
+                f"{sh_quote(f'nodes/{h}.reset.sh')} > /dev/null"
+            )
+        lines.append("fi")
+    lines.append(
+        'echo "round applied: $(wc -l < submitted.tsv) Slurm job(s) submitted by this folder, in submitted.tsv"'
+    )
+    return "\n".join(lines) + "\n"
+
+
+def changes_doc(c: Changeover, model: LaunchModel, opts: SlurmOptions) -> dict[str, Any]:
+    """``changes.json``: the ``wattplan diff`` document plus what ``apply.sh`` does to each allocation."""
+    return {
+        "schema": CHANGES_SCHEMA,
+        "diff": diff_to_doc(c.diff),
+        "slurm": {
+            "keep": [
+                {
+                    "slurm_name": slurm_job_name(u),
+                    "jobs": list(u.job_ids),
+                    "re_set": u in c.reset,
+                    "extend_min": opts.limits.extend_min,
+                }
+                for u in c.keep
+            ],
+            "end": [{"slurm_name": old_slurm_name(u), "jobs": list(u.job_ids)} for u in c.end],
+            "submit": [
+                {
+                    "slurm_name": slurm_job_name(u),
+                    "file": f"jobs/{u.name}.sbatch",
+                    "jobs": list(u.job_ids),
+                    "restart": c.restarted(u),
+                }
+                for u in c.submit
+            ],
+        },
+    }
+
+
+def changes_markdown(c: Changeover, opts: SlurmOptions) -> str:
+    """``changes.md``: the diff's actions, then what ``apply.sh`` does, allocation by allocation."""
+    d = c.diff
+    lines = [f"# wattplan round {d.from_round} -> {d.to_round}", "", "## Actions (`wattplan diff`)", ""]
+    if d.actions:
+        lines += ["| action | job | from | to |", "|---|---|---|---|"]
+        for a in d.actions:
+            old = "-" if a.old is None else a.old.summary().replace("|", "\\|")
+            new = "-" if a.new is None else a.new.summary().replace("|", "\\|")
+            lines.append(f"| {a.action}{' (restart)' if a.restart else ''} | {_cell(a.job_id)} | {old} | {new} |")
+    else:
+        lines.append("No job changes.")
+    lines += ["", f"Unchanged: {len(d.unchanged)} job(s).", "", "## Slurm (`apply.sh`)", ""]
+    extend = f"time limit +{opts.limits.extend_min} min" if opts.limits.extend_min is not None else "no time limit"
+    for u in c.keep:
+        what = "runs on, setting re-set in place" if u in c.reset else "runs on"
+        lines.append(f"- keep `{slurm_job_name(u)}` ({_jobs(u.job_ids)}): {what}, {extend}")
+    for o in c.end:
+        lines.append(f"- end `{old_slurm_name(o)}` ({_jobs(o.job_ids)}): USR1, then scancel")
+    for u in c.submit:
+        lines.append(
+            f"- submit `jobs/{u.name}.sbatch` ({_jobs(u.job_ids)}): {'restart' if c.restarted(u) else 'start'}"
+        )
+    if not (c.keep or c.end or c.submit):
+        lines.append("Nothing runs in either round.")
+    return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    """Outside text as one markdown table cell: a JSON string, with ``|`` escaped."""
+    return comment_text(text).replace("|", "\\|")
+
+
+def _jobs(ids: tuple[str, ...]) -> str:
+    return ", ".join(_cell(j) for j in ids)
+
+
+def render_slurm_followon(c: Changeover, model: LaunchModel, opts: SlurmOptions | None = None) -> list[LaunchFile]:
+    """Every file of a follow-on round (see the module docstring); scripts are executable."""
+    import json
+
+    opts = opts or SlurmOptions()
+    files = [LaunchFile(f"jobs/{u.name}.sbatch", job_script(model, u, opts), True) for u in c.submit]
+    setup_hosts: list[str] = []
+    reset_hosts: list[str] = []
+    gpu_type_of = {h: u.gpu_type for u in c.old_units for h in u.hosts}
+    gpu_type_of.update({h: u.gpu_type for u in model.units for h in u.hosts})
+    for h in _hosts(c, model):
+        gpu_type = gpu_type_of[h]
+        free, give = setup_settings(c, model, h)
+        if free or give:
+            setup_hosts.append(h)
+            body = _setup_body(free, give)
+            files.append(LaunchFile(f"nodes/{h}.setup.sh", _step_script(model, h, opts, "setup", gpu_type, body), True))
+        back = reset_settings(c, model, h)
+        if back:
+            reset_hosts.append(h)
+            body = _reset_body(back)
+            files.append(LaunchFile(f"nodes/{h}.reset.sh", _step_script(model, h, opts, "reset", gpu_type, body), True))
+    files.append(LaunchFile("apply.sh", _apply_script(c, model, opts, setup_hosts, reset_hosts), True))
+    files.append(LaunchFile("changes.md", changes_markdown(c, opts)))
+    files.append(LaunchFile("changes.json", json.dumps(changes_doc(c, model, opts), indent=1) + "\n"))
+    return files
