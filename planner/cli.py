@@ -495,7 +495,11 @@ def launch(
         Path, typer.Option("--out", "-o", help="Folder to write (replaced atomically; must be new, empty or ours).")
     ],
     node_map: Annotated[
-        Path | None, typer.Option(help="JSON object: plan node (e.g. v100-3) -> real host name.")
+        Path | None,
+        typer.Option(
+            help="JSON object: plan node (e.g. v100-3) -> real host name (default: the instance's hosts, "
+            "from instance from-jobs, else the plan's node names)."
+        ),
     ] = None,
     node_prefix: Annotated[str | None, typer.Option(help="Host name = this prefix + plan node name.")] = None,
     partition: Annotated[str | None, typer.Option(help="Slurm partition for every job.")] = None,
@@ -538,7 +542,7 @@ def launch(
     and apply.sh: kept jobs get one more round, stopped, resized, moved and
     re-paired ones end, settings are re-set in place, new jobs submitted.
     """
-    from planner.launch.hosts import load_host_map
+    from planner.launch.hosts import instance_host_map, load_host_map
     from planner.launch.kubernetes import KubernetesOptions
     from planner.launch.launcher import LaunchOptions, PlanRejected, launch_files, launch_followon_files
     from planner.launch.limits import LimitOptions
@@ -548,8 +552,11 @@ def launch(
     if from_plan is not None and to.value != "slurm":
         raise InputError("options", [Problem("bad-option", "--from", "only --to slurm renders a follow-on round")])
     refuse_overwriting_inputs({"--out": out_dir}, [plan_file, instance, node_map, from_plan], replaced={"--out"})
+    hosts = load_host_map(node_map, node_prefix)
+    if node_map is None and not node_prefix:
+        hosts = instance_host_map(instance) or hosts  # an instance made by from-jobs names its hosts
     options = LaunchOptions(
-        hosts=load_host_map(node_map, node_prefix),
+        hosts=hosts,
         slurm=SlurmOptions(partition=partition, gres_type=gres_type),
         kubernetes=KubernetesOptions(
             namespace=namespace, image=image, agent_image=agent_image, device_plugin_namespace=device_plugin_namespace

@@ -223,6 +223,14 @@ def test_cli_first_hour(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     used = {p.node for j in load_plan(plan1).running() for p in j.placement}
     assert used <= {"v100-0", "v100-1", "p100-0"}  # never the down host nor the one with an unmanaged GPU
+    launch = tmp_path / "launch0"
+    r = runner.invoke(app, ["launch", str(plan1), "--instance", str(inst1), "--to", "slurm", "-o", str(launch)])
+    assert r.exit_code == 0, r.output
+    lists = {
+        line for f in (launch / "jobs").glob("*.sbatch") for line in f.read_text().splitlines() if "nodelist" in line
+    }
+    hosts = {line.partition("=")[2] for line in lists}
+    assert hosts and hosts <= {"v-a", "v-c", "p100-0"}  # the instance's host map, not plan node names
     inst2 = tmp_path / "round2.json"
     r = runner.invoke(app, ["instance", "next", str(plan1), "--instance", str(inst1), "-o", str(inst2)])
     assert r.exit_code == 0, r.output

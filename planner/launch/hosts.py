@@ -69,6 +69,37 @@ class HostMap:
             raise InputError(self.source, problems)
 
 
+def instance_host_map(instance: Path) -> HostMap | None:
+    """The instance's own map, ``extra.hosts`` (plan node -> host; ``instance from-jobs`` writes it), or None.
+
+    ``launch`` uses it when neither ``--node-map`` nor ``--node-prefix`` is given (docs/design.md §9.9).
+    """
+    doc = read_json(instance)
+    hosts = doc.get("hosts") if isinstance(doc, dict) else None
+    if hosts is None:
+        return None
+    return _checked_map(hosts, f"{instance} (hosts)")
+
+
+def _checked_map(doc: object, source: str) -> HostMap:
+    """A :class:`HostMap` of a JSON object node -> host; ``InputError`` naming ``source`` and each bad entry."""
+    if not isinstance(doc, dict):
+        raise InputError(source, [Problem("bad-node-map", "(root)", "a node map is a JSON object: node -> host")])
+    problems = [
+        Problem("bad-node-map", f"{key}", f"the host must be a string, not {type(value).__name__}")
+        for key, value in doc.items()
+        if not isinstance(value, str)
+    ]
+    problems += [
+        Problem("bad-host-name", f"{key}", f"{comment_text(value)} is not a host name ([A-Za-z0-9._-])")
+        for key, value in doc.items()
+        if isinstance(value, str) and not is_host_name(value)
+    ]
+    if problems:
+        raise InputError(source, problems)
+    return HostMap(mapping=dict(doc), source=source)
+
+
 def load_host_map(path: Path | None, prefix: str | None) -> HostMap:
     """Read ``--node-map FILE`` (a JSON object plan node -> host) or take ``--node-prefix``; not both.
 
@@ -82,19 +113,4 @@ def load_host_map(path: Path | None, prefix: str | None) -> HostMap:
                 "options", [Problem("bad-option", "--node-prefix", f"{comment_text(prefix)} is not a host-name prefix")]
             )
         return HostMap(prefix=prefix or "")
-    doc = read_json(path)
-    if not isinstance(doc, dict):
-        raise InputError(str(path), [Problem("bad-node-map", "(root)", "a node map is a JSON object: node -> host")])
-    problems = [
-        Problem("bad-node-map", f"{key}", f"the host must be a string, not {type(value).__name__}")
-        for key, value in doc.items()
-        if not isinstance(value, str)
-    ]
-    problems += [
-        Problem("bad-host-name", f"{key}", f"{comment_text(value)} is not a host name ([A-Za-z0-9._-])")
-        for key, value in doc.items()
-        if isinstance(value, str) and not is_host_name(value)
-    ]
-    if problems:
-        raise InputError(str(path), problems)
-    return HostMap(mapping=dict(doc), source=str(path))
+    return _checked_map(read_json(path), str(path))
