@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from planner.cluster.slurm_daemons import SlurmCluster, SlurmNode, SlurmStartError, missing_binaries
@@ -29,8 +29,10 @@ def _unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
-def running_cluster(prefix: str) -> Iterator[SlurmCluster]:
-    """A started two-node cluster under a fresh folder named ``prefix*``, stopped (by PID) and deleted afterwards.
+def running_cluster(prefix: str, nodes: Sequence[SlurmNode] | None = None) -> Iterator[SlurmCluster]:
+    """A started cluster under a fresh folder named ``prefix*``, stopped (by PID) and deleted afterwards.
+
+    ``nodes``: the cluster's nodes (default: :class:`SlurmCluster`'s two V100 nodes).
 
     Skips the test (fails it under ``WATTPLAN_REQUIRE_SLURM=1``) when Slurm is missing or this is not root.
     """
@@ -43,7 +45,7 @@ def running_cluster(prefix: str) -> Iterator[SlurmCluster]:
     if os.geteuid() != 0:
         _unavailable("the test cluster runs slurmd and mknod, which need root")
     root = Path(tempfile.mkdtemp(prefix=prefix))
-    cluster = SlurmCluster(root)
+    cluster = SlurmCluster(root) if nodes is None else SlurmCluster(root, nodes=tuple(nodes))
     try:
         cluster.start()
         yield cluster
