@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
+from rich.console import Console, RenderableType
 
 from planner import planning
+from planner.console.formats import OutputFormat, Section, sections_text
 from planner.console.terminal import shown
 from planner.contracts import defaults
 from planner.contracts.problems import InputError, Problem, SolutionRejected
@@ -110,6 +111,33 @@ def handles_errors(fn: F) -> F:
             raise typer.Exit(ExitCode.FAILED) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+OutputFormatOpt = Annotated[
+    OutputFormat,
+    typer.Option(
+        "--format",
+        metavar="FMT",
+        help="Print as table, json (one document) or csv (a block per table, blank line between).",
+    ),
+]
+"""The shared ``--format table|json|csv`` of every command that prints tables (planner.console.formats)."""
+
+
+def print_answer(
+    fmt: OutputFormat, tables: Callable[[], Sequence[RenderableType]], sections: Callable[[], Sequence[Section]]
+) -> None:
+    """Print a command's answer: its rich ``tables`` for ``table``, else its ``sections`` as JSON or CSV."""
+    if fmt == OutputFormat.table:
+        for t in tables():
+            out.print(t)
+    else:
+        typer.echo(sections_text(sections(), fmt), nl=False)
+
+
+def say(fmt: OutputFormat, markup: str) -> None:
+    """A line beside the answer: on standard output with tables, on standard error with JSON or CSV."""
+    (out if fmt == OutputFormat.table else err).print(markup)
 
 
 class ObjectiveChoice(StrEnum):
@@ -273,11 +301,23 @@ def plan(
         "plan.json"
     ),
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the summary.")] = False,
+    fmt: OutputFormatOpt = OutputFormat.table,
 ) -> None:
-    """Plan one round: GPUs, settings, partners and placements under the energy budget; validate; write."""
+    """Plan one round: GPUs, settings, partners and placements under the energy budget; validate; write.
+
+    Prints the running jobs, the waiting jobs with the reason each waits (docs/design.md §6.5) and a summary.
+    """
     import dataclasses
 
-    from planner.console.tables import plan_table, summary_table
+    from planner.console.tables import (
+        plan_table,
+        running_rows,
+        summary_record,
+        summary_table,
+        waiting_rows,
+        waiting_table,
+    )
+    from planner.core.waiting import waiting_reasons
     from planner.contracts.instance_io import instance_sha256, load_instance
     from planner.contracts.plan import with_budget_override, with_instance_sha256, write_plan
     from planner.core.validate import InvalidPlanError, checked
@@ -354,16 +394,32 @@ def plan(
         report_problems(solver, exc.problems, "planner bug: invalid plan, not written")
         raise typer.Exit(ExitCode.FAILED) from None
     write_plan(result, out_path)
-    if not quiet:
-        out.print(plan_table(result))
-    out.print(summary_table(result))
+    waiting = waiting_reasons(planned_inst, result)
+
+    def tables() -> list[RenderableType]:
+        shown_tables: list[RenderableType] = [] if quiet else [plan_table(result, planned_inst)]
+        if waiting and not quiet:
+            shown_tables.append(waiting_table(waiting))
+        return [*shown_tables, summary_table(result)]
+
+    def sections() -> list[Section]:
+        summary = Section("summary", [summary_record(result, waiting)], record=True)
+        if quiet:
+            return [summary]
+        return [
+            Section("running", running_rows(result, planned_inst)),
+            Section("waiting", waiting_rows(waiting)),
+            summary,
+        ]
+
+    print_answer(fmt, tables, sections)
     if basis_line := profile_basis_summary(result):
-        out.print(shown(basis_line))
+        say(fmt, shown(basis_line))
     if override is not None:
-        out.print(shown(override.describe()))
-    out.print(f"plan written to [bold]{shown(out_path)}[/] and validated against {shown(source)}")
+        say(fmt, shown(override.describe()))
+    say(fmt, f"plan written to [bold]{shown(out_path)}[/] and validated against {shown(source)}")
     if export_model is not None:
-        out.print(f"model written to {shown(', '.join(map(str, planning.exported_model_files(export_model))))}")
+        say(fmt, f"model written to {shown(', '.join(map(str, planning.exported_model_files(export_model))))}")
 
 
 def budget_override(
