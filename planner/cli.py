@@ -129,8 +129,10 @@ def print_answer(
 ) -> None:
     """Print a command's answer: its rich ``tables`` for ``table``, else its ``sections`` as JSON or CSV."""
     if fmt == OutputFormat.table:
+        from planner.console.tables import folded
+
         for t in tables():
-            out.print(t)
+            out.print(folded(t))
     else:
         typer.echo(sections_text(sections(), fmt), nl=False)
 
@@ -183,7 +185,10 @@ TRACE_HELP = (
 
 # Options shared by the commands that build rounds from a trace.
 TraceArg = Annotated[Path, typer.Argument(help=TRACE_HELP)]
-FormatOpt = Annotated[TraceFormat, typer.Option("--format", help="Trace format (auto: .csv is Philly).")]
+FormatOpt = Annotated[
+    TraceFormat,
+    typer.Option("--trace-format", metavar="FMT", help="Trace format: auto (.csv is Philly), gavel, philly."),
+]
 RoundSOpt = Annotated[float, typer.Option(help="Round length T (s).")]
 RestartOpt = Annotated[float, typer.Option(help="Restart cost tau (s).")]
 MinPairRateOpt = Annotated[float, typer.Option(help="Least slowdown either job of a pair may have.")]
@@ -317,10 +322,10 @@ def plan(
         waiting_rows,
         waiting_table,
     )
-    from planner.core.waiting import waiting_reasons
     from planner.contracts.instance_io import instance_sha256, load_instance
     from planner.contracts.plan import with_budget_override, with_instance_sha256, write_plan
     from planner.core.validate import InvalidPlanError, checked
+    from planner.core.waiting import waiting_reasons
     from planner.files.resources import default_instance
 
     started_at = time.perf_counter()
@@ -464,6 +469,7 @@ def profile_basis_summary(result: Any) -> str | None:
 def validate(
     instance: Annotated[Path, typer.Argument(help="Round instance the plan is for.")],
     plan_file: Annotated[Path, typer.Argument(metavar="PLAN", help="Plan to check (wattplan.plan/1 JSON).")],
+    fmt: OutputFormatOpt = OutputFormat.table,
 ) -> None:
     """Check a plan against its instance (no solver involved); exit 1 on any violation."""
     from planner.contracts.instance_io import load_instance
@@ -473,16 +479,18 @@ def validate(
     inst = load_instance(instance)
     the_plan = load_plan(plan_file)
     if the_plan.round.budget_override is not None:
-        out.print(shown(the_plan.round.budget_override.describe()))
+        say(fmt, shown(the_plan.round.budget_override.describe()))
     problems = validate_plan(inst, the_plan)
+    r = the_plan.round
+    running = sum(j.state == "run" for j in the_plan.jobs)
+    if fmt != OutputFormat.table:
+        verdict = {"valid": not problems, "running": running, "energy_j": r.energy_j, "progress": r.progress}
+        rows = [{"path": p.path, "code": p.code, "message": p.message} for p in problems]
+        print_answer(fmt, list, lambda: [Section("validation", [verdict], record=True), Section("problems", rows)])
     if problems:
         report_problems(str(plan_file), problems, "invalid plan")
         raise typer.Exit(ExitCode.FAILED)
-    r = the_plan.round
-    out.print(
-        f"[green]valid[/]: {sum(j.state == 'run' for j in the_plan.jobs)} jobs run, "
-        f"energy {r.energy_j / 1e6:.3f} MJ, progress {r.progress:.4f}"
-    )
+    say(fmt, f"[green]valid[/]: {running} jobs run, energy {r.energy_j / 1e6:.3f} MJ, progress {r.progress:.4f}")
 
 
 class LaunchTarget(StrEnum):
@@ -559,20 +567,20 @@ def launch(
         )
 
 
-class DiffFormat(StrEnum):
-    """How ``diff`` prints its actions."""
-
-    table = "table"
-    json = "json"
-
-
 @app.command()
 @handles_errors
 def diff(
     old_plan: Annotated[Path, typer.Argument(metavar="OLD_PLAN", help="The previous round's plan.")],
     new_plan: Annotated[Path, typer.Argument(metavar="NEW_PLAN", help="The next round's plan.")],
     json_out: Annotated[Path | None, typer.Option("--json", help="Also write the actions as JSON to FILE.")] = None,
-    fmt: Annotated[DiffFormat, typer.Option("--format", help="Print a table or the JSON document.")] = DiffFormat.table,
+    fmt: Annotated[
+        OutputFormat,
+        typer.Option(
+            "--format",
+            metavar="FMT",
+            help="Print a table, the wattplan.diff/1 JSON document, or csv (one row per action).",
+        ),
+    ] = OutputFormat.table,
     old_instance: Annotated[
         Path | None, typer.Option(help="Instance OLD_PLAN is for: validate OLD_PLAN fully against it.")
     ] = None,
@@ -623,22 +631,29 @@ def diff(
     doc = diff_to_doc(result)
     if json_out is not None:
         write_json_atomic(json_out, doc)
-    if fmt == DiffFormat.json:
+    if fmt == OutputFormat.json:
         typer.echo(json.dumps(doc, indent=1))
     else:
-        out.print(diff_table(result))
+        print_answer(fmt, lambda: [diff_table(result)], lambda: [Section("actions", doc["actions"])])
 
 
 @instance_app.command("check")
 @handles_errors
-def instance_check(file: Annotated[Path, typer.Argument(help="Instance file to check.")]) -> None:
+def instance_check(
+    file: Annotated[Path, typer.Argument(help="Instance file to check.")], fmt: OutputFormatOpt = OutputFormat.table
+) -> None:
     """Check an instance's structure and meaning; list every problem with its path (exit 2)."""
     from planner.contracts.instance_io import load_instance
 
     inst = load_instance(file)
+    counts = {"jobs": len(inst.jobs), "gpu_types": len(inst.gpu_types), "profiles": len(inst.profiles)}
+    counts["pairs"] = len(inst.pairs)
+    if fmt != OutputFormat.table:
+        print_answer(fmt, list, lambda: [Section("instance", [{"ok": True, **counts}], record=True)])
+        return
     out.print(
-        f"[green]ok[/]: {len(inst.jobs)} jobs, {len(inst.gpu_types)} GPU types, "
-        f"{len(inst.profiles)} profiles, {len(inst.pairs)} pair entries"
+        f"[green]ok[/]: {counts['jobs']} jobs, {counts['gpu_types']} GPU types, "
+        f"{counts['profiles']} profiles, {counts['pairs']} pair entries"
     )
 
 
@@ -1089,6 +1104,7 @@ def simulate(
         int, typer.Option(help="Policies replayed at once, each in its own process (>= 1; 1: one after another).")
     ] = 1,
     ray: RayOpt = None,
+    answer_format: OutputFormatOpt = OutputFormat.table,
 ) -> None:
     """Replay a trace round by round with one or more policies; write logs, summary.json and plots."""
     import dataclasses
@@ -1146,9 +1162,10 @@ def simulate(
         runs = _parallel_replays(spec, workers, ray, quiet)
     runs = with_floor_and_reference(spec, workload, ctx, runs)
     write_outputs(out_path, runs, plots=plots, dropped=workload.dropped_by_type)
-    out.print(summary_table([s for _, s in runs]))
+    summaries = [s for _, s in runs]
+    print_answer(answer_format, lambda: [summary_table(summaries)], lambda: [Section("replays", summaries)])
     _report_dropped(workload.dropped_by_type, ctx.type_names, out_path)
-    out.print(f"{len(workload.jobs)} jobs replayed; results written to [bold]{shown(out_path)}[/]")
+    say(answer_format, f"{len(workload.jobs)} jobs replayed; results written to [bold]{shown(out_path)}[/]")
 
 
 def _replay_spec(
@@ -1416,6 +1433,7 @@ def bench(
         float | None, typer.Option(help="Seconds past the limit before a run is killed (default max(5, 0.5 x limit)).")
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    fmt: OutputFormatOpt = OutputFormat.table,
 ) -> None:
     """Benchmark solvers: every instance x solver x seed in a fresh process; MIPLIB-style summary and profiles.
 
@@ -1462,7 +1480,7 @@ def bench(
 
         result = run_bench(config, tasks, advance)
     report = write_report(config, result.tasks, result.records)
-    out.print(summary_table(report.summary))
+    print_answer(fmt, lambda: [summary_table(report.summary)], lambda: [Section("solvers", report.summary)])
     if failed:
         err.print(f"[yellow]{failed} run(s) failed (crash, hang, timeout, oom or error): see runs.csv[/]")
     wrong = sum(bool(r.get("wrong")) for r in report.rows)

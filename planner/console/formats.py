@@ -51,9 +51,11 @@ def sections_json(sections: Sequence[Section]) -> str:
 
 
 def _csv_cell(value: Any) -> Any:
-    """A cell as CSV text: None is empty, a list or object its compact JSON, anything else itself."""
+    """A cell as CSV text: None is empty, a bool ``true``/``false``, a list or object compact JSON, else itself."""
     if value is None:
         return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, (list, tuple, dict)):
         return json.dumps(value, separators=(",", ":"))
     return value

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from rich.console import JustifyMethod
+from rich.console import JustifyMethod, RenderableType
 from rich.table import Table
 
 from planner.console.terminal import shown
@@ -13,6 +13,15 @@ from planner.contracts.domain import Instance
 from planner.contracts.plan import Plan, PlannedJob
 from planner.contracts.problems import Problem
 from planner.contracts.solve_report import StageRecord
+
+
+def folded(renderable: RenderableType) -> RenderableType:
+    """A table with every column folding long cells onto more lines (never cut with an ellipsis); else as is."""
+    if isinstance(renderable, Table):
+        for column in renderable.columns:
+            column.overflow = "fold"
+            column.no_wrap = False
+    return renderable
 
 
 def problems_table(problems: Sequence[Problem], title: str | None = None) -> Table:
