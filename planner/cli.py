@@ -54,6 +54,46 @@ cluster_app = typer.Typer(
     "benchmarks and demos of `wattplan agent`.",
     no_args_is_help=True,
 )
+
+
+def _print_version(value: bool) -> None:
+    """``--version``: print ``wattplan X.Y.Z`` and stop."""
+    if value:
+        from planner.contracts.provenance import wattplan_version
+
+        typer.echo(f"wattplan {wattplan_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def wattplan_options(
+    ctx: typer.Context,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print wattplan's version and exit."),
+    ] = False,
+) -> None:
+    """Energy-aware batch planner for GPU clusters: plan a round of training jobs under an energy budget."""
+    if not COMMAND_LINE:  # called from Python (tests): the words click has left to parse are the whole command
+        words = list(ctx.args)
+        if ctx.invoked_subcommand and words[:1] != [ctx.invoked_subcommand]:
+            words.insert(0, ctx.invoked_subcommand)
+        COMMAND_LINE[:] = words
+        ctx.call_on_close(COMMAND_LINE.clear)
+
+
+COMMAND_LINE: list[str] = []
+"""The words of this run's command line after ``wattplan``: set by :func:`main`, or, when the app is called from
+Python (tests), by the app's callback from the words click has yet to parse (cleared when the command ends)."""
+
+
+def output_provenance() -> dict[str, Any]:
+    """The ``written_by`` record of every JSON file this run writes (planner.contracts.provenance)."""
+    from planner.contracts.provenance import written_by
+
+    return written_by(["wattplan", *COMMAND_LINE])
+
+
 app.add_typer(instance_app, name="instance")
 app.add_typer(profiles_app, name="profiles")
 app.add_typer(cluster_app, name="cluster")
@@ -398,7 +438,7 @@ def plan(
     except InvalidPlanError as exc:
         report_problems(solver, exc.problems, "planner bug: invalid plan, not written")
         raise typer.Exit(ExitCode.FAILED) from None
-    write_plan(result, out_path)
+    write_plan(result, out_path, written_by=output_provenance())
     waiting = waiting_reasons(planned_inst, result)
 
     def tables() -> list[RenderableType]:
@@ -630,7 +670,7 @@ def diff(
     result = diff_plans(sides[0][2], sides[1][2])
     doc = diff_to_doc(result)
     if json_out is not None:
-        write_json_atomic(json_out, doc)
+        write_json_atomic(json_out, {**doc, "written_by": output_provenance()})
     if fmt == OutputFormat.json:
         typer.echo(json.dumps(doc, indent=1))
     else:
@@ -750,7 +790,9 @@ def instance_from_trace(
     )
     kind = trace_format(trace, fmt.value)
     inst = build_round(jobs, spec, lib, opts, {"trace": trace.name, "format": kind, "cluster": cluster, "seed": seed})
-    write_instance(inst, out_path)
+    import dataclasses
+
+    write_instance(dataclasses.replace(inst, extra={**inst.extra, "written_by": output_provenance()}), out_path)
     budget = "none" if inst.round.budget_j is None else f"{inst.round.budget_j / 1e6:.3f} MJ"
     out.print(
         f"wrote [bold]{shown(out_path)}[/]: {len(inst.jobs)} jobs at t={at:g} s, "
@@ -1161,7 +1203,10 @@ def simulate(
     else:
         runs = _parallel_replays(spec, workers, ray, quiet)
     runs = with_floor_and_reference(spec, workload, ctx, runs)
-    write_outputs(out_path, runs, plots=plots, dropped=workload.dropped_by_type)
+    stamp = output_provenance()
+    write_outputs(
+        out_path, [(r, {**s, "written_by": stamp}) for r, s in runs], plots=plots, dropped=workload.dropped_by_type
+    )
     summaries = [s for _, s in runs]
     print_answer(answer_format, lambda: [summary_table(summaries)], lambda: [Section("replays", summaries)])
     _report_dropped(workload.dropped_by_type, ctx.type_names, out_path)
@@ -1729,6 +1774,9 @@ def cluster_report(
 
 def main() -> None:
     """Console-script entry point."""
+    import sys
+
+    COMMAND_LINE[:] = sys.argv[1:]
     app()
 
 
