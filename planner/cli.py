@@ -37,19 +37,33 @@ if TYPE_CHECKING:
     from planner.sim.engine import SimResult
     from planner.sim.replay import ReplaySpec
 
+HELP_SETTINGS: dict[str, Any] = {"max_content_width": 80}
+"""Help text at most 80 columns wide, whatever the terminal (plain click help, no rich panels)."""
+
 app = typer.Typer(
     name="wattplan",
     help="Energy-aware batch planner for GPU clusters: plan a round of training jobs under an energy budget.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain click help: it wraps at the terminal's width and never truncates an option
+    context_settings=HELP_SETTINGS,
 )
-instance_app = typer.Typer(help="Build and check round instances (wattplan.instance/1).", no_args_is_help=True)
+instance_app = typer.Typer(
+    rich_markup_mode=None,
+    context_settings=HELP_SETTINGS,
+    help="Build and check round instances (wattplan.instance/1).",
+    no_args_is_help=True,
+)
 profiles_app = typer.Typer(
+    rich_markup_mode=None,
+    context_settings=HELP_SETTINGS,
     help="Job profiles: build from the shipped Gavel and Zeus data, ingest measurements, fit, check, make a truth.",
     no_args_is_help=True,
 )
 cluster_app = typer.Typer(
+    rich_markup_mode=None,
+    context_settings=HELP_SETTINGS,
     help="An emulated GPU cluster on this host (real Slurm, munge and Prometheus; emulated GPUs) for tests, "
     "benchmarks and demos of `wattplan agent`.",
     no_args_is_help=True,
