@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console
+from rich.console import Console, RenderableType
 
 from planner import planning
+from planner.console.formats import OutputFormat, Section, sections_text
 from planner.console.terminal import shown
 from planner.contracts import defaults
 from planner.contracts.problems import InputError, Problem, SolutionRejected
@@ -39,23 +40,77 @@ if TYPE_CHECKING:
     from planner.sim.engine import SimResult
     from planner.sim.replay import ReplaySpec
 
+HELP_SETTINGS: dict[str, Any] = {"max_content_width": 80}
+"""Help text at most 80 columns wide, whatever the terminal (plain click help, no rich panels)."""
+
 app = typer.Typer(
     name="wattplan",
     help="Energy-aware batch planner for GPU clusters: plan a round of training jobs under an energy budget.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain click help: it wraps at the terminal's width and never truncates an option
+    context_settings=HELP_SETTINGS,
 )
-instance_app = typer.Typer(help="Build and check round instances (wattplan.instance/1).", no_args_is_help=True)
+instance_app = typer.Typer(
+    rich_markup_mode=None,
+    context_settings=HELP_SETTINGS,
+    help="Build and check round instances (wattplan.instance/1).",
+    no_args_is_help=True,
+)
 profiles_app = typer.Typer(
+    rich_markup_mode=None,
+    context_settings=HELP_SETTINGS,
     help="Job profiles: build from the shipped Gavel and Zeus data, ingest measurements, fit, check, make a truth.",
     no_args_is_help=True,
 )
 cluster_app = typer.Typer(
+    rich_markup_mode=None,
+    context_settings=HELP_SETTINGS,
     help="An emulated GPU cluster on this host (real Slurm, munge and Prometheus; emulated GPUs) for tests, "
     "benchmarks and demos of `wattplan agent`.",
     no_args_is_help=True,
 )
+
+
+def _print_version(value: bool) -> None:
+    """``--version``: print ``wattplan X.Y.Z`` and stop."""
+    if value:
+        from planner.contracts.provenance import wattplan_version
+
+        typer.echo(f"wattplan {wattplan_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def wattplan_options(
+    ctx: typer.Context,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print wattplan's version and exit."),
+    ] = False,
+) -> None:
+    """Energy-aware batch planner for GPU clusters: plan a round of training jobs under an energy budget."""
+    if not COMMAND_LINE:  # called from Python (tests): the words click has left to parse are the whole command
+        words = list(ctx.args)
+        if ctx.invoked_subcommand and words[:1] != [ctx.invoked_subcommand]:
+            words.insert(0, ctx.invoked_subcommand)
+        COMMAND_LINE[:] = words
+        ctx.call_on_close(COMMAND_LINE.clear)
+
+
+COMMAND_LINE: list[str] = []
+"""The words of this run's command line after ``wattplan``: set by :func:`main`, or, when the app is called from
+Python (tests), by the app's callback from the words click has yet to parse (cleared when the command ends)."""
+
+
+def output_provenance() -> dict[str, Any]:
+    """The ``written_by`` record of every JSON file this run writes (planner.contracts.provenance)."""
+    from planner.contracts.provenance import written_by
+
+    return written_by(["wattplan", *COMMAND_LINE])
+
+
 app.add_typer(instance_app, name="instance")
 app.add_typer(profiles_app, name="profiles")
 app.add_typer(cluster_app, name="cluster")
@@ -115,6 +170,35 @@ def handles_errors(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+OutputFormatOpt = Annotated[
+    OutputFormat,
+    typer.Option(
+        "--format",
+        metavar="FMT",
+        help="Print as table, json (one document) or csv (a block per table, blank line between).",
+    ),
+]
+"""The shared ``--format table|json|csv`` of every command that prints tables (planner.console.formats)."""
+
+
+def print_answer(
+    fmt: OutputFormat, tables: Callable[[], Sequence[RenderableType]], sections: Callable[[], Sequence[Section]]
+) -> None:
+    """Print a command's answer: its rich ``tables`` for ``table``, else its ``sections`` as JSON or CSV."""
+    if fmt == OutputFormat.table:
+        from planner.console.tables import folded
+
+        for t in tables():
+            out.print(folded(t))
+    else:
+        typer.echo(sections_text(sections(), fmt), nl=False)
+
+
+def say(fmt: OutputFormat, markup: str) -> None:
+    """A line beside the answer: on standard output with tables, on standard error with JSON or CSV."""
+    (out if fmt == OutputFormat.table else err).print(markup)
+
+
 class ObjectiveChoice(StrEnum):
     """The objectives of the round model."""
 
@@ -158,7 +242,10 @@ TRACE_HELP = (
 
 # Options shared by the commands that build rounds from a trace.
 TraceArg = Annotated[Path, typer.Argument(help=TRACE_HELP)]
-FormatOpt = Annotated[TraceFormat, typer.Option("--format", help="Trace format (auto: .csv is Philly).")]
+FormatOpt = Annotated[
+    TraceFormat,
+    typer.Option("--trace-format", metavar="FMT", help="Trace format: auto (.csv is Philly), gavel, philly."),
+]
 RoundSOpt = Annotated[float, typer.Option(help="Round length T (s).")]
 RestartOpt = Annotated[float, typer.Option(help="Restart cost tau (s).")]
 MinPairRateOpt = Annotated[float, typer.Option(help="Least slowdown either job of a pair may have.")]
@@ -292,18 +379,28 @@ def plan(
         Path | None,
         typer.Option(help="With a job list: where to write the instance made from it (default: PLAN.instance.json)."),
     ] = None,
+    fmt: OutputFormatOpt = OutputFormat.table,
 ) -> None:
     """Plan one round: GPUs, settings, partners and placements under the energy budget; validate; write.
 
     The input is a round instance, or your job list with --cluster (and --profiles): the instance made from them
-    is written beside the plan, for validate, launch and instance next.
+    is written beside the plan, for validate, launch and instance next. Prints the running jobs, the waiting jobs
+    with the reason each waits (docs/design.md §6.5) and a summary.
     """
     import dataclasses
 
-    from planner.console.tables import plan_table, summary_table
+    from planner.console.tables import (
+        plan_table,
+        running_rows,
+        summary_record,
+        summary_table,
+        waiting_rows,
+        waiting_table,
+    )
     from planner.contracts.instance_io import instance_sha256, load_instance
     from planner.contracts.plan import with_budget_override, with_instance_sha256, write_plan
     from planner.core.validate import InvalidPlanError, checked
+    from planner.core.waiting import waiting_reasons
     from planner.files.resources import default_instance
 
     started_at = time.perf_counter()
@@ -396,17 +493,33 @@ def plan(
     except InvalidPlanError as exc:
         report_problems(solver, exc.problems, "planner bug: invalid plan, not written")
         raise typer.Exit(ExitCode.FAILED) from None
-    write_plan(result, out_path)
-    if not quiet:
-        out.print(plan_table(result))
-    out.print(summary_table(result))
+    write_plan(result, out_path, written_by=output_provenance())
+    waiting = waiting_reasons(planned_inst, result)
+
+    def tables() -> list[RenderableType]:
+        shown_tables: list[RenderableType] = [] if quiet else [plan_table(result, planned_inst)]
+        if waiting and not quiet:
+            shown_tables.append(waiting_table(waiting))
+        return [*shown_tables, summary_table(result)]
+
+    def sections() -> list[Section]:
+        summary = Section("summary", [summary_record(result, waiting)], record=True)
+        if quiet:
+            return [summary]
+        return [
+            Section("running", running_rows(result, planned_inst)),
+            Section("waiting", waiting_rows(waiting)),
+            summary,
+        ]
+
+    print_answer(fmt, tables, sections)
     if basis_line := profile_basis_summary(result):
-        out.print(shown(basis_line))
+        say(fmt, shown(basis_line))
     if override is not None:
-        out.print(shown(override.describe()))
-    out.print(f"plan written to [bold]{shown(out_path)}[/] and validated against {shown(source)}")
+        say(fmt, shown(override.describe()))
+    say(fmt, f"plan written to [bold]{shown(out_path)}[/] and validated against {shown(source)}")
     if export_model is not None:
-        out.print(f"model written to {shown(', '.join(map(str, planning.exported_model_files(export_model))))}")
+        say(fmt, f"model written to {shown(', '.join(map(str, planning.exported_model_files(export_model))))}")
 
 
 def budget_override(
@@ -451,6 +564,7 @@ def profile_basis_summary(result: Any) -> str | None:
 def validate(
     instance: Annotated[Path, typer.Argument(help="Round instance the plan is for.")],
     plan_file: Annotated[Path, typer.Argument(metavar="PLAN", help="Plan to check (wattplan.plan/1 JSON).")],
+    fmt: OutputFormatOpt = OutputFormat.table,
 ) -> None:
     """Check a plan against its instance (no solver involved); exit 1 on any violation."""
     from planner.contracts.instance_io import load_instance
@@ -460,16 +574,18 @@ def validate(
     inst = load_instance(instance)
     the_plan = load_plan(plan_file)
     if the_plan.round.budget_override is not None:
-        out.print(shown(the_plan.round.budget_override.describe()))
+        say(fmt, shown(the_plan.round.budget_override.describe()))
     problems = validate_plan(inst, the_plan)
+    r = the_plan.round
+    running = sum(j.state == "run" for j in the_plan.jobs)
+    if fmt != OutputFormat.table:
+        verdict = {"valid": not problems, "running": running, "energy_j": r.energy_j, "progress": r.progress}
+        rows = [{"path": p.path, "code": p.code, "message": p.message} for p in problems]
+        print_answer(fmt, list, lambda: [Section("validation", [verdict], record=True), Section("problems", rows)])
     if problems:
         report_problems(str(plan_file), problems, "invalid plan")
         raise typer.Exit(ExitCode.FAILED)
-    r = the_plan.round
-    out.print(
-        f"[green]valid[/]: {sum(j.state == 'run' for j in the_plan.jobs)} jobs run, "
-        f"energy {r.energy_j / 1e6:.3f} MJ, progress {r.progress:.4f}"
-    )
+    say(fmt, f"[green]valid[/]: {running} jobs run, energy {r.energy_j / 1e6:.3f} MJ, progress {r.progress:.4f}")
 
 
 class LaunchTarget(StrEnum):
@@ -594,20 +710,20 @@ def launch(
         )
 
 
-class DiffFormat(StrEnum):
-    """How ``diff`` prints its actions."""
-
-    table = "table"
-    json = "json"
-
-
 @app.command()
 @handles_errors
 def diff(
     old_plan: Annotated[Path, typer.Argument(metavar="OLD_PLAN", help="The previous round's plan.")],
     new_plan: Annotated[Path, typer.Argument(metavar="NEW_PLAN", help="The next round's plan.")],
     json_out: Annotated[Path | None, typer.Option("--json", help="Also write the actions as JSON to FILE.")] = None,
-    fmt: Annotated[DiffFormat, typer.Option("--format", help="Print a table or the JSON document.")] = DiffFormat.table,
+    fmt: Annotated[
+        OutputFormat,
+        typer.Option(
+            "--format",
+            metavar="FMT",
+            help="Print a table, the wattplan.diff/1 JSON document, or csv (one row per action).",
+        ),
+    ] = OutputFormat.table,
     old_instance: Annotated[
         Path | None, typer.Option(help="Instance OLD_PLAN is for: validate OLD_PLAN fully against it.")
     ] = None,
@@ -657,23 +773,30 @@ def diff(
     result = diff_plans(sides[0][2], sides[1][2])
     doc = diff_to_doc(result)
     if json_out is not None:
-        write_json_atomic(json_out, doc)
-    if fmt == DiffFormat.json:
+        write_json_atomic(json_out, {**doc, "written_by": output_provenance()})
+    if fmt == OutputFormat.json:
         typer.echo(json.dumps(doc, indent=1))
     else:
-        out.print(diff_table(result))
+        print_answer(fmt, lambda: [diff_table(result)], lambda: [Section("actions", doc["actions"])])
 
 
 @instance_app.command("check")
 @handles_errors
-def instance_check(file: Annotated[Path, typer.Argument(help="Instance file to check.")]) -> None:
+def instance_check(
+    file: Annotated[Path, typer.Argument(help="Instance file to check.")], fmt: OutputFormatOpt = OutputFormat.table
+) -> None:
     """Check an instance's structure and meaning; list every problem with its path (exit 2)."""
     from planner.contracts.instance_io import load_instance
 
     inst = load_instance(file)
+    counts = {"jobs": len(inst.jobs), "gpu_types": len(inst.gpu_types), "profiles": len(inst.profiles)}
+    counts["pairs"] = len(inst.pairs)
+    if fmt != OutputFormat.table:
+        print_answer(fmt, list, lambda: [Section("instance", [{"ok": True, **counts}], record=True)])
+        return
     out.print(
-        f"[green]ok[/]: {len(inst.jobs)} jobs, {len(inst.gpu_types)} GPU types, "
-        f"{len(inst.profiles)} profiles, {len(inst.pairs)} pair entries"
+        f"[green]ok[/]: {counts['jobs']} jobs, {counts['gpu_types']} GPU types, "
+        f"{counts['profiles']} profiles, {counts['pairs']} pair entries"
     )
 
 
@@ -770,7 +893,9 @@ def instance_from_trace(
     )
     kind = trace_format(trace, fmt.value)
     inst = build_round(jobs, spec, lib, opts, {"trace": trace.name, "format": kind, "cluster": cluster, "seed": seed})
-    write_instance(inst, out_path)
+    import dataclasses
+
+    write_instance(dataclasses.replace(inst, extra={**inst.extra, "written_by": output_provenance()}), out_path)
     budget = "none" if inst.round.budget_j is None else f"{inst.round.budget_j / 1e6:.3f} MJ"
     out.print(
         f"wrote [bold]{shown(out_path)}[/]: {len(inst.jobs)} jobs at t={at:g} s, "
@@ -1298,6 +1423,7 @@ def simulate(
         int, typer.Option(help="Policies replayed at once, each in its own process (>= 1; 1: one after another).")
     ] = 1,
     ray: RayOpt = None,
+    answer_format: OutputFormatOpt = OutputFormat.table,
 ) -> None:
     """Replay a trace round by round with one or more policies; write logs, summary.json and plots."""
     import dataclasses
@@ -1354,10 +1480,14 @@ def simulate(
     else:
         runs = _parallel_replays(spec, workers, ray, quiet)
     runs = with_floor_and_reference(spec, workload, ctx, runs)
-    write_outputs(out_path, runs, plots=plots, dropped=workload.dropped_by_type)
-    out.print(summary_table([s for _, s in runs]))
+    stamp = output_provenance()
+    write_outputs(
+        out_path, [(r, {**s, "written_by": stamp}) for r, s in runs], plots=plots, dropped=workload.dropped_by_type
+    )
+    summaries = [s for _, s in runs]
+    print_answer(answer_format, lambda: [summary_table(summaries)], lambda: [Section("replays", summaries)])
     _report_dropped(workload.dropped_by_type, ctx.type_names, out_path)
-    out.print(f"{len(workload.jobs)} jobs replayed; results written to [bold]{shown(out_path)}[/]")
+    say(answer_format, f"{len(workload.jobs)} jobs replayed; results written to [bold]{shown(out_path)}[/]")
 
 
 def _replay_spec(
@@ -1625,6 +1755,7 @@ def bench(
         float | None, typer.Option(help="Seconds past the limit before a run is killed (default max(5, 0.5 x limit)).")
     ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    fmt: OutputFormatOpt = OutputFormat.table,
 ) -> None:
     """Benchmark solvers: every instance x solver x seed in a fresh process; MIPLIB-style summary and profiles.
 
@@ -1671,7 +1802,7 @@ def bench(
 
         result = run_bench(config, tasks, advance)
     report = write_report(config, result.tasks, result.records)
-    out.print(summary_table(report.summary))
+    print_answer(fmt, lambda: [summary_table(report.summary)], lambda: [Section("solvers", report.summary)])
     if failed:
         err.print(f"[yellow]{failed} run(s) failed (crash, hang, timeout, oom or error): see runs.csv[/]")
     wrong = sum(bool(r.get("wrong")) for r in report.rows)
@@ -1920,6 +2051,9 @@ def cluster_report(
 
 def main() -> None:
     """Console-script entry point."""
+    import sys
+
+    COMMAND_LINE[:] = sys.argv[1:]
     app()
 
 

@@ -248,3 +248,12 @@ def test_a_budget_option_that_is_not_a_finite_number_is_refused_by_name(
     assert result.exit_code == 2, result.output
     assert option in result.output and "Traceback" not in result.output
     assert not (tmp_path / "p.json").exists()
+
+
+def test_version_prints_the_package_version() -> None:
+    from planner.contracts.provenance import wattplan_version
+
+    result = CliRunner().invoke(app, ["--version"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == f"wattplan {wattplan_version()}"
+    assert wattplan_version() not in ("", "unknown")

@@ -3,6 +3,7 @@
 - ``list_options``: the parser of list options (``--cluster v100:64,p100:32``, ``--deltas 0.1,0.2``).
 - ``terminal``: user text made safe to print through rich.
 - ``tables``: rich tables of plans, solve stages and problems.
+- ``formats``: ``--format table|json|csv``: an answer as named sections of rows, printed as JSON or CSV.
 
 Imports :mod:`planner.contracts` only.
 """

@@ -3,14 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, Protocol
 
-from rich.console import JustifyMethod
+from rich.console import JustifyMethod, RenderableType
 from rich.table import Table
 
 from planner.console.terminal import shown
-from planner.contracts.plan import Plan
+from planner.contracts.domain import Instance
+from planner.contracts.plan import Plan, PlannedJob
 from planner.contracts.problems import Problem
 from planner.contracts.solve_report import StageRecord
+
+
+def folded(renderable: RenderableType) -> RenderableType:
+    """A table with every column folding long cells onto more lines (never cut with an ellipsis); else as is."""
+    if isinstance(renderable, Table):
+        for column in renderable.columns:
+            column.overflow = "fold"
+            column.no_wrap = False
+    return renderable
 
 
 def problems_table(problems: Sequence[Problem], title: str | None = None) -> Table:
@@ -20,9 +31,9 @@ def problems_table(problems: Sequence[Problem], title: str | None = None) -> Tab
     print it as its own line with :func:`problems_heading` and give no title here.
     """
     table = Table(title=None if title is None else shown(title), title_justify="left", show_lines=False)
-    table.add_column("path", style="bold")
-    table.add_column("problem")
-    table.add_column("code", style="dim")
+    table.add_column("path", style="bold", overflow="fold")
+    table.add_column("problem", overflow="fold")
+    table.add_column("code", style="dim", overflow="fold")
     for p in problems:
         table.add_row(shown(p.path), shown(p.message), shown(p.code))
     return table
@@ -42,8 +53,112 @@ def _fmt(x: float | None, spec: str = ".4g") -> str:
     return "-" if x is None else format(x, spec)
 
 
-def plan_table(plan: Plan, max_rows: int = 60) -> Table:
-    """The plan's running jobs, at most ``max_rows`` rows: GPUs, setting, partner, steps/s, W per GPU, kJ, placement."""
+class WaitingRow(Protocol):
+    """What the waiting table shows of a job the plan leaves waiting (``planner.core.waiting.WaitingReason``)."""
+
+    @property
+    def job_id(self) -> str:
+        """The job's id."""
+        ...
+
+    @property
+    def job_type(self) -> str:
+        """The job's type."""
+        ...
+
+    @property
+    def requested_gpus(self) -> int | None:
+        """The GPUs the user asked for (None: not given)."""
+        ...
+
+    @property
+    def allowed_gpus(self) -> tuple[int, ...]:
+        """The counts the planner may give."""
+        ...
+
+    @property
+    def code(self) -> str:
+        """The reason code."""
+        ...
+
+    @property
+    def message(self) -> str:
+        """The reason as a sentence."""
+        ...
+
+
+def job_kw(job: PlannedJob) -> float:
+    """A running job's draw while it computes: ``n * P / 1000`` (kW; ``P`` its profiled power per GPU, W)."""
+    return (job.gpus or 0) * job.power_w / 1e3
+
+
+def average_kw(energy_j: float, duration_s: float) -> float:
+    """Energy over a round as an average power: ``E / T / 1000`` (kW); 0 for a round of no length."""
+    return energy_j / duration_s / 1e3 if duration_s > 0 else 0.0
+
+
+def _requested(instance: Instance | None, job_id: str) -> int | None:
+    """The job's ``requested_gpus`` in the instance (None: not given, or no instance)."""
+    if instance is None or not instance.has_job(job_id):
+        return None
+    return instance.job(job_id).requested_gpus
+
+
+def _job_type(instance: Instance | None, job_id: str) -> str | None:
+    return instance.job(job_id).type if instance is not None and instance.has_job(job_id) else None
+
+
+def running_rows(plan: Plan, instance: Instance | None = None) -> list[dict[str, Any]]:
+    """One row per running job, numbers as numbers: the ``running`` section of ``plan --format json|csv``."""
+    rows = []
+    for j in plan.running():
+        rows.append(
+            {
+                "job": j.job_id,
+                "type": _job_type(instance, j.job_id),
+                "requested_gpus": _requested(instance, j.job_id),
+                "gpus": j.gpus,
+                "gpu_type": j.gpu_type,
+                "setting": j.setting,
+                "setting_unit": j.setting_unit,
+                "partner": j.shares_with,
+                "steps_per_s": j.steps_per_s,
+                "power_w_per_gpu": j.power_w,
+                "power_kw": job_kw(j),
+                "energy_j": j.energy_j,
+                "placement": [f"{p.node}:{','.join(map(str, p.gpu_indices))}" for p in j.placement],
+            }
+        )
+    return rows
+
+
+def waiting_rows(waiting: Sequence[WaitingRow]) -> list[dict[str, Any]]:
+    """One row per waiting job: the ``waiting`` section of ``plan --format json|csv``."""
+    return [
+        {
+            "job": w.job_id,
+            "type": w.job_type,
+            "requested_gpus": w.requested_gpus,
+            "allowed_gpus": list(w.allowed_gpus),
+            "reason": w.code,
+            "detail": w.message,
+        }
+        for w in waiting
+    ]
+
+
+def _gpus_given(requested: int | None, gpus: int | None, gpu_type: str | None) -> str:
+    """``4 -> 2 v100`` when the user asked for a count, else ``2 v100``."""
+    given = f"{gpus} {gpu_type}"
+    return given if requested is None else f"{requested} -> {given}"
+
+
+def plan_table(plan: Plan, instance: Instance | None = None, max_rows: int = 60) -> Table:
+    """The plan's running jobs, at most ``max_rows`` rows.
+
+    Columns: job, type, GPUs (``requested -> given``), setting, partner, steps/s, W per GPU, kW (``n * P``),
+    energy kJ, placement. Type and requested count come from ``instance`` (blank without one).
+    """
     running = plan.running()
     table = Table(
         title=f"round {plan.round.index}: {len(running)} running, {len(plan.jobs) - len(running)} waiting",
@@ -51,31 +166,53 @@ def plan_table(plan: Plan, max_rows: int = 60) -> Table:
     )
     columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("job", "left"),
+        ("type", "left"),
         ("GPUs", "right"),
         ("setting", "right"),
         ("partner", "left"),
         ("steps/s", "right"),
         ("W/GPU", "right"),
+        ("kW", "right"),
         ("energy kJ", "right"),
         ("placement", "left"),
     )
     for col, justify in columns:
-        table.add_column(col, justify=justify)
-    for j in running[:max_rows]:
+        table.add_column(col, justify=justify, overflow="fold")
+    for j, row in zip(running[:max_rows], running_rows(plan, instance), strict=False):
         unit = "W" if j.setting_unit == "power_limit_w" else "MHz"
-        where = " ".join(f"{p.node}:{','.join(map(str, p.gpu_indices))}" for p in j.placement)
         table.add_row(
             shown(j.job_id),
-            shown(f"{j.gpus} {j.gpu_type}"),
+            shown(row["type"] or ""),
+            shown(_gpus_given(row["requested_gpus"], j.gpus, j.gpu_type)),
             f"{j.setting} {unit}",
             shown(j.shares_with or ""),
             f"{j.steps_per_s:.3g}",
             f"{j.power_w:.0f}",
+            f"{row['power_kw']:.2f}",
             f"{j.energy_j / 1e3:.1f}",
-            shown(where),
+            shown(" ".join(row["placement"])),
         )
     if len(running) > max_rows:
-        table.add_row(f"... {len(running) - max_rows} more", *[""] * 7)
+        table.add_row(f"... {len(running) - max_rows} more", *[""] * (len(columns) - 1))
+    if running:
+        total_kw = sum(job_kw(j) for j in running)
+        table.add_row("total", *[""] * 6, f"{total_kw:.2f}", f"{sum(j.energy_j for j in running) / 1e3:.1f}", "")
+    return table
+
+
+def waiting_table(waiting: Sequence[WaitingRow], max_rows: int = 60) -> Table:
+    """The plan's waiting jobs, at most ``max_rows`` rows: job, type, requested GPUs, reason (code and sentence).
+
+    Requested GPUs is the instance's ``requested_gpus``, or the allowed counts (``1|2|4``) when not given.
+    """
+    table = Table(title=f"waiting: {len(waiting)}", title_justify="left")
+    for col in ("job", "type", "requested", "reason"):
+        table.add_column(col, overflow="fold", justify="right" if col == "requested" else "left")
+    for w in waiting[:max_rows]:
+        requested = str(w.requested_gpus) if w.requested_gpus is not None else "|".join(map(str, w.allowed_gpus))
+        table.add_row(shown(w.job_id), shown(w.job_type), requested, f"[bold]{shown(w.code)}[/]: {shown(w.message)}")
+    if len(waiting) > max_rows:
+        table.add_row(f"... {len(waiting) - max_rows} more", "", "", "")
     return table
 
 
@@ -89,14 +226,50 @@ def _stage_summary(stage: StageRecord) -> str:
     return f"{stage.stage}: {stage.status}, gap {gap:.3%}"
 
 
+def summary_record(plan: Plan, waiting: Sequence[WaitingRow] = ()) -> dict[str, Any]:
+    """The round's summary as one record, numbers as numbers: the ``summary`` section of ``plan --format json|csv``.
+
+    ``average_kw`` is ``energy_j / duration_s / 1000`` and ``budget_kw`` the budget the same way (kW).
+    """
+    r = plan.round
+    return {
+        "round": r.index,
+        "duration_s": r.duration_s,
+        "energy_j": r.energy_j,
+        "budget_j": r.budget_j,
+        "average_kw": average_kw(r.energy_j, r.duration_s),
+        "budget_kw": None if r.budget_j is None else average_kw(r.budget_j, r.duration_s),
+        "progress": r.progress,
+        "objective": r.objective,
+        "objective_value": r.objective_value,
+        "bound": r.bound,
+        "gap": r.gap,
+        "solver": r.solver,
+        "status": r.status,
+        "solve_s": r.solve_s,
+        "running": len(plan.running()),
+        "waiting": sum(j.state == "wait" for j in plan.jobs),
+        "gpus_used": dict(sorted(r.gpus_used.items())),
+        "nodes_on": dict(sorted(r.nodes_on.items())),
+        "waiting_reasons": {code: sum(w.code == code for w in waiting) for code in sorted({w.code for w in waiting})},
+    }
+
+
 def summary_table(plan: Plan) -> Table:
-    """The round's summary: energy (MJ) against the budget, GPUs and nodes used, progress, objective, solver, model."""
+    """The round's summary: energy (MJ) and average power (kW) against the budget, GPUs, nodes, progress, solver.
+
+    The budget is shown in MJ and as an average power over the round, ``B / T / 1000`` (kW).
+    """
     r = plan.round
     table = Table(show_header=False, title="summary", title_justify="left")
-    table.add_column(style="bold")
-    table.add_column()
+    table.add_column(style="bold", overflow="fold")
+    table.add_column(overflow="fold")
     budget = "none" if r.budget_j is None else f"{r.budget_j / 1e6:.3f} MJ ({_share_used(r.energy_j, r.budget_j)})"
     table.add_row("energy", f"{r.energy_j / 1e6:.3f} MJ of budget {budget}")
+    power = f"{average_kw(r.energy_j, r.duration_s):.2f} kW average over the round of {r.duration_s:g} s"
+    if r.budget_j is not None:
+        power += f"; budget {average_kw(r.budget_j, r.duration_s):.2f} kW"
+    table.add_row("power", power)
     table.add_row("GPUs used", shown(", ".join(f"{g}: {n}" for g, n in sorted(r.gpus_used.items())) or "none"))
     table.add_row("nodes on", shown(", ".join(f"{g}: {n}" for g, n in sorted(r.nodes_on.items())) or "none"))
     table.add_row("progress", f"{r.progress:.4f} (weighted fraction of remaining work)")

@@ -240,6 +240,13 @@ def load_plan(path: Path) -> Plan:
     return parse_plan(read_json(Path(path)), str(path))
 
 
-def write_plan(plan: Plan, path: Path) -> None:
-    """Write a plan atomically (temp file + rename)."""
-    write_json_atomic(path, plan_to_doc(plan))
+def write_plan(plan: Plan, path: Path, written_by: Mapping[str, Any] | None = None) -> None:
+    """Write a plan atomically (temp file + rename), with a top-level ``written_by`` record when given.
+
+    ``written_by`` (``{"command": [...], "version": "..."}``, planner.contracts.provenance) says which command and
+    version wrote the file; readers ignore it (:func:`parse_plan` does not keep it).
+    """
+    doc = plan_to_doc(plan)
+    if written_by is not None:
+        doc["written_by"] = dict(written_by)
+    write_json_atomic(path, doc)

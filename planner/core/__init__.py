@@ -6,6 +6,7 @@
 - ``placement``: buddy placement of GPU counts on nodes (§6.2).
 - ``assemble``: allocations to a placed, accounted plan (§6.1).
 - ``evaluate``, ``validate``: a plan's figures recomputed, and every rule it must keep (§6.3, §6.4).
+- ``waiting``: why a plan leaves each waiting job waiting, one reason code each (§6.5).
 
 Imports :mod:`planner.contracts` only; never a solver.
 """
