@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from rich import box
 from rich.console import JustifyMethod, RenderableType
 from rich.table import Table
 
@@ -148,21 +149,24 @@ def waiting_rows(waiting: Sequence[WaitingRow]) -> list[dict[str, Any]]:
 
 
 def _gpus_given(requested: int | None, gpus: int | None, gpu_type: str | None) -> str:
-    """``4 -> 2 v100`` when the user asked for a count, else ``2 v100``."""
+    """``2 v100`` when given what was asked (or nothing was asked), else ``4 -> 2 v100`` (asked 4, given 2)."""
     given = f"{gpus} {gpu_type}"
-    return given if requested is None else f"{requested} -> {given}"
+    return given if requested is None or requested == gpus else f"{requested} -> {given}"
 
 
 def plan_table(plan: Plan, instance: Instance | None = None, max_rows: int = 60) -> Table:
-    """The plan's running jobs, at most ``max_rows`` rows.
+    """The plan's running jobs, at most ``max_rows`` rows, laid out to read at 80 columns.
 
-    Columns: job, type, GPUs (``requested -> given``), setting, partner, steps/s, W per GPU, kW (``n * P``),
-    energy kJ, placement. Type and requested count come from ``instance`` (blank without one).
+    Columns: job, type, GPUs (``requested -> given`` where they differ), setting, partner, kW (``n * P``), energy
+    kJ, placement. Type and requested count come from ``instance`` (blank without one). Throughput and W per GPU
+    are in ``--format json|csv`` (:func:`running_rows`).
     """
     running = plan.running()
     table = Table(
         title=f"round {plan.round.index}: {len(running)} running, {len(plan.jobs) - len(running)} waiting",
         title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
     )
     columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("job", "left"),
@@ -170,14 +174,13 @@ def plan_table(plan: Plan, instance: Instance | None = None, max_rows: int = 60)
         ("GPUs", "right"),
         ("setting", "right"),
         ("partner", "left"),
-        ("steps/s", "right"),
-        ("W/GPU", "right"),
         ("kW", "right"),
-        ("energy kJ", "right"),
+        ("kJ", "right"),
         ("placement", "left"),
     )
     for col, justify in columns:
-        table.add_column(col, justify=justify, overflow="fold")
+        short = col in ("GPUs", "setting", "kW", "kJ")
+        table.add_column(col, justify=justify, overflow="fold", no_wrap=short)
     for j, row in zip(running[:max_rows], running_rows(plan, instance), strict=False):
         unit = "W" if j.setting_unit == "power_limit_w" else "MHz"
         table.add_row(
@@ -186,8 +189,6 @@ def plan_table(plan: Plan, instance: Instance | None = None, max_rows: int = 60)
             shown(_gpus_given(row["requested_gpus"], j.gpus, j.gpu_type)),
             f"{j.setting} {unit}",
             shown(j.shares_with or ""),
-            f"{j.steps_per_s:.3g}",
-            f"{j.power_w:.0f}",
             f"{row['power_kw']:.2f}",
             f"{j.energy_j / 1e3:.1f}",
             shown(" ".join(row["placement"])),
@@ -196,7 +197,7 @@ def plan_table(plan: Plan, instance: Instance | None = None, max_rows: int = 60)
         table.add_row(f"... {len(running) - max_rows} more", *[""] * (len(columns) - 1))
     if running:
         total_kw = sum(job_kw(j) for j in running)
-        table.add_row("total", *[""] * 6, f"{total_kw:.2f}", f"{sum(j.energy_j for j in running) / 1e3:.1f}", "")
+        table.add_row("total", *[""] * 4, f"{total_kw:.2f}", f"{sum(j.energy_j for j in running) / 1e3:.1f}", "")
     return table
 
 
