@@ -39,50 +39,63 @@ def _fmt(value: Any, spec: str) -> str:
     return "-" if value is None else format(value, spec)
 
 
-def summary_table(summaries: Sequence[dict[str, Any]]) -> Table:
-    """The main numbers of each replay, one row per policy.
+METRICS = (
+    "stop",
+    "energy kWh",
+    "  node kWh",
+    "  idle kWh",
+    "  dynamic kWh",
+    "avg JCT h",
+    "p95 JCT h",
+    "makespan h",
+    "done",
+    "GPU util",
+    "captured",
+    "JCT vs ref",
+    "kgCO2",
+    "solver s mean",
+    "solver s max",
+)
+"""The rows of :func:`summary_table`, one per metric."""
 
-    A failed replay (a frontier row with an ``error``) is a row saying so: it has no numbers (reading them
+
+def _cells(s: dict[str, Any]) -> list[str]:
+    """The :data:`METRICS` of one replay's summary, as text; a failed replay says so in the first cell."""
+    if s.get("error") or "stop_reason" not in s:  # a failed replay of frontier: it has no numbers
+        return [shown(f"failed: {s.get('error') or 'no result'}"), *["-"] * (len(METRICS) - 1)]
+    h = 1 / 3600
+    return [
+        shown(s["stop_reason"]),
+        _fmt(s["energy_kwh"], ".2f"),
+        f"{s['energy_node_kwh']:.1f}",
+        f"{s['energy_idle_kwh']:.1f}",
+        f"{s['energy_dynamic_kwh']:.1f}",
+        _fmt(None if s["avg_jct_s"] is None else s["avg_jct_s"] * h, ".2f"),
+        _fmt(None if s["p95_jct_s"] is None else s["p95_jct_s"] * h, ".2f"),
+        _fmt(None if s["makespan_s"] is None else s["makespan_s"] * h, ".2f"),
+        f"{s['jobs_completed']}/{s['jobs_total']}",
+        _fmt(s["gpu_utilisation"], ".1%"),
+        _fmt(s.get("captured_share"), ".0%"),
+        _fmt(s.get("jct_increase"), "+.1%"),
+        _fmt(s.get("carbon_kg"), ".1f"),
+        _fmt(s["solver_s_mean"], ".3f"),
+        _fmt(s["solver_s_max"], ".3f"),
+    ]
+
+
+def summary_table(summaries: Sequence[dict[str, Any]]) -> Table:
+    """The main numbers of each replay: one row per metric, one column per policy (reads at 80 columns).
+
+    A failed replay (a frontier row with an ``error``) is a column saying so: it has no numbers (reading them
     was a KeyError, an internal error after the sweep had written its files).
     """
-    table = Table(title="Trace replay")
-    for col in (
-        "policy",
-        "stop",
-        "energy kWh",
-        "node/idle/dyn kWh",
-        "avg JCT h",
-        "p95 JCT h",
-        "makespan h",
-        "done",
-        "GPU util",
-        "captured",
-        "JCT vs ref",
-        "kgCO2",
-        "solver s (mean/max)",
-    ):
-        table.add_column(col, justify="left" if col in ("policy", "stop") else "right")
+    table = Table(title="Trace replay", title_justify="left")
+    table.add_column("", justify="left", no_wrap=True)
     for s in summaries:
-        if s.get("error") or "stop_reason" not in s:  # a failed replay of frontier: its row has no numbers
-            failed = f"failed: {s.get('error') or 'no result'}"
-            table.add_row(shown(s.get("policy") or s.get("label") or "?"), shown(failed), *["-"] * 11)
-            continue
-        h = 1 / 3600
-        table.add_row(
-            shown(s["policy"]),
-            shown(s["stop_reason"]),
-            _fmt(s["energy_kwh"], ".2f"),
-            f"{s['energy_node_kwh']:.1f}/{s['energy_idle_kwh']:.1f}/{s['energy_dynamic_kwh']:.1f}",
-            _fmt(None if s["avg_jct_s"] is None else s["avg_jct_s"] * h, ".2f"),
-            _fmt(None if s["p95_jct_s"] is None else s["p95_jct_s"] * h, ".2f"),
-            _fmt(None if s["makespan_s"] is None else s["makespan_s"] * h, ".2f"),
-            f"{s['jobs_completed']}/{s['jobs_total']}",
-            _fmt(s["gpu_utilisation"], ".1%"),
-            _fmt(s.get("captured_share"), ".0%"),
-            _fmt(s.get("jct_increase"), "+.1%"),
-            _fmt(s.get("carbon_kg"), ".1f"),
-            f"{_fmt(s['solver_s_mean'], '.3f')}/{_fmt(s['solver_s_max'], '.3f')}",
-        )
+        table.add_column(shown(s.get("policy") or s.get("label") or "?"), justify="right", overflow="fold")
+    columns = [_cells(s) for s in summaries]
+    for k, metric in enumerate(METRICS):
+        table.add_row(metric, *(cells[k] for cells in columns))
     floors = [f for s in summaries if (f := s.get("energy_floor_kwh")) is not None]
     if floors:
         table.caption = (

@@ -24,6 +24,7 @@ from planner.contracts.rules import DELTA_RANGE, RoundRules, rules_problems
 from planner.files.resources import resolve_signal
 from planner.planning import energy_floor, request_problems
 from planner.profile_library.library import ProfileLibrary, load_profile_library
+from planner.profile_library.priors import with_prior_types
 from planner.rounds.cluster_spec import parse_cluster_spec
 from planner.rounds.traces import MAX_TRACE_S, TraceFormat, read_trace, trace_format
 from planner.sim.budget import Budget, EnergyBudget, NoBudget, PowerCap, one_node_round_j, step_prices
@@ -214,12 +215,14 @@ def _empty_selection(spec: ReplaySpec) -> str:
 def prepare(spec: ReplaySpec, lib: ProfileLibrary | None = None) -> tuple[Workload, ClusterContext]:
     """The workload and the cluster context of ``spec`` (bad input raises :class:`InputError`)."""
     check_spec(spec)
-    library = lib or load_profile_library(spec.profiles)
     cluster = parse_cluster_spec(spec.cluster, spec.gpus_per_node, spec.node_power_w)
+    names = [name for name, _ in cluster.gpus]
+    # A GPU type with a public spec but no profiles is replayed on its prior (design §9.8), as it would be planned.
+    library, _ = with_prior_types(lib or load_profile_library(spec.profiles), names)
     ctx = cluster_context(cluster, library, effective_rules(spec))
     real = library
     if spec.truth is not None:
-        real = load_profile_library(spec.truth)
+        real, _ = with_prior_types(load_profile_library(spec.truth), names)
         named = f"--profiles {Path(spec.profiles).name}" if spec.profiles else "the shipped profile library"
         if problems := truth_coverage_problems(real, library, named):
             raise InputError(str(spec.truth), problems)
