@@ -179,3 +179,17 @@ def test_plan_on_an_h100_instance_from_the_prior_alone(tmp_path: Path) -> None:
     assert planned.exit_code == 0, planned.output
     assert "validated" in planned.output
     assert any(j.get("gpu_type") == "h100" for j in json.loads(plan.read_text())["jobs"])  # the prior type is used
+
+
+def test_a_replay_on_h100_nodes_runs_on_the_prior(tmp_path: Path) -> None:
+    out = tmp_path / "sim"
+    done = runner.invoke(
+        app,
+        ["simulate", "6c71a0.trace", "--cluster", "h100:8", "--max-jobs", "4", "-p", "fifo-max", "--time-limit", "1",
+         "--no-plots", "-q", "-o", str(out)],
+    )  # fmt: skip
+    assert done.exit_code == 0, done.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["jobs_completed"] == summary["jobs_total"] == 4
+    rounds = (out / "rounds.csv").read_text()
+    assert "h100:" in rounds  # nodes of the prior type were powered
