@@ -549,14 +549,15 @@ def frontier(
     workers: int,
     progress: ProgressFn | None = None,
     ray_address: str | None = None,
-    figures: FigureOptions = DEFAULT_FIGURES,
+    figures: FigureOptions | None = DEFAULT_FIGURES,
 ) -> FrontierResult:
     """Sweep wattplan's knob on ``base``'s trace beside the baselines; write the frontier files in ``out``.
 
     The points are :func:`frontier_points`'s, replayed by :func:`replay_points`. Every row then gets
     the workload's energy floor, the captured share and the JCT increase against the reference
     (``fifo-max`` without budget: the frontier's own row when it ran without one, else replayed
-    here) and ``on_front`` (:func:`mark_front`). Bad input raises :class:`InputError` before
+    here) and ``on_front`` (:func:`mark_front`). ``figures``: the format of ``frontier.png`` (None:
+    no figure). Bad input raises :class:`InputError` before
     any replay runs; a replay that fails is a row with its ``error``.
     """
     out = Path(out)
@@ -575,14 +576,17 @@ def frontier(
     for r in full:
         r["energy_floor"] = floor_info
     mark_front(full)
-    csv_path, json_path, plot_path = out / "frontier.csv", out / "frontier.json", figures.path(out, "frontier")
+    csv_path, json_path = out / "frontier.csv", out / "frontier.json"
     write_text_atomic(csv_path, comparison_csv(full, FRONTIER_COLUMNS))
     write_json_atomic(json_path, full)
-    title = f"Energy-JCT frontier: {Path(base.trace).name} on {base.cluster}"
-    if base.power_cap_w is not None:
-        title += f", cap {base.power_cap_w / 1000:g} kW"
-    frontier_plot(full, floor_kwh, plot_path, title, reference=reference, options=figures)
-    paths = [csv_path, json_path, plot_path]
+    paths = [csv_path, json_path]
+    if figures is not None:
+        title = f"Energy-JCT frontier: {Path(base.trace).name} on {base.cluster}"
+        if base.power_cap_w is not None:
+            title += f", cap {base.power_cap_w / 1000:g} kW"
+        plot_path = figures.path(out, "frontier")
+        frontier_plot(full, floor_kwh, plot_path, title, reference=reference, options=figures)
+        paths.append(plot_path)
     if dropped_path := write_dropped(out, workload.dropped_by_type):
         paths.append(dropped_path)
     return FrontierResult(full, floor, reference, paths, stale, workload.dropped_by_type, tuple(ctx.type_names))

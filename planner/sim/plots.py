@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
+from planner.contracts.defaults import FIGURE_DPI
 from planner.contracts.problems import InputError, Problem
 from planner.sim.engine import SimResult
 from planner.sim.metrics import J_PER_KWH, pareto_front
@@ -44,8 +45,8 @@ if TYPE_CHECKING:
 PlotFormat = Literal["png", "pdf", "svg"]
 PLOT_FORMATS: tuple[PlotFormat, ...] = get_args(PlotFormat)
 """File formats a figure is saved in: PNG (raster, ``dpi``), PDF and SVG (vector, for papers)."""
-DEFAULT_DPI = 150
-"""Dots per inch of a raster (PNG) figure unless asked otherwise."""
+DEFAULT_DPI = FIGURE_DPI
+"""Dots per inch of a raster (PNG) figure unless asked otherwise (:data:`planner.contracts.defaults.FIGURE_DPI`)."""
 DPI_RANGE = (50, 1200)
 """Allowed ``dpi``, both ends included."""
 
