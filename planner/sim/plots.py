@@ -172,16 +172,20 @@ def _metadata(fmt: PlotFormat) -> dict[str, Any]:
 def save_figure(fig: Figure, path: Path, options: FigureOptions = DEFAULT_FIGURES) -> Path:
     """Save ``fig`` to ``path`` in ``options.format`` at ``options.dpi``, atomically (a temporary file renamed).
 
-    The format is ``options.format`` whatever ``path``'s suffix; returns ``path``.
+    The format is ``options.format`` whatever ``path``'s suffix; the same figure gives the same
+    bytes (no creation date, fixed SVG ids). Returns ``path``.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=f".{options.format}", dir=path.parent)
     os.close(fd)
+    from matplotlib import rc_context
+
     try:
-        fig.savefig(
-            tmp, format=options.format, dpi=options.dpi, bbox_inches="tight", metadata=_metadata(options.format)
-        )
+        with rc_context({"svg.hashsalt": "wattplan"}):  # SVG element ids from a fixed salt, not a random one
+            fig.savefig(
+                tmp, format=options.format, dpi=options.dpi, bbox_inches="tight", metadata=_metadata(options.format)
+            )
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     finally:
