@@ -1889,7 +1889,12 @@ def bench(
     grace: Annotated[
         float | None, typer.Option(help="Seconds past the limit before a run is killed (default max(5, 0.5 x limit)).")
     ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    plot_format: Annotated[
+        PlotFormatChoice,
+        typer.Option("--plot-format", help="Also write profile.pdf or profile.svg (profile.png is always written)."),
+    ] = PlotFormatChoice.png,
+    dpi: DpiOpt = defaults.FIGURE_DPI,
+    quiet: QuietOpt = False,
     fmt: OutputFormatOpt = OutputFormat.table,
 ) -> None:
     """Benchmark solvers: every instance x solver x seed in a fresh process; MIPLIB-style summary and profiles.
@@ -1907,6 +1912,7 @@ def bench(
     from planner.bench.summary import FAILURES
     from planner.console.list_options import split_list
 
+    _figure_options(plot_format, dpi)  # a bad --dpi is refused before any run
     # every file of the set is an input: --out naming its manifest.csv failed with 'File exists' (exit 1)
     refuse_overwriting_inputs({"--out": out_path}, [instances, *(instances.rglob("*") if instances.is_dir() else [])])
     config = BenchConfig(
@@ -1936,7 +1942,7 @@ def bench(
             bar.update(task, advance=1, failed=failed)
 
         result = run_bench(config, tasks, advance)
-    report = write_report(config, result.tasks, result.records)
+    report = write_report(config, result.tasks, result.records, plot_format=plot_format.value, dpi=dpi)
     print_answer(fmt, lambda: [summary_table(report.summary)], lambda: [Section("solvers", report.summary)])
     if failed:
         err.print(f"[yellow]{failed} run(s) failed (crash, hang, timeout, oom or error): see runs.csv[/]")

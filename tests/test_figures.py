@@ -167,3 +167,13 @@ def test_frontier_plot_draws_floor_reference_and_distinct_baselines() -> None:
     assert markers == {"fifo-max": "s", "eaco": "D", "zeus": "^"}
     (front,) = labelled(fig, "wattplan front")
     assert list(front.get_xdata()) == [6.0, 7.5]
+
+
+@pytest.mark.parametrize(("fmt", "magic"), [("pdf", b"%PDF"), ("svg", b"<?xml")])
+def test_bench_profile_is_written_in_the_format_of_its_suffix(tmp_path: Path, fmt: str, magic: bytes) -> None:
+    from planner.bench.report import profile_plot
+
+    rows: list[dict[str, object]] = []  # the axes, labels and file, without runs
+    profile_plot(rows, tmp_path / f"profile.{fmt}")  # type: ignore[arg-type]
+    assert (tmp_path / f"profile.{fmt}").read_bytes().startswith(magic)
+    assert [p.name for p in tmp_path.iterdir()] == [f"profile.{fmt}"]
