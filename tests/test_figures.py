@@ -169,6 +169,7 @@ def test_frontier_plot_draws_floor_reference_and_distinct_baselines() -> None:
     assert list(front.get_xdata()) == [6.0, 7.5]
 
 
+@pytest.mark.filterwarnings("ignore:No artists with labels")
 @pytest.mark.parametrize(("fmt", "magic"), [("pdf", b"%PDF"), ("svg", b"<?xml")])
 def test_bench_profile_is_written_in_the_format_of_its_suffix(tmp_path: Path, fmt: str, magic: bytes) -> None:
     from planner.bench.report import profile_plot
