@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from planner.contracts.rules import RoundRules
     from planner.profile_library.library import ProfileLibrary
     from planner.sim.engine import SimResult
+    from planner.sim.plots import FigureOptions
     from planner.sim.replay import ReplaySpec
 
 HELP_SETTINGS: dict[str, Any] = {"max_content_width": 80}
@@ -214,6 +215,14 @@ class GovernorChoice(StrEnum):
     projected = "projected"
 
 
+class PlotFormatChoice(StrEnum):
+    """File formats of figures (planner.sim.plots)."""
+
+    png = "png"
+    pdf = "pdf"
+    svg = "svg"
+
+
 class TailPaceChoice(StrEnum):
     """The rate the tail bound assumes a job keeps (planner.sim.tail_bound)."""
 
@@ -292,6 +301,73 @@ SignalAwareOpt = Annotated[
         "dear hours and runs harder in clean or cheap ones (efficiency objective); an energy budget is paced by it."
     ),
 ]
+
+ThreadsOpt = Annotated[int, typer.Option(help="Solver threads (>= 1).")]
+ReplaySeedOpt = Annotated[int, typer.Option(help="Seed: solver, Philly job types, --noise.")]
+ZeusEtaOpt = Annotated[float, typer.Option(help="Zeus's weight of energy against time, in [0, 1].")]
+NoiseOpt = Annotated[
+    float, typer.Option(help="Throughput error: each job and round runs at U[1-x, 1+x] x the profile.")
+]
+GovernorOpt = Annotated[
+    GovernorChoice,
+    typer.Option(
+        help="How --max-jct-increase compares JCTs: accrued (time in system so far) or projected (whole "
+        "JCTs, unfinished work at full speed)."
+    ),
+]
+DeltaMaxOpt = Annotated[float, typer.Option(help="Largest delta --max-jct-increase sets per round, in [0, 1).")]
+TailBoundOpt = Annotated[
+    float | None,
+    typer.Option(
+        help="Tail bound: wattplan gives each job the steps it needs to finish within this many percent "
+        "of the larger of its own JCT under fifo-max and fifo-max's JCT just below the 95th percentile, "
+        "which bounds the p95 JCT the same way (rounds with an energy budget excepted)."
+    ),
+]
+TailPaceOpt = Annotated[
+    TailPaceChoice,
+    typer.Option(
+        help="How --tail-bound paces a job: steady (held to the even pace that meets its deadline, once that "
+        "pace is above its least-energy rate) or fastest (it may wait until only full speed meets it)."
+    ),
+]
+MaxRoundsOpt = Annotated[int, typer.Option(help="Stop after this many simulated rounds.")]
+BelievedProfilesOpt = Annotated[
+    Path | None,
+    typer.Option(help="Profile library the planner and the baselines believe (default: the shipped one)."),
+]
+TruthOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="Profile library jobs really run and draw power by (default: the same as --profiles); "
+        "make one with `wattplan profiles truth`."
+    ),
+]
+LearnOpt = Annotated[
+    bool,
+    typer.Option(
+        help="Each policy corrects its profiles from every round's observed steps, power and utilisation "
+        "(writes decisions.csv and a learning block in summary.json)."
+    ),
+]
+PlotsOpt = Annotated[bool, typer.Option(help="Write the figures (see --plot-format).")]
+PlotFormatOpt = Annotated[
+    PlotFormatChoice,
+    typer.Option("--plot-format", help="Figure files: png (raster, --dpi), pdf or svg (vector, for a paper)."),
+]
+DpiOpt = Annotated[int, typer.Option(help="Resolution of PNG figures, dots per inch (50 to 1200).")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+SWEEP_ONLY_OPTIONS = ("--policy", "--delta")
+"""``simulate`` options ``frontier`` has not: it replays wattplan and --baselines, and sweeps --deltas."""
+
+
+def _figure_options(plot_format: PlotFormatChoice, dpi: int) -> FigureOptions:
+    """``--plot-format`` and ``--dpi`` as figure options, checked (a bad ``--dpi`` raises :class:`InputError`)."""
+    from planner.sim.plots import FigureOptions, check_figure_options
+
+    options = FigureOptions(plot_format.value, dpi)
+    check_figure_options(options)
+    return options
 
 
 def _trace(path: Path) -> Path:
@@ -1337,23 +1413,22 @@ def simulate(
     power_cap_w: PowerCapOpt = None,
     energy_budget_kwh: EnergyBudgetOpt = None,
     round_s: RoundSOpt = defaults.ROUND_S,
-    objective: Annotated[ObjectiveChoice, typer.Option(help="wattplan's objective.")] = ObjectiveChoice.progress,
+    objective: Annotated[
+        ObjectiveChoice | None,
+        typer.Option(help="wattplan's objective (default progress: fastest, not least energy)."),
+    ] = None,
     solver: ReplaySolverOpt = REPLAY_REQUEST.solver,
     time_limit: ReplayTimeLimitOpt = REPLAY_REQUEST.time_limit_s,
-    threads: Annotated[int, typer.Option(help="Solver threads (>= 1).")] = REPLAY_REQUEST.threads,
-    seed: Annotated[int, typer.Option(help="Seed: solver, Philly job types, --noise.")] = REPLAY_REQUEST.seed,
+    threads: ThreadsOpt = REPLAY_REQUEST.threads,
+    seed: ReplaySeedOpt = REPLAY_REQUEST.seed,
     out_path: Annotated[Path, typer.Option("--out", "-o", help="Output folder.")] = Path("sim-out"),
     max_jobs: MaxJobsOpt = None,
     start_s: StartSOpt = None,
     end_s: EndSOpt = None,
     fmt: FormatOpt = TraceFormat.auto,
     vc: VcOpt = None,
-    zeus_eta: Annotated[
-        float, typer.Option(help="Zeus's weight of energy against time, in [0, 1].")
-    ] = defaults.ZEUS_ETA,
-    noise: Annotated[
-        float, typer.Option(help="Throughput error: each job and round runs at U[1-x, 1+x] x the profile.")
-    ] = 0.0,
+    zeus_eta: ZeusEtaOpt = defaults.ZEUS_ETA,
+    noise: NoiseOpt = 0.0,
     restart_s: RestartOpt = defaults.RESTART_S,
     min_pair_rate: MinPairRateOpt = defaults.MIN_PAIR_RATE,
     delta: Annotated[
@@ -1367,67 +1442,35 @@ def simulate(
             "--objective energy is given; delta steered per round)."
         ),
     ] = None,
-    governor: Annotated[
-        GovernorChoice,
-        typer.Option(
-            help="How --max-jct-increase compares JCTs: accrued (time in system so far) or projected (whole "
-            "JCTs, unfinished work at full speed)."
-        ),
-    ] = GovernorChoice.accrued,
-    delta_max: Annotated[
-        float, typer.Option(help="Largest delta --max-jct-increase sets per round, in [0, 1).")
-    ] = 0.25,
-    tail_bound: Annotated[
-        float | None,
-        typer.Option(
-            help="Tail bound: wattplan gives each job the steps it needs to finish within this many percent "
-            "of the larger of its own JCT under fifo-max and fifo-max's JCT just below the 95th percentile, "
-            "which bounds the p95 JCT the same way (rounds with an energy budget excepted)."
-        ),
-    ] = None,
-    tail_pace: Annotated[
-        TailPaceChoice,
-        typer.Option(
-            help="How --tail-bound paces a job: steady (held to the even pace that meets its deadline, once that "
-            "pace is above its least-energy rate) or fastest (it may wait until only full speed meets it)."
-        ),
-    ] = TailPaceChoice.steady,
+    governor: GovernorOpt = GovernorChoice.accrued,
+    delta_max: DeltaMaxOpt = 0.25,
+    tail_bound: TailBoundOpt = None,
+    tail_pace: TailPaceOpt = TailPaceChoice.steady,
     carbon: CarbonOpt = None,
     price: PriceOpt = None,
     signal_start: SignalStartOpt = None,
     signal_aware: SignalAwareOpt = True,
-    max_rounds: Annotated[int, typer.Option(help="Stop after this many simulated rounds.")] = 20_000,
+    max_rounds: MaxRoundsOpt = 20_000,
     gpus_per_node: GpusPerNodeOpt = defaults.GPUS_PER_NODE,
     node_power_w: NodePowerOpt = defaults.NODE_POWER_W,
-    profiles: Annotated[
-        Path | None,
-        typer.Option(help="Profile library the planner and the baselines believe (default: the shipped one)."),
-    ] = None,
-    truth: Annotated[
-        Path | None,
-        typer.Option(
-            help="Profile library jobs really run and draw power by (default: the same as --profiles); "
-            "make one with `wattplan profiles truth`."
-        ),
-    ] = None,
-    learn: Annotated[
-        bool,
-        typer.Option(
-            help="Each policy corrects its profiles from every round's observed steps, power and utilisation "
-            "(writes decisions.csv and a learning block in summary.json)."
-        ),
-    ] = False,
-    plots: Annotated[bool, typer.Option(help="Write PNG plots.")] = True,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    profiles: BelievedProfilesOpt = None,
+    truth: TruthOpt = None,
+    learn: LearnOpt = False,
+    plots: PlotsOpt = True,
+    plot_format: PlotFormatOpt = PlotFormatChoice.png,
+    dpi: DpiOpt = defaults.FIGURE_DPI,
+    quiet: QuietOpt = False,
     workers: Annotated[
         int, typer.Option(help="Policies replayed at once, each in its own process (>= 1; 1: one after another).")
     ] = 1,
     ray: RayOpt = None,
     answer_format: OutputFormatOpt = OutputFormat.table,
 ) -> None:
-    """Replay a trace round by round with one or more policies; write logs, summary.json and plots."""
-    import dataclasses
+    """Replay a trace round by round with one or more policies; write logs, summary.json and figures.
 
+    Without --objective wattplan plans for progress (fastest, not least energy); the energy
+    modes are --objective efficiency --max-jct-increase PCT and `wattplan frontier`.
+    """
     from planner.contracts.rules import RoundRules
     from planner.sim.render import progress_callback, progress_display, summary_table
     from planner.sim.replay import prepare, run_policy, with_floor_and_reference, write_outputs
@@ -1441,7 +1484,7 @@ def simulate(
         start_s=start_s,
         end_s=end_s,
         max_jobs=max_jobs,
-        rules=RoundRules(round_s, restart_s, min_pair_rate, objective.value, delta),
+        rules=RoundRules(round_s, restart_s, min_pair_rate, (objective or ObjectiveChoice.progress).value, delta),
         power_cap_w=power_cap_w,
         energy_budget_kwh=energy_budget_kwh,
         solver=solver,
@@ -1455,20 +1498,21 @@ def simulate(
         signal_start=signal_start,
         signal_aware=signal_aware,
     )
-    spec = dataclasses.replace(  # the options only simulate has
+    spec = _with_replay_options(
         spec,
         noise=noise,
         max_rounds=max_rounds,
         gpus_per_node=gpus_per_node,
         node_power_w=node_power_w,
-        max_jct_increase=None if max_jct_increase is None else max_jct_increase / 100.0,
-        tail_bound=None if tail_bound is None else tail_bound / 100.0,
-        governor="projected" if governor == GovernorChoice.projected else "accrued",
-        tail_pace="steady" if tail_pace == TailPaceChoice.steady else "fastest",
+        max_jct_increase=max_jct_increase,
+        tail_bound=tail_bound,
+        governor=governor,
+        tail_pace=tail_pace,
         delta_max=delta_max,
         truth=truth,
         learn=learn,
     )
+    figures = _figure_options(plot_format, dpi)
     refuse_overwriting_inputs({"--out": out_path}, [spec.trace, carbon, price, profiles, truth])
     workload, ctx = prepare(spec)
     if workers == 1 and ray is None:
@@ -1482,12 +1526,63 @@ def simulate(
     runs = with_floor_and_reference(spec, workload, ctx, runs)
     stamp = output_provenance()
     write_outputs(
-        out_path, [(r, {**s, "written_by": stamp}) for r, s in runs], plots=plots, dropped=workload.dropped_by_type
+        out_path,
+        [(r, {**s, "written_by": stamp}) for r, s in runs],
+        plots=plots,
+        dropped=workload.dropped_by_type,
+        figures=figures,
     )
     summaries = [s for _, s in runs]
     print_answer(answer_format, lambda: [summary_table(summaries)], lambda: [Section("replays", summaries)])
     _report_dropped(workload.dropped_by_type, ctx.type_names, out_path)
     say(answer_format, f"{len(workload.jobs)} jobs replayed; results written to [bold]{shown(out_path)}[/]")
+    if objective is None and max_jct_increase is None and "wattplan" in spec.policies:
+        err.print(PROGRESS_MODE_HINT)
+
+
+PROGRESS_MODE_HINT = (
+    "wattplan used --objective progress (the default: fastest, not least energy). "
+    "To save energy: --objective efficiency --max-jct-increase 3, or sweep the trade-off "
+    "with `wattplan frontier`."
+)
+"""What ``simulate`` says when wattplan ran without ``--objective``: the mode it used and the energy modes."""
+
+
+def _with_replay_options(
+    spec: ReplaySpec,
+    *,
+    noise: float,
+    max_rounds: int,
+    gpus_per_node: int,
+    node_power_w: float,
+    max_jct_increase: float | None,
+    tail_bound: float | None,
+    governor: GovernorChoice,
+    tail_pace: TailPaceChoice,
+    delta_max: float,
+    truth: Path | None,
+    learn: bool,
+) -> ReplaySpec:
+    """``spec`` with the replay options :func:`_replay_spec` leaves at their defaults (``simulate``, ``frontier``).
+
+    ``max_jct_increase`` and ``tail_bound`` are percent here, fractions in the spec.
+    """
+    import dataclasses
+
+    return dataclasses.replace(
+        spec,
+        noise=noise,
+        max_rounds=max_rounds,
+        gpus_per_node=gpus_per_node,
+        node_power_w=node_power_w,
+        max_jct_increase=None if max_jct_increase is None else max_jct_increase / 100.0,
+        tail_bound=None if tail_bound is None else tail_bound / 100.0,
+        governor="projected" if governor == GovernorChoice.projected else "accrued",
+        tail_pace="steady" if tail_pace == TailPaceChoice.steady else "fastest",
+        delta_max=delta_max,
+        truth=truth,
+        learn=learn,
+    )
 
 
 def _replay_spec(
@@ -1630,25 +1725,46 @@ def frontier(
     round_s: RoundSOpt = defaults.ROUND_S,
     solver: ReplaySolverOpt = REPLAY_REQUEST.solver,
     time_limit: ReplayTimeLimitOpt = REPLAY_REQUEST.time_limit_s,
-    seed: Annotated[int, typer.Option(help="Seed: solver, Philly job types.")] = REPLAY_REQUEST.seed,
+    threads: ThreadsOpt = REPLAY_REQUEST.threads,
+    seed: ReplaySeedOpt = REPLAY_REQUEST.seed,
     max_jobs: MaxJobsOpt = None,
     start_s: StartSOpt = None,
     end_s: EndSOpt = None,
     fmt: FormatOpt = TraceFormat.auto,
     vc: VcOpt = None,
+    zeus_eta: ZeusEtaOpt = defaults.ZEUS_ETA,
+    noise: NoiseOpt = 0.0,
+    restart_s: RestartOpt = defaults.RESTART_S,
+    min_pair_rate: MinPairRateOpt = defaults.MIN_PAIR_RATE,
+    governor: GovernorOpt = GovernorChoice.accrued,
+    delta_max: DeltaMaxOpt = 0.25,
+    tail_bound: TailBoundOpt = None,
+    tail_pace: TailPaceOpt = TailPaceChoice.steady,
     carbon: CarbonOpt = None,
     price: PriceOpt = None,
     signal_start: SignalStartOpt = None,
     signal_aware: SignalAwareOpt = True,
-    profiles: ProfilesOpt = None,
+    max_rounds: MaxRoundsOpt = 20_000,
+    gpus_per_node: GpusPerNodeOpt = defaults.GPUS_PER_NODE,
+    node_power_w: NodePowerOpt = defaults.NODE_POWER_W,
+    profiles: BelievedProfilesOpt = None,
+    truth: TruthOpt = None,
+    learn: LearnOpt = False,
+    plots: PlotsOpt = True,
+    plot_format: PlotFormatOpt = PlotFormatChoice.png,
+    dpi: DpiOpt = defaults.FIGURE_DPI,
+    quiet: QuietOpt = False,
     out_path: Annotated[Path, typer.Option("--out", "-o", help="Output folder (a rerun resumes).")] = Path(
         "frontier-out"
     ),
+    answer_format: OutputFormatOpt = OutputFormat.table,
 ) -> None:
     """Sweep wattplan's energy knob on one trace in parallel; plot the energy-JCT front beside every baseline.
 
-    Writes runs/<label>/ per replay, frontier.csv, frontier.json and frontier.png (energy against
-    average JCT, baselines as markers, the workload's energy floor as a line). Finished replays
+    Writes runs/<label>/ per replay, frontier.csv, frontier.json and frontier.png (or .pdf, .svg:
+    energy against average JCT, baselines as markers, the workload's energy floor as a line, the
+    reference fifo-max ringed). Every simulate option applies to every point but --policy
+    (--baselines), --delta (--deltas) and --max-jct-increase (a list here). Finished replays
     are reused when the sweep is run again with the same settings and the same input files (by
     SHA-256); saved replays of other settings or inputs are stale: replayed, and counted.
     """
@@ -1669,11 +1785,13 @@ def frontier(
         start_s=start_s,
         end_s=end_s,
         max_jobs=max_jobs,
-        rules=RoundRules(duration_s=round_s, objective=objective.value),
+        rules=RoundRules(round_s, restart_s, min_pair_rate, objective.value),
         power_cap_w=power_cap_w,
         energy_budget_kwh=energy_budget_kwh,
         solver=solver,
         time_limit=time_limit,
+        threads=threads,
+        zeus_eta=zeus_eta,
         seed=seed,
         profiles=profiles,
         carbon=carbon,
@@ -1681,7 +1799,22 @@ def frontier(
         signal_start=signal_start,
         signal_aware=signal_aware,
     )
-    refuse_overwriting_inputs({"--out": out_path}, [base.trace, carbon, price, profiles])
+    base = _with_replay_options(  # --max-jct-increase is the swept list: each point sets its own
+        base,
+        noise=noise,
+        max_rounds=max_rounds,
+        gpus_per_node=gpus_per_node,
+        node_power_w=node_power_w,
+        max_jct_increase=None,
+        tail_bound=tail_bound,
+        governor=governor,
+        tail_pace=tail_pace,
+        delta_max=delta_max,
+        truth=truth,
+        learn=learn,
+    )
+    figures = _figure_options(plot_format, dpi) if plots else None
+    refuse_overwriting_inputs({"--out": out_path}, [base.trace, carbon, price, profiles, truth])
     knob_deltas = number_list(deltas, "--deltas", DELTA_BOUNDS)
     knob_increases = [x / 100.0 for x in number_list(max_jct_increase, "--max-jct-increase", JCT_INCREASE_BOUNDS)]
     names = split_list(baselines, "--baselines")
@@ -1693,6 +1826,7 @@ def frontier(
         TextColumn("replays"),
         TimeElapsedColumn(),
         console=err,
+        disable=quiet,
     ) as bar:
         task = bar.add_task("frontier", total=total)
         result = fr.frontier(
@@ -1704,8 +1838,9 @@ def frontier(
             workers,
             lambda point, row: bar.advance(task),
             ray_address=ray,
+            figures=figures,
         )
-    out.print(summary_table(result.rows))
+    print_answer(answer_format, lambda: [summary_table(result.rows)], lambda: [Section("frontier", result.rows)])
     _report_dropped(result.dropped, result.cluster_types, out_path)
     if result.stale:
         err.print(
@@ -1716,7 +1851,7 @@ def frontier(
     if failed:
         err.print(f"[yellow]{len(failed)} replay(s) failed: {shown(', '.join(failed))} (see frontier.csv)[/]")
     files = shown(", ".join(p.name for p in result.paths))
-    out.print(f"{total} replays; frontier written to [bold]{shown(out_path)}[/] ({files})")
+    say(answer_format, f"{total} replays; frontier written to [bold]{shown(out_path)}[/] ({files})")
 
 
 @app.command()
@@ -1754,7 +1889,12 @@ def bench(
     grace: Annotated[
         float | None, typer.Option(help="Seconds past the limit before a run is killed (default max(5, 0.5 x limit)).")
     ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    plot_format: Annotated[
+        PlotFormatChoice,
+        typer.Option("--plot-format", help="Also write profile.pdf or profile.svg (profile.png is always written)."),
+    ] = PlotFormatChoice.png,
+    dpi: DpiOpt = defaults.FIGURE_DPI,
+    quiet: QuietOpt = False,
     fmt: OutputFormatOpt = OutputFormat.table,
 ) -> None:
     """Benchmark solvers: every instance x solver x seed in a fresh process; MIPLIB-style summary and profiles.
@@ -1772,6 +1912,7 @@ def bench(
     from planner.bench.summary import FAILURES
     from planner.console.list_options import split_list
 
+    _figure_options(plot_format, dpi)  # a bad --dpi is refused before any run
     # every file of the set is an input: --out naming its manifest.csv failed with 'File exists' (exit 1)
     refuse_overwriting_inputs({"--out": out_path}, [instances, *(instances.rglob("*") if instances.is_dir() else [])])
     config = BenchConfig(
@@ -1801,7 +1942,7 @@ def bench(
             bar.update(task, advance=1, failed=failed)
 
         result = run_bench(config, tasks, advance)
-    report = write_report(config, result.tasks, result.records)
+    report = write_report(config, result.tasks, result.records, plot_format=plot_format.value, dpi=dpi)
     print_answer(fmt, lambda: [summary_table(report.summary)], lambda: [Section("solvers", report.summary)])
     if failed:
         err.print(f"[yellow]{failed} run(s) failed (crash, hang, timeout, oom or error): see runs.csv[/]")

@@ -38,6 +38,7 @@ from planner.bench.summary import (
     solver_summary,
     with_references,
 )
+from planner.contracts.defaults import FIGURE_DPI
 from planner.contracts.jsonio import write_text_atomic
 
 RUN_COLUMNS = (
@@ -264,20 +265,17 @@ def summary_table(summary: Sequence[Record]) -> Any:
     return table
 
 
-def _save_png(fig: Any, path: Path) -> None:
-    """Save ``fig`` atomically: a temporary PNG beside ``path``, renamed over it."""
-    import matplotlib.pyplot as plt
-
+def _save_figure(fig: Any, path: Path, dpi: int = FIGURE_DPI) -> None:
+    """Save ``fig`` atomically, in the format of ``path``'s suffix (png, pdf, svg): a temporary file renamed over it."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".png", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=path.suffix, dir=path.parent)
     os.close(fd)
     try:
-        fig.savefig(tmp, dpi=110, bbox_inches="tight")
+        fig.savefig(tmp, format=path.suffix.lstrip("."), dpi=dpi, bbox_inches="tight")
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     finally:
         Path(tmp).unlink(missing_ok=True)
-        plt.close(fig)
 
 
 GAP_FLOOR = 1e-6
@@ -286,20 +284,20 @@ LINE_STYLES = ("-", "--", "-.", ":")
 """Solvers that draw the same line (all solved everything) stay visible by their dashes."""
 
 
-def profile_plot(rows: Sequence[Record], path: Path, title: str = "") -> None:
-    """Two panels to ``path`` (PNG): the Dolan-More time profile (log2 tau) and the share of runs within each gap.
+def profile_plot(rows: Sequence[Record], path: Path, title: str = "", dpi: int = FIGURE_DPI) -> None:
+    """Two panels to ``path``: the Dolan-More time profile (log2 tau) and the share of runs within each gap.
+
+    The format is ``path``'s suffix (png at ``dpi``, pdf, svg).
 
     Left: ``rho_s(tau)``, the share of problems (instance x seed) that solver ``s`` solved within
     ``tau`` times the fastest solver's time. Right: the share of a solver's runs with
     ``gap_ref <= g`` against ``g`` (log axis, failures at 1).
     """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
     ratios = performance_ratios(rows)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig = Figure(figsize=(11, 4.2))
+    left, right = fig.subplots(1, 2)
     top = max((r for by in ratios.values() for r in by.values() if r != float("inf")), default=1.0)
     right_edge = max(2.0, top * 1.25)
     for k, (solver, by) in enumerate(ratios.items()):
@@ -328,21 +326,34 @@ def profile_plot(rows: Sequence[Record], path: Path, title: str = "") -> None:
     for ax in (left, right):
         ax.grid(alpha=0.3, which="major")
         ax.legend(fontsize=8, loc="lower right")
-    _save_png(fig, path)
+    _save_figure(fig, path, dpi)
 
 
 def write_report(
-    config: BenchConfig, tasks: Sequence[BenchTask], records: Sequence[Record | None], command: str | None = None
+    config: BenchConfig,
+    tasks: Sequence[BenchTask],
+    records: Sequence[Record | None],
+    command: str | None = None,
+    plot_format: str = "png",
+    dpi: int = FIGURE_DPI,
 ) -> BenchReport:
-    """Write every file of :data:`FILES` in ``config.out`` from the records; return the rows and the summary."""
+    """Write every file of :data:`FILES` in ``config.out`` from the records; return the rows and the summary.
+
+    ``profile.png`` (at ``dpi``) is always written, report.md shows it; ``plot_format`` pdf or svg adds
+    ``profile.pdf`` or ``profile.svg``.
+    """
     out = Path(config.out)
     rows = write_runs(out, tasks, records)
     summary = solver_summary(rows)
     command = command or command_line(config)
     write_text_atomic(out / "summary.csv", csv_text(summary, SUMMARY_COLUMNS))
     write_text_atomic(out / "report.md", report_markdown(config, summary, rows, command))
-    profile_plot(rows, out / "profile.png")
-    return BenchReport(rows, summary, [out / name for name in FILES])
+    profile_plot(rows, out / "profile.png", dpi=dpi)
+    paths = [out / name for name in FILES]
+    if plot_format != "png":
+        profile_plot(rows, out / f"profile.{plot_format}", dpi=dpi)
+        paths.append(out / f"profile.{plot_format}")
+    return BenchReport(rows, summary, paths)
 
 
 __all__ = [

@@ -29,3 +29,5 @@ BUDGET_FRACTION: Final = 0.6
 """A round built from a trace gets this fraction of full power x ``T`` as its budget."""
 ZEUS_ETA: Final = 0.5
 """Zeus's weight of energy against time in the replay's ``zeus`` baseline."""
+FIGURE_DPI: Final = 150
+"""Dots per inch of a PNG figure (``--dpi``; PDF and SVG are vector)."""

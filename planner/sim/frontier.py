@@ -32,7 +32,8 @@ with the reference schedule (``fifo-max``, no budget) of :func:`planner.sim.metr
 wattplan row is ``on_front`` when all its jobs completed and no other such wattplan row beats
 it on both energy and average JCT (:func:`planner.sim.metrics.pareto_front`).
 It writes ``frontier.csv`` (:data:`FRONTIER_COLUMNS`), ``frontier.json`` (every row, whole)
-and ``frontier.png`` (:func:`frontier_plot`) in ``out``.
+and the figure ``frontier.png`` (or ``.pdf``, ``.svg``: :class:`~planner.sim.plots.FigureOptions`;
+:func:`frontier_plot`: the floor, the reference and, in the title, the cap) in ``out``.
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from planner.contracts.domain import Objective
 from planner.contracts.floor import EnergyFloor
@@ -52,11 +53,27 @@ from planner.executor import run_tasks
 from planner.sim.engine import SimResult
 from planner.sim.metrics import pareto_front, with_reference
 from planner.sim.output import comparison_csv, write_dropped, write_result
-from planner.sim.plots import _finish, _pyplot
+from planner.sim.plots import (
+    DEFAULT_FIGURES,
+    MARKERS_NOTE,
+    REFERENCE_LABEL,
+    EnergyJctPoint,
+    FigureOptions,
+    finish_axes,
+    mark_floor,
+    mark_reference,
+    marker_size,
+    new_figure,
+    save_figure,
+    series_style,
+)
 from planner.sim.policies import POLICY_NAMES
 from planner.sim.replay import ReplaySpec, check_spec, prepare, reference_run, run_policy, workload_floor
 from planner.sim.round_instance import ClusterContext
 from planner.sim.workload import Workload
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 Knob = Literal["baseline", "progress", "delta", "max_jct_increase"]
 ProgressFn = Callable[["FrontierPoint", dict[str, Any]], None]
@@ -437,39 +454,51 @@ def knob_text(row: dict[str, Any]) -> str:
     return str(row.get("knob") or row.get("label"))
 
 
-BASELINE_MARKERS = ("s", "^", "D", "v", "P", "X", "*", "h")
+def frontier_plot(
+    rows: Sequence[dict[str, Any]],
+    floor_kwh: float | None,
+    path: Path | None = None,
+    title: str = "",
+    *,
+    reference: Mapping[str, Any] | None = None,
+    options: FigureOptions = DEFAULT_FIGURES,
+) -> Figure:
+    """Energy (kWh) against average JCT (h) of every row that has both; the figure, saved to ``path`` if given.
 
-
-def frontier_plot(rows: Sequence[dict[str, Any]], floor_kwh: float | None, path: Path, title: str = "") -> None:
-    """Energy (kWh) against average JCT (h) of every row that has both, to ``path`` (PNG).
-
-    wattplan rows are dots, each annotated with its knob value (rows on the same point share one
-    annotation), the ``on_front`` ones joined by a line; each baseline has a marker of its own;
-    the energy floor is a dashed vertical line.
+    wattplan rows are filled dots, each annotated with its knob value (rows on the same point
+    share one annotation), the ``on_front`` ones joined by a line; each baseline is a hollow
+    marker of its policy's shape (:func:`planner.sim.plots.series_style`), larger for those
+    drawn first, so coinciding baselines nest; the energy floor is a dashed vertical line with
+    the unreachable side shaded (:func:`~planner.sim.plots.mark_floor`) and the ``reference``
+    summary (``fifo-max`` without budget: energy, average JCT) is ringed
+    (:func:`~planner.sim.plots.mark_reference`).
     """
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(7, 4.8))
+    fig, ax = new_figure(7, 4.8)
     drawn = [
         r for r in rows if not r.get("error") and r.get("energy_kwh") is not None and r.get("avg_jct_s") is not None
     ]
     ours = [r for r in drawn if r.get("policy") == WATTPLAN]
+    style = series_style(WATTPLAN)
     if ours:
-        (dots,) = ax.plot(
+        ax.plot(
             [r["energy_kwh"] for r in ours],
             [r["avg_jct_s"] / 3600 for r in ours],
-            marker="o",
+            marker=style.marker,
+            color=style.color,
             linestyle="none",
             label=WATTPLAN,
-            zorder=3,
+            zorder=4,
         )
         front = sorted((r["energy_kwh"], r["avg_jct_s"] / 3600) for r in ours if r.get("on_front"))
         if len(front) > 1:
             ax.plot(
                 [e for e, _ in front],
                 [j for _, j in front],
-                color=dots.get_color(),
+                color=style.color,
+                linestyle=style.linestyle,
                 linewidth=1.0,
                 label="wattplan front",
+                zorder=3,
             )
         notes: dict[tuple[float, float], list[str]] = {}
         for r in ours:  # replays that land on the same point share one annotation
@@ -477,18 +506,28 @@ def frontier_plot(rows: Sequence[dict[str, Any]], floor_kwh: float | None, path:
         for xy, texts in notes.items():
             ax.annotate(", ".join(texts), xy, textcoords="offset points", xytext=(4, 4), fontsize=7)
     for k, r in enumerate(r for r in drawn if r.get("policy") != WATTPLAN):
+        label = str(r.get("label"))
+        base = series_style(str(r.get("policy") or label), k)
         ax.plot(
-            r["energy_kwh"],
-            r["avg_jct_s"] / 3600,
-            marker=BASELINE_MARKERS[k % len(BASELINE_MARKERS)],
-            markersize=8,
+            [r["energy_kwh"]],
+            [r["avg_jct_s"] / 3600],
+            marker=base.marker,
+            markersize=marker_size(k),
+            markerfacecolor="none",
+            markeredgecolor=base.color,
+            markeredgewidth=1.6,
             linestyle="none",
-            label=str(r.get("label")),
-            zorder=3,
+            label=label,
+            zorder=5 + k,
         )
-    if floor_kwh is not None:
-        ax.axvline(floor_kwh, color="0.3", linestyle="--", linewidth=1.0, label="energy floor")
-    _finish(fig, ax, path, "total energy (kWh)", "average JCT (h)", title or "Energy-JCT frontier")
+    if reference is not None and reference.get("energy_kwh") is not None and reference.get("avg_jct_s") is not None:
+        ref = EnergyJctPoint(REFERENCE_LABEL, reference["energy_kwh"], reference["avg_jct_s"], REFERENCE_POLICY)
+        mark_reference(ax, ref)
+    mark_floor(ax, floor_kwh)
+    finish_axes(ax, "total energy (kWh)", "average JCT (h)", title or "Energy-JCT frontier", MARKERS_NOTE)
+    if path is not None:
+        save_figure(fig, path, options)
+    return fig
 
 
 def _reference(
@@ -510,13 +549,15 @@ def frontier(
     workers: int,
     progress: ProgressFn | None = None,
     ray_address: str | None = None,
+    figures: FigureOptions | None = DEFAULT_FIGURES,
 ) -> FrontierResult:
     """Sweep wattplan's knob on ``base``'s trace beside the baselines; write the frontier files in ``out``.
 
     The points are :func:`frontier_points`'s, replayed by :func:`replay_points`. Every row then gets
     the workload's energy floor, the captured share and the JCT increase against the reference
     (``fifo-max`` without budget: the frontier's own row when it ran without one, else replayed
-    here) and ``on_front`` (:func:`mark_front`). Bad input raises :class:`InputError` before
+    here) and ``on_front`` (:func:`mark_front`). ``figures``: the format of ``frontier.png`` (None:
+    no figure). Bad input raises :class:`InputError` before
     any replay runs; a replay that fails is a row with its ``error``.
     """
     out = Path(out)
@@ -535,11 +576,17 @@ def frontier(
     for r in full:
         r["energy_floor"] = floor_info
     mark_front(full)
-    csv_path, json_path, png_path = out / "frontier.csv", out / "frontier.json", out / "frontier.png"
+    csv_path, json_path = out / "frontier.csv", out / "frontier.json"
     write_text_atomic(csv_path, comparison_csv(full, FRONTIER_COLUMNS))
     write_json_atomic(json_path, full)
-    frontier_plot(full, floor_kwh, png_path, f"Energy-JCT frontier: {Path(base.trace).name} on {base.cluster}")
-    paths = [csv_path, json_path, png_path]
+    paths = [csv_path, json_path]
+    if figures is not None:
+        title = f"Energy-JCT frontier: {Path(base.trace).name} on {base.cluster}"
+        if base.power_cap_w is not None:
+            title += f", cap {base.power_cap_w / 1000:g} kW"
+        plot_path = figures.path(out, "frontier")
+        frontier_plot(full, floor_kwh, plot_path, title, reference=reference, options=figures)
+        paths.append(plot_path)
     if dropped_path := write_dropped(out, workload.dropped_by_type):
         paths.append(dropped_path)
     return FrontierResult(full, floor, reference, paths, stale, workload.dropped_by_type, tuple(ctx.type_names))

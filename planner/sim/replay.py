@@ -33,7 +33,7 @@ from planner.sim.governor import DELTA_MAX, DeltaSteer, FixedDelta, GovernorRule
 from planner.sim.learning import LearnConfig, ProfileLearner, learning_report
 from planner.sim.metrics import J_PER_KWH, summarise, with_reference
 from planner.sim.output import comparison_csv, write_dropped, write_result
-from planner.sim.plots import energy_jct_plot, jct_cdf_plot, power_plot, summary_points
+from planner.sim.plots import DEFAULT_FIGURES, FigureOptions, write_replay_plots
 from planner.sim.policies import POLICY_NAMES, PolicyOptions, make_policy
 from planner.sim.round_instance import ClusterContext, cluster_context, workload_instance
 from planner.sim.signals import (
@@ -455,11 +455,13 @@ def write_outputs(
     runs: Sequence[tuple[SimResult, dict[str, Any]]],
     plots: bool = True,
     dropped: Mapping[str, Sequence[str]] | None = None,
+    figures: FigureOptions = DEFAULT_FIGURES,
 ) -> list[Path]:
     """Write every replay and the comparison; return the files written at the top of ``out``.
 
     ``dropped`` (:attr:`Workload.dropped_by_type`): the jobs not replayed, written to ``dropped.csv``
-    (:func:`planner.sim.output.write_dropped`; an older one removed when none).
+    (:func:`planner.sim.output.write_dropped`; an older one removed when none). ``plots``: the
+    figures of :func:`planner.sim.plots.write_replay_plots`, in ``figures``' format.
     """
     out = Path(out)
     single = len(runs) == 1
@@ -472,9 +474,5 @@ def write_outputs(
         write_json_atomic(out / "comparison.json", summaries)
         written += [out / "comparison.csv", out / "comparison.json"]
     if plots:
-        results = {r.policy: r for r, _ in runs}
-        power_plot(results, out / "power.png")
-        jct_cdf_plot(results, out / "jct_cdf.png")
-        energy_jct_plot(summary_points(summaries), out / "energy_jct.png")
-        written += [out / "power.png", out / "jct_cdf.png", out / "energy_jct.png"]
+        written += write_replay_plots(out, {r.policy: r for r, _ in runs}, summaries, figures)
     return written
