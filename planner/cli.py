@@ -1332,7 +1332,12 @@ def simulate(
     cluster: ClusterOpt,
     policy: Annotated[
         list[str],
-        typer.Option("--policy", "-p", help="fifo-max, zeus, eaco, powerflow, wattplan, or all; repeat for several."),
+        typer.Option(
+            "--policy",
+            "-p",
+            help="fifo-max, zeus, eaco, powerflow, wattplan, all (these five) or a plug-in's name "
+            "(entry points of wattplan.policies); repeat for several.",
+        ),
     ] = ["wattplan"],  # noqa: B006 (typer needs a list default)
     power_cap_w: PowerCapOpt = None,
     energy_budget_kwh: EnergyBudgetOpt = None,
