@@ -1738,7 +1738,7 @@ def bench(
         typer.Option(
             help="Solvers to compare, comma-separated: "
             + ", ".join([*planning.SOLVER_NAMES, *planning.SOLVER_PATTERNS])
-            + "."
+            + ', a plug-in\'s name (entry points of wattplan.solvers); quote a command: cmd:"x {mps} {sol}".'
         ),
     ] = "cbc,highs,cpsat,greedy",
     time_limit: Annotated[float, typer.Option(help="Seconds per run, the whole planning call (> 0).")] = 10.0,
@@ -1775,13 +1775,13 @@ def bench(
     from planner.bench.report import summary_table, write_report
     from planner.bench.runner import BenchConfig, prepare_runs, run_bench
     from planner.bench.summary import FAILURES
-    from planner.console.list_options import split_list
+    from planner.console.solver_list import split_solvers
 
     # every file of the set is an input: --out naming its manifest.csv failed with 'File exists' (exit 1)
     refuse_overwriting_inputs({"--out": out_path}, [instances, *(instances.rglob("*") if instances.is_dir() else [])])
     config = BenchConfig(
         instances=instances,
-        solvers=tuple(split_list(solvers, "--solvers")),
+        solvers=tuple(split_solvers(solvers, "--solvers")),
         time_limit_s=time_limit,
         seeds=seeds,
         out=out_path,
