@@ -172,3 +172,33 @@ def test_register_solver_in_process(toy: Path) -> None:
         unregister_solver("toy")
     with pytest.raises(BackendUnavailable, match="unknown solver 'toy'"):
         get_backend("toy")
+
+
+def test_an_entry_point_solver_plans_and_a_broken_one_names_itself(
+    toy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "plugins"
+    folder.mkdir()
+    module = textwrap.dedent(
+        f"""
+        from formulations.backends.command import CommandBackend
+
+
+        class Toy(CommandBackend):
+            def __init__(self):
+                super().__init__({cmd(toy)[4:]!r})
+        """
+    )
+    (folder / "toy_backend.py").write_text(module)
+    info = folder / "toy_backend-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-backend\nVersion: 0.1\n")
+    entries = "[wattplan.solvers]\ntoy-ep = toy_backend:Toy\nbroken = toy_backend_gone:Toy\n"
+    (info / "entry_points.txt").write_text(entries)
+    monkeypatch.syspath_prepend(str(folder))
+    monkeypatch.delitem(sys.modules, "toy_backend", raising=False)
+    assert {"toy-ep", "broken"} <= set(plugin_names()) and "toy_backend" not in sys.modules
+    result = plan(load_instance(small_round(tmp_path / "round")), PlanRequest(solver="toy-ep", time_limit_s=30))
+    assert result.round.status == "feasible" and result.round.solver.startswith("cmd:")
+    (p,) = request_problems(PlanRequest(solver="broken"))
+    assert p.code == "solver-unavailable" and "'broken'" in p.message and "ModuleNotFoundError" in p.message
