@@ -1408,7 +1408,12 @@ def simulate(
     cluster: ClusterOpt,
     policy: Annotated[
         list[str],
-        typer.Option("--policy", "-p", help="fifo-max, zeus, eaco, powerflow, wattplan, or all; repeat for several."),
+        typer.Option(
+            "--policy",
+            "-p",
+            help="fifo-max, zeus, eaco, powerflow, wattplan, all (these five) or a plug-in's name "
+            "(entry points of wattplan.policies); repeat for several.",
+        ),
     ] = ["wattplan"],  # noqa: B006 (typer needs a list default)
     power_cap_w: PowerCapOpt = None,
     energy_budget_kwh: EnergyBudgetOpt = None,
@@ -1868,7 +1873,7 @@ def bench(
         typer.Option(
             help="Solvers to compare, comma-separated: "
             + ", ".join([*planning.SOLVER_NAMES, *planning.SOLVER_PATTERNS])
-            + "."
+            + ', a plug-in\'s name (entry points of wattplan.solvers); quote a command: cmd:"x {mps} {sol}".'
         ),
     ] = "cbc,highs,cpsat,greedy",
     time_limit: Annotated[float, typer.Option(help="Seconds per run, the whole planning call (> 0).")] = 10.0,
@@ -1910,14 +1915,14 @@ def bench(
     from planner.bench.report import summary_table, write_report
     from planner.bench.runner import BenchConfig, prepare_runs, run_bench
     from planner.bench.summary import FAILURES
-    from planner.console.list_options import split_list
+    from planner.console.solver_list import split_solvers
 
     _figure_options(plot_format, dpi)  # a bad --dpi is refused before any run
     # every file of the set is an input: --out naming its manifest.csv failed with 'File exists' (exit 1)
     refuse_overwriting_inputs({"--out": out_path}, [instances, *(instances.rglob("*") if instances.is_dir() else [])])
     config = BenchConfig(
         instances=instances,
-        solvers=tuple(split_list(solvers, "--solvers")),
+        solvers=tuple(split_solvers(solvers, "--solvers")),
         time_limit_s=time_limit,
         seeds=seeds,
         out=out_path,

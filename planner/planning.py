@@ -15,7 +15,13 @@ Model exchange (docs/design.md §5.12) goes through here too, and solves nothing
 
 The solver names come from one table, :data:`formulations.backends.REGISTRY`: the lists in help
 texts and messages here (:data:`SOLVER_CHOICES`, :func:`solver_help`, :func:`solvers_with`) are
-read from it, so the command line names no solver of its own.
+read from it, so the command line names no solver of its own. Plug-in solvers (``register_solver``, the
+``wattplan.solvers`` entry points) are named in messages too (:func:`solver_choices`).
+
+A command-line solver (``cmd:COMMAND``, :mod:`formulations.backends.command`) is never trusted: its plan's status
+is at most ``feasible`` (wattplan's own LP bound is kept, but does not make it ``optimal``), and a stage the command
+did not deliver (it failed, timed out, wrote no solution or a rejected one) is an error, never a silent greedy
+fallback (:func:`command_solver_checked`).
 
 Layering (docs/design.md §8): at import this module loads only the backend registry
 (:mod:`formulations.backends`, which imports no solver library); the model, the strategy and
@@ -39,9 +45,12 @@ from formulations.backends import (
     Solvers,
     backend_features,
     one_of,
+    plugin_names,
     resolve_solvers,
     solvers_with,
 )
+from formulations.backends.command import CWD_ENV, command_problems
+from formulations.backends.command import PREFIX as COMMAND_PREFIX
 from planner.contracts.domain import Instance
 from planner.contracts.floor import EnergyFloor
 from planner.contracts.problems import InputError, Problem
@@ -56,7 +65,22 @@ SOLVER_NAMES: tuple[str, ...] = (*BUILTIN, GREEDY)
 SOLVER_PATTERNS: tuple[str, ...] = tuple(p.placeholder for p in PATTERNS)
 """How help texts write the backends named by a pattern: ``pulp:NAME``."""
 SOLVER_CHOICES = one_of([", ".join(BUILTIN), *(f"{p.placeholder} ({p.description})" for p in PATTERNS), GREEDY])
-"""The solver names a user may give, for help texts and errors."""
+"""The built-in solver names a user may give, for help texts."""
+
+
+COMMAND_CWD_ENV = CWD_ENV
+"""The environment variable naming a command-line solver's working directory (``bench`` sets it for its runs)."""
+
+
+def solver_choices() -> str:
+    """The solver names a user may give, plug-ins included, for errors."""
+    patterns = [f"{p.placeholder} ({p.description})" for p in PATTERNS]
+    return one_of([", ".join([*BUILTIN, *plugin_names()]), *patterns, GREEDY])
+
+
+def is_command_solver(name: str) -> bool:
+    """True for a command-line solver's name, ``cmd:COMMAND``."""
+    return name.startswith(COMMAND_PREFIX)
 
 
 def solver_help() -> str:
@@ -73,12 +97,20 @@ def solver_help() -> str:
 def _solver_name_problems(request: PlanRequest) -> list[Problem]:
     """An unknown solver, an LP solver without LP relaxations, an export nobody can write (nothing is loaded)."""
     problems: list[Problem] = []
-    if request.solver != GREEDY and backend_features(request.solver) is None:
+    if is_command_solver(request.solver):
+        bad = command_problems(request.solver[len(COMMAND_PREFIX) :])
+        if bad:
+            return [Problem("bad-option", "solver (--solver)", f"{request.solver!r}: {'; '.join(bad)}")]
+    try:
+        features = None if request.solver == GREEDY else backend_features(request.solver)
+    except BackendUnavailable as exc:
+        return [Problem("solver-unavailable", "solver (--solver)", str(exc))]
+    if request.solver != GREEDY and features is None:
         return [
             Problem(
                 "solver-unavailable",
                 "solver (--solver)",
-                f"unknown solver {request.solver!r}; choose from {SOLVER_CHOICES}",
+                f"unknown solver {request.solver!r}; choose from {solver_choices()}",
             )
         ]
     if request.lp_bound and request.solver != GREEDY:
@@ -111,7 +143,7 @@ def _resolved(request: PlanRequest) -> tuple[Solvers | None, list[Problem]]:
     try:
         return resolve_solvers(request.solver, request.lp_solver, request.lp_bound), []
     except BackendUnavailable as exc:
-        return None, [Problem("solver-unavailable", "solver (--solver)", f"{exc}; choose from {SOLVER_CHOICES}")]
+        return None, [Problem("solver-unavailable", "solver (--solver)", f"{exc}; choose from {solver_choices()}")]
 
 
 def _round_problems(request: PlanRequest) -> list[Problem]:
@@ -225,7 +257,31 @@ class Planner:
             return with_instance_sha256(greedy_plan(instance), digest)
         from formulations.solve import solve_round
 
-        return with_instance_sha256(solve_round(instance, self.request, started_at, self._solvers), digest)
+        result = solve_round(instance, self.request, started_at, self._solvers)
+        if is_command_solver(self.request.solver):
+            result = command_solver_checked(result)
+        return with_instance_sha256(result, digest)
+
+
+def command_solver_checked(result: Plan) -> Plan:
+    """A command-line solver's plan: an error where it fell back to a heuristic, else ``feasible`` at most.
+
+    Raises :class:`~planner.contracts.problems.InputError` (``solver-failed``, at ``solver (--solver)``) with the
+    fallback's reason: the stage's message says whether the command failed, timed out, wrote no solution or a
+    rejected one. An ``optimal`` plan (wattplan's own LP bound closed the gap) becomes ``feasible`` with a note.
+    """
+    r = result.round
+    if r.status == "fallback":
+        why = r.notes().get("fallback_reason", "no plan from the command")
+        failed = [s.message for s in r.report.stages if s.status not in ("optimal", "feasible") and s.message]
+        detail = "; ".join([why, *failed])
+        raise InputError("solver", [Problem("solver-failed", "solver (--solver)", detail)])
+    if r.status != "optimal":
+        return result
+    note = "a command-line solver's plan is at most feasible (its solver's word is not a proof)"
+    old = r.report.notes.get("bound_note")
+    r.report.notes["bound_note"] = f"{old}; {note}" if old else note
+    return replace(result, round=replace(r, status="feasible"))
 
 
 def plan(instance: Instance, request: PlanRequest = DEFAULT_REQUEST, started_at: float | None = None) -> Plan:

@@ -7,7 +7,9 @@ Importing this package loads no solver library.
 
 Modules: ``base`` (the backend protocol, :class:`Features`, the LP-with-duals session, results), ``registry``
 (the table), and one module per backend: ``highs`` (highspy), ``cpsat`` (OR-Tools CP-SAT), ``scip``
-(PySCIPOpt), ``ortools_mip`` (OR-Tools' CBC) and ``pulp_backend`` (PuLP: ``cbc`` and ``pulp:NAME``).
+(PySCIPOpt), ``ortools_mip`` (OR-Tools' CBC), ``pulp_backend`` (PuLP: ``cbc`` and ``pulp:NAME``) and
+``command`` (``cmd:COMMAND``, a command-line solver on an MPS file). Plug-in solvers: :func:`register_solver`
+and the ``wattplan.solvers`` entry points (:mod:`formulations.backends.registry`, docs/design.md §5.7.1).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from formulations.backends.base import (
 )
 from formulations.backends.registry import (
     BUILTIN,
+    ENTRY_POINT_GROUP,
     FEATURE_NAMES,
     PATTERNS,
     REGISTRY,
@@ -40,7 +43,10 @@ from formulations.backends.registry import (
     is_available,
     known_names,
     one_of,
+    plugin_names,
+    register_solver,
     solvers_with,
+    unregister_solver,
 )
 
 
@@ -61,6 +67,7 @@ def resolve_solvers(solver: str, lp_solver: str, lp_bound: bool) -> Solvers:
 
 __all__ = [
     "BUILTIN",
+    "ENTRY_POINT_GROUP",
     "FEATURE_NAMES",
     "PATTERNS",
     "REGISTRY",
@@ -85,6 +92,9 @@ __all__ = [
     "is_available",
     "known_names",
     "one_of",
+    "plugin_names",
+    "register_solver",
     "resolve_solvers",
     "solvers_with",
+    "unregister_solver",
 ]

@@ -454,6 +454,8 @@ def run_one(spec: RunSpec, instance: bytes) -> Record:
     Module level and argument-only so it runs the same in a thread here and in a Ray task on
     another machine.
     """
+    from planner import planning
+
     with tempfile.TemporaryDirectory(prefix="wattplan-bench-") as scratch:
         folder = Path(scratch)
         (folder / "instance.json").write_bytes(instance)
@@ -461,6 +463,7 @@ def run_one(spec: RunSpec, instance: bytes) -> Record:
         (folder / "task.json").write_text(json.dumps(task), encoding="utf-8")
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH")) if p)
+        env.setdefault(planning.COMMAND_CWD_ENV, os.getcwd())  # a cmd: solver's relative paths: where bench was started
         cmd = [sys.executable, "-m", "planner.bench.worker", str(folder / "task.json"), str(folder / "result.json")]
         stderr_path = folder / "stderr.txt"
         kills_before = oom_kills()

@@ -67,7 +67,7 @@ from planner.sim.plots import (
     save_figure,
     series_style,
 )
-from planner.sim.policies import POLICY_NAMES
+from planner.sim.policies import POLICY_NAMES, policy_names
 from planner.sim.replay import ReplaySpec, check_spec, prepare, reference_run, run_policy, workload_floor
 from planner.sim.round_instance import ClusterContext
 from planner.sim.workload import Workload
@@ -166,13 +166,13 @@ def _baselines(names: Sequence[str]) -> list[str]:
     bad: list[Problem] = []
     for k, name in enumerate(names):
         for n in BASELINE_POLICIES if name == "all" else (name,):
-            if n not in BASELINE_POLICIES:
+            if n == WATTPLAN or n not in policy_names():
                 why = "wattplan is the swept policy, not a baseline; " if n == WATTPLAN else ""
                 bad.append(
                     Problem(
                         "unknown-policy",
                         f"--baselines[{k}]",
-                        f"{why}{n!r}; choose from all, {', '.join(BASELINE_POLICIES)}",
+                        f"{why}{n!r}; choose from all, {', '.join(p for p in policy_names() if p != WATTPLAN)}",
                     )
                 )
             elif n not in out:

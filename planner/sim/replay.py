@@ -34,7 +34,7 @@ from planner.sim.learning import LearnConfig, ProfileLearner, learning_report
 from planner.sim.metrics import J_PER_KWH, summarise, with_reference
 from planner.sim.output import comparison_csv, write_dropped, write_result
 from planner.sim.plots import DEFAULT_FIGURES, FigureOptions, write_replay_plots
-from planner.sim.policies import POLICY_NAMES, PolicyOptions, make_policy
+from planner.sim.policies import PolicyOptions, expand_policy_names, make_policy
 from planner.sim.round_instance import ClusterContext, cluster_context, workload_instance
 from planner.sim.signals import (
     HourlySignal,
@@ -106,20 +106,11 @@ class ReplaySpec:
 
 
 def expand_policies(names: Sequence[str]) -> tuple[str, ...]:
-    """Policy names in the given order, ``all`` meaning every policy; unknown names raise."""
-    out: list[str] = []
-    bad = []
-    for k, name in enumerate(names):
-        for n in POLICY_NAMES if name == "all" else (name,):
-            if n not in POLICY_NAMES:
-                bad.append(
-                    Problem("unknown-policy", f"--policy[{k}]", f"{n!r}; choose from all, {', '.join(POLICY_NAMES)}")
-                )
-            elif n not in out:
-                out.append(n)
-    if bad or not out:
-        raise InputError("--policy", bad or [Problem("no-policy", "--policy", "name at least one policy")])
-    return tuple(out)
+    """Policy names in the given order, ``all`` meaning every built-in policy; unknown names raise.
+
+    Plug-in policies (registered or entry points, :mod:`planner.sim.policies.registry`) are known by name.
+    """
+    return expand_policy_names(names, "--policy")
 
 
 def check_spec(spec: ReplaySpec, options: Mapping[str, str] | None = None) -> None:

@@ -14,47 +14,47 @@ wattplan   the round model, planned by the front door (one :class:`planner.plann
 
 Modules: ``base`` (the interface and the helpers every policy shares), ``fcfs`` (the first-come first-served
 walk the baselines share), ``ledger`` (GPUs and energy a policy has handed out this round), and one module per
-policy: ``fifo_max``, ``zeus``, ``eaco``, ``powerflow``, ``wattplan``.
+policy: ``fifo_max``, ``zeus``, ``eaco``, ``powerflow``, ``wattplan``; ``registry`` (policies by name: the
+built-ins, :func:`register_policy` and the ``wattplan.policies`` entry points; docs/design.md §10.4).
+
+Your own policy: a class with a ``name`` and ``decide(instance, context) -> Decision`` (see
+:class:`~planner.sim.policies.base.Policy` for what it gets and returns, with an example), published as an entry
+point of the group ``wattplan.policies`` whose object is a factory ``factory(options) -> policy``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
-from planner.contracts.defaults import ZEUS_ETA
-from planner.contracts.request import REPLAY_REQUEST, PlanRequest
 from planner.sim.policies.base import Decision, Policy
-from planner.sim.policies.eaco import Eaco
-from planner.sim.policies.fifo_max import FifoMax
-from planner.sim.policies.powerflow import PowerFlow
-from planner.sim.policies.wattplan import Wattplan
-from planner.sim.policies.zeus import Zeus
+from planner.sim.policies.registry import (
+    ALL,
+    BUILTIN_NAMES,
+    ENTRY_POINT_GROUP,
+    PolicyFactory,
+    PolicyOptions,
+    expand_policy_names,
+    make_policy,
+    plugin_error,
+    policy_names,
+    register_policy,
+    unregister_policy,
+)
 
-POLICY_NAMES = ("fifo-max", "zeus", "eaco", "powerflow", "wattplan")
+POLICY_NAMES = BUILTIN_NAMES
+"""The built-in policies (what ``--policy all`` replays); :func:`policy_names` adds the plug-ins."""
 
-
-@dataclass(frozen=True, slots=True)
-class PolicyOptions:
-    """Knobs of the policies that have any: ``zeus_eta``, and wattplan's planning request."""
-
-    zeus_eta: float = ZEUS_ETA
-    request: PlanRequest = field(default_factory=lambda: REPLAY_REQUEST)
-
-
-def make_policy(name: str, opts: PolicyOptions | None = None) -> Policy:
-    """A fresh policy by name (one of :data:`POLICY_NAMES`)."""
-    o = opts or PolicyOptions()
-    if name == "fifo-max":
-        return FifoMax()
-    if name == "zeus":
-        return Zeus(eta=o.zeus_eta)
-    if name == "eaco":
-        return Eaco()
-    if name == "powerflow":
-        return PowerFlow()
-    if name == "wattplan":
-        return Wattplan(o.request)
-    raise ValueError(f"unknown policy {name!r}; choose from {', '.join(POLICY_NAMES)}")
-
-
-__all__ = ["POLICY_NAMES", "Decision", "Policy", "PolicyOptions", "make_policy"]
+__all__ = [
+    "ALL",
+    "BUILTIN_NAMES",
+    "ENTRY_POINT_GROUP",
+    "POLICY_NAMES",
+    "Decision",
+    "Policy",
+    "PolicyFactory",
+    "PolicyOptions",
+    "expand_policy_names",
+    "make_policy",
+    "plugin_error",
+    "policy_names",
+    "register_policy",
+    "unregister_policy",
+]

@@ -44,7 +44,54 @@ class Decision:
 
 @runtime_checkable
 class Policy(Protocol):
-    """``name`` identifies the policy in outputs; ``decide`` plans one round."""
+    """What a replay policy is: a ``name`` and a ``decide`` that plans one round.
+
+    **Each round** the engine calls ``decide(instance, context)`` once, with
+
+    * ``instance`` (:class:`~planner.contracts.domain.Instance`): the queued jobs (``instance.jobs``, arrival
+      order; ``remaining_steps``, the allowed GPU counts ``gpus``, ``weight`` and the ``current``
+      configuration of a job that ran last round), the GPU types (``instance.gpu_types``: ``total_gpus``,
+      ``gpus_per_node``, ``settings``, powers in W), the profiles (``instance.profile(job_type, gpu_type, gpus,
+      setting)``: ``steps_per_s`` and ``power_w`` per GPU), the pair slowdowns and the round
+      (``instance.round``: ``duration_s``, ``budget_j`` in J or None, ``objective``);
+    * ``context`` (:class:`~planner.sim.round_instance.ReplayRound`): the round's start ``now_s`` (s),
+      ``context.requested(job)`` (the GPUs the job asked for) and ``arrival_s`` by job id.
+
+    **It returns** a :class:`Decision`: ``allocations``, each an :class:`~planner.core.assemble.Allocation`
+    ``(job_ids, gpu_type, gpus, setting)`` (one job, or two that share the GPUs), jobs left out wait;
+    ``solver`` (what decided, for the logs) and ``status`` (``feasible`` for a heuristic). The engine places
+    the allocations (:func:`planner.core.assemble.assemble_plan`) and validates the plan: a GPU count or
+    setting without a profile, more GPUs than the cluster has, or a plan over ``budget_j`` stops the replay
+    with the validator's problems. A policy keeps no promise to the engine beyond that; it may keep state
+    between rounds (a fresh policy is made per replay).
+
+    A minimal policy, every job alone on its requested count of the first GPU type at its highest setting,
+    while GPUs last (a budget is not checked: replay it without one)::
+
+        from planner.core.assemble import Allocation
+        from planner.sim.policies import Decision
+
+        class Greedy:
+            name = "mine"
+
+            def decide(self, instance, context):
+                g = instance.gpu_types[0]
+                free, out = g.total_gpus, []
+                for job in instance.jobs:
+                    n, s = context.requested(job), max(g.settings)
+                    ok = n in job.gpus and instance.profile(job.type, g.name, n, s) is not None
+                    if ok and n <= free:
+                        out.append(Allocation((job.id,), g.name, n, s))
+                        free -= n
+                return Decision(tuple(out), solver="mine")
+
+        def make(options):  # the factory: options is a PolicyOptions
+            return Greedy()
+
+    Published as an entry point (``[project.entry-points."wattplan.policies"] mine = "my_pkg.policy:make"``)
+    it replays with ``wattplan simulate TRACE --policy mine``; in one process,
+    ``planner.sim.policies.register_policy("mine", make)`` does the same (docs/design.md §10.4).
+    """
 
     name: str
 
