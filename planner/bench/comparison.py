@@ -256,9 +256,10 @@ def per_instance_frame(rows: Sequence[Row]) -> pd.DataFrame:
     best's ``time_s`` and ``solver``.
 
     Over the seeds of an instance: ``time_s`` is the sgm of the charged times (s; the run's own with one
-    seed), ``status`` the outcome (:func:`outcome`) when every seed agrees, else ``solved i/K`` or the
-    outcomes joined by ``/``; ``objective`` the best valid value, ``gap`` the largest ``gap_ref`` (1 for
-    a run without a plan), ``nodes`` the sgm of the node counts (shift 100; blank when unknown).
+    seed; a heuristic's own planning time, not the limit), ``status`` the outcome (:func:`outcome`) when
+    every seed agrees, else ``solved i/K`` or the outcomes joined by ``/``; ``objective`` the best valid
+    value, ``gap`` the largest ``gap_ref`` (1 for a run without a plan), ``nodes`` the sgm of the node
+    counts (shift 100; blank when unknown).
     ``best`` marks the exact solvers whose ``time_s`` is the smallest among those that solved every seed.
     Columns are ``SOLVER:FIELD``; instances in first-seen order.
     """
@@ -268,7 +269,7 @@ def per_instance_frame(rows: Sequence[Row]) -> pd.DataFrame:
         {
             "instance": [str(r.get("instance") or r["instance_sha256"]) for r in rows],
             "solver": [str(r["solver"]) for r in rows],
-            "charged": [charged_time(r) for r in rows],
+            "charged": [_shown_time(r) for r in rows],
             "outcome": [outcome(r) for r in rows],
             "solved": [solved(r) for r in rows],
             "value": [r.get("objective") if r.get("valid") is not False else None for r in rows],
@@ -307,8 +308,16 @@ def per_instance_frame(rows: Sequence[Row]) -> pd.DataFrame:
         vb_who[names[sha]].append(who)
     table[f"{VIRTUAL_BEST}:time_s"] = [shifted_geometric_mean(vb_time[i]) if vb_time[i] else None for i in instances]
     table[f"{VIRTUAL_BEST}:solver"] = ["/".join(dict.fromkeys(w for w in vb_who[i] if w)) for i in instances]
-    table = table.drop(columns=[f"{s}:all_solved" for s in solvers])
-    return table.reset_index()
+    fields = ("time_s", "status", "objective", "gap", "nodes", "best")
+    order = [f"{s}:{f}" for s in solvers for f in fields] + [f"{VIRTUAL_BEST}:time_s", f"{VIRTUAL_BEST}:solver"]
+    return table[order].reset_index()
+
+
+def _shown_time(row: Row) -> float:
+    """A solver's charged time (s); a heuristic's own planning time (it is not charged the limit)."""
+    if is_heuristic(row["solver"]) and row.get("time_s") is not None:
+        return float(row["time_s"])
+    return charged_time(row)
 
 
 def _status_cell(outcomes: pd.Series) -> str:

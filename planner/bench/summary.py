@@ -113,6 +113,8 @@ def shifted_geometric_mean(values: Sequence[float], shift: float = SHIFT_S) -> f
     """``(prod (t_i + s))^(1/n) - s`` (in logs, so long lists do not overflow); None for no values."""
     if not values:
         return None
+    if min(values) == max(values):
+        return float(values[0])  # exact, without the logarithms' rounding
     return math.exp(sum(math.log(t + shift) for t in values) / len(values)) - shift
 
 

@@ -145,7 +145,7 @@ def search_effort(stages: Any) -> dict[str, float | None]:
         for key, value in (stage.stats or {}).items():
             if key in totals:
                 totals[key] = (totals[key] or 0.0) + float(value)
-    return totals
+    return {k: int(v) if v is not None and v.is_integer() else v for k, v in totals.items()}  # counts: 12, not 12.0
 
 
 def result_doc(plan: Any, instance: Any, time_s: float, read_s: float = 0.0) -> dict[str, Any]:
