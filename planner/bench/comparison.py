@@ -285,7 +285,7 @@ def per_instance_frame(rows: Sequence[Row]) -> pd.DataFrame:
         runs = frame[frame["solver"] == solver].groupby("instance", sort=False)
         table[f"{solver}:time_s"] = runs["charged"].apply(lambda t: shifted_geometric_mean(list(t)))
         table[f"{solver}:status"] = runs["outcome"].apply(_status_cell)
-        table[f"{solver}:objective"] = runs.apply(_best_value, include_groups=False)
+        table[f"{solver}:objective"] = pd.Series({name: _best_value(group) for name, group in runs}, dtype=object)
         table[f"{solver}:gap"] = runs["gap"].max()
         table[f"{solver}:nodes"] = runs["nodes"].apply(
             lambda n: shifted_geometric_mean([float(x) for x in n if x is not None and not pd.isna(x)], NODE_SHIFT)
