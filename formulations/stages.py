@@ -261,6 +261,7 @@ def stage_record(name: str, r: SolverResult, lm: LinearModel, limit_s: float) ->
         limit_s=round(limit_s, 4),
         solve_s=round(r.solve_s, 4),
         message=r.message.splitlines()[0] if r.message else "",
+        stats=dict(r.stats),
     )
 
 

@@ -39,6 +39,12 @@ class SolveParams:
     seed: int = 0
 
 
+SEARCH_STATS = ("nodes", "lp_iterations", "branches", "conflicts")
+"""Keys of :attr:`SolverResult.stats` that count a solver's search effort, where it tells them: branch-and-bound
+``nodes`` (HiGHS, SCIP, CBC), simplex ``lp_iterations`` (HiGHS, SCIP, CBC), CP-SAT's ``branches`` and
+``conflicts``. A key the solver does not give is absent (unknown, not zero)."""
+
+
 @dataclass(slots=True)
 class SolverResult:
     """A solver's answer: status, the column values, objective and best bound (model units)."""
@@ -49,7 +55,7 @@ class SolverResult:
     bound: float | None = None  # best proven bound on the objective, when the solver gives one
     solve_s: float = 0.0
     message: str = ""
-    stats: dict[str, float] = field(default_factory=dict)
+    stats: dict[str, float] = field(default_factory=dict)  # search effort, keys in SEARCH_STATS
     columns: np.ndarray | None = None  # column generation: the restricted master's columns
 
     @property

@@ -157,7 +157,7 @@ class HighsBackend:
             bound=bound,
             solve_s=elapsed,
             message=h.modelStatusToString(status),
-            stats={"mip_nodes": float(getattr(info, "mip_node_count", 0))},
+            stats=highs_stats(info, relax),
         )
 
     def export(self, lm: LinearModel, objective: ObjectiveName, maximize: bool, path: Path) -> None:
@@ -200,6 +200,14 @@ class HighsBackend:
     ) -> HighsDualLp:
         """``lm`` relaxed with the costs ``objective``, loaded into one HiGHS instance for warm re-solves."""
         return HighsDualLp(lm, objective, maximize, method, threads)
+
+
+def highs_stats(info: Any, relax: bool) -> dict[str, float]:
+    """HiGHS's search effort (:data:`~formulations.backends.base.SEARCH_STATS`): simplex iterations; MIP nodes."""
+    stats = {"lp_iterations": float(max(0, int(info.simplex_iteration_count)))}
+    if not relax:
+        stats["nodes"] = float(max(0, int(info.mip_node_count)))
+    return stats
 
 
 def _lp_solution(h: Any) -> LpSolution:

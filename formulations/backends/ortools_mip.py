@@ -255,7 +255,7 @@ class OrtoolsCbcBackend(WithoutLpDuals):
             bound=bound,
             solve_s=elapsed,
             message=_STATUS_NAMES[code],
-            stats={"nodes": float(solver.nodes())} if not relax else {},
+            stats={"nodes": float(solver.nodes()), "lp_iterations": float(solver.iterations())} if not relax else {},
         )
 
     def export(self, lm: LinearModel, objective: ObjectiveName, maximize: bool, path: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import tempfile
 import time
 import warnings
 from dataclasses import replace
@@ -53,6 +55,26 @@ MIN_SOLVER_S = 0.1
 def solver_seconds(time_limit_s: float, build_s: float) -> float:
     """The solver's own limit: ``max(MIN_SOLVER_S, time_limit_s - HANDOVER_FACTOR * build_s)`` (s)."""
     return max(MIN_SOLVER_S, time_limit_s - HANDOVER_FACTOR * build_s)
+
+
+CBC_LOG_STATS = (
+    ("nodes", re.compile(r"^Enumerated nodes:\s+(\d+)", re.M)),
+    ("lp_iterations", re.compile(r"^Total iterations:\s+(\d+)", re.M)),
+)
+"""CBC's closing lines and the :data:`~formulations.backends.base.SEARCH_STATS` key each one gives."""
+
+
+def cbc_log_stats(log: str) -> dict[str, float]:
+    """Branch-and-bound nodes and simplex iterations from CBC's log (``Enumerated nodes:``, ``Total iterations:``).
+
+    The last such line counts (CBC prints its summary once, at the end); a line it did not print is left out.
+    """
+    stats: dict[str, float] = {}
+    for key, pattern in CBC_LOG_STATS:
+        found = pattern.findall(log)
+        if found:
+            stats[key] = float(found[-1])
+    return stats
 
 
 def _row_duals(prob: Any, lm: LinearModel) -> np.ndarray | None:
@@ -161,12 +183,18 @@ class PulpBackend(WithoutLpDuals):
                 f"randomCbcSeed {params.seed + 1}",
                 f"preprocess {CBC_PREPROCESS}",
             ]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)  # PULP_CBC_CMD: still PuLP 3.3's bundled CBC
-            solver = pulp.getSolver(self.solver_name, **options)
-        begin = time.perf_counter()
-        prob.solve(solver)
-        elapsed = time.perf_counter() - begin
+        with tempfile.TemporaryDirectory(prefix="wattplan-cbc-") as scratch:
+            log_path = Path(scratch) / "cbc.log"
+            if self.solver_name == CBC:
+                options["logPath"] = str(log_path)  # for its node and iteration counts (cbc_log_stats)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)  # PULP_CBC_CMD: still PuLP 3.3's bundled CBC
+                solver = pulp.getSolver(self.solver_name, **options)
+            begin = time.perf_counter()
+            prob.solve(solver)
+            elapsed = time.perf_counter() - begin
+            log = log_path.read_text(encoding="utf-8", errors="replace") if log_path.is_file() else ""
+        stats = cbc_log_stats(log)
         status = pulp.LpStatus.get(prob.status, "Undefined")
         if status == "Infeasible":
             return SolverResult("infeasible", solve_s=elapsed, message=status)
@@ -185,7 +213,9 @@ class PulpBackend(WithoutLpDuals):
                 model_duals = duals * cond.row_scale / cond.objective_scale
                 bound = dual_bound(lm, lm.objectives[objective], maximize, model_duals)
         status_name: SolveStatus = "optimal" if proven else "feasible"
-        return SolverResult(status_name, values=values, objective=value, bound=bound, solve_s=elapsed, message=status)
+        return SolverResult(
+            status_name, values=values, objective=value, bound=bound, solve_s=elapsed, message=status, stats=stats
+        )
 
     def export(self, lm: LinearModel, objective: ObjectiveName, maximize: bool, path: Path) -> None:
         """Write the model as MPS (:mod:`formulations.mps`) or LP (PuLP's writer) by the suffix, atomically."""

@@ -187,7 +187,7 @@ class ScipBackend(WithoutLpDuals):
             bound=bound,
             solve_s=elapsed,
             message=status,
-            stats={"nodes": float(model.getNTotalNodes())},
+            stats={"nodes": float(model.getNTotalNodes()), "lp_iterations": float(model.getNLPIterations())},
         )
 
     def export(self, lm: LinearModel, objective: ObjectiveName, maximize: bool, path: Path) -> None:

@@ -11,8 +11,10 @@
 * :mod:`planner.bench.incumbents`: the incumbent timeline of a plan (from its solve report).
 * :mod:`planner.bench.summary`: pure maths: gaps, shifted geometric means, the primal
   integral, Dolan-More performance profiles, the per-solver table.
-* :mod:`planner.bench.report`: ``runs.csv``, ``runs.jsonl``, ``summary.csv``, ``report.md``
-  and ``profile.png``.
+* :mod:`planner.bench.comparison`: solvers side by side (pandas): the per-instance table, the virtual
+  best, wins, the interval over seeds, heuristics on their own, the search effort.
+* :mod:`planner.bench.report`: ``runs.csv``, ``runs.jsonl``, ``summary.csv``, ``per_instance.csv``,
+  ``report.md`` and ``profile.png``.
 
 Benchmark instances (``wattplan instance sweep``):
 

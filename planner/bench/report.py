@@ -1,4 +1,4 @@
-"""The benchmark's files: ``runs.csv``, ``runs.jsonl``, ``summary.csv``, ``report.md``, ``profile.png``.
+"""The benchmark's files: ``runs.csv``, ``runs.jsonl``, ``summary.csv``, ``per_instance.csv``, ``report.md``, a PNG.
 
 Every file is rebuilt from the saved runs (:mod:`planner.bench.runner`) and written atomically.
 A run's row (:data:`RUN_COLUMNS`, then the manifest's own columns) joins the task (instance
@@ -8,7 +8,9 @@ the run alone, ``gap_ref`` to the best bound known for the instance over the run
 wrong; ``wrong`` is why the wrong-result check flags the run (empty when it does not,
 :func:`planner.bench.summary.wrong_reasons`), ``objective`` the plan's value recomputed from the
 instance, ``claimed_objective`` the planner's and ``valid`` the independent re-check
-(:mod:`planner.bench.check`). ``report.md`` lists the wrong runs.
+(:mod:`planner.bench.check`); ``nodes``, ``lp_iterations``, ``branches`` and ``conflicts`` the search
+effort where the solver tells it (blank where not). ``report.md`` lists the wrong runs.
+``per_instance.csv`` is Mittelmann's view (:func:`planner.bench.comparison.per_instance_frame`).
 ``runs.jsonl`` holds everything, the incumbent timeline and the plan's ``round`` included.
 """
 
@@ -27,15 +29,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from planner.bench.comparison import (
+    EFFORT_COLUMNS,
+    HEURISTIC_COLUMNS,
+    VIRTUAL_BEST,
+    bench_summary,
+    effort_summary,
+    heuristic_summary,
+    per_instance_frame,
+    profile_tau_max,
+)
 from planner.bench.incumbents import maximizes
 from planner.bench.runner import BenchConfig, BenchTask, Record
 from planner.bench.summary import (
     SUMMARY_COLUMNS,
     gap_curve,
+    is_heuristic,
     performance_ratios,
+    profile_fraction,
     profile_steps,
     relative_gap,
-    solver_summary,
     with_references,
 )
 from planner.contracts.defaults import FIGURE_DPI
@@ -60,6 +73,10 @@ RUN_COLUMNS = (
     "wall_s",
     "peak_mb",
     "primal_integral",
+    "nodes",
+    "lp_iterations",
+    "branches",
+    "conflicts",
     "jobs",
     "columns",
     "rows",
@@ -73,7 +90,7 @@ RUN_COLUMNS = (
     "message",
 )
 """Columns of ``runs.csv`` (the manifest's columns follow, prefixed ``manifest_`` where a name is taken)."""
-FILES = ("runs.csv", "runs.jsonl", "summary.csv", "report.md", "profile.png")
+FILES = ("runs.csv", "runs.jsonl", "summary.csv", "per_instance.csv", "report.md", "profile.png")
 
 
 @dataclass(frozen=True)
@@ -172,12 +189,85 @@ def _fmt(value: Any, spec: str = ".4g") -> str:
     return format(value, spec) if isinstance(value, float) else str(value)
 
 
-def markdown_table(summary: Sequence[Record]) -> str:
-    """The per-solver summary as a Markdown table (:data:`SUMMARY_COLUMNS`)."""
-    lines = ["| " + " | ".join(SUMMARY_COLUMNS) + " |", "|" + "---|" * len(SUMMARY_COLUMNS)]
+def markdown_table(summary: Sequence[Record], columns: Sequence[str] = SUMMARY_COLUMNS) -> str:
+    """Rows as a Markdown table of ``columns`` (default the per-solver summary's, :data:`SUMMARY_COLUMNS`)."""
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for s in summary:
-        lines.append("| " + " | ".join(_fmt(s.get(c)) for c in SUMMARY_COLUMNS) + " |")
+        lines.append("| " + " | ".join(_cell_text(_fmt(s.get(c))) for c in columns) + " |")
     return "\n".join(lines)
+
+
+def _instance_cell(table: Any, i: int, solver: str) -> str:
+    """One solver's cell of the per-instance table: time (s), bold when the best; the outcome unless solved."""
+    time_s, status = table.at[i, f"{solver}:time_s"], str(table.at[i, f"{solver}:status"])
+    if time_s is None or time_s != time_s:  # no run of this solver on the instance
+        return "-"
+    text = f"{time_s:.3g}"
+    if bool(table.at[i, f"{solver}:best"]):
+        text = f"**{text}**"
+    gap = table.at[i, f"{solver}:gap"]
+    if status == "wrong":
+        return f"{text} WRONG"
+    if status != "solved" and not (is_heuristic(solver) and status == "unsolved"):
+        text += f" {status}"
+    if (status != "solved" or is_heuristic(solver)) and gap == gap and 0 < gap < 1:
+        text += f" (gap {100 * gap:.2g}%)"
+    return text
+
+
+def per_instance_markdown(table: Any) -> str:
+    """The per-instance table in Markdown: instances as rows, a cell per solver, then the virtual best."""
+    if table.empty:
+        return "no runs"
+    solvers = [c.removesuffix(":status") for c in table.columns if c.endswith(":status")]
+    head = ["instance", *solvers, VIRTUAL_BEST]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for i in table.index:
+        vb_time, vb_solver = table.at[i, f"{VIRTUAL_BEST}:time_s"], table.at[i, f"{VIRTUAL_BEST}:solver"]
+        vb = f"{vb_time:.3g} {vb_solver}" if vb_solver else (f"{vb_time:.3g} none solved" if vb_time else "-")
+        cells = [str(table.at[i, "instance"]), *(_instance_cell(table, i, s) for s in solvers), vb]
+        lines.append("| " + " | ".join(_cell_text(c) for c in cells) + " |")
+    return "\n".join(lines)
+
+
+def per_instance_csv(table: Any) -> str:
+    """The per-instance table as CSV (:func:`planner.bench.comparison.per_instance_frame`'s columns)."""
+    records = table.to_dict("records") if not table.empty else []
+    clean = [{k: (None if isinstance(v, float) and v != v else v) for k, v in r.items()} for r in records]
+    return csv_text(clean, [str(c) for c in table.columns] if not table.empty else ["instance"])
+
+
+def profile_taus(tau_max: float) -> list[float]:
+    """The ``tau`` at which report.md tabulates the profile: 1, 2, 4, ... up to the first power of 2 >= ``tau_max``."""
+    taus, tau = [1.0], 1.0
+    while tau < tau_max:
+        tau *= 2
+        taus.append(tau)
+    return taus
+
+
+def profile_markdown(rows: Sequence[Record]) -> str:
+    """``rho_s(tau)`` of each exact solver at :func:`profile_taus` and at the largest ratio, as a Markdown table."""
+    ratios = performance_ratios(rows)
+    if not ratios:
+        return "no exact solver ran"
+    tau_max = profile_tau_max(ratios)
+    taus = sorted({*profile_taus(tau_max), tau_max})
+    head = ["solver", *(f"tau={t:.3g}" for t in taus)]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for solver, by in ratios.items():
+        lines.append("| " + " | ".join([solver, *(f"{profile_fraction(by, t):.2f}" for t in taus)]) + " |")
+    return "\n".join(lines)
+
+
+def seeds_sentence(config: BenchConfig) -> str:
+    """How report.md states the seeds' interval (:func:`planner.bench.comparison.seed_interval`)."""
+    if config.seeds < 2:
+        return "One seed per run: no interval over seeds (`sgm_ci_low`, `sgm_ci_high` blank; ask `--seeds K`)."
+    return (
+        f"`sgm_ci_low`..`sgm_ci_high`: 95% confidence interval of the mean over the {config.seeds} seeds of each\n"
+        f"seed's shifted geometric mean time over the instances (Student's t, {config.seeds - 1} degrees of freedom)."
+    )
 
 
 def command_line(config: BenchConfig) -> str:
@@ -212,8 +302,12 @@ def wrong_section(rows: Sequence[Record]) -> str:
 
 
 def report_markdown(config: BenchConfig, summary: Sequence[Record], rows: Sequence[Record], command: str) -> str:
-    """``report.md``: the command, the machine, the settings, the summary table and the profile figure."""
+    """``report.md``: command, machine, settings, summary, per-instance table, profile, heuristics, effort, wrong."""
     runs, instances = len(rows), len({r["instance"] for r in rows})
+    heuristics = heuristic_summary(rows)
+    heuristic_text = markdown_table(heuristics, HEURISTIC_COLUMNS) if heuristics else "none ran"
+    effort = effort_summary(rows)
+    effort_text = markdown_table(effort, EFFORT_COLUMNS) if effort else "no solver reported any"
     where = f"Ray at `{config.ray_address}`" if config.ray_address else f"{config.workers or 1} local worker(s)"
     memory = "none" if config.memory_limit_mb is None else f"{config.memory_limit_mb} MiB"
     return f"""# wattplan bench
@@ -228,16 +322,53 @@ time limit {config.time_limit_s:g} s (killed after {config.time_limit_s + config
 
 {markdown_table(summary)}
 
-![performance profile](profile.png)
-
 `solved`: not wrong, and status optimal or within the gap of the best bound known for the instance over
 the runs that are not wrong (`gap_ref`). `wrong`: runs the wrong-result check flags (below).
-`sgm_time_s`: shifted geometric mean (shift 1 s) of the planning time, unsolved runs at the limit.
+`wins`: problems (instance x seed) a solver solved in the virtual best's time. `virtual best`: per problem
+the fastest solver that solved it correctly (the limit when none did); its `runs` are problems.
+`sgm_time_s`: shifted geometric mean (shift 1 s) of the planning time, unsolved runs at the limit; blank
+for a heuristic (greedy: see Heuristics), which is not timed against the solvers.
+{seeds_sentence(config)}
 `mean_gap_ref`: failures count 1. `mean_primal_integral`: Berthold's primal integral over the limit,
 to the best objective known (incumbent times approximated from the solve report, see
 `planner/bench/incumbents.py`). Failure columns count runs: `timeout` answered past the limit, `hang` killed
 at the deadline, `crash`, `oom` out of memory, `error` reported by the worker. Every run: `runs.csv`,
 `runs.jsonl`.
+
+## Per instance
+
+Time (s; over seeds their shifted geometric mean, unsolved runs at the limit), **bold** the fastest solver
+that solved every seed; the outcome when not solved: `unsolved` (a plan, not within the gap), `timeout`,
+`hang`, `crash`, `oom`, `error`, or `WRONG`; with seeds that differ, `solved i/K`. The gap is to the best
+bound known. Objectives, gaps and nodes of every cell: `per_instance.csv`.
+
+{per_instance_markdown(per_instance_frame(rows))}
+
+## Performance profile
+
+![performance profile](profile.png)
+
+Dolan and More: `rho_s(tau)`, the share of problems (instance x seed) a solver solved within `tau` times
+the fastest solver's time, up to the largest ratio observed; a problem a solver did not solve counts in
+the share's denominator only. Heuristics are left out.
+
+{profile_markdown(rows)}
+
+## Heuristics
+
+Plans without proof, reported on their own: `mean_gap_best`, `max_gap_best` the relative gap to the best
+valid plan of any run (`gamma(v, v*)`) over the runs with a valid plan; `within_gap` the runs within the gap
+of the best bound known; `sgm_time_s` (shift 1 s) and `max_time_s` their own planning time.
+
+{heuristic_text}
+
+## Search effort
+
+Shifted geometric mean (shift 100) over the runs that report it: branch-and-bound `nodes` and simplex
+`lp_iterations` (HiGHS, SCIP, CBC from its log), CP-SAT's `branches` and `conflicts`; blank where a solver
+does not tell. Per run: `runs.csv`.
+
+{effort_text}
 
 ## Wrong results
 
@@ -251,17 +382,30 @@ the reference.
 """
 
 
+TERMINAL_COLUMNS = (
+    ("solver", "solver"),
+    ("runs", "runs"),
+    ("solved", "solved"),
+    ("wrong", "wrong"),
+    ("wins", "wins"),
+    ("sgm_time_s", "sgm s"),
+    ("mean_gap_ref", "gap"),
+)
+"""The summary's columns the terminal shows, with their headings (all of them: ``summary.csv``, ``report.md``)."""
+
+
 def summary_table(summary: Sequence[Record]) -> Any:
-    """The per-solver summary as a rich table, for the terminal."""
+    """The per-solver summary as a rich table, for the terminal (:data:`TERMINAL_COLUMNS`)."""
     from rich.table import Table
 
     from planner.console.terminal import shown
 
     table = Table(title="Benchmark")
-    for column in SUMMARY_COLUMNS:
-        table.add_column(column, justify="left" if column == "solver" else "right")
+    for column, heading in TERMINAL_COLUMNS:
+        table.add_column(heading, justify="left" if column == "solver" else "right")
     for s in summary:
-        table.add_row(*(shown(_fmt(s.get(c))) for c in SUMMARY_COLUMNS))
+        name = f"{s['solver']} (heuristic)" if s.get("kind") == "heuristic" else str(s["solver"])
+        table.add_row(shown(name), *(shown(_fmt(s.get(c), ".3g")) for c, _ in TERMINAL_COLUMNS[1:]))
     return table
 
 
@@ -290,7 +434,8 @@ def profile_plot(rows: Sequence[Record], path: Path, title: str = "", dpi: int =
     The format is ``path``'s suffix (png at ``dpi``, pdf, svg).
 
     Left: ``rho_s(tau)``, the share of problems (instance x seed) that solver ``s`` solved within
-    ``tau`` times the fastest solver's time. Right: the share of a solver's runs with
+    ``tau`` times the fastest solver's time, ``tau`` up to the largest ratio observed; heuristics left
+    out (:func:`planner.bench.summary.performance_ratios`). Right: the share of a solver's runs with
     ``gap_ref <= g`` against ``g`` (log axis, failures at 1).
     """
     from matplotlib.figure import Figure
@@ -298,8 +443,8 @@ def profile_plot(rows: Sequence[Record], path: Path, title: str = "", dpi: int =
     ratios = performance_ratios(rows)
     fig = Figure(figsize=(11, 4.2))
     left, right = fig.subplots(1, 2)
-    top = max((r for by in ratios.values() for r in by.values() if r != float("inf")), default=1.0)
-    right_edge = max(2.0, top * 1.25)
+    top = profile_tau_max(ratios)
+    right_edge = top * 1.1 if top > 1.0 else 2.0  # up to the largest ratio observed, never clipped
     for k, (solver, by) in enumerate(ratios.items()):
         steps = profile_steps(by)
         xs = [1.0] + [t for t, _ in steps] + [right_edge]
@@ -344,9 +489,10 @@ def write_report(
     """
     out = Path(config.out)
     rows = write_runs(out, tasks, records)
-    summary = solver_summary(rows)
+    summary = bench_summary(rows)
     command = command or command_line(config)
     write_text_atomic(out / "summary.csv", csv_text(summary, SUMMARY_COLUMNS))
+    write_text_atomic(out / "per_instance.csv", per_instance_csv(per_instance_frame(rows)))
     write_text_atomic(out / "report.md", report_markdown(config, summary, rows, command))
     profile_plot(rows, out / "profile.png", dpi=dpi)
     paths = [out / name for name in FILES]
@@ -361,6 +507,9 @@ __all__ = [
     "RUN_COLUMNS",
     "BenchReport",
     "csv_text",
+    "per_instance_csv",
+    "per_instance_markdown",
+    "profile_markdown",
     "profile_plot",
     "run_rows",
     "summary_table",

@@ -34,7 +34,9 @@ instance and a seed):
   known value (the optimum when any run proved it).
 * performance profile (Dolan and More): ``r_{p,s} = t_{p,s} / min_s t_{p,s}`` with
   ``t = inf`` when unsolved (``r = inf`` when no solver solved ``p``); the profile of ``s``
-  is ``rho_s(tau) = |{p : r_{p,s} <= tau}| / |P|``. Times are floored at :data:`MIN_TIME_S`.
+  is ``rho_s(tau) = |{p : r_{p,s} <= tau}| / |P|``, ``P`` every problem (an unsolved one counts in
+  ``|P|``, never in the numerator), ``tau`` from 1 to the largest finite ratio. Times are floored at
+  :data:`MIN_TIME_S`. The heuristics (:data:`HEURISTICS`) are left out of the ratios.
 """
 
 from __future__ import annotations
@@ -65,20 +67,35 @@ PLANNER_SLACK = 2e-6
 ``rel_gap + 1e-6`` (``formulations.solve.GAP_TOLERANCE``), and the progress objective's second
 stage keeps ``P >= (1 - 1e-6) P1`` while the plan reports ``P1`` (``LEXICOGRAPHIC_TOLERANCE``)."""
 
+HEURISTICS = ("greedy",)
+"""Planners that prove nothing and return at once: reported on their own (quality and time), never timed
+against the solvers, in the virtual best, the wins or the performance profile (``planner.planning.GREEDY``)."""
+
 Row = dict[str, Any]
 SUMMARY_COLUMNS = (
     "solver",
+    "kind",
     "runs",
     "solved",
     "wrong",
+    "wins",
     "sgm_time_s",
+    "sgm_ci_low",
+    "sgm_ci_high",
     "mean_gap_ref",
     "mean_primal_integral",
     "max_peak_mb",
     "fallback",
     *FAILURES,
 )
-"""Columns of ``summary.csv``, one row per solver (``wrong`` and the failure columns count runs)."""
+"""Columns of ``summary.csv``, one row per solver then the virtual best (``wrong`` and the failure columns count
+runs; ``kind``: ``solver``, ``heuristic`` or ``virtual``; a heuristic has no ``sgm_time_s``, see
+:mod:`planner.bench.comparison`)."""
+
+
+def is_heuristic(solver: str) -> bool:
+    """``solver`` is one of :data:`HEURISTICS`."""
+    return solver in HEURISTICS
 
 
 def relative_gap(value: float | None, bound: float | None) -> float | None:
@@ -96,6 +113,8 @@ def shifted_geometric_mean(values: Sequence[float], shift: float = SHIFT_S) -> f
     """``(prod (t_i + s))^(1/n) - s`` (in logs, so long lists do not overflow); None for no values."""
     if not values:
         return None
+    if min(values) == max(values):
+        return float(values[0])  # exact, without the logarithms' rounding
     return math.exp(sum(math.log(t + shift) for t in values) / len(values)) - shift
 
 
@@ -352,9 +371,14 @@ def charged_time(row: Row) -> float:
 
 
 def performance_ratios(rows: Iterable[Row]) -> dict[str, dict[tuple[str, int], float]]:
-    """``r_{p,s}`` per solver and problem ``p = (instance_sha256, seed)``; ``inf`` when unsolved (module docstring)."""
+    """``r_{p,s}`` per exact solver and problem ``p = (instance_sha256, seed)``; ``inf`` unsolved (module docstring).
+
+    Heuristics (:data:`HEURISTICS`) are left out: a heuristic is not a solver that hit the time limit.
+    """
     times: dict[str, dict[tuple[str, int], float]] = defaultdict(dict)
     for r in rows:
+        if is_heuristic(r["solver"]):
+            continue
         t = max(charged_time(r), MIN_TIME_S) if solved(r) else math.inf
         times[r["solver"]][(r["instance_sha256"], int(r["seed"]))] = t
     problems = {p for by_problem in times.values() for p in by_problem}
@@ -394,7 +418,9 @@ def solver_summary(rows: Sequence[Row]) -> list[Row]:
     ``solved`` never counts a wrong run, ``wrong`` counts them; ``mean_gap_ref`` counts a failure,
     a run without objective or a plan that failed the re-check as 1, ``mean_primal_integral``
     averages every run (a failure has no incumbent: 1), ``sgm_time_s`` is
-    :func:`shifted_geometric_mean` of :func:`charged_time` (a wrong run is charged the limit).
+    :func:`shifted_geometric_mean` of :func:`charged_time` (a wrong run is charged the limit), None for
+    a heuristic (:data:`HEURISTICS`: it is not timed against the solvers). ``kind``: ``solver`` or
+    ``heuristic``.
     """
     by_solver: dict[str, list[Row]] = defaultdict(list)
     for r in rows:
@@ -406,10 +432,11 @@ def solver_summary(rows: Sequence[Row]) -> list[Row]:
         out.append(
             {
                 "solver": solver,
+                "kind": "heuristic" if is_heuristic(solver) else "solver",
                 "runs": len(runs),
                 "solved": sum(solved(r) for r in runs),
                 "wrong": sum(bool(r.get("wrong")) for r in runs),
-                "sgm_time_s": shifted_geometric_mean([charged_time(r) for r in runs]),
+                "sgm_time_s": None if is_heuristic(solver) else shifted_geometric_mean([charged_time(r) for r in runs]),
                 "mean_gap_ref": _mean([_charged_gap(r) for r in runs]),
                 "mean_primal_integral": _mean(
                     [1.0 if r.get("primal_integral") is None else float(r["primal_integral"]) for r in runs]
@@ -432,6 +459,9 @@ def gap_curve(rows: Iterable[Row]) -> dict[str, list[float]]:
 
 __all__ = [
     "FAILURES",
+    "HEURISTICS",
+    "SHIFT_S",
+    "is_heuristic",
     "PLAN_STATUSES",
     "PLANNER_SLACK",
     "SUMMARY_COLUMNS",

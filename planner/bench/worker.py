@@ -133,6 +133,21 @@ def peak_mb() -> float:
     return max(own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024.0)
 
 
+SEARCH_COLUMNS = ("nodes", "lp_iterations", "branches", "conflicts")
+"""The search effort a run records (:data:`formulations.backends.base.SEARCH_STATS`, repeated: this module imports
+no solver code before its clock starts)."""
+
+
+def search_effort(stages: Any) -> dict[str, float | None]:
+    """Per :data:`SEARCH_COLUMNS` key, the sum over the plan's stages that report it; None when none does (unknown)."""
+    totals: dict[str, float | None] = dict.fromkeys(SEARCH_COLUMNS)
+    for stage in stages:
+        for key, value in (stage.stats or {}).items():
+            if key in totals:
+                totals[key] = (totals[key] or 0.0) + float(value)
+    return {k: int(v) if v is not None and v.is_integer() else v for k, v in totals.items()}  # counts: 12, not 12.0
+
+
 def result_doc(plan: Any, instance: Any, time_s: float, read_s: float = 0.0) -> dict[str, Any]:
     """A planned run's result: status, values, sizes and timeline of ``plan`` for the instance's objective.
 
@@ -141,6 +156,7 @@ def result_doc(plan: Any, instance: Any, time_s: float, read_s: float = 0.0) -> 
     ``recheck``, ``progress`` and ``progress_target``). ``bound`` and ``lp_bound`` are the plan's
     when the plan is for the instance's objective (a plan that switched objective has bounds in
     other units). ``round`` is the plan's whole ``round`` object (the solve report included).
+    ``nodes``, ``lp_iterations``, ``branches``, ``conflicts``: :func:`search_effort`.
     ``time_s``: seconds from the clock's start to the plan; ``read_s``: of those, the seconds
     before planning began (the incumbent timeline's offset,
     :func:`planner.bench.incumbents.incumbent_trace`).
@@ -167,6 +183,7 @@ def result_doc(plan: Any, instance: Any, time_s: float, read_s: float = 0.0) -> 
         "rows": None if model is None else model.rows,
         "plan_solver": r.solver,
         "plan_objective": r.objective,
+        **search_effort(r.report.stages),
         "message": "; ".join(f"{k}: {v}" for k, v in r.report.notes.items()),
         "incumbents": [list(p) for p in trace],
         "round": plan_to_doc(plan)["round"],

@@ -45,6 +45,8 @@ class StageRecord:
     limit_s: float | None = None
     solve_s: float = 0.0
     message: str = ""
+    stats: dict[str, float] = field(default_factory=dict)
+    """The solver's search effort where it tells it (``nodes``, ``lp_iterations``, ``branches``, ``conflicts``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +104,14 @@ REPORT_KEYS = ("model", "heuristics", "start", "lp_bound", "lp_bound_note", "sta
 """Keys of a plan's ``round`` object that belong to the solve report."""
 
 
+def _stage_doc(stage: StageRecord) -> dict[str, Any]:
+    """One stage as plan JSON; ``stats`` only when the solver told any."""
+    doc = asdict(stage)
+    if not stage.stats:
+        del doc["stats"]
+    return doc
+
+
 def report_to_doc(report: SolveReport) -> dict[str, Any]:
     """The report as plan JSON: only what was recorded (a greedy plan has no model or stages)."""
     doc: dict[str, Any] = {}
@@ -115,7 +125,7 @@ def report_to_doc(report: SolveReport) -> dict[str, Any]:
         doc["lp_bound"] = report.lp_bound
         doc["lp_bound_note"] = report.lp_bound_note
     if report.stages:
-        doc["stages"] = [asdict(s) for s in report.stages]
+        doc["stages"] = [_stage_doc(s) for s in report.stages]
     if report.progress_target is not None:
         doc["progress_target"] = asdict(report.progress_target)
     for note, text in report.notes.items():
