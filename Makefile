@@ -17,9 +17,9 @@ run: $(STAMP)
 
 # ruff (style, imports, bugbear, docstrings) and mypy on the product code; .ci/run runs it before the tests.
 lint: $(STAMP)
-	$(VENV)/bin/ruff check planner formulations cli.py tests benchmarks
-	$(VENV)/bin/ruff format --check planner formulations cli.py tests benchmarks
-	$(VENV)/bin/mypy planner formulations cli.py
+	$(VENV)/bin/ruff check wattplan planner formulations cli.py tests benchmarks
+	$(VENV)/bin/ruff format --check wattplan planner formulations cli.py tests benchmarks
+	$(VENV)/bin/mypy wattplan planner formulations cli.py
 
 test: $(STAMP)
 	$(PY) -m pytest -q

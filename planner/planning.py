@@ -46,8 +46,10 @@ from formulations.backends import (
     backend_features,
     one_of,
     plugin_names,
+    register_solver,  # noqa: F401 (re-exported: wattplan.register_solver, docs/design.md §5.7.1)
     resolve_solvers,
     solvers_with,
+    unregister_solver,  # noqa: F401 (re-exported beside it)
 )
 from formulations.backends.command import CWD_ENV, command_problems
 from formulations.backends.command import PREFIX as COMMAND_PREFIX

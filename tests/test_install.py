@@ -35,7 +35,7 @@ def test_every_package_of_the_tree_is_listed_for_the_wheel() -> None:
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     found = {
         ".".join(p.parent.relative_to(ROOT).parts)
-        for top in ("planner", "formulations")
+        for top in ("wattplan", "planner", "formulations")
         for p in (ROOT / top).rglob("*.py")
         if "__pycache__" not in p.parts
     }
@@ -68,6 +68,9 @@ def test_wheel_installs_into_a_fresh_venv_and_runs_from_an_empty_directory(tmp_p
     assert str(purelib) in where, where
 
     _run([wattplan, "plan", "--solver", "greedy", "--out", "plan.json", "-q"], work, env)
+    api = "import wattplan; r = wattplan.plan(solver='greedy'); print(len(r.jobs), wattplan.__file__)"
+    shown = _run([str(py), "-c", api], work, env).stdout
+    assert shown.startswith("64 ") and str(purelib) in shown, shown  # the Python API, installed
     doc = json.loads((work / "plan.json").read_text())
     assert doc["schema"] == "wattplan.plan/1" and len(doc["jobs"]) == 64
     _run([wattplan, "plan", "--solver", "cbc", "--time-limit", "20", "--out", "plan-cbc.json", "-q"], work, env)

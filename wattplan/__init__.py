@@ -1,0 +1,58 @@
+"""wattplan from Python: plan a round, replay a trace, sweep the energy knob, benchmark solvers, read results.
+
+    import wattplan
+
+    result = wattplan.plan(time_limit_s=10)              # the shipped default round
+    result.jobs                                            # DataFrame: one row per job, running or waiting (why)
+    replay = wattplan.simulate("6c71a0.trace", cluster="v100:8,p100:8", policies=["fifo-max", "wattplan"],
+                               max_jobs=20)
+    replay.summary[["policy", "energy_kwh", "avg_jct_s"]]   # one row per policy
+    replay.rounds.groupby("policy").energy_j.sum()          # one row per round and policy
+    wattplan.read_results("out/")                          # the same frames from any output folder
+
+Every function is the command line's own code path (``wattplan plan``, ``simulate``, ``frontier``, ``bench``); the
+results are tidy pandas DataFrames with a ``policy`` column (:mod:`wattplan.results`). docs/python.md has a longer
+example. Register your own policy or solver with :func:`register_policy` / :func:`register_solver`.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+__all__ = [
+    "PlanResult",
+    "Results",
+    "bench",
+    "default_instance",
+    "frontier",
+    "plan",
+    "read_results",
+    "register_policy",
+    "register_solver",
+    "simulate",
+    "unregister_policy",
+    "unregister_solver",
+]
+
+_WHERE = {
+    "plan": "wattplan.planning_api",
+    "PlanResult": "wattplan.planning_api",
+    "simulate": "wattplan.replay_api",
+    "frontier": "wattplan.replay_api",
+    "bench": "wattplan.replay_api",
+    "read_results": "wattplan.results",
+    "default_instance": "planner.files.resources",
+    "Results": "wattplan.results",
+    "register_policy": "planner.sim.policies",
+    "register_solver": "planner.planning",
+    "unregister_solver": "planner.planning",
+    "unregister_policy": "planner.sim.policies",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Import on first use, so ``import wattplan`` loads no solver and no pandas."""
+    if name in _WHERE:
+        return getattr(import_module(_WHERE[name]), name)
+    raise AttributeError(f"module 'wattplan' has no attribute {name!r}")
