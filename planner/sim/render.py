@@ -1,36 +1,85 @@
-"""Rich rendering for ``wattplan simulate``: a progress bar per policy and a summary table."""
+"""Rich rendering for ``wattplan simulate``: a progress bar per policy (or, quiet, a log line), a summary table."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from planner.console.terminal import shown
-from planner.sim.engine import ProgressCallback, RoundRecord
+from planner.sim.engine import ProgressCallback, ReplayState
+
+WORK_STEPS = 1000
+"""A progress task's total: the bar advances by thousandths of the workload's reference work."""
 
 
 def progress_display(console: Any) -> Progress:
-    """Jobs done out of jobs total, with the round count in the description."""
+    """Per policy: rounds and jobs done, a bar of the reference work done, elapsed time and the ETA.
+
+    The bar follows :attr:`planner.sim.engine.ReplayState.work_done` (GPU-seconds at reference speed, so a
+    long job counts for what it costs) and rich estimates the time left from its recent speed.
+    """
     return Progress(
         TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("jobs"),
+        BarColumn(bar_width=16),
+        TaskProgressColumn(),
         TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
         console=console,
         transient=False,
     )
 
 
+def _describe(policy: str, rounds: int, done: int, total: int) -> str:
+    return shown(f"{policy:<9} round {rounds:<6} jobs {done}/{total}")
+
+
 def progress_callback(progress: Progress, policy: str, jobs_total: int) -> ProgressCallback:
     """A callback for :func:`planner.sim.engine.simulate` that advances one task of ``progress``."""
-    task = progress.add_task(shown(f"{policy:<10} round 0"), total=jobs_total)
+    task = progress.add_task(_describe(policy, 0, 0, jobs_total), total=WORK_STEPS)
 
-    def update(record: RoundRecord, done: int, total: int) -> None:
-        progress.update(task, completed=done, description=shown(f"{policy:<10} round {record.index}"))
+    def update(state: ReplayState) -> None:
+        progress.update(
+            task,
+            completed=round(state.work_done * WORK_STEPS),
+            description=_describe(policy, len(state.rounds), state.jobs_done, len(state.states)),
+        )
+
+    return update
+
+
+def progress_log(write: Callable[[str], None], policy: str, every_s: float = 30.0) -> ProgressCallback:
+    """A callback that writes one line every ``every_s`` seconds of wall time (``simulate -q``).
+
+    The line: rounds done, jobs done, the share of reference work done, the elapsed time and a linear ETA
+    ``elapsed * (1 - f) / f`` from the work share ``f`` (none before any work is done).
+    """
+    begin = time.monotonic()
+    last = begin
+
+    def update(state: ReplayState) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - last < every_s:
+            return
+        last = now
+        f, elapsed = state.work_done, now - begin
+        eta = f"{elapsed * (1 - f) / f:.0f} s" if f > 0 else "unknown"
+        write(
+            f"{policy}: {len(state.rounds):,} rounds, {state.jobs_done}/{len(state.states)} jobs, "
+            f"{f:.1%} of the work, {elapsed:.0f} s elapsed, ETA {eta}"
+        )
 
     return update
 
