@@ -1511,6 +1511,8 @@ def simulate(
                 else:
                     cb = progress_callback(bar, name, len(workload.jobs))
                 runs.append(run_policy(spec, workload, ctx, name, cb, journal=journal))
+                if journal.discarded is not None:
+                    err.print(f"{shown(name)}: {shown(journal.discarded)}: replayed from the start")
                 if journal.resumed_at is not None:
                     err.print(f"{shown(name)}: resumed from the checkpoint after round {journal.resumed_at}")
     else:

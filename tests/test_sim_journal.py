@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from planner.contracts.problems import InputError
 from planner.contracts.request import REPLAY_REQUEST
 from planner.sim.engine import ReplayState
 from planner.sim.journal import CHECKPOINT_FILE, ReplayJournal, remove_checkpoint
@@ -95,30 +94,28 @@ def test_finished_replay_reruns_from_its_checkpoint_without_playing(tmp_path: Pa
     assert [r.decide_s for r in second.rounds] == [r.decide_s for r in first.rounds]  # not re-decided
 
 
-def test_checkpoint_of_other_options_is_refused_naming_out_and_fresh_clears_it(tmp_path: Path) -> None:
+def test_checkpoint_of_other_options_or_policy_is_not_resumed_and_fresh_clears_it(tmp_path: Path) -> None:
     spec = _spec()
     wl, ctx = prepare(spec)
     run_policy(spec, wl, ctx, "fifo-max", journal=ReplayJournal(tmp_path, replay_sha256(spec), "fifo-max", 360.0))
     other = replace(spec, power_cap_w=5000.0)
     assert replay_sha256(other) != replay_sha256(spec)
-    with pytest.raises(InputError) as info:
-        run_policy(other, wl, ctx, "fifo-max", journal=ReplayJournal(tmp_path, replay_sha256(other), "fifo-max", 360))
-    assert info.value.problems[0].code == "checkpoint-mismatch"
-    assert "--fresh" in info.value.problems[0].message
-    with pytest.raises(InputError):  # another policy's checkpoint too
-        ReplayJournal(tmp_path, replay_sha256(spec), "zeus", 360.0).load()
+    journal = ReplayJournal(tmp_path, replay_sha256(other), "fifo-max", 360.0)
+    capped, _ = run_policy(other, wl, ctx, "fifo-max", journal=journal)
+    assert journal.resumed_at is None
+    assert journal.discarded is not None and "other options or input files" in journal.discarded
+    assert capped.budget_label != "none"  # replayed under the cap, not the old uncapped rounds
+    zeus = ReplayJournal(tmp_path, replay_sha256(other), "zeus", 360.0)
+    assert zeus.load() is None and zeus.discarded is not None and "'fifo-max'" in zeus.discarded
     remove_checkpoint(tmp_path)
     assert not (tmp_path / CHECKPOINT_FILE).exists()
-    journal = ReplayJournal(tmp_path, replay_sha256(other), "fifo-max", 360.0)
-    run_policy(other, wl, ctx, "fifo-max", journal=journal)
-    assert journal.resumed_at is None
 
 
-def test_damaged_checkpoint_is_an_input_error(tmp_path: Path) -> None:
+def test_damaged_checkpoint_is_not_resumed(tmp_path: Path) -> None:
     (tmp_path / CHECKPOINT_FILE).write_bytes(b"not a pickle")
-    with pytest.raises(InputError) as info:
-        ReplayJournal(tmp_path, "x", "fifo-max", 360.0).load()
-    assert info.value.problems[0].code == "bad-checkpoint"
+    journal = ReplayJournal(tmp_path, "x", "fifo-max", 360.0)
+    assert journal.load() is None
+    assert journal.discarded is not None and "could not be read" in journal.discarded
 
 
 def test_input_file_bytes_enter_the_replay_hash(tmp_path: Path) -> None:

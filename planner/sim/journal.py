@@ -14,8 +14,11 @@ written for the same replay (the SHA-256 of the replay spec and of every input f
 rewrites ``rounds.csv`` and ``jobs.csv`` from the checkpoint (rows streamed after it are dropped: those rounds
 are played again) and the engine goes on from its next round. The replay is deterministic given its state
 (policies keep nothing between rounds; the noise generator's state is in the checkpoint), so a resumed replay's
-outputs equal an uninterrupted one's, wall-clock fields aside. A checkpoint of another replay is an error naming
-``--out``; ``--fresh`` (:func:`remove_checkpoint`) starts over. A checkpoint is a pickle: load only your own.
+outputs equal an uninterrupted one's, wall-clock fields aside. A checkpoint of another replay (other options, an
+input file changed, another policy) or one that cannot be read is not resumed: the replay starts over and
+overwrites it, as a replay into a used folder always did (:attr:`ReplayJournal.discarded` says why, and the command
+line says it on stderr); ``--fresh`` (:func:`remove_checkpoint`) starts over in any case. A checkpoint is a pickle:
+load only your own.
 """
 
 from __future__ import annotations
@@ -28,9 +31,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
-from planner.contracts.problems import InputError, Problem
 from planner.sim.engine import ReplayState
 from planner.sim.output import JOB_COLUMNS, ROUND_COLUMNS, csv_lines, job_row, round_row
 
@@ -91,6 +92,8 @@ class ReplayJournal:
         self.every_s = every_s
         self.resumed_at: int | None = None
         """The number of rounds the checkpoint held when this journal resumed one (None: started fresh)."""
+        self.discarded: str | None = None
+        """Why a checkpoint in the folder was not resumed (another replay's, unreadable); None: none was there."""
         self._written: set[str] = set()
         self._saved_rounds = 0
         self._saved_at = time.monotonic()
@@ -101,7 +104,7 @@ class ReplayJournal:
         return self.folder / CHECKPOINT_FILE
 
     def load(self) -> ReplayState | None:
-        """The checkpointed state of this replay, None when there is none; another replay's is an error.
+        """The checkpointed state of this replay; None when there is none or it is another replay's.
 
         Either way the streamed files are (re)started: from the checkpoint's rounds and finished jobs, or empty.
         """
@@ -110,25 +113,25 @@ class ReplayJournal:
         return state
 
     def _read(self) -> ReplayState | None:
+        """The checkpoint's state when it is this replay's; else None, with :attr:`discarded` saying why."""
         if not self.checkpoint.is_file():
             return None
-        where = str(self.checkpoint)
         try:
-            doc: dict[str, Any] = pickle.loads(self.checkpoint.read_bytes())
+            doc = pickle.loads(self.checkpoint.read_bytes())
         except Exception as exc:  # a foreign or damaged file: any unpickling error
-            problem = Problem("bad-checkpoint", where, f"cannot read it ({exc}); rerun with --fresh")
-            raise InputError("--out", [problem]) from None
-        if doc.get("version") != CHECKPOINT_VERSION or doc.get("policy") != self.policy:
-            msg = f"written for policy {doc.get('policy')!r} (version {doc.get('version')}); rerun with --fresh"
-            raise InputError("--out", [Problem("checkpoint-mismatch", where, msg)])
-        if doc.get("replay_sha256") != self.replay_sha256:
-            msg = "written by a replay of other options or input files; rerun with --fresh or choose another --out"
-            raise InputError("--out", [Problem("checkpoint-mismatch", where, msg)])
-        state = doc["state"]
-        if not isinstance(state, ReplayState):
-            raise InputError("--out", [Problem("bad-checkpoint", where, "holds no replay state; rerun with --fresh")])
-        self.resumed_at = len(state.rounds)
-        return state
+            self.discarded = f"the checkpoint {self.checkpoint} could not be read ({exc})"
+            return None
+        state = doc.get("state") if isinstance(doc, dict) else None
+        if not isinstance(doc, dict) or doc.get("version") != CHECKPOINT_VERSION or not isinstance(state, ReplayState):
+            self.discarded = f"the checkpoint {self.checkpoint} is of another format"
+        elif doc.get("policy") != self.policy:
+            self.discarded = f"the checkpoint {self.checkpoint} is of policy {doc.get('policy')!r}"
+        elif doc.get("replay_sha256") != self.replay_sha256:
+            self.discarded = f"the checkpoint {self.checkpoint} is of a replay with other options or input files"
+        else:
+            self.resumed_at = len(state.rounds)
+            return state
+        return None
 
     def begin(self, state: ReplayState | None) -> None:
         """Write ``rounds.csv`` and ``jobs.csv`` as of ``state`` (None: headers only), replacing older ones."""
