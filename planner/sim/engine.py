@@ -29,6 +29,10 @@ arrived (for a deterministic policy every later round would be the same; a time-
 gets a few more chances): ``budget-exhausted`` under an energy budget (what is left cannot
 power a node and its job), ``stalled`` otherwise (a power cap too small for any job); or after
 ``max_rounds`` simulated rounds (``max-rounds``). Unfinished jobs are reported, never dropped.
+
+Everything carried from one round to the next is one :class:`ReplayState`: a journal
+(:mod:`planner.sim.journal`) checkpoints it and :func:`simulate` resumes from it. A round equal to the last
+one decided (up to its index and start) reuses that decision (:mod:`planner.sim.decision_memo`).
 """
 
 from __future__ import annotations

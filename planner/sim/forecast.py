@@ -88,6 +88,6 @@ def long_replay_warning(f: ReplayForecast) -> str | None:
     return (
         f"this replay is long: the {f.jobs} selected jobs run {_duration(f.mean_job_s)} each on average "
         f"at full speed (median of the first ten {_duration(f.median_first_jobs_s)}), so it simulates at "
-        f"least {_duration(f.span_s)} ({f.rounds:,} rounds) and will likely take {_duration(f.wall_s)} or "
-        "more; select fewer or shorter jobs with --start-s, --end-s or --max-jobs"
+        f"least {_duration(f.span_s)} ({f.rounds:,} rounds) and will likely take about {_duration(f.wall_s)}; "
+        "select fewer or shorter jobs with --start-s, --end-s or --max-jobs"
     )
