@@ -79,7 +79,7 @@ def _job(job_id: str, arrival_s: float, seconds: float, gpus: int) -> JobSpec:
 def test_forecast_by_hand() -> None:
     """W = 2 x 1000 + 4 x 2000 = 10,000 GPU-s on 4 GPUs: 2,500 s > the longest path 100 + 2,000 s.
 
-    Rounds of 360 s: floor(2500 / 360) + 1 = 7; two policies cost 0.1 + 0.002 s a round.
+    Rounds of 360 s: floor(2500 / 360) + 1 = 7; two policies cost 0.1 + 0.005 s a round.
     """
     f = forecast([_job("a", 0.0, 1000.0, 2), _job("b", 100.0, 2000.0, 4)], 4, 360.0, ("wattplan", "fifo-max"))
     assert (f.jobs, f.mean_job_s, f.median_first_jobs_s, f.span_s, f.rounds) == (2, 1500.0, 1500.0, 2500.0, 7)

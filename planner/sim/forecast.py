@@ -5,7 +5,7 @@ requested count ``n_j`` on the fastest GPU type at its top setting, s) and arriv
 at least the span ``S = max(W / G, max_j (a_j + d_j) - t0)`` (``W = sum_j n_j d_j`` GPU-seconds of work, ``G``
 the cluster's GPUs, ``t0`` the replay's start): the cluster cannot do the work faster, nor finish a job
 before it could alone. That is at least ``S / T`` rounds of ``T`` s (a power cap or an energy budget slows
-jobs down, so more). Wall time: rounds times a cost per round, measured on the issue's replay (2 cores):
+jobs down, so more). Wall time: rounds times a cost per round, measured on the issue's replay:
 :data:`WATTPLAN_ROUND_S` for ``wattplan``, :data:`BASELINE_ROUND_S` for each other policy.
 
 A replay is *long* when the jobs average more than :data:`LONG_JOB_S` of reference run time (a day) or the
@@ -22,8 +22,9 @@ from planner.sim.state import JobSpec
 
 WATTPLAN_ROUND_S = 0.1
 """Wall seconds per ``wattplan`` round (14 min 23 s over 8,595 rounds of the issue's replay, CBC)."""
-BASELINE_ROUND_S = 0.002
-"""Wall seconds per round of a heuristic policy (``fifo-max``, ``zeus``, ``eaco``, ``powerflow``)."""
+BASELINE_ROUND_S = 0.005
+"""Wall seconds per round of a heuristic policy (``fifo-max``, ``zeus``, ``eaco``, ``powerflow``): 1.3 ms in the
+issue's replay (71 s for four policies), 7-16 ms on a loaded 2-core machine; a middle value."""
 LONG_JOB_S = 86_400.0
 """A mean reference job duration above which the replay is called long (s)."""
 LONG_WALL_S = 600.0

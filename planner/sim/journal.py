@@ -62,6 +62,7 @@ def _write_bytes_atomic(path: Path, data: bytes) -> None:
     """``data`` to ``path`` through a temporary file in the same folder and a rename."""
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
     try:
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; outputs are shared files
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
