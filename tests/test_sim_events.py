@@ -96,14 +96,19 @@ def test_jobs_of_days_are_warned_about_with_the_numbers() -> None:
 
 
 def test_quiet_progress_line_has_rounds_jobs_work_and_eta() -> None:
+    """The first round seen starts the clock at its work share (a resumed replay starts above 0)."""
     lines: list[str] = []
     log = progress_log(lines.append, "zeus", every_s=0.0)
     wl = workload([hand_job("a", A, 0.0, 1000.0), hand_job("b", A, 0.0, 3000.0)])
     state = start_state(wl, SimConfig())
     state.states[0].remaining_steps = 500.0  # half of a's 200 s; b untouched: 100 / (200 + 600) of the work
     log(state)
+    assert lines == []
+    state.states[1].remaining_steps = 1500.0  # and half of b's 600 s: 400 / 800
+    log(state)
     assert len(lines) == 1
-    assert lines[0].startswith("zeus: 0 rounds, 0/2 jobs, 12.5% of the work,") and "ETA" in lines[0]
+    assert lines[0].startswith("zeus: 0 rounds, 0/2 jobs, 50.0% of the work,") and "ETA" in lines[0]
+    assert "ETA unknown" not in lines[0]
 
 
 def test_simulate_resumes_a_finished_replay_and_fresh_starts_over(tmp_path: Path) -> None:

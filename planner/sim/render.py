@@ -46,15 +46,23 @@ def _describe(policy: str, rounds: int, done: int, total: int) -> str:
 
 
 def progress_callback(progress: Progress, policy: str, jobs_total: int) -> ProgressCallback:
-    """A callback for :func:`planner.sim.engine.simulate` that advances one task of ``progress``."""
+    """A callback for :func:`planner.sim.engine.simulate` that advances one task of ``progress``.
+
+    The first round seen (the first of a resumed replay too) restarts the task's clock and speed samples, so the
+    ETA measures only the work done here, not the jump to where a checkpoint left off.
+    """
     task = progress.add_task(_describe(policy, 0, 0, jobs_total), total=WORK_STEPS)
+    first = True
 
     def update(state: ReplayState) -> None:
-        progress.update(
-            task,
-            completed=round(state.work_done * WORK_STEPS),
-            description=_describe(policy, len(state.rounds), state.jobs_done, len(state.states)),
-        )
+        nonlocal first
+        completed = round(state.work_done * WORK_STEPS)
+        description = _describe(policy, len(state.rounds), state.jobs_done, len(state.states))
+        if first:
+            progress.reset(task, completed=completed, description=description)
+            first = False
+        else:
+            progress.update(task, completed=completed, description=description)
 
     return update
 
@@ -62,20 +70,25 @@ def progress_callback(progress: Progress, policy: str, jobs_total: int) -> Progr
 def progress_log(write: Callable[[str], None], policy: str, every_s: float = 30.0) -> ProgressCallback:
     """A callback that writes one line every ``every_s`` seconds of wall time (``simulate -q``).
 
-    The line: rounds done, jobs done, the share of reference work done, the elapsed time and a linear ETA
-    ``elapsed * (1 - f) / f`` from the work share ``f`` (none before any work is done).
+    The line: rounds done, jobs done, the share ``f`` of reference work done, the elapsed time ``t`` and a linear
+    ETA ``t (1 - f) / (f - f0)``, with ``f0`` the share at the first round seen (a resumed replay starts above 0):
+    the first round starts the clock and writes nothing.
     """
-    begin = time.monotonic()
-    last = begin
+    begin = last = 0.0
+    start: float | None = None
 
     def update(state: ReplayState) -> None:
-        nonlocal last
-        now = time.monotonic()
+        nonlocal begin, last, start
+        now, f = time.monotonic(), state.work_done
+        if start is None:
+            begin = last = now
+            start = f
+            return
         if now - last < every_s:
             return
         last = now
-        f, elapsed = state.work_done, now - begin
-        eta = f"{elapsed * (1 - f) / f:.0f} s" if f > 0 else "unknown"
+        elapsed = now - begin
+        eta = f"{elapsed * (1 - f) / (f - start):.0f} s" if f > start else "unknown"
         write(
             f"{policy}: {len(state.rounds):,} rounds, {state.jobs_done}/{len(state.states)} jobs, "
             f"{f:.1%} of the work, {elapsed:.0f} s elapsed, ETA {eta}"
