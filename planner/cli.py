@@ -1437,7 +1437,7 @@ def simulate(
 ) -> None:
     """Replay a trace round by round with one or more policies; write logs, summary.json and plots.
 
-    rounds.csv and jobs.csv are written as the replay goes, with a checkpoint every 200 rounds or 30 s:
+    rounds.csv and jobs.csv are written as the replay goes, with a checkpoint every 1000 rounds or 30 s:
     an interrupted replay rerun with the same command resumes where it stopped (--fresh starts over).
     """
     import dataclasses

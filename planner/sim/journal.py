@@ -37,7 +37,7 @@ from planner.sim.output import JOB_COLUMNS, ROUND_COLUMNS, csv_lines, job_row, r
 
 CHECKPOINT_FILE = ".replay-checkpoint.pkl"
 CHECKPOINT_VERSION = 1
-EVERY_ROUNDS = 200
+EVERY_ROUNDS = 1000
 """Rounds between two checkpoints (at most; :data:`EVERY_S` may come first)."""
 EVERY_S = 30.0
 """Wall-clock seconds between two checkpoints (at most)."""
