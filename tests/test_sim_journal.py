@@ -13,7 +13,7 @@ from planner.contracts.request import REPLAY_REQUEST
 from planner.sim.engine import ReplayState
 from planner.sim.journal import CHECKPOINT_FILE, ReplayJournal, remove_checkpoint
 from planner.sim.metrics import without_timing
-from planner.sim.output import jobs_csv, rounds_csv
+from planner.sim.output import decisions_csv, jobs_csv, rounds_csv
 from planner.sim.policies import PolicyOptions
 from planner.sim.replay import ReplaySpec, prepare, replay_sha256, run_policy
 
@@ -57,25 +57,38 @@ def _untimed(text: str) -> list[list[str]]:
     return [[c for k, c in enumerate(r) if k != drop] for r in rows]
 
 
-@pytest.mark.parametrize(("policy", "noise"), [("powerflow", 0.2), ("wattplan", 0.0)])
-def test_interrupted_replay_resumes_to_the_uninterrupted_outputs(tmp_path: Path, policy: str, noise: float) -> None:
-    spec = _spec(noise=noise, seed=3, power_cap_w=6000.0)
+@pytest.mark.parametrize(
+    ("policy", "options"),
+    [
+        ("powerflow", {"noise": 0.2, "power_cap_w": 6000.0}),  # the noise generator's state
+        ("powerflow", {"learn": True}),  # the learner's beliefs
+        ("wattplan", {"power_cap_w": 6000.0}),
+        pytest.param(  # the governor and the tail bound (10 s)
+            "wattplan", {"max_jct_increase": 0.2, "tail_bound": 0.5}, marks=pytest.mark.slow
+        ),
+    ],
+)
+def test_interrupted_replay_resumes_to_the_uninterrupted_outputs(
+    tmp_path: Path, policy: str, options: dict[str, object]
+) -> None:
+    spec = _spec(seed=3, **options)
     wl, ctx = prepare(spec)
     T = ctx.rules.duration_s
     whole, whole_summary = run_policy(spec, wl, ctx, policy)
-    assert len(whole.rounds) > 12
+    assert len(whole.rounds) > 9
     digest = replay_sha256(spec)
     folder = tmp_path / "out"
     with pytest.raises(Interrupted):
-        run_policy(spec, wl, ctx, policy, journal=StopAfter(folder, digest, policy, T, every_rounds=5, k=12))
+        run_policy(spec, wl, ctx, policy, journal=StopAfter(folder, digest, policy, T, every_rounds=4, k=9))
     streamed = (folder / "rounds.csv").read_text().splitlines()
-    assert len(streamed) == 1 + 12  # header and every round played, flushed as it went
-    journal = ReplayJournal(folder, digest, policy, T, every_rounds=5)
+    assert len(streamed) == 1 + 9  # header and every round played, flushed as it went
+    journal = ReplayJournal(folder, digest, policy, T, every_rounds=4)
     again, again_summary = run_policy(spec, wl, ctx, policy, journal=journal)
-    assert journal.resumed_at == 10  # the last checkpoint: rounds 11 and 12 are played again
+    assert journal.resumed_at == 8  # the last checkpoint: round 9 is played again
     assert without_timing(again_summary) == without_timing(whole_summary)
     assert _untimed(rounds_csv(again)) == _untimed(rounds_csv(whole))
     assert jobs_csv(again) == jobs_csv(whole)
+    assert decisions_csv(again) == decisions_csv(whole)
     # the streamed files hold the same rows as the final ones (jobs in the order they finished)
     assert _untimed((folder / "rounds.csv").read_text()) == _untimed(rounds_csv(again))
     streamed_jobs = (folder / "jobs.csv").read_text().splitlines()

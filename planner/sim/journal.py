@@ -29,7 +29,6 @@ import pickle
 import tempfile
 import time
 from collections.abc import Iterable
-from dataclasses import replace
 from pathlib import Path
 
 from planner.sim.engine import ReplayState
@@ -167,7 +166,7 @@ class ReplayJournal:
             "version": CHECKPOINT_VERSION,
             "policy": self.policy,
             "replay_sha256": self.replay_sha256,
-            "state": replace(state, book=None),  # a pure cache of best energies, rebuilt on resume
+            "state": state,
         }
         _write_bytes_atomic(self.checkpoint, pickle.dumps(doc, protocol=pickle.HIGHEST_PROTOCOL))
         self._saved_rounds = len(state.rounds)
