@@ -124,3 +124,13 @@ def test_simulate_resumes_a_finished_replay_and_fresh_starts_over(tmp_path: Path
     assert (out / "rounds.csv").read_text() == rounds  # nothing replayed: even the solver seconds are the same
     fresh = CliRunner().invoke(app, [*args, "--fresh"])
     assert fresh.exit_code == 0 and "resumed" not in fresh.output
+
+
+def test_out_that_is_a_file_is_named_before_any_round(tmp_path: Path) -> None:
+    trace = write_gavel_trace(tmp_path / "t.trace", [(R50, 4000, 0, 1)])
+    taken = tmp_path / "taken"
+    taken.write_text("not a folder")
+    args = ["simulate", str(trace), "--cluster", "v100:8", "-p", "fifo-max", "-q", "--no-plots", "-o", str(taken)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code != 0
+    assert "unwritable-output" in " ".join(result.output.split()) and "Traceback" not in result.output

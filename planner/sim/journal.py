@@ -31,6 +31,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from planner.contracts.jsonio import write_text_atomic
 from planner.sim.engine import ReplayState
 from planner.sim.output import JOB_COLUMNS, ROUND_COLUMNS, csv_lines, job_row, round_row
 
@@ -114,7 +115,7 @@ class ReplayJournal:
 
     def _read(self) -> ReplayState | None:
         """The checkpoint's state when it is this replay's; else None, with :attr:`discarded` saying why."""
-        if not self.checkpoint.is_file():
+        if not self.folder.is_dir() or not self.checkpoint.is_file():
             return None
         try:
             doc = pickle.loads(self.checkpoint.read_bytes())
@@ -135,13 +136,13 @@ class ReplayJournal:
 
     def begin(self, state: ReplayState | None) -> None:
         """Write ``rounds.csv`` and ``jobs.csv`` as of ``state`` (None: headers only), replacing older ones."""
-        self.folder.mkdir(parents=True, exist_ok=True)
         rounds = [] if state is None else [round_row(r, self.duration_s) for r in state.rounds]
         done = [] if state is None else [s for s in state.states if s.done]
         self._written = {s.id for s in done}
         self._saved_rounds = 0 if state is None else len(state.rounds)
-        _write_bytes_atomic(self.folder / "rounds.csv", csv_lines(rounds, ROUND_COLUMNS).encode("utf-8"))
-        _write_bytes_atomic(self.folder / "jobs.csv", csv_lines(map(job_row, done), JOB_COLUMNS).encode("utf-8"))
+        # the shared writer: it makes the folder and names a bad --out (a file, no permission) as an InputError
+        write_text_atomic(self.folder / "rounds.csv", csv_lines(rounds, ROUND_COLUMNS))
+        write_text_atomic(self.folder / "jobs.csv", csv_lines(map(job_row, done), JOB_COLUMNS))
 
     def round_done(self, state: ReplayState) -> None:
         """Append the round and the jobs it finished; checkpoint when it is time."""
