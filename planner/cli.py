@@ -357,8 +357,9 @@ PlotFormatOpt = Annotated[
 ]
 DpiOpt = Annotated[int, typer.Option(help="Resolution of PNG figures, dots per inch (50 to 1200).")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
-SWEEP_ONLY_OPTIONS = ("--policy", "--delta")
-"""``simulate`` options ``frontier`` has not: it replays wattplan and --baselines, and sweeps --deltas."""
+SWEEP_ONLY_OPTIONS = ("--policy", "--delta", "--fresh")
+"""``simulate`` options ``frontier`` has not: it replays wattplan and --baselines, sweeps --deltas, and resumes per
+point (a point whose spec and inputs are unchanged is reused; delete its ``runs/<label>`` to redo it)."""
 
 
 def _figure_options(plot_format: PlotFormatChoice, dpi: int) -> FigureOptions:
@@ -1465,6 +1466,14 @@ def simulate(
     plot_format: PlotFormatOpt = PlotFormatChoice.png,
     dpi: DpiOpt = defaults.FIGURE_DPI,
     quiet: QuietOpt = False,
+    fresh: Annotated[
+        bool,
+        typer.Option(
+            "--fresh",
+            help="Start over: ignore the checkpoint --out holds (by default a replay resumes from its last "
+            "checkpoint when rerun with the same options and inputs).",
+        ),
+    ] = False,
     workers: Annotated[
         int, typer.Option(help="Policies replayed at once, each in its own process (>= 1; 1: one after another).")
     ] = 1,
@@ -1473,12 +1482,23 @@ def simulate(
 ) -> None:
     """Replay a trace round by round with one or more policies; write logs, summary.json and figures.
 
+    rounds.csv and jobs.csv are written as the replay goes, with a checkpoint every 1000 rounds or 30 s:
+    an interrupted replay rerun with the same command resumes where it stopped (--fresh starts over).
     Without --objective wattplan plans for progress (fastest, not least energy); the energy
     modes are --objective efficiency --max-jct-increase PCT and `wattplan frontier`.
     """
     from planner.contracts.rules import RoundRules
-    from planner.sim.render import progress_callback, progress_display, summary_table
-    from planner.sim.replay import prepare, run_policy, with_floor_and_reference, write_outputs
+    from planner.sim.forecast import forecast, long_replay_warning
+    from planner.sim.journal import ReplayJournal, remove_checkpoint
+    from planner.sim.render import progress_callback, progress_display, progress_log, summary_table
+    from planner.sim.replay import (
+        journal_folder,
+        prepare,
+        replay_sha256,
+        run_policy,
+        with_floor_and_reference,
+        write_outputs,
+    )
 
     spec = _replay_spec(
         trace,
@@ -1520,12 +1540,27 @@ def simulate(
     figures = _figure_options(plot_format, dpi)
     refuse_overwriting_inputs({"--out": out_path}, [spec.trace, carbon, price, profiles, truth])
     workload, ctx = prepare(spec)
+    outlook = forecast(workload.jobs, ctx.total_gpus, ctx.rules.duration_s, spec.policies, spec.start_s)
+    if (warning := long_replay_warning(outlook)) is not None:
+        err.print(f"[yellow]warning:[/] {shown(warning)}")
     if workers == 1 and ray is None:
         runs = []
+        digest = replay_sha256(spec)
         with progress_display(err) as bar:
             for name in spec.policies:
-                cb = None if quiet else progress_callback(bar, name, len(workload.jobs))
-                runs.append(run_policy(spec, workload, ctx, name, cb))
+                folder = journal_folder(out_path, spec, name)
+                if fresh:
+                    remove_checkpoint(folder)
+                journal = ReplayJournal(folder, digest, name, ctx.rules.duration_s)
+                if quiet:
+                    cb = progress_log(lambda line: err.print(shown(line), soft_wrap=True), name)
+                else:
+                    cb = progress_callback(bar, name, len(workload.jobs))
+                runs.append(run_policy(spec, workload, ctx, name, cb, journal=journal))
+                if journal.discarded is not None:
+                    err.print(f"{shown(name)}: {shown(journal.discarded)}: replayed from the start")
+                if journal.resumed_at is not None:
+                    err.print(f"{shown(name)}: resumed from the checkpoint after round {journal.resumed_at}")
     else:
         runs = _parallel_replays(spec, workers, ray, quiet)
     runs = with_floor_and_reference(spec, workload, ctx, runs)

@@ -9,6 +9,8 @@ the round's energy.
 - ``round_instance``: the round instance every policy sees, and the round's rules.
 - ``policies``: the policies behind one interface (fifo-max, zeus, eaco, powerflow, wattplan).
 - ``engine``: the round loop; ``accounting``: a round's energy; ``telemetry``: what a round shows.
+- ``decision_memo``: the last decision reused while the round stays the same; ``journal``: a replay streamed
+  to its folder, checkpointed and resumed; ``forecast``: how long a replay will take, said before it starts.
 - ``budget``: none, a power cap, or a paced energy budget; ``signals``: hourly carbon and price signals;
   ``governor``: each round's ``delta`` steered by the JCT (the runtime-bounded energy mode);
   ``tail_bound``: each job's deadline from the reference, as the round's ``min_steps``.

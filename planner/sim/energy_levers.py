@@ -36,7 +36,6 @@ Pure arithmetic on the round's instance, plan and outcome; no solver is imported
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
 
@@ -94,7 +93,8 @@ class LeverBook:
 
     def __init__(self, inst: Instance) -> None:
         self.inst = inst
-        self._best = functools.lru_cache(maxsize=None)(self._best_uncached)
+        self._cache: dict[tuple[str, tuple[int, ...], str | None, str | None], float | None] = {}
+        """``best``'s answers by argument: a plain dict, so that a replay checkpoint can pickle the book."""
 
     def use(self, inst: Instance) -> LeverBook:
         """Read profiles from ``inst`` (the next round of the same replay) from now on; returns the book."""
@@ -117,7 +117,10 @@ class LeverBook:
         self, job_type: str, counts: tuple[int, ...], partner: str | None, gpu_type: str | None = None
     ) -> float | None:
         """Least ``e`` over GPU types (``gpu_type`` only, if given), ``counts``, settings, beside ``partner``."""
-        return self._best(job_type, counts, partner, gpu_type)
+        key = (job_type, counts, partner, gpu_type)
+        if key not in self._cache:
+            self._cache[key] = self._best_uncached(job_type, counts, partner, gpu_type)
+        return self._cache[key]
 
     def _best_uncached(
         self, job_type: str, counts: tuple[int, ...], partner: str | None, gpu_type: str | None

@@ -29,6 +29,10 @@ arrived (for a deterministic policy every later round would be the same; a time-
 gets a few more chances): ``budget-exhausted`` under an energy budget (what is left cannot
 power a node and its job), ``stalled`` otherwise (a power cap too small for any job); or after
 ``max_rounds`` simulated rounds (``max-rounds``). Unfinished jobs are reported, never dropped.
+
+Everything carried from one round to the next is one :class:`ReplayState`: a journal
+(:mod:`planner.sim.journal`) checkpoints it and :func:`simulate` resumes from it. A round equal to the last
+one decided (up to its index and start) reuses that decision (:mod:`planner.sim.decision_memo`).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 from planner.contracts.domain import CurrentConfig, Instance
 from planner.contracts.plan import Plan
@@ -49,6 +53,7 @@ from planner.core.evaluate import rho_of
 from planner.core.validate import InvalidPlanError, validate_plan
 from planner.sim.accounting import RoundOutcome, round_outcome
 from planner.sim.budget import Budget, NoBudget
+from planner.sim.decision_memo import DecisionMemo
 from planner.sim.energy_levers import LeverBook, LeverSplit, phase_of, round_levers
 from planner.sim.governor import DeltaSteer
 from planner.sim.learning import ProfileLearner
@@ -155,7 +160,68 @@ class DecisionRecord:
     observed_power_w: float | None
 
 
-ProgressCallback = Callable[[RoundRecord, int, int], None]  # (round, jobs done, jobs total)
+@dataclass
+class ReplayState:
+    """Everything a replay carries from one round to the next: what a checkpoint saves and a resume restores.
+
+    ``r`` is the index of the next round to consider; ``stop`` is set once the replay has stopped. The budget,
+    governor, learner and tail bound are kept here (not in the caller) because they change as rounds are played
+    (energy charged, beliefs learned); pickled together, an energy budget paced by the governor's credit weight
+    keeps pointing at the same governor.
+    """
+
+    states: list[JobState]
+    t0: float
+    pacer: Budget
+    rng: random.Random | None
+    governor: DeltaSteer | None = None
+    learner: ProfileLearner | None = None
+    tail: TailBound | None = None
+    rounds: list[RoundRecord] = field(default_factory=list)
+    decisions: list[DecisionRecord] = field(default_factory=list)
+    book: LeverBook | None = None
+    arrived_before: int = 0
+    idle_streak: int = 0
+    r: int = 0
+    stop: StopReason | None = None
+    memo: DecisionMemo = field(default_factory=DecisionMemo)
+    """The last round's decision, reused while the round stays the same (:mod:`planner.sim.decision_memo`)."""
+
+    @property
+    def jobs_done(self) -> int:
+        """Jobs finished so far."""
+        return sum(s.done for s in self.states)
+
+    @property
+    def work_done(self) -> float:
+        """Share of the workload's reference work done, in [0, 1].
+
+        ``sum_j n_j d_j (1 - R_j / S_j) / sum_j n_j d_j`` with ``n_j`` the requested GPUs, ``d_j`` the reference
+        duration (s), ``R_j`` the remaining and ``S_j`` the total steps: GPU-seconds at reference speed, so
+        that a long job weighs what it costs (what a progress bar's ETA needs).
+        """
+        total = done = 0.0
+        for s in self.states:
+            weight = s.spec.requested_gpus * s.spec.reference_duration_s
+            total += weight
+            done += weight * (1.0 if s.done else s.steps_done / s.spec.total_steps if s.spec.total_steps else 0.0)
+        return done / total if total > 0 else 1.0
+
+
+ProgressCallback = Callable[[ReplayState], None]
+"""Called after every simulated round with the replay's state (``state.rounds[-1]`` is the round)."""
+
+
+class ReplayObserver(Protocol):
+    """What a journal (:mod:`planner.sim.journal`) hears: every round played, then the stop."""
+
+    def round_done(self, state: ReplayState) -> None:
+        """After each simulated round (the state is consistent: a resume from it plays the next round)."""
+        ...
+
+    def finished(self, state: ReplayState) -> None:
+        """Once, when the replay has stopped (``state.stop`` set)."""
+        ...
 
 
 def _noise_factors(rng: random.Random | None, plan: Plan, noise: float) -> dict[str, float]:
@@ -205,73 +271,127 @@ def simulate(
     governor: DeltaSteer | None = None,
     learner: ProfileLearner | None = None,
     tail: TailBound | None = None,
+    resume: ReplayState | None = None,
+    observer: ReplayObserver | None = None,
 ) -> SimResult:
     """Replay ``workload`` on the cluster of ``ctx`` with ``policy`` (see the module docstring).
 
     With a ``governor``, each round's ``delta`` is its choice (:mod:`planner.sim.governor`); with a
     ``learner``, the policy plans with the learner's beliefs and the learner observes every round; with a
     ``tail`` bound, each round's instance carries the jobs' ``min_steps`` (:mod:`planner.sim.tail_bound`).
+    ``resume``: a checkpointed :class:`ReplayState` of the same replay to go on from (its budget, governor,
+    learner and tail bound replace the ones given); ``observer`` hears every round and the stop.
     """
     cfg = config or SimConfig()
-    pacer: Budget = budget or NoBudget()
+    state = resume or start_state(workload, cfg, budget, governor, learner, tail)
+    if state.stop is None:
+        _run_rounds(state, ctx, policy, cfg, progress, observer)
+    if observer is not None:
+        observer.finished(state)
+    info = {"cluster_powered_w": sum(g.nodes * g.powered_node_w for g in ctx.gpu_types)}
     T = ctx.rules.duration_s
+    return SimResult(
+        policy.name,
+        state.states,
+        state.rounds,
+        state.stop or "completed",
+        state.t0,
+        T,
+        state.pacer.label,
+        info,
+        state.decisions,
+    )
+
+
+def start_state(
+    workload: Workload,
+    cfg: SimConfig,
+    budget: Budget | None = None,
+    governor: DeltaSteer | None = None,
+    learner: ProfileLearner | None = None,
+    tail: TailBound | None = None,
+) -> ReplayState:
+    """The state before round 0: every job new, in arrival order; the clock at ``cfg.start_s`` or the first arrival."""
     states = [JobState.new(spec) for spec in sorted(workload.jobs, key=lambda j: j.arrival_s)]
-    by_id = {s.id: s for s in states}
     if not states:
         raise ValueError("the workload has no jobs to replay")
     t0 = cfg.start_s if cfg.start_s is not None else states[0].spec.arrival_s
     rng = random.Random(cfg.seed) if cfg.noise > 0 else None
-    rounds: list[RoundRecord] = []
-    decisions: list[DecisionRecord] = []
-    book: LeverBook | None = None
-    arrived_before = 0
-    idle_streak = 0
-    r = 0
-    stop: StopReason = "completed"
+    return ReplayState(states, t0, budget or NoBudget(), rng, governor, learner, tail)
+
+
+def _run_rounds(
+    st: ReplayState,
+    ctx: ClusterContext,
+    policy: Policy,
+    cfg: SimConfig,
+    progress: ProgressCallback | None,
+    observer: ReplayObserver | None,
+) -> None:
+    """Play rounds from ``st.r`` until the replay stops; ``st.stop`` says why."""
+    T = ctx.rules.duration_s
+    states, pacer, governor, learner, tail = st.states, st.pacer, st.governor, st.learner, st.tail
+    by_id = {s.id: s for s in states}
     while True:
-        now = t0 + r * T
+        now = st.t0 + st.r * T
         queued = [s for s in states if s.queued_at(now)]
         unfinished = [s for s in states if not s.done]
         if not unfinished:
+            st.stop = "completed"
             break
         if not queued:
             nxt = min(s.spec.arrival_s for s in unfinished)
-            r = max(r + 1, math.ceil((nxt - t0) / T - 1e-9))
+            st.r = max(st.r + 1, math.ceil((nxt - st.t0) / T - 1e-9))
             continue
-        if len(rounds) >= cfg.max_rounds:
-            stop = "max-rounds"
+        if len(st.rounds) >= cfg.max_rounds:
+            st.stop = "max-rounds"
             break
         if pacer.exhausted:
-            stop = "budget-exhausted"
+            st.stop = "budget-exhausted"
             break
         budget_j = pacer.round_budget_j(unfinished, now, T, ctx.total_gpus)
         delta = None if governor is None else governor.delta_for_round(states, now)
         weight = None if governor is None else governor.credit_weight_for_round(now)
         seen = learner.context() if learner is not None else ctx
         bounds = None if tail is None else tail.min_steps(seen, queued, now, budget_j)
-        inst = round_instance(seen, r, now, queued, budget_j, delta, weight, bounds)
-        real = inst if ctx.truth is None else round_instance(ctx.real, r, now, queued, budget_j, delta, weight)
+        inst = round_instance(seen, st.r, now, queued, budget_j, delta, weight, bounds)
+        real = inst if ctx.truth is None else round_instance(ctx.real, st.r, now, queued, budget_j, delta, weight)
         context = replay_round(now, queued)
-        book = book.use(real) if book is not None else LeverBook(real)
+        st.book = st.book.use(real) if st.book is not None else LeverBook(real)
         record = _play_round(
-            inst, context, policy, by_id, now, rng, cfg.noise, real, ctx.real.utilisation, learner, decisions, book
+            inst,
+            context,
+            policy,
+            by_id,
+            now,
+            st.rng,
+            cfg.noise,
+            real,
+            ctx.real.utilisation,
+            learner,
+            st.decisions,
+            st.book,
+            st.memo,
         )
         arrived_now = sum(1 for s in states if s.spec.arrival_s <= now)
         requested = sum(s.spec.requested_gpus for s in queued)
         phase = phase_of(requested, ctx.total_gpus, arrived_now < len(states))
-        record = replace(record, arrived=arrived_now - arrived_before, delta=delta, credit_weight=weight, phase=phase)
-        arrived_before = arrived_now
+        arrived = arrived_now - st.arrived_before
+        record = replace(record, arrived=arrived, delta=delta, credit_weight=weight, phase=phase)
+        st.arrived_before = arrived_now
         pacer.charge(record.energy_j)
-        rounds.append(record)
+        st.rounds.append(record)
+        st.idle_streak = st.idle_streak + 1 if record.running == 0 and arrived_now == len(states) else 0
+        if st.idle_streak >= cfg.stall_rounds:
+            st.stop = pacer.stall_reason
+        else:
+            st.r += 1
         if progress is not None:
-            progress(record, sum(s.done for s in states), len(states))
-        idle_streak = idle_streak + 1 if record.running == 0 and arrived_now == len(states) else 0
-        if idle_streak >= cfg.stall_rounds:
-            stop = pacer.stall_reason
+            progress(st)
+        if observer is not None:
+            observer.round_done(st)
+        if st.stop is not None:
             break
-        r += 1
-    info = {"cluster_powered_w": sum(g.nodes * g.powered_node_w for g in ctx.gpu_types)}
-    return SimResult(policy.name, states, rounds, stop, t0, T, pacer.label, info, decisions)
 
 
 def _play_round(
@@ -287,14 +407,16 @@ def _play_round(
     learner: ProfileLearner | None,
     decisions: list[DecisionRecord],
     book: LeverBook | None = None,
+    memo: DecisionMemo | None = None,
 ) -> RoundRecord:
     """Decide, place, validate, advance: one round (steps 2-4 of the module docstring).
 
     ``inst`` is what the policy sees (with ``context`` beside it), ``real`` the same round under the truth
-    (``inst`` itself without one); with a ``learner`` the round's observations are logged and learned from.
+    (``inst`` itself without one); ``memo`` answers a round identical to the last one decided;
+    with a ``learner`` the round's observations are logged and learned from.
     """
     begin = time.perf_counter()
-    decision = policy.decide(inst, context)
+    decision = (memo or DecisionMemo()).decide(policy, inst, context)
     decide_s = time.perf_counter() - begin
     info = SolveInfo(solver=decision.solver, status=decision.status, solve_s=decide_s)
     plan = assemble_plan(inst, decision.allocations, info)

@@ -25,7 +25,8 @@ from typing import Any
 
 from planner.contracts.jsonio import write_json_atomic, write_text_atomic
 from planner.sim.energy_levers import LEVERS
-from planner.sim.engine import SimResult
+from planner.sim.engine import RoundRecord, SimResult
+from planner.sim.state import JobState
 
 ROUND_COLUMNS = (
     "round",
@@ -131,46 +132,46 @@ def _num(x: float | None, digits: int = 6) -> str:
     return "" if x is None else f"{x:.{digits}g}"
 
 
+def round_row(r: RoundRecord, duration_s: float) -> tuple[Any, ...]:
+    """One ``rounds.csv`` row (energies in J, ``power_w = energy_j / T`` in W with ``T = duration_s``)."""
+    return (
+        r.index,
+        _num(r.start_s, 12),
+        r.queued,
+        r.running,
+        r.shared,
+        r.restarted,
+        r.arrived,
+        r.finished,
+        r.gpus_used,
+        r.powered_gpus,
+        " ".join(f"{g}:{u}" for g, u in sorted(r.nodes_on.items())),
+        _num(r.budget_j, 10),
+        _num(r.predicted_j, 10),
+        _num(r.energy_j, 10),
+        _num(r.node_j, 10),
+        _num(r.idle_j, 10),
+        _num(r.dynamic_j, 10),
+        _num(r.energy_j / duration_s, 8),
+        _num(r.busy_gpu_s, 10),
+        _num(r.powered_gpu_s, 10),
+        _num(r.steps, 10),
+        f"{r.decide_s:.4f}",
+        r.solver,
+        r.status,
+        r.note,
+        _num(r.delta),
+        _num(r.credit_weight),
+        "" if r.unobserved is None else r.unobserved,
+        r.bounded,
+        r.phase,
+        *(_num(getattr(r.levers, name), 10) for name in ("base", *LEVERS)),
+    )
+
+
 def rounds_csv(result: SimResult) -> str:
-    """The ``rounds.csv`` text: one row per round (energies in J, ``power_w = energy_j / T`` in W)."""
-    rows = []
-    for r in result.rounds:
-        rows.append(
-            (
-                r.index,
-                _num(r.start_s, 12),
-                r.queued,
-                r.running,
-                r.shared,
-                r.restarted,
-                r.arrived,
-                r.finished,
-                r.gpus_used,
-                r.powered_gpus,
-                " ".join(f"{g}:{u}" for g, u in sorted(r.nodes_on.items())),
-                _num(r.budget_j, 10),
-                _num(r.predicted_j, 10),
-                _num(r.energy_j, 10),
-                _num(r.node_j, 10),
-                _num(r.idle_j, 10),
-                _num(r.dynamic_j, 10),
-                _num(r.energy_j / result.duration_s, 8),
-                _num(r.busy_gpu_s, 10),
-                _num(r.powered_gpu_s, 10),
-                _num(r.steps, 10),
-                f"{r.decide_s:.4f}",
-                r.solver,
-                r.status,
-                r.note,
-                _num(r.delta),
-                _num(r.credit_weight),
-                "" if r.unobserved is None else r.unobserved,
-                r.bounded,
-                r.phase,
-                *(_num(getattr(r.levers, name), 10) for name in ("base", *LEVERS)),
-            )
-        )
-    return _csv_text(ROUND_COLUMNS, rows)
+    """The ``rounds.csv`` text: one row per round (:func:`round_row`)."""
+    return _csv_text(ROUND_COLUMNS, [round_row(r, result.duration_s) for r in result.rounds])
 
 
 def decisions_csv(result: SimResult) -> str:
@@ -195,28 +196,39 @@ def decisions_csv(result: SimResult) -> str:
     return _csv_text(DECISION_COLUMNS, rows)
 
 
+def job_row(s: JobState) -> tuple[Any, ...]:
+    """One ``jobs.csv`` row (times in s, dynamic energy in J)."""
+    return (
+        s.id,
+        s.spec.type,
+        _num(s.spec.arrival_s, 12),
+        s.spec.requested_gpus,
+        _num(s.first_start_s, 12),
+        _num(s.finish_s, 12),
+        _num(s.jct_s, 12),
+        s.restarts,
+        s.rounds_run,
+        s.rounds_shared,
+        _num(s.compute_s, 10),
+        _num(s.dynamic_energy_j, 10),
+        _num(s.steps_done, 12),
+        _num(s.spec.total_steps, 12),
+    )
+
+
 def jobs_csv(result: SimResult) -> str:
-    """The ``jobs.csv`` text: one row per job (times in s, dynamic energy in J)."""
-    rows = [
-        (
-            s.id,
-            s.spec.type,
-            _num(s.spec.arrival_s, 12),
-            s.spec.requested_gpus,
-            _num(s.first_start_s, 12),
-            _num(s.finish_s, 12),
-            _num(s.jct_s, 12),
-            s.restarts,
-            s.rounds_run,
-            s.rounds_shared,
-            _num(s.compute_s, 10),
-            _num(s.dynamic_energy_j, 10),
-            _num(s.steps_done, 12),
-            _num(s.spec.total_steps, 12),
-        )
-        for s in result.jobs
-    ]
-    return _csv_text(JOB_COLUMNS, rows)
+    """The ``jobs.csv`` text: one row per job (:func:`job_row`)."""
+    return _csv_text(JOB_COLUMNS, [job_row(s) for s in result.jobs])
+
+
+def csv_lines(rows: Iterable[Sequence[Any]], header: Sequence[str] | None = None) -> str:
+    """``rows`` (after ``header`` when given) as CSV text, as the files above write them."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    if header is not None:
+        writer.writerow(header)
+    writer.writerows(rows)
+    return buf.getvalue()
 
 
 def write_result(result: SimResult, summary: dict[str, Any], folder: Path) -> None:

@@ -1,36 +1,98 @@
-"""Rich rendering for ``wattplan simulate``: a progress bar per policy and a summary table."""
+"""Rich rendering for ``wattplan simulate``: a progress bar per policy (or, quiet, a log line), a summary table."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    Progress,
+    TaskProgressColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from planner.console.terminal import shown
-from planner.sim.engine import ProgressCallback, RoundRecord
+from planner.sim.engine import ProgressCallback, ReplayState
+
+WORK_STEPS = 1000
+"""A progress task's total: the bar advances by thousandths of the workload's reference work."""
 
 
 def progress_display(console: Any) -> Progress:
-    """Jobs done out of jobs total, with the round count in the description."""
+    """Per policy: rounds and jobs done, a bar of the reference work done, elapsed time and the ETA.
+
+    The bar follows :attr:`planner.sim.engine.ReplayState.work_done` (GPU-seconds at reference speed, so a
+    long job counts for what it costs) and rich estimates the time left from its recent speed.
+    """
     return Progress(
         TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("jobs"),
+        BarColumn(bar_width=16),
+        TaskProgressColumn(),
         TimeElapsedColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
         console=console,
         transient=False,
     )
 
 
-def progress_callback(progress: Progress, policy: str, jobs_total: int) -> ProgressCallback:
-    """A callback for :func:`planner.sim.engine.simulate` that advances one task of ``progress``."""
-    task = progress.add_task(shown(f"{policy:<10} round 0"), total=jobs_total)
+def _describe(policy: str, rounds: int, done: int, total: int) -> str:
+    return shown(f"{policy:<9} round {rounds:<6} jobs {done}/{total}")
 
-    def update(record: RoundRecord, done: int, total: int) -> None:
-        progress.update(task, completed=done, description=shown(f"{policy:<10} round {record.index}"))
+
+def progress_callback(progress: Progress, policy: str, jobs_total: int) -> ProgressCallback:
+    """A callback for :func:`planner.sim.engine.simulate` that advances one task of ``progress``.
+
+    The first round seen (the first of a resumed replay too) restarts the task's clock and speed samples, so the
+    ETA measures only the work done here, not the jump to where a checkpoint left off.
+    """
+    task = progress.add_task(_describe(policy, 0, 0, jobs_total), total=WORK_STEPS)
+    first = True
+
+    def update(state: ReplayState) -> None:
+        nonlocal first
+        completed = round(state.work_done * WORK_STEPS)
+        description = _describe(policy, len(state.rounds), state.jobs_done, len(state.states))
+        if first:
+            progress.reset(task, completed=completed, description=description)
+            first = False
+        else:
+            progress.update(task, completed=completed, description=description)
+
+    return update
+
+
+def progress_log(write: Callable[[str], None], policy: str, every_s: float = 30.0) -> ProgressCallback:
+    """A callback that writes one line every ``every_s`` seconds of wall time (``simulate -q``).
+
+    The line: rounds done, jobs done, the share ``f`` of reference work done, the elapsed time ``t`` and a linear
+    ETA ``t (1 - f) / (f - f0)``, with ``f0`` the share at the first round seen (a resumed replay starts above 0):
+    the first round starts the clock and writes nothing.
+    """
+    begin = last = 0.0
+    start: float | None = None
+
+    def update(state: ReplayState) -> None:
+        nonlocal begin, last, start
+        now, f = time.monotonic(), state.work_done
+        if start is None:
+            begin = last = now
+            start = f
+            return
+        if now - last < every_s:
+            return
+        last = now
+        elapsed = now - begin
+        eta = f"{elapsed * (1 - f) / (f - start):.0f} s" if f > start else "unknown"
+        write(
+            f"{policy}: {len(state.rounds):,} rounds, {state.jobs_done}/{len(state.states)} jobs, "
+            f"{f:.1%} of the work, {elapsed:.0f} s elapsed, ETA {eta}"
+        )
 
     return update
 

@@ -30,6 +30,7 @@ from planner.rounds.traces import MAX_TRACE_S, TraceFormat, read_trace, trace_fo
 from planner.sim.budget import Budget, EnergyBudget, NoBudget, PowerCap, one_node_round_j, step_prices
 from planner.sim.engine import ProgressCallback, SimConfig, SimResult, simulate
 from planner.sim.governor import DELTA_MAX, DeltaSteer, FixedDelta, GovernorRule, JctGovernor, SignalSteer
+from planner.sim.journal import ReplayJournal, inputs_sha256
 from planner.sim.learning import LearnConfig, ProfileLearner, learning_report
 from planner.sim.metrics import J_PER_KWH, summarise, with_reference
 from planner.sim.output import comparison_csv, write_dropped, write_result
@@ -357,11 +358,13 @@ def run_policy(
     policy: str,
     progress: ProgressCallback | None = None,
     reference: SimResult | None = None,
+    journal: ReplayJournal | None = None,
 ) -> tuple[SimResult, dict[str, Any]]:
     """Replay one policy; return the result and its summary (with the replay's settings).
 
     The runtime-bounded mode (``spec.max_jct_increase``) steers wattplan against ``reference``
-    (:func:`reference_run`'s result; computed here when not given).
+    (:func:`reference_run`'s result; computed here when not given). A ``journal`` streams the rounds into
+    its folder and checkpoints them; a checkpoint it holds is resumed (:mod:`planner.sim.journal`).
     """
     config = SimConfig(start_s=spec.start_s, max_rounds=spec.max_rounds, noise=spec.noise, seed=spec.seed)
     clocks = signal_clocks(spec, workload)
@@ -378,6 +381,9 @@ def run_policy(
             tail = TailBound.from_reference(finish, arrivals, spec.tail_bound, spec.tail_pace)
     budget = make_budget(spec, ctx, workload, governor)
     learner = ProfileLearner(replace(ctx, truth=None), spec.learn_config) if spec.learn else None
+    resume = None if journal is None else journal.load()
+    if resume is not None:
+        learner = resume.learner  # what it learned before the checkpoint
     result = simulate(
         workload,
         ctx,
@@ -388,6 +394,8 @@ def run_policy(
         governor=governor,
         learner=learner,
         tail=tail,
+        resume=resume,
+        observer=journal,
     )
     if learner is not None:
         result.info["learning"] = learning_report(learner, ctx.real, result.decisions)
@@ -416,6 +424,17 @@ def run_policy(
     if clocks:
         result.info["signal_aware"] = governor is not None and spec.signal_aware and policy == "wattplan"
     return result, {**summarise(result), **signal_summary(result, clocks)}
+
+
+def replay_sha256(spec: ReplaySpec) -> str:
+    """The identity a checkpoint records of its replay: the spec and the bytes of every file it reads."""
+    files = (spec.trace, spec.profiles, spec.truth, spec.carbon, spec.price)
+    return inputs_sha256(repr(spec), [None if f is None else resolve_signal(f) for f in files])
+
+
+def journal_folder(out: Path, spec: ReplaySpec, policy: str) -> Path:
+    """Where :func:`write_outputs` puts ``policy``'s files: ``out`` for a single policy, else ``out/policy``."""
+    return Path(out) if len(spec.policies) == 1 else Path(out) / policy
 
 
 def with_floor_and_reference(

@@ -1,0 +1,147 @@
+"""Replays at the speed of events: wall time and output identity before and after a change (issue 27, item 2).
+
+Runs ``wattplan simulate`` from a source tree (``--tree``, default this checkout) on the four public
+150-job slices of :data:`benchmarks.energy_gap.SLICES` (every policy, no budget, ``--time-limit 3``) and,
+with ``--long``, on the issue's command (``6c71a0.trace``, first 40 jobs, every policy, 2 s per round,
+an 8 kW cap), each into ``OUT/<name>``, and records each run's wall time in ``OUT/times.json``.
+``--compare A B`` then checks that two such folders hold the same results: every CSV and JSON file
+byte for byte, except the wall-clock fields (``rounds.csv``'s ``solver_s``; ``summary.json``'s and
+``comparison.*``'s ``solver_s_*`` and ``written_by``), and prints a markdown table of the times.
+
+    python benchmarks/event_replay.py --tree /tmp/base --out /tmp/before --long   # before the change
+    python benchmarks/event_replay.py --out /tmp/after --long                    # after it
+    python benchmarks/event_replay.py --compare /tmp/before /tmp/after
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent.parent
+SLICES = {
+    "gavel-6214e9": ("6214e9.trace", "--start-s", "4180536", "--max-jobs", "150"),
+    "gavel-6c71a0": ("6c71a0.trace", "--start-s", "2510560", "--max-jobs", "150"),
+    "gavel-b436b2": ("b436b2.trace", "--start-s", "2716761", "--max-jobs", "150"),
+    "philly-6214e9": ("philly.csv", "--vc", "6214e9", "--start-s", "2320523", "--max-jobs", "150"),
+}
+"""The public slices (the first four of ``benchmarks/energy_gap.py``'s ``SLICES``)."""
+SLICE_OPTIONS = ("--cluster", "v100:32,p100:16", "--policy", "all", "--time-limit", "3")
+EXACT_OPTIONS = ("--cluster", "v100:32,p100:16", "--policy", "wattplan", "--time-limit", "120")
+"""The identity check of ``wattplan`` itself: the first 30 jobs of each slice, with a time limit that never binds.
+
+With ``--time-limit 3`` the 150-job rounds stop at the limit, so which plan a round gets depends on the machine's
+load: two runs of the same code differ. Rounds that solve to the end are deterministic and must match."""
+LONG = (
+    "6c71a0.trace",
+    "--cluster",
+    "v100:32,p100:16",
+    "--policy",
+    "all",
+    "--max-jobs",
+    "40",
+    "--time-limit",
+    "2",
+    "--power-cap-w",
+    "8000",
+)
+"""The issue's command: 15 min 34 s before the change."""
+TIMING_COLUMNS = ("solver_s",)
+TIMING_KEYS = ("solver_s_mean", "solver_s_max", "solver_s_total", "written_by")
+
+
+def run(tree: Path, name: str, args: tuple[str, ...], out: Path) -> float:
+    """Run ``simulate`` from ``tree`` into ``out/name``; return its wall time (s)."""
+    cmd = [sys.executable, "cli.py", "simulate", *args, "--out", str(out / name), "--no-plots", "-q"]
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    begin = time.perf_counter()
+    subprocess.run(cmd, cwd=tree, env=env, check=True, stdout=subprocess.DEVNULL)
+    return time.perf_counter() - begin
+
+
+def _strip_json(value: Any) -> Any:
+    """``value`` without wall-clock keys, and with a note's solve time (``in 0.02 s``) blanked."""
+    if isinstance(value, dict):
+        return {k: _strip_json(v) for k, v in value.items() if k not in TIMING_KEYS}
+    if isinstance(value, list):
+        return [_strip_json(v) for v in value]
+    if isinstance(value, str):
+        return re.sub(r"in [0-9.]+ s\b", "in ? s", value)
+    return value
+
+
+def _strip_csv(text: str) -> list[list[str]]:
+    rows = list(csv.reader(io.StringIO(text)))
+    if not rows:
+        return rows
+    drop = {k for k, name in enumerate(rows[0]) if name in TIMING_COLUMNS or name in TIMING_KEYS}
+    return [[c for k, c in enumerate(row) if k not in drop] for row in rows]
+
+
+def differences(a: Path, b: Path) -> list[str]:
+    """The result files of ``a`` and ``b`` that differ beyond wall-clock fields (paths relative to ``a``)."""
+    out = []
+    names = {p.relative_to(a) for p in a.rglob("*") if p.suffix in (".csv", ".json") and p.name != "times.json"}
+    names |= {p.relative_to(b) for p in b.rglob("*") if p.suffix in (".csv", ".json") and p.name != "times.json"}
+    for rel in sorted(names):
+        pa, pb = a / rel, b / rel
+        if not (pa.exists() and pb.exists()):
+            out.append(f"{rel}: only in {'b' if pb.exists() else 'a'}")
+        elif rel.suffix == ".json":
+            if _strip_json(json.loads(pa.read_text())) != _strip_json(json.loads(pb.read_text())):
+                out.append(str(rel))
+        elif _strip_csv(pa.read_text()) != _strip_csv(pb.read_text()):
+            out.append(str(rel))
+    return out
+
+
+def main() -> None:
+    """Measure (``--out``) or compare (``--compare A B``)."""
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tree", type=Path, default=HERE, help="source tree to run (default: this checkout)")
+    ap.add_argument("--out", type=Path, help="results folder")
+    ap.add_argument("--long", action="store_true", help="also the issue's 15-minute command")
+    ap.add_argument("--only-long", action="store_true", help="only the issue's command")
+    ap.add_argument("--exact", action="store_true", help="only wattplan on 30-job slices, solved to the end")
+    ap.add_argument("--compare", nargs=2, type=Path, metavar=("A", "B"))
+    args = ap.parse_args()
+    if args.compare:
+        a, b = args.compare
+        ta, tb = (json.loads((p / "times.json").read_text()) for p in (a, b))
+        print("| run | before s | after s | identical |")
+        print("|---|---:|---:|---|")
+        bad = False
+        for name in ta:
+            if name not in tb:
+                continue
+            diff = differences(a / name, b / name)
+            bad |= bool(diff)
+            print(f"| {name} | {ta[name]:.1f} | {tb[name]:.1f} | {'yes' if not diff else ', '.join(diff)} |")
+        sys.exit(1 if bad else 0)
+    if args.out is None:
+        ap.error("give --out or --compare")
+    args.out.mkdir(parents=True, exist_ok=True)
+    times_path = args.out / "times.json"
+    times: dict[str, float] = json.loads(times_path.read_text()) if times_path.exists() else {}
+    runs = [] if args.only_long or args.exact else [(n, (*s, *SLICE_OPTIONS)) for n, s in SLICES.items()]
+    if args.exact:
+        runs = [(f"exact-{n}", (*s[:-1], "30", *EXACT_OPTIONS)) for n, s in SLICES.items()]
+    if args.long or args.only_long:
+        runs.append(("long-6c71a0-40", LONG))
+    for name, opts in runs:
+        times[name] = run(args.tree.resolve(), name, opts, args.out.resolve())
+        times_path.write_text(json.dumps(times, indent=1))
+        print(f"{name}: {times[name]:.1f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
