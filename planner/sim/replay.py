@@ -210,11 +210,12 @@ def prepare(spec: ReplaySpec, lib: ProfileLibrary | None = None) -> tuple[Worklo
     cluster = parse_cluster_spec(spec.cluster, spec.gpus_per_node, spec.node_power_w)
     names = [name for name, _ in cluster.gpus]
     # A GPU type with a public spec but no profiles is replayed on its prior (design §9.8), as it would be planned.
-    library, _ = with_prior_types(lib or load_profile_library(spec.profiles), names)
+    library, from_prior = with_prior_types(lib or load_profile_library(spec.profiles), names)
     ctx = cluster_context(cluster, library, effective_rules(spec))
     real = library
     if spec.truth is not None:
-        real, _ = with_prior_types(load_profile_library(spec.truth), names)
+        # only a type planned from its prior may be true to it; a truth missing a measured type is refused below
+        real, _ = with_prior_types(load_profile_library(spec.truth), from_prior)
         named = f"--profiles {Path(spec.profiles).name}" if spec.profiles else "the shipped profile library"
         if problems := truth_coverage_problems(real, library, named):
             raise InputError(str(spec.truth), problems)
