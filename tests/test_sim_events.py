@@ -31,6 +31,7 @@ class Counting:
     name: str = "fifo-max"
     calls: int = 0
     inner: FifoMax = field(default_factory=FifoMax)
+    pure: bool = True
 
     def decide(self, instance: Instance, context: ReplayRound) -> Decision:
         self.calls += 1
@@ -52,6 +53,16 @@ def test_identical_rounds_reuse_the_decision_and_a_change_re_decides() -> None:
     assert result.stop_reason == "stalled"
     assert policy.calls == 2
     assert seen[-1].memo.hits == 4
+
+
+def test_a_policy_not_declared_pure_is_asked_every_round() -> None:
+    """A plug-in may carry state between rounds: without ``pure`` the stalled rounds are decided again."""
+    ctx = hand_context(duration_s=100.0)
+    wl = workload([hand_job("a", A, 0.0, 1000.0), hand_job("b", B, 250.0, 1000.0)])
+    policy = Counting(pure=False)
+    seen: list[ReplayState] = []
+    simulate(wl, ctx, policy, PowerCap(50.0), progress=seen.append)
+    assert policy.calls == 6 and seen[-1].memo.hits == 0
 
 
 def test_a_running_job_makes_every_round_new() -> None:

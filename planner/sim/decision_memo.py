@@ -1,19 +1,21 @@
 """Re-plan only when the round changed: the previous decision reused for an identical round.
 
-A policy's decision is a function of the round instance and the :class:`~planner.sim.round_instance.ReplayRound`
-beside it. Every shipped policy reads from the context only each job's requested GPU count and arrival time,
-which are fixed per job and so implied by the instance's job ids; none reads the round's start ``now_s`` or
-carries state from one round to the next. The instance's round index and its ``extra["sim"]`` record (the start
-time; read by nobody) do not enter any decision either. So when a round's instance equals the last decided one in
-everything else (the round's rules, budget, ``delta`` and credit weight; the GPU types; every queued job with its
-remaining steps, current configuration and tail bound; the profiles and pair rates: dataclass equality, exact to the
-bit), the last decision is the decision, and the memo returns it without calling the policy.
+Only a policy that declares itself ``pure`` (:class:`~planner.sim.policies.base.Policy`; every built-in does) is
+memoised. A pure policy's decision is a function of the round instance and the
+:class:`~planner.sim.round_instance.ReplayRound` beside it. Every shipped policy reads from the context only each
+job's requested GPU count and arrival time, which are fixed per job and so implied by the instance's job ids; none
+reads the round's start ``now_s`` or carries state from one round to the next. The instance's round index and its
+``extra["sim"]`` record (the start time; read by nobody) do not enter any decision either. So when a round's
+instance equals the last decided one in everything else (the round's rules, budget, ``delta`` and credit weight; the
+GPU types; every queued job with its remaining steps, current configuration and tail bound; the profiles and pair
+rates: dataclass equality, exact to the bit), the last decision is the decision, and the memo returns it without
+calling the policy.
 
-This is exact, never an approximation: a round whose remaining steps changed (any job ran) is planned again,
-because the progress objective weighs each job by ``sigma / R`` and a change of ``R`` can change the plan.
-It therefore saves the rounds in which nothing ran and nothing changed (a queue waiting under a cap or for an
-arrival), not the rounds of a steady schedule. A time-limited solver that stops at its limit may not return the
-same plan twice; the memo then repeats the first, which is one of the plans it could have returned.
+This is exact, never an approximation: a round whose remaining steps changed (any job ran) is planned again, because
+the progress objective weighs each job by ``sigma / R`` and a change of ``R`` can change the plan. It therefore
+saves the rounds in which nothing ran and nothing changed (a queue waiting under a cap or for an arrival), not the
+rounds of a steady schedule. A time-limited solver that stops at its limit may not return the same plan twice; the
+memo then repeats the first, which is one of the plans it could have returned.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ class DecisionMemo:
 
     def decide(self, policy: Policy, inst: Instance, context: ReplayRound) -> Decision:
         """``policy.decide(inst, context)``, or the last decision when the round is the same (module docstring)."""
+        if not getattr(policy, "pure", False):  # a plug-in may carry state between rounds: ask it every round
+            return policy.decide(inst, context)
         key = decision_key(inst)
         if self.decision is not None and key == self.key:
             self.hits += 1

@@ -91,6 +91,11 @@ class Policy(Protocol):
     Published as an entry point (``[project.entry-points."wattplan.policies"] mine = "my_pkg.policy:make"``)
     it replays with ``wattplan simulate TRACE --policy mine``; in one process,
     ``planner.sim.policies.register_policy("mine", make)`` does the same (docs/design.md §10.4).
+
+    A policy whose decision is a pure function of the instance (no state carried from round to round, the round's
+    start not read) may set the class attribute ``pure = True``: the replay then reuses its last decision for a round
+    identical to the last one instead of asking again (:mod:`planner.sim.decision_memo`). Without it, ``decide`` is
+    called every round.
     """
 
     name: str

@@ -79,6 +79,7 @@ class PowerFlow:
     """Greedy admission by progress per joule, then marginal upgrades (see the module docstring)."""
 
     name = "powerflow"
+    pure = True  # a function of the instance alone: the replay may reuse its decision (Policy)
 
     def decide(self, instance: Instance, context: ReplayRound) -> Decision:
         """Admit the greedy plan, then upgrade by ``delta(w * pi) / delta(c)`` while GPUs and budget allow."""
