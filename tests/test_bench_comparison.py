@@ -26,25 +26,12 @@ from planner.bench.comparison import (
 from planner.bench.report import per_instance_csv, per_instance_markdown, profile_markdown, profile_plot
 from planner.bench.summary import performance_ratios, solver_summary, with_references
 from planner.bench.worker import search_effort
+from tests.test_bench_summary import _row as summary_row
 
 
 def _row(solver: str, instance: str, status: str, objective: float | None, **kw: Any) -> dict[str, Any]:
-    base = {
-        "instance": f"{instance}.json",
-        "instance_sha256": instance,
-        "solver": solver,
-        "seed": 0,
-        "status": status,
-        "sense": "max",
-        "objective": objective,
-        "bound": None,
-        "lp_bound": None,
-        "time_s": 1.0,
-        "time_limit_s": 10.0,
-        "rel_gap": 1e-4,
-        "incumbents": [],
-    }
-    return {**base, **kw}
+    """A run row of ``tests.test_bench_summary`` on instance ``instance``."""
+    return summary_row(solver, status, objective, instance=f"{instance}.json", instance_sha256=instance, **kw)
 
 
 def _three_solvers() -> list[dict[str, Any]]:
