@@ -28,7 +28,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -36,7 +36,7 @@ from planner.contracts.defaults import GPUS_PER_NODE, NODE_POWER_W, ROUND_S, ROU
 from planner.contracts.domain import is_power_of_two
 from planner.contracts.jsonio import read_text
 from planner.contracts.problems import InputError, Problem
-from planner.contracts.rules import OBJECTIVES
+from planner.contracts.rules import OBJECTIVES, Objective
 
 _NAME = re.compile(r"[A-Za-z0-9_.]+")
 _HOST = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -69,7 +69,7 @@ class ClusterFile:
     groups: tuple[NodeGroup, ...]
     round_s: float = ROUND_S
     power_cap_kw: float | None = None
-    objective: str | None = None
+    objective: Objective | None = None
 
     def host_map(self) -> dict[str, str]:
         """Plan node -> host: plan node ``TYPE-i`` is the ``i``-th usable host of the type (design §6.2 names)."""
@@ -212,7 +212,7 @@ def parse_cluster_file(doc: Any, source: str) -> ClusterFile:
     if problems:
         raise InputError(source, problems)
     assert round_s is not None and math.isfinite(round_s)
-    return ClusterFile(tuple(groups), round_s, cap_kw, objective)
+    return ClusterFile(tuple(groups), round_s, cap_kw, cast("Objective | None", objective))
 
 
 def read_cluster_file(path: Path) -> ClusterFile:

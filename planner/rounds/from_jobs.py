@@ -22,6 +22,7 @@ Rules (docs/design.md §9.9):
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -143,8 +144,7 @@ def instance_from_jobs(
     if problems:
         raise InputError(sources[0], capped(problems))
     base = rules or RoundRules()
-    objective = cluster.objective or base.objective
-    rules = RoundRules(cluster.round_s, base.restart_s, base.min_pair_rate, objective, base.delta)  # type: ignore[arg-type]
+    rules = dataclasses.replace(base, duration_s=cluster.round_s, objective=cluster.objective or base.objective)
     budget = (
         None if cluster.power_cap_kw is None else float(math.floor(cluster.power_cap_kw * 1000.0 * cluster.round_s))
     )
