@@ -110,6 +110,18 @@ class LazyNames(Sequence[str]):
 
 
 @dataclass(frozen=True)
+class SubsetNames:
+    """The names of a restriction's columns: ``names[cols[i]]`` (a class, so a model pickles to a solver worker)."""
+
+    names: Sequence[str]
+    cols: np.ndarray
+
+    def __call__(self, i: int) -> str:
+        """The name of the restriction's column ``i``."""
+        return self.names[int(self.cols[i])]
+
+
+@dataclass(frozen=True)
 class LinearModel:
     """``row_lo <= A x <= row_hi``, ``lb <= x <= ub``, integrality and named objectives (module docstring)."""
 
@@ -192,7 +204,7 @@ class LinearModel:
             lb=self.lb[cols],
             ub=self.ub[cols],
             is_int=self.is_int[cols],
-            col_names=LazyNames(len(cols), lambda i: names[int(cols[i])]),
+            col_names=LazyNames(len(cols), SubsetNames(names, cols)),
             a_rows=self.a_rows[keep],
             a_cols=mapped[keep],
             a_vals=self.a_vals[keep],

@@ -32,7 +32,7 @@ Objective vectors
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -278,7 +278,7 @@ def build_round_model(instance: Instance, options: OptionSet | None = None) -> R
         lb=lb,
         ub=ub,
         is_int=is_int,
-        col_names=LazyNames(ncols, _column_namer(instance, opts, nx, nz, w_slots, u_start)),
+        col_names=LazyNames(ncols, _ColumnNamer(instance, opts, nx, nz, w_slots, u_start)),
         a_rows=a_rows,
         a_cols=a_cols,
         a_vals=a_vals,
@@ -291,13 +291,24 @@ def build_round_model(instance: Instance, options: OptionSet | None = None) -> R
     return RoundModel(instance, opts, lm, x_cols, z_cols, w_cols, u_cols, opts.ordered, job_rows)
 
 
-def _column_namer(
-    instance: Instance, opts: OptionSet, nx: int, nz: int, w_slots: list[int], u_start: int
-) -> Callable[[int], str]:
-    """The name of column ``c``: ``x[job,g,n,s]``, ``z[job,B,g,n,s,side]``, ``w[A,g,n,s]`` or ``u[g]``."""
-    jobs, xt, zt = instance.jobs, opts.exclusive_table, opts.pair_table
+@dataclass(frozen=True)
+class _ColumnNamer:
+    """The name of column ``c``: ``x[job,g,n,s]``, ``z[job,B,g,n,s,side]``, ``w[A,g,n,s]`` or ``u[g]``.
 
-    def name(c: int) -> str:
+    A class rather than a closure, so a model pickles to a solver worker (:mod:`formulations.watchdog`).
+    """
+
+    instance: Instance
+    opts: OptionSet
+    nx: int
+    nz: int
+    w_slots: list[int]
+    u_start: int
+
+    def __call__(self, c: int) -> str:
+        """The name of column ``c``."""
+        jobs, opts, nx, nz = self.instance.jobs, self.opts, self.nx, self.nz
+        xt, zt = opts.exclusive_table, opts.pair_table
         if c < nx:
             return f"x[{jobs[xt.job[c]].id},{opts.gpu_names[xt.gpu[c]]},{xt.gpus[c]},{xt.setting[c]}]"
         if c < nx + nz:
@@ -305,12 +316,10 @@ def _column_namer(
             s = opts.slot_list[zt.slot[i]]
             partner = opts.types[zt.partner[i]]
             return f"z[{jobs[zt.job[i]].id},{partner},{s.gpu_type},{s.gpus},{s.setting},{zt.side[i]}]"
-        if c < u_start:
-            s = opts.slot_list[w_slots[c - nx - nz]]
+        if c < self.u_start:
+            s = opts.slot_list[self.w_slots[c - nx - nz]]
             return f"w[{s.type_a},{s.gpu_type},{s.gpus},{s.setting}]"
-        return f"u[{instance.gpu_types[c - u_start].name}]"
-
-    return name
+        return f"u[{self.instance.gpu_types[c - self.u_start].name}]"
 
 
 def _job_rows(rows: _Rows, instance: Instance, opts: OptionSet, x_cols: np.ndarray, z_cols: np.ndarray) -> np.ndarray:

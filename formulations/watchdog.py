@@ -2,11 +2,19 @@
 
 Solvers can overrun their own time limits (HiGHS by minutes, seen on 500-job rounds), and
 a solver call in the planner's own process cannot be interrupted. Each solve therefore runs
-in a forked child that leads its own process group; the parent waits at most ``deadline_s``
+in a child process that leads its own process group; the parent waits at most ``deadline_s``
 for its answer and then kills the whole group, so a solver the child started as a
 subprocess (CBC through PuLP) dies with it. The child's temporary files go to a directory
 of its own, removed afterwards whatever happened. A side effect is that CP-SAT and HiGHS
 never share one process (docs/design.md §12: symbol clashes between some versions).
+
+A backend's ``solve`` runs in a long-lived worker, one per backend class, forked at the first such call and fed
+one pickled call at a time over a pipe: a replay solves thousands of small rounds, and forking a child (which then
+imports the solver library again) cost more than the solve itself (~35 ms of a ~45 ms HiGHS stage on a 40-job
+round). A worker that overruns its deadline, dies, or is interrupted is killed with its group, exactly as a child
+would be, and the next call forks a new one; a worker is also replaced after :data:`WORKER_SOLVES` solves. A call
+that cannot be pickled, or that finds its worker busy with another thread's solve, gets a child of its own, as
+every call did before. The worker's answer is the one a child would give: the same function on the same arguments.
 
 Interruptions clean up too: Ctrl-C (``KeyboardInterrupt``) and, while a solve is under way,
 SIGTERM (turned into ``SystemExit(143)``, the shell's code for a terminated process) leave
@@ -16,8 +24,10 @@ folder before the caller exits.
 
 from __future__ import annotations
 
+import atexit
 import multiprocessing as mp
 import os
+import pickle
 import shutil
 import signal
 import tempfile
@@ -26,11 +36,21 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from types import FrameType
 from typing import Any
 
 from formulations.backends.base import SolverResult
+from formulations.ir import LinearModel
+
+WORKER_MAX_COLUMNS = 200_000
+"""Models with more columns go to a forked child, which shares the parent's memory instead of receiving a pickled
+copy (a 10,000-job round has over a million columns; its solve takes far longer than a fork)."""
+
+WORKER_SOLVES = 1000
+"""Solves a worker serves before it is replaced by a fresh fork (a leak in a solver library cannot grow for long)."""
 
 TERMINATED_EXIT = 128 + signal.SIGTERM
 """Exit status of a run ended by SIGTERM (143), as a shell reports it."""
@@ -80,9 +100,169 @@ def _kill_group(pid: int) -> None:
 
 
 def run_with_deadline(fn: Callable[..., SolverResult], args: tuple[Any, ...], deadline_s: float) -> SolverResult:
-    """``fn(*args)`` in a forked child; a ``no_solution`` result if it has not answered by the deadline."""
+    """``fn(*args)`` in a child process; a ``no_solution`` result if it has not answered by the deadline.
+
+    A backend's ``solve`` goes to that backend's long-lived worker (module docstring); anything else, or a call the
+    worker cannot take, to a child forked for it alone.
+    """
     with _sigterm_exits():
+        family = _solver_family(fn)
+        if family is not None and _columns(args) <= WORKER_MAX_COLUMNS:
+            result = _run_in_worker(family, fn, args, deadline_s)
+            if result is not None:
+                return result
         return _run_in_child(fn, args, deadline_s)
+
+
+def _solver_family(fn: Callable[..., SolverResult]) -> str | None:
+    """The worker a call may go to: a backend's bound ``solve`` is served by that backend's worker, else None.
+
+    One worker per backend class, so two solver libraries never load into one process (design §12).
+    """
+    owner = getattr(fn, "__self__", None)
+    if owner is None or getattr(fn, "__name__", "") != "solve" or not isinstance(getattr(owner, "name", None), str):
+        return None
+    cls = type(owner)
+    return f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _columns(args: tuple[Any, ...]) -> int:
+    """The most columns of a model among ``args`` (0 when none is a model)."""
+    return max((a.num_cols for a in args if isinstance(a, LinearModel)), default=0)
+
+
+@dataclass
+class _Worker:
+    """A forked process that serves one backend's solves, one at a time, until it is retired."""
+
+    proc: BaseProcess
+    conn: Connection
+    owner_pid: int  # the process that forked it: a worker is never used from a forked copy of its parent
+    served: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+_WORKERS: dict[str, _Worker] = {}
+_WORKERS_LOCK = threading.Lock()
+
+
+def _serve(conn: Connection) -> None:
+    """The worker's loop: read ``(fn, args, scratch)``, answer ``fn(*args)`` (or the error), until the pipe closes."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    os.setsid()  # a process group of its own: the parent can kill the solver's subprocesses with it
+    while True:
+        try:
+            fn, args, scratch = pickle.loads(conn.recv_bytes())
+        except (EOFError, OSError):
+            return
+        conn.send(_call_in(scratch, fn, args))
+
+
+def _call_in(scratch: str, fn: Callable[..., SolverResult], args: tuple[Any, ...]) -> SolverResult:
+    """``fn(*args)`` with ``scratch`` as the temporary directory; an exception becomes an ``error`` result."""
+    for var in ("TMPDIR", "TMP", "TEMP"):
+        os.environ[var] = scratch
+    tempfile.tempdir = scratch
+    try:
+        return fn(*args)
+    except Exception as exc:  # reported to the parent as an error result, never swallowed
+        return SolverResult("error", message=f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}")
+
+
+def _worker(family: str) -> _Worker:
+    """The live worker of ``family`` owned by this process, forked now if there is none (or it is spent)."""
+    with _WORKERS_LOCK:
+        w = _WORKERS.get(family)
+        if w is not None and (w.owner_pid != os.getpid() or not w.proc.is_alive() or w.served >= WORKER_SOLVES):
+            if w.owner_pid == os.getpid():
+                _retire(w)
+            del _WORKERS[family]
+            w = None
+        if w is None:
+            ctx = mp.get_context("fork")
+            mine, theirs = ctx.Pipe(duplex=True)
+            proc = ctx.Process(target=_serve, args=(theirs,), daemon=True, name=f"wattplan-solver {family}")
+            proc.start()
+            theirs.close()
+            w = _Worker(proc, mine, os.getpid())
+            _WORKERS[family] = w
+        return w
+
+
+def _retire(w: _Worker) -> None:
+    """Kill ``w``'s process group (the worker and any solver it started) and reap it."""
+    if w.proc.pid is not None:
+        _kill_group(w.proc.pid)
+        if w.proc.is_alive():  # killed before it could call setsid
+            w.proc.kill()
+        w.proc.join(timeout=5)
+    w.conn.close()
+
+
+def _drop(family: str, w: _Worker) -> None:
+    """Retire ``w`` and forget it: the next call of ``family`` forks a new worker."""
+    with _WORKERS_LOCK:
+        if _WORKERS.get(family) is w:
+            del _WORKERS[family]
+    _retire(w)
+
+
+def shutdown_workers() -> None:
+    """Retire every solver worker this process forked (also run at exit)."""
+    with _WORKERS_LOCK:
+        mine = [w for w in _WORKERS.values() if w.owner_pid == os.getpid()]
+        _WORKERS.clear()
+    for w in mine:
+        _retire(w)
+
+
+atexit.register(shutdown_workers)
+
+
+def _run_in_worker(
+    family: str, fn: Callable[..., SolverResult], args: tuple[Any, ...], deadline_s: float
+) -> SolverResult | None:
+    """``fn(*args)`` on ``family``'s worker; None (nothing run) when the call cannot be pickled or the worker is busy.
+
+    As :func:`_run_in_child`: an answer by the deadline is returned; past it, or if the worker dies, the worker's
+    whole process group is killed, and the next call forks a new one. The scratch folder is removed either way.
+    """
+    begin = time.perf_counter()
+    scratch = tempfile.mkdtemp(prefix="wattplan-solve-")
+    try:
+        payload = pickle.dumps((fn, args, scratch), protocol=pickle.HIGHEST_PROTOCOL)
+    except (pickle.PicklingError, TypeError, AttributeError):  # e.g. a backend holding a lock: fork as before
+        shutil.rmtree(scratch, ignore_errors=True)
+        return None
+    w = _worker(family)
+    if not w.lock.acquire(blocking=False):  # another thread is solving on it: that call forks its own child
+        shutil.rmtree(scratch, ignore_errors=True)
+        return None
+    answered = False
+    try:
+        try:
+            w.conn.send_bytes(payload)
+        except OSError:  # the worker died while idle
+            return SolverResult("error", solve_s=time.perf_counter() - begin, message="solver process died")
+        w.served += 1
+        if w.conn.poll(max(0.0, deadline_s)):
+            try:
+                result: SolverResult = w.conn.recv()
+            except (EOFError, OSError):
+                return SolverResult("error", solve_s=time.perf_counter() - begin, message="solver process died")
+            answered = True
+            return result
+        return SolverResult(
+            "no_solution",
+            solve_s=time.perf_counter() - begin,
+            message=f"watchdog: no answer within {deadline_s:.1f} s, solver process killed",
+        )
+    finally:
+        w.lock.release()
+        if not answered:  # out of time, dead, or interrupted (Ctrl-C, SIGTERM): nothing of it may linger
+            _drop(family, w)
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _run_in_child(fn: Callable[..., SolverResult], args: tuple[Any, ...], deadline_s: float) -> SolverResult:

@@ -72,6 +72,25 @@ def highs_lp(lm: LinearModel, objective: np.ndarray, maximize: bool, relax: bool
     return lp
 
 
+_scheduler_threads: int | None = None
+"""Threads of the HiGHS task scheduler in this process, once a solve set them (None before)."""
+
+
+def set_threads(h: Any, threads: int) -> None:
+    """Give ``h`` ``threads`` threads, first resetting HiGHS's scheduler if it was started with another count.
+
+    HiGHS keeps one task scheduler per process, sized by the first run; a later run asking for another count fails
+    at once (status "Not Set"). A process that solves many rounds (the watchdog's solver worker) meets both counts.
+    """
+    global _scheduler_threads
+    import highspy
+
+    if _scheduler_threads is not None and _scheduler_threads != threads:
+        highspy.Highs.resetGlobalScheduler(True)
+    h.setOptionValue("threads", threads)
+    _scheduler_threads = threads
+
+
 class HighsBackend:
     """Branch-and-cut MIP and simplex LP of HiGHS; MIP starts, proven bounds, MPS/LP export."""
 
@@ -89,7 +108,7 @@ class HighsBackend:
 
         h = highspy.Highs()
         h.setOptionValue("output_flag", False)
-        h.setOptionValue("threads", max(1, params.threads))
+        set_threads(h, max(1, params.threads))
         h.setOptionValue("random_seed", params.seed)
         if params.time_limit_s is not None:
             h.setOptionValue("time_limit", float(params.time_limit_s))
@@ -239,7 +258,7 @@ class HighsDualLp:
         self._h = h = highspy.Highs()
         h.setOptionValue("output_flag", False)
         if threads is not None:
-            h.setOptionValue("threads", threads)
+            set_threads(h, threads)
         for key, value in LP_METHOD_OPTIONS[method]:
             h.setOptionValue(key, value)
         h.passModel(highs_lp(lm, objective, maximize, relax=True))

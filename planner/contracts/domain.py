@@ -203,8 +203,12 @@ class Instance:
     _job_by_id: dict[str, Job] = field(init=False, repr=False, compare=False)
     _profile_by_key: dict[ProfileKey, Profile] = field(init=False, repr=False, compare=False)
     _pair_by_key: dict[PairKey, tuple[float, float]] = field(init=False, repr=False, compare=False)
+    derived: dict[str, object] = field(init=False, repr=False, compare=False)
+    """Values computed from the fields above, kept by whoever computed them (e.g. the instance's digest): the
+    instance is immutable, so they stay true; ``dataclasses.replace`` starts a new, empty one."""
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "derived", {})
         object.__setattr__(self, "_gpu_by_name", {g.name: g for g in self.gpu_types})
         object.__setattr__(self, "_job_by_id", {j.id: j for j in self.jobs})
         object.__setattr__(self, "_profile_by_key", {(p.type, p.gpu_type, p.gpus, p.setting): p for p in self.profiles})

@@ -216,10 +216,16 @@ def instance_sha256(inst: Instance) -> str:
 
     The SHA-256 (64 lowercase hex digits) of the canonical JSON of :func:`instance_to_doc`: keys
     sorted, compact separators, UTF-8, non-ASCII kept. The same instance gives the same digest
-    whether it was read from a file (whatever the file's spacing or key order) or built in memory.
+    whether it was read from a file (whatever the file's spacing or key order) or built in memory. Kept in
+    ``inst.derived`` once computed (a replay round asks for it several times).
     """
+    digest = inst.derived.get("sha256")
+    if isinstance(digest, str):
+        return digest
     text = json.dumps(instance_to_doc(inst), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    inst.derived["sha256"] = digest
+    return digest
 
 
 def write_instance(inst: Instance, path: Path) -> None:
