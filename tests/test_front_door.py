@@ -7,6 +7,7 @@ accepted with exit 0, and a plan marked ``optimal`` with a gap far above the req
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -188,6 +189,29 @@ def test_front_door_plans_record_the_instance_as_given(inst: Instance) -> None:
     other = "energy" if inst.round.objective != "energy" else "progress"
     changed = plan(inst, PlanRequest(solver="greedy", objective=other, delta=0.25))
     assert changed.round.instance_sha256 == digest and validate_plan(inst, changed) == []
+
+
+def _plain_digest(inst: Instance) -> str:
+    """The digest as its definition reads: SHA-256 of ``json.dumps(instance_to_doc, sort_keys=True)``, compact."""
+    text = json.dumps(instance_to_doc(inst), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def test_the_digest_is_the_canonical_json_of_the_document_with_its_parts_reused(inst: Instance) -> None:
+    """Assembled key by key with the profile and pair arrays reused, it is still the plain definition's digest."""
+    jobs = inst.jobs[:3]
+    variants = [
+        inst,
+        replace(inst, jobs=jobs),  # the same profile tuple: its text comes from the cache
+        replace(inst, jobs=jobs, profiles=tuple(reversed(inst.profiles))),  # the same entries, another order
+        replace(inst, extra={"note": "é ✓", "source": {"b": 1, "a": [2, 1]}}),  # extra keys, non-ASCII
+        replace(inst, round=replace(inst.round, budget_j=None, index=7)),
+        replace(inst, profiles=(replace(inst.profiles[0], power_w=inst.profiles[0].power_w + 1), *inst.profiles[1:])),
+    ]
+    digests = [instance_sha256(v) for v in variants]
+    assert digests == [_plain_digest(v) for v in variants]
+    assert len(set(digests)) == len(digests)
+    assert instance_sha256(variants[1]) == digests[1]  # asked again: the kept value
 
 
 @pytest.mark.parametrize("extra", [(), ("--objective", "energy"), ("--budget-j", "1e12")])

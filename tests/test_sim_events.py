@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from cli import app
 from planner.contracts.domain import Instance
 from planner.sim.budget import PowerCap
-from planner.sim.decision_memo import decision_key
+from planner.sim.decision_memo import decision_key, event_key
 from planner.sim.engine import ReplayState, SimConfig, simulate, start_state
 from planner.sim.forecast import BASELINE_ROUND_S, WATTPLAN_ROUND_S, forecast, long_replay_warning
 from planner.sim.journal import CHECKPOINT_FILE
@@ -145,3 +145,47 @@ def test_out_that_is_a_file_is_named_before_any_round(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, args)
     assert result.exit_code != 0
     assert "unwritable-output" in " ".join(result.output.split()) and "Traceback" not in result.output
+
+
+def test_replan_on_events_asks_again_only_when_a_job_arrives_finishes_or_restarted() -> None:
+    """Job a alone runs 5 rounds (2000 steps at 5 steps/s, restart 10 s).
+
+    Round 0 starts it (asked), round 1 is the first with a running, unrestarted a (asked once more: a restart
+    changed the round), rounds 2-4 only change its remaining steps (reused). The result is ``rounds``' own.
+    """
+    ctx = hand_context(duration_s=100.0)
+    wl = workload([hand_job("a", A, 0.0, 2000.0)])
+    every = Counting()
+    exact = simulate(wl, ctx, every)
+    on_events = Counting()
+    seen: list[ReplayState] = []
+    fast = simulate(wl, ctx, on_events, config=SimConfig(replan="events"), progress=seen.append)
+    assert every.calls == 5 and on_events.calls == 2 and seen[-1].memo.hits == 3
+    untimed = [[replace(r, decide_s=0.0) for r in res.rounds] for res in (fast, exact)]
+    assert untimed[0] == untimed[1] and fast.jobs == exact.jobs  # fifo-max reads no remaining steps
+
+
+def test_event_key_ignores_remaining_steps_but_not_arrivals_configurations_or_budgets() -> None:
+    ctx = hand_context()
+    states = [JobState.new(hand_job("a", A, 0.0, 1000.0))]
+    first = round_instance(ctx, 0, 0.0, states, None)
+    states[0].remaining_steps = 999.0
+    assert event_key(round_instance(ctx, 3, 300.0, states, None)) == event_key(first)
+    assert event_key(round_instance(ctx, 0, 0.0, states, 5000.0)) != event_key(first)  # a budget
+    two = [*states, JobState.new(hand_job("b", B, 0.0, 1000.0))]
+    assert event_key(round_instance(ctx, 0, 0.0, two, None)) != event_key(first)  # an arrival
+
+
+def test_wattplan_on_events_under_a_cap_keeps_every_plan_valid() -> None:
+    """The engine validates every plan against its round: a reused plan must still fit the round's budget.
+
+    A restart lowers a round's energy; reusing the restarting round's plan in the next round (no restart) would
+    draw more. The configurations in the event key make that round re-decided, so no plan is refused.
+    """
+    from planner.sim.policies import make_policy
+
+    ctx = hand_context(duration_s=100.0, nodes=2)
+    wl = workload([hand_job("a", A, 0.0, 3000.0), hand_job("b", B, 150.0, 2000.0), hand_job("c", A, 420.0, 900.0)])
+    for cap in (250.0, 400.0, 700.0):
+        result = simulate(wl, ctx, make_policy("wattplan"), PowerCap(cap), config=SimConfig(replan="events"))
+        assert result.rounds and all(r.energy_j <= cap * 100.0 * (1 + 1e-9) for r in result.rounds), cap

@@ -163,8 +163,8 @@ def _job_doc(job: Job) -> dict:
     return out
 
 
-def instance_to_doc(inst: Instance) -> dict:
-    """The ``wattplan.instance/1`` document of an instance (inverse of :func:`parse_instance`)."""
+def _head_doc(inst: Instance) -> dict:
+    """The instance document up to its jobs: everything but ``profiles`` and ``pairs``."""
     r = inst.round
     return {
         "schema": SCHEMA_ID,
@@ -192,23 +192,61 @@ def instance_to_doc(inst: Instance) -> dict:
             for g in inst.gpu_types
         ],
         "jobs": [_job_doc(j) for j in inst.jobs],
-        "profiles": [
-            {
-                "type": p.type,
-                "gpu_type": p.gpu_type,
-                "gpus": p.gpus,
-                "setting": p.setting,
-                "steps_per_s": p.steps_per_s,
-                "power_w": p.power_w,
-                **({"basis": dict(p.basis)} if p.basis else {}),
-            }
-            for p in inst.profiles
-        ],
-        "pairs": [
-            {"a": p.a, "b": p.b, "gpu_type": p.gpu_type, "gpus": p.gpus, "rho_a": p.rho_a, "rho_b": p.rho_b}
-            for p in inst.pairs
-        ],
     }
+
+
+def _profile_doc(p: Profile) -> dict[str, Any]:
+    """One entry of the ``profiles`` array of the instance document."""
+    return {
+        "type": p.type,
+        "gpu_type": p.gpu_type,
+        "gpus": p.gpus,
+        "setting": p.setting,
+        "steps_per_s": p.steps_per_s,
+        "power_w": p.power_w,
+        **({"basis": dict(p.basis)} if p.basis else {}),
+    }
+
+
+def _pair_doc(p: PairSlowdown) -> dict[str, Any]:
+    """One entry of the ``pairs`` array of the instance document."""
+    return {"a": p.a, "b": p.b, "gpu_type": p.gpu_type, "gpus": p.gpus, "rho_a": p.rho_a, "rho_b": p.rho_b}
+
+
+def instance_to_doc(inst: Instance) -> dict:
+    """The ``wattplan.instance/1`` document of an instance (inverse of :func:`parse_instance`)."""
+    doc = _head_doc(inst)
+    doc["profiles"] = [_profile_doc(p) for p in inst.profiles]
+    doc["pairs"] = [_pair_doc(p) for p in inst.pairs]
+    return doc
+
+
+def _canonical(value: object) -> str:
+    """Canonical JSON: keys sorted, compact separators, non-ASCII kept."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+_ITEM_TEXT: dict[int, tuple[object, str]] = {}
+"""``id(entry) -> (entry, canonical JSON)`` of profile and pair entries already serialised. A replay builds a new
+instance every round from the same profile and pair objects; holding the entry keeps its id from being reused
+while the cache entry lives."""
+
+ITEM_TEXT_LIMIT = 200_000
+"""Entries kept before the cache starts over (a learner makes new profiles all the time)."""
+
+
+def _array_text(items: tuple[Any, ...], doc: Any) -> str:
+    """The canonical JSON of ``[doc(i) for i in items]``, each entry's text computed once per object."""
+    texts = []
+    for item in items:
+        hit = _ITEM_TEXT.get(id(item))
+        if hit is None or hit[0] is not item:
+            if len(_ITEM_TEXT) >= ITEM_TEXT_LIMIT:
+                _ITEM_TEXT.clear()
+            hit = (item, _canonical(doc(item)))
+            _ITEM_TEXT[id(item)] = hit
+        texts.append(hit[1])
+    return "[" + ",".join(texts) + "]"
 
 
 def instance_sha256(inst: Instance) -> str:
@@ -216,13 +254,18 @@ def instance_sha256(inst: Instance) -> str:
 
     The SHA-256 (64 lowercase hex digits) of the canonical JSON of :func:`instance_to_doc`: keys
     sorted, compact separators, UTF-8, non-ASCII kept. The same instance gives the same digest
-    whether it was read from a file (whatever the file's spacing or key order) or built in memory. Kept in
+    whether it was read from a file (whatever the file's spacing or key order) or built in memory.
+    The text is assembled key by key, exactly as ``json.dumps(doc, sort_keys=True)`` writes it, with the
+    ``profiles`` and ``pairs`` entries serialised once per object (a replay's rounds share them). Kept in
     ``inst.derived`` once computed (a replay round asks for it several times).
     """
     digest = inst.derived.get("sha256")
     if isinstance(digest, str):
         return digest
-    text = json.dumps(instance_to_doc(inst), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    parts: dict[str, str] = {k: _canonical(v) for k, v in _head_doc(inst).items()}
+    parts["profiles"] = _array_text(inst.profiles, _profile_doc)
+    parts["pairs"] = _array_text(inst.pairs, _pair_doc)
+    text = "{" + ",".join(f"{_canonical(k)}:{parts[k]}" for k in sorted(parts)) + "}"
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     inst.derived["sha256"] = digest
     return digest

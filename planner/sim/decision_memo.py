@@ -16,15 +16,24 @@ the progress objective weighs each job by ``sigma / R`` and a change of ``R`` ca
 saves the rounds in which nothing ran and nothing changed (a queue waiting under a cap or for an arrival), not the
 rounds of a steady schedule. A time-limited solver that stops at its limit may not return the same plan twice; the
 memo then repeats the first, which is one of the plans it could have returned.
+
+``--replan events`` (:func:`event_key`) trades that exactness for speed: the policy is asked again only at an
+event, and between events the last decision runs on. It is opt-in, and its results are not today's.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Literal
 
 from planner.contracts.domain import Instance
 from planner.sim.policies.base import Decision, Policy
 from planner.sim.round_instance import ReplayRound
+
+ReplanOn = Literal["rounds", "events"]
+"""When a replay asks its policy again: ``rounds``, whenever the round's instance changed in anything (exact: the
+numbers are those of asking every round); ``events``, only when it changed in more than the remaining steps of its
+jobs (an approximation, below)."""
 
 
 def decision_key(inst: Instance) -> tuple[object, ...]:
@@ -32,10 +41,29 @@ def decision_key(inst: Instance) -> tuple[object, ...]:
     return (replace(inst.round, index=0), inst.gpu_types, inst.jobs, inst.profiles, inst.pairs)
 
 
+def event_key(inst: Instance) -> tuple[object, ...]:
+    """:func:`decision_key` blind to progress: each job without its remaining steps.
+
+    Equal keys mean no arrival, no completion, no change of budget, ``delta``, credit weight, tail bound, profile
+    (the learner), cluster or running configuration since the last decision: the events of ``--replan events``.
+    The configurations stay in the key because a restart changes a round's steps and energy: the round after a
+    decision that started or moved jobs is planned once more (with nothing restarting, the same plan may now draw
+    more energy than the budget allows), and from then on the jobs run on as decided. What is lost: a plan that
+    would have changed only because remaining steps did (the progress objective weighs a job by ``sigma / R``).
+    ``benchmarks/RESULTS.md`` ("Replays at the speed of events") measures that loss.
+    """
+    jobs = tuple(replace(j, remaining_steps=0.0) for j in inst.jobs)
+    return (replace(inst.round, index=0), inst.gpu_types, jobs, inst.profiles, inst.pairs)
+
+
 @dataclass
 class DecisionMemo:
-    """The last decided round's key and decision; ``hits`` counts the rounds it answered."""
+    """The last decided round's key and decision; ``hits`` counts the rounds it answered.
 
+    ``replan``: which key decides whether a round is the same (:data:`ReplanOn`).
+    """
+
+    replan: ReplanOn = "rounds"
     key: tuple[object, ...] | None = None
     decision: Decision | None = None
     hits: int = 0
@@ -44,7 +72,7 @@ class DecisionMemo:
         """``policy.decide(inst, context)``, or the last decision when the round is the same (module docstring)."""
         if not getattr(policy, "pure", False):  # a plug-in may carry state between rounds: ask it every round
             return policy.decide(inst, context)
-        key = decision_key(inst)
+        key = event_key(inst) if self.replan == "events" else decision_key(inst)
         if self.decision is not None and key == self.key:
             self.hits += 1
             return self.decision

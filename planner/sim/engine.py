@@ -53,7 +53,7 @@ from planner.core.evaluate import rho_of
 from planner.core.validate import InvalidPlanError, validate_plan
 from planner.sim.accounting import RoundOutcome, round_outcome
 from planner.sim.budget import Budget, NoBudget
-from planner.sim.decision_memo import DecisionMemo
+from planner.sim.decision_memo import DecisionMemo, ReplanOn
 from planner.sim.energy_levers import LeverBook, LeverSplit, phase_of, round_levers
 from planner.sim.governor import DeltaSteer
 from planner.sim.learning import ProfileLearner
@@ -76,6 +76,8 @@ class SimConfig:
     noise: float = 0.0
     seed: int = 0
     stall_rounds: int = 3
+    replan: ReplanOn = "rounds"
+    """When the policy is asked again (:data:`planner.sim.decision_memo.ReplanOn`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,7 +319,9 @@ def start_state(
         raise ValueError("the workload has no jobs to replay")
     t0 = cfg.start_s if cfg.start_s is not None else states[0].spec.arrival_s
     rng = random.Random(cfg.seed) if cfg.noise > 0 else None
-    return ReplayState(states, t0, budget or NoBudget(), rng, governor, learner, tail)
+    state = ReplayState(states, t0, budget or NoBudget(), rng, governor, learner, tail)
+    state.memo = DecisionMemo(replan=cfg.replan)
+    return state
 
 
 def _run_rounds(

@@ -28,6 +28,7 @@ from planner.profile_library.priors import with_prior_types
 from planner.rounds.cluster_spec import parse_cluster_spec
 from planner.rounds.traces import MAX_TRACE_S, TraceFormat, read_trace, trace_format
 from planner.sim.budget import Budget, EnergyBudget, NoBudget, PowerCap, one_node_round_j, step_prices
+from planner.sim.decision_memo import ReplanOn
 from planner.sim.engine import ProgressCallback, SimConfig, SimResult, simulate
 from planner.sim.governor import DELTA_MAX, DeltaSteer, FixedDelta, GovernorRule, JctGovernor, SignalSteer
 from planner.sim.journal import ReplayJournal, inputs_sha256
@@ -75,6 +76,9 @@ class ReplaySpec:
     noise: float = 0.0
     seed: int = 0
     max_rounds: int = 20_000
+    replan: ReplanOn = "rounds"
+    """When each policy is asked again (:data:`planner.sim.decision_memo.ReplanOn`): every changed round (exact)
+    or only at events (``--replan events``)."""
     gpus_per_node: int = GPUS_PER_NODE
     node_power_w: float = NODE_POWER_W
     profiles: Path | None = None
@@ -367,7 +371,9 @@ def run_policy(
     (:func:`reference_run`'s result; computed here when not given). A ``journal`` streams the rounds into
     its folder and checkpoints them; a checkpoint it holds is resumed (:mod:`planner.sim.journal`).
     """
-    config = SimConfig(start_s=spec.start_s, max_rounds=spec.max_rounds, noise=spec.noise, seed=spec.seed)
+    config = SimConfig(
+        start_s=spec.start_s, max_rounds=spec.max_rounds, noise=spec.noise, seed=spec.seed, replan=spec.replan
+    )
     clocks = signal_clocks(spec, workload)
     governor = None
     tail = None
