@@ -9,7 +9,7 @@ Units are part of the names: ``_s`` seconds, ``_j`` joules, ``_w`` watts,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -188,6 +188,37 @@ ProfileKey = tuple[str, str, int, int]  # (job type, gpu type, gpus, setting)
 PairKey = tuple[str, str, str, int]  # (type a, type b, gpu type, gpus)
 
 
+def _profile_map(profiles: tuple[Profile, ...]) -> dict[ProfileKey, Profile]:
+    """``(type, gpu_type, gpus, setting) -> profile``."""
+    return {(p.type, p.gpu_type, p.gpus, p.setting): p for p in profiles}
+
+
+def _pair_map(pairs: tuple[PairSlowdown, ...]) -> dict[PairKey, tuple[float, float]]:
+    """``(a, b, gpu_type, gpus) -> (rho_a, rho_b)``, each entry serving both orders (the first listed wins)."""
+    out: dict[PairKey, tuple[float, float]] = {}
+    for p in pairs:
+        out[(p.a, p.b, p.gpu_type, p.gpus)] = (p.rho_a, p.rho_b)
+        out.setdefault((p.b, p.a, p.gpu_type, p.gpus), (p.rho_b, p.rho_a))
+    return out
+
+
+_LOOKUPS: dict[int, tuple[tuple[Any, ...], dict[Any, Any]]] = {}
+"""``id(tuple) -> (tuple, map)``: the lookup maps of recent profile and pair tuples. Instances built from the same
+tuple (a replay's consecutive rounds) share one read-only map; holding the tuple keeps its id from being reused."""
+
+
+def _lookup(items: tuple[Any, ...], build: Callable[[Any], dict[Any, Any]]) -> dict[Any, Any]:
+    """``build(items)``, kept for the tuple object ``items`` among the last few seen (never mutated by readers)."""
+    hit = _LOOKUPS.get(id(items))
+    if hit is not None and hit[0] is items:
+        return hit[1]
+    table = build(items)
+    if len(_LOOKUPS) >= 64:
+        _LOOKUPS.clear()
+    _LOOKUPS[id(items)] = (items, table)
+    return table
+
+
 @dataclass(frozen=True)
 class Instance:
     """One round: cluster, queue, profiles. Built only by ``planner.contracts.instance_io``."""
@@ -211,12 +242,8 @@ class Instance:
         object.__setattr__(self, "derived", {})
         object.__setattr__(self, "_gpu_by_name", {g.name: g for g in self.gpu_types})
         object.__setattr__(self, "_job_by_id", {j.id: j for j in self.jobs})
-        object.__setattr__(self, "_profile_by_key", {(p.type, p.gpu_type, p.gpus, p.setting): p for p in self.profiles})
-        pair_map: dict[PairKey, tuple[float, float]] = {}
-        for p in self.pairs:
-            pair_map[(p.a, p.b, p.gpu_type, p.gpus)] = (p.rho_a, p.rho_b)
-            pair_map.setdefault((p.b, p.a, p.gpu_type, p.gpus), (p.rho_b, p.rho_a))
-        object.__setattr__(self, "_pair_by_key", pair_map)
+        object.__setattr__(self, "_profile_by_key", _lookup(self.profiles, _profile_map))
+        object.__setattr__(self, "_pair_by_key", _lookup(self.pairs, _pair_map))
 
     def gpu_type(self, name: str) -> GpuType:
         """The GPU type called ``name`` (``KeyError`` if the instance has none)."""

@@ -235,8 +235,24 @@ ITEM_TEXT_LIMIT = 200_000
 """Entries kept before the cache starts over (a learner makes new profiles all the time)."""
 
 
+_ARRAY_TEXT: dict[int, tuple[tuple[Any, ...], str]] = {}
+"""``id(tuple) -> (tuple, canonical JSON)`` of the last few arrays (consecutive replay rounds share a tuple)."""
+
+
 def _array_text(items: tuple[Any, ...], doc: Any) -> str:
-    """The canonical JSON of ``[doc(i) for i in items]``, each entry's text computed once per object."""
+    """The canonical JSON of ``[doc(i) for i in items]``: once per tuple object, each entry's text once per object."""
+    hit = _ARRAY_TEXT.get(id(items))
+    if hit is not None and hit[0] is items:
+        return hit[1]
+    text = _join_entries(items, doc)
+    if len(_ARRAY_TEXT) >= 64:
+        _ARRAY_TEXT.clear()
+    _ARRAY_TEXT[id(items)] = (items, text)
+    return text
+
+
+def _join_entries(items: tuple[Any, ...], doc: Any) -> str:
+    """``[doc(i) for i in items]`` as canonical JSON, each entry's text computed once per object."""
     texts = []
     for item in items:
         hit = _ITEM_TEXT.get(id(item))

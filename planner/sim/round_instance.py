@@ -148,6 +148,25 @@ def _current(state: JobState, queued: set[str]) -> CurrentConfig | None:
     return CurrentConfig(cur.gpu_type, cur.gpus, cur.setting, None, cur.placement)
 
 
+_TABLES: dict[tuple[int, frozenset[str]], tuple[ClusterContext, tuple[Profile, ...], tuple[PairSlowdown, ...]]] = {}
+"""``(id(ctx), job types) -> (ctx, profiles, pairs)``: the tables of the last few job-type sets, so consecutive rounds
+with the same types share one profile tuple (and what is computed from it: the instance digest's text, the lookup
+maps). Holding ``ctx`` keeps its id from being reused while the entry lives."""
+
+
+def _type_tables(ctx: ClusterContext, types: frozenset[str]) -> tuple[tuple[Profile, ...], tuple[PairSlowdown, ...]]:
+    """The profiles (by type name, then as listed) and pair rates of ``ctx`` for jobs of ``types``."""
+    hit = _TABLES.get((id(ctx), types))
+    if hit is not None and hit[0] is ctx:
+        return hit[1], hit[2]
+    profiles = tuple(p for t in sorted(types) for p in ctx.profiles_by_type.get(t, ()))
+    pairs = tuple(p for p in ctx.pairs if p.a in types and p.b in types)
+    if len(_TABLES) >= 64:
+        _TABLES.clear()
+    _TABLES[(id(ctx), types)] = (ctx, profiles, pairs)
+    return profiles, pairs
+
+
 def round_instance(
     ctx: ClusterContext,
     index: int,
@@ -178,9 +197,7 @@ def round_instance(
         )
         for s in queued
     )
-    types = {j.type for j in jobs}
-    profiles = tuple(p for t in sorted(types) for p in ctx.profiles_by_type.get(t, ()))
-    pairs = tuple(p for p in ctx.pairs if p.a in types and p.b in types)
+    profiles, pairs = _type_tables(ctx, frozenset(j.type for j in jobs))
     rules = ctx.rules if delta is None else replace(ctx.rules, delta=delta)
     spec = RoundSpec.from_rules(index, rules, budget_j, 1.0 if credit_weight is None else credit_weight)
     extra = {"sim": replay_round(now_s, queued).record()}
