@@ -11,6 +11,10 @@ byte for byte, except the wall-clock fields (``rounds.csv``'s ``solver_s``; ``su
     python benchmarks/event_replay.py --tree /tmp/base --out /tmp/before --long   # before the change
     python benchmarks/event_replay.py --out /tmp/after --long                    # after it
     python benchmarks/event_replay.py --compare /tmp/before /tmp/after
+    python benchmarks/event_replay.py --out /tmp/events --long --extra "--replan events"
+    python benchmarks/event_replay.py --fidelity /tmp/after /tmp/events   # what re-planning at events changes
+
+Every run starts afresh (``--fresh``): a folder left by an earlier run is replayed again, not resumed.
 """
 
 from __future__ import annotations
@@ -56,12 +60,13 @@ LONG = (
 )
 """The issue's command: 15 min 34 s before the change."""
 TIMING_COLUMNS = ("solver_s",)
-TIMING_KEYS = ("solver_s_mean", "solver_s_max", "solver_s_total", "written_by")
+TIMING_KEYS = ("solver_s_mean", "solver_s_max", "solver_s_total", "written_by", "replan", "rounds_decided")
+"""Keys a comparison skips: wall-clock fields, and the replay's own counts of how it decided (new at 2baf2a3)."""
 
 
 def run(tree: Path, name: str, args: tuple[str, ...], out: Path) -> float:
     """Run ``simulate`` from ``tree`` into ``out/name``; return its wall time (s)."""
-    cmd = [sys.executable, "cli.py", "simulate", *args, "--out", str(out / name), "--no-plots", "-q"]
+    cmd = [sys.executable, "cli.py", "simulate", *args, "--out", str(out / name), "--no-plots", "-q", "--fresh"]
     env = {**os.environ, "PYTHONPATH": str(tree)}
     begin = time.perf_counter()
     subprocess.run(cmd, cwd=tree, env=env, check=True, stdout=subprocess.DEVNULL)
@@ -104,6 +109,36 @@ def differences(a: Path, b: Path) -> list[str]:
     return out
 
 
+FIDELITY = (("energy_kwh", "energy kWh"), ("avg_jct_s", "avg JCT h"), ("p95_jct_s", "p95 JCT h"))
+
+
+def _summaries(folder: Path) -> dict[str, dict[str, Any]]:
+    """``policy -> summary.json`` of one replay folder (one policy at its top, or one folder per policy)."""
+    found = sorted(folder.rglob("summary.json"))
+    return {str(json.loads(p.read_text())["policy"]): json.loads(p.read_text()) for p in found}
+
+
+def fidelity(a: Path, b: Path) -> None:
+    """Print, per run and policy, B's energy and JCTs against A's, and how many rounds each asked its policy."""
+    print("| run | policy | rounds decided A / B | " + " | ".join(f"{t} A / B (B-A)" for _, t in FIDELITY) + " |")
+    print("|---|---|---|" + "---|" * len(FIDELITY))
+    for run_a in sorted(p for p in a.iterdir() if p.is_dir()):
+        sa, sb = _summaries(run_a), _summaries(b / run_a.name) if (b / run_a.name).is_dir() else {}
+        for policy in (p for p in sa if p in sb):
+            x, y = sa[policy], sb[policy]
+            cells = []
+            for key, _ in FIDELITY:
+                va, vb = x.get(key), y.get(key)
+                scale = 1.0 if key == "energy_kwh" else 1 / 3600
+                if va is None or vb is None:
+                    cells.append("-")
+                    continue
+                cells.append(f"{va * scale:.2f} / {vb * scale:.2f} ({(vb / va - 1) * 100:+.2f}%)")
+            asked = [d.get("rounds_decided", d["rounds_simulated"]) for d in (x, y)]
+            decided = f"{asked[0]} / {asked[1]}"
+            print(f"| {run_a.name} | {policy} | {decided} | " + " | ".join(cells) + " |")
+
+
 def main() -> None:
     """Measure (``--out``) or compare (``--compare A B``)."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -113,7 +148,12 @@ def main() -> None:
     ap.add_argument("--only-long", action="store_true", help="only the issue's command")
     ap.add_argument("--exact", action="store_true", help="only wattplan on 30-job slices, solved to the end")
     ap.add_argument("--compare", nargs=2, type=Path, metavar=("A", "B"))
+    ap.add_argument("--fidelity", nargs=2, type=Path, metavar=("A", "B"), help="B's energy and JCTs against A's")
+    ap.add_argument("--extra", default="", help="more simulate options for every run, e.g. '--replan events'")
     args = ap.parse_args()
+    if args.fidelity:
+        fidelity(*args.fidelity)
+        return
     if args.compare:
         a, b = args.compare
         ta, tb = (json.loads((p / "times.json").read_text()) for p in (a, b))
@@ -138,7 +178,7 @@ def main() -> None:
     if args.long or args.only_long:
         runs.append(("long-6c71a0-40", LONG))
     for name, opts in runs:
-        times[name] = run(args.tree.resolve(), name, opts, args.out.resolve())
+        times[name] = run(args.tree.resolve(), name, (*opts, *args.extra.split()), args.out.resolve())
         times_path.write_text(json.dumps(times, indent=1))
         print(f"{name}: {times[name]:.1f} s", flush=True)
 

@@ -290,7 +290,11 @@ def simulate(
         _run_rounds(state, ctx, policy, cfg, progress, observer)
     if observer is not None:
         observer.finished(state)
-    info = {"cluster_powered_w": sum(g.nodes * g.powered_node_w for g in ctx.gpu_types)}
+    info = {
+        "cluster_powered_w": sum(g.nodes * g.powered_node_w for g in ctx.gpu_types),
+        "replan": cfg.replan,
+        "rounds_decided": len(state.rounds) - state.memo.hits,
+    }
     T = ctx.rules.duration_s
     return SimResult(
         policy.name,
