@@ -3,7 +3,8 @@
 Runs ``wattplan simulate`` from a source tree (``--tree``, default this checkout) on the four public
 150-job slices of :data:`benchmarks.energy_gap.SLICES` (every policy, no budget, ``--time-limit 3``) and,
 with ``--long``, on the issue's command (``6c71a0.trace``, first 40 jobs, every policy, 2 s per round,
-an 8 kW cap), each into ``OUT/<name>``, and records each run's wall time in ``OUT/times.json``.
+an 8 kW cap), each into ``OUT/<name>``, and records each run's wall time in ``OUT/times.json`` and its CPU
+time in ``OUT/cpu.json``.
 ``--compare A B`` then checks that two such folders hold the same results: every CSV and JSON file
 byte for byte, except the wall-clock fields (``rounds.csv``'s ``solver_s``; ``summary.json``'s and
 ``comparison.*``'s ``solver_s_*`` and ``written_by``), and prints a markdown table of the times.
@@ -25,6 +26,7 @@ import io
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import time
@@ -60,17 +62,25 @@ LONG = (
 )
 """The issue's command: 15 min 34 s before the change."""
 TIMING_COLUMNS = ("solver_s",)
+OWN_FILES = ("times.json", "cpu.json")
 TIMING_KEYS = ("solver_s_mean", "solver_s_max", "solver_s_total", "written_by", "replan", "rounds_decided")
 """Keys a comparison skips: wall-clock fields, and the replay's own counts of how it decided (new at 2baf2a3)."""
 
 
-def run(tree: Path, name: str, args: tuple[str, ...], out: Path) -> float:
-    """Run ``simulate`` from ``tree`` into ``out/name``; return its wall time (s)."""
+def run(tree: Path, name: str, args: tuple[str, ...], out: Path) -> tuple[float, float]:
+    """Run ``simulate`` from ``tree`` into ``out/name``; return its wall time and its CPU time (s).
+
+    The CPU time is user + system of the command and every process it waited for (solver workers, CBC): on a shared
+    machine it moves far less with the load than the wall time does.
+    """
     cmd = [sys.executable, "cli.py", "simulate", *args, "--out", str(out / name), "--no-plots", "-q", "--fresh"]
     env = {**os.environ, "PYTHONPATH": str(tree)}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     begin = time.perf_counter()
     subprocess.run(cmd, cwd=tree, env=env, check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - begin
+    wall = time.perf_counter() - begin
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def _strip_json(value: Any) -> Any:
@@ -95,8 +105,8 @@ def _strip_csv(text: str) -> list[list[str]]:
 def differences(a: Path, b: Path) -> list[str]:
     """The result files of ``a`` and ``b`` that differ beyond wall-clock fields (paths relative to ``a``)."""
     out = []
-    names = {p.relative_to(a) for p in a.rglob("*") if p.suffix in (".csv", ".json") and p.name != "times.json"}
-    names |= {p.relative_to(b) for p in b.rglob("*") if p.suffix in (".csv", ".json") and p.name != "times.json"}
+    names = {p.relative_to(a) for p in a.rglob("*") if p.suffix in (".csv", ".json") and p.name not in OWN_FILES}
+    names |= {p.relative_to(b) for p in b.rglob("*") if p.suffix in (".csv", ".json") and p.name not in OWN_FILES}
     for rel in sorted(names):
         pa, pb = a / rel, b / rel
         if not (pa.exists() and pb.exists()):
@@ -157,7 +167,8 @@ def main() -> None:
     if args.compare:
         a, b = args.compare
         ta, tb = (json.loads((p / "times.json").read_text()) for p in (a, b))
-        print("| run | before s | after s | identical |")
+        ca, cb = (json.loads((p / "cpu.json").read_text()) if (p / "cpu.json").exists() else {} for p in (a, b))
+        print("| run | before s wall / CPU | after s wall / CPU | identical |")
         print("|---|---:|---:|---|")
         bad = False
         for name in ta:
@@ -165,7 +176,9 @@ def main() -> None:
                 continue
             diff = differences(a / name, b / name)
             bad |= bool(diff)
-            print(f"| {name} | {ta[name]:.1f} | {tb[name]:.1f} | {'yes' if not diff else ', '.join(diff)} |")
+            same = "yes" if not diff else ", ".join(diff)
+            before, after = f"{ta[name]:.1f} / {ca.get(name, 0):.1f}", f"{tb[name]:.1f} / {cb.get(name, 0):.1f}"
+            print(f"| {name} | {before} | {after} | {same} |")
         sys.exit(1 if bad else 0)
     if args.out is None:
         ap.error("give --out or --compare")
@@ -177,10 +190,13 @@ def main() -> None:
         runs = [(f"exact-{n}", (*s[:-1], "30", *EXACT_OPTIONS)) for n, s in SLICES.items()]
     if args.long or args.only_long:
         runs.append(("long-6c71a0-40", LONG))
+    cpu_path = args.out / "cpu.json"
+    cpu: dict[str, float] = json.loads(cpu_path.read_text()) if cpu_path.exists() else {}
     for name, opts in runs:
-        times[name] = run(args.tree.resolve(), name, (*opts, *args.extra.split()), args.out.resolve())
+        times[name], cpu[name] = run(args.tree.resolve(), name, (*opts, *args.extra.split()), args.out.resolve())
         times_path.write_text(json.dumps(times, indent=1))
-        print(f"{name}: {times[name]:.1f} s", flush=True)
+        cpu_path.write_text(json.dumps(cpu, indent=1))
+        print(f"{name}: {times[name]:.1f} s wall, {cpu[name]:.1f} s CPU", flush=True)
 
 
 if __name__ == "__main__":
