@@ -35,9 +35,7 @@ from planner.launch.limits import DEFAULT_GRACE_S, DEFAULT_SIGNAL_LEAD_S
 if TYPE_CHECKING:
     from planner.contracts.domain import Instance
     from planner.contracts.plan import BudgetOverride
-    from planner.contracts.rules import RoundRules
     from planner.profile_library.library import ProfileLibrary
-    from planner.sim.engine import SimResult
     from planner.sim.plots import FigureOptions
     from planner.sim.replay import ReplaySpec
 
@@ -1487,92 +1485,76 @@ def simulate(
     Without --objective wattplan plans for progress (fastest, not least energy); the energy
     modes are --objective efficiency --max-jct-increase PCT and `wattplan frontier`.
     """
-    from planner.contracts.rules import RoundRules
-    from planner.sim.forecast import forecast, long_replay_warning
-    from planner.sim.journal import ReplayJournal, remove_checkpoint
     from planner.sim.render import progress_callback, progress_display, progress_log, summary_table
-    from planner.sim.replay import (
-        journal_folder,
-        prepare,
-        replay_sha256,
-        run_policy,
-        with_floor_and_reference,
-        write_outputs,
-    )
+    from planner.sim.session import ReplayHooks, replay_spec, run_simulate
 
-    spec = _replay_spec(
+    spec = replay_spec(
         trace,
-        cluster,
-        policy,
-        fmt=fmt,
-        vc=vc,
-        start_s=start_s,
-        end_s=end_s,
-        max_jobs=max_jobs,
-        rules=RoundRules(round_s, restart_s, min_pair_rate, (objective or ObjectiveChoice.progress).value, delta),
+        cluster=cluster,
+        policies=policy,
         power_cap_w=power_cap_w,
         energy_budget_kwh=energy_budget_kwh,
+        round_s=round_s,
+        objective=None if objective is None else objective.value,
         solver=solver,
         time_limit=time_limit,
         threads=threads,
-        zeus_eta=zeus_eta,
         seed=seed,
-        profiles=profiles,
+        max_jobs=max_jobs,
+        start_s=start_s,
+        end_s=end_s,
+        trace_format=fmt.value,
+        vc=vc,
+        zeus_eta=zeus_eta,
+        noise=noise,
+        restart_s=restart_s,
+        min_pair_rate=min_pair_rate,
+        delta=delta,
+        max_jct_increase=max_jct_increase,
+        governor=governor.value,
+        delta_max=delta_max,
+        tail_bound=tail_bound,
+        tail_pace=tail_pace.value,
         carbon=carbon,
         price=price,
         signal_start=signal_start,
         signal_aware=signal_aware,
-    )
-    spec = _with_replay_options(
-        spec,
-        noise=noise,
         max_rounds=max_rounds,
         gpus_per_node=gpus_per_node,
         node_power_w=node_power_w,
-        max_jct_increase=max_jct_increase,
-        tail_bound=tail_bound,
-        governor=governor,
-        tail_pace=tail_pace,
-        delta_max=delta_max,
+        profiles=profiles,
         truth=truth,
         learn=learn,
     )
     figures = _figure_options(plot_format, dpi)
-    refuse_overwriting_inputs({"--out": out_path}, [spec.trace, carbon, price, profiles, truth])
-    workload, ctx = prepare(spec)
-    outlook = forecast(workload.jobs, ctx.total_gpus, ctx.rules.duration_s, spec.policies, spec.start_s)
-    if (warning := long_replay_warning(outlook)) is not None:
-        err.print(f"[yellow]warning:[/] {shown(warning)}")
-    if workers == 1 and ray is None:
-        runs = []
-        digest = replay_sha256(spec)
-        with progress_display(err) as bar:
-            for name in spec.policies:
-                folder = journal_folder(out_path, spec, name)
-                if fresh:
-                    remove_checkpoint(folder)
-                journal = ReplayJournal(folder, digest, name, ctx.rules.duration_s)
-                if quiet:
-                    cb = progress_log(lambda line: err.print(shown(line), soft_wrap=True), name)
-                else:
-                    cb = progress_callback(bar, name, len(workload.jobs))
-                runs.append(run_policy(spec, workload, ctx, name, cb, journal=journal))
-                if journal.discarded is not None:
-                    err.print(f"{shown(name)}: {shown(journal.discarded)}: replayed from the start")
-                if journal.resumed_at is not None:
-                    err.print(f"{shown(name)}: resumed from the checkpoint after round {journal.resumed_at}")
-    else:
-        runs = _parallel_replays(spec, workers, ray, quiet)
-    runs = with_floor_and_reference(spec, workload, ctx, runs)
-    stamp = output_provenance()
-    write_outputs(
-        out_path,
-        [(r, {**s, "written_by": stamp}) for r, s in runs],
-        plots=plots,
-        dropped=workload.dropped_by_type,
-        figures=figures,
+    hooks = ReplayHooks(
+        warn=lambda text: err.print(f"[yellow]warning:[/] {shown(text)}"),
+        note=lambda text: err.print(shown(text)),
     )
-    summaries = [s for _, s in runs]
+    serial = workers == 1 and ray is None
+    with progress_display(err) if serial else _policies_bar(len(spec.policies), quiet) as bar:
+        if not serial:
+            task = bar.add_task("simulate", total=len(spec.policies))
+            hooks.policy_done = lambda: bar.advance(task)
+        elif quiet:
+            hooks.round_progress = lambda name, _: progress_log(
+                lambda line: err.print(shown(line), soft_wrap=True), name
+            )
+        else:
+            hooks.round_progress = lambda name, jobs: progress_callback(bar, name, jobs)
+        outcome = run_simulate(
+            spec,
+            out_path,
+            plots=plots,
+            figures=figures,
+            fresh=fresh,
+            workers=workers,
+            ray=ray,
+            written_by=output_provenance(),
+            hooks=hooks,
+        )
+    workload, ctx = outcome.workload, outcome.ctx
+    summaries = outcome.summaries
     print_answer(answer_format, lambda: [summary_table(summaries)], lambda: [Section("replays", summaries)])
     _report_dropped(workload.dropped_by_type, ctx.type_names, out_path)
     say(answer_format, f"{len(workload.jobs)} jobs replayed; results written to [bold]{shown(out_path)}[/]")
@@ -1603,22 +1585,19 @@ def _with_replay_options(
     truth: Path | None,
     learn: bool,
 ) -> ReplaySpec:
-    """``spec`` with the replay options :func:`_replay_spec` leaves at their defaults (``simulate``, ``frontier``).
+    """:func:`planner.sim.session.with_replay_options` with the command line's choices (``frontier``)."""
+    from planner.sim.session import with_replay_options
 
-    ``max_jct_increase`` and ``tail_bound`` are percent here, fractions in the spec.
-    """
-    import dataclasses
-
-    return dataclasses.replace(
+    return with_replay_options(
         spec,
         noise=noise,
         max_rounds=max_rounds,
         gpus_per_node=gpus_per_node,
         node_power_w=node_power_w,
-        max_jct_increase=None if max_jct_increase is None else max_jct_increase / 100.0,
-        tail_bound=None if tail_bound is None else tail_bound / 100.0,
-        governor="projected" if governor == GovernorChoice.projected else "accrued",
-        tail_pace="steady" if tail_pace == TailPaceChoice.steady else "fastest",
+        max_jct_increase=max_jct_increase,
+        tail_bound=tail_bound,
+        governor=governor.value,
+        tail_pace=tail_pace.value,
         delta_max=delta_max,
         truth=truth,
         learn=learn,
@@ -1631,61 +1610,12 @@ def _replay_spec(
     policies: Sequence[str] | None,
     *,
     fmt: TraceFormat,
-    vc: str | None,
-    start_s: float | None,
-    end_s: float | None,
-    max_jobs: int | None,
-    rules: RoundRules,
-    power_cap_w: float | None,
-    energy_budget_kwh: float | None,
-    solver: str,
-    time_limit: float,
-    threads: int = REPLAY_REQUEST.threads,
-    zeus_eta: float = defaults.ZEUS_ETA,
-    seed: int,
-    profiles: Path | None,
-    carbon: Path | None,
-    price: Path | None,
-    signal_start: str | None,
-    signal_aware: bool,
+    **options: Any,
 ) -> ReplaySpec:
-    """The replay spec of ``simulate`` and ``frontier`` from their common options.
+    """:func:`planner.sim.session.base_replay_spec` with the command line's trace format (``frontier``)."""
+    from planner.sim.session import base_replay_spec
 
-    ``trace`` resolved (or a shipped name), ``cluster`` through the list rules and ``policies`` (the
-    ``--policy`` values; None: the spec's default) expanded, in that order; wattplan's request is
-    :data:`~planner.contracts.request.REPLAY_REQUEST` with the solver, time limit, threads and seed given.
-    ``simulate`` sets the options only it has (noise, rounds, node shape, the JCT bound, truth, learning) on the
-    result with :func:`dataclasses.replace`.
-    """
-    import dataclasses
-
-    from planner.console.list_options import repeated_list
-    from planner.sim.policies import PolicyOptions
-    from planner.sim.replay import ReplaySpec, expand_policies
-
-    resolved, cluster = _trace(trace), _cluster_option(cluster)
-    chosen = None if policies is None else expand_policies(repeated_list(policies, "--policy"))
-    request = dataclasses.replace(REPLAY_REQUEST, solver=solver, time_limit_s=time_limit, threads=threads, seed=seed)
-    spec = ReplaySpec(
-        trace=resolved,
-        cluster=cluster,
-        fmt=fmt.value,
-        virtual_cluster=vc,
-        start_s=start_s,
-        end_s=end_s,
-        max_jobs=max_jobs,
-        rules=rules,
-        power_cap_w=power_cap_w,
-        energy_budget_kwh=energy_budget_kwh,
-        policy_options=PolicyOptions(zeus_eta, request),
-        seed=seed,
-        profiles=profiles,
-        carbon=carbon,
-        price=price,
-        signal_start=signal_start,
-        signal_aware=signal_aware,
-    )
-    return spec if chosen is None else dataclasses.replace(spec, policies=chosen)
+    return base_replay_spec(trace, cluster, policies, fmt=fmt.value, **options)
 
 
 def _report_dropped(by_type: Mapping[str, Sequence[str]], cluster_types: Sequence[str], out_path: Path) -> None:
@@ -1697,45 +1627,17 @@ def _report_dropped(by_type: Mapping[str, Sequence[str]], cluster_types: Sequenc
         err.print(f"[yellow]{shown(text)}; ids in {shown(out_path / DROPPED_FILE)}[/]")
 
 
-def _replay_policy(spec: ReplaySpec, name: str) -> tuple[SimResult, dict[str, Any]]:
-    """One policy of ``simulate`` in a worker (module level, so it pickles): ``run_policy`` on its own ``prepare``."""
-    from planner.sim.replay import prepare, run_policy
-
-    workload, ctx = prepare(spec)
-    return run_policy(spec, workload, ctx, name)
+def _log_line(line: str) -> None:
+    """A progress line of a quiet replay, on stderr, never wrapped."""
+    err.print(shown(line), soft_wrap=True)
 
 
-def _parallel_replays(
-    spec: ReplaySpec, workers: int, ray: str | None, quiet: bool
-) -> list[tuple[SimResult, dict[str, Any]]]:
-    """Every policy of ``spec`` through :func:`planner.executor.run_tasks`, in policy order; a failure raises."""
+def _policies_bar(total: int, quiet: bool) -> Any:
+    """The bar of a parallel ``simulate``: policies done of ``total``, and the time elapsed (none when quiet)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from planner.executor import run_tasks
-
-    done: dict[int, tuple[SimResult, dict[str, Any]]] = {}
     columns = (TextColumn("[bold]simulate"), BarColumn(), MofNCompleteColumn(), TextColumn("policies"))
-    with Progress(*columns, TimeElapsedColumn(), console=err, disable=quiet) as bar:
-        task = bar.add_task("simulate", total=len(spec.policies))
-        tasks = [(spec, name) for name in spec.policies]
-        for index, outcome in run_tasks(_replay_policy, tasks, workers=workers, ray_address=ray):
-            if outcome.error is not None:
-                raise outcome.error
-            assert outcome.value is not None
-            done[index] = outcome.value
-            bar.advance(task)
-    return [done[k] for k in range(len(spec.policies))]
-
-
-def _cluster_option(text: str) -> str:
-    """``--cluster`` as given, once its items passed the list rules: no empty item, no GPU type twice.
-
-    The counts are :func:`planner.rounds.cluster_spec.parse_cluster_spec`'s to check (whole nodes).
-    """
-    from planner.console.list_options import split_list
-
-    split_list(text, "--cluster", key=lambda item: item.partition(":")[0].strip().lower())
-    return text
+    return Progress(*columns, TimeElapsedColumn(), console=err, disable=quiet)
 
 
 @app.command()

@@ -16,10 +16,15 @@ import io
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from planner.contracts import defaults
 from planner.contracts.problems import InputError, Problem
+from planner.contracts.request import REPLAY_REQUEST
 from wattplan.results import Results, read_results
+
+if TYPE_CHECKING:
+    from planner.sim.session import ReplayHooks
 
 REPEATED = {"policy", "variant"}
 """Options a command takes once per value (``-p fifo-max -p wattplan``); other lists are joined with commas."""
@@ -98,6 +103,13 @@ def _out(out: str | Path | None, prefix: str) -> Path:
     return Path(out) if out is not None else Path(tempfile.mkdtemp(prefix=prefix)) / "out"
 
 
+def _unknown(function: str, unknown: dict[str, Any], known: Sequence[str]) -> None:
+    """``TypeError`` naming the first keyword ``function`` has not, and every one it has."""
+    if unknown:
+        first = next(iter(unknown))
+        raise TypeError(f"{function}() got an unexpected option {first!r} (options: {', '.join(sorted(known))})")
+
+
 def simulate(
     trace: str | Path,
     *,
@@ -105,18 +117,151 @@ def simulate(
     policies: Sequence[str] = ("fifo-max", "wattplan"),
     out: str | Path | None = None,
     plots: bool = False,
-    **options: Any,
+    plot_format: str = "png",
+    dpi: int = defaults.FIGURE_DPI,
+    fresh: bool = False,
+    workers: int = 1,
+    ray: str | None = None,
+    quiet: bool = True,
+    power_cap_w: float | None = None,
+    energy_budget_kwh: float | None = None,
+    round_s: float = defaults.ROUND_S,
+    objective: str | None = None,
+    solver: str = REPLAY_REQUEST.solver,
+    time_limit: float = REPLAY_REQUEST.time_limit_s,
+    threads: int = REPLAY_REQUEST.threads,
+    seed: int = REPLAY_REQUEST.seed,
+    max_jobs: int | None = None,
+    start_s: float | None = None,
+    end_s: float | None = None,
+    trace_format: str = "auto",
+    vc: str | None = None,
+    zeus_eta: float = defaults.ZEUS_ETA,
+    noise: float = 0.0,
+    restart_s: float = defaults.RESTART_S,
+    min_pair_rate: float = defaults.MIN_PAIR_RATE,
+    delta: float = defaults.DELTA,
+    max_jct_increase: float | None = None,
+    governor: str = "accrued",
+    delta_max: float = 0.25,
+    tail_bound: float | None = None,
+    tail_pace: str = "steady",
+    carbon: str | Path | None = None,
+    price: str | Path | None = None,
+    signal_start: str | None = None,
+    signal_aware: bool = True,
+    max_rounds: int = 20_000,
+    gpus_per_node: int = defaults.GPUS_PER_NODE,
+    node_power_w: float = defaults.NODE_POWER_W,
+    profiles: str | Path | None = None,
+    truth: str | Path | None = None,
+    learn: bool = False,
+    **unknown: Any,
 ) -> Results:
-    """Replay ``trace`` on ``cluster`` (``v100:32,p100:16``) with each of ``policies``.
+    """Replay ``trace`` on ``cluster`` (``v100:32,p100:16``) with each of ``policies``; no command line involved.
 
-    Every other option of ``wattplan simulate`` is a keyword (module docstring). Returns the replay's
-    :class:`~wattplan.results.Results`: ``summary`` (one row per policy), ``rounds`` and ``jobs`` (one row per round
-    or job and policy).
+    Every keyword is the ``wattplan simulate`` option of that name, with its default and unit (``max_jobs`` is
+    ``--max-jobs``, ``power_cap_w`` W, ``max_jct_increase`` and ``tail_bound`` percent); ``quiet=False`` draws the
+    progress bar on stderr. The replay runs :func:`planner.sim.session.run_simulate`, the command's own code, and
+    writes ``out`` (a new temporary folder when None) as the command does: ``out/<policy>/`` per policy and
+    ``out/comparison.csv``. Returns its :class:`~wattplan.results.Results`: ``summary`` (one row per policy),
+    ``rounds`` and ``jobs`` (one row per round or job and policy). Bad options raise
+    :class:`~planner.contracts.problems.InputError` naming them, an unknown keyword ``TypeError``.
     """
+    import inspect
+
+    from planner.contracts.provenance import written_by
+    from planner.sim.plots import FigureOptions, check_figure_options
+    from planner.sim.session import replay_spec, run_simulate
+
+    _unknown("simulate", unknown, [k for k in inspect.signature(simulate).parameters if k not in ("trace", "unknown")])
+    spec = replay_spec(
+        trace,
+        cluster=cluster,
+        policies=[policies] if isinstance(policies, str) else list(policies),
+        power_cap_w=power_cap_w,
+        energy_budget_kwh=energy_budget_kwh,
+        round_s=round_s,
+        objective=objective,
+        solver=solver,
+        time_limit=time_limit,
+        threads=threads,
+        seed=seed,
+        max_jobs=max_jobs,
+        start_s=start_s,
+        end_s=end_s,
+        trace_format=trace_format,
+        vc=vc,
+        zeus_eta=zeus_eta,
+        noise=noise,
+        restart_s=restart_s,
+        min_pair_rate=min_pair_rate,
+        delta=delta,
+        max_jct_increase=max_jct_increase,
+        governor=governor,
+        delta_max=delta_max,
+        tail_bound=tail_bound,
+        tail_pace=tail_pace,
+        carbon=carbon,
+        price=price,
+        signal_start=signal_start,
+        signal_aware=signal_aware,
+        max_rounds=max_rounds,
+        gpus_per_node=gpus_per_node,
+        node_power_w=node_power_w,
+        profiles=profiles,
+        truth=truth,
+        learn=learn,
+    )
+    figures = FigureOptions(plot_format, dpi)  # type: ignore[arg-type]  # checked on the next line
+    check_figure_options(figures)
     folder = _out(out, "wattplan-simulate-")
-    opts = {"cluster": cluster, "policy": list(policies), "out": str(folder), "plots": plots, "quiet": True}
-    run_command("simulate", [str(trace)], opts | options)
+    stamp = written_by(["wattplan.simulate", str(trace)])
+    if quiet:
+        run_simulate(
+            spec,
+            folder,
+            plots=plots,
+            figures=figures,
+            fresh=fresh,
+            workers=workers,
+            ray=ray,
+            written_by=stamp,
+            hooks=_python_hooks(),
+        )
+    else:
+        from rich.console import Console
+
+        from planner.sim.render import progress_callback, progress_display
+
+        with progress_display(Console(stderr=True)) as bar:
+            hooks = _python_hooks()
+            hooks.round_progress = lambda name, jobs: progress_callback(bar, name, jobs)
+            run_simulate(
+                spec,
+                folder,
+                plots=plots,
+                figures=figures,
+                fresh=fresh,
+                workers=workers,
+                ray=ray,
+                written_by=stamp,
+                hooks=hooks,
+            )
     return read_results(folder)
+
+
+def _python_hooks() -> ReplayHooks:
+    """A replay's warnings as Python warnings, its notes to the ``wattplan`` logger."""
+    import logging
+    import warnings
+
+    from planner.sim.session import ReplayHooks
+
+    return ReplayHooks(
+        warn=lambda text: warnings.warn(text, UserWarning, stacklevel=3),
+        note=logging.getLogger("wattplan").info,
+    )
 
 
 def frontier(

@@ -1,13 +1,14 @@
 """Results as pandas DataFrames in tidy long form: what ``simulate``, ``frontier`` and ``bench`` wrote.
 
-:func:`read_results` reads an output folder of any of the three commands, whatever its layout (one policy writes its
-files at the top, several write one folder each; a frontier keeps one replay per point under ``runs/``), and returns
-:class:`Results`:
+:func:`read_results` reads an output folder of any of the three commands (a replay writes one folder per policy,
+``out/<policy>/``; a frontier keeps one replay per point under ``runs/``; a one-policy replay of an older version
+wrote its files at the top, and that layout is read too), and returns :class:`Results`:
 
 * ``summary``: one row per replay (per policy, or per frontier point), every number of its ``summary.json``, with a
   ``policy`` column (and ``label`` for frontier points);
-* ``rounds``: one row per replayed round and policy (``rounds.csv`` with ``policy`` and ``label``); ``nodes_on``,
-  a packed ``v100:3 p100:1`` string on disk, is unpacked into one integer column per GPU type, ``nodes_on_<type>``;
+* ``rounds``: one row per replayed round and policy (``rounds.csv`` with ``policy`` and ``label``); the nodes on are
+  one integer column per GPU type, ``nodes_on_<type>``, as on disk (an older file's packed ``nodes_on`` string,
+  ``v100:3 p100:1``, is unpacked into them);
 * ``jobs``: one row per job and policy (``jobs.csv`` with ``policy`` and ``label``);
 * ``frontier``: the frontier's rows (``frontier.csv``), when the folder is a frontier's;
 * ``runs``, ``bench``, ``per_instance``: a bench's ``runs.csv``, ``summary.csv`` and ``per_instance.csv``.
@@ -55,8 +56,8 @@ class Results:
 def unpack_nodes_on(rounds: pd.DataFrame) -> pd.DataFrame:
     """``rounds`` with ``nodes_on`` unpacked: one integer column per GPU type, ``nodes_on_<type>``.
 
-    ``nodes_on`` is ``v100:3 p100:1`` (types separated by spaces or commas); a type with no node on is 0. The packed
-    column is kept.
+    ``nodes_on`` is ``v100:3 p100:1`` (types separated by spaces or commas), as files before the
+    ``nodes_on_<type>`` columns had it; a type with no node on is 0. The packed column is kept.
     """
     if "nodes_on" not in rounds or rounds.empty:
         return rounds
@@ -85,11 +86,14 @@ def _replay_folder(
     summary = json.loads((folder / "summary.json").read_text())
     name = policy or summary.get("policy") or folder.name
     tags = {"policy": name} | ({"label": label} if label is not None else {})
-    rounds = _csv(folder / "rounds.csv")
+    rounds = unpack_nodes_on(_csv(folder / "rounds.csv"))
     jobs = _csv(folder / "jobs.csv")
     for frame in (rounds, jobs):
         for key, value in reversed(list(tags.items())):
-            frame.insert(0, key, value)
+            if key in frame:  # the file's own column (files since the policy column): first, as the tags
+                frame.insert(0, key, frame.pop(key))
+            else:
+                frame.insert(0, key, value)
     return {**tags, **{k: v for k, v in summary.items() if not isinstance(v, dict | list)}}, rounds, jobs
 
 
@@ -117,7 +121,7 @@ def _replays(found: list[tuple[Path, str | None, str | None]], folder: Path, kin
         folder,
         kind,
         summary=pd.DataFrame(summaries),
-        rounds=unpack_nodes_on(pd.concat(frames, ignore_index=True)) if frames else pd.DataFrame({"policy": []}),
+        rounds=pd.concat(frames, ignore_index=True) if frames else pd.DataFrame({"policy": []}),
         jobs=pd.concat(job_frames, ignore_index=True) if job_frames else pd.DataFrame({"policy": []}),
     )
 
@@ -144,13 +148,13 @@ def read_results(folder: str | Path) -> Results:
         out = _replays(found, root, "frontier")
         out.frontier = _csv(root / "frontier.csv")
         return out
-    if (root / "summary.json").exists():
-        return _replays([(root, None, None)], root, "replay")
     policies = sorted(p.parent for p in root.glob("*/summary.json"))
     if policies:
         order = _comparison_order(root)
         policies.sort(key=lambda p: order.get(p.name, len(order)))
         return _replays([(p, p.name, None) for p in policies], root, "replay")
+    if (root / "summary.json").exists():  # a one-policy replay of an older version
+        return _replays([(root, None, None)], root, "replay")
     what = "no summary.json, frontier.csv or runs.csv: not an output folder of simulate, frontier or bench"
     raise InputError(str(root), [Problem("no-results", "(folder)", what)])
 

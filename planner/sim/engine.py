@@ -142,6 +142,8 @@ class SimResult:
     info: dict[str, Any] = field(default_factory=dict)
     decisions: list[DecisionRecord] = field(default_factory=list)
     """With a learner: every running job's round, what was believed and what was observed."""
+    gpu_types: tuple[str, ...] = ()
+    """The cluster's GPU types, in its order: the ``nodes_on_<type>`` columns of ``rounds.csv``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,6 +308,7 @@ def simulate(
         state.pacer.label,
         info,
         state.decisions,
+        tuple(g.name for g in ctx.gpu_types),
     )
 
 

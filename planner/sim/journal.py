@@ -28,12 +28,14 @@ import os
 import pickle
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 from planner.contracts.jsonio import write_text_atomic
-from planner.sim.engine import ReplayState
-from planner.sim.output import JOB_COLUMNS, ROUND_COLUMNS, csv_lines, job_row, round_row
+from planner.sim.engine import ReplayState, RoundRecord
+from planner.sim.output import JOB_COLUMNS, csv_lines, job_row, round_columns, round_row
+from planner.sim.state import JobState
 
 CHECKPOINT_FILE = ".replay-checkpoint.pkl"
 CHECKPOINT_VERSION = 1
@@ -82,6 +84,7 @@ class ReplayJournal:
         replay_sha256: str,
         policy: str,
         duration_s: float,
+        gpu_types: Sequence[str],
         every_rounds: int = EVERY_ROUNDS,
         every_s: float = EVERY_S,
     ) -> None:
@@ -89,6 +92,8 @@ class ReplayJournal:
         self.replay_sha256 = replay_sha256
         self.policy = policy
         self.duration_s = duration_s
+        self.gpu_types = tuple(gpu_types)
+        """The cluster's GPU types: the ``nodes_on_<type>`` columns of ``rounds.csv``."""
         self.every_rounds = every_rounds
         self.every_s = every_s
         self.resumed_at: int | None = None
@@ -136,23 +141,29 @@ class ReplayJournal:
 
     def begin(self, state: ReplayState | None) -> None:
         """Write ``rounds.csv`` and ``jobs.csv`` as of ``state`` (None: headers only), replacing older ones."""
-        rounds = [] if state is None else [round_row(r, self.duration_s) for r in state.rounds]
+        rounds = [] if state is None else [self._round_row(r) for r in state.rounds]
         done = [] if state is None else [s for s in state.states if s.done]
         self._written = {s.id for s in done}
         self._saved_rounds = 0 if state is None else len(state.rounds)
         # the shared writer: it makes the folder and names a bad --out (a file, no permission) as an InputError
-        write_text_atomic(self.folder / "rounds.csv", csv_lines(rounds, ROUND_COLUMNS))
-        write_text_atomic(self.folder / "jobs.csv", csv_lines(map(job_row, done), JOB_COLUMNS))
+        write_text_atomic(self.folder / "rounds.csv", csv_lines(rounds, round_columns(self.gpu_types)))
+        write_text_atomic(self.folder / "jobs.csv", csv_lines(self._job_rows(done), JOB_COLUMNS))
+
+    def _round_row(self, r: RoundRecord) -> tuple[Any, ...]:
+        return round_row(r, self.duration_s, self.policy, self.gpu_types)
+
+    def _job_rows(self, done: Iterable[JobState]) -> list[tuple[Any, ...]]:
+        return [job_row(s, self.policy) for s in done]
 
     def round_done(self, state: ReplayState) -> None:
         """Append the round and the jobs it finished; checkpoint when it is time."""
         with open(self.folder / "rounds.csv", "a", encoding="utf-8") as f:
-            f.write(csv_lines([round_row(state.rounds[-1], self.duration_s)]))
+            f.write(csv_lines([self._round_row(state.rounds[-1])]))
         if state.rounds[-1].finished:
             new = [s for s in state.states if s.done and s.id not in self._written]
             self._written.update(s.id for s in new)
             with open(self.folder / "jobs.csv", "a", encoding="utf-8") as f:
-                f.write(csv_lines(map(job_row, new)))
+                f.write(csv_lines(self._job_rows(new)))
         due = len(state.rounds) - self._saved_rounds >= self.every_rounds
         if due or time.monotonic() - self._saved_at >= self.every_s:
             self.save(state)

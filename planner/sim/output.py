@@ -2,11 +2,11 @@
 
 Files in a policy's folder:
 
-* ``rounds.csv``: one row per simulated round (:class:`planner.sim.engine.RoundRecord`;
-  energies in J, ``power_w = energy_j / T``, ``nodes_on`` as ``type:u`` pairs, ``note`` why
+* ``rounds.csv``: one row per simulated round (:class:`planner.sim.engine.RoundRecord`), ``policy`` first;
+  energies in J, ``power_w = energy_j / T``, ``nodes_on_<type>`` the nodes on of each GPU type, ``note`` why
   a ``wattplan`` round's plan is not the solver's for its objective: ``PlanRound.notes``; ``phase``
   and the energy by lever ``base_j`` ... ``restarts_j``: :mod:`planner.sim.energy_levers`);
-* ``jobs.csv``: one row per job: arrival, first start, finish, JCT (s), restarts, rounds run
+* ``jobs.csv``: one row per job, ``policy`` first: arrival, first start, finish, JCT (s), restarts, rounds run
   and shared, compute seconds, dynamic energy (J), steps done and total;
 * ``summary.json``: :func:`planner.sim.metrics.summarise`.
 
@@ -29,6 +29,7 @@ from planner.sim.engine import RoundRecord, SimResult
 from planner.sim.state import JobState
 
 ROUND_COLUMNS = (
+    "policy",
     "round",
     "start_s",
     "queued",
@@ -82,6 +83,7 @@ DECISION_COLUMNS = (
     "observed_power_w",
 )
 JOB_COLUMNS = (
+    "policy",
     "job_id",
     "type",
     "arrival_s",
@@ -132,9 +134,31 @@ def _num(x: float | None, digits: int = 6) -> str:
     return "" if x is None else f"{x:.{digits}g}"
 
 
-def round_row(r: RoundRecord, duration_s: float) -> tuple[Any, ...]:
-    """One ``rounds.csv`` row (energies in J, ``power_w = energy_j / T`` in W with ``T = duration_s``)."""
+NODES_ON = "nodes_on"
+"""The place in :data:`ROUND_COLUMNS` that becomes one ``nodes_on_<type>`` column per GPU type."""
+
+
+def round_columns(gpu_types: Sequence[str]) -> tuple[str, ...]:
+    """The ``rounds.csv`` header: :data:`ROUND_COLUMNS` with ``nodes_on`` spread into ``nodes_on_<type>``."""
+    spread = tuple(f"{NODES_ON}_{g}" for g in gpu_types)
+    k = ROUND_COLUMNS.index(NODES_ON)
+    return ROUND_COLUMNS[:k] + spread + ROUND_COLUMNS[k + 1 :]
+
+
+def round_gpu_types(result: SimResult) -> tuple[str, ...]:
+    """The GPU types of ``result``'s ``nodes_on_<type>`` columns: the cluster's, else every type a round had on."""
+    if result.gpu_types:
+        return tuple(result.gpu_types)
+    return tuple(sorted({g for r in result.rounds for g in r.nodes_on}))
+
+
+def round_row(r: RoundRecord, duration_s: float, policy: str, gpu_types: Sequence[str]) -> tuple[Any, ...]:
+    """One ``rounds.csv`` row of ``policy`` (energies in J, ``power_w = energy_j / T`` in W with ``T = duration_s``).
+
+    The nodes on are one count per type of ``gpu_types`` (0 for a type with none on).
+    """
     return (
+        policy,
         r.index,
         _num(r.start_s, 12),
         r.queued,
@@ -145,7 +169,7 @@ def round_row(r: RoundRecord, duration_s: float) -> tuple[Any, ...]:
         r.finished,
         r.gpus_used,
         r.powered_gpus,
-        " ".join(f"{g}:{u}" for g, u in sorted(r.nodes_on.items())),
+        *(r.nodes_on.get(g, 0) for g in gpu_types),
         _num(r.budget_j, 10),
         _num(r.predicted_j, 10),
         _num(r.energy_j, 10),
@@ -171,7 +195,9 @@ def round_row(r: RoundRecord, duration_s: float) -> tuple[Any, ...]:
 
 def rounds_csv(result: SimResult) -> str:
     """The ``rounds.csv`` text: one row per round (:func:`round_row`)."""
-    return _csv_text(ROUND_COLUMNS, [round_row(r, result.duration_s) for r in result.rounds])
+    types = round_gpu_types(result)
+    rows = [round_row(r, result.duration_s, result.policy, types) for r in result.rounds]
+    return _csv_text(round_columns(types), rows)
 
 
 def decisions_csv(result: SimResult) -> str:
@@ -196,9 +222,10 @@ def decisions_csv(result: SimResult) -> str:
     return _csv_text(DECISION_COLUMNS, rows)
 
 
-def job_row(s: JobState) -> tuple[Any, ...]:
-    """One ``jobs.csv`` row (times in s, dynamic energy in J)."""
+def job_row(s: JobState, policy: str) -> tuple[Any, ...]:
+    """One ``jobs.csv`` row of ``policy`` (times in s, dynamic energy in J)."""
     return (
+        policy,
         s.id,
         s.spec.type,
         _num(s.spec.arrival_s, 12),
@@ -218,7 +245,7 @@ def job_row(s: JobState) -> tuple[Any, ...]:
 
 def jobs_csv(result: SimResult) -> str:
     """The ``jobs.csv`` text: one row per job (:func:`job_row`)."""
-    return _csv_text(JOB_COLUMNS, [job_row(s) for s in result.jobs])
+    return _csv_text(JOB_COLUMNS, [job_row(s, result.policy) for s in result.jobs])
 
 
 def csv_lines(rows: Iterable[Sequence[Any]], header: Sequence[str] | None = None) -> str:

@@ -440,8 +440,13 @@ def replay_sha256(spec: ReplaySpec) -> str:
 
 
 def journal_folder(out: Path, spec: ReplaySpec, policy: str) -> Path:
-    """Where :func:`write_outputs` puts ``policy``'s files: ``out`` for a single policy, else ``out/policy``."""
-    return Path(out) if len(spec.policies) == 1 else Path(out) / policy
+    """Where :func:`write_outputs` puts ``policy``'s files: ``out/<policy>``, for one policy as for several."""
+    del spec  # the layout no longer depends on how many policies ran
+    return Path(out) / policy
+
+
+LEGACY_TOP_FILES = ("rounds.csv", "jobs.csv", "summary.json", "decisions.csv")
+"""Files a one-policy replay wrote at the top of ``out`` before every policy had its folder (removed on rewrite)."""
 
 
 def with_floor_and_reference(
@@ -474,22 +479,26 @@ def write_outputs(
     dropped: Mapping[str, Sequence[str]] | None = None,
     figures: FigureOptions = DEFAULT_FIGURES,
 ) -> list[Path]:
-    """Write every replay and the comparison; return the files written at the top of ``out``.
+    """Write every replay to ``out/<policy>/`` and the comparison to ``out/``; return the files written at the top.
+
+    Each policy's folder holds ``summary.json``, ``rounds.csv`` and ``jobs.csv`` (one policy as several);
+    ``comparison.csv``/``.json`` have one row per policy. A one-policy replay of an older version wrote its files at
+    the top of ``out``: those are removed, so the folder holds one layout.
 
     ``dropped`` (:attr:`Workload.dropped_by_type`): the jobs not replayed, written to ``dropped.csv``
     (:func:`planner.sim.output.write_dropped`; an older one removed when none). ``plots``: the
     figures of :func:`planner.sim.plots.write_replay_plots`, in ``figures``' format.
     """
     out = Path(out)
-    single = len(runs) == 1
     for result, summary in runs:
-        write_result(result, summary, out if single else out / result.policy)
+        write_result(result, summary, out / result.policy)
+    for name in LEGACY_TOP_FILES:  # an older one-policy replay's files at the top would shadow the new ones
+        (out / name).unlink(missing_ok=True)
     summaries = [s for _, s in runs]
     written = [path] if (path := write_dropped(out, dropped or {})) else []
-    if not single:
-        write_text_atomic(out / "comparison.csv", comparison_csv(summaries))
-        write_json_atomic(out / "comparison.json", summaries)
-        written += [out / "comparison.csv", out / "comparison.json"]
+    write_text_atomic(out / "comparison.csv", comparison_csv(summaries))
+    write_json_atomic(out / "comparison.json", summaries)
+    written += [out / "comparison.csv", out / "comparison.json"]
     if plots:
         written += write_replay_plots(out, {r.policy: r for r, _ in runs}, summaries, figures)
     return written

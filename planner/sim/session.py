@@ -1,0 +1,404 @@
+"""One ``simulate`` run without a command line: options to a checked spec, the replays, the output folder.
+
+``wattplan simulate`` and :func:`wattplan.simulate` both call :func:`replay_spec` (every option as a typed keyword,
+with the command's defaults and names) and :func:`run_simulate` (forecast, replays with their journals, the floor
+and reference, the files). Neither prints: what a user should see goes through :class:`ReplayHooks` (the command
+line draws a progress bar and prints; Python passes nothing or its own callbacks).
+
+The output folder (docs/design.md §10.2): ``out/<policy>/{summary.json, rounds.csv, jobs.csv}`` for every policy
+(one as several), ``out/comparison.{csv,json}``, ``out/dropped.csv`` when a job was dropped, and the figures.
+Units are those of the files (:mod:`planner.sim.output`); percent options (``max_jct_increase``, ``tail_bound``)
+are fractions in the spec.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from planner.contracts import defaults
+from planner.contracts.problems import InputError, Problem
+from planner.contracts.request import REPLAY_REQUEST
+from planner.contracts.rules import RoundRules
+from planner.sim.engine import ProgressCallback, SimResult
+from planner.sim.plots import DEFAULT_FIGURES, FigureOptions
+from planner.sim.replay import ReplaySpec
+from planner.sim.round_instance import ClusterContext
+from planner.sim.workload import Workload
+
+OBJECTIVES = ("progress", "energy", "efficiency")
+"""wattplan's objectives (``--objective``); None means ``progress``."""
+TRACE_FORMATS = ("auto", "gavel", "philly")
+"""Trace formats (``--trace-format``): ``auto`` chooses by file extension (``.csv`` is Philly)."""
+GOVERNORS = ("accrued", "projected")
+"""How ``--max-jct-increase`` compares JCTs (:mod:`planner.sim.governor`)."""
+TAIL_PACES = ("steady", "fastest")
+"""The rate ``--tail-bound`` assumes a job keeps (:mod:`planner.sim.tail_bound`)."""
+
+Runs = list[tuple[SimResult, dict[str, Any]]]
+"""Each policy's result and summary, in policy order."""
+
+
+def choice_problems(choices: Mapping[str, tuple[str | None, Sequence[str]]]) -> list[Problem]:
+    """A ``bad-option`` problem for each ``option: (value, allowed)`` whose value is not allowed (None passes)."""
+    return [
+        Problem("bad-option", option, f"must be one of {', '.join(allowed)}, got {value!r}")
+        for option, (value, allowed) in choices.items()
+        if value is not None and value not in allowed
+    ]
+
+
+def resolve_trace(path: str | Path) -> Path:
+    """The trace a user named: a file, or a shipped trace by name (``6c71a0.trace``)."""
+    from planner.files.resources import resolve_trace as resolve
+
+    return resolve(Path(path))
+
+
+def cluster_option(text: str) -> str:
+    """``--cluster`` as given, once its items passed the list rules: no empty item, no GPU type twice.
+
+    The counts are :func:`planner.rounds.cluster_spec.parse_cluster_spec`'s to check (whole nodes).
+    """
+    from planner.console.list_options import split_list
+
+    split_list(text, "--cluster", key=lambda item: item.partition(":")[0].strip().lower())
+    return text
+
+
+def base_replay_spec(
+    trace: str | Path,
+    cluster: str,
+    policies: Sequence[str] | None,
+    *,
+    fmt: str = "auto",
+    vc: str | None = None,
+    start_s: float | None = None,
+    end_s: float | None = None,
+    max_jobs: int | None = None,
+    rules: RoundRules,
+    power_cap_w: float | None = None,
+    energy_budget_kwh: float | None = None,
+    solver: str = REPLAY_REQUEST.solver,
+    time_limit: float = REPLAY_REQUEST.time_limit_s,
+    threads: int = REPLAY_REQUEST.threads,
+    zeus_eta: float = defaults.ZEUS_ETA,
+    seed: int = REPLAY_REQUEST.seed,
+    profiles: Path | None = None,
+    carbon: Path | None = None,
+    price: Path | None = None,
+    signal_start: str | None = None,
+    signal_aware: bool = True,
+) -> ReplaySpec:
+    """The replay spec of ``simulate`` and ``frontier`` from their common options.
+
+    ``trace`` resolved (or a shipped name), ``cluster`` through the list rules and ``policies`` (the
+    ``--policy`` values; None: the spec's default) expanded, in that order; wattplan's request is
+    :data:`~planner.contracts.request.REPLAY_REQUEST` with the solver, time limit (s), threads and seed given.
+    """
+    from planner.console.list_options import repeated_list
+    from planner.sim.policies import PolicyOptions
+    from planner.sim.replay import expand_policies
+
+    if problems := choice_problems({"--trace-format": (fmt, TRACE_FORMATS)}):
+        raise InputError("options", problems)
+    resolved, cluster = resolve_trace(trace), cluster_option(cluster)
+    chosen = None if policies is None else expand_policies(repeated_list(list(policies), "--policy"))
+    request = dataclasses.replace(REPLAY_REQUEST, solver=solver, time_limit_s=time_limit, threads=threads, seed=seed)
+    spec = ReplaySpec(
+        trace=resolved,
+        cluster=cluster,
+        fmt=fmt,  # type: ignore[arg-type]  # checked above against TRACE_FORMATS
+        virtual_cluster=vc,
+        start_s=start_s,
+        end_s=end_s,
+        max_jobs=max_jobs,
+        rules=rules,
+        power_cap_w=power_cap_w,
+        energy_budget_kwh=energy_budget_kwh,
+        policy_options=PolicyOptions(zeus_eta, request),
+        seed=seed,
+        profiles=None if profiles is None else Path(profiles),
+        carbon=None if carbon is None else Path(carbon),
+        price=None if price is None else Path(price),
+        signal_start=signal_start,
+        signal_aware=signal_aware,
+    )
+    return spec if chosen is None else dataclasses.replace(spec, policies=chosen)
+
+
+def with_replay_options(
+    spec: ReplaySpec,
+    *,
+    noise: float = 0.0,
+    max_rounds: int = 20_000,
+    gpus_per_node: int = defaults.GPUS_PER_NODE,
+    node_power_w: float = defaults.NODE_POWER_W,
+    max_jct_increase: float | None = None,
+    tail_bound: float | None = None,
+    governor: str = "accrued",
+    tail_pace: str = "steady",
+    delta_max: float = 0.25,
+    truth: Path | None = None,
+    learn: bool = False,
+) -> ReplaySpec:
+    """``spec`` with the replay options :func:`base_replay_spec` leaves at their defaults (``simulate``, ``frontier``).
+
+    ``max_jct_increase`` and ``tail_bound`` are percent here, fractions in the spec.
+    """
+    problems = choice_problems({"--governor": (governor, GOVERNORS), "--tail-pace": (tail_pace, TAIL_PACES)})
+    if problems:
+        raise InputError("options", problems)
+    return dataclasses.replace(
+        spec,
+        noise=noise,
+        max_rounds=max_rounds,
+        gpus_per_node=gpus_per_node,
+        node_power_w=node_power_w,
+        max_jct_increase=None if max_jct_increase is None else max_jct_increase / 100.0,
+        tail_bound=None if tail_bound is None else tail_bound / 100.0,
+        governor=governor,  # type: ignore[arg-type]  # checked above
+        tail_pace=tail_pace,  # type: ignore[arg-type]  # checked above
+        delta_max=delta_max,
+        truth=None if truth is None else Path(truth),
+        learn=learn,
+    )
+
+
+def replay_spec(
+    trace: str | Path,
+    *,
+    cluster: str,
+    policies: Sequence[str] = ("wattplan",),
+    power_cap_w: float | None = None,
+    energy_budget_kwh: float | None = None,
+    round_s: float = defaults.ROUND_S,
+    objective: str | None = None,
+    solver: str = REPLAY_REQUEST.solver,
+    time_limit: float = REPLAY_REQUEST.time_limit_s,
+    threads: int = REPLAY_REQUEST.threads,
+    seed: int = REPLAY_REQUEST.seed,
+    max_jobs: int | None = None,
+    start_s: float | None = None,
+    end_s: float | None = None,
+    trace_format: str = "auto",
+    vc: str | None = None,
+    zeus_eta: float = defaults.ZEUS_ETA,
+    noise: float = 0.0,
+    restart_s: float = defaults.RESTART_S,
+    min_pair_rate: float = defaults.MIN_PAIR_RATE,
+    delta: float = defaults.DELTA,
+    max_jct_increase: float | None = None,
+    governor: str = "accrued",
+    delta_max: float = 0.25,
+    tail_bound: float | None = None,
+    tail_pace: str = "steady",
+    carbon: str | Path | None = None,
+    price: str | Path | None = None,
+    signal_start: str | None = None,
+    signal_aware: bool = True,
+    max_rounds: int = 20_000,
+    gpus_per_node: int = defaults.GPUS_PER_NODE,
+    node_power_w: float = defaults.NODE_POWER_W,
+    profiles: str | Path | None = None,
+    truth: str | Path | None = None,
+    learn: bool = False,
+) -> ReplaySpec:
+    """The spec of ``wattplan simulate``: each keyword is the option of that name (``max_jobs`` is ``--max-jobs``).
+
+    Units in the names; ``max_jct_increase`` and ``tail_bound`` in percent; ``objective`` None is ``progress``.
+    A value not among an option's choices raises :class:`InputError` naming the option; the rest is checked by
+    :func:`planner.sim.replay.check_spec` when the replay is prepared.
+    """
+    problems = choice_problems({"--objective": (objective, OBJECTIVES)})
+    if problems:
+        raise InputError("options", problems)
+    chosen = objective or "progress"
+    rules = RoundRules(round_s, restart_s, min_pair_rate, chosen, delta)  # type: ignore[arg-type]  # checked above
+    spec = base_replay_spec(
+        trace,
+        cluster,
+        list(policies),
+        fmt=trace_format,
+        vc=vc,
+        start_s=start_s,
+        end_s=end_s,
+        max_jobs=max_jobs,
+        rules=rules,
+        power_cap_w=power_cap_w,
+        energy_budget_kwh=energy_budget_kwh,
+        solver=solver,
+        time_limit=time_limit,
+        threads=threads,
+        zeus_eta=zeus_eta,
+        seed=seed,
+        profiles=None if profiles is None else Path(profiles),
+        carbon=None if carbon is None else Path(carbon),
+        price=None if price is None else Path(price),
+        signal_start=signal_start,
+        signal_aware=signal_aware,
+    )
+    return with_replay_options(
+        spec,
+        noise=noise,
+        max_rounds=max_rounds,
+        gpus_per_node=gpus_per_node,
+        node_power_w=node_power_w,
+        max_jct_increase=max_jct_increase,
+        tail_bound=tail_bound,
+        governor=governor,
+        tail_pace=tail_pace,
+        delta_max=delta_max,
+        truth=None if truth is None else Path(truth),
+        learn=learn,
+    )
+
+
+def _silent(_: str) -> None:
+    """A hook that says nothing."""
+
+
+@dataclass
+class ReplayHooks:
+    """What a run tells its caller; every hook is optional.
+
+    ``warn``: a warning (the long-replay forecast); ``note``: a remark (a checkpoint resumed or discarded);
+    ``round_progress(policy, jobs_total)``: a per-round callback for one policy's serial replay (None: none);
+    ``policy_done()``: one policy finished in a parallel run.
+    """
+
+    warn: Callable[[str], None] = _silent
+    note: Callable[[str], None] = _silent
+    round_progress: Callable[[str, int], ProgressCallback | None] | None = None
+    policy_done: Callable[[], None] | None = None
+
+
+@dataclass
+class SimulateOutcome:
+    """A finished ``simulate``: the runs (floor and reference added), the workload and cluster, the files."""
+
+    runs: Runs
+    workload: Workload
+    ctx: ClusterContext
+    out: Path
+    written: list[Path] = field(default_factory=list)
+
+    @property
+    def summaries(self) -> list[dict[str, Any]]:
+        """Each policy's ``summary.json``, in policy order."""
+        return [s for _, s in self.runs]
+
+
+def adopt_legacy_checkpoint(out: Path, spec: ReplaySpec) -> str | None:
+    """Move a one-policy checkpoint an older version left at the top of ``out`` into ``out/<policy>/``.
+
+    Returns a note saying so (None: nothing moved). The journal then resumes it when it is this replay's, and
+    rewrites ``rounds.csv`` and ``jobs.csv`` from it in the current columns; another replay's is discarded as
+    any other.
+    """
+    from planner.sim.journal import CHECKPOINT_FILE
+
+    old = Path(out) / CHECKPOINT_FILE
+    if len(spec.policies) != 1 or not old.is_file():
+        return None
+    folder = Path(out) / spec.policies[0]
+    if (folder / CHECKPOINT_FILE).exists():
+        return None
+    folder.mkdir(parents=True, exist_ok=True)
+    os.replace(old, folder / CHECKPOINT_FILE)
+    return f"moved the checkpoint {old} of the older layout to {folder / CHECKPOINT_FILE}"
+
+
+def _replay_policy(spec: ReplaySpec, name: str) -> tuple[SimResult, dict[str, Any]]:
+    """One policy in a worker (module level, so it pickles): ``run_policy`` on its own ``prepare``."""
+    from planner.sim.replay import prepare, run_policy
+
+    workload, ctx = prepare(spec)
+    return run_policy(spec, workload, ctx, name)
+
+
+def parallel_replays(
+    spec: ReplaySpec, workers: int, ray: str | None, policy_done: Callable[[], None] | None = None
+) -> Runs:
+    """Every policy of ``spec`` through :func:`planner.executor.run_tasks`, in policy order; a failure raises."""
+    from planner.executor import run_tasks
+
+    done: dict[int, tuple[SimResult, dict[str, Any]]] = {}
+    tasks = [(spec, name) for name in spec.policies]
+    for index, outcome in run_tasks(_replay_policy, tasks, workers=workers, ray_address=ray):
+        if outcome.error is not None:
+            raise outcome.error
+        assert outcome.value is not None
+        done[index] = outcome.value
+        if policy_done is not None:
+            policy_done()
+    return [done[k] for k in range(len(spec.policies))]
+
+
+def serial_replays(
+    spec: ReplaySpec, workload: Workload, ctx: ClusterContext, out: Path, fresh: bool, hooks: ReplayHooks
+) -> Runs:
+    """Every policy of ``spec`` in turn, each written as it goes to ``out/<policy>/`` and resumable there."""
+    from planner.sim.journal import ReplayJournal, remove_checkpoint
+    from planner.sim.replay import journal_folder, replay_sha256, run_policy
+
+    runs = []
+    digest = replay_sha256(spec)
+    if not fresh and (moved := adopt_legacy_checkpoint(out, spec)) is not None:
+        hooks.note(moved)
+    for name in spec.policies:
+        folder = journal_folder(out, spec, name)
+        if fresh:
+            remove_checkpoint(folder)
+        journal = ReplayJournal(folder, digest, name, ctx.rules.duration_s, ctx.type_names)
+        progress = None if hooks.round_progress is None else hooks.round_progress(name, len(workload.jobs))
+        runs.append(run_policy(spec, workload, ctx, name, progress, journal=journal))
+        if journal.discarded is not None:
+            hooks.note(f"{name}: {journal.discarded}: replayed from the start")
+        if journal.resumed_at is not None:
+            hooks.note(f"{name}: resumed from the checkpoint after round {journal.resumed_at}")
+    return runs
+
+
+def run_simulate(
+    spec: ReplaySpec,
+    out: str | Path,
+    *,
+    plots: bool = True,
+    figures: FigureOptions = DEFAULT_FIGURES,
+    fresh: bool = False,
+    workers: int = 1,
+    ray: str | None = None,
+    written_by: Mapping[str, Any] | None = None,
+    hooks: ReplayHooks | None = None,
+) -> SimulateOutcome:
+    """Replay every policy of ``spec`` and write ``out`` (module docstring); the runs and what was written.
+
+    Serial (``workers == 1`` and no ``ray``): each policy streams its files and checkpoints (``fresh`` forgets a
+    checkpoint first). Otherwise the policies run through the executor (which refuses ``workers < 1``).
+    ``written_by`` is stamped into every ``summary.json`` (the caller's provenance record).
+    Bad options raise :class:`InputError` naming them.
+    """
+    from planner.files.paths import refuse_overwriting_inputs
+    from planner.sim.forecast import forecast, long_replay_warning
+    from planner.sim.replay import prepare, with_floor_and_reference, write_outputs
+
+    hooks = hooks or ReplayHooks()
+    out = Path(out)
+    refuse_overwriting_inputs({"--out": out}, [spec.trace, spec.carbon, spec.price, spec.profiles, spec.truth])
+    workload, ctx = prepare(spec)
+    outlook = forecast(workload.jobs, ctx.total_gpus, ctx.rules.duration_s, spec.policies, spec.start_s)
+    if (warning := long_replay_warning(outlook)) is not None:
+        hooks.warn(warning)
+    if workers == 1 and ray is None:
+        runs = serial_replays(spec, workload, ctx, out, fresh, hooks)
+    else:
+        runs = parallel_replays(spec, workers, ray, hooks.policy_done)
+    runs = with_floor_and_reference(spec, workload, ctx, runs)
+    stamped = [(r, {**s, "written_by": dict(written_by)}) for r, s in runs] if written_by is not None else runs
+    written = write_outputs(out, stamped, plots=plots, dropped=workload.dropped_by_type, figures=figures)
+    return SimulateOutcome(stamped, workload, ctx, out, written)
