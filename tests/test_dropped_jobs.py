@@ -61,7 +61,7 @@ def test_simulate_names_dropped_types_and_writes_their_ids(mixed: Path, tmp_path
     flat = " ".join(output.split())
     assert "3 job(s) dropped, no profile on v100: 'Mystery [b]net' 2 jobs (first j1), 'Other' 1 job (first j4)" in flat
     assert dropped_rows(out / "dropped.csv") == [("j1", ODD), ("j3", ODD), ("j4", "Other")]
-    summary = json.loads((out / "summary.json").read_text())
+    summary = json.loads((out / "fifo-max" / "summary.json").read_text())
     assert summary["workload"]["dropped_by_type"] == {ODD: ["j1", "j3"], "Other": ["j4"]}
     # a rerun into the same folder that drops nothing leaves no dropped.csv of the old run
     clean = write_gavel_trace(tmp_path / "clean.trace", [(R50, 4000, 0, 1)])

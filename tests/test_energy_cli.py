@@ -65,9 +65,9 @@ def test_tail_bound_and_projected_governor_run_end_to_end(tmp_path: Path, tiny_t
         "--out", out, "-q", "--no-plots",
     )  # fmt: skip
     assert result.exit_code == 0, result.output
-    s = json.loads((out / "summary.json").read_text())
+    s = json.loads((out / "wattplan" / "summary.json").read_text())
     assert s["tail_bound"] == pytest.approx(0.1) and s["jobs_completed"] == s["jobs_total"]
-    rows = list(csv.DictReader((out / "rounds.csv").open()))
+    rows = list(csv.DictReader((out / "wattplan" / "rounds.csv").open()))
     assert {"bounded", "phase", "idle_gpus_j"} <= set(rows[0])
     assert max(float(r["delta"]) for r in rows) <= 0.4
 

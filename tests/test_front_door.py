@@ -117,7 +117,7 @@ def test_simulate_with_the_greedy_solver(tmp_path: Path) -> None:
         tmp_path / "sim",
     )
     assert result.exit_code == 0, result.output
-    rounds = (tmp_path / "sim" / "rounds.csv").read_text()
+    rounds = (tmp_path / "sim" / "wattplan" / "rounds.csv").read_text()
     assert "greedy" in rounds
 
 

@@ -180,13 +180,13 @@ def test_simulate_cli_with_truth_and_learning(tmp_path: Path, truth_file: Path) 
     args += ["--solver", "greedy", "--truth", str(truth_file), "--learn", "--no-plots", "-q", "-o", str(out)]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
-    summary = json.loads((out / "summary.json").read_text())
+    summary = json.loads((out / "wattplan" / "summary.json").read_text())
     assert summary["learn"] is True and summary["truth"] == str(truth_file)
     assert set(summary["learning"]) >= {"throughput", "throughput_per_job", "power", "pair_rates", "decisions"}
     assert summary["learning"]["throughput_per_job"]["cells"] >= 1
-    header = (out / "decisions.csv").read_text().splitlines()[0]
+    header = (out / "wattplan" / "decisions.csv").read_text().splitlines()[0]
     assert header.startswith("round,job_id,type,gpu_type,gpus,setting,partner,basis")
-    assert "unobserved" in (out / "rounds.csv").read_text().splitlines()[0]
+    assert "unobserved" in (out / "wattplan" / "rounds.csv").read_text().splitlines()[0]
     # The truth's idle power (41 W) is learned from the idle GPUs of the powered nodes.
     assert summary["learning"]["gpu_types"]["v100"]["idle_rel_error"] < 0.01
 

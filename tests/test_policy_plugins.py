@@ -119,7 +119,7 @@ def test_an_entry_point_policy_runs_in_simulate(plugin_path: Path, tmp_path: Pat
     out = tmp_path / "sim"
     code, output = invoke("simulate", trace, "--cluster", "v100:8", "-p", "one-gpu-low", "-q", "--no-plots", "-o", out)
     assert code == 0, output
-    summary = json.loads((out / "summary.json").read_text())
+    summary = json.loads((out / "one-gpu-low" / "summary.json").read_text())
     assert summary["policy"] == "one-gpu-low" and summary["stop_reason"] == "completed"
     assert summary["jobs_completed"] == 3  # the 2-GPU job ran on 1 GPU: the toy's rule, not the request
     assert "toy_policy" in sys.modules  # loaded when it was made

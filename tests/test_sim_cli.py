@@ -33,15 +33,15 @@ def test_single_policy_writes_summary_logs_and_plots(tmp_path: Path, tiny_trace:
     out = tmp_path / "out"
     result = run("simulate", tiny_trace, "--cluster", "v100:8", "--policy", "fifo-max", "--out", out, "-q")
     assert result.exit_code == 0, result.output
-    summary = json.loads((out / "summary.json").read_text())
+    summary = json.loads((out / "fifo-max" / "summary.json").read_text())
     for key in SUMMARY_KEYS:
         assert summary[key] is not None, key
     assert summary["jobs_completed"] == 5 and summary["stop_reason"] == "completed"
-    rows = list(csv.DictReader((out / "rounds.csv").open()))
+    rows = list(csv.DictReader((out / "fifo-max" / "rounds.csv").open()))
     assert len(rows) == summary["rounds_simulated"]
     energy = sum(float(r["energy_j"]) for r in rows)
     assert energy / 3.6e6 == pytest.approx(summary["energy_kwh"], rel=1e-5)
-    assert len(list(csv.DictReader((out / "jobs.csv").open()))) == 5
+    assert len(list(csv.DictReader((out / "fifo-max" / "jobs.csv").open()))) == 5
     for png in ("power.png", "jct_cdf.png", "energy_jct.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -99,7 +99,7 @@ def test_rounds_log_says_why_wattplan_fell_back(tmp_path: Path, tiny_trace: Path
     out = tmp_path / "fb"
     result = run("simulate", tiny_trace, "--cluster", "v100:8", "-p", "wattplan", "--out", out, "-q")
     assert result.exit_code == 0, result.output
-    rows = list(csv.DictReader((out / "rounds.csv").open()))
+    rows = list(csv.DictReader((out / "wattplan" / "rounds.csv").open()))
     assert rows and all(r["status"] == "fallback" for r in rows)
     assert all(r["note"] == "no solution: time_limit" for r in rows)
-    assert json.loads((out / "summary.json").read_text())["jobs_completed"] == 5
+    assert json.loads((out / "wattplan" / "summary.json").read_text())["jobs_completed"] == 5

@@ -128,11 +128,13 @@ def test_simulate_resumes_a_finished_replay_and_fresh_starts_over(tmp_path: Path
     args = ["simulate", str(trace), "--cluster", "v100:8", "-p", "fifo-max", "-q", "--no-plots", "-o", str(out)]
     first = CliRunner().invoke(app, args)
     assert first.exit_code == 0, first.output
-    assert (out / CHECKPOINT_FILE).is_file()
-    rounds = (out / "rounds.csv").read_text()
+    assert (out / "fifo-max" / CHECKPOINT_FILE).is_file()
+    rounds = (out / "fifo-max" / "rounds.csv").read_text()
     again = CliRunner().invoke(app, args)
     assert again.exit_code == 0 and "resumed from the checkpoint after round" in again.output
-    assert (out / "rounds.csv").read_text() == rounds  # nothing replayed: even the solver seconds are the same
+    assert (
+        out / "fifo-max" / "rounds.csv"
+    ).read_text() == rounds  # nothing replayed: even the solver seconds are the same
     fresh = CliRunner().invoke(app, [*args, "--fresh"])
     assert fresh.exit_code == 0 and "resumed" not in fresh.output
 

@@ -79,10 +79,12 @@ def test_interrupted_replay_resumes_to_the_uninterrupted_outputs(
     digest = replay_sha256(spec)
     folder = tmp_path / "out"
     with pytest.raises(Interrupted):
-        run_policy(spec, wl, ctx, policy, journal=StopAfter(folder, digest, policy, T, every_rounds=4, k=9))
+        run_policy(
+            spec, wl, ctx, policy, journal=StopAfter(folder, digest, policy, T, ctx.type_names, every_rounds=4, k=9)
+        )
     streamed = (folder / "rounds.csv").read_text().splitlines()
     assert len(streamed) == 1 + 9  # header and every round played, flushed as it went
-    journal = ReplayJournal(folder, digest, policy, T, every_rounds=4)
+    journal = ReplayJournal(folder, digest, policy, T, ctx.type_names, every_rounds=4)
     again, again_summary = run_policy(spec, wl, ctx, policy, journal=journal)
     assert journal.resumed_at == 8  # the last checkpoint: round 9 is played again
     assert without_timing(again_summary) == without_timing(whole_summary)
@@ -99,8 +101,10 @@ def test_finished_replay_reruns_from_its_checkpoint_without_playing(tmp_path: Pa
     spec = _spec()
     wl, ctx = prepare(spec)
     digest = replay_sha256(spec)
-    first, _ = run_policy(spec, wl, ctx, "fifo-max", journal=ReplayJournal(tmp_path, digest, "fifo-max", 360.0))
-    journal = ReplayJournal(tmp_path, digest, "fifo-max", 360.0)
+    first, _ = run_policy(
+        spec, wl, ctx, "fifo-max", journal=ReplayJournal(tmp_path, digest, "fifo-max", 360.0, ctx.type_names)
+    )
+    journal = ReplayJournal(tmp_path, digest, "fifo-max", 360.0, ctx.type_names)
     second, _ = run_policy(spec, wl, ctx, "fifo-max", journal=journal)
     assert journal.resumed_at == len(first.rounds)
     assert second.stop_reason == "completed"
@@ -110,15 +114,21 @@ def test_finished_replay_reruns_from_its_checkpoint_without_playing(tmp_path: Pa
 def test_checkpoint_of_other_options_or_policy_is_not_resumed_and_fresh_clears_it(tmp_path: Path) -> None:
     spec = _spec()
     wl, ctx = prepare(spec)
-    run_policy(spec, wl, ctx, "fifo-max", journal=ReplayJournal(tmp_path, replay_sha256(spec), "fifo-max", 360.0))
+    run_policy(
+        spec,
+        wl,
+        ctx,
+        "fifo-max",
+        journal=ReplayJournal(tmp_path, replay_sha256(spec), "fifo-max", 360.0, ctx.type_names),
+    )
     other = replace(spec, power_cap_w=5000.0)
     assert replay_sha256(other) != replay_sha256(spec)
-    journal = ReplayJournal(tmp_path, replay_sha256(other), "fifo-max", 360.0)
+    journal = ReplayJournal(tmp_path, replay_sha256(other), "fifo-max", 360.0, ctx.type_names)
     capped, _ = run_policy(other, wl, ctx, "fifo-max", journal=journal)
     assert journal.resumed_at is None
     assert journal.discarded is not None and "other options or input files" in journal.discarded
     assert capped.budget_label != "none"  # replayed under the cap, not the old uncapped rounds
-    zeus = ReplayJournal(tmp_path, replay_sha256(other), "zeus", 360.0)
+    zeus = ReplayJournal(tmp_path, replay_sha256(other), "zeus", 360.0, ctx.type_names)
     assert zeus.load() is None and zeus.discarded is not None and "'fifo-max'" in zeus.discarded
     remove_checkpoint(tmp_path)
     assert not (tmp_path / CHECKPOINT_FILE).exists()
@@ -126,7 +136,7 @@ def test_checkpoint_of_other_options_or_policy_is_not_resumed_and_fresh_clears_i
 
 def test_damaged_checkpoint_is_not_resumed(tmp_path: Path) -> None:
     (tmp_path / CHECKPOINT_FILE).write_bytes(b"not a pickle")
-    journal = ReplayJournal(tmp_path, "x", "fifo-max", 360.0)
+    journal = ReplayJournal(tmp_path, "x", "fifo-max", 360.0, ("v100",))
     assert journal.load() is None
     assert journal.discarded is not None and "could not be read" in journal.discarded
 
