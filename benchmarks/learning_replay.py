@@ -67,7 +67,7 @@ def mode_args(mode: str, truth: Path, prior: Path | None) -> list[str]:
 
 def run(sl: Slice, mode: str, policy: str, truth: Path, prior: Path | None, out: Path, extra: list[str]) -> dict:
     folder = out / sl.name / policy / mode
-    summary = folder / "summary.json"
+    summary = folder / policy / "summary.json"  # simulate writes each policy's files to out/<policy>/
     if not summary.exists():
         cmd = [sys.executable, str(ROOT / "cli.py"), "simulate", *sl.args, "--cluster", "v100:32,p100:16"]
         cmd += ["-p", policy, "-q", "--no-plots", "-o", str(folder), *mode_args(mode, truth, prior), *extra]
