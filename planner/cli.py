@@ -37,7 +37,6 @@ if TYPE_CHECKING:
     from planner.contracts.plan import BudgetOverride
     from planner.profile_library.library import ProfileLibrary
     from planner.sim.plots import FigureOptions
-    from planner.sim.replay import ReplaySpec
 
 HELP_SETTINGS: dict[str, Any] = {"max_content_width": 80}
 """Help text at most 80 columns wide, whatever the terminal (plain click help, no rich panels)."""
@@ -1570,54 +1569,6 @@ PROGRESS_MODE_HINT = (
 """What ``simulate`` says when wattplan ran without ``--objective``: the mode it used and the energy modes."""
 
 
-def _with_replay_options(
-    spec: ReplaySpec,
-    *,
-    noise: float,
-    max_rounds: int,
-    gpus_per_node: int,
-    node_power_w: float,
-    max_jct_increase: float | None,
-    tail_bound: float | None,
-    governor: GovernorChoice,
-    tail_pace: TailPaceChoice,
-    delta_max: float,
-    truth: Path | None,
-    learn: bool,
-) -> ReplaySpec:
-    """:func:`planner.sim.session.with_replay_options` with the command line's choices (``frontier``)."""
-    from planner.sim.session import with_replay_options
-
-    return with_replay_options(
-        spec,
-        noise=noise,
-        max_rounds=max_rounds,
-        gpus_per_node=gpus_per_node,
-        node_power_w=node_power_w,
-        max_jct_increase=max_jct_increase,
-        tail_bound=tail_bound,
-        governor=governor.value,
-        tail_pace=tail_pace.value,
-        delta_max=delta_max,
-        truth=truth,
-        learn=learn,
-    )
-
-
-def _replay_spec(
-    trace: Path,
-    cluster: str,
-    policies: Sequence[str] | None,
-    *,
-    fmt: TraceFormat,
-    **options: Any,
-) -> ReplaySpec:
-    """:func:`planner.sim.session.base_replay_spec` with the command line's trace format (``frontier``)."""
-    from planner.sim.session import base_replay_spec
-
-    return base_replay_spec(trace, cluster, policies, fmt=fmt.value, **options)
-
-
 def _report_dropped(by_type: Mapping[str, Sequence[str]], cluster_types: Sequence[str], out_path: Path) -> None:
     """Say on stderr which job types were dropped (no profile on the cluster), how many jobs, the first id of each."""
     from planner.sim.output import DROPPED_FILE
@@ -1712,55 +1663,49 @@ def frontier(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from planner.console.list_options import number_list, split_list
-    from planner.contracts.rules import RoundRules
-    from planner.sim import frontier as fr
     from planner.sim.render import summary_table
-    from planner.sim.replay import DELTA_BOUNDS, JCT_INCREASE_BOUNDS
+    from planner.sim.session import frontier_sweep, run_frontier
 
-    base = _replay_spec(
+    sweep = frontier_sweep(
         trace,
-        cluster,
-        None,
-        fmt=fmt,
-        vc=vc,
-        start_s=start_s,
-        end_s=end_s,
-        max_jobs=max_jobs,
-        rules=RoundRules(round_s, restart_s, min_pair_rate, objective.value),
+        cluster=cluster,
+        deltas=deltas,
+        max_jct_increase=max_jct_increase,
+        baselines=baselines,
+        objective=objective.value,
         power_cap_w=power_cap_w,
         energy_budget_kwh=energy_budget_kwh,
+        round_s=round_s,
         solver=solver,
         time_limit=time_limit,
         threads=threads,
-        zeus_eta=zeus_eta,
         seed=seed,
-        profiles=profiles,
+        max_jobs=max_jobs,
+        start_s=start_s,
+        end_s=end_s,
+        trace_format=fmt.value,
+        vc=vc,
+        zeus_eta=zeus_eta,
+        noise=noise,
+        restart_s=restart_s,
+        min_pair_rate=min_pair_rate,
+        governor=governor.value,
+        delta_max=delta_max,
+        tail_bound=tail_bound,
+        tail_pace=tail_pace.value,
         carbon=carbon,
         price=price,
         signal_start=signal_start,
         signal_aware=signal_aware,
-    )
-    base = _with_replay_options(  # --max-jct-increase is the swept list: each point sets its own
-        base,
-        noise=noise,
         max_rounds=max_rounds,
         gpus_per_node=gpus_per_node,
         node_power_w=node_power_w,
-        max_jct_increase=None,
-        tail_bound=tail_bound,
-        governor=governor,
-        tail_pace=tail_pace,
-        delta_max=delta_max,
+        profiles=profiles,
         truth=truth,
         learn=learn,
     )
     figures = _figure_options(plot_format, dpi) if plots else None
-    refuse_overwriting_inputs({"--out": out_path}, [base.trace, carbon, price, profiles, truth])
-    knob_deltas = number_list(deltas, "--deltas", DELTA_BOUNDS)
-    knob_increases = [x / 100.0 for x in number_list(max_jct_increase, "--max-jct-increase", JCT_INCREASE_BOUNDS)]
-    names = split_list(baselines, "--baselines")
-    total = len(fr.frontier_points(base, knob_deltas, knob_increases, names))
+    total = sweep.total
     with Progress(
         TextColumn("[bold]frontier"),
         BarColumn(),
@@ -1771,16 +1716,8 @@ def frontier(
         disable=quiet,
     ) as bar:
         task = bar.add_task("frontier", total=total)
-        result = fr.frontier(
-            base,
-            knob_deltas,
-            knob_increases,
-            names,
-            out_path,
-            workers,
-            lambda point, row: bar.advance(task),
-            ray_address=ray,
-            figures=figures,
+        result = run_frontier(
+            sweep, out_path, workers=workers, ray=ray, figures=figures, point_done=lambda: bar.advance(task)
         )
     print_answer(answer_format, lambda: [summary_table(result.rows)], lambda: [Section("frontier", result.rows)])
     _report_dropped(result.dropped, result.cluster_types, out_path)

@@ -49,14 +49,19 @@ def test_the_api_imports_no_command_line(tmp_path: Path, tiny_trace: Path) -> No
         "import sys, wattplan\n"
         f"r = wattplan.simulate({str(tiny_trace)!r}, cluster='v100:8', policies=['fifo-max'], "
         f"out={str(tmp_path / 'o')!r})\n"
+        f"f = wattplan.frontier({str(tiny_trace)!r}, cluster='v100:8', deltas=[0.1], max_jct_increase=[5], "
+        f"baselines=['fifo-max'], workers=1, max_rounds=20, out={str(tmp_path / 'f')!r})\n"
         "print(sorted(m for m in ('planner.cli', 'cli', 'typer', 'click') if m in sys.modules))\n"
         "print(r.summary.policy.tolist())\n"
+        "print(sorted(f.frontier.label))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env={"PYTHONPATH": str(ROOT)}
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == ["[]", "['fifo-max']"]
+    lines = done.stdout.splitlines()
+    assert lines[:2] == ["[]", "['fifo-max']"]
+    assert "fifo-max" in lines[2] and "wattplan-efficiency-delta-0.1" in lines[2]
 
 
 def test_one_policy_writes_its_own_folder_with_policy_and_nodes_on_columns(tmp_path: Path, tiny_trace: Path) -> None:
@@ -164,3 +169,14 @@ def test_bad_options_are_named_as_the_command_names_them(tmp_path: Path, tiny_tr
     with pytest.raises(InputError) as exc:
         wattplan.simulate(tiny_trace, cluster="v100:8", noise=2.0, zeus_eta=-1.0, out=tmp_path / "o")
     assert {p.path for p in exc.value.problems} == {"--noise", "--zeus-eta"}
+
+
+def test_frontier_options_are_checked_and_named(tmp_path: Path, tiny_trace: Path) -> None:
+    with pytest.raises(InputError) as exc:
+        wattplan.frontier(tiny_trace, cluster="v100:8", deltas=[0.1, 1.5], out=tmp_path / "f")
+    assert [p.path for p in exc.value.problems] == ["--deltas[1]"]  # the bad item, as the command names it
+    with pytest.raises(InputError) as exc:
+        wattplan.frontier(tiny_trace, cluster="v100:8", objective="fast", out=tmp_path / "f")
+    assert [p.path for p in exc.value.problems] == ["--objective"]
+    with pytest.raises(TypeError, match="delta.*deltas"):
+        wattplan.frontier(tiny_trace, cluster="v100:8", delta=0.1)

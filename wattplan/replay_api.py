@@ -1,12 +1,14 @@
 """``wattplan.simulate``, ``wattplan.frontier`` and ``wattplan.bench``: the commands from Python, results as DataFrames.
 
-Each function runs the command's own code, in this process, with the options given as keyword arguments (a Python
-name is the option's: ``max_jobs=20`` is ``--max-jobs 20``, ``power_cap_w=8000`` is ``--power-cap-w 8000``,
-``learn=True`` is ``--learn``, ``learn=False`` is ``--no-learn`` where the command has it; a list repeats the option
-or is joined by commas, as the command reads it). Output goes to ``out`` (a new temporary folder when None) and is read
-back with :func:`wattplan.results.read_results`, so the frames are exactly what the files hold and a result can be
-read again later from its folder. Bad input raises :class:`~planner.contracts.problems.InputError` with every problem,
-as the command line reports them.
+``simulate`` and ``frontier`` are library calls with typed keywords (:mod:`planner.sim.session`, the code the
+command line calls too; no click is imported): a keyword is the option of that name (``max_jobs=20`` is
+``--max-jobs 20``, ``power_cap_w=8000`` is ``--power-cap-w 8000``, ``learn=True`` is ``--learn``). ``bench`` still
+runs its command's code in this process, its options given as keywords the same way (``learn=False`` is
+``--no-learn`` where the command has it; a list repeats the option or is joined by commas, as the command reads it).
+Output goes to ``out`` (a new temporary folder when None) and is read back with
+:func:`wattplan.results.read_results`, so the frames are exactly what the files hold and a result can be read again
+later from its folder. Bad input raises :class:`~planner.contracts.problems.InputError` with every problem, as the
+command line reports them; an unknown keyword ``TypeError`` naming the options there are.
 """
 
 from __future__ import annotations
@@ -265,15 +267,106 @@ def _python_hooks() -> ReplayHooks:
 
 
 def frontier(
-    trace: str | Path, *, cluster: str, out: str | Path | None = None, plots: bool = False, **options: Any
+    trace: str | Path,
+    *,
+    cluster: str,
+    out: str | Path | None = None,
+    plots: bool = False,
+    plot_format: str = "png",
+    dpi: int = defaults.FIGURE_DPI,
+    workers: int = 2,
+    ray: str | None = None,
+    deltas: str | Sequence[float] = "0.03,0.1,0.2,0.3",
+    max_jct_increase: str | Sequence[float] = "0,5,10,20",
+    baselines: str | Sequence[str] = "all",
+    objective: str = "efficiency",
+    power_cap_w: float | None = None,
+    energy_budget_kwh: float | None = None,
+    round_s: float = defaults.ROUND_S,
+    solver: str = REPLAY_REQUEST.solver,
+    time_limit: float = REPLAY_REQUEST.time_limit_s,
+    threads: int = REPLAY_REQUEST.threads,
+    seed: int = REPLAY_REQUEST.seed,
+    max_jobs: int | None = None,
+    start_s: float | None = None,
+    end_s: float | None = None,
+    trace_format: str = "auto",
+    vc: str | None = None,
+    zeus_eta: float = defaults.ZEUS_ETA,
+    noise: float = 0.0,
+    restart_s: float = defaults.RESTART_S,
+    min_pair_rate: float = defaults.MIN_PAIR_RATE,
+    governor: str = "accrued",
+    delta_max: float = 0.25,
+    tail_bound: float | None = None,
+    tail_pace: str = "steady",
+    carbon: str | Path | None = None,
+    price: str | Path | None = None,
+    signal_start: str | None = None,
+    signal_aware: bool = True,
+    max_rounds: int = 20_000,
+    gpus_per_node: int = defaults.GPUS_PER_NODE,
+    node_power_w: float = defaults.NODE_POWER_W,
+    profiles: str | Path | None = None,
+    truth: str | Path | None = None,
+    learn: bool = False,
+    **unknown: Any,
 ) -> Results:
-    """Sweep wattplan's energy knob on ``trace``.
+    """Sweep wattplan's energy knob on ``trace``; no command line involved.
 
-    ``wattplan frontier``'s options are keywords (``deltas=[0.03, 0.2]``, ``baselines="fifo-max"``). ``frontier``
-    holds the sweep's rows; ``summary``, ``rounds`` and ``jobs`` every point's replay (``label`` names the point).
+    Every keyword is the ``wattplan frontier`` option of that name (``deltas=[0.03, 0.2]``,
+    ``max_jct_increase=[0, 10]`` percent, ``baselines="fifo-max"``; a list may also be a comma-separated string).
+    It runs :func:`planner.sim.session.run_frontier`, the command's own code. ``frontier`` holds the sweep's rows;
+    ``summary``, ``rounds`` and ``jobs`` every point's replay (``label`` names the point).
     """
+    import inspect
+
+    from planner.sim.plots import FigureOptions, check_figure_options
+    from planner.sim.session import frontier_sweep, run_frontier
+
+    _unknown("frontier", unknown, [k for k in inspect.signature(frontier).parameters if k not in ("trace", "unknown")])
+    sweep = frontier_sweep(
+        trace,
+        cluster=cluster,
+        deltas=deltas,
+        max_jct_increase=max_jct_increase,
+        baselines=baselines,
+        objective=objective,
+        power_cap_w=power_cap_w,
+        energy_budget_kwh=energy_budget_kwh,
+        round_s=round_s,
+        solver=solver,
+        time_limit=time_limit,
+        threads=threads,
+        seed=seed,
+        max_jobs=max_jobs,
+        start_s=start_s,
+        end_s=end_s,
+        trace_format=trace_format,
+        vc=vc,
+        zeus_eta=zeus_eta,
+        noise=noise,
+        restart_s=restart_s,
+        min_pair_rate=min_pair_rate,
+        governor=governor,
+        delta_max=delta_max,
+        tail_bound=tail_bound,
+        tail_pace=tail_pace,
+        carbon=carbon,
+        price=price,
+        signal_start=signal_start,
+        signal_aware=signal_aware,
+        max_rounds=max_rounds,
+        gpus_per_node=gpus_per_node,
+        node_power_w=node_power_w,
+        profiles=profiles,
+        truth=truth,
+        learn=learn,
+    )
+    figures = FigureOptions(plot_format, dpi)  # type: ignore[arg-type]  # checked on the next line
+    check_figure_options(figures)
     folder = _out(out, "wattplan-frontier-")
-    run_command("frontier", [str(trace)], {"cluster": cluster, "out": str(folder), "plots": plots} | options)
+    run_frontier(sweep, folder, workers=workers, ray=ray, figures=figures if plots else None)
     return read_results(folder)
 
 

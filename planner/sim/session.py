@@ -1,8 +1,9 @@
-"""One ``simulate`` run without a command line: options to a checked spec, the replays, the output folder.
+"""One ``simulate`` or ``frontier`` run without a command line: options to a checked spec, the replays, the folder.
 
 ``wattplan simulate`` and :func:`wattplan.simulate` both call :func:`replay_spec` (every option as a typed keyword,
 with the command's defaults and names) and :func:`run_simulate` (forecast, replays with their journals, the floor
-and reference, the files). Neither prints: what a user should see goes through :class:`ReplayHooks` (the command
+and reference, the files); ``wattplan frontier`` and :func:`wattplan.frontier` call :func:`frontier_sweep` and
+:func:`run_frontier` the same way. Neither prints: what a user should see goes through :class:`ReplayHooks` (the command
 line draws a progress bar and prints; Python passes nothing or its own callbacks).
 
 The output folder (docs/design.md §10.2): ``out/<policy>/{summary.json, rounds.csv, jobs.csv}`` for every policy
@@ -25,6 +26,7 @@ from planner.contracts.problems import InputError, Problem
 from planner.contracts.request import REPLAY_REQUEST
 from planner.contracts.rules import RoundRules
 from planner.sim.engine import ProgressCallback, SimResult
+from planner.sim.frontier import FrontierResult
 from planner.sim.plots import DEFAULT_FIGURES, FigureOptions
 from planner.sim.replay import ReplaySpec
 from planner.sim.round_instance import ClusterContext
@@ -402,3 +404,156 @@ def run_simulate(
     stamped = [(r, {**s, "written_by": dict(written_by)}) for r, s in runs] if written_by is not None else runs
     written = write_outputs(out, stamped, plots=plots, dropped=workload.dropped_by_type, figures=figures)
     return SimulateOutcome(stamped, workload, ctx, out, written)
+
+
+@dataclass(frozen=True)
+class FrontierSweep:
+    """A checked ``frontier``: the base spec, the swept deltas and JCT increases (fractions), the baselines."""
+
+    base: ReplaySpec
+    deltas: tuple[float, ...]
+    jct_increases: tuple[float, ...]
+    baselines: tuple[str, ...]
+
+    @property
+    def total(self) -> int:
+        """How many replays the sweep runs (:func:`planner.sim.frontier.frontier_points`)."""
+        from planner.sim.frontier import frontier_points
+
+        return len(frontier_points(self.base, self.deltas, self.jct_increases, self.baselines))
+
+
+def _listed(value: str | Sequence[Any]) -> str:
+    """A list option as the command line reads it: a string as given, a sequence joined by commas."""
+    return value if isinstance(value, str) else ",".join(str(v) for v in value)
+
+
+def frontier_sweep(
+    trace: str | Path,
+    *,
+    cluster: str,
+    deltas: str | Sequence[float] = "0.03,0.1,0.2,0.3",
+    max_jct_increase: str | Sequence[float] = "0,5,10,20",
+    baselines: str | Sequence[str] = "all",
+    objective: str = "efficiency",
+    power_cap_w: float | None = None,
+    energy_budget_kwh: float | None = None,
+    round_s: float = defaults.ROUND_S,
+    solver: str = REPLAY_REQUEST.solver,
+    time_limit: float = REPLAY_REQUEST.time_limit_s,
+    threads: int = REPLAY_REQUEST.threads,
+    seed: int = REPLAY_REQUEST.seed,
+    max_jobs: int | None = None,
+    start_s: float | None = None,
+    end_s: float | None = None,
+    trace_format: str = "auto",
+    vc: str | None = None,
+    zeus_eta: float = defaults.ZEUS_ETA,
+    noise: float = 0.0,
+    restart_s: float = defaults.RESTART_S,
+    min_pair_rate: float = defaults.MIN_PAIR_RATE,
+    governor: str = "accrued",
+    delta_max: float = 0.25,
+    tail_bound: float | None = None,
+    tail_pace: str = "steady",
+    carbon: str | Path | None = None,
+    price: str | Path | None = None,
+    signal_start: str | None = None,
+    signal_aware: bool = True,
+    max_rounds: int = 20_000,
+    gpus_per_node: int = defaults.GPUS_PER_NODE,
+    node_power_w: float = defaults.NODE_POWER_W,
+    profiles: str | Path | None = None,
+    truth: str | Path | None = None,
+    learn: bool = False,
+) -> FrontierSweep:
+    """The sweep of ``wattplan frontier``: each keyword is its option (``simulate``'s, units and defaults alike).
+
+    ``deltas`` (each in [0, 1)), ``max_jct_increase`` (percent) and ``baselines`` are lists: a sequence, or a string
+    of comma-separated items as the command line takes them. ``objective`` is that of the swept points
+    (``efficiency`` or ``energy``). Bad values raise :class:`InputError` naming the option.
+    """
+    from planner.console.list_options import number_list, split_list
+    from planner.sim.replay import DELTA_BOUNDS, JCT_INCREASE_BOUNDS
+
+    if problems := choice_problems({"--objective": (objective, OBJECTIVES)}):
+        raise InputError("options", problems)
+    rules = RoundRules(round_s, restart_s, min_pair_rate, objective)  # type: ignore[arg-type]  # checked above
+    base = base_replay_spec(
+        trace,
+        cluster,
+        None,
+        fmt=trace_format,
+        vc=vc,
+        start_s=start_s,
+        end_s=end_s,
+        max_jobs=max_jobs,
+        rules=rules,
+        power_cap_w=power_cap_w,
+        energy_budget_kwh=energy_budget_kwh,
+        solver=solver,
+        time_limit=time_limit,
+        threads=threads,
+        zeus_eta=zeus_eta,
+        seed=seed,
+        profiles=None if profiles is None else Path(profiles),
+        carbon=None if carbon is None else Path(carbon),
+        price=None if price is None else Path(price),
+        signal_start=signal_start,
+        signal_aware=signal_aware,
+    )
+    base = with_replay_options(  # --max-jct-increase is the swept list: each point sets its own
+        base,
+        noise=noise,
+        max_rounds=max_rounds,
+        gpus_per_node=gpus_per_node,
+        node_power_w=node_power_w,
+        max_jct_increase=None,
+        tail_bound=tail_bound,
+        governor=governor,
+        tail_pace=tail_pace,
+        delta_max=delta_max,
+        truth=None if truth is None else Path(truth),
+        learn=learn,
+    )
+    knob_deltas = number_list(_listed(deltas), "--deltas", DELTA_BOUNDS)
+    increases = number_list(_listed(max_jct_increase), "--max-jct-increase", JCT_INCREASE_BOUNDS)
+    names = split_list(_listed(baselines), "--baselines")
+    return FrontierSweep(base, tuple(knob_deltas), tuple(x / 100.0 for x in increases), tuple(names))
+
+
+def run_frontier(
+    sweep: FrontierSweep,
+    out: str | Path,
+    *,
+    workers: int = 2,
+    ray: str | None = None,
+    figures: FigureOptions | None = DEFAULT_FIGURES,
+    point_done: Callable[[], None] | None = None,
+) -> FrontierResult:
+    """Replay every point of ``sweep``; write the frontier's files to ``out`` (:func:`planner.sim.frontier.frontier`).
+
+    ``figures`` None writes no figure; ``point_done`` is called as each replay ends. An ``out`` that names an input
+    file raises :class:`InputError`.
+    """
+    from planner.files.paths import refuse_overwriting_inputs
+    from planner.sim import frontier as fr
+
+    base = sweep.base
+    refuse_overwriting_inputs({"--out": Path(out)}, [base.trace, base.carbon, base.price, base.profiles, base.truth])
+
+    def advance(point: Any, row: Any) -> None:
+        if point_done is not None:
+            point_done()
+
+    return fr.frontier(
+        base,
+        sweep.deltas,
+        sweep.jct_increases,
+        sweep.baselines,
+        Path(out),
+        workers,
+        advance,
+        ray_address=ray,
+        figures=figures,
+    )
