@@ -1786,42 +1786,39 @@ def bench(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from planner.bench.report import summary_table, write_report
-    from planner.bench.runner import BenchConfig, prepare_runs, run_bench
+    from planner.bench.report import summary_table
+    from planner.bench.session import bench_config, run_bench_session
     from planner.bench.summary import FAILURES
-    from planner.console.solver_list import split_solvers
 
-    _figure_options(plot_format, dpi)  # a bad --dpi is refused before any run
-    # every file of the set is an input: --out naming its manifest.csv failed with 'File exists' (exit 1)
-    refuse_overwriting_inputs({"--out": out_path}, [instances, *(instances.rglob("*") if instances.is_dir() else [])])
-    config = BenchConfig(
-        instances=instances,
-        solvers=tuple(split_solvers(solvers, "--solvers")),
-        time_limit_s=time_limit,
-        seeds=seeds,
+    session = bench_config(
+        instances,
         out=out_path,
-        rel_gap=gap,
-        threads=threads,
+        solvers=solvers,
+        time_limit=time_limit,
+        seeds=seeds,
         workers=workers,
-        ray_address=ray,
+        ray=ray,
+        gap=gap,
+        threads=threads,
         memory_limit_mb=memory_limit_mb,
-        grace_s=grace,
+        grace=grace,
+        plot_format=plot_format.value,
+        dpi=dpi,
     )
-    tasks = prepare_runs(config)
     failed = 0
     columns = (TextColumn("[bold]bench"), BarColumn(), MofNCompleteColumn(), TextColumn("runs"))
     with Progress(
         *columns, TextColumn("{task.fields[failed]} failed"), TimeElapsedColumn(), console=err, disable=quiet
     ) as bar:
-        task = bar.add_task("bench", total=len(tasks), failed=0)
+        task = bar.add_task("bench", total=len(session.tasks), failed=0)
 
         def advance(record: dict[str, Any]) -> None:
             nonlocal failed
             failed += record.get("status") in FAILURES
             bar.update(task, advance=1, failed=failed)
 
-        result = run_bench(config, tasks, advance)
-    report = write_report(config, result.tasks, result.records, plot_format=plot_format.value, dpi=dpi)
+        outcome = run_bench_session(session, advance)
+    result, report = outcome.sweep, outcome.report
     print_answer(fmt, lambda: [summary_table(report.summary)], lambda: [Section("solvers", report.summary)])
     if failed:
         err.print(f"[yellow]{failed} run(s) failed (crash, hang, timeout, oom or error): see runs.csv[/]")

@@ -51,9 +51,12 @@ def test_the_api_imports_no_command_line(tmp_path: Path, tiny_trace: Path) -> No
         f"out={str(tmp_path / 'o')!r})\n"
         f"f = wattplan.frontier({str(tiny_trace)!r}, cluster='v100:8', deltas=[0.1], max_jct_increase=[5], "
         f"baselines=['fifo-max'], workers=1, max_rounds=20, out={str(tmp_path / 'f')!r})\n"
+        "b = wattplan.bench(wattplan.default_instance(), solvers=['greedy'], time_limit=5, "
+        f"out={str(tmp_path / 'b')!r})\n"
         "print(sorted(m for m in ('planner.cli', 'cli', 'typer', 'click') if m in sys.modules))\n"
         "print(r.summary.policy.tolist())\n"
         "print(sorted(f.frontier.label))\n"
+        "print(b.bench.solver.tolist())\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env={"PYTHONPATH": str(ROOT)}
@@ -62,6 +65,7 @@ def test_the_api_imports_no_command_line(tmp_path: Path, tiny_trace: Path) -> No
     lines = done.stdout.splitlines()
     assert lines[:2] == ["[]", "['fifo-max']"]
     assert "fifo-max" in lines[2] and "wattplan-efficiency-delta-0.1" in lines[2]
+    assert lines[3] == "['greedy']"
 
 
 def test_one_policy_writes_its_own_folder_with_policy_and_nodes_on_columns(tmp_path: Path, tiny_trace: Path) -> None:
@@ -180,3 +184,12 @@ def test_frontier_options_are_checked_and_named(tmp_path: Path, tiny_trace: Path
     assert [p.path for p in exc.value.problems] == ["--objective"]
     with pytest.raises(TypeError, match="delta.*deltas"):
         wattplan.frontier(tiny_trace, cluster="v100:8", delta=0.1)
+
+
+def test_bench_options_are_checked_before_any_run(tmp_path: Path) -> None:
+    with pytest.raises(InputError) as exc:
+        wattplan.bench(wattplan.default_instance(), solvers=["greedy"], seeds=0, out=tmp_path / "b")
+    assert "--seeds" in {p.path for p in exc.value.problems}
+    assert not (tmp_path / "b" / "runs.csv").exists()
+    with pytest.raises(TypeError, match="solver.*solvers"):
+        wattplan.bench(wattplan.default_instance(), solver="greedy")

@@ -1,104 +1,27 @@
 """``wattplan.simulate``, ``wattplan.frontier`` and ``wattplan.bench``: the commands from Python, results as DataFrames.
 
-``simulate`` and ``frontier`` are library calls with typed keywords (:mod:`planner.sim.session`, the code the
+Each is a library call with typed keywords (:mod:`planner.sim.session`, :mod:`planner.bench.session`: the code the
 command line calls too; no click is imported): a keyword is the option of that name (``max_jobs=20`` is
-``--max-jobs 20``, ``power_cap_w=8000`` is ``--power-cap-w 8000``, ``learn=True`` is ``--learn``). ``bench`` still
-runs its command's code in this process, its options given as keywords the same way (``learn=False`` is
-``--no-learn`` where the command has it; a list repeats the option or is joined by commas, as the command reads it).
-Output goes to ``out`` (a new temporary folder when None) and is read back with
-:func:`wattplan.results.read_results`, so the frames are exactly what the files hold and a result can be read again
-later from its folder. Bad input raises :class:`~planner.contracts.problems.InputError` with every problem, as the
-command line reports them; an unknown keyword ``TypeError`` naming the options there are.
+``--max-jobs 20``, ``power_cap_w=8000`` is ``--power-cap-w 8000``, ``learn=True`` is ``--learn``; a list option takes
+a sequence or the command line's comma-separated string). Output goes to ``out`` (a new temporary folder when None)
+and is read back with :func:`wattplan.results.read_results`, so the frames are exactly what the files hold and a
+result can be read again later from its folder. Bad input raises :class:`~planner.contracts.problems.InputError`
+with every problem, as the command line reports them; an unknown keyword ``TypeError`` naming the options there are.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from planner.contracts import defaults
-from planner.contracts.problems import InputError, Problem
 from planner.contracts.request import REPLAY_REQUEST
 from wattplan.results import Results, read_results
 
 if TYPE_CHECKING:
     from planner.sim.session import ReplayHooks
-
-REPEATED = {"policy", "variant"}
-"""Options a command takes once per value (``-p fifo-max -p wattplan``); other lists are joined with commas."""
-
-
-def _command(name: str) -> Any:
-    """The click command of ``wattplan NAME`` (typer's own click: typed loosely)."""
-    import typer
-
-    from planner.cli import app
-
-    return typer.main.get_command(app).commands[name]  # type: ignore[attr-defined]
-
-
-def _flag_names(command: Any) -> dict[str, Any]:
-    """Keyword -> click option of ``command``: ``--max-jobs`` is ``max_jobs`` (its arguments left out)."""
-    out: dict[str, Any] = {}
-    for p in command.params:
-        if p.param_type_name != "option":
-            continue
-        for opt in p.opts:
-            if opt.startswith("--"):
-                out[opt[2:].replace("-", "_")] = p
-    return out
-
-
-def command_args(command: Any, positional: Sequence[str], options: dict[str, Any]) -> list[str]:
-    """The command-line words of ``options`` (module docstring); ``TypeError`` naming an option the command lacks."""
-    known = _flag_names(command)
-    args = list(positional)
-    for key, value in options.items():
-        if value is None:
-            continue
-        param = known.get(key)
-        if param is None:
-            raise TypeError(f"{command.name}() got an unexpected option {key!r} (options: {', '.join(sorted(known))})")
-        long = f"--{key.replace('_', '-')}"
-        if param.is_flag:
-            if value:
-                args.append(long)
-            elif param.secondary_opts:
-                args.append(max(param.secondary_opts, key=len))
-            continue
-        if isinstance(value, list | tuple):
-            if key in REPEATED:
-                for item in value:
-                    args += [long, str(item)]
-            else:
-                args += [long, ",".join(str(v) for v in value)]
-        else:
-            args += [long, str(value)]
-    return args
-
-
-def run_command(name: str, positional: Sequence[str], options: dict[str, Any]) -> str:
-    """Run command ``name`` in this process; its printed output. ``InputError`` when it exits with a problem."""
-    command = _command(name)
-    args = command_args(command, positional, options)
-    printed = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
-            code = command.main(args=args, prog_name=f"wattplan {name}", standalone_mode=False)
-    except Exception as exc:  # click's usage errors (typer vendors click: matched by their method)
-        if not hasattr(exc, "format_message"):
-            raise
-        raise InputError(name, [Problem("bad-option", "(options)", exc.format_message())]) from None
-    except SystemExit as exc:
-        code = exc.code
-    if code not in (0, None):  # the command printed its problems: they are the error's message
-        text = printed.getvalue().strip() or f"exit code {code}"
-        raise InputError(f"wattplan {name}", [Problem("failed", "(command)", text)])
-    return printed.getvalue()
 
 
 def _out(out: str | Path | None, prefix: str) -> Path:
@@ -370,12 +293,50 @@ def frontier(
     return read_results(folder)
 
 
-def bench(instances: str | Path, *, out: str | Path | None = None, **options: Any) -> Results:
-    """Benchmark solvers on a folder of instances.
+def bench(
+    instances: str | Path,
+    *,
+    out: str | Path | None = None,
+    solvers: str | Sequence[str] = "cbc,highs,cpsat,greedy",
+    time_limit: float = 10.0,
+    seeds: int = 1,
+    workers: int | None = None,
+    ray: str | None = None,
+    gap: float | None = None,
+    threads: int = 1,
+    memory_limit_mb: int | None = None,
+    grace: float | None = None,
+    plot_format: str = "png",
+    dpi: int = defaults.FIGURE_DPI,
+    **unknown: Any,
+) -> Results:
+    """Benchmark solvers on a folder of instances (or one instance file); no command line involved.
 
-    ``wattplan bench``'s options are keywords (``solvers=["highs", "greedy"]``, ``time_limit=5``). ``runs`` has one
-    row per run, ``bench`` one per solver, ``per_instance`` one per instance.
+    Every keyword is the ``wattplan bench`` option of that name (``solvers=["highs", "greedy"]``, ``time_limit=5``
+    s per run, ``gap`` relative, None: the planner's default). It runs :func:`planner.bench.session.run_bench_session`,
+    the command's own code. ``runs`` has one row per run, ``bench`` one per solver, ``per_instance`` one per instance.
     """
+    import inspect
+
+    from planner.bench.session import bench_config, run_bench_session
+    from planner.contracts.request import DEFAULT_REQUEST
+
+    _unknown("bench", unknown, [k for k in inspect.signature(bench).parameters if k not in ("instances", "unknown")])
     folder = _out(out, "wattplan-bench-")
-    run_command("bench", [str(instances)], {"out": str(folder), "quiet": True} | options)
+    session = bench_config(
+        instances,
+        out=folder,
+        solvers=solvers,
+        time_limit=time_limit,
+        seeds=seeds,
+        workers=workers,
+        ray=ray,
+        gap=DEFAULT_REQUEST.rel_gap if gap is None else gap,
+        threads=threads,
+        memory_limit_mb=memory_limit_mb,
+        grace=grace,
+        plot_format=plot_format,
+        dpi=dpi,
+    )
+    run_bench_session(session)
     return read_results(folder)
