@@ -34,7 +34,6 @@ from planner.launch.limits import DEFAULT_GRACE_S, DEFAULT_SIGNAL_LEAD_S
 
 if TYPE_CHECKING:
     from planner.contracts.domain import Instance
-    from planner.contracts.plan import BudgetOverride
     from planner.profile_library.library import ProfileLibrary
     from planner.sim.plots import FigureOptions
 
@@ -461,8 +460,6 @@ def plan(
     is written beside the plan, for validate, launch and instance next. Prints the running jobs, the waiting jobs
     with the reason each waits (docs/design.md §6.5) and a summary.
     """
-    import dataclasses
-
     from planner.console.tables import (
         plan_table,
         running_rows,
@@ -471,9 +468,9 @@ def plan(
         waiting_rows,
         waiting_table,
     )
-    from planner.contracts.instance_io import instance_sha256, load_instance
-    from planner.contracts.plan import with_budget_override, with_instance_sha256, write_plan
-    from planner.core.validate import InvalidPlanError, checked
+    from planner.contracts.instance_io import load_instance
+    from planner.contracts.plan import write_plan
+    from planner.core.validate import InvalidPlanError
     from planner.core.waiting import waiting_reasons
     from planner.files.resources import default_instance
 
@@ -543,10 +540,8 @@ def plan(
         source = instance_out
     else:
         inst = load_instance(source)
-    override = budget_override(inst.round.budget_j, inst.round.duration_s, budget_j, power_cap_w)
-    planned_inst = inst
-    if override is not None:
-        planned_inst = dataclasses.replace(inst, round=dataclasses.replace(inst.round, budget_j=override.budget_j))
+    override = planning.budget_override(inst.round.budget_j, inst.round.duration_s, budget_j, power_cap_w)
+    planned_inst = planning.with_overridden_budget(inst, override)
     if stage2_progress is not None:
         written = planning.export_stage_models(planned_inst, request, stage2_progress)
         out.print(f"models written (no plan): {shown(', '.join(map(str, written)))}")
@@ -559,8 +554,7 @@ def plan(
             with err.status(f"planning with {shown(solver)} (at most {time_limit:g} s)..."):
                 result = planner.plan(planned_inst, started_at)
         if override is not None:
-            result = with_instance_sha256(with_budget_override(result, override), instance_sha256(inst))
-            checked(inst, result)  # the written plan passes against the instance file itself
+            result = planning.declare_budget_override(result, override, inst)
     except SolutionRejected as exc:
         report_problems(exc.source, exc.problems, "solution rejected, no plan written")
         raise typer.Exit(ExitCode.FAILED) from None
@@ -594,25 +588,6 @@ def plan(
     say(fmt, f"plan written to [bold]{shown(out_path)}[/] and validated against {shown(source)}")
     if export_model is not None:
         say(fmt, f"model written to {shown(', '.join(map(str, planning.exported_model_files(export_model))))}")
-
-
-def budget_override(
-    instance_budget_j: float | None, duration_s: float, budget_j: float | None, power_cap_w: float | None
-) -> BudgetOverride | None:
-    """The override ``--budget-j`` (J) or ``--power-cap-w`` (W, times the round length ``duration_s``) asks for.
-
-    None when neither option is given; the instance's own budget (J, None: none) is recorded beside it.
-    """
-    from planner.contracts.plan import BudgetOverride
-    from planner.core.economics import round_budget_j
-
-    if power_cap_w is not None:
-        return BudgetOverride(
-            round_budget_j(duration_s, power_cap_w=power_cap_w), "--power-cap-w", power_cap_w, instance_budget_j
-        )
-    if budget_j is not None:
-        return BudgetOverride(budget_j, "--budget-j", budget_j, instance_budget_j)
-    return None
 
 
 def profile_basis_summary(result: Any) -> str | None:

@@ -60,7 +60,7 @@ from planner.contracts.request import DEFAULT_REQUEST, EXPORT_SUFFIXES, GREEDY, 
 from planner.contracts.rules import RoundRules, rules_problems
 
 if TYPE_CHECKING:
-    from planner.contracts.plan import Plan
+    from planner.contracts.plan import BudgetOverride, Plan
 
 SOLVER_NAMES: tuple[str, ...] = (*BUILTIN, GREEDY)
 """The solver names a user may give besides the patterns (``pulp:NAME``): the registry's and ``greedy``."""
@@ -415,3 +415,45 @@ def lp_reference(
     begin = time.perf_counter()
     bound = lp_relaxation(get_backend(lp_solver), rm.lm, "progress", True, time_limit_s).value
     return LpReference(columns, rows, build_s, bound, time.perf_counter() - begin)
+
+
+def budget_override(
+    instance_budget_j: float | None, duration_s: float, budget_j: float | None, power_cap_w: float | None
+) -> BudgetOverride | None:
+    """The override ``--budget-j`` (J) or ``--power-cap-w`` (W, times the round length ``duration_s``) asks for.
+
+    None when neither option is given; the instance's own budget (J, None: none) is recorded beside it.
+    ``wattplan plan`` and :func:`wattplan.plan` both use it.
+    """
+    from planner.contracts.plan import BudgetOverride
+    from planner.core.economics import round_budget_j
+
+    if power_cap_w is not None:
+        return BudgetOverride(
+            round_budget_j(duration_s, power_cap_w=power_cap_w), "--power-cap-w", power_cap_w, instance_budget_j
+        )
+    if budget_j is not None:
+        return BudgetOverride(budget_j, "--budget-j", budget_j, instance_budget_j)
+    return None
+
+
+def with_overridden_budget(instance: Instance, override: BudgetOverride | None) -> Instance:
+    """``instance`` with the round budget (J) of ``override``; unchanged when there is none."""
+    if override is None:
+        return instance
+    return replace(instance, round=replace(instance.round, budget_j=override.budget_j))
+
+
+def declare_budget_override(result: Plan, override: BudgetOverride, instance: Instance) -> Plan:
+    """``result`` (planned under the override) declaring it and the SHA-256 of the original ``instance``.
+
+    The plan is then checked against that instance itself (:func:`planner.core.validate.checked`: an invalid plan
+    raises), as a plan file is later validated against the instance file it names.
+    """
+    from planner.contracts.instance_io import instance_sha256
+    from planner.contracts.plan import with_budget_override, with_instance_sha256
+    from planner.core.validate import checked
+
+    declared = with_instance_sha256(with_budget_override(result, override), instance_sha256(instance))
+    checked(instance, declared)
+    return declared

@@ -79,3 +79,16 @@ def test_plan_from_a_job_list(tmp_path: Path) -> None:
     result = wattplan.plan(jobs=jobs, cluster=cluster, time_limit_s=5)
     assert result.jobs.set_index("job").loc["a", "gpus"] == 2
     assert result.instance.extra["hosts"] == {"v100-0": "n1"}
+
+
+def test_plan_under_a_power_cap_declares_the_override_as_the_command_does() -> None:
+    """``power_cap_w`` (W) sets the budget to cap x T (J) and the plan says so, against the instance as given."""
+    result = wattplan.plan(power_cap_w=20_000.0, solver="greedy", time_limit_s=5)
+    T = result.instance.round.duration_s
+    override = result.plan.round.budget_override
+    assert override is not None and override.option == "--power-cap-w"
+    assert override.budget_j == pytest.approx(20_000.0 * T) == result.plan.round.budget_j
+    assert result.plan.round.energy_j <= 20_000.0 * T * (1 + 1e-9)
+    with pytest.raises(InputError) as exc:
+        wattplan.plan(power_cap_w=20_000.0, budget_j=1e6)
+    assert exc.value.problems[0].code == "conflicting-options"

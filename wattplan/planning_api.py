@@ -6,7 +6,6 @@ is validated, its figures recomputed from the instance, its bound proven where i
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from planner.console.tables import running_rows
 from planner.contracts.domain import Instance
 from planner.contracts.instance_io import load_instance, write_instance
 from planner.contracts.plan import Plan, plan_to_doc, write_plan
+from planner.contracts.problems import InputError, Problem
 from planner.contracts.request import PlanRequest
 from planner.core.waiting import waiting_reasons
 from planner.files.resources import default_instance
@@ -89,6 +89,7 @@ def plan(
     objective: str | None = None,
     delta: float | None = None,
     budget_j: float | None = None,
+    power_cap_w: float | None = None,
     time_limit_s: float = 30.0,
     rel_gap: float = 1e-4,
     threads: int = 2,
@@ -99,13 +100,18 @@ def plan(
     The instance is an :class:`Instance`, a path, or None for the shipped default round (docs/operators.md for job
     lists).
 
-    ``budget_j`` (J) replaces the instance's budget. Other options are :class:`~planner.contracts.request.PlanRequest`'s
-    (``time_limit_s`` s for the whole call). Bad input raises :class:`~planner.contracts.problems.InputError` with every
-    problem; the plan is validated before it is returned.
+    ``budget_j`` (J) or ``power_cap_w`` (W, times the round length) replaces the instance's budget, as
+    ``wattplan plan --budget-j`` / ``--power-cap-w`` do: the plan declares the override
+    (``plan.round.budget_override``) and is validated against the instance as given. Other options are
+    :class:`~planner.contracts.request.PlanRequest`'s (``time_limit_s`` s for the whole call). Bad input raises
+    :class:`~planner.contracts.problems.InputError` with every problem; the plan is validated before it is returned.
     """
     inst = _instance(instance, jobs, cluster, profiles)
-    if budget_j is not None:
-        inst = dataclasses.replace(inst, round=dataclasses.replace(inst.round, budget_j=float(budget_j)))
+    if budget_j is not None and power_cap_w is not None:
+        raise InputError("options", [Problem("conflicting-options", "budget_j", "give budget_j or power_cap_w")])
+    override = planning.budget_override(
+        inst.round.budget_j, inst.round.duration_s, None if budget_j is None else float(budget_j), power_cap_w
+    )
     request = PlanRequest(
         solver=solver,
         objective=objective,  # type: ignore[arg-type]
@@ -115,4 +121,7 @@ def plan(
         threads=threads,
         seed=seed,
     )
-    return PlanResult(planning.plan(inst, request), inst)
+    result = planning.plan(planning.with_overridden_budget(inst, override), request)
+    if override is not None:
+        result = planning.declare_budget_override(result, override, inst)
+    return PlanResult(result, inst)

@@ -16,6 +16,8 @@ from typing import Any
 from planner.bench.report import BenchReport, write_report
 from planner.bench.runner import BenchConfig, BenchTask, SweepResult, prepare_runs, run_bench
 from planner.contracts.defaults import FIGURE_DPI
+from planner.contracts.figures import figure_option_problems
+from planner.contracts.problems import InputError
 from planner.contracts.request import DEFAULT_REQUEST
 
 DEFAULT_SOLVERS = "cbc,highs,cpsat,greedy"
@@ -63,9 +65,9 @@ def bench_config(
     """
     from planner.console.solver_list import split_solvers
     from planner.files.paths import refuse_overwriting_inputs
-    from planner.sim.plots import FigureOptions, check_figure_options
 
-    check_figure_options(FigureOptions(plot_format, dpi))  # type: ignore[arg-type]  # the format is checked here
+    if problems := figure_option_problems(plot_format, dpi):
+        raise InputError("figures", problems)
     folder, out_path = Path(instances), Path(out)
     # every file of the set is an input: --out naming its manifest.csv failed with 'File exists' (exit 1)
     refuse_overwriting_inputs({"--out": out_path}, [folder, *(folder.rglob("*") if folder.is_dir() else [])])

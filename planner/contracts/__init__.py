@@ -11,6 +11,7 @@
 - ``profile_checks``: the checks of a ``wattplan.profiles/1`` library (also of an instance's profiles).
 - ``floor``: the energy floor's answer (the least energy any schedule of a workload needs).
 - ``jsonio``, ``schema_check``: strict JSON reading, atomic writing and the JSON schemas.
+- ``figures``: the figure options every plotting command takes (formats, dpi range) and their check.
 - ``provenance``: the ``written_by`` record (command line, version) of the JSON files wattplan writes.
 
 Imports nothing else of wattplan.

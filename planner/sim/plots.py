@@ -31,9 +31,10 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal
 
 from planner.contracts.defaults import FIGURE_DPI
+from planner.contracts.figures import PLOT_FORMATS, PlotFormat, figure_option_problems
 from planner.contracts.problems import InputError, Problem
 from planner.sim.engine import SimResult
 from planner.sim.metrics import J_PER_KWH, pareto_front
@@ -42,13 +43,8 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-PlotFormat = Literal["png", "pdf", "svg"]
-PLOT_FORMATS: tuple[PlotFormat, ...] = get_args(PlotFormat)
-"""File formats a figure is saved in: PNG (raster, ``dpi``), PDF and SVG (vector, for papers)."""
 DEFAULT_DPI = FIGURE_DPI
 """Dots per inch of a raster (PNG) figure unless asked otherwise (:data:`planner.contracts.defaults.FIGURE_DPI`)."""
-DPI_RANGE = (50, 1200)
-"""Allowed ``dpi``, both ends included."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,16 +64,8 @@ DEFAULT_FIGURES = FigureOptions()
 
 
 def figure_problems(options: FigureOptions) -> list[Problem]:
-    """Every bad value of ``options``, naming the option (``--plot-format``, ``--dpi``)."""
-    problems = []
-    if options.format not in PLOT_FORMATS:
-        problems.append(
-            Problem("bad-option", "--plot-format", f"{options.format!r}; choose from {', '.join(PLOT_FORMATS)}")
-        )
-    low, high = DPI_RANGE
-    if not low <= options.dpi <= high:
-        problems.append(Problem("bad-option", "--dpi", f"must be in [{low}, {high}], got {options.dpi}"))
-    return problems
+    """Every bad value of ``options``, naming the option (:func:`planner.contracts.figures.figure_option_problems`)."""
+    return figure_option_problems(options.format, options.dpi)
 
 
 def check_figure_options(options: FigureOptions) -> None:
