@@ -19,6 +19,9 @@ input file changed, another policy) or one that cannot be read is not resumed: t
 overwrites it, as a replay into a used folder always did (:attr:`ReplayJournal.discarded` says why, and the command
 line says it on stderr); ``--fresh`` (:func:`remove_checkpoint`) starts over in any case. A checkpoint is a pickle:
 load only your own.
+
+The files are rewritten from the checkpoint's state in the current columns (``policy`` first, ``nodes_on_<type>``
+per GPU type of ``gpu_types``), so a checkpoint written before those columns resumes into files with them.
 """
 
 from __future__ import annotations
