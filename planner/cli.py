@@ -226,6 +226,13 @@ class TailPaceChoice(StrEnum):
     steady = "steady"
 
 
+class ReplanChoice(StrEnum):
+    """When a replay asks its policies again (planner.sim.decision_memo.ReplanOn)."""
+
+    rounds = "rounds"
+    events = "events"
+
+
 class TraceFormat(StrEnum):
     """Trace formats: ``auto`` chooses by file extension (``.csv`` is Philly)."""
 
@@ -325,6 +332,13 @@ TailPaceOpt = Annotated[
     typer.Option(
         help="How --tail-bound paces a job: steady (held to the even pace that meets its deadline, once that "
         "pace is above its least-energy rate) or fastest (it may wait until only full speed meets it)."
+    ),
+]
+ReplanOpt = Annotated[
+    ReplanChoice,
+    typer.Option(
+        help="When policies re-plan: rounds (every round that changed; exact) or events (only at an arrival, "
+        "a completion, a budget, delta or profile change; faster, an approximation for wattplan)."
     ),
 ]
 MaxRoundsOpt = Annotated[int, typer.Option(help="Stop after this many simulated rounds.")]
@@ -1434,6 +1448,7 @@ def simulate(
     profiles: BelievedProfilesOpt = None,
     truth: TruthOpt = None,
     learn: LearnOpt = False,
+    replan: ReplanOpt = ReplanChoice.rounds,
     plots: PlotsOpt = True,
     plot_format: PlotFormatOpt = PlotFormatChoice.png,
     dpi: DpiOpt = defaults.FIGURE_DPI,
@@ -1499,6 +1514,7 @@ def simulate(
         profiles=profiles,
         truth=truth,
         learn=learn,
+        replan=replan.value,
     )
     figures = _figure_options(plot_format, dpi)
     hooks = ReplayHooks(
@@ -1618,6 +1634,7 @@ def frontier(
     profiles: BelievedProfilesOpt = None,
     truth: TruthOpt = None,
     learn: LearnOpt = False,
+    replan: ReplanOpt = ReplanChoice.rounds,
     plots: PlotsOpt = True,
     plot_format: PlotFormatOpt = PlotFormatChoice.png,
     dpi: DpiOpt = defaults.FIGURE_DPI,
@@ -1678,6 +1695,7 @@ def frontier(
         profiles=profiles,
         truth=truth,
         learn=learn,
+        replan=replan.value,
     )
     figures = _figure_options(plot_format, dpi) if plots else None
     total = sweep.total

@@ -171,6 +171,9 @@ def test_bad_options_are_named_as_the_command_names_them(tmp_path: Path, tiny_tr
         wattplan.simulate(tiny_trace, cluster="v100:8", governor="x", tail_pace="y", out=tmp_path / "o")
     assert [p.path for p in exc.value.problems] == ["--governor", "--tail-pace"]
     with pytest.raises(InputError) as exc:
+        wattplan.simulate(tiny_trace, cluster="v100:8", replan="often", out=tmp_path / "o")
+    assert [p.path for p in exc.value.problems] == ["--replan"]
+    with pytest.raises(InputError) as exc:
         wattplan.simulate(tiny_trace, cluster="v100:8", noise=2.0, zeus_eta=-1.0, out=tmp_path / "o")
     assert {p.path for p in exc.value.problems} == {"--noise", "--zeus-eta"}
 
@@ -182,8 +185,21 @@ def test_frontier_options_are_checked_and_named(tmp_path: Path, tiny_trace: Path
     with pytest.raises(InputError) as exc:
         wattplan.frontier(tiny_trace, cluster="v100:8", objective="fast", out=tmp_path / "f")
     assert [p.path for p in exc.value.problems] == ["--objective"]
+    with pytest.raises(InputError) as exc:
+        wattplan.frontier(tiny_trace, cluster="v100:8", replan="sometimes", out=tmp_path / "f")
+    assert [p.path for p in exc.value.problems] == ["--replan"]
     with pytest.raises(TypeError, match="delta.*deltas"):
         wattplan.frontier(tiny_trace, cluster="v100:8", delta=0.1)
+
+
+def test_replan_reaches_every_frontier_point(tiny_trace: Path) -> None:
+    from planner.sim.frontier import frontier_points
+    from planner.sim.session import frontier_sweep
+
+    sweep = frontier_sweep(tiny_trace, cluster="v100:8", deltas=[0.1], max_jct_increase=[5], replan="events")
+    points = frontier_points(sweep.base, sweep.deltas, sweep.jct_increases, sweep.baselines)
+    assert len(points) > 2 and {p.spec.replan for p in points} == {"events"}
+    assert frontier_sweep(tiny_trace, cluster="v100:8").base.replan == "rounds"
 
 
 def test_bench_options_are_checked_before_any_run(tmp_path: Path) -> None:

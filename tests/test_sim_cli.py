@@ -63,6 +63,33 @@ def test_several_policies_one_folder_each_and_comparison(tmp_path: Path, tiny_tr
     assert (out / "power.png").exists() and (out / "energy_jct.png").exists()
 
 
+def _rounds_without_wall_clock(path: Path) -> list[dict[str, str]]:
+    """``rounds.csv`` rows without the wall-clock column (``solver_s``)."""
+    with path.open() as f:
+        return [{k: v for k, v in row.items() if k != "solver_s"} for row in csv.DictReader(f)]
+
+
+def test_replan_events_gives_fifo_max_the_same_rounds(tmp_path: Path, tiny_trace: Path) -> None:
+    """fifo-max decides from the queue alone, so asking it only at events changes none of its rounds."""
+    rounds: dict[str, list[dict[str, str]]] = {}
+    decided: dict[str, int] = {}
+    for mode in ("rounds", "events"):
+        out = tmp_path / mode
+        result = run(
+            "simulate", tiny_trace, "--cluster", "v100:8,p100:8", "-p", "fifo-max", "--replan", mode,
+            "--no-plots", "-q", "--out", out,
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        rounds[mode] = _rounds_without_wall_clock(out / "fifo-max" / "rounds.csv")
+        summary = json.loads((out / "fifo-max" / "summary.json").read_text())
+        assert summary["replan"] == mode
+        decided[mode] = summary["rounds_decided"]
+    assert len(rounds["rounds"]) > 3 and rounds["events"] == rounds["rounds"]
+    assert decided["events"] <= decided["rounds"]
+    bad = run("simulate", tiny_trace, "--cluster", "v100:8", "--replan", "often", "--out", tmp_path / "x", "-q")
+    assert bad.exit_code == 2 and "--replan" in bad.output
+
+
 @pytest.mark.parametrize(
     ("args", "code"),
     [

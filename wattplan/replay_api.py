@@ -2,8 +2,9 @@
 
 Each is a library call with typed keywords (:mod:`planner.sim.session`, :mod:`planner.bench.session`: the code the
 command line calls too; no click is imported): a keyword is the option of that name (``max_jobs=20`` is
-``--max-jobs 20``, ``power_cap_w=8000`` is ``--power-cap-w 8000``, ``learn=True`` is ``--learn``; a list option takes
-a sequence or the command line's comma-separated string). Output goes to ``out`` (a new temporary folder when None)
+``--max-jobs 20``, ``power_cap_w=8000`` is ``--power-cap-w 8000``, ``learn=True`` is ``--learn``,
+``replan="events"`` is ``--replan events``; a list option takes a sequence or the command line's comma-separated
+string). Output goes to ``out`` (a new temporary folder when None)
 and is read back with :func:`wattplan.results.read_results`, so the frames are exactly what the files hold and a
 result can be read again later from its folder. Bad input raises :class:`~planner.contracts.problems.InputError`
 with every problem, as the command line reports them; an unknown keyword ``TypeError`` naming the options there are.
@@ -81,6 +82,7 @@ def simulate(
     profiles: str | Path | None = None,
     truth: str | Path | None = None,
     learn: bool = False,
+    replan: str = "rounds",
     **unknown: Any,
 ) -> Results:
     """Replay ``trace`` on ``cluster`` (``v100:32,p100:16``) with each of ``policies``; no command line involved.
@@ -137,6 +139,7 @@ def simulate(
         profiles=profiles,
         truth=truth,
         learn=learn,
+        replan=replan,
     )
     figures = FigureOptions(plot_format, dpi)  # type: ignore[arg-type]  # checked on the next line
     check_figure_options(figures)
@@ -233,6 +236,7 @@ def frontier(
     profiles: str | Path | None = None,
     truth: str | Path | None = None,
     learn: bool = False,
+    replan: str = "rounds",
     **unknown: Any,
 ) -> Results:
     """Sweep wattplan's energy knob on ``trace``; no command line involved.
@@ -285,6 +289,7 @@ def frontier(
         profiles=profiles,
         truth=truth,
         learn=learn,
+        replan=replan,
     )
     figures = FigureOptions(plot_format, dpi)  # type: ignore[arg-type]  # checked on the next line
     check_figure_options(figures)

@@ -40,6 +40,9 @@ GOVERNORS = ("accrued", "projected")
 """How ``--max-jct-increase`` compares JCTs (:mod:`planner.sim.governor`)."""
 TAIL_PACES = ("steady", "fastest")
 """The rate ``--tail-bound`` assumes a job keeps (:mod:`planner.sim.tail_bound`)."""
+REPLANS = ("rounds", "events")
+"""When policies are asked again (``--replan``, :data:`planner.sim.decision_memo.ReplanOn`): every round that
+changed (exact) or only at an event (faster; an approximation for wattplan)."""
 
 Runs = list[tuple[SimResult, dict[str, Any]]]
 """Each policy's result and summary, in policy order."""
@@ -147,12 +150,15 @@ def with_replay_options(
     delta_max: float = 0.25,
     truth: Path | None = None,
     learn: bool = False,
+    replan: str = "rounds",
 ) -> ReplaySpec:
     """``spec`` with the replay options :func:`base_replay_spec` leaves at their defaults (``simulate``, ``frontier``).
 
     ``max_jct_increase`` and ``tail_bound`` are percent here, fractions in the spec.
     """
-    problems = choice_problems({"--governor": (governor, GOVERNORS), "--tail-pace": (tail_pace, TAIL_PACES)})
+    problems = choice_problems(
+        {"--governor": (governor, GOVERNORS), "--tail-pace": (tail_pace, TAIL_PACES), "--replan": (replan, REPLANS)}
+    )
     if problems:
         raise InputError("options", problems)
     return dataclasses.replace(
@@ -168,6 +174,7 @@ def with_replay_options(
         delta_max=delta_max,
         truth=None if truth is None else Path(truth),
         learn=learn,
+        replan=replan,  # type: ignore[arg-type]  # checked above
     )
 
 
@@ -209,6 +216,7 @@ def replay_spec(
     profiles: str | Path | None = None,
     truth: str | Path | None = None,
     learn: bool = False,
+    replan: str = "rounds",
 ) -> ReplaySpec:
     """The spec of ``wattplan simulate``: each keyword is the option of that name (``max_jobs`` is ``--max-jobs``).
 
@@ -257,6 +265,7 @@ def replay_spec(
         delta_max=delta_max,
         truth=None if truth is None else Path(truth),
         learn=learn,
+        replan=replan,
     )
 
 
@@ -466,6 +475,7 @@ def frontier_sweep(
     profiles: str | Path | None = None,
     truth: str | Path | None = None,
     learn: bool = False,
+    replan: str = "rounds",
 ) -> FrontierSweep:
     """The sweep of ``wattplan frontier``: each keyword is its option (``simulate``'s, units and defaults alike).
 
@@ -515,6 +525,7 @@ def frontier_sweep(
         delta_max=delta_max,
         truth=None if truth is None else Path(truth),
         learn=learn,
+        replan=replan,
     )
     knob_deltas = number_list(_listed(deltas), "--deltas", DELTA_BOUNDS)
     increases = number_list(_listed(max_jct_increase), "--max-jct-increase", JCT_INCREASE_BOUNDS)
