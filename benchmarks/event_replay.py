@@ -94,12 +94,29 @@ def _strip_json(value: Any) -> Any:
     return value
 
 
+def _nodes_on(row: dict[str, str]) -> str:
+    """A round's powered nodes as sorted ``type:u`` pairs with u > 0.
+
+    Read from the packed ``nodes_on`` column (before 87f4f65) or the ``nodes_on_<type>`` columns (after), so both
+    layouts compare.
+    """
+    pairs = dict(p.split(":") for p in row.get("nodes_on", "").split())
+    pairs.update({k.removeprefix("nodes_on_"): v for k, v in row.items() if k.startswith("nodes_on_")})
+    return " ".join(f"{g}:{u}" for g, u in sorted(pairs.items()) if float(u) != 0)
+
+
 def _strip_csv(text: str) -> list[list[str]]:
-    rows = list(csv.reader(io.StringIO(text)))
+    """The rows without wall-clock columns, with the powered nodes in one canonical column.
+
+    The ``policy`` column (new in 87f4f65) is left out: the folder names the policy.
+    """
+    rows = list(csv.DictReader(io.StringIO(text)))
     if not rows:
-        return rows
-    drop = {k for k, name in enumerate(rows[0]) if name in TIMING_COLUMNS or name in TIMING_KEYS}
-    return [[c for k, c in enumerate(row) if k not in drop] for row in rows]
+        return []
+    skip = {*TIMING_COLUMNS, *TIMING_KEYS, "policy", "nodes_on"}
+    names = [n for n in rows[0] if n not in skip and not n.startswith("nodes_on_")]
+    nodes = "nodes_on" in rows[0] or any(n.startswith("nodes_on_") for n in rows[0])
+    return [[r[n] for n in names] + ([_nodes_on(r)] if nodes else []) for r in rows]
 
 
 def differences(a: Path, b: Path) -> list[str]:
