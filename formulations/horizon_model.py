@@ -237,7 +237,7 @@ def build_horizon_model(instance: Instance, horizon: int) -> HorizonModel:
             vec[y_cols] = np.divide(vec[src], sigma, out=np.zeros(len(sigma)), where=sigma > 0)
             vec[src] = 0.0
         for y, c, s in zip(y_cols.tolist(), src.tolist(), sigma.tolist(), strict=True):
-            add_row(np.array([y, c]), np.array([1.0, -s]), -INF, 0.0, f"h{h}.steps[{c - offsets[h]}]", "count")
+            add_row(np.array([y, c]), np.array([1.0, -s]), -INF, 0.0, f"h{h}.steps[{c - offsets[h]}]", "energy")
     for j in np.flatnonzero(finishing).tolist():
         cols0 = opt0.cols[opt0.job == j]
         mine = y_src[optl.job[y_src] == j]
@@ -248,7 +248,7 @@ def build_horizon_model(instance: Instance, horizon: int) -> HorizonModel:
             -INF,
             instance.jobs[j].remaining_steps,
             f"steps[{job_ids[j]}]",
-            "progress",
+            "energy",
         )
 
     lm = LinearModel(
