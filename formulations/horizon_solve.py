@@ -5,7 +5,7 @@ model (:mod:`formulations.horizon_model`): ``progress`` is the horizon's ``sum_h
 ``energy`` and ``excess_energy`` the horizon's joules, ``P*_H`` the best horizon progress. The plan is
 round 0 of the solution. The horizon model gets :data:`HORIZON_SHARE` of the call's time limit
 (no LP bound, no core: it is never solved by column generation); if its stages return no horizon
-solution (a fallback, or a target neither solved nor met by a start), the round is planned by the
+solution (no stage returned one, or the target was neither solved nor met by a start), the round is planned by the
 one-round model in the time left, marked ``<solver>+one-round`` with an ``objective_note``.
 
 A horizon plan's status is at most ``feasible`` and it reports no bound: the stages' bounds bound
@@ -62,12 +62,14 @@ def solve_horizon(inst: Instance, req: PlanRequest, started_at: float, solvers: 
 
 
 def unsolved(plan: Plan) -> str | None:
-    """Why a horizon model's plan is no horizon solution (no plan from the solver, or the target not planned)."""
+    """Why a horizon model's plan is no horizon solution: no stage returned one, or the target was not planned.
+
+    A plan kept from a start that no stage found (the one-round greedy plan) is no horizon solution.
+    """
     r = plan.round
-    if r.status == "fallback":
+    if r.status == "fallback" or not any(st.status in ("optimal", "feasible") for st in r.report.stages):
         return "not solved in time"
-    note = r.report.notes.get("objective_note", "")
-    if "planned for progress" in note:
+    if "planned for progress" in r.report.notes.get("objective_note", ""):
         return "target not solved"
     return None
 
