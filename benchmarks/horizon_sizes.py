@@ -18,11 +18,9 @@ import dataclasses
 import os
 import time
 
-from formulations.horizon_model import build_horizon_model
-from formulations.horizon_solve import ONE_ROUND
 from planner.bench.round_families import TracePool, make_round
 from planner.contracts.request import REPLAY_REQUEST
-from planner.planning import Planner
+from planner.planning import Planner, horizon_model_size, is_one_round_fallback
 from planner.profile_library.library import load_profile_library
 
 
@@ -44,15 +42,15 @@ def main() -> None:
             req = dataclasses.replace(
                 REPLAY_REQUEST, solver=args.solver, time_limit_s=args.time_limit, objective=args.objective, horizon=h
             )
-            lm = build_horizon_model(inst, h).lm
+            columns, rows = horizon_model_size(inst, h)
             begin = time.perf_counter()
             plan = Planner(req).plan(inst, started_at=begin)
             wall = time.perf_counter() - begin
             r = plan.round
             stages = ",".join(f"{st.status}" for st in r.report.stages)
-            solved = "one-round fallback" if r.solver.endswith(ONE_ROUND) else "horizon"
+            solved = "one-round fallback" if is_one_round_fallback(plan) else "horizon"
             print(
-                f"{len(inst.jobs):4d} {h:2d} {lm.num_cols:8d} {lm.num_rows:6d} {wall:8.2f}  {r.status:9s} "
+                f"{len(inst.jobs):4d} {h:2d} {columns:8d} {rows:6d} {wall:8.2f}  {r.status:9s} "
                 f"{solved:7s} {r.solver}  stages: {stages}  {r.notes().get('objective_note', '')[:60]}",
                 flush=True,
             )

@@ -374,6 +374,21 @@ def energy_floor(instance: Instance, time_limit_s: float | None = None) -> Energ
     return solve_floor(instance, FLOOR_TIME_LIMIT_S if time_limit_s is None else time_limit_s)
 
 
+def horizon_model_size(instance: Instance, horizon: int) -> tuple[int, int]:
+    """Columns and rows of ``instance``'s ``horizon``-round model (docs/design.md §5.14); nothing is solved."""
+    from formulations.horizon_model import build_horizon_model
+
+    lm = build_horizon_model(instance, horizon).lm
+    return lm.num_cols, lm.num_rows
+
+
+def is_one_round_fallback(result: Plan) -> bool:
+    """Whether a horizon request's plan came from the one-round model (the horizon model was not solved, §5.14)."""
+    from formulations.horizon_solve import ONE_ROUND
+
+    return result.round.solver.endswith("+" + ONE_ROUND)
+
+
 def write_round_mps(instance: Instance, path: Path) -> None:
     """Write the round's first-stage model (most progress under the budget) to ``path`` with the one MPS writer.
 
