@@ -26,9 +26,11 @@ Linking rows (``c`` a column of an option, ``(g, n)`` its configuration, ``sigma
   ``y_c``: ``w_j y_c / R_j`` and ``e_c y_c / sigma_c`` (J; dynamic energy per step is fixed, §2.3).
   The look-ahead round's budget row counts its full ``e_c`` (conservative).
 
-Objective vectors are the sums over the rounds of each round's vectors (``progress`` dimensionless,
-``energy`` and ``excess_energy`` in J), so ``P*_H`` is the best horizon progress and the target stage
-asks ``sum_h progress_h >= (1 - delta) P*_H``. Only round 0 is decoded into a plan (receding horizon);
+Objective vectors are the sums over the rounds of each round's vectors, later rounds weighted so that a
+tie between doing work now and the same work later goes to now: progress (dimensionless)
+``P_H = sum_h gamma^h progress_h`` with ``gamma`` = :data:`LOOKAHEAD_DISCOUNT` (0.99), ``energy`` and
+``excess_energy`` (J) ``sum_h mu^h E_h`` with ``mu`` = :data:`LATER_ENERGY_MARKUP` (1.01). So ``P*_H``
+is the best (discounted) horizon progress and the target stage asks ``P_H >= (1 - delta) P*_H``. Only round 0 is decoded into a plan (receding horizon);
 :meth:`RoundModel.encode` puts a plan in round 0 and waits in every later round (always feasible).
 
 Row names of look-ahead rounds are the round model's with a ``h{h}.`` prefix; their budget rows are
@@ -46,6 +48,15 @@ from formulations.options import OptionSet, PairSideTable, enumerate_options
 from formulations.round_model import ENERGY_ROW, RoundModel, build_round_model
 from planner.contracts.domain import Instance
 
+LOOKAHEAD_DISCOUNT = 0.99
+"""``gamma``: round ``h``'s progress counts ``gamma^h`` in the horizon's progress (work now before the same work later).
+
+Without it the horizon is indifferent to *when* a job runs: a job that fits in one round gives the same horizon
+progress in round 0 or round 1, so the solver may defer it every round (a replay of one queued job stalled)."""
+LATER_ENERGY_MARKUP = 1.01
+"""``mu``: round ``h``'s joules count ``mu^h`` in the horizon's energy objectives (the same tie, for the least-energy
+stage: the same work at the same energy is done now, not deferred). Both are 1% a round: a plan that waits or
+stays to save energy still wins when it saves more than that."""
 STEP_SLACK = 1e-9
 """Relative margin (of ``R_j``) under which a job's best horizon steps count as not reaching ``R_j``."""
 
@@ -223,8 +234,9 @@ def build_horizon_model(instance: Instance, horizon: int) -> HorizonModel:
         is_int[off : off + lm.num_cols] = lm.is_int
     objectives = {name: np.zeros(ncols) for name in first.lm.objectives}
     for name, vec in objectives.items():
-        for lm, off, _ in blocks:
-            vec[off : off + lm.num_cols] = lm.objectives[name]
+        for h, (lm, off, _) in enumerate(blocks):
+            scale = (LOOKAHEAD_DISCOUNT if name == "progress" else LATER_ENERGY_MARKUP) ** h
+            vec[off : off + lm.num_cols] = scale * lm.objectives[name]
 
     # Steps columns of finishing jobs in look-ahead rounds, and their steps rows.
     y_src = np.flatnonzero(y_mask)
