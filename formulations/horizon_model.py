@@ -30,8 +30,9 @@ Objective vectors are the sums over the rounds of each round's vectors, later ro
 tie between doing work now and the same work later goes to now: progress (dimensionless)
 ``P_H = sum_h gamma^h progress_h`` with ``gamma`` = :data:`LOOKAHEAD_DISCOUNT` (0.99), ``energy`` and
 ``excess_energy`` (J) ``sum_h mu^h E_h`` with ``mu`` = :data:`LATER_ENERGY_MARKUP` (1.01). So ``P*_H``
-is the best (discounted) horizon progress and the target stage asks ``P_H >= (1 - delta) P*_H``. Only round 0 is decoded into a plan (receding horizon);
-:meth:`RoundModel.encode` puts a plan in round 0 and waits in every later round (always feasible).
+is the best (discounted) horizon progress and the target stage asks ``P_H >= (1 - delta) P*_H``. Only
+round 0 is decoded into a plan (receding horizon); :meth:`RoundModel.encode` puts a plan in round 0 and
+waits in every later round (always feasible).
 
 Row names of look-ahead rounds are the round model's with a ``h{h}.`` prefix; their budget rows are
 ``energy@h{h}`` (:func:`formulations.round_model.budget_rows` lists every budget row, for the stage without budget).
