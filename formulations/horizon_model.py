@@ -20,7 +20,7 @@ Linking rows (``c`` a column of an option, ``(g, n)`` its configuration, ``sigma
   (``h{h}.continue[j,g,n]``);
 * remaining steps, only for a job whose best steps over the horizon could exceed ``R_j``:
   ``sum_{c of j in round 0} sigma_c c + sum_{h >= 1} sum_{c of j in h} y_c <= R_j`` (steps,
-  ``steps[j]``), where ``y_c`` (continuous, steps, ``0 <= y_c <= sigma_c``) are the steps the job does
+  ``steps[j]``), where ``y_c`` (continuous, steps, ``0 <= y_c``) are the steps the job does
   on option ``c`` of a look-ahead round and ``y_c - sigma_c c <= 0`` (``h{h}.steps[...]``). Such a job
   may stop early in a look-ahead round (it finishes); its progress and energy there are carried by
   ``y_c``: ``w_j y_c / R_j`` and ``e_c y_c / sigma_c`` (J; dynamic energy per step is fixed, §2.3).
@@ -58,6 +58,8 @@ LATER_ENERGY_MARKUP = 1.01
 """``mu``: round ``h``'s joules count ``mu^h`` in the horizon's energy objectives (the same tie, for the least-energy
 stage: the same work at the same energy is done now, not deferred). Both are 1% a round: a plan that waits or
 stays to save energy still wins when it saves more than that."""
+Y_BOUND_ROOM = 1e-6
+"""Relative room on a steps column's bound ``sigma_c`` (the row ``y_c - sigma_c c <= 0`` is the real bound)."""
 STEP_SLACK = 1e-9
 """Relative margin (of ``R_j``) under which a job's best horizon steps count as not reaching ``R_j``."""
 
@@ -245,7 +247,9 @@ def build_horizon_model(instance: Instance, horizon: int) -> HorizonModel:
         y_cols = y_start + (h - 1) * y_per_round + np.arange(y_per_round)
         src = optl.cols[y_src] + offsets[h]
         sigma = optl.steps[y_src]
-        ub[y_cols], is_int[y_cols] = sigma, False
+        # The row y_c - sigma_c c <= 0 bounds y_c; the column bound has room for a solver's rounding of
+        # large step counts (CBC through PuLP wrote 1393.634 for sigma = 1393.63398...).
+        ub[y_cols], is_int[y_cols] = sigma * (1 + Y_BOUND_ROOM), False
         for vec in objectives.values():
             vec[y_cols] = np.divide(vec[src], sigma, out=np.zeros(len(sigma)), where=sigma > 0)
             vec[src] = 0.0
