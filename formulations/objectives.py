@@ -41,7 +41,7 @@ from formulations.backends import ObjectiveName, SolverResult
 from formulations.ir import LinearModel
 from formulations.lp_rounding import lp_guided_allocations
 from formulations.relaxation import CORE_LP_SHARE, LP_SHARE, generate_core, relax
-from formulations.round_model import ENERGY_ROW, PROGRESS_ROW
+from formulations.round_model import PROGRESS_ROW, budget_rows
 from formulations.stage_export import LEXICOGRAPHIC_TOLERANCE
 from formulations.stages import (
     MIN_STAGE_S,
@@ -289,7 +289,7 @@ def most_progress_without_budget(state: SolveState) -> _Unbudgeted:
     inst, lm = state.inst, state.rm.lm
     greedy_free = greedy_allocations(replace(inst, round=replace(inst.round, budget_j=None)))
     p_greedy = progress_of(inst, greedy_free)
-    no_budget_lm = lm.without_rows([ENERGY_ROW])
+    no_budget_lm = lm.without_rows(budget_rows(lm))
     if state.large and state.core is None and state.clock.left() >= MIN_STAGE_S:
         limit = max(LP_SHARE * NO_BUDGET_STAGE_SHARE * state.clock.left(), MIN_STAGE_S)
         generate_core(state, no_budget_lm, "progress", True, limit)

@@ -47,6 +47,11 @@ ENERGY_ROW = "energy"
 PROGRESS_ROW = "progress_floor"
 
 
+def budget_rows(lm: LinearModel) -> list[str]:
+    """The names of every energy budget row: ``energy``, and ``energy@h<h>`` of a horizon model's later rounds."""
+    return [n for n in lm.row_names if n == ENERGY_ROW or n.startswith(ENERGY_ROW + "@")]
+
+
 @dataclass
 class RoundModel:
     """The compiled-once model of a round and the maps between columns and allocations.

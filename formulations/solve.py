@@ -18,12 +18,15 @@ generation and the core in :mod:`formulations.relaxation`; proven bounds and the
 :mod:`formulations.verdict`; the objectives' stage sequences in :mod:`formulations.objectives`.
 Their names are re-exported here. Whatever the path, the plan passes the validator.
 
+With ``req.horizon > 1`` the round is planned over that many rounds (:mod:`formulations.horizon_solve`).
+
 Entry: :func:`solve_round`, called only by the front door :func:`planner.planning.plan`.
 """
 
 from __future__ import annotations
 
 from formulations.backends import Solvers
+from formulations.horizon_solve import solve_horizon
 from formulations.objectives import (
     FIRST_STAGE_SHARE,
     NO_BUDGET_STAGE_SHARE,
@@ -111,6 +114,8 @@ def solve_round(inst: Instance, req: PlanRequest, started_at: float, solvers: So
     ``started_at``: when the caller's clock started (``time.perf_counter()``, s). ``solvers``:
     ``req.solver`` and ``req.lp_solver`` resolved by the front door, once per call or per replay.
     """
+    if req.horizon > 1:
+        return solve_horizon(inst, req, started_at, solvers, solve_round)
     state = build_state(inst, req, started_at, solvers, CORE_MIN_COLUMNS)
     add_heuristic(state, "greedy", greedy_allocations)
     return OBJECTIVES[req.objective or inst.round.objective].solve(state)

@@ -277,6 +277,10 @@ ClusterOpt = Annotated[str, typer.Option(help="GPUs of each type, e.g. v100:32,p
 EnergyBudgetOpt = Annotated[float | None, typer.Option(help="Energy budget over the replay (kWh), paced per round.")]
 ReplaySolverOpt = Annotated[str, typer.Option(help="wattplan's solver: " + REPLAY_SOLVER_HELP)]
 ReplayTimeLimitOpt = Annotated[float, typer.Option(help="wattplan's seconds per round (> 0).")]
+HorizonOpt = Annotated[
+    int,
+    typer.Option(help="Rounds planned as one model, the first one run (1-8; 1: this round alone; design §5.14)."),
+]
 MaxJobsOpt = Annotated[int | None, typer.Option(help="Replay the first N jobs (by arrival) of the window.")]
 StartSOpt = Annotated[float | None, typer.Option(help="Window start: jobs arriving from here (trace s).")]
 EndSOpt = Annotated[float | None, typer.Option(help="Window end: jobs arriving before this (trace s).")]
@@ -452,6 +456,7 @@ def plan(
         bool,
         typer.Option(help="Solve the LP relaxation first (HiGHS): the reported LP bound and an LP-rounded start plan."),
     ] = DEFAULT_REQUEST.lp_bound,
+    horizon: HorizonOpt = DEFAULT_REQUEST.horizon,
     out_path: Annotated[Path, typer.Option("--out", "-o", help="Where to write the plan (atomically).")] = Path(
         "plan.json"
     ),
@@ -499,6 +504,7 @@ def plan(
         seed=seed,
         lp_bound=lp_bound,
         export_model=export_model,
+        horizon=horizon,
     )
     planner: planning.Planner | None = None
     problems: list[Problem] = []
@@ -1438,6 +1444,7 @@ def simulate(
     delta_max: DeltaMaxOpt = 0.25,
     tail_bound: TailBoundOpt = None,
     tail_pace: TailPaceOpt = TailPaceChoice.steady,
+    horizon: HorizonOpt = REPLAY_REQUEST.horizon,
     carbon: CarbonOpt = None,
     price: PriceOpt = None,
     signal_start: SignalStartOpt = None,
@@ -1516,6 +1523,12 @@ def simulate(
         learn=learn,
         replan=replan.value,
     )
+    if horizon != REPLAY_REQUEST.horizon:  # wattplan's request plans over the horizon
+        import dataclasses
+
+        options = spec.policy_options
+        request = dataclasses.replace(options.request, horizon=horizon)
+        spec = dataclasses.replace(spec, policy_options=dataclasses.replace(options, request=request))
     figures = _figure_options(plot_format, dpi)
     hooks = ReplayHooks(
         warn=lambda text: err.print(f"[yellow]warning:[/] {shown(text)}"),

@@ -167,6 +167,8 @@ fit 32 bits (1e7 s failed with `timeout is too large`), and the solvers convert 
 HiGHS, CBC and CP-SAT (``cannot convert float infinity to integer``, an internal error)."""
 MAX_SEED = 2**31 - 1
 """Largest solver seed: the solvers take a 32-bit signed seed; a larger one was an internal error."""
+MAX_HORIZON = 8
+"""The most rounds a horizon model plans at once (``--horizon``); the model grows with jobs x H."""
 
 
 def _value_problems(request: PlanRequest) -> list[Problem]:
@@ -186,6 +188,10 @@ def _value_problems(request: PlanRequest) -> list[Problem]:
         problems.append(Problem("bad-option", "threads (--threads)", f"must be >= 1, got {request.threads}"))
     if not 0 <= request.seed <= MAX_SEED:
         problems.append(Problem("bad-option", "seed (--seed)", f"must be in [0, {MAX_SEED}], got {request.seed}"))
+    if not 1 <= request.horizon <= MAX_HORIZON:
+        problems.append(
+            Problem("bad-option", "horizon (--horizon)", f"must be in [1, {MAX_HORIZON}] rounds, got {request.horizon}")
+        )
     problems += _round_problems(request)
     path = request.export_model
     if path is not None and path.suffix not in EXPORT_SUFFIXES:
@@ -366,6 +372,21 @@ def energy_floor(instance: Instance, time_limit_s: float | None = None) -> Energ
     from formulations.energy_floor import energy_floor as solve_floor
 
     return solve_floor(instance, FLOOR_TIME_LIMIT_S if time_limit_s is None else time_limit_s)
+
+
+def horizon_model_size(instance: Instance, horizon: int) -> tuple[int, int]:
+    """Columns and rows of ``instance``'s ``horizon``-round model (docs/design.md §5.14); nothing is solved."""
+    from formulations.horizon_model import build_horizon_model
+
+    lm = build_horizon_model(instance, horizon).lm
+    return lm.num_cols, lm.num_rows
+
+
+def is_one_round_fallback(result: Plan) -> bool:
+    """Whether a horizon request's plan came from the one-round model (the horizon model was not solved, §5.14)."""
+    from formulations.horizon_solve import ONE_ROUND
+
+    return result.round.solver.endswith("+" + ONE_ROUND)
 
 
 def write_round_mps(instance: Instance, path: Path) -> None:

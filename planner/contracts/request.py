@@ -36,7 +36,8 @@ class PlanRequest:
       the LP-rounded start plan);
     * ``warm_start``: offer the running jobs' current configurations as a start;
     * ``export_model``: also write the stage models: stage 1 to this ``.mps`` or ``.lp`` file,
-      stage 2 beside it (``x.stage2.mps``; docs/design.md §5.12). The solver must be able to export.
+      stage 2 beside it (``x.stage2.mps``; docs/design.md §5.12). The solver must be able to export;
+    * ``horizon``: rounds the model looks ahead (>= 1; 1 plans the round alone, docs/design.md §5.14).
     """
 
     solver: str = "highs"
@@ -51,6 +52,8 @@ class PlanRequest:
     lp_solver: str = "highs"
     warm_start: bool = True
     export_model: Path | None = None
+    horizon: int = 1
+    """Rounds planned as one model, the first executed (receding horizon, docs/design.md §5.14); 1: today's model."""
 
 
 DEFAULT_REQUEST: Final = PlanRequest()
