@@ -1522,13 +1522,8 @@ def simulate(
         truth=truth,
         learn=learn,
         replan=replan.value,
+        horizon=horizon,
     )
-    if horizon != REPLAY_REQUEST.horizon:  # wattplan's request plans over the horizon
-        import dataclasses
-
-        options = spec.policy_options
-        request = dataclasses.replace(options.request, horizon=horizon)
-        spec = dataclasses.replace(spec, policy_options=dataclasses.replace(options, request=request))
     figures = _figure_options(plot_format, dpi)
     hooks = ReplayHooks(
         warn=lambda text: err.print(f"[yellow]warning:[/] {shown(text)}"),
@@ -1647,6 +1642,7 @@ def frontier(
     profiles: BelievedProfilesOpt = None,
     truth: TruthOpt = None,
     learn: LearnOpt = False,
+    horizon: HorizonOpt = REPLAY_REQUEST.horizon,
     replan: ReplanOpt = ReplanChoice.rounds,
     plots: PlotsOpt = True,
     plot_format: PlotFormatOpt = PlotFormatChoice.png,
@@ -1709,6 +1705,7 @@ def frontier(
         truth=truth,
         learn=learn,
         replan=replan.value,
+        horizon=horizon,
     )
     figures = _figure_options(plot_format, dpi) if plots else None
     total = sweep.total

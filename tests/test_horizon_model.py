@@ -201,5 +201,5 @@ def test_simulate_plans_with_a_horizon_and_refuses_one_out_of_range(tmp_path: Pa
     assert bad.exit_code == 2 and "horizon" in bad.output and "Traceback" not in bad.output
     ok = CliRunner().invoke(app, ["simulate", *common, "--horizon", "2", "--out", str(tmp_path / "ok")])
     assert ok.exit_code == 0, ok.output
-    summary = json.loads((tmp_path / "ok" / "summary.json").read_text())
+    summary = json.loads((tmp_path / "ok" / "wattplan" / "summary.json").read_text())
     assert summary["jobs_completed"] == 3

@@ -83,6 +83,7 @@ def simulate(
     truth: str | Path | None = None,
     learn: bool = False,
     replan: str = "rounds",
+    horizon: int = 1,
     **unknown: Any,
 ) -> Results:
     """Replay ``trace`` on ``cluster`` (``v100:32,p100:16``) with each of ``policies``; no command line involved.
@@ -140,6 +141,7 @@ def simulate(
         truth=truth,
         learn=learn,
         replan=replan,
+        horizon=horizon,
     )
     figures = FigureOptions(plot_format, dpi)  # type: ignore[arg-type]  # checked on the next line
     check_figure_options(figures)
@@ -237,6 +239,7 @@ def frontier(
     truth: str | Path | None = None,
     learn: bool = False,
     replan: str = "rounds",
+    horizon: int = 1,
     **unknown: Any,
 ) -> Results:
     """Sweep wattplan's energy knob on ``trace``; no command line involved.
@@ -290,6 +293,7 @@ def frontier(
         truth=truth,
         learn=learn,
         replan=replan,
+        horizon=horizon,
     )
     figures = FigureOptions(plot_format, dpi)  # type: ignore[arg-type]  # checked on the next line
     check_figure_options(figures)

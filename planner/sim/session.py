@@ -151,16 +151,22 @@ def with_replay_options(
     truth: Path | None = None,
     learn: bool = False,
     replan: str = "rounds",
+    horizon: int = 1,
 ) -> ReplaySpec:
     """``spec`` with the replay options :func:`base_replay_spec` leaves at their defaults (``simulate``, ``frontier``).
 
-    ``max_jct_increase`` and ``tail_bound`` are percent here, fractions in the spec.
+    ``max_jct_increase`` and ``tail_bound`` are percent here, fractions in the spec. ``horizon``: the rounds
+    wattplan's request plans as one model (docs/design.md §5.14; checked with the request when the replay starts).
     """
     problems = choice_problems(
         {"--governor": (governor, GOVERNORS), "--tail-pace": (tail_pace, TAIL_PACES), "--replan": (replan, REPLANS)}
     )
     if problems:
         raise InputError("options", problems)
+    options = spec.policy_options
+    if horizon != options.request.horizon:
+        request = dataclasses.replace(options.request, horizon=horizon)
+        spec = dataclasses.replace(spec, policy_options=dataclasses.replace(options, request=request))
     return dataclasses.replace(
         spec,
         noise=noise,
@@ -217,6 +223,7 @@ def replay_spec(
     truth: str | Path | None = None,
     learn: bool = False,
     replan: str = "rounds",
+    horizon: int = 1,
 ) -> ReplaySpec:
     """The spec of ``wattplan simulate``: each keyword is the option of that name (``max_jobs`` is ``--max-jobs``).
 
@@ -266,6 +273,7 @@ def replay_spec(
         truth=None if truth is None else Path(truth),
         learn=learn,
         replan=replan,
+        horizon=horizon,
     )
 
 
@@ -476,6 +484,7 @@ def frontier_sweep(
     truth: str | Path | None = None,
     learn: bool = False,
     replan: str = "rounds",
+    horizon: int = 1,
 ) -> FrontierSweep:
     """The sweep of ``wattplan frontier``: each keyword is its option (``simulate``'s, units and defaults alike).
 
@@ -526,6 +535,7 @@ def frontier_sweep(
         truth=None if truth is None else Path(truth),
         learn=learn,
         replan=replan,
+        horizon=horizon,
     )
     knob_deltas = number_list(_listed(deltas), "--deltas", DELTA_BOUNDS)
     increases = number_list(_listed(max_jct_increase), "--max-jct-increase", JCT_INCREASE_BOUNDS)
