@@ -19,7 +19,7 @@ run: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check wattplan planner formulations cli.py tests benchmarks
 	$(VENV)/bin/ruff format --check wattplan planner formulations cli.py tests benchmarks
-	$(VENV)/bin/mypy wattplan planner formulations cli.py
+	$(VENV)/bin/mypy wattplan cli.py
 
 test: $(STAMP)
 	$(PY) -m pytest -q

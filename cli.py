@@ -5,7 +5,7 @@ keeps the product's layout, where ``cli.py`` at the top is the command line's fr
 gives tests one name to import (``from cli import app``). A wheel does not install it.
 """
 
-from planner.cli import app, main
+from wattplan.planner.cli import app, main
 
 __all__ = ["app", "main"]
 

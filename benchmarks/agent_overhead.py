@@ -23,15 +23,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from planner.agent.commands import runner
-from planner.agent.loop import Agent, AgentConfig
-from planner.agent.run import PrometheusObserver, environment
-from planner.agent.store import AgentStore
-from planner.contracts.request import PlanRequest
-from planner.contracts.rules import RoundRules
-from planner.profile_library.library import load_profile_library
+from wattplan.planner.agent.commands import runner
+from wattplan.planner.agent.loop import Agent, AgentConfig
+from wattplan.planner.agent.run import PrometheusObserver, environment
+from wattplan.planner.agent.store import AgentStore
+from wattplan.planner.contracts.request import PlanRequest
+from wattplan.planner.contracts.rules import RoundRules
+from wattplan.planner.profile_library.library import load_profile_library
 
-WATTPLAN = [sys.executable, "-m", "planner"]
+WATTPLAN = [sys.executable, "-m", "wattplan"]
 
 
 def _submit(slurm_env: dict[str, str], work: Path, n: int, types: list[str]) -> float:

@@ -13,7 +13,7 @@ wattplan=${WATTPLAN:-$( [ -x "$venv_bin/wattplan" ] && echo "$venv_bin/wattplan"
 python=${PYTHON:-$( [ -x "$venv_bin/python" ] && echo "$venv_bin/python" || echo python3 )}
 # default: every built-in backend of the registry (formulations/backends/registry.py)
 solvers=${4:-$(PYTHONPATH="$here${PYTHONPATH:+:$PYTHONPATH}" "$python" -c \
-  'from formulations.backends import BUILTIN; print(",".join(BUILTIN))')}
+  'from wattplan.formulations.backends import BUILTIN; print(",".join(BUILTIN))')}
 for family in trace sampled long; do
   "$wattplan" instance sweep --family "$family" --sizes "$sizes" --budgets 0.3,0.6 --out "$out/sets/$family"
   "$wattplan" bench "$out/sets/$family" --solvers "$solvers" --gap 1e-4 --time-limit "$limit" \

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PHILLY = """
 import json, resource, sys, time
 sys.path.insert(0, {root!r})
-from planner.rounds.traces import read_philly_csv
+from wattplan.planner.rounds.traces import read_philly_csv
 start = time.perf_counter()
 jobs = {call}
 elapsed = time.perf_counter() - start
@@ -40,7 +40,7 @@ print(json.dumps({{"s": elapsed, "rss_kib": resource.getrusage(resource.RUSAGE_S
 SIGNAL = """
 import json, resource, sys, time
 sys.path.insert(0, {root!r})
-from planner.sim.signals import read_signal
+from wattplan.planner.sim.signals import read_signal
 start = time.perf_counter()
 signal = {call}
 elapsed = time.perf_counter() - start

@@ -18,12 +18,12 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from planner.contracts.floor import EnergyFloor
-from planner.files.resources import resolve_trace, shipped_traces
-from planner.profile_library.library import ProfileLibrary, load_profile_library
-from planner.rounds.traces import TraceJob, read_trace
-from planner.sim.replay import ReplaySpec, prepare, workload_floor
-from planner.sim.workload import build_workload, select_jobs
+from wattplan.planner.contracts.floor import EnergyFloor
+from wattplan.planner.files.resources import resolve_trace, shipped_traces
+from wattplan.planner.profile_library.library import ProfileLibrary, load_profile_library
+from wattplan.planner.rounds.traces import TraceJob, read_trace
+from wattplan.planner.sim.replay import ReplaySpec, prepare, workload_floor
+from wattplan.planner.sim.workload import build_workload, select_jobs
 
 SLICES = (
     ("Gavel 6214e9", "6214e9.trace", None, 4180536),

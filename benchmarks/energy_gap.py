@@ -37,8 +37,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from planner.contracts.jsonio import read_json
-from planner.sim.energy_levers import LEVERS, PHASES
+from wattplan.planner.contracts.jsonio import read_json
+from wattplan.planner.sim.energy_levers import LEVERS, PHASES
 
 ROOT = Path(__file__).resolve().parent.parent
 J_PER_KWH = 3.6e6

@@ -30,12 +30,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from planner.files.resources import GAVEL_TRACES, PHILLY_TRACE, shipped
-from planner.profile_library.library import load_profile_library
-from planner.rounds.cluster_spec import parse_cluster_spec
-from planner.rounds.traces import read_trace
-from planner.sim.state import JobSpec
-from planner.sim.workload import build_workload, select_jobs
+from wattplan.planner.files.resources import GAVEL_TRACES, PHILLY_TRACE, shipped
+from wattplan.planner.profile_library.library import load_profile_library
+from wattplan.planner.rounds.cluster_spec import parse_cluster_spec
+from wattplan.planner.rounds.traces import read_trace
+from wattplan.planner.sim.state import JobSpec
+from wattplan.planner.sim.workload import build_workload, select_jobs
 
 
 @dataclass(frozen=True)

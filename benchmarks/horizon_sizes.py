@@ -18,10 +18,10 @@ import dataclasses
 import os
 import time
 
-from planner.bench.round_families import TracePool, make_round
-from planner.contracts.request import REPLAY_REQUEST
-from planner.planning import Planner, horizon_model_size, is_one_round_fallback
-from planner.profile_library.library import load_profile_library
+from wattplan.planner.bench.round_families import TracePool, make_round
+from wattplan.planner.contracts.request import REPLAY_REQUEST
+from wattplan.planner.planning import Planner, horizon_model_size, is_one_round_fallback
+from wattplan.planner.profile_library.library import load_profile_library
 
 
 def main() -> None:

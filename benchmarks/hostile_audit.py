@@ -28,9 +28,9 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from planner.contracts.jsonio import write_text_atomic  # noqa: E402
 from tests.hostile.oracle import run_case  # noqa: E402
 from tests.hostile.surfaces import BY_NAME, SURFACES, draw_case  # noqa: E402
+from wattplan.planner.contracts.jsonio import write_text_atomic  # noqa: E402
 
 COLUMNS = ["surface", "seed", "mutation", "kind", "class", "exit_code", "first_line", "seconds"]
 CLASS_COLUMNS = [

@@ -31,10 +31,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from planner.contracts.jsonio import read_json, write_json_atomic
-from planner.files.resources import profile_library
-from planner.profiling.fit import fit_library, write_fitted
-from planner.profiling.truth import TruthParams, truth_library
+from wattplan.planner.contracts.jsonio import read_json, write_json_atomic
+from wattplan.planner.files.resources import profile_library
+from wattplan.planner.profiling.fit import fit_library, write_fitted
+from wattplan.planner.profiling.truth import TruthParams, truth_library
 
 ROOT = Path(__file__).resolve().parent.parent
 

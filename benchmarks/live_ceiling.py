@@ -21,12 +21,12 @@ import argparse
 import json
 from pathlib import Path
 
-from planner import planning
-from planner.contracts.rules import RoundRules
-from planner.files.resources import shipped
-from planner.sim.replay import ReplaySpec, prepare
-from planner.sim.round_instance import nodes_stay_on, workload_instance
-from planner.sim.state import JobState
+from wattplan.planner import planning
+from wattplan.planner.contracts.rules import RoundRules
+from wattplan.planner.files.resources import shipped
+from wattplan.planner.sim.replay import ReplaySpec, prepare
+from wattplan.planner.sim.round_instance import nodes_stay_on, workload_instance
+from wattplan.planner.sim.state import JobState
 
 J_PER_KWH = 3.6e6
 

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-WATTPLAN = [sys.executable, "-m", "planner"]
+WATTPLAN = [sys.executable, "-m", "wattplan"]
 SLURM_REQUEUE_DELAY_S = 7.0
 """Real seconds from ``scontrol requeuehold`` + ``release`` to the job running again (cred_expire=5, 1 s passes)."""
 
@@ -242,10 +242,10 @@ def idle_cluster_w(args: argparse.Namespace) -> float:
     From the truth library (or the shipped one) as the emulator takes it (:func:`cluster_context`: the library's
     node power where it has one).
     """
-    from planner.contracts.rules import RoundRules
-    from planner.profile_library.library import load_profile_library
-    from planner.rounds.cluster_spec import parse_cluster_spec
-    from planner.sim.round_instance import cluster_context
+    from wattplan.planner.contracts.rules import RoundRules
+    from wattplan.planner.profile_library.library import load_profile_library
+    from wattplan.planner.rounds.cluster_spec import parse_cluster_spec
+    from wattplan.planner.sim.round_instance import cluster_context
 
     ctx = cluster_context(parse_cluster_spec(args.gpus), load_profile_library(args.truth), RoundRules())
     return sum(g.nodes * g.powered_node_w for g in ctx.gpu_types)

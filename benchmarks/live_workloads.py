@@ -24,8 +24,8 @@ import random
 import statistics
 from pathlib import Path
 
-from planner.profile_library.library import load_profile_library
-from planner.rounds.traces import read_gavel_trace
+from wattplan.planner.profile_library.library import load_profile_library
+from wattplan.planner.rounds.traces import read_gavel_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 GAVEL = ROOT / "instances/sources/gavel/traces/0e4a51.trace"

@@ -23,11 +23,11 @@ import argparse
 import math
 from typing import Any
 
-from planner.contracts.jsonio import read_json, write_json_atomic
-from planner.files.resources import source_dir
-from planner.profile_library.build import load_zeus
-from planner.profile_library.library import load_profile_library
-from planner.profile_library.priors import (
+from wattplan.planner.contracts.jsonio import read_json, write_json_atomic
+from wattplan.planner.files.resources import source_dir
+from wattplan.planner.profile_library.build import load_zeus
+from wattplan.planner.profile_library.library import load_profile_library
+from wattplan.planner.profile_library.priors import (
     SPEED_RULES,
     GpuSpecs,
     expected_error_doc,

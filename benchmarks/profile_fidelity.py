@@ -33,13 +33,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from planner.contracts.jsonio import write_text_atomic
-from planner.files.resources import profile_library, source_dir
-from planner.profile_library.library import load_profile_library
-from planner.profiling.check import FidelityReport, check
-from planner.profiling.leave_one_out import HeldOutCase, LooSummary, leave_one_out, summarise
-from planner.profiling.points import MeasuredPoint
-from planner.profiling.zeus_windows import names_from_file, read_zeus_windows
+from wattplan.planner.contracts.jsonio import write_text_atomic
+from wattplan.planner.files.resources import profile_library, source_dir
+from wattplan.planner.profile_library.library import load_profile_library
+from wattplan.planner.profiling.check import FidelityReport, check
+from wattplan.planner.profiling.leave_one_out import HeldOutCase, LooSummary, leave_one_out, summarise
+from wattplan.planner.profiling.points import MeasuredPoint
+from wattplan.planner.profiling.zeus_windows import names_from_file, read_zeus_windows
 
 OUT = Path(__file__).resolve().parent / "results" / "profile_fidelity"
 STEPS_PER_WINDOW = 40  # Zeus GlobalPowerLimitOptimizer's default profile_steps (the files do not record it)

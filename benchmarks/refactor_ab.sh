@@ -18,7 +18,7 @@ for side in old new; do
   rev=${revs[$side]}
   tree="$out/tree-$side"
   [ -d "$tree" ] || git -C "$here" worktree add --detach "$tree" "$rev" > /dev/null
-  run() { (cd "$tree" && PYTHONPATH="$tree" "$python" -m planner "$@"); }
+  run() { (cd "$tree" && PYTHONPATH="$tree" "$python" -m wattplan.planner "$@"); }
   for family in trace sampled; do
     run instance sweep --family "$family" --sizes 2000 --budgets 0.3 --out "$out/$side/set-$family" \
       > "$out/$side.sweep-$family.log"

@@ -52,19 +52,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from planner.contracts.jsonio import write_json_atomic, write_text_atomic
-from planner.contracts.request import REPLAY_REQUEST
-from planner.contracts.rules import RoundRules
-from planner.files.resources import GAVEL_TRACES, PHILLY_TRACE, shipped
-from planner.profile_library.library import ProfileLibrary, load_profile_library
-from planner.rounds.traces import read_trace
-from planner.sim.engine import SimResult
-from planner.sim.metrics import pareto_front
-from planner.sim.plots import EnergyJctPoint, energy_jct_plot, jct_cdf_plot, power_plot
-from planner.sim.policies import PolicyOptions
-from planner.sim.replay import ReplaySpec, prepare, run_policy
-from planner.sim.state import JobSpec
-from planner.sim.workload import build_workload, select_jobs
+from wattplan.planner.contracts.jsonio import write_json_atomic, write_text_atomic
+from wattplan.planner.contracts.request import REPLAY_REQUEST
+from wattplan.planner.contracts.rules import RoundRules
+from wattplan.planner.files.resources import GAVEL_TRACES, PHILLY_TRACE, shipped
+from wattplan.planner.profile_library.library import ProfileLibrary, load_profile_library
+from wattplan.planner.rounds.traces import read_trace
+from wattplan.planner.sim.engine import SimResult
+from wattplan.planner.sim.metrics import pareto_front
+from wattplan.planner.sim.plots import EnergyJctPoint, energy_jct_plot, jct_cdf_plot, power_plot
+from wattplan.planner.sim.policies import PolicyOptions
+from wattplan.planner.sim.replay import ReplaySpec, prepare, run_policy
+from wattplan.planner.sim.state import JobSpec
+from wattplan.planner.sim.workload import build_workload, select_jobs
 
 REPO = Path(__file__).resolve().parents[1]
 TRACES = shipped(GAVEL_TRACES)

@@ -19,15 +19,15 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from planner import planning
-from planner.contracts.domain import Instance
-from planner.contracts.instance_io import write_instance
-from planner.contracts.request import PlanRequest
-from planner.files.resources import GAVEL_TRACES, PHILLY_TRACE, profile_library, shipped
-from planner.profile_library.library import load_profile_library
-from planner.rounds.builder import RoundOptions, build_round
-from planner.rounds.cluster_spec import parse_cluster_spec
-from planner.rounds.traces import read_trace
+from wattplan.planner import planning
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.contracts.instance_io import write_instance
+from wattplan.planner.contracts.request import PlanRequest
+from wattplan.planner.files.resources import GAVEL_TRACES, PHILLY_TRACE, profile_library, shipped
+from wattplan.planner.profile_library.library import load_profile_library
+from wattplan.planner.rounds.builder import RoundOptions, build_round
+from wattplan.planner.rounds.cluster_spec import parse_cluster_spec
+from wattplan.planner.rounds.traces import read_trace
 
 SNAPSHOTS = (
     (shipped(PHILLY_TRACE), "philly", 3358823.5294117643),

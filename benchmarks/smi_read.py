@@ -42,9 +42,9 @@ import json, resource, sys, time
 from datetime import timedelta
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
-from planner.profiling.job_side import JobRun
-from planner.profiling.nvidia_smi import read_nvidia_smi_log
-from planner.profiling.smi_points import points_from_smi
+from wattplan.planner.profiling.job_side import JobRun
+from wattplan.planner.profiling.nvidia_smi import read_nvidia_smi_log
+from wattplan.planner.profiling.smi_points import points_from_smi
 path, mode, gpus, rows = Path(sys.argv[2]), sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
 t0 = time.perf_counter()
 log = read_nvidia_smi_log(path)

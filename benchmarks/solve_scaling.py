@@ -47,12 +47,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from planner import planning
-from planner.bench.round_families import TracePool, cluster_for, make_round
-from planner.contracts.domain import Instance
-from planner.contracts.request import PlanRequest
-from planner.planning import greedy_plan
-from planner.profile_library.library import load_profile_library
+from wattplan.planner import planning
+from wattplan.planner.bench.round_families import TracePool, cluster_for, make_round
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.contracts.request import PlanRequest
+from wattplan.planner.planning import greedy_plan
+from wattplan.planner.profile_library.library import load_profile_library
 
 REPO = Path(__file__).resolve().parents[1]
 FIGURES = REPO / "benchmarks" / "figures"

@@ -14,3 +14,6 @@ the planner only through the front door, :mod:`planner.planning`.
   exported), ``solution_io`` and ``external_plan`` (an outside solver's solution read back as a plan).
 - ``backends``: the registry and one module per solver library.
 """
+
+if __name__.partition(".")[0] != "wattplan":  # imported as a top-level name from a checkout: a second copy of it
+    raise ImportError(f"import wattplan.{__name__}, not {__name__} (docs/design.md §8.2)")

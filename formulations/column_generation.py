@@ -26,10 +26,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from formulations.backends.base import NewColumns, SolverResult
-from formulations.backends.registry import backend_with
-from formulations.ir import LinearModel
-from formulations.lagrangian import gub_membership, lagrangian_bound, reduced_costs
+from wattplan.formulations.backends.base import NewColumns, SolverResult
+from wattplan.formulations.backends.registry import backend_with
+from wattplan.formulations.ir import LinearModel
+from wattplan.formulations.lagrangian import gub_membership, lagrangian_bound, reduced_costs
 
 PRICE_EPS = 1e-9
 """A column prices out when its reduced cost exceeds this (objective units per unit of the column)."""

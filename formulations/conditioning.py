@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from formulations.ir import LinearModel
+from wattplan.formulations.ir import LinearModel
 
 SCALED_KINDS = frozenset({"energy", "progress"})
 """Row kinds that carry physical magnitudes (J, weighted progress) and are scaled; ``count`` rows are not."""

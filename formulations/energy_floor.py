@@ -39,13 +39,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from formulations.backends.base import LpMethod, SolverResult
-from formulations.backends.registry import backend_with
-from formulations.ir import INF, LinearModel, ModelBuilder
-from formulations.watchdog import run_with_deadline
-from planner.contracts.domain import Instance
-from planner.contracts.floor import EnergyFloor
-from planner.core.economics import exclusive_power_w, pair_power_w, profiled_options, usable_pair_rates
+from wattplan.formulations.backends.base import LpMethod, SolverResult
+from wattplan.formulations.backends.registry import backend_with
+from wattplan.formulations.ir import INF, LinearModel, ModelBuilder
+from wattplan.formulations.watchdog import run_with_deadline
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.contracts.floor import EnergyFloor
+from wattplan.planner.core.economics import exclusive_power_w, pair_power_w, profiled_options, usable_pair_rates
 
 FLOOR_OBJECTIVE = "energy"
 FLOOR_TIME_LIMIT_S = 60.0

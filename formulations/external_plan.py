@@ -21,15 +21,15 @@ from pathlib import Path
 
 import numpy as np
 
-from formulations.ir import LinearModel
-from formulations.round_model import ENERGY_ROW, RoundModel, build_round_model
-from formulations.solution_io import ExternalSolution, read_solution
-from planner.contracts.domain import Instance
-from planner.contracts.plan import Plan
-from planner.contracts.problems import MAX_REPORTED_PROBLEMS, Problem, SolutionRejected, capped
-from planner.contracts.solve_report import SolveReport, StageRecord
-from planner.core.assemble import SolveInfo, assemble_plan
-from planner.core.validate import InvalidPlanError, checked
+from wattplan.formulations.ir import LinearModel
+from wattplan.formulations.round_model import ENERGY_ROW, RoundModel, build_round_model
+from wattplan.formulations.solution_io import ExternalSolution, read_solution
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.contracts.plan import Plan
+from wattplan.planner.contracts.problems import MAX_REPORTED_PROBLEMS, Problem, SolutionRejected, capped
+from wattplan.planner.contracts.solve_report import SolveReport, StageRecord
+from wattplan.planner.core.assemble import SolveInfo, assemble_plan
+from wattplan.planner.core.validate import InvalidPlanError, checked
 
 TOLERANCE = 1e-6
 """Bounds, integrality and rows must hold within this (relative on rows, as ``LinearModel.is_feasible``)."""

@@ -44,10 +44,10 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from formulations.ir import INF, LazyNames, LinearModel
-from formulations.options import OptionSet, PairSideTable, enumerate_options
-from formulations.round_model import ENERGY_ROW, RoundModel, build_round_model
-from planner.contracts.domain import Instance
+from wattplan.formulations.ir import INF, LazyNames, LinearModel
+from wattplan.formulations.options import OptionSet, PairSideTable, enumerate_options
+from wattplan.formulations.round_model import ENERGY_ROW, RoundModel, build_round_model
+from wattplan.planner.contracts.domain import Instance
 
 LOOKAHEAD_DISCOUNT = 0.99
 """``gamma``: round ``h``'s progress counts ``gamma^h`` in the horizon's progress (work now before the same work later).

@@ -19,15 +19,15 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from formulations.backends import Solvers
-from formulations.horizon_model import build_horizon_model
-from formulations.objectives import OBJECTIVES
-from formulations.stages import MIN_STAGE_S, Clock, SolveState, add_heuristic, model_stats
-from planner.contracts.domain import Instance
-from planner.contracts.plan import Plan
-from planner.contracts.request import PlanRequest
-from planner.contracts.solve_report import SolveReport
-from planner.core.greedy import greedy_allocations
+from wattplan.formulations.backends import Solvers
+from wattplan.formulations.horizon_model import build_horizon_model
+from wattplan.formulations.objectives import OBJECTIVES
+from wattplan.formulations.stages import MIN_STAGE_S, Clock, SolveState, add_heuristic, model_stats
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.contracts.plan import Plan
+from wattplan.planner.contracts.request import PlanRequest
+from wattplan.planner.contracts.solve_report import SolveReport
+from wattplan.planner.core.greedy import greedy_allocations
 
 ONE_ROUND_SHARE = 0.5
 """Share of the call's time limit the one-round model plans in first; the horizon model gets the rest."""

@@ -24,7 +24,7 @@ import math
 
 import numpy as np
 
-from formulations.ir import LinearModel
+from wattplan.formulations.ir import LinearModel
 
 
 def reduced_costs(lm: LinearModel, c: np.ndarray, y: np.ndarray) -> np.ndarray:

@@ -25,10 +25,10 @@ from itertools import chain
 
 import numpy as np
 
-from formulations.options import match_slot
-from formulations.round_model import RoundModel
-from planner.core.assemble import Allocation
-from planner.core.greedy import Candidate, accept_in_order, allocation_outcome, ranked_candidates
+from wattplan.formulations.options import match_slot
+from wattplan.formulations.round_model import RoundModel
+from wattplan.planner.core.assemble import Allocation
+from wattplan.planner.core.greedy import Candidate, accept_in_order, allocation_outcome, ranked_candidates
 
 EPS = 1e-6
 

@@ -33,7 +33,7 @@ from typing import TextIO
 
 import numpy as np
 
-from formulations.ir import LinearModel
+from wattplan.formulations.ir import LinearModel
 
 MODEL_NAME = "wattplan_round"
 """The ``NAME`` of every file (the model, not the instance: names must not hold blanks)."""
@@ -58,7 +58,7 @@ def write_mps(
     ``comments``: extra lines for the header (each written after ``* wattplan: ``).
     An unwritable ``path`` is an :class:`~planner.contracts.problems.InputError` naming it.
     """
-    from formulations.backends.base import atomic_target  # not at the top: the backends import this module
+    from wattplan.formulations.backends.base import atomic_target  # not at the top: the backends import this module
 
     with atomic_target(Path(path)) as tmp, tmp.open("w", encoding="ascii", newline="\n") as f:
         write_mps_to(f, lm, objective, maximize, comments)

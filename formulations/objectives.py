@@ -36,14 +36,14 @@ from typing import Protocol
 
 import numpy as np
 
-from formulations import stages  # stages.mip_stage is looked up at call time: tests stand in for it
-from formulations.backends import ObjectiveName, SolverResult
-from formulations.ir import LinearModel
-from formulations.lp_rounding import lp_guided_allocations
-from formulations.relaxation import CORE_LP_SHARE, LP_SHARE, generate_core, relax
-from formulations.round_model import PROGRESS_ROW, budget_rows
-from formulations.stage_export import LEXICOGRAPHIC_TOLERANCE
-from formulations.stages import (
+from wattplan.formulations import stages  # stages.mip_stage is looked up at call time: tests stand in for it
+from wattplan.formulations.backends import ObjectiveName, SolverResult
+from wattplan.formulations.ir import LinearModel
+from wattplan.formulations.lp_rounding import lp_guided_allocations
+from wattplan.formulations.relaxation import CORE_LP_SHARE, LP_SHARE, generate_core, relax
+from wattplan.formulations.round_model import PROGRESS_ROW, budget_rows
+from wattplan.formulations.stage_export import LEXICOGRAPHIC_TOLERANCE
+from wattplan.formulations.stages import (
     MIN_STAGE_S,
     Outcome,
     SolveState,
@@ -56,12 +56,12 @@ from formulations.stages import (
     stage_proven,
     stage_record,
 )
-from formulations.verdict import tighter
-from planner.contracts.domain import Objective
-from planner.contracts.plan import Plan
-from planner.contracts.solve_report import ProgressTarget
-from planner.core.assemble import Allocation
-from planner.core.greedy import greedy_allocations, progress_of
+from wattplan.formulations.verdict import tighter
+from wattplan.planner.contracts.domain import Objective
+from wattplan.planner.contracts.plan import Plan
+from wattplan.planner.contracts.solve_report import ProgressTarget
+from wattplan.planner.core.assemble import Allocation
+from wattplan.planner.core.greedy import greedy_allocations, progress_of
 
 FIRST_STAGE_SHARE = 0.75
 """``progress``, stage 1 (most progress under the budget): share of the time left."""

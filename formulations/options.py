@@ -48,9 +48,15 @@ from typing import NamedTuple, Self, TypeVar
 
 import numpy as np
 
-from planner.contracts.domain import Instance
-from planner.core.economics import usable_pair_rates
-from planner.core.economics_batched import JobGroup, allowed, exclusive_group_options, group_outcomes, job_groups
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.core.economics import usable_pair_rates
+from wattplan.planner.core.economics_batched import (
+    JobGroup,
+    allowed,
+    exclusive_group_options,
+    group_outcomes,
+    job_groups,
+)
 
 
 class Slot(NamedTuple):

@@ -23,11 +23,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from formulations.backends import Backend, ObjectiveName, SolveParams
-from formulations.column_generation import column_generation_result
-from formulations.ir import LinearModel
-from formulations.stages import MIN_STAGE_S, SolveState, known_columns
-from formulations.watchdog import run_with_deadline
+from wattplan.formulations.backends import Backend, ObjectiveName, SolveParams
+from wattplan.formulations.column_generation import column_generation_result
+from wattplan.formulations.ir import LinearModel
+from wattplan.formulations.stages import MIN_STAGE_S, SolveState, known_columns
+from wattplan.formulations.watchdog import run_with_deadline
 
 LP_SHARE = 0.5
 """The LP relaxation (bound and LP-guided start): share of the time left."""

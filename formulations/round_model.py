@@ -37,11 +37,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from formulations.ir import INF, LazyNames, LinearModel
-from formulations.options import OptionSet, Slot, enumerate_options, match_slot
-from planner.contracts.domain import Instance
-from planner.core.assemble import Allocation
-from planner.core.economics import best_step_energy_j
+from wattplan.formulations.ir import INF, LazyNames, LinearModel
+from wattplan.formulations.options import OptionSet, Slot, enumerate_options, match_slot
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.core.assemble import Allocation
+from wattplan.planner.core.economics import best_step_energy_j
 
 ENERGY_ROW = "energy"
 PROGRESS_ROW = "progress_floor"

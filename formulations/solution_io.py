@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from planner.contracts.problems import InputError, Problem, SolutionRejected
+from wattplan.planner.contracts.problems import InputError, Problem, SolutionRejected
 
 SolutionFormat = Literal["cbc", "highs", "scip"]
 FORMATS = "CBC (-solution), HiGHS (writeSolution, raw style) or SCIP (writeSol)"

@@ -25,9 +25,9 @@ Entry: :func:`solve_round`, called only by the front door :func:`planner.plannin
 
 from __future__ import annotations
 
-from formulations.backends import Solvers
-from formulations.horizon_solve import solve_horizon
-from formulations.objectives import (
+from wattplan.formulations.backends import Solvers
+from wattplan.formulations.horizon_solve import solve_horizon
+from wattplan.formulations.objectives import (
     FIRST_STAGE_SHARE,
     NO_BUDGET_STAGE_SHARE,
     OBJECTIVE_VECTOR,
@@ -38,7 +38,7 @@ from formulations.objectives import (
     ProgressObjective,
     TargetObjective,
 )
-from formulations.relaxation import (
+from wattplan.formulations.relaxation import (
     CORE_LP_SHARE,
     CORE_MIP_MAX_COLUMNS,
     LP_SHARE,
@@ -46,8 +46,8 @@ from formulations.relaxation import (
     LpRelaxation,
     lp_relaxation,
 )
-from formulations.stage_export import LEXICOGRAPHIC_TOLERANCE
-from formulations.stages import (
+from wattplan.formulations.stage_export import LEXICOGRAPHIC_TOLERANCE
+from wattplan.formulations.stages import (
     MAX_RESERVE_S,
     MIN_STAGE_S,
     RESERVE_PER_JOB_S,
@@ -57,7 +57,7 @@ from formulations.stages import (
     add_heuristic,
     build_state,
 )
-from formulations.verdict import (
+from wattplan.formulations.verdict import (
     ABS_GAP_SHARE,
     GAP_TOLERANCE,
     consistent_bound,
@@ -65,10 +65,10 @@ from formulations.verdict import (
     tighter,
     within_gap,
 )
-from planner.contracts.domain import Instance
-from planner.contracts.plan import Plan
-from planner.contracts.request import PlanRequest
-from planner.core.greedy import greedy_allocations
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.contracts.plan import Plan
+from wattplan.planner.contracts.request import PlanRequest
+from wattplan.planner.core.greedy import greedy_allocations
 
 __all__ = [
     "ABS_GAP_SHARE",

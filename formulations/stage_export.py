@@ -26,11 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
-from formulations.backends.base import Backend, FeatureUnsupported, ObjectiveName
-from formulations.ir import LinearModel
-from formulations.mps import write_mps
-from formulations.round_model import ENERGY_ROW, PROGRESS_ROW, RoundModel
-from planner.contracts.domain import Instance, Objective
+from wattplan.formulations.backends.base import Backend, FeatureUnsupported, ObjectiveName
+from wattplan.formulations.ir import LinearModel
+from wattplan.formulations.mps import write_mps
+from wattplan.formulations.round_model import ENERGY_ROW, PROGRESS_ROW, RoundModel
+from wattplan.planner.contracts.domain import Instance, Objective
 
 STAGE2_SUFFIX = ".stage2"
 """Put before the file's suffix for stage 2: ``x.mps`` -> ``x.stage2.mps``."""

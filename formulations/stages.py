@@ -27,19 +27,19 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from formulations.backends import Backend, ObjectiveName, SolveParams, SolverResult, Solvers
-from formulations.ir import LinearModel
-from formulations.round_model import RoundModel, build_round_model
-from formulations.stage_export import StageExport
-from formulations.verdict import consistent_bound, objective_unit, relative_gap, within_gap
-from formulations.watchdog import run_with_deadline
-from planner.contracts.domain import Instance, Objective
-from planner.contracts.plan import Plan
-from planner.contracts.request import PlanRequest
-from planner.contracts.solve_report import HeuristicRecord, ModelStats, PlanNote, SolveReport, StageRecord
-from planner.core.assemble import Allocation, SolveInfo, assemble_plan
-from planner.core.greedy import progress_of
-from planner.core.validate import checked
+from wattplan.formulations.backends import Backend, ObjectiveName, SolveParams, SolverResult, Solvers
+from wattplan.formulations.ir import LinearModel
+from wattplan.formulations.round_model import RoundModel, build_round_model
+from wattplan.formulations.stage_export import StageExport
+from wattplan.formulations.verdict import consistent_bound, objective_unit, relative_gap, within_gap
+from wattplan.formulations.watchdog import run_with_deadline
+from wattplan.planner.contracts.domain import Instance, Objective
+from wattplan.planner.contracts.plan import Plan
+from wattplan.planner.contracts.request import PlanRequest
+from wattplan.planner.contracts.solve_report import HeuristicRecord, ModelStats, PlanNote, SolveReport, StageRecord
+from wattplan.planner.core.assemble import Allocation, SolveInfo, assemble_plan
+from wattplan.planner.core.greedy import progress_of
+from wattplan.planner.core.validate import checked
 
 MIN_STAGE_S = 0.2
 """A stage with less time than this (s) is skipped, not started."""

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from formulations.backends import ObjectiveName, SolverResult
-from formulations.ir import LinearModel
+from wattplan.formulations.backends import ObjectiveName, SolverResult
+from wattplan.formulations.ir import LinearModel
 
 GAP_TOLERANCE = 1e-6
 """Slack on ``gap <= rel_gap`` for an ``optimal`` status: a bound carries numerical noise (CP-SAT's

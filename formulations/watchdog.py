@@ -42,8 +42,8 @@ from multiprocessing.process import BaseProcess
 from types import FrameType
 from typing import Any
 
-from formulations.backends.base import SolverResult
-from formulations.ir import LinearModel
+from wattplan.formulations.backends.base import SolverResult
+from wattplan.formulations.ir import LinearModel
 
 WORKER_MAX_COLUMNS = 200_000
 """Models with more columns go to a forked child, which shares the parent's memory instead of receiving a pickled

@@ -28,3 +28,6 @@ Layers, lowest first (the rank in brackets; layers of one rank never import each
 
 ``tests/test_layering.py`` checks these rules from the imports.
 """
+
+if __name__.partition(".")[0] != "wattplan":  # imported as a top-level name from a checkout: a second copy of it
+    raise ImportError(f"import wattplan.{__name__}, not {__name__} (docs/design.md §8.2)")

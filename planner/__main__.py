@@ -1,5 +1,5 @@
-"""``python -m planner`` runs the command line (:mod:`planner.cli`)."""
+"""``python -m wattplan.planner`` runs the command line (:mod:`planner.cli`)."""
 
-from planner.cli import main
+from wattplan.planner.cli import main
 
 main()

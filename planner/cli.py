@@ -1,7 +1,7 @@
 """wattplan's command line: parse, call the planner, render. No math and no solver here.
 
-Installed as the ``wattplan`` console script (``planner.cli:main``); ``python cli.py`` and
-``python -m planner`` run the same app from a checkout. Every solve option's default comes
+Installed as the ``wattplan`` console script (``wattplan.planner.cli:main``); ``python cli.py`` and
+``python -m wattplan.planner`` run the same app from a checkout. Every solve option's default comes
 from :class:`planner.contracts.request.PlanRequest` and every round default from :mod:`planner.contracts.defaults`.
 
 Exit codes: 0 success, 1 a plan or run failed (e.g. the validator rejected a plan),
@@ -23,19 +23,19 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 from rich.console import Console, RenderableType
 
-from planner import planning
-from planner.console.formats import OutputFormat, Section, sections_text
-from planner.console.terminal import shown
-from planner.contracts import defaults
-from planner.contracts.problems import InputError, Problem, SolutionRejected
-from planner.contracts.request import DEFAULT_REQUEST, REPLAY_REQUEST, PlanRequest
-from planner.files.paths import refuse_overwriting_inputs
-from planner.launch.limits import DEFAULT_GRACE_S, DEFAULT_SIGNAL_LEAD_S
+from wattplan.planner import planning
+from wattplan.planner.console.formats import OutputFormat, Section, sections_text
+from wattplan.planner.console.terminal import shown
+from wattplan.planner.contracts import defaults
+from wattplan.planner.contracts.problems import InputError, Problem, SolutionRejected
+from wattplan.planner.contracts.request import DEFAULT_REQUEST, REPLAY_REQUEST, PlanRequest
+from wattplan.planner.files.paths import refuse_overwriting_inputs
+from wattplan.planner.launch.limits import DEFAULT_GRACE_S, DEFAULT_SIGNAL_LEAD_S
 
 if TYPE_CHECKING:
-    from planner.contracts.domain import Instance
-    from planner.profile_library.library import ProfileLibrary
-    from planner.sim.plots import FigureOptions
+    from wattplan.planner.contracts.domain import Instance
+    from wattplan.planner.profile_library.library import ProfileLibrary
+    from wattplan.planner.sim.plots import FigureOptions
 
 HELP_SETTINGS: dict[str, Any] = {"max_content_width": 80}
 """Help text at most 80 columns wide, whatever the terminal (plain click help, no rich panels)."""
@@ -73,7 +73,7 @@ cluster_app = typer.Typer(
 def _print_version(value: bool) -> None:
     """``--version``: print ``wattplan X.Y.Z`` and stop."""
     if value:
-        from planner.contracts.provenance import wattplan_version
+        from wattplan.planner.contracts.provenance import wattplan_version
 
         typer.echo(f"wattplan {wattplan_version()}")
         raise typer.Exit()
@@ -103,7 +103,7 @@ Python (tests), by the app's callback from the words click has yet to parse (cle
 
 def output_provenance() -> dict[str, Any]:
     """The ``written_by`` record of every JSON file this run writes (planner.contracts.provenance)."""
-    from planner.contracts.provenance import written_by
+    from wattplan.planner.contracts.provenance import written_by
 
     return written_by(["wattplan", *COMMAND_LINE])
 
@@ -131,7 +131,7 @@ def report_problems(source: str, problems: list[Problem], title: str) -> None:
     The heading is a line of its own that is never wrapped (``soft_wrap``): as a table title it was wrapped to the
     table's width, cutting the file's name in two (a path longer than the table was named nowhere whole).
     """
-    from planner.console.tables import problems_heading, problems_table
+    from wattplan.planner.console.tables import problems_heading, problems_table
 
     err.print(problems_heading(title, source, len(problems)), soft_wrap=True)
     err.print(problems_table(problems))
@@ -183,7 +183,7 @@ def print_answer(
 ) -> None:
     """Print a command's answer: its rich ``tables`` for ``table``, else its ``sections`` as JSON or CSV."""
     if fmt == OutputFormat.table:
-        from planner.console.tables import folded
+        from wattplan.planner.console.tables import folded
 
         for t in tables():
             out.print(folded(t))
@@ -378,7 +378,7 @@ point (a point whose spec and inputs are unchanged is reused; delete its ``runs/
 
 def _figure_options(plot_format: PlotFormatChoice, dpi: int) -> FigureOptions:
     """``--plot-format`` and ``--dpi`` as figure options, checked (a bad ``--dpi`` raises :class:`InputError`)."""
-    from planner.sim.plots import FigureOptions, check_figure_options
+    from wattplan.planner.sim.plots import FigureOptions, check_figure_options
 
     options = FigureOptions(plot_format.value, dpi)
     check_figure_options(options)
@@ -387,7 +387,7 @@ def _figure_options(plot_format: PlotFormatChoice, dpi: int) -> FigureOptions:
 
 def _trace(path: Path) -> Path:
     """The trace a user named: a file, or a shipped trace by name."""
-    from planner.files.resources import resolve_trace
+    from wattplan.planner.files.resources import resolve_trace
 
     return resolve_trace(path)
 
@@ -479,7 +479,7 @@ def plan(
     is written beside the plan, for validate, launch and instance next. Prints the running jobs, the waiting jobs
     with the reason each waits (docs/design.md §6.5) and a summary.
     """
-    from planner.console.tables import (
+    from wattplan.planner.console.tables import (
         plan_table,
         running_rows,
         summary_record,
@@ -487,11 +487,11 @@ def plan(
         waiting_rows,
         waiting_table,
     )
-    from planner.contracts.instance_io import load_instance
-    from planner.contracts.plan import write_plan
-    from planner.core.validate import InvalidPlanError
-    from planner.core.waiting import waiting_reasons
-    from planner.files.resources import default_instance
+    from wattplan.planner.contracts.instance_io import load_instance
+    from wattplan.planner.contracts.plan import write_plan
+    from wattplan.planner.core.validate import InvalidPlanError
+    from wattplan.planner.core.waiting import waiting_reasons
+    from wattplan.planner.files.resources import default_instance
 
     started_at = time.perf_counter()
     request = PlanRequest(
@@ -550,8 +550,8 @@ def plan(
         outputs |= {"--export-model": stage1, "--export-model (stage 2)": stage2}
     refuse_overwriting_inputs(outputs, [source, from_solution, cluster, profiles])
     if from_jobs:
-        from planner.contracts.instance_io import write_instance
-        from planner.rounds.from_jobs import read_operator_instance
+        from wattplan.planner.contracts.instance_io import write_instance
+        from wattplan.planner.rounds.from_jobs import read_operator_instance
 
         assert cluster is not None and instance_out is not None
         inst, added = read_operator_instance(source, cluster, profiles)
@@ -636,9 +636,9 @@ def validate(
     fmt: OutputFormatOpt = OutputFormat.table,
 ) -> None:
     """Check a plan against its instance (no solver involved); exit 1 on any violation."""
-    from planner.contracts.instance_io import load_instance
-    from planner.contracts.plan import load_plan
-    from planner.core.validate import validate_plan
+    from wattplan.planner.contracts.instance_io import load_instance
+    from wattplan.planner.contracts.plan import load_plan
+    from wattplan.planner.core.validate import validate_plan
 
     inst = load_instance(instance)
     the_plan = load_plan(plan_file)
@@ -727,12 +727,12 @@ def launch(
     and apply.sh: kept jobs get one more round, stopped, resized, moved and
     re-paired ones end, settings are re-set in place, new jobs submitted.
     """
-    from planner.launch.hosts import instance_host_map, load_host_map
-    from planner.launch.kubernetes import KubernetesOptions
-    from planner.launch.launcher import LaunchOptions, PlanRejected, launch_files, launch_followon_files
-    from planner.launch.limits import LimitOptions
-    from planner.launch.render import PLACEHOLDER_EXIT
-    from planner.launch.slurm import SlurmOptions
+    from wattplan.planner.launch.hosts import instance_host_map, load_host_map
+    from wattplan.planner.launch.kubernetes import KubernetesOptions
+    from wattplan.planner.launch.launcher import LaunchOptions, PlanRejected, launch_files, launch_followon_files
+    from wattplan.planner.launch.limits import LimitOptions
+    from wattplan.planner.launch.render import PLACEHOLDER_EXIT
+    from wattplan.planner.launch.slurm import SlurmOptions
 
     if from_plan is not None and to.value != "slurm":
         raise InputError("options", [Problem("bad-option", "--from", "only --to slurm renders a follow-on round")])
@@ -807,10 +807,10 @@ def diff(
     """
     import json
 
-    from planner.contracts.instance_io import load_instance
-    from planner.contracts.jsonio import write_json_atomic
-    from planner.contracts.plan import load_plan
-    from planner.launch.diff import diff_plans, diff_problems, diff_table, diff_to_doc
+    from wattplan.planner.contracts.instance_io import load_instance
+    from wattplan.planner.contracts.jsonio import write_json_atomic
+    from wattplan.planner.contracts.plan import load_plan
+    from wattplan.planner.launch.diff import diff_plans, diff_problems, diff_table, diff_to_doc
 
     instances = [p for p in (old_instance, new_instance) if p is not None]
     refuse_overwriting_inputs({"--json": json_out}, [old_plan, new_plan, *instances])
@@ -855,7 +855,7 @@ def instance_check(
     file: Annotated[Path, typer.Argument(help="Instance file to check.")], fmt: OutputFormatOpt = OutputFormat.table
 ) -> None:
     """Check an instance's structure and meaning; list every problem with its path (exit 2)."""
-    from planner.contracts.instance_io import load_instance
+    from wattplan.planner.contracts.instance_io import load_instance
 
     inst = load_instance(file)
     counts = {"jobs": len(inst.jobs), "gpu_types": len(inst.gpu_types), "profiles": len(inst.profiles)}
@@ -921,13 +921,13 @@ def instance_from_trace(
     profiles: ProfilesOpt = None,
 ) -> None:
     """Make a round instance from a trace: the queue at --at with remaining steps."""
-    from planner.contracts.instance_io import write_instance
-    from planner.contracts.rules import RoundRules
-    from planner.core.economics import round_budget_j
-    from planner.profile_library.library import load_profile_library
-    from planner.rounds.builder import RoundOptions, build_round
-    from planner.rounds.cluster_spec import parse_cluster_spec
-    from planner.rounds.traces import read_trace, trace_format
+    from wattplan.planner.contracts.instance_io import write_instance
+    from wattplan.planner.contracts.rules import RoundRules
+    from wattplan.planner.core.economics import round_budget_j
+    from wattplan.planner.profile_library.library import load_profile_library
+    from wattplan.planner.rounds.builder import RoundOptions, build_round
+    from wattplan.planner.rounds.cluster_spec import parse_cluster_spec
+    from wattplan.planner.rounds.traces import read_trace, trace_format
 
     numbers = {
         "--at": at,
@@ -998,8 +998,8 @@ def instance_from_jobs_cmd(
     profiles: ProfilesOpt = None,
 ) -> None:
     """Make a round instance from your job list and cluster file: jobs wait, nothing runs yet."""
-    from planner.contracts.instance_io import write_instance
-    from planner.rounds.from_jobs import read_operator_instance
+    from wattplan.planner.contracts.instance_io import write_instance
+    from wattplan.planner.rounds.from_jobs import read_operator_instance
 
     refuse_overwriting_inputs({"--out": out_path}, [jobs, cluster, profiles])
     inst, added = read_operator_instance(jobs, cluster, profiles)
@@ -1031,10 +1031,10 @@ def instance_next(
     profiles: ProfilesOpt = None,
 ) -> None:
     """Carry a plan into the next round: running jobs get their allocation as current, work done is taken off."""
-    from planner.contracts.instance_io import load_instance, write_instance
-    from planner.contracts.plan import load_plan
-    from planner.rounds.from_jobs import read_operator_instance
-    from planner.rounds.next_round import check_plan_matches, follow_plan, next_instance
+    from wattplan.planner.contracts.instance_io import load_instance, write_instance
+    from wattplan.planner.contracts.plan import load_plan
+    from wattplan.planner.rounds.from_jobs import read_operator_instance
+    from wattplan.planner.rounds.next_round import check_plan_matches, follow_plan, next_instance
 
     if (jobs is None) != (cluster is None):
         raise InputError("options", [Problem("bad-option", "--jobs", "--jobs and --cluster go together")])
@@ -1056,7 +1056,7 @@ def instance_next(
 
 def _with_priors(lib: ProfileLibrary, names: Sequence[str]) -> ProfileLibrary:
     """The library with priors for the named GPU types it lacks and the spec file knows, each with a note."""
-    from planner.profile_library.priors import with_prior_types
+    from wattplan.planner.profile_library.priors import with_prior_types
 
     lib, added = with_prior_types(lib, names)
     _prior_notes(added)
@@ -1065,7 +1065,7 @@ def _with_priors(lib: ProfileLibrary, names: Sequence[str]) -> ProfileLibrary:
 
 def _prior_notes(added: Sequence[str]) -> None:
     """A note for each GPU type planned from its prior (design §9.8), with the prior's expected error."""
-    from planner.profile_library.priors import load_gpu_specs
+    from wattplan.planner.profile_library.priors import load_gpu_specs
 
     if not added:
         return
@@ -1119,8 +1119,8 @@ def instance_sweep(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from planner.bench.instance_sets import sweep, sweep_spec
-    from planner.profile_library.library import load_profile_library
+    from wattplan.planner.bench.instance_sets import sweep, sweep_spec
+    from wattplan.planner.profile_library.library import load_profile_library
 
     lib = load_profile_library()
     spec = sweep_spec(out_dir, sizes, budgets, seeds, family.value, gpu_mix, jobs_per_node, mps, sorted(lib.gpu_types))
@@ -1150,8 +1150,8 @@ def profiles_build(
     out_path: Annotated[Path, typer.Option("--out", "-o", help="Profile library to write.")] = Path("profiles.json"),
 ) -> None:
     """Build V100 and P100 profiles (exclusive and co-located) from Gavel throughputs and Zeus power curves."""
-    from planner.files.resources import source_dir
-    from planner.profile_library.build import build_profile_library, write_profile_library
+    from wattplan.planner.files.resources import source_dir
+    from wattplan.planner.profile_library.build import build_profile_library, write_profile_library
 
     folder = sources or source_dir()
     refuse_overwriting_inputs({"--out": out_path}, [folder, *(folder.rglob("*") if folder.is_dir() else [])])
@@ -1182,9 +1182,9 @@ def profiles_fit(
     ] = False,
 ) -> None:
     """Fit the full profile table from measured points and a prior library; every entry gets a basis."""
-    from planner.files.resources import profile_library
-    from planner.profiling import fit_output as show
-    from planner.profiling.fit import fit_files, sanity_file, write_fitted
+    from wattplan.planner.files.resources import profile_library
+    from wattplan.planner.profiling import fit_output as show
+    from wattplan.planner.profiling.fit import fit_files, sanity_file, write_fitted
 
     source = library or profile_library()
     if sanity_only:
@@ -1240,7 +1240,7 @@ def profiles_ingest(
     ] = False,
 ) -> None:
     """Read measurements into points with their provenance and merge them (by id) into a library's measurements."""
-    from planner.profiling.ingest import NoBase, ingest, ingest_tables
+    from wattplan.planner.profiling.ingest import NoBase, ingest, ingest_tables
 
     base: Path | NoBase | None = "none" if library == "none" else Path(library) if library else None
     # --library may be --out (merge in place); the measurement files and job sides may not
@@ -1276,8 +1276,8 @@ def profiles_check(
     csv_out: Annotated[Path | None, typer.Option("--csv", help="Write rows and unmatched points as CSV here.")] = None,
 ) -> None:
     """Predicted vs measured per quantity (throughput, speedup, power, energy per step, pair rates, idle)."""
-    from planner.profiling import check_output as show
-    from planner.profiling.check import check_files
+    from wattplan.planner.profiling import check_output as show
+    from wattplan.planner.profiling.check import check_files
 
     refuse_overwriting_inputs({"--json": json_out, "--csv": csv_out}, [library, *measurements])
     report = check_files(library, measurements, type_map or [], shape)
@@ -1314,9 +1314,9 @@ def profiles_truth(
     Saturating scaling, power that follows utilisation, lower pair rates, measured idle and node power
     (defaults: an 8x V100 node's logs; planner/profiling/truth.py). Use it as `simulate --truth`.
     """
-    from planner.contracts.jsonio import write_json_atomic
-    from planner.files.resources import profile_library
-    from planner.profiling.truth import TruthParams, truth_from_file
+    from wattplan.planner.contracts.jsonio import write_json_atomic
+    from wattplan.planner.files.resources import profile_library
+    from wattplan.planner.profiling.truth import TruthParams, truth_from_file
 
     params = TruthParams(alpha, cap, pair_factor, idle_power_w, node_power_w, cap_spread)
     prior = library or profile_library()
@@ -1341,11 +1341,11 @@ def profiles_prior(
     Each new type's profiles and pairs are marked basis prior with the rule's measured expected error
     (docs/design.md §9.8); `profiles fit` and learning correct them like any prior.
     """
-    from planner.console.list_options import split_list
-    from planner.contracts.jsonio import read_json, write_json_atomic
-    from planner.files.resources import profile_library
-    from planner.profile_library.library import library_from_doc
-    from planner.profile_library.priors import add_prior_types_doc, load_gpu_specs
+    from wattplan.planner.console.list_options import split_list
+    from wattplan.planner.contracts.jsonio import read_json, write_json_atomic
+    from wattplan.planner.files.resources import profile_library
+    from wattplan.planner.profile_library.library import library_from_doc
+    from wattplan.planner.profile_library.priors import add_prior_types_doc, load_gpu_specs
 
     source = profiles or profile_library()
     names = split_list(gpu, "--gpu")
@@ -1364,9 +1364,9 @@ def profiles_prior(
 @handles_errors
 def profiles_ls(profiles: ProfilesOpt = None) -> None:
     """Per GPU type: settings, idle power, job types, GPU counts, pairs, profiles by basis kind."""
-    from planner.files.resources import profile_library
-    from planner.profile_library.library import load_profile_library
-    from planner.profile_library.listing import summary_table
+    from wattplan.planner.files.resources import profile_library
+    from wattplan.planner.profile_library.library import load_profile_library
+    from wattplan.planner.profile_library.listing import summary_table
 
     source = profiles or profile_library()
     out.print(summary_table(load_profile_library(source), f"GPU types in {source.name}"))
@@ -1380,9 +1380,9 @@ def profiles_show(
     profiles: ProfilesOpt = None,
 ) -> None:
     """The profile entries of one GPU type: job type, GPUs, setting, steps/s, W per GPU, basis, error."""
-    from planner.files.resources import profile_library
-    from planner.profile_library.library import load_profile_library
-    from planner.profile_library.listing import entries_table
+    from wattplan.planner.files.resources import profile_library
+    from wattplan.planner.profile_library.library import load_profile_library
+    from wattplan.planner.profile_library.listing import entries_table
 
     source = profiles or profile_library()
     lib = load_profile_library(source)
@@ -1481,8 +1481,8 @@ def simulate(
     Without --objective wattplan plans for progress (fastest, not least energy); the energy
     modes are --objective efficiency --max-jct-increase PCT and `wattplan frontier`.
     """
-    from planner.sim.render import progress_callback, progress_display, progress_log, summary_table
-    from planner.sim.session import ReplayHooks, replay_spec, run_simulate
+    from wattplan.planner.sim.render import progress_callback, progress_display, progress_log, summary_table
+    from wattplan.planner.sim.session import ReplayHooks, replay_spec, run_simulate
 
     spec = replay_spec(
         trace,
@@ -1570,8 +1570,8 @@ PROGRESS_MODE_HINT = (
 
 def _report_dropped(by_type: Mapping[str, Sequence[str]], cluster_types: Sequence[str], out_path: Path) -> None:
     """Say on stderr which job types were dropped (no profile on the cluster), how many jobs, the first id of each."""
-    from planner.sim.output import DROPPED_FILE
-    from planner.sim.workload import dropped_text
+    from wattplan.planner.sim.output import DROPPED_FILE
+    from wattplan.planner.sim.workload import dropped_text
 
     if text := dropped_text(by_type, cluster_types):
         err.print(f"[yellow]{shown(text)}; ids in {shown(out_path / DROPPED_FILE)}[/]")
@@ -1664,8 +1664,8 @@ def frontier(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from planner.sim.render import summary_table
-    from planner.sim.session import frontier_sweep, run_frontier
+    from wattplan.planner.sim.render import summary_table
+    from wattplan.planner.sim.session import frontier_sweep, run_frontier
 
     sweep = frontier_sweep(
         trace,
@@ -1789,9 +1789,9 @@ def bench(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from planner.bench.report import summary_table
-    from planner.bench.session import bench_config, run_bench_session
-    from planner.bench.summary import FAILURES
+    from wattplan.planner.bench.report import summary_table
+    from wattplan.planner.bench.session import bench_config, run_bench_session
+    from wattplan.planner.bench.summary import FAILURES
 
     session = bench_config(
         instances,
@@ -1930,10 +1930,10 @@ def agent(
 
     Install the node scripts (planner/agent/node_files) so that power limits reach the GPUs.
     """
-    from planner.agent.loop import AgentConfig
-    from planner.agent.run import environment, run_agent, stderr_log
-    from planner.contracts.rules import RoundRules, rules_problems
-    from planner.profile_library.library import load_profile_library
+    from wattplan.planner.agent.loop import AgentConfig
+    from wattplan.planner.agent.run import environment, run_agent, stderr_log
+    from wattplan.planner.contracts.rules import RoundRules, rules_problems
+    from wattplan.planner.profile_library.library import load_profile_library
 
     bound = max_jct_increase / 100.0 if jct_bound else None
     if bound is not None and not 0 <= bound <= 10:
@@ -1985,9 +1985,9 @@ def cluster_up(
     ] = defaults.RESTART_S,
 ) -> None:
     """Start munged, slurmctld, one slurmd per node, the GPU emulator, node agents and Prometheus (needs root)."""
-    from planner.cluster.up import cluster_up as up
-    from planner.profile_library.library import load_profile_library
-    from planner.rounds.cluster_spec import parse_cluster_spec
+    from wattplan.planner.cluster.up import cluster_up as up
+    from wattplan.planner.profile_library.library import load_profile_library
+    from wattplan.planner.rounds.cluster_spec import parse_cluster_spec
 
     spec = parse_cluster_spec(gpus, gpus_per_node)
     if not 0 < time_scale <= 10_000:
@@ -2012,7 +2012,7 @@ def cluster_up(
 @handles_errors
 def cluster_down(cluster_dir: ClusterDirOpt) -> None:
     """Stop exactly what `wattplan cluster up` started in --dir (its jobs are cancelled first)."""
-    from planner.cluster.up import cluster_down as down
+    from wattplan.planner.cluster.up import cluster_down as down
 
     down(cluster_dir, log=lambda m: out.print(m))
 
@@ -2034,8 +2034,8 @@ def cluster_submit(
     wait: Annotated[bool, typer.Option(help="Return once every job is submitted (default: at once).")] = False,
 ) -> None:
     """Submit a trace's jobs (the replay's selection) at their arrival times, on the emulated clock."""
-    from planner.cluster.submit import start_submitter, submissions
-    from planner.contracts.rules import RoundRules
+    from wattplan.planner.cluster.submit import start_submitter, submissions
+    from wattplan.planner.contracts.rules import RoundRules
 
     jobs, layout = submissions(cluster_dir, trace, fmt.value, vc, start_s, end_s, max_jobs, seed, RoundRules())
     pid = start_submitter(layout, jobs, managed=not unmanaged)
@@ -2055,9 +2055,9 @@ def cluster_report(
     """Energy (from Prometheus), JCTs and per-job times of the jobs submitted to the emulated cluster."""
     import json as json_module
 
-    from planner.cluster.layout import ClusterLayout
-    from planner.cluster.report import cluster_report as report_of
-    from planner.contracts.jsonio import write_text_atomic
+    from wattplan.planner.cluster.layout import ClusterLayout
+    from wattplan.planner.cluster.report import cluster_report as report_of
+    from wattplan.planner.contracts.jsonio import write_text_atomic
 
     layout = ClusterLayout(cluster_dir)
     report = report_of(layout, layout.read_manifest()["prometheus_url"])

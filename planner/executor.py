@@ -15,7 +15,7 @@ process     a ``spawn`` process pool of ``workers`` (a fresh interpreter per wor
             tasks it lost are retried one at a time, each in a pool of its own, so the
             death is charged to the task that caused it (``BrokenProcessPool``).
 thread      ``workers`` threads in this process, for tasks that only drive a subprocess
-            (each ``wattplan bench`` run is a ``python -m planner.bench.worker`` child).
+            (each ``wattplan bench`` run is a ``python -m wattplan.planner.bench.worker`` child).
 Ray         ``ray_address`` given: one Ray task per item (``ray.init(address=...)``;
             ``local`` starts a local Ray instance, stopped again afterwards, its files in a
             fresh private folder removed afterwards: :func:`ray_temp_dir`), at most
@@ -60,7 +60,7 @@ from types import FrameType, ModuleType
 from typing import Any, Generic, Literal, TypeVar
 from urllib.parse import urlsplit
 
-from planner.contracts.problems import InputError, Problem
+from wattplan.planner.contracts.problems import InputError, Problem
 
 R = TypeVar("R")
 Mode = Literal["process", "thread"]

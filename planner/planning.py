@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from formulations.backends import (
+from wattplan.formulations.backends import (
     BUILTIN,
     PATTERNS,
     REGISTRY,
@@ -51,16 +51,16 @@ from formulations.backends import (
     solvers_with,
     unregister_solver,  # noqa: F401 (re-exported beside it)
 )
-from formulations.backends.command import CWD_ENV, command_problems
-from formulations.backends.command import PREFIX as COMMAND_PREFIX
-from planner.contracts.domain import Instance
-from planner.contracts.floor import EnergyFloor
-from planner.contracts.problems import InputError, Problem
-from planner.contracts.request import DEFAULT_REQUEST, EXPORT_SUFFIXES, GREEDY, PlanRequest
-from planner.contracts.rules import RoundRules, rules_problems
+from wattplan.formulations.backends.command import CWD_ENV, command_problems
+from wattplan.formulations.backends.command import PREFIX as COMMAND_PREFIX
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.contracts.floor import EnergyFloor
+from wattplan.planner.contracts.problems import InputError, Problem
+from wattplan.planner.contracts.request import DEFAULT_REQUEST, EXPORT_SUFFIXES, GREEDY, PlanRequest
+from wattplan.planner.contracts.rules import RoundRules, rules_problems
 
 if TYPE_CHECKING:
-    from planner.contracts.plan import BudgetOverride, Plan
+    from wattplan.planner.contracts.plan import BudgetOverride, Plan
 
 SOLVER_NAMES: tuple[str, ...] = (*BUILTIN, GREEDY)
 """The solver names a user may give besides the patterns (``pulp:NAME``): the registry's and ``greedy``."""
@@ -207,10 +207,10 @@ def request_problems(request: PlanRequest) -> list[Problem]:
 
 def greedy_plan(instance: Instance) -> Plan:
     """The greedy plan (see :mod:`planner.core.greedy`), placed, totalled and validated."""
-    from planner.contracts.solve_report import HeuristicRecord, SolveReport
-    from planner.core.assemble import SolveInfo, assemble_plan
-    from planner.core.greedy import greedy_allocations
-    from planner.core.validate import checked
+    from wattplan.planner.contracts.solve_report import HeuristicRecord, SolveReport
+    from wattplan.planner.core.assemble import SolveInfo, assemble_plan
+    from wattplan.planner.core.greedy import greedy_allocations
+    from wattplan.planner.core.validate import checked
 
     begin = time.perf_counter()
     allocations = greedy_allocations(instance)
@@ -255,15 +255,15 @@ class Planner:
         before it read the instance, so that ``request.time_limit_s`` covers the whole call.
         Raises :class:`~planner.core.validate.InvalidPlanError` if a planner bug produced an invalid plan.
         """
-        from planner.contracts.instance_io import instance_sha256
-        from planner.contracts.plan import with_instance_sha256
+        from wattplan.planner.contracts.instance_io import instance_sha256
+        from wattplan.planner.contracts.plan import with_instance_sha256
 
         started_at = time.perf_counter() if started_at is None else started_at
         digest = instance_sha256(instance)  # the instance as given, before the request's objective and delta
         instance = _as_requested(instance, self.request)
         if self._solvers is None:
             return with_instance_sha256(greedy_plan(instance), digest)
-        from formulations.solve import solve_round
+        from wattplan.formulations.solve import solve_round
 
         result = solve_round(instance, self.request, started_at, self._solvers)
         if is_command_solver(self.request.solver):
@@ -315,9 +315,9 @@ def plan_from_solution(instance: Instance, solution: Path, request: PlanRequest 
     problems = _round_problems(request)
     if problems:
         raise InputError("options", problems)
-    from formulations.external_plan import external_plan
-    from planner.contracts.instance_io import instance_sha256
-    from planner.contracts.plan import with_instance_sha256
+    from wattplan.formulations.external_plan import external_plan
+    from wattplan.planner.contracts.instance_io import instance_sha256
+    from wattplan.planner.contracts.plan import with_instance_sha256
 
     result = external_plan(_as_requested(instance, request), solution)
     return with_instance_sha256(result, instance_sha256(instance))
@@ -341,8 +341,8 @@ def export_stage_models(instance: Instance, request: PlanRequest, stage1_progres
         )
     if problems or request.export_model is None or solvers is None:
         raise InputError("options", problems)
-    from formulations.round_model import build_round_model
-    from formulations.stage_export import export_stages
+    from wattplan.formulations.round_model import build_round_model
+    from wattplan.formulations.stage_export import export_stages
 
     model = build_round_model(_as_requested(instance, request))
     return export_stages(solvers.mip, model, request.export_model, stage1_progress)
@@ -350,14 +350,14 @@ def export_stage_models(instance: Instance, request: PlanRequest, stage1_progres
 
 def model_export_paths(path: Path) -> tuple[Path, Path]:
     """Where an export to ``path`` writes stage 1 and stage 2: ``x.mps`` and ``x.stage2.mps``."""
-    from formulations.stage_export import stage2_path
+    from wattplan.formulations.stage_export import stage2_path
 
     return Path(path), stage2_path(path)
 
 
 def exported_model_files(path: Path) -> list[Path]:
     """The stage files an export to ``path`` leaves, stage 1 first: ``x.mps`` and ``x.stage2.mps`` where present."""
-    from formulations.stage_export import stage2_path
+    from wattplan.formulations.stage_export import stage2_path
 
     return [p for p in (path, stage2_path(path)) if p.exists()]
 
@@ -368,15 +368,15 @@ def energy_floor(instance: Instance, time_limit_s: float | None = None) -> Energ
     A linear program solved with a certified dual bound (:mod:`formulations.energy_floor`), within ``time_limit_s``
     seconds (its default when None).
     """
-    from formulations.energy_floor import FLOOR_TIME_LIMIT_S
-    from formulations.energy_floor import energy_floor as solve_floor
+    from wattplan.formulations.energy_floor import FLOOR_TIME_LIMIT_S
+    from wattplan.formulations.energy_floor import energy_floor as solve_floor
 
     return solve_floor(instance, FLOOR_TIME_LIMIT_S if time_limit_s is None else time_limit_s)
 
 
 def horizon_model_size(instance: Instance, horizon: int) -> tuple[int, int]:
     """Columns and rows of ``instance``'s ``horizon``-round model (docs/design.md §5.14); nothing is solved."""
-    from formulations.horizon_model import build_horizon_model
+    from wattplan.formulations.horizon_model import build_horizon_model
 
     lm = build_horizon_model(instance, horizon).lm
     return lm.num_cols, lm.num_rows
@@ -384,7 +384,7 @@ def horizon_model_size(instance: Instance, horizon: int) -> tuple[int, int]:
 
 def is_one_round_fallback(result: Plan) -> bool:
     """Whether a horizon request's plan came from the one-round model (the horizon model was not solved, §5.14)."""
-    from formulations.horizon_solve import ONE_ROUND
+    from wattplan.formulations.horizon_solve import ONE_ROUND
 
     return result.round.solver.endswith("+" + ONE_ROUND)
 
@@ -394,8 +394,8 @@ def write_round_mps(instance: Instance, path: Path) -> None:
 
     The file is a minimisation of ``-progress`` (:mod:`formulations.mps`), like every export; nothing is solved.
     """
-    from formulations.mps import write_mps
-    from formulations.round_model import build_round_model
+    from wattplan.formulations.mps import write_mps
+    from wattplan.formulations.round_model import build_round_model
 
     comment = "stage 1 (progress objective): most weighted progress under the energy budget"
     write_mps(build_round_model(instance).lm, "progress", True, path, [comment])
@@ -423,9 +423,9 @@ def lp_reference(
 
     The LP is skipped when the build took more than ``max_build_s`` seconds.
     """
-    from formulations.backends import get_backend
-    from formulations.round_model import build_round_model
-    from formulations.solve import lp_relaxation
+    from wattplan.formulations.backends import get_backend
+    from wattplan.formulations.round_model import build_round_model
+    from wattplan.formulations.solve import lp_relaxation
 
     begin = time.perf_counter()
     rm = build_round_model(instance)
@@ -446,8 +446,8 @@ def budget_override(
     None when neither option is given; the instance's own budget (J, None: none) is recorded beside it.
     ``wattplan plan`` and :func:`wattplan.plan` both use it.
     """
-    from planner.contracts.plan import BudgetOverride
-    from planner.core.economics import round_budget_j
+    from wattplan.planner.contracts.plan import BudgetOverride
+    from wattplan.planner.core.economics import round_budget_j
 
     if power_cap_w is not None:
         return BudgetOverride(
@@ -471,9 +471,9 @@ def declare_budget_override(result: Plan, override: BudgetOverride, instance: In
     The plan is then checked against that instance itself (:func:`planner.core.validate.checked`: an invalid plan
     raises), as a plan file is later validated against the instance file it names.
     """
-    from planner.contracts.instance_io import instance_sha256
-    from planner.contracts.plan import with_budget_override, with_instance_sha256
-    from planner.core.validate import checked
+    from wattplan.planner.contracts.instance_io import instance_sha256
+    from wattplan.planner.contracts.plan import with_budget_override, with_instance_sha256
+    from wattplan.planner.core.validate import checked
 
     declared = with_instance_sha256(with_budget_override(result, override), instance_sha256(instance))
     checked(instance, declared)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from planner.contracts.domain import Instance
-from planner.core.economics import job_outcome, ordered_pair_rates
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.core.economics import job_outcome, ordered_pair_rates
 
 
 @dataclass(frozen=True)

@@ -19,12 +19,12 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from planner.contracts.domain import Instance
-from planner.contracts.instance_io import parse_instance
-from planner.contracts.plan import Plan
-from planner.core.assemble import Allocation, SolveInfo, assemble_plan
-from planner.core.validate import validate_plan
 from tests.launch_helpers import launch_instance_doc
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.contracts.instance_io import parse_instance
+from wattplan.planner.contracts.plan import Plan
+from wattplan.planner.core.assemble import Allocation, SolveInfo, assemble_plan
+from wattplan.planner.core.validate import validate_plan
 
 JOBS = (("keep", "A", [4]), ("a re-set", "A", [2]), ("grow", "A", [1, 2]), ("done", "B", [1]), ("new", "B", [1]))
 

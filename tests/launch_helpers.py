@@ -11,11 +11,11 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from planner.contracts.domain import Instance
-from planner.contracts.instance_io import parse_instance
-from planner.contracts.plan import Plan
-from planner.core.assemble import Allocation, SolveInfo, assemble_plan
-from planner.core.validate import validate_plan
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.contracts.instance_io import parse_instance
+from wattplan.planner.contracts.plan import Plan
+from wattplan.planner.core.assemble import Allocation, SolveInfo, assemble_plan
+from wattplan.planner.core.validate import validate_plan
 
 HOSTILE_IDS = (
     "x; rm -rf /",

@@ -6,10 +6,10 @@ from functools import cache
 
 from hypothesis import strategies as st
 
-from planner.contracts.domain import CurrentConfig, GpuType, Instance, Job, RoundSpec
-from planner.core.assemble import SolveInfo, assemble_plan
-from planner.core.greedy import greedy_allocations
-from planner.profile_library.library import ProfileLibrary, load_profile_library
+from wattplan.planner.contracts.domain import CurrentConfig, GpuType, Instance, Job, RoundSpec
+from wattplan.planner.core.assemble import SolveInfo, assemble_plan
+from wattplan.planner.core.greedy import greedy_allocations
+from wattplan.planner.profile_library.library import ProfileLibrary, load_profile_library
 
 
 @cache

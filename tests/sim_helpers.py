@@ -6,11 +6,11 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
-from planner.contracts.domain import GpuType, PairSlowdown, Profile
-from planner.contracts.rules import RoundRules
-from planner.sim.round_instance import ClusterContext
-from planner.sim.state import JobSpec
-from planner.sim.workload import Workload
+from wattplan.planner.contracts.domain import GpuType, PairSlowdown, Profile
+from wattplan.planner.contracts.rules import RoundRules
+from wattplan.planner.sim.round_instance import ClusterContext
+from wattplan.planner.sim.state import JobSpec
+from wattplan.planner.sim.workload import Workload
 
 A, B = "A", "B"
 

@@ -12,7 +12,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-from planner.cluster.slurm_daemons import SlurmCluster, SlurmNode, SlurmStartError, missing_binaries
+from wattplan.planner.cluster.slurm_daemons import SlurmCluster, SlurmNode, SlurmStartError, missing_binaries
 
 __all__ = ["SlurmCluster", "SlurmNode", "SlurmStartError", "missing_binaries", "running_cluster", "REQUIRED"]
 

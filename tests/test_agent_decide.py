@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from planner.agent.decide import SlurmJobNow, decide
-from planner.agent.node_settings import JobSetting
-from planner.agent.slurm_actions import Hold, Release, RequeueHold, Update, calls
-from planner.agent.store import AgentStore, Desired, StoreError
-from planner.contracts.domain import CurrentConfig, GpuType, Instance, Job, NodeGpus, RoundSpec
-from planner.contracts.plan import Plan, PlannedJob, PlanRound
-from planner.contracts.rules import RoundRules
+from wattplan.planner.agent.decide import SlurmJobNow, decide
+from wattplan.planner.agent.node_settings import JobSetting
+from wattplan.planner.agent.slurm_actions import Hold, Release, RequeueHold, Update, calls
+from wattplan.planner.agent.store import AgentStore, Desired, StoreError
+from wattplan.planner.contracts.domain import CurrentConfig, GpuType, Instance, Job, NodeGpus, RoundSpec
+from wattplan.planner.contracts.plan import Plan, PlannedJob, PlanRound
+from wattplan.planner.contracts.rules import RoundRules
 
 V100 = GpuType("v100", 2, 8, 34.0, 300.0, "power_limit_w", (150, 200, 250))
 HOSTS = {"v100-0": "gpu-a", "v100-1": "gpu-b"}

@@ -27,15 +27,15 @@ from pathlib import Path
 
 import pytest
 
-from planner.cluster.layout import ClusterLayout
-from planner.profile_library.library import load_profile_library
 from tests.slurm_cluster import _unavailable, missing_binaries
+from wattplan.planner.cluster.layout import ClusterLayout
+from wattplan.planner.profile_library.library import load_profile_library
 
 pytestmark = pytest.mark.slow
 
 TIME_SCALE = 60.0
 ROUND_S = 360.0
-WATTPLAN = [sys.executable, "-m", "planner"]
+WATTPLAN = [sys.executable, "-m", "wattplan"]
 
 
 def _need_everything() -> None:
@@ -171,7 +171,7 @@ def test_agent_runs_a_workload_through_faults(cluster: Path, tmp_path: Path) -> 
             "--comment=wattplan:type=A3C;steps=5000",
             f"--output={root}/work/slurm-%j.out",
             "--wrap",
-            f"exec {sys.executable} -m planner.cluster.trainer --dir {root} --job-type A3C --steps 5000 "
+            f"exec {sys.executable} -m wattplan.planner.cluster.trainer --dir {root} --job-type A3C --steps 5000 "
             "--fail-at-step 100",
         ],
         env=env,

@@ -18,12 +18,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from planner.agent.commands import CommandResult
-from planner.agent.loop import Agent, AgentConfig
-from planner.agent.store import AgentStore
-from planner.contracts.request import PlanRequest
-from planner.contracts.rules import RoundRules
-from planner.profile_library.library import load_profile_library
+from wattplan.planner.agent.commands import CommandResult
+from wattplan.planner.agent.loop import Agent, AgentConfig
+from wattplan.planner.agent.store import AgentStore
+from wattplan.planner.contracts.request import PlanRequest
+from wattplan.planner.contracts.rules import RoundRules
+from wattplan.planner.profile_library.library import load_profile_library
 
 DATA = Path(__file__).resolve().parent / "data" / "agent"
 TYPES = {"resnet18": "ResNet-18 (batch size 64)", "bert": "Transformer (batch size 64)"}
@@ -138,8 +138,8 @@ def test_dry_run_sends_nothing(tmp_path: Path) -> None:
 
 
 def test_a_job_without_progress_is_restarted_at_most_three_times(tmp_path: Path) -> None:
-    from planner.agent.decide import SlurmJobNow
-    from planner.agent.loop import MAX_STALL_RESTARTS, RoundReport
+    from wattplan.planner.agent.decide import SlurmJobNow
+    from wattplan.planner.agent.loop import MAX_STALL_RESTARTS, RoundReport
 
     agent, _ = _agent(tmp_path, FakeSlurm())
     limit = agent.cfg.rules.restart_s + agent.cfg.rules.duration_s
@@ -168,8 +168,8 @@ def test_a_job_without_progress_is_restarted_at_most_three_times(tmp_path: Path)
 
 def test_a_job_that_draws_no_gpu_energy_for_a_whole_window_is_restarted(tmp_path: Path) -> None:
     """Not in DCGM's job mapping (its prolog did not run): requeued so that the prolog runs, if others are metered."""
-    from planner.agent.decide import SlurmJobNow
-    from planner.agent.loop import RoundReport
+    from wattplan.planner.agent.decide import SlurmJobNow
+    from wattplan.planner.agent.loop import RoundReport
 
     agent, _ = _agent(tmp_path, FakeSlurm())
     now = {j: SlurmJobNow(j, True, False, ("v100-1",), 1) for j in ("7", "8")}

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from planner.agent.reference import fifo_reference
-from planner.contracts.rules import RoundRules
-from planner.files.resources import shipped
-from planner.sim.engine import SimConfig, simulate
-from planner.sim.policies import make_policy
-from planner.sim.replay import ReplaySpec, prepare
+from wattplan.planner.agent.reference import fifo_reference
+from wattplan.planner.contracts.rules import RoundRules
+from wattplan.planner.files.resources import shipped
+from wattplan.planner.sim.engine import SimConfig, simulate
+from wattplan.planner.sim.policies import make_policy
+from wattplan.planner.sim.replay import ReplaySpec, prepare
 
 
 @pytest.mark.parametrize(
@@ -35,7 +35,7 @@ def test_slurm_reference_by_hand() -> None:
     """Continuous-time fifo-max on 16 V100: two 8-GPU jobs fill the cluster, the third starts at the first end."""
     from dataclasses import replace
 
-    from planner.agent.reference import _rates, slurm_reference
+    from wattplan.planner.agent.reference import _rates, slurm_reference
 
     spec = ReplaySpec(trace=shipped("live/gavel_mix.trace"), cluster="v100:16", max_jobs=40, rules=RoundRules())
     workload, ctx = prepare(spec)

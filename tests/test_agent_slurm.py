@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from planner.agent.commands import CommandResult, SlurmError, run_command, runner
-from planner.agent.slurm_actions import (
+from tests.slurm_cluster import SlurmCluster, running_cluster
+from wattplan.planner.agent.commands import CommandResult, SlurmError, run_command, runner
+from wattplan.planner.agent.slurm_actions import (
     ActionOutcome,
     Cancel,
     Hold,
@@ -28,7 +29,7 @@ from planner.agent.slurm_actions import (
     apply,
     calls,
 )
-from planner.agent.slurm_queue import (
+from wattplan.planner.agent.slurm_queue import (
     ManagedJob,
     opt_in_comment,
     parse_opt_in,
@@ -37,8 +38,7 @@ from planner.agent.slurm_queue import (
     read_nodes,
     read_queue,
 )
-from planner.agent.slurm_version import parse_version, require_supported, slurm_version, supported_problem
-from tests.slurm_cluster import SlurmCluster, running_cluster
+from wattplan.planner.agent.slurm_version import parse_version, require_supported, slurm_version, supported_problem
 
 DATA = Path(__file__).resolve().parent / "data" / "agent"
 

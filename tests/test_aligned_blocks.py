@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from planner.agent.aligned_blocks import aligned_blocks
-from planner.contracts.domain import CurrentConfig, GpuType, NodeGpus
-from planner.core.placement import PlacementRequest, place
+from wattplan.planner.agent.aligned_blocks import aligned_blocks
+from wattplan.planner.contracts.domain import CurrentConfig, GpuType, NodeGpus
+from wattplan.planner.core.placement import PlacementRequest, place
 
 V100 = GpuType("v100", 2, 8, 34.0, 300.0, "power_limit_w", (150, 250))
 

@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from formulations.backends import (
+from tests.test_golden import gpu_type, instance_doc, job, profile
+from wattplan.formulations.backends import (
     BUILTIN,
     FEATURE_NAMES,
     REGISTRY,
@@ -31,17 +32,16 @@ from formulations.backends import (
     get_backend,
     solvers_with,
 )
-from formulations.backends.base import NewColumns, ObjectiveName, SolverResult
-from formulations.ir import LinearModel
-from formulations.lagrangian import reduced_costs
-from formulations.round_model import RoundModel, build_round_model
-from formulations.watchdog import run_with_deadline
-from planner.contracts.instance_io import parse_instance
-from planner.contracts.problems import InputError
-from planner.contracts.request import PlanRequest
-from planner.core.greedy import greedy_allocations
-from planner.planning import plan
-from tests.test_golden import gpu_type, instance_doc, job, profile
+from wattplan.formulations.backends.base import NewColumns, ObjectiveName, SolverResult
+from wattplan.formulations.ir import LinearModel
+from wattplan.formulations.lagrangian import reduced_costs
+from wattplan.formulations.round_model import RoundModel, build_round_model
+from wattplan.formulations.watchdog import run_with_deadline
+from wattplan.planner.contracts.instance_io import parse_instance
+from wattplan.planner.contracts.problems import InputError
+from wattplan.planner.contracts.request import PlanRequest
+from wattplan.planner.core.greedy import greedy_allocations
+from wattplan.planner.planning import plan
 
 CASES = [(name, feature) for name in available_backends() for feature in FEATURE_NAMES]
 LP_METHODS: tuple[LpMethod, ...] = ("primal-simplex", "simplex-no-presolve", "pdlp")

@@ -12,9 +12,9 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from planner.bench.report import RUN_COLUMNS
-from planner.bench.summary import SUMMARY_COLUMNS
 from tests.test_bench_runner import write_set
+from wattplan.planner.bench.report import RUN_COLUMNS
+from wattplan.planner.bench.summary import SUMMARY_COLUMNS
 
 runner = CliRunner()
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -167,7 +167,7 @@ def test_a_ray_address_nothing_answers_exits_2_naming_it(tmp_path: Path) -> None
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))  # bound, not listening: refused
         address = f"127.0.0.1:{sock.getsockname()[1]}"
-        cmd = [sys.executable, "-m", "planner", "bench", str(folder), "--solvers", "greedy", "--ray", address]
+        cmd = [sys.executable, "-m", "wattplan", "bench", str(folder), "--solvers", "greedy", "--ray", address]
         try:
             done = subprocess.run(
                 [*cmd, "-o", str(tmp_path / "o"), "-q"], capture_output=True, text=True, timeout=60, check=False

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from formulations.backends.pulp_backend import cbc_log_stats
-from planner.bench.comparison import (
+from tests.test_bench_summary import _row as summary_row
+from wattplan.formulations.backends.pulp_backend import cbc_log_stats
+from wattplan.planner.bench.comparison import (
     bench_summary,
     effort_summary,
     heuristic_summary,
@@ -23,10 +24,9 @@ from planner.bench.comparison import (
     virtual_best,
     wins,
 )
-from planner.bench.report import per_instance_csv, per_instance_markdown, profile_markdown, profile_plot
-from planner.bench.summary import performance_ratios, solver_summary, with_references
-from planner.bench.worker import search_effort
-from tests.test_bench_summary import _row as summary_row
+from wattplan.planner.bench.report import per_instance_csv, per_instance_markdown, profile_markdown, profile_plot
+from wattplan.planner.bench.summary import performance_ratios, solver_summary, with_references
+from wattplan.planner.bench.worker import search_effort
 
 
 def _row(solver: str, instance: str, status: str, objective: float | None, **kw: Any) -> dict[str, Any]:

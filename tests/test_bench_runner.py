@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from planner.bench.runner import (
+from tests.conftest import tiny_instance_doc
+from wattplan.planner.bench.runner import (
     BenchConfig,
     RunSpec,
     config_problems,
@@ -20,9 +21,8 @@ from planner.bench.runner import (
     run_bench,
     run_one,
 )
-from planner.bench.worker import EXIT_OOM, FAULT_ENV, injected_fault
-from planner.contracts.problems import InputError
-from tests.conftest import tiny_instance_doc
+from wattplan.planner.bench.worker import EXIT_OOM, FAULT_ENV, injected_fault
+from wattplan.planner.contracts.problems import InputError
 
 
 def instance_bytes(**round_fields: Any) -> bytes:
@@ -59,7 +59,7 @@ def test_a_sigkill_from_someone_else_is_a_crash_unless_the_kernel_killed_for_mem
     record = run_one(spec("greedy"), instance_bytes())
     assert record["status"] == "crash" and record["exit_code"] == -9 and "SIGKILL" in record["message"]
     counts = iter([7, 8])  # the kernel's oom_kill count went up during the run
-    monkeypatch.setattr("planner.bench.runner.oom_kills", lambda: next(counts))
+    monkeypatch.setattr("wattplan.planner.bench.runner.oom_kills", lambda: next(counts))
     record = run_one(spec("greedy"), instance_bytes())
     assert record["status"] == "oom" and "for memory" in record["message"]
 
@@ -279,7 +279,7 @@ def test_a_second_sweep_into_the_same_out_is_refused_naming_the_holder(tmp_path:
     """Issue 22: two benches into one ``--out`` both ran every task."""
     import os
 
-    from planner.bench.runner import LOCK_FILE, bench_lock
+    from wattplan.planner.bench.runner import LOCK_FILE, bench_lock
 
     folder = write_set(tmp_path / "set")
     out = tmp_path / "out"

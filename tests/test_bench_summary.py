@@ -6,8 +6,14 @@ import math
 
 import pytest
 
-from planner.bench.incumbents import approximate_trace, best_so_far, incumbent_trace, lp_seconds, plan_objective
-from planner.bench.summary import (
+from wattplan.planner.bench.incumbents import (
+    approximate_trace,
+    best_so_far,
+    incumbent_trace,
+    lp_seconds,
+    plan_objective,
+)
+from wattplan.planner.bench.summary import (
     performance_ratios,
     primal_integral,
     profile_fraction,
@@ -19,8 +25,8 @@ from planner.bench.summary import (
     solver_summary,
     with_references,
 )
-from planner.contracts.plan import Plan, PlanRound
-from planner.contracts.solve_report import HeuristicRecord, ModelStats, SolveReport, StageRecord
+from wattplan.planner.contracts.plan import Plan, PlanRound
+from wattplan.planner.contracts.solve_report import HeuristicRecord, ModelStats, SolveReport, StageRecord
 
 
 def test_relative_gap_cases() -> None:

@@ -7,8 +7,10 @@ from dataclasses import replace
 
 import pytest
 
-from planner.bench.check import plan_check
-from planner.bench.summary import (
+from tests.conftest import tiny_instance_doc
+from tests.test_bench_summary import _row
+from wattplan.planner.bench.check import plan_check
+from wattplan.planner.bench.summary import (
     WRONG_TOL,
     performance_ratios,
     references,
@@ -17,12 +19,10 @@ from planner.bench.summary import (
     with_references,
     wrong_reasons,
 )
-from planner.bench.worker import falsify_bound, injected_fault
-from planner.contracts.instance_io import parse_instance
-from planner.contracts.request import PlanRequest
-from planner.planning import greedy_plan, plan
-from tests.conftest import tiny_instance_doc
-from tests.test_bench_summary import _row
+from wattplan.planner.bench.worker import falsify_bound, injected_fault
+from wattplan.planner.contracts.instance_io import parse_instance
+from wattplan.planner.contracts.request import PlanRequest
+from wattplan.planner.planning import greedy_plan, plan
 
 
 def _key(row: dict) -> str:

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from planner.contracts.problems import InputError
-from planner.files import csv_frames
-from planner.files.resources import resolve_signal, shipped_signals
-from planner.sim.signals import HourlySignal, SignalClock, SignalKind, read_signal, signal_cost
+from wattplan.planner.contracts.problems import InputError
+from wattplan.planner.files import csv_frames
+from wattplan.planner.files.resources import resolve_signal, shipped_signals
+from wattplan.planner.sim.signals import HourlySignal, SignalClock, SignalKind, read_signal, signal_cost
 
 HEADER = "timestamp,avg_CI\n"
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from formulations.backends import SolveParams, get_backend
-from formulations.round_model import build_round_model
-from planner.contracts.instance_io import parse_instance
-from planner.core.greedy import greedy_allocations
+from wattplan.formulations.backends import SolveParams, get_backend
+from wattplan.formulations.round_model import build_round_model
+from wattplan.planner.contracts.instance_io import parse_instance
+from wattplan.planner.core.greedy import greedy_allocations
 
 ROUND = Path(__file__).parent / "data" / "replay_round_philly_6214e9_r1.json.gz"
 OPTIMUM = 9.820683606527597  # proven by CBC (preprocessing off) and HiGHS with no time limit
@@ -43,8 +43,8 @@ def test_the_solver_limit_leaves_room_for_the_handover(monkeypatch: pytest.Monke
     """
     import pulp
 
-    from formulations.backends import pulp_backend
-    from formulations.backends.pulp_backend import MIN_SOLVER_S, solver_seconds
+    from wattplan.formulations.backends import pulp_backend
+    from wattplan.formulations.backends.pulp_backend import MIN_SOLVER_S, solver_seconds
 
     assert solver_seconds(2.14, 0.33) == pytest.approx(2.14 - 3 * 0.33)
     assert solver_seconds(10.0, 0.0) == 10.0

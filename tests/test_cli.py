@@ -251,7 +251,7 @@ def test_a_budget_option_that_is_not_a_finite_number_is_refused_by_name(
 
 
 def test_version_prints_the_package_version() -> None:
-    from planner.contracts.provenance import wattplan_version
+    from wattplan.planner.contracts.provenance import wattplan_version
 
     result = CliRunner().invoke(app, ["--version"])
     assert result.exit_code == 0, result.output

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from planner.cli import app
+from wattplan.planner.cli import app
 
 
 def test_commands_on_a_folder_without_a_cluster_say_so(tmp_path: Path) -> None:

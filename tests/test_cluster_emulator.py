@@ -21,15 +21,15 @@ from typing import Any
 
 import pytest
 
-from planner.cluster.emulator import Emulator, gpu_uuid, serve
-from planner.cluster.layout import Clock, ClusterLayout, write_json_atomic, write_text_atomic
-from planner.cluster.trainer import checkpoint_path, done_path, progress_path
-from planner.cluster.truth_model import GpuState, GpuTypeInfo, RunningJob, evaluate, index_library, setting_for
-from planner.contracts.instance_io import parse_instance
-from planner.contracts.plan import PlannedJob
-from planner.profile_library.library import ProfileLibrary, library_from_doc
-from planner.sim.accounting import job_progress
 from tests.conftest import tiny_instance_doc
+from wattplan.planner.cluster.emulator import Emulator, gpu_uuid, serve
+from wattplan.planner.cluster.layout import Clock, ClusterLayout, write_json_atomic, write_text_atomic
+from wattplan.planner.cluster.trainer import checkpoint_path, done_path, progress_path
+from wattplan.planner.cluster.truth_model import GpuState, GpuTypeInfo, RunningJob, evaluate, index_library, setting_for
+from wattplan.planner.contracts.instance_io import parse_instance
+from wattplan.planner.contracts.plan import PlannedJob
+from wattplan.planner.profile_library.library import ProfileLibrary, library_from_doc
+from wattplan.planner.sim.accounting import job_progress
 
 ROOT = Path(__file__).resolve().parents[1]
 IDLE, NODE_W = 30.0, 100.0
@@ -273,7 +273,7 @@ def test_metrics_over_http_carry_dcgm_names_and_labels(cluster: ClusterLayout) -
 
 def test_emulator_daemon_serves_and_saves_its_counters_on_sigterm(cluster: ClusterLayout) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "planner.cluster.emulator", "--dir", str(cluster.root), "--port", "0"]
+    cmd = [sys.executable, "-m", "wattplan.planner.cluster.emulator", "--dir", str(cluster.root), "--port", "0"]
     proc = subprocess.Popen([*cmd, "--tick-s", "0.05"], env=env, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.time() + 10
@@ -339,7 +339,16 @@ class RatesWriter:
 
 def trainer(layout: ClusterLayout, job_id: str, *args: str) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SLURM_JOB_ID": job_id, "SLURMD_NODENAME": "v100-0"}
-    cmd = [sys.executable, "-m", "planner.cluster.trainer", "--dir", str(layout.root), "--job-type", "A", *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "wattplan.planner.cluster.trainer",
+        "--dir",
+        str(layout.root),
+        "--job-type",
+        "A",
+        *args,
+    ]
     return subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
 
 

@@ -15,25 +15,25 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from formulations import solve as solve_module
-from formulations.backends import SolveParams, SolverResult, get_backend
-from formulations.column_generation import (
+from tests.brute_force import brute_force
+from tests.random_instances import tiny_rounds
+from wattplan.formulations import solve as solve_module
+from wattplan.formulations.backends import SolveParams, SolverResult, get_backend
+from wattplan.formulations.column_generation import (
     ColumnGenerationResult,
     column_generation_lp,
     gub_membership,
     lagrangian_bound,
 )
-from formulations.round_model import build_round_model
-from formulations.watchdog import run_with_deadline
-from planner import planning
-from planner.contracts.domain import Instance
-from planner.contracts.instance_io import load_instance
-from planner.contracts.request import PlanRequest
-from planner.core.greedy import greedy_allocations
-from planner.core.validate import validate_plan
-from planner.files.resources import DEFAULT_INSTANCE_NAME, shipped
-from tests.brute_force import brute_force
-from tests.random_instances import tiny_rounds
+from wattplan.formulations.round_model import build_round_model
+from wattplan.formulations.watchdog import run_with_deadline
+from wattplan.planner import planning
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.contracts.instance_io import load_instance
+from wattplan.planner.contracts.request import PlanRequest
+from wattplan.planner.core.greedy import greedy_allocations
+from wattplan.planner.core.validate import validate_plan
+from wattplan.planner.files.resources import DEFAULT_INSTANCE_NAME, shipped
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)
 

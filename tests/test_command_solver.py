@@ -17,7 +17,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from formulations.backends import (
+from tests.test_model_exchange import small_round
+from wattplan.formulations.backends import (
     BackendUnavailable,
     get_backend,
     known_names,
@@ -25,13 +26,12 @@ from formulations.backends import (
     register_solver,
     unregister_solver,
 )
-from formulations.backends.command import CommandBackend, command_problems
-from planner.console.solver_list import split_solvers
-from planner.contracts.instance_io import load_instance
-from planner.contracts.problems import InputError
-from planner.contracts.request import PlanRequest
-from planner.planning import command_solver_checked, plan, request_problems
-from tests.test_model_exchange import small_round
+from wattplan.formulations.backends.command import CommandBackend, command_problems
+from wattplan.planner.console.solver_list import split_solvers
+from wattplan.planner.contracts.instance_io import load_instance
+from wattplan.planner.contracts.problems import InputError
+from wattplan.planner.contracts.request import PlanRequest
+from wattplan.planner.planning import command_solver_checked, plan, request_problems
 
 runner = CliRunner()
 
@@ -181,7 +181,7 @@ def test_an_entry_point_solver_plans_and_a_broken_one_names_itself(
     folder.mkdir()
     module = textwrap.dedent(
         f"""
-        from formulations.backends.command import CommandBackend
+        from wattplan.formulations.backends.command import CommandBackend
 
 
         class Toy(CommandBackend):

@@ -14,9 +14,9 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from cli import app
-from planner.console.formats import OutputFormat, Section, sections_csv, sections_json, sections_text
-from planner.console.tables import folded, waiting_table
-from planner.core.waiting import WaitingReason
+from wattplan.planner.console.formats import OutputFormat, Section, sections_csv, sections_json, sections_text
+from wattplan.planner.console.tables import folded, waiting_table
+from wattplan.planner.core.waiting import WaitingReason
 
 SECTIONS = [
     Section("summary", [{"energy_j": 1500.0, "budget_j": None, "ok": True}], record=True),

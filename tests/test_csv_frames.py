@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from planner.contracts.problems import InputError
-from planner.files.csv_frames import decimals, iso_times, parse_csv_frame, read_csv_frame, whole_numbers
+from wattplan.planner.contracts.problems import InputError
+from wattplan.planner.files.csv_frames import decimals, iso_times, parse_csv_frame, read_csv_frame, whole_numbers
 
 
 def issues(data: bytes) -> list[tuple[int, str, int]]:

@@ -20,9 +20,9 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from cli import app
-from planner.contracts.plan import load_plan
-from planner.launch.diff import diff_plans, diff_table, diff_to_doc
 from tests.test_validate import reference_plan_doc
+from wattplan.planner.contracts.plan import load_plan
+from wattplan.planner.launch.diff import diff_plans, diff_table, diff_to_doc
 
 GOLDEN = Path(__file__).parent / "golden" / "diff"
 OLD, NEW = GOLDEN / "old_plan.json", GOLDEN / "new_plan.json"

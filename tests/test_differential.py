@@ -12,13 +12,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from formulations.backends import available_backends, backend_features
-from planner import planning
-from planner.contracts.domain import Instance
-from planner.contracts.request import PlanRequest
-from planner.core.validate import validate_plan
 from tests.brute_force import brute_force
 from tests.random_instances import tiny_rounds
+from wattplan.formulations.backends import available_backends, backend_features
+from wattplan.planner import planning
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.contracts.request import PlanRequest
+from wattplan.planner.core.validate import validate_plan
 
 pytestmark = pytest.mark.slow
 SOLVERS = available_backends()

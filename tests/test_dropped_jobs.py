@@ -16,10 +16,10 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from planner.contracts.problems import InputError
-from planner.sim.replay import ReplaySpec, prepare
-from planner.sim.workload import dropped_text
 from tests.sim_helpers import write_gavel_trace
+from wattplan.planner.contracts.problems import InputError
+from wattplan.planner.sim.replay import ReplaySpec, prepare
+from wattplan.planner.sim.workload import dropped_text
 
 runner = CliRunner()
 R50 = "ResNet-50 (batch size 64)"

@@ -11,13 +11,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from formulations.energy_floor import certified_bound, energy_floor
-from formulations.ir import INF, ModelBuilder
-from planner.contracts.domain import PairSlowdown
-from planner.contracts.request import REPLAY_REQUEST
-from planner.sim.budget import EnergyBudget, NoBudget, step_prices
-from planner.sim.engine import simulate
-from planner.sim.governor import (
+from tests.sim_helpers import A, B, hand_context, hand_job, workload
+from tests.test_sim_conservation import jobs_strategy
+from wattplan.formulations.energy_floor import certified_bound, energy_floor
+from wattplan.formulations.ir import INF, ModelBuilder
+from wattplan.planner.contracts.domain import PairSlowdown
+from wattplan.planner.contracts.request import REPLAY_REQUEST
+from wattplan.planner.sim.budget import EnergyBudget, NoBudget, step_prices
+from wattplan.planner.sim.engine import simulate
+from wattplan.planner.sim.governor import (
     DELTA_MAX,
     WEIGHT_MIN,
     FixedDelta,
@@ -26,15 +28,13 @@ from planner.sim.governor import (
     accrued_s,
     projected_s,
 )
-from planner.sim.metrics import captured_share, summarise, with_reference
-from planner.sim.policies import make_policy
-from planner.sim.policies.wattplan import Wattplan
-from planner.sim.replay import signal_summary, workload_floor
-from planner.sim.round_instance import workload_instance
-from planner.sim.signals import SignalClock, read_signal
-from planner.sim.state import JobState
-from tests.sim_helpers import A, B, hand_context, hand_job, workload
-from tests.test_sim_conservation import jobs_strategy
+from wattplan.planner.sim.metrics import captured_share, summarise, with_reference
+from wattplan.planner.sim.policies import make_policy
+from wattplan.planner.sim.policies.wattplan import Wattplan
+from wattplan.planner.sim.replay import signal_summary, workload_floor
+from wattplan.planner.sim.round_instance import workload_instance
+from wattplan.planner.sim.signals import SignalClock, read_signal
+from wattplan.planner.sim.state import JobState
 
 BASELINES = ("fifo-max", "zeus", "eaco", "powerflow")
 
@@ -129,7 +129,7 @@ def test_projected_time_in_system() -> None:
 
     Jobs not arrived, or never finished by the reference, are left out of both sums.
     """
-    from planner.sim.state import JobSpec, JobState
+    from wattplan.planner.sim.state import JobSpec, JobState
 
     def state(jid: str, a: float, steps: float, left: float, finish: float | None = None) -> JobState:
         spec = JobSpec(jid, "t", a, steps, 1, (1,), 2.0)
@@ -212,7 +212,7 @@ def test_efficiency_objective_by_hand(solver: str) -> None:
     P* = 0.81, target 0.324: every option qualifies. ``energy`` takes (1, 150), the least energy;
     ``efficiency`` takes (2, 150), the least energy above the steps' best cost.
     """
-    from planner import planning
+    from wattplan.planner import planning
 
     ctx = hand_context()
     inst = workload_instance(ctx, [JobState.new(hand_job("a", A, 0, 1000))])
@@ -235,7 +235,7 @@ def test_credit_weight_defers_or_buys_steps_by_hand(solver: str) -> None:
     w = 0.5 (a dirty hour): 16,900 / 23,875 / 18,925 / 31,975, the fewest steps above the target win;
     w = 2.5 (a clean hour): -15,500 / -16,625 / -37,775 / -40,925, the most steps win.
     """
-    from planner import planning
+    from wattplan.planner import planning
 
     ctx = hand_context()
     inst = workload_instance(ctx, [JobState.new(hand_job("a", A, 0, 1000))])

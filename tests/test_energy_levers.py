@@ -14,13 +14,13 @@ import dataclasses
 
 import pytest
 
-from planner.contracts.domain import CurrentConfig
-from planner.core.assemble import Allocation, SolveInfo, assemble_plan
-from planner.sim.accounting import round_outcome
-from planner.sim.energy_levers import LeverBook, phase_of, round_levers
-from planner.sim.round_instance import round_instance
-from planner.sim.state import JobState
 from tests.sim_helpers import A, B, hand_context, hand_job
+from wattplan.planner.contracts.domain import CurrentConfig
+from wattplan.planner.core.assemble import Allocation, SolveInfo, assemble_plan
+from wattplan.planner.sim.accounting import round_outcome
+from wattplan.planner.sim.energy_levers import LeverBook, phase_of, round_levers
+from wattplan.planner.sim.round_instance import round_instance
+from wattplan.planner.sim.state import JobState
 
 T = 100.0
 

@@ -1,4 +1,4 @@
-"""planner.executor: one interface for local processes, threads and Ray; failures are outcomes, not aborts."""
+"""wattplan.planner.executor: one interface for local processes, threads and Ray; failures are outcomes, not aborts."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from planner.contracts.jsonio import read_json
-from planner.contracts.problems import InputError
-from planner.executor import Outcome, TaskFailed, call_portably, run_tasks
+from wattplan.planner.contracts.jsonio import read_json
+from wattplan.planner.contracts.problems import InputError
+from wattplan.planner.executor import Outcome, TaskFailed, call_portably, run_tasks
 
 # Module-level library functions only: they pickle by reference in a spawned process and on a Ray node.
 TASKS = [(2, 10), (3, 4), (5, 2)]

@@ -17,9 +17,9 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from planner.contracts.jsonio import read_json
-from planner.executor import TaskFailed, call_portably, run_tasks
 from tests.sim_helpers import write_gavel_trace
+from wattplan.planner.contracts.jsonio import read_json
+from wattplan.planner.executor import TaskFailed, call_portably, run_tasks
 
 ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.slow

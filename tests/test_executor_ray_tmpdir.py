@@ -18,15 +18,15 @@ from pathlib import Path
 
 import pytest
 
-from planner.executor import RAY_TEMP_DIR_MAX, RAY_TEMP_PREFIX, ray_temp_dir, remove_ray_temp_dir
 from tests.sim_helpers import write_gavel_trace
 from tests.test_executor_signals import A3C, R50, _pool_workers, live_in_session
+from wattplan.planner.executor import RAY_TEMP_DIR_MAX, RAY_TEMP_PREFIX, ray_temp_dir, remove_ray_temp_dir
 
 pytest.importorskip("ray")
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = """
 import operator
-from planner.executor import run_tasks
+from wattplan.planner.executor import run_tasks
 outcomes = dict(run_tasks(operator.add, [(1, 2), (3, 4)], workers=2, ray_address="local", mode="thread"))
 assert [outcomes[i].value for i in range(2)] == [3, 7], outcomes
 print("ok")
@@ -117,7 +117,7 @@ def test_sigterm_of_simulate_on_local_ray_removes_its_folder(tmp_path: Path) -> 
     env.pop("RAY_TMPDIR", None)
     with open(tmp_path / "stderr", "wb") as err:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "planner", "simulate", *args],
+            [sys.executable, "-m", "wattplan", "simulate", *args],
             cwd=ROOT,
             env=env,
             stdin=subprocess.DEVNULL,

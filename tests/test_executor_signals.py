@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from planner.executor import descendants
 from tests.sim_helpers import write_gavel_trace
+from wattplan.planner.executor import descendants
 
 R50 = "ResNet-50 (batch size 64)"
 A3C = "A3C"
@@ -78,7 +78,7 @@ def test_sigterm_cancels_the_pool_and_leaves_nothing_running(tmp_path: Path, com
     }[command]
     with open(tmp_path / "stdout", "wb") as out, open(tmp_path / "stderr", "wb") as err:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "planner", command.removesuffix("-ray"), *common, *extra],
+            [sys.executable, "-m", "wattplan", command.removesuffix("-ray"), *common, *extra],
             cwd=ROOT,
             stdin=subprocess.DEVNULL,
             stdout=out,

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from matplotlib.lines import Line2D
 
-from planner.contracts.problems import InputError
-from planner.sim.frontier import frontier_plot
-from planner.sim.plots import (
+from tests.sim_helpers import write_gavel_trace
+from wattplan.planner.contracts.problems import InputError
+from wattplan.planner.sim.frontier import frontier_plot
+from wattplan.planner.sim.plots import (
     POLICY_STYLES,
     REFERENCE_LABEL,
     EnergyJctPoint,
@@ -23,8 +24,7 @@ from planner.sim.plots import (
     series_style,
     write_replay_plots,
 )
-from planner.sim.replay import ReplaySpec, prepare, run_policy, with_floor_and_reference
-from tests.sim_helpers import write_gavel_trace
+from wattplan.planner.sim.replay import ReplaySpec, prepare, run_policy, with_floor_and_reference
 
 R50 = "ResNet-50 (batch size 64)"
 A3C = "A3C"
@@ -172,7 +172,7 @@ def test_frontier_plot_draws_floor_reference_and_distinct_baselines() -> None:
 @pytest.mark.filterwarnings("ignore:No artists with labels")
 @pytest.mark.parametrize(("fmt", "magic"), [("pdf", b"%PDF"), ("svg", b"<?xml")])
 def test_bench_profile_is_written_in_the_format_of_its_suffix(tmp_path: Path, fmt: str, magic: bytes) -> None:
-    from planner.bench.report import profile_plot
+    from wattplan.planner.bench.report import profile_plot
 
     rows: list[dict[str, object]] = []  # the axes, labels and file, without runs
     profile_plot(rows, tmp_path / f"profile.{fmt}")  # type: ignore[arg-type]

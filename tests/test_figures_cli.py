@@ -10,8 +10,8 @@ import typer
 from typer.testing import CliRunner, Result
 
 from cli import app
-from planner.cli import PROGRESS_MODE_HINT, SWEEP_ONLY_OPTIONS
 from tests.sim_helpers import write_gavel_trace
+from wattplan.planner.cli import PROGRESS_MODE_HINT, SWEEP_ONLY_OPTIONS
 
 runner = CliRunner()
 R50 = "ResNet-50 (batch size 64)"

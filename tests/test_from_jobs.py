@@ -9,15 +9,15 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from planner.contracts.domain import CurrentConfig, NodeGpus
-from planner.contracts.instance_io import load_instance
-from planner.contracts.plan import PlannedJob, load_plan
-from planner.contracts.problems import InputError
-from planner.profile_library.library import load_profile_library
-from planner.rounds.cluster_file import parse_cluster_file
-from planner.rounds.from_jobs import instance_from_jobs
-from planner.rounds.job_list import read_job_list
-from planner.rounds.next_round import follow_plan, next_instance
+from wattplan.planner.contracts.domain import CurrentConfig, NodeGpus
+from wattplan.planner.contracts.instance_io import load_instance
+from wattplan.planner.contracts.plan import PlannedJob, load_plan
+from wattplan.planner.contracts.problems import InputError
+from wattplan.planner.profile_library.library import load_profile_library
+from wattplan.planner.rounds.cluster_file import parse_cluster_file
+from wattplan.planner.rounds.from_jobs import instance_from_jobs
+from wattplan.planner.rounds.job_list import read_job_list
+from wattplan.planner.rounds.next_round import follow_plan, next_instance
 
 LIB = load_profile_library()
 RESNET = "ResNet-50 (batch size 64)"
@@ -163,7 +163,7 @@ def _plan_line(job_id: str, steps: float, **kw) -> PlannedJob:
 def test_next_instance_carries_the_plan(tmp_path: Path) -> None:
     inst = _instance(tmp_path)
     big, small = inst.jobs
-    from planner.contracts.plan import Plan, PlanRound
+    from wattplan.planner.contracts.plan import Plan, PlanRound
 
     rnd = PlanRound(0, 300, None, 0.0, 0.0, "progress", None, None, None, {}, {}, "x", "feasible", 0.0)
     plan = Plan(
@@ -184,7 +184,7 @@ def test_next_instance_carries_the_plan(tmp_path: Path) -> None:
 
 def test_follow_plan_renames_nodes_through_hosts(tmp_path: Path) -> None:
     inst = _instance(tmp_path)
-    from planner.contracts.plan import Plan, PlanRound
+    from wattplan.planner.contracts.plan import Plan, PlanRound
 
     rnd = PlanRound(0, 300, None, 0.0, 0.0, "progress", None, None, None, {}, {}, "x", "feasible", 0.0)
     plan = Plan(

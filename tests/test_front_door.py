@@ -17,16 +17,16 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from formulations import stages as stages_module
-from formulations.backends import SolverResult, backend_features
-from planner.contracts.domain import Instance
-from planner.contracts.instance_io import instance_sha256, instance_to_doc, load_instance
-from planner.contracts.plan import Plan
-from planner.contracts.problems import InputError
-from planner.contracts.request import DEFAULT_REQUEST, REPLAY_REQUEST, PlanRequest
-from planner.core.validate import validate_plan
-from planner.files.resources import default_instance
-from planner.planning import plan, request_problems
+from wattplan.formulations import stages as stages_module
+from wattplan.formulations.backends import SolverResult, backend_features
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.contracts.instance_io import instance_sha256, instance_to_doc, load_instance
+from wattplan.planner.contracts.plan import Plan
+from wattplan.planner.contracts.problems import InputError
+from wattplan.planner.contracts.request import DEFAULT_REQUEST, REPLAY_REQUEST, PlanRequest
+from wattplan.planner.core.validate import validate_plan
+from wattplan.planner.files.resources import default_instance
+from wattplan.planner.planning import plan, request_problems
 
 runner = CliRunner()
 
@@ -173,7 +173,7 @@ def test_an_unwritable_export_path_exits_2_naming_it(tmp_path: Path, solver: str
 
 
 def test_the_solve_report_survives_writing_and_reading_the_plan(inst: Instance, tmp_path: Path) -> None:
-    from planner.contracts.plan import load_plan, write_plan
+    from wattplan.planner.contracts.plan import load_plan, write_plan
 
     p = plan(inst, PlanRequest(solver="cbc", time_limit_s=20))
     write_plan(p, tmp_path / "p.json")
@@ -230,9 +230,9 @@ def test_cli_plans_record_the_digest_of_the_file_parsed(tmp_path: Path, extra: t
 
 def test_replay_rounds_record_their_instances(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every plan of a replay records the digest of its round's instance (the engine validates each one)."""
-    from planner.sim import engine
-    from planner.sim.policies import make_policy
     from tests.sim_helpers import A, hand_context, hand_job, workload
+    from wattplan.planner.sim import engine
+    from wattplan.planner.sim.policies import make_policy
 
     seen: list[tuple[str | None, str]] = []
 

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from planner.contracts.problems import InputError
-from planner.contracts.request import REPLAY_REQUEST
-from planner.contracts.rules import RoundRules
-from planner.sim.frontier import FRONTIER_COLUMNS, frontier, frontier_points, replay_points
-from planner.sim.policies import PolicyOptions
-from planner.sim.replay import ReplaySpec
 from tests.sim_helpers import write_gavel_trace
+from wattplan.planner.contracts.problems import InputError
+from wattplan.planner.contracts.request import REPLAY_REQUEST
+from wattplan.planner.contracts.rules import RoundRules
+from wattplan.planner.sim.frontier import FRONTIER_COLUMNS, frontier, frontier_points, replay_points
+from wattplan.planner.sim.policies import PolicyOptions
+from wattplan.planner.sim.replay import ReplaySpec
 
 R50 = "ResNet-50 (batch size 64)"
 A3C = "A3C"

@@ -20,12 +20,12 @@ from typing import Any
 
 import pytest
 
-from formulations.backends import BUILTIN, backend_features
-from planner import planning
-from planner.contracts.instance_io import parse_instance
-from planner.contracts.plan import Plan, PlannedJob
-from planner.contracts.request import PlanRequest
-from planner.core.validate import validate_plan
+from wattplan.formulations.backends import BUILTIN, backend_features
+from wattplan.planner import planning
+from wattplan.planner.contracts.instance_io import parse_instance
+from wattplan.planner.contracts.plan import Plan, PlannedJob
+from wattplan.planner.contracts.request import PlanRequest
+from wattplan.planner.core.validate import validate_plan
 
 SOLVERS = list(BUILTIN)
 """Every built-in backend of the registry."""

@@ -11,9 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from planner.contracts.profile_checks import library_problems
-from planner.profile_library.library import library_from_doc, load_profile_library
-from planner.profile_library.priors import (
+from tests.test_profiles_fit import a_points, entry, point, tiny_library
+from wattplan.planner.contracts.profile_checks import library_problems
+from wattplan.planner.profile_library.library import library_from_doc, load_profile_library
+from wattplan.planner.profile_library.priors import (
     GpuSpec,
     GpuSpecs,
     add_prior_types_doc,
@@ -23,8 +24,7 @@ from planner.profile_library.priors import (
     speed_ratio,
     with_prior_types,
 )
-from planner.profiling.fit import fit_library
-from tests.test_profiles_fit import a_points, entry, point, tiny_library
+from wattplan.planner.profiling.fit import fit_library
 
 runner = CliRunner()
 

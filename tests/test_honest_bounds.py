@@ -19,7 +19,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from formulations.backends import available_backends
+from wattplan.formulations.backends import available_backends
 
 pytestmark = pytest.mark.slow
 GAP = 1e-4

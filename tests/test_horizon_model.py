@@ -13,17 +13,17 @@ from hypothesis import HealthCheck, given, settings
 from typer.testing import CliRunner
 
 from cli import app
-from formulations.backends import get_backend
-from formulations.backends.base import SolveParams
-from formulations.horizon_model import build_horizon_model
-from formulations.round_model import budget_rows, build_round_model
-from planner.contracts.domain import Instance
-from planner.contracts.instance_io import parse_instance
-from planner.contracts.request import PlanRequest
-from planner.planning import Planner
 from tests.conftest import tiny_instance_doc
 from tests.random_instances import tiny_rounds
 from tests.sim_helpers import write_gavel_trace
+from wattplan.formulations.backends import get_backend
+from wattplan.formulations.backends.base import SolveParams
+from wattplan.formulations.horizon_model import build_horizon_model
+from wattplan.formulations.round_model import budget_rows, build_round_model
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.contracts.instance_io import parse_instance
+from wattplan.planner.contracts.request import PlanRequest
+from wattplan.planner.planning import Planner
 
 R50 = "ResNet-50 (batch size 64)"
 

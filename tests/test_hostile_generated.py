@@ -284,7 +284,7 @@ def test_a_failed_frontier_replay_is_a_row_of_the_summary_table() -> None:
     # frontier seed 211: the summary table read a failed row's numbers (KeyError 'stop_reason', internal error)
     from rich.console import Console
 
-    from planner.sim.render import summary_table
+    from wattplan.planner.sim.render import summary_table
 
     console = Console(width=300, record=True)
     console.print(summary_table([{"label": "wattplan-progress", "policy": "wattplan", "error": "OverflowError: x"}]))

@@ -20,16 +20,16 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from planner.contracts import jsonio
-from planner.contracts.instance_checks import instance_problems
-from planner.contracts.instance_io import instance_to_doc, parse_instance
-from planner.contracts.jsonio import read_json, write_json_atomic, write_text_atomic
-from planner.contracts.plan import write_plan
-from planner.contracts.problems import MAX_REPORTED_PROBLEMS, InputError
-from planner.contracts.schema_check import INSTANCE_SCHEMA, schema_problems
-from planner.launch.output import is_running, running_jobs
-from planner.rounds.traces import read_gavel_trace, read_philly_csv
 from tests.launch_helpers import hand_plan, launch_instance
+from wattplan.planner.contracts import jsonio
+from wattplan.planner.contracts.instance_checks import instance_problems
+from wattplan.planner.contracts.instance_io import instance_to_doc, parse_instance
+from wattplan.planner.contracts.jsonio import read_json, write_json_atomic, write_text_atomic
+from wattplan.planner.contracts.plan import write_plan
+from wattplan.planner.contracts.problems import MAX_REPORTED_PROBLEMS, InputError
+from wattplan.planner.contracts.schema_check import INSTANCE_SCHEMA, schema_problems
+from wattplan.planner.launch.output import is_running, running_jobs
+from wattplan.planner.rounds.traces import read_gavel_trace, read_philly_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_INSTANCE = ROOT / "instances" / "default.json"
@@ -373,7 +373,7 @@ def test_a_process_of_another_user_counts_as_running(monkeypatch: pytest.MonkeyP
     def denied(pid: int, sig: int) -> None:
         raise PermissionError(1, "Operation not permitted")
 
-    monkeypatch.setattr("planner.launch.output.os.kill", denied)
+    monkeypatch.setattr("wattplan.planner.launch.output.os.kill", denied)
     assert is_running(1)
 
 
@@ -483,7 +483,7 @@ def test_superscript_gpu_count_in_cluster_exits_2(tmp_path: Path, one_job_trace:
 
 
 def test_superscript_gpu_index_in_an_nvidia_smi_log_is_a_bad_value(tmp_path: Path) -> None:
-    from planner.profiling.nvidia_smi import read_nvidia_smi_log
+    from wattplan.planner.profiling.nvidia_smi import read_nvidia_smi_log
 
     log_file = tmp_path / "smi.csv"
     log_file.write_text(

@@ -33,9 +33,9 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> subpro
 def test_every_package_of_the_tree_is_listed_for_the_wheel() -> None:
     """``pyproject.toml`` lists packages by hand (one of them is mapped from ``instances/``)."""
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
-    found = {
-        ".".join(p.parent.relative_to(ROOT).parts)
-        for top in ("wattplan", "planner", "formulations")
+    found = {"wattplan"} | {
+        ".".join(("wattplan", *p.parent.relative_to(ROOT).parts))
+        for top in ("planner", "formulations")
         for p in (ROOT / top).rglob("*.py")
         if "__pycache__" not in p.parts
     }
@@ -58,13 +58,14 @@ def test_wheel_installs_into_a_fresh_venv_and_runs_from_an_empty_directory(tmp_p
 
     assert not (purelib / "cli.py").exists() and not (purelib / "cli").exists()
     top_level = {p.name for p in purelib.iterdir()}
-    assert {"planner", "formulations"} <= top_level
+    assert "wattplan" in top_level and not top_level & {"planner", "formulations", "cli", "cli.py"}
+    assert {"planner", "formulations"} <= {p.name for p in (purelib / "wattplan").iterdir()}
 
     work = tmp_path / "empty"
     work.mkdir()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     wattplan = str(venv / "bin" / "wattplan")
-    where = _run([str(py), "-c", "import planner; print(planner.__file__)"], work, env).stdout
+    where = _run([str(py), "-c", "import wattplan.planner as p; print(p.__file__)"], work, env).stdout
     assert str(purelib) in where, where
 
     _run([wattplan, "plan", "--solver", "greedy", "--out", "plan.json", "-q"], work, env)
@@ -76,7 +77,7 @@ def test_wheel_installs_into_a_fresh_venv_and_runs_from_an_empty_directory(tmp_p
     _run([wattplan, "plan", "--solver", "cbc", "--time-limit", "20", "--out", "plan-cbc.json", "-q"], work, env)
 
     default = _run(
-        [str(py), "-c", "from planner.files.resources import default_instance; print(default_instance())"], work
+        [str(py), "-c", "from wattplan.planner.files.resources import default_instance as d; print(d())"], work
     )
     _run(
         [wattplan, "launch", "plan.json", "--instance", default.stdout.strip(), "--to", "shell", "--out", "launch"],

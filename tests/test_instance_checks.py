@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from planner.contracts.instance_io import instance_to_doc, load_instance, parse_instance
-from planner.contracts.problems import InputError
+from wattplan.planner.contracts.instance_io import instance_to_doc, load_instance, parse_instance
+from wattplan.planner.contracts.problems import InputError
 
 
 def problems_of(doc: Any) -> set[tuple[str, str]]:

@@ -17,8 +17,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from planner.bench.instance_sets import MANIFEST_FIELDS, RoundSources, SweepSpec, sweep, sweep_spec
-from planner.bench.round_families import (
+from wattplan.planner.bench.instance_sets import MANIFEST_FIELDS, RoundSources, SweepSpec, sweep, sweep_spec
+from wattplan.planner.bench.round_families import (
     LONG_FRACTION,
     TRACE_GPU_TYPES,
     JobPopulation,
@@ -33,15 +33,15 @@ from planner.bench.round_families import (
     read_philly_population_trace,
     sampled_round,
 )
-from planner.contracts.instance_checks import instance_problems
-from planner.contracts.instance_io import load_instance
-from planner.contracts.problems import InputError
-from planner.core.economics import full_power_w
-from planner.files.resources import PHILLY_TRACE, profile_library, shipped
-from planner.profile_library.library import load_profile_library
-from planner.rounds.builder import RoundOptions, build_round, queued_jobs
-from planner.rounds.cluster_spec import parse_cluster_spec
-from planner.rounds.traces import read_trace
+from wattplan.planner.contracts.instance_checks import instance_problems
+from wattplan.planner.contracts.instance_io import load_instance
+from wattplan.planner.contracts.problems import InputError
+from wattplan.planner.core.economics import full_power_w
+from wattplan.planner.files.resources import PHILLY_TRACE, profile_library, shipped
+from wattplan.planner.profile_library.library import load_profile_library
+from wattplan.planner.rounds.builder import RoundOptions, build_round, queued_jobs
+from wattplan.planner.rounds.cluster_spec import parse_cluster_spec
+from wattplan.planner.rounds.traces import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()
@@ -245,7 +245,7 @@ def test_population_of_a_small_trace_set(sources: RoundSources) -> None:
 
 def _option_fractions(inst) -> list[list[float]]:
     """Per job, ``pi = X t / R`` of every exclusive option that fits the cluster (the progress coefficients)."""
-    from planner.core.economics import exclusive_outcomes
+    from wattplan.planner.core.economics import exclusive_outcomes
 
     return [[o.progress for _, _, _, o in exclusive_outcomes(inst, job)] for job in inst.jobs]
 
@@ -299,7 +299,7 @@ def test_long_rounds_pass_instance_check(tmp_path: Path) -> None:
 
 def test_mps_is_readable_by_highs(tmp_path: Path, sources: RoundSources) -> None:
     highspy = pytest.importorskip("highspy")
-    from formulations.round_model import build_round_model
+    from wattplan.formulations.round_model import build_round_model
 
     spec = _spec(tmp_path, sizes="8", budgets="0.6", seeds="0", mps=True)
     sweep(spec, sources=sources)
@@ -381,7 +381,7 @@ def test_a_cluster_beyond_the_schema_is_refused_naming_jobs_per_node(tmp_path: P
 def test_an_instance_the_schema_refuses_is_not_written(
     tmp_path: Path, sources: RoundSources, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import planner.bench.instance_sets as instance_sweep
+    import wattplan.planner.bench.instance_sets as instance_sweep
 
     spec = _spec(tmp_path / "o", sizes="12", budgets="0.3", seeds="0", family="long")
     monkeypatch.setattr(instance_sweep, "cluster_nodes", lambda n, mix, jpn: (("v100", 200_000),))

@@ -9,9 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from planner.contracts.instance_io import instance_to_doc
-from planner.contracts.plan import plan_to_doc, write_plan
 from tests.launch_helpers import hand_plan, launch_instance, launch_instance_doc
+from wattplan.planner.contracts.instance_io import instance_to_doc
+from wattplan.planner.contracts.plan import plan_to_doc, write_plan
 
 runner = CliRunner()
 

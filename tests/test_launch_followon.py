@@ -14,13 +14,13 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from planner.contracts.instance_io import instance_to_doc
-from planner.contracts.plan import write_plan
-from planner.contracts.problems import InputError
-from planner.launch.launcher import LaunchOptions, launch_followon, launch_plan
-from planner.launch.limits import LimitOptions, round_limits
 from tests.followon_rounds import round_doc, two_rounds
 from tests.launch_helpers import hand_plan, launch_instance, shellcheck
+from wattplan.planner.contracts.instance_io import instance_to_doc
+from wattplan.planner.contracts.plan import write_plan
+from wattplan.planner.contracts.problems import InputError
+from wattplan.planner.launch.launcher import LaunchOptions, launch_followon, launch_plan
+from wattplan.planner.launch.limits import LimitOptions, round_limits
 
 
 def _directives(text: str) -> dict[str, str]:
@@ -127,8 +127,8 @@ def test_cli_follow_on_and_a_plan_of_another_cluster(tmp_path: Path) -> None:
     doc["gpu_types"][0]["name"] = "h100"
     doc["profiles"] = [{**p, "gpu_type": "h100"} for p in doc["profiles"]]
     doc["pairs"] = [{**p, "gpu_type": "h100"} for p in doc["pairs"]]
-    from planner.contracts.instance_io import parse_instance
-    from planner.core.assemble import Allocation, SolveInfo, assemble_plan
+    from wattplan.planner.contracts.instance_io import parse_instance
+    from wattplan.planner.core.assemble import Allocation, SolveInfo, assemble_plan
 
     other = parse_instance(doc)
     other_plan = assemble_plan(other, [Allocation(("keep",), "h100", 4, 250)], SolveInfo("hand", "feasible"))

@@ -10,18 +10,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from planner.contracts.problems import InputError
-from planner.launch.hosts import HostMap
-from planner.launch.kubernetes import (
-    CONFIG_LABEL,
-    EXCLUSIVE_CONFIG,
-    SHARED_CONFIG,
-    KubernetesOptions,
-    render_kubernetes,
-)
-from planner.launch.launcher import launch_plan
-from planner.launch.quoting import is_dns1123_label, is_label_value
-from planner.launch.render import PLACEHOLDER_ARGV, build_model
 from tests.launch_helpers import (
     HOSTILE_IDS,
     hand_plan,
@@ -30,6 +18,18 @@ from tests.launch_helpers import (
     multi_node_plan,
     shellcheck,
 )
+from wattplan.planner.contracts.problems import InputError
+from wattplan.planner.launch.hosts import HostMap
+from wattplan.planner.launch.kubernetes import (
+    CONFIG_LABEL,
+    EXCLUSIVE_CONFIG,
+    SHARED_CONFIG,
+    KubernetesOptions,
+    render_kubernetes,
+)
+from wattplan.planner.launch.launcher import launch_plan
+from wattplan.planner.launch.quoting import is_dns1123_label, is_label_value
+from wattplan.planner.launch.render import PLACEHOLDER_ARGV, build_model
 
 K8S_VERSION = "1.30.0"
 
@@ -183,8 +183,8 @@ def test_node_names_must_be_kubernetes_names() -> None:
 
 
 def test_numeric_user_becomes_run_as_user() -> None:
-    from planner.contracts.instance_io import parse_instance
     from tests.launch_helpers import launch_instance_doc
+    from wattplan.planner.contracts.instance_io import parse_instance
 
     doc = launch_instance_doc()
     doc["jobs"][0]["user"] = "1001"

@@ -10,10 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.contracts.problems import InputError
-from planner.launch.hosts import HostMap, load_host_map
-from planner.launch.output import MANIFEST, write_folder
-from planner.launch.quoting import (
+from tests.launch_helpers import HOSTILE_IDS, hand_plan, launch_instance
+from wattplan.planner.contracts.problems import InputError
+from wattplan.planner.launch.hosts import HostMap, load_host_map
+from wattplan.planner.launch.output import MANIFEST, write_folder
+from wattplan.planner.launch.quoting import (
     checked_token,
     comment_text,
     is_dns1123_label,
@@ -21,8 +22,7 @@ from planner.launch.quoting import (
     sh_quote,
     sh_words,
 )
-from planner.launch.render import PLACEHOLDER_ARGV, PLACEHOLDER_EXIT, LaunchFile, build_model
-from tests.launch_helpers import HOSTILE_IDS, hand_plan, launch_instance
+from wattplan.planner.launch.render import PLACEHOLDER_ARGV, PLACEHOLDER_EXIT, LaunchFile, build_model
 
 # ----------------------------------------------------------------------------- quoting
 

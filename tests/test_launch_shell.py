@@ -13,9 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from planner.launch.hosts import HostMap
-from planner.launch.launcher import launch_plan
-from planner.launch.render import build_model
 from tests.launch_helpers import (
     HOSTILE_IDS,
     hand_plan,
@@ -26,6 +23,9 @@ from tests.launch_helpers import (
     multi_node_plan,
     shellcheck,
 )
+from wattplan.planner.launch.hosts import HostMap
+from wattplan.planner.launch.launcher import launch_plan
+from wattplan.planner.launch.render import build_model
 
 
 @pytest.fixture
@@ -138,7 +138,7 @@ def test_user_field_runs_as_that_user(tmp_path: Path) -> None:
     me = subprocess.run(["id", "-un"], capture_output=True, text=True, check=True).stdout.strip()
     doc = launch_instance_doc(command=["id", "-un"])
     doc["jobs"][0]["user"] = me
-    from planner.contracts.instance_io import parse_instance
+    from wattplan.planner.contracts.instance_io import parse_instance
 
     inst = parse_instance(doc)
     launch_plan(hand_plan(inst), inst, "shell", tmp_path / "shell")

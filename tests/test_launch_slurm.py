@@ -12,10 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from planner.launch.hosts import HostMap
-from planner.launch.launcher import LaunchOptions, launch_plan
-from planner.launch.render import build_model
-from planner.launch.slurm import SlurmOptions, render_slurm
 from tests.launch_helpers import (
     HOSTILE_IDS,
     hand_plan,
@@ -26,6 +22,10 @@ from tests.launch_helpers import (
     multi_node_plan,
     shellcheck,
 )
+from wattplan.planner.launch.hosts import HostMap
+from wattplan.planner.launch.launcher import LaunchOptions, launch_plan
+from wattplan.planner.launch.render import build_model
+from wattplan.planner.launch.slurm import SlurmOptions, render_slurm
 
 
 @pytest.fixture
@@ -46,7 +46,7 @@ def _script(out: Path, job_id: str) -> str:
 
 
 def _q(text: str) -> str:
-    from planner.launch.quoting import sh_quote
+    from wattplan.planner.launch.quoting import sh_quote
 
     return sh_quote(text)
 
@@ -119,7 +119,7 @@ def _fake_sbatch(bin_dir: Path, log: Path) -> None:
 def test_submit_orders_steps_jobs_and_resets(tmp_path: Path) -> None:
     doc = launch_instance_doc()
     doc["jobs"][0]["user"] = "alice"
-    from planner.contracts.instance_io import parse_instance
+    from wattplan.planner.contracts.instance_io import parse_instance
 
     inst = parse_instance(doc)
     out = tmp_path / "slurm"
@@ -155,7 +155,7 @@ def test_pair_with_two_users_is_refused() -> None:
     doc = launch_instance_doc()
     doc["jobs"][2]["user"] = "alice"
     doc["jobs"][3]["user"] = "bob"
-    from planner.contracts.instance_io import parse_instance
+    from wattplan.planner.contracts.instance_io import parse_instance
 
     inst = parse_instance(doc)
     with pytest.raises(ValueError, match="two users"):

@@ -80,16 +80,43 @@ def source_files() -> list[Path]:
 MODULES = {module_name(p): p for p in source_files()}
 
 
+PACKAGE = "wattplan"
+"""The installed import package: ``planner`` and ``formulations`` are imported as ``wattplan.planner`` and
+``wattplan.formulations`` (pyproject.toml); the rules below name modules relative to it, as their folders do."""
+
+
+def local_name(name: str) -> str:
+    """``wattplan.planner.core.validate`` -> ``planner.core.validate``; any other name as it is."""
+    head, _, rest = name.partition(".")
+    return rest if head == PACKAGE and rest.split(".")[0] in ("planner", "formulations") else name
+
+
+def raw_imports_of(path: Path) -> Iterator[tuple[str, int]]:
+    """Every module name ``path`` imports, as written, with its line (``from a import b`` gives ``a.b``)."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, node.lineno
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            for a in node.names:
+                yield f"{node.module}.{a.name}", node.lineno
+
+
 def imports_of(path: Path) -> Iterator[Import]:
     """Every module ``path`` imports, at any depth of its syntax tree (``from a import b`` is ``a.b`` if a module)."""
     source = module_name(path)
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
         if isinstance(node, ast.Import):
             for alias in node.names:
-                yield Import(source, alias.name, path, node.lineno)
+                yield Import(source, local_name(alias.name), path, node.lineno)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            submodules = [f"{node.module}.{a.name}" for a in node.names if f"{node.module}.{a.name}" in MODULES]
-            for target in submodules or [node.module]:
+            module = local_name(node.module)
+            if module == PACKAGE:  # from wattplan import planner
+                names = [local_name(f"{PACKAGE}.{a.name}") for a in node.names]
+                submodules = [n for n in names if n in MODULES]
+            else:
+                submodules = [f"{module}.{a.name}" for a in node.names if f"{module}.{a.name}" in MODULES]
+            for target in submodules or [module]:
                 yield Import(source, target, path, node.lineno)
 
 
@@ -100,6 +127,18 @@ def layer_of(module: str) -> str | None:
     """The layer a module belongs to: the longest key of :data:`LAYERS` it starts with, None outside them."""
     keys = [k for k in LAYERS if module == k or module.startswith(k + ".")]
     return max(keys, key=len) if keys else None
+
+
+def test_the_packages_are_imported_by_their_installed_names_only() -> None:
+    """No file imports ``planner`` or ``formulations`` as top-level names: installed, they are ``wattplan.*``."""
+    files = [*source_files(), *sorted((ROOT / "wattplan").glob("*.py")), *sorted((ROOT / "tests").rglob("*.py"))]
+    bad = [
+        f"{path.relative_to(ROOT)}:{line} imports {name}"
+        for path in files
+        for name, line in raw_imports_of(path)
+        if name.split(".")[0] in ("planner", "formulations")
+    ]
+    assert not bad, "import wattplan.planner / wattplan.formulations instead:\n" + "\n".join(bad)
 
 
 def _internal(imp: Import) -> bool:

@@ -10,17 +10,17 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from planner.cli import app
-from planner.contracts.domain import PairSlowdown, Profile
-from planner.files.resources import profile_library, resolve_trace
-from planner.profile_library.library import library_from_doc, load_profile_library
-from planner.profiling.truth import TruthParams, speedup, truth_library
-from planner.sim.engine import simulate
-from planner.sim.learning import LearnConfig, ProfileLearner
-from planner.sim.policies import make_policy
-from planner.sim.replay import ReplaySpec, prepare, run_policy
-from planner.sim.telemetry import GpuObservation, JobObservation
 from tests.sim_helpers import A, B, hand_context
+from wattplan.planner.cli import app
+from wattplan.planner.contracts.domain import PairSlowdown, Profile
+from wattplan.planner.files.resources import profile_library, resolve_trace
+from wattplan.planner.profile_library.library import library_from_doc, load_profile_library
+from wattplan.planner.profiling.truth import TruthParams, speedup, truth_library
+from wattplan.planner.sim.engine import simulate
+from wattplan.planner.sim.learning import LearnConfig, ProfileLearner
+from wattplan.planner.sim.policies import make_policy
+from wattplan.planner.sim.replay import ReplaySpec, prepare, run_policy
+from wattplan.planner.sim.telemetry import GpuObservation, JobObservation
 
 SLICE = {"trace": resolve_trace(Path("6c71a0.trace")), "cluster": "v100:16,p100:8", "start_s": 2510560}
 
@@ -141,8 +141,8 @@ def test_learning_replay_converges_and_stays_valid(truth_file: Path, policy: str
     for at least 3 rounds alone is believed within 5% of the truth at the end, for the job and for
     its type, throughput and power.
     """
-    from planner.contracts.request import REPLAY_REQUEST
-    from planner.sim.policies import PolicyOptions
+    from wattplan.planner.contracts.request import REPLAY_REQUEST
+    from wattplan.planner.sim.policies import PolicyOptions
 
     request = dataclasses.replace(REPLAY_REQUEST, solver="highs", time_limit_s=2.0)
     spec = ReplaySpec(**SLICE, max_jobs=24, truth=truth_file, policy_options=PolicyOptions(request=request))
@@ -241,9 +241,9 @@ def test_an_observed_pair_below_min_pair_rate_is_not_repeated(policy: str) -> No
     Two A jobs and a B job of 1 GPU: the policy pairs B with an A job once (it believes 0.8 / 0.6).
     After that round the learner believes A's side at 0.8 x 0.5 ** 0.95 < 0.5, and the pair is never run again.
     """
-    from planner.contracts.request import REPLAY_REQUEST
-    from planner.sim.policies import PolicyOptions
     from tests.sim_helpers import hand_job, workload
+    from wattplan.planner.contracts.request import REPLAY_REQUEST
+    from wattplan.planner.sim.policies import PolicyOptions
 
     prior = hand_context()
     ctx = dataclasses.replace(prior, truth=dataclasses.replace(prior, pairs=(PairSlowdown(A, B, "v100", 1, 0.4, 0.3),)))
@@ -272,7 +272,7 @@ def test_twice_the_gpus_predicted_from_utilisation() -> None:
 
 def test_truth_with_a_ceiling_per_family() -> None:
     """cap_spread 0 is one curve for all; cap_spread 1 gives a family the ceiling 3.3 x 2^h, h in [-1, 1]."""
-    from planner.profiling.truth import family_factor
+    from wattplan.planner.profiling.truth import family_factor
 
     assert family_factor("ResNet-50 (batch size 64)", 0.0) == 1.0
     f = family_factor("CycleGAN", 1.0)

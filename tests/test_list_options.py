@@ -14,13 +14,13 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from planner.console.list_options import Bounds, number_list, repeated_list, split_list
-from planner.contracts.problems import InputError
-from planner.contracts.request import REPLAY_REQUEST
-from planner.sim.frontier import frontier_points, replay_points
-from planner.sim.policies import PolicyOptions
-from planner.sim.replay import DELTA_BOUNDS, ReplaySpec, check_spec
 from tests.sim_helpers import write_gavel_trace
+from wattplan.planner.console.list_options import Bounds, number_list, repeated_list, split_list
+from wattplan.planner.contracts.problems import InputError
+from wattplan.planner.contracts.request import REPLAY_REQUEST
+from wattplan.planner.sim.frontier import frontier_points, replay_points
+from wattplan.planner.sim.policies import PolicyOptions
+from wattplan.planner.sim.replay import DELTA_BOUNDS, ReplaySpec, check_spec
 
 runner = CliRunner()
 R50 = "ResNet-50 (batch size 64)"

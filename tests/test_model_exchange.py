@@ -29,14 +29,14 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from formulations.external_plan import solution_values
-from formulations.ir import EXPORT_NAME_MAX, ModelBuilder
-from formulations.mps import write_mps
-from formulations.round_model import build_round_model
-from formulations.solution_io import read_solution
-from formulations.stage_export import stage2_path
-from planner.contracts.instance_io import load_instance
-from planner.contracts.problems import SolutionRejected
+from wattplan.formulations.external_plan import solution_values
+from wattplan.formulations.ir import EXPORT_NAME_MAX, ModelBuilder
+from wattplan.formulations.mps import write_mps
+from wattplan.formulations.round_model import build_round_model
+from wattplan.formulations.solution_io import read_solution
+from wattplan.formulations.stage_export import stage2_path
+from wattplan.planner.contracts.instance_io import load_instance
+from wattplan.planner.contracts.problems import SolutionRejected
 
 ROOT = Path(__file__).resolve().parents[1]
 runner = CliRunner()
@@ -364,7 +364,7 @@ def _cbc_file(path: Path, entries: list[tuple[str, float]], status: str = "Optim
 
 def _refused(instance: Path, sol: Path, tmp_path: Path, *words: str) -> list[str]:
     """The command exits 1 without a traceback or a plan; the problems (read through the front door) hold ``words``."""
-    from planner.planning import plan_from_solution
+    from wattplan.planner.planning import plan_from_solution
 
     result = run("plan", instance, "--from-solution", sol, "--out", tmp_path / "never.json")
     assert result.exit_code == 1, result.output

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pytest
 
-from planner.cluster.layout import ClusterLayout, JobSetting
-from planner.cluster.nvidia_smi import SmiError, node_gpu_limits, run
-from planner.contracts.domain import SettingUnit
 from tests.launch_helpers import shellcheck
+from wattplan.planner.cluster.layout import ClusterLayout, JobSetting
+from wattplan.planner.cluster.nvidia_smi import SmiError, node_gpu_limits, run
+from wattplan.planner.contracts.domain import SettingUnit
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "planner" / "agent" / "node_files"
@@ -105,7 +105,8 @@ def cluster(tmp_path: Path) -> Cluster:
     wrapper.write_text(
         "#!/bin/sh\n"
         f"printf '%s\\n' \"$*\" >> {shlex.quote(str(log))}\n"
-        f'PYTHONPATH={shlex.quote(str(ROOT))} exec {shlex.quote(sys.executable)} -m planner.cluster.nvidia_smi "$@"\n'
+        f"PYTHONPATH={shlex.quote(str(ROOT))} exec {shlex.quote(sys.executable)} "
+        '-m wattplan.planner.cluster.nvidia_smi "$@"\n'
     )
     wrapper.chmod(0o755)
     env = {
@@ -432,7 +433,7 @@ def test_scripts_find_common_sh_through_a_symlink_and_stop_without_it(cluster: C
 
 def test_node_files_are_package_data() -> None:
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert pyproject["tool"]["setuptools"]["package-data"]["planner.agent"] == ["node_files/*"]
+    assert pyproject["tool"]["setuptools"]["package-data"]["wattplan.planner.agent"] == ["node_files/*"]
     shipped = {p.name for p in SCRIPTS.parent.glob("node_files/*")}
     assert shipped >= {"README.md", "common.sh", *SCRIPT_NAMES} and not (SCRIPTS / "__init__.py").exists()
 
@@ -512,7 +513,7 @@ def test_stand_in_needs_a_cluster_and_a_known_node(cluster: Cluster, tmp_path: P
 
 def test_stand_in_command_line(cluster: Cluster) -> None:
     env = {**cluster.env, "PYTHONPATH": str(ROOT)}
-    smi = [sys.executable, "-m", "planner.cluster.nvidia_smi"]
+    smi = [sys.executable, "-m", "wattplan.planner.cluster.nvidia_smi"]
     ok = subprocess.run([*smi, "-i", "1", "-pl", "250"], env=env, capture_output=True, text=True, timeout=30)
     assert ok.returncode == 0 and ok.stdout.endswith("All done.\n") and ok.stderr == ""
     bad = subprocess.run([*smi, "-i", "1", "-pl", "400"], env=env, capture_output=True, text=True, timeout=30)

@@ -12,14 +12,14 @@ from dataclasses import replace
 
 import pytest
 
-from planner.contracts.domain import CurrentConfig, GpuType, Instance, Job, NodeGpus, Profile, RoundSpec
-from planner.contracts.plan import Plan, PlannedJob
-from planner.contracts.rules import RoundRules
-from planner.core.assemble import Allocation, SolveInfo, allocations_of, assemble_plan, with_every_node_on
-from planner.core.economics import job_outcome
-from planner.files.resources import shipped
-from planner.sim.replay import ReplaySpec, prepare
-from planner.sim.round_instance import nodes_stay_on
+from wattplan.planner.contracts.domain import CurrentConfig, GpuType, Instance, Job, NodeGpus, Profile, RoundSpec
+from wattplan.planner.contracts.plan import Plan, PlannedJob
+from wattplan.planner.contracts.rules import RoundRules
+from wattplan.planner.core.assemble import Allocation, SolveInfo, allocations_of, assemble_plan, with_every_node_on
+from wattplan.planner.core.economics import job_outcome
+from wattplan.planner.files.resources import shipped
+from wattplan.planner.sim.replay import ReplaySpec, prepare
+from wattplan.planner.sim.round_instance import nodes_stay_on
 
 V100 = GpuType("v100", 2, 8, 34.0, 300.0, "power_limit_w", (150, 250))
 

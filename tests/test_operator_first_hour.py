@@ -29,12 +29,12 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from planner.cluster.slurm_daemons import SlurmNode
-from planner.contracts.instance_io import load_instance
-from planner.contracts.plan import load_plan
-from planner.launch.slurm import slurm_name
 from tests.launch_helpers import install_fake_nvidia
 from tests.slurm_cluster import SlurmCluster, running_cluster
+from wattplan.planner.cluster.slurm_daemons import SlurmNode
+from wattplan.planner.contracts.instance_io import load_instance
+from wattplan.planner.contracts.plan import load_plan
+from wattplan.planner.launch.slurm import slurm_name
 
 pytestmark = pytest.mark.slow
 

@@ -15,14 +15,14 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from formulations.options import Slot, enumerate_options
-from formulations.round_model import build_round_model
-from planner.contracts.domain import Instance
-from planner.contracts.instance_io import load_instance
-from planner.core.economics import exclusive_outcomes, job_outcome, usable_pair_rates
-from planner.core.greedy import greedy_allocations
-from planner.files.resources import DEFAULT_INSTANCE_NAME, shipped
 from tests.random_instances import tiny_rounds
+from wattplan.formulations.options import Slot, enumerate_options
+from wattplan.formulations.round_model import build_round_model
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.contracts.instance_io import load_instance
+from wattplan.planner.core.economics import exclusive_outcomes, job_outcome, usable_pair_rates
+from wattplan.planner.core.greedy import greedy_allocations
+from wattplan.planner.files.resources import DEFAULT_INSTANCE_NAME, shipped
 
 Exclusive = tuple[int, str, int, int, float, float]
 PairSide = tuple[int, str, Slot, int, float, float]

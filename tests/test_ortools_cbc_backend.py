@@ -13,12 +13,12 @@ from typing import Any
 import numpy as np
 import pytest
 
-from formulations.backends import SolveParams, get_backend
-from formulations.backends.ortools_mip import _varints, model_proto
-from formulations.ir import LinearModel
-from formulations.round_model import build_round_model
-from planner.contracts.instance_io import parse_instance
 from tests.test_backend_features import OPTIMUM, _model
+from wattplan.formulations.backends import SolveParams, get_backend
+from wattplan.formulations.backends.ortools_mip import _varints, model_proto
+from wattplan.formulations.ir import LinearModel
+from wattplan.formulations.round_model import build_round_model
+from wattplan.planner.contracts.instance_io import parse_instance
 
 ROUND = Path(__file__).parent / "data" / "replay_round_philly_6214e9_r1.json.gz"
 
@@ -76,7 +76,7 @@ def test_an_infeasible_answer_is_trusted_only_when_the_model_has_no_zero_point(m
 def test_the_solver_limit_is_what_the_handover_leaves(monkeypatch: pytest.MonkeyPatch) -> None:
     from ortools.linear_solver import pywraplp
 
-    from formulations.backends import ortools_mip
+    from wattplan.formulations.backends import ortools_mip
 
     limits: list[int] = []
     set_limit = pywraplp.Solver.SetTimeLimit

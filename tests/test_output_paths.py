@@ -15,12 +15,12 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from planner.contracts.instance_io import instance_to_doc
-from planner.contracts.plan import write_plan
-from planner.contracts.problems import InputError
-from planner.files.paths import OUTPUT_IS_INPUT, SAME_OUTPUT, refuse_overwriting_inputs
 from tests.launch_helpers import hand_plan, launch_instance
 from tests.test_profiles_check import write_inputs
+from wattplan.planner.contracts.instance_io import instance_to_doc
+from wattplan.planner.contracts.plan import write_plan
+from wattplan.planner.contracts.problems import InputError
+from wattplan.planner.files.paths import OUTPUT_IS_INPUT, SAME_OUTPUT, refuse_overwriting_inputs
 
 ROOT = Path(__file__).resolve().parents[1]
 SMI = ROOT / "tests" / "data" / "nvidia_smi"

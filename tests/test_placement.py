@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.contracts.domain import GpuType, NodeGpus, node_name
-from planner.core.placement import PlacementError, PlacementRequest, PlacementResult, place
+from wattplan.planner.contracts.domain import GpuType, NodeGpus, node_name
+from wattplan.planner.core.placement import PlacementError, PlacementRequest, PlacementResult, place
 
 PROPERTY = settings(max_examples=200, deadline=None)
 

@@ -16,9 +16,10 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from planner.contracts.problems import InputError
-from planner.sim import policies
-from planner.sim.policies import (
+from tests.sim_helpers import write_gavel_trace
+from wattplan.planner.contracts.problems import InputError
+from wattplan.planner.sim import policies
+from wattplan.planner.sim.policies import (
     BUILTIN_NAMES,
     ENTRY_POINT_GROUP,
     PolicyOptions,
@@ -28,7 +29,6 @@ from planner.sim.policies import (
     register_policy,
     unregister_policy,
 )
-from tests.sim_helpers import write_gavel_trace
 
 runner = CliRunner()
 R50 = "ResNet-50 (batch size 64)"
@@ -37,8 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 TOY_POLICY = textwrap.dedent(
     '''
     """A policy from outside wattplan: every job alone on one GPU of the first type, at its lowest setting."""
-    from planner.core.assemble import Allocation
-    from planner.sim.policies import Decision
+    from wattplan.planner.core.assemble import Allocation
+    from wattplan.planner.sim.policies import Decision
 
 
     class OneGpuLow:

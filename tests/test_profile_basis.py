@@ -7,10 +7,10 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from planner.cli import app
-from planner.contracts.instance_io import load_instance, write_instance
-from planner.contracts.plan import load_plan
-from planner.files.resources import default_instance
+from wattplan.planner.cli import app
+from wattplan.planner.contracts.instance_io import load_instance, write_instance
+from wattplan.planner.contracts.plan import load_plan
+from wattplan.planner.files.resources import default_instance
 
 
 def test_plan_entries_carry_the_basis_of_their_profile(tmp_path: Path) -> None:

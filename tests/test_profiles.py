@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from planner.files.resources import profile_library
-from planner.profile_library.build import (
+from wattplan.planner.files.resources import profile_library
+from wattplan.planner.profile_library.build import (
     DEFAULT_SOURCE_DIR,
     build_profile_library,
     write_profile_library,
 )
-from planner.profile_library.mapping import FAMILY_TO_ZEUS, job_family, nearest_batch_size
+from wattplan.planner.profile_library.mapping import FAMILY_TO_ZEUS, job_family, nearest_batch_size
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCES = REPO / "instances" / "sources"

@@ -11,11 +11,11 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from planner.contracts.problems import InputError
-from planner.profile_library.library import ProfileLibrary, library_from_doc
-from planner.profiling.check import FidelityReport, FidelityRow, check, parse_type_map
-from planner.profiling.leave_one_out import borrow, donors, held_out_cases, summarise
-from planner.profiling.points import MeasuredPoint, Provenance, point_to_doc, write_points
+from wattplan.planner.contracts.problems import InputError
+from wattplan.planner.profile_library.library import ProfileLibrary, library_from_doc
+from wattplan.planner.profiling.check import FidelityReport, FidelityRow, check, parse_type_map
+from wattplan.planner.profiling.leave_one_out import borrow, donors, held_out_cases, summarise
+from wattplan.planner.profiling.points import MeasuredPoint, Provenance, point_to_doc, write_points
 
 runner = CliRunner()
 
@@ -267,9 +267,9 @@ def test_real_zeus_borrowing_regret() -> None:
 
 
 def test_real_zeus_windows_in_shape_mode() -> None:
-    from planner.files.resources import profile_library
-    from planner.profile_library.library import load_profile_library
-    from planner.profiling.zeus_windows import read_zeus_windows
+    from wattplan.planner.files.resources import profile_library
+    from wattplan.planner.profile_library.library import load_profile_library
+    from wattplan.planner.profiling.zeus_windows import read_zeus_windows
 
     points = read_zeus_windows(ZEUS / "profile_data" / "V100+resnet50+gpu0.csv", "resnet50", "v100", 40)
     report = check(

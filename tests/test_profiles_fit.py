@@ -10,17 +10,17 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from planner.profile_library.library import load_profile_library
-from planner.profiling.fit import fit_library
-from planner.profiling.pair_rates import PRIOR_PAIR_ERROR, estimate_side, shrink
-from planner.profiling.points import MeasuredPoint, Provenance, write_points
-from planner.profiling.power_model import (
+from wattplan.planner.profile_library.library import load_profile_library
+from wattplan.planner.profiling.fit import fit_library
+from wattplan.planner.profiling.pair_rates import PRIOR_PAIR_ERROR, estimate_side, shrink
+from wattplan.planner.profiling.points import MeasuredPoint, Provenance, write_points
+from wattplan.planner.profiling.power_model import (
     borrowed_curve_error,
     fit_busy_fraction,
     fit_dynamic_power,
     fit_setting_curves,
 )
-from planner.profiling.scaling import SPEEDUP_PRIOR_ERROR, fit_scaling, monotone_sublinear, prior_shape_fit
+from wattplan.planner.profiling.scaling import SPEEDUP_PRIOR_ERROR, fit_scaling, monotone_sublinear, prior_shape_fit
 
 REL = 1e-9
 

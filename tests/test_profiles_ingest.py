@@ -16,16 +16,16 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from planner.contracts.problems import InputError
-from planner.profile_library.library import load_profile_library
-from planner.profiling.gpu_models import gpu_type_from_name
-from planner.profiling.ingest import detect_format, ingest_files
-from planner.profiling.job_side import JobRun, job_side_from_doc, read_job_side
-from planner.profiling.nvidia_smi import read_nvidia_smi_log
-from planner.profiling.points import MeasuredPoint, read_points
-from planner.profiling.smi_points import points_from_smi
-from planner.profiling.zeus_summary import read_zeus_power_summary
-from planner.profiling.zeus_windows import names_from_file, read_zeus_windows
+from wattplan.planner.contracts.problems import InputError
+from wattplan.planner.profile_library.library import load_profile_library
+from wattplan.planner.profiling.gpu_models import gpu_type_from_name
+from wattplan.planner.profiling.ingest import detect_format, ingest_files
+from wattplan.planner.profiling.job_side import JobRun, job_side_from_doc, read_job_side
+from wattplan.planner.profiling.nvidia_smi import read_nvidia_smi_log
+from wattplan.planner.profiling.points import MeasuredPoint, read_points
+from wattplan.planner.profiling.smi_points import points_from_smi
+from wattplan.planner.profiling.zeus_summary import read_zeus_power_summary
+from wattplan.planner.profiling.zeus_windows import names_from_file, read_zeus_windows
 
 ROOT = Path(__file__).resolve().parents[1]
 ZEUS = ROOT / "instances" / "sources" / "zeus"

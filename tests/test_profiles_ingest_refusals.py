@@ -14,12 +14,12 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from planner.contracts.problems import InputError
-from planner.profiling.csv_header import duplicate_column_problems
-from planner.profiling.ingest import refuse_unfittable
-from planner.profiling.points import MeasuredPoint, Provenance
-from planner.profiling.zeus_summary import read_zeus_power_summary
-from planner.profiling.zeus_windows import read_zeus_windows
+from wattplan.planner.contracts.problems import InputError
+from wattplan.planner.profiling.csv_header import duplicate_column_problems
+from wattplan.planner.profiling.ingest import refuse_unfittable
+from wattplan.planner.profiling.points import MeasuredPoint, Provenance
+from wattplan.planner.profiling.zeus_summary import read_zeus_power_summary
+from wattplan.planner.profiling.zeus_windows import read_zeus_windows
 
 runner = CliRunner()
 HEADER = "start_time,window_name,elapsed_time,gpu0_energy,gpu1_energy\n"

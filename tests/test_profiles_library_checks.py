@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from planner.cli import app
-from planner.contracts.problems import InputError
-from planner.files.resources import profile_library
-from planner.profile_library.library import library_from_doc, load_profile_library
+from wattplan.planner.cli import app
+from wattplan.planner.contracts.problems import InputError
+from wattplan.planner.files.resources import profile_library
+from wattplan.planner.profile_library.library import library_from_doc, load_profile_library
 
 Edit = Callable[[dict[str, Any]], None]
 SIM = ["simulate", "6c71a0.trace", "--cluster", "v100:16,p100:8", "--start-s", "2510560", "--max-jobs", "4"]

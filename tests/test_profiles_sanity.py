@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from planner.files.resources import profile_library
-from planner.profiling.sanity import count_by_kind, repair, sanity_check
+from wattplan.planner.files.resources import profile_library
+from wattplan.planner.profiling.sanity import count_by_kind, repair, sanity_check
 
 
 def row(t: str, n: int, x: float, p: float, **extra: Any) -> dict[str, Any]:

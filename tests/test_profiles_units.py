@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from planner.contracts.problems import InputError
-from planner.profiling.nvidia_smi import read_nvidia_smi_log
-from planner.profiling.zeus_summary import read_zeus_power_summary
+from wattplan.planner.contracts.problems import InputError
+from wattplan.planner.profiling.nvidia_smi import read_nvidia_smi_log
+from wattplan.planner.profiling.zeus_summary import read_zeus_power_summary
 
 ROOT = Path(__file__).resolve().parents[1]
 SMI = ROOT / "tests" / "data" / "nvidia_smi"

@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from planner.agent import observations as obs
-from planner.agent.prometheus import (
+from wattplan.planner.agent import observations as obs
+from wattplan.planner.agent.prometheus import (
     PrometheusClient,
     PrometheusError,
     Sample,
@@ -34,9 +34,9 @@ from planner.agent.prometheus import (
     parse_vector,
     with_retries,
 )
-from planner.cluster import prometheus_server
-from planner.cluster.layout import ClusterLayout, write_json_atomic
-from planner.cluster.report import ReportError, cluster_report
+from wattplan.planner.cluster import prometheus_server
+from wattplan.planner.cluster.layout import ClusterLayout, write_json_atomic
+from wattplan.planner.cluster.report import ReportError, cluster_report
 
 PROGRAM = "/usr/bin/prometheus"
 REQUIRED = os.environ.get("WATTPLAN_REQUIRE_SLURM") == "1"

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import wattplan
-from planner.contracts.problems import InputError
+from wattplan.planner.contracts.problems import InputError
 from wattplan.results import read_results, unpack_nodes_on
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -21,10 +21,10 @@ from typer.testing import CliRunner
 
 import wattplan
 from cli import app
-from planner.contracts.problems import InputError
-from planner.sim.journal import CHECKPOINT_FILE
-from planner.sim.metrics import without_timing
 from tests.sim_helpers import write_gavel_trace
+from wattplan.planner.contracts.problems import InputError
+from wattplan.planner.sim.journal import CHECKPOINT_FILE
+from wattplan.planner.sim.metrics import without_timing
 
 ROOT = Path(__file__).resolve().parent.parent
 R50 = "ResNet-50 (batch size 64)"
@@ -53,7 +53,7 @@ def test_the_api_imports_no_command_line(tmp_path: Path, tiny_trace: Path) -> No
         f"baselines=['fifo-max'], workers=1, max_rounds=20, out={str(tmp_path / 'f')!r})\n"
         "b = wattplan.bench(wattplan.default_instance(), solvers=['greedy'], time_limit=5, "
         f"out={str(tmp_path / 'b')!r})\n"
-        "print(sorted(m for m in ('planner.cli', 'cli', 'typer', 'click') if m in sys.modules))\n"
+        "print(sorted(m for m in ('wattplan.planner.cli', 'cli', 'typer', 'click') if m in sys.modules))\n"
         "print(r.summary.policy.tolist())\n"
         "print(sorted(f.frontier.label))\n"
         "print(b.bench.solver.tolist())\n"
@@ -193,8 +193,8 @@ def test_frontier_options_are_checked_and_named(tmp_path: Path, tiny_trace: Path
 
 
 def test_replan_reaches_every_frontier_point(tiny_trace: Path) -> None:
-    from planner.sim.frontier import frontier_points
-    from planner.sim.session import frontier_sweep
+    from wattplan.planner.sim.frontier import frontier_points
+    from wattplan.planner.sim.session import frontier_sweep
 
     sweep = frontier_sweep(tiny_trace, cluster="v100:8", deltas=[0.1], max_jct_increase=[5], replan="events")
     points = frontier_points(sweep.base, sweep.deltas, sweep.jct_increases, sweep.baselines)

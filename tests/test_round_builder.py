@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from planner.contracts.instance_io import instance_to_doc, parse_instance
-from planner.contracts.problems import InputError
-from planner.core.economics import full_power_w
-from planner.profile_library.library import load_profile_library
-from planner.rounds.builder import RoundOptions, allowed_counts, build_round
-from planner.rounds.cluster_spec import parse_cluster_spec
-from planner.rounds.traces import normalise_request, read_gavel_trace
+from wattplan.planner.contracts.instance_io import instance_to_doc, parse_instance
+from wattplan.planner.contracts.problems import InputError
+from wattplan.planner.core.economics import full_power_w
+from wattplan.planner.profile_library.library import load_profile_library
+from wattplan.planner.rounds.builder import RoundOptions, allowed_counts, build_round
+from wattplan.planner.rounds.cluster_spec import parse_cluster_spec
+from wattplan.planner.rounds.traces import normalise_request, read_gavel_trace
 
 R50 = "ResNet-50 (batch size 64)"
 

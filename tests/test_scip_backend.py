@@ -18,14 +18,21 @@ from typing import Any
 
 import pytest
 
-from formulations.backends import PATTERNS, REGISTRY, BackendUnavailable, SolveParams, available_backends, get_backend
-from formulations.round_model import RoundModel, build_round_model
-from formulations.watchdog import run_with_deadline
-from planner.contracts.instance_io import parse_instance
-from planner.contracts.request import PlanRequest
-from planner.core.greedy import greedy_allocations
-from planner.planning import plan
 from tests.test_backend_features import OPTIMUM, _model
+from wattplan.formulations.backends import (
+    PATTERNS,
+    REGISTRY,
+    BackendUnavailable,
+    SolveParams,
+    available_backends,
+    get_backend,
+)
+from wattplan.formulations.round_model import RoundModel, build_round_model
+from wattplan.formulations.watchdog import run_with_deadline
+from wattplan.planner.contracts.instance_io import parse_instance
+from wattplan.planner.contracts.request import PlanRequest
+from wattplan.planner.core.greedy import greedy_allocations
+from wattplan.planner.planning import plan
 
 pytestmark = pytest.mark.skipif(find_spec("pyscipopt") is None, reason="pyscipopt is not installed")
 ROUND = Path(__file__).parent / "data" / "replay_round_philly_6214e9_r1.json.gz"
@@ -56,7 +63,7 @@ def test_scip_plans_through_the_front_door_in_a_forked_child() -> None:
 
 def test_the_whole_call_keeps_the_time_limit_and_passes_gap_and_seed(monkeypatch: pytest.MonkeyPatch) -> None:
     """SCIP's own limit is what the build leaves; the call returns within the limit, with the start or better."""
-    from formulations.backends import scip
+    from wattplan.formulations.backends import scip
 
     models: list[Any] = []
 
@@ -83,7 +90,7 @@ def test_the_whole_call_keeps_the_time_limit_and_passes_gap_and_seed(monkeypatch
 
 
 def test_the_time_limit_never_goes_below_the_minimum(monkeypatch: pytest.MonkeyPatch) -> None:
-    from formulations.backends import scip
+    from wattplan.formulations.backends import scip
 
     monkeypatch.setattr(scip, "READBACK_S_PER_COL", 1.0)  # the read-back estimate eats the whole limit
     lm = _model().lm

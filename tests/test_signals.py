@@ -19,7 +19,7 @@ from tests.test_solve_strategy import _pid_alive
 SCRIPT = """
 import sys
 from tests.test_solve_strategy import _spawn_and_hang
-from formulations.watchdog import run_with_deadline
+from wattplan.formulations.watchdog import run_with_deadline
 
 run_with_deadline(_spawn_and_hang, (sys.argv[1],), 120.0)
 print("not reached")

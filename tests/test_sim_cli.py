@@ -119,8 +119,8 @@ def test_bad_cluster_and_empty_window_exit_2(tiny_trace: Path, tmp_path: Path) -
 
 def test_rounds_log_says_why_wattplan_fell_back(tmp_path: Path, tiny_trace: Path, monkeypatch) -> None:
     """A round whose solver returned nothing runs the greedy plan; ``rounds.csv`` names the reason."""
-    from formulations import stages as stages_module
-    from formulations.backends import SolverResult
+    from wattplan.formulations import stages as stages_module
+    from wattplan.formulations.backends import SolverResult
 
     monkeypatch.setattr(stages_module, "mip_stage", lambda state, *a, **k: SolverResult("time_limit"))
     out = tmp_path / "fb"

@@ -13,21 +13,21 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner.contracts.domain import Instance
-from planner.contracts.instance_checks import instance_problems
-from planner.contracts.instance_io import instance_to_doc
-from planner.contracts.request import REPLAY_REQUEST
-from planner.core.assemble import SolveInfo, assemble_plan
-from planner.core.validate import validate_plan
-from planner.sim.budget import EnergyBudget, PowerCap
-from planner.sim.energy_levers import LEVERS, PHASES
-from planner.sim.engine import SimResult, simulate
-from planner.sim.metrics import J_PER_KWH, summarise
-from planner.sim.policies import Decision, PolicyOptions, make_policy
-from planner.sim.policies.base import Policy
-from planner.sim.replay import ReplaySpec, prepare
-from planner.sim.round_instance import ReplayRound
 from tests.sim_helpers import A, B, hand_context, hand_job, workload
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.contracts.instance_checks import instance_problems
+from wattplan.planner.contracts.instance_io import instance_to_doc
+from wattplan.planner.contracts.request import REPLAY_REQUEST
+from wattplan.planner.core.assemble import SolveInfo, assemble_plan
+from wattplan.planner.core.validate import validate_plan
+from wattplan.planner.sim.budget import EnergyBudget, PowerCap
+from wattplan.planner.sim.energy_levers import LEVERS, PHASES
+from wattplan.planner.sim.engine import SimResult, simulate
+from wattplan.planner.sim.metrics import J_PER_KWH, summarise
+from wattplan.planner.sim.policies import Decision, PolicyOptions, make_policy
+from wattplan.planner.sim.policies.base import Policy
+from wattplan.planner.sim.replay import ReplaySpec, prepare
+from wattplan.planner.sim.round_instance import ReplayRound
 
 ROOT = Path(__file__).resolve().parents[1]
 BURST = ROOT / "instances" / "sources" / "gavel" / "traces" / "6214e9.trace"

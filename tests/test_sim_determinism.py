@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from planner.contracts.request import REPLAY_REQUEST
-from planner.sim.metrics import without_timing
-from planner.sim.policies import PolicyOptions
-from planner.sim.replay import ReplaySpec, prepare, run_policy
+from wattplan.planner.contracts.request import REPLAY_REQUEST
+from wattplan.planner.sim.metrics import without_timing
+from wattplan.planner.sim.policies import PolicyOptions
+from wattplan.planner.sim.replay import ReplaySpec, prepare, run_policy
 
 ROOT = Path(__file__).resolve().parents[1]
 BURST = ROOT / "instances" / "sources" / "gavel" / "traces" / "6214e9.trace"

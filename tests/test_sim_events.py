@@ -8,18 +8,18 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from cli import app
-from planner.contracts.domain import Instance
-from planner.sim.budget import PowerCap
-from planner.sim.decision_memo import decision_key, event_key
-from planner.sim.engine import ReplayState, SimConfig, simulate, start_state
-from planner.sim.forecast import BASELINE_ROUND_S, WATTPLAN_ROUND_S, forecast, long_replay_warning
-from planner.sim.journal import CHECKPOINT_FILE
-from planner.sim.policies.base import Decision
-from planner.sim.policies.fifo_max import FifoMax
-from planner.sim.render import progress_log
-from planner.sim.round_instance import ReplayRound, round_instance
-from planner.sim.state import JobSpec, JobState
 from tests.sim_helpers import A, B, hand_context, hand_job, workload, write_gavel_trace
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.sim.budget import PowerCap
+from wattplan.planner.sim.decision_memo import decision_key, event_key
+from wattplan.planner.sim.engine import ReplayState, SimConfig, simulate, start_state
+from wattplan.planner.sim.forecast import BASELINE_ROUND_S, WATTPLAN_ROUND_S, forecast, long_replay_warning
+from wattplan.planner.sim.journal import CHECKPOINT_FILE
+from wattplan.planner.sim.policies.base import Decision
+from wattplan.planner.sim.policies.fifo_max import FifoMax
+from wattplan.planner.sim.render import progress_log
+from wattplan.planner.sim.round_instance import ReplayRound, round_instance
+from wattplan.planner.sim.state import JobSpec, JobState
 
 R50 = "ResNet-50 (batch size 64)"
 
@@ -184,7 +184,7 @@ def test_wattplan_on_events_under_a_cap_keeps_every_plan_valid() -> None:
     A restart lowers a round's energy; reusing the restarting round's plan in the next round (no restart) would
     draw more. The configurations in the event key make that round re-decided, so no plan is refused.
     """
-    from planner.sim.policies import make_policy
+    from wattplan.planner.sim.policies import make_policy
 
     ctx = hand_context(duration_s=100.0, nodes=2)
     wl = workload([hand_job("a", A, 0.0, 3000.0), hand_job("b", B, 150.0, 2000.0), hand_job("c", A, 420.0, 900.0)])

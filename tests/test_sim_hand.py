@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from planner.sim.budget import EnergyBudget, pacing_estimate
-from planner.sim.engine import simulate
-from planner.sim.metrics import summarise
-from planner.sim.policies import make_policy
-from planner.sim.policies.zeus import zeus_setting
-from planner.sim.round_instance import replay_round, round_instance
-from planner.sim.state import JobState
 from tests.sim_helpers import A, B, hand_context, hand_job, workload
+from wattplan.planner.sim.budget import EnergyBudget, pacing_estimate
+from wattplan.planner.sim.engine import simulate
+from wattplan.planner.sim.metrics import summarise
+from wattplan.planner.sim.policies import make_policy
+from wattplan.planner.sim.policies.zeus import zeus_setting
+from wattplan.planner.sim.round_instance import replay_round, round_instance
+from wattplan.planner.sim.state import JobState
 
 
 def test_fifo_max_hand_computed_schedule_energy_and_jct() -> None:

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from planner.contracts.request import REPLAY_REQUEST
-from planner.sim.engine import ReplayState
-from planner.sim.journal import CHECKPOINT_FILE, ReplayJournal, remove_checkpoint
-from planner.sim.metrics import without_timing
-from planner.sim.output import decisions_csv, jobs_csv, rounds_csv
-from planner.sim.policies import PolicyOptions
-from planner.sim.replay import ReplaySpec, prepare, replay_sha256, run_policy
+from wattplan.planner.contracts.request import REPLAY_REQUEST
+from wattplan.planner.sim.engine import ReplayState
+from wattplan.planner.sim.journal import CHECKPOINT_FILE, ReplayJournal, remove_checkpoint
+from wattplan.planner.sim.metrics import without_timing
+from wattplan.planner.sim.output import decisions_csv, jobs_csv, rounds_csv
+from wattplan.planner.sim.policies import PolicyOptions
+from wattplan.planner.sim.replay import ReplaySpec, prepare, replay_sha256, run_policy
 
 ROOT = Path(__file__).resolve().parents[1]
 BURST = ROOT / "instances" / "sources" / "gavel" / "traces" / "6214e9.trace"

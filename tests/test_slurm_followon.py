@@ -18,11 +18,11 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from planner.contracts.instance_io import instance_to_doc
-from planner.contracts.plan import write_plan
 from tests.followon_rounds import two_rounds
 from tests.launch_helpers import install_fake_nvidia
 from tests.slurm_cluster import SlurmCluster, running_cluster
+from wattplan.planner.contracts.instance_io import instance_to_doc
+from wattplan.planner.contracts.plan import write_plan
 
 pytestmark = pytest.mark.slow
 

@@ -25,10 +25,10 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from planner.contracts.instance_io import instance_to_doc
-from planner.contracts.plan import write_plan
 from tests.launch_helpers import hand_plan, install_fake_nvidia, launch_instance
 from tests.slurm_cluster import SlurmCluster, running_cluster
+from wattplan.planner.contracts.instance_io import instance_to_doc
+from wattplan.planner.contracts.plan import write_plan
 
 pytestmark = pytest.mark.slow
 
@@ -165,7 +165,7 @@ def test_rendered_plan_runs_on_real_slurm(slurm: SlurmCluster, tmp_path: Path) -
 
 def test_job_refuses_gpus_other_than_the_plans(slurm: SlurmCluster, tmp_path: Path) -> None:
     """A GPU held by someone else makes Slurm hand out other indices: the job stops (exit 3), says why."""
-    from planner.core.assemble import Allocation, SolveInfo, assemble_plan
+    from wattplan.planner.core.assemble import Allocation, SolveInfo, assemble_plan
 
     inst = launch_instance(v100_only=True, command=["sh", "-c", "env"])
     plan = assemble_plan(inst, [Allocation(("train-4",), "v100", 4, 250)], SolveInfo("hand", "feasible"))

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner.contracts.jsonio import line_blocks
-from planner.contracts.problems import MAX_REPORTED_PROBLEMS, InputError
-from planner.profiling.job_side import JobRun
-from planner.profiling.nvidia_smi import SmiLog, read_nvidia_smi_log
-from planner.profiling.smi_points import points_from_smi
+from wattplan.planner.contracts.jsonio import line_blocks
+from wattplan.planner.contracts.problems import MAX_REPORTED_PROBLEMS, InputError
+from wattplan.planner.profiling.job_side import JobRun
+from wattplan.planner.profiling.nvidia_smi import SmiLog, read_nvidia_smi_log
+from wattplan.planner.profiling.smi_points import points_from_smi
 
 SMI = Path(__file__).parent / "data" / "nvidia_smi"
 HEADER = "index, timestamp, power.draw [W], utilization.gpu [%], clocks.sm [MHz], power.limit [W]\n"

@@ -16,22 +16,22 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from formulations import solve as solve_module
-from formulations import stages as stages_module
-from formulations.backends import SolveParams, SolverResult, get_backend
-from formulations.lp_rounding import lp_guided_allocations
-from formulations.round_model import build_round_model
-from formulations.solve import lp_relaxation
-from formulations.watchdog import run_with_deadline
-from planner import planning
-from planner.contracts.domain import Instance
-from planner.contracts.instance_io import load_instance
-from planner.contracts.request import PlanRequest
-from planner.core.assemble import SolveInfo, assemble_plan
-from planner.core.greedy import allocation_outcome, greedy_allocations
-from planner.core.validate import validate_plan
 from tests.brute_force import brute_force
 from tests.random_instances import tiny_rounds
+from wattplan.formulations import solve as solve_module
+from wattplan.formulations import stages as stages_module
+from wattplan.formulations.backends import SolveParams, SolverResult, get_backend
+from wattplan.formulations.lp_rounding import lp_guided_allocations
+from wattplan.formulations.round_model import build_round_model
+from wattplan.formulations.solve import lp_relaxation
+from wattplan.formulations.watchdog import run_with_deadline
+from wattplan.planner import planning
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.contracts.instance_io import load_instance
+from wattplan.planner.contracts.request import PlanRequest
+from wattplan.planner.core.assemble import SolveInfo, assemble_plan
+from wattplan.planner.core.greedy import allocation_outcome, greedy_allocations
+from wattplan.planner.core.validate import validate_plan
 
 DEFAULT_INSTANCE = Path(__file__).resolve().parents[1] / "instances" / "default.json"
 SETTINGS = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True)

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import numpy as np
 
-from formulations import watchdog
-from formulations.backends import SolveParams, SolverResult, get_backend
-from formulations.round_model import build_round_model
-from formulations.watchdog import run_with_deadline
-from planner.contracts.instance_io import load_instance
-from planner.files.resources import DEFAULT_INSTANCE_NAME, shipped
+from wattplan.formulations import watchdog
+from wattplan.formulations.backends import SolveParams, SolverResult, get_backend
+from wattplan.formulations.round_model import build_round_model
+from wattplan.formulations.watchdog import run_with_deadline
+from wattplan.planner.contracts.instance_io import load_instance
+from wattplan.planner.files.resources import DEFAULT_INSTANCE_NAME, shipped
 
 
 class SleepyBackend:

@@ -12,19 +12,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from formulations.backends import available_backends
-from planner import planning
-from planner.contracts.domain import Instance
-from planner.contracts.instance_io import instance_to_doc, parse_instance
-from planner.contracts.request import PlanRequest
-from planner.core.greedy import greedy_allocations
-from planner.core.validate import validate_plan
-from planner.sim.engine import simulate
-from planner.sim.policies import PolicyOptions, make_policy
-from planner.sim.state import JobState
-from planner.sim.tail_bound import TailBound, efficient_steps_per_s, fastest_steps_per_s
 from tests.conftest import tiny_instance_doc
 from tests.sim_helpers import A, B, hand_context, hand_job, workload
+from wattplan.formulations.backends import available_backends
+from wattplan.planner import planning
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.contracts.instance_io import instance_to_doc, parse_instance
+from wattplan.planner.contracts.request import PlanRequest
+from wattplan.planner.core.greedy import greedy_allocations
+from wattplan.planner.core.validate import validate_plan
+from wattplan.planner.sim.engine import simulate
+from wattplan.planner.sim.policies import PolicyOptions, make_policy
+from wattplan.planner.sim.state import JobState
+from wattplan.planner.sim.tail_bound import TailBound, efficient_steps_per_s, fastest_steps_per_s
 
 EXACT = dict(time_limit_s=30, rel_gap=1e-9, threads=1, lp_bound=False)
 
@@ -79,7 +79,7 @@ def test_min_steps_round_trips_and_is_checked() -> None:
     doc = instance_to_doc(inst)
     assert doc["jobs"][0]["min_steps"] == 250.0 and "min_steps" not in doc["jobs"][1]
     assert parse_instance(doc).jobs[0].min_steps == 250.0
-    from planner.contracts.instance_checks import instance_problems
+    from wattplan.planner.contracts.instance_checks import instance_problems
 
     doc["jobs"][0]["min_steps"] = 5000.0
     assert "min-steps-above-remaining" in {p.code for p in instance_problems(doc)}

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from planner.contracts.problems import MAX_REPORTED_PROBLEMS, InputError
-from planner.files import csv_frames
-from planner.rounds import traces
-from planner.rounds.traces import (
+from wattplan.planner.contracts.problems import MAX_REPORTED_PROBLEMS, InputError
+from wattplan.planner.files import csv_frames
+from wattplan.planner.rounds import traces
+from wattplan.planner.rounds.traces import (
     GAVEL_COLUMNS_7,
     GAVEL_COLUMNS_9,
     GAVEL_COLUMNS_10,

@@ -9,12 +9,18 @@ from typing import Any
 
 import pytest
 
-from planner.contracts.instance_io import instance_sha256, instance_to_doc, load_instance, parse_instance
-from planner.contracts.plan import BudgetOverride, parse_plan, plan_to_doc, with_budget_override, with_instance_sha256
-from planner.contracts.problems import InputError
-from planner.core.assemble import Allocation, SolveInfo, assemble_plan
-from planner.core.evaluate import evaluate_plan
-from planner.core.validate import plan_problems, validate_plan
+from wattplan.planner.contracts.instance_io import instance_sha256, instance_to_doc, load_instance, parse_instance
+from wattplan.planner.contracts.plan import (
+    BudgetOverride,
+    parse_plan,
+    plan_to_doc,
+    with_budget_override,
+    with_instance_sha256,
+)
+from wattplan.planner.contracts.problems import InputError
+from wattplan.planner.core.assemble import Allocation, SolveInfo, assemble_plan
+from wattplan.planner.core.evaluate import evaluate_plan
+from wattplan.planner.core.validate import plan_problems, validate_plan
 
 INFO = SolveInfo(solver="test", status="feasible")
 
@@ -96,7 +102,7 @@ CASES: list[tuple[str, Mutation]] = [
 
 
 def test_every_code_has_a_case() -> None:
-    import planner.core.validate as v
+    import wattplan.planner.core.validate as v
 
     documented = {line.split()[0] for line in v.__doc__.splitlines() if line[:1].isalpha() and "-" in line.split()[0]}
     assert documented - {"plan-schema", "placement-split"} == {c for c, _ in CASES}

@@ -8,10 +8,10 @@ restart cost. Type ``a`` runs at 10 steps/s on 1 GPU and 18 steps/s on 2 GPUs, 2
 
 from __future__ import annotations
 
-from planner.contracts.domain import GpuType, Instance, Job, PairSlowdown, Profile, RoundSpec
-from planner.contracts.plan import Plan
-from planner.core.assemble import Allocation, SolveInfo, assemble_plan
-from planner.core.waiting import WaitingReason, waiting_reasons
+from wattplan.planner.contracts.domain import GpuType, Instance, Job, PairSlowdown, Profile, RoundSpec
+from wattplan.planner.contracts.plan import Plan
+from wattplan.planner.core.assemble import Allocation, SolveInfo, assemble_plan
+from wattplan.planner.core.waiting import WaitingReason, waiting_reasons
 
 V100 = "v100"
 

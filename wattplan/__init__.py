@@ -42,12 +42,12 @@ _WHERE = {
     "frontier": "wattplan.replay_api",
     "bench": "wattplan.replay_api",
     "read_results": "wattplan.results",
-    "default_instance": "planner.files.resources",
+    "default_instance": "wattplan.planner.files.resources",
     "Results": "wattplan.results",
-    "register_policy": "planner.sim.policies",
-    "register_solver": "planner.planning",
-    "unregister_solver": "planner.planning",
-    "unregister_policy": "planner.sim.policies",
+    "register_policy": "wattplan.planner.sim.policies",
+    "register_solver": "wattplan.planner.planning",
+    "unregister_solver": "wattplan.planner.planning",
+    "unregister_policy": "wattplan.planner.sim.policies",
 }
 
 

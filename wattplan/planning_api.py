@@ -12,15 +12,15 @@ from typing import Any
 
 import pandas as pd
 
-from planner import planning
-from planner.console.tables import running_rows
-from planner.contracts.domain import Instance
-from planner.contracts.instance_io import load_instance, write_instance
-from planner.contracts.plan import Plan, plan_to_doc, write_plan
-from planner.contracts.problems import InputError, Problem
-from planner.contracts.request import PlanRequest
-from planner.core.waiting import waiting_reasons
-from planner.files.resources import default_instance
+from wattplan.planner import planning
+from wattplan.planner.console.tables import running_rows
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.contracts.instance_io import load_instance, write_instance
+from wattplan.planner.contracts.plan import Plan, plan_to_doc, write_plan
+from wattplan.planner.contracts.problems import InputError, Problem
+from wattplan.planner.contracts.request import PlanRequest
+from wattplan.planner.core.waiting import waiting_reasons
+from wattplan.planner.files.resources import default_instance
 
 
 @dataclass
@@ -68,7 +68,7 @@ class PlanResult:
 def _instance(instance: Instance | str | Path | None, jobs: str | Path | None, cluster: str | Path | None,
               profiles: str | Path | None) -> Instance:  # fmt: skip
     if jobs is not None:
-        from planner.rounds.from_jobs import read_operator_instance
+        from wattplan.planner.rounds.from_jobs import read_operator_instance
 
         if instance is not None or cluster is None:
             raise ValueError("give an instance, or jobs= with cluster= (and optionally profiles=)")

@@ -17,12 +17,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from planner.contracts import defaults
-from planner.contracts.request import REPLAY_REQUEST
+from wattplan.planner.contracts import defaults
+from wattplan.planner.contracts.request import REPLAY_REQUEST
 from wattplan.results import Results, read_results
 
 if TYPE_CHECKING:
-    from planner.sim.session import ReplayHooks
+    from wattplan.planner.sim.session import ReplayHooks
 
 
 def _out(out: str | Path | None, prefix: str) -> Path:
@@ -98,9 +98,9 @@ def simulate(
     """
     import inspect
 
-    from planner.contracts.provenance import written_by
-    from planner.sim.plots import FigureOptions, check_figure_options
-    from planner.sim.session import replay_spec, run_simulate
+    from wattplan.planner.contracts.provenance import written_by
+    from wattplan.planner.sim.plots import FigureOptions, check_figure_options
+    from wattplan.planner.sim.session import replay_spec, run_simulate
 
     _unknown("simulate", unknown, [k for k in inspect.signature(simulate).parameters if k not in ("trace", "unknown")])
     spec = replay_spec(
@@ -162,7 +162,7 @@ def simulate(
     else:
         from rich.console import Console
 
-        from planner.sim.render import progress_callback, progress_display
+        from wattplan.planner.sim.render import progress_callback, progress_display
 
         with progress_display(Console(stderr=True)) as bar:
             hooks = _python_hooks()
@@ -186,7 +186,7 @@ def _python_hooks() -> ReplayHooks:
     import logging
     import warnings
 
-    from planner.sim.session import ReplayHooks
+    from wattplan.planner.sim.session import ReplayHooks
 
     return ReplayHooks(
         warn=lambda text: warnings.warn(text, UserWarning, stacklevel=3),
@@ -251,8 +251,8 @@ def frontier(
     """
     import inspect
 
-    from planner.sim.plots import FigureOptions, check_figure_options
-    from planner.sim.session import frontier_sweep, run_frontier
+    from wattplan.planner.sim.plots import FigureOptions, check_figure_options
+    from wattplan.planner.sim.session import frontier_sweep, run_frontier
 
     _unknown("frontier", unknown, [k for k in inspect.signature(frontier).parameters if k not in ("trace", "unknown")])
     sweep = frontier_sweep(
@@ -327,8 +327,8 @@ def bench(
     """
     import inspect
 
-    from planner.bench.session import bench_config, run_bench_session
-    from planner.contracts.request import DEFAULT_REQUEST
+    from wattplan.planner.bench.session import bench_config, run_bench_session
+    from wattplan.planner.contracts.request import DEFAULT_REQUEST
 
     _unknown("bench", unknown, [k for k in inspect.signature(bench).parameters if k not in ("instances", "unknown")])
     folder = _out(out, "wattplan-bench-")

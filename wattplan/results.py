@@ -26,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from planner.contracts.problems import InputError, Problem
+from wattplan.planner.contracts.problems import InputError, Problem
 
 REPLAY_FILES = ("summary.json", "rounds.csv", "jobs.csv")
 

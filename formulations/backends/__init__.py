@@ -14,7 +14,7 @@ and the ``wattplan.solvers`` entry points (:mod:`formulations.backends.registry`
 
 from __future__ import annotations
 
-from formulations.backends.base import (
+from wattplan.formulations.backends.base import (
     Backend,
     BackendUnavailable,
     DualLpSession,
@@ -28,7 +28,7 @@ from formulations.backends.base import (
     SolverResult,
     Solvers,
 )
-from formulations.backends.registry import (
+from wattplan.formulations.backends.registry import (
     BUILTIN,
     ENTRY_POINT_GROUP,
     FEATURE_NAMES,

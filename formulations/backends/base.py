@@ -17,8 +17,8 @@ from typing import Any, ClassVar, Literal, NoReturn, Protocol
 
 import numpy as np
 
-from formulations.ir import LinearModel
-from planner.contracts.problems import InputError, Problem
+from wattplan.formulations.ir import LinearModel
+from wattplan.planner.contracts.problems import InputError, Problem
 
 SolveStatus = Literal["optimal", "feasible", "infeasible", "no_solution", "error"]
 ObjectiveName = Literal["progress", "energy", "excess_energy"]

@@ -38,9 +38,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from formulations.backends.base import Features, ObjectiveName, SolveParams, SolverResult, WithoutLpDuals
-from formulations.ir import LinearModel
-from formulations.mps import write_mps
+from wattplan.formulations.backends.base import Features, ObjectiveName, SolveParams, SolverResult, WithoutLpDuals
+from wattplan.formulations.ir import LinearModel
+from wattplan.formulations.mps import write_mps
 
 PREFIX = "cmd:"
 """The solver-name prefix of a command-line solver."""
@@ -200,9 +200,9 @@ def _run_failure(run: CommandRun, timeout_s: float, sol: Path) -> str:
 
 def _checked_result(lm: LinearModel, objective: ObjectiveName, sol: Path, seconds: float, name: str) -> SolverResult:
     """The solution in ``sol`` checked as ``--from-solution`` checks it, as a ``feasible`` result without bound."""
-    from formulations.external_plan import solution_values, violations
-    from formulations.solution_io import read_solution
-    from planner.contracts.problems import InputError
+    from wattplan.formulations.external_plan import solution_values, violations
+    from wattplan.formulations.solution_io import read_solution
+    from wattplan.planner.contracts.problems import InputError
 
     try:
         solution = read_solution(sol)

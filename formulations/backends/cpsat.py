@@ -10,7 +10,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from formulations.backends.base import (
+from wattplan.formulations.backends.base import (
     BackendUnavailable,
     Features,
     FeatureUnsupported,
@@ -19,8 +19,8 @@ from formulations.backends.base import (
     SolverResult,
     WithoutLpDuals,
 )
-from formulations.ir import LinearModel
-from formulations.scaling import scale_objective, scale_row
+from wattplan.formulations.ir import LinearModel
+from wattplan.formulations.scaling import scale_objective, scale_row
 
 INSTALL_HINT = "pip install ortools==9.15.6755"
 

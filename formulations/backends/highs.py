@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from formulations.backends.base import (
+from wattplan.formulations.backends.base import (
     BackendUnavailable,
     Features,
     LpMethod,
@@ -21,10 +21,10 @@ from formulations.backends.base import (
     SolveStatus,
     atomic_target,
 )
-from formulations.conditioning import absolute_gap, condition
-from formulations.ir import LinearModel
-from formulations.lagrangian import dual_bound
-from formulations.mps import write_mps
+from wattplan.formulations.conditioning import absolute_gap, condition
+from wattplan.formulations.ir import LinearModel
+from wattplan.formulations.lagrangian import dual_bound
+from wattplan.formulations.mps import write_mps
 
 INSTALL_HINT = "pip install 'highspy>=1.10,<1.15'"
 PRIMAL_SIMPLEX = 4

@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from formulations.backends.base import (
+from wattplan.formulations.backends.base import (
     BackendUnavailable,
     Features,
     ObjectiveName,
@@ -45,10 +45,10 @@ from formulations.backends.base import (
     WithoutLpDuals,
     atomic_target,
 )
-from formulations.conditioning import condition
-from formulations.ir import LinearModel
-from formulations.lagrangian import dual_bound
-from formulations.mps import write_mps
+from wattplan.formulations.conditioning import condition
+from wattplan.formulations.ir import LinearModel
+from wattplan.formulations.lagrangian import dual_bound
+from wattplan.formulations.mps import write_mps
 
 INSTALL_HINT = "pip install ortools==9.15.6755"
 MIN_SOLVER_S = 0.1

@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from formulations.backends.base import (
+from wattplan.formulations.backends.base import (
     BackendUnavailable,
     Features,
     ObjectiveName,
@@ -23,10 +23,10 @@ from formulations.backends.base import (
     WithoutLpDuals,
     atomic_target,
 )
-from formulations.conditioning import absolute_gap, condition
-from formulations.ir import LinearModel
-from formulations.lagrangian import dual_bound
-from formulations.mps import write_mps
+from wattplan.formulations.conditioning import absolute_gap, condition
+from wattplan.formulations.ir import LinearModel
+from wattplan.formulations.lagrangian import dual_bound
+from wattplan.formulations.mps import write_mps
 
 CBC = "PULP_CBC_CMD"
 """PuLP's name of its bundled CBC binary (the ``cbc`` backend)."""

@@ -32,8 +32,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from importlib.metadata import EntryPoint, entry_points
 
-from formulations.backends import command, cpsat, highs, ortools_mip, pulp_backend, scip
-from formulations.backends.base import Backend, BackendUnavailable, Features
+from wattplan.formulations.backends import command, cpsat, highs, ortools_mip, pulp_backend, scip
+from wattplan.formulations.backends.base import Backend, BackendUnavailable, Features
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from formulations.backends.base import (
+from wattplan.formulations.backends.base import (
     BackendUnavailable,
     Features,
     ObjectiveName,
@@ -35,9 +35,9 @@ from formulations.backends.base import (
     WithoutLpDuals,
     atomic_target,
 )
-from formulations.conditioning import absolute_gap, condition
-from formulations.ir import LinearModel
-from formulations.mps import write_mps
+from wattplan.formulations.conditioning import absolute_gap, condition
+from wattplan.formulations.ir import LinearModel
+from wattplan.formulations.mps import write_mps
 
 INSTALL_HINT = "pip install 'pyscipopt>=6.3,<7'"
 MIN_SOLVER_S = 0.1

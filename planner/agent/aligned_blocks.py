@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from planner.contracts.domain import CurrentConfig, NodeGpus, is_power_of_two
+from wattplan.planner.contracts.domain import CurrentConfig, NodeGpus, is_power_of_two
 
 
 def aligned_blocks(current: Mapping[str, CurrentConfig], gpus_per_node: int) -> dict[str, CurrentConfig]:

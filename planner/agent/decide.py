@@ -28,11 +28,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from planner.agent.node_settings import JobSetting
-from planner.agent.slurm_actions import Action, Hold, Release, RequeueHold, Update
-from planner.agent.store import Desired
-from planner.contracts.domain import CurrentConfig, Instance
-from planner.contracts.plan import Plan, PlannedJob
+from wattplan.planner.agent.node_settings import JobSetting
+from wattplan.planner.agent.slurm_actions import Action, Hold, Release, RequeueHold, Update
+from wattplan.planner.agent.store import Desired
+from wattplan.planner.contracts.domain import CurrentConfig, Instance
+from wattplan.planner.contracts.plan import Plan, PlannedJob
 
 
 @dataclass(frozen=True, slots=True)

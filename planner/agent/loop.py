@@ -45,30 +45,30 @@ from pathlib import Path
 from types import FrameType
 from typing import Protocol, TypeVar
 
-from planner import planning
-from planner.agent.aligned_blocks import aligned_blocks
-from planner.agent.commands import Run, SlurmError
-from planner.agent.decide import Decision, SlurmJobNow, decide
-from planner.agent.node_settings import Clock, JobSetting, write_text_atomic
-from planner.agent.reference import fifo_reference, slurm_reference
-from planner.agent.slurm_actions import Action, ActionOutcome, Release, apply, calls
-from planner.agent.slurm_detail import expand_hostlist, query_job_gpus
-from planner.agent.slurm_queue import ManagedJob, NodeState, query_nodes, query_queue
-from planner.agent.store import AgentStore, Desired, KnownJob
-from planner.contracts.domain import CurrentConfig, NodeGpus
-from planner.contracts.problems import InputError
-from planner.contracts.request import PlanRequest
-from planner.contracts.rules import RoundRules
-from planner.core.assemble import with_every_node_on
-from planner.profile_library.library import ProfileLibrary
-from planner.rounds.cluster_spec import ClusterSpec
-from planner.rounds.traces import TraceJob
-from planner.sim.governor import JctGovernor
-from planner.sim.learning import ProfileLearner
-from planner.sim.round_instance import ClusterContext, cluster_context, nodes_stay_on, round_instance
-from planner.sim.state import JobState
-from planner.sim.telemetry import JobObservation
-from planner.sim.workload import job_spec
+from wattplan.planner import planning
+from wattplan.planner.agent.aligned_blocks import aligned_blocks
+from wattplan.planner.agent.commands import Run, SlurmError
+from wattplan.planner.agent.decide import Decision, SlurmJobNow, decide
+from wattplan.planner.agent.node_settings import Clock, JobSetting, write_text_atomic
+from wattplan.planner.agent.reference import fifo_reference, slurm_reference
+from wattplan.planner.agent.slurm_actions import Action, ActionOutcome, Release, apply, calls
+from wattplan.planner.agent.slurm_detail import expand_hostlist, query_job_gpus
+from wattplan.planner.agent.slurm_queue import ManagedJob, NodeState, query_nodes, query_queue
+from wattplan.planner.agent.store import AgentStore, Desired, KnownJob
+from wattplan.planner.contracts.domain import CurrentConfig, NodeGpus
+from wattplan.planner.contracts.problems import InputError
+from wattplan.planner.contracts.request import PlanRequest
+from wattplan.planner.contracts.rules import RoundRules
+from wattplan.planner.core.assemble import with_every_node_on
+from wattplan.planner.profile_library.library import ProfileLibrary
+from wattplan.planner.rounds.cluster_spec import ClusterSpec
+from wattplan.planner.rounds.traces import TraceJob
+from wattplan.planner.sim.governor import JctGovernor
+from wattplan.planner.sim.learning import ProfileLearner
+from wattplan.planner.sim.round_instance import ClusterContext, cluster_context, nodes_stay_on, round_instance
+from wattplan.planner.sim.state import JobState
+from wattplan.planner.sim.telemetry import JobObservation
+from wattplan.planner.sim.workload import job_spec
 
 ACTIVE_STATES = frozenset({"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING"})
 """Slurm job states of a job still in the queue; any other state ends it."""

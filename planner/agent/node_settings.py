@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from planner.contracts.domain import SettingUnit
+from wattplan.planner.contracts.domain import SettingUnit
 
 
 @dataclass(frozen=True, slots=True)

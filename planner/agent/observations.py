@@ -42,7 +42,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from planner.agent.prometheus import Queries, Sample, Series
+from wattplan.planner.agent.prometheus import Queries, Sample, Series
 
 GPU_ENERGY = "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
 GPU_POWER = "DCGM_FI_DEV_POWER_USAGE"

@@ -25,8 +25,8 @@ import heapq
 import math
 from collections.abc import Sequence
 
-from planner.sim.round_instance import ClusterContext
-from planner.sim.state import JobSpec
+from wattplan.planner.sim.round_instance import ClusterContext
+from wattplan.planner.sim.state import JobSpec
 
 
 def _rates(ctx: ClusterContext, spec: JobSpec) -> list[tuple[str, float]]:

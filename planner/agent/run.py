@@ -22,13 +22,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from planner.agent.commands import runner
-from planner.agent.loop import Agent, AgentConfig, Observed
-from planner.agent.node_settings import Clock
-from planner.agent.observations import observe
-from planner.agent.prometheus import PrometheusClient, with_retries
-from planner.agent.slurm_version import require_supported
-from planner.agent.store import AgentStore, StoreError
+from wattplan.planner.agent.commands import runner
+from wattplan.planner.agent.loop import Agent, AgentConfig, Observed
+from wattplan.planner.agent.node_settings import Clock
+from wattplan.planner.agent.observations import observe
+from wattplan.planner.agent.prometheus import PrometheusClient, with_retries
+from wattplan.planner.agent.slurm_version import require_supported
+from wattplan.planner.agent.store import AgentStore, StoreError
 
 
 @dataclass

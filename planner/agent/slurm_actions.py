@@ -31,7 +31,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from planner.agent.commands import Run, run_command
+from wattplan.planner.agent.commands import Run, run_command
 
 _GRES = re.compile(r"gpu(?::[A-Za-z0-9_.-]+)?:[0-9]{1,4}")
 _NODELIST = re.compile(r"[A-Za-z0-9_.\-\[\],]{1,1000}")

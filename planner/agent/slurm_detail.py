@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from planner.agent.commands import Run, SlurmError, first_line, run_command
+from wattplan.planner.agent.commands import Run, SlurmError, first_line, run_command
 
 COMMAND = ("scontrol", "show", "job", "-d")
 NO_JOBS = "No jobs in the system"

@@ -25,8 +25,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from planner.agent.commands import Run, SlurmError, first_line, run_command
-from planner.contracts.problems import Problem
+from wattplan.planner.agent.commands import Run, SlurmError, first_line, run_command
+from wattplan.planner.contracts.problems import Problem
 
 PLUGIN = "openapi/v0.0.38"
 """``meta.plugin.type`` of the JSON this module reads (Slurm 22.05)."""

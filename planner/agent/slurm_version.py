@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import re
 
-from planner.agent.commands import NOT_FOUND, Run, SlurmError, first_line, run_command
-from planner.contracts.problems import Problem
+from wattplan.planner.agent.commands import NOT_FOUND, Run, SlurmError, first_line, run_command
+from wattplan.planner.contracts.problems import Problem
 
 SUPPORTED = (22, 5)
 """The one Slurm release series (major, minor) whose JSON the agent reads."""

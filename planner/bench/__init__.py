@@ -1,7 +1,7 @@
 """``wattplan bench``: every solver on every instance of a set, each run in a fresh process, MIPLIB-style summary.
 
 * :mod:`planner.bench.runner`: the sweep. Instances (a folder, its ``manifest.csv``, or one
-  file) times solvers times seeds; each run is ``python -m planner.bench.worker`` in a new
+  file) times solvers times seeds; each run is ``python -m wattplan.planner.bench.worker`` in a new
   process group under a hard wall deadline; failures (crash, hang, out of memory, error) are
   results, never fatal; finished runs are saved one file each and skipped on a rerun.
 * :mod:`planner.bench.worker`: the child process, which plans through the front door

@@ -33,12 +33,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from planner.contracts.domain import Instance
-from planner.contracts.plan import Plan, parse_plan, plan_to_doc
-from planner.contracts.problems import InputError, Problem
-from planner.core.economics import best_step_energy_j
-from planner.core.evaluate import Evaluation, evaluate_plan
-from planner.core.validate import validate_plan
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.contracts.plan import Plan, parse_plan, plan_to_doc
+from wattplan.planner.contracts.problems import InputError, Problem
+from wattplan.planner.core.economics import best_step_energy_j
+from wattplan.planner.core.evaluate import Evaluation, evaluate_plan
+from wattplan.planner.core.validate import validate_plan
 
 MAX_PROBLEMS = 5
 """Problems of a failed re-check quoted in its message."""

@@ -26,7 +26,7 @@ from typing import Any
 
 import pandas as pd
 
-from planner.bench.summary import (
+from wattplan.planner.bench.summary import (
     FAILURES,
     SHIFT_S,
     charged_time,

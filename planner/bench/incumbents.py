@@ -27,8 +27,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from planner.contracts.plan import Plan
-from planner.contracts.solve_report import SolveReport, StageRecord
+from wattplan.planner.contracts.plan import Plan
+from wattplan.planner.contracts.solve_report import SolveReport, StageRecord
 
 _LP_SECONDS = re.compile(r"\bin ([0-9]+(?:\.[0-9]*)?) s\b")
 

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, cast
 
-from planner.bench.round_families import (
+from wattplan.planner.bench.round_families import (
     JobPopulation,
     TracePool,
     cluster_nodes,
@@ -53,11 +53,11 @@ from planner.bench.round_families import (
     make_round,
     sampled_round,
 )
-from planner.console.list_options import split_list
-from planner.contracts.defaults import GPUS_PER_NODE
-from planner.contracts.domain import Instance
-from planner.contracts.problems import InputError, Problem
-from planner.profile_library.library import ProfileLibrary
+from wattplan.planner.console.list_options import split_list
+from wattplan.planner.contracts.defaults import GPUS_PER_NODE
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.contracts.problems import InputError, Problem
+from wattplan.planner.profile_library.library import ProfileLibrary
 
 Family = Literal["trace", "sampled", "long"]
 FAMILIES: tuple[Family, ...] = ("trace", "sampled", "long")
@@ -368,8 +368,8 @@ def checked_doc(inst: Instance, name: str) -> dict[str, Any]:
     (``--jobs-per-node`` for the cluster, ``--sizes`` for the jobs, ``--budgets`` for the budget)
     and, in each problem, the file that was not written.
     """
-    from planner.contracts.instance_io import instance_to_doc
-    from planner.contracts.schema_check import INSTANCE_SCHEMA, schema_problems
+    from wattplan.planner.contracts.instance_io import instance_to_doc
+    from wattplan.planner.contracts.schema_check import INSTANCE_SCHEMA, schema_problems
 
     doc = instance_to_doc(inst)
     problems = schema_problems(doc, INSTANCE_SCHEMA, "bad-sweep-instance")
@@ -414,7 +414,7 @@ def export_mps(inst: Instance, path: Path) -> None:
 
     The file is a minimisation of ``-progress`` (:func:`planner.planning.write_round_mps`), like every export.
     """
-    from planner.planning import write_round_mps
+    from wattplan.planner.planning import write_round_mps
 
     write_round_mps(inst, path)
 
@@ -432,8 +432,8 @@ def sweep(
     read (default: read here, with ``lib``). ``on_prepared`` is called once the traces are read,
     ``on_written`` with each manifest row after its files are written.
     """
-    from planner.contracts.jsonio import write_json_atomic, write_text_atomic
-    from planner.profile_library.library import load_profile_library
+    from wattplan.planner.contracts.jsonio import write_json_atomic, write_text_atomic
+    from wattplan.planner.profile_library.library import load_profile_library
 
     if sources is None:
         sources = RoundSources(lib or load_profile_library())

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from planner.bench.comparison import (
+from wattplan.planner.bench.comparison import (
     EFFORT_COLUMNS,
     HEURISTIC_COLUMNS,
     VIRTUAL_BEST,
@@ -39,9 +39,9 @@ from planner.bench.comparison import (
     per_instance_frame,
     profile_tau_max,
 )
-from planner.bench.incumbents import maximizes
-from planner.bench.runner import BenchConfig, BenchTask, Record
-from planner.bench.summary import (
+from wattplan.planner.bench.incumbents import maximizes
+from wattplan.planner.bench.runner import BenchConfig, BenchTask, Record
+from wattplan.planner.bench.summary import (
     SUMMARY_COLUMNS,
     gap_curve,
     is_heuristic,
@@ -51,8 +51,8 @@ from planner.bench.summary import (
     relative_gap,
     with_references,
 )
-from planner.contracts.defaults import FIGURE_DPI
-from planner.contracts.jsonio import write_text_atomic
+from wattplan.planner.contracts.defaults import FIGURE_DPI
+from wattplan.planner.contracts.jsonio import write_text_atomic
 
 RUN_COLUMNS = (
     "instance",
@@ -398,7 +398,7 @@ def summary_table(summary: Sequence[Record]) -> Any:
     """The per-solver summary as a rich table, for the terminal (:data:`TERMINAL_COLUMNS`)."""
     from rich.table import Table
 
-    from planner.console.terminal import shown
+    from wattplan.planner.console.terminal import shown
 
     table = Table(title="Benchmark")
     for column, heading in TERMINAL_COLUMNS:

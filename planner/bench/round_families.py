@@ -71,15 +71,21 @@ from typing import Any
 
 import numpy as np
 
-from planner.contracts.defaults import GPUS_PER_NODE
-from planner.contracts.domain import Instance, Job, is_power_of_two
-from planner.contracts.problems import InputError, Problem
-from planner.core.economics import effective_time_s
-from planner.files.resources import GAVEL_TRACES, PHILLY_TRACE, shipped
-from planner.profile_library.library import ProfileLibrary
-from planner.rounds.builder import RoundOptions, allowed_counts, build_round
-from planner.rounds.cluster_spec import parse_cluster_spec
-from planner.rounds.traces import REFERENCE_GPU_TYPE, TraceJob, normalise_request, read_gavel_trace, read_philly_csv
+from wattplan.planner.contracts.defaults import GPUS_PER_NODE
+from wattplan.planner.contracts.domain import Instance, Job, is_power_of_two
+from wattplan.planner.contracts.problems import InputError, Problem
+from wattplan.planner.core.economics import effective_time_s
+from wattplan.planner.files.resources import GAVEL_TRACES, PHILLY_TRACE, shipped
+from wattplan.planner.profile_library.library import ProfileLibrary
+from wattplan.planner.rounds.builder import RoundOptions, allowed_counts, build_round
+from wattplan.planner.rounds.cluster_spec import parse_cluster_spec
+from wattplan.planner.rounds.traces import (
+    REFERENCE_GPU_TYPE,
+    TraceJob,
+    normalise_request,
+    read_gavel_trace,
+    read_philly_csv,
+)
 
 TRACE_GPU_TYPES = ("v100", "p100")
 """GPU types whose profiles decide whether a job can run at all when queues are scanned."""

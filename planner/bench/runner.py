@@ -6,7 +6,7 @@ relative to the folder, and every other column is carried into the results; ever
 inside the folder and match the manifest's ``sha256`` when it has one, else nothing runs), or else a folder
 whose ``*.json`` files are the instances (sorted by name).
 
-A run (:func:`run_one`) is ``python -m planner.bench.worker`` (:mod:`planner.bench.worker`) in a
+A run (:func:`run_one`) is ``python -m wattplan.planner.bench.worker`` (:mod:`planner.bench.worker`) in a
 new session, so it leads its own process group, in a scratch folder that receives the
 instance's bytes: nothing but those bytes needs to reach the machine that runs it (a Ray node).
 The parent waits until the hard deadline ``limit + grace`` (grace ``max(5 s, 0.5 x limit)``
@@ -70,11 +70,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from planner.bench.worker import EXIT_OOM, vm_hwm_mb
-from planner.contracts.jsonio import read_json, read_text, write_json_atomic
-from planner.contracts.problems import InputError, Problem
-from planner.contracts.request import PlanRequest
-from planner.executor import cancel_on_signals, descendants
+from wattplan.planner.bench.worker import EXIT_OOM, vm_hwm_mb
+from wattplan.planner.contracts.jsonio import read_json, read_text, write_json_atomic
+from wattplan.planner.contracts.problems import InputError, Problem
+from wattplan.planner.contracts.request import PlanRequest
+from wattplan.planner.executor import cancel_on_signals, descendants
 
 MANIFEST = "manifest.csv"
 MAX_SEEDS = 1000
@@ -171,7 +171,7 @@ def late_after(limit_s: float) -> float:
 
 def config_problems(config: BenchConfig) -> list[Problem]:
     """Every bad value of ``config``: the set, the solvers (the front door's checks), limits and counts."""
-    from planner.planning import request_problems
+    from wattplan.planner.planning import request_problems
 
     problems: list[Problem] = []
     if not config.instances.exists():
@@ -444,8 +444,12 @@ def _read_result(path: Path) -> Record | None:
 
 
 def _package_root() -> str:
-    """The folder holding the ``planner`` package, so the worker imports the same code as this process."""
-    return str(Path(__file__).resolve().parents[2])
+    """The folder holding the ``wattplan`` package, so the worker imports the same code as this process.
+
+    This module is ``wattplan/planner/bench/runner.py`` under it, installed or in a checkout (where ``wattplan/planner``
+    is a link to ``planner/``: the path is taken as imported, not resolved).
+    """
+    return str(next(p for p in Path(__file__).parents if (p / "wattplan" / "__init__.py").is_file()))
 
 
 def run_one(spec: RunSpec, instance: bytes) -> Record:
@@ -454,7 +458,7 @@ def run_one(spec: RunSpec, instance: bytes) -> Record:
     Module level and argument-only so it runs the same in a thread here and in a Ray task on
     another machine.
     """
-    from planner import planning
+    from wattplan.planner import planning
 
     with tempfile.TemporaryDirectory(prefix="wattplan-bench-") as scratch:
         folder = Path(scratch)
@@ -464,7 +468,13 @@ def run_one(spec: RunSpec, instance: bytes) -> Record:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH")) if p)
         env.setdefault(planning.COMMAND_CWD_ENV, os.getcwd())  # a cmd: solver's relative paths: where bench was started
-        cmd = [sys.executable, "-m", "planner.bench.worker", str(folder / "task.json"), str(folder / "result.json")]
+        cmd = [
+            sys.executable,
+            "-m",
+            "wattplan.planner.bench.worker",
+            str(folder / "task.json"),
+            str(folder / "result.json"),
+        ]
         stderr_path = folder / "stderr.txt"
         kills_before = oom_kills()
         begin = time.monotonic()
@@ -582,7 +592,7 @@ def bench_lock(out: Path) -> Iterator[None]:
 
 def prepare_runs(config: BenchConfig) -> list[BenchTask]:
     """Check ``config`` and list its tasks; bad options, a bad set or a missing Ray raise :class:`InputError`."""
-    from planner.executor import require_ray
+    from wattplan.planner.executor import require_ray
 
     problems = config_problems(config)
     if problems:
@@ -610,7 +620,7 @@ def run_bench(
 
 def _run_locked(config: BenchConfig, tasks: list[BenchTask], progress: ProgressFn | None) -> SweepResult:
     """:func:`run_bench`'s body, run while this bench run holds ``out``'s lock (:func:`bench_lock`)."""
-    from planner.executor import run_tasks
+    from wattplan.planner.executor import run_tasks
 
     runs = Path(config.out) / RUNS_DIR
     records: list[Record | None] = [None] * len(tasks)

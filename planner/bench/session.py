@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from planner.bench.report import BenchReport, write_report
-from planner.bench.runner import BenchConfig, BenchTask, SweepResult, prepare_runs, run_bench
-from planner.contracts.defaults import FIGURE_DPI
-from planner.contracts.figures import figure_option_problems
-from planner.contracts.problems import InputError
-from planner.contracts.request import DEFAULT_REQUEST
+from wattplan.planner.bench.report import BenchReport, write_report
+from wattplan.planner.bench.runner import BenchConfig, BenchTask, SweepResult, prepare_runs, run_bench
+from wattplan.planner.contracts.defaults import FIGURE_DPI
+from wattplan.planner.contracts.figures import figure_option_problems
+from wattplan.planner.contracts.problems import InputError
+from wattplan.planner.contracts.request import DEFAULT_REQUEST
 
 DEFAULT_SOLVERS = "cbc,highs,cpsat,greedy"
 """The solvers a bench compares unless told (``--solvers``)."""
@@ -63,8 +63,8 @@ def bench_config(
     Checked before any run: the figure options, an ``out`` that names a file of the set, then every option and the
     set (:func:`planner.bench.runner.prepare_runs`); each problem an :class:`InputError` naming the option.
     """
-    from planner.console.solver_list import split_solvers
-    from planner.files.paths import refuse_overwriting_inputs
+    from wattplan.planner.console.solver_list import split_solvers
+    from wattplan.planner.files.paths import refuse_overwriting_inputs
 
     if problems := figure_option_problems(plot_format, dpi):
         raise InputError("figures", problems)

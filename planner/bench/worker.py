@@ -1,4 +1,4 @@
-"""One benchmark run in a fresh process: ``python -m planner.bench.worker TASK.json RESULT.json``.
+"""One benchmark run in a fresh process: ``python -m wattplan.planner.bench.worker TASK.json RESULT.json``.
 
 ``TASK.json`` holds ``instance`` (a path), ``solver``, ``seed``, ``time_limit_s``, ``rel_gap``,
 ``threads`` and ``memory_limit_mb`` (or null). The worker caps its address space at
@@ -161,9 +161,9 @@ def result_doc(plan: Any, instance: Any, time_s: float, read_s: float = 0.0) -> 
     before planning began (the incumbent timeline's offset,
     :func:`planner.bench.incumbents.incumbent_trace`).
     """
-    from planner.bench.check import plan_check
-    from planner.bench.incumbents import incumbent_trace
-    from planner.contracts.plan import plan_to_doc
+    from wattplan.planner.bench.check import plan_check
+    from wattplan.planner.bench.incumbents import incumbent_trace
+    from wattplan.planner.contracts.plan import plan_to_doc
 
     objective = instance.round.objective
     r = plan.round
@@ -204,11 +204,11 @@ def plan_task(task: dict[str, Any], started_at: float, fault: str | None = None)
 
     ``fault`` ``wrong_bound`` falsifies the recorded bound (:func:`falsify_bound`, tests only).
     """
-    from planner.bench.incumbents import maximizes
-    from planner.contracts.instance_io import parse_instance
-    from planner.contracts.jsonio import parse_json_text
-    from planner.contracts.request import PlanRequest
-    from planner.planning import plan
+    from wattplan.planner.bench.incumbents import maximizes
+    from wattplan.planner.contracts.instance_io import parse_instance
+    from wattplan.planner.contracts.jsonio import parse_json_text
+    from wattplan.planner.contracts.request import PlanRequest
+    from wattplan.planner.planning import plan
 
     # not load_instance: its reader reserves a buffer of the largest input (512 MiB), over a small --memory-limit-mb
     source = str(task["instance"])
@@ -229,7 +229,7 @@ def plan_task(task: dict[str, Any], started_at: float, fault: str | None = None)
 
 
 def _write(path: Path, doc: dict[str, Any]) -> None:
-    from planner.contracts.jsonio import write_json_atomic
+    from wattplan.planner.contracts.jsonio import write_json_atomic
 
     write_json_atomic(path, {**doc, "peak_mb": peak_mb()})
 
@@ -257,16 +257,16 @@ def main(argv: list[str] | None = None) -> int:
     """Run the task of ``argv = [TASK.json, RESULT.json]``; the exit status (see the module docstring)."""
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2:
-        sys.stderr.write("usage: python -m planner.bench.worker TASK.json RESULT.json\n")
+        sys.stderr.write("usage: python -m wattplan.planner.bench.worker TASK.json RESULT.json\n")
         return EXIT_USAGE
     task_path, result_path = Path(args[0]), Path(args[1])
     task = json.loads(task_path.read_text(encoding="utf-8"))
     limit_memory(task.get("memory_limit_mb"))
     try:  # load the planner's modules before the clock starts, as `wattplan plan` does
-        import planner.bench.check
-        import planner.bench.incumbents
-        import planner.contracts.instance_io
-        import planner.planning  # noqa: F401
+        import wattplan.planner.bench.check
+        import wattplan.planner.bench.incumbents
+        import wattplan.planner.contracts.instance_io
+        import wattplan.planner.planning  # noqa: F401
     except Exception as exc:
         if out_of_memory(exc):
             return _oom(result_path, exc)

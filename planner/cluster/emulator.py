@@ -1,6 +1,6 @@
 """The emulated GPUs: a daemon that turns the cluster folder into job speeds, GPU powers and DCGM-style metrics.
 
-``python -m planner.cluster.emulator --dir DIR --port P [--truth LIB] [--tick-s 0.2]``. Every tick (real
+``python -m wattplan.planner.cluster.emulator --dir DIR --port P [--truth LIB] [--tick-s 0.2]``. Every tick (real
 seconds) it reads the folder (:mod:`planner.cluster.layout`):
 
 * the manifest ``cluster.json``: at start ``nodes`` (``[{"name", "gpu_type", "gpus"}]``, optional
@@ -66,9 +66,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TypeGuard
 
-from planner.cluster.layout import Clock, ClusterLayout, write_json_atomic
-from planner.cluster.trainer import progress_path
-from planner.cluster.truth_model import (
+from wattplan.planner.cluster.layout import Clock, ClusterLayout, write_json_atomic
+from wattplan.planner.cluster.trainer import progress_path
+from wattplan.planner.cluster.truth_model import (
     GpuId,
     GpuState,
     JobRate,
@@ -81,8 +81,8 @@ from planner.cluster.truth_model import (
     id_order,
     index_library,
 )
-from planner.contracts.defaults import NODE_POWER_W
-from planner.profile_library.library import load_profile_library
+from wattplan.planner.contracts.defaults import NODE_POWER_W
+from wattplan.planner.profile_library.library import load_profile_library
 
 TICK_S = 0.2
 """Real seconds between two ticks."""
@@ -515,7 +515,7 @@ def run(emulator: Emulator, port: int, tick_s: float, stop: threading.Event) -> 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the emulator daemon (module docstring)."""
-    p = argparse.ArgumentParser(prog="python -m planner.cluster.emulator", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m wattplan.planner.cluster.emulator", description=__doc__.split("\n")[0])
     p.add_argument("--dir", required=True, type=Path, help="the emulated cluster's folder")
     p.add_argument("--port", required=True, type=int, help="the metrics port on 127.0.0.1")
     p.add_argument("--truth", type=Path, default=None, help="the truth profile library (default: the manifest's)")

@@ -1,6 +1,6 @@
 """An ``nvidia-smi`` stand-in for the emulated cluster: GPUs that are JSON files (docs/design.md §11.7).
 
-Run as ``python -m planner.cluster.nvidia_smi ARGS`` with ``WATTPLAN_CLUSTER_DIR`` (the cluster's folder) and
+Run as ``python -m wattplan.planner.cluster.nvidia_smi ARGS`` with ``WATTPLAN_CLUSTER_DIR`` (the cluster's folder) and
 ``SLURMD_NODENAME`` (the node it plays) set; ``bin/nvidia-smi`` of the cluster is a wrapper that execs it. It
 understands exactly the forms the node scripts (``planner/agent/node_files``) and ``wattplan launch``'s
 scripts (:mod:`planner.launch.nvidia`) use::
@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from planner.cluster.layout import ClusterLayout, write_json_atomic
+from wattplan.planner.cluster.layout import ClusterLayout, write_json_atomic
 
 BAD_ARGUMENT = 2
 NOT_FOUND = 6

@@ -26,8 +26,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from planner.cluster.layout import ClusterLayout, write_text_atomic
-from planner.cluster.processes import alive, stop_pid
+from wattplan.planner.cluster.layout import ClusterLayout, write_text_atomic
+from wattplan.planner.cluster.processes import alive, stop_pid
 
 PROGRAM = "prometheus"
 SCRAPE_JOB = "dcgm"

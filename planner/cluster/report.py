@@ -40,11 +40,11 @@ from typing import Any
 
 import numpy as np
 
-from planner.agent.observations import STEPS_DONE, Observation, job_ids, observe
-from planner.agent.prometheus import PrometheusClient, PrometheusError, Queries, Series, with_retries
-from planner.cluster.layout import Clock, ClusterLayout
-from planner.cluster.submit import SUBMITTED_COLUMNS
-from planner.sim.metrics import J_PER_KWH
+from wattplan.planner.agent.observations import STEPS_DONE, Observation, job_ids, observe
+from wattplan.planner.agent.prometheus import PrometheusClient, PrometheusError, Queries, Series, with_retries
+from wattplan.planner.cluster.layout import Clock, ClusterLayout
+from wattplan.planner.cluster.submit import SUBMITTED_COLUMNS
+from wattplan.planner.sim.metrics import J_PER_KWH
 
 REPORT_FORMAT = "wattplan-cluster-report/1"
 MAX_WARNINGS = 200

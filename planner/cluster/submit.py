@@ -30,8 +30,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from planner.cluster.layout import ClusterLayout, write_json_atomic
-from planner.contracts.rules import RoundRules
+from wattplan.planner.cluster.layout import ClusterLayout, write_json_atomic
+from wattplan.planner.contracts.rules import RoundRules
 
 SUBMITTED_COLUMNS = (
     "slurm_job_id",
@@ -71,7 +71,7 @@ def submissions(
 
     Raises ValueError when no cluster was started in ``root``; InputError for a bad trace or selection.
     """
-    from planner.sim.replay import ReplaySpec, prepare
+    from wattplan.planner.sim.replay import ReplaySpec, prepare
 
     layout = ClusterLayout(root)
     try:
@@ -114,7 +114,7 @@ def sbatch_argv(
         [
             sys.executable,
             "-m",
-            "planner.cluster.trainer",
+            "wattplan.planner.cluster.trainer",
             "--dir",
             str(layout.root),
             "--job-type",
@@ -196,7 +196,7 @@ def start_submitter(layout: ClusterLayout, jobs: Sequence[Submission], managed: 
     write_json_atomic(jobs_file, {"managed": managed, "jobs": [asdict(j) for j in jobs]})
     with open(layout.log_dir / "submitter.log", "ab") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "planner.cluster.submit", "--dir", str(layout.root)],
+            [sys.executable, "-m", "wattplan.planner.cluster.submit", "--dir", str(layout.root)],
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -206,7 +206,7 @@ def start_submitter(layout: ClusterLayout, jobs: Sequence[Submission], managed: 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m planner.cluster.submit --dir DIR``: submit ``submit/jobs.json``."""
+    """``python -m wattplan.planner.cluster.submit --dir DIR``: submit ``submit/jobs.json``."""
     parser = argparse.ArgumentParser(description="Submit an emulated cluster's job list at its arrival times.")
     parser.add_argument("--dir", required=True, type=Path)
     args = parser.parse_args(argv)

@@ -1,6 +1,6 @@
 """The stand-in trainer a Slurm batch job runs on the emulated cluster: it counts steps at the emulator's speed.
 
-``python -m planner.cluster.trainer --dir DIR --job-type T --steps N [--restart-s TAU] [--fail-at-step K]``,
+``python -m wattplan.planner.cluster.trainer --dir DIR --job-type T --steps N [--restart-s TAU] [--fail-at-step K]``,
 with ``SLURM_JOB_ID`` (and ``SLURMD_NODENAME``) from Slurm. Files, all written atomically:
 
 * ``work/JOBID/checkpoint.json``: ``{"steps": done}``, the job's checkpoint; a (re)started trainer resumes
@@ -40,8 +40,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from planner.cluster.layout import Clock, ClusterLayout, write_json_atomic, write_text_atomic
-from planner.contracts.defaults import RESTART_S
+from wattplan.planner.cluster.layout import Clock, ClusterLayout, write_json_atomic, write_text_atomic
+from wattplan.planner.contracts.defaults import RESTART_S
 
 TICK_S = 0.2
 """Real seconds between two steps updates."""
@@ -169,7 +169,7 @@ class Trainer:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m planner.cluster.trainer", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="python -m wattplan.planner.cluster.trainer", description=__doc__.split("\n")[0])
     p.add_argument("--dir", required=True, type=Path, help="the emulated cluster's folder")
     p.add_argument("--job-type", required=True, help="the job type (a type of the truth library)")
     p.add_argument("--steps", required=True, type=float, help="total steps of the job")

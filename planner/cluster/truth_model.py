@@ -37,8 +37,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from planner.contracts.domain import PairKey, Profile, ProfileKey, SettingUnit
-from planner.profile_library.library import ProfileLibrary
+from wattplan.planner.contracts.domain import PairKey, Profile, ProfileKey, SettingUnit
+from wattplan.planner.profile_library.library import ProfileLibrary
 
 GpuId = tuple[str, int]
 """A GPU: ``(node name, index on the node)``."""

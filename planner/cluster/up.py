@@ -28,12 +28,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import planner.cluster.prometheus_server as prometheus_server
-from planner.cluster.layout import MANIFEST_FORMAT, ClusterLayout, write_json_atomic
-from planner.cluster.processes import alive, stop_pid
-from planner.cluster.slurm_daemons import SlurmCluster, SlurmNode, free_ports, nodes_of
-from planner.contracts.defaults import RESTART_S
-from planner.profile_library.library import ProfileLibrary
+import wattplan.planner.cluster.prometheus_server as prometheus_server
+from wattplan.planner.cluster.layout import MANIFEST_FORMAT, ClusterLayout, write_json_atomic
+from wattplan.planner.cluster.processes import alive, stop_pid
+from wattplan.planner.cluster.slurm_daemons import SlurmCluster, SlurmNode, free_ports, nodes_of
+from wattplan.planner.contracts.defaults import RESTART_S
+from wattplan.planner.profile_library.library import ProfileLibrary
 
 NODE_AGENT_EVERY_S = 1.0
 """How often each node agent re-applies the settings of running jobs (real s)."""
@@ -45,7 +45,7 @@ class ClusterError(ValueError):
 
 def node_files_dir() -> Path:
     """The shipped node scripts (``planner/agent/node_files``)."""
-    return Path(str(importlib.resources.files("planner.agent") / "node_files"))
+    return Path(str(importlib.resources.files("wattplan.planner.agent") / "node_files"))
 
 
 def _alive(manifest: dict[str, Any]) -> list[str]:
@@ -90,7 +90,7 @@ def _write_bin(layout: ClusterLayout) -> dict[str, str]:
     _wrapper(
         layout.bin_dir / "nvidia-smi",
         {"WATTPLAN_CLUSTER_DIR": str(layout.root)},
-        [sys.executable, "-m", "planner.cluster.nvidia_smi"],
+        [sys.executable, "-m", "wattplan.planner.cluster.nvidia_smi"],
     )
     scripts = node_files_dir()
     for name in ("prolog", "epilog", "task_prolog", "apply_settings"):
@@ -171,12 +171,20 @@ def cluster_up(
             procs[name] = {"pid": pid, "match": name.split("-")[0]}
         write_json_atomic(layout.manifest, manifest)
         log(f"starting the GPU emulator on 127.0.0.1:{exporter_port}")
-        argv = [sys.executable, "-m", "planner.cluster.emulator", "--dir", str(root), "--port", str(exporter_port)]
+        argv = [
+            sys.executable,
+            "-m",
+            "wattplan.planner.cluster.emulator",
+            "--dir",
+            str(root),
+            "--port",
+            str(exporter_port),
+        ]
         if truth is not None:
             argv += ["--truth", str(truth.resolve())]
         procs["emulator"] = {
             "pid": _spawn(layout, "emulator", argv, os.environ.copy()),
-            "match": "planner.cluster.emulator",
+            "match": "wattplan.planner.cluster.emulator",
         }
         write_json_atomic(layout.manifest, manifest)
         _wait_http(f"http://127.0.0.1:{exporter_port}/healthz", 20.0, layout.log_dir / "emulator.log")
@@ -238,7 +246,7 @@ def cluster_down(root: Path, log: Callable[[str], None] = print) -> list[str]:
     if pid_file.exists():
         pid = int(pid_file.read_text().strip() or 0)
         if pid:
-            stop_pid(pid, "planner.cluster.submit")
+            stop_pid(pid, "wattplan.planner.cluster.submit")
     procs: dict[str, dict[str, Any]] = manifest.get("processes", {})
     alive = set(_alive(manifest))
     if "slurmctld" in alive:

@@ -8,8 +8,8 @@ items; a command-line solver's command wrapped whole in one pair of quotes loses
 
 from __future__ import annotations
 
-from planner.console.list_options import repeated_list
-from planner.contracts.problems import InputError, Problem
+from wattplan.planner.console.list_options import repeated_list
+from wattplan.planner.contracts.problems import InputError, Problem
 
 COMMAND_PREFIX = "cmd:"
 """The prefix of a command-line solver's name (``formulations.backends.command.PREFIX``)."""

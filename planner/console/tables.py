@@ -9,11 +9,11 @@ from rich import box
 from rich.console import JustifyMethod, RenderableType
 from rich.table import Table
 
-from planner.console.terminal import shown
-from planner.contracts.domain import Instance
-from planner.contracts.plan import Plan, PlannedJob
-from planner.contracts.problems import Problem
-from planner.contracts.solve_report import StageRecord
+from wattplan.planner.console.terminal import shown
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.contracts.plan import Plan, PlannedJob
+from wattplan.planner.contracts.problems import Problem
+from wattplan.planner.contracts.solve_report import StageRecord
 
 
 def folded(renderable: RenderableType) -> RenderableType:

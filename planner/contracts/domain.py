@@ -13,8 +13,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from planner.contracts.defaults import DELTA, MIN_PAIR_RATE, RESTART_S
-from planner.contracts.rules import Objective, RoundRules
+from wattplan.planner.contracts.defaults import DELTA, MIN_PAIR_RATE, RESTART_S
+from wattplan.planner.contracts.rules import Objective, RoundRules
 
 SettingUnit = Literal["power_limit_w", "sm_clock_mhz"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-from planner.contracts.problems import Problem
+from wattplan.planner.contracts.problems import Problem
 
 PlotFormat = Literal["png", "pdf", "svg"]
 PLOT_FORMATS: tuple[PlotFormat, ...] = get_args(PlotFormat)

@@ -41,9 +41,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from planner.contracts.domain import gpu_count_fits_type, is_power_of_two
-from planner.contracts.problems import Problem, capped
-from planner.contracts.profile_checks import profile_entry_problems
+from wattplan.planner.contracts.domain import gpu_count_fits_type, is_power_of_two
+from wattplan.planner.contracts.problems import Problem, capped
+from wattplan.planner.contracts.profile_checks import profile_entry_problems
 
 Doc = dict[str, Any]
 

@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from planner.contracts.defaults import DELTA, MIN_PAIR_RATE, OBJECTIVE, RESTART_S
-from planner.contracts.domain import (
+from wattplan.planner.contracts.defaults import DELTA, MIN_PAIR_RATE, OBJECTIVE, RESTART_S
+from wattplan.planner.contracts.domain import (
     CurrentConfig,
     GpuType,
     Instance,
@@ -24,10 +24,10 @@ from planner.contracts.domain import (
     Profile,
     RoundSpec,
 )
-from planner.contracts.instance_checks import instance_problems
-from planner.contracts.jsonio import non_finite_numbers, read_json, write_json_atomic
-from planner.contracts.problems import InputError
-from planner.contracts.schema_check import INSTANCE_SCHEMA, schema_problems
+from wattplan.planner.contracts.instance_checks import instance_problems
+from wattplan.planner.contracts.jsonio import non_finite_numbers, read_json, write_json_atomic
+from wattplan.planner.contracts.problems import InputError
+from wattplan.planner.contracts.schema_check import INSTANCE_SCHEMA, schema_problems
 
 SCHEMA_ID = "wattplan.instance/1"
 

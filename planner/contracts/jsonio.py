@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from planner.contracts.problems import InputError, Problem, capped, format_path
+from wattplan.planner.contracts.problems import InputError, Problem, capped, format_path
 
 MAX_INPUT_BYTES = 512 * 1024 * 1024
 """Largest input file (instance, plan, trace, node map) read, in bytes: far above any real round."""

@@ -7,11 +7,11 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from planner.contracts.domain import NodeGpus, SettingUnit
-from planner.contracts.jsonio import non_finite_numbers, read_json, write_json_atomic
-from planner.contracts.problems import InputError, Problem
-from planner.contracts.schema_check import PLAN_SCHEMA, schema_problems
-from planner.contracts.solve_report import REPORT_KEYS, PlanNote, SolveReport, report_from_doc, report_to_doc
+from wattplan.planner.contracts.domain import NodeGpus, SettingUnit
+from wattplan.planner.contracts.jsonio import non_finite_numbers, read_json, write_json_atomic
+from wattplan.planner.contracts.problems import InputError, Problem
+from wattplan.planner.contracts.schema_check import PLAN_SCHEMA, schema_problems
+from wattplan.planner.contracts.solve_report import REPORT_KEYS, PlanNote, SolveReport, report_from_doc, report_to_doc
 
 SCHEMA_ID = "wattplan.plan/1"
 PlanStatus = Literal["optimal", "feasible", "fallback"]

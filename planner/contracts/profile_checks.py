@@ -29,9 +29,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from planner.contracts.jsonio import non_finite_numbers
-from planner.contracts.problems import Problem, capped
-from planner.contracts.schema_check import schema_problems
+from wattplan.planner.contracts.jsonio import non_finite_numbers
+from wattplan.planner.contracts.problems import Problem, capped
+from wattplan.planner.contracts.schema_check import schema_problems
 
 PROFILES_SCHEMA = "profiles.schema.json"
 MAX_GPU_POWER_W = 5000.0

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from planner.contracts.domain import Objective
+from wattplan.planner.contracts.domain import Objective
 
 GREEDY: Final = "greedy"
 """The solver name of the greedy plan (no optimisation model, no solver library)."""

@@ -20,8 +20,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from planner.contracts.defaults import DELTA, MIN_PAIR_RATE, OBJECTIVE, RESTART_S, ROUND_S, ROUND_S_RANGE
-from planner.contracts.problems import Problem
+from wattplan.planner.contracts.defaults import DELTA, MIN_PAIR_RATE, OBJECTIVE, RESTART_S, ROUND_S, ROUND_S_RANGE
+from wattplan.planner.contracts.problems import Problem
 
 Objective = Literal["progress", "energy", "efficiency"]
 OBJECTIVES: Final[tuple[Objective, ...]] = ("progress", "energy", "efficiency")

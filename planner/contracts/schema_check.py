@@ -17,7 +17,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
-from planner.contracts.problems import MAX_REPORTED_PROBLEMS, Problem, capped, format_path
+from wattplan.planner.contracts.problems import MAX_REPORTED_PROBLEMS, Problem, capped, format_path
 
 INSTANCE_SCHEMA = "instance.schema.json"
 PLAN_SCHEMA = "plan.schema.json"
@@ -36,7 +36,7 @@ JsonPath = tuple[str | int, ...]
 @cache
 def load_schema(name: str) -> Schema:
     """The parsed JSON Schema ``name`` from the package data."""
-    return json.loads(resources.files("planner.schemas").joinpath(name).read_text(encoding="utf-8"))
+    return json.loads(resources.files("wattplan.planner.schemas").joinpath(name).read_text(encoding="utf-8"))
 
 
 @cache

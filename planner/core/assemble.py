@@ -10,12 +10,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from planner.contracts.domain import Instance, NodeGpus
-from planner.contracts.instance_io import instance_sha256
-from planner.contracts.plan import Plan, PlannedJob, PlanRound, PlanStatus
-from planner.contracts.solve_report import SolveReport
-from planner.core.economics import job_outcome, node_energy_j, nodes_for, ordered_pair_rates, restarts
-from planner.core.placement import PlacementRequest, place
+from wattplan.planner.contracts.domain import Instance, NodeGpus
+from wattplan.planner.contracts.instance_io import instance_sha256
+from wattplan.planner.contracts.plan import Plan, PlannedJob, PlanRound, PlanStatus
+from wattplan.planner.contracts.solve_report import SolveReport
+from wattplan.planner.core.economics import job_outcome, node_energy_j, nodes_for, ordered_pair_rates, restarts
+from wattplan.planner.core.placement import PlacementRequest, place
 
 
 @dataclass(frozen=True, slots=True)

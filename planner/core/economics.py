@@ -25,7 +25,7 @@ import math
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from planner.contracts.domain import GpuType, Instance, Job, Profile
+from wattplan.planner.contracts.domain import GpuType, Instance, Job, Profile
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.contracts.domain import GpuType, Instance, Job
+from wattplan.planner.contracts.domain import GpuType, Instance, Job
 
 
 @dataclass(frozen=True)

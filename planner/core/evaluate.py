@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from planner.contracts.domain import Instance
-from planner.contracts.plan import Plan, PlannedJob
-from planner.core.economics import JobOutcome, job_outcome, node_energy_j, ordered_pair_rates
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.contracts.plan import Plan, PlannedJob
+from wattplan.planner.core.economics import JobOutcome, job_outcome, node_energy_j, ordered_pair_rates
 
 
 @dataclass

@@ -28,10 +28,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.contracts.domain import Instance
-from planner.core.assemble import Allocation
-from planner.core.economics import job_outcome, ordered_pair_rates, powered_energy_j, within_budget
-from planner.core.economics_batched import exclusive_group_options, job_groups
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.core.assemble import Allocation
+from wattplan.planner.core.economics import job_outcome, ordered_pair_rates, powered_energy_j, within_budget
+from wattplan.planner.core.economics_batched import exclusive_group_options, job_groups
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,7 +35,7 @@ import bisect
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from planner.contracts.domain import GpuType, NodeGpus, gpu_count_fits_type, is_power_of_two, node_name
+from wattplan.planner.contracts.domain import GpuType, NodeGpus, gpu_count_fits_type, is_power_of_two, node_name
 
 # One block of GPUs on one node: (node index, first GPU index, number of GPUs).
 _Block = tuple[int, int, int]

@@ -59,11 +59,11 @@ import math
 from collections import Counter
 from collections.abc import Iterator, Mapping
 
-from planner.contracts.domain import Instance
-from planner.contracts.instance_io import instance_sha256
-from planner.contracts.plan import Plan, PlannedJob
-from planner.contracts.problems import Problem
-from planner.core.evaluate import Evaluation, evaluate_plan, rho_of
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.contracts.instance_io import instance_sha256
+from wattplan.planner.contracts.plan import Plan, PlannedJob
+from wattplan.planner.contracts.problems import Problem
+from wattplan.planner.core.evaluate import Evaluation, evaluate_plan, rho_of
 
 REL_TOL = 1e-6
 ABS_TOL = 1e-6

@@ -35,9 +35,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
-from planner.contracts.domain import GpuType, Instance, Job, gpu_count_fits_type
-from planner.contracts.plan import Plan
-from planner.core.economics import job_outcome
+from wattplan.planner.contracts.domain import GpuType, Instance, Job, gpu_count_fits_type
+from wattplan.planner.contracts.plan import Plan
+from wattplan.planner.core.economics import job_outcome
 
 WaitingCode = Literal["no-gpu-type", "partner-slowdown", "no-free-gpus", "budget", "lower-value"]
 WAITING_CODES: tuple[WaitingCode, ...] = ("no-gpu-type", "partner-slowdown", "no-free-gpus", "budget", "lower-value")

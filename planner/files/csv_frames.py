@@ -54,8 +54,8 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from planner.contracts.jsonio import read_text
-from planner.contracts.problems import InputError, Problem
+from wattplan.planner.contracts.jsonio import read_text
+from wattplan.planner.contracts.problems import InputError, Problem
 
 IssueKind = Literal["columns", "spans-lines", "not-csv"]
 """What is wrong with a record that is not a row: its cell count, its extent, or its syntax."""

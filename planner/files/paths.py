@@ -10,7 +10,7 @@ import os
 from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 
-from planner.contracts.problems import InputError, Problem
+from wattplan.planner.contracts.problems import InputError, Problem
 
 OUTPUT_IS_INPUT = "output-is-input"
 SAME_OUTPUT = "same-output"

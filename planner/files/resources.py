@@ -23,7 +23,7 @@ CARBON_SIGNALS: Final = "sources/carbon"
 
 def data_dir() -> Path:
     """The folder of the shipped data: installed package data, else the checkout's ``instances/``."""
-    installed = importlib.resources.files("planner") / "data"
+    installed = importlib.resources.files("wattplan.planner") / "data"
     if installed.is_dir():
         return Path(str(installed))
     return Path(__file__).resolve().parents[2] / "instances"

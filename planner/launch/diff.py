@@ -30,10 +30,10 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
-from planner.contracts.domain import Instance
-from planner.contracts.plan import Plan, PlannedJob
-from planner.contracts.problems import Problem
-from planner.core.validate import plan_problems, validate_plan
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.contracts.plan import Plan, PlannedJob
+from wattplan.planner.contracts.problems import Problem
+from wattplan.planner.core.validate import plan_problems, validate_plan
 
 SCHEMA_ID = "wattplan.diff/1"
 ACTIONS = ("stop", "resize", "move", "re-set", "re-pair", "start")

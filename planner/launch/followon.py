@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.contracts.domain import Instance, node_name
-from planner.contracts.plan import Plan, PlannedJob
-from planner.contracts.problems import Problem
-from planner.launch.diff import PlanDiff, diff_plans
-from planner.launch.hosts import HostMap
-from planner.launch.render import GpuSetting, LaunchModel, Unit
+from wattplan.planner.contracts.domain import Instance, node_name
+from wattplan.planner.contracts.plan import Plan, PlannedJob
+from wattplan.planner.contracts.problems import Problem
+from wattplan.planner.launch.diff import PlanDiff, diff_plans
+from wattplan.planner.launch.hosts import HostMap
+from wattplan.planner.launch.render import GpuSetting, LaunchModel, Unit
 
 IN_PLACE = ("re-set",)
 """Diff actions a running allocation takes without a restart."""

@@ -7,9 +7,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from planner.contracts.jsonio import read_json
-from planner.contracts.problems import InputError, Problem
-from planner.launch.quoting import comment_text
+from wattplan.planner.contracts.jsonio import read_json
+from wattplan.planner.contracts.problems import InputError, Problem
+from wattplan.planner.launch.quoting import comment_text
 
 # A host name every target accepts: letters, digits, dots, dashes and underscores, alphanumeric at both ends.
 _HOST = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]{0,251}[A-Za-z0-9])?")

@@ -26,9 +26,9 @@ from typing import Any
 
 import yaml
 
-from planner.contracts.problems import InputError, Problem
-from planner.launch.quoting import K8S_NAME_MAX, comment_text, is_dns1123_subdomain, sh_quote, short_hash
-from planner.launch.render import LaunchFile, LaunchModel, Member, Part, Unit
+from wattplan.planner.contracts.problems import InputError, Problem
+from wattplan.planner.launch.quoting import K8S_NAME_MAX, comment_text, is_dns1123_subdomain, sh_quote, short_hash
+from wattplan.planner.launch.render import LaunchFile, LaunchModel, Member, Part, Unit
 
 DOMAIN = "wattplan.dev"
 CONFIG_LABEL = "nvidia.com/device-plugin.config"

@@ -7,21 +7,21 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from planner.contracts.domain import Instance
-from planner.contracts.instance_io import load_instance
-from planner.contracts.plan import BudgetOverride, Plan, load_plan
-from planner.contracts.problems import InputError, Problem
-from planner.core.validate import validate_plan
-from planner.launch.diff import diff_problems
-from planner.launch.followon import Changeover, changeover, from_problems
-from planner.launch.hosts import HostMap
-from planner.launch.kubernetes import KubernetesOptions, render_kubernetes
-from planner.launch.limits import LimitOptions, round_limits
-from planner.launch.output import write_folder
-from planner.launch.render import TARGETS, LaunchFile, LaunchModel, Target, build_model
-from planner.launch.shell import render_shell
-from planner.launch.slurm import SlurmOptions, render_slurm
-from planner.launch.slurm_followon import render_slurm_followon
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.contracts.instance_io import load_instance
+from wattplan.planner.contracts.plan import BudgetOverride, Plan, load_plan
+from wattplan.planner.contracts.problems import InputError, Problem
+from wattplan.planner.core.validate import validate_plan
+from wattplan.planner.launch.diff import diff_problems
+from wattplan.planner.launch.followon import Changeover, changeover, from_problems
+from wattplan.planner.launch.hosts import HostMap
+from wattplan.planner.launch.kubernetes import KubernetesOptions, render_kubernetes
+from wattplan.planner.launch.limits import LimitOptions, round_limits
+from wattplan.planner.launch.output import write_folder
+from wattplan.planner.launch.render import TARGETS, LaunchFile, LaunchModel, Target, build_model
+from wattplan.planner.launch.shell import render_shell
+from wattplan.planner.launch.slurm import SlurmOptions, render_slurm
+from wattplan.planner.launch.slurm_followon import render_slurm_followon
 
 
 class PlanRejected(Exception):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from planner.contracts.problems import InputError, Problem
+from wattplan.planner.contracts.problems import InputError, Problem
 
 DEFAULT_GRACE_S = 120
 """Seconds past the round's end before a job's time limit: the window for the next round to take over."""

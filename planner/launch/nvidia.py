@@ -6,7 +6,7 @@ Power limits and SM-clock locks need root; ``-lgc``/``-rgc`` need Volta or newer
 
 from __future__ import annotations
 
-from planner.launch.render import GpuSetting
+from wattplan.planner.launch.render import GpuSetting
 
 RESET_POWER_FUNCTION = """\
 # Put one GPU's power limit back to its default (as nvidia-smi reports it).

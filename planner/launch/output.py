@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from planner.contracts.problems import InputError, Problem
-from planner.launch.render import LaunchFile
+from wattplan.planner.contracts.problems import InputError, Problem
+from wattplan.planner.launch.render import LaunchFile
 
 MANIFEST = "MANIFEST.json"
 MANIFEST_SCHEMA = "wattplan.launch/1"

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from planner.contracts.domain import Instance, Job, SettingUnit
-from planner.contracts.plan import Plan, PlannedJob
-from planner.launch.hosts import HostMap
-from planner.launch.quoting import K8S_NAME_MAX, comment_text, safe_name
+from wattplan.planner.contracts.domain import Instance, Job, SettingUnit
+from wattplan.planner.contracts.plan import Plan, PlannedJob
+from wattplan.planner.launch.hosts import HostMap
+from wattplan.planner.launch.quoting import K8S_NAME_MAX, comment_text, safe_name
 
 Target = Literal["slurm", "kubernetes", "shell"]
 TARGETS: tuple[Target, ...] = ("slurm", "kubernetes", "shell")

@@ -14,9 +14,9 @@ skips MPS: the pair then time-slices the GPUs with plain indices.
 
 from __future__ import annotations
 
-from planner.launch import nvidia
-from planner.launch.quoting import SHELLCHECK_SINGLE_QUOTES, sh_quote, sh_words
-from planner.launch.render import LaunchFile, LaunchModel, Member, Unit, member_comment
+from wattplan.planner.launch import nvidia
+from wattplan.planner.launch.quoting import SHELLCHECK_SINGLE_QUOTES, sh_quote, sh_words
+from wattplan.planner.launch.render import LaunchFile, LaunchModel, Member, Unit, member_comment
 
 HELPERS = """\
 # as_user USER COMMAND...: run COMMAND as USER (as the current user when USER is empty or already us).

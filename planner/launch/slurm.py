@@ -20,10 +20,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.launch import nvidia
-from planner.launch.limits import CHECKPOINT_SIGNAL, NO_LIMITS, RoundLimits
-from planner.launch.quoting import SHELLCHECK_SINGLE_QUOTES, checked_token, comment_text, safe_name, sh_quote, sh_words
-from planner.launch.render import NAME_LEN, GpuSetting, LaunchFile, LaunchModel, Member, Unit, member_comment
+from wattplan.planner.launch import nvidia
+from wattplan.planner.launch.limits import CHECKPOINT_SIGNAL, NO_LIMITS, RoundLimits
+from wattplan.planner.launch.quoting import (
+    SHELLCHECK_SINGLE_QUOTES,
+    checked_token,
+    comment_text,
+    safe_name,
+    sh_quote,
+    sh_words,
+)
+from wattplan.planner.launch.render import NAME_LEN, GpuSetting, LaunchFile, LaunchModel, Member, Unit, member_comment
 
 GPU_MISMATCH_EXIT = 3
 

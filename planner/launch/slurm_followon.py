@@ -29,12 +29,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from planner.launch import nvidia
-from planner.launch.diff import diff_to_doc
-from planner.launch.followon import Changeover, OldUnit
-from planner.launch.quoting import SHELLCHECK_SINGLE_QUOTES, comment_text, sh_quote
-from planner.launch.render import GpuSetting, LaunchFile, LaunchModel
-from planner.launch.slurm import (
+from wattplan.planner.launch import nvidia
+from wattplan.planner.launch.diff import diff_to_doc
+from wattplan.planner.launch.followon import Changeover, OldUnit
+from wattplan.planner.launch.quoting import SHELLCHECK_SINGLE_QUOTES, comment_text, sh_quote
+from wattplan.planner.launch.render import GpuSetting, LaunchFile, LaunchModel
+from wattplan.planner.launch.slurm import (
     SlurmOptions,
     directive_lines,
     gres,

@@ -35,9 +35,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from planner.contracts.jsonio import write_text_atomic
-from planner.files.resources import source_dir
-from planner.profile_library import mapping as pm
+from wattplan.planner.contracts.jsonio import write_text_atomic
+from wattplan.planner.files.resources import source_dir
+from wattplan.planner.profile_library import mapping as pm
 
 SCHEMA = "wattplan.profiles/1"
 DEFAULT_SOURCE_DIR = source_dir()

@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from planner.contracts.domain import PairSlowdown, Profile
-from planner.contracts.jsonio import read_json
-from planner.contracts.problems import InputError, Problem
-from planner.contracts.profile_checks import library_problems
-from planner.files.resources import profile_library
+from wattplan.planner.contracts.domain import PairSlowdown, Profile
+from wattplan.planner.contracts.jsonio import read_json
+from wattplan.planner.contracts.problems import InputError, Problem
+from wattplan.planner.contracts.profile_checks import library_problems
+from wattplan.planner.files.resources import profile_library
 
 ProfileKey = tuple[str, str, int, int]  # (job type, GPU type, GPU count, setting)
 PairKey = tuple[str, str, str, int]  # (type a, type b, GPU type, GPU count)

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from rich.table import Table
 
-from planner.console.terminal import shown
-from planner.profile_library.library import ProfileLibrary
+from wattplan.planner.console.terminal import shown
+from wattplan.planner.profile_library.library import ProfileLibrary
 
 BASIS_COLUMNS = ("measured", "fitted", "prior", "repaired", "other", "none")
 """Entry counts by basis kind; ``other`` another kind (e.g. ``truth``), ``none`` no basis (the shipped library)."""

@@ -34,12 +34,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from planner.contracts.domain import PairSlowdown, Profile
-from planner.contracts.jsonio import read_json
-from planner.contracts.problems import InputError, Problem
-from planner.files.resources import shipped, source_dir
-from planner.profile_library.build import load_zeus
-from planner.profile_library.library import PairKey, ProfileKey, ProfileLibrary, pair_key, profile_key
+from wattplan.planner.contracts.domain import PairSlowdown, Profile
+from wattplan.planner.contracts.jsonio import read_json
+from wattplan.planner.contracts.problems import InputError, Problem
+from wattplan.planner.files.resources import shipped, source_dir
+from wattplan.planner.profile_library.build import load_zeus
+from wattplan.planner.profile_library.library import PairKey, ProfileKey, ProfileLibrary, pair_key, profile_key
 
 GPU_SPECS_NAME = "profiles/gpu_specs.json"
 GRID_POINTS = 7

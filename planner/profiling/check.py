@@ -49,11 +49,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from planner.contracts.defaults import NODE_POWER_W
-from planner.contracts.domain import PairSlowdown, Profile
-from planner.contracts.problems import InputError, Problem
-from planner.profile_library.library import ProfileLibrary, load_profile_library
-from planner.profiling.points import MeasuredPoint, read_points
+from wattplan.planner.contracts.defaults import NODE_POWER_W
+from wattplan.planner.contracts.domain import PairSlowdown, Profile
+from wattplan.planner.contracts.problems import InputError, Problem
+from wattplan.planner.profile_library.library import ProfileLibrary, load_profile_library
+from wattplan.planner.profiling.points import MeasuredPoint, read_points
 
 QUANTITIES: tuple[str, ...] = (
     "throughput",

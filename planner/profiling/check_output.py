@@ -16,9 +16,9 @@ from typing import Any
 from rich.console import JustifyMethod
 from rich.table import Table
 
-from planner.console.terminal import shown
-from planner.contracts.jsonio import write_json_atomic, write_text_atomic
-from planner.profiling.check import UNITS, FidelityReport, FidelityRow
+from wattplan.planner.console.terminal import shown
+from wattplan.planner.contracts.jsonio import write_json_atomic, write_text_atomic
+from wattplan.planner.profiling.check import UNITS, FidelityReport, FidelityRow
 
 FIDELITY_SCHEMA = "wattplan.fidelity/1"
 CSV_COLUMNS = (

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from planner.contracts.problems import InputError, Problem
+from wattplan.planner.contracts.problems import InputError, Problem
 
 
 def duplicate_column_problems(names: Sequence[str]) -> list[Problem]:

@@ -35,17 +35,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from planner.contracts.defaults import GPUS_PER_NODE
-from planner.contracts.jsonio import read_json, write_json_atomic
-from planner.contracts.problems import InputError, Problem
-from planner.profile_library.library import library_from_doc
-from planner.profiling.basis import BASIS_KINDS, BasisKind, make_basis
-from planner.profiling.job_model import GpuContext, JobModel, fit_job, table_entries
-from planner.profiling.pair_rates import Exclusive, ExclusiveLookup, fit_pairs
-from planner.profiling.points import MeasuredPoint, merge_points, point_to_doc, points_from_docs, read_points
-from planner.profiling.power_model import borrowed_curve_error
-from planner.profiling.sanity import Finding, repair, sanity_check
-from planner.profiling.scaling import SPEEDUP_PRIOR_ERROR, population_alpha
+from wattplan.planner.contracts.defaults import GPUS_PER_NODE
+from wattplan.planner.contracts.jsonio import read_json, write_json_atomic
+from wattplan.planner.contracts.problems import InputError, Problem
+from wattplan.planner.profile_library.library import library_from_doc
+from wattplan.planner.profiling.basis import BASIS_KINDS, BasisKind, make_basis
+from wattplan.planner.profiling.job_model import GpuContext, JobModel, fit_job, table_entries
+from wattplan.planner.profiling.pair_rates import Exclusive, ExclusiveLookup, fit_pairs
+from wattplan.planner.profiling.points import MeasuredPoint, merge_points, point_to_doc, points_from_docs, read_points
+from wattplan.planner.profiling.power_model import borrowed_curve_error
+from wattplan.planner.profiling.sanity import Finding, repair, sanity_check
+from wattplan.planner.profiling.scaling import SPEEDUP_PRIOR_ERROR, population_alpha
 
 PROFILE_KEYS = ("type", "gpu_type", "gpus", "setting")
 

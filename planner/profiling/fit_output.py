@@ -7,10 +7,10 @@ from typing import Any
 
 from rich.table import Table
 
-from planner.console.terminal import shown
-from planner.profiling.basis import BASIS_KINDS
-from planner.profiling.fit import FitResult
-from planner.profiling.sanity import FINDING_KINDS, Finding, count_by_kind
+from wattplan.planner.console.terminal import shown
+from wattplan.planner.profiling.basis import BASIS_KINDS
+from wattplan.planner.profiling.fit import FitResult
+from wattplan.planner.profiling.sanity import FINDING_KINDS, Finding, count_by_kind
 
 NOTES_SHOWN = 10
 """Left-out notes printed in full; the rest are counted (all are in the output's ``notes.fit.left_out``)."""

@@ -35,17 +35,17 @@ from typing import Any, Literal
 
 from rich.table import Table
 
-from planner.console.terminal import shown
-from planner.contracts.jsonio import read_json, read_text
-from planner.contracts.problems import InputError, Problem
-from planner.files.resources import profile_library
-from planner.profile_library.build import write_profile_library
-from planner.profile_library.library import library_from_doc
-from planner.profiling import zeus_summary, zeus_windows
-from planner.profiling.gpu_models import gpu_type_from_name, known_models
-from planner.profiling.job_side import JobSide, read_job_side, runs_for_log
-from planner.profiling.nvidia_smi import SmiLog, read_nvidia_smi_log
-from planner.profiling.points import (
+from wattplan.planner.console.terminal import shown
+from wattplan.planner.contracts.jsonio import read_json, read_text
+from wattplan.planner.contracts.problems import InputError, Problem
+from wattplan.planner.files.resources import profile_library
+from wattplan.planner.profile_library.build import write_profile_library
+from wattplan.planner.profile_library.library import library_from_doc
+from wattplan.planner.profiling import zeus_summary, zeus_windows
+from wattplan.planner.profiling.gpu_models import gpu_type_from_name, known_models
+from wattplan.planner.profiling.job_side import JobSide, read_job_side, runs_for_log
+from wattplan.planner.profiling.nvidia_smi import SmiLog, read_nvidia_smi_log
+from wattplan.planner.profiling.points import (
     MEASUREMENTS_SCHEMA,
     MeasuredPoint,
     file_sha256,
@@ -54,7 +54,7 @@ from planner.profiling.points import (
     points_from_docs,
     write_points,
 )
-from planner.profiling.smi_points import IngestResult, points_from_smi
+from wattplan.planner.profiling.smi_points import IngestResult, points_from_smi
 
 __all__ = [
     "FORMATS",

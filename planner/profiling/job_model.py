@@ -32,16 +32,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from planner.contracts.domain import gpu_count_fits_type
-from planner.profiling.basis import make_basis, worst
-from planner.profiling.points import MeasuredPoint
-from planner.profiling.power_model import (
+from wattplan.planner.contracts.domain import gpu_count_fits_type
+from wattplan.planner.profiling.basis import make_basis, worst
+from wattplan.planner.profiling.points import MeasuredPoint
+from wattplan.planner.profiling.power_model import (
     SettingCurves,
     fit_busy_fraction,
     fit_dynamic_power,
     fit_setting_curves,
 )
-from planner.profiling.scaling import (
+from wattplan.planner.profiling.scaling import (
     ScalingFit,
     fit_scaling,
     population_fit,

@@ -36,9 +36,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from planner.contracts.jsonio import read_json
-from planner.contracts.problems import InputError, Problem
-from planner.profiling.smi_frame import parse_timestamp
+from wattplan.planner.contracts.jsonio import read_json
+from wattplan.planner.contracts.problems import InputError, Problem
+from wattplan.planner.profiling.smi_frame import parse_timestamp
 
 RUN_KEYS = frozenset(
     {"job_type", "gpus", "start", "end", "steps", "epochs", "steps_per_epoch", "setting", "partner_type"}

@@ -33,8 +33,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from planner.profile_library.build import DEFAULT_SOURCE_DIR, ZeusCurves, load_zeus
-from planner.profile_library.mapping import nearest_batch_size
+from wattplan.planner.profile_library.build import DEFAULT_SOURCE_DIR, ZeusCurves, load_zeus
+from wattplan.planner.profile_library.mapping import nearest_batch_size
 
 Curve = Mapping[int, tuple[float, float]]  # power limit (W) -> (time per epoch (s), average power (W))
 Workload = tuple[str, str, int]  # (dataset, network, batch size), as in the Zeus summary

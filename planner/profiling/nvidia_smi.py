@@ -69,10 +69,10 @@ from typing import overload
 
 import numpy as np
 
-from planner.contracts.jsonio import line_blocks
-from planner.contracts.problems import MAX_REPORTED_PROBLEMS, InputError, Problem, capped
-from planner.profiling.points import file_sha256
-from planner.profiling.smi_frame import (
+from wattplan.planner.contracts.jsonio import line_blocks
+from wattplan.planner.contracts.problems import MAX_REPORTED_PROBLEMS, InputError, Problem, capped
+from wattplan.planner.profiling.points import file_sha256
+from wattplan.planner.profiling.smi_frame import (
     BoolArray,
     Columns,
     FloatArray,
@@ -82,7 +82,7 @@ from planner.profiling.smi_frame import (
     ns_to_datetime,
     ns_to_seconds,
 )
-from planner.profiling.units import (
+from wattplan.planner.profiling.units import (
     CLOCK_UNITS,
     MEMORY_UNITS,
     PERCENT_UNITS,

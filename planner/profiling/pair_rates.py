@@ -28,8 +28,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from planner.profiling.basis import BasisKind, make_basis, worst
-from planner.profiling.points import MeasuredPoint
+from wattplan.planner.profiling.basis import BasisKind, make_basis, worst
+from wattplan.planner.profiling.points import MeasuredPoint
 
 PRIOR_WEIGHT = 0.25
 """Weight of the prior's pair rate, in observations (see the module docstring)."""

@@ -40,8 +40,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from planner.contracts.jsonio import read_json, write_json_atomic
-from planner.contracts.problems import InputError, Problem
+from wattplan.planner.contracts.jsonio import read_json, write_json_atomic
+from wattplan.planner.contracts.problems import InputError, Problem
 
 MEASUREMENTS_SCHEMA = "wattplan.measurements/1"
 PointKind = Literal["exclusive", "pair", "idle", "held_idle", "node", "top_limit"]

@@ -29,8 +29,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from planner.profiling.basis import make_basis, worst
-from planner.profiling.scaling import monotone_sublinear
+from wattplan.planner.profiling.basis import make_basis, worst
+from wattplan.planner.profiling.scaling import monotone_sublinear
 
 TOLERANCE = 0.05
 """Relative slack of the superlinear and rising-power checks (5%, measurement noise)."""

@@ -37,9 +37,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from planner.contracts.problems import MAX_REPORTED_PROBLEMS, Problem
-from planner.contracts.profile_checks import MAX_GPU_POWER_W
-from planner.profiling.units import describe, unit_factor
+from wattplan.planner.contracts.problems import MAX_REPORTED_PROBLEMS, Problem
+from wattplan.planner.contracts.profile_checks import MAX_GPU_POWER_W
+from wattplan.planner.profiling.units import describe, unit_factor
 
 TIME_FORMATS = ("%Y/%m/%d %H:%M:%S.%f", "%Y/%m/%d %H:%M:%S")
 """nvidia-smi's timestamp formats, tried in this order (then ISO 8601 without a time zone)."""

@@ -44,10 +44,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from planner.contracts.problems import Problem
-from planner.profiling.job_side import JobRun
-from planner.profiling.nvidia_smi import GpuSamples, SmiLog, format_time, from_seconds, seconds
-from planner.profiling.points import MeasuredPoint, Provenance
+from wattplan.planner.contracts.problems import Problem
+from wattplan.planner.profiling.job_side import JobRun
+from wattplan.planner.profiling.nvidia_smi import GpuSamples, SmiLog, format_time, from_seconds, seconds
+from wattplan.planner.profiling.points import MeasuredPoint, Provenance
 
 COVER_STEPS = 2.0
 """A window's first/last sample may lie at most this many median sampling steps inside its ends."""

@@ -37,10 +37,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from planner.contracts.jsonio import read_json
-from planner.contracts.problems import InputError, Problem
-from planner.contracts.profile_checks import MAX_GPU_POWER_W, MAX_PAIR_RATE, library_problems
-from planner.profile_library.library import library_from_doc
+from wattplan.planner.contracts.jsonio import read_json
+from wattplan.planner.contracts.problems import InputError, Problem
+from wattplan.planner.contracts.profile_checks import MAX_GPU_POWER_W, MAX_PAIR_RATE, library_problems
+from wattplan.planner.profile_library.library import library_from_doc
 
 
 @dataclass(frozen=True, slots=True)

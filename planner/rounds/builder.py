@@ -20,14 +20,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from planner.contracts.defaults import BUDGET_FRACTION
-from planner.contracts.domain import GpuType, Instance, Job, PairSlowdown, Profile, RoundSpec, is_power_of_two
-from planner.contracts.problems import InputError, Problem
-from planner.contracts.rules import RoundRules
-from planner.core.economics import full_power_w, round_budget_j
-from planner.profile_library.library import ProfileLibrary
-from planner.rounds.cluster_spec import ClusterSpec
-from planner.rounds.traces import REFERENCE_GPU_TYPE, TraceJob, normalise_request
+from wattplan.planner.contracts.defaults import BUDGET_FRACTION
+from wattplan.planner.contracts.domain import GpuType, Instance, Job, PairSlowdown, Profile, RoundSpec, is_power_of_two
+from wattplan.planner.contracts.problems import InputError, Problem
+from wattplan.planner.contracts.rules import RoundRules
+from wattplan.planner.core.economics import full_power_w, round_budget_j
+from wattplan.planner.profile_library.library import ProfileLibrary
+from wattplan.planner.rounds.cluster_spec import ClusterSpec
+from wattplan.planner.rounds.traces import REFERENCE_GPU_TYPE, TraceJob, normalise_request
 
 
 def allowed_counts(requested: int, profiled: set[int]) -> tuple[int, ...]:

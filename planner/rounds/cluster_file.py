@@ -32,11 +32,11 @@ from typing import Any, cast
 
 import yaml
 
-from planner.contracts.defaults import GPUS_PER_NODE, NODE_POWER_W, ROUND_S, ROUND_S_RANGE
-from planner.contracts.domain import is_power_of_two
-from planner.contracts.jsonio import read_text
-from planner.contracts.problems import InputError, Problem
-from planner.contracts.rules import OBJECTIVES, Objective
+from wattplan.planner.contracts.defaults import GPUS_PER_NODE, NODE_POWER_W, ROUND_S, ROUND_S_RANGE
+from wattplan.planner.contracts.domain import is_power_of_two
+from wattplan.planner.contracts.jsonio import read_text
+from wattplan.planner.contracts.problems import InputError, Problem
+from wattplan.planner.contracts.rules import OBJECTIVES, Objective
 
 _NAME = re.compile(r"[A-Za-z0-9_.]+")
 _HOST = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from planner.console.list_options import split_list
-from planner.contracts.defaults import GPUS_PER_NODE, NODE_POWER_W
-from planner.contracts.problems import InputError, Problem
+from wattplan.planner.console.list_options import split_list
+from wattplan.planner.contracts.defaults import GPUS_PER_NODE, NODE_POWER_W
+from wattplan.planner.contracts.problems import InputError, Problem
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,13 +28,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from planner.contracts.domain import GpuType, Instance, Job, RoundSpec
-from planner.contracts.problems import InputError, Problem, capped
-from planner.contracts.rules import RoundRules
-from planner.profile_library.library import ProfileLibrary
-from planner.rounds.builder import library_gpu_type, library_tables
-from planner.rounds.cluster_file import ClusterFile, read_cluster_file
-from planner.rounds.job_list import JobRequest, read_job_list
+from wattplan.planner.contracts.domain import GpuType, Instance, Job, RoundSpec
+from wattplan.planner.contracts.problems import InputError, Problem, capped
+from wattplan.planner.contracts.rules import RoundRules
+from wattplan.planner.profile_library.library import ProfileLibrary
+from wattplan.planner.rounds.builder import library_gpu_type, library_tables
+from wattplan.planner.rounds.cluster_file import ClusterFile, read_cluster_file
+from wattplan.planner.rounds.job_list import JobRequest, read_job_list
 
 UNKNOWN_GPU_HINT = (
     "measure it (`wattplan profiles ingest` then `wattplan profiles fit`), or add its public specification to "
@@ -166,8 +166,8 @@ def read_operator_instance(
     A GPU type of the cluster that the library lacks but the shipped spec table knows is planned from its prior
     (:func:`planner.profile_library.priors.with_prior_types`, design §9.8); the second value names those types.
     """
-    from planner.profile_library.library import load_profile_library
-    from planner.profile_library.priors import with_prior_types
+    from wattplan.planner.profile_library.library import load_profile_library
+    from wattplan.planner.profile_library.priors import with_prior_types
 
     cluster = read_cluster_file(cluster_path)
     requests = read_job_list(jobs_path)

@@ -34,9 +34,9 @@ from typing import Any
 
 import yaml
 
-from planner.contracts.jsonio import read_text
-from planner.contracts.problems import InputError, Problem, capped
-from planner.files.csv_frames import parse_csv_frame
+from wattplan.planner.contracts.jsonio import read_text
+from wattplan.planner.contracts.problems import InputError, Problem, capped
+from wattplan.planner.files.csv_frames import parse_csv_frame
 
 FIELDS = (
     "id",

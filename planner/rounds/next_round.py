@@ -19,10 +19,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
-from planner.contracts.domain import CurrentConfig, Instance, Job, NodeGpus
-from planner.contracts.instance_io import instance_sha256
-from planner.contracts.plan import Plan, PlannedJob
-from planner.contracts.problems import InputError, Problem
+from wattplan.planner.contracts.domain import CurrentConfig, Instance, Job, NodeGpus
+from wattplan.planner.contracts.instance_io import instance_sha256
+from wattplan.planner.contracts.plan import Plan, PlannedJob
+from wattplan.planner.contracts.problems import InputError, Problem
 
 FINISHED_SHARE = 1e-9
 """A job whose predicted remaining steps are at most this share of its steps has finished."""

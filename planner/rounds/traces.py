@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 import numpy.typing as npt
 
-from planner.contracts.jsonio import read_text
-from planner.contracts.problems import InputError, Problem, capped
-from planner.files.csv_frames import (
+from wattplan.planner.contracts.jsonio import read_text
+from wattplan.planner.contracts.problems import InputError, Problem, capped
+from wattplan.planner.files.csv_frames import (
     CsvChunk,
     CsvFrame,
     blank_cells,
@@ -39,7 +39,7 @@ from planner.files.csv_frames import (
 )
 
 if TYPE_CHECKING:
-    from planner.profile_library.library import ProfileLibrary
+    from wattplan.planner.profile_library.library import ProfileLibrary
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,10 +26,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from planner.contracts.domain import Instance
-from planner.contracts.plan import Plan, PlannedJob
-from planner.core.economics import job_outcome
-from planner.core.evaluate import rho_of
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.contracts.plan import Plan, PlannedJob
+from wattplan.planner.core.economics import job_outcome
+from wattplan.planner.core.evaluate import rho_of
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,16 +65,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from planner.contracts.domain import Instance
-from planner.core.economics import (
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.core.economics import (
     best_step_energy_j,
     pair_power_w,
     profiled_options,
     round_budget_j,
     usable_pair_rates,
 )
-from planner.sim.round_instance import ClusterContext
-from planner.sim.state import JobState
+from wattplan.planner.sim.round_instance import ClusterContext
+from wattplan.planner.sim.state import JobState
 
 
 @dataclass(frozen=True, slots=True)

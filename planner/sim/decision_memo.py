@@ -26,9 +26,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from planner.contracts.domain import Instance
-from planner.sim.policies.base import Decision, Policy
-from planner.sim.round_instance import ReplayRound
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.sim.policies.base import Decision, Policy
+from wattplan.planner.sim.round_instance import ReplayRound
 
 ReplanOn = Literal["rounds", "events"]
 """When a replay asks its policy again: ``rounds``, whenever the round's instance changed in anything (exact: the

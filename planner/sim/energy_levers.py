@@ -39,10 +39,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
 
-from planner.contracts.domain import GpuType, Instance
-from planner.contracts.plan import Plan
-from planner.core.economics import ordered_pair_rates, usable_pair_rates
-from planner.sim.accounting import RoundOutcome
+from wattplan.planner.contracts.domain import GpuType, Instance
+from wattplan.planner.contracts.plan import Plan
+from wattplan.planner.core.economics import ordered_pair_rates, usable_pair_rates
+from wattplan.planner.sim.accounting import RoundOutcome
 
 LEVERS = ("setting", "count", "gpu_type", "pairing", "idle_gpus", "restarts")
 """The six levers, in the order tables print them."""

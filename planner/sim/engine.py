@@ -44,25 +44,25 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from planner.contracts.domain import CurrentConfig, Instance
-from planner.contracts.plan import Plan
-from planner.contracts.problems import InputError, Problem
-from planner.core.assemble import SolveInfo, assemble_plan
-from planner.core.economics import job_outcome
-from planner.core.evaluate import rho_of
-from planner.core.validate import InvalidPlanError, validate_plan
-from planner.sim.accounting import RoundOutcome, round_outcome
-from planner.sim.budget import Budget, NoBudget
-from planner.sim.decision_memo import DecisionMemo, ReplanOn
-from planner.sim.energy_levers import LeverBook, LeverSplit, phase_of, round_levers
-from planner.sim.governor import DeltaSteer
-from planner.sim.learning import ProfileLearner
-from planner.sim.policies.base import Policy
-from planner.sim.round_instance import ClusterContext, ReplayRound, replay_round, round_instance
-from planner.sim.state import JobState
-from planner.sim.tail_bound import TailBound
-from planner.sim.telemetry import JobObservation, UtilisationTable, observe_round
-from planner.sim.workload import Workload
+from wattplan.planner.contracts.domain import CurrentConfig, Instance
+from wattplan.planner.contracts.plan import Plan
+from wattplan.planner.contracts.problems import InputError, Problem
+from wattplan.planner.core.assemble import SolveInfo, assemble_plan
+from wattplan.planner.core.economics import job_outcome
+from wattplan.planner.core.evaluate import rho_of
+from wattplan.planner.core.validate import InvalidPlanError, validate_plan
+from wattplan.planner.sim.accounting import RoundOutcome, round_outcome
+from wattplan.planner.sim.budget import Budget, NoBudget
+from wattplan.planner.sim.decision_memo import DecisionMemo, ReplanOn
+from wattplan.planner.sim.energy_levers import LeverBook, LeverSplit, phase_of, round_levers
+from wattplan.planner.sim.governor import DeltaSteer
+from wattplan.planner.sim.learning import ProfileLearner
+from wattplan.planner.sim.policies.base import Policy
+from wattplan.planner.sim.round_instance import ClusterContext, ReplayRound, replay_round, round_instance
+from wattplan.planner.sim.state import JobState
+from wattplan.planner.sim.tail_bound import TailBound
+from wattplan.planner.sim.telemetry import JobObservation, UtilisationTable, observe_round
+from wattplan.planner.sim.workload import Workload
 
 StopReason = str  # "completed" | "budget-exhausted" | "stalled" | "max-rounds"
 

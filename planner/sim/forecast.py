@@ -18,7 +18,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from planner.sim.state import JobSpec
+from wattplan.planner.sim.state import JobSpec
 
 WATTPLAN_ROUND_S = 0.1
 """Wall seconds per ``wattplan`` round (14 min 23 s over 8,595 rounds of the issue's replay, CBC)."""

@@ -45,15 +45,15 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from planner.contracts.domain import Objective
-from planner.contracts.floor import EnergyFloor
-from planner.contracts.jsonio import read_json, write_json_atomic, write_text_atomic
-from planner.contracts.problems import InputError, Problem
-from planner.executor import run_tasks
-from planner.sim.engine import SimResult
-from planner.sim.metrics import pareto_front, with_reference
-from planner.sim.output import comparison_csv, write_dropped, write_result
-from planner.sim.plots import (
+from wattplan.planner.contracts.domain import Objective
+from wattplan.planner.contracts.floor import EnergyFloor
+from wattplan.planner.contracts.jsonio import read_json, write_json_atomic, write_text_atomic
+from wattplan.planner.contracts.problems import InputError, Problem
+from wattplan.planner.executor import run_tasks
+from wattplan.planner.sim.engine import SimResult
+from wattplan.planner.sim.metrics import pareto_front, with_reference
+from wattplan.planner.sim.output import comparison_csv, write_dropped, write_result
+from wattplan.planner.sim.plots import (
     DEFAULT_FIGURES,
     MARKERS_NOTE,
     REFERENCE_LABEL,
@@ -67,10 +67,10 @@ from planner.sim.plots import (
     save_figure,
     series_style,
 )
-from planner.sim.policies import POLICY_NAMES, policy_names
-from planner.sim.replay import ReplaySpec, check_spec, prepare, reference_run, run_policy, workload_floor
-from planner.sim.round_instance import ClusterContext
-from planner.sim.workload import Workload
+from wattplan.planner.sim.policies import POLICY_NAMES, policy_names
+from wattplan.planner.sim.replay import ReplaySpec, check_spec, prepare, reference_run, run_policy, workload_floor
+from wattplan.planner.sim.round_instance import ClusterContext
+from wattplan.planner.sim.workload import Workload
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -58,8 +58,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from planner.sim.signals import SignalClock
-from planner.sim.state import JobState
+from wattplan.planner.sim.signals import SignalClock
+from wattplan.planner.sim.state import JobState
 
 GovernorRule = Literal["accrued", "projected"]
 """How :class:`JctGovernor` compares JCTs (module docstring)."""

@@ -35,10 +35,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from planner.contracts.jsonio import write_text_atomic
-from planner.sim.engine import ReplayState, RoundRecord
-from planner.sim.output import JOB_COLUMNS, csv_lines, job_row, round_columns, round_row
-from planner.sim.state import JobState
+from wattplan.planner.contracts.jsonio import write_text_atomic
+from wattplan.planner.sim.engine import ReplayState, RoundRecord
+from wattplan.planner.sim.output import JOB_COLUMNS, csv_lines, job_row, round_columns, round_row
+from wattplan.planner.sim.state import JobState
 
 CHECKPOINT_FILE = ".replay-checkpoint.pkl"
 CHECKPOINT_VERSION = 1

@@ -51,9 +51,9 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from planner.contracts.domain import GpuType, PairSlowdown, Profile
-from planner.sim.round_instance import ClusterContext
-from planner.sim.telemetry import GpuObservation, JobObservation
+from wattplan.planner.contracts.domain import GpuType, PairSlowdown, Profile
+from wattplan.planner.sim.round_instance import ClusterContext
+from wattplan.planner.sim.telemetry import GpuObservation, JobObservation
 
 Basis = str  # "observed" | "model" | "explore" | "pooled" | "prior"
 

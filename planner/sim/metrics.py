@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from planner.sim.engine import SimResult
+from wattplan.planner.sim.engine import SimResult
 
 J_PER_KWH = 3.6e6
 TIMING_KEYS = ("solver_s_mean", "solver_s_max", "solver_s_total")

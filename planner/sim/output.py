@@ -23,10 +23,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from planner.contracts.jsonio import write_json_atomic, write_text_atomic
-from planner.sim.energy_levers import LEVERS
-from planner.sim.engine import RoundRecord, SimResult
-from planner.sim.state import JobState
+from wattplan.planner.contracts.jsonio import write_json_atomic, write_text_atomic
+from wattplan.planner.sim.energy_levers import LEVERS
+from wattplan.planner.sim.engine import RoundRecord, SimResult
+from wattplan.planner.sim.state import JobState
 
 ROUND_COLUMNS = (
     "policy",

@@ -33,11 +33,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from planner.contracts.defaults import FIGURE_DPI
-from planner.contracts.figures import PLOT_FORMATS, PlotFormat, figure_option_problems
-from planner.contracts.problems import InputError, Problem
-from planner.sim.engine import SimResult
-from planner.sim.metrics import J_PER_KWH, pareto_front
+from wattplan.planner.contracts.defaults import FIGURE_DPI
+from wattplan.planner.contracts.figures import PLOT_FORMATS, PlotFormat, figure_option_problems
+from wattplan.planner.contracts.problems import InputError, Problem
+from wattplan.planner.sim.engine import SimResult
+from wattplan.planner.sim.metrics import J_PER_KWH, pareto_front
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -16,8 +16,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from planner.console.terminal import shown
-from planner.sim.engine import ProgressCallback, ReplayState
+from wattplan.planner.console.terminal import shown
+from wattplan.planner.sim.engine import ProgressCallback, ReplayState
 
 WORK_STEPS = 1000
 """A progress task's total: the bar advances by thousandths of the workload's reference work."""

@@ -15,30 +15,30 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from planner.console.list_options import Bounds
-from planner.contracts.defaults import GPUS_PER_NODE, NODE_POWER_W
-from planner.contracts.floor import EnergyFloor
-from planner.contracts.jsonio import write_json_atomic, write_text_atomic
-from planner.contracts.problems import InputError, Problem
-from planner.contracts.rules import DELTA_RANGE, RoundRules, rules_problems
-from planner.files.resources import resolve_signal
-from planner.planning import energy_floor, request_problems
-from planner.profile_library.library import ProfileLibrary, load_profile_library
-from planner.profile_library.priors import with_prior_types
-from planner.rounds.cluster_spec import parse_cluster_spec
-from planner.rounds.traces import MAX_TRACE_S, TraceFormat, read_trace, trace_format
-from planner.sim.budget import Budget, EnergyBudget, NoBudget, PowerCap, one_node_round_j, step_prices
-from planner.sim.decision_memo import ReplanOn
-from planner.sim.engine import ProgressCallback, SimConfig, SimResult, simulate
-from planner.sim.governor import DELTA_MAX, DeltaSteer, FixedDelta, GovernorRule, JctGovernor, SignalSteer
-from planner.sim.journal import ReplayJournal, inputs_sha256
-from planner.sim.learning import LearnConfig, ProfileLearner, learning_report
-from planner.sim.metrics import J_PER_KWH, summarise, with_reference
-from planner.sim.output import comparison_csv, write_dropped, write_result
-from planner.sim.plots import DEFAULT_FIGURES, FigureOptions, write_replay_plots
-from planner.sim.policies import PolicyOptions, expand_policy_names, make_policy
-from planner.sim.round_instance import ClusterContext, cluster_context, workload_instance
-from planner.sim.signals import (
+from wattplan.planner.console.list_options import Bounds
+from wattplan.planner.contracts.defaults import GPUS_PER_NODE, NODE_POWER_W
+from wattplan.planner.contracts.floor import EnergyFloor
+from wattplan.planner.contracts.jsonio import write_json_atomic, write_text_atomic
+from wattplan.planner.contracts.problems import InputError, Problem
+from wattplan.planner.contracts.rules import DELTA_RANGE, RoundRules, rules_problems
+from wattplan.planner.files.resources import resolve_signal
+from wattplan.planner.planning import energy_floor, request_problems
+from wattplan.planner.profile_library.library import ProfileLibrary, load_profile_library
+from wattplan.planner.profile_library.priors import with_prior_types
+from wattplan.planner.rounds.cluster_spec import parse_cluster_spec
+from wattplan.planner.rounds.traces import MAX_TRACE_S, TraceFormat, read_trace, trace_format
+from wattplan.planner.sim.budget import Budget, EnergyBudget, NoBudget, PowerCap, one_node_round_j, step_prices
+from wattplan.planner.sim.decision_memo import ReplanOn
+from wattplan.planner.sim.engine import ProgressCallback, SimConfig, SimResult, simulate
+from wattplan.planner.sim.governor import DELTA_MAX, DeltaSteer, FixedDelta, GovernorRule, JctGovernor, SignalSteer
+from wattplan.planner.sim.journal import ReplayJournal, inputs_sha256
+from wattplan.planner.sim.learning import LearnConfig, ProfileLearner, learning_report
+from wattplan.planner.sim.metrics import J_PER_KWH, summarise, with_reference
+from wattplan.planner.sim.output import comparison_csv, write_dropped, write_result
+from wattplan.planner.sim.plots import DEFAULT_FIGURES, FigureOptions, write_replay_plots
+from wattplan.planner.sim.policies import PolicyOptions, expand_policy_names, make_policy
+from wattplan.planner.sim.round_instance import ClusterContext, cluster_context, workload_instance
+from wattplan.planner.sim.signals import (
     HourlySignal,
     SignalClock,
     SignalKind,
@@ -46,9 +46,9 @@ from planner.sim.signals import (
     read_signal,
     signal_cost,
 )
-from planner.sim.state import JobState
-from planner.sim.tail_bound import TailBound, TailPace
-from planner.sim.workload import Workload, build_workload, dropped_text, select_jobs
+from wattplan.planner.sim.state import JobState
+from wattplan.planner.sim.tail_bound import TailBound, TailPace
+from wattplan.planner.sim.workload import Workload, build_workload, dropped_text, select_jobs
 
 DELTA_BOUNDS = Bounds(*DELTA_RANGE, high_open=True)
 """Allowed ``delta`` (progress the energy objective gives up per round, a fraction), :data:`DELTA_RANGE` as the

@@ -22,12 +22,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from planner.contracts.domain import CurrentConfig, GpuType, Instance, Job, PairSlowdown, Profile, RoundSpec
-from planner.contracts.rules import RoundRules
-from planner.profile_library.library import ProfileLibrary
-from planner.rounds.builder import RoundOptions, build_round
-from planner.rounds.cluster_spec import ClusterSpec
-from planner.sim.state import JobState
+from wattplan.planner.contracts.domain import CurrentConfig, GpuType, Instance, Job, PairSlowdown, Profile, RoundSpec
+from wattplan.planner.contracts.rules import RoundRules
+from wattplan.planner.profile_library.library import ProfileLibrary
+from wattplan.planner.rounds.builder import RoundOptions, build_round
+from wattplan.planner.rounds.cluster_spec import ClusterSpec
+from wattplan.planner.sim.state import JobState
 
 
 @dataclass(frozen=True)

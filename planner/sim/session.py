@@ -21,16 +21,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from planner.contracts import defaults
-from planner.contracts.problems import InputError, Problem
-from planner.contracts.request import REPLAY_REQUEST
-from planner.contracts.rules import RoundRules
-from planner.sim.engine import ProgressCallback, SimResult
-from planner.sim.frontier import FrontierResult
-from planner.sim.plots import DEFAULT_FIGURES, FigureOptions
-from planner.sim.replay import ReplaySpec
-from planner.sim.round_instance import ClusterContext
-from planner.sim.workload import Workload
+from wattplan.planner.contracts import defaults
+from wattplan.planner.contracts.problems import InputError, Problem
+from wattplan.planner.contracts.request import REPLAY_REQUEST
+from wattplan.planner.contracts.rules import RoundRules
+from wattplan.planner.sim.engine import ProgressCallback, SimResult
+from wattplan.planner.sim.frontier import FrontierResult
+from wattplan.planner.sim.plots import DEFAULT_FIGURES, FigureOptions
+from wattplan.planner.sim.replay import ReplaySpec
+from wattplan.planner.sim.round_instance import ClusterContext
+from wattplan.planner.sim.workload import Workload
 
 OBJECTIVES = ("progress", "energy", "efficiency")
 """wattplan's objectives (``--objective``); None means ``progress``."""
@@ -59,7 +59,7 @@ def choice_problems(choices: Mapping[str, tuple[str | None, Sequence[str]]]) -> 
 
 def resolve_trace(path: str | Path) -> Path:
     """The trace a user named: a file, or a shipped trace by name (``6c71a0.trace``)."""
-    from planner.files.resources import resolve_trace as resolve
+    from wattplan.planner.files.resources import resolve_trace as resolve
 
     return resolve(Path(path))
 
@@ -69,7 +69,7 @@ def cluster_option(text: str) -> str:
 
     The counts are :func:`planner.rounds.cluster_spec.parse_cluster_spec`'s to check (whole nodes).
     """
-    from planner.console.list_options import split_list
+    from wattplan.planner.console.list_options import split_list
 
     split_list(text, "--cluster", key=lambda item: item.partition(":")[0].strip().lower())
     return text
@@ -105,9 +105,9 @@ def base_replay_spec(
     ``--policy`` values; None: the spec's default) expanded, in that order; wattplan's request is
     :data:`~planner.contracts.request.REPLAY_REQUEST` with the solver, time limit (s), threads and seed given.
     """
-    from planner.console.list_options import repeated_list
-    from planner.sim.policies import PolicyOptions
-    from planner.sim.replay import expand_policies
+    from wattplan.planner.console.list_options import repeated_list
+    from wattplan.planner.sim.policies import PolicyOptions
+    from wattplan.planner.sim.replay import expand_policies
 
     if problems := choice_problems({"--trace-format": (fmt, TRACE_FORMATS)}):
         raise InputError("options", problems)
@@ -319,7 +319,7 @@ def adopt_legacy_checkpoint(out: Path, spec: ReplaySpec) -> str | None:
     rewrites ``rounds.csv`` and ``jobs.csv`` from it in the current columns; another replay's is discarded as
     any other.
     """
-    from planner.sim.journal import CHECKPOINT_FILE
+    from wattplan.planner.sim.journal import CHECKPOINT_FILE
 
     old = Path(out) / CHECKPOINT_FILE
     if len(spec.policies) != 1 or not old.is_file():
@@ -334,7 +334,7 @@ def adopt_legacy_checkpoint(out: Path, spec: ReplaySpec) -> str | None:
 
 def _replay_policy(spec: ReplaySpec, name: str) -> tuple[SimResult, dict[str, Any]]:
     """One policy in a worker (module level, so it pickles): ``run_policy`` on its own ``prepare``."""
-    from planner.sim.replay import prepare, run_policy
+    from wattplan.planner.sim.replay import prepare, run_policy
 
     workload, ctx = prepare(spec)
     return run_policy(spec, workload, ctx, name)
@@ -344,7 +344,7 @@ def parallel_replays(
     spec: ReplaySpec, workers: int, ray: str | None, policy_done: Callable[[], None] | None = None
 ) -> Runs:
     """Every policy of ``spec`` through :func:`planner.executor.run_tasks`, in policy order; a failure raises."""
-    from planner.executor import run_tasks
+    from wattplan.planner.executor import run_tasks
 
     done: dict[int, tuple[SimResult, dict[str, Any]]] = {}
     tasks = [(spec, name) for name in spec.policies]
@@ -362,8 +362,8 @@ def serial_replays(
     spec: ReplaySpec, workload: Workload, ctx: ClusterContext, out: Path, fresh: bool, hooks: ReplayHooks
 ) -> Runs:
     """Every policy of ``spec`` in turn, each written as it goes to ``out/<policy>/`` and resumable there."""
-    from planner.sim.journal import ReplayJournal, remove_checkpoint
-    from planner.sim.replay import journal_folder, replay_sha256, run_policy
+    from wattplan.planner.sim.journal import ReplayJournal, remove_checkpoint
+    from wattplan.planner.sim.replay import journal_folder, replay_sha256, run_policy
 
     runs = []
     digest = replay_sha256(spec)
@@ -402,9 +402,9 @@ def run_simulate(
     ``written_by`` is stamped into every ``summary.json`` (the caller's provenance record).
     Bad options raise :class:`InputError` naming them.
     """
-    from planner.files.paths import refuse_overwriting_inputs
-    from planner.sim.forecast import forecast, long_replay_warning
-    from planner.sim.replay import prepare, with_floor_and_reference, write_outputs
+    from wattplan.planner.files.paths import refuse_overwriting_inputs
+    from wattplan.planner.sim.forecast import forecast, long_replay_warning
+    from wattplan.planner.sim.replay import prepare, with_floor_and_reference, write_outputs
 
     hooks = hooks or ReplayHooks()
     out = Path(out)
@@ -435,7 +435,7 @@ class FrontierSweep:
     @property
     def total(self) -> int:
         """How many replays the sweep runs (:func:`planner.sim.frontier.frontier_points`)."""
-        from planner.sim.frontier import frontier_points
+        from wattplan.planner.sim.frontier import frontier_points
 
         return len(frontier_points(self.base, self.deltas, self.jct_increases, self.baselines))
 
@@ -492,8 +492,8 @@ def frontier_sweep(
     of comma-separated items as the command line takes them. ``objective`` is that of the swept points
     (``efficiency`` or ``energy``). Bad values raise :class:`InputError` naming the option.
     """
-    from planner.console.list_options import number_list, split_list
-    from planner.sim.replay import DELTA_BOUNDS, JCT_INCREASE_BOUNDS
+    from wattplan.planner.console.list_options import number_list, split_list
+    from wattplan.planner.sim.replay import DELTA_BOUNDS, JCT_INCREASE_BOUNDS
 
     if problems := choice_problems({"--objective": (objective, OBJECTIVES)}):
         raise InputError("options", problems)
@@ -557,8 +557,8 @@ def run_frontier(
     ``figures`` None writes no figure; ``point_done`` is called as each replay ends. An ``out`` that names an input
     file raises :class:`InputError`.
     """
-    from planner.files.paths import refuse_overwriting_inputs
-    from planner.sim import frontier as fr
+    from wattplan.planner.files.paths import refuse_overwriting_inputs
+    from wattplan.planner.sim import frontier as fr
 
     base = sweep.base
     refuse_overwriting_inputs({"--out": Path(out)}, [base.trace, base.carbon, base.price, base.profiles, base.truth])

@@ -86,9 +86,9 @@ from typing import Any, Final, Literal
 import numpy as np
 import numpy.typing as npt
 
-from planner.contracts.problems import InputError, Problem, capped
-from planner.files.csv_frames import DECIMAL, CsvChunk, CsvFrame, decimals, iso_times, read_csv_frame, texts_of
-from planner.profiling.csv_header import duplicate_column_problems
+from wattplan.planner.contracts.problems import InputError, Problem, capped
+from wattplan.planner.files.csv_frames import DECIMAL, CsvChunk, CsvFrame, decimals, iso_times, read_csv_frame, texts_of
+from wattplan.planner.profiling.csv_header import duplicate_column_problems
 
 SignalKind = Literal["carbon", "price"]
 """What a signal measures: grid carbon intensity (gCO2/kWh) or electricity price ($/MWh)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.contracts.domain import CurrentConfig
+from wattplan.planner.contracts.domain import CurrentConfig
 
 
 @dataclass(frozen=True, slots=True)

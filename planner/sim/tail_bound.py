@@ -50,10 +50,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from planner.contracts.domain import GpuType, Profile
-from planner.core.economics import exclusive_power_w
-from planner.sim.round_instance import ClusterContext
-from planner.sim.state import JobState
+from wattplan.planner.contracts.domain import GpuType, Profile
+from wattplan.planner.core.economics import exclusive_power_w
+from wattplan.planner.sim.round_instance import ClusterContext
+from wattplan.planner.sim.state import JobState
 
 TailPace = Literal["fastest", "steady"]
 """The rate a bound job is assumed to keep after this round (:attr:`TailBound.pace`)."""

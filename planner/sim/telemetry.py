@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from planner.contracts.domain import Instance
-from planner.contracts.plan import Plan
-from planner.sim.accounting import RoundOutcome
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.contracts.plan import Plan
+from wattplan.planner.sim.accounting import RoundOutcome
 
 
 @dataclass(frozen=True, slots=True)

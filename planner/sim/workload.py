@@ -22,10 +22,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from planner.profile_library.library import ProfileLibrary
-from planner.rounds.builder import allowed_counts
-from planner.rounds.traces import TraceJob, normalise_request
-from planner.sim.state import JobSpec
+from wattplan.planner.profile_library.library import ProfileLibrary
+from wattplan.planner.rounds.builder import allowed_counts
+from wattplan.planner.rounds.traces import TraceJob, normalise_request
+from wattplan.planner.sim.state import JobSpec
 
 
 @dataclass(frozen=True)

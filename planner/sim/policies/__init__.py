@@ -24,8 +24,8 @@ point of the group ``wattplan.policies`` whose object is a factory ``factory(opt
 
 from __future__ import annotations
 
-from planner.sim.policies.base import Decision, Policy
-from planner.sim.policies.registry import (
+from wattplan.planner.sim.policies.base import Decision, Policy
+from wattplan.planner.sim.policies.registry import (
     ALL,
     BUILTIN_NAMES,
     ENTRY_POINT_GROUP,

@@ -19,10 +19,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from planner.contracts.domain import Instance
-from planner.contracts.plan import PlanStatus
-from planner.core.assemble import Allocation
-from planner.sim.round_instance import ReplayRound
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.contracts.plan import PlanStatus
+from wattplan.planner.core.assemble import Allocation
+from wattplan.planner.sim.round_instance import ReplayRound
 
 
 @dataclass(frozen=True)
@@ -68,8 +68,8 @@ class Policy(Protocol):
     A minimal policy, every job alone on its requested count of the first GPU type at its highest setting,
     while GPUs last (a budget is not checked: replay it without one)::
 
-        from planner.core.assemble import Allocation
-        from planner.sim.policies import Decision
+        from wattplan.planner.core.assemble import Allocation
+        from wattplan.planner.sim.policies import Decision
 
         class Greedy:
             name = "mine"

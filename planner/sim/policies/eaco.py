@@ -19,12 +19,12 @@ measured rates, its best case.
 
 from __future__ import annotations
 
-from planner.contracts.domain import GpuType, Instance, Job
-from planner.core.assemble import Allocation
-from planner.core.economics import ordered_pair_rates
-from planner.sim.policies.fcfs import ExclusiveFcfs
-from planner.sim.policies.ledger import RoundLedger, instance_order, outcome, top_setting
-from planner.sim.round_instance import ReplayRound
+from wattplan.planner.contracts.domain import GpuType, Instance, Job
+from wattplan.planner.core.assemble import Allocation
+from wattplan.planner.core.economics import ordered_pair_rates
+from wattplan.planner.sim.policies.fcfs import ExclusiveFcfs
+from wattplan.planner.sim.policies.ledger import RoundLedger, instance_order, outcome, top_setting
+from wattplan.planner.sim.round_instance import ReplayRound
 
 
 class Eaco(ExclusiveFcfs):

@@ -16,12 +16,12 @@ Subclasses choose the setting (:meth:`ExclusiveFcfs.choose_setting`) and may add
 
 from __future__ import annotations
 
-from planner.contracts.domain import GpuType, Instance, Job
-from planner.core.assemble import Allocation
-from planner.core.economics import ordered_pair_rates
-from planner.sim.policies.base import Decision
-from planner.sim.policies.ledger import RoundLedger, instance_order, outcome, types_by_speed
-from planner.sim.round_instance import ReplayRound
+from wattplan.planner.contracts.domain import GpuType, Instance, Job
+from wattplan.planner.core.assemble import Allocation
+from wattplan.planner.core.economics import ordered_pair_rates
+from wattplan.planner.sim.policies.base import Decision
+from wattplan.planner.sim.policies.ledger import RoundLedger, instance_order, outcome, types_by_speed
+from wattplan.planner.sim.round_instance import ReplayRound
 
 
 class ExclusiveFcfs:

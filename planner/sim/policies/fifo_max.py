@@ -10,9 +10,9 @@ predicted energy fits (:mod:`planner.sim.policies.fcfs`).
 
 from __future__ import annotations
 
-from planner.contracts.domain import GpuType, Instance, Job
-from planner.sim.policies.fcfs import ExclusiveFcfs
-from planner.sim.policies.ledger import top_setting
+from wattplan.planner.contracts.domain import GpuType, Instance, Job
+from wattplan.planner.sim.policies.fcfs import ExclusiveFcfs
+from wattplan.planner.sim.policies.ledger import top_setting
 
 
 class FifoMax(ExclusiveFcfs):

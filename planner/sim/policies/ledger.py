@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from planner.contracts.domain import GpuType, Instance, Job
-from planner.core.economics import JobOutcome, job_outcome, powered_energy_j, within_budget
+from wattplan.planner.contracts.domain import GpuType, Instance, Job
+from wattplan.planner.core.economics import JobOutcome, job_outcome, powered_energy_j, within_budget
 
 
 class RoundLedger:

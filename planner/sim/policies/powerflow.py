@@ -31,13 +31,13 @@ import heapq
 import math
 from dataclasses import dataclass
 
-from planner.contracts.domain import Instance, Job
-from planner.core.assemble import Allocation
-from planner.core.economics import exclusive_outcomes, full_cost_j
-from planner.core.greedy import greedy_allocations
-from planner.sim.policies.base import Decision
-from planner.sim.policies.ledger import RoundLedger
-from planner.sim.round_instance import ReplayRound
+from wattplan.planner.contracts.domain import Instance, Job
+from wattplan.planner.core.assemble import Allocation
+from wattplan.planner.core.economics import exclusive_outcomes, full_cost_j
+from wattplan.planner.core.greedy import greedy_allocations
+from wattplan.planner.sim.policies.base import Decision
+from wattplan.planner.sim.policies.ledger import RoundLedger
+from wattplan.planner.sim.round_instance import ReplayRound
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,15 +26,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint, entry_points
 
-from planner.contracts.defaults import ZEUS_ETA
-from planner.contracts.problems import InputError, Problem
-from planner.contracts.request import REPLAY_REQUEST, PlanRequest
-from planner.sim.policies.base import Policy
-from planner.sim.policies.eaco import Eaco
-from planner.sim.policies.fifo_max import FifoMax
-from planner.sim.policies.powerflow import PowerFlow
-from planner.sim.policies.wattplan import Wattplan
-from planner.sim.policies.zeus import Zeus
+from wattplan.planner.contracts.defaults import ZEUS_ETA
+from wattplan.planner.contracts.problems import InputError, Problem
+from wattplan.planner.contracts.request import REPLAY_REQUEST, PlanRequest
+from wattplan.planner.sim.policies.base import Policy
+from wattplan.planner.sim.policies.eaco import Eaco
+from wattplan.planner.sim.policies.fifo_max import FifoMax
+from wattplan.planner.sim.policies.powerflow import PowerFlow
+from wattplan.planner.sim.policies.wattplan import Wattplan
+from wattplan.planner.sim.policies.zeus import Zeus
 
 ENTRY_POINT_GROUP = "wattplan.policies"
 """The entry-point group plug-in policies are published under (``[project.entry-points."wattplan.policies"]``)."""

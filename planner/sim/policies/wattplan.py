@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from planner import planning
-from planner.contracts.domain import Instance
-from planner.contracts.plan import Plan
-from planner.contracts.request import REPLAY_REQUEST, PlanRequest
-from planner.core.assemble import Allocation
-from planner.sim.policies.base import Decision
-from planner.sim.policies.ledger import instance_order
-from planner.sim.round_instance import ReplayRound
+from wattplan.planner import planning
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.contracts.plan import Plan
+from wattplan.planner.contracts.request import REPLAY_REQUEST, PlanRequest
+from wattplan.planner.core.assemble import Allocation
+from wattplan.planner.sim.policies.base import Decision
+from wattplan.planner.sim.policies.ledger import instance_order
+from wattplan.planner.sim.round_instance import ReplayRound
 
 
 def plan_allocations(instance: Instance, plan: Plan) -> tuple[Allocation, ...]:

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.contracts.domain import GpuType, Instance, Job
-from planner.sim.policies.fcfs import ExclusiveFcfs
+from wattplan.planner.contracts.domain import GpuType, Instance, Job
+from wattplan.planner.sim.policies.fcfs import ExclusiveFcfs
 
 
 def max_power_w(instance: Instance, g: GpuType) -> float:
