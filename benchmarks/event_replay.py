@@ -119,20 +119,36 @@ def _strip_csv(text: str) -> list[list[str]]:
     return [[r[n] for n in names] + ([_nodes_on(r)] if nodes else []) for r in rows]
 
 
+def _result_files(folder: Path) -> dict[str, Path]:
+    """The folder's result files by their path in the per-policy layout (``POLICY/rounds.csv``).
+
+    A one-policy replay written before 87f4f65 keeps its files at the top; they are named as if in ``POLICY/``,
+    and the comparison files a one-policy replay now also writes at the top are left out on both sides.
+    """
+    files = {str(p.relative_to(folder)): p for p in folder.rglob("*") if p.suffix in (".csv", ".json")}
+    files = {k: v for k, v in files.items() if v.name not in OWN_FILES}
+    top = folder / "summary.json"
+    if top.exists():
+        policy = json.loads(top.read_text())["policy"]
+        files = {(k if "/" in k else f"{policy}/{k}"): v for k, v in files.items()}
+    if len({k.split("/")[0] for k in files if "/" in k}) == 1:
+        files = {k: v for k, v in files.items() if "/" in k}
+    return files
+
+
 def differences(a: Path, b: Path) -> list[str]:
-    """The result files of ``a`` and ``b`` that differ beyond wall-clock fields (paths relative to ``a``)."""
+    """The result files of ``a`` and ``b`` that differ beyond wall-clock fields (paths in the per-policy layout)."""
     out = []
-    names = {p.relative_to(a) for p in a.rglob("*") if p.suffix in (".csv", ".json") and p.name not in OWN_FILES}
-    names |= {p.relative_to(b) for p in b.rglob("*") if p.suffix in (".csv", ".json") and p.name not in OWN_FILES}
-    for rel in sorted(names):
-        pa, pb = a / rel, b / rel
-        if not (pa.exists() and pb.exists()):
-            out.append(f"{rel}: only in {'b' if pb.exists() else 'a'}")
-        elif rel.suffix == ".json":
+    fa, fb = _result_files(a), _result_files(b)
+    for rel in sorted(fa.keys() | fb.keys()):
+        pa, pb = fa.get(rel), fb.get(rel)
+        if pa is None or pb is None:
+            out.append(f"{rel}: only in {'b' if pb is not None else 'a'}")
+        elif pa.suffix == ".json":
             if _strip_json(json.loads(pa.read_text())) != _strip_json(json.loads(pb.read_text())):
-                out.append(str(rel))
+                out.append(rel)
         elif _strip_csv(pa.read_text()) != _strip_csv(pb.read_text()):
-            out.append(str(rel))
+            out.append(rel)
     return out
 
 
