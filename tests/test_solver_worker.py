@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tests.test_solve_strategy import _pid_alive
 from wattplan.formulations import watchdog
 from wattplan.formulations.backends import SolveParams, SolverResult, get_backend
 from wattplan.formulations.round_model import build_round_model
@@ -35,15 +36,6 @@ class SleepyBackend:
         child.kill()
         child.wait()
         return SolverResult("optimal", message=str(os.getpid()))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().split()[2] != "Z"
 
 
 def _default_model() -> tuple[object, ...]:
@@ -79,9 +71,9 @@ def test_a_worker_past_its_deadline_is_killed_with_its_subprocess_and_replaced(t
     pids = [int(p) for p in marker.read_text().split()]
     assert pids[0] == worker_pid
     deadline = time.time() + 5
-    while any(_alive(p) for p in pids) and time.time() < deadline:
+    while any(_pid_alive(p) for p in pids) and time.time() < deadline:
         time.sleep(0.05)
-    assert not any(_alive(p) for p in pids), "the worker or its subprocess outlived the deadline"
+    assert not any(_pid_alive(p) for p in pids), "the worker or its subprocess outlived the deadline"
 
     again = run_with_deadline(backend.solve, (str(marker), 0.0), 30.0)
     assert again.status == "optimal" and int(again.message) not in (worker_pid, os.getpid())
