@@ -1,12 +1,13 @@
 """Sizes (jobs x H) at which one horizon round still meets its time limit (docs/design.md §5.14).
 
 Rounds of N jobs come from the shipped Gavel traces (:mod:`planner.bench.round_families`, as
-``benchmarks/solve_scaling.py`` builds them, budget 0.6 x full power x T). Each is planned through the front
-door with the replay's request (:data:`planner.contracts.request.REPLAY_REQUEST`: CBC, one thread, no LP
-bound) and ``--objective`` (default ``efficiency``, delta 0.03), for every H. Per (N, H) it prints one line: the
-horizon model's columns and rows, the call's wall time (s), the plan's status and solver, and whether the horizon
-model gave the plan (``horizon``) or the one-round model planned the round (``one-round fallback``), each
-stage's status and the objective note (e.g. the target stage ran out of time and the start plan was kept).
+``benchmarks/solve_scaling.py`` builds them, budget 0.6 x full power x T, or none with ``--no-budget``). Each is
+planned through the front door with the replay's request (:data:`planner.contracts.request.REPLAY_REQUEST`: CBC,
+one thread, no LP bound) and ``--objective`` (default ``efficiency``, delta 0.03), for every H. Per (N, H) it
+prints one line: the horizon model's columns and rows, the call's wall time (s), the plan's status and solver, and
+whether the horizon model gave the plan (``horizon``) or the one-round model planned the round (``one-round
+fallback``), each stage's status and the objective note (e.g. the target stage ran out of time and the start plan
+was kept).
 
     PYTHONPATH=. .venv/bin/python benchmarks/horizon_sizes.py --sizes 50,100,200 --horizons 1,2,3,4 --time-limit 3
 """
@@ -32,12 +33,15 @@ def main() -> None:
     ap.add_argument("--time-limit", type=float, default=3.0, help="Seconds per round (the replay's limit).")
     ap.add_argument("--solver", default=REPLAY_REQUEST.solver, help="Backend (default the replay's).")
     ap.add_argument("--objective", default="efficiency", help="progress, energy or efficiency.")
+    ap.add_argument("--no-budget", action="store_true", help="Rounds without an energy budget (as in the replays).")
     args = ap.parse_args()
     pool = TracePool(load_profile_library())
     print(f"load average {os.getloadavg()[0]:.2f}; solver {args.solver}; limit {args.time_limit:g} s")
     print("jobs  H  columns   rows   wall_s  status    solved  solver")
     for n in (int(s) for s in args.sizes.split(",")):
         inst, _, _ = make_round(pool, n, 0.6)
+        if args.no_budget:
+            inst = dataclasses.replace(inst, round=dataclasses.replace(inst.round, budget_j=None))
         for h in (int(s) for s in args.horizons.split(",")):
             req = dataclasses.replace(
                 REPLAY_REQUEST, solver=args.solver, time_limit_s=args.time_limit, objective=args.objective, horizon=h
