@@ -95,6 +95,13 @@ class LeverBook:
         self.inst = inst
         self._cache: dict[tuple[str, tuple[int, ...], str | None, str | None], float | None] = {}
         """``best``'s answers by argument: a plain dict, so that a replay checkpoint can pickle the book."""
+        self._settings: dict[tuple[str, str, int, float, float], float | None] = {}
+        """``best_setting``'s answers by argument (the GPU type by name)."""
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        """Unpickle, also a book checkpointed before ``best_setting`` kept its answers."""
+        self.__dict__.update(state)
+        self.__dict__.setdefault("_settings", {})
 
     def use(self, inst: Instance) -> LeverBook:
         """Read profiles from ``inst`` (the next round of the same replay) from now on; returns the book."""
@@ -109,9 +116,12 @@ class LeverBook:
         return _per_step_j(g, gpus, p.steps_per_s, p.power_w, rho, share)
 
     def best_setting(self, job_type: str, g: GpuType, gpus: int, rho: float, share: float) -> float | None:
-        """``min_s e(g, n, s, rho, h)`` (J/step)."""
-        costs = [self.per_step(job_type, g, gpus, s, rho, share) for s in g.settings]
-        return min((c for c in costs if c is not None), default=None)
+        """``min_s e(g, n, s, rho, h)`` (J/step), kept per argument like :meth:`best`."""
+        key = (job_type, g.name, gpus, rho, share)
+        if key not in self._settings:
+            costs = [self.per_step(job_type, g, gpus, s, rho, share) for s in g.settings]
+            self._settings[key] = min((c for c in costs if c is not None), default=None)
+        return self._settings[key]
 
     def best(
         self, job_type: str, counts: tuple[int, ...], partner: str | None, gpu_type: str | None = None
