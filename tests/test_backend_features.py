@@ -139,7 +139,7 @@ def test_the_registry_is_the_one_table_of_backends() -> None:
 def test_the_registry_loads_no_solver_library() -> None:
     """Importing the registry (as the front door and the command line do) imports no solver library."""
     code = (
-        "import sys, formulations.backends, planner.cli; "
+        "import sys, wattplan.formulations.backends, wattplan.planner.cli; "
         "print([m for m in ('highspy', 'ortools', 'pulp', 'pyscipopt') if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
