@@ -68,6 +68,23 @@ def test_the_api_imports_no_command_line(tmp_path: Path, tiny_trace: Path) -> No
     assert lines[3] == "['greedy']"
 
 
+@pytest.mark.parametrize("name", ["simulate", "frontier"])
+def test_the_api_offers_every_option_of_the_library_entry_with_its_default(name: str) -> None:
+    """The API hands its options on by name: it must spell out each one, with the entry's default."""
+    import inspect
+
+    from wattplan.planner.sim.session import frontier_sweep, replay_spec
+
+    entry = {"simulate": replay_spec, "frontier": frontier_sweep}[name]
+    api = inspect.signature(getattr(wattplan, name)).parameters
+    for p in inspect.signature(entry).parameters.values():
+        if p.kind is not p.KEYWORD_ONLY:
+            continue
+        assert p.name in api, f"wattplan.{name} lacks {p.name}"
+        if p.name != "policies":  # the API's default replays two policies, the command line's one
+            assert api[p.name].default == p.default, f"wattplan.{name}({p.name}=) defaults differ"
+
+
 def test_one_policy_writes_its_own_folder_with_policy_and_nodes_on_columns(tmp_path: Path, tiny_trace: Path) -> None:
     out = tmp_path / "one"
     result = wattplan.simulate(tiny_trace, cluster=CLUSTER, policies=["fifo-max"], out=out)

@@ -13,7 +13,7 @@ with every problem, as the command line reports them; an unknown keyword ``TypeE
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +34,18 @@ def _unknown(function: str, unknown: dict[str, Any], known: Sequence[str]) -> No
     if unknown:
         first = next(iter(unknown))
         raise TypeError(f"{function}() got an unexpected option {first!r} (options: {', '.join(sorted(known))})")
+
+
+def _keywords_of(entry: Callable[..., Any], given: dict[str, Any]) -> dict[str, Any]:
+    """The values in ``given`` (a function's ``locals()``) of ``entry``'s keyword-only parameters.
+
+    The API's functions spell out every option for the reader and the type checker, then hand them on by name, so
+    the library entry's list is the one that counts (``tests/test_replay_api.py`` checks the API lacks none).
+    """
+    import inspect
+
+    names = [p.name for p in inspect.signature(entry).parameters.values() if p.kind is p.KEYWORD_ONLY]
+    return {name: given[name] for name in names}
 
 
 def simulate(
@@ -103,46 +115,8 @@ def simulate(
     from wattplan.planner.sim.session import replay_spec, run_simulate
 
     _unknown("simulate", unknown, [k for k in inspect.signature(simulate).parameters if k not in ("trace", "unknown")])
-    spec = replay_spec(
-        trace,
-        cluster=cluster,
-        policies=[policies] if isinstance(policies, str) else list(policies),
-        power_cap_w=power_cap_w,
-        energy_budget_kwh=energy_budget_kwh,
-        round_s=round_s,
-        objective=objective,
-        solver=solver,
-        time_limit=time_limit,
-        threads=threads,
-        seed=seed,
-        max_jobs=max_jobs,
-        start_s=start_s,
-        end_s=end_s,
-        trace_format=trace_format,
-        vc=vc,
-        zeus_eta=zeus_eta,
-        noise=noise,
-        restart_s=restart_s,
-        min_pair_rate=min_pair_rate,
-        delta=delta,
-        max_jct_increase=max_jct_increase,
-        governor=governor,
-        delta_max=delta_max,
-        tail_bound=tail_bound,
-        tail_pace=tail_pace,
-        carbon=carbon,
-        price=price,
-        signal_start=signal_start,
-        signal_aware=signal_aware,
-        max_rounds=max_rounds,
-        gpus_per_node=gpus_per_node,
-        node_power_w=node_power_w,
-        profiles=profiles,
-        truth=truth,
-        learn=learn,
-        replan=replan,
-        horizon=horizon,
-    )
+    given = {**locals(), "policies": [policies] if isinstance(policies, str) else list(policies)}
+    spec = replay_spec(trace, **_keywords_of(replay_spec, given))
     figures = FigureOptions(plot_format, dpi)  # type: ignore[arg-type]  # checked on the next line
     check_figure_options(figures)
     folder = _out(out, "wattplan-simulate-")
@@ -255,46 +229,7 @@ def frontier(
     from wattplan.planner.sim.session import frontier_sweep, run_frontier
 
     _unknown("frontier", unknown, [k for k in inspect.signature(frontier).parameters if k not in ("trace", "unknown")])
-    sweep = frontier_sweep(
-        trace,
-        cluster=cluster,
-        deltas=deltas,
-        max_jct_increase=max_jct_increase,
-        baselines=baselines,
-        objective=objective,
-        power_cap_w=power_cap_w,
-        energy_budget_kwh=energy_budget_kwh,
-        round_s=round_s,
-        solver=solver,
-        time_limit=time_limit,
-        threads=threads,
-        seed=seed,
-        max_jobs=max_jobs,
-        start_s=start_s,
-        end_s=end_s,
-        trace_format=trace_format,
-        vc=vc,
-        zeus_eta=zeus_eta,
-        noise=noise,
-        restart_s=restart_s,
-        min_pair_rate=min_pair_rate,
-        governor=governor,
-        delta_max=delta_max,
-        tail_bound=tail_bound,
-        tail_pace=tail_pace,
-        carbon=carbon,
-        price=price,
-        signal_start=signal_start,
-        signal_aware=signal_aware,
-        max_rounds=max_rounds,
-        gpus_per_node=gpus_per_node,
-        node_power_w=node_power_w,
-        profiles=profiles,
-        truth=truth,
-        learn=learn,
-        replan=replan,
-        horizon=horizon,
-    )
+    sweep = frontier_sweep(trace, **_keywords_of(frontier_sweep, locals()))
     figures = FigureOptions(plot_format, dpi)  # type: ignore[arg-type]  # checked on the next line
     check_figure_options(figures)
     folder = _out(out, "wattplan-frontier-")
