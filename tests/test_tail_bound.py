@@ -24,7 +24,7 @@ from wattplan.planner.core.validate import validate_plan
 from wattplan.planner.sim.engine import simulate
 from wattplan.planner.sim.policies import PolicyOptions, make_policy
 from wattplan.planner.sim.state import JobState
-from wattplan.planner.sim.tail_bound import TailBound, efficient_steps_per_s, fastest_steps_per_s
+from wattplan.planner.sim.tail_bound import TailBound, deadline_cost_j, efficient_steps_per_s, fastest_steps_per_s
 
 EXACT = dict(time_limit_s=30, rel_gap=1e-9, threads=1, lp_bound=False)
 
@@ -137,25 +137,57 @@ def test_replay_with_a_tail_bound_keeps_every_job_within_its_deadline() -> None:
     assert any(r.bounded for r in bounded.rounds)
 
 
-def test_deadline_floor_is_the_order_statistic_below_the_95th_percentile() -> None:
+def test_only_the_jobs_the_p95_reads_get_deadlines() -> None:
+    """21 jobs: k = floor(0.95 x 20) = 19, so 20 jobs get (1 + x) J_(19) = 220 s, one gets (1 + x) J_(20), none free."""
     finish = {f"j{i}": float(10 * (i + 1)) for i in range(21)}  # JCTs 10 .. 210 s, all arrived at 0
     tail = TailBound.from_reference(finish, dict.fromkeys(finish, 0.0), 0.1)
-    assert tail.floor_jct_s == 200.0  # k = floor(0.95 x 20) = 19: the 20th smallest
+    assert tail.floor_jct_s == 200.0 and tail.free_jobs == frozenset()
     short, longest = JobState.new(hand_job("j0", A, 0.0, 10.0)), JobState.new(hand_job("j20", A, 0.0, 10.0))
     assert tail.deadline_s(short) == pytest.approx(220.0) and tail.deadline_s(longest) == pytest.approx(231.0)
+
+
+def test_the_jobs_whose_deadline_costs_most_are_free() -> None:
+    """51 jobs: k = 47, so m = 51 - 49 = 2 free; the two dearest deadlines go, whatever their reference rank."""
+    finish = {f"j{i:02d}": float(100 + i) for i in range(51)}
+    cost = {"j03": 5.0, "j40": 9.0, "j50": 1.0}
+    tail = TailBound.from_reference(
+        finish, dict.fromkeys(finish, 0.0), 0.1, deadline_cost=lambda j, _: cost.get(j, 0.0)
+    )
+    assert tail.free_jobs == {"j03", "j40"}
+    assert tail.deadline_s(JobState.new(hand_job("j03", A, 0.0, 10.0))) is None
+    # the bound job with the longest reference JCT (j50) gets J_(48) = 148 s, the others J_(47) = 147 s
+    assert tail.deadline_s(JobState.new(hand_job("j50", A, 0.0, 10.0))) == pytest.approx(1.1 * 148.0)
+    assert tail.deadline_s(JobState.new(hand_job("j49", A, 0.0, 10.0))) == pytest.approx(1.1 * 147.0)
+    plain = TailBound.from_reference(finish, dict.fromkeys(finish, 0.0), 0.1)
+    assert plain.free_jobs == {"j49", "j50"}  # without costs: the reference's slowest
+
+
+def test_deadline_cost_is_zero_when_the_least_energy_option_is_in_time() -> None:
+    """Job a (1000 steps): 1 GPU at 150 W is its least energy and makes 4 steps/s, so 250 s costs nothing."""
+    ctx = hand_context(duration_s=100.0, restart_s=10.0)
+    a = JobState.new(hand_job("a", A, 0.0, 1000.0))
+    assert deadline_cost_j(ctx, a, 250.0) == 0.0
+    assert deadline_cost_j(ctx, a, 100.0) > 0.0  # 10 steps/s needed: only a dearer option is that fast
 
 
 @settings(max_examples=200, deadline=None)
 @given(
     st.lists(st.floats(1.0, 1e5), min_size=1, max_size=60),
     st.lists(st.floats(0.0, 1.0), min_size=60, max_size=60),
+    st.lists(st.floats(0.0, 10.0), min_size=60, max_size=60),
     st.sampled_from([0.0, 0.1, 0.5]),
 )
-def test_meeting_every_deadline_bounds_the_p95(jcts: list[float], shares: list[float], x: float) -> None:
-    """Any schedule whose JCTs meet the deadlines has p95 <= (1 + x) x the reference's p95 (the module's proof)."""
+def test_meeting_every_deadline_bounds_the_p95(
+    jcts: list[float], shares: list[float], costs: list[float], x: float
+) -> None:
+    """Bound jobs on time and free jobs as late as they like: p95 <= (1 + x) x the reference's (module's proof)."""
     finish = {f"j{i}": j for i, j in enumerate(jcts)}
-    tail = TailBound.from_reference(finish, dict.fromkeys(finish, 0.0), x)
-    ours = [s * (1 + x) * max(j, tail.floor_jct_s) for s, j in zip(shares, jcts, strict=False)]
+    cost = {f"j{i}": c for i, c in enumerate(costs)}
+    tail = TailBound.from_reference(finish, dict.fromkeys(finish, 0.0), x, deadline_cost=lambda j, _: cost[j])
+    ours = []
+    for i, share in enumerate(shares[: len(jcts)]):
+        d = tail.deadline_s(JobState.new(hand_job(f"j{i}", A, 0.0, 10.0)))
+        ours.append(1e12 * (1 + share) if d is None else share * d)
     assert np.percentile(ours, 95) <= (1 + x) * np.percentile(jcts, 95) * (1 + 1e-12)
 
 

@@ -47,7 +47,7 @@ from wattplan.planner.sim.signals import (
     signal_cost,
 )
 from wattplan.planner.sim.state import JobState
-from wattplan.planner.sim.tail_bound import TailBound, TailPace
+from wattplan.planner.sim.tail_bound import TailBound, TailPace, deadline_cost_j
 from wattplan.planner.sim.workload import Workload, build_workload, dropped_text, select_jobs
 
 DELTA_BOUNDS = Bounds(*DELTA_RANGE, high_open=True)
@@ -385,7 +385,14 @@ def run_policy(
         if spec.tail_bound is not None and ref is not None:
             arrivals = {s.id: s.spec.arrival_s for s in ref.jobs}
             finish = {s.id: s.finish_s for s in ref.jobs}
-            tail = TailBound.from_reference(finish, arrivals, spec.tail_bound, spec.tail_pace)
+            fresh = {s.id: JobState.new(s.spec) for s in ref.jobs}
+            tail = TailBound.from_reference(
+                finish,
+                arrivals,
+                spec.tail_bound,
+                spec.tail_pace,
+                deadline_cost=lambda j, allowed_s: deadline_cost_j(ctx, fresh[j], allowed_s),
+            )
     budget = make_budget(spec, ctx, workload, governor)
     learner = ProfileLearner(replace(ctx, truth=None), spec.learn_config) if spec.learn else None
     resume = None if journal is None else journal.load()

@@ -1,18 +1,25 @@
 """The per-job tail bound: each job's deadline from the reference schedule, kept by the round model.
 
-With ``--tail-bound x`` (a fraction), job ``j`` arrived at ``a_j`` with reference JCT ``J_j = f_j - a_j``
-(``fifo-max``, no budget) gets the deadline
+With ``--tail-bound x`` (a fraction), the reference (``fifo-max``, no budget) gives job ``j``, arrived at ``a_j``,
+the JCT ``J_j = f_j - a_j``. Sorted ascending (0-based) over the ``N`` jobs it finishes, with
+``k = floor(0.95 (N - 1))``, the p95 JCT is read from ranks ``k`` and ``k + 1`` (numpy's linear
+interpolation), so a schedule has a p95 JCT at most ``(1 + x)`` times the reference's as soon as
 
-    D_j = a_j + (1 + x) max(J_j, J_(k))                                                 (s)
+    #{j : JCT_j <= (1 + x) J_(k)} >= k + 1   and   #{j : JCT_j <= (1 + x) J_(k+1)} >= k + 2        (*)
 
-where ``J_(k)`` is the reference JCTs' order statistic just below the 95th percentile: sorted ascending
-(0-based), ``k = floor(0.95 (N - 1))``. If every job finishes by its deadline, the p95 JCT is at most
-``(1 + x)`` times the reference's: ours is at most ``(1 + x) y_j`` pointwise with ``y_j = max(J_j, J_(k))``,
-a percentile is monotone under pointwise domination, and ``y`` has exactly the reference's p95 (numpy's
-linear interpolation reads ranks ``k`` and ``k + 1``, where ``y`` equals ``J``). Jobs in the reference's
-top 5% keep their own JCT; every other job may take up to ``(1 + x) J_(k)``, so short jobs keep their room
-to save energy (a deadline of ``(1 + x) J_j`` for every job, tried first, cut the captured share on the
-Gavel 6c71a0 slice from 84% to 35%: it holds every job near full speed).
+(then its own ranks ``k`` and ``k + 1`` are at most ``(1 + x) J_(k)`` and ``(1 + x) J_(k+1)``). So only
+``k + 2`` jobs need a deadline, and any ``m = N - k - 2`` jobs may take as long as they like. The bound
+keeps free the ``m`` jobs whose deadline would cost the most energy (:func:`deadline_cost_j`: the job's
+steps at the least-energy exclusive option fast enough to finish within ``(1 + x) J_(k)``, against its
+least-energy option), ties broken by the longer reference JCT. The other ``k + 2`` jobs get
+
+    D_j = a_j + (1 + x) y_j,   y_j = J_(k), except y_j = J_(k+1) for the one of them with the longest J_j   (s)
+
+which meets (*) when every bound job meets its deadline. ``m`` is 2 of 51 jobs and 7 of 150. The first
+rule gave every job ``max(J_j, J_(k))``: the reference's slowest jobs kept their own JCT, and the long
+multi-GPU jobs, whose deadlines cost the most, were all bound. A deadline of ``(1 + x) J_j`` for every job,
+tried before that, cut the captured share on the Gavel 6c71a0 slice from 84% to 35%: it holds every job near
+full speed.
 
 At a round starting at ``t`` (length ``T``, restart ``tau``), a queued job with ``R_j`` steps left and
 fastest rate ``X_j`` (over the GPU types, counts and settings it may use, :func:`fastest_steps_per_s`)
@@ -46,7 +53,7 @@ can, and a job the round cannot admit waits. ``benchmarks/energy_gap.py`` measur
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -63,15 +70,20 @@ MIN_STEPS_SHARE = 0.999999
 
 @dataclass(frozen=True)
 class TailBound:
-    """Deadlines ``D_j = a_j + (1 + x)(f_j - a_j)`` from the reference's finish times (module docstring)."""
+    """Deadlines ``D_j = a_j + (1 + x) y_j`` (module docstring); :meth:`from_reference` builds them.
+
+    Built directly, ``y_j = max(f_j - a_j, floor_jct_s)`` for every job the reference finishes (no job free).
+    """
 
     reference_finish_s: Mapping[str, float | None]
     tolerance: float
     floor_jct_s: float = 0.0
-    """``J_(k)`` (s): every deadline allows at least ``(1 + x)`` times it (module docstring)."""
+    """``J_(k)`` (s): with no ``allowed_jct_s``, every deadline allows at least ``(1 + x)`` times it."""
     pace: TailPace = "steady"
     """``fastest``: a job may wait until only its fastest rate meets the deadline; ``steady``: it is held to the
     even pace that meets its deadline once that pace is above its least-energy option's rate (module docstring)."""
+    allowed_jct_s: Mapping[str, float] | None = None
+    """``y_j`` (s) of the bound jobs; a job not in it has no deadline. None: ``max(f_j - a_j, floor_jct_s)``."""
 
     @classmethod
     def from_reference(
@@ -81,19 +93,48 @@ class TailBound:
         tolerance: float,
         pace: TailPace = "steady",
         q: float = 95.0,
+        deadline_cost: Callable[[str, float], float] | None = None,
     ) -> TailBound:
-        """The bound with ``J_(k)``, ``k = floor(q/100 (N - 1))``, over the jobs the reference finishes."""
-        jcts = sorted(f - arrival_s[j] for j, f in finish_s.items() if f is not None)
-        floor = jcts[math.floor(q / 100.0 * (len(jcts) - 1))] if jcts else 0.0
-        return cls(finish_s, tolerance, floor, pace)
+        """The bound of the module docstring over the jobs the reference finishes, ``k = floor(q/100 (N - 1))``.
+
+        ``deadline_cost(job id, allowed JCT s)`` ranks the jobs to keep free (J; most first); without it, the
+        reference's slowest jobs are free.
+        """
+        jct = {j: f - arrival_s[j] for j, f in finish_s.items() if f is not None}
+        order = sorted(jct, key=lambda j: (jct[j], j))
+        if not order:
+            return cls(finish_s, tolerance, 0.0, pace, {})
+        n = len(order)
+        k = math.floor(q / 100.0 * (n - 1))
+        j_k, j_k1 = jct[order[k]], jct[order[min(k + 1, n - 1)]]
+        free_count = max(n - k - 2, 0)
+
+        def cost(j: str) -> float:
+            return 0.0 if deadline_cost is None else deadline_cost(j, (1.0 + tolerance) * j_k)
+
+        free = set(sorted(order, key=lambda j: (-cost(j), -jct[j], j))[:free_count])
+        bound = [j for j in order if j not in free]
+        allowed = dict.fromkeys(bound, j_k)
+        allowed[bound[-1]] = j_k1  # the bound job with the longest reference JCT
+        return cls(finish_s, tolerance, j_k, pace, allowed)
 
     def deadline_s(self, state: JobState) -> float | None:
         """``D_j`` (s), or None when the reference does not finish the job."""
+        a = state.spec.arrival_s
+        if self.allowed_jct_s is not None:
+            y = self.allowed_jct_s.get(state.id)
+            return None if y is None else a + (1.0 + self.tolerance) * y
         f = self.reference_finish_s.get(state.id)
         if f is None:
             return None
-        a = state.spec.arrival_s
         return a + (1.0 + self.tolerance) * max(f - a, self.floor_jct_s)
+
+    @property
+    def free_jobs(self) -> frozenset[str]:
+        """The jobs the reference finishes that have no deadline (module docstring)."""
+        if self.allowed_jct_s is None:
+            return frozenset()
+        return frozenset(j for j, f in self.reference_finish_s.items() if f is not None) - set(self.allowed_jct_s)
 
     def min_steps(
         self, ctx: ClusterContext, queued: Sequence[JobState], now_s: float, budget_j: float | None
@@ -175,3 +216,21 @@ def _options(ctx: ClusterContext, s: JobState, T: float, tau: float) -> dict[str
         t = T if keeps else max(T - tau, 0.0)
         out.setdefault(g.name, []).append((min(s.remaining_steps, p.steps_per_s * t), p.gpus))
     return out
+
+
+def deadline_cost_j(ctx: ClusterContext, state: JobState, allowed_s: float) -> float:
+    """What finishing within ``allowed_s`` costs the job above its least-energy option (J; ranks free jobs).
+
+    ``R (e_d - e_min)`` with ``e = n (P + Pnode_g / K_g) / X`` (J/step) over the job's exclusive options,
+    ``e_min`` the least, ``e_d`` the least among options with ``X >= R / allowed_s`` (the fastest option's when
+    none is that fast). Queueing and pairs are ignored: it is a ranking, not a bound.
+    """
+    usable = _usable(ctx, state)
+    if not usable or allowed_s <= 0:
+        return 0.0
+    per_step = [(exclusive_power_w(g, p) / p.steps_per_s, p.steps_per_s) for g, p in usable]
+    least = min(e for e, _ in per_step)
+    need = state.remaining_steps / allowed_s
+    fast_enough = [e for e, x in per_step if x >= need]
+    at_deadline = min(fast_enough) if fast_enough else min(per_step, key=lambda ex: (-ex[1], ex[0]))[0]
+    return state.remaining_steps * (at_deadline - least)
