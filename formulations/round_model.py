@@ -22,9 +22,13 @@ Objective vectors
     ``progress = sum w_j pi`` over ``x`` and ``z``; ``energy`` (J) over ``x``, ``z`` and ``u``;
     ``excess_energy = energy - w sum_j e_j sigma_j`` (J): the energy above what the round's steps
     would cost at each job's best exclusive energy per step
-    ``e_j = min_{g, n, s} n (P + Pnode_g / K_g) / X`` (J/step; :func:`planner.core.economics.best_step_energy_j`), so a
-    round that runs every job at its best configuration on full nodes scores 0, a pair that
-    saves idle power scores below 0, and idle GPUs on a powered node or a wasteful setting above.
+    ``e_j = min_{g, n, s} n (P - Pidle_g + rho (Pnode_g / K_g + Pidle_g)) / X`` (J/step;
+    :func:`planner.core.economics.step_credit_j`), so a round that runs every job at its best configuration on
+    full nodes scores 0, a pair that saves idle power scores below 0, and idle GPUs on a powered node or a
+    wasteful setting above. ``rho`` (:func:`planner.core.economics.static_multiplier`) is 1 while the queue can
+    fill the cluster; when it cannot, the nodes it needs stay on until its jobs finish, so a step done now
+    saves ``rho`` times a GPU's static power later, and the credit says so (a last job alone on a node is
+    credited the whole node's static power, and uses the node's idle GPUs when that finishes it for less).
     ``w`` = ``round.credit_weight`` (1 by default): a signal-aware replay sets it per round to
     the signal's trailing-day mean over the round's value, so a clean hour credits steps above
     their best energy (run harder) and a dirty one below it (defer, down to ``(1 - delta) P*``).
@@ -41,7 +45,7 @@ from wattplan.formulations.ir import INF, LazyNames, LinearModel
 from wattplan.formulations.options import OptionSet, Slot, enumerate_options, match_slot
 from wattplan.planner.contracts.domain import Instance
 from wattplan.planner.core.assemble import Allocation
-from wattplan.planner.core.economics import best_step_energy_j
+from wattplan.planner.core.economics import static_multiplier, step_credit_j
 
 ENERGY_ROW = "energy"
 PROGRESS_ROW = "progress_floor"
@@ -266,9 +270,10 @@ def build_round_model(instance: Instance, options: OptionSet | None = None) -> R
         nz_e = np.flatnonzero(energy)
         rows.add_row(nz_e, energy[nz_e], -INF, instance.round.budget_j, ENERGY_ROW, "energy")
     w = instance.round.credit_weight
+    rho = static_multiplier(instance)
     e = np.array(
         [
-            w * best_step_energy_j(instance, job.type, job.gpus) * job.remaining_steps / job.weight
+            w * step_credit_j(instance, job.type, job.gpus, rho) * job.remaining_steps / job.weight
             if job.weight > 0
             else 0.0
             for job in instance.jobs

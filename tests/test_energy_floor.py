@@ -17,6 +17,7 @@ from wattplan.formulations.energy_floor import certified_bound, energy_floor
 from wattplan.formulations.ir import INF, ModelBuilder
 from wattplan.planner.contracts.domain import PairSlowdown
 from wattplan.planner.contracts.request import REPLAY_REQUEST
+from wattplan.planner.core.economics import static_multiplier, step_credit_j
 from wattplan.planner.sim.budget import EnergyBudget, NoBudget, step_prices
 from wattplan.planner.sim.engine import simulate
 from wattplan.planner.sim.governor import (
@@ -204,20 +205,23 @@ def test_carbon_of_a_replay_by_hand(tmp_path: Path) -> None:
 def test_efficiency_objective_by_hand(solver: str) -> None:
     """One A job (1000 steps) on the hand node, T = 100 s, restart 10 s (t = 90 s), delta 0.6.
 
-    Steps, dynamic energy and excess over e_A = 45 J/step, with the node's 16 kJ (100 x (100 + 2 x 30)):
-    (1, 150): 360 steps, 9,000 J -> 25,000 J, excess 25,000 - 16,200 = 8,800 J;
-    (1, 250): 450, 18,000 J -> 34,000 J, excess 13,750 J;
-    (2, 150): 630, 17,100 J -> 33,100 J, excess 33,100 - 28,350 = 4,750 J;
-    (2, 250): 810, 34,200 J -> 50,200 J, excess 13,750 J.
-    P* = 0.81, target 0.324: every option qualifies. ``energy`` takes (1, 150), the least energy;
-    ``efficiency`` takes (2, 150), the least energy above the steps' best cost.
+    Alone, the job keeps a 2-GPU node on for one GPU: rho = 2, so its steps are credited at
+    e_A = (130 - 30 + 2 (100 / 2 + 30)) / 4 = 65 J/step (45 on full nodes). Steps, dynamic energy and excess,
+    with the node's 16 kJ (100 x (100 + 2 x 30)):
+    (1, 150): 360 steps, 9,000 J -> 25,000 J, excess 25,000 - 23,400 = 1,600 J;
+    (1, 250): 450, 18,000 J -> 34,000 J, excess 4,750 J;
+    (2, 150): 630, 17,100 J -> 33,100 J, excess 33,100 - 40,950 = -7,850 J;
+    (2, 250): 810, 34,200 J -> 50,200 J, excess -2,450 J.
+    P* = 0.81, target 0.324: every option qualifies. ``energy`` takes (1, 150), the least energy this round;
+    ``efficiency`` takes (2, 150), which also finishes the job for the least energy: 1000 steps take
+    250 s x (160 + 100) W = 65,000 J on (1, 150) and 142.9 s x (160 + 190) W = 50,000 J on (2, 150).
     """
     from wattplan.planner import planning
 
     ctx = hand_context()
     inst = workload_instance(ctx, [JobState.new(hand_job("a", A, 0, 1000))])
     inst = replace(inst, round=replace(inst.round, delta=0.6))
-    for objective, expected, value in (("energy", (1, 150), 25_000.0), ("efficiency", (2, 150), 4_750.0)):
+    for objective, expected, value in (("energy", (1, 150), 25_000.0), ("efficiency", (2, 150), -7_850.0)):
         req = replace(REPLAY_REQUEST, solver=solver, objective=objective, time_limit_s=30.0)
         plan = planning.plan(inst, req)
         (entry,) = plan.running()
@@ -229,23 +233,42 @@ def test_efficiency_objective_by_hand(solver: str) -> None:
 
 @pytest.mark.parametrize("solver", ["cbc", "highs", "cpsat"])
 def test_credit_weight_defers_or_buys_steps_by_hand(solver: str) -> None:
-    """The hand round above with ``E - w 45 sigma``: per option (steps, energy J) and its value at w.
+    """The hand round above with ``E - w 65 sigma``: per option (steps, energy J) and its value at w.
 
     (1, 150): (360, 25,000); (1, 250): (450, 34,000); (2, 150): (630, 33,100); (2, 250): (810, 50,200).
-    w = 0.5 (a dirty hour): 16,900 / 23,875 / 18,925 / 31,975, the fewest steps above the target win;
-    w = 2.5 (a clean hour): -15,500 / -16,625 / -37,775 / -40,925, the most steps win.
+    w = 0.3 (a dirty hour): 17,980 / 25,225 / 20,815 / 34,405, the fewest steps above the target win;
+    w = 2.5 (a clean hour): -33,500 / -39,125 / -69,275 / -81,425, the most steps win.
     """
     from wattplan.planner import planning
 
     ctx = hand_context()
     inst = workload_instance(ctx, [JobState.new(hand_job("a", A, 0, 1000))])
-    for w, expected, value in ((0.5, (1, 150), 16_900.0), (2.5, (2, 250), -40_925.0)):
+    for w, expected, value in ((0.3, (1, 150), 17_980.0), (2.5, (2, 250), -81_425.0)):
         weighted = replace(inst, round=replace(inst.round, delta=0.6, credit_weight=w))
         req = replace(REPLAY_REQUEST, solver=solver, objective="efficiency", time_limit_s=30.0)
         plan = planning.plan(weighted, req)
         (entry,) = plan.running()
         assert (entry.gpus, entry.setting) == expected, (w, plan.round.status, plan.round.notes())
         assert plan.round.objective_value == pytest.approx(value, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("jobs", "rho"),
+    [
+        (1, 2.0),  # one GPU used of the 2-GPU node it keeps on
+        (2, 1.0),  # two jobs fill the node
+        (3, 4.0 / 3.0),  # three GPUs used, two nodes on
+        (5, 1.0),  # more than the cluster's 4 GPUs: saturated
+    ],
+)
+def test_static_multiplier_by_hand(jobs: int, rho: float) -> None:
+    """The hand cluster (2 nodes x 2 GPUs); each A job's least energy is 1 GPU at 150 W (45 J/step)."""
+    ctx = hand_context(nodes=2)
+    inst = workload_instance(ctx, [JobState.new(hand_job(f"a{i}", A, 0, 1000)) for i in range(jobs)])
+    assert static_multiplier(inst) == pytest.approx(rho)
+    full = (130 + 100 / 2) / 4  # rho = 1: the full-node best, best_step_energy_j's
+    assert step_credit_j(inst, A, (1, 2), 1.0) == pytest.approx(full)
+    assert step_credit_j(inst, A, (1, 2), rho) == pytest.approx((130 - 30 + rho * 80) / 4)
 
 
 def test_relative_to_trailing_day_by_hand(tmp_path: Path) -> None:

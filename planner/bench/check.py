@@ -17,7 +17,7 @@ by :func:`planner.core.evaluate.evaluate_plan`:
   ``max P`` under the budget, so every valid plan has a value.
 * ``energy``: ``E = sum_j e_j + sum_g u_g T (Pnode_g + K_g Pidle_g)`` (J, minimised).
 * ``efficiency``: ``E - c sum_j e*_j sigma_j`` (J, minimised): ``e*_j`` the job's best exclusive
-  energy per step (:func:`planner.core.economics.best_step_energy_j`, J/step), ``sigma_j`` its steps
+  energy per step (:func:`planner.core.economics.step_credit_j`, J/step), ``sigma_j`` its steps
   this round, ``c`` the round's ``credit_weight``; jobs of weight 0 earn no credit (as in the
   round model).
 
@@ -36,7 +36,7 @@ from typing import Any
 from wattplan.planner.contracts.domain import Instance
 from wattplan.planner.contracts.plan import Plan, parse_plan, plan_to_doc
 from wattplan.planner.contracts.problems import InputError, Problem
-from wattplan.planner.core.economics import best_step_energy_j
+from wattplan.planner.core.economics import static_multiplier, step_credit_j
 from wattplan.planner.core.evaluate import Evaluation, evaluate_plan
 from wattplan.planner.core.validate import validate_plan
 
@@ -47,10 +47,11 @@ MAX_PROBLEMS = 5
 def credit_j(instance: Instance, ev: Evaluation) -> float:
     """``c sum_j e*_j sigma_j`` (J): the round's steps priced at each job's best exclusive energy per step."""
     total = 0.0
+    rho = static_multiplier(instance)
     for job in instance.jobs:
         outcome = ev.outcomes.get(job.id)
         if outcome is not None and job.weight > 0:
-            total += best_step_energy_j(instance, job.type, job.gpus) * outcome.steps
+            total += step_credit_j(instance, job.type, job.gpus, rho) * outcome.steps
     return instance.round.credit_weight * total
 
 

@@ -190,6 +190,48 @@ def best_step_energy_j(instance: Instance, job_type: str, counts: Iterable[int])
     return min(costs, default=0.0)
 
 
+def static_multiplier(instance: Instance) -> float:
+    """``rho >= 1``: the powered GPUs the queue needs per GPU it uses, when it cannot fill the cluster.
+
+    Each job with steps left is put on its least-energy exclusive option (:func:`best_step_energy_j`'s),
+    ``D_g`` the GPUs so used on type ``g``. When ``sum_g D_g`` reaches the cluster's GPUs, ``rho = 1``;
+    otherwise ``rho = sum_g min(ceil(D_g / K_g) K_g, N_g K_g) / sum_g D_g``: the GPUs of the nodes that must be on
+    over the GPUs that compute, so each used GPU carries ``rho`` times its own static power ``Pnode_g / K_g +
+    Pidle_g`` (a last job on one GPU of an 8-GPU node carries the whole node, ``rho = 8``).
+    """
+    demand: dict[str, int] = {}
+    for job in instance.jobs:
+        if job.remaining_steps <= 0 or job.weight <= 0:
+            continue
+        options = list(profiled_options(instance, job.type, job.gpus))
+        if options:
+            g, p = min(options, key=lambda gp: (exclusive_power_w(*gp) / gp[1].steps_per_s, gp[1].gpus))
+            demand[g.name] = demand.get(g.name, 0) + p.gpus
+    used = sum(demand.values())
+    if used == 0 or used >= sum(g.total_gpus for g in instance.gpu_types):
+        return 1.0
+    needed = sum(
+        min(math.ceil(demand.get(g.name, 0) / g.gpus_per_node) * g.gpus_per_node, g.total_gpus)
+        for g in instance.gpu_types
+    )
+    return max(needed / used, 1.0)
+
+
+def step_credit_j(instance: Instance, job_type: str, counts: Iterable[int], rho: float) -> float:
+    """``e_j = min n (P - Pidle_g + rho (Pnode_g / K_g + Pidle_g)) / X`` over the exclusive options (J/step).
+
+    What a step of the job costs when each GPU it uses carries ``rho`` times its static power
+    (:func:`static_multiplier`); ``rho = 1`` gives :func:`best_step_energy_j`. 0 without any option.
+    """
+    costs = [
+        p.gpus
+        * (p.power_w - g.idle_power_w + rho * (g.node_power_w / g.gpus_per_node + g.idle_power_w))
+        / p.steps_per_s
+        for g, p in profiled_options(instance, job_type, counts)
+    ]
+    return min(costs, default=0.0)
+
+
 BUDGET_SLACK = 1e-9
 """Relative slack of :func:`within_budget`: the same energy summed in another order differs in its
 last bits, and a budget set to exactly a plan's energy (a paced replay's last round) must admit it."""
