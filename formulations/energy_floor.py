@@ -74,24 +74,26 @@ def demand_classes(instance: Instance) -> list[DemandClass]:
     return [DemandClass(t, n, steps[(t, n)], count[(t, n)]) for t, n in sorted(steps)]
 
 
-def certified_bound(lm: LinearModel, duals: np.ndarray) -> float:
-    """A lower bound on ``min c t  s.t.  A t >= 1, t >= 0`` from any row prices ``y`` (the cost's unit).
+def certified_bound(lm: LinearModel, duals: np.ndarray, rhs: np.ndarray | None = None) -> float:
+    """A lower bound on ``min c t  s.t.  A t >= b, t >= 0`` (``c >= 0``) from any row prices ``y`` (the cost's unit).
 
     Weak duality: with ``y >= 0`` and ``A^T y <= c`` every feasible ``t`` has
-    ``c t >= y A t >= sum y``. The solver's duals are clipped at 0 and scaled by
+    ``c t >= y A t >= y b``. The solver's duals are clipped at 0 and scaled by
     ``min_c c_c / (A^T y)_c`` so that ``A^T y <= c`` holds exactly; the bound then does not
-    depend on the solver's tolerances (or its word that it is optimal).
+    depend on the solver's tolerances (or its word that it is optimal). ``b`` is all ones when not
+    given (the floor's rows); a bound below 0 is reported as 0 (no energy is negative).
     """
     y = np.maximum(duals, 0.0)
+    b = np.ones(len(y)) if rhs is None else rhs
     reduced = np.zeros(lm.num_cols)
     np.add.at(reduced, lm.a_cols, lm.a_vals * y[lm.a_rows])
     cost = lm.objectives[FLOOR_OBJECTIVE]
     mask = reduced > 0
     scale = float(np.min(cost[mask] / reduced[mask])) if mask.any() else 1.0
-    return float(min(scale, 1.0) * y.sum())
+    return max(float(min(scale, 1.0) * (y @ b)), 0.0)
 
 
-def _run_lp(lm: LinearModel, method: LpMethod, time_limit_s: float) -> tuple[np.ndarray, np.ndarray] | None:
+def run_floor_lp(lm: LinearModel, method: LpMethod, time_limit_s: float) -> tuple[np.ndarray, np.ndarray] | None:
     """The floor LP solved by ``method``: (primal, row duals), or None without both.
 
     The solver is the first backend with ``features.lp_duals`` (HiGHS).
@@ -123,7 +125,7 @@ def _solve_floor_lp(lm: LinearModel, time_limit_s: float) -> SolverResult:
     begin = time.perf_counter()
     best: SolverResult | None = None
     for label, method in FLOOR_METHODS:
-        answer = _run_lp(lm, method, time_limit_s)
+        answer = run_floor_lp(lm, method, time_limit_s)
         if answer is None:
             continue
         t, duals = answer
@@ -150,7 +152,7 @@ def _solve_floor_lp(lm: LinearModel, time_limit_s: float) -> SolverResult:
 
 
 @dataclass(frozen=True, slots=True)
-class _Column:
+class FloorColumn:
     """A configuration: its power (W) and the steps per second it does of each class it serves."""
 
     name: str
@@ -159,15 +161,19 @@ class _Column:
     paired: bool
 
 
-def _columns(instance: Instance, classes: list[DemandClass]) -> list[_Column]:
-    """Every exclusive and pair configuration of the classes (module docstring)."""
-    out: list[_Column] = []
+def floor_columns(instance: Instance, classes: list[DemandClass], self_pairs: bool = True) -> list[FloorColumn]:
+    """Every exclusive and pair configuration of the classes (module docstring).
+
+    ``self_pairs=False`` leaves out a class paired with itself (classes of one job each: a job cannot share its
+    GPUs with itself).
+    """
+    out: list[FloorColumn] = []
     for ki, k in enumerate(classes):
         for g, p in profiled_options(instance, k.type, k.gpus):
             name = f"x_{ki}_{g.name}_{p.gpus}_{p.setting}"
-            out.append(_Column(name, exclusive_power_w(g, p), ((ki, p.steps_per_s),), False))
+            out.append(FloorColumn(name, exclusive_power_w(g, p), ((ki, p.steps_per_s),), False))
     for ai, a in enumerate(classes):
-        for bi in range(ai, len(classes)):
+        for bi in range(ai if self_pairs else ai + 1, len(classes)):
             b = classes[bi]
             for g in instance.gpu_types:
                 for n in sorted(set(a.gpus) & set(b.gpus)):
@@ -183,7 +189,7 @@ def _columns(instance: Instance, classes: list[DemandClass]) -> list[_Column]:
                         for ra, rb in sorted(orders):
                             power = pair_power_w(g, n, pa, pb, ra, rb)
                             served = ((ai, ra * pa.steps_per_s), (bi, rb * pb.steps_per_s))
-                            out.append(_Column(f"q_{ai}_{bi}_{g.name}_{n}_{s}_{ra:g}", power, served, True))
+                            out.append(FloorColumn(f"q_{ai}_{bi}_{g.name}_{n}_{s}_{ra:g}", power, served, True))
     return out
 
 
@@ -195,7 +201,7 @@ def energy_floor(instance: Instance, time_limit_s: float = FLOOR_TIME_LIMIT_S) -
     is then in kWh. Values and the bound are mapped back to seconds and joules.
     """
     classes = demand_classes(instance)
-    columns = _columns(instance, classes)
+    columns = floor_columns(instance, classes)
     served = {k for c in columns for k, _ in c.rates}
     unservable = tuple(sorted({k.type for ki, k in enumerate(classes) if ki not in served}))
     if not columns:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -54,7 +55,7 @@ from wattplan.formulations.backends import (
 from wattplan.formulations.backends.command import CWD_ENV, command_problems
 from wattplan.formulations.backends.command import PREFIX as COMMAND_PREFIX
 from wattplan.planner.contracts.domain import Instance
-from wattplan.planner.contracts.floor import EnergyFloor
+from wattplan.planner.contracts.floor import DeadlineFloor, EnergyFloor
 from wattplan.planner.contracts.problems import InputError, Problem
 from wattplan.planner.contracts.request import DEFAULT_REQUEST, EXPORT_SUFFIXES, GREEDY, PlanRequest
 from wattplan.planner.contracts.rules import RoundRules, rules_problems
@@ -372,6 +373,25 @@ def energy_floor(instance: Instance, time_limit_s: float | None = None) -> Energ
     from wattplan.formulations.energy_floor import energy_floor as solve_floor
 
     return solve_floor(instance, FLOOR_TIME_LIMIT_S if time_limit_s is None else time_limit_s)
+
+
+def deadline_floor(
+    instance: Instance,
+    windows_s: Mapping[str, float],
+    free_jobs: int = 0,
+    processing_sum_s: float | None = None,
+    time_limit_s: float | None = None,
+) -> DeadlineFloor:
+    """A lower bound on the energy (J) of every schedule finishing each job of ``windows_s`` within its window.
+
+    ``windows_s``: job id -> seconds from arrival to deadline; any ``free_jobs`` may ignore theirs;
+    ``processing_sum_s`` bounds the sum of JCTs (s). Capacity is relaxed (:mod:`formulations.deadline_floor`).
+    """
+    from wattplan.formulations.deadline_floor import DEADLINE_FLOOR_TIME_LIMIT_S
+    from wattplan.formulations.deadline_floor import deadline_floor as solve_deadline_floor
+
+    limit = DEADLINE_FLOOR_TIME_LIMIT_S if time_limit_s is None else time_limit_s
+    return solve_deadline_floor(instance, windows_s, free_jobs, processing_sum_s, limit)
 
 
 def horizon_model_size(instance: Instance, horizon: int) -> tuple[int, int]:

@@ -1,4 +1,4 @@
-"""The energy floor's answer: the least energy any schedule could spend on a workload (docs/design.md §14).
+"""The energy floors' answers: the least energy any schedule could spend on a workload (docs/design.md §14).
 
 Computed by :func:`planner.planning.energy_floor` (the LP lives in :mod:`formulations.energy_floor`); the replay, the
 frontier and the benchmarks read it as this type.
@@ -28,4 +28,26 @@ class EnergyFloor:
     @property
     def energy_kwh(self) -> float | None:
         """The floor in kWh (1 kWh = 3.6e6 J)."""
+        return None if self.energy_j is None else self.energy_j / 3.6e6
+
+
+@dataclass(frozen=True, slots=True)
+class DeadlineFloor:
+    """The deadline floor's answer: a lower bound on the energy of schedules that meet the windows.
+
+    ``energy_j`` (J, None when not solved), from :mod:`formulations.deadline_floor`, and how it was proven.
+    """
+
+    energy_j: float | None
+    jobs: int
+    windows: int
+    free_jobs: int
+    columns: int
+    certified: bool
+    """True: weak duality on the LP's duals; False: a MILP solver's proven bound (``free_jobs > 0``)."""
+    note: str
+
+    @property
+    def energy_kwh(self) -> float | None:
+        """The bound in kWh."""
         return None if self.energy_j is None else self.energy_j / 3.6e6

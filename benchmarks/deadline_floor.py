@@ -1,0 +1,123 @@
+"""How much of the saving any schedule could capture under JCT limits: the deadline floor on the six slices (issue 25).
+
+For each slice of ``benchmarks/energy_gap.py`` (cluster ``v100:32,p100:16``, the truth's profiles) it replays the
+reference (``fifo-max``, no budget), then solves three lower bounds on energy (:func:`planner.planning.deadline_floor`,
+capacity relaxed) and prints the largest captured share ``(E_ref - LB) / (E_ref - E_floor)`` each allows:
+
+* ``floor``: no limit (the energy floor, §14);
+* ``old rule``: every job within ``1.1 max(J_j, J_(k))`` of its arrival (the tail bound before 15a0474), LP;
+* ``tail rule``: the shipped ``--tail-bound 10`` deadlines (:meth:`planner.sim.tail_bound.TailBound.from_reference`:
+  ``k + 2`` jobs bound, ``N - k - 2`` free), LP;
+* ``aim``: the issue's limits themselves, relaxed: every job within ``1.1 J_(k+1)`` except any ``N - k - 2`` of
+  them (the p95 at most +10% needs ``k + 2`` jobs within ``1.1 J_(k+1)``), and the JCTs' sum within
+  ``1.03 sum_j J_j`` (average at most +3%); a MILP, its solver's proven bound.
+
+``J_j`` are the reference's JCTs, ``k = floor(0.95 (N - 1))``. A share below 80% proves the issue's aim out of reach on
+that slice for every schedule (``aim``) or for the rule (``tail rule``).
+
+    PYTHONPATH=. .venv/bin/python benchmarks/deadline_floor.py [--slices a,b] [--time-limit 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from benchmarks.energy_gap import CLUSTER, SLICES, Slice
+from wattplan.planner import planning
+from wattplan.planner.contracts.floor import DeadlineFloor
+from wattplan.planner.files.resources import resolve_trace
+from wattplan.planner.sim.replay import ReplaySpec, prepare, reference_run, workload_floor
+from wattplan.planner.sim.round_instance import workload_instance
+from wattplan.planner.sim.state import JobState
+from wattplan.planner.sim.tail_bound import TailBound, deadline_cost_j
+
+TOLERANCE = 0.10
+"""The p95 limit (+10%) and the tail bound's ``x``."""
+AVERAGE = 0.03
+"""The average JCT limit (+3%)."""
+
+
+def spec_of(sl: Slice) -> ReplaySpec:
+    """The slice's replay spec from its ``simulate`` arguments (trace, ``--vc``, ``--start-s``, ...)."""
+    args = list(sl.args)
+    trace, opts = args[0], dict(zip(args[1::2], args[2::2], strict=True))
+    return ReplaySpec(
+        trace=resolve_trace(Path(trace)),
+        cluster=CLUSTER,
+        virtual_cluster=opts.get("--vc"),
+        start_s=float(opts["--start-s"]) if "--start-s" in opts else None,
+        end_s=float(opts["--end-s"]) if "--end-s" in opts else None,
+        max_jobs=int(opts["--max-jobs"]) if "--max-jobs" in opts else None,
+    )
+
+
+def _share(e_ref: float, floor: float, bound: DeadlineFloor) -> str:
+    if bound.energy_kwh is None:
+        return "not solved"
+    return f"{bound.energy_kwh:.2f} kWh, **{(e_ref - bound.energy_kwh) / (e_ref - floor):.0%}**"
+
+
+def slice_rows(sl: Slice, time_limit_s: float) -> list[str]:
+    """The slice's table rows (module docstring)."""
+    spec = spec_of(sl)
+    wl, ctx = prepare(spec)
+    ref, _ = reference_run(spec, wl, ctx)
+    e_ref = sum(r.energy_j for r in ref.rounds) / 3.6e6
+    floor = workload_floor(wl, ctx).energy_kwh or 0.0
+    arrival = {s.id: s.spec.arrival_s for s in ref.jobs}
+    finish = {s.id: s.finish_s for s in ref.jobs}
+    jct = {j: f - arrival[j] for j, f in finish.items() if f is not None}
+    order = sorted(jct.values())
+    n = len(order)
+    k = math.floor(0.95 * (n - 1))
+    fresh = {s.id: JobState.new(s.spec) for s in ref.jobs}
+    inst = workload_instance(ctx.real, list(fresh.values()))
+    tail = TailBound.from_reference(
+        finish, arrival, TOLERANCE, deadline_cost=lambda j, a: deadline_cost_j(ctx, fresh[j], a)
+    )
+    rules = {
+        "old rule": ({j: (1 + TOLERANCE) * max(v, order[k]) for j, v in jct.items()}, 0, None),
+        "tail rule": ({j: (1 + TOLERANCE) * y for j, y in (tail.allowed_jct_s or {}).items()}, 0, None),
+        "aim": (
+            dict.fromkeys(jct, (1 + TOLERANCE) * order[min(k + 1, n - 1)]),
+            max(n - k - 2, 0),
+            (1 + AVERAGE) * sum(order),
+        ),
+    }
+    rows = []
+    for name, (windows, free, total) in rules.items():
+        begin = time.perf_counter()
+        bound = planning.deadline_floor(inst, windows, free, total, time_limit_s)
+        rows.append(
+            f"| {sl.name} | {n} | {e_ref:.2f} | {floor:.2f} | {name} | {len(windows) - free} of {n} | "
+            f"{_share(e_ref, floor, bound)} | {'LP, duals' if bound.certified else 'MILP bound'} | "
+            f"{bound.columns:,} | {time.perf_counter() - begin:.0f} | {bound.note} |"
+        )
+    return rows
+
+
+HEAD = (
+    "| slice | jobs | fifo-max kWh | floor kWh | limits | jobs held | lower bound, largest captured share | proof | "
+    "columns | s | solver |\n|---|---|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--slices", default="all", help="comma-separated slice names of energy_gap.py, or all")
+    ap.add_argument("--time-limit", type=float, default=300.0, help="seconds per LP or MILP")
+    args = ap.parse_args(argv)
+    by_name = {s.name: s for s in SLICES}
+    chosen = list(SLICES) if args.slices == "all" else [by_name[n] for n in args.slices.split(",")]
+    print(HEAD, flush=True)
+    for sl in chosen:
+        for row in slice_rows(sl, args.time_limit):
+            print(row, flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,190 @@
+"""The deadline floor: the least energy any schedule could spend when jobs must finish in time (docs/design.md §14).
+
+The energy floor (:mod:`formulations.energy_floor`) leaves time free, so it may be out of reach of a schedule
+held to JCT limits. This LP adds them. Each job ``j`` with steps left ``R_j`` is a class of its own (no pooling:
+windows differ), and the columns are the floor's configuration *times* (s): every exclusive configuration of a
+job, and every pair configuration of two different jobs (:func:`formulations.energy_floor.floor_columns`). Rows:
+
+* steps: ``sum_c X_cj t_c >= R_j`` for every job;
+* time: ``sum_{c serving j} t_c <= W_j`` for every job with a window ``W_j`` (s, from its arrival to its
+  deadline): a job runs in one configuration at a time and not before it arrives, so whatever it ran by its
+  deadline took at most ``W_j`` of configuration time;
+* processing (optional): ``sum_j sum_{c serving j} t_c <= S`` (a pair counts for both jobs): a job's JCT is at
+  least its configuration time, so a schedule with ``sum_j JCT_j <= S`` meets it.
+
+Minimised: ``sum_c power_c t_c`` (J), the floor's accounting. Capacity is left out (relaxed), as in the floor, so
+the value is a lower bound on the energy of every schedule whose jobs meet their windows under the replay's
+accounting; it is certified from the duals (:func:`formulations.energy_floor.certified_bound`, rows written
+``A t >= b``).
+
+**Free jobs** (``free_jobs = m > 0``): a p95 limit lets any ``m`` jobs take as long as they like. Binary ``u_j``
+(1: job ``j`` keeps its window), ``sum_j u_j >= n - m`` over the ``n`` jobs with windows, and the time row
+``sum t - M_j (1 - u_j) <= W_j`` with ``M_j = R_j / x_j - W_j`` (``x_j`` the slowest rate any column gives
+``j``, so a free job never needs more). This is a MILP; its value is the solver's proven bound, not
+certified by duals here, and the result says so.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from wattplan.formulations.backends.base import SolveParams, SolverResult, SolveStatus
+from wattplan.formulations.backends.registry import backend_with
+from wattplan.formulations.energy_floor import (
+    FLOOR_METHODS,
+    FLOOR_OBJECTIVE,
+    DemandClass,
+    FloorColumn,
+    certified_bound,
+    floor_columns,
+    run_floor_lp,
+)
+from wattplan.formulations.ir import INF, LinearModel, ModelBuilder
+from wattplan.formulations.watchdog import run_with_deadline
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.contracts.floor import DeadlineFloor
+
+DEADLINE_FLOOR_TIME_LIMIT_S = 120.0
+"""Wall seconds the LP (or MILP) may take."""
+J_PER_KWH = 3.6e6
+PRIMAL_TOLERANCE = 1e-6
+"""A method's answer counts only when its primal meets every (scaled) row within this."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Built:
+    lm: LinearModel
+    rhs: np.ndarray
+    columns: list[FloorColumn]
+
+
+def _build(
+    instance: Instance, windows_s: Mapping[str, float], free_jobs: int, processing_sum_s: float | None
+) -> _Built:
+    """The model of the module docstring, rows as ``A t >= b`` scaled to ``b`` in {1, -1, ...}, costs in kWh."""
+    jobs = [j for j in instance.jobs if j.remaining_steps > 0]
+    classes = [DemandClass(j.type, tuple(sorted(j.gpus)), j.remaining_steps, 1) for j in jobs]
+    columns = floor_columns(instance, classes, self_pairs=False)
+    scale = np.array([max(rate / classes[k].steps for k, rate in c.rates) for c in columns])
+    mb = ModelBuilder()
+    for col in columns:
+        mb.add_col(col.name, 0.0, INF, False)
+    serving: list[list[tuple[int, float]]] = [[] for _ in jobs]
+    for c, col in enumerate(columns):
+        for k, rate in col.rates:
+            serving[k].append((c, rate))
+    rhs: list[float] = []
+    for k, entries in enumerate(serving):
+        if entries:
+            cols = [c for c, _ in entries]
+            mb.add_row(
+                cols, [rate / classes[k].steps / scale[c] for c, rate in entries], 1.0, INF, f"steps[{k}]", "progress"
+            )
+            rhs.append(1.0)
+    bound_jobs = [k for k, j in enumerate(jobs) if j.id in windows_s and serving[k]]
+    u_start = len(columns)
+    if free_jobs > 0:
+        for k in bound_jobs:
+            mb.add_col(f"keep[{jobs[k].id}]", 0.0, 1.0, True)
+    for i, k in enumerate(bound_jobs):
+        w = max(windows_s[jobs[k].id], 1e-9)
+        cols = [c for c, _ in serving[k]]
+        coefs = [-1.0 / w / scale[c] for c in cols]
+        if free_jobs > 0:
+            slowest = min(rate for _, rate in serving[k])
+            m_rel = max(classes[k].steps / slowest - w, 0.0) / w
+            # sum t <= W + M (1 - u)   <=>   -sum t / W - (M/W) u >= -1 - M/W
+            mb.add_row(cols + [u_start + i], coefs + [-m_rel], -1.0 - m_rel, INF, f"time[{k}]", "progress")
+            rhs.append(-1.0 - m_rel)
+        else:
+            mb.add_row(cols, coefs, -1.0, INF, f"time[{k}]", "progress")
+            rhs.append(-1.0)
+    if free_jobs > 0 and bound_jobs:
+        keep = max(len(bound_jobs) - free_jobs, 0)
+        mb.add_row([u_start + i for i in range(len(bound_jobs))], [1.0] * len(bound_jobs), keep, INF, "kept", "count")
+        rhs.append(float(keep))
+    if processing_sum_s is not None:
+        served = [len(col.rates) for col in columns]
+        cols = list(range(len(columns)))
+        mb.add_row(
+            cols,
+            [-n / processing_sum_s / scale[c] for c, n in zip(cols, served, strict=True)],
+            -1.0,
+            INF,
+            "processing",
+            "progress",
+        )
+        rhs.append(-1.0)
+    cost = np.zeros(mb.num_cols)
+    cost[: len(columns)] = np.array([col.power_w for col in columns]) / scale / J_PER_KWH
+    return _Built(mb.build({FLOOR_OBJECTIVE: cost}), np.array(rhs), columns)
+
+
+def _solve_lp(built: _Built, time_limit_s: float) -> SolverResult:
+    """The LP's certified bound (kWh, ``bound``) and the primal's value (``objective``).
+
+    The first method of :data:`formulations.energy_floor.FLOOR_METHODS` whose two agree within 1e-4, else the
+    tightest bound found.
+    """
+    begin = time.perf_counter()
+    best = SolverResult("no_solution", message="no method found a schedule that meets the windows")
+    for label, method in FLOOR_METHODS:
+        answer = run_floor_lp(built.lm, method, time_limit_s)
+        if answer is None:
+            continue
+        t, duals = answer
+        if float(np.max(built.lm.row_lo - built.lm.row_activity(t), initial=0.0)) > PRIMAL_TOLERANCE:
+            continue  # no schedule (an infeasible LP's "duals" bound anything)
+        value = float(built.lm.objectives[FLOOR_OBJECTIVE] @ t)
+        bound = certified_bound(built.lm, duals, built.rhs)
+        gap = (value - bound) / max(abs(value), 1e-12)
+        if best.bound is None or bound > best.bound:
+            status: SolveStatus = "optimal" if gap <= 1e-4 else "feasible"
+            best = SolverResult(status, objective=value, bound=bound, message=f"LP ({label}), certified gap {gap:.1e}")
+        if gap <= 1e-4:
+            break
+    best.solve_s = time.perf_counter() - begin
+    return best
+
+
+def _solve_milp(built: _Built, time_limit_s: float) -> SolverResult:
+    """The MILP solved by the first backend with LP duals (HiGHS): its proven ``bound`` (kWh) and best value."""
+    r = backend_with("lp_duals").solve(built.lm, "energy", False, SolveParams(time_limit_s, rel_gap=1e-6))
+    r.message = f"MILP {r.status}, not certified by duals" + (f" ({r.message})" if r.message else "")
+    r.values = None  # not needed, and large
+    return r
+
+
+def deadline_floor(
+    instance: Instance,
+    windows_s: Mapping[str, float],
+    free_jobs: int = 0,
+    processing_sum_s: float | None = None,
+    time_limit_s: float = DEADLINE_FLOOR_TIME_LIMIT_S,
+) -> DeadlineFloor:
+    """A lower bound on the energy of every schedule that finishes each job of ``windows_s`` within its window.
+
+    ``windows_s``: job id -> seconds from its arrival to its deadline (a job not in it has none); any
+    ``free_jobs`` of them may ignore theirs; ``processing_sum_s`` bounds the JCTs' sum (module docstring).
+    """
+    begin = time.perf_counter()
+    built = _build(instance, windows_s, free_jobs, processing_sum_s)
+    jobs = sum(1 for j in instance.jobs if j.remaining_steps > 0)
+    windows = sum(1 for j in instance.jobs if j.remaining_steps > 0 and j.id in windows_s)
+    solve = _solve_milp if free_jobs > 0 else _solve_lp
+    r = run_with_deadline(solve, (built, time_limit_s), time_limit_s + 10.0)
+    value = "-" if r.objective is None else f"{r.objective:.4f}"
+    note = f"{r.message}; value {value} kWh; {time.perf_counter() - begin:.1f} s"
+    return DeadlineFloor(
+        None if r.bound is None else r.bound * J_PER_KWH,
+        jobs,
+        windows,
+        free_jobs,
+        built.lm.num_cols,
+        free_jobs == 0,
+        note,
+    )

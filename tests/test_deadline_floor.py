@@ -1,0 +1,61 @@
+"""The deadline floor by hand (formulations/deadline_floor.py).
+
+The hand cluster (tests/sim_helpers.py): one node of 2 GPUs, node base 100 W, so each GPU carries 50 W of it.
+Job type A's exclusive options, power ``n (P + 50)`` (W) and rate (steps/s): (1 GPU, 150 W) 180 W at 4,
+(1, 250) 280 W at 5, (2, 150) 350 W at 7, (2, 250) 540 W at 9. The least energy per step is 45 J on (1, 150).
+A deadline of 200 s for 1,000 steps needs 5 steps/s on average: the cheapest mix lies on the lower convex hull of
+(rate, power), 2/3 of the time on (1, 150) and 1/3 on (2, 150): 200 s x (180 x 2/3 + 350 / 3) W = 47,333.3 J.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.sim_helpers import A, hand_context, hand_job
+from wattplan.planner import planning
+from wattplan.planner.sim.round_instance import workload_instance
+from wattplan.planner.sim.state import JobState
+
+MIXED_J = 200.0 * (180.0 * 2.0 / 3.0 + 350.0 / 3.0)
+
+
+def _instance(*steps: float):
+    ctx = hand_context()
+    return workload_instance(ctx, [JobState.new(hand_job(f"a{i}", A, 0, s)) for i, s in enumerate(steps)])
+
+
+def test_no_window_is_the_least_energy_per_step() -> None:
+    f = planning.deadline_floor(_instance(1000), {})
+    assert f.certified and f.energy_j == pytest.approx(45_000.0, rel=1e-6)
+
+
+def test_a_window_forces_the_cheapest_mix_that_is_fast_enough() -> None:
+    f = planning.deadline_floor(_instance(1000), {"a0": 200.0})
+    assert f.certified and f.energy_j == pytest.approx(MIXED_J, rel=1e-6)
+
+
+def test_a_window_no_option_can_meet_is_infeasible() -> None:
+    f = planning.deadline_floor(_instance(1000), {"a0": 100.0})  # 10 steps/s: the fastest option makes 9
+    assert f.energy_j is None and "no method found a schedule" in f.note
+    free = planning.deadline_floor(_instance(1000, 1000), {"a0": 100.0, "a1": 100.0}, free_jobs=1)
+    assert free.energy_j is None and "infeasible" in free.note
+
+
+def test_the_sum_of_jcts_bounds_the_time_too() -> None:
+    f = planning.deadline_floor(_instance(1000), {}, processing_sum_s=200.0)
+    assert f.energy_j == pytest.approx(MIXED_J, rel=1e-6)
+
+
+def test_a_free_job_drops_the_dearest_window() -> None:
+    """Two A jobs (A does not pair with A here): windows 200 s and 1,000 s; one free frees the 200 s one."""
+    inst = _instance(1000, 1000)
+    both = planning.deadline_floor(inst, {"a0": 200.0, "a1": 1000.0})
+    one_free = planning.deadline_floor(inst, {"a0": 200.0, "a1": 1000.0}, free_jobs=1)
+    assert both.energy_j == pytest.approx(MIXED_J + 45_000.0, rel=1e-6)
+    assert not one_free.certified and one_free.energy_j == pytest.approx(90_000.0, rel=1e-6)
+
+
+def test_the_bound_is_never_above_a_schedule_built_by_hand() -> None:
+    """Job a0 on (2, 150) for 1000/7 s meets a 150 s window for 50,000 J: the bound may not exceed that."""
+    f = planning.deadline_floor(_instance(1000), {"a0": 150.0})
+    assert f.energy_j is not None and f.energy_j <= 350.0 * 1000.0 / 7.0 * (1 + 1e-9)
