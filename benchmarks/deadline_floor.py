@@ -7,7 +7,8 @@ capacity relaxed) and prints the largest captured share ``(E_ref - LB) / (E_ref 
 * ``floor``: no limit (the energy floor, §14);
 * ``old rule``: every job within ``1.1 max(J_j, J_(k))`` of its arrival (the tail bound before 15a0474), LP;
 * ``tail rule``: the shipped ``--tail-bound 10`` deadlines (:meth:`planner.sim.tail_bound.TailBound.from_reference`:
-  ``k + 2`` jobs bound, ``N - k - 2`` free), LP;
+  ``k + 2`` jobs bound, ``N - k - 2`` free), LP; ``tail rule, JCT sum``: the same and the JCTs' sum within
+  ``1.03 sum_j J_j`` (the average limit the replays also keep), LP;
 * ``aim``: the issue's limits themselves, relaxed: every job within ``1.1 J_(k+1)`` except any ``N - k - 2`` of
   them (the p95 at most +10% needs ``k + 2`` jobs within ``1.1 J_(k+1)``), and the JCTs' sum within
   ``1.03 sum_j J_j`` (average at most +3%); a MILP, its solver's proven bound.
@@ -79,9 +80,11 @@ def slice_rows(sl: Slice, time_limit_s: float) -> list[str]:
     tail = TailBound.from_reference(
         finish, arrival, TOLERANCE, deadline_cost=lambda j, a: deadline_cost_j(ctx, fresh[j], a)
     )
+    tail_windows = {j: (1 + TOLERANCE) * y for j, y in (tail.allowed_jct_s or {}).items()}
     rules = {
         "old rule": ({j: (1 + TOLERANCE) * max(v, order[k]) for j, v in jct.items()}, 0, None),
-        "tail rule": ({j: (1 + TOLERANCE) * y for j, y in (tail.allowed_jct_s or {}).items()}, 0, None),
+        "tail rule": (tail_windows, 0, None),
+        "tail rule, JCT sum": (tail_windows, 0, (1 + AVERAGE) * sum(order)),
         "aim": (
             dict.fromkeys(jct, (1 + TOLERANCE) * order[min(k + 1, n - 1)]),
             max(n - k - 2, 0),
