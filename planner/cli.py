@@ -326,9 +326,10 @@ DeltaMaxOpt = Annotated[float, typer.Option(help="Largest delta --max-jct-increa
 TailBoundOpt = Annotated[
     float | None,
     typer.Option(
-        help="Tail bound: wattplan gives each job the steps it needs to finish within this many percent "
-        "of the larger of its own JCT under fifo-max and fifo-max's JCT just below the 95th percentile, "
-        "which bounds the p95 JCT the same way (rounds with an energy budget excepted)."
+        help="Tail bound: wattplan gives the jobs the p95 reads the steps they need to finish within this many "
+        "percent of fifo-max's JCT just below the 95th percentile, which bounds the p95 JCT the same way; the "
+        "few others (2 of 51 jobs), those whose deadline costs the most energy, get none (rounds with an energy "
+        "budget excepted)."
     ),
 ]
 TailPaceOpt = Annotated[

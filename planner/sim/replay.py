@@ -103,8 +103,8 @@ class ReplaySpec:
     delta_max: float = DELTA_MAX
     """The largest ``delta`` the runtime-bounded mode sets."""
     tail_bound: float | None = None
-    """Per-job tail bound (fraction): wattplan keeps each job's JCT within ``1 + x`` of the reference's
-    (:mod:`planner.sim.tail_bound`), which bounds the p95 JCT the same way."""
+    """Per-job tail bound (fraction): wattplan keeps the JCTs the p95 reads within ``1 + x`` of the reference's
+    p95 order statistics (:mod:`planner.sim.tail_bound`), which bounds the p95 JCT the same way."""
     learn: bool = False
     """Each replayed policy learns its profiles from every round's observations (:mod:`planner.sim.learning`)."""
     learn_config: LearnConfig = field(default_factory=LearnConfig)
