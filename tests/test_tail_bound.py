@@ -204,32 +204,3 @@ def test_admitted_bound_jobs_fit_whatever_types_they_choose() -> None:
     early, late = (JobState.new(hand_job(j, A, 0.0, 10_000.0)) for j in ("early", "late"))
     tail = TailBound({"early": 900.0, "late": 950.0}, 0.0)
     assert set(tail.min_steps(two, [late, early], 800.0, None)) == {"early"}
-
-
-def test_the_governor_ceiling_lifts_the_cap_for_one_round_only() -> None:
-    """Plenty of headroom: delta climbs to delta_max (0.25), to 0.9 under a ceiling, and back to 0.25 without."""
-    from wattplan.planner.sim.governor import DELTA_MAX, FREE_DELTA_MAX, JctGovernor
-
-    done = JobState.new(hand_job("a", A, 0.0, 10.0))
-    done.finish_s = 10.0  # the reference took 1000 s: slack near 1
-    governor = JctGovernor({"a": 1000.0}, 0.03, gain=1.0)
-    assert governor.delta_for_round([done], 100.0) == DELTA_MAX
-    assert governor.delta_for_round([done], 200.0, FREE_DELTA_MAX) == FREE_DELTA_MAX
-    assert governor.delta_for_round([done], 300.0) == DELTA_MAX
-
-
-def test_rounds_with_only_free_jobs_queued_may_give_up_more_progress() -> None:
-    """A long job without a deadline, queued alone: the governor's delta passes 0.25 in its rounds."""
-    from wattplan.planner.sim.governor import DELTA_MAX, JctGovernor
-
-    ctx = hand_context(duration_s=100.0, restart_s=10.0, nodes=1, objective="efficiency")
-    jobs = [hand_job("long", A, 0.0, 20_000.0), hand_job("short", B, 0.0, 200.0)]
-    ref = simulate(workload(jobs), hand_context(duration_s=100.0, restart_s=10.0, nodes=1), make_policy("fifo-max"))
-    finish = {s.id: s.finish_s for s in ref.jobs}
-    tail = TailBound(finish, 0.10, allowed_jct_s={"short": 1000.0})  # "long" is free
-    policy = make_policy("wattplan", PolicyOptions(request=PlanRequest(solver="highs", **EXACT)))
-    governor = JctGovernor(finish, 0.5, gain=1.0)
-    result = simulate(workload(jobs), ctx, policy, governor=governor, tail=tail)
-    alone = [r.delta for r in result.rounds if r.queued == 1 and r.delta is not None]
-    assert alone and max(alone) > DELTA_MAX
-    assert all(r.delta is None or r.delta <= DELTA_MAX for r in result.rounds if r.queued == 2)

@@ -55,7 +55,7 @@ from wattplan.planner.sim.accounting import RoundOutcome, round_outcome
 from wattplan.planner.sim.budget import Budget, NoBudget
 from wattplan.planner.sim.decision_memo import DecisionMemo, ReplanOn
 from wattplan.planner.sim.energy_levers import LeverBook, LeverSplit, phase_of, round_levers
-from wattplan.planner.sim.governor import FREE_DELTA_MAX, DeltaSteer
+from wattplan.planner.sim.governor import DeltaSteer
 from wattplan.planner.sim.learning import ProfileLearner
 from wattplan.planner.sim.policies.base import Policy
 from wattplan.planner.sim.round_instance import ClusterContext, ReplayRound, replay_round, round_instance
@@ -361,9 +361,7 @@ def _run_rounds(
             st.stop = "budget-exhausted"
             break
         budget_j = pacer.round_budget_j(unfinished, now, T, ctx.total_gpus)
-        free_only = tail is not None and budget_j is None and all(tail.deadline_s(s) is None for s in queued)
-        ceiling = FREE_DELTA_MAX if free_only else None
-        delta = None if governor is None else governor.delta_for_round(states, now, ceiling)
+        delta = None if governor is None else governor.delta_for_round(states, now)
         weight = None if governor is None else governor.credit_weight_for_round(now)
         seen = learner.context() if learner is not None else ctx
         bounds = None if tail is None else tail.min_steps(seen, queued, now, budget_j)

@@ -67,10 +67,6 @@ DELTA_MAX = 0.25
 """Largest ``delta`` the governor sets. Measured on 150-job slices (benchmarks/RESULTS.md), a fixed
 ``delta`` past about 0.2 buys no energy: with ``energy`` deferred work keeps nodes on for longer,
 with ``efficiency`` 0.1 to 0.5 all land within 0.4% of each other while the JCT rises."""
-FREE_DELTA_MAX = 0.9
-"""Largest ``delta`` in a round whose queue holds no job with a tail-bound deadline (only the bound's free jobs,
-:mod:`planner.sim.tail_bound`): the p95 does not depend on how long they take, so only the average JCT steers
-``delta`` there, and a lone free job is no longer held near full speed by the progress floor."""
 GAIN = 0.25
 """``k``: change of ``delta`` per unit of relative slack, per round."""
 MARGIN = 0.05
@@ -86,8 +82,8 @@ WEIGHT_MAX = 2.0
 class DeltaSteer(Protocol):
     """Anything that sets each round's ``delta`` from the replay's state."""
 
-    def delta_for_round(self, states: Sequence[JobState], now_s: float, ceiling: float | None = None) -> float:
-        """``delta_r`` for the round starting at ``now_s``; ``ceiling`` raises the cap for this round."""
+    def delta_for_round(self, states: Sequence[JobState], now_s: float) -> float:
+        """``delta_r`` for the round starting at ``now_s``."""
         ...
 
     def credit_weight_for_round(self, now_s: float) -> float:
@@ -147,12 +143,8 @@ class JctGovernor(_NoSignal):
     """Compare whole JCTs with the unfinished part projected (module docstring) instead of accrued time."""
     history: list[float] = field(default_factory=list)
 
-    def delta_for_round(self, states: Sequence[JobState], now_s: float, ceiling: float | None = None) -> float:
-        """Update and return ``delta_r`` for the round starting at ``now_s`` (module docstring).
-
-        The cap is ``delta_max``, or ``max(delta_max, ceiling)`` for this round when ``ceiling`` is given.
-        """
-        cap = self.delta_max if ceiling is None else max(self.delta_max, ceiling)
+    def delta_for_round(self, states: Sequence[JobState], now_s: float) -> float:
+        """Update and return ``delta_r`` for the round starting at ``now_s`` (module docstring)."""
         if self.projected:
             ours, ref = projected_s(states, self.reference_finish_s, now_s)
         else:
@@ -161,8 +153,7 @@ class JctGovernor(_NoSignal):
             ref = accrued_s(arrivals, self.reference_finish_s, now_s)
         if ref > 0:
             slack = 1.0 - ours / ((1.0 + self.max_increase) * ref)
-            self.delta = min(max(self.delta + self.gain * (slack - self.margin), 0.0), cap)
-        self.delta = min(self.delta, cap)
+            self.delta = min(max(self.delta + self.gain * (slack - self.margin), 0.0), self.delta_max)
         self.history.append(self.delta)
         return self.delta
 
@@ -173,8 +164,8 @@ class FixedDelta(_NoSignal):
 
     delta: float
 
-    def delta_for_round(self, states: Sequence[JobState], now_s: float, ceiling: float | None = None) -> float:
-        """The fixed ``delta`` (``ceiling`` does not change it)."""
+    def delta_for_round(self, states: Sequence[JobState], now_s: float) -> float:
+        """The fixed ``delta``."""
         return self.delta
 
 
@@ -203,17 +194,13 @@ class SignalSteer:
             self._last = (now_s, rel)
         return self._last[1]
 
-    def delta_for_round(self, states: Sequence[JobState], now_s: float, ceiling: float | None = None) -> float:
-        """``clip(inner + kappa (rel - 1), 0, cap)``; the inner ``delta`` when ``rel`` is undefined.
-
-        ``cap`` is ``delta_max``, or ``max(delta_max, ceiling)`` when ``ceiling`` is given (passed to the inner).
-        """
-        base = self.inner.delta_for_round(states, now_s, ceiling)
+    def delta_for_round(self, states: Sequence[JobState], now_s: float) -> float:
+        """``clip(inner + kappa (rel - 1), 0, delta_max)``; the inner ``delta`` when ``rel`` is undefined."""
+        base = self.inner.delta_for_round(states, now_s)
         rel = self.relative(now_s)
         if rel is None:
             return base
-        cap = self.delta_max if ceiling is None else max(self.delta_max, ceiling)
-        return min(max(base + self.kappa * (rel - 1.0), 0.0), cap)
+        return min(max(base + self.kappa * (rel - 1.0), 0.0), self.delta_max)
 
     def credit_weight_for_round(self, now_s: float) -> float:
         """``clip(1 / rel, w_min, w_max)``; ``w_max`` for a free or negative price, 1 when ``rel`` is undefined."""
