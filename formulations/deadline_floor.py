@@ -38,7 +38,6 @@ from wattplan.formulations.energy_floor import (
     FLOOR_METHODS,
     FLOOR_OBJECTIVE,
     DemandClass,
-    FloorColumn,
     certified_bound,
     floor_columns,
     run_floor_lp,
@@ -57,9 +56,10 @@ PRIMAL_TOLERANCE = 1e-6
 
 @dataclass(frozen=True, slots=True)
 class _Built:
+    """The model and its rows' right-hand sides ``b`` (rows ``A t >= b``, for the certificate)."""
+
     lm: LinearModel
     rhs: np.ndarray
-    columns: list[FloorColumn]
 
 
 def _build(
@@ -121,7 +121,7 @@ def _build(
         rhs.append(-1.0)
     cost = np.zeros(mb.num_cols)
     cost[: len(columns)] = np.array([col.power_w for col in columns]) / scale / J_PER_KWH
-    return _Built(mb.build({FLOOR_OBJECTIVE: cost}), np.array(rhs), columns)
+    return _Built(mb.build({FLOOR_OBJECTIVE: cost}), np.array(rhs))
 
 
 def _solve_lp(built: _Built, time_limit_s: float) -> SolverResult:
