@@ -66,7 +66,7 @@ def _share(e_ref: float, floor: float, bound: DeadlineFloor) -> str:
     return f"{bound.energy_kwh:.2f} kWh, **{(e_ref - bound.energy_kwh) / (e_ref - floor):.0%}**"
 
 
-def slice_rows(sl: Slice, time_limit_s: float) -> list[str]:
+def slice_rows(sl: Slice, time_limit_s: float, slot_h: float | None = None) -> list[str]:
     """The slice's table rows (module docstring)."""
     spec = spec_of(sl)
     wl, ctx = prepare(spec)
@@ -95,10 +95,13 @@ def slice_rows(sl: Slice, time_limit_s: float) -> list[str]:
             (1 + AVERAGE) * sum(order),
         ),
     }
+    if slot_h is not None:  # capacity per slot: the LP rows only (the aim's MILP would span every job to the end)
+        rules = {f"{name}, {slot_h:g} h slots": rule for name, rule in rules.items() if rule[1] == 0}
     rows = []
     for name, (windows, free, total) in rules.items():
         begin = time.perf_counter()
-        bound = planning.deadline_floor(inst, windows, free, total, time_limit_s)
+        slot_s = None if slot_h is None else slot_h * 3600.0
+        bound = planning.deadline_floor(inst, windows, free, total, time_limit_s, arrival, slot_s)
         rows.append(
             f"| {sl.name} | {n} | {e_ref:.2f} | {floor:.2f} | {name} | {len(windows) - free} of {n} | "
             f"{_share(e_ref, floor, bound)} | {'LP, duals' if bound.certified else 'MILP bound'} | "
@@ -117,12 +120,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--slices", default="all", help="comma-separated slice names of energy_gap.py, or all")
     ap.add_argument("--time-limit", type=float, default=300.0, help="seconds per LP or MILP")
+    ap.add_argument("--slot-h", type=float, help="add capacity per slot of this many hours (LP rows only)")
     args = ap.parse_args(argv)
     by_name = {s.name: s for s in SLICES}
     chosen = list(SLICES) if args.slices == "all" else [by_name[n] for n in args.slices.split(",")]
     print(HEAD, flush=True)
     for sl in chosen:
-        for row in slice_rows(sl, args.time_limit):
+        for row in slice_rows(sl, args.time_limit, args.slot_h):
             print(row, flush=True)
 
 

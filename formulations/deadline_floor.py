@@ -38,6 +38,7 @@ from wattplan.formulations.energy_floor import (
     FLOOR_METHODS,
     FLOOR_OBJECTIVE,
     DemandClass,
+    FloorColumn,
     certified_bound,
     floor_columns,
     run_floor_lp,
@@ -62,66 +63,158 @@ class _Built:
     rhs: np.ndarray
 
 
+@dataclass(frozen=True, slots=True)
+class Timeline:
+    """Slots of ``slot_s`` seconds from the first arrival, for the capacity rows (module docstring)."""
+
+    arrivals_s: Mapping[str, float]
+    slot_s: float
+
+
+def _overlap(lo: float, hi: float, a: float, b: float) -> float:
+    """Length (s) of ``[lo, hi] & [a, b]``."""
+    return max(0.0, min(hi, b) - max(lo, a))
+
+
 def _build(
-    instance: Instance, windows_s: Mapping[str, float], free_jobs: int, processing_sum_s: float | None
+    instance: Instance,
+    windows_s: Mapping[str, float],
+    free_jobs: int,
+    processing_sum_s: float | None,
+    timeline: Timeline | None = None,
 ) -> _Built:
-    """The model of the module docstring, rows as ``A t >= b`` scaled to ``b`` in {1, -1, ...}, costs in kWh."""
+    """The model of the module docstring, rows as ``A t >= b`` scaled to ``b`` in {1, -1, ...}, costs in kWh.
+
+    Without a timeline a model column is a configuration; with one it is a configuration in a slot.
+    """
     jobs = [j for j in instance.jobs if j.remaining_steps > 0]
     classes = [DemandClass(j.type, tuple(sorted(j.gpus)), j.remaining_steps, 1) for j in jobs]
     columns = floor_columns(instance, classes, self_pairs=False)
     scale = np.array([max(rate / classes[k].steps for k, rate in c.rates) for c in columns])
-    mb = ModelBuilder()
+    slowest = [INF] * len(jobs)
     for col in columns:
-        mb.add_col(col.name, 0.0, INF, False)
-    serving: list[list[tuple[int, float]]] = [[] for _ in jobs]
-    for c, col in enumerate(columns):
         for k, rate in col.rates:
-            serving[k].append((c, rate))
+            slowest[k] = min(slowest[k], rate)
+    bound_jobs = [k for k, j in enumerate(jobs) if j.id in windows_s and slowest[k] < INF]
+    # copies: (configuration, slot) pairs; slot -1 without a timeline
+    copies: list[tuple[int, int]] = [(c, -1) for c in range(len(columns))]
+    lines: _Lines | None = None
+    if timeline is not None:
+        arrive = [timeline.arrivals_s[j.id] for j in jobs]
+        due = [arrive[k] + windows_s[j.id] if k in bound_jobs else INF for k, j in enumerate(jobs)]
+        longest = max(arrive[k] + classes[k].steps / slowest[k] for k in range(len(jobs)) if slowest[k] < INF)
+        end = max([longest] + [d for d in due if d < INF])
+        t0 = min(arrive)
+        n_slots = max(int(np.ceil((end - t0) / timeline.slot_s)), 1)
+        slots = [(t0 + i * timeline.slot_s, t0 + (i + 1) * timeline.slot_s) for i in range(n_slots)]
+        # where a job may compute: to its deadline, or to the end when it has none or may go free
+        reach = [end if free_jobs > 0 or due[k] == INF else due[k] for k in range(len(jobs))]
+        copies = []
+        for c, col in enumerate(columns):
+            lo = max(arrive[k] for k, _ in col.rates)
+            hi = min(reach[k] for k, _ in col.rates)
+            copies += [(c, i) for i, (a, b) in enumerate(slots) if _overlap(lo, hi, a, b) > 0]
+        lines = _Lines(slots, arrive, [min(d, end) for d in due], end)
+    mb = ModelBuilder()
+    for c, i in copies:
+        mb.add_col(columns[c].name if i < 0 else f"{columns[c].name}@{i}", 0.0, INF, False)
+    serving: list[list[tuple[int, float]]] = [[] for _ in jobs]  # (model column, rate)
+    for m, (c, _) in enumerate(copies):
+        for k, rate in columns[c].rates:
+            serving[k].append((m, rate))
+    sc = np.array([scale[c] for c, _ in copies])
     rhs: list[float] = []
     for k, entries in enumerate(serving):
         if entries:
-            cols = [c for c, _ in entries]
+            cols = [m for m, _ in entries]
             mb.add_row(
-                cols, [rate / classes[k].steps / scale[c] for c, rate in entries], 1.0, INF, f"steps[{k}]", "progress"
+                cols, [rate / classes[k].steps / sc[m] for m, rate in entries], 1.0, INF, f"steps[{k}]", "progress"
             )
             rhs.append(1.0)
-    bound_jobs = [k for k, j in enumerate(jobs) if j.id in windows_s and serving[k]]
-    u_start = len(columns)
+    u_start = len(copies)
+    keep_col: dict[int, int] = {}
     if free_jobs > 0:
         for k in bound_jobs:
-            mb.add_col(f"keep[{jobs[k].id}]", 0.0, 1.0, True)
-    for i, k in enumerate(bound_jobs):
+            keep_col[k] = mb.add_col(f"keep[{jobs[k].id}]", 0.0, 1.0, True)
+    for k in bound_jobs:
         w = max(windows_s[jobs[k].id], 1e-9)
-        cols = [c for c, _ in serving[k]]
-        coefs = [-1.0 / w / scale[c] for c in cols]
+        cols = [m for m, _ in serving[k]]
+        coefs = [-1.0 / w / sc[m] for m in cols]
         if free_jobs > 0:
-            slowest = min(rate for _, rate in serving[k])
-            m_rel = max(classes[k].steps / slowest - w, 0.0) / w
+            m_rel = max(classes[k].steps / slowest[k] - w, 0.0) / w
             # sum t <= W + M (1 - u)   <=>   -sum t / W - (M/W) u >= -1 - M/W
-            mb.add_row(cols + [u_start + i], coefs + [-m_rel], -1.0 - m_rel, INF, f"time[{k}]", "progress")
+            mb.add_row(cols + [keep_col[k]], coefs + [-m_rel], -1.0 - m_rel, INF, f"time[{k}]", "progress")
             rhs.append(-1.0 - m_rel)
         else:
             mb.add_row(cols, coefs, -1.0, INF, f"time[{k}]", "progress")
             rhs.append(-1.0)
     if free_jobs > 0 and bound_jobs:
         keep = max(len(bound_jobs) - free_jobs, 0)
-        mb.add_row([u_start + i for i in range(len(bound_jobs))], [1.0] * len(bound_jobs), keep, INF, "kept", "count")
+        mb.add_row([keep_col[k] for k in bound_jobs], [1.0] * len(bound_jobs), keep, INF, "kept", "count")
         rhs.append(float(keep))
     if processing_sum_s is not None:
-        served = [len(col.rates) for col in columns]
-        cols = list(range(len(columns)))
-        mb.add_row(
-            cols,
-            [-n / processing_sum_s / scale[c] for c, n in zip(cols, served, strict=True)],
-            -1.0,
-            INF,
-            "processing",
-            "progress",
-        )
+        cols = list(range(len(copies)))
+        coefs = [-len(columns[c].rates) / processing_sum_s / sc[m] for m, (c, _) in enumerate(copies)]
+        mb.add_row(cols, coefs, -1.0, INF, "processing", "progress")
         rhs.append(-1.0)
+    if lines is not None:
+        _timeline_rows(mb, rhs, instance, columns, copies, sc, lines, keep_col)
     cost = np.zeros(mb.num_cols)
-    cost[: len(columns)] = np.array([col.power_w for col in columns]) / scale / J_PER_KWH
+    cost[:u_start] = np.array([columns[c].power_w for c, _ in copies]) / sc / J_PER_KWH
     return _Built(mb.build({FLOOR_OBJECTIVE: cost}), np.array(rhs))
+
+
+@dataclass(frozen=True, slots=True)
+class _Lines:
+    """The timeline's slots and each job's arrival, deadline (the end when it has none) and the end (s)."""
+
+    slots: list[tuple[float, float]]
+    arrive: list[float]
+    due: list[float]
+    end: float
+
+
+def _timeline_rows(
+    mb: ModelBuilder,
+    rhs: list[float],
+    instance: Instance,
+    columns: list[FloorColumn],
+    copies: list[tuple[int, int]],
+    sc: np.ndarray,
+    lines: _Lines,
+    keep_col: Mapping[int, int],
+) -> None:
+    """Per slot: each job runs at most the slot's part of its window; each GPU type's GPU-seconds fit the slot.
+
+    A job ``j`` in slot ``s``: ``sum_{c serving j} t_cs <= |s & [a_j, d_j]|``, plus ``|s & [d_j, end]| (1 - u_j)``
+    when it may go free (``u_j`` its keep binary). Type ``g`` in slot ``s``: ``sum_{c on g} n_c t_cs <= N_g K_g
+    |s|``. Both hold for every schedule whose jobs keep their windows (a job computes in one configuration at a
+    time, between its arrival and its deadline; a type has its GPUs).
+    """
+    by_job_slot: dict[tuple[int, int], list[int]] = {}
+    by_type_slot: dict[tuple[str, int], list[int]] = {}
+    for m, (c, i) in enumerate(copies):
+        for k, _ in columns[c].rates:
+            by_job_slot.setdefault((k, i), []).append(m)
+        by_type_slot.setdefault((columns[c].gpu_type, i), []).append(m)
+    for (k, i), ms in sorted(by_job_slot.items()):
+        a, b = lines.slots[i]
+        inside = _overlap(lines.arrive[k], lines.due[k], a, b)
+        extra = _overlap(lines.due[k], lines.end, a, b) if k in keep_col else 0.0
+        cap = inside + extra
+        coefs = [-1.0 / cap / sc[m] for m in ms]
+        if extra > 0:
+            # sum t <= inside + extra (1 - u)   <=>   -sum t / cap - (extra / cap) u >= -1
+            mb.add_row(ms + [keep_col[k]], coefs + [-extra / cap], -1.0, INF, f"slot[{k},{i}]", "progress")
+        else:
+            mb.add_row(ms, coefs, -1.0, INF, f"slot[{k},{i}]", "progress")
+        rhs.append(-1.0)
+    total = {g.name: g.total_gpus for g in instance.gpu_types}
+    for (g, i), ms in sorted(by_type_slot.items()):
+        a, b = lines.slots[i]
+        cap = total[g] * (b - a)
+        mb.add_row(ms, [-columns[copies[m][0]].gpus / cap / sc[m] for m in ms], -1.0, INF, f"gpus[{g},{i}]", "progress")
+        rhs.append(-1.0)
 
 
 def _solve_lp(built: _Built, time_limit_s: float) -> SolverResult:
@@ -165,14 +258,16 @@ def deadline_floor(
     free_jobs: int = 0,
     processing_sum_s: float | None = None,
     time_limit_s: float = DEADLINE_FLOOR_TIME_LIMIT_S,
+    timeline: Timeline | None = None,
 ) -> DeadlineFloor:
     """A lower bound on the energy of every schedule that finishes each job of ``windows_s`` within its window.
 
     ``windows_s``: job id -> seconds from its arrival to its deadline (a job not in it has none); any
-    ``free_jobs`` of them may ignore theirs; ``processing_sum_s`` bounds the JCTs' sum (module docstring).
+    ``free_jobs`` of them may ignore theirs; ``processing_sum_s`` bounds the JCTs' sum; a ``timeline`` (every
+    job's arrival, a slot length) adds the capacity rows (module docstring).
     """
     begin = time.perf_counter()
-    built = _build(instance, windows_s, free_jobs, processing_sum_s)
+    built = _build(instance, windows_s, free_jobs, processing_sum_s, timeline)
     jobs = sum(1 for j in instance.jobs if j.remaining_steps > 0)
     windows = sum(1 for j in instance.jobs if j.remaining_steps > 0 and j.id in windows_s)
     solve = _solve_milp if free_jobs > 0 else _solve_lp

@@ -159,6 +159,8 @@ class FloorColumn:
     power_w: float
     rates: tuple[tuple[int, float], ...]  # (class, steps/s)
     paired: bool
+    gpu_type: str = ""
+    gpus: int = 0
 
 
 def floor_columns(instance: Instance, classes: list[DemandClass], self_pairs: bool = True) -> list[FloorColumn]:
@@ -171,7 +173,7 @@ def floor_columns(instance: Instance, classes: list[DemandClass], self_pairs: bo
     for ki, k in enumerate(classes):
         for g, p in profiled_options(instance, k.type, k.gpus):
             name = f"x_{ki}_{g.name}_{p.gpus}_{p.setting}"
-            out.append(FloorColumn(name, exclusive_power_w(g, p), ((ki, p.steps_per_s),), False))
+            out.append(FloorColumn(name, exclusive_power_w(g, p), ((ki, p.steps_per_s),), False, g.name, p.gpus))
     for ai, a in enumerate(classes):
         for bi in range(ai if self_pairs else ai + 1, len(classes)):
             b = classes[bi]
@@ -189,7 +191,9 @@ def floor_columns(instance: Instance, classes: list[DemandClass], self_pairs: bo
                         for ra, rb in sorted(orders):
                             power = pair_power_w(g, n, pa, pb, ra, rb)
                             served = ((ai, ra * pa.steps_per_s), (bi, rb * pb.steps_per_s))
-                            out.append(FloorColumn(f"q_{ai}_{bi}_{g.name}_{n}_{s}_{ra:g}", power, served, True))
+                            out.append(
+                                FloorColumn(f"q_{ai}_{bi}_{g.name}_{n}_{s}_{ra:g}", power, served, True, g.name, n)
+                            )
     return out
 
 

@@ -59,3 +59,22 @@ def test_the_bound_is_never_above_a_schedule_built_by_hand() -> None:
     """Job a0 on (2, 150) for 1000/7 s meets a 150 s window for 50,000 J: the bound may not exceed that."""
     f = planning.deadline_floor(_instance(1000), {"a0": 150.0})
     assert f.energy_j is not None and f.energy_j <= 350.0 * 1000.0 / 7.0 * (1 + 1e-9)
+
+
+def test_capacity_in_a_slot_by_hand() -> None:
+    """Two A jobs, 1,000 steps each, both within [0, 200 s] on the node's 2 GPUs: 400 GPU-seconds for 2,000 steps.
+
+    Only (1 GPU, 250 W) needs as little as 0.2 GPU-s per step, so both jobs run it for 200 s: 2 x 200 x 280 J.
+    Without the capacity rows each job takes the cheaper mix (47,333.3 J) and the two need 533 GPU-seconds.
+    """
+    inst = _instance(1000, 1000)
+    windows = {"a0": 200.0, "a1": 200.0}
+    arrivals = {"a0": 0.0, "a1": 0.0}
+    free = planning.deadline_floor(inst, windows)
+    slotted = planning.deadline_floor(inst, windows, arrivals_s=arrivals, slot_s=200.0)
+    assert free.energy_j == pytest.approx(2 * MIXED_J, rel=1e-6)
+    assert slotted.certified and slotted.energy_j == pytest.approx(2 * 200.0 * 280.0, rel=1e-6)
+    wide = planning.deadline_floor(inst, windows, arrivals_s=arrivals, slot_s=1000.0)  # one slot of 2,000 GPU-s
+    assert wide.energy_j == pytest.approx(2 * MIXED_J, rel=1e-6)  # coarser slots relax more
+    one_free = planning.deadline_floor(inst, windows, free_jobs=1, arrivals_s=arrivals, slot_s=1000.0)
+    assert one_free.energy_j == pytest.approx(MIXED_J + 45_000.0, rel=1e-6)  # 2,000 GPU-s: capacity is slack
