@@ -66,6 +66,10 @@ def _share(e_ref: float, floor: float, bound: DeadlineFloor) -> str:
     return f"{bound.energy_kwh:.2f} kWh, **{(e_ref - bound.energy_kwh) / (e_ref - floor):.0%}**"
 
 
+def _paired(bound: DeadlineFloor) -> str:
+    return "-" if bound.paired_step_share is None else f"{bound.paired_step_share:.0%}"
+
+
 def slice_rows(sl: Slice, time_limit_s: float, slot_h: float | None = None) -> list[str]:
     """The slice's table rows (module docstring)."""
     spec = spec_of(sl)
@@ -104,15 +108,15 @@ def slice_rows(sl: Slice, time_limit_s: float, slot_h: float | None = None) -> l
         bound = planning.deadline_floor(inst, windows, free, total, time_limit_s, arrival, slot_s)
         rows.append(
             f"| {sl.name} | {n} | {e_ref:.2f} | {floor:.2f} | {name} | {len(windows) - free} of {n} | "
-            f"{_share(e_ref, floor, bound)} | {'LP, duals' if bound.certified else 'MILP bound'} | "
+            f"{_share(e_ref, floor, bound)} | {_paired(bound)} | {'LP, duals' if bound.certified else 'MILP bound'} | "
             f"{bound.columns:,} | {time.perf_counter() - begin:.0f} | {bound.note} |"
         )
     return rows
 
 
 HEAD = (
-    "| slice | jobs | fifo-max kWh | floor kWh | limits | jobs held | lower bound, largest captured share | proof | "
-    "columns | s | solver |\n|---|---|---|---|---|---|---|---|---|---|---|"
+    "| slice | jobs | fifo-max kWh | floor kWh | limits | jobs held | lower bound, largest captured share | "
+    "paired steps | proof | columns | s | solver |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 

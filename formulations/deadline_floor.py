@@ -61,6 +61,10 @@ class _Built:
 
     lm: LinearModel
     rhs: np.ndarray
+    steps_per_value: np.ndarray
+    """Steps (all jobs) per unit of each model column's value; 0 for the keep binaries."""
+    paired: np.ndarray
+    """True for the columns of pair configurations."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,7 +165,11 @@ def _build(
         _timeline_rows(mb, rhs, instance, columns, copies, sc, lines, keep_col)
     cost = np.zeros(mb.num_cols)
     cost[:u_start] = np.array([columns[c].power_w for c, _ in copies]) / sc / J_PER_KWH
-    return _Built(mb.build({FLOOR_OBJECTIVE: cost}), np.array(rhs))
+    steps = np.zeros(mb.num_cols)
+    steps[:u_start] = np.array([sum(rate for _, rate in columns[c].rates) for c, _ in copies]) / sc
+    paired = np.zeros(mb.num_cols, dtype=bool)
+    paired[:u_start] = [columns[c].paired for c, _ in copies]
+    return _Built(mb.build({FLOOR_OBJECTIVE: cost}), np.array(rhs), steps, paired)
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,7 +245,9 @@ def _solve_lp(built: _Built, time_limit_s: float) -> SolverResult:
         gap = (value - bound) / max(abs(value), 1e-12)
         if best.bound is None or bound > best.bound:
             status: SolveStatus = "optimal" if gap <= 1e-4 else "feasible"
-            best = SolverResult(status, objective=value, bound=bound, message=f"LP ({label}), certified gap {gap:.1e}")
+            best = SolverResult(
+                status, values=t, objective=value, bound=bound, message=f"LP ({label}), certified gap {gap:.1e}"
+            )
         if gap <= 1e-4:
             break
     best.solve_s = time.perf_counter() - begin
@@ -248,7 +258,6 @@ def _solve_milp(built: _Built, time_limit_s: float) -> SolverResult:
     """The MILP solved by the first backend with LP duals (HiGHS): its proven ``bound`` (kWh) and best value."""
     r = backend_with("lp_duals").solve(built.lm, "energy", False, SolveParams(time_limit_s, rel_gap=1e-6))
     r.message = f"MILP {r.status}, not certified by duals" + (f" ({r.message})" if r.message else "")
-    r.values = None  # not needed, and large
     return r
 
 
@@ -273,6 +282,10 @@ def deadline_floor(
     solve = _solve_milp if free_jobs > 0 else _solve_lp
     r = run_with_deadline(solve, (built, time_limit_s), time_limit_s + 10.0)
     value = "-" if r.objective is None else f"{r.objective:.4f}"
+    share = None
+    if r.values is not None and len(r.values) == built.lm.num_cols:
+        steps = np.maximum(r.values, 0.0) * built.steps_per_value
+        share = float(steps[built.paired].sum() / steps.sum()) if steps.sum() > 0 else None
     note = f"{r.message}; value {value} kWh; {time.perf_counter() - begin:.1f} s"
     return DeadlineFloor(
         None if r.bound is None else r.bound * J_PER_KWH,
@@ -282,4 +295,5 @@ def deadline_floor(
         built.lm.num_cols,
         free_jobs == 0,
         note,
+        share,
     )

@@ -73,6 +73,7 @@ def test_capacity_in_a_slot_by_hand() -> None:
     free = planning.deadline_floor(inst, windows)
     slotted = planning.deadline_floor(inst, windows, arrivals_s=arrivals, slot_s=200.0)
     assert free.energy_j == pytest.approx(2 * MIXED_J, rel=1e-6)
+    assert free.paired_step_share == 0.0  # A does not pair with A on the hand node
     assert slotted.certified and slotted.energy_j == pytest.approx(2 * 200.0 * 280.0, rel=1e-6)
     wide = planning.deadline_floor(inst, windows, arrivals_s=arrivals, slot_s=1000.0)  # one slot of 2,000 GPU-s
     assert wide.energy_j == pytest.approx(2 * MIXED_J, rel=1e-6)  # coarser slots relax more

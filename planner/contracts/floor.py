@@ -46,6 +46,8 @@ class DeadlineFloor:
     certified: bool
     """True: weak duality on the LP's duals; False: a MILP solver's proven bound (``free_jobs > 0``)."""
     note: str
+    paired_step_share: float | None = None
+    """Fraction of all steps the solution found does in pairs (None without one)."""
 
     @property
     def energy_kwh(self) -> float | None:
