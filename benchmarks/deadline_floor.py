@@ -24,7 +24,6 @@ that slice for every schedule (``aim``) or for the rule (``tail rule``).
 from __future__ import annotations
 
 import argparse
-import math
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -38,7 +37,7 @@ from wattplan.planner.files.resources import resolve_trace
 from wattplan.planner.sim.replay import ReplaySpec, prepare, reference_run, workload_floor
 from wattplan.planner.sim.round_instance import workload_instance
 from wattplan.planner.sim.state import JobState
-from wattplan.planner.sim.tail_bound import TailBound, deadline_cost_j
+from wattplan.planner.sim.tail_bound import TailBound, deadline_cost_j, reference_ranks
 
 TOLERANCE = 0.10
 """The p95 limit (+10%) and the tail bound's ``x``."""
@@ -79,10 +78,9 @@ def slice_rows(sl: Slice, time_limit_s: float, slot_h: float | None = None) -> l
     floor = workload_floor(wl, ctx).energy_kwh or 0.0
     arrival = {s.id: s.spec.arrival_s for s in ref.jobs}
     finish = {s.id: s.finish_s for s in ref.jobs}
-    jct = {j: f - arrival[j] for j, f in finish.items() if f is not None}
-    order = sorted(jct.values())
+    jct, ranked, k = reference_ranks(finish, arrival)
+    order = [jct[j] for j in ranked]
     n = len(order)
-    k = math.floor(0.95 * (n - 1))
     fresh = {s.id: JobState.new(s.spec) for s in ref.jobs}
     inst = workload_instance(ctx.real, list(fresh.values()))
     tail = TailBound.from_reference(

@@ -68,6 +68,19 @@ MIN_STEPS_SHARE = 0.999999
 """A bound is at most this share of the most steps the job can make this round (rounding margin)."""
 
 
+def reference_ranks(
+    finish_s: Mapping[str, float | None], arrival_s: Mapping[str, float], q: float = 95.0
+) -> tuple[dict[str, float], list[str], int]:
+    """The reference's JCTs, their ranks and ``k``: what the p95 of the module docstring is read from.
+
+    Returns ``J_j = f_j - a_j`` (s) of the jobs the reference finishes, their ids ascending by ``J_j`` (ties by
+    id), and ``k = floor(q/100 (N - 1))``: the ``q``-th percentile lies between ranks ``k`` and ``k + 1``.
+    """
+    jct = {j: f - arrival_s[j] for j, f in finish_s.items() if f is not None}
+    order = sorted(jct, key=lambda j: (jct[j], j))
+    return jct, order, math.floor(q / 100.0 * (len(order) - 1)) if order else 0
+
+
 @dataclass(frozen=True)
 class TailBound:
     """Deadlines ``D_j = a_j + (1 + x) y_j`` (module docstring); :meth:`from_reference` builds them.
@@ -100,12 +113,10 @@ class TailBound:
         ``deadline_cost(job id, allowed JCT s)`` ranks the jobs to keep free (J; most first); without it, the
         reference's slowest jobs are free.
         """
-        jct = {j: f - arrival_s[j] for j, f in finish_s.items() if f is not None}
-        order = sorted(jct, key=lambda j: (jct[j], j))
+        jct, order, k = reference_ranks(finish_s, arrival_s, q)
         if not order:
             return cls(finish_s, tolerance, 0.0, pace, {})
         n = len(order)
-        k = math.floor(q / 100.0 * (n - 1))
         j_k, j_k1 = jct[order[k]], jct[order[min(k + 1, n - 1)]]
         free_count = max(n - k - 2, 0)
 
