@@ -45,7 +45,7 @@ from wattplan.formulations.ir import INF, LazyNames, LinearModel
 from wattplan.formulations.options import OptionSet, Slot, enumerate_options, match_slot
 from wattplan.planner.contracts.domain import Instance
 from wattplan.planner.core.assemble import Allocation
-from wattplan.planner.core.economics import static_multiplier, step_credit_j
+from wattplan.planner.core.economics import step_credits_j
 
 ENERGY_ROW = "energy"
 PROGRESS_ROW = "progress_floor"
@@ -270,14 +270,9 @@ def build_round_model(instance: Instance, options: OptionSet | None = None) -> R
         nz_e = np.flatnonzero(energy)
         rows.add_row(nz_e, energy[nz_e], -INF, instance.round.budget_j, ENERGY_ROW, "energy")
     w = instance.round.credit_weight
-    rho = static_multiplier(instance)
+    credits = step_credits_j(instance)
     e = np.array(
-        [
-            w * step_credit_j(instance, job.type, job.gpus, rho) * job.remaining_steps / job.weight
-            if job.weight > 0
-            else 0.0
-            for job in instance.jobs
-        ]
+        [w * credits[job.id] * job.remaining_steps / job.weight if job.weight > 0 else 0.0 for job in instance.jobs]
     )
     credit = np.zeros(ncols)  # w sum_j e_j sigma_j, sigma = pi R_j (progress is w_j pi)
     if len(e):

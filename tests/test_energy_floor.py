@@ -17,7 +17,7 @@ from wattplan.formulations.energy_floor import certified_bound, energy_floor
 from wattplan.formulations.ir import INF, ModelBuilder
 from wattplan.planner.contracts.domain import PairSlowdown
 from wattplan.planner.contracts.request import REPLAY_REQUEST
-from wattplan.planner.core.economics import static_multiplier, step_credit_j
+from wattplan.planner.core.economics import static_multiplier, step_credit_j, step_credits_j
 from wattplan.planner.sim.budget import EnergyBudget, NoBudget, step_prices
 from wattplan.planner.sim.engine import simulate
 from wattplan.planner.sim.governor import (
@@ -271,6 +271,7 @@ def test_static_multiplier_by_hand(jobs: int, rho: float) -> None:
     full = (130 + 100 / 2) / 4  # rho = 1: the full-node best, best_step_energy_j's
     assert step_credit_j(inst, A, (1, 2), 1.0) == pytest.approx(full)
     assert step_credit_j(inst, A, (1, 2), rho) == pytest.approx((130 - 30 + rho * 80) / 4)
+    assert step_credits_j(inst) == pytest.approx({f"a{i}": (130 - 30 + rho * 80) / 4 for i in range(jobs)})
 
 
 def test_relative_to_trailing_day_by_hand(tmp_path: Path) -> None:

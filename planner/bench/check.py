@@ -36,7 +36,7 @@ from typing import Any
 from wattplan.planner.contracts.domain import Instance
 from wattplan.planner.contracts.plan import Plan, parse_plan, plan_to_doc
 from wattplan.planner.contracts.problems import InputError, Problem
-from wattplan.planner.core.economics import static_multiplier, step_credit_j
+from wattplan.planner.core.economics import step_credits_j
 from wattplan.planner.core.evaluate import Evaluation, evaluate_plan
 from wattplan.planner.core.validate import validate_plan
 
@@ -47,11 +47,11 @@ MAX_PROBLEMS = 5
 def credit_j(instance: Instance, ev: Evaluation) -> float:
     """``c sum_j e*_j sigma_j`` (J): the round's steps priced at each job's best exclusive energy per step."""
     total = 0.0
-    rho = static_multiplier(instance)
+    credits = step_credits_j(instance)
     for job in instance.jobs:
         outcome = ev.outcomes.get(job.id)
         if outcome is not None and job.weight > 0:
-            total += step_credit_j(instance, job.type, job.gpus, rho) * outcome.steps
+            total += credits[job.id] * outcome.steps
     return instance.round.credit_weight * total
 
 

@@ -22,7 +22,7 @@ powered-on nodes.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from wattplan.planner.contracts.domain import GpuType, Instance, Job, Profile
@@ -190,22 +190,25 @@ def best_step_energy_j(instance: Instance, job_type: str, counts: Iterable[int])
     return min(costs, default=0.0)
 
 
-def static_multiplier(instance: Instance) -> float:
+def static_multiplier(
+    instance: Instance, options: Mapping[str, Sequence[tuple[GpuType, Profile]]] | None = None
+) -> float:
     """``rho >= 1``: the powered GPUs the queue needs per GPU it uses, when it cannot fill the cluster.
 
     Each job with steps left is put on its least-energy exclusive option (:func:`best_step_energy_j`'s),
     ``D_g`` the GPUs so used on type ``g``. When ``sum_g D_g`` reaches the cluster's GPUs, ``rho = 1``;
     otherwise ``rho = sum_g min(ceil(D_g / K_g) K_g, N_g K_g) / sum_g D_g``: the GPUs of the nodes that must be on
     over the GPUs that compute, so each used GPU carries ``rho`` times its own static power ``Pnode_g / K_g +
-    Pidle_g`` (a last job on one GPU of an 8-GPU node carries the whole node, ``rho = 8``).
+    Pidle_g`` (a last job on one GPU of an 8-GPU node carries the whole node, ``rho = 8``). ``options``: each
+    job's :func:`profiled_options` by job id, when the caller has listed them already.
     """
     demand: dict[str, int] = {}
     for job in instance.jobs:
         if job.remaining_steps <= 0 or job.weight <= 0:
             continue
-        options = list(profiled_options(instance, job.type, job.gpus))
-        if options:
-            g, p = min(options, key=lambda gp: (exclusive_power_w(*gp) / gp[1].steps_per_s, gp[1].gpus))
+        listed = options[job.id] if options is not None else list(profiled_options(instance, job.type, job.gpus))
+        if listed:
+            g, p = min(listed, key=lambda gp: (exclusive_power_w(*gp) / gp[1].steps_per_s, gp[1].gpus))
             demand[g.name] = demand.get(g.name, 0) + p.gpus
     used = sum(demand.values())
     if used == 0 or used >= sum(g.total_gpus for g in instance.gpu_types):
@@ -217,19 +220,34 @@ def static_multiplier(instance: Instance) -> float:
     return max(needed / used, 1.0)
 
 
+def _credit_j(options: Iterable[tuple[GpuType, Profile]], rho: float) -> float:
+    """:func:`step_credit_j` over listed options (J/step; 0 without any)."""
+    costs = [
+        p.gpus
+        * (p.power_w - g.idle_power_w + rho * (g.node_power_w / g.gpus_per_node + g.idle_power_w))
+        / p.steps_per_s
+        for g, p in options
+    ]
+    return min(costs, default=0.0)
+
+
 def step_credit_j(instance: Instance, job_type: str, counts: Iterable[int], rho: float) -> float:
     """``e_j = min n (P - Pidle_g + rho (Pnode_g / K_g + Pidle_g)) / X`` over the exclusive options (J/step).
 
     What a step of the job costs when each GPU it uses carries ``rho`` times its static power
     (:func:`static_multiplier`); ``rho = 1`` gives :func:`best_step_energy_j`. 0 without any option.
     """
-    costs = [
-        p.gpus
-        * (p.power_w - g.idle_power_w + rho * (g.node_power_w / g.gpus_per_node + g.idle_power_w))
-        / p.steps_per_s
-        for g, p in profiled_options(instance, job_type, counts)
-    ]
-    return min(costs, default=0.0)
+    return _credit_j(profiled_options(instance, job_type, counts), rho)
+
+
+def step_credits_j(instance: Instance) -> dict[str, float]:
+    """``{job id: e_j}`` at the round's own ``rho`` (:func:`step_credit_j`, :func:`static_multiplier`; J/step).
+
+    Lists each job's profiled options once for both (this runs on every build of the round model).
+    """
+    options = {job.id: list(profiled_options(instance, job.type, job.gpus)) for job in instance.jobs}
+    rho = static_multiplier(instance, options)
+    return {job_id: _credit_j(listed, rho) for job_id, listed in options.items()}
 
 
 BUDGET_SLACK = 1e-9
