@@ -255,8 +255,11 @@ def _solve_lp(built: _Built, time_limit_s: float) -> SolverResult:
 
 
 def _solve_milp(built: _Built, time_limit_s: float) -> SolverResult:
-    """The MILP solved by the first backend with LP duals (HiGHS): its proven ``bound`` (kWh) and best value."""
-    r = backend_with("lp_duals").solve(built.lm, "energy", False, SolveParams(time_limit_s, rel_gap=1e-6))
+    """The MILP's proven ``bound`` and best value, from a backend with a bound of its own and continuous columns.
+
+    That is HiGHS: CP-SAT's bound would be one of the model with every column restricted to integers.
+    """
+    r = backend_with("bound", "continuous").solve(built.lm, "energy", False, SolveParams(time_limit_s, rel_gap=1e-6))
     r.message = f"MILP {r.status}, not certified by duals" + (f" ({r.message})" if r.message else "")
     return r
 

@@ -60,6 +60,28 @@ def _model() -> RoundModel:
     return build_round_model(parse_instance(doc))
 
 
+MIXED_OPTIMUM = 1.25
+"""``max x + y`` s.t. ``2 x + y <= 1.5``, ``x`` continuous in [0, 1], ``y`` binary: y = 1, x = 0.25."""
+
+
+def _mixed_model() -> LinearModel:
+    """The model of :data:`MIXED_OPTIMUM`: one continuous column, one binary column, one row."""
+    return LinearModel(
+        lb=np.zeros(2),
+        ub=np.ones(2),
+        is_int=np.array([False, True]),
+        col_names=["x", "y"],
+        a_rows=np.array([0, 0]),
+        a_cols=np.array([0, 1]),
+        a_vals=np.array([2.0, 1.0]),
+        row_lo=np.array([-np.inf]),
+        row_hi=np.array([1.5]),
+        row_names=("r",),
+        row_kind=("count",),
+        objectives={"progress": np.array([1.0, 1.0])},
+    )
+
+
 def _solve(
     name: str, lm: LinearModel, objective: ObjectiveName, start: np.ndarray | None = None, relax: bool = False
 ) -> SolverResult:
@@ -134,6 +156,9 @@ def test_the_registry_is_the_one_table_of_backends() -> None:
         solvers_with("nonsense")
     if any(name in available_backends() for name in solvers_with("lp_duals")):
         assert backend_with("lp_duals").features.lp_duals
+    if "highs" in available_backends():  # the deadline floor's MILP: a bound of its own, columns as given
+        assert backend_with("bound", "continuous").name == "highs"
+    assert "cpsat" not in solvers_with("continuous")
 
 
 def test_the_registry_loads_no_solver_library() -> None:
@@ -190,6 +215,13 @@ def test_backend_keeps_what_its_features_say(name: str, feature: str, tmp_path: 
         assert r.stats["session first"] <= OPTIMUM + 1e-9  # half the columns: a restriction of the LP
         assert r.stats["session grown"] == pytest.approx(OPTIMUM, rel=1e-9)
         assert r.stats["session grown primal"] == pytest.approx(OPTIMUM, rel=1e-9)
+    elif feature == "continuous":
+        if not declared:
+            return  # no claim: CP-SAT restricts every column to integers (its optimum here is 1.0, not 1.25)
+        r = _solve(name, _mixed_model(), "progress")
+        assert r.status == "optimal" and r.objective == pytest.approx(MIXED_OPTIMUM)
+        assert r.values is not None and r.values[0] == pytest.approx(0.25)
+        assert r.bound is None or r.bound >= MIXED_OPTIMUM - 1e-9
     else:
         path = tmp_path / "model.mps"
         if not declared:

@@ -75,7 +75,10 @@ class Features:
     * ``export``: writes the model as MPS or LP (:meth:`Backend.export`);
     * ``lp_duals``: solves LPs given as objective vectors with their primal and dual values
       (:meth:`Backend.solve_lp` once, :meth:`Backend.dual_lp` incrementally), for column generation
-      and the energy floor.
+      and the energy floor;
+    * ``continuous``: solves a column not marked integer as continuous, so a model mixing both (the deadline
+      floor's MILP) gets its own optimum and bound. Without it the backend may restrict every column to integers
+      (CP-SAT), and its bound is then no bound of the mixed model. False by default: no claim.
     """
 
     mip_start: bool
@@ -83,6 +86,7 @@ class Features:
     bound: bool
     export: bool
     lp_duals: bool
+    continuous: bool = False
 
 
 LpMethod = Literal["primal-simplex", "simplex-no-presolve", "pdlp"]

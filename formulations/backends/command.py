@@ -125,7 +125,7 @@ class CommandBackend(WithoutLpDuals):
     """A solver run as a command on an MPS file (module docstring); ``name`` is ``cmd:<command>``."""
 
     features: ClassVar[Features] = Features(
-        mip_start=False, lp_relaxation=False, bound=False, export=True, lp_duals=False
+        mip_start=False, lp_relaxation=False, bound=False, export=True, lp_duals=False, continuous=True
     )
 
     def __init__(self, command: str) -> None:

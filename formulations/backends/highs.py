@@ -95,7 +95,9 @@ class HighsBackend:
     """Branch-and-cut MIP and simplex LP of HiGHS; MIP starts, proven bounds, MPS/LP export."""
 
     name = "highs"
-    features: ClassVar[Features] = Features(mip_start=True, lp_relaxation=True, bound=True, export=True, lp_duals=True)
+    features: ClassVar[Features] = Features(
+        mip_start=True, lp_relaxation=True, bound=True, export=True, lp_duals=True, continuous=True
+    )
 
     def is_available(self) -> bool:
         """True when highspy is installed."""

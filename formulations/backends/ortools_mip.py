@@ -157,7 +157,7 @@ class OrtoolsCbcBackend(WithoutLpDuals):
 
     name = "ortools-cbc"
     features: ClassVar[Features] = Features(
-        mip_start=False, lp_relaxation=True, bound=False, export=True, lp_duals=False
+        mip_start=False, lp_relaxation=True, bound=False, export=True, lp_duals=False, continuous=True
     )
     mip_solver = "CBC_MIXED_INTEGER_PROGRAMMING"
     lp_solver = "CLP_LINEAR_PROGRAMMING"

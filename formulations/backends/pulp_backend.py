@@ -94,7 +94,7 @@ class PulpBackend(WithoutLpDuals):
     """A model handed to PuLP and solved by ``solver_name`` (PuLP's name, e.g. ``PULP_CBC_CMD``)."""
 
     features: ClassVar[Features] = Features(
-        mip_start=True, lp_relaxation=True, bound=False, export=True, lp_duals=False
+        mip_start=True, lp_relaxation=True, bound=False, export=True, lp_duals=False, continuous=True
     )
 
     def __init__(self, solver_name: str = CBC, label: str | None = None) -> None:

@@ -283,10 +283,12 @@ def solvers_with(feature: str) -> list[str]:
     return [entry.name for entry in REGISTRY if getattr(entry.features, feature)]
 
 
-def backend_with(feature: str) -> Backend:
-    """The first available built-in backend with ``feature``; :class:`BackendUnavailable` when none loads."""
-    names = solvers_with(feature)
+def backend_with(*features: str) -> Backend:
+    """The first available built-in backend with every one of ``features``; :class:`BackendUnavailable` when none."""
+    names = [name for name in solvers_with(features[0]) if all(name in solvers_with(f) for f in features[1:])]
     for name in names:
         if is_available(name):
             return get_backend(name)
-    raise BackendUnavailable(f"no backend with {feature} is available on this machine (one of {one_of(names)})")
+    wanted = " and ".join(features)
+    among = f"one of {one_of(names)}" if names else "no built-in backend has them all"
+    raise BackendUnavailable(f"no backend with {wanted} is available on this machine ({among})")

@@ -118,7 +118,9 @@ class ScipBackend(WithoutLpDuals):
     """SCIP's branch-cut-and-price on one thread; partial-solution starts, dual bounds, MPS/LP export."""
 
     name = "scip"
-    features: ClassVar[Features] = Features(mip_start=True, lp_relaxation=True, bound=True, export=True, lp_duals=False)
+    features: ClassVar[Features] = Features(
+        mip_start=True, lp_relaxation=True, bound=True, export=True, lp_duals=False, continuous=True
+    )
 
     def is_available(self) -> bool:
         """True when PySCIPOpt is installed."""
