@@ -153,14 +153,14 @@ def _solve_floor_lp(lm: LinearModel, time_limit_s: float) -> SolverResult:
 
 @dataclass(frozen=True, slots=True)
 class FloorColumn:
-    """A configuration: its power (W) and the steps per second it does of each class it serves."""
+    """A configuration: its power (W), the steps per second it does of each class it serves, and what it holds."""
 
     name: str
     power_w: float
     rates: tuple[tuple[int, float], ...]  # (class, steps/s)
     paired: bool
-    gpu_type: str = ""
-    gpus: int = 0
+    gpu_type: str
+    gpus: int  # GPUs held (a pair holds them once)
 
 
 def floor_columns(instance: Instance, classes: list[DemandClass], self_pairs: bool = True) -> list[FloorColumn]:

@@ -9,10 +9,13 @@ A deadline of 200 s for 1,000 steps needs 5 steps/s on average: the cheapest mix
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from tests.sim_helpers import A, hand_context, hand_job
+from tests.sim_helpers import A, B, hand_context, hand_job
 from wattplan.planner import planning
+from wattplan.planner.contracts.domain import PairSlowdown
 from wattplan.planner.sim.round_instance import workload_instance
 from wattplan.planner.sim.state import JobState
 
@@ -79,3 +82,18 @@ def test_capacity_in_a_slot_by_hand() -> None:
     assert wide.energy_j == pytest.approx(2 * MIXED_J, rel=1e-6)  # coarser slots relax more
     one_free = planning.deadline_floor(inst, windows, free_jobs=1, arrivals_s=arrivals, slot_s=1000.0)
     assert one_free.energy_j == pytest.approx(MIXED_J + 45_000.0, rel=1e-6)  # 2,000 GPU-s: capacity is slack
+
+
+def test_the_paired_share_of_an_optimum_with_a_pair_by_hand() -> None:
+    """A and B share one GPU at 250 W with rates 0.95 and 0.9 (not the hand pair's 0.8 and 0.6).
+
+    The pair draws 30 + 0.95 (230 - 30) + 0.9 (180 - 30) + 50 = 405 W for 4.75 A and 2.25 B steps/s; alone those
+    steps cost 4.75 x 45 + 2.25 x 92 = 420.75 W, so the pair serves all 450 B steps in 200 s (and 950 A steps), and
+    the other 1,000 A steps run alone at 45 J: 81,000 + 45,000 = 126,000 J (duals 45 and 85 J/step prove it).
+    1,400 of the 2,400 steps are paired.
+    """
+    ctx = dataclasses.replace(hand_context(), pairs=(PairSlowdown(A, B, "v100", 1, 0.95, 0.9),))
+    jobs = [JobState.new(hand_job("a0", A, 0, 1950)), JobState.new(hand_job("b0", B, 0, 450))]
+    f = planning.deadline_floor(workload_instance(ctx, jobs), {})
+    assert f.certified and f.energy_j == pytest.approx(126_000.0, rel=1e-6)
+    assert f.paired_step_share == pytest.approx(1400.0 / 2400.0, rel=1e-6)
