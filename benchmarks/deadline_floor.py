@@ -69,7 +69,9 @@ def _paired(bound: DeadlineFloor) -> str:
     return "-" if bound.paired_step_share is None else f"{bound.paired_step_share:.0%}"
 
 
-def slice_rows(sl: Slice, time_limit_s: float, slot_h: float | None = None) -> list[str]:
+def slice_rows(
+    sl: Slice, time_limit_s: float, slot_h: float | None = None, whole_nodes: bool = False, rules_wanted: str = "all"
+) -> list[str]:
     """The slice's table rows (module docstring)."""
     spec = spec_of(sl)
     wl, ctx = prepare(spec)
@@ -97,13 +99,16 @@ def slice_rows(sl: Slice, time_limit_s: float, slot_h: float | None = None) -> l
             (1 + AVERAGE) * sum(order),
         ),
     }
-    if slot_h is not None:  # capacity per slot: the LP rows only (the aim's MILP would span every job to the end)
-        rules = {f"{name}, {slot_h:g} h slots": rule for name, rule in rules.items() if rule[1] == 0}
+    if rules_wanted != "all":
+        rules = {name: rule for name, rule in rules.items() if name in rules_wanted.split(",")}
+    if slot_h is not None:
+        label = f"{slot_h:g} h slots" + (", whole nodes" if whole_nodes else "")
+        rules = {f"{name}, {label}": rule for name, rule in rules.items()}
     rows = []
     for name, (windows, free, total) in rules.items():
         begin = time.perf_counter()
         slot_s = None if slot_h is None else slot_h * 3600.0
-        bound = planning.deadline_floor(inst, windows, free, total, time_limit_s, arrival, slot_s)
+        bound = planning.deadline_floor(inst, windows, free, total, time_limit_s, arrival, slot_s, whole_nodes)
         rows.append(
             f"| {sl.name} | {n} | {e_ref:.2f} | {floor:.2f} | {name} | {len(windows) - free} of {n} | "
             f"{_share(e_ref, floor, bound)} | {_paired(bound)} | {'LP, duals' if bound.certified else 'MILP bound'} | "
@@ -122,13 +127,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--slices", default="all", help="comma-separated slice names of energy_gap.py, or all")
     ap.add_argument("--time-limit", type=float, default=300.0, help="seconds per LP or MILP")
-    ap.add_argument("--slot-h", type=float, help="add capacity per slot of this many hours (LP rows only)")
+    ap.add_argument("--slot-h", type=float, help="add capacity per slot of this many hours")
+    ap.add_argument("--whole-nodes", action="store_true", help="with --slot-h: static power by the node kept on")
+    ap.add_argument("--rules", default="all", help="comma-separated rule names (old rule, tail rule, ...), or all")
     args = ap.parse_args(argv)
     by_name = {s.name: s for s in SLICES}
     chosen = list(SLICES) if args.slices == "all" else [by_name[n] for n in args.slices.split(",")]
     print(HEAD, flush=True)
     for sl in chosen:
-        for row in slice_rows(sl, args.time_limit, args.slot_h):
+        for row in slice_rows(sl, args.time_limit, args.slot_h, args.whole_nodes, args.rules):
             print(row, flush=True)
 
 

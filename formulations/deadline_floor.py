@@ -73,6 +73,8 @@ class Timeline:
 
     arrivals_s: Mapping[str, float]
     slot_s: float
+    whole_nodes: bool = False
+    """Charge static power by the node (node rows, module docstring) instead of each GPU's share of it."""
 
 
 def _overlap(lo: float, hi: float, a: float, b: float) -> float:
@@ -106,19 +108,21 @@ def _build(
     if timeline is not None:
         arrive = [timeline.arrivals_s[j.id] for j in jobs]
         due = [arrive[k] + windows_s[j.id] if k in bound_jobs else INF for k, j in enumerate(jobs)]
-        longest = max(arrive[k] + classes[k].steps / slowest[k] for k in range(len(jobs)) if slowest[k] < INF)
-        end = max([longest] + [d for d in due if d < INF])
         t0 = min(arrive)
+        end = max([max(arrive) + timeline.slot_s] + [d for d in due if d < INF])
         n_slots = max(int(np.ceil((end - t0) / timeline.slot_s)), 1)
+        end = t0 + n_slots * timeline.slot_s
         slots = [(t0 + i * timeline.slot_s, t0 + (i + 1) * timeline.slot_s) for i in range(n_slots)]
-        # where a job may compute: to its deadline, or to the end when it has none or may go free
-        reach = [end if free_jobs > 0 or due[k] == INF else due[k] for k in range(len(jobs))]
+        slots.append((end, INF))  # the overflow slot: no capacity row, so every schedule fits
+        # where a job may compute: to its deadline, or on without end when it has none or may go free
+        reach = [INF if free_jobs > 0 or due[k] == INF else due[k] for k in range(len(jobs))]
         copies = []
         for c, col in enumerate(columns):
             lo = max(arrive[k] for k, _ in col.rates)
             hi = min(reach[k] for k, _ in col.rates)
             copies += [(c, i) for i, (a, b) in enumerate(slots) if _overlap(lo, hi, a, b) > 0]
-        lines = _Lines(slots, arrive, [min(d, end) for d in due], end)
+        most = [classes[k].steps / slowest[k] if slowest[k] < INF else 0.0 for k in range(len(jobs))]
+        lines = _Lines(slots, arrive, [min(d, end) for d in due], end, most)
     mb = ModelBuilder()
     for c, i in copies:
         mb.add_col(columns[c].name if i < 0 else f"{columns[c].name}@{i}", 0.0, INF, False)
@@ -163,8 +167,16 @@ def _build(
         rhs.append(-1.0)
     if lines is not None:
         _timeline_rows(mb, rhs, instance, columns, copies, sc, lines, keep_col)
+    power = np.array([columns[c].power_w for c, _ in copies])
+    node_cost: dict[int, float] = {}
+    if lines is not None and timeline is not None and timeline.whole_nodes:
+        static = {g.name: g.node_power_w / g.gpus_per_node + g.idle_power_w for g in instance.gpu_types}
+        power = power - np.array([columns[c].gpus * static[columns[c].gpu_type] for c, _ in copies])
+        node_cost = _node_rows(mb, rhs, instance, columns, copies, sc, lines)
     cost = np.zeros(mb.num_cols)
-    cost[:u_start] = np.array([columns[c].power_w for c, _ in copies]) / sc / J_PER_KWH
+    cost[:u_start] = power / sc / J_PER_KWH
+    for m, kwh in node_cost.items():
+        cost[m] = kwh
     steps = np.zeros(mb.num_cols)
     steps[:u_start] = np.array([sum(rate for _, rate in columns[c].rates) for c, _ in copies]) / sc
     paired = np.zeros(mb.num_cols, dtype=bool)
@@ -177,9 +189,12 @@ class _Lines:
     """The timeline's slots and each job's arrival, deadline (the end when it has none) and the end (s)."""
 
     slots: list[tuple[float, float]]
+    """The slots, the last ``(end, INF)``: the overflow, without capacity."""
     arrive: list[float]
     due: list[float]
     end: float
+    most_s: list[float]
+    """``R_j / x_j``: the longest any job computes (s, its slowest rate), the overflow's big-M."""
 
 
 def _timeline_rows(
@@ -209,6 +224,10 @@ def _timeline_rows(
         a, b = lines.slots[i]
         inside = _overlap(lines.arrive[k], lines.due[k], a, b)
         extra = _overlap(lines.due[k], lines.end, a, b) if k in keep_col else 0.0
+        if b == INF:  # the overflow: only a job without a deadline, or one that may go free, computes there
+            if k not in keep_col:
+                continue
+            inside, extra = 0.0, max(lines.most_s[k], 1e-9)
         cap = inside + extra
         coefs = [-1.0 / cap / sc[m] for m in ms]
         if extra > 0:
@@ -220,9 +239,57 @@ def _timeline_rows(
     total = {g.name: g.total_gpus for g in instance.gpu_types}
     for (g, i), ms in sorted(by_type_slot.items()):
         a, b = lines.slots[i]
+        if b == INF:
+            continue
         cap = total[g] * (b - a)
         mb.add_row(ms, [-columns[copies[m][0]].gpus / cap / sc[m] for m in ms], -1.0, INF, f"gpus[{g},{i}]", "progress")
         rhs.append(-1.0)
+
+
+def _node_rows(
+    mb: ModelBuilder,
+    rhs: list[float],
+    instance: Instance,
+    columns: list[FloorColumn],
+    copies: list[tuple[int, int]],
+    sc: np.ndarray,
+    lines: _Lines,
+) -> dict[int, float]:
+    """Node-seconds ``y_gs`` per GPU type and slot, with their rows; returns ``{model column: kWh per unit}``.
+
+    Every schedule keeps ``N_g(t)`` whole nodes of type ``g`` on, drawing ``Pnode_g + K_g Pidle_g`` each, and
+    its GPUs at work draw ``P - Pidle`` more. ``y_gs = int_s N_g(t) dt`` meets ``K_g y_gs >= sum_{c on g} n_c
+    t_cs`` (GPUs at work are on) and, for each job ``j``, ``y_gs >= sum_{c on g serving j} ceil(n_c / K_g) t_cs``
+    (while ``j`` runs on ``g`` its nodes are on: a job alone keeps a whole node on). The model's unit of ``y`` is
+    one slot (an hour in the overflow).
+    """
+    gpu = {g.name: g for g in instance.gpu_types}
+    by_type_slot: dict[tuple[str, int], list[int]] = {}
+    by_job_type_slot: dict[tuple[int, str, int], list[int]] = {}
+    for m, (c, i) in enumerate(copies):
+        g = columns[c].gpu_type
+        by_type_slot.setdefault((g, i), []).append(m)
+        for k, _ in columns[c].rates:
+            by_job_type_slot.setdefault((k, g, i), []).append(m)
+    cost: dict[int, float] = {}
+    y: dict[tuple[str, int], int] = {}
+    for (g, i), ms in sorted(by_type_slot.items()):
+        a, b = lines.slots[i]
+        unit = (b - a) if b < INF else 3600.0
+        y[g, i] = mb.add_col(f"nodes[{g},{i}]", 0.0, INF, False)
+        cost[y[g, i]] = (gpu[g].node_power_w + gpu[g].gpus_per_node * gpu[g].idle_power_w) * unit / J_PER_KWH
+        k_g = gpu[g].gpus_per_node
+        coefs = [-columns[copies[m][0]].gpus / (k_g * unit) / sc[m] for m in ms]
+        mb.add_row([y[g, i], *ms], [1.0, *coefs], 0.0, INF, f"nodes[{g},{i}]", "progress")
+        rhs.append(0.0)
+    for (k, g, i), ms in sorted(by_job_type_slot.items()):
+        a, b = lines.slots[i]
+        unit = (b - a) if b < INF else 3600.0
+        k_g = gpu[g].gpus_per_node
+        coefs = [-float(np.ceil(columns[copies[m][0]].gpus / k_g)) / unit / sc[m] for m in ms]
+        mb.add_row([y[g, i], *ms], [1.0, *coefs], 0.0, INF, f"job_nodes[{k},{g},{i}]", "progress")
+        rhs.append(0.0)
+    return cost
 
 
 def _solve_lp(built: _Built, time_limit_s: float) -> SolverResult:

@@ -97,3 +97,26 @@ def test_the_paired_share_of_an_optimum_with_a_pair_by_hand() -> None:
     f = planning.deadline_floor(workload_instance(ctx, jobs), {})
     assert f.certified and f.energy_j == pytest.approx(126_000.0, rel=1e-6)
     assert f.paired_step_share == pytest.approx(1400.0 / 2400.0, rel=1e-6)
+
+
+def test_whole_nodes_charge_a_lone_job_its_node_by_hand() -> None:
+    """One A job, 1,000 steps, 1,000 s window, alone on the 2-GPU node (static 100 + 2 x 30 = 160 W).
+
+    Per GPU's share of the node its best is 45,000 J on (1, 150). With the node on while it runs, each option
+    costs ``(160 + dynamic) 1000 / X``: (1, 150) 260 W for 250 s = 65,000 J, (1, 250) 72,000, (2, 150) 350 W for
+    1000/7 s = 50,000, (2, 250) 60,000: the bound is 50,000 J. Two such jobs fill the node (1 GPU each at the
+    same time): 2 x 45,000 J, by the node too.
+    """
+    one = _instance(1000)
+    arrivals = {"a0": 0.0, "a1": 0.0}
+    share = planning.deadline_floor(one, {"a0": 1000.0}, arrivals_s=arrivals, slot_s=1000.0)
+    nodes = planning.deadline_floor(one, {"a0": 1000.0}, arrivals_s=arrivals, slot_s=1000.0, whole_nodes=True)
+    assert share.energy_j == pytest.approx(45_000.0, rel=1e-6)
+    assert nodes.certified and nodes.energy_j == pytest.approx(50_000.0, rel=1e-6)
+    no_deadline = planning.deadline_floor(one, {}, arrivals_s=arrivals, slot_s=100.0, whole_nodes=True)
+    assert no_deadline.energy_j == pytest.approx(50_000.0, rel=1e-6)  # the overflow slot charges the node too
+    two = _instance(1000, 1000)
+    both = planning.deadline_floor(
+        two, {"a0": 1000.0, "a1": 1000.0}, arrivals_s=arrivals, slot_s=500.0, whole_nodes=True
+    )
+    assert both.energy_j == pytest.approx(90_000.0, rel=1e-6)
