@@ -100,7 +100,7 @@ def slice_rows(
         ),
     }
     if rules_wanted != "all":
-        rules = {name: rule for name, rule in rules.items() if name in rules_wanted.split(",")}
+        rules = {name: rule for name, rule in rules.items() if name in rules_wanted.split(";")}
     if slot_h is not None:
         label = f"{slot_h:g} h slots" + (", whole nodes" if whole_nodes else "")
         rules = {f"{name}, {label}": rule for name, rule in rules.items()}
@@ -129,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--time-limit", type=float, default=300.0, help="seconds per LP or MILP")
     ap.add_argument("--slot-h", type=float, help="add capacity per slot of this many hours")
     ap.add_argument("--whole-nodes", action="store_true", help="with --slot-h: static power by the node kept on")
-    ap.add_argument("--rules", default="all", help="comma-separated rule names (old rule, tail rule, ...), or all")
+    ap.add_argument("--rules", default="all", help="rule names separated by ; (old rule;tail rule;...), or all")
     args = ap.parse_args(argv)
     by_name = {s.name: s for s in SLICES}
     chosen = list(SLICES) if args.slices == "all" else [by_name[n] for n in args.slices.split(",")]
