@@ -22,6 +22,11 @@ accounting; it is certified from the duals (:func:`formulations.energy_floor.cer
 ``sum t - M_j (1 - u_j) <= W_j`` with ``M_j = R_j / x_j - W_j`` (``x_j`` the slowest rate any column gives
 ``j``, so a free job never needs more). This is a MILP; its value is the solver's proven bound, not
 certified by duals here, and the result says so.
+
+**Timeline** (optional, :class:`Timeline`): a column per configuration and slot, capacity rows per slot
+(:func:`_timeline_rows`), slots up to the last deadline and then one overflow slot without capacity. With
+``whole_nodes`` static power is charged by the node kept on, not by each GPU's share (:func:`_node_rows`): a job
+alone keeps its whole node on, which the floor's accounting never charges.
 """
 
 from __future__ import annotations
