@@ -12,10 +12,15 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from tests.sim_helpers import A, B, hand_context, hand_job
+from tests.sim_helpers import A, B, hand_context, hand_job, workload
+from tests.test_sim_conservation import jobs_strategy
 from wattplan.planner import planning
 from wattplan.planner.contracts.domain import PairSlowdown
+from wattplan.planner.sim.engine import simulate
+from wattplan.planner.sim.policies import make_policy
 from wattplan.planner.sim.round_instance import workload_instance
 from wattplan.planner.sim.state import JobState
 
@@ -120,3 +125,21 @@ def test_whole_nodes_charge_a_lone_job_its_node_by_hand() -> None:
         two, {"a0": 1000.0, "a1": 1000.0}, arrivals_s=arrivals, slot_s=500.0, whole_nodes=True
     )
     assert both.energy_j == pytest.approx(90_000.0, rel=1e-6)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=jobs_strategy, nodes=st.integers(1, 2), paired=st.booleans(), slot_s=st.sampled_from([100.0, 450.0]))
+def test_whole_nodes_never_above_a_replay_that_keeps_the_windows(rows, nodes: int, paired: bool, slot_s: float) -> None:
+    """Each baseline's replay keeps windows set to its own JCTs, so its energy bounds the timeline's from above."""
+    ctx = hand_context(nodes=nodes)
+    if paired:
+        ctx = dataclasses.replace(ctx, pairs=(PairSlowdown(A, B, "v100", 1, 0.9, 0.9),))
+    specs = [hand_job(f"j{i}", t, a, steps, 1 if t == B else g) for i, (t, a, steps, g) in enumerate(rows)]
+    inst = workload_instance(ctx, [JobState.new(s) for s in specs])
+    arrivals = {s.id: s.arrival_s for s in specs}
+    for name in ("fifo-max", "zeus", "eaco", "powerflow"):
+        result = simulate(workload(specs), ctx, make_policy(name))
+        windows = {j.id: j.finish_s - j.spec.arrival_s for j in result.jobs if j.finish_s is not None}
+        energy = sum(r.energy_j for r in result.rounds)
+        f = planning.deadline_floor(inst, windows, arrivals_s=arrivals, slot_s=slot_s, whole_nodes=True)
+        assert f.certified and f.energy_j is not None and f.energy_j <= energy * (1 + 1e-9), name
