@@ -15,13 +15,17 @@ capacity relaxed) and prints the largest captured share ``(E_ref - LB) / (E_ref 
   its ``k + 1`` shortest JCTs within ``1.1 p95_ref``: at most ``N - k - 1`` jobs may exceed it. (The tail rule's
   ``k + 2`` bound jobs are a sufficient condition; this is the necessary one, so it is a relaxation.)
 
-``aim by cases`` (with ``--cases E``, a timeline and LP rows only): the same limits without binaries. For every
-schedule that keeps them, the set ``S`` of jobs later than ``1.1 p95_ref`` has at most ``m = N - k - 1`` jobs. Take
-``C``, the ``E`` jobs whose window costs the most (``deadline_cost_j``), and every other job free: the schedule
-keeps the windows of ``C`` minus some ``A`` with ``|A| = m`` and ``A`` containing ``S & C`` (more free jobs only
-lower an LP), so the least of these ``C(E, m)`` LPs is a lower bound, each certified by its duals. A job whose
-window no option meets (``R_j / X_j > W``) is in every ``A``. With whole nodes this is the aim's ceiling under the
-replay's node accounting.
+``aim by cases`` (with ``--cases E``, a timeline and LP rows only): the aim's p95 limit, sharper and without
+binaries. numpy's p95 is ``(1 - f) J_(k) + f J_(k+1)`` (``f = 0.95 (N - 1) - k``), so a p95 within ``P = 1.1
+p95_ref`` needs ``J_(k) <= P`` and, as ``J_(k)`` is at least ``m_(k)``, the rank-``k`` least JCT any job can have
+(``m_j = R_j / X_j``, its fastest rate), ``J_(k+1) <= B = (P - (1 - f) m_(k)) / f``: at most ``N - k - 1`` jobs
+later than ``P`` and at most ``N - k - 2`` later than ``B``. Take ``C``, the ``E`` jobs whose window costs the
+most (``deadline_cost_j``), every other job free; for every way to pick ``N - k - 2`` jobs of ``C`` late and one
+more within ``B``, the rest of ``C`` within ``P``, solve the LP (JCT sum too). Any schedule keeping the aim fits
+one of these cases (more freedom only lowers an LP), so the least of them is a lower bound, each certified by its
+duals. A job that cannot meet ``P`` (or ``B``) at its fastest rate is in every case's late set. With whole nodes
+this is the aim's ceiling under the replay's node accounting; the tail rule's schedules meet it, so it is never
+below the tail rule's share.
 
 ``J_j`` are the reference's JCTs, ``k = floor(0.95 (N - 1))``. A share below 80% proves the issue's aim out of reach on
 that slice for every schedule (``aim``) or for the rule (``tail rule``).
@@ -33,14 +37,17 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import math
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from benchmarks.energy_gap import CLUSTER, SLICES, Slice
 from wattplan.formulations.energy_floor import DemandClass, floor_columns
+from wattplan.formulations.ir import INF
 from wattplan.planner import planning
 from wattplan.planner.contracts.domain import Instance
 from wattplan.planner.contracts.floor import DeadlineFloor
@@ -117,9 +124,8 @@ def slice_rows(
     }
     aim_cases = None
     if cases is not None and slot_h is not None:
-        window = (1 + TOLERANCE) * float(np.percentile(order, 95))
-        cost = {j: deadline_cost_j(ctx, fresh[j], window) for j in jct}
-        aim_cases = (window, max(n - k - 1, 0), cost)
+        aim = aim_cases_of(inst, order, TOLERANCE)
+        aim_cases = (aim, {j: deadline_cost_j(ctx, fresh[j], aim.within_p_s) for j in jct})
     if rules_wanted != "all":
         rules = {name: rule for name, rule in rules.items() if name in rules_wanted.split(";")}
     if slot_h is not None:
@@ -129,11 +135,11 @@ def slice_rows(
     if aim_cases is not None and (rules_wanted == "all" or "aim by cases" in rules_wanted.split(";")):
         assert slot_h is not None
         begin = time.perf_counter()
-        window, free, cost = aim_cases
+        aim, cost = aim_cases
+        free = aim.late_p
         energy_j, note = aim_by_cases(
             inst,
-            window,
-            free,
+            aim,
             cost,
             cases or 0,
             (1 + AVERAGE) * sum(order),
@@ -175,10 +181,37 @@ def fastest_rates(inst: Instance) -> dict[str, float]:
     return fastest
 
 
+@dataclass(frozen=True)
+class AimCases:
+    """The aim's p95 limit as windows (s) and how many jobs may exceed each (module docstring, ``aim by cases``)."""
+
+    within_p_s: float
+    """``P = 1.1 p95_ref``: all but ``late_p`` jobs finish within it."""
+    late_p: int
+    within_b_s: float
+    """``B = (P - (1 - f) m_(k)) / f``: all but ``late_b`` jobs finish within it (``inf`` when ``f = 0``)."""
+    late_b: int
+
+
+def aim_cases_of(inst: Instance, order: Sequence[float], tolerance: float, q: float = 95.0) -> AimCases:
+    """:class:`AimCases` from the reference's sorted JCTs (s) and the jobs' fastest rates (module docstring)."""
+    n = len(order)
+    rank = q / 100.0 * (n - 1)
+    k = math.floor(rank)
+    f = rank - k
+    within_p = (1 + tolerance) * float(np.percentile(order, q))
+    fastest = fastest_rates(inst)
+    least = sorted(
+        j.remaining_steps / fastest[j.id] if fastest[j.id] > 0 else INF for j in inst.jobs if j.id in fastest
+    )
+    m_k = least[k] if k < len(least) else INF
+    within_b = (within_p - (1 - f) * m_k) / f if f > 0 else INF
+    return AimCases(within_p, max(n - k - 1, 0), max(within_b, within_p), max(n - k - 2, 0))
+
+
 def aim_by_cases(
     inst: Instance,
-    window_s: float,
-    free: int,
+    aim: AimCases,
     cost: dict[str, float],
     cases: int,
     total_s: float,
@@ -187,29 +220,41 @@ def aim_by_cases(
     slot_s: float,
     whole_nodes: bool,
 ) -> tuple[float | None, str]:
-    """The least of the ``C(E, m)`` certified LPs of the module docstring (J) and what it took; None: no claim."""
+    """The least of the certified LPs of the module docstring (J) and what it took; None: no claim."""
     steps = {j.id: j.remaining_steps for j in inst.jobs if j.remaining_steps > 0}
     fastest = fastest_rates(inst)
-    hopeless = sorted(j for j in steps if fastest[j] <= 0 or steps[j] / fastest[j] > window_s)
-    if len(hopeless) > free:
-        return 0.0, f"{len(hopeless)} jobs cannot meet the window, more than the {free} that may be late: no schedule"
-    others = sorted((j for j in steps if j not in hopeless), key=lambda j: (-cost[j], j))
-    chosen = hopeless + others[: max(cases - len(hopeless), 0)]
-    least: tuple[float, tuple[str, ...]] | None = None
+    least_s = {j: steps[j] / fastest[j] if fastest[j] > 0 else INF for j in steps}
+    past_b = sorted(j for j in steps if least_s[j] > aim.within_b_s)
+    past_p = sorted(j for j in steps if least_s[j] > aim.within_p_s)
+    if len(past_b) > aim.late_b or len(past_p) > aim.late_p:
+        return 0.0, "more jobs cannot meet the windows than may be late: no schedule"
+    others = sorted((j for j in steps if j not in past_p), key=lambda j: (-cost[j], j))
+    chosen = past_p + others[: max(cases - len(past_p), 0)]
+    late_b = min(aim.late_b, len(chosen))
+    late_p = min(aim.late_p, len(chosen))
+    least: tuple[float, tuple[str, ...], tuple[str, ...]] | None = None
     runs = 0
-    for extra in itertools.combinations(
-        chosen[len(hopeless) :], min(free - len(hopeless), len(chosen) - len(hopeless))
-    ):
-        late = set(hopeless) | set(extra)
-        windows = {j: window_s for j in chosen if j not in late}
-        bound = planning.deadline_floor(inst, windows, 0, total_s, time_limit_s, arrival, slot_s, whole_nodes)
-        runs += 1
-        if bound.energy_j is None:
-            return None, f"case {sorted(late)} not solved ({bound.note})"
-        if least is None or bound.energy_j < least[0]:
-            least = (bound.energy_j, tuple(sorted(late)))
+    for a2 in itertools.combinations(chosen, late_b):
+        if not set(past_b) <= set(a2):
+            continue
+        for a1_extra in itertools.combinations([j for j in chosen if j not in a2], late_p - late_b):
+            a1 = set(a2) | set(a1_extra)
+            if not set(past_p) <= a1:
+                continue
+            windows = {j: aim.within_p_s for j in chosen if j not in a1}
+            if aim.within_b_s < INF:
+                windows |= dict.fromkeys(a1_extra, aim.within_b_s)
+            bound = planning.deadline_floor(inst, windows, 0, total_s, time_limit_s, arrival, slot_s, whole_nodes)
+            runs += 1
+            if bound.energy_j is None:
+                return None, f"case late {sorted(a2)}, within B {sorted(a1_extra)} not solved ({bound.note})"
+            if least is None or bound.energy_j < least[0]:
+                least = (bound.energy_j, tuple(sorted(a2)), tuple(sorted(a1_extra)))
     assert least is not None
-    return least[0], f"{runs} certified LPs over {len(chosen)} jobs; least with {', '.join(least[1])} late"
+    return least[0], (
+        f"{runs} certified LPs over {len(chosen)} jobs, B = {aim.within_b_s:,.0f} s; least with "
+        f"{', '.join(least[1])} late and {', '.join(least[2])} within B"
+    )
 
 
 HEAD = (
