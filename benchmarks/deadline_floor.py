@@ -37,10 +37,8 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -55,7 +53,7 @@ from wattplan.planner.files.resources import resolve_trace
 from wattplan.planner.sim.replay import ReplaySpec, prepare, reference_run, workload_floor
 from wattplan.planner.sim.round_instance import workload_instance
 from wattplan.planner.sim.state import JobState
-from wattplan.planner.sim.tail_bound import TailBound, deadline_cost_j, reference_ranks
+from wattplan.planner.sim.tail_bound import P95Limits, TailBound, deadline_cost_j, p95_limits, reference_ranks
 
 TOLERANCE = 0.10
 """The p95 limit (+10%) and the tail bound's ``x``."""
@@ -124,7 +122,9 @@ def slice_rows(
     }
     aim_cases = None
     if cases is not None and slot_h is not None:
-        aim = aim_cases_of(inst, order, TOLERANCE)
+        fastest = fastest_rates(inst)
+        least = [j.remaining_steps / fastest[j.id] if fastest[j.id] > 0 else INF for j in inst.jobs if j.id in jct]
+        aim = p95_limits(n, (1 + TOLERANCE) * float(np.percentile(order, 95)), least)
         aim_cases = (aim, {j: deadline_cost_j(ctx, fresh[j], aim.within_p_s) for j in jct})
     if rules_wanted != "all":
         rules = {name: rule for name, rule in rules.items() if name in rules_wanted.split(";")}
@@ -181,37 +181,9 @@ def fastest_rates(inst: Instance) -> dict[str, float]:
     return fastest
 
 
-@dataclass(frozen=True)
-class AimCases:
-    """The aim's p95 limit as windows (s) and how many jobs may exceed each (module docstring, ``aim by cases``)."""
-
-    within_p_s: float
-    """``P = 1.1 p95_ref``: all but ``late_p`` jobs finish within it."""
-    late_p: int
-    within_b_s: float
-    """``B = (P - (1 - f) m_(k)) / f``: all but ``late_b`` jobs finish within it (``inf`` when ``f = 0``)."""
-    late_b: int
-
-
-def aim_cases_of(inst: Instance, order: Sequence[float], tolerance: float, q: float = 95.0) -> AimCases:
-    """:class:`AimCases` from the reference's sorted JCTs (s) and the jobs' fastest rates (module docstring)."""
-    n = len(order)
-    rank = q / 100.0 * (n - 1)
-    k = math.floor(rank)
-    f = rank - k
-    within_p = (1 + tolerance) * float(np.percentile(order, q))
-    fastest = fastest_rates(inst)
-    least = sorted(
-        j.remaining_steps / fastest[j.id] if fastest[j.id] > 0 else INF for j in inst.jobs if j.id in fastest
-    )
-    m_k = least[k] if k < len(least) else INF
-    within_b = (within_p - (1 - f) * m_k) / f if f > 0 else INF
-    return AimCases(within_p, max(n - k - 1, 0), max(within_b, within_p), max(n - k - 2, 0))
-
-
 def aim_by_cases(
     inst: Instance,
-    aim: AimCases,
+    aim: P95Limits,
     cost: dict[str, float],
     cases: int,
     total_s: float,

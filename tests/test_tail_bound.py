@@ -24,7 +24,13 @@ from wattplan.planner.core.validate import validate_plan
 from wattplan.planner.sim.engine import simulate
 from wattplan.planner.sim.policies import PolicyOptions, make_policy
 from wattplan.planner.sim.state import JobState
-from wattplan.planner.sim.tail_bound import TailBound, deadline_cost_j, efficient_steps_per_s, fastest_steps_per_s
+from wattplan.planner.sim.tail_bound import (
+    TailBound,
+    deadline_cost_j,
+    efficient_steps_per_s,
+    fastest_steps_per_s,
+    p95_limits,
+)
 
 EXACT = dict(time_limit_s=30, rel_gap=1e-9, threads=1, lp_bound=False)
 
@@ -204,3 +210,31 @@ def test_admitted_bound_jobs_fit_whatever_types_they_choose() -> None:
     early, late = (JobState.new(hand_job(j, A, 0.0, 10_000.0)) for j in ("early", "late"))
     tail = TailBound({"early": 900.0, "late": 950.0}, 0.0)
     assert set(tail.min_steps(two, [late, early], 800.0, None)) == {"early"}
+
+
+@given(
+    least=st.lists(st.floats(1.0, 100.0), min_size=1, max_size=60),
+    extra=st.lists(st.floats(0.0, 200.0), min_size=60, max_size=60),
+    scale=st.one_of(st.just(1.0), st.floats(0.5, 2.0)),
+)
+@settings(max_examples=200, deadline=None)
+def test_a_p95_within_the_limit_meets_both_necessary_counts(
+    least: list[float], extra: list[float], scale: float
+) -> None:
+    """JCTs ``J_j >= m_j`` with numpy's p95 at most ``P``: at most ``late_p`` above ``P``, ``late_b`` above ``B``."""
+    jct = [m + e for m, e in zip(least, extra, strict=False)]
+    limit = scale * float(np.percentile(jct, 95))
+    lim = p95_limits(len(jct), limit, least)
+    if float(np.percentile(jct, 95)) <= limit:
+        assert sum(j > lim.within_p_s * (1 + 1e-12) for j in jct) <= lim.late_p
+        assert sum(j > lim.within_b_s * (1 + 1e-12) for j in jct) <= lim.late_b
+
+
+def test_p95_limits_by_hand() -> None:
+    """51 jobs: k = 47, f = 0.5; P = 100, m_(47) = 40 gives B = (100 - 20) / 0.5 = 160; 20 jobs: f = 0.05."""
+    lim = p95_limits(51, 100.0, [40.0] * 51)
+    assert (lim.late_p, lim.late_b) == (3, 2) and lim.within_b_s == pytest.approx(160.0)
+    assert p95_limits(21, 100.0, [10.0] * 21).within_b_s == float("inf")  # 0.95 x 20 = 19: one rank, f = 0
+    tight = [40.0] * 48 + [160.0] * 3  # J_(47) = m_(47) = 40 and J_(48) = B: the p95 is exactly P = 100
+    assert float(np.percentile(tight, 95)) == pytest.approx(100.0)
+    assert sum(j > lim.within_b_s * (1 + 1e-12) for j in tight) <= lim.late_b  # 0.9 B would count 3

@@ -82,6 +82,35 @@ def reference_ranks(
 
 
 @dataclass(frozen=True)
+class P95Limits:
+    """What any schedule with a p95 JCT within ``P`` must meet (:func:`p95_limits`): JCTs in seconds."""
+
+    within_p_s: float
+    late_p: int
+    """At most this many jobs take longer than ``within_p_s``."""
+    within_b_s: float
+    late_b: int
+    """At most this many jobs take longer than ``within_b_s`` (``inf`` when the p95 is a single rank)."""
+
+
+def p95_limits(n: int, limit_s: float, least_jct_s: Sequence[float], q: float = 95.0) -> P95Limits:
+    """Necessary conditions for a p95 JCT (numpy's linear interpolation) of ``n`` jobs at most ``limit_s``.
+
+    With ``k = floor(q/100 (n - 1))`` and ``f = q/100 (n - 1) - k`` the p95 is ``(1 - f) J_(k) + f J_(k+1)``, at
+    least ``J_(k)``: so ``J_(k) <= P`` (at most ``n - k - 1`` jobs above ``P``). Every job's JCT is at least
+    ``m_j`` (``least_jct_s``, e.g. its steps at its fastest rate), so ``J_(k) >= m_(k)`` and ``J_(k+1) <= B =
+    (P - (1 - f) m_(k)) / f`` (at most ``n - k - 2`` jobs above ``B``; ``B = inf`` when ``f = 0``).
+    """
+    rank = q / 100.0 * (n - 1)
+    k = math.floor(rank)
+    f = rank - k
+    least = sorted(least_jct_s)
+    m_k = least[k] if k < len(least) else math.inf
+    within_b = (limit_s - (1.0 - f) * m_k) / f if f > 0 else math.inf
+    return P95Limits(limit_s, max(n - k - 1, 0), max(within_b, limit_s), max(n - k - 2, 0))
+
+
+@dataclass(frozen=True)
 class TailBound:
     """Deadlines ``D_j = a_j + (1 + x) y_j`` (module docstring); :meth:`from_reference` builds them.
 
