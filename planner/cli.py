@@ -224,7 +224,6 @@ class TailPaceChoice(StrEnum):
 
     fastest = "fastest"
     steady = "steady"
-    capped = "capped"
 
 
 class ReplanChoice(StrEnum):
@@ -337,8 +336,7 @@ TailPaceOpt = Annotated[
     TailPaceChoice,
     typer.Option(
         help="How --tail-bound paces a job: steady (held to the even pace that meets its deadline, once that "
-        "pace is above its least-energy rate), capped (steady, and no more GPUs than finish it in half its time "
-        "left) or fastest (it may wait until only full speed meets it)."
+        "pace is above its least-energy rate) or fastest (it may wait until only full speed meets it)."
     ),
 ]
 ReplanOpt = Annotated[

@@ -238,21 +238,3 @@ def test_p95_limits_by_hand() -> None:
     tight = [40.0] * 48 + [160.0] * 3  # J_(47) = m_(47) = 40 and J_(48) = B: the p95 is exactly P = 100
     assert float(np.percentile(tight, 95)) == pytest.approx(100.0)
     assert sum(j > lim.within_b_s * (1 + 1e-12) for j in tight) <= lim.late_b  # 0.9 B would count 3
-
-
-def test_capped_pace_by_hand() -> None:
-    """Deadline 1,100 s (reference 1,000 s, x = 0.1), tau = 10 s: at 0 s the cap needs 2 R / 1,090 steps/s.
-
-    1,000 steps: 1.83 steps/s, which 1 GPU gives (4 at 150 W, also the least-energy option): capped to 1 GPU.
-    3,000 steps: 5.5 steps/s, which only 2 GPUs give (7 and 9): both counts stay. A job bound this round by
-    ``min_steps`` and a job under ``steady`` are never capped.
-    """
-    ctx = hand_context(duration_s=100.0, restart_s=10.0)
-    a = JobState.new(hand_job("a", A, 0.0, 1000.0))
-    capped = TailBound({"a": 1000.0}, 0.10, pace="capped")
-    assert a.spec.allowed_gpus == (1, 2)
-    assert capped.count_caps(ctx, [a], 0.0, {}) == {"a": (1,)}
-    assert capped.count_caps(ctx, [a], 0.0, {"a": 90.0}) == {}
-    assert TailBound({"a": 1000.0}, 0.10, pace="steady").count_caps(ctx, [a], 0.0, {}) == {}
-    a.remaining_steps = 3000.0
-    assert capped.count_caps(ctx, [a], 0.0, {}) == {}

@@ -365,17 +365,8 @@ def _run_rounds(
         weight = None if governor is None else governor.credit_weight_for_round(now)
         seen = learner.context() if learner is not None else ctx
         bounds = None if tail is None else tail.min_steps(seen, queued, now, budget_j)
-        caps = (
-            None
-            if tail is None or bounds is None or budget_j is not None
-            else tail.count_caps(seen, queued, now, bounds)
-        )
-        inst = round_instance(seen, st.r, now, queued, budget_j, delta, weight, bounds, caps)
-        real = (
-            inst
-            if ctx.truth is None
-            else round_instance(ctx.real, st.r, now, queued, budget_j, delta, weight, allowed_gpus=caps)
-        )
+        inst = round_instance(seen, st.r, now, queued, budget_j, delta, weight, bounds)
+        real = inst if ctx.truth is None else round_instance(ctx.real, st.r, now, queued, budget_j, delta, weight)
         context = replay_round(now, queued)
         st.book = st.book.use(real) if st.book is not None else LeverBook(real)
         record = _play_round(

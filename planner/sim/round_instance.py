@@ -176,12 +176,10 @@ def round_instance(
     delta: float | None = None,
     credit_weight: float | None = None,
     min_steps: Mapping[str, float] | None = None,
-    allowed_gpus: Mapping[str, tuple[int, ...]] | None = None,
 ) -> Instance:
     """The instance of round ``index`` starting at ``now_s`` for the ``queued`` jobs (arrival order).
 
-    ``min_steps``: the tail bound of the jobs that have one (:mod:`planner.sim.tail_bound`; none: 0);
-    ``allowed_gpus``: counts that replace a job's own this round (the tail bound's ``capped`` pace).
+    ``min_steps``: the tail bound of the jobs that have one (:mod:`planner.sim.tail_bound`; none: 0).
 
     ``delta`` overrides the rules' (the runtime-bounded mode sets it per round); ``credit_weight``
     sets the ``efficiency`` objective's ``w`` (a signal-aware replay sets it per round; default 1).
@@ -193,7 +191,7 @@ def round_instance(
             id=s.id,
             type=s.spec.type,
             remaining_steps=s.remaining_steps,
-            gpus=(allowed_gpus or {}).get(s.id, s.spec.allowed_gpus),
+            gpus=s.spec.allowed_gpus,
             current=_current(s, ids),
             min_steps=(min_steps or {}).get(s.id, 0.0),
         )

@@ -38,7 +38,7 @@ TRACE_FORMATS = ("auto", "gavel", "philly")
 """Trace formats (``--trace-format``): ``auto`` chooses by file extension (``.csv`` is Philly)."""
 GOVERNORS = ("accrued", "projected")
 """How ``--max-jct-increase`` compares JCTs (:mod:`planner.sim.governor`)."""
-TAIL_PACES = ("steady", "fastest", "capped")
+TAIL_PACES = ("steady", "fastest")
 """The rate ``--tail-bound`` assumes a job keeps (:mod:`planner.sim.tail_bound`)."""
 REPLANS = ("rounds", "events")
 """When policies are asked again (``--replan``, :data:`planner.sim.decision_memo.ReplanOn`): every round that

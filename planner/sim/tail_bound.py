@@ -62,10 +62,8 @@ from wattplan.planner.core.economics import exclusive_power_w
 from wattplan.planner.sim.round_instance import ClusterContext
 from wattplan.planner.sim.state import JobState
 
-TailPace = Literal["fastest", "steady", "capped"]
+TailPace = Literal["fastest", "steady"]
 """The rate a bound job is assumed to keep after this round (:attr:`TailBound.pace`)."""
-CAP_MARGIN = 2.0
-"""``gamma`` of ``capped``: a job's counts are capped to what finishes it within ``1 / gamma`` of its time left."""
 MIN_STEPS_SHARE = 0.999999
 """A bound is at most this share of the most steps the job can make this round (rounding margin)."""
 
@@ -125,8 +123,7 @@ class TailBound:
     """``J_(k)`` (s): with no ``allowed_jct_s``, every deadline allows at least ``(1 + x)`` times it."""
     pace: TailPace = "steady"
     """``fastest``: a job may wait until only its fastest rate meets the deadline; ``steady``: it is held to the
-    even pace that meets its deadline once that pace is above its least-energy option's rate (module docstring);
-    ``capped``: ``steady``, and a bound job not yet behind may use no more GPUs than it needs (:meth:`count_caps`)."""
+    even pace that meets its deadline once that pace is above its least-energy option's rate (module docstring)."""
     allowed_jct_s: Mapping[str, float] | None = None
     """``y_j`` (s) of the bound jobs; a job not in it has no deadline. None: ``max(f_j - a_j, floor_jct_s)``."""
 
@@ -210,37 +207,6 @@ class TailBound:
                 for g, n in room.items():
                     free[g] -= n
                 out[s.id] = bound
-        return out
-
-    def count_caps(
-        self, ctx: ClusterContext, queued: Sequence[JobState], now_s: float, bound: Mapping[str, float]
-    ) -> dict[str, tuple[int, ...]]:
-        """``{job id: allowed counts}`` under ``pace = "capped"``: GPUs a bound job may use this round.
-
-        A job with a deadline and no ``min_steps`` this round (``bound``) needs the rate ``r = gamma R_j / (D_j -
-        t - tau)`` (steps/s, ``gamma`` = :data:`CAP_MARGIN`, room for waiting and restarts); its counts are
-        capped at the larger of the least count with an exclusive option that fast and its least-energy option's
-        count. So a job with a long window runs on few GPUs instead of finishing early on many (the GPU count
-        lever, docs/design.md §14), and a job without such an option, or behind, keeps every count.
-        """
-        if self.pace != "capped":
-            return {}
-        tau = ctx.rules.restart_s
-        out: dict[str, tuple[int, ...]] = {}
-        for s in queued:
-            d = self.deadline_s(s)
-            usable = _usable(ctx, s)
-            if d is None or s.id in bound or not usable or d - now_s - tau <= 0:
-                continue
-            rate = CAP_MARGIN * s.remaining_steps / (d - now_s - tau)
-            fast_enough = [p.gpus for _, p in usable if p.steps_per_s >= rate]
-            if not fast_enough:
-                continue
-            least = min(usable, key=lambda gp: (exclusive_power_w(*gp) / gp[1].steps_per_s, -gp[1].steps_per_s))
-            cap = max(min(fast_enough), least[1].gpus)
-            allowed = tuple(n for n in s.spec.allowed_gpus if n <= cap)
-            if allowed and allowed != tuple(s.spec.allowed_gpus):
-                out[s.id] = allowed
         return out
 
     def _need(self, ctx: ClusterContext, s: JobState, deadline_s: float, now_s: float, fastest: float) -> float:
