@@ -42,6 +42,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from benchmarks.energy_gap import CLUSTER, SLICES, Slice
 from wattplan.formulations.energy_floor import DemandClass, floor_columns
@@ -85,6 +86,21 @@ def _paired(bound: DeadlineFloor) -> str:
     return "-" if bound.paired_step_share is None else f"{bound.paired_step_share:.0%}"
 
 
+def _blocks(slot_kwh: Sequence[float], per_block: int) -> str:
+    """Energy (kWh) per block of ``per_block`` slots from the first arrival, then the overflow slot's."""
+    regular = slot_kwh[:-1]
+    blocks = [sum(regular[i : i + per_block]) for i in range(0, len(regular), max(per_block, 1))]
+    return ", ".join(f"{b:.1f}" for b in blocks) + f"; after the last deadline {slot_kwh[-1]:.1f} kWh"
+
+
+def replay_blocks(rounds_csv: Path, t0_s: float, block_h: float) -> str:
+    """A replay's energy (``rounds.csv``) per block of ``block_h`` hours from ``t0_s`` (kWh)."""
+    rounds = pd.read_csv(rounds_csv)
+    block = ((rounds["start_s"] - t0_s) // (block_h * 3600.0)).astype(int)
+    per = (rounds["energy_j"] / 3.6e6).groupby(block).sum()
+    return ", ".join(f"{per.get(i, 0.0):.1f}" for i in range(int(per.index.max()) + 1))
+
+
 def slice_rows(
     sl: Slice,
     time_limit_s: float,
@@ -92,6 +108,8 @@ def slice_rows(
     whole_nodes: bool = False,
     rules_wanted: str = "all",
     cases: int | None = None,
+    block_h: float | None = None,
+    profiles: list[str] | None = None,
 ) -> list[str]:
     """The slice's table rows (module docstring)."""
     spec = spec_of(sl)
@@ -132,6 +150,13 @@ def slice_rows(
         label = f"{slot_h:g} h slots" + (", whole nodes" if whole_nodes else "")
         rules = {f"{name}, {label}": rule for name, rule in rules.items()}
     rows = []
+    profiles = [] if profiles is None else profiles
+    if block_h is not None:
+        for rounds_csv in sorted(Path("benchmarks/results/energy_gap", sl.name).glob("*/wattplan/rounds.csv")):
+            variant = rounds_csv.parent.parent.name
+            profiles.append(
+                f"- {sl.name}, replay {variant}: {replay_blocks(rounds_csv, min(arrival.values()), block_h)}"
+            )
     if aim_cases is not None and (rules_wanted == "all" or "aim by cases" in rules_wanted.split(";")):
         assert slot_h is not None
         begin = time.perf_counter()
@@ -167,6 +192,8 @@ def slice_rows(
             f"{_share(e_ref, floor, bound)} | {_paired(bound)} | {'LP, duals' if bound.certified else 'MILP bound'} | "
             f"{bound.columns:,} | {time.perf_counter() - begin:.0f} | {bound.note} |"
         )
+        if block_h is not None and slot_h is not None and bound.slot_kwh:
+            profiles.append(f"- {sl.name}, {name} (LP): {_blocks(bound.slot_kwh, round(block_h / slot_h))}")
     return rows
 
 
@@ -242,14 +269,25 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--slot-h", type=float, help="add capacity per slot of this many hours")
     ap.add_argument("--whole-nodes", action="store_true", help="with --slot-h: static power by the node kept on")
     ap.add_argument("--cases", type=int, help="with --slot-h: the aim by cases over this many costliest windows")
+    ap.add_argument("--block-h", type=float, help="with --slot-h: print each LP's energy per block of these hours")
     ap.add_argument("--rules", default="all", help="rule names separated by ; (old rule;tail rule;...), or all")
     args = ap.parse_args(argv)
     by_name = {s.name: s for s in SLICES}
     chosen = list(SLICES) if args.slices == "all" else [by_name[n] for n in args.slices.split(",")]
     print(HEAD, flush=True)
+    profiles: list[str] = []
     for sl in chosen:
-        for row in slice_rows(sl, args.time_limit, args.slot_h, args.whole_nodes, args.rules, args.cases):
+        rows = slice_rows(
+            sl, args.time_limit, args.slot_h, args.whole_nodes, args.rules, args.cases, args.block_h, profiles
+        )
+        for row in rows:
             print(row, flush=True)
+    if profiles:
+        print(
+            f"\nEnergy per {args.block_h:g} h from the first arrival (kWh; the replays committed under "
+            "benchmarks/results/energy_gap/<slice>/<variant>):\n"
+        )
+        print("\n".join(profiles))
 
 
 if __name__ == "__main__":

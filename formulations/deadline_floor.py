@@ -70,6 +70,10 @@ class _Built:
     """Steps (all jobs) per unit of each model column's value; 0 for the keep binaries."""
     paired: np.ndarray
     """True for the columns of pair configurations."""
+    slot: np.ndarray
+    """Each model column's slot (-1: none, the keep binaries or no timeline)."""
+    slots: int
+    """Slots of the timeline, the overflow included (0 without one)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,10 +178,11 @@ def _build(
         _timeline_rows(mb, rhs, instance, columns, copies, sc, lines, keep_col)
     power = np.array([columns[c].power_w for c, _ in copies])
     node_cost: dict[int, float] = {}
+    node_slot: dict[int, int] = {}
     if lines is not None and timeline is not None and timeline.whole_nodes:
         static = {g.name: g.node_power_w / g.gpus_per_node + g.idle_power_w for g in instance.gpu_types}
         power = power - np.array([columns[c].gpus * static[columns[c].gpu_type] for c, _ in copies])
-        node_cost = _node_rows(mb, rhs, instance, columns, copies, sc, lines)
+        node_cost, node_slot = _node_rows(mb, rhs, instance, columns, copies, sc, lines)
     cost = np.zeros(mb.num_cols)
     cost[:u_start] = power / sc / J_PER_KWH
     for m, kwh in node_cost.items():
@@ -186,7 +191,12 @@ def _build(
     steps[:u_start] = np.array([sum(rate for _, rate in columns[c].rates) for c, _ in copies]) / sc
     paired = np.zeros(mb.num_cols, dtype=bool)
     paired[:u_start] = [columns[c].paired for c, _ in copies]
-    return _Built(mb.build({FLOOR_OBJECTIVE: cost}), np.array(rhs), steps, paired)
+    slot = np.full(mb.num_cols, -1, dtype=int)
+    slot[:u_start] = [i for _, i in copies]
+    for m, i in node_slot.items():
+        slot[m] = i
+    slots = 0 if lines is None else len(lines.slots)
+    return _Built(mb.build({FLOOR_OBJECTIVE: cost}), np.array(rhs), steps, paired, slot, slots)
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,8 +269,8 @@ def _node_rows(
     copies: list[tuple[int, int]],
     sc: np.ndarray,
     lines: _Lines,
-) -> dict[int, float]:
-    """Node-seconds ``y_gs`` per GPU type and slot, with their rows; returns ``{model column: kWh per unit}``.
+) -> tuple[dict[int, float], dict[int, int]]:
+    """Node-seconds ``y_gs`` per GPU type and slot, with their rows; ``{model column: kWh per unit}``, its slot.
 
     Every schedule keeps ``N_g(t)`` whole nodes of type ``g`` on, drawing ``Pnode_g + K_g Pidle_g`` each, and
     its GPUs at work draw ``P - Pidle`` more. ``y_gs = int_s N_g(t) dt`` meets ``K_g y_gs >= sum_{c on g} n_c
@@ -294,7 +304,7 @@ def _node_rows(
         coefs = [-float(np.ceil(columns[copies[m][0]].gpus / k_g)) / unit / sc[m] for m in ms]
         mb.add_row([y[g, i], *ms], [1.0, *coefs], 0.0, INF, f"job_nodes[{k},{g},{i}]", "progress")
         rhs.append(0.0)
-    return cost
+    return cost, {m: i for (_, i), m in y.items()}
 
 
 def _solve_lp(built: _Built, time_limit_s: float) -> SolverResult:
@@ -361,6 +371,12 @@ def deadline_floor(
     if r.values is not None and len(r.values) == built.lm.num_cols:
         steps = np.maximum(r.values, 0.0) * built.steps_per_value
         share = float(steps[built.paired].sum() / steps.sum()) if steps.sum() > 0 else None
+    slot_kwh: tuple[float, ...] = ()
+    if timeline is not None and r.values is not None and len(r.values) == built.lm.num_cols:
+        kwh = built.lm.objectives[FLOOR_OBJECTIVE] * np.maximum(r.values, 0.0)
+        inside = built.slot >= 0
+        per_slot = np.bincount(built.slot[inside], weights=kwh[inside], minlength=built.slots)
+        slot_kwh = tuple(float(v) for v in per_slot)
     note = f"{r.message}; value {value} kWh; {time.perf_counter() - begin:.1f} s"
     return DeadlineFloor(
         None if r.bound is None else r.bound * J_PER_KWH,
@@ -371,4 +387,5 @@ def deadline_floor(
         free_jobs == 0,
         note,
         share,
+        slot_kwh,
     )

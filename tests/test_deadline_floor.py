@@ -118,6 +118,7 @@ def test_whole_nodes_charge_a_lone_job_its_node_by_hand() -> None:
     nodes = planning.deadline_floor(one, {"a0": 1000.0}, arrivals_s=arrivals, slot_s=1000.0, whole_nodes=True)
     assert share.energy_j == pytest.approx(45_000.0, rel=1e-6)
     assert nodes.certified and nodes.energy_j == pytest.approx(50_000.0, rel=1e-6)
+    assert nodes.slot_kwh == pytest.approx((50_000.0 / 3.6e6, 0.0), rel=1e-6)  # one slot and the unused overflow
     no_deadline = planning.deadline_floor(one, {}, arrivals_s=arrivals, slot_s=100.0, whole_nodes=True)
     assert no_deadline.energy_j == pytest.approx(50_000.0, rel=1e-6)  # the overflow slot charges the node too
     two = _instance(1000, 1000)

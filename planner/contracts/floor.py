@@ -48,6 +48,9 @@ class DeadlineFloor:
     note: str
     paired_step_share: float | None = None
     """Fraction of all steps the solution found does in pairs (None without one)."""
+    slot_kwh: tuple[float, ...] = ()
+    """With a timeline: the energy of the solution found in each slot (kWh), the overflow slot after the last
+    deadline last; one relaxed schedule's profile, not a bound per slot."""
 
     @property
     def energy_kwh(self) -> float | None:
