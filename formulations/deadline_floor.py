@@ -195,8 +195,8 @@ def _build(
     slot[:u_start] = [i for _, i in copies]
     for m, i in node_slot.items():
         slot[m] = i
-    slots = 0 if lines is None else len(lines.slots)
-    return _Built(mb.build({FLOOR_OBJECTIVE: cost}), np.array(rhs), steps, paired, slot, slots)
+    slot_count = 0 if lines is None else len(lines.slots)
+    return _Built(mb.build({FLOOR_OBJECTIVE: cost}), np.array(rhs), steps, paired, slot, slot_count)
 
 
 @dataclass(frozen=True, slots=True)
