@@ -174,15 +174,16 @@ def _build(
         coefs = [-len(columns[c].rates) / processing_sum_s / sc[m] for m, (c, _) in enumerate(copies)]
         mb.add_row(cols, coefs, -1.0, INF, "processing", "progress")
         rhs.append(-1.0)
-    if lines is not None:
-        _timeline_rows(mb, rhs, instance, columns, copies, sc, lines, keep_col)
     power = np.array([columns[c].power_w for c, _ in copies])
     node_cost: dict[int, float] = {}
     node_slot: dict[int, int] = {}
-    if lines is not None and timeline is not None and timeline.whole_nodes:
-        static = {g.name: g.node_power_w / g.gpus_per_node + g.idle_power_w for g in instance.gpu_types}
-        power = power - np.array([columns[c].gpus * static[columns[c].gpu_type] for c, _ in copies])
-        node_cost, node_slot = _node_rows(mb, rhs, instance, columns, copies, sc, lines)
+    if lines is not None:
+        draft = _Draft(mb, rhs, instance, columns, copies, sc, lines)
+        _timeline_rows(draft, keep_col)
+        if timeline is not None and timeline.whole_nodes:
+            static = {g.name: g.node_power_w / g.gpus_per_node + g.idle_power_w for g in instance.gpu_types}
+            power = power - np.array([columns[c].gpus * static[columns[c].gpu_type] for c, _ in copies])
+            node_cost, node_slot = _node_rows(draft)
     cost = np.zeros(mb.num_cols)
     cost[:u_start] = power / sc / J_PER_KWH
     for m, kwh in node_cost.items():
@@ -212,16 +213,24 @@ class _Lines:
     """``R_j / x_j``: the longest any job computes (s, its slowest rate), the overflow's big-M."""
 
 
-def _timeline_rows(
-    mb: ModelBuilder,
-    rhs: list[float],
-    instance: Instance,
-    columns: list[FloorColumn],
-    copies: list[tuple[int, int]],
-    sc: np.ndarray,
-    lines: _Lines,
-    keep_col: Mapping[int, int],
-) -> None:
+@dataclass(frozen=True, slots=True)
+class _Draft:
+    """The timeline model being built, as its row writers need it.
+
+    Its builder and right-hand sides so far, the configurations, their copies ``(configuration, slot)`` with each
+    copy's scale, and the slots.
+    """
+
+    mb: ModelBuilder
+    rhs: list[float]
+    instance: Instance
+    columns: list[FloorColumn]
+    copies: list[tuple[int, int]]
+    sc: np.ndarray
+    lines: _Lines
+
+
+def _timeline_rows(d: _Draft, keep_col: Mapping[int, int]) -> None:
     """Per slot: each job runs at most the slot's part of its window; each GPU type's GPU-seconds fit the slot.
 
     A job ``j`` in slot ``s``: ``sum_{c serving j} t_cs <= |s & [a_j, d_j]|``, plus ``|s & [d_j, end]| (1 - u_j)``
@@ -229,6 +238,7 @@ def _timeline_rows(
     |s|``. Both hold for every schedule whose jobs keep their windows (a job computes in one configuration at a
     time, between its arrival and its deadline; a type has its GPUs).
     """
+    mb, rhs, columns, copies, sc, lines = d.mb, d.rhs, d.columns, d.copies, d.sc, d.lines
     by_job_slot: dict[tuple[int, int], list[int]] = {}
     by_type_slot: dict[tuple[str, int], list[int]] = {}
     for m, (c, i) in enumerate(copies):
@@ -251,7 +261,7 @@ def _timeline_rows(
         else:
             mb.add_row(ms, coefs, -1.0, INF, f"slot[{k},{i}]", "progress")
         rhs.append(-1.0)
-    total = {g.name: g.total_gpus for g in instance.gpu_types}
+    total = {g.name: g.total_gpus for g in d.instance.gpu_types}
     for (g, i), ms in sorted(by_type_slot.items()):
         a, b = lines.slots[i]
         if b == INF:
@@ -261,15 +271,7 @@ def _timeline_rows(
         rhs.append(-1.0)
 
 
-def _node_rows(
-    mb: ModelBuilder,
-    rhs: list[float],
-    instance: Instance,
-    columns: list[FloorColumn],
-    copies: list[tuple[int, int]],
-    sc: np.ndarray,
-    lines: _Lines,
-) -> tuple[dict[int, float], dict[int, int]]:
+def _node_rows(d: _Draft) -> tuple[dict[int, float], dict[int, int]]:
     """Node-seconds ``y_gs`` per GPU type and slot, with their rows; ``{model column: kWh per unit}``, its slot.
 
     Every schedule keeps ``N_g(t)`` whole nodes of type ``g`` on, drawing ``Pnode_g + K_g Pidle_g`` each, and
@@ -278,7 +280,8 @@ def _node_rows(
     (while ``j`` runs on ``g`` its nodes are on: a job alone keeps a whole node on). The model's unit of ``y`` is
     one slot (an hour in the overflow).
     """
-    gpu = {g.name: g for g in instance.gpu_types}
+    mb, rhs, columns, copies, sc, lines = d.mb, d.rhs, d.columns, d.copies, d.sc, d.lines
+    gpu = {g.name: g for g in d.instance.gpu_types}
     by_type_slot: dict[tuple[str, int], list[int]] = {}
     by_job_type_slot: dict[tuple[int, str, int], list[int]] = {}
     for m, (c, i) in enumerate(copies):
