@@ -182,7 +182,7 @@ def slice_rows(
         )
         label = f"aim by cases, {slot_h:g} h slots" + (", whole nodes" if whole_nodes else "")
         share = (
-            "not solved"
+            "no claim (see the last column)"
             if energy_j is None
             else (f"{energy_j / 3.6e6:.2f} kWh, **{(e_ref - energy_j / 3.6e6) / (e_ref - floor):.0%}**")
         )
@@ -233,7 +233,7 @@ def aim_by_cases(
     past_b = sorted(j for j in steps if least_s[j] > aim.within_b_s)
     past_p = sorted(j for j in steps if least_s[j] > aim.within_p_s)
     if len(past_b) > aim.late_b or len(past_p) > aim.late_p:
-        return 0.0, "more jobs cannot meet the windows than may be late: no schedule"
+        return None, "no schedule keeps the aim: more jobs cannot meet the windows than may be late"
     others = sorted((j for j in steps if j not in past_p), key=lambda j: (-cost[j], j))
     chosen = past_p + others[: max(cases - len(past_p), 0)]
     late_b = min(aim.late_b, len(chosen))
