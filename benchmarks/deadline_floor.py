@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import math
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -50,8 +51,6 @@ import numpy as np
 import pandas as pd
 
 from benchmarks.energy_gap import CLUSTER, SLICES, Slice
-from wattplan.formulations.energy_floor import DemandClass, floor_columns
-from wattplan.formulations.ir import INF
 from wattplan.planner import planning
 from wattplan.planner.contracts.domain import Instance
 from wattplan.planner.contracts.floor import DeadlineFloor
@@ -145,8 +144,8 @@ def slice_rows(
     }
     aim_cases = None
     if cases is not None and slot_h is not None:
-        fastest = fastest_rates(inst)
-        least = [j.remaining_steps / fastest[j.id] if fastest[j.id] > 0 else INF for j in inst.jobs if j.id in jct]
+        fastest = planning.deadline_floor_rates(inst)
+        least = [j.remaining_steps / fastest[j.id] if fastest[j.id] > 0 else math.inf for j in inst.jobs if j.id in jct]
         aim = p95_limits(n, (1 + TOLERANCE) * float(np.percentile(order, 95)), least)
         aim_cases = (aim, {j: deadline_cost_j(ctx, fresh[j], aim.within_p_s) for j in jct})
     if rules_wanted != "all":
@@ -204,17 +203,6 @@ def slice_rows(
     return rows
 
 
-def fastest_rates(inst: Instance) -> dict[str, float]:
-    """Each job's fastest rate over the deadline floor's own columns, exclusive and paired (steps/s)."""
-    jobs = [j for j in inst.jobs if j.remaining_steps > 0]
-    classes = [DemandClass(j.type, tuple(sorted(j.gpus)), j.remaining_steps, 1) for j in jobs]
-    fastest = dict.fromkeys((j.id for j in jobs), 0.0)
-    for col in floor_columns(inst, classes, self_pairs=False):
-        for k, rate in col.rates:
-            fastest[jobs[k].id] = max(fastest[jobs[k].id], rate)
-    return fastest
-
-
 def aim_by_cases(
     inst: Instance,
     aim: P95Limits,
@@ -228,8 +216,8 @@ def aim_by_cases(
 ) -> tuple[float | None, str]:
     """The least of the certified LPs of the module docstring (J) and what it took; None: no claim."""
     steps = {j.id: j.remaining_steps for j in inst.jobs if j.remaining_steps > 0}
-    fastest = fastest_rates(inst)
-    least_s = {j: steps[j] / fastest[j] if fastest[j] > 0 else INF for j in steps}
+    fastest = planning.deadline_floor_rates(inst)
+    least_s = {j: steps[j] / fastest[j] if fastest[j] > 0 else math.inf for j in steps}
     past_b = sorted(j for j in steps if least_s[j] > aim.within_b_s)
     past_p = sorted(j for j in steps if least_s[j] > aim.within_p_s)
     if len(past_b) > aim.late_b or len(past_p) > aim.late_p:
@@ -248,7 +236,7 @@ def aim_by_cases(
             if not set(past_p) <= a1:
                 continue
             windows = {j: aim.within_p_s for j in chosen if j not in a1}
-            if aim.within_b_s < INF:
+            if aim.within_b_s < math.inf:
                 windows |= dict.fromkeys(a1_extra, aim.within_b_s)
             bound = planning.deadline_floor(inst, windows, 0, total_s, time_limit_s, arrival, slot_s, whole_nodes)
             runs += 1

@@ -349,6 +349,17 @@ def _solve_milp(built: _Built, time_limit_s: float) -> SolverResult:
     return r
 
 
+def fastest_rates(instance: Instance) -> dict[str, float]:
+    """Each job's fastest rate over the deadline floor's own columns, exclusive and paired (steps/s; 0: none)."""
+    jobs = [j for j in instance.jobs if j.remaining_steps > 0]
+    classes = [DemandClass(j.type, tuple(sorted(j.gpus)), j.remaining_steps, 1) for j in jobs]
+    fastest = dict.fromkeys((j.id for j in jobs), 0.0)
+    for col in floor_columns(instance, classes, self_pairs=False):
+        for k, rate in col.rates:
+            fastest[jobs[k].id] = max(fastest[jobs[k].id], rate)
+    return fastest
+
+
 def deadline_floor(
     instance: Instance,
     windows_s: Mapping[str, float],

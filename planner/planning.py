@@ -400,6 +400,13 @@ def deadline_floor(
     return solve_deadline_floor(instance, windows_s, free_jobs, processing_sum_s, limit, timeline)
 
 
+def deadline_floor_rates(instance: Instance) -> dict[str, float]:
+    """Each job's fastest rate (steps/s) over the deadline floor's columns: ``R_j / X_j`` is its least JCT there."""
+    from wattplan.formulations.deadline_floor import fastest_rates
+
+    return fastest_rates(instance)
+
+
 def horizon_model_size(instance: Instance, horizon: int) -> tuple[int, int]:
     """Columns and rows of ``instance``'s ``horizon``-round model (docs/design.md §5.14); nothing is solved."""
     from wattplan.formulations.horizon_model import build_horizon_model

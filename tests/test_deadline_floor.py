@@ -144,3 +144,8 @@ def test_whole_nodes_never_above_a_replay_that_keeps_the_windows(rows, nodes: in
         energy = sum(r.energy_j for r in result.rounds)
         f = planning.deadline_floor(inst, windows, arrivals_s=arrivals, slot_s=slot_s, whole_nodes=True)
         assert f.certified and f.energy_j is not None and f.energy_j <= energy * (1 + 1e-9), name
+
+
+def test_fastest_rates_over_the_floor_columns() -> None:
+    """A's fastest option is 2 GPUs at 250 W, 9 steps/s (pairs of A with A are not columns)."""
+    assert planning.deadline_floor_rates(_instance(1000, 500)) == {"a0": 9.0, "a1": 9.0}
