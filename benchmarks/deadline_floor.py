@@ -80,10 +80,10 @@ def spec_of(sl: Slice) -> ReplaySpec:
     )
 
 
-def _share(e_ref: float, floor: float, bound: DeadlineFloor) -> str:
-    if bound.energy_kwh is None:
-        return "not solved"
-    return f"{bound.energy_kwh:.2f} kWh, **{(e_ref - bound.energy_kwh) / (e_ref - floor):.0%}**"
+def _share(e_ref: float, floor: float, bound_kwh: float | None, unsolved: str = "not solved") -> str:
+    if bound_kwh is None:
+        return unsolved
+    return f"{bound_kwh:.2f} kWh, **{(e_ref - bound_kwh) / (e_ref - floor):.0%}**"
 
 
 def _paired(bound: DeadlineFloor) -> str:
@@ -145,9 +145,13 @@ def slice_rows(
     aim_cases = None
     if cases is not None and slot_h is not None:
         fastest = planning.deadline_floor_rates(inst)
-        least = [j.remaining_steps / fastest[j.id] if fastest[j.id] > 0 else math.inf for j in inst.jobs if j.id in jct]
-        aim = p95_limits(n, (1 + TOLERANCE) * float(np.percentile(order, 95)), least)
-        aim_cases = (aim, {j: deadline_cost_j(ctx, fresh[j], aim.within_p_s) for j in jct})
+        least_s = {
+            j.id: j.remaining_steps / x if (x := fastest[j.id]) > 0 else math.inf for j in inst.jobs if j.id in fastest
+        }
+        aim = p95_limits(
+            n, (1 + TOLERANCE) * float(np.percentile(order, 95)), [least_s[j] for j in jct if j in least_s]
+        )
+        aim_cases = (aim, least_s, {j: deadline_cost_j(ctx, fresh[j], aim.within_p_s) for j in jct})
     if rules_wanted != "all":
         rules = {name: rule for name, rule in rules.items() if name in rules_wanted.split(";")}
     elif slot_h is not None:  # the aim's MILP over slots (766,454 columns on heavy Philly) found nothing in 1,200 s
@@ -166,11 +170,12 @@ def slice_rows(
     if aim_cases is not None and (rules_wanted == "all" or "aim by cases" in rules_wanted.split(";")):
         assert slot_h is not None
         begin = time.perf_counter()
-        aim, cost = aim_cases
+        aim, least_s, cost = aim_cases
         free = aim.late_p
         energy_j, note = aim_by_cases(
             inst,
             aim,
+            least_s,
             cost,
             cases or 0,
             (1 + AVERAGE) * sum(order),
@@ -180,11 +185,8 @@ def slice_rows(
             whole_nodes,
         )
         label = f"aim by cases, {slot_h:g} h slots" + (", whole nodes" if whole_nodes else "")
-        share = (
-            "no claim (see the last column)"
-            if energy_j is None
-            else (f"{energy_j / 3.6e6:.2f} kWh, **{(e_ref - energy_j / 3.6e6) / (e_ref - floor):.0%}**")
-        )
+        kwh = None if energy_j is None else energy_j / 3.6e6
+        share = _share(e_ref, floor, kwh, "no claim (see the last column)")
         rows.append(
             f"| {sl.name} | {n} | {e_ref:.2f} | {floor:.2f} | {label} | {n - free} of {n} | {share} | - | "
             f"LPs, duals | - | {time.perf_counter() - begin:.0f} | {note} |"
@@ -195,7 +197,8 @@ def slice_rows(
         bound = planning.deadline_floor(inst, windows, free, total, time_limit_s, arrival, slot_s, whole_nodes)
         rows.append(
             f"| {sl.name} | {n} | {e_ref:.2f} | {floor:.2f} | {name} | {len(windows) - free} of {n} | "
-            f"{_share(e_ref, floor, bound)} | {_paired(bound)} | {'LP, duals' if bound.certified else 'MILP bound'} | "
+            f"{_share(e_ref, floor, bound.energy_kwh)} | {_paired(bound)} | "
+            f"{'LP, duals' if bound.certified else 'MILP bound'} | "
             f"{bound.columns:,} | {time.perf_counter() - begin:.0f} | {bound.note} |"
         )
         if block_h is not None and slot_h is not None and bound.slot_kwh:
@@ -206,6 +209,7 @@ def slice_rows(
 def aim_by_cases(
     inst: Instance,
     aim: P95Limits,
+    least_s: dict[str, float],
     cost: dict[str, float],
     cases: int,
     total_s: float,
@@ -214,15 +218,15 @@ def aim_by_cases(
     slot_s: float,
     whole_nodes: bool,
 ) -> tuple[float | None, str]:
-    """The least of the certified LPs of the module docstring (J) and what it took; None: no claim."""
-    steps = {j.id: j.remaining_steps for j in inst.jobs if j.remaining_steps > 0}
-    fastest = planning.deadline_floor_rates(inst)
-    least_s = {j: steps[j] / fastest[j] if fastest[j] > 0 else math.inf for j in steps}
-    past_b = sorted(j for j in steps if least_s[j] > aim.within_b_s)
-    past_p = sorted(j for j in steps if least_s[j] > aim.within_p_s)
+    """The least of the certified LPs of the module docstring (J) and what it took; None: no claim.
+
+    ``least_s``: each job's least JCT ``m_j`` (s) over the floor's columns, the jobs with steps left.
+    """
+    past_b = sorted(j for j in least_s if least_s[j] > aim.within_b_s)
+    past_p = sorted(j for j in least_s if least_s[j] > aim.within_p_s)
     if len(past_b) > aim.late_b or len(past_p) > aim.late_p:
         return None, "no schedule keeps the aim: more jobs cannot meet the windows than may be late"
-    others = sorted((j for j in steps if j not in past_p), key=lambda j: (-cost[j], j))
+    others = sorted((j for j in least_s if j not in past_p), key=lambda j: (-cost[j], j))
     chosen = past_p + others[: max(cases - len(past_p), 0)]
     late_b = min(aim.late_b, len(chosen))
     late_p = min(aim.late_p, len(chosen))

@@ -50,7 +50,7 @@ from wattplan.formulations.energy_floor import (
 )
 from wattplan.formulations.ir import INF, LinearModel, ModelBuilder
 from wattplan.formulations.watchdog import run_with_deadline
-from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.contracts.domain import Instance, Job
 from wattplan.planner.contracts.floor import DeadlineFloor
 
 DEADLINE_FLOOR_TIME_LIMIT_S = 120.0
@@ -91,6 +91,13 @@ def _overlap(lo: float, hi: float, a: float, b: float) -> float:
     return max(0.0, min(hi, b) - max(lo, a))
 
 
+def _job_columns(instance: Instance) -> tuple[list[Job], list[DemandClass], list[FloorColumn]]:
+    """The jobs with steps left, one class each (windows differ), and every configuration serving them."""
+    jobs = [j for j in instance.jobs if j.remaining_steps > 0]
+    classes = [DemandClass(j.type, tuple(sorted(j.gpus)), j.remaining_steps, 1) for j in jobs]
+    return jobs, classes, floor_columns(instance, classes, self_pairs=False)
+
+
 def _build(
     instance: Instance,
     windows_s: Mapping[str, float],
@@ -102,9 +109,7 @@ def _build(
 
     Without a timeline a model column is a configuration; with one it is a configuration in a slot.
     """
-    jobs = [j for j in instance.jobs if j.remaining_steps > 0]
-    classes = [DemandClass(j.type, tuple(sorted(j.gpus)), j.remaining_steps, 1) for j in jobs]
-    columns = floor_columns(instance, classes, self_pairs=False)
+    jobs, classes, columns = _job_columns(instance)
     scale = np.array([max(rate / classes[k].steps for k, rate in c.rates) for c in columns])
     slowest = [INF] * len(jobs)
     for col in columns:
@@ -351,10 +356,9 @@ def _solve_milp(built: _Built, time_limit_s: float) -> SolverResult:
 
 def fastest_rates(instance: Instance) -> dict[str, float]:
     """Each job's fastest rate over the deadline floor's own columns, exclusive and paired (steps/s; 0: none)."""
-    jobs = [j for j in instance.jobs if j.remaining_steps > 0]
-    classes = [DemandClass(j.type, tuple(sorted(j.gpus)), j.remaining_steps, 1) for j in jobs]
+    jobs, _, columns = _job_columns(instance)
     fastest = dict.fromkeys((j.id for j in jobs), 0.0)
-    for col in floor_columns(instance, classes, self_pairs=False):
+    for col in columns:
         for k, rate in col.rates:
             fastest[jobs[k].id] = max(fastest[jobs[k].id], rate)
     return fastest
@@ -382,12 +386,13 @@ def deadline_floor(
     r = run_with_deadline(solve, (built, time_limit_s), time_limit_s + 10.0)
     value = "-" if r.objective is None else f"{r.objective:.4f}"
     share = None
-    if r.values is not None and len(r.values) == built.lm.num_cols:
-        steps = np.maximum(r.values, 0.0) * built.steps_per_value
+    values = np.maximum(r.values, 0.0) if r.values is not None and len(r.values) == built.lm.num_cols else None
+    if values is not None:
+        steps = values * built.steps_per_value
         share = float(steps[built.paired].sum() / steps.sum()) if steps.sum() > 0 else None
     slot_kwh: tuple[float, ...] = ()
-    if timeline is not None and r.values is not None and len(r.values) == built.lm.num_cols:
-        kwh = built.lm.objectives[FLOOR_OBJECTIVE] * np.maximum(r.values, 0.0)
+    if timeline is not None and values is not None:
+        kwh = built.lm.objectives[FLOOR_OBJECTIVE] * values
         inside = built.slot >= 0
         per_slot = np.bincount(built.slot[inside], weights=kwh[inside], minlength=built.slots)
         slot_kwh = tuple(float(v) for v in per_slot)
