@@ -23,6 +23,11 @@ accounting; it is certified from the duals (:func:`formulations.energy_floor.cer
 ``j``, so a free job never needs more). This is a MILP; its value is the solver's proven bound, not
 certified by duals here, and the result says so.
 
+**Outer windows** (``outer``, :class:`OuterWindows`): a second, later window ``V_j >= W_j`` per job, of which at
+most ``m'`` jobs may miss theirs (a p95 interpolated between two ranks limits two of them: ``k + 1`` jobs within
+one time, ``k + 2`` within a later one). A second binary ``v_j`` per job, ``sum_j v_j >= n' - m'``, and the time row
+``sum t - M'_j (1 - v_j) <= V_j``. No row ties ``v`` to ``u``: a job that keeps ``W_j`` keeps ``V_j`` too.
+
 **Timeline** (optional, :class:`Timeline`): a column per configuration and slot, capacity rows per slot
 (:func:`_timeline_rows`), slots up to the last deadline and then one overflow slot without capacity. With
 ``whole_nodes`` static power is charged by the node kept on, not by each GPU's share (:func:`_node_rows`): a job
@@ -77,6 +82,14 @@ class _Built:
 
 
 @dataclass(frozen=True, slots=True)
+class OuterWindows:
+    """Later windows (s from arrival, each at least the job's window) of which at most ``late`` may be missed."""
+
+    windows_s: Mapping[str, float]
+    late: int
+
+
+@dataclass(frozen=True, slots=True)
 class Timeline:
     """Slots of ``slot_s`` seconds from the first arrival, for the capacity rows (module docstring)."""
 
@@ -104,6 +117,7 @@ def _build(
     free_jobs: int,
     processing_sum_s: float | None,
     timeline: Timeline | None = None,
+    outer: OuterWindows | None = None,
 ) -> _Built:
     """The model of the module docstring, rows as ``A t >= b`` scaled to ``b`` in {1, -1, ...}, costs in kWh.
 
@@ -116,6 +130,8 @@ def _build(
         for k, rate in col.rates:
             slowest[k] = min(slowest[k], rate)
     bound_jobs = [k for k, j in enumerate(jobs) if j.id in windows_s and slowest[k] < INF]
+    outer_s: Mapping[str, float] = {} if outer is None else outer.windows_s
+    outer_jobs = [k for k in bound_jobs if jobs[k].id in outer_s]
     # copies: (configuration, slot) pairs; slot -1 without a timeline
     copies: list[tuple[int, int]] = [(c, -1) for c in range(len(columns))]
     lines: _Lines | None = None
@@ -123,7 +139,8 @@ def _build(
         arrive = [timeline.arrivals_s[j.id] for j in jobs]
         due = [arrive[k] + windows_s[j.id] if k in bound_jobs else INF for k, j in enumerate(jobs)]
         t0 = min(arrive)
-        end = max([max(arrive) + timeline.slot_s] + [d for d in due if d < INF])
+        due_outer = [arrive[k] + outer_s[jobs[k].id] if k in outer_jobs else due[k] for k in range(len(jobs))]
+        end = max([max(arrive) + timeline.slot_s] + [d for d in due_outer if d < INF])
         n_slots = max(int(np.ceil((end - t0) / timeline.slot_s)), 1)
         end = t0 + n_slots * timeline.slot_s
         slots = [(t0 + i * timeline.slot_s, t0 + (i + 1) * timeline.slot_s) for i in range(n_slots)]
@@ -136,7 +153,7 @@ def _build(
             hi = min(reach[k] for k, _ in col.rates)
             copies += [(c, i) for i, (a, b) in enumerate(slots) if _overlap(lo, hi, a, b) > 0]
         most = [classes[k].steps / slowest[k] if slowest[k] < INF else 0.0 for k in range(len(jobs))]
-        lines = _Lines(slots, arrive, [min(d, end) for d in due], end, most)
+        lines = _Lines(slots, arrive, [min(d, end) for d in due], end, most, [min(d, end) for d in due_outer])
     mb = ModelBuilder()
     for c, i in copies:
         mb.add_col(columns[c].name if i < 0 else f"{columns[c].name}@{i}", 0.0, INF, False)
@@ -158,22 +175,23 @@ def _build(
     if free_jobs > 0:
         for k in bound_jobs:
             keep_col[k] = mb.add_col(f"keep[{jobs[k].id}]", 0.0, 1.0, True)
+    outer_col: dict[int, int] = {}
+    if outer is not None:
+        for k in outer_jobs:
+            outer_col[k] = mb.add_col(f"keep_outer[{jobs[k].id}]", 0.0, 1.0, True)
     for k in bound_jobs:
-        w = max(windows_s[jobs[k].id], 1e-9)
-        cols = [m for m, _ in serving[k]]
-        coefs = [-1.0 / w / sc[m] for m in cols]
-        if free_jobs > 0:
-            m_rel = max(classes[k].steps / slowest[k] - w, 0.0) / w
-            # sum t <= W + M (1 - u)   <=>   -sum t / W - (M/W) u >= -1 - M/W
-            mb.add_row(cols + [keep_col[k]], coefs + [-m_rel], -1.0 - m_rel, INF, f"time[{k}]", "progress")
-            rhs.append(-1.0 - m_rel)
-        else:
-            mb.add_row(cols, coefs, -1.0, INF, f"time[{k}]", "progress")
-            rhs.append(-1.0)
-    if free_jobs > 0 and bound_jobs:
-        keep = max(len(bound_jobs) - free_jobs, 0)
-        mb.add_row([keep_col[k] for k in bound_jobs], [1.0] * len(bound_jobs), keep, INF, "kept", "count")
-        rhs.append(float(keep))
+        most_s = classes[k].steps / slowest[k]
+        _time_row(mb, rhs, serving[k], sc, windows_s[jobs[k].id], most_s, keep_col.get(k), f"time[{k}]")
+        if k in outer_col:
+            _time_row(mb, rhs, serving[k], sc, outer_s[jobs[k].id], most_s, outer_col[k], f"outer[{k}]")
+    for name, cols_kept, late in (
+        ("kept", keep_col, free_jobs),
+        ("kept_outer", outer_col, 0 if outer is None else outer.late),
+    ):
+        if cols_kept:
+            keep = max(len(cols_kept) - late, 0)
+            mb.add_row(list(cols_kept.values()), [1.0] * len(cols_kept), keep, INF, name, "count")
+            rhs.append(float(keep))
     if processing_sum_s is not None:
         cols = list(range(len(copies)))
         coefs = [-len(columns[c].rates) / processing_sum_s / sc[m] for m, (c, _) in enumerate(copies)]
@@ -184,7 +202,7 @@ def _build(
     node_slot: dict[int, int] = {}
     if lines is not None:
         draft = _Draft(mb, rhs, instance, columns, copies, sc, lines)
-        _timeline_rows(draft, keep_col)
+        _timeline_rows(draft, keep_col, outer_col)
         if timeline is not None and timeline.whole_nodes:
             static = {g.name: g.node_power_w / g.gpus_per_node + g.idle_power_w for g in instance.gpu_types}
             power = power - np.array([columns[c].gpus * static[columns[c].gpu_type] for c, _ in copies])
@@ -216,6 +234,8 @@ class _Lines:
     end: float
     most_s: list[float]
     """``R_j / x_j``: the longest any job computes (s, its slowest rate), the overflow's big-M."""
+    outer_due: list[float]
+    """Each job's outer deadline (its deadline when it has no outer window; the end when it has none)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -235,13 +255,39 @@ class _Draft:
     lines: _Lines
 
 
-def _timeline_rows(d: _Draft, keep_col: Mapping[int, int]) -> None:
+def _time_row(
+    mb: ModelBuilder,
+    rhs: list[float],
+    serving: list[tuple[int, float]],
+    sc: np.ndarray,
+    window_s: float,
+    most_s: float,
+    keep: int | None,
+    name: str,
+) -> None:
+    """``sum_{c serving j} t_c <= W`` (s), or ``<= W + M (1 - u)`` with ``M = most_s - W`` and ``u`` column ``keep``."""
+    w = max(window_s, 1e-9)
+    cols = [m for m, _ in serving]
+    coefs = [-1.0 / w / sc[m] for m in cols]
+    if keep is None:
+        mb.add_row(cols, coefs, -1.0, INF, name, "progress")
+        rhs.append(-1.0)
+        return
+    m_rel = max(most_s - w, 0.0) / w
+    # sum t <= W + M (1 - u)   <=>   -sum t / W - (M/W) u >= -1 - M/W
+    mb.add_row(cols + [keep], coefs + [-m_rel], -1.0 - m_rel, INF, name, "progress")
+    rhs.append(-1.0 - m_rel)
+
+
+def _timeline_rows(d: _Draft, keep_col: Mapping[int, int], outer_col: Mapping[int, int]) -> None:
     """Per slot: each job runs at most the slot's part of its window; each GPU type's GPU-seconds fit the slot.
 
-    A job ``j`` in slot ``s``: ``sum_{c serving j} t_cs <= |s & [a_j, d_j]|``, plus ``|s & [d_j, end]| (1 - u_j)``
-    when it may go free (``u_j`` its keep binary). Type ``g`` in slot ``s``: ``sum_{c on g} n_c t_cs <= N_g K_g
-    |s|``. Both hold for every schedule whose jobs keep their windows (a job computes in one configuration at a
-    time, between its arrival and its deadline; a type has its GPUs).
+    A job ``j`` in slot ``s``: ``sum_{c serving j} t_cs <= |s & [a_j, d_j]|``, plus ``|s & [d_j, e_j]| (1 - u_j)
+    + |s & [e_j, end]| (1 - v_j)`` when it may go free (``u_j`` its keep binary; ``e_j`` and ``v_j`` its outer
+    deadline and binary, or ``end`` and ``u_j`` without one). Type ``g`` in slot ``s``: ``sum_{c on g} n_c t_cs <=
+    N_g K_g |s|``. Both hold for every schedule whose jobs keep their windows (a job computes in one configuration
+    at a time, between its arrival and its deadline, after ``d_j`` only when it misses it, after ``e_j`` only when
+    it misses that; a type has its GPUs).
     """
     mb, rhs, columns, copies, sc, lines = d.mb, d.rhs, d.columns, d.copies, d.sc, d.lines
     by_job_slot: dict[tuple[int, int], list[int]] = {}
@@ -253,18 +299,20 @@ def _timeline_rows(d: _Draft, keep_col: Mapping[int, int]) -> None:
     for (k, i), ms in sorted(by_job_slot.items()):
         a, b = lines.slots[i]
         inside = _overlap(lines.arrive[k], lines.due[k], a, b)
-        extra = _overlap(lines.due[k], lines.end, a, b) if k in keep_col else 0.0
+        late: dict[int, float] = {}  # keep binary -> the slot's seconds the job may compute only if it misses it
+        if k in keep_col:
+            last = outer_col.get(k, keep_col[k])
+            late[keep_col[k]] = _overlap(lines.due[k], lines.outer_due[k], a, b)
+            late[last] = late.get(last, 0.0) + _overlap(lines.outer_due[k], lines.end, a, b)
         if b == INF:  # the overflow: only a job without a deadline, or one that may go free, computes there
             if k not in keep_col:
                 continue
-            inside, extra = 0.0, max(lines.most_s[k], 1e-9)
-        cap = inside + extra
-        coefs = [-1.0 / cap / sc[m] for m in ms]
-        if extra > 0:
-            # sum t <= inside + extra (1 - u)   <=>   -sum t / cap - (extra / cap) u >= -1
-            mb.add_row(ms + [keep_col[k]], coefs + [-extra / cap], -1.0, INF, f"slot[{k},{i}]", "progress")
-        else:
-            mb.add_row(ms, coefs, -1.0, INF, f"slot[{k},{i}]", "progress")
+            inside, late = 0.0, {outer_col.get(k, keep_col[k]): max(lines.most_s[k], 1e-9)}
+        late = {u: s for u, s in late.items() if s > 0}
+        cap = inside + sum(late.values())
+        # sum t <= inside + sum_u late_u (1 - u)   <=>   -sum t / cap - sum_u (late_u / cap) u >= -1
+        coefs = [-1.0 / cap / sc[m] for m in ms] + [-s / cap for s in late.values()]
+        mb.add_row(ms + list(late), coefs, -1.0, INF, f"slot[{k},{i}]", "progress")
         rhs.append(-1.0)
     total = {g.name: g.total_gpus for g in d.instance.gpu_types}
     for (g, i), ms in sorted(by_type_slot.items()):
@@ -371,15 +419,23 @@ def deadline_floor(
     processing_sum_s: float | None = None,
     time_limit_s: float = DEADLINE_FLOOR_TIME_LIMIT_S,
     timeline: Timeline | None = None,
+    outer: OuterWindows | None = None,
 ) -> DeadlineFloor:
     """A lower bound on the energy of every schedule that finishes each job of ``windows_s`` within its window.
 
     ``windows_s``: job id -> seconds from its arrival to its deadline (a job not in it has none); any
     ``free_jobs`` of them may ignore theirs; ``processing_sum_s`` bounds the JCTs' sum; a ``timeline`` (every
-    job's arrival, a slot length) adds the capacity rows (module docstring).
+    job's arrival, a slot length) adds the capacity rows; ``outer`` (with ``free_jobs > 0``) later windows of
+    which fewer may be missed (module docstring).
     """
+    if outer is not None:
+        if free_jobs <= 0:
+            raise ValueError("outer windows need free_jobs > 0: without it every job keeps its (earlier) window")
+        for jid, v in outer.windows_s.items():
+            if jid not in windows_s or v < windows_s[jid]:
+                raise ValueError(f"job {jid}: an outer window needs a window of its own, at most the outer one")
     begin = time.perf_counter()
-    built = _build(instance, windows_s, free_jobs, processing_sum_s, timeline)
+    built = _build(instance, windows_s, free_jobs, processing_sum_s, timeline, outer)
     jobs = sum(1 for j in instance.jobs if j.remaining_steps > 0)
     windows = sum(1 for j in instance.jobs if j.remaining_steps > 0 and j.id in windows_s)
     solve = _solve_milp if free_jobs > 0 else _solve_lp

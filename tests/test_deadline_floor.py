@@ -144,6 +144,40 @@ def test_whole_nodes_never_above_a_replay_that_keeps_the_windows(rows, nodes: in
         energy = sum(r.energy_j for r in result.rounds)
         f = planning.deadline_floor(inst, windows, arrivals_s=arrivals, slot_s=slot_s, whole_nodes=True)
         assert f.certified and f.energy_j is not None and f.energy_j <= energy * (1 + 1e-9), name
+        # every job misses half its JCT, none its JCT: the replay keeps these outer windows
+        half = {j: w / 2.0 for j, w in windows.items()}
+        tiers = planning.deadline_floor(
+            inst, half, len(half), None, None, arrivals, slot_s, True, outer_windows_s=windows, outer_late=0
+        )
+        assert tiers.energy_j is not None and tiers.energy_j <= energy * (1 + 1e-6), name
+
+
+def test_outer_windows_by_hand() -> None:
+    """Three A jobs of 1,000 steps, windows 200 s of which two may be missed, outer windows 220 s.
+
+    Within ``V`` seconds the cheapest mix runs ``x`` of the time on (2, 150) at 7 steps/s and the rest on (1, 150) at
+    4 (the lower hull), ``4 + 3x = 1000 / V``: 200 s costs 47,333.3 J, 220 s (``x = 2/11``) 220 (180 + 170 x) =
+    46,400 J, no window 45,000 J. One outer window missed: 47,333.3 + 46,400 + 45,000; none: 47,333.3 + 2 x 46,400;
+    no outer windows: 47,333.3 + 2 x 45,000. Capacity is slack with one slot of 1,000 s, so the timeline agrees.
+    """
+    inst = _instance(1000, 1000, 1000)
+    inner = dict.fromkeys(("a0", "a1", "a2"), 200.0)
+    outer = dict.fromkeys(("a0", "a1", "a2"), 220.0)
+    one_late = planning.deadline_floor(inst, inner, 2, outer_windows_s=outer, outer_late=1)
+    none_late = planning.deadline_floor(inst, inner, 2, outer_windows_s=outer, outer_late=0)
+    without = planning.deadline_floor(inst, inner, 2)
+    assert not one_late.certified and one_late.energy_j == pytest.approx(MIXED_J + 46_400.0 + 45_000.0, rel=1e-6)
+    assert none_late.energy_j == pytest.approx(MIXED_J + 2 * 46_400.0, rel=1e-6)
+    assert without.energy_j == pytest.approx(MIXED_J + 90_000.0, rel=1e-6)
+    arrivals = dict.fromkeys(("a0", "a1", "a2"), 0.0)
+    slotted = planning.deadline_floor(
+        inst, inner, 2, arrivals_s=arrivals, slot_s=1000.0, outer_windows_s=outer, outer_late=1
+    )
+    assert slotted.energy_j == pytest.approx(MIXED_J + 46_400.0 + 45_000.0, rel=1e-6)
+    with pytest.raises(ValueError, match="free_jobs > 0"):
+        planning.deadline_floor(inst, inner, 0, outer_windows_s=outer, outer_late=1)
+    with pytest.raises(ValueError, match="job a0"):
+        planning.deadline_floor(inst, inner, 2, outer_windows_s={"a0": 100.0}, outer_late=1)
 
 
 def test_fastest_rates_over_the_floor_columns() -> None:
