@@ -18,7 +18,8 @@ accounting; it is certified from the duals (:func:`formulations.energy_floor.cer
 ``A t >= b``).
 
 **Free jobs** (``free_jobs = m > 0``): a p95 limit lets any ``m`` jobs take as long as they like. Binary ``u_j``
-(1: job ``j`` keeps its window), ``sum_j u_j >= n - m`` over the ``n`` jobs with windows, and the time row
+(1: job ``j`` keeps its window), ``sum_j u_j >= n - m`` over the ``n`` jobs with windows (but those named
+``hard``, which keep theirs), and the time row
 ``sum t - M_j (1 - u_j) <= W_j`` with ``M_j = R_j / x_j - W_j`` (``x_j`` the slowest rate any column gives
 ``j``, so a free job never needs more). This is a MILP; its value is the solver's proven bound, not
 certified by duals here, and the result says so.
@@ -118,6 +119,7 @@ def _build(
     processing_sum_s: float | None,
     timeline: Timeline | None = None,
     outer: OuterWindows | None = None,
+    hard: frozenset[str] = frozenset(),
 ) -> _Built:
     """The model of the module docstring, rows as ``A t >= b`` scaled to ``b`` in {1, -1, ...}, costs in kWh.
 
@@ -130,8 +132,9 @@ def _build(
         for k, rate in col.rates:
             slowest[k] = min(slowest[k], rate)
     bound_jobs = [k for k, j in enumerate(jobs) if j.id in windows_s and slowest[k] < INF]
+    soft = [k for k in bound_jobs if jobs[k].id not in hard] if free_jobs > 0 else []
     outer_s: Mapping[str, float] = {} if outer is None else outer.windows_s
-    outer_jobs = [k for k in bound_jobs if jobs[k].id in outer_s]
+    outer_jobs = [k for k in soft if jobs[k].id in outer_s]
     # copies: (configuration, slot) pairs; slot -1 without a timeline
     copies: list[tuple[int, int]] = [(c, -1) for c in range(len(columns))]
     lines: _Lines | None = None
@@ -146,7 +149,7 @@ def _build(
         slots = [(t0 + i * timeline.slot_s, t0 + (i + 1) * timeline.slot_s) for i in range(n_slots)]
         slots.append((end, INF))  # the overflow slot: no capacity row, so every schedule fits
         # where a job may compute: to its deadline, or on without end when it has none or may go free
-        reach = [INF if free_jobs > 0 or due[k] == INF else due[k] for k in range(len(jobs))]
+        reach = [INF if k in soft or due[k] == INF else due[k] for k in range(len(jobs))]
         copies = []
         for c, col in enumerate(columns):
             lo = max(arrive[k] for k, _ in col.rates)
@@ -172,9 +175,8 @@ def _build(
             rhs.append(1.0)
     u_start = len(copies)
     keep_col: dict[int, int] = {}
-    if free_jobs > 0:
-        for k in bound_jobs:
-            keep_col[k] = mb.add_col(f"keep[{jobs[k].id}]", 0.0, 1.0, True)
+    for k in soft:
+        keep_col[k] = mb.add_col(f"keep[{jobs[k].id}]", 0.0, 1.0, True)
     outer_col: dict[int, int] = {}
     if outer is not None:
         for k in outer_jobs:
@@ -420,13 +422,14 @@ def deadline_floor(
     time_limit_s: float = DEADLINE_FLOOR_TIME_LIMIT_S,
     timeline: Timeline | None = None,
     outer: OuterWindows | None = None,
+    hard: frozenset[str] = frozenset(),
 ) -> DeadlineFloor:
     """A lower bound on the energy of every schedule that finishes each job of ``windows_s`` within its window.
 
     ``windows_s``: job id -> seconds from its arrival to its deadline (a job not in it has none); any
     ``free_jobs`` of them may ignore theirs; ``processing_sum_s`` bounds the JCTs' sum; a ``timeline`` (every
     job's arrival, a slot length) adds the capacity rows; ``outer`` (with ``free_jobs > 0``) later windows of
-    which fewer may be missed (module docstring).
+    which fewer may be missed (module docstring); the jobs of ``hard`` keep their windows, whatever ``free_jobs``.
     """
     if outer is not None:
         if free_jobs <= 0:
@@ -435,10 +438,11 @@ def deadline_floor(
             if jid not in windows_s or v < windows_s[jid]:
                 raise ValueError(f"job {jid}: an outer window needs a window of its own, at most the outer one")
     begin = time.perf_counter()
-    built = _build(instance, windows_s, free_jobs, processing_sum_s, timeline, outer)
+    built = _build(instance, windows_s, free_jobs, processing_sum_s, timeline, outer, hard)
     jobs = sum(1 for j in instance.jobs if j.remaining_steps > 0)
     windows = sum(1 for j in instance.jobs if j.remaining_steps > 0 and j.id in windows_s)
-    solve = _solve_milp if free_jobs > 0 else _solve_lp
+    milp = free_jobs > 0 and bool(set(windows_s) - hard)
+    solve = _solve_milp if milp else _solve_lp
     r = run_with_deadline(solve, (built, time_limit_s), time_limit_s + 10.0)
     value = "-" if r.objective is None else f"{r.objective:.4f}"
     share = None
@@ -459,7 +463,7 @@ def deadline_floor(
         windows,
         free_jobs,
         built.lm.num_cols,
-        free_jobs == 0,
+        not milp,
         note,
         share,
         slot_kwh,

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -386,11 +386,13 @@ def deadline_floor(
     whole_nodes: bool = False,
     outer_windows_s: Mapping[str, float] | None = None,
     outer_late: int = 0,
+    hard: Collection[str] = (),
 ) -> DeadlineFloor:
     """A lower bound on the energy (J) of every schedule finishing each job of ``windows_s`` within its window.
 
     ``windows_s``: job id -> seconds from arrival to deadline; any ``free_jobs`` may ignore theirs (with
-    ``outer_windows_s``, later windows of the same jobs, of which at most ``outer_late`` may be missed);
+    ``outer_windows_s``, later windows of the same jobs, of which at most ``outer_late`` may be missed; the jobs
+    of ``hard`` keep theirs whatever ``free_jobs`` says);
     ``processing_sum_s`` bounds the sum of JCTs (s). Capacity is relaxed unless ``arrivals_s`` (every job's arrival,
     s) and ``slot_s`` are given: then each slot's GPU-seconds per type are bounded (:mod:`formulations.deadline_floor`),
     and ``whole_nodes`` charges static power by the node kept on (a job alone pays its whole node).
@@ -401,7 +403,9 @@ def deadline_floor(
     limit = DEADLINE_FLOOR_TIME_LIMIT_S if time_limit_s is None else time_limit_s
     timeline = None if arrivals_s is None or slot_s is None else Timeline(arrivals_s, slot_s, whole_nodes)
     outer = None if outer_windows_s is None else OuterWindows(outer_windows_s, outer_late)
-    return solve_deadline_floor(instance, windows_s, free_jobs, processing_sum_s, limit, timeline, outer)
+    return solve_deadline_floor(
+        instance, windows_s, free_jobs, processing_sum_s, limit, timeline, outer, frozenset(hard)
+    )
 
 
 def deadline_floor_rates(instance: Instance) -> dict[str, float]:

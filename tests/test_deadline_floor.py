@@ -153,7 +153,7 @@ def test_whole_nodes_never_above_a_replay_that_keeps_the_windows(rows, nodes: in
 
 
 def test_outer_windows_by_hand() -> None:
-    """Three A jobs of 1,000 steps, windows 200 s of which two may be missed, outer windows 220 s.
+    """Three A jobs of 1,000 steps, windows 200 s of which two may be missed, outer windows 220 s (or hard windows).
 
     Within ``V`` seconds the cheapest mix runs ``x`` of the time on (2, 150) at 7 steps/s and the rest on (1, 150) at
     4 (the lower hull), ``4 + 3x = 1000 / V``: 200 s costs 47,333.3 J, 220 s (``x = 2/11``) 220 (180 + 170 x) =
@@ -174,6 +174,10 @@ def test_outer_windows_by_hand() -> None:
         inst, inner, 2, arrivals_s=arrivals, slot_s=1000.0, outer_windows_s=outer, outer_late=1
     )
     assert slotted.energy_j == pytest.approx(MIXED_J + 46_400.0 + 45_000.0, rel=1e-6)
+    hard = planning.deadline_floor(inst, inner, 2, hard=("a0", "a1"))  # only a2 may go free
+    assert not hard.certified and hard.energy_j == pytest.approx(2 * MIXED_J + 45_000.0, rel=1e-6)
+    all_hard = planning.deadline_floor(inst, inner, 2, arrivals_s=arrivals, slot_s=1000.0, hard=tuple(inner))
+    assert all_hard.certified and all_hard.energy_j == pytest.approx(3 * MIXED_J, rel=1e-6)  # an LP: no binaries
     with pytest.raises(ValueError, match="free_jobs > 0"):
         planning.deadline_floor(inst, inner, 0, outer_windows_s=outer, outer_late=1)
     with pytest.raises(ValueError, match="job a0"):
