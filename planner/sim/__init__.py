@@ -13,7 +13,8 @@ the round's energy.
   to its folder, checkpointed and resumed; ``forecast``: how long a replay will take, said before it starts.
 - ``budget``: none, a power cap, or a paced energy budget; ``signals``: hourly carbon and price signals;
   ``governor``: each round's ``delta`` steered by the JCT (the runtime-bounded energy mode);
-  ``tail_bound``: each job's deadline from the reference, as the round's ``min_steps``.
+  ``tail_bound``: each job's deadline from the reference, as the round's ``min_steps``;
+  ``p95_cases``: a p95 JCT limit as finitely many cases of per-job windows (the aim by intervals).
 - ``energy_levers``: a round's energy split by lever (setting, GPU count and type, pairing, idle GPUs, restarts).
 - ``learning``: online profile learning from each round's observations.
 - ``metrics``: a replay's summary; ``output``, ``plots``, ``render``: its files, figures and console tables.
