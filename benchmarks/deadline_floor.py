@@ -27,6 +27,14 @@ duals. A job that cannot meet ``P`` (or ``B``) at its fastest rate is in every c
 this is the aim's ceiling under the replay's node accounting. One case relaxes the ``tail rule, JCT sum`` LP
 (its windows ``1.1 J_(k) <= P`` and ``1.1 J_(k+1) <= B``), so this share is never below that row's.
 
+``aim by intervals`` (with ``--intervals R``, a timeline): the aim's p95 limit without freeing any job it does not
+have to. :func:`planner.sim.p95_cases.p95_cases` splits ``J_(k)`` into intervals ``[a_(i-1), a_i]`` (cut at the long
+jobs' least JCTs and at least every ``(P - m_(k)) / R`` seconds) and covers every schedule within the limit by cases:
+the long jobs (least JCT at least ``m_(k)``) named late, within ``B(a_(i-1))`` or within ``a_i``, the others counted
+(at most so many past ``a_i``, so many past ``B``: the deadline floor's keep binaries, hard windows for the named
+ones). One LP per case when no other job may be late, else a MILP (HiGHS's proven bound); the JCT sum too. The
+least over the cases is a lower bound on every schedule that keeps the aim.
+
 ``--slot-h H`` adds capacity per slot of ``H`` hours and an overflow slot after the last deadline; ``--whole-nodes``
 charges static power by the node kept on; ``--block-h`` prints each LP solution's energy per block of hours beside
 every committed replay of the slice (``benchmarks/results/energy_gap/<slice>/<variant>/wattplan/rounds.csv``).
@@ -35,7 +43,7 @@ every committed replay of the slice (``benchmarks/results/energy_gap/<slice>/<va
 that slice for every schedule (``aim``) or for the rule (``tail rule``).
 
     PYTHONPATH=. .venv/bin/python benchmarks/deadline_floor.py [--slices a,b] [--time-limit 300] \
-        [--slot-h 1 [--whole-nodes] [--cases 5] [--block-h 10]] [--rules 'tail rule;aim by cases']
+        [--slot-h 1 [--whole-nodes] [--cases 5] [--intervals 3] [--block-h 10]] [--rules 'tail rule;aim by cases']
 """
 
 from __future__ import annotations
@@ -55,6 +63,7 @@ from wattplan.planner import planning
 from wattplan.planner.contracts.domain import Instance
 from wattplan.planner.contracts.floor import DeadlineFloor
 from wattplan.planner.files.resources import resolve_trace
+from wattplan.planner.sim.p95_cases import P95Case, p95_cases
 from wattplan.planner.sim.replay import ReplaySpec, prepare, reference_run, workload_floor
 from wattplan.planner.sim.round_instance import workload_instance
 from wattplan.planner.sim.state import JobState
@@ -114,6 +123,7 @@ def slice_rows(
     cases: int | None = None,
     block_h: float | None = None,
     profiles: list[str] | None = None,
+    intervals: int | None = None,
 ) -> list[str]:
     """The slice's table rows (module docstring)."""
     spec = spec_of(sl)
@@ -143,7 +153,7 @@ def slice_rows(
         ),
     }
     aim_cases = None
-    if cases is not None and slot_h is not None:
+    if (cases is not None or intervals is not None) and slot_h is not None:
         fastest = planning.deadline_floor_rates(inst)
         least_s = {
             j.id: j.remaining_steps / x if (x := fastest[j.id]) > 0 else math.inf for j in inst.jobs if j.id in fastest
@@ -191,6 +201,30 @@ def slice_rows(
             f"| {sl.name} | {n} | {e_ref:.2f} | {floor:.2f} | {label} | {n - free} of {n} | {share} | - | "
             f"LPs, duals | - | {time.perf_counter() - begin:.0f} | {note} |"
         )
+    if aim_cases is not None and intervals is not None:
+        assert slot_h is not None
+        begin = time.perf_counter()
+        energy_j, note, per_interval = aim_by_intervals(
+            inst,
+            p95_cases(aim_cases[0].within_p_s, aim_cases[1], intervals),
+            (1 + AVERAGE) * sum(order),
+            time_limit_s,
+            arrival,
+            slot_h * 3600.0,
+            whole_nodes,
+        )
+        label = f"aim by intervals, {slot_h:g} h slots" + (", whole nodes" if whole_nodes else "")
+        kwh = None if energy_j is None else energy_j / 3.6e6
+        rows.append(
+            f"| {sl.name} | {n} | {e_ref:.2f} | {floor:.2f} | {label} | - | "
+            f"{_share(e_ref, floor, kwh, 'no claim (see the last column)')} | - | LPs and MILPs | - | "
+            f"{time.perf_counter() - begin:.0f} | {note} |"
+        )
+        profiles += [
+            f"- {sl.name}, aim by intervals, J_(k) in [{a:,.0f}, {b:,.0f}] s: least "
+            + ("no claim" if v is None else _share(e_ref, floor, v / 3.6e6))
+            for (a, b), v in per_interval.items()
+        ]
     for name, (windows, free, total) in rules.items():
         begin = time.perf_counter()
         slot_s = None if slot_h is None else slot_h * 3600.0
@@ -255,6 +289,63 @@ def aim_by_cases(
     )
 
 
+def aim_by_intervals(
+    inst: Instance,
+    cases: Sequence[P95Case],
+    total_s: float,
+    time_limit_s: float,
+    arrival: dict[str, float],
+    slot_s: float,
+    whole_nodes: bool,
+) -> tuple[float | None, str, dict[tuple[float, float], float | None]]:
+    """The least bound over ``cases`` (J; None: a case without one, no claim), a note, and the least per interval."""
+    if not cases:
+        return None, "no schedule keeps the aim: the rank-k least JCT is above the limit", {}
+    jobs = [j.id for j in inst.jobs if j.remaining_steps > 0]
+    per: dict[tuple[float, float], float | None] = {}
+    least: tuple[float, P95Case] | None = None
+    milps = 0
+    for case in cases:
+        named = {j: w for j, w in case.within_s.items() if w < math.inf}
+        short = [j for j in jobs if j not in case.within_s and j not in case.free]
+        windows = named | dict.fromkeys(short, case.short_window_s)
+        outer = None
+        if case.short_late > 0 and case.short_outer_late < case.short_late and case.short_outer_s < math.inf:
+            outer = dict.fromkeys(short, case.short_outer_s)
+        milps += case.short_late > 0
+        bound = planning.deadline_floor(
+            inst,
+            windows,
+            case.short_late,
+            total_s,
+            time_limit_s,
+            arrival,
+            slot_s,
+            whole_nodes,
+            outer_windows_s=outer,
+            outer_late=case.short_outer_late,
+            hard=tuple(named),
+        )
+        if bound.energy_j is None:
+            return None, f"a case of J_(k) in {case.interval_s} not solved ({bound.note})", per
+        got = per.get(case.interval_s, math.inf)
+        per[case.interval_s] = min(math.inf if got is None else got, bound.energy_j)
+        if least is None or bound.energy_j < least[0]:
+            least = (bound.energy_j, case)
+    assert least is not None
+    c = least[1]
+    late = sorted(set(c.free) | {j for j, w in c.within_s.items() if w > c.short_window_s})
+    return (
+        least[0],
+        (
+            f"{len(cases)} cases ({len(cases) - milps} LPs, {milps} MILPs) over {len(per)} intervals; least with "
+            f"J_(k) in [{c.interval_s[0]:,.0f}, {c.interval_s[1]:,.0f}] s, {', '.join(late) or 'no long job'} past it "
+            f"({', '.join(c.free) or 'none'} free), {c.short_late} other job(s) past it"
+        ),
+        per,
+    )
+
+
 HEAD = (
     "| slice | jobs | fifo-max kWh | floor kWh | limits | jobs held | lower bound, largest captured share | "
     "paired steps | proof | columns | s | solver |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
@@ -268,6 +359,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--slot-h", type=float, help="add capacity per slot of this many hours")
     ap.add_argument("--whole-nodes", action="store_true", help="with --slot-h: static power by the node kept on")
     ap.add_argument("--cases", type=int, help="with --slot-h: the aim by cases over this many costliest windows")
+    ap.add_argument("--intervals", type=int, help="with --slot-h: the aim by intervals, cut at least this often")
     ap.add_argument("--block-h", type=float, help="with --slot-h: print each LP's energy per block of these hours")
     ap.add_argument(
         "--rules",
@@ -281,15 +373,23 @@ def main(argv: Sequence[str] | None = None) -> None:
     profiles: list[str] = []
     for sl in chosen:
         rows = slice_rows(
-            sl, args.time_limit, args.slot_h, args.whole_nodes, args.rules, args.cases, args.block_h, profiles
+            sl,
+            args.time_limit,
+            args.slot_h,
+            args.whole_nodes,
+            args.rules,
+            args.cases,
+            args.block_h,
+            profiles,
+            args.intervals,
         )
         for row in rows:
             print(row, flush=True)
     if profiles:
-        print(
-            f"\nEnergy per {args.block_h:g} h from the first arrival (kWh; the replays committed under "
-            "benchmarks/results/energy_gap/<slice>/<variant>):\n"
+        blocks = f"Energy per {args.block_h:g} h from the first arrival (kWh; the replays committed under " + (
+            "benchmarks/results/energy_gap/<slice>/<variant>); "
         )
+        print(f"\n{blocks if args.block_h else ''}the aim by intervals' least per interval, if asked:\n")
         print("\n".join(profiles))
 
 

@@ -19,7 +19,7 @@ def test_the_cases_of_eleven_jobs_by_hand() -> None:
     x within 8), or neither (both within 8, one short job past 8, none past 15). In ``[8, 10]`` (``B(8) = 12``) the
     same with 10 and 12.
     """
-    cases = p95_cases(10.0, HAND_LEAST)
+    cases = p95_cases(10.0, HAND_LEAST, split_outer=True)
     got = {
         (
             c.interval_s,
@@ -60,16 +60,31 @@ def test_no_case_when_the_least_jcts_exceed_the_limit() -> None:
 @settings(max_examples=300, deadline=None)
 @given(
     least=st.lists(st.floats(1.0, 100.0), min_size=2, max_size=45),
-    stretch=st.lists(st.floats(1.0, 3.0), min_size=45, max_size=45),
+    stretch=st.lists(st.one_of(st.floats(1.0, 3.0), st.floats(1.0, 300.0)), min_size=45, max_size=45),
     slack=st.floats(1.0, 1.3),
     pieces=st.integers(1, 4),
+    split=st.booleans(),
 )
 def test_every_schedule_within_the_limit_is_admitted(
-    least: list[float], stretch: list[float], slack: float, pieces: int
+    least: list[float], stretch: list[float], slack: float, pieces: int, split: bool
 ) -> None:
     """Any JCTs at least their least JCTs, with a p95 within ``P``, keep some case's windows and counts."""
     m = {f"j{i}": v for i, v in enumerate(least)}
     jct = {j: v * stretch[i] for i, (j, v) in enumerate(m.items())}
     limit = float(np.percentile(list(jct.values()), 95)) * slack
-    cases = p95_cases(limit, m, pieces)
+    cases = p95_cases(limit, m, pieces, split)
     assert any(c.admits(jct) for c in cases)
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_a_short_job_past_b_beside_a_long_one_past_its_window(split: bool) -> None:
+    """N = 31: k = 28, f = 0.5, two jobs may exceed ``J_(28)``, one ``B``. Least JCTs: 28 jobs 1 s, x, y, z 10 s.
+
+    JCTs: 27 jobs 1 s, s 100 s, x and y 10 s, z 25 s: p95 = (10 + 25) / 2 = 17.5 within 20. With ``J_(28) = 10``
+    in ``[10, 20]`` (``B = 30``), z is past 20 but within 30 and the short job s past 30: only a case that frees z
+    and lets one short job past ``B`` admits them.
+    """
+    least = {**{f"s{i}": 1.0 for i in range(28)}, "x": 10.0, "y": 10.0, "z": 10.0}
+    jct = {**{f"s{i}": 1.0 for i in range(27)}, "s27": 100.0, "x": 10.0, "y": 10.0, "z": 25.0}
+    assert float(np.percentile(list(jct.values()), 95)) == pytest.approx(17.5)
+    assert any(c.admits(jct) for c in p95_cases(20.0, least, split_outer=split))

@@ -19,7 +19,9 @@ longer than ``B(a_(i-1)) >= P >= a_i`` (the set ``V``, inside ``L``).
 * short jobs: at most ``late_p - |L_long|`` longer than ``a_i``, at most ``late_b - |W|`` longer than ``B(a_(i-1))``.
 
 When ``|L_long| = late_p`` no short job is late, and ``W`` of size ``min(late_b, |L_long|)`` covers every smaller
-``V``; otherwise every ``W`` inside ``L_long`` is a case of its own (the short jobs' count depends on it). So every
+``V``; otherwise every ``W`` inside ``L_long`` is a case of its own (the short jobs' count depends on it), or, with
+``split_outer`` off, one case covers them all: ``L_long`` free and at most ``late_p - |L_long|`` short jobs past
+``a_i``, without the count past ``B`` (fewer cases, each a little looser). So every
 JCT vector that keeps (*) and ``J_j >= m_j`` is admitted by at least one case (:meth:`P95Case.admits`;
 property test; every window is widened by :data:`ROUNDING`). Cases that no schedule can meet (a long job's window
 below its ``m_j``) are left out.
@@ -74,11 +76,14 @@ def _cuts(lo: float, hi: float, long_least: list[float], pieces: int) -> list[fl
     return [lo, *sorted(inner), hi]
 
 
-def p95_cases(limit_s: float, least_jct_s: Mapping[str, float], pieces: int = 1, q: float = P95) -> list[P95Case]:
+def p95_cases(
+    limit_s: float, least_jct_s: Mapping[str, float], pieces: int = 1, split_outer: bool = False, q: float = P95
+) -> list[P95Case]:
     """The cases of the module docstring for a p95 within ``limit_s`` (s) of the jobs of ``least_jct_s``.
 
     ``least_jct_s``: each job's least JCT ``m_j`` (s); ``pieces``: besides the long jobs' ``m_j``, cuts at least
-    every ``(P - m_(k)) / pieces`` seconds. An empty list: no schedule keeps the limit (``m_(k) > P``).
+    every ``(P - m_(k)) / pieces`` seconds; ``split_outer``: a case per ``W`` (module docstring). An empty list:
+    no schedule keeps the limit (``m_(k) > P``).
     """
     n = len(least_jct_s)
     if n == 0:
@@ -104,11 +109,14 @@ def p95_cases(limit_s: float, least_jct_s: Mapping[str, float], pieces: int = 1,
             for late in itertools.combinations(long, size):
                 if size == late_p:
                     ws = list(itertools.combinations(late, min(late_b, size)))
-                else:
+                elif split_outer:
                     ws = [w for r in range(min(late_b, size) + 1) for w in itertools.combinations(late, r)]
+                else:
+                    ws = [late]
                 for w in ws:
                     within = {j: a1 for j in long if j not in late} | {j: b for j in late if j not in w}
                     if any(least_jct_s[j] > v for j, v in within.items()):
                         continue
-                    cases.append(P95Case((a0, cut), within, w, a1, late_p - size, b, late_b - len(w)))
+                    outer_late = late_b - len(w) if size == late_p or split_outer else late_p - size
+                    cases.append(P95Case((a0, cut), within, w, a1, late_p - size, b, outer_late))
     return cases
