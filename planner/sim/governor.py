@@ -67,16 +67,8 @@ DELTA_MAX = 0.25
 """Largest ``delta`` the governor sets. Measured on 150-job slices (benchmarks/RESULTS.md), a fixed
 ``delta`` past about 0.2 buys no energy: with ``energy`` deferred work keeps nodes on for longer,
 with ``efficiency`` 0.1 to 0.5 all land within 0.4% of each other while the JCT rises."""
-GAIN = 0.5
-"""``k`` of the accrued rule: change of ``delta`` per unit of relative slack, per round. At 0.25 the accrued
-rule took 15 rounds of a 150-job burst to climb from 0 to ``DELTA_MAX`` (relative slack 0.06-0.1 above the
-margin), so the burst's saturated rounds ran near ``delta = 0``, at top settings. 1.0 and 2.0 captured more on
-Gavel b436b2 and 6c71a0 (benchmarks/RESULTS.md, "Energy mode, fifth pass") but overshoot the JCT bound of
-``tests/test_energy_floor.py::test_runtime_bounded_mode_keeps_its_bound`` on a four-job trace (+4.8% at
-``x = 0.1``); 0.75 too (+0.9%); 0.5 keeps it."""
-PROJECTED_GAIN = 0.25
-"""``k`` of the projected rule, which errs towards headroom (module docstring): kept at what the live agent
-was measured with."""
+GAIN = 0.25
+"""``k``: change of ``delta`` per unit of relative slack, per round."""
 MARGIN = 0.05
 """``m``: relative slack held back for the jobs still in the system."""
 KAPPA = 0.5
@@ -145,8 +137,7 @@ class JctGovernor(_NoSignal):
     max_increase: float
     delta: float = 0.0
     delta_max: float = DELTA_MAX
-    gain: float | None = None
-    """``k``; None: :data:`GAIN` for the accrued rule, :data:`PROJECTED_GAIN` for the projected one."""
+    gain: float = GAIN
     margin: float = MARGIN
     projected: bool = False
     """Compare whole JCTs with the unfinished part projected (module docstring) instead of accrued time."""
@@ -162,8 +153,7 @@ class JctGovernor(_NoSignal):
             ref = accrued_s(arrivals, self.reference_finish_s, now_s)
         if ref > 0:
             slack = 1.0 - ours / ((1.0 + self.max_increase) * ref)
-            gain = self.gain if self.gain is not None else PROJECTED_GAIN if self.projected else GAIN
-            self.delta = min(max(self.delta + gain * (slack - self.margin), 0.0), self.delta_max)
+            self.delta = min(max(self.delta + self.gain * (slack - self.margin), 0.0), self.delta_max)
         self.history.append(self.delta)
         return self.delta
 
