@@ -68,16 +68,7 @@ DELTA_MAX = 0.25
 ``delta`` past about 0.2 buys no energy: with ``energy`` deferred work keeps nodes on for longer,
 with ``efficiency`` 0.1 to 0.5 all land within 0.4% of each other while the JCT rises."""
 GAIN = 0.25
-"""``k``: change of ``delta`` per unit of relative slack, per round (the projected rule; the accrued rule's
-``k`` grows with the jobs it averages over, :data:`GAIN_PER_JOB`)."""
-GAIN_PER_JOB = 0.05
-"""The accrued rule's ``k = min(GAIN_PER_JOB n, GAIN_MAX)`` with ``n`` the jobs arrived so far: 0.25 at five jobs,
-as before, and :data:`GAIN_MAX` from 20. The accrued ratio of a few jobs is a noisy estimate of the average to
-come, and a fast integrator overshoots on it (a four-job trace of ``tests/test_energy_floor.py`` at ``k = 1``:
-+14.8% against +10% asked); over a burst of 150 jobs, ``k = 0.25`` took 15 rounds to leave ``delta = 0``, which
-the saturated rounds spent at top settings (benchmarks/RESULTS.md, "Energy mode, fifth pass")."""
-GAIN_MAX = 1.0
-"""The accrued rule's largest ``k`` (1.0 and 2.0 measured alike on the 150-job slices)."""
+"""``k``: change of ``delta`` per unit of relative slack, per round."""
 MARGIN = 0.05
 """``m``: relative slack held back for the jobs still in the system."""
 KAPPA = 0.5
@@ -146,8 +137,7 @@ class JctGovernor(_NoSignal):
     max_increase: float
     delta: float = 0.0
     delta_max: float = DELTA_MAX
-    gain: float | None = None
-    """``k``; None: :data:`GAIN` for the projected rule, ``min(GAIN_PER_JOB n, GAIN_MAX)`` for the accrued one."""
+    gain: float = GAIN
     margin: float = MARGIN
     projected: bool = False
     """Compare whole JCTs with the unfinished part projected (module docstring) instead of accrued time."""
@@ -163,11 +153,7 @@ class JctGovernor(_NoSignal):
             ref = accrued_s(arrivals, self.reference_finish_s, now_s)
         if ref > 0:
             slack = 1.0 - ours / ((1.0 + self.max_increase) * ref)
-            gain = self.gain
-            if gain is None:
-                arrived = sum(1 for s in states if s.spec.arrival_s <= now_s)
-                gain = GAIN if self.projected else min(GAIN_PER_JOB * arrived, GAIN_MAX)
-            self.delta = min(max(self.delta + gain * (slack - self.margin), 0.0), self.delta_max)
+            self.delta = min(max(self.delta + self.gain * (slack - self.margin), 0.0), self.delta_max)
         self.history.append(self.delta)
         return self.delta
 
