@@ -35,6 +35,8 @@ the long jobs (least JCT at least ``m_(k)``) named late, within ``B(a_(i-1))`` o
 ones). One LP per case when no other job may be late, else a MILP (HiGHS's proven bound); the JCT sum too. The
 least over the cases is a lower bound on every schedule that keeps the aim.
 
+``--cases-log FILE`` keeps each case's bound as it is proven (JSON lines) and a rerun reads them back.
+
 ``--slot-h H`` adds capacity per slot of ``H`` hours and an overflow slot after the last deadline; ``--whole-nodes``
 charges static power by the node kept on; ``--block-h`` prints each LP solution's energy per block of hours beside
 every committed replay of the slice (``benchmarks/results/energy_gap/<slice>/<variant>/wattplan/rounds.csv``).
@@ -43,14 +45,17 @@ every committed replay of the slice (``benchmarks/results/energy_gap/<slice>/<va
 that slice for every schedule (``aim``) or for the rule (``tail rule``).
 
     PYTHONPATH=. .venv/bin/python benchmarks/deadline_floor.py [--slices a,b] [--time-limit 300] \
-        [--slot-h 1 [--whole-nodes] [--cases 5] [--intervals 3] [--block-h 10]] [--rules 'tail rule;aim by cases']
+        [--slot-h 1 [--whole-nodes] [--cases 5] [--intervals 3 [--cases-log F]] [--block-h 10]] [--rules 'tail rule;aim by cases']
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import math
+import os
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -124,6 +129,7 @@ def slice_rows(
     block_h: float | None = None,
     profiles: list[str] | None = None,
     intervals: int | None = None,
+    cases_log: Path | None = None,
 ) -> list[str]:
     """The slice's table rows (module docstring)."""
     spec = spec_of(sl)
@@ -212,6 +218,7 @@ def slice_rows(
             arrival,
             slot_h * 3600.0,
             whole_nodes,
+            cases_log,
         )
         label = f"aim by intervals, {slot_h:g} h slots" + (", whole nodes" if whole_nodes else "")
         kwh = None if energy_j is None else energy_j / 3.6e6
@@ -297,41 +304,67 @@ def aim_by_intervals(
     arrival: dict[str, float],
     slot_s: float,
     whole_nodes: bool,
+    log: Path | None = None,
 ) -> tuple[float | None, str, dict[tuple[float, float], float | None]]:
-    """The least bound over ``cases`` (J; None: a case without one, no claim), a note, and the least per interval."""
+    """The least bound over ``cases`` (J; None: a case without one, no claim), a note, and the least per interval.
+
+    Cases run from the highest interval down (where the limit binds most), a progress line each on standard error.
+    With ``log`` (JSON lines), each case's bound is appended as it is proven and a case already there (same case,
+    slots, node accounting, time limit and JCT sum) is read back instead of solved: an interrupted run resumes.
+    """
     if not cases:
         return None, "no schedule keeps the aim: the rank-k least JCT is above the limit", {}
     jobs = [j.id for j in inst.jobs if j.remaining_steps > 0]
     per: dict[tuple[float, float], float | None] = {}
     least: tuple[float, P95Case] | None = None
     milps = 0
-    for case in cases:
+    done: dict[str, float] = {}
+    if log is not None and log.exists():
+        for line in log.read_text().splitlines():
+            if line.strip():
+                row = json.loads(line)
+                done[row["case"]] = row["energy_j"]
+    order = sorted(cases, key=lambda c: (-c.interval_s[0], c.short_late))
+    begin = time.perf_counter()
+    for i, case in enumerate(order, 1):
         named = {j: w for j, w in case.within_s.items() if w < math.inf}
-        short = [j for j in jobs if j not in case.within_s and j not in case.free]
-        windows = named | dict.fromkeys(short, case.short_window_s)
-        outer = None
-        if case.short_late > 0 and case.short_outer_late < case.short_late and case.short_outer_s < math.inf:
-            outer = dict.fromkeys(short, case.short_outer_s)
-        milps += case.short_late > 0
-        bound = planning.deadline_floor(
-            inst,
-            windows,
-            case.short_late,
-            total_s,
-            time_limit_s,
-            arrival,
-            slot_s,
-            whole_nodes,
-            outer_windows_s=outer,
-            outer_late=case.short_outer_late,
-            hard=tuple(named),
+        key = json.dumps(
+            [
+                case.interval_s,
+                sorted(named.items()),
+                sorted(case.free),
+                case.short_late,
+                case.short_outer_late,
+                case.short_outer_s,
+                slot_s,
+                whole_nodes,
+                time_limit_s,
+                round(total_s, 3),
+            ]
         )
-        if bound.energy_j is None:
-            return None, f"a case of J_(k) in {case.interval_s} not solved ({bound.note})", per
+        milps += case.short_late > 0
+        if key in done:
+            energy_j = done[key]
+        else:
+            energy_j, note = _case_bound(inst, case, jobs, named, total_s, time_limit_s, arrival, slot_s, whole_nodes)
+            if energy_j is None:
+                return None, f"a case of J_(k) in {case.interval_s} not solved ({note})", per
+            if log is not None:
+                with log.open("a") as f:
+                    f.write(json.dumps({"case": key, "energy_j": energy_j, "note": note}) + "\n")
+                    f.flush()
+                    os.fsync(f.fileno())
+        elapsed = time.perf_counter() - begin
+        print(
+            f"aim by intervals: case {i}/{len(order)}, J_(k) in [{case.interval_s[0]:,.0f}, {case.interval_s[1]:,.0f}] "
+            f"s: {energy_j / 3.6e6:.2f} kWh ({'read back' if key in done else 'solved'}; {elapsed:.0f} s)",
+            file=sys.stderr,
+            flush=True,
+        )
         got = per.get(case.interval_s, math.inf)
-        per[case.interval_s] = min(math.inf if got is None else got, bound.energy_j)
-        if least is None or bound.energy_j < least[0]:
-            least = (bound.energy_j, case)
+        per[case.interval_s] = min(math.inf if got is None else got, energy_j)
+        if least is None or energy_j < least[0]:
+            least = (energy_j, case)
     assert least is not None
     c = least[1]
     late = sorted(set(c.free) | {j for j, w in c.within_s.items() if w > c.short_window_s})
@@ -342,8 +375,41 @@ def aim_by_intervals(
             f"J_(k) in [{c.interval_s[0]:,.0f}, {c.interval_s[1]:,.0f}] s, {', '.join(late) or 'no long job'} past it "
             f"({', '.join(c.free) or 'none'} free), {c.short_late} other job(s) past it"
         ),
-        per,
+        dict(sorted(per.items())),
     )
+
+
+def _case_bound(
+    inst: Instance,
+    case: P95Case,
+    jobs: list[str],
+    named: dict[str, float],
+    total_s: float,
+    time_limit_s: float,
+    arrival: dict[str, float],
+    slot_s: float,
+    whole_nodes: bool,
+) -> tuple[float | None, str]:
+    """One case's bound (J; None: not solved) and the solver's note: an LP when no short job may be late."""
+    short = [j for j in jobs if j not in case.within_s and j not in case.free]
+    windows = named | dict.fromkeys(short, case.short_window_s)
+    outer = None
+    if case.short_late > 0 and case.short_outer_late < case.short_late and case.short_outer_s < math.inf:
+        outer = dict.fromkeys(short, case.short_outer_s)
+    bound = planning.deadline_floor(
+        inst,
+        windows,
+        case.short_late,
+        total_s,
+        time_limit_s,
+        arrival,
+        slot_s,
+        whole_nodes,
+        outer_windows_s=outer,
+        outer_late=case.short_outer_late,
+        hard=tuple(named),
+    )
+    return bound.energy_j, bound.note
 
 
 HEAD = (
@@ -360,6 +426,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--whole-nodes", action="store_true", help="with --slot-h: static power by the node kept on")
     ap.add_argument("--cases", type=int, help="with --slot-h: the aim by cases over this many costliest windows")
     ap.add_argument("--intervals", type=int, help="with --slot-h: the aim by intervals, cut at least this often")
+    ap.add_argument("--cases-log", type=Path, help="with --intervals: append each case's bound here; resume from it")
     ap.add_argument("--block-h", type=float, help="with --slot-h: print each LP's energy per block of these hours")
     ap.add_argument(
         "--rules",
@@ -382,6 +449,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             args.block_h,
             profiles,
             args.intervals,
+            args.cases_log,
         )
         for row in rows:
             print(row, flush=True)
