@@ -35,7 +35,8 @@ the long jobs (least JCT at least ``m_(k)``) named late, within ``B(a_(i-1))`` o
 ones). One LP per case when no other job may be late, else a MILP (HiGHS's proven bound); the JCT sum too. The
 least over the cases is a lower bound on every schedule that keeps the aim.
 
-``--cases-log FILE`` keeps each case's bound as it is proven (JSON lines) and a rerun reads them back.
+``--cases-log FILE`` keeps each case's bound as it is proven (JSON lines) and a rerun reads them back; ``--shard I/N``
+lets N processes share the cases (each claims nothing; a last run without it reads them all back).
 
 ``--slot-h H`` adds capacity per slot of ``H`` hours and an overflow slot after the last deadline; ``--whole-nodes``
 charges static power by the node kept on; ``--block-h`` prints each LP solution's energy per block of hours beside
@@ -45,7 +46,8 @@ every committed replay of the slice (``benchmarks/results/energy_gap/<slice>/<va
 that slice for every schedule (``aim``) or for the rule (``tail rule``).
 
     PYTHONPATH=. .venv/bin/python benchmarks/deadline_floor.py [--slices a,b] [--time-limit 300] \
-        [--slot-h 1 [--whole-nodes] [--cases 5] [--intervals 3 [--cases-log F]] [--block-h 10]] [--rules 'tail rule;aim by cases']
+        [--slot-h 1 [--whole-nodes] [--cases 5] [--intervals 3 [--cases-log F [--shard 0/2]]] [--block-h 10]] \
+        [--rules 'tail rule;aim by cases']
 """
 
 from __future__ import annotations
@@ -130,6 +132,7 @@ def slice_rows(
     profiles: list[str] | None = None,
     intervals: int | None = None,
     cases_log: Path | None = None,
+    shard: tuple[int, int] = (0, 1),
 ) -> list[str]:
     """The slice's table rows (module docstring)."""
     spec = spec_of(sl)
@@ -219,6 +222,7 @@ def slice_rows(
             slot_h * 3600.0,
             whole_nodes,
             cases_log,
+            shard,
         )
         label = f"aim by intervals, {slot_h:g} h slots" + (", whole nodes" if whole_nodes else "")
         kwh = None if energy_j is None else energy_j / 3.6e6
@@ -305,12 +309,14 @@ def aim_by_intervals(
     slot_s: float,
     whole_nodes: bool,
     log: Path | None = None,
+    shard: tuple[int, int] = (0, 1),
 ) -> tuple[float | None, str, dict[tuple[float, float], float | None]]:
     """The least bound over ``cases`` (J; None: a case without one, no claim), a note, and the least per interval.
 
     Cases run from the highest interval down (where the limit binds most), a progress line each on standard error.
     With ``log`` (JSON lines), each case's bound is appended as it is proven and a case already there (same case,
     slots, node accounting, time limit and JCT sum) is read back instead of solved: an interrupted run resumes.
+    ``shard = (i, n)`` solves only every ``n``-th case from the ``i``-th (processes sharing one log) and claims nothing.
     """
     if not cases:
         return None, "no schedule keeps the aim: the rank-k least JCT is above the limit", {}
@@ -327,6 +333,8 @@ def aim_by_intervals(
     order = sorted(cases, key=lambda c: (-c.interval_s[0], c.short_late))
     begin = time.perf_counter()
     for i, case in enumerate(order, 1):
+        if (i - 1) % shard[1] != shard[0]:
+            continue
         named = {j: w for j, w in case.within_s.items() if w < math.inf}
         key = json.dumps(
             [
@@ -366,6 +374,8 @@ def aim_by_intervals(
         if least is None or energy_j < least[0]:
             least = (energy_j, case)
     assert least is not None
+    if shard[1] > 1:
+        return None, f"shard {shard[0]} of {shard[1]} only: no claim (run again without --shard to read all back)", per
     c = least[1]
     late = sorted(set(c.free) | {j for j, w in c.within_s.items() if w > c.short_window_s})
     return (
@@ -427,6 +437,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--cases", type=int, help="with --slot-h: the aim by cases over this many costliest windows")
     ap.add_argument("--intervals", type=int, help="with --slot-h: the aim by intervals, cut at least this often")
     ap.add_argument("--cases-log", type=Path, help="with --intervals: append each case's bound here; resume from it")
+    ap.add_argument("--shard", default="0/1", help="with --cases-log: I/N solves every N-th case from the I-th")
     ap.add_argument("--block-h", type=float, help="with --slot-h: print each LP's energy per block of these hours")
     ap.add_argument(
         "--rules",
@@ -450,6 +461,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             profiles,
             args.intervals,
             args.cases_log,
+            (int(args.shard.split("/")[0]), int(args.shard.split("/")[1])),
         )
         for row in rows:
             print(row, flush=True)
