@@ -60,7 +60,9 @@ import os
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -186,23 +188,21 @@ def slice_rows(
             profiles.append(
                 f"- {sl.name}, replay {variant}: {replay_blocks(rounds_csv, min(arrival.values()), block_h)}"
             )
-    if aim_cases is not None and (rules_wanted == "all" or "aim by cases" in rules_wanted.split(";")):
-        assert slot_h is not None
+    run = (
+        None
+        if slot_h is None
+        else FloorRun((1 + AVERAGE) * sum(order), time_limit_s, arrival, slot_h * 3600.0, whole_nodes)
+    )
+    if (
+        aim_cases is not None
+        and cases is not None
+        and (rules_wanted == "all" or "aim by cases" in rules_wanted.split(";"))
+    ):
+        assert run is not None
         begin = time.perf_counter()
         aim, least_s, cost = aim_cases
         free = aim.late_p
-        energy_j, note = aim_by_cases(
-            inst,
-            aim,
-            least_s,
-            cost,
-            cases or 0,
-            (1 + AVERAGE) * sum(order),
-            time_limit_s,
-            arrival,
-            slot_h * 3600.0,
-            whole_nodes,
-        )
+        energy_j, note = aim_by_cases(inst, aim, least_s, cost, cases, run)
         label = f"aim by cases, {slot_h:g} h slots" + (", whole nodes" if whole_nodes else "")
         kwh = None if energy_j is None else energy_j / 3.6e6
         share = _share(e_ref, floor, kwh, "no claim (see the last column)")
@@ -211,18 +211,10 @@ def slice_rows(
             f"LPs, duals | - | {time.perf_counter() - begin:.0f} | {note} |"
         )
     if aim_cases is not None and intervals is not None:
-        assert slot_h is not None
+        assert run is not None and slot_h is not None
         begin = time.perf_counter()
         energy_j, note, per_interval = aim_by_intervals(
-            inst,
-            p95_cases(aim_cases[0].within_p_s, aim_cases[1], intervals),
-            (1 + AVERAGE) * sum(order),
-            time_limit_s,
-            arrival,
-            slot_h * 3600.0,
-            whole_nodes,
-            cases_log,
-            shard,
+            inst, p95_cases(aim_cases[0].within_p_s, aim_cases[1], intervals), run, cases_log, shard
         )
         label = f"aim by intervals, {slot_h:g} h slots" + (", whole nodes" if whole_nodes else "")
         kwh = None if energy_j is None else energy_j / 3.6e6
@@ -251,17 +243,28 @@ def slice_rows(
     return rows
 
 
+@dataclass(frozen=True)
+class FloorRun:
+    """How a slice's deadline floors are solved.
+
+    The JCT sum's limit (s), seconds per solve, every job's arrival (s), the slot length (s), the node accounting.
+    """
+
+    total_s: float
+    time_limit_s: float
+    arrival: dict[str, float]
+    slot_s: float
+    whole_nodes: bool
+
+    def bound(self, inst: Instance, windows: dict[str, float], free: int = 0, **extra: Any) -> DeadlineFloor:
+        """:func:`planning.deadline_floor` of ``inst`` with these settings (``extra``: outer and hard windows)."""
+        return planning.deadline_floor(
+            inst, windows, free, self.total_s, self.time_limit_s, self.arrival, self.slot_s, self.whole_nodes, **extra
+        )
+
+
 def aim_by_cases(
-    inst: Instance,
-    aim: P95Limits,
-    least_s: dict[str, float],
-    cost: dict[str, float],
-    cases: int,
-    total_s: float,
-    time_limit_s: float,
-    arrival: dict[str, float],
-    slot_s: float,
-    whole_nodes: bool,
+    inst: Instance, aim: P95Limits, least_s: dict[str, float], cost: dict[str, float], cases: int, run: FloorRun
 ) -> tuple[float | None, str]:
     """The least of the certified LPs of the module docstring (J) and what it took; None: no claim.
 
@@ -287,7 +290,7 @@ def aim_by_cases(
             windows = {j: aim.within_p_s for j in chosen if j not in a1}
             if aim.within_b_s < math.inf:
                 windows |= dict.fromkeys(a1_extra, aim.within_b_s)
-            bound = planning.deadline_floor(inst, windows, 0, total_s, time_limit_s, arrival, slot_s, whole_nodes)
+            bound = run.bound(inst, windows)
             runs += 1
             if bound.energy_j is None:
                 return None, f"case late {sorted(a2)}, within B {sorted(a1_extra)} not solved ({bound.note})"
@@ -303,11 +306,7 @@ def aim_by_cases(
 def aim_by_intervals(
     inst: Instance,
     cases: Sequence[P95Case],
-    total_s: float,
-    time_limit_s: float,
-    arrival: dict[str, float],
-    slot_s: float,
-    whole_nodes: bool,
+    run: FloorRun,
     log: Path | None = None,
     shard: tuple[int, int] = (0, 1),
 ) -> tuple[float | None, str, dict[tuple[float, float], float | None]]:
@@ -344,19 +343,20 @@ def aim_by_intervals(
                 case.short_late,
                 case.short_outer_late,
                 case.short_outer_s,
-                slot_s,
-                whole_nodes,
-                time_limit_s,
-                round(total_s, 3),
+                float(run.slot_s),
+                run.whole_nodes,
+                float(run.time_limit_s),
+                round(run.total_s, 3),
             ]
         )
         milps += case.short_late > 0
         if key in done:
             energy_j = done[key]
         else:
-            energy_j, note = _case_bound(inst, case, jobs, named, total_s, time_limit_s, arrival, slot_s, whole_nodes)
-            if energy_j is None:
+            solved, note = _case_bound(inst, case, jobs, named, run)
+            if solved is None:
                 return None, f"a case of J_(k) in {case.interval_s} not solved ({note})", per
+            energy_j = solved
             if log is not None:
                 with log.open("a") as f:
                     f.write(json.dumps({"case": key, "energy_j": energy_j, "note": note}) + "\n")
@@ -390,15 +390,7 @@ def aim_by_intervals(
 
 
 def _case_bound(
-    inst: Instance,
-    case: P95Case,
-    jobs: list[str],
-    named: dict[str, float],
-    total_s: float,
-    time_limit_s: float,
-    arrival: dict[str, float],
-    slot_s: float,
-    whole_nodes: bool,
+    inst: Instance, case: P95Case, jobs: list[str], named: dict[str, float], run: FloorRun
 ) -> tuple[float | None, str]:
     """One case's bound (J; None: not solved) and the solver's note: an LP when no short job may be late."""
     short = [j for j in jobs if j not in case.within_s and j not in case.free]
@@ -406,18 +398,8 @@ def _case_bound(
     outer = None
     if case.short_late > 0 and case.short_outer_late < case.short_late and case.short_outer_s < math.inf:
         outer = dict.fromkeys(short, case.short_outer_s)
-    bound = planning.deadline_floor(
-        inst,
-        windows,
-        case.short_late,
-        total_s,
-        time_limit_s,
-        arrival,
-        slot_s,
-        whole_nodes,
-        outer_windows_s=outer,
-        outer_late=case.short_outer_late,
-        hard=tuple(named),
+    bound = run.bound(
+        inst, windows, case.short_late, outer_windows_s=outer, outer_late=case.short_outer_late, hard=tuple(named)
     )
     return bound.energy_j, bound.note
 
