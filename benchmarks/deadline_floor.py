@@ -224,8 +224,7 @@ def slice_rows(
             f"{time.perf_counter() - begin:.0f} | {note} |"
         )
         profiles += [
-            f"- {sl.name}, aim by intervals, J_(k) in [{a:,.0f}, {b:,.0f}] s: least "
-            + ("no claim" if v is None else _share(e_ref, floor, v / 3.6e6))
+            f"- {sl.name}, aim by intervals, J_(k) in [{a:,.0f}, {b:,.0f}] s: least {_share(e_ref, floor, v / 3.6e6)}"
             for (a, b), v in per_interval.items()
         ]
     for name, (windows, free, total) in rules.items():
@@ -309,7 +308,7 @@ def aim_by_intervals(
     run: FloorRun,
     log: Path | None = None,
     shard: tuple[int, int] = (0, 1),
-) -> tuple[float | None, str, dict[tuple[float, float], float | None]]:
+) -> tuple[float | None, str, dict[tuple[float, float], float]]:
     """The least bound over ``cases`` (J; None: a case without one, no claim), a note, and the least per interval.
 
     Cases run from the highest interval down (where the limit binds most), a progress line each on standard error.
@@ -320,9 +319,8 @@ def aim_by_intervals(
     if not cases:
         return None, "no schedule keeps the aim: the rank-k least JCT is above the limit", {}
     jobs = [j.id for j in inst.jobs if j.remaining_steps > 0]
-    per: dict[tuple[float, float], float | None] = {}
+    per: dict[tuple[float, float], float] = {}
     least: tuple[float, P95Case] | None = None
-    milps = 0
     done: dict[str, float] = {}
     if log is not None and log.exists():
         for line in log.read_text().splitlines():
@@ -349,7 +347,6 @@ def aim_by_intervals(
                 round(run.total_s, 3),
             ]
         )
-        milps += case.short_late > 0
         if key in done:
             energy_j = done[key]
         else:
@@ -369,13 +366,13 @@ def aim_by_intervals(
             file=sys.stderr,
             flush=True,
         )
-        got = per.get(case.interval_s, math.inf)
-        per[case.interval_s] = min(math.inf if got is None else got, energy_j)
+        per[case.interval_s] = min(per.get(case.interval_s, math.inf), energy_j)
         if least is None or energy_j < least[0]:
             least = (energy_j, case)
-    assert least is not None
     if shard[1] > 1:
         return None, f"shard {shard[0]} of {shard[1]} only: no claim (run again without --shard to read all back)", per
+    assert least is not None
+    milps = sum(c.short_late > 0 for c in cases)
     c = least[1]
     late = sorted(set(c.free) | {j for j, w in c.within_s.items() if w > c.short_window_s})
     return (
