@@ -221,7 +221,7 @@ def mip_stage(
         return SolverResult("no_solution", message="skipped: no time left")
     limit = max(share * left, MIN_STAGE_S)
     req = state.req
-    params = SolveParams(time_limit_s=limit, rel_gap=req.rel_gap, threads=req.threads, seed=req.seed)
+    params = SolveParams(limit, req.rel_gap, req.threads, req.seed, req.node_limit)
     usable_start = start if state.backend.features.mip_start else None
     maximize = objective == "progress"
     if state.core is None:

@@ -310,6 +310,13 @@ SignalAwareOpt = Annotated[
 ]
 
 ThreadsOpt = Annotated[int, typer.Option(help="Solver threads (>= 1).")]
+NodeLimitOpt = Annotated[
+    int | None,
+    typer.Option(
+        help="Branch-and-bound nodes per MIP stage (>= 1; cbc, highs, scip). With --threads 1 and a time limit "
+        "never reached, the same inputs give the same plans on any machine and load."
+    ),
+]
 ReplaySeedOpt = Annotated[int, typer.Option(help="Seed: solver, Philly job types, --noise.")]
 ZeusEtaOpt = Annotated[float, typer.Option(help="Zeus's weight of energy against time, in [0, 1].")]
 NoiseOpt = Annotated[
@@ -430,6 +437,7 @@ def plan(
     ] = DEFAULT_REQUEST.rel_gap,
     threads: Annotated[int, typer.Option(help="Solver threads (>= 1).")] = DEFAULT_REQUEST.threads,
     seed: Annotated[int, typer.Option(help="Solver random seed (>= 0).")] = DEFAULT_REQUEST.seed,
+    node_limit: NodeLimitOpt = DEFAULT_REQUEST.node_limit,
     export_model: Annotated[
         Path | None,
         typer.Option(
@@ -503,6 +511,7 @@ def plan(
         rel_gap=gap,
         threads=threads,
         seed=seed,
+        node_limit=node_limit,
         lp_bound=lp_bound,
         export_model=export_model,
         horizon=horizon,
@@ -1420,6 +1429,7 @@ def simulate(
     time_limit: ReplayTimeLimitOpt = REPLAY_REQUEST.time_limit_s,
     threads: ThreadsOpt = REPLAY_REQUEST.threads,
     seed: ReplaySeedOpt = REPLAY_REQUEST.seed,
+    node_limit: NodeLimitOpt = REPLAY_REQUEST.node_limit,
     out_path: Annotated[Path, typer.Option("--out", "-o", help="Output folder.")] = Path("sim-out"),
     max_jobs: MaxJobsOpt = None,
     start_s: StartSOpt = None,
@@ -1497,6 +1507,7 @@ def simulate(
         time_limit=time_limit,
         threads=threads,
         seed=seed,
+        node_limit=node_limit,
         max_jobs=max_jobs,
         start_s=start_s,
         end_s=end_s,
@@ -1620,6 +1631,7 @@ def frontier(
     time_limit: ReplayTimeLimitOpt = REPLAY_REQUEST.time_limit_s,
     threads: ThreadsOpt = REPLAY_REQUEST.threads,
     seed: ReplaySeedOpt = REPLAY_REQUEST.seed,
+    node_limit: NodeLimitOpt = REPLAY_REQUEST.node_limit,
     max_jobs: MaxJobsOpt = None,
     start_s: StartSOpt = None,
     end_s: EndSOpt = None,
@@ -1682,6 +1694,7 @@ def frontier(
         time_limit=time_limit,
         threads=threads,
         seed=seed,
+        node_limit=node_limit,
         max_jobs=max_jobs,
         start_s=start_s,
         end_s=end_s,

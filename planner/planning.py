@@ -126,6 +126,14 @@ def _solver_name_problems(request: PlanRequest) -> list[Problem]:
                     f"{request.lp_solver!r} solves no LP relaxation; use {one_of(solvers_with('lp_relaxation'))}",
                 )
             )
+    if request.node_limit is not None and (features is None or not features.node_limit):
+        problems.append(
+            Problem(
+                "bad-option",
+                "node_limit (--node-limit)",
+                f"the {request.solver} solver takes no node limit; use --solver {one_of(solvers_with('node_limit'))}",
+            )
+        )
     if request.export_model is not None:
         features = None if request.solver == GREEDY else backend_features(request.solver)
         if features is None or not features.export:
@@ -189,6 +197,10 @@ def _value_problems(request: PlanRequest) -> list[Problem]:
         problems.append(Problem("bad-option", "threads (--threads)", f"must be >= 1, got {request.threads}"))
     if not 0 <= request.seed <= MAX_SEED:
         problems.append(Problem("bad-option", "seed (--seed)", f"must be in [0, {MAX_SEED}], got {request.seed}"))
+    if request.node_limit is not None and request.node_limit < 1:
+        problems.append(
+            Problem("bad-option", "node_limit (--node-limit)", f"must be >= 1 nodes, got {request.node_limit}")
+        )
     if not 1 <= request.horizon <= MAX_HORIZON:
         problems.append(
             Problem("bad-option", "horizon (--horizon)", f"must be in [1, {MAX_HORIZON}] rounds, got {request.horizon}")

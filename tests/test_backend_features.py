@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -41,7 +42,7 @@ from wattplan.planner.contracts.instance_io import parse_instance
 from wattplan.planner.contracts.problems import InputError
 from wattplan.planner.contracts.request import PlanRequest
 from wattplan.planner.core.greedy import greedy_allocations
-from wattplan.planner.planning import plan
+from wattplan.planner.planning import plan, request_problems
 
 CASES = [(name, feature) for name in available_backends() for feature in FEATURE_NAMES]
 LP_METHODS: tuple[LpMethod, ...] = ("primal-simplex", "simplex-no-presolve", "pdlp")
@@ -82,11 +83,41 @@ def _mixed_model() -> LinearModel:
     )
 
 
+def _knapsack(n: int = 30, m: int = 5) -> LinearModel:
+    """A random 0-1 knapsack with ``m`` rows and ``n`` items, profits near the mean weight (seed 1).
+
+    Hard enough that no backend closes it at the root: unlimited, CBC needs 1,892 nodes, HiGHS 5,791, SCIP 3,154.
+    """
+    rng = np.random.default_rng(1)
+    weights = rng.integers(10, 100, size=(m, n)).astype(float)
+    profits = weights.mean(axis=0) + rng.integers(0, 10, size=n)
+    rows, cols = np.nonzero(weights)
+    return LinearModel(
+        lb=np.zeros(n),
+        ub=np.ones(n),
+        is_int=np.ones(n, dtype=bool),
+        col_names=[f"x{i}" for i in range(n)],
+        a_rows=rows,
+        a_cols=cols,
+        a_vals=weights[rows, cols],
+        row_lo=np.full(m, -np.inf),
+        row_hi=weights.sum(axis=1) / 2,
+        row_names=tuple(f"r{i}" for i in range(m)),
+        row_kind=("count",) * m,
+        objectives={"progress": profits},
+    )
+
+
 def _solve(
-    name: str, lm: LinearModel, objective: ObjectiveName, start: np.ndarray | None = None, relax: bool = False
+    name: str,
+    lm: LinearModel,
+    objective: ObjectiveName,
+    start: np.ndarray | None = None,
+    relax: bool = False,
+    params: SolveParams = PARAMS,
 ) -> SolverResult:
     """``get_backend(name).solve(...)`` in a child process (the planner's way); errors come back as results."""
-    return run_with_deadline(get_backend(name).solve, (lm, objective, True, PARAMS, start, relax), 60.0)
+    return run_with_deadline(get_backend(name).solve, (lm, objective, True, params, start, relax), 60.0)
 
 
 def _highs_reads_back(path: Path) -> SolverResult:
@@ -215,6 +246,14 @@ def test_backend_keeps_what_its_features_say(name: str, feature: str, tmp_path: 
         assert r.stats["session first"] <= OPTIMUM + 1e-9  # half the columns: a restriction of the LP
         assert r.stats["session grown"] == pytest.approx(OPTIMUM, rel=1e-9)
         assert r.stats["session grown primal"] == pytest.approx(OPTIMUM, rel=1e-9)
+    elif feature == "node_limit":
+        if not declared:  # the backend would ignore it: the front door refuses the request
+            problems = request_problems(PlanRequest(solver=name, node_limit=1))
+            assert [p.path for p in problems] == ["node_limit (--node-limit)"]
+            return
+        r = _solve(name, _knapsack(), "progress", params=replace(PARAMS, node_limit=1))
+        assert r.status == "feasible" and r.objective is not None  # stopped on nodes, not proven
+        assert 1 <= r.stats["nodes"] <= 2  # unlimited: thousands (_knapsack)
     elif feature == "continuous":
         if not declared:
             return  # no claim: CP-SAT restricts every column to integers (its optimum here is 1.0, not 1.25)

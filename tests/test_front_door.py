@@ -53,6 +53,9 @@ def run(*args: object):
         ({"solver": "gurobi"}, "solver (--solver)"),
         ({"export_model": Path("m.txt")}, "export_model (--export-model)"),
         ({"solver": "greedy", "export_model": Path("m.mps")}, "export_model (--export-model)"),
+        ({"node_limit": 0}, "node_limit (--node-limit)"),
+        ({"solver": "cpsat", "node_limit": 10}, "node_limit (--node-limit)"),
+        ({"solver": "greedy", "node_limit": 10}, "node_limit (--node-limit)"),
     ],
 )
 def test_a_bad_request_is_refused_naming_the_option(inst: Instance, change: dict, path: str) -> None:
@@ -142,6 +145,28 @@ def test_a_plan_is_never_optimal_with_a_gap_above_the_requested_one(
     p = plan(inst, PlanRequest(solver="cbc", time_limit_s=20, lp_bound=False, rel_gap=1e-4))
     assert p.round.gap is not None and p.round.gap > 1e-4
     assert p.round.status == "feasible"
+
+
+def test_a_node_limit_stops_every_stage_on_nodes_and_plans_a_round_the_same_way_twice(inst: Instance) -> None:
+    """Unlimited, CBC's first stage of the default round takes 134-282 nodes; with one node each stage stops there."""
+    request = PlanRequest(solver="cbc", time_limit_s=60, lp_bound=False, threads=1, node_limit=1)
+    first, second = plan(inst, request), plan(inst, request)
+    for p in (first, second):
+        stages = [s for s in p.round.report.stages if s.status != "skipped"]
+        assert stages and all(s.stats.get("nodes", 0) <= 2 for s in stages), stages
+        assert validate_plan(inst, p) == []
+    assert first.jobs == second.jobs and first.round.energy_j == second.round.energy_j
+
+
+def test_simulate_passes_its_node_limit_on_and_records_it(tmp_path: Path) -> None:
+    args = ("simulate", "6214e9.trace", "--cluster", "v100:16", "--start-s", "4180536", "--max-jobs", "6")
+    args += ("--no-plots", "-q")
+    result = run(*args, "--node-limit", "3", "--threads", "1", "--out", tmp_path / "sim")
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "sim" / "wattplan" / "summary.json").read_text())
+    assert summary["solver"] == {"name": "cbc", "time_limit_s": 5.0, "threads": 1, "node_limit": 3}
+    refused = run(*args, "--node-limit", "3", "--solver", "cpsat", "--out", tmp_path / "s2")
+    assert refused.exit_code == 2 and "--node-limit" in refused.output, refused.output
 
 
 def test_the_time_limit_counts_from_the_callers_clock(inst: Instance) -> None:

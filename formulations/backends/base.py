@@ -30,13 +30,18 @@ class SolveParams:
     """Solver options.
 
     ``time_limit_s``: wall seconds for the whole ``solve`` call, handing the model over and
-    reading the answer back included (None: no limit); ``rel_gap`` None: the solver's default.
+    reading the answer back included (None: no limit); ``rel_gap`` None: the solver's default;
+    ``node_limit``: branch-and-bound nodes, as the solver counts them, after which a MIP stops with its
+    incumbent (None: no limit; only backends with ``features.node_limit``). A solve that stops on nodes
+    rather than on time returns the same plan on any machine and under any load, given one thread and
+    the same seed: a work limit, where a time limit is not.
     """
 
     time_limit_s: float | None = None
     rel_gap: float | None = None
     threads: int = 1
     seed: int = 0
+    node_limit: int | None = None
 
 
 SEARCH_STATS = ("nodes", "lp_iterations", "branches", "conflicts")
@@ -78,7 +83,9 @@ class Features:
       and the energy floor;
     * ``continuous``: solves a column not marked integer as continuous, so a model mixing both (the deadline
       floor's MILP) gets its own optimum and bound. Without it the backend may restrict every column to integers
-      (CP-SAT), and its bound is then no bound of the mixed model. False by default: no claim.
+      (CP-SAT), and its bound is then no bound of the mixed model. False by default: no claim;
+    * ``node_limit``: stops a MIP after :attr:`SolveParams.node_limit` branch-and-bound nodes (CBC, HiGHS, SCIP).
+      False by default: the backend would ignore the limit, so the front door refuses it.
     """
 
     mip_start: bool
@@ -87,6 +94,7 @@ class Features:
     export: bool
     lp_duals: bool
     continuous: bool = False
+    node_limit: bool = False
 
 
 LpMethod = Literal["primal-simplex", "simplex-no-presolve", "pdlp"]

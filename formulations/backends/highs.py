@@ -96,7 +96,7 @@ class HighsBackend:
 
     name = "highs"
     features: ClassVar[Features] = Features(
-        mip_start=True, lp_relaxation=True, bound=True, export=True, lp_duals=True, continuous=True
+        mip_start=True, lp_relaxation=True, bound=True, export=True, lp_duals=True, continuous=True, node_limit=True
     )
 
     def is_available(self) -> bool:
@@ -117,6 +117,8 @@ class HighsBackend:
         if params.rel_gap is not None:
             h.setOptionValue("mip_rel_gap", float(params.rel_gap))
         h.setOptionValue("mip_abs_gap", absolute_gap(params.rel_gap))
+        if params.node_limit is not None:
+            h.setOptionValue("mip_max_nodes", int(params.node_limit))
         return h
 
     def solve(

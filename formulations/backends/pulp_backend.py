@@ -176,6 +176,8 @@ class PulpBackend(WithoutLpDuals):
             options["gapRel"] = float(params.rel_gap)
         options["gapAbs"] = absolute_gap(params.rel_gap)
         if self.solver_name == CBC:
+            if params.node_limit is not None and not relax:
+                options["maxNodes"] = int(params.node_limit)
             options["threads"] = max(1, params.threads)
             options["warmStart"] = start is not None and not relax
             options["options"] = [
@@ -227,3 +229,15 @@ class PulpBackend(WithoutLpDuals):
             prob, _ = self._problem(lm, objective, maximize, relax=False, readable=True)
         with atomic_target(Path(path)) as tmp:
             prob.writeLP(str(tmp))
+
+
+class CbcBackend(PulpBackend):
+    """PuLP's bundled CBC (the ``cbc`` backend): :class:`PulpBackend` that also takes a node limit (``maxNodes``).
+
+    Other PuLP solvers do not all honour PuLP's ``maxNodes``, so ``pulp:NAME`` claims no node limit.
+    """
+
+    features: ClassVar[Features] = replace(PulpBackend.features, node_limit=True)
+
+    def __init__(self) -> None:
+        super().__init__(CBC, label="cbc")

@@ -75,8 +75,8 @@ class BackendPattern:
 REGISTRY: tuple[BackendEntry, ...] = (
     BackendEntry(
         "cbc",
-        lambda: pulp_backend.PulpBackend(pulp_backend.CBC, label="cbc"),
-        pulp_backend.PulpBackend.features,
+        pulp_backend.CbcBackend,
+        pulp_backend.CbcBackend.features,
         pulp_backend.INSTALL_HINT,
         "PuLP's bundled CBC through an MPS file; fast, no bound of its own",
     ),

@@ -119,7 +119,7 @@ class ScipBackend(WithoutLpDuals):
 
     name = "scip"
     features: ClassVar[Features] = Features(
-        mip_start=True, lp_relaxation=True, bound=True, export=True, lp_duals=False, continuous=True
+        mip_start=True, lp_relaxation=True, bound=True, export=True, lp_duals=False, continuous=True, node_limit=True
     )
 
     def is_available(self) -> bool:
@@ -157,6 +157,8 @@ class ScipBackend(WithoutLpDuals):
         if params.rel_gap is not None:
             model.setParam("limits/gap", float(params.rel_gap))
         model.setParam("limits/absgap", absolute_gap(params.rel_gap))
+        if params.node_limit is not None and not relax:
+            model.setParam("limits/nodes", int(params.node_limit))
         if params.time_limit_s is not None:
             spent = time.perf_counter() - entered
             left = float(params.time_limit_s) - spent - READBACK_S_PER_COL * lm.num_cols

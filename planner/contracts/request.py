@@ -32,6 +32,10 @@ class PlanRequest:
       placing and validating included;
     * ``rel_gap``: relative gap at which a solve may stop, in ``[0, 1)``;
     * ``threads`` (>= 1) and ``seed`` (>= 0) are passed to the solver;
+    * ``node_limit``: branch-and-bound nodes per MIP stage (>= 1; None: none), for solvers that take one
+      (``features.node_limit``). With one thread and a time limit that is never reached, every stage then stops on
+      work, not on the clock, and the same round gives the same plan on any machine and under any load (a replay
+      the same figures run after run; docs/design.md §5.15);
     * ``lp_bound``: solve the LP relaxation first with ``lp_solver`` (the reported bound and
       the LP-rounded start plan);
     * ``warm_start``: offer the running jobs' current configurations as a start;
@@ -48,6 +52,7 @@ class PlanRequest:
     rel_gap: float = 1e-4
     threads: int = 2
     seed: int = 0
+    node_limit: int | None = None
     lp_bound: bool = True
     lp_solver: str = "highs"
     warm_start: bool = True

@@ -432,7 +432,12 @@ def run_policy(
     )
     if policy == "wattplan":
         req = spec.policy_options.request
-        result.info["solver"] = {"name": req.solver, "time_limit_s": req.time_limit_s, "threads": req.threads}
+        result.info["solver"] = {
+            "name": req.solver,
+            "time_limit_s": req.time_limit_s,
+            "threads": req.threads,
+            "node_limit": req.node_limit,
+        }
     if policy == "zeus":
         result.info["zeus_eta"] = spec.policy_options.zeus_eta
     if clocks:

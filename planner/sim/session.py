@@ -93,6 +93,7 @@ def base_replay_spec(
     threads: int = REPLAY_REQUEST.threads,
     zeus_eta: float = defaults.ZEUS_ETA,
     seed: int = REPLAY_REQUEST.seed,
+    node_limit: int | None = REPLAY_REQUEST.node_limit,
     profiles: Path | None = None,
     carbon: Path | None = None,
     price: Path | None = None,
@@ -103,7 +104,8 @@ def base_replay_spec(
 
     ``trace`` resolved (or a shipped name), ``cluster`` through the list rules and ``policies`` (the
     ``--policy`` values; None: the spec's default) expanded, in that order; wattplan's request is
-    :data:`~planner.contracts.request.REPLAY_REQUEST` with the solver, time limit (s), threads and seed given.
+    :data:`~planner.contracts.request.REPLAY_REQUEST` with the solver, time limit (s), threads, seed and node
+    limit given.
     """
     from wattplan.planner.console.list_options import repeated_list
     from wattplan.planner.sim.policies import PolicyOptions
@@ -113,7 +115,9 @@ def base_replay_spec(
         raise InputError("options", problems)
     resolved, cluster = resolve_trace(trace), cluster_option(cluster)
     chosen = None if policies is None else expand_policies(repeated_list(list(policies), "--policy"))
-    request = dataclasses.replace(REPLAY_REQUEST, solver=solver, time_limit_s=time_limit, threads=threads, seed=seed)
+    request = dataclasses.replace(
+        REPLAY_REQUEST, solver=solver, time_limit_s=time_limit, threads=threads, seed=seed, node_limit=node_limit
+    )
     spec = ReplaySpec(
         trace=resolved,
         cluster=cluster,
@@ -197,6 +201,7 @@ def replay_spec(
     time_limit: float = REPLAY_REQUEST.time_limit_s,
     threads: int = REPLAY_REQUEST.threads,
     seed: int = REPLAY_REQUEST.seed,
+    node_limit: int | None = REPLAY_REQUEST.node_limit,
     max_jobs: int | None = None,
     start_s: float | None = None,
     end_s: float | None = None,
@@ -253,6 +258,7 @@ def replay_spec(
         threads=threads,
         zeus_eta=zeus_eta,
         seed=seed,
+        node_limit=node_limit,
         profiles=None if profiles is None else Path(profiles),
         carbon=None if carbon is None else Path(carbon),
         price=None if price is None else Path(price),
@@ -460,6 +466,7 @@ def frontier_sweep(
     time_limit: float = REPLAY_REQUEST.time_limit_s,
     threads: int = REPLAY_REQUEST.threads,
     seed: int = REPLAY_REQUEST.seed,
+    node_limit: int | None = REPLAY_REQUEST.node_limit,
     max_jobs: int | None = None,
     start_s: float | None = None,
     end_s: float | None = None,
@@ -515,6 +522,7 @@ def frontier_sweep(
         threads=threads,
         zeus_eta=zeus_eta,
         seed=seed,
+        node_limit=node_limit,
         profiles=None if profiles is None else Path(profiles),
         carbon=None if carbon is None else Path(carbon),
         price=None if price is None else Path(price),
