@@ -445,10 +445,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         for row in rows:
             print(row, flush=True)
     if profiles:
-        blocks = f"Energy per {args.block_h:g} h from the first arrival (kWh; the replays committed under " + (
-            "benchmarks/results/energy_gap/<slice>/<variant>); "
-        )
-        print(f"\n{blocks if args.block_h else ''}the aim by intervals' least per interval, if asked:\n")
+        blocks = ""
+        if args.block_h:  # formatted only when given: None has no :g (a run with --intervals alone crashed here)
+            blocks = f"Energy per {args.block_h:g} h from the first arrival (kWh; the replays committed under " + (
+                "benchmarks/results/energy_gap/<slice>/<variant>); "
+            )
+        print(f"\n{blocks}the aim by intervals' least per interval, if asked:\n")
         print("\n".join(profiles))
 
 

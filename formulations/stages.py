@@ -217,7 +217,7 @@ def mip_stage(
     """
     left = state.clock.left()
     if left < MIN_STAGE_S:
-        state.report.stages.append(StageRecord(name, "skipped", message=f"{left:.2f} s left"))
+        state.report.stages.append(StageRecord(name, "skipped", message=f"{left:.2f} s left", on_clock=True))
         return SolverResult("no_solution", message="skipped: no time left")
     limit = max(share * left, MIN_STAGE_S)
     req = state.req
@@ -262,6 +262,7 @@ def stage_record(name: str, r: SolverResult, lm: LinearModel, limit_s: float) ->
         solve_s=round(r.solve_s, 4),
         message=r.message.splitlines()[0] if r.message else "",
         stats=dict(r.stats),
+        on_clock=r.on_clock,
     )
 
 

@@ -257,6 +257,7 @@ def _run_in_worker(
             "no_solution",
             solve_s=time.perf_counter() - begin,
             message=f"watchdog: no answer within {deadline_s:.1f} s, solver process killed",
+            on_clock=True,
         )
     finally:
         w.lock.release()
@@ -284,6 +285,7 @@ def _run_in_child(fn: Callable[..., SolverResult], args: tuple[Any, ...], deadli
             "no_solution",
             solve_s=time.perf_counter() - begin,
             message=f"watchdog: no answer within {deadline_s:.1f} s, solver process killed",
+            on_clock=True,
         )
     finally:
         if proc.pid is not None:

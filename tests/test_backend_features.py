@@ -254,6 +254,9 @@ def test_backend_keeps_what_its_features_say(name: str, feature: str, tmp_path: 
         r = _solve(name, _knapsack(), "progress", params=replace(PARAMS, node_limit=1))
         assert r.status == "feasible" and r.objective is not None  # stopped on nodes, not proven
         assert 1 <= r.stats["nodes"] <= 2  # unlimited: thousands (_knapsack)
+        assert r.on_clock is False  # a work limit: the answer does not hang on the machine's speed
+        timed = _solve(name, _knapsack(40, 6), "progress", params=replace(PARAMS, time_limit_s=0.3))
+        assert timed.status in ("feasible", "no_solution") and timed.on_clock is True, (timed.message, timed.stats)
     elif feature == "continuous":
         if not declared:
             return  # no claim: CP-SAT restricts every column to integers (its optimum here is 1.0, not 1.25)

@@ -7,6 +7,7 @@ accepted with exit 0, and a plan marked ``optimal`` with a gap far above the req
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 from dataclasses import replace
@@ -154,6 +155,7 @@ def test_a_node_limit_stops_every_stage_on_nodes_and_plans_a_round_the_same_way_
     for p in (first, second):
         stages = [s for s in p.round.report.stages if s.status != "skipped"]
         assert stages and all(s.stats.get("nodes", 0) <= 2 for s in stages), stages
+        assert p.round.report.clock_stops == 0 and all(s.on_clock is False for s in stages)
         assert validate_plan(inst, p) == []
     assert first.jobs == second.jobs and first.round.energy_j == second.round.energy_j
 
@@ -165,6 +167,16 @@ def test_simulate_passes_its_node_limit_on_and_records_it(tmp_path: Path) -> Non
     assert result.exit_code == 0, result.output
     summary = json.loads((tmp_path / "sim" / "wattplan" / "summary.json").read_text())
     assert summary["solver"] == {"name": "cbc", "time_limit_s": 5.0, "threads": 1, "node_limit": 3}
+    assert summary["rounds_on_clock"] == 0
+    with (tmp_path / "sim" / "wattplan" / "rounds.csv").open() as f:
+        assert {row["clock_stops"] for row in csv.DictReader(f)} == {"0"}
+    # 0.1 s leaves no stage the 0.2 s it needs: every stage is skipped, on the clock, and every round says so
+    short = run(*args, "--time-limit", "0.1", "--out", tmp_path / "short")
+    assert short.exit_code == 0, short.output
+    summary = json.loads((tmp_path / "short" / "wattplan" / "summary.json").read_text())
+    with (tmp_path / "short" / "wattplan" / "rounds.csv").open() as f:
+        stops = [int(row["clock_stops"]) for row in csv.DictReader(f)]
+    assert summary["rounds_on_clock"] == len(stops) > 0 and min(stops) >= 1
     refused = run(*args, "--node-limit", "3", "--solver", "cpsat", "--out", tmp_path / "s2")
     assert refused.exit_code == 2 and "--node-limit" in refused.output, refused.output
 

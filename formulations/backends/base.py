@@ -61,6 +61,9 @@ class SolverResult:
     solve_s: float = 0.0
     message: str = ""
     stats: dict[str, float] = field(default_factory=dict)  # search effort, keys in SEARCH_STATS
+    on_clock: bool | None = None
+    """True when the solve stopped at its time limit (the answer then depends on the machine's speed and load);
+    False when it stopped on its own (a proof, the gap, a node limit); None when the backend does not say."""
     columns: np.ndarray | None = None  # column generation: the restricted master's columns
 
     @property

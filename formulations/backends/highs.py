@@ -163,7 +163,8 @@ class HighsBackend:
         elif info.primal_solution_status == SOLUTION_FEASIBLE:
             result_status = "feasible"
         else:
-            return SolverResult("no_solution", solve_s=elapsed, message=h.modelStatusToString(status))
+            message = h.modelStatusToString(status)
+            return SolverResult("no_solution", solve_s=elapsed, message=message, on_clock=status == ms.kTimeLimit)
         solution = h.getSolution()
         values = np.array(solution.col_value)
         if relax:
@@ -181,6 +182,7 @@ class HighsBackend:
             solve_s=elapsed,
             message=h.modelStatusToString(status),
             stats=highs_stats(info, relax),
+            on_clock=status == ms.kTimeLimit,
         )
 
     def export(self, lm: LinearModel, objective: ObjectiveName, maximize: bool, path: Path) -> None:

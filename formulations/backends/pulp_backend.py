@@ -64,6 +64,18 @@ CBC_LOG_STATS = (
 """CBC's closing lines and the :data:`~formulations.backends.base.SEARCH_STATS` key each one gives."""
 
 
+CBC_CLOCK_STOP = re.compile(r"^Result - Stopped on time", re.M)
+"""CBC's closing line when its time limit stopped it (``Result - Stopped on time limit``); a node limit,
+a proof or the gap give other lines (``Stopped on node limit``, ``Optimal solution found``)."""
+
+
+def cbc_on_clock(log: str) -> bool | None:
+    """True when CBC's log says its time limit stopped it, False when it closed otherwise, None without a log."""
+    if "Result - " not in log:
+        return None
+    return CBC_CLOCK_STOP.search(log) is not None
+
+
 def cbc_log_stats(log: str) -> dict[str, float]:
     """Branch-and-bound nodes and simplex iterations from CBC's log (``Enumerated nodes:``, ``Total iterations:``).
 
@@ -197,15 +209,16 @@ class PulpBackend(WithoutLpDuals):
             elapsed = time.perf_counter() - begin
             log = log_path.read_text(encoding="utf-8", errors="replace") if log_path.is_file() else ""
         stats = cbc_log_stats(log)
+        on_clock = cbc_on_clock(log) if self.solver_name == CBC else None
         status = pulp.LpStatus.get(prob.status, "Undefined")
         if status == "Infeasible":
-            return SolverResult("infeasible", solve_s=elapsed, message=status)
+            return SolverResult("infeasible", solve_s=elapsed, message=status, on_clock=on_clock)
         values = np.array([x.value() if x.value() is not None else np.nan for x in xs], dtype=float)
         if not relax:
             values = np.where(lm.is_int, np.round(values), values)
         checked_lm = replace(lm, is_int=np.zeros(lm.num_cols, dtype=bool)) if relax else lm
         if np.isnan(values).any() or not checked_lm.is_feasible(values):
-            return SolverResult("no_solution", solve_s=elapsed, message=status)
+            return SolverResult("no_solution", solve_s=elapsed, message=status, on_clock=on_clock)
         proven = status == "Optimal" and getattr(prob, "sol_status", 1) == 1
         value = float(lm.objectives[objective] @ values)
         bound = None
@@ -216,7 +229,14 @@ class PulpBackend(WithoutLpDuals):
                 bound = dual_bound(lm, lm.objectives[objective], maximize, model_duals)
         status_name: SolveStatus = "optimal" if proven else "feasible"
         return SolverResult(
-            status_name, values=values, objective=value, bound=bound, solve_s=elapsed, message=status, stats=stats
+            status_name,
+            values=values,
+            objective=value,
+            bound=bound,
+            solve_s=elapsed,
+            message=status,
+            stats=stats,
+            on_clock=on_clock,
         )
 
     def export(self, lm: LinearModel, objective: ObjectiveName, maximize: bool, path: Path) -> None:

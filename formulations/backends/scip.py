@@ -175,7 +175,7 @@ class ScipBackend(WithoutLpDuals):
         if status == "infeasible":
             return SolverResult("infeasible", solve_s=elapsed, message=status)
         if model.getNSols() == 0:
-            return SolverResult("no_solution", solve_s=elapsed, message=status)
+            return SolverResult("no_solution", solve_s=elapsed, message=status, on_clock=status == "timelimit")
         best = model.getBestSol()
         get = model.getSolVal
         values = np.array([get(best, x) for x in xs], dtype=float)
@@ -192,6 +192,7 @@ class ScipBackend(WithoutLpDuals):
             solve_s=elapsed,
             message=status,
             stats={"nodes": float(model.getNTotalNodes()), "lp_iterations": float(model.getNLPIterations())},
+            on_clock=status == "timelimit",
         )
 
     def export(self, lm: LinearModel, objective: ObjectiveName, maximize: bool, path: Path) -> None:

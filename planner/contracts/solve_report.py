@@ -47,6 +47,10 @@ class StageRecord:
     message: str = ""
     stats: dict[str, float] = field(default_factory=dict)
     """The solver's search effort where it tells it (``nodes``, ``lp_iterations``, ``branches``, ``conflicts``)."""
+    on_clock: bool | None = None
+    """True when the stage stopped on the clock: at its time limit, killed by the watchdog, or skipped for want of
+    time (its answer then depends on the machine's speed and load); False when it stopped on its own (a proof, the
+    gap, a node limit); None when the solver does not say (docs/design.md §5.15)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,16 +103,23 @@ class SolveReport:
         """Seconds the solver calls took, summed over the stages."""
         return sum(s.solve_s for s in self.stages)
 
+    @property
+    def clock_stops(self) -> int:
+        """Stages that stopped on the clock (:attr:`StageRecord.on_clock`): 0 means no stage's answer hung on time."""
+        return sum(s.on_clock is True for s in self.stages)
+
 
 REPORT_KEYS = ("model", "heuristics", "start", "lp_bound", "lp_bound_note", "stages", "progress_target", *PLAN_NOTES)
 """Keys of a plan's ``round`` object that belong to the solve report."""
 
 
 def _stage_doc(stage: StageRecord) -> dict[str, Any]:
-    """One stage as plan JSON; ``stats`` only when the solver told any."""
+    """One stage as plan JSON; ``stats`` and ``on_clock`` only when the solver told them."""
     doc = asdict(stage)
     if not stage.stats:
         del doc["stats"]
+    if stage.on_clock is None:
+        del doc["on_clock"]
     return doc
 
 

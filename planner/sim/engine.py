@@ -109,6 +109,9 @@ class RoundRecord:
     note: str = ""
     """Why the round's plan is not the solver's plan for its objective (fallback reason,
     objective switched), empty otherwise."""
+    clock_stops: int | None = None
+    """The solver stages of the round's plan that stopped on the clock (``SolveReport.clock_stops``; a round with
+    none planned the same under any load, docs/design.md §5.15); None for a policy that reports no stages."""
     delta: float | None = None
     """The round's ``delta`` when a governor (:mod:`planner.sim.governor`) set it."""
     credit_weight: float | None = None
@@ -466,6 +469,7 @@ def _play_round(
         solver=decision.solver,
         status=decision.status,
         note=decision.note,
+        clock_stops=decision.detail.get("clock_stops"),
         unobserved=unobserved,
         bounded=sum(j.min_steps > 0 for j in inst.jobs),
         levers=levers,

@@ -14,6 +14,8 @@
   types are not the same work: compare it across policies on the same trace only);
 * solver seconds per simulated round (``solver_s_*``: wall clock of the policy's ``decide``, the solver
   time for ``wattplan``): mean and max;
+* ``rounds_on_clock``: rounds whose plan had a solver stage stop on the clock (None for a heuristic): 0 means the
+  same command replays to the same rounds (docs/design.md §5.15);
 * ``delta_mean``: the runtime-bounded mode's mean per-round ``delta`` (:mod:`planner.sim.governor`).
 
 Against the workload's energy floor ``E_floor`` (:mod:`formulations.energy_floor`) and the
@@ -33,10 +35,11 @@ from typing import Any
 
 import numpy as np
 
-from wattplan.planner.sim.engine import SimResult
+from wattplan.planner.sim.engine import RoundRecord, SimResult
 
 J_PER_KWH = 3.6e6
-TIMING_KEYS = ("solver_s_mean", "solver_s_max", "solver_s_total")
+TIMING_KEYS = ("solver_s_mean", "solver_s_max", "solver_s_total", "rounds_on_clock")
+"""Summary keys that depend on the machine's speed and load, not on the replay's inputs."""
 
 
 def _stat(values: list[float], fn: str, q: float | None = None) -> float | None:
@@ -96,12 +99,22 @@ def summarise(result: SimResult) -> dict[str, Any]:
         "shared_job_rounds": sum(r.shared for r in rounds),
         "rounds_nothing_ran": sum(1 for r in rounds if r.running == 0),
         "plan_status_rounds": statuses,
+        "rounds_on_clock": _rounds_on_clock(rounds),
         "solver_s_mean": _stat(decide, "mean"),
         "solver_s_max": max(decide) if decide else None,
         "solver_s_total": sum(decide),
         "delta_mean": _stat([r.delta for r in rounds if r.delta is not None], "mean"),
         **result.info,
     }
+
+
+def _rounds_on_clock(rounds: Sequence[RoundRecord]) -> int | None:
+    """Rounds whose plan had a solver stage stop on the clock; None when no round reports stages (a heuristic).
+
+    0 for a replay whose every stage stopped on its own: the same command replays it to the same rounds.
+    """
+    counted = [r.clock_stops for r in rounds if r.clock_stops is not None]
+    return sum(n > 0 for n in counted) if counted else None
 
 
 def captured_share(energy_kwh: float, reference_kwh: float, floor_kwh: float) -> float | None:

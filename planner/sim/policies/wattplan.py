@@ -56,5 +56,5 @@ class Wattplan:
         plan = self._planner.plan(instance)
         r = plan.round
         note = "; ".join(r.notes().values())
-        detail = {"solver": r.solver, "gap": r.gap}
+        detail = {"solver": r.solver, "gap": r.gap, "clock_stops": r.report.clock_stops}
         return Decision(plan_allocations(instance, plan), solver=r.solver, status=r.status, detail=detail, note=note)
