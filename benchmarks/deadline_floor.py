@@ -101,7 +101,7 @@ def spec_of(sl: Slice) -> ReplaySpec:
 def _share(e_ref: float, floor: float, bound_kwh: float | None, unsolved: str = "not solved") -> str:
     if bound_kwh is None:
         return unsolved
-    return f"{bound_kwh:.2f} kWh, **{(e_ref - bound_kwh) / (e_ref - floor):.0%}**"
+    return f"{bound_kwh:.2f} kWh, **{(e_ref - bound_kwh) / (e_ref - floor):.1%}**"
 
 
 def _paired(bound: DeadlineFloor) -> str:
