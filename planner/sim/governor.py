@@ -70,8 +70,8 @@ with ``efficiency`` 0.1 to 0.5 all land within 0.4% of each other while the JCT 
 GAIN = 0.5
 """``k`` of the accrued rule: change of ``delta`` per unit of relative slack, per round. 0.5 since the
 node-limited replays (benchmarks/RESULTS.md, "Energy mode, sixth pass"): chosen on Gavel 6214e9 and b436b2, where
-it captured 2.4-2.7 points more than 0.25 at a run-to-run spread of 1 point; 1.0 overshoots the JCT bound on a
-four-job trace (``tests/test_energy_floor.py``), 0.5 keeps it."""
+it captured 2.9 and 2.8 points more than 0.25, against a spread of 0.3 points over three solver seeds; 1.0 overshoots
+the JCT bound on a four-job trace (``tests/test_energy_floor.py``), 0.5 keeps it."""
 GAIN_PROJECTED = 0.25
 """``k`` of the projected rule: at 0.5 it overshoots the JCT bound of that four-job trace by 8% (x = 0)."""
 MARGIN = 0.05
