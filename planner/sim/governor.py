@@ -67,13 +67,11 @@ DELTA_MAX = 0.25
 """Largest ``delta`` the governor sets. Measured on 150-job slices (benchmarks/RESULTS.md), a fixed
 ``delta`` past about 0.2 buys no energy: with ``energy`` deferred work keeps nodes on for longer,
 with ``efficiency`` 0.1 to 0.5 all land within 0.4% of each other while the JCT rises."""
-GAIN = 0.5
-"""``k`` of the accrued rule: change of ``delta`` per unit of relative slack, per round. 0.5 since the
-node-limited replays (benchmarks/RESULTS.md, "Energy mode, sixth pass"): chosen on Gavel 6214e9 and b436b2, where
-it captured 2.9 and 2.8 points more than 0.25, against a spread of 0.3 points over three solver seeds; 1.0 overshoots
-the JCT bound on a four-job trace (``tests/test_energy_floor.py``), 0.5 keeps it."""
-GAIN_PROJECTED = 0.25
-"""``k`` of the projected rule: at 0.5 it overshoots the JCT bound of that four-job trace by 8% (x = 0)."""
+GAIN = 0.25
+"""``k``: change of ``delta`` per unit of relative slack, per round. 0.5, measured on node-limited replays of the six
+slices (benchmarks/RESULTS.md, "Energy mode, sixth pass"), gained 1.8-2.9 points on three Gavel slices, lost 2.9 on
+Philly 6214e9 and left the worst slice as it was; 0.5 also overshoots the projected rule's JCT bound on a four-job
+trace (``tests/test_energy_floor.py``). So 0.25 stays."""
 MARGIN = 0.05
 """``m``: relative slack held back for the jobs still in the system."""
 KAPPA = 0.5
@@ -142,16 +140,11 @@ class JctGovernor(_NoSignal):
     max_increase: float
     delta: float = 0.0
     delta_max: float = DELTA_MAX
-    gain: float | None = None
-    """``k``; None: the rule's own, :data:`GAIN` (accrued) or :data:`GAIN_PROJECTED`."""
+    gain: float = GAIN
     margin: float = MARGIN
     projected: bool = False
     """Compare whole JCTs with the unfinished part projected (module docstring) instead of accrued time."""
     history: list[float] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        if self.gain is None:
-            self.gain = GAIN_PROJECTED if self.projected else GAIN
 
     def delta_for_round(self, states: Sequence[JobState], now_s: float) -> float:
         """Update and return ``delta_r`` for the round starting at ``now_s`` (module docstring)."""
@@ -163,8 +156,7 @@ class JctGovernor(_NoSignal):
             ref = accrued_s(arrivals, self.reference_finish_s, now_s)
         if ref > 0:
             slack = 1.0 - ours / ((1.0 + self.max_increase) * ref)
-            gain = GAIN if self.gain is None else self.gain
-            self.delta = min(max(self.delta + gain * (slack - self.margin), 0.0), self.delta_max)
+            self.delta = min(max(self.delta + self.gain * (slack - self.margin), 0.0), self.delta_max)
         self.history.append(self.delta)
         return self.delta
 
