@@ -33,6 +33,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from wattplan.planner.sim.metrics import TIMING_KEYS as SUMMARY_TIMING_KEYS
+
 HERE = Path(__file__).resolve().parent.parent
 SLICES = {
     "gavel-6214e9": ("6214e9.trace", "--start-s", "4180536", "--max-jobs", "150"),
@@ -61,10 +63,12 @@ LONG = (
     "8000",
 )
 """The issue's command: 15 min 34 s before the change."""
-TIMING_COLUMNS = ("solver_s",)
+TIMING_COLUMNS = ("solver_s", "clock_stops")
+"""``rounds.csv`` columns a comparison skips: they follow the machine's speed and load."""
 OWN_FILES = ("times.json", "cpu.json")
-TIMING_KEYS = ("solver_s_mean", "solver_s_max", "solver_s_total", "written_by", "replan", "rounds_decided")
-"""Keys a comparison skips: wall-clock fields, and the replay's own counts of how it decided (new at 2baf2a3)."""
+TIMING_KEYS = (*SUMMARY_TIMING_KEYS, "written_by", "replan", "rounds_decided")
+"""Keys a comparison skips: the summary's wall-clock fields, and the replay's own counts of how it decided (new at
+2baf2a3)."""
 
 
 def run(tree: Path, name: str, args: tuple[str, ...], out: Path) -> tuple[float, float]:
