@@ -380,7 +380,8 @@ def test_trainer_advances_checkpoints_resumes_after_sigterm_and_completes(fast_c
         reg = json.loads(layout.trainer_file("5").read_text())
         assert reg["job_type"] == "A" and reg["pid"] == proc.pid and reg["node"] == "v100-0"
         wait_for(lambda: checkpoint_path(layout, "5").exists() and steps_of(layout, "5") > 1000)
-        assert float(progress_path(layout, "5").read_text()) > 0
+        # The progress file is rewritten just after the checkpoint: wait for that write, not one tick of luck.
+        wait_for(lambda: float(progress_path(layout, "5").read_text()) > 1000)
         sent = time.time()
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=5) == 0 and time.time() - sent < 1.0
