@@ -180,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     by_name = {s.name: s for s in SLICES}
     chosen = list(SLICES) if args.slices == "all" else [by_name[n] for n in args.slices.split(",")]
-    variants = [] if args.no_baseline else [("current", ())]
+    variants: list[tuple[str, tuple[str, ...]]] = [] if args.no_baseline else [("current", ())]
     for v in args.variant:
         name, _, opts = v.partition("=")
         variants.append((name, tuple(shlex.split(opts))))

@@ -113,6 +113,8 @@ def test_simulate_with_the_greedy_solver(tmp_path: Path) -> None:
         "v100:16",
         "--max-jobs",
         "6",
+        "--max-rounds",
+        "40",
         "--solver",
         "greedy",
         "--no-plots",

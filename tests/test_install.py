@@ -95,6 +95,8 @@ def test_wheel_installs_into_a_fresh_venv_and_runs_from_an_empty_directory(tmp_p
             "v100:16",
             "--max-jobs",
             "8",
+            "--max-rounds",
+            "40",
             "--policy",
             "fifo-max",
             "--policy",
