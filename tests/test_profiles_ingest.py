@@ -534,6 +534,32 @@ def test_cli_job_side_count_must_match_the_logs(tmp_path: Path, two_nodes: tuple
     assert exc.value.problems[0].message.startswith("2 job-side file(s) for 1 nvidia-smi log(s)")
 
 
+def test_an_unreadable_log_is_its_own_one_problem_not_a_job_side_count(
+    tmp_path: Path, two_nodes: tuple[Path, Path, Path, Path]
+) -> None:
+    """A log whose format cannot be told may be the log the job side is for: its side is not counted against it.
+
+    It was: a log that is not UTF-8 with its one job side gave a second problem (``1 job-side file(s) for 0
+    nvidia-smi log(s)``) under the heading ``2 of 1 files``.
+    """
+    v100, a100, v100_side, a100_side = two_nodes
+    broken = tmp_path / "broken.csv"
+    broken.write_bytes(v100.read_bytes()[:200] + b"\xff\xfe" + v100.read_bytes()[200:])
+    with pytest.raises(InputError) as exc:
+        ingest_files([broken], job_side=v100_side)
+    assert [c for c, _ in codes(exc)] == ["not-utf8"] and exc.value.source == str(broken)
+    other = tmp_path / "other.csv"
+    other.write_text("a,b\n1,2\n")
+    with pytest.raises(InputError) as exc:  # two bad files of three: both named, the good log not read
+        ingest_files([broken, other, a100], job_side=[v100_side, a100_side])
+    assert exc.value.source == "2 of 3 files"
+    assert [c for c, _ in codes(exc)] == ["not-utf8", "unknown-format"]
+    with pytest.raises(InputError) as exc:  # a bad file beside job sides that do not match the logs: labelled so
+        ingest_files([WINDOWS / "V100+resnet18+gpu0.csv", v100], job_side=[v100_side, a100_side])
+    assert exc.value.source == "1 of 2 files and --job-side"
+    assert sorted(c for c, _ in codes(exc)) == ["job-side-count", "no-steps"]
+
+
 def test_job_sides_in_the_wrong_order_are_refused(tmp_path: Path, two_nodes: tuple[Path, Path, Path, Path]) -> None:
     v100, a100, v100_side, a100_side = two_nodes
     with pytest.raises(InputError) as exc:  # by order the A100 side goes with the V100 log: the name column disagrees

@@ -340,10 +340,13 @@ def ingest_files(
     kinds = _formats(paths, fmt, errors)
     logs = [k for k, kind in enumerate(kinds) if kind == "nvidia-smi"]
     paired: dict[int, PairedSide | None] | None = None
-    try:
-        paired = dict(zip(logs, pair_job_sides([Path(paths[k]) for k in logs], sides), strict=True))
-    except InputError as exc:
-        errors.append(exc)  # the logs are not read: without their job sides they would only add noise
+    side_error = False
+    if None not in kinds:  # a file of unknown format may be a log: its job side cannot be counted against it
+        try:
+            paired = dict(zip(logs, pair_job_sides([Path(paths[k]) for k in logs], sides), strict=True))
+        except InputError as exc:
+            errors.append(exc)  # the logs are not read: without their job sides they would only add noise
+            side_error = True
     done: list[FileIngest] = []
     for k, (path, kind) in enumerate(zip(paths, kinds, strict=True)):
         if kind is None or (kind == "nvidia-smi" and paired is None):
@@ -353,7 +356,9 @@ def ingest_files(
             done.append(ingest_file(Path(path), kind, side, job_type, gpu_type, steps_per_window))
         except InputError as exc:
             errors.append(exc)
-    _raise_together(errors, f"{len(errors)} of {len(paths)} files")
+    bad_files = len(errors) - side_error
+    source = f"{bad_files} of {len(paths)} files" + (" and --job-side" if side_error else "")
+    _raise_together(errors, source)
     return done
 
 
