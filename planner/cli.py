@@ -1908,6 +1908,7 @@ def agent(
     time_limit: ReplayTimeLimitOpt = REPLAY_REQUEST.time_limit_s,
     threads: Annotated[int, typer.Option(help="Solver threads (>= 1).")] = REPLAY_REQUEST.threads,
     seed: Annotated[int, typer.Option(help="Solver seed.")] = REPLAY_REQUEST.seed,
+    node_limit: NodeLimitOpt = REPLAY_REQUEST.node_limit,
     node_power_w: Annotated[
         float | None, typer.Option(help="A node's power besides its GPUs (W; default: the library's or 300).")
     ] = None,
@@ -1961,7 +1962,11 @@ def agent(
     options = {"duration_s": "--round-s", "restart_s": "--restart-s", "delta": "--delta"}
     if problems := rules_problems(rules, options):
         raise InputError("options", problems)
-    request = PlanRequest(solver=solver, time_limit_s=time_limit, threads=threads, seed=seed, lp_bound=False)
+    request = PlanRequest(
+        solver=solver, time_limit_s=time_limit, threads=threads, seed=seed, node_limit=node_limit, lp_bound=False
+    )
+    if problems := planning.request_problems(request):  # before any daemon is asked: not at the first round
+        raise InputError("options", problems)
     env = environment(
         cluster_dir, prometheus, settings_dir or (None if cluster_dir else Path("/var/lib/wattplan/settings"))
     )
