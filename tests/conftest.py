@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import copy
+import os
 from typing import Any
 
 import pytest
+
+# pytest-xdist's workers start with COLUMNS=80 in their environment, and a rich Console built while COLUMNS is set
+# keeps that width for good: the command line's module-level consoles, imported when the tests are collected, would
+# ignore every test's own COLUMNS. Without it they read COLUMNS at each print (see ``wide_terminal``).
+os.environ.pop("COLUMNS", None)
 
 
 def tiny_instance_doc() -> dict[str, Any]:
@@ -69,3 +75,14 @@ def tiny_instance_doc() -> dict[str, Any]:
 @pytest.fixture
 def tiny_doc() -> dict[str, Any]:
     return copy.deepcopy(tiny_instance_doc())
+
+
+@pytest.fixture(autouse=True)
+def wide_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every command's output is read at 1,000 columns unless a test sets its own ``COLUMNS``.
+
+    Rich wraps long paths at the terminal width, so a test reading ``tmp_path`` back from the output
+    otherwise passed or failed with the length of pytest's temporary folder (``popen-gw0/`` under
+    pytest-xdist, a longer ``pytest-NN`` counter). Tests of the 80-column layout pass ``COLUMNS=80``.
+    """
+    monkeypatch.setenv("COLUMNS", "1000")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 import time
 from dataclasses import asdict, replace
 from pathlib import Path
@@ -187,7 +188,11 @@ def _pid_alive(pid: int) -> bool:
     return stat.exists() and stat.read_text().split()[2] != "Z"
 
 
-def test_watchdog_kills_the_solver_and_its_subprocesses_and_removes_its_files(tmp_path: Path) -> None:
+def test_watchdog_kills_the_solver_and_its_subprocesses_and_removes_its_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The scratch folder goes under tmp_path: a solve of another test (pytest-xdist) may own one under /tmp now.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     marker = tmp_path / "pid"
     begin = time.perf_counter()
     result = run_with_deadline(_spawn_and_hang, (str(marker),), 1.0)
@@ -198,5 +203,4 @@ def test_watchdog_kills_the_solver_and_its_subprocesses_and_removes_its_files(tm
     while _pid_alive(pid) and time.time() < deadline:
         time.sleep(0.05)
     assert not _pid_alive(pid), "the solver's subprocess outlived the watchdog"
-    scratch_dirs = [p for p in Path("/tmp").glob("wattplan-solve-*") if (p / "model.mps").exists()]
-    assert scratch_dirs == []
+    assert list(tmp_path.glob("wattplan-solve-*")) == []
