@@ -15,7 +15,7 @@ from cli import app
 from tests.test_bench_runner import write_set
 
 ray = pytest.importorskip("ray")
-pytestmark = pytest.mark.xdist_group("local-ray")  # local Ray clusters one at a time (see test_executor_ray_tmpdir)
+pytestmark = pytest.mark.serial  # a local Ray instance: run alone (test_executor_ray_tmpdir counts /tmp's folders)
 runner = CliRunner()
 MEASURED = {"time_s", "build_s", "solve_s", "wall_s", "peak_mb", "primal_integral"}
 """Columns that time or measure a run; everything else must match."""

@@ -23,7 +23,7 @@ from tests.test_executor_signals import A3C, R50, _pool_workers, live_in_session
 from wattplan.planner.executor import RAY_TEMP_DIR_MAX, RAY_TEMP_PREFIX, ray_temp_dir, remove_ray_temp_dir
 
 pytest.importorskip("ray")
-pytestmark = pytest.mark.xdist_group("local-ray")  # local Ray clusters one at a time (this module counts /tmp's)
+pytestmark = pytest.mark.serial  # counts the local Ray folders under /tmp: no other Ray may start meanwhile
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = """
 import operator

@@ -19,7 +19,7 @@ import pytest
 from tests.sim_helpers import write_gavel_trace
 from wattplan.planner.executor import descendants
 
-pytestmark = pytest.mark.xdist_group("local-ray")  # local Ray clusters one at a time (see test_executor_ray_tmpdir)
+pytestmark = pytest.mark.serial  # a local Ray instance: run alone (test_executor_ray_tmpdir counts /tmp's folders)
 R50 = "ResNet-50 (batch size 64)"
 A3C = "A3C"
 ROOT = Path(__file__).resolve().parents[1]

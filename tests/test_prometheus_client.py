@@ -40,7 +40,6 @@ from wattplan.planner.cluster.report import ReportError, cluster_report
 
 PROGRAM = "/usr/bin/prometheus"
 REQUIRED = os.environ.get("WATTPLAN_REQUIRE_SLURM") == "1"
-pytestmark = pytest.mark.xdist_group("prometheus-live")  # one worker starts the module's Prometheus once
 
 
 def _free_port() -> int:
