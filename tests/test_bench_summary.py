@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import math
+import warnings
+from pathlib import Path
 
 import pytest
 
@@ -142,6 +144,17 @@ def test_performance_ratios_and_profile_by_hand() -> None:
     assert profile_fraction(ratios["A"], 2.0) == pytest.approx(2 / 3)
     assert profile_fraction(ratios["B"], 100.0) == pytest.approx(1 / 3)
     assert profile_steps(ratios["A"]) == [(1.0, pytest.approx(1 / 3)), (2.0, pytest.approx(2 / 3))]
+
+
+def test_a_profile_with_no_exact_solver_says_so_instead_of_an_empty_legend(tmp_path: Path) -> None:
+    """Only a heuristic ran: the time profile (exact solvers only) is empty, and matplotlib warned of its legend."""
+    from wattplan.planner.bench.report import profile_plot
+
+    rows = with_references([_row("greedy", "feasible", 1.0, time_s=0.1)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        profile_plot(rows, tmp_path / "profile.svg")
+    assert (tmp_path / "profile.svg").read_text().lstrip().startswith("<?xml")
 
 
 def _plan(objective: str, value: float | None, report: SolveReport, progress: float = 1.8) -> Plan:

@@ -470,7 +470,10 @@ def profile_plot(rows: Sequence[Record], path: Path, title: str = "", dpi: int =
     right.set_title("Gap profile")
     for ax in (left, right):
         ax.grid(alpha=0.3, which="major")
-        ax.legend(fontsize=8, loc="lower right")
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8, loc="lower right")
+        else:  # no exact solver (left) or no run (right): say so rather than draw an empty legend
+            ax.text(0.5, 0.5, "no runs to show", ha="center", va="center", transform=ax.transAxes)
     _save_figure(fig, path, dpi)
 
 
