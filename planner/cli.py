@@ -1785,6 +1785,13 @@ def bench(
     grace: Annotated[
         float | None, typer.Option(help="Seconds past the limit before a run is killed (default max(5, 0.5 x limit)).")
     ] = None,
+    node_limit: Annotated[
+        int | None,
+        typer.Option(
+            help="Branch-and-bound nodes per MIP stage of every run (>= 1; cbc, highs, scip; greedy runs as it is): "
+            "runs that stop on nodes, not on the clock, repeat on any machine and load."
+        ),
+    ] = None,
     plot_format: Annotated[
         PlotFormatChoice,
         typer.Option("--plot-format", help="Also write profile.pdf or profile.svg (profile.png is always written)."),
@@ -1819,6 +1826,7 @@ def bench(
         threads=threads,
         memory_limit_mb=memory_limit_mb,
         grace=grace,
+        node_limit=node_limit,
         plot_format=plot_format.value,
         dpi=dpi,
     )

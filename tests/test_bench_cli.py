@@ -6,6 +6,7 @@ import csv
 import json
 import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,9 @@ from typer.testing import CliRunner
 from cli import app
 from tests.test_bench_runner import write_set
 from wattplan.planner.bench.report import RUN_COLUMNS
+from wattplan.planner.bench.runner import RunSpec, run_key
 from wattplan.planner.bench.summary import SUMMARY_COLUMNS
+from wattplan.planner.files.resources import default_instance
 
 runner = CliRunner()
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -209,3 +212,39 @@ def test_a_second_bench_into_the_same_out_exits_2_naming_the_first(tmp_path: Pat
     assert "out-in-use" in result.output and "(pid" in result.output
     assert re.search(rf"\b{holder.pid},", result.output)
     assert not (out / "runs").exists()
+
+
+def test_a_node_limit_reaches_every_exact_run_and_is_part_of_its_key(tmp_path: Path) -> None:
+    """``--node-limit 1`` on the default round: CBC stops after a node or two (unlimited it takes 134-282 nodes).
+
+    Greedy runs as it is (no limit recorded, so a rerun under another limit reuses its run), and the runs of a
+    bench without the limit keep the keys they had before the option existed.
+    """
+    set_dir = tmp_path / "set"
+    set_dir.mkdir()
+    (set_dir / "default.json").write_bytes(default_instance().read_bytes())
+    out = tmp_path / "out"
+    args = ("bench", set_dir, "--solvers", "cbc,greedy", "--time-limit", "60", "--out", out, "-q")
+    result = run(*args, "--node-limit", "1")
+    assert result.exit_code == 0, result.output
+    rows = {r["solver"]: r for r in read_csv(out / "runs.csv")}
+    assert rows["cbc"]["node_limit"] == "1" and rows["greedy"]["node_limit"] == ""
+    assert rows["cbc"]["status"] in ("optimal", "feasible") and int(rows["cbc"]["nodes"]) <= 2
+    again = run(*args, "--node-limit", "2")  # another limit: CBC runs again, greedy's run is reused
+    assert again.exit_code == 0 and "2 runs (1 now, 1 reused)" in again.output, again.output
+    old = RunSpec("cbc", 0, 60.0, 1e-4, 1, None, 30.0)
+    assert run_key("f" * 64, old) == f"{'f' * 64}|cbc|0|60.0|0.0001|1|mem=None|grace=30.0"
+    assert run_key("f" * 64, replace(old, node_limit=1)).endswith("|nodes=1")
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        (["--solvers", "cpsat,greedy", "--node-limit", "5"], "--solvers[0] cpsat takes no node limit"),
+        (["--solvers", "highs", "--node-limit", "0"], "must be >= 1 nodes"),
+    ],
+)
+def test_a_node_limit_a_solver_cannot_keep_is_refused_by_name(tmp_path: Path, options: list[str], said: str) -> None:
+    result = run("bench", write_set(tmp_path / "set"), *options, "--out", tmp_path / "out")
+    assert result.exit_code == 2 and "--node-limit" in result.output and said in result.output, result.output
+    assert not (tmp_path / "out" / "runs").exists()

@@ -252,6 +252,7 @@ def bench(
     threads: int = 1,
     memory_limit_mb: int | None = None,
     grace: float | None = None,
+    node_limit: int | None = None,
     plot_format: str = "png",
     dpi: int = defaults.FIGURE_DPI,
     **unknown: Any,
@@ -281,6 +282,7 @@ def bench(
         threads=threads,
         memory_limit_mb=memory_limit_mb,
         grace=grace,
+        node_limit=node_limit,
         plot_format=plot_format,
         dpi=dpi,
     )

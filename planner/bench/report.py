@@ -86,6 +86,7 @@ RUN_COLUMNS = (
     "time_limit_s",
     "rel_gap",
     "threads",
+    "node_limit",
     "instance_sha256",
     "message",
 )

@@ -42,8 +42,8 @@ hang) the last ``VmHWM`` the parent read from ``/proc`` while waiting. ``wall_s`
 parent's clock from start to reaping, interpreter start-up included; ``time_s`` is the
 worker's planning call, what the time limit covers.
 
-Resuming: a run's key is the instance's SHA-256, solver, seed, limit, gap, threads, memory cap
-and grace (:func:`run_key`); each finished run is written at once to ``OUT/runs/<file>.json``
+Resuming: a run's key is the instance's SHA-256, solver, seed, limit, gap, threads, memory cap,
+grace and node limit (:func:`run_key`); each finished run is written at once to ``OUT/runs/<file>.json``
 (atomically), and a rerun skips every task whose file holds its key. Saved runs of no task of
 the bench run (an instance edited since, other options) are stale: never read, and counted. The tables are rebuilt
 from those files (:mod:`planner.bench.report`).
@@ -73,7 +73,7 @@ from typing import Any
 from wattplan.planner.bench.worker import EXIT_OOM, vm_hwm_mb
 from wattplan.planner.contracts.jsonio import read_json, read_text, write_json_atomic
 from wattplan.planner.contracts.problems import InputError, Problem
-from wattplan.planner.contracts.request import PlanRequest
+from wattplan.planner.contracts.request import GREEDY, PlanRequest
 from wattplan.planner.executor import cancel_on_signals, descendants
 
 MANIFEST = "manifest.csv"
@@ -128,6 +128,7 @@ class RunSpec:
     threads: int
     memory_limit_mb: int | None
     grace_s: float
+    node_limit: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +156,7 @@ class BenchConfig:
     ray_address: str | None = None
     memory_limit_mb: int | None = None
     grace_s: float | None = None
+    node_limit: int | None = None
 
     @property
     def grace(self) -> float:
@@ -171,7 +173,7 @@ def late_after(limit_s: float) -> float:
 
 def config_problems(config: BenchConfig) -> list[Problem]:
     """Every bad value of ``config``: the set, the solvers (the front door's checks), limits and counts."""
-    from wattplan.planner.planning import request_problems
+    from wattplan.planner.planning import request_problems, solvers_with
 
     problems: list[Problem] = []
     if not config.instances.exists():
@@ -182,9 +184,16 @@ def config_problems(config: BenchConfig) -> list[Problem]:
         solver="greedy", time_limit_s=config.time_limit_s, rel_gap=config.rel_gap, threads=config.threads
     )
     problems += request_problems(base)
+    if config.node_limit is not None and config.node_limit < 1:
+        problems.append(Problem("bad-option", "--node-limit", f"must be >= 1 nodes, got {config.node_limit}"))
     for k, solver in enumerate(config.solvers):
-        for p in request_problems(PlanRequest(solver=solver)):
-            problems.append(Problem(p.code, f"--solvers[{k}]", p.message))
+        for p in request_problems(PlanRequest(solver=solver, node_limit=_node_limit(config, solver))):
+            if p.path.startswith("node_limit"):
+                takers = ", ".join(solvers_with("node_limit"))
+                message = f"--solvers[{k}] {solver} takes no node limit (these do: {takers}; greedy runs as it is)"
+                problems.append(Problem(p.code, "--node-limit", message))
+            else:
+                problems.append(Problem(p.code, f"--solvers[{k}]", p.message))
     if not 1 <= config.seeds <= MAX_SEEDS:  # 2**31 seeds listed 2**31 tasks before the first ran: a hang
         problems.append(Problem("bad-option", "--seeds", f"must be in [1, {MAX_SEEDS}], got {config.seeds}"))
     if config.workers is not None and config.workers < 1:
@@ -194,6 +203,12 @@ def config_problems(config: BenchConfig) -> list[Problem]:
     if config.grace_s is not None and not config.grace_s > 0:
         problems.append(Problem("bad-option", "--grace", f"must be > 0, got {config.grace_s}"))
     return problems
+
+
+def _node_limit(config: BenchConfig, solver: str) -> int | None:
+    """The node limit ``solver`` runs under: ``--node-limit`` (>= 1 only), except for greedy, which searches no tree."""
+    limit = config.node_limit
+    return None if solver == GREEDY or limit is None or limit < 1 else limit
 
 
 def _entry(name: str, path: Path, extra: dict[str, str]) -> InstanceEntry:
@@ -309,7 +324,7 @@ def _slug(text: str) -> str:
 
 
 def run_key(sha256: str, spec: RunSpec) -> str:
-    """What identifies a run's result: instance hash, solver, seed, limit, gap, threads, memory cap and grace.
+    """What identifies a run's result: instance hash, solver, seed, limit, gap, threads, memory cap, grace, nodes.
 
     Every option that can change a run's record is in it (the memory cap decides ``oom``, the
     grace ``hang``), so a record saved under other options or another instance content is
@@ -318,6 +333,7 @@ def run_key(sha256: str, spec: RunSpec) -> str:
     return (
         f"{sha256}|{spec.solver}|{spec.seed}|{spec.time_limit_s!r}|{spec.rel_gap!r}|{spec.threads}"
         f"|mem={spec.memory_limit_mb}|grace={spec.grace_s!r}"
+        + ("" if spec.node_limit is None else f"|nodes={spec.node_limit}")  # runs saved before the option keep keys
     )
 
 
@@ -341,6 +357,7 @@ def make_tasks(config: BenchConfig, entries: Sequence[InstanceEntry]) -> list[Be
                     config.threads,
                     config.memory_limit_mb,
                     config.grace,
+                    _node_limit(config, solver),
                 )
                 tasks.append(BenchTask(entry, spec, run_key(entry.sha256, spec), result_file_name(entry.sha256, spec)))
     return tasks
@@ -527,6 +544,7 @@ def task_record(task: BenchTask, record: Record) -> Record:
         "time_limit_s": spec.time_limit_s,
         "rel_gap": spec.rel_gap,
         "threads": spec.threads,
+        "node_limit": spec.node_limit,
         "memory_limit_mb": spec.memory_limit_mb,
     }
 

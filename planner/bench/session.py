@@ -55,6 +55,7 @@ def bench_config(
     threads: int = 1,
     memory_limit_mb: int | None = None,
     grace: float | None = None,
+    node_limit: int | None = None,
     plot_format: str = "png",
     dpi: int = FIGURE_DPI,
 ) -> BenchSession:
@@ -84,6 +85,7 @@ def bench_config(
         ray_address=ray,
         memory_limit_mb=memory_limit_mb,
         grace_s=grace,
+        node_limit=node_limit,
     )
     return BenchSession(config, prepare_runs(config), plot_format, dpi)
 

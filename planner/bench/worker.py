@@ -1,7 +1,7 @@
 """One benchmark run in a fresh process: ``python -m wattplan.planner.bench.worker TASK.json RESULT.json``.
 
 ``TASK.json`` holds ``instance`` (a path), ``solver``, ``seed``, ``time_limit_s``, ``rel_gap``,
-``threads`` and ``memory_limit_mb`` (or null). The worker caps its address space at
+``threads``, ``node_limit`` and ``memory_limit_mb`` (each of the last two or null). The worker caps its address space at
 ``memory_limit_mb`` (``setrlimit(RLIMIT_AS)``, inherited by the solver processes it forks),
 reads the instance and plans it through the front door :func:`planner.planning.plan`, the clock
 started before reading, as ``wattplan plan`` does. It writes ``RESULT.json`` atomically
@@ -219,6 +219,7 @@ def plan_task(task: dict[str, Any], started_at: float, fault: str | None = None)
         rel_gap=float(task["rel_gap"]),
         threads=int(task["threads"]),
         seed=int(task["seed"]),
+        node_limit=None if task.get("node_limit") is None else int(task["node_limit"]),
     )
     read_s = time.perf_counter() - started_at
     result = plan(instance, request, started_at=started_at)
