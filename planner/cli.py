@@ -1127,17 +1127,14 @@ def instance_sweep(
     Files are named FAMILY-nN-bB-sS.json (and .mps with --mps); the same options give byte-identical
     files. Trace rounds do not depend on the seed. How jobs are chosen: instances/README.md.
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from wattplan.planner.bench.instance_sets import sweep, sweep_spec
+    from wattplan.planner.console.bars import count_bar
     from wattplan.planner.profile_library.library import load_profile_library
 
     lib = load_profile_library()
     spec = sweep_spec(out_dir, sizes, budgets, seeds, family.value, gpu_mix, jobs_per_node, mps, sorted(lib.gpu_types))
     start = time.perf_counter()
-    with Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=err
-    ) as bar:
+    with count_bar("[bold]{task.description}", "", err) as bar:
         task = bar.add_task("reading traces", total=len(spec.items()))
         rows = sweep(
             spec,
@@ -1595,11 +1592,10 @@ def _log_line(line: str) -> None:
 
 
 def _policies_bar(total: int, quiet: bool) -> Any:
-    """The bar of a parallel ``simulate``: policies done of ``total``, and the time elapsed (none when quiet)."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    """The bar of a parallel ``simulate``: policies done of ``total``, the time elapsed and left (none when quiet)."""
+    from wattplan.planner.console.bars import count_bar
 
-    columns = (TextColumn("[bold]simulate"), BarColumn(), MofNCompleteColumn(), TextColumn("policies"))
-    return Progress(*columns, TimeElapsedColumn(), console=err, disable=quiet)
+    return count_bar("[bold]simulate", "policies", err, quiet=quiet)
 
 
 @app.command()
@@ -1675,8 +1671,7 @@ def frontier(
     are reused when the sweep is run again with the same settings and the same input files (by
     SHA-256); saved replays of other settings or inputs are stale: replayed, and counted.
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
+    from wattplan.planner.console.bars import count_bar
     from wattplan.planner.sim.render import summary_table
     from wattplan.planner.sim.session import frontier_sweep, run_frontier
 
@@ -1723,15 +1718,7 @@ def frontier(
     )
     figures = _figure_options(plot_format, dpi) if plots else None
     total = sweep.total
-    with Progress(
-        TextColumn("[bold]frontier"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn("replays"),
-        TimeElapsedColumn(),
-        console=err,
-        disable=quiet,
-    ) as bar:
+    with count_bar("[bold]frontier", "replays", err, quiet=quiet) as bar:
         task = bar.add_task("frontier", total=total)
         result = run_frontier(
             sweep, out_path, workers=workers, ray=ray, figures=figures, point_done=lambda: bar.advance(task)
@@ -1808,11 +1795,10 @@ def bench(
     out-of-memory run is a result; so is a wrong one (a plan that fails the re-check, a bound a valid plan
     beats, an optimal claim a valid plan beats by more than the gap).
     """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     from wattplan.planner.bench.report import summary_table
     from wattplan.planner.bench.session import bench_config, run_bench_session
     from wattplan.planner.bench.summary import FAILURES
+    from wattplan.planner.console.bars import count_bar
 
     session = bench_config(
         instances,
@@ -1831,10 +1817,7 @@ def bench(
         dpi=dpi,
     )
     failed = 0
-    columns = (TextColumn("[bold]bench"), BarColumn(), MofNCompleteColumn(), TextColumn("runs"))
-    with Progress(
-        *columns, TextColumn("{task.fields[failed]} failed"), TimeElapsedColumn(), console=err, disable=quiet
-    ) as bar:
+    with count_bar("[bold]bench", "runs", err, quiet=quiet, extra=("{task.fields[failed]} failed",)) as bar:
         task = bar.add_task("bench", total=len(session.tasks), failed=0)
 
         def advance(record: dict[str, Any]) -> None:

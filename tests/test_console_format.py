@@ -116,3 +116,20 @@ def test_help_fits_80_columns(path: tuple[str, ...]) -> None:
     too_wide = [line for line in result.output.splitlines() if len(line) > 80]
     assert not too_wide, too_wide
     assert "…" not in result.output
+
+
+def test_a_count_bar_shows_done_of_total_the_items_elapsed_time_and_an_eta() -> None:
+    from wattplan.planner.console.bars import count_bar
+
+    console = Console(file=io.StringIO(), width=100, color_system=None, force_terminal=False)
+    with count_bar("bench", "runs", console, extra=("{task.fields[failed]} failed",)) as bar:
+        task = bar.add_task("bench", total=8, failed=0)
+        bar.update(task, advance=3, failed=1)
+        bar.refresh()
+    text = console.file.getvalue()  # type: ignore[attr-defined]
+    last = [line for line in text.splitlines() if line.strip()][-1]
+    assert "3/8 runs" in last and "1 failed" in last and "ETA" in last and "0:00:0" in last
+    quiet = Console(file=io.StringIO(), width=100)
+    with count_bar("bench", "runs", quiet, quiet=True) as bar:
+        bar.add_task("bench", total=1)
+    assert quiet.file.getvalue() == ""  # type: ignore[attr-defined]

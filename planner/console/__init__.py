@@ -5,6 +5,7 @@
 - ``terminal``: user text made safe to print through rich.
 - ``tables``: rich tables of plans, solve stages and problems.
 - ``formats``: ``--format table|json|csv``: an answer as named sections of rows, printed as JSON or CSV.
+- ``bars``: the progress bar of a command that counts finished items, with the time left.
 
 Imports :mod:`planner.contracts` only.
 """
