@@ -45,6 +45,7 @@ def running_cluster(prefix: str, nodes: Sequence[SlurmNode] | None = None) -> It
     if os.geteuid() != 0:
         _unavailable("the test cluster runs slurmd and mknod, which need root")
     root = Path(tempfile.mkdtemp(prefix=prefix))
+    root.chmod(0o755)  # this fixture's own folder: any user's sbatch must reach the munge socket below it
     cluster = SlurmCluster(root) if nodes is None else SlurmCluster(root, nodes=tuple(nodes))
     try:
         cluster.start()

@@ -105,13 +105,16 @@ class SlurmCluster:
     # ------------------------------------------------------------------ files
 
     def _write_files(self) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
-        self.root.chmod(0o755)  # munged wants every folder above its socket searchable by all
-        for sub in ("etc", "state", "log", "run", "munge", "dev"):
+        if not self.root.exists():
+            self.root.mkdir(parents=True)
+            self.root.chmod(0o755)  # ours: munge's clients need every folder above its socket searchable
+        if not (self.root / "munge").exists():
+            (self.root / "munge").mkdir()
+            (self.root / "munge").chmod(0o755)  # ours: munged refuses a socket folder others may write
+        for sub in ("etc", "state", "log", "run", "dev"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         for node in self.nodes:
             (self.root / "spool" / node.name).mkdir(parents=True, exist_ok=True)
-        (self.root / "munge").chmod(0o755)  # munged refuses a socket folder others may write
         key = self.root / "munge" / "munge.key"
         key.write_bytes(secrets.token_bytes(1024))
         key.chmod(0o600)
@@ -246,17 +249,35 @@ class SlurmCluster:
         """``{daemon name: pid}`` of what :meth:`start` started, in start order."""
         return {name: p.pid for name, p in self.processes.items()}
 
-    def cancel_all(self, timeout_s: float = 10.0) -> None:
-        """Cancel every job of this cluster and wait (up to ``timeout_s``) until the queue is empty."""
-        subprocess.run(["scancel", "--user", str(os.getuid())], env=self.env, capture_output=True, timeout=20)
+    def job_ids(self) -> list[str]:
+        """The ids of every job this cluster's slurmctld knows in a live state (every user's); empty if none."""
+        queue = subprocess.run(
+            ["squeue", "-h", "-a", "-t", "PD,R,CG,CF,S,RQ,RS,RH,RF,SE,SO,ST", "-o", "%A"],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+        if queue.returncode != 0:
+            return []
+        return [line.strip() for line in queue.stdout.splitlines() if line.strip()]
+
+    def cancel_all(self, timeout_s: float = 10.0) -> list[str]:
+        """Cancel every job of this cluster, every user's, and wait (up to ``timeout_s``) until none is left.
+
+        The jobs are this cluster's by construction: ``squeue`` and ``scancel`` talk to this cluster's
+        slurmctld only (``SLURM_CONF``), and a job is named by id, never by user or name. Returns the ids still
+        queued at the deadline (empty when all ended).
+        """
         deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            queue = subprocess.run(
-                ["squeue", "-h", "-t", "PD,R,CG,CF"], env=self.env, capture_output=True, text=True, timeout=20
-            )
-            if queue.returncode != 0 or not queue.stdout.strip():
+        left = self.job_ids()
+        while left:
+            subprocess.run(["scancel", *left], env=self.env, capture_output=True, timeout=20)
+            if time.monotonic() >= deadline:
                 break
             time.sleep(0.2)
+            left = self.job_ids()
+        return left
 
     def stop(self) -> None:
         """Cancel this cluster's remaining jobs, then stop every daemon this object started, by PID.

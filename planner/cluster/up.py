@@ -7,7 +7,12 @@ emulator and its DCGM-compatible endpoint (:mod:`planner.cluster.emulator`), one
 (``apply_settings.sh --every``) and a real Prometheus scraping the endpoint every second
 (:mod:`planner.cluster.prometheus_server`). Every PID goes to the manifest (``cluster.json``) with the program
 it runs; ``down`` stops exactly those (a PID now running another program is left alone), last started first,
-after cancelling the cluster's jobs and the submitter.
+after stopping the submitter and cancelling every job of the cluster, every user's (by id, through the
+cluster's own ``SLURM_CONF``: another Slurm on the host is never asked).
+
+``up`` checks every option and the folder (:mod:`planner.cluster.owned`: new, empty, or marked as a cluster
+folder by an earlier ``up``) before it deletes or writes anything, and deletes only the entries an earlier ``up``
+recorded in its marker.
 
 The node scripts find ``nvidia-smi`` (the stand-in, :mod:`planner.cluster.nvidia_smi`) and their folders
 through small wrappers in ``bin/``: the same scripts an operator installs on a real cluster run here unchanged.
@@ -18,8 +23,9 @@ from __future__ import annotations
 
 import importlib.resources
 import json
+import math
 import os
-import shutil
+import shlex
 import subprocess
 import sys
 import time
@@ -28,11 +34,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import wattplan.planner.cluster.owned as owned
 import wattplan.planner.cluster.prometheus_server as prometheus_server
-from wattplan.planner.cluster.layout import MANIFEST_FORMAT, ClusterLayout, write_json_atomic
-from wattplan.planner.cluster.processes import alive, stop_pid
+from wattplan.planner.cluster.layout import MANIFEST_FORMAT, ClusterLayout, write_json_atomic, write_text_atomic
+from wattplan.planner.cluster.processes import alive, start_ticks, stop_pid
 from wattplan.planner.cluster.slurm_daemons import SlurmCluster, SlurmNode, free_ports, nodes_of
 from wattplan.planner.contracts.defaults import RESTART_S
+from wattplan.planner.contracts.problems import InputError, Problem
 from wattplan.planner.profile_library.library import ProfileLibrary
 
 NODE_AGENT_EVERY_S = 1.0
@@ -48,13 +56,31 @@ def node_files_dir() -> Path:
     return Path(str(importlib.resources.files("wattplan.planner.agent") / "node_files"))
 
 
+STOP_ORDER = ("prometheus", "node-agent", "emulator", "slurmd", "slurmctld", "munged")
+"""``down`` stops the manifest's processes last started first (the manifest's JSON keys are sorted)."""
+
+
+def _started(pid: int, match: str) -> dict[str, Any]:
+    """A manifest entry: the process's PID, the program it runs and its start time (a reused PID differs)."""
+    return {"pid": pid, "match": match, "started": start_ticks(pid)}
+
+
+def _stop_rank(name: str) -> int:
+    """Where a manifest process comes in :data:`STOP_ORDER`."""
+    for i, prefix in enumerate(STOP_ORDER):
+        if name == prefix or name.startswith(f"{prefix}-"):
+            return i
+    return 0
+
+
 def _alive(manifest: dict[str, Any]) -> list[str]:
-    """Names of the manifest's processes still running the program they were started with."""
+    """Names of the manifest's processes still running the program they were started with, in stop order."""
     out = []
     for name, p in manifest.get("processes", {}).items():
-        if alive(int(p["pid"]), str(p["match"])):
+        started = p.get("started")
+        if alive(int(p["pid"]), str(p["match"]), None if started is None else int(started)):
             out.append(name)
-    return out
+    return sorted(out, key=_stop_rank)
 
 
 def gpu_limits(library: ProfileLibrary, gpu_type: str) -> dict[str, float]:
@@ -71,10 +97,14 @@ def gpu_limits(library: ProfileLibrary, gpu_type: str) -> dict[str, float]:
 
 
 def _wrapper(path: Path, env: dict[str, str], argv: Sequence[str]) -> None:
+    """A ``/bin/sh`` script that exports ``env`` and execs ``argv``; every word quoted (``shlex.quote``).
+
+    Slurm runs these as root: a path or value is always one literal word, never shell syntax.
+    """
     lines = ["#!/bin/sh", "# written by wattplan cluster up"]
-    lines += [f"export {k}='{v}'" for k, v in env.items()]
-    lines.append("exec " + " ".join(f"'{a}'" for a in argv) + ' "$@"')
-    path.write_text("\n".join(lines) + "\n")
+    lines += [f"export {k}={shlex.quote(v)}" for k, v in env.items()]
+    lines.append("exec " + " ".join(shlex.quote(a) for a in argv) + ' "$@"')
+    write_text_atomic(path, "\n".join(lines) + "\n")
     path.chmod(0o755)
 
 
@@ -98,6 +128,40 @@ def _write_bin(layout: ClusterLayout) -> dict[str, str]:
     return env
 
 
+def check_options(
+    gpus: Sequence[tuple[str, int]],
+    gpus_per_node: int,
+    library: ProfileLibrary,
+    time_scale: float,
+    restart_s: float,
+) -> tuple[SlurmNode, ...]:
+    """The cluster's nodes; InputError naming every bad option. Reads nothing, changes nothing."""
+    problems: list[Problem] = []
+    for gpu_type, _ in gpus:
+        if gpu_type not in library.gpu_types:
+            problems.append(
+                Problem(
+                    "bad-option",
+                    "--gpus",
+                    f"the truth library has no GPU type {gpu_type!r} (it has {sorted(library.gpu_types)})",
+                )
+            )
+    nodes: tuple[SlurmNode, ...] = ()
+    try:
+        nodes = nodes_of(gpus, gpus_per_node)
+    except ValueError as e:
+        problems.append(Problem("bad-option", "--gpus", str(e)))
+    if not nodes and not problems:
+        problems.append(Problem("bad-option", "--gpus", "no GPUs: give TYPE:COUNT, e.g. v100:16"))
+    if not (math.isfinite(time_scale) and 0 < time_scale <= 10_000):
+        problems.append(Problem("bad-option", "--time-scale", "must be in (0, 10000]"))
+    if not (math.isfinite(restart_s) and restart_s >= 0):
+        problems.append(Problem("bad-option", "--restart-s", "must be a number of seconds >= 0"))
+    if problems:
+        raise InputError("wattplan cluster up", problems)
+    return nodes
+
+
 def cluster_up(
     root: Path,
     gpus: Sequence[tuple[str, int]],
@@ -108,31 +172,34 @@ def cluster_up(
     restart_s: float = RESTART_S,
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
-    """Start the cluster under ``root`` (module docstring); its manifest. ClusterError when it cannot."""
+    """Start the cluster under ``root`` (module docstring); its manifest.
+
+    Every option and the folder are checked before anything is touched (InputError); the folder rules are
+    :mod:`planner.cluster.owned`'s. ClusterError when a cluster already runs there or the cluster cannot start.
+    """
+    root = root.absolute()
+    nodes = check_options(gpus, gpus_per_node, library, time_scale, restart_s)
+    folder = owned.claim(root)
     layout = ClusterLayout(root)
-    if layout.manifest.exists():
-        alive = _alive(layout.read_manifest())
-        if alive:
+    if not folder.create and layout.manifest.exists():
+        try:
+            running = _alive(layout.read_manifest())
+        except (OSError, ValueError, KeyError, TypeError):
+            running = []
+        if running:
             raise ClusterError(
-                f"{root} already runs a cluster ({', '.join(alive)}): wattplan cluster down --dir {root}"
+                f"{root} already runs a cluster ({', '.join(running)}): wattplan cluster down --dir {root}"
             )
-    for name in ("settings", "node", "emu", "work", "submit", "log", "prometheus", "slurm"):
-        shutil.rmtree(root / name, ignore_errors=True)
-    for state in root.glob("agent.db*"):  # a new Slurm numbers jobs from 1 again: an old state would mislead
-        state.unlink()
-    for folder in (layout.settings_dir, layout.node_dir, layout.emu_dir, layout.work_dir, layout.log_dir):
-        folder.mkdir(parents=True, exist_ok=True)
-    for gpu_type, _ in gpus:
-        if gpu_type not in library.gpu_types:
-            raise ClusterError(
-                f"--gpus {gpu_type}: the truth library has no GPU type {gpu_type!r} "
-                f"(it has {sorted(library.gpu_types)})"
-            )
-    try:
-        nodes = nodes_of(gpus, gpus_per_node)
-    except ValueError as e:
-        raise ClusterError(f"--gpus: {e}") from None
-    root.chmod(0o755)
+    if not folder.create and (holder := owned.agent_using(root)):
+        raise ClusterError(
+            f"a wattplan agent ({holder}) still runs on {root / 'agent.db'}, which a new cluster replaces: "
+            "stop it first"
+        )
+    owned.prepare(folder)  # a new Slurm numbers jobs from 1 again: the old state (agent.db) goes too
+    for path in (layout.settings_dir, layout.node_dir, layout.emu_dir, layout.work_dir, layout.log_dir):
+        path.mkdir(parents=True, exist_ok=True)
+    if note := owned.searchable_note(root):
+        log(note)
     env = _write_bin(layout)
     (exporter_port,) = free_ports(1)
     manifest: dict[str, Any] = {
@@ -168,7 +235,7 @@ def cluster_up(
         log(f"starting Slurm: {len(nodes)} nodes ({', '.join(f'{t}:{c}' for t, c in gpus)})")
         slurm.start()
         for name, pid in slurm.pids().items():
-            procs[name] = {"pid": pid, "match": name.split("-")[0]}
+            procs[name] = _started(pid, name.split("-")[0])
         write_json_atomic(layout.manifest, manifest)
         log(f"starting the GPU emulator on 127.0.0.1:{exporter_port}")
         argv = [
@@ -182,10 +249,9 @@ def cluster_up(
         ]
         if truth is not None:
             argv += ["--truth", str(truth.resolve())]
-        procs["emulator"] = {
-            "pid": _spawn(layout, "emulator", argv, os.environ.copy()),
-            "match": "wattplan.planner.cluster.emulator",
-        }
+        procs["emulator"] = _started(
+            _spawn(layout, "emulator", argv, os.environ.copy()), "wattplan.planner.cluster.emulator"
+        )
         write_json_atomic(layout.manifest, manifest)
         _wait_http(f"http://127.0.0.1:{exporter_port}/healthz", 20.0, layout.log_dir / "emulator.log")
         for n in nodes:
@@ -196,11 +262,11 @@ def cluster_up(
                 [str(layout.bin_dir / "apply_settings"), "--node", n.name, "--every", f"{NODE_AGENT_EVERY_S:g}"],
                 node_env,
             )
-            procs[f"node-agent-{n.name}"] = {"pid": pid, "match": "apply_settings"}
+            procs[f"node-agent-{n.name}"] = _started(pid, "apply_settings")
         write_json_atomic(layout.manifest, manifest)
         log("starting Prometheus")
         prom = prometheus_server.start(layout, exporter_port)
-        procs["prometheus"] = {"pid": prom.pid, "match": "prometheus"}
+        procs["prometheus"] = _started(prom.pid, "prometheus")
         manifest["prometheus_url"] = prom.url
     except Exception:
         write_json_atomic(layout.manifest, manifest)
@@ -244,19 +310,21 @@ def cluster_down(root: Path, log: Callable[[str], None] = print) -> list[str]:
         raise ClusterError(f"{layout.manifest}: not JSON ({e})") from None
     pid_file = layout.submit_dir / "submitter.pid"
     if pid_file.exists():
-        pid = int(pid_file.read_text().strip() or 0)
-        if pid:
-            stop_pid(pid, "wattplan.planner.cluster.submit")
+        text = pid_file.read_text().strip()
+        if text.isdigit() and int(text) > 1:
+            stop_pid(int(text), "wattplan.planner.cluster.submit")
     procs: dict[str, dict[str, Any]] = manifest.get("processes", {})
-    alive = set(_alive(manifest))
-    if "slurmctld" in alive:
-        SlurmCluster(
+    running = _alive(manifest)
+    if "slurmctld" in running:
+        left = SlurmCluster(
             layout.slurm_dir, [SlurmNode(n["name"], n["gpu_type"], n["gpus"]) for n in manifest["nodes"]]
-        ).cancel_all()
+        ).cancel_all(timeout_s=30.0)
+        if left:
+            log(f"warning: jobs {', '.join(left)} did not end within 30 s of scancel; their slurmd are stopped now")
     stopped = []
-    for name in reversed(list(procs)):
-        if name in alive:
-            stop_pid(int(procs[name]["pid"]), str(procs[name]["match"]))
+    for name in running:
+        p = procs[name]
+        if stop_pid(int(p["pid"]), str(p["match"]), started=None if p.get("started") is None else int(p["started"])):
             stopped.append(name)
     log(f"stopped {len(stopped)} processes" + (f": {', '.join(stopped)}" if stopped else ""))
     return stopped
