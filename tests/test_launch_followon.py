@@ -95,7 +95,7 @@ def test_apply_runs_in_a_safe_order(followon: Path) -> None:
     text = (followon / "apply.sh").read_text()
     order = [
         text.index("TimeLimit=+5"),
-        text.index('scancel "${old_resets[@]}"'),
+        text.index('scancel "${row%% *}"'),
         text.index("scancel --batch --signal=USR1"),
         text.index("submit setup v100-0"),
         text.index("submit job wattplan-r8-grow-"),
@@ -103,7 +103,8 @@ def test_apply_runs_in_a_safe_order(followon: Path) -> None:
         text.index("submit reset v100-0"),
     ]
     assert order == sorted(order)
-    assert "ids wattplan-keep-" in text and "ids wattplan-done-" in text  # found by their roundless name
+    # by the ids the previous round's folder recorded (jobs.tsv), never by name
+    assert "previous wattplan-keep-" in text and "previous wattplan-done-" in text and "--name" not in text
     shellcheck(sorted(followon.rglob("*.sh")) + sorted(followon.rglob("*.sbatch")))
 
 

@@ -148,9 +148,9 @@ def test_output_replaces_only_our_own_folders(tmp_path: Path) -> None:
     assert (out / "a" / "run.sh").stat().st_mode & 0o777 == 0o755
     assert (out / "b.yaml").stat().st_mode & 0o777 == 0o644
     assert json.loads((out / MANIFEST).read_text())["files"] == ["a/run.sh", "b.yaml"]
-    (out / "logs").mkdir()
+    (out / "logs").mkdir()  # not ours: the scripts' logs stay, the files of round 1 go
     write_folder(out, [LaunchFile("c.txt", "new\n")], {"round": 2})
-    assert sorted(p.name for p in out.iterdir()) == [MANIFEST, "c.txt"]
+    assert sorted(p.name for p in out.iterdir()) == [MANIFEST, "c.txt", "logs"]
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")], "temporary folders left behind"
 
     foreign = tmp_path / "home"

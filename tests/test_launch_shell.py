@@ -43,6 +43,7 @@ def _start(script: Path, tmp_path: Path, run_dir: Path, extra: dict[str, str] | 
         "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}",
         "WATTPLAN_RUN_DIR": str(run_dir),
         "HOME": str(tmp_path),
+        "WATTPLAN_ROOT_JOBS": "allow",  # these jobs name no user; the tests may run as root
         **(extra or {}),
     }
     run = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, cwd=tmp_path, timeout=30)

@@ -126,7 +126,7 @@ def test_submit_orders_steps_jobs_and_resets(tmp_path: Path) -> None:
     launch_plan(hand_plan(inst), inst, "slurm", out)
     log = tmp_path / "sbatch.log"
     _fake_sbatch(tmp_path / "bin", log)
-    env = {**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"}
+    env = {**os.environ, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "WATTPLAN_ROOT_JOBS": "allow"}
     run = subprocess.run(["bash", str(out / "submit.sh")], env=env, capture_output=True, text=True, cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     calls = log.read_text().splitlines()
@@ -143,7 +143,15 @@ def test_submit_orders_steps_jobs_and_resets(tmp_path: Path) -> None:
     v100_0_jobs = ":".join(r[0] for r in rows[3:6])
     assert calls[12] == f"--parsable --dependency=afterany:{v100_0_jobs} nodes/v100-0.reset.sh"
 
+    jobs = [line.split("\t") for line in (out / "jobs.tsv").read_text().splitlines()]
+    assert [r[0] for r in jobs] == [r[0] for r in rows]  # the id, Slurm job name and user a later round reads
+    assert jobs[3][1:] == [_directives((out / "jobs" / f"{rows[3][2]}.sbatch").read_text())["job-name"], "alice"]
+
     log.unlink()
+    again = subprocess.run(["bash", str(out / "submit.sh")], env=env, capture_output=True, text=True)
+    assert again.returncode == 0 and not log.exists(), "a second run submitted again"
+
+    (out / "submitted.tsv").unlink()  # how to submit again on purpose
     env["WATTPLAN_NODE_STEPS"] = "skip"
     run = subprocess.run(["bash", str(out / "submit.sh")], env=env, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr

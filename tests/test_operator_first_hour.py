@@ -135,6 +135,7 @@ def test_operators_first_hour(case: tuple[SlurmCluster, str, str, str], tmp_path
                   "--job-name=not-wattplan", f"--output={tmp_path}/blocker.out", "--wrap", "sleep 600")  # fmt: skip
     install_fake_nvidia(tmp_path / "bin", tmp_path / "smi.log")
     env = {**slurm.env, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "WATTPLAN_CHECKPOINT_WAIT_S": "1"}
+    env["WATTPLAN_ROOT_JOBS"] = "allow"  # the job list names no users and submit.sh runs as root
     try:
         # Round 0: plan the job list under the cap, validate, launch, submit.
         plan0, inst0 = tmp_path / "r0.json", tmp_path / "r0.instance.json"
@@ -162,7 +163,7 @@ def test_operators_first_hour(case: tuple[SlurmCluster, str, str, str], tmp_path
         l1 = tmp_path / "launch1"
         _cli("launch", str(plan1), "--instance", str(inst1), "--to", "slurm", "--from", str(plan0), "-o", str(l1))
         changes = json.loads((l1 / "changes.json").read_text())["slurm"]
-        _sh(slurm, "bash", str(l1 / "apply.sh"), env=env, timeout=180)
+        _sh(slurm, "bash", str(l1 / "apply.sh"), str(l0), env=env, timeout=180)  # round 0's folder: its job ids
 
         kept = {k["slurm_name"]: k["extend_min"] for k in changes["keep"]}
         submitted = {s["slurm_name"] for s in changes["submit"]}

@@ -68,11 +68,12 @@ def test_second_round_changes_only_what_changes(slurm: SlurmCluster, tmp_path: P
                                 "--out", str(r7)])  # fmt: skip
     assert first.exit_code == 0, first.output
     second = runner.invoke(app, ["launch", str(paths["plan8"]), "--instance", str(paths["inst8"]), "--to", "slurm",
-                                 "--from", str(paths["plan7"]), "--out", str(r8)])  # fmt: skip
+                                 "--from", str(paths["plan7"]), "--from-dir", str(r7), "--out", str(r8)])  # fmt: skip
     assert second.exit_code == 0, second.output
 
     install_fake_nvidia(tmp_path / "bin", tmp_path / "smi.log")
     env = {**slurm.env, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "WATTPLAN_CHECKPOINT_WAIT_S": "2"}
+    env["WATTPLAN_ROOT_JOBS"] = "allow"  # the jobs name no user and the scripts run as root
     try:
         done = subprocess.run(["bash", str(r7 / "submit.sh")], env=env, capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr

@@ -89,7 +89,7 @@ def test_rendered_plan_runs_on_real_slurm(slurm: SlurmCluster, tmp_path: Path) -
 
     smi_log = tmp_path / "nvidia-smi.log"
     install_fake_nvidia(tmp_path / "bin", smi_log)
-    env = {**slurm.env, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}"}
+    env = {**slurm.env, "PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "WATTPLAN_ROOT_JOBS": "allow"}
     started = time.monotonic()
     submit = subprocess.run(["bash", str(out / "submit.sh")], env=env, capture_output=True, text=True, timeout=60)
     assert submit.returncode == 0, submit.stderr + submit.stdout + slurm.logs()
@@ -185,7 +185,7 @@ def test_job_refuses_gpus_other_than_the_plans(slurm: SlurmCluster, tmp_path: Pa
         deadline = time.monotonic() + 20
         while slurm.job_field(blocker_id, "JobState") != "RUNNING" and time.monotonic() < deadline:
             time.sleep(0.2)
-        env = {**slurm.env, "WATTPLAN_NODE_STEPS": "skip"}
+        env = {**slurm.env, "WATTPLAN_NODE_STEPS": "skip", "WATTPLAN_ROOT_JOBS": "allow"}
         submit = subprocess.run(["bash", str(out / "submit.sh")], env=env, capture_output=True, text=True, timeout=60)
         assert submit.returncode == 0, submit.stderr
         ((job, kind, name),) = [line.split("\t") for line in (out / "submitted.tsv").read_text().splitlines()]

@@ -155,7 +155,11 @@ def _job_object(model: LaunchModel, unit: Unit, m: Member, part: Part, rank: int
     ]
     if m.partner is not None:
         env.append({"name": "WATTPLAN_SHARES_WITH", "value": m.partner})
-    env += [{"name": k, "value": v} for k, v in m.env]
+    ours = {e["name"] for e in env}
+    # Kubernetes lets the last of two equal names win: a job's env never repeats one of ours.
+    env += [{"name": k, "value": v} for k, v in m.env if k not in ours]
+    if m.dropped_env:
+        annotations[f"{DOMAIN}/env-not-used"] = ",".join(m.dropped_env)
     container: dict[str, Any] = {
         "name": "job",
         "image": opts.image,

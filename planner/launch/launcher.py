@@ -17,7 +17,7 @@ from wattplan.planner.launch.followon import Changeover, changeover, from_proble
 from wattplan.planner.launch.hosts import HostMap
 from wattplan.planner.launch.kubernetes import KubernetesOptions, render_kubernetes
 from wattplan.planner.launch.limits import LimitOptions, round_limits
-from wattplan.planner.launch.output import write_folder
+from wattplan.planner.launch.output import launch_manifest, write_folder
 from wattplan.planner.launch.render import TARGETS, LaunchFile, LaunchModel, Target, build_model
 from wattplan.planner.launch.shell import render_shell
 from wattplan.planner.launch.slurm import SlurmOptions, render_slurm
@@ -42,6 +42,9 @@ class LaunchOptions:
     kubernetes: KubernetesOptions = field(default_factory=KubernetesOptions)
     limits: LimitOptions = field(default_factory=LimitOptions)
     """Time limit and checkpoint signal from the round's length (``LimitOptions(enabled=False)``: none)."""
+    from_dir: Path | None = None
+    """A follow-on round: the previous round's launch folder, whose ``jobs.tsv`` names the jobs ``apply.sh`` may
+    act on, by Slurm job id (``apply.sh PREVIOUS_FOLDER`` gives it at run time instead)."""
 
 
 def with_round_limits(options: LaunchOptions, duration_s: float) -> LaunchOptions:
@@ -139,6 +142,23 @@ def launch_files(
     )
 
 
+def check_from_dir(from_dir: Path, from_round: int) -> str:
+    """``from_dir`` as an absolute path if it is the Slurm launch folder of round ``from_round``, else InputError."""
+    folder = Path(from_dir)
+    doc = launch_manifest(folder) if folder.is_dir() else None
+    if doc is None:
+        why = "is not a wattplan launch folder (no MANIFEST.json of ours)"
+    elif doc.get("target") != "slurm" or doc.get("round") != from_round:
+        why = (
+            f"is the {doc.get('target')} launch of round {doc.get('round')}, not the Slurm launch of round {from_round}"
+        )
+    else:
+        return str(folder.resolve())
+    raise InputError(
+        "--from-dir", [Problem("bad-from-dir", str(folder), f"{why}; give the folder --from's round ran from")]
+    )
+
+
 def launch_followon(
     plan: Plan,
     instance: Instance,
@@ -167,12 +187,14 @@ def launch_followon(
     cluster = from_problems(old_plan, plan, instance)
     if cluster:
         raise InputError(old_source, cluster)
+    from_dir = None if options.from_dir is None else check_from_dir(options.from_dir, old_plan.round.index)
     model = build_model(plan, instance, options.hosts)
     change = changeover(old_plan, plan, model, options.hosts)
-    files = render_slurm_followon(change, model, options.slurm)
+    files = render_slurm_followon(change, model, options.slurm, from_dir)
     doc = manifest(model, "slurm", plan_path, plan_sha256)
     doc["from_round"] = old_plan.round.index
     doc["from_plan"] = old_source
+    doc["from_dir"] = from_dir
     doc["changes"] = change.diff.summary()
     written = write_folder(out_dir, files, doc)
     return LaunchResult(Path(out_dir), "slurm", written, model, plan.round.budget_override, change)

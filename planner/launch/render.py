@@ -8,11 +8,13 @@ pair's GPUs get the pair's). A job whose instance entry has no ``command`` runs
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
 from wattplan.planner.contracts.domain import Instance, Job, SettingUnit
 from wattplan.planner.contracts.plan import Plan, PlannedJob
+from wattplan.planner.contracts.problems import InputError, Problem
 from wattplan.planner.launch.hosts import HostMap
 from wattplan.planner.launch.quoting import K8S_NAME_MAX, comment_text, safe_name
 
@@ -28,6 +30,18 @@ PLACEHOLDER_ARGV: tuple[str, ...] = (
 )
 NAME_LEN = K8S_NAME_MAX - 7  # leaves room for suffixes such as "-p1" within Kubernetes' 63 characters
 
+LAUNCHER_ENV_NAMES = frozenset({"CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "NVIDIA_VISIBLE_DEVICES"})
+LAUNCHER_ENV_PREFIXES = ("WATTPLAN_", "CUDA_MPS_")
+"""Variables the launcher owns: the GPUs a job may use, its id, rank and MPS pipes. A job's ``env`` never sets
+them: :func:`build_model` leaves such names out of every member (and says so in the rendered files), so every
+target gives the job the launcher's values, and no name appears twice in a job's environment."""
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def is_launcher_env(name: str) -> bool:
+    """Whether ``name`` is one of the launcher's own variables (:data:`LAUNCHER_ENV_NAMES`, the prefixes)."""
+    return name in LAUNCHER_ENV_NAMES or name.startswith(LAUNCHER_ENV_PREFIXES)
+
 
 @dataclass(frozen=True, slots=True)
 class Member:
@@ -38,9 +52,11 @@ class Member:
     command: tuple[str, ...]
     placeholder: bool
     workdir: str | None
-    env: tuple[tuple[str, str], ...]
+    env: tuple[tuple[str, str], ...]  # the job's variables, none of them the launcher's
     user: str | None
     partner: str | None
+    dropped_env: tuple[str, ...] = ()
+    """Names of the job's ``env`` left out because the launcher sets them (:func:`is_launcher_env`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,14 +160,48 @@ class LaunchModel:
         """Job ids that run the placeholder command (no ``command`` in the instance)."""
         return [m.job_id for u in self.units for m in u.members if m.placeholder]
 
+    def dropped_env(self) -> list[tuple[str, tuple[str, ...]]]:
+        """``(job id, names)`` of every job whose ``env`` names launcher variables (left out, the launcher's win)."""
+        return [(m.job_id, m.dropped_env) for u in self.units for m in u.members if m.dropped_env]
+
 
 def member_comment(m: Member) -> list[str]:
-    """Comment lines naming a job (as comment-safe text), its partner, and whether it runs the placeholder."""
+    """Comment lines naming a job (as comment-safe text), its partner, its placeholder, its env names not used.
+
+    The names are those of the job's ``env`` that the launcher's own variables replace.
+    """
     partner = f", shares its GPUs with {comment_text(m.partner)}" if m.partner is not None else ""
     lines = [f"# Job {comment_text(m.job_id)}{partner}"]
     if m.placeholder:
         lines.append(f"# PLACEHOLDER: the instance gives no command; this job says so and exits {PLACEHOLDER_EXIT}.")
+    if m.dropped_env:
+        names = ", ".join(m.dropped_env)
+        lines.append(f"# Not from the job's env (the launcher sets them): {names}.")
     return lines
+
+
+def _job_env(job: Job) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
+    """``(kept, dropped)``: the job's variables without the launcher's, and the names left out.
+
+    A name that is not a shell variable name is refused (``bad-env-name``), since an :class:`Instance` built
+    in Python has not passed the instance checks (§7.3) and a name is written into shell code unquoted by
+    nobody, but as ``NAME=VALUE`` it must still mean one variable.
+    """
+    kept: list[tuple[str, str]] = []
+    dropped: list[str] = []
+    for name, value in job.env or ():
+        if not _ENV_NAME.fullmatch(name):
+            problem = Problem(
+                "bad-env-name",
+                f"job {comment_text(job.id)}: env.{comment_text(name)}",
+                "is not a shell variable name ([A-Za-z_][A-Za-z0-9_]*)",
+            )
+            raise InputError("instance", [problem])
+        if is_launcher_env(name):
+            dropped.append(name)
+        else:
+            kept.append((name, value))
+    return tuple(kept), tuple(dropped)
 
 
 def member_name(round_index: int, *job_ids: str) -> str:
@@ -161,15 +211,17 @@ def member_name(round_index: int, *job_ids: str) -> str:
 
 
 def _member(round_index: int, job: Job, partner: str | None) -> Member:
+    env, dropped = _job_env(job)
     return Member(
         job_id=job.id,
         name=member_name(round_index, job.id),
         command=job.command or PLACEHOLDER_ARGV,
         placeholder=not job.command,
         workdir=job.workdir,
-        env=job.env or (),
+        env=env,
         user=job.user,
         partner=partner,
+        dropped_env=dropped,
     )
 
 

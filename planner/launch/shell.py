@@ -7,6 +7,14 @@ background with ``CUDA_VISIBLE_DEVICES`` (``CUDA_DEVICE_ORDER=PCI_BUS_ID``, so i
 ``run/HOST`` next to the script). ``HOST.sh stop`` stops those jobs, quits the MPS daemons and
 puts the GPUs' default power limits and clocks back.
 
+Privileges: the script runs as root (``nvidia-smi -pl``/``-lgc`` and MPS need it), so nothing of a job
+(its ``env``, such as ``PATH`` or ``LD_PRELOAD``, its ``workdir``, its command) is used before the switch
+to the job's user: ``as_user`` runs ``runuser -u USER -- bash -c JOB_STEP`` with the job's variables,
+folder and command as arguments, and the fixed ``JOB_STEP`` exports them, enters the folder and execs the
+command as that user. The launcher's own variables (``CUDA_VISIBLE_DEVICES``, ``WATTPLAN_*``, ``CUDA_MPS_*``)
+are never taken from a job's ``env`` (:func:`planner.launch.render.is_launcher_env`). A job that names no
+user would run as root: ``start`` as root refuses such jobs unless ``WATTPLAN_ROOT_JOBS=allow``.
+
 MPS clients see the GPUs the daemon was started with, renumbered from 0, so the jobs of a pair get
 the GPUs' UUIDs in ``CUDA_VISIBLE_DEVICES`` (NVIDIA's advice). ``WATTPLAN_MPS=0`` at start time
 skips MPS: the pair then time-slices the GPUs with plain indices.
@@ -15,18 +23,27 @@ skips MPS: the pair then time-slices the GPUs with plain indices.
 from __future__ import annotations
 
 from wattplan.planner.launch import nvidia
-from wattplan.planner.launch.quoting import SHELLCHECK_SINGLE_QUOTES, sh_quote, sh_words
+from wattplan.planner.launch.quoting import SHELLCHECK_SINGLE_QUOTES, comment_text, sh_quote, sh_words
 from wattplan.planner.launch.render import LaunchFile, LaunchModel, Member, Unit, member_comment
 
 HELPERS = """\
-# as_user USER COMMAND...: run COMMAND as USER (as the current user when USER is empty or already us).
+# The job's part, run as the job's user once root is gone: arguments WORKDIR N NAME=VALUE... COMMAND...;
+# exports the job's N variables, enters WORKDIR (if any) and execs COMMAND. Fixed text: nothing of the job in it.
+job_step='workdir="$1"; count="$2"; shift 2
+while [ "$count" -gt 0 ]; do export -- "$1"; shift; count=$((count - 1)); done
+if [ -n "$workdir" ]; then cd -- "$workdir" || exit 1; fi
+exec -- "$@"'
+
+# as_user USER WORKDIR N NAME=VALUE... COMMAND...: become USER first (unless USER is empty or already us),
+# then, as USER, take the job's variables, folder and program (job_step). Until the switch nothing of the
+# job is used: not its PATH or LD_PRELOAD (runuser and bash are found as root), not its folder.
 as_user() {
   local user="$1"
   shift
-  if [ -z "$user" ] || [ "$(id -un)" = "$user" ]; then
-    exec -- "$@"
+  if [ -z "$user" ] || [ "$(id -un)" = "$user" ] || [ "$(id -u)" = "$user" ]; then
+    exec -- "$BASH" -c "$job_step" wattplan-job "$@"
   fi
-  exec runuser -u "$user" -- "$@"
+  exec runuser -u "$user" -- "$BASH" -c "$job_step" wattplan-job "$@"
 }
 
 # gpu_uuids INDICES: the UUIDs of GPUs "2,3", comma-separated (what MPS clients need).
@@ -95,11 +112,34 @@ def _job_function(index: int, m: Member, unit: Unit, rank: int) -> list[str]:
     lines.append(f"  export WATTPLAN_GPUS={sh_quote(indices)}")
     if len(unit.parts) > 1:
         lines.append(f"  export WATTPLAN_NODE_RANK={rank} WATTPLAN_NUM_NODES={len(unit.parts)}")
-    lines += [f"  export {k}={sh_quote(v)}" for k, v in m.env]
-    if m.workdir:
-        lines.append(f"  cd -- {sh_quote(m.workdir)}")
-    lines += [f"  as_user {sh_quote(m.user or '')} {sh_words(m.command)}", "}"]
+    job_env = [f"{k}={v}" for k, v in m.env]
+    args = [m.user or "", m.workdir or "", str(len(job_env)), *job_env, *m.command]
+    lines += [f"  as_user {sh_words(args)}", "}"]
     return lines
+
+
+ROOT_JOBS_VAR = "WATTPLAN_ROOT_JOBS"
+"""``WATTPLAN_ROOT_JOBS=allow`` lets a node script started as root run jobs that name no user, as root."""
+
+
+def _root_guard(userless: list[Member]) -> list[str]:
+    """Lines that stop ``start`` as root when a job names no user, before any GPU or job is touched.
+
+    Such a job would run its author's command as root: the operator says so with ``WATTPLAN_ROOT_JOBS=allow``.
+    """
+    if not userless:
+        return []
+    ids = ", ".join(comment_text(m.job_id) for m in userless[:5]) + (", ..." if len(userless) > 5 else "")
+    message = (
+        f"wattplan: job(s) {ids} name no user, and this script runs as root: it runs a job's command only as "
+        f"the job's user. Add jobs[].user, or start with {ROOT_JOBS_VAR}=allow to run them as root."
+    )
+    return [
+        f'  if [ "$(id -u)" = 0 ] && [ "${{{ROOT_JOBS_VAR}:-}}" != allow ]; then',
+        f"    printf '%s\\n' {sh_quote(message)} >&2",
+        "    exit 2",
+        "  fi",
+    ]
 
 
 def node_script(model: LaunchModel, host: str) -> str:
@@ -148,6 +188,7 @@ def node_script(model: LaunchModel, host: str) -> str:
             k += 1
     lines += [
         "start() {",
+        *_root_guard([m for u in units for m in u.members if not m.user]),
         '  mkdir -p -- "$run_dir"',
         "  set_gpus",
         *starts,

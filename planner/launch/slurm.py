@@ -2,7 +2,7 @@
 
 Layout of the output folder::
 
-    submit.sh                 submits everything below, in order; writes submitted.tsv
+    submit.sh                 submits everything below, in order; records submitted.tsv and jobs.tsv
     jobs/NAME.sbatch          one per unit: a job alone, or a pair (both jobs in one allocation)
     nodes/HOST.setup.sh       power limits, and clocks of shared GPUs, for one node (root)
     nodes/HOST.reset.sh       default power limits and unlocked clocks again (root)
@@ -14,6 +14,12 @@ both jobs inside one ``--gres=gpu:N`` allocation puts them on exactly the same G
 Every job script checks that Slurm gave it the plan's GPU indices (``SLURM_JOB_GPUS`` on its node)
 and stops with exit code 3 if not (``WATTPLAN_GPU_CHECK=warn`` only warns, ``off`` skips the check),
 because the node step set the power limits and clocks of the plan's indices.
+
+``submit.sh`` records each submission in ``submitted.tsv`` (id, kind, name: a second run submits nothing
+recorded there) and ``jobs.tsv`` (id, Slurm job name, user), the only way a later round's ``apply.sh``
+finds this round's jobs: by id, never by name. Run as root, it refuses jobs that name no user (Slurm would
+run them as root) unless ``WATTPLAN_ROOT_JOBS=allow``. A job's ``env`` never sets the launcher's own
+variables (:func:`planner.launch.render.is_launcher_env`).
 """
 
 from __future__ import annotations
@@ -52,8 +58,10 @@ class SlurmOptions:
 def slurm_name(job_ids: tuple[str, ...]) -> str:
     """The Slurm job name of an allocation of ``job_ids``, the same in every round.
 
-    ``wattplan-`` (or ``wattplan-pair-``) + slugs of the ids + a hash: no round index, so a later round
-    finds the job with ``squeue --name``; a pair's ids are sorted, so member order does not matter.
+    ``wattplan-`` (or ``wattplan-pair-``) + slugs of the ids + a hash: no round index, so it names the same
+    allocation in every round (``changes.json``, ``jobs.tsv``); a pair's ids are sorted, so member order does
+    not matter. Anyone can give a job this name: scripts act on the job ids they recorded, and check the name
+    and user Slurm shows for such an id, never look a job up by name.
     """
     ids = sorted(job_ids)
     return safe_name("wattplan-" if len(ids) == 1 else "wattplan-pair-", *ids, max_len=NAME_LEN)
@@ -95,10 +103,11 @@ def directive_lines(pairs: list[tuple[str, str]]) -> list[str]:
 def _member_function(index: int, m: Member) -> list[str]:
     lines = member_comment(m)
     lines.append(f"job_{index}() {{")
+    # The job's variables first, the launcher's after (the model leaves the launcher's names out of a job's env).
+    lines += [f"  export {sh_quote(f'{k}={v}')}" for k, v in m.env]
     lines.append(f"  export WATTPLAN_JOB_ID={sh_quote(m.job_id)}")
     if m.partner is not None:
         lines.append(f"  export WATTPLAN_SHARES_WITH={sh_quote(m.partner)}")
-    lines += [f"  export {k}={sh_quote(v)}" for k, v in m.env]
     if m.workdir:
         lines.append(f"  cd -- {sh_quote(m.workdir)}")
     lines.append(f"  exec -- {sh_words(m.command)}")
@@ -218,7 +227,7 @@ def _node_step(model: LaunchModel, host: str, opts: SlurmOptions, kind: str) -> 
     gpu_type = model.host_gpu_type(host)
     per_node = model.gpus_per_node[gpu_type]
     directives: list[tuple[str, str]] = [
-        ("job-name", f"wattplan-r{model.round_index}-{kind}-{host}"),
+        ("job-name", step_job_name(model.round_index, kind, host)),
         ("nodes", "1"),
         ("ntasks", "1"),
         ("nodelist", host),
@@ -258,6 +267,69 @@ def submission_order(model: LaunchModel) -> list[Unit]:
     return sorted(model.units, key=lambda u: (hosts.index(u.parts[0].host), u.parts[0].gpu_indices[0]))
 
 
+SUBMIT_HELPERS = """\
+# submit KIND NAME SLURM-NAME USER SBATCH-ARGS...: print the job id; submits only if this folder did not already
+# (submitted.tsv: id, kind, name), and records id, Slurm job name and user in jobs.tsv, which a later round's
+# apply.sh reads to act on this job by its id (never by its name: anyone may name a job alike).
+submit() {
+  local kind="$1" name="$2" slurm_name="$3" user="$4" id
+  shift 4
+  if [ -z "$user" ]; then
+    user=$(id -un)
+  fi
+  id=$(awk -F '\\t' -v k="$kind" -v n="$name" '$2 == k && $3 == n { print $1; exit }' submitted.tsv)
+  if [ -z "$id" ]; then
+    id=$(sbatch --parsable "$@")
+    id="${id%%;*}"
+    printf '%s\\t%s\\t%s\\n' "$id" "$kind" "$name" >> submitted.tsv
+    printf '%s\\t%s\\t%s\\n' "$id" "$slurm_name" "$user" >> jobs.tsv
+  fi
+  printf '%s\\n' "$id"
+}
+"""
+
+
+def step_job_name(round_index: int, kind: str, host: str) -> str:
+    """The Slurm job name of a node step (``setup`` or ``reset``) of ``host`` in round ``round_index``."""
+    return f"wattplan-r{round_index}-{kind}-{host}"
+
+
+def unit_user(unit: Unit) -> str | None:
+    """The user the unit's allocation runs as (``--uid``), None for the submitting user; a pair needs one user."""
+    users = {m.user for m in unit.members}
+    if len(users) > 1:
+        raise ValueError(
+            f"pair {' and '.join(comment_text(j) for j in unit.job_ids)} has two users; "
+            "one Slurm allocation runs as one user"
+        )
+    return users.pop()
+
+
+ROOT_JOBS_VAR = "WATTPLAN_ROOT_JOBS"
+"""``WATTPLAN_ROOT_JOBS=allow``: a script run as root may submit jobs that name no user (they then run as root)."""
+
+
+def root_guard(units: list[Unit]) -> list[str]:
+    """Lines that stop a submitting script run as root when a job names no user (sbatch would run it as root).
+
+    A job's command is its author's: as root it runs only with the operator's ``WATTPLAN_ROOT_JOBS=allow``.
+    """
+    userless = [m.job_id for u in units for m in u.members if not m.user]
+    if not userless:
+        return []
+    ids = ", ".join(comment_text(j) for j in userless[:5]) + (", ..." if len(userless) > 5 else "")
+    message = (
+        f"wattplan: job(s) {ids} name no user, and this script runs as root, so Slurm would run them as root. "
+        f"Add jobs[].user (submitted with --uid), or run with {ROOT_JOBS_VAR}=allow to submit them as root."
+    )
+    return [
+        f'if [ "$(id -u)" = 0 ] && [ "${{{ROOT_JOBS_VAR}:-}}" != allow ]; then',
+        f"  printf '%s\\n' {sh_quote(message)} >&2",
+        "  exit 2",
+        "fi",
+    ]
+
+
 def _submit_script(model: LaunchModel, step_hosts: list[str]) -> str:
     host_var = {h: f"setup_{k}" for k, h in enumerate(step_hosts)}
     lines = [
@@ -266,34 +338,28 @@ def _submit_script(model: LaunchModel, step_hosts: list[str]) -> str:
         f"# wattplan round {model.round_index}: submit the node setup steps, the jobs (node by node, by GPU index),",
         "# then the node resets. A job whose instance entry names a user is submitted with --uid (needs root).",
         "# Paths are relative to this folder. WATTPLAN_NODE_STEPS=skip leaves out nodes/*.sh (run them as",
-        "# root yourself, e.g. as a Slurm Prolog/Epilog). Writes submitted.tsv: Slurm job id, kind, name.",
+        "# root yourself, e.g. as a Slurm Prolog/Epilog). Records submissions in submitted.tsv (Slurm job id, kind,",
+        "# name) and jobs.tsv (id, Slurm job name, user); a second run submits nothing recorded there again.",
         "set -euo pipefail",
         "shopt -s inherit_errexit",
         'cd -- "$(dirname -- "${BASH_SOURCE[0]}")"',
+        *root_guard(list(model.units)),
         "mkdir -p logs",
-        ": > submitted.tsv",
+        "touch submitted.tsv jobs.tsv",
         'node_steps="${WATTPLAN_NODE_STEPS:-submit}"',
         'case "$node_steps" in',
         "  submit | skip) ;;",
         '  *) echo "WATTPLAN_NODE_STEPS must be submit or skip" >&2; exit 2 ;;',
         "esac",
         "",
-        "# submit KIND NAME SBATCH-ARGS...: print the new job id and record it.",
-        "submit() {",
-        '  local kind="$1" name="$2" id',
-        "  shift 2",
-        '  id=$(sbatch --parsable "$@")',
-        '  id="${id%%;*}"',
-        '  printf \'%s\\t%s\\t%s\\n\' "$id" "$kind" "$name" >> submitted.tsv',
-        "  printf '%s\\n' \"$id\"",
-        "}",
-        "",
+        SUBMIT_HELPERS,
     ]
     lines += [f"{var}=''" for var in host_var.values()]
     if step_hosts:
         lines.append('if [ "$node_steps" = submit ]; then')
         for h, var in host_var.items():
-            lines.append(f"  {var}=$(submit setup {sh_quote(h)} {sh_quote(f'nodes/{h}.setup.sh')})")
+            step = sh_words(["setup", h, step_job_name(model.round_index, "setup", h), "", f"nodes/{h}.setup.sh"])
+            lines.append(f"  {var}=$(submit {step})")
         lines.append("fi")
     lines.append("")
     unit_var: dict[str, str] = {}
@@ -306,29 +372,26 @@ def _submit_script(model: LaunchModel, step_hosts: list[str]) -> str:
         if deps:
             after = ":".join(f"${v}" for v in deps)
             args.append(f'${{{deps[0]}:+"--dependency=afterok:{after}"}}')
-        users = {m.user for m in unit.members}
-        if len(users) > 1:
-            raise ValueError(
-                f"pair {' and '.join(comment_text(j) for j in unit.job_ids)} has two users; "
-                "one Slurm allocation runs as one user"
-            )
-        user = users.pop()
+        user = unit_user(unit)
         if user:
             args.append(sh_quote(f"--uid={user}"))
         args.append(sh_quote(f"jobs/{unit.name}.sbatch"))
         jobs = " and ".join(comment_text(j) for j in unit.job_ids)
         lines.append(f"# {jobs}")
-        lines.append(f"{var}=$(submit job {sh_quote(unit.name)} {' '.join(args)})")
+        head = sh_words(["job", unit.name, slurm_job_name(unit), user or ""])
+        lines.append(f"{var}=$(submit {head} {' '.join(args)})")
     if step_hosts:
         lines += ["", 'if [ "$node_steps" = submit ]; then']
         for h in step_hosts:
             after = ":".join(f"${unit_var[u.name]}" for u in order if h in u.hosts)
+            head = sh_words(["reset", h, step_job_name(model.round_index, "reset", h), ""])
             lines.append(
-                f'  submit reset {sh_quote(h)} "--dependency=afterany:{after}" '
-                f"{sh_quote(f'nodes/{h}.reset.sh')} > /dev/null"
+                f'  submit {head} "--dependency=afterany:{after}" {sh_quote(f"nodes/{h}.reset.sh")} > /dev/null'
             )
         lines.append("fi")
-    lines.append('echo "submitted $(wc -l < submitted.tsv) Slurm jobs; ids in submitted.tsv"')
+    lines.append(
+        'echo "submitted: $(wc -l < submitted.tsv) Slurm jobs recorded in submitted.tsv (not submitted again)"'
+    )
     return "\n".join(lines) + "\n"
 
 

@@ -8,21 +8,28 @@ Layout of the output folder::
     nodes/HOST.reset.sh       default power limits and unlocked clocks after this round's jobs (root)
     changes.md, changes.json  the actions (``wattplan diff``) and what apply.sh does for each
 
-``apply.sh`` finds jobs by their Slurm job name, which holds no round (:func:`planner.launch.slurm.slurm_job_name`),
-and runs, in this order:
+``apply.sh [PREVIOUS_FOLDER]`` acts only on jobs by their Slurm job id: the previous round's launch folder
+(``launch --from-dir``, or the argument) records in ``jobs.tsv`` the id, Slurm job name and user of every job
+of that round (submitted there, or kept there from an earlier round), and a job counts as the recorded one
+only while Slurm shows that id with that name and user. A job is never looked up by name: names are
+predictable and anyone may queue a job with one. It runs, in this order:
 
-1. kept allocations: ``scontrol update JobId=ID TimeLimit=+M`` (one round more; once, recorded in ``applied.tsv``);
-2. the previous round's pending node resets of hosts this round resets again: ``scancel``;
+0. the ended allocations' ids; one the previous folder did not record stops everything (exit 1, nothing done);
+1. kept allocations: ``scontrol update JobId=ID TimeLimit=+M`` (one round more; once, recorded in ``applied.tsv``),
+   and their ids go into this folder's ``jobs.tsv`` for the next round (a kept job without a record is left
+   alone, with a message);
+2. the previous round's pending node resets of hosts this round resets again: ``scancel`` (by recorded id);
 3. ended allocations: ``scancel --batch --signal=USR1`` (checkpoint), up to ``WATTPLAN_CHECKPOINT_WAIT_S`` (default
    the signal lead) for them to exit, then ``scancel``, and up to ``WATTPLAN_END_WAIT_S`` (120 s) until they left
    the queue (else exit 1: nothing new is started on GPUs still held);
 4. node setup steps; 5. new allocations (after their nodes' setup); 6. node resets (after all of this round's jobs
    on the node, kept ones included).
 
-Each submission is recorded in ``submitted.tsv`` and not repeated on a second run; jobs this folder submitted are
-never taken for the previous round's. A follow-on setup step requests no GPU, since kept jobs hold some of the node's:
-it needs GPUs visible outside a job's allocation (no ``ConstrainDevices``), else run the steps as root yourself
-(``WATTPLAN_NODE_STEPS=skip``).
+Each submission is recorded in ``submitted.tsv`` and not repeated on a second run (a launch rendered again into
+the folder keeps these records, :mod:`planner.launch.output`). Run as root, ``apply.sh`` refuses new jobs that
+name no user unless ``WATTPLAN_ROOT_JOBS=allow``. A follow-on setup step requests no GPU, since kept jobs hold
+some of the node's: it needs GPUs visible outside a job's allocation (no ``ConstrainDevices``), else run the
+steps as root yourself (``WATTPLAN_NODE_STEPS=skip``).
 """
 
 from __future__ import annotations
@@ -32,17 +39,21 @@ from typing import Any
 from wattplan.planner.launch import nvidia
 from wattplan.planner.launch.diff import diff_to_doc
 from wattplan.planner.launch.followon import Changeover, OldUnit
-from wattplan.planner.launch.quoting import SHELLCHECK_SINGLE_QUOTES, comment_text, sh_quote
+from wattplan.planner.launch.quoting import SHELLCHECK_SINGLE_QUOTES, comment_text, sh_quote, sh_words
 from wattplan.planner.launch.render import GpuSetting, LaunchFile, LaunchModel
 from wattplan.planner.launch.slurm import (
+    SUBMIT_HELPERS,
     SlurmOptions,
     directive_lines,
     gres,
     job_script,
     node_step_settings,
+    root_guard,
     slurm_job_name,
     slurm_name,
+    step_job_name,
     submission_order,
+    unit_user,
 )
 
 CHANGES_SCHEMA = "wattplan.changes/1"
@@ -102,7 +113,7 @@ def _hosts(c: Changeover, model: LaunchModel) -> list[str]:
 
 def _step_script(model: LaunchModel, host: str, opts: SlurmOptions, kind: str, gpu_type: str, body: list[str]) -> str:
     directives: list[tuple[str, str]] = [
-        ("job-name", f"wattplan-r{model.round_index}-{kind}-{host}"),
+        ("job-name", step_job_name(model.round_index, kind, host)),
         ("nodes", "1"),
         ("ntasks", "1"),
         ("nodelist", host),
@@ -146,15 +157,18 @@ def _reset_body(settings: list[GpuSetting]) -> list[str]:
     return lines
 
 
-HELPERS = """\
-# ids NAME: ids of queued Slurm jobs named NAME that this folder did not submit (the previous round's).
-ids() {
-  local id
-  squeue -h -o %i --states="$queued" --name="$1" | while read -r id; do
-    if ! cut -f1 submitted.tsv | grep -qxF -- "$id"; then
-      printf '%s\\n' "$id"
-    fi
-  done
+HELPERS = (
+    """\
+# recorded NAME: "ID USER" of the previous round's Slurm job NAME, as its folder recorded it (jobs.tsv), if any.
+recorded() {
+  if [ -n "$prev" ] && [ -f "$prev/jobs.tsv" ]; then
+    awk -F '\\t' -v n="$1" '$2 == n { row = $1 " " $3 } END { if (row != "") print row }' "$prev/jobs.tsv"
+  fi
+}
+
+# queued_as ID NAME USER: whether Slurm still holds job ID, named NAME, of USER (an id alone is not trusted).
+queued_as() {
+  [ "$(squeue -h -o '%j %u' --states="$queued" -j "$1" 2>/dev/null || true)" = "$2 $3" ]
 }
 
 # still_queued ID...: those of the ids Slurm still holds (pending, running or ending).
@@ -176,30 +190,70 @@ wait_gone() {
     waited=$((waited + 1))
   done
 }
-
-# submit KIND NAME SBATCH-ARGS...: print the job id; submits only if this folder did not already.
-submit() {
-  local kind="$1" name="$2" id
-  shift 2
-  id=$(awk -F '\\t' -v k="$kind" -v n="$name" '$2 == k && $3 == n { print $1; exit }' submitted.tsv)
-  if [ -z "$id" ]; then
-    id=$(sbatch --parsable "$@")
-    id="${id%%;*}"
-    printf '%s\\t%s\\t%s\\n' "$id" "$kind" "$name" >> submitted.tsv
-  fi
-  printf '%s\\n' "$id"
-}
-
+"""
+    + SUBMIT_HELPERS
+    + """
 # done_before STEP: whether a run of this script did STEP; mark STEP: record that it did.
 done_before() { grep -qxF -- "$1" applied.tsv; }
 mark() { printf '%s\\n' "$1" >> applied.tsv; }
+
+# adopt ID NAME USER: record a kept job in jobs.tsv (once), so that the next round finds it by its id too.
+adopt() {
+  if ! awk -F '\\t' -v i="$1" '$1 == i { found = 1 } END { exit !found }' jobs.tsv; then
+    printf '%s\\t%s\\t%s\\n' "$1" "$2" "$3" >> jobs.tsv
+  fi
+}
+
+# previous NAME: the id of the previous round's job NAME if Slurm still holds it as recorded; empty if it left.
+# Exit status 3 when the previous folder recorded no such job: then nothing acts on it (never a search by name).
+previous() {
+  local row id user
+  row=$(recorded "$1")
+  if [ -z "$row" ]; then
+    return 3
+  fi
+  id="${row%% *}"
+  user="${row#* }"
+  if queued_as "$id" "$1" "$user"; then
+    printf '%s %s\\n' "$id" "$user"
+  fi
+}
 """
+)
+
+
+_NEEDS_PREV = (
+    "wattplan: apply.sh needs the launch folder of round {round} (its jobs.tsv holds the Slurm job ids of the "
+    "jobs this round keeps or ends): apply.sh PREVIOUS_FOLDER, or render with launch --from-dir"
+)
+
+
+def _found(var: str, name: str, what: str, missing: str) -> list[str]:
+    """Shell lines: ``var`` = the id of the previous round's job ``name`` if still queued as recorded.
+
+    A job the previous folder did not record is reported (``what``) and handled as ``missing`` says.
+    """
+    return [
+        "status=0",
+        f"row=$(previous {sh_quote(name)}) || status=$?",
+        'if [ "$status" -eq 3 ]; then',
+        f"  echo {sh_quote(f'wattplan: {what} {name}: no Slurm job id recorded in ')}"
+        f'"$prev/jobs.tsv"{sh_quote(missing)} >&2',
+        "fi",
+        f'{var}="${{row%% *}}"',
+    ]
 
 
 def _apply_script(
-    c: Changeover, model: LaunchModel, opts: SlurmOptions, setup_hosts: list[str], reset_hosts: list[str]
+    c: Changeover,
+    model: LaunchModel,
+    opts: SlurmOptions,
+    setup_hosts: list[str],
+    reset_hosts: list[str],
+    from_dir: str | None = None,
 ) -> str:
     lead = opts.limits.signal_lead_s or 0
+    needs_prev = bool(c.keep or c.end or reset_hosts)
     lines = [
         "#!/usr/bin/env bash",
         SHELLCHECK_SINGLE_QUOTES,
@@ -207,11 +261,34 @@ def _apply_script(
         "# (changes.md). Order: extend kept jobs, end the ended ones (USR1 first, to checkpoint), node setup",
         "# steps, new jobs, node resets. Safe to run again: submissions are recorded in submitted.tsv, other",
         "# steps in applied.tsv. WATTPLAN_NODE_STEPS=skip leaves out nodes/*.sh (run them as root yourself).",
+        "# Usage: apply.sh [PREVIOUS_FOLDER]: the previous round's launch folder, whose jobs.tsv holds the Slurm",
+        "# job ids of that round's jobs; apply.sh acts on those ids only (and only while Slurm holds them under",
+        "# the recorded name and user), never on a job found by its name.",
         "set -euo pipefail",
         "shopt -s inherit_errexit",
+        f"default_prev={sh_quote(from_dir or '')}  # launch --from-dir",
+        'prev="${1:-$default_prev}"',
+        'if [ -n "$prev" ] && ! prev=$(cd -- "$prev" 2>/dev/null && pwd -P); then',
+        '  echo "wattplan: PREVIOUS_FOLDER ${1:-} is not a folder" >&2',
+        "  exit 2",
+        "fi",
         'cd -- "$(dirname -- "${BASH_SOURCE[0]}")"',
+    ]
+    if needs_prev:
+        lines += [
+            'if [ -z "$prev" ] || [ ! -f "$prev/MANIFEST.json" ]; then',
+            f"  echo {sh_quote(_NEEDS_PREV.format(round=c.diff.from_round))} >&2",
+            "  exit 2",
+            "fi",
+            'if [ "$(cd -- "$prev" && pwd -P)" = "$(pwd -P)" ]; then',
+            f"  echo {sh_quote('wattplan: PREVIOUS_FOLDER is this folder; give the previous round folder')} >&2",
+            "  exit 2",
+            "fi",
+        ]
+    lines += [
+        *root_guard(list(c.submit)),
         "mkdir -p logs",
-        "touch submitted.tsv applied.tsv",
+        "touch submitted.tsv applied.tsv jobs.tsv",
         "queued=PENDING,RUNNING,SUSPENDED,COMPLETING,CONFIGURING",
         'node_steps="${WATTPLAN_NODE_STEPS:-submit}"',
         'case "$node_steps" in',
@@ -222,9 +299,25 @@ def _apply_script(
         f'end_wait_s="${{WATTPLAN_END_WAIT_S:-{END_WAIT_S}}}"',
         "",
         HELPERS,
-        'squeue -h -o %i --states="$queued" > /dev/null  # Slurm answers, or stop here',
+        'squeue -h -o %i --states="$queued" -j 0 > /dev/null 2>&1 || squeue -h -o %i -u "$(id -un)" > /dev/null'
+        "  # Slurm answers, or stop here",
         "",
-        "# 1. Kept jobs run on: their ids (a later step waits for them), one round more of time limit.",
+        "# 0. The previous round's ended jobs, by their recorded ids: one the previous folder did not record stops",
+        "#    everything here (its GPUs may be held; nothing is ended by name).",
+        "ending=()",
+        "unrecorded=0",
+    ]
+    for u in c.end:
+        name = old_slurm_name(u)
+        lines.append(f"# {' and '.join(comment_text(j) for j in u.job_ids)}")
+        lines += _found("id", name, "ended job", ": not ended; end it yourself (scancel ID), then run apply.sh again")
+        lines += ['if [ "$status" -eq 3 ]; then unrecorded=1; fi', 'if [ -n "$id" ]; then ending+=("$id"); fi']
+    lines += [
+        'if [ "$unrecorded" -ne 0 ]; then',
+        "  exit 1",
+        "fi",
+        "",
+        "# 1. Kept jobs run on: their recorded ids (a later step waits for them), one round more of time limit.",
     ]
     keep_var: dict[str, str] = {}
     for k, unit in enumerate(c.keep):
@@ -232,32 +325,31 @@ def _apply_script(
         keep_var[unit.name] = var
         name = slurm_job_name(unit)
         lines.append(f"# {' and '.join(comment_text(j) for j in unit.job_ids)}")
-        lines.append(f"mapfile -t {var} < <(ids {sh_quote(name)})")
-        lines.append(f'if [ "${{#{var}[@]}}" -eq 0 ]; then')
-        lines.append(f"  echo {sh_quote(f'wattplan: kept job {name} is not in the queue (ended?)')} >&2")
+        lines.append(f"{var}=()")
+        lines += _found("id", name, "kept job", ": left alone (not extended)")
+        lines.append('if [ -n "$id" ]; then')
+        lines.append(f'  {var}=("$id")')
+        lines.append(f'  adopt "$id" {sh_quote(name)} "${{row#* }}"')
         if opts.limits.extend_min is not None:
             step = f"extend {name}"
-            lines.append(f"elif ! done_before {sh_quote(step)}; then")
-            lines.append(f'  for id in "${{{var}[@]}}"; do')
+            lines.append(f"  if ! done_before {sh_quote(step)}; then")
             lines.append(f'    scontrol update JobId="$id" TimeLimit=+{int(opts.limits.extend_min)}')
-            lines.append("  done")
-            lines.append(f"  mark {sh_quote(step)}")
+            lines.append(f"    mark {sh_quote(step)}")
+            lines.append("  fi")
+        lines.append('elif [ "$status" -ne 3 ]; then')
+        lines.append(f"  echo {sh_quote(f'wattplan: kept job {name} is not in the queue (ended?)')} >&2")
         lines.append("fi")
     lines += ["", "# 2. The previous round's node resets of the nodes this round resets: they would reset too early."]
     if reset_hosts:
         lines.append('if [ "$node_steps" = submit ]; then')
         for h in reset_hosts:
-            old = f"wattplan-r{c.diff.from_round}-reset-{h}"
-            lines.append(f"  mapfile -t old_resets < <(ids {sh_quote(old)})")
-            lines.append('  if [ "${#old_resets[@]}" -gt 0 ]; then scancel "${old_resets[@]}"; fi')
+            old = step_job_name(c.diff.from_round, "reset", h)
+            lines.append("  row=$(previous " + sh_quote(old) + ") || true")
+            lines.append('  if [ -n "$row" ]; then scancel "${row%% *}"; fi')
         lines.append("fi")
-    lines += ["", "# 3. Ended jobs: USR1 to checkpoint, a wait, then scancel; nothing new starts while they hold GPUs."]
-    lines.append("ending=()")
-    for u in c.end:
-        lines.append(f"# {' and '.join(comment_text(j) for j in u.job_ids)}")
-        lines.append(f"mapfile -t found < <(ids {sh_quote(old_slurm_name(u))})")
-        lines.append('ending+=("${found[@]}")')
     lines += [
+        "",
+        "# 3. Ended jobs: USR1 to checkpoint, a wait, then scancel; nothing new starts while they hold GPUs.",
         'if [ "${#ending[@]}" -gt 0 ]; then',
         "  # A pending job cannot be signalled (Slurm says so); scancel below ends it.",
         '  scancel --batch --signal=USR1 "${ending[@]}" 2>/dev/null || true',
@@ -281,7 +373,8 @@ def _apply_script(
     if setup_hosts:
         lines.append('if [ "$node_steps" = submit ]; then')
         for h, var in host_var.items():
-            lines.append(f"  {var}=$(submit setup {sh_quote(h)} {sh_quote(f'nodes/{h}.setup.sh')})")
+            step = sh_words(["setup", h, step_job_name(model.round_index, "setup", h), "", f"nodes/{h}.setup.sh"])
+            lines.append(f"  {var}=$(submit {step})")
         lines.append("fi")
     lines += ["", "# 5. New jobs, node by node in GPU-index order, each after its nodes' setup."]
     submitted = {u.name for u in c.submit}
@@ -294,12 +387,13 @@ def _apply_script(
         if deps:
             after = ":".join(f"${v}" for v in deps)
             args.append(f'${{{deps[0]}:+"--dependency=afterok:{after}"}}')
-        user = {m.user for m in unit.members}.pop()
+        user = unit_user(unit)
         if user:
             args.append(sh_quote(f"--uid={user}"))
         args.append(sh_quote(f"jobs/{unit.name}.sbatch"))
+        head = sh_words(["job", unit.name, slurm_job_name(unit), user or ""])
         lines.append(f"# {' and '.join(comment_text(j) for j in unit.job_ids)}")
-        lines.append(f"{var}=$(submit job {sh_quote(unit.name)} {' '.join(args)})")
+        lines.append(f"{var}=$(submit {head} {' '.join(args)})")
     lines += ["", "# 6. Node resets, after every job of this round on the node (kept ones too)."]
     if reset_hosts:
         lines.append('if [ "$node_steps" = submit ]; then')
@@ -309,8 +403,9 @@ def _apply_script(
             lines.append(f'  after="{":".join(parts)}"')
             for var in keeps:
                 lines.append(f'  for id in "${{{var}[@]}}"; do after="${{after:+$after:}}$id"; done')
+            head = sh_words(["reset", h, step_job_name(model.round_index, "reset", h), ""])
             lines.append(
-                f'  submit reset {sh_quote(h)} ${{after:+"--dependency=afterany:$after"}} '
+                f'  submit {head} ${{after:+"--dependency=afterany:$after"}} '
                 f"{sh_quote(f'nodes/{h}.reset.sh')} > /dev/null"
             )
         lines.append("fi")
@@ -386,8 +481,13 @@ def _jobs(ids: tuple[str, ...]) -> str:
     return ", ".join(_cell(j) for j in ids)
 
 
-def render_slurm_followon(c: Changeover, model: LaunchModel, opts: SlurmOptions | None = None) -> list[LaunchFile]:
-    """Every file of a follow-on round (see the module docstring); scripts are executable."""
+def render_slurm_followon(
+    c: Changeover, model: LaunchModel, opts: SlurmOptions | None = None, from_dir: str | None = None
+) -> list[LaunchFile]:
+    """Every file of a follow-on round (see the module docstring); scripts are executable.
+
+    ``from_dir``: the previous round's launch folder (absolute), ``apply.sh``'s default PREVIOUS_FOLDER.
+    """
     import json
 
     opts = opts or SlurmOptions()
@@ -408,7 +508,7 @@ def render_slurm_followon(c: Changeover, model: LaunchModel, opts: SlurmOptions 
             reset_hosts.append(h)
             body = _reset_body(back)
             files.append(LaunchFile(f"nodes/{h}.reset.sh", _step_script(model, h, opts, "reset", gpu_type, body), True))
-    files.append(LaunchFile("apply.sh", _apply_script(c, model, opts, setup_hosts, reset_hosts), True))
+    files.append(LaunchFile("apply.sh", _apply_script(c, model, opts, setup_hosts, reset_hosts, from_dir), True))
     files.append(LaunchFile("changes.md", changes_markdown(c, opts)))
     files.append(LaunchFile("changes.json", json.dumps(changes_doc(c, model, opts), indent=1) + "\n"))
     return files
