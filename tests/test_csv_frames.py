@@ -10,7 +10,14 @@ import numpy as np
 import pytest
 
 from wattplan.planner.contracts.problems import InputError
-from wattplan.planner.files.csv_frames import decimals, iso_times, parse_csv_frame, read_csv_frame, whole_numbers
+from wattplan.planner.files.csv_frames import (
+    decimals,
+    iso_times,
+    parse_csv_frame,
+    read_csv_frame,
+    repeated_columns,
+    whole_numbers,
+)
 
 
 def issues(data: bytes) -> list[tuple[int, str, int]]:
@@ -112,3 +119,10 @@ def test_cell_helpers_take_only_what_the_per_cell_checks_would() -> None:
     micros, ok, zoned = iso_times(stamps)
     assert ok.tolist() == [True, True, True, False, False]
     assert micros[:3].tolist() == [1_000_000, 0, 0] and zoned.tolist() == [False, True, True, False, False]
+
+
+def test_repeated_columns_name_both_positions() -> None:
+    frame = parse_csv_frame(b"id, gpus,type,gpus ,,,id\n1,2,3,4,,,5\n")
+    assert frame.header is not None
+    assert repeated_columns(frame.header) == [("gpus", 2, 4), ("id", 1, 7)]  # names compared stripped, empties not
+    assert repeated_columns(("a", "b")) == []

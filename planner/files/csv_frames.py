@@ -420,6 +420,26 @@ def parse_csv_frame(data: bytes, source: str = "(data)") -> CsvFrame:
     return CsvFrame(source, tuple(header), head + 1, "", tuple(issues), width, take.size + len(quoted_rows), rows)
 
 
+def repeated_columns(header: tuple[str, ...] | list[str]) -> list[tuple[str, int, int]]:
+    """``(name, first, again)`` for each header cell whose name (stripped) an earlier cell has; columns from 1.
+
+    A reader that looks columns up by name would take one copy silently (the last, in a ``dict``): a job list
+    with ``power_cap_kw`` twice planned at the second value. Readers refuse such a header with this list.
+    Empty names are not compared (a header may end with empty cells).
+    """
+    first: dict[str, int] = {}
+    out = []
+    for k, cell in enumerate(header, start=1):
+        name = cell.strip()
+        if not name:
+            continue
+        if name in first:
+            out.append((name, first[name], k))
+        else:
+            first[name] = k
+    return out
+
+
 def read_csv_frame(path: Path) -> CsvFrame:
     """The CSV file ``path`` read strictly (:func:`parse_csv_frame`) after :func:`~planner.contracts.jsonio.read_text`.
 

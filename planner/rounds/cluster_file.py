@@ -18,25 +18,32 @@ Example (every key but ``gpu_types`` and each type's ``name`` and ``nodes`` is o
 A host with unmanaged GPUs is **left out of planning whole**: the round model counts GPUs per type and places
 power-of-two blocks on whole nodes (docs/design.md §6.2), so a node with a hole cannot take every block the model
 counts on it. Leaving it out never double-books a GPU; it costs the node's other GPUs for this round (reported).
-Every problem names the file and the key (``gpu_types[1].down[0]``).
+Every problem names the file, the key (``gpu_types[1].down[0]``) and, for a file, its line.
+
+The file is read by :func:`planner.files.safe_yaml.load_yaml` (issue 41): no alias bomb, no duplicate key (a
+second ``power_cap_kw`` is refused, never taken silently), no YAML 1.1 typing. Its values arrive as text and each
+key reads its own kind (a plain decimal for a number, ASCII digits for a count); a host name is text, so
+``nodes: [0755]`` names host ``0755``. A parsed document of Python values (``parse_cluster_file``) may hold numbers.
+Every check is linear in the number of hosts (a 100,000-host file is checked in well under a second).
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
-
-import yaml
 
 from wattplan.planner.contracts.defaults import GPUS_PER_NODE, NODE_POWER_W, ROUND_S, ROUND_S_RANGE
 from wattplan.planner.contracts.domain import is_power_of_two
 from wattplan.planner.contracts.jsonio import read_text
-from wattplan.planner.contracts.problems import InputError, Problem
+from wattplan.planner.contracts.problems import InputError, Problem, capped
 from wattplan.planner.contracts.rules import OBJECTIVES, Objective
+from wattplan.planner.files.csv_frames import DECIMAL
+from wattplan.planner.files.safe_yaml import line_of, load_yaml, with_lines
 
 _NAME = re.compile(r"[A-Za-z0-9_.]+")
 _HOST = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -70,6 +77,13 @@ class ClusterFile:
     round_s: float = ROUND_S
     power_cap_kw: float | None = None
     objective: Objective | None = None
+    doc: Any = field(default=None, compare=False, repr=False)
+    """The document read (with lines, :mod:`planner.files.safe_yaml`), for problems found later (:meth:`at`)."""
+
+    def at(self, path: str) -> str:
+        """``path`` (``gpu_types[0].name``) with the file's line of it, ``gpu_types[0].name (line 3)``, when known."""
+        line = line_of(self.doc, path)
+        return path if line is None else f"{path} (line {line})"
 
     def host_map(self) -> dict[str, str]:
         """Plan node -> host: plan node ``TYPE-i`` is the ``i``-th usable host of the type (design §6.2 names)."""
@@ -80,19 +94,42 @@ class ClusterFile:
         return {host: why for g in self.groups for host, why in g.left_out}
 
 
+def _as_number(value: Any) -> float | None:
+    """A number given as a number, or as the text of a plain decimal (``300``, ``2.5``, ``1e3``); else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, str) and DECIMAL.fullmatch(value.strip()):
+        return float(value)
+    return None
+
+
+def _as_whole(value: Any) -> int | None:
+    """A whole number given as an int, or as ASCII digits (``8``; not ``8.0``, ``0x8`` or ``٨``); else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    text = value.strip() if isinstance(value, str) else ""
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 18 else None
+
+
 def _number(value: Any, path: str, low: float, high: float, problems: list[Problem]) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not (low <= value <= high):
+    number = _as_number(value)
+    if number is None or not math.isfinite(number) or not (low <= number <= high):
         problems.append(Problem("bad-field", path, f"must be a number in [{low:g}, {high:g}], got {value!r}"))
         return None
-    return float(value)
+    return number
 
 
 def _hosts(value: Any, name: str, path: str, problems: list[Problem]) -> tuple[str, ...]:
-    if isinstance(value, int) and not isinstance(value, bool):
-        if not 0 <= value <= MAX_NODES:
-            problems.append(Problem("bad-field", path, f"a node count must be in [0, {MAX_NODES}], got {value}"))
+    count = None if isinstance(value, list) else _as_whole(value)
+    if count is not None:
+        if not 0 <= count <= MAX_NODES:
+            problems.append(Problem("bad-field", path, f"a node count must be in [0, {MAX_NODES}], got {count}"))
             return ()
-        return tuple(f"{name}-{i}" for i in range(value))
+        return tuple(f"{name}-{i}" for i in range(count))
     if not isinstance(value, list):
         problems.append(Problem("bad-field", path, "a list of host names or a node count is needed"))
         return ()
@@ -121,14 +158,11 @@ def _group(raw: Any, path: str, problems: list[Problem]) -> NodeGroup | None:
             Problem("bad-field", f"{path}.name", f"a GPU type name ([A-Za-z0-9_.]) is needed, got {name!r}")
         )
         name = "?"
-    per_node = raw.get("gpus_per_node", GPUS_PER_NODE)
-    if (
-        isinstance(per_node, bool)
-        or not isinstance(per_node, int)
-        or not (1 <= per_node <= 64 and is_power_of_two(per_node))
-    ):
+    given_per_node = raw.get("gpus_per_node", GPUS_PER_NODE)
+    per_node = _as_whole(given_per_node)
+    if per_node is None or not (1 <= per_node <= 64 and is_power_of_two(per_node)):
         problems.append(
-            Problem("bad-field", f"{path}.gpus_per_node", f"must be a power of two in [1, 64], got {per_node!r}")
+            Problem("bad-field", f"{path}.gpus_per_node", f"must be a power of two in [1, 64], got {given_per_node!r}")
         )
     node_w = _number(raw.get("node_power_w", NODE_POWER_W), f"{path}.node_power_w", 0.0, 1e6, problems)
     if "nodes" not in raw:
@@ -136,12 +170,13 @@ def _group(raw: Any, path: str, problems: list[Problem]) -> NodeGroup | None:
     hosts = _hosts(raw.get("nodes", []), name, f"{path}.nodes", problems)
     down_raw = raw.get("down", [])
     down = _hosts(down_raw, name, f"{path}.down", problems) if down_raw != [] else ()
+    known = set(hosts)  # a set: a list made 100,000 down hosts of 100,000 a quadratic search
     for k, host in enumerate(down):
-        if host not in hosts:
+        if host not in known:
             problems.append(Problem("unknown-host", f"{path}.down[{k}]", f"{host!r} is not one of this type's nodes"))
-    if len(problems) > before:
+    if len(problems) > before or per_node is None:
         return None
-    return NodeGroup(name, int(per_node), float(node_w or 0.0), hosts, tuple((h, "down") for h in down))
+    return NodeGroup(name, per_node, float(node_w or 0.0), hosts, tuple((h, "down") for h in down))
 
 
 def _with_unmanaged(groups: list[NodeGroup], raw: Any, problems: list[Problem]) -> list[NodeGroup]:
@@ -160,12 +195,13 @@ def _with_unmanaged(groups: list[NodeGroup], raw: Any, problems: list[Problem]) 
             problems.append(Problem("unknown-host", f"{path}.node", f"{node!r} is no node of gpu_types"))
             continue
         per_node = type_of[node].gpus_per_node
-        if not (isinstance(gpus, list) and gpus and all(isinstance(i, int) and 0 <= i < per_node for i in gpus)):
+        indices = [_as_whole(i) for i in gpus] if isinstance(gpus, list) else []
+        if not (indices and all(i is not None and 0 <= i < per_node for i in indices)):
             problems.append(
                 Problem("bad-field", f"{path}.gpus", f"GPU indices in [0, {per_node - 1}] are needed, got {gpus!r}")
             )
             continue
-        held.setdefault(node, []).extend(gpus)
+        held.setdefault(node, []).extend(i for i in indices if i is not None)
     out = []
     for g in groups:
         already = {h for h, _ in g.left_out}
@@ -202,23 +238,31 @@ def parse_cluster_file(doc: Any, source: str) -> ClusterFile:
             group = _group(raw, f"gpu_types[{k}]", problems)
             if group is not None:
                 groups.append(group)
-        names = [g.name for g in groups]
-        for name in sorted({n for n in names if names.count(n) > 1}):
-            problems.append(Problem("duplicate-type", "gpu_types", f"GPU type {name!r} is listed twice"))
-        hosts = [h for g in groups for h in g.hosts]
-        for host in sorted({h for h in hosts if hosts.count(h) > 1}):
-            problems.append(Problem("duplicate-host", "gpu_types", f"host {host!r} is listed twice"))
+        problems += _repeats(groups)
     groups = _with_unmanaged(groups, doc.get("unmanaged"), problems)
     if problems:
-        raise InputError(source, problems)
+        raise InputError(source, capped(with_lines(problems, doc)))
     assert round_s is not None and math.isfinite(round_s)
-    return ClusterFile(tuple(groups), round_s, cap_kw, cast("Objective | None", objective))
+    return ClusterFile(tuple(groups), round_s, cap_kw, cast("Objective | None", objective), doc)
+
+
+def _repeats(groups: list[NodeGroup]) -> list[Problem]:
+    """A GPU type or a host listed twice, counted once each (linear: 100,000 hosts took 146 s with list.count)."""
+    problems = []
+    names = Counter(g.name for g in groups)
+    for name in sorted(n for n, count in names.items() if count > 1):
+        problems.append(Problem("duplicate-type", "gpu_types", f"GPU type {name!r} is listed twice"))
+    where: dict[str, str] = {}
+    for k, g in enumerate(groups):
+        for i, host in enumerate(g.hosts):
+            if host in where:
+                message = f"host {host!r} is listed twice (first as {where[host]})"
+                problems.append(Problem("duplicate-host", f"gpu_types[{k}].nodes[{i}]", message))
+            else:
+                where[host] = f"gpu_types[{k}].nodes[{i}]"
+    return problems
 
 
 def read_cluster_file(path: Path) -> ClusterFile:
     """Read and check a cluster YAML file (module docstring)."""
-    try:
-        doc = yaml.safe_load(read_text(path))
-    except yaml.YAMLError as exc:
-        raise InputError(str(path), [Problem("not-yaml", "(file)", f"not YAML: {exc}")]) from None
-    return parse_cluster_file(doc, str(path))
+    return parse_cluster_file(load_yaml(read_text(path), str(path)), str(path))

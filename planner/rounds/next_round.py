@@ -12,6 +12,12 @@ With an updated job list (``--jobs``, e.g. the operator's counters after the rou
 instance is the list's (:func:`~planner.rounds.from_jobs.instance_from_jobs`), and the jobs of it that the plan ran
 get their ``current`` from the plan, with the plan's nodes translated through the hosts of both instances (a job
 whose host is no longer usable restarts: no ``current``). Jobs missing from the list have left; new ones wait.
+
+The plan carried forward is trusted no more than any input (issue 41): :func:`check_plan_matches` refuses a plan
+made for another instance and runs the validator (:func:`planner.core.validate.validate_plan`) on it, so a plan
+edited by hand (a placement on a node that does not exist, a count the job may not run on, steps the profiles
+do not give) never becomes the next round's ``current``; and :func:`checked_next_instance` runs every check of
+``instance check`` on the instance made before it is written, naming the plan.
 """
 
 from __future__ import annotations
@@ -20,27 +26,52 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from wattplan.planner.contracts.domain import CurrentConfig, Instance, Job, NodeGpus
-from wattplan.planner.contracts.instance_io import instance_sha256
+from wattplan.planner.contracts.instance_io import instance_sha256, instance_to_doc, parse_instance
 from wattplan.planner.contracts.plan import Plan, PlannedJob
-from wattplan.planner.contracts.problems import InputError, Problem
+from wattplan.planner.contracts.problems import InputError, Problem, capped
+from wattplan.planner.core.validate import validate_plan
 
 FINISHED_SHARE = 1e-9
 """A job whose predicted remaining steps are at most this share of its steps has finished."""
 
 
-def check_plan_matches(instance: Instance, plan: Plan, source: str) -> None:
-    """``InputError`` naming ``source`` unless ``plan`` was made for ``instance`` (its recorded SHA-256, and ids)."""
+def check_plan_matches(instance: Instance, plan: Plan, source: str, instance_source: str = "the instance") -> None:
+    """``InputError`` naming ``source`` (the plan) unless ``plan`` was made for ``instance`` and is valid for it.
+
+    Made for it: its recorded SHA-256 and its job ids (``wrong-instance``, naming ``instance_source`` too); valid:
+    every check of ``wattplan validate`` (:func:`~planner.core.validate.validate_plan`, each problem with its code
+    and path in the plan).
+    """
     digest = plan.round.instance_sha256
-    if digest is not None and digest != instance_sha256(instance):
-        raise InputError(
-            source, [Problem("wrong-instance", "round.instance_sha256", "the plan was made for another instance")]
+    actual = instance_sha256(instance)
+    if digest is not None and digest != actual:
+        message = (
+            f"the plan was made for another instance than {instance_source} "
+            f"(plan's {digest[:12]}, instance's {actual[:12]})"
         )
+        raise InputError(source, [Problem("wrong-instance", "round.instance_sha256", message)])
     ids = {j.id for j in instance.jobs}
     extra = sorted({j.job_id for j in plan.jobs} - ids)
     if extra:
+        message = f"jobs not in {instance_source}: {', '.join(extra[:5])}"
+        raise InputError(source, [Problem("wrong-instance", "jobs", message)])
+    problems = validate_plan(instance, plan)
+    if problems:
+        raise InputError(source, capped(problems))
+
+
+def checked_next_instance(inst: Instance, source: str) -> Instance:
+    """``inst`` if every check of ``instance check`` passes on it, else :class:`InputError` naming ``source``.
+
+    A valid plan on a valid instance makes a valid next instance; this is the last guard before it is written.
+    """
+    try:
+        parse_instance(instance_to_doc(inst), source)
+    except InputError as exc:
         raise InputError(
-            source, [Problem("wrong-instance", "jobs", f"jobs not in the instance: {', '.join(extra[:5])}")]
-        )
+            source, [Problem(p.code, f"next instance: {p.path}", p.message) for p in exc.problems]
+        ) from None
+    return inst
 
 
 def _current(planned: PlannedJob, node_map: Mapping[str, str | None]) -> CurrentConfig | None:
