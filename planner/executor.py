@@ -24,6 +24,10 @@ Ray         ``ray_address`` given: one Ray task per item (``ray.init(address=...
             own, exactly as a local worker would; in ``thread`` mode it calls it directly.
 ==========  ==============================================================================
 
+A process pool's workers end with the process that started the pool, also when it is killed with SIGKILL
+(:func:`_tied_to_parent`: the parent-death signal and a thread watching the parent, :mod:`planner.contracts.lifetime`),
+and a solve's processes below a worker end with the worker (:mod:`formulations.watchdog`).
+
 Interrupted (SIGINT, SIGTERM) while a process pool or Ray tasks run, the command leaves nothing
 running: the handler :func:`cancel_on_signals` installs for the pool's lifetime (main thread
 only; the previous handlers come back afterwards) kills every worker process and everything
@@ -60,6 +64,7 @@ from types import FrameType, ModuleType
 from typing import Any, Generic, Literal, TypeVar
 from urllib.parse import urlsplit
 
+from wattplan.planner.contracts.lifetime import die_with_parent, watch_parent
 from wattplan.planner.contracts.problems import InputError, Problem
 
 R = TypeVar("R")
@@ -320,10 +325,33 @@ def run_tasks(
     return _local_map(fn, tasks, list(range(len(tasks))), workers or 1, mode, retry_lost=True)
 
 
+def _tied_to_parent(parent: int, deathsig: bool) -> None:
+    """The initializer of every pool worker: it ends when ``parent`` (the process that made the pool) ends.
+
+    A worker waits for its next task on a queue whose write end it holds itself, so it never reads EOF: a parent
+    killed with SIGKILL would leave it waiting (or running its task) forever. The parent-death signal where the
+    pool was made in the main thread (the kernel's "parent" is the forking thread), and a thread watching the
+    parent's pid everywhere.
+    """
+    die_with_parent(parent, deathsig)
+    watch_parent(parent)
+
+
+def _process_pool(workers: int) -> ProcessPoolExecutor:
+    """A ``spawn`` pool of ``workers`` processes that end with this one (:func:`_tied_to_parent`)."""
+    main = threading.current_thread() is threading.main_thread()
+    return ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_tied_to_parent,
+        initargs=(os.getpid(), main),
+    )
+
+
 def _local_pool(mode: Mode, workers: int) -> Executor:
     if mode == "thread":
         return ThreadPoolExecutor(max_workers=workers, thread_name_prefix="wattplan-task")
-    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+    return _process_pool(workers)
 
 
 def _local_map(
@@ -367,7 +395,7 @@ def _local_map(
 
 def _isolated(fn: Callable[..., R], args: Sequence[Any]) -> R:
     """``fn(*args)`` in a fresh spawned process (a Ray task in ``process`` mode)."""
-    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+    with _process_pool(1) as pool:
         return pool.submit(call_portably, fn, args).result()
 
 

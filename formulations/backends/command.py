@@ -17,7 +17,9 @@ turns a stage the command did not deliver into an error (:mod:`planner.planning`
 Placeholders (each ``{name}`` inside any word of the command): ``{mps}`` the model file, ``{sol}`` the solution
 file to write (both required), ``{time_limit}`` seconds (a decimal number), ``{threads}``, ``{seed}`` and
 ``{gap}`` (the relative gap). The command is split into words like a POSIX shell would (:func:`shlex.split`) and
-run without a shell, in a session of its own so that a timeout kills everything it started. Its working directory
+run without a shell, in a process group of its own so that a timeout kills everything it started, and in the
+solving process's session, so that the watchdog's sentinel kills it too when the planner dies (kill -9 included,
+:mod:`formulations.watchdog`); its standard input is ``/dev/null``. Its working directory
 is the planning process's, or the folder :data:`CWD_ENV` names (``wattplan bench`` sets it to the folder ``bench``
 was started in, since its workers run in scratch folders), so relative paths in the command mean what they meant
 where it was typed. The model and solution files live in a temporary folder removed afterwards.
@@ -90,10 +92,16 @@ class CommandRun:
 
 
 def run_command(words: list[str], cwd: Path, timeout_s: float) -> CommandRun:
-    """Run ``words`` in ``cwd`` in a session of its own; at ``timeout_s`` the whole session is killed."""
+    """Run ``words`` in ``cwd`` in a process group of its own; at ``timeout_s`` the whole group is killed.
+
+    A group, not a session: the command stays in the solver process's session, which the watchdog kills whole
+    when the planner dies (a session of its own would outlive it).
+    """
     begin = time.perf_counter()
     try:
-        proc = subprocess.Popen(words, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        proc = subprocess.Popen(
+            words, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, process_group=0
+        )
     except OSError as exc:
         return CommandRun(127, f"cannot start {words[0]!r}: {exc.strerror or exc}", time.perf_counter() - begin)
     try:
@@ -103,7 +111,7 @@ def run_command(words: list[str], cwd: Path, timeout_s: float) -> CommandRun:
         out, err = proc.communicate()
         return CommandRun(None, _tail(out, err), time.perf_counter() - begin)
     finally:
-        _kill_session(proc.pid)  # whatever it left running in its session
+        _kill_session(proc.pid)  # whatever it left running in its group
     return CommandRun(proc.returncode, _tail(out, err), time.perf_counter() - begin)
 
 

@@ -70,7 +70,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wattplan.planner.bench.worker import EXIT_OOM, vm_hwm_mb
+from wattplan.planner.bench.worker import EXIT_OOM, PARENT_ENV, vm_hwm_mb
 from wattplan.planner.contracts.jsonio import read_json, read_text, write_json_atomic
 from wattplan.planner.contracts.problems import InputError, Problem
 from wattplan.planner.contracts.request import GREEDY, PlanRequest
@@ -484,6 +484,7 @@ def run_one(spec: RunSpec, instance: bytes) -> Record:
         (folder / "task.json").write_text(json.dumps(task), encoding="utf-8")
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_package_root(), env.get("PYTHONPATH")) if p)
+        env[PARENT_ENV] = str(os.getpid())  # the worker dies with this process (kill -9 included)
         env.setdefault(planning.COMMAND_CWD_ENV, os.getcwd())  # a cmd: solver's relative paths: where bench was started
         cmd = [
             sys.executable,

@@ -10,6 +10,8 @@ message). Out of memory (:func:`out_of_memory`: ``MemoryError``, or a library th
 mapped under the cap) exits :data:`EXIT_OOM` after trying to write ``status: oom``. Every
 result carries the worker's ``peak_mb`` (:func:`peak_mb`). The parent
 (:mod:`planner.bench.runner`) measures wall time and kills the process group at its deadline.
+The worker ends with its parent, also one killed with SIGKILL (:func:`tie_to_parent`: the runner's pid comes in
+:data:`PARENT_ENV`), and its solves end with it (:mod:`formulations.watchdog`).
 
 Testing hook: the environment variable :data:`FAULT_ENV` (``WATTPLAN_BENCH_FAULT``) injects a
 failure, as a comma-separated list of ``MODE`` or ``MODE:SOLVER`` (only runs of that solver):
@@ -51,7 +53,12 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from wattplan.planner.contracts.lifetime import die_with_parent
+
 FAULT_ENV = "WATTPLAN_BENCH_FAULT"
+PARENT_ENV = "WATTPLAN_BENCH_PARENT"
+"""Environment variable: the pid of the process that started the worker (the runner sets it), which the worker
+must not outlive; unset, the worker's parent at its start."""
 FAULT_MODES = ("crash", "killed", "hang", "orphan", "slow", "oom", "error", "wrong_bound")
 EXIT_OOM = 75
 """Exit status of a worker that ran out of memory (``MemoryError``)."""
@@ -254,8 +261,22 @@ def _oom(result_path: Path, exc: BaseException) -> int:
     return EXIT_OOM
 
 
+def tie_to_parent() -> None:
+    """End this worker when the runner that started it ends, kill -9 included.
+
+    The parent-death signal, and an exit at once if the runner is gone already
+    (:func:`~planner.contracts.lifetime.die_with_parent`).
+
+    Safe from any runner thread: the thread that starts a worker waits for it to the end.
+    """
+    given = os.environ.get(PARENT_ENV, "")
+    die_with_parent(int(given) if given.isdigit() else os.getppid())
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the task of ``argv = [TASK.json, RESULT.json]``; the exit status (see the module docstring)."""
+    if argv is None:  # the worker process itself, not a call from a test
+        tie_to_parent()
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2:
         sys.stderr.write("usage: python -m wattplan.planner.bench.worker TASK.json RESULT.json\n")
