@@ -32,6 +32,7 @@ reads plans never load a solver.
 from __future__ import annotations
 
 import math
+import numbers
 import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
@@ -180,9 +181,60 @@ MAX_HORIZON = 8
 """The most rounds a horizon model plans at once (``--horizon``); the model grows with jobs x H."""
 
 
+_REQUEST_FIELDS: tuple[tuple[str, str, str, bool], ...] = (
+    ("solver", "text", "solver (--solver)", False),
+    ("objective", "text", "objective", True),
+    ("delta", "number", "delta (--delta)", True),
+    ("time_limit_s", "number", "time_limit_s (--time-limit)", False),
+    ("rel_gap", "number", "rel_gap (--gap)", False),
+    ("threads", "integer", "threads (--threads)", False),
+    ("seed", "integer", "seed (--seed)", False),
+    ("node_limit", "integer", "node_limit (--node-limit)", True),
+    ("lp_bound", "flag", "lp_bound (--lp-bound)", False),
+    ("lp_solver", "text", "lp_solver", False),
+    ("warm_start", "flag", "warm_start", False),
+    ("export_model", "path", "export_model (--export-model)", True),
+    ("horizon", "integer", "horizon (--horizon)", False),
+)
+"""Each field of :class:`PlanRequest`: its kind of value, its name as problems give it, whether None is allowed."""
+
+
+_KIND_WORDS = {"text": "text", "number": "a number", "integer": "an integer", "flag": "True or False", "path": "a Path"}
+
+
+def _is_kind(value: object, kind: str) -> bool:
+    """Whether ``value`` is of ``kind``: text, number (a real, not bool), integer (not bool), flag, path."""
+    if kind == "text":
+        return isinstance(value, str)
+    if kind == "flag":
+        return isinstance(value, bool)
+    if kind == "path":
+        return isinstance(value, Path)
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, numbers.Integral if kind == "integer" else numbers.Real)  # numpy's numbers too
+
+
+def _type_problems(request: PlanRequest) -> list[Problem]:
+    """Each field of ``request`` that is not of its kind (:data:`_REQUEST_FIELDS`).
+
+    From Python any object reaches a field: ``time_limit_s="2"`` or ``threads=None`` ended in ``TypeError: '<' not
+    supported`` inside the range checks, naming no keyword. The command line's values always have the kind.
+    """
+    problems = []
+    for name, kind, label, optional in _REQUEST_FIELDS:
+        value = getattr(request, name)
+        if not (value is None and optional) and not _is_kind(value, kind):
+            wanted = _KIND_WORDS[kind] + (" or None" if optional else "")
+            problems.append(Problem("bad-option", label, f"must be {wanted}, got {value!r:.60}"))
+    return problems
+
+
 def _value_problems(request: PlanRequest) -> list[Problem]:
     """Every value of ``request`` outside its range (see :class:`~planner.contracts.request.PlanRequest`)."""
-    problems: list[Problem] = []
+    if problems := _type_problems(request):
+        return problems  # the range checks compare numbers: they need the kinds right
+    problems = []
     if not 0 < request.time_limit_s <= MAX_TIME_LIMIT_S:  # NaN fails both
         problems.append(
             Problem(
@@ -319,20 +371,26 @@ def plan_from_solution(instance: Instance, solution: Path, request: PlanRequest 
     """The validated plan of an outside solver's solution of a model exported for ``instance`` (``--from-solution``).
 
     ``solution``: a CBC, HiGHS or SCIP solution file of either stage's export (the format is
-    read from the content). Only the request's objective and ``delta`` matter (the plan's
-    objective value); nothing is solved. The plan's status is ``feasible`` and its solver
-    ``external:<format>``. Raises :class:`~planner.contracts.problems.SolutionRejected` for a file that
+    read from the content). The request's objective and ``delta`` give the plan's objective value;
+    no MIP is solved, only, with ``lp_bound``, the LP relaxation by ``lp_solver`` within ``time_limit_s``: the
+    plan's ``bound`` and ``gap`` (``formulations/solution_bound.py``). The plan's status is ``feasible`` and its
+    solver ``external:<format>``. Raises :class:`~planner.contracts.problems.SolutionRejected` for a file that
     gives no usable plan (each problem names the file, line and column or row), ``InputError``
     for a bad request and ``FileNotFoundError`` for a missing file.
     """
     problems = _round_problems(request)
     if problems:
         raise InputError("options", problems)
+    import functools
+
     from wattplan.formulations.external_plan import external_plan
+    from wattplan.formulations.solution_bound import judged
     from wattplan.planner.contracts.instance_io import instance_sha256
     from wattplan.planner.contracts.plan import with_instance_sha256
 
-    result = external_plan(_as_requested(instance, request), solution)
+    lp_solver = request.lp_solver if request.lp_bound else None  # the plan's bound and gap (solution_bound)
+    judge = functools.partial(judged, lp_solver=lp_solver, limit_s=request.time_limit_s)
+    result = external_plan(_as_requested(instance, request), solution, judge)
     return with_instance_sha256(result, instance_sha256(instance))
 
 
@@ -489,6 +547,34 @@ def lp_reference(
     begin = time.perf_counter()
     bound = lp_relaxation(get_backend(lp_solver), rm.lm, "progress", True, time_limit_s).value
     return LpReference(columns, rows, build_s, bound, time.perf_counter() - begin)
+
+
+MAX_BUDGET_J = 1e15
+"""The largest ``--budget-j`` (J): any real round's budget, and no product of it overflows (a 1e308 budget made
+a plan of ``inf`` J that no JSON file can hold)."""
+MAX_POWER_CAP_W = 1e10
+"""The largest ``--power-cap-w`` (W), for the same reason."""
+
+
+def budget_option_problems(
+    budget_j: float | None, power_cap_w: float | None, names: tuple[str, str] = ("--budget-j", "--power-cap-w")
+) -> list[Problem]:
+    """What is wrong with a budget override: both given, or a value not a finite number in its range.
+
+    ``names`` are the two options as the caller's user spells them (``budget_j``/``power_cap_w`` from Python).
+    A negative or NaN budget otherwise reached the planner and came back as an "invalid plan" naming no option.
+    """
+    if budget_j is not None and power_cap_w is not None:
+        return [Problem("conflicting-options", names[0], f"give {names[0]} or {names[1]}")]
+    problems = []
+    for name, value, high in ((names[0], budget_j, MAX_BUDGET_J), (names[1], power_cap_w, MAX_POWER_CAP_W)):
+        if value is None:
+            continue
+        if not _is_kind(value, "number"):
+            problems.append(Problem("bad-option", name, f"must be a number, got {value!r}"))
+        elif not (math.isfinite(value) and 0 <= value <= high):
+            problems.append(Problem("bad-option", name, f"must be a finite number in [0, {high:g}], got {value}"))
+    return problems
 
 
 def budget_override(

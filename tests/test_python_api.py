@@ -92,3 +92,147 @@ def test_plan_under_a_power_cap_declares_the_override_as_the_command_does() -> N
     with pytest.raises(InputError) as exc:
         wattplan.plan(power_cap_w=20_000.0, budget_j=1e6)
     assert exc.value.problems[0].code == "conflicting-options"
+
+
+# --- issue 41: the API checks what the command line checks ---------------------------------------------------
+
+
+def _job_list(folder: Path) -> tuple[Path, Path]:
+    jobs = folder / "jobs.csv"
+    jobs.write_text("id,type,gpus,remaining_steps\na,ResNet-50 (batch size 64),2,100000\n")
+    cluster = folder / "cluster.yaml"
+    cluster.write_text("gpu_types:\n- {name: v100, nodes: [n1]}\n")
+    return jobs, cluster
+
+
+def test_an_instance_built_in_python_is_checked_as_a_file_is() -> None:
+    """A job asking for -3 GPUs was planned (exit-0 equivalent); a field of the wrong type crashed a solver."""
+    import dataclasses
+
+    from wattplan.planner.contracts.instance_io import load_instance
+
+    inst = load_instance(wattplan.default_instance())
+    bad = dataclasses.replace(inst, jobs=(dataclasses.replace(inst.jobs[0], requested_gpus=-3), *inst.jobs[1:]))
+    with pytest.raises(InputError) as exc:
+        wattplan.plan(bad, solver="greedy")
+    assert [p.path for p in exc.value.problems] == ["jobs[0].requested_gpus"]
+    broken = dataclasses.replace(inst, jobs=(dataclasses.replace(inst.jobs[0], gpus=None), *inst.jobs[1:]))
+    with pytest.raises(InputError):
+        wattplan.plan(broken, solver="greedy")
+    with pytest.raises(InputError) as exc:
+        wattplan.plan(42, solver="greedy")  # type: ignore[arg-type]
+    assert [p.path for p in exc.value.problems] == ["instance"]
+    assert wattplan.plan(inst, solver="greedy").instance is inst  # a good one is planned as given
+
+
+def test_budget_options_are_checked_and_named() -> None:
+    """A negative or NaN budget came back as ``InvalidPlanError`` ('greedy produced an invalid plan')."""
+    for keywords, name in (({"budget_j": -1.0}, "budget_j"), ({"power_cap_w": float("nan")}, "power_cap_w")):
+        with pytest.raises(InputError) as exc:
+            wattplan.plan(solver="greedy", **keywords)
+        assert [(p.code, p.path) for p in exc.value.problems] == [("bad-option", name)]
+
+
+@pytest.mark.parametrize(
+    ("keywords", "name"),
+    [
+        ({"time_limit_s": "2"}, "time_limit_s"),  # TypeError: '<' not supported between 'int' and 'str'
+        ({"threads": None}, "threads"),
+        ({"solver": b""}, "solver"),
+        ({"budget_j": []}, "budget_j"),
+        ({"profiles": {}}, "profiles"),
+    ],
+)
+def test_a_keyword_of_the_wrong_kind_is_named(keywords: dict, name: str) -> None:
+    with pytest.raises(wattplan.InputError) as exc:  # the API's documented error
+        wattplan.plan(**{"solver": "greedy", **keywords})
+    assert [(p.code, p.path) for p in exc.value.problems] == [("bad-option", name)]
+
+
+def test_a_request_of_the_wrong_kind_is_named() -> None:
+    """A :class:`PlanRequest` built in Python is checked for kinds before ranges (no ``TypeError``)."""
+    from wattplan.planner.contracts.request import PlanRequest
+    from wattplan.planner.planning import request_problems
+
+    request = PlanRequest(solver="greedy", time_limit_s="5", threads=2.5, seed=True)  # type: ignore[arg-type]
+    assert [p.path.split()[0] for p in request_problems(request)] == ["time_limit_s", "threads", "seed"]
+
+
+def test_job_list_keywords_are_named(tmp_path: Path) -> None:
+    jobs, cluster = _job_list(tmp_path)
+    with pytest.raises(InputError) as exc:  # was a bare ValueError
+        wattplan.plan(jobs=jobs, solver="greedy")
+    assert [p.path for p in exc.value.problems] == ["cluster"]
+    with pytest.raises(InputError) as exc:
+        wattplan.plan(wattplan.default_instance(), profiles=tmp_path / "lib.json", solver="greedy")
+    assert exc.value.problems[0].code == "conflicting-options"
+
+
+def test_write_never_replaces_the_files_the_plan_was_made_from(tmp_path: Path) -> None:
+    """``PlanResult.write(instance_path)`` replaced the instance file with the plan (the CLI refuses it)."""
+    inst = tmp_path / "round.json"
+    inst.write_bytes(wattplan.default_instance().read_bytes())
+    before = inst.read_bytes()
+    result = wattplan.plan(inst, solver="greedy")
+    with pytest.raises(InputError) as exc:
+        result.write(inst)
+    assert [(p.code, p.path) for p in exc.value.problems] == [("output-is-input", "plan_path")]
+    with pytest.raises(InputError) as exc:
+        result.write(tmp_path / "p.json", tmp_path / "p.json")
+    assert [(p.code, p.path) for p in exc.value.problems] == [("same-output", "instance_path")]
+    assert inst.read_bytes() == before and not (tmp_path / "p.json").exists()
+    jobs, cluster = _job_list(tmp_path)
+    from_jobs = wattplan.plan(jobs=jobs, cluster=cluster, solver="greedy")
+    for path in (jobs, cluster):
+        with pytest.raises(InputError):
+            from_jobs.write(tmp_path / "plan.json", path)
+    assert not (tmp_path / "plan.json").exists()
+    result.write(tmp_path / "plan.json", tmp_path / "instance.json")
+    assert (tmp_path / "plan.json").exists() and (tmp_path / "instance.json").exists()
+
+
+def test_replay_inputs_are_named_and_a_failure_leaves_no_temporary_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bad replay input is an ``InputError`` naming it; a failed call without ``out`` leaves no temporary folder.
+
+    A missing trace raised ``FileNotFoundError``, ``cluster=None`` ``AttributeError``, and each failed call without
+    ``out`` left an empty ``wattplan-simulate-*`` folder behind.
+    """
+    import tempfile
+    import warnings
+
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temporary))
+    with pytest.raises(InputError) as exc:
+        wattplan.simulate(tmp_path / "missing.trace", cluster="v100:8", policies=["fifo-max"])
+    assert exc.value.source == str(tmp_path / "missing.trace")
+    with pytest.raises(InputError) as exc:
+        wattplan.simulate("6c71a0.trace", cluster=None, policies=["fifo-max"])  # type: ignore[arg-type]
+    assert [p.path for p in exc.value.problems] == ["--cluster"]
+    with pytest.raises(InputError) as exc:
+        wattplan.simulate("6c71a0.trace", cluster="v100:8", policies=None)  # type: ignore[arg-type]
+    assert [p.path for p in exc.value.problems] == ["--policy"]
+    with pytest.raises(InputError) as exc:
+        wattplan.simulate("6c71a0.trace", cluster="v100:8", max_rounds=[], round_s="360")  # type: ignore[arg-type]
+    assert [p.path for p in exc.value.problems] == ["--round-s", "--max-rounds"]
+    with pytest.raises(InputError) as exc:
+        wattplan.bench(wattplan.default_instance(), solvers=None, seeds=1.5)  # type: ignore[arg-type]
+    assert [p.path for p in exc.value.problems] == ["--solvers", "--seeds"]
+    with pytest.raises(InputError) as exc:
+        wattplan.frontier(tmp_path / "missing.trace", cluster="v100:8")
+    with pytest.raises(InputError), warnings.catch_warnings():  # fails once the temporary folder was made
+        warnings.simplefilter("ignore")  # the long-replay warning
+        wattplan.simulate("6c71a0.trace", cluster="v100:8", policies=["fifo-max"], max_jobs=2, workers=0)
+    assert list(temporary.iterdir()) == []
+
+
+def test_read_results_of_a_damaged_summary_names_the_file(tmp_path: Path) -> None:
+    """A summary.json that is not an object raised ``AttributeError``; broken JSON a ``JSONDecodeError``."""
+    summary = tmp_path / "summary.json"
+    for content in ("[1, 2]", "{not json"):
+        summary.write_text(content)
+        with pytest.raises(InputError) as exc:
+            read_results(tmp_path)
+        assert exc.value.source == str(summary)

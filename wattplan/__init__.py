@@ -13,6 +13,12 @@
 Every function is the command line's own code path (``wattplan plan``, ``simulate``, ``frontier``, ``bench``); the
 results are tidy pandas DataFrames with a ``policy`` column (:mod:`wattplan.results`). docs/python.md has a longer
 example. Register your own policy or solver with :func:`register_policy` / :func:`register_solver`.
+
+Bad input raises :class:`InputError` (``wattplan.InputError``) listing every problem, each naming its file and field
+or its keyword, as the command line prints them (exit 2 there): a missing or malformed file, an
+:class:`~planner.contracts.domain.Instance` that ``wattplan instance check`` would refuse, a keyword of the wrong kind
+or out of its range, an output path that is one of the inputs (or an output folder that holds one). An unknown
+keyword is a ``TypeError``.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from importlib import import_module
 from typing import Any
 
 __all__ = [
+    "InputError",
     "PlanResult",
     "Results",
     "bench",
@@ -36,6 +43,7 @@ __all__ = [
 ]
 
 _WHERE = {
+    "InputError": "wattplan.planner.contracts.problems",
     "plan": "wattplan.planning_api",
     "PlanResult": "wattplan.planning_api",
     "simulate": "wattplan.replay_api",

@@ -1,25 +1,32 @@
 """``wattplan.plan``: plan one round from Python, with the plan's jobs as a DataFrame.
 
 The same front door as ``wattplan plan`` (:func:`planner.planning.plan`, docs/design.md §5.9): the returned plan
-is validated, its figures recomputed from the instance, its bound proven where it claims one.
+is validated, its figures recomputed from the instance, its bound proven where it claims one. The same checks
+too: an instance file, a job list or an :class:`Instance` built in Python is checked as ``wattplan instance
+check`` checks a file, the options as the command line checks them, and :meth:`PlanResult.write` refuses to
+write over the files the plan was made from. Every such refusal is an
+:class:`~planner.contracts.problems.InputError` naming the file or the keyword and each
+problem, as the command line prints it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from wattplan.keywords import check_keywords
 from wattplan.planner import planning
 from wattplan.planner.console.tables import running_rows
 from wattplan.planner.contracts.domain import Instance
-from wattplan.planner.contracts.instance_io import load_instance, write_instance
+from wattplan.planner.contracts.instance_io import instance_to_doc, load_instance, parse_instance, write_instance
 from wattplan.planner.contracts.plan import Plan, plan_to_doc, write_plan
 from wattplan.planner.contracts.problems import InputError, Problem
 from wattplan.planner.contracts.request import PlanRequest
 from wattplan.planner.core.waiting import waiting_reasons
+from wattplan.planner.files.paths import refuse_overwriting_inputs
 from wattplan.planner.files.resources import default_instance
 
 
@@ -34,6 +41,9 @@ class PlanResult:
 
     plan: Plan
     instance: Instance
+    inputs: tuple[Path, ...] = field(default=(), repr=False)
+    """The files the plan was made from (instance, job list, cluster file, profiles): :meth:`write` never
+    writes over them."""
 
     @property
     def jobs(self) -> pd.DataFrame:
@@ -59,24 +69,61 @@ class PlanResult:
         return dict(plan_to_doc(self.plan)["round"])
 
     def write(self, plan_path: str | Path, instance_path: str | Path | None = None) -> None:
-        """Write the plan (and, if a path is given, the instance) atomically, as ``wattplan plan`` does."""
-        write_plan(self.plan, Path(plan_path))
+        """Write the plan (and, if a path is given, the instance) atomically, as ``wattplan plan`` does.
+
+        Refused before anything is written (:class:`InputError` naming ``plan_path`` or ``instance_path``): a path
+        that is one of the files the plan was made from (:attr:`inputs`), both paths one file, a path that cannot
+        be written (a folder, under a file). A refused or failed write leaves every file as it was.
+        """
+        outputs = {
+            "plan_path": Path(plan_path),
+            "instance_path": None if instance_path is None else Path(instance_path),
+        }
+        refuse_overwriting_inputs(outputs, self.inputs)
         if instance_path is not None:
             write_instance(self.instance, Path(instance_path))
+        write_plan(self.plan, Path(plan_path))
+
+
+def checked_instance(instance: Instance, source: str = "instance") -> Instance:
+    """``instance`` if ``wattplan instance check`` would accept it as a file; else :class:`InputError` on ``source``.
+
+    An :class:`Instance` built or changed in Python skips the file's checks (a job asking for -3 GPUs was planned,
+    a field of the wrong type ended in an ``AttributeError`` deep in a solver): it is written to its document and
+    read back through the same checks as a file (schema, finite numbers, meaning: docs/design.md §7.3).
+    """
+    try:
+        doc = instance_to_doc(instance)
+    except (AttributeError, TypeError, ValueError, KeyError) as exc:
+        what = f"not a complete Instance ({type(exc).__name__}: {exc}); build it with load_instance or its fields"
+        raise InputError(source, [Problem("bad-instance", "(instance)", what)]) from None
+    parse_instance(doc, source)
+    return instance
 
 
 def _instance(instance: Instance | str | Path | None, jobs: str | Path | None, cluster: str | Path | None,
-              profiles: str | Path | None) -> Instance:  # fmt: skip
-    if jobs is not None:
+              profiles: str | Path | None) -> tuple[Instance, tuple[Path, ...]]:  # fmt: skip
+    """The checked instance to plan and the files it was read from."""
+    if jobs is not None or cluster is not None or profiles is not None:
         from wattplan.planner.rounds.from_jobs import read_operator_instance
 
-        if instance is not None or cluster is None:
-            raise ValueError("give an instance, or jobs= with cluster= (and optionally profiles=)")
+        if instance is not None:
+            message = "give an instance, or jobs= with cluster= (and optionally profiles=), not both"
+            raise InputError("options", [Problem("conflicting-options", "instance", message)])
+        if jobs is None or cluster is None:
+            missing = "jobs" if jobs is None else "cluster"
+            message = "a job list needs jobs= (the job list) and cluster= (the cluster file)"
+            raise InputError("options", [Problem("bad-option", missing, message)])
+        inputs = tuple(Path(p) for p in (jobs, cluster, profiles) if p is not None)
         made, _ = read_operator_instance(Path(jobs), Path(cluster), None if profiles is None else Path(profiles))
-        return made
+        return checked_instance(made, str(jobs)), inputs
     if isinstance(instance, Instance):
-        return instance
-    return load_instance(Path(instance) if instance is not None else default_instance())
+        return checked_instance(instance), ()
+    if instance is not None and not isinstance(instance, str | Path):
+        what = f"must be an Instance, a path or None, got {instance!r:.60}"
+        raise InputError("options", [Problem("bad-option", "instance", what)])
+    path = Path(instance) if instance is not None else default_instance()
+    return load_instance(path), (path,)
 
 
 def plan(
@@ -103,12 +150,16 @@ def plan(
     ``budget_j`` (J) or ``power_cap_w`` (W, times the round length) replaces the instance's budget, as
     ``wattplan plan --budget-j`` / ``--power-cap-w`` do: the plan declares the override
     (``plan.round.budget_override``) and is validated against the instance as given. Other options are
-    :class:`~planner.contracts.request.PlanRequest`'s (``time_limit_s`` s for the whole call). Bad input raises
-    :class:`~planner.contracts.problems.InputError` with every problem; the plan is validated before it is returned.
+    :class:`~planner.contracts.request.PlanRequest`'s (``time_limit_s`` s for the whole call). Bad input (a file
+    missing or wrong, an :class:`Instance` that ``wattplan instance check`` would refuse, a bad option) raises
+    :class:`~planner.contracts.problems.InputError` with every problem, each naming its field or keyword; the plan
+    is validated before it is returned (a plan the validator rejects is a planner bug:
+    :class:`~planner.core.validate.InvalidPlanError`).
     """
-    inst = _instance(instance, jobs, cluster, profiles)
-    if budget_j is not None and power_cap_w is not None:
-        raise InputError("options", [Problem("conflicting-options", "budget_j", "give budget_j or power_cap_w")])
+    check_keywords(plan, locals())
+    inst, inputs = _instance(instance, jobs, cluster, profiles)
+    if problems := planning.budget_option_problems(budget_j, power_cap_w, ("budget_j", "power_cap_w")):
+        raise InputError("options", problems)
     override = planning.budget_override(
         inst.round.budget_j, inst.round.duration_s, None if budget_j is None else float(budget_j), power_cap_w
     )
@@ -124,4 +175,4 @@ def plan(
     result = planning.plan(planning.with_overridden_budget(inst, override), request)
     if override is not None:
         result = planning.declare_budget_override(result, override, inst)
-    return PlanResult(result, inst)
+    return PlanResult(result, inst, inputs)

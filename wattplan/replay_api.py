@@ -12,11 +12,15 @@ with every problem, as the command line reports them; an unknown keyword ``TypeE
 
 from __future__ import annotations
 
+import inspect
+import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from wattplan.keywords import check_keywords
 from wattplan.planner.contracts import defaults
 from wattplan.planner.contracts.request import REPLAY_REQUEST
 from wattplan.results import Results, read_results
@@ -25,8 +29,32 @@ if TYPE_CHECKING:
     from wattplan.planner.sim.session import ReplayHooks
 
 
-def _out(out: str | Path | None, prefix: str) -> Path:
-    return Path(out) if out is not None else Path(tempfile.mkdtemp(prefix=prefix)) / "out"
+@contextmanager
+def _out(out: str | Path | None, prefix: str) -> Iterator[Path]:
+    """The output folder: ``out``, or ``out`` in a new temporary folder when None, removed again if the run fails.
+
+    A failed call with no ``out`` left an empty ``wattplan-simulate-*`` folder in the temporary folder each time;
+    only the folder made here is removed, never a folder the caller named.
+    """
+    if out is not None:
+        yield Path(out)
+        return
+    made = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield made / "out"
+    except BaseException:
+        shutil.rmtree(made, ignore_errors=True)
+        raise
+
+
+def _option_name(keyword: str) -> str:
+    """The command line's name of ``keyword`` (``max_jobs``: ``--max-jobs``; ``policies``: ``--policy``)."""
+    return {"policies": "--policy", "trace": "TRACE", "instances": "SET"}.get(keyword, f"--{keyword.replace('_', '-')}")
+
+
+def _checked_keywords(function: Callable[..., Any], given: dict[str, Any]) -> None:
+    """:func:`wattplan.keywords.check_keywords` naming each keyword as the command line names its option."""
+    check_keywords(function, given, _option_name)
 
 
 def _unknown(function: str, unknown: dict[str, Any], known: Sequence[str]) -> None:
@@ -42,8 +70,6 @@ def _keywords_of(entry: Callable[..., Any], given: dict[str, Any]) -> dict[str, 
     The API's functions spell out every option for the reader and the type checker, then hand them on by name, so
     the library entry's list is the one that counts (``tests/test_replay_api.py`` checks the API lacks none).
     """
-    import inspect
-
     names = [p.name for p in inspect.signature(entry).parameters.values() if p.kind is p.KEYWORD_ONLY]
     return {name: given[name] for name in names}
 
@@ -109,51 +135,37 @@ def simulate(
     ``rounds`` and ``jobs`` (one row per round or job and policy). Bad options raise
     :class:`~planner.contracts.problems.InputError` naming them, an unknown keyword ``TypeError``.
     """
-    import inspect
-
     from wattplan.planner.contracts.provenance import written_by
     from wattplan.planner.sim.plots import FigureOptions, check_figure_options
-    from wattplan.planner.sim.session import replay_spec, run_simulate
+    from wattplan.planner.sim.session import replay_spec
 
     _unknown("simulate", unknown, [k for k in inspect.signature(simulate).parameters if k not in ("trace", "unknown")])
+    _checked_keywords(simulate, locals())
     given = {**locals(), "policies": [policies] if isinstance(policies, str) else list(policies)}
     spec = replay_spec(trace, **_keywords_of(replay_spec, given))
     figures = FigureOptions(plot_format, dpi)  # type: ignore[arg-type]  # checked on the next line
     check_figure_options(figures)
-    folder = _out(out, "wattplan-simulate-")
     stamp = written_by(["wattplan.simulate", str(trace)])
+    with _out(out, "wattplan-simulate-") as folder:
+        _replay(spec, folder, quiet, plots=plots, figures=figures, fresh=fresh, workers=workers, ray=ray, stamp=stamp)
+        return read_results(folder)
+
+
+def _replay(spec: Any, folder: Path, quiet: bool, *, stamp: dict[str, Any], **options: Any) -> None:
+    """:func:`planner.sim.session.run_simulate` into ``folder``, with a progress bar on stderr unless ``quiet``."""
+    from wattplan.planner.sim.session import run_simulate
+
     if quiet:
-        run_simulate(
-            spec,
-            folder,
-            plots=plots,
-            figures=figures,
-            fresh=fresh,
-            workers=workers,
-            ray=ray,
-            written_by=stamp,
-            hooks=_python_hooks(),
-        )
-    else:
-        from rich.console import Console
+        run_simulate(spec, folder, written_by=stamp, hooks=_python_hooks(), **options)
+        return
+    from rich.console import Console
 
-        from wattplan.planner.sim.render import progress_callback, progress_display
+    from wattplan.planner.sim.render import progress_callback, progress_display
 
-        with progress_display(Console(stderr=True)) as bar:
-            hooks = _python_hooks()
-            hooks.round_progress = lambda name, jobs: progress_callback(bar, name, jobs)
-            run_simulate(
-                spec,
-                folder,
-                plots=plots,
-                figures=figures,
-                fresh=fresh,
-                workers=workers,
-                ray=ray,
-                written_by=stamp,
-                hooks=hooks,
-            )
-    return read_results(folder)
+    with progress_display(Console(stderr=True)) as bar:
+        hooks = _python_hooks()
+        hooks.round_progress = lambda name, jobs: progress_callback(bar, name, jobs)
+        run_simulate(spec, folder, written_by=stamp, hooks=hooks, **options)
 
 
 def _python_hooks() -> ReplayHooks:
@@ -225,18 +237,17 @@ def frontier(
     It runs :func:`planner.sim.session.run_frontier`, the command's own code. ``frontier`` holds the sweep's rows;
     ``summary``, ``rounds`` and ``jobs`` every point's replay (``label`` names the point).
     """
-    import inspect
-
     from wattplan.planner.sim.plots import FigureOptions, check_figure_options
     from wattplan.planner.sim.session import frontier_sweep, run_frontier
 
     _unknown("frontier", unknown, [k for k in inspect.signature(frontier).parameters if k not in ("trace", "unknown")])
+    _checked_keywords(frontier, locals())
     sweep = frontier_sweep(trace, **_keywords_of(frontier_sweep, locals()))
     figures = FigureOptions(plot_format, dpi)  # type: ignore[arg-type]  # checked on the next line
     check_figure_options(figures)
-    folder = _out(out, "wattplan-frontier-")
-    run_frontier(sweep, folder, workers=workers, ray=ray, figures=figures if plots else None)
-    return read_results(folder)
+    with _out(out, "wattplan-frontier-") as folder:
+        run_frontier(sweep, folder, workers=workers, ray=ray, figures=figures if plots else None)
+        return read_results(folder)
 
 
 def bench(
@@ -263,28 +274,27 @@ def bench(
     s per run, ``gap`` relative, None: the planner's default). It runs :func:`planner.bench.session.run_bench_session`,
     the command's own code. ``runs`` has one row per run, ``bench`` one per solver, ``per_instance`` one per instance.
     """
-    import inspect
-
     from wattplan.planner.bench.session import bench_config, run_bench_session
     from wattplan.planner.contracts.request import DEFAULT_REQUEST
 
     _unknown("bench", unknown, [k for k in inspect.signature(bench).parameters if k not in ("instances", "unknown")])
-    folder = _out(out, "wattplan-bench-")
-    session = bench_config(
-        instances,
-        out=folder,
-        solvers=solvers,
-        time_limit=time_limit,
-        seeds=seeds,
-        workers=workers,
-        ray=ray,
-        gap=DEFAULT_REQUEST.rel_gap if gap is None else gap,
-        threads=threads,
-        memory_limit_mb=memory_limit_mb,
-        grace=grace,
-        node_limit=node_limit,
-        plot_format=plot_format,
-        dpi=dpi,
-    )
-    run_bench_session(session)
-    return read_results(folder)
+    _checked_keywords(bench, locals())
+    with _out(out, "wattplan-bench-") as folder:
+        session = bench_config(
+            instances,
+            out=folder,
+            solvers=solvers,
+            time_limit=time_limit,
+            seeds=seeds,
+            workers=workers,
+            ray=ray,
+            gap=DEFAULT_REQUEST.rel_gap if gap is None else gap,
+            threads=threads,
+            memory_limit_mb=memory_limit_mb,
+            grace=grace,
+            node_limit=node_limit,
+            plot_format=plot_format,
+            dpi=dpi,
+        )
+        run_bench_session(session)
+        return read_results(folder)

@@ -19,7 +19,6 @@ no rows but keep the ``policy`` column. Only reading: nothing here plans or repl
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -83,7 +82,7 @@ def _replay_folder(
     folder: Path, policy: str | None, label: str | None
 ) -> tuple[dict[str, Any], pd.DataFrame, pd.DataFrame]:
     """One replay's summary, rounds and jobs, each tagged with its policy (and frontier label)."""
-    summary = json.loads((folder / "summary.json").read_text())
+    summary = _summary(folder / "summary.json")
     name = policy or summary.get("policy") or folder.name
     tags = {"policy": name} | ({"label": label} if label is not None else {})
     rounds = unpack_nodes_on(_csv(folder / "rounds.csv"))
@@ -95,6 +94,17 @@ def _replay_folder(
             else:
                 frame.insert(0, key, value)
     return {**tags, **{k: v for k, v in summary.items() if not isinstance(v, dict | list)}}, rounds, jobs
+
+
+def _summary(path: Path) -> dict[str, Any]:
+    """A replay's ``summary.json``: an object, else :class:`InputError` naming the file (never a raw JSON error)."""
+    from wattplan.planner.contracts.jsonio import read_json
+
+    doc = read_json(path)
+    if not isinstance(doc, dict):
+        what = f"not a replay summary: a JSON object was expected, found {type(doc).__name__}"
+        raise InputError(str(path), [Problem("bad-results", "(file)", what)])
+    return doc
 
 
 def _csv(path: Path) -> pd.DataFrame:
@@ -164,5 +174,9 @@ def _comparison_order(root: Path) -> dict[str, int]:
     path = root / "comparison.json"
     if not path.exists():
         return {}
-    rows = json.loads(path.read_text())
+    from wattplan.planner.contracts.jsonio import read_json
+
+    rows = read_json(path)
+    if not isinstance(rows, list):
+        return {}
     return {str(r.get("policy")): k for k, r in enumerate(rows) if isinstance(r, dict)}

@@ -65,13 +65,17 @@ def bench_config(
     set (:func:`planner.bench.runner.prepare_runs`); each problem an :class:`InputError` naming the option.
     """
     from wattplan.planner.console.solver_list import split_solvers
-    from wattplan.planner.files.paths import refuse_overwriting_inputs
+    from wattplan.planner.files.paths import inside, refuse_overwriting_inputs, same_path
 
     if problems := figure_option_problems(plot_format, dpi):
         raise InputError("figures", problems)
     folder, out_path = Path(instances), Path(out)
     # every file of the set is an input: --out naming its manifest.csv failed with 'File exists' (exit 1)
-    refuse_overwriting_inputs({"--out": out_path}, [folder, *(folder.rglob("*") if folder.is_dir() else [])])
+    # an input inside --out is refused as well (a bench writes and replaces files there); an earlier bench's own
+    # outputs, in an --out inside the set's folder, are not inputs
+    found = folder.rglob("*") if folder.is_dir() else []
+    files = [p for p in found if not (same_path(p, out_path) or inside(p, out_path))]
+    refuse_overwriting_inputs({"--out": out_path}, [folder, *files], folders={"--out"})
     text = solvers if isinstance(solvers, str) else ",".join(solvers)
     config = BenchConfig(
         instances=folder,

@@ -58,10 +58,17 @@ def choice_problems(choices: Mapping[str, tuple[str | None, Sequence[str]]]) -> 
 
 
 def resolve_trace(path: str | Path) -> Path:
-    """The trace a user named: a file, or a shipped trace by name (``6c71a0.trace``)."""
+    """The trace a user named: a file, or a shipped trace by name (``6c71a0.trace``).
+
+    Neither: :class:`InputError` naming ``path`` (from Python a bare ``FileNotFoundError`` came out of
+    ``wattplan.simulate``; the command line said the same in its own words).
+    """
     from wattplan.planner.files.resources import resolve_trace as resolve
 
-    return resolve(Path(path))
+    try:
+        return resolve(Path(path))
+    except FileNotFoundError:
+        raise InputError(str(path), [Problem("no-such-file", "(file)", "no such file or shipped trace")]) from None
 
 
 def cluster_option(text: str) -> str:
@@ -414,7 +421,8 @@ def run_simulate(
 
     hooks = hooks or ReplayHooks()
     out = Path(out)
-    refuse_overwriting_inputs({"--out": out}, [spec.trace, spec.carbon, spec.price, spec.profiles, spec.truth])
+    inputs = [spec.trace, spec.carbon, spec.price, spec.profiles, spec.truth]
+    refuse_overwriting_inputs({"--out": out}, inputs, folders={"--out"})  # an input in --out is refused too
     workload, ctx = prepare(spec)
     outlook = forecast(workload.jobs, ctx.total_gpus, ctx.rules.duration_s, spec.policies, spec.start_s)
     if (warning := long_replay_warning(outlook)) is not None:
@@ -569,7 +577,8 @@ def run_frontier(
     from wattplan.planner.sim import frontier as fr
 
     base = sweep.base
-    refuse_overwriting_inputs({"--out": Path(out)}, [base.trace, base.carbon, base.price, base.profiles, base.truth])
+    inputs = [base.trace, base.carbon, base.price, base.profiles, base.truth]
+    refuse_overwriting_inputs({"--out": Path(out)}, inputs, folders={"--out"})  # an input in --out is refused too
 
     def advance(point: Any, row: Any) -> None:
         if point_done is not None:
