@@ -168,7 +168,8 @@ def test_store_survives_a_crash_and_reports_what_was_interrupted(tmp_path: Path)
     store.action_outcome(ids[0], "ok", "")
     store.begin_round(1, 2.0, 360.0)
     store.commit_intent(1, [Desired("7", 1, "wait")], [(("scontrol", "requeuehold", "7"), (7,))])
-    # a crash here: nothing more is written; a new process opens the same file
+    # a crash here: nothing more is written; a new process opens the same file (the dead one's lock is gone)
+    store.close()
     again = AgentStore(path)
     assert again.desired()["7"].state == "wait"
     assert again.interrupted() == [(1, ["scontrol", "requeuehold", "7"])]

@@ -83,7 +83,7 @@ def _agent(tmp_path: Path, slurm: FakeSlurm, solver: str = "greedy", dry_run: bo
 def _touched(slurm: FakeSlurm) -> set[str]:
     out: set[str] = set()
     for argv in slurm.seen:
-        if argv[:2] in (("scontrol", "release"), ("scontrol", "hold"), ("scontrol", "requeuehold")):
+        if argv[:2] in (("scontrol", "release"), ("scontrol", "uhold"), ("scontrol", "requeuehold")):
             out.update(argv[2].split(","))
         elif argv[:2] == ("scontrol", "update"):
             out.add(argv[2].split("=")[1])
@@ -144,6 +144,8 @@ def test_a_job_without_progress_is_restarted_at_most_three_times(tmp_path: Path)
     agent, _ = _agent(tmp_path, FakeSlurm())
     limit = agent.cfg.rules.restart_s + agent.cfg.rules.duration_s
     now = {j: SlurmJobNow(j, True, False, ("v100-1",), 1) for j in ("7", "8")}
+    for j in now:
+        agent.store.add_job(j, "A3C", 100.0, 1, 0.0, 0)
     agent._observed = True
     agent._advanced_at = {"7": 0.0}  # job 8 never showed progress: it is never judged
     report = RoundReport(0, 0.0)

@@ -298,7 +298,7 @@ def test_calls_are_grouped_in_a_safe_order() -> None:
     assert [c.argv for c in calls(actions)] == [
         ("scancel", "7", "8"),
         ("scontrol", "requeuehold", "3"),
-        ("scontrol", "hold", "9"),
+        ("scontrol", "uhold", "9"),  # a user hold: never mistaken for an administrator's
         ("scontrol", "update", "JobId=3", "Gres=gpu:2"),
         ("scontrol", "update", "JobId=4", "Gres=gpu:2"),
         ("scontrol", "update", "JobId=5", "NodeList=v100-[0-1]", "NumNodes=2"),

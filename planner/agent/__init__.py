@@ -9,7 +9,10 @@ Modules:
 - :mod:`planner.agent.aligned_blocks`: running jobs' GPU indices as aligned blocks on their nodes, so that the
   round's placement keeps every job where Slurm runs it
 - :mod:`planner.agent.decide`: a plan turned into Slurm calls and setting files (pairs as host and guest)
-- :mod:`planner.agent.store`: the state in SQLite (jobs, desired configurations, rounds, calls, observations)
+- :mod:`planner.agent.store`: the state in SQLite (jobs, desired configurations, rounds, calls, observations,
+  the holds the agent owns), one agent per state file (a lock held for the process's life)
+- :mod:`planner.agent.trust`: whose jobs the agent acts on (opted in *and* an allowed user or account) and which
+  holds it may release (its own; never an administrator's)
 - :mod:`planner.agent.node_settings`: the setting file the node scripts read, the clock, atomic writes
 - :mod:`planner.agent.prometheus`: a strict client of Prometheus' query API, with bounded retries
 - :mod:`planner.agent.observations`: one window's energy per GPU, node and job (a shared GPU's energy

@@ -31,8 +31,13 @@ give, estimated the way the replay estimates its reference.
 Faults never stop the loop: Slurm or Prometheus unreachable (retried with backoff inside the round, then the
 round is skipped or planned from the last known progress, and the log says so), a node drained mid-run (left
 out; its jobs restart elsewhere), a job cancelled by its user or failing (recorded, forgotten), a call Slurm
-refuses (recorded; the next round derives its calls from what Slurm then shows). SIGTERM and SIGINT end the
-loop between two steps.
+refuses (recorded; the next round derives its calls from what Slurm then shows), a state file another process
+keeps locked (the round is skipped, what runs is kept, the log says what to close). SIGTERM and SIGINT end the
+loop between two steps. A damaged state file stops the loop with an operator-facing error (:class:`StoreError`):
+without it the agent cannot record what it sends.
+
+Trust (:mod:`planner.agent.trust`): only opted-in jobs of the allowed users and accounts are read as managed;
+a job held by an administrator, or by its user after the agent first saw it, is left out of the round.
 """
 
 from __future__ import annotations
@@ -53,8 +58,17 @@ from wattplan.planner.agent.node_settings import Clock, JobSetting, write_text_a
 from wattplan.planner.agent.reference import fifo_reference, slurm_reference
 from wattplan.planner.agent.slurm_actions import Action, ActionOutcome, Release, apply, calls
 from wattplan.planner.agent.slurm_detail import expand_hostlist, query_job_gpus
-from wattplan.planner.agent.slurm_queue import ManagedJob, NodeState, query_nodes, query_queue
-from wattplan.planner.agent.store import AgentStore, Desired, KnownJob
+from wattplan.planner.agent.slurm_queue import (
+    ADMIN_HOLD,
+    USER_HOLD,
+    ManagedJob,
+    NodeState,
+    QueueRead,
+    query_nodes,
+    query_queue,
+)
+from wattplan.planner.agent.store import AgentStore, Desired, KnownJob, StoreBusy
+from wattplan.planner.agent.trust import Allowed, foreign_hold
 from wattplan.planner.contracts.domain import CurrentConfig, NodeGpus
 from wattplan.planner.contracts.problems import InputError
 from wattplan.planner.contracts.request import PlanRequest
@@ -79,7 +93,8 @@ has no database index yet (``Job update not available right now, the DB index is
 seen live). The update is retried for up to ``requeue_wait_s``."""
 USABLE_NODE_STATES = frozenset({"idle", "mixed", "allocated"})
 MAX_STALL_RESTARTS = 3
-"""Requeues of one job for making no progress; after that it is left running and the log says so."""
+"""Requeues of one job for making no progress; after that it is left running and the log says so. Counted in the
+state file (``jobs.stall_restarts``), so a restarted agent does not start counting again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +158,8 @@ class AgentConfig:
     cost at every start."""
     poll_s: float = 1.0
     """Backoff between attempts to read Slurm inside one round (real s)."""
+    allowed: Allowed = field(default_factory=Allowed.own_user)
+    """Whose opted-in jobs the agent acts on (``--allow-user``, ``--allow-account``; default: its own user's)."""
 
 
 @dataclass
@@ -214,7 +231,8 @@ class Agent:
         self._advanced_at: dict[str, float] = {}
         self._seen_steps: dict[str, float] = {}
         self._running_since: dict[str, float] = {}
-        self._stall_restarts: dict[str, int] = {}
+        self._said: set[tuple[str, str]] = set()
+        """``(job id, why)`` of jobs left alone that the log named already (each is said once)."""
         self._window_start_s = 0.0
         self._metered: frozenset[str] = frozenset()
         """Jobs that drew GPU energy in the last window, as DCGM's job mapping names them."""
@@ -295,12 +313,14 @@ class Agent:
             return report
         for p in (*queue.problems, *nodes.problems):
             report.notes.append(f"Slurm: {p.path}: {p.message}")
-        managed = {str(j.job_id): j for j in queue.jobs}
+        managed = self._admitted(queue, report)
         self._active_ids = frozenset(jid for jid, j in managed.items() if j.state in ACTIVE_STATES)
         self._placements = dict(placements)
         self._gpus_per_host = {n.name: n.gpus for n in nodes.nodes}
+        seen_before = set(self.store.known_jobs())
         known = self._remember(managed, queue.listed, rnd, now_s, report)
         active = {jid: j for jid, j in managed.items() if j.state in ACTIVE_STATES and jid in known}
+        active = self._without_foreign_holds(active, seen_before, rnd, report)
         self._observe(unix, now_s, report)
         known = self.store.known_jobs()
         busy_hosts = self._unmanaged_hosts(placements, set(managed))
@@ -360,6 +380,52 @@ class Agent:
             delta=delta,
         )
         return report
+
+    def _admitted(self, queue: QueueRead, report: RoundReport | None) -> dict[str, ManagedJob]:
+        """The opted-in jobs of allowed users and accounts, by id; the others are named once and left alone."""
+        out: dict[str, ManagedJob] = {}
+        for j in queue.jobs:
+            jid = str(j.job_id)
+            if self.cfg.allowed.admits(j):
+                out[jid] = j
+            elif report is not None and j.state in ACTIVE_STATES:
+                owner = f"user {j.user_name!r}" + (f", account {j.account!r}" if j.account else "")
+                self._say_once(
+                    report,
+                    jid,
+                    "not allowed",
+                    f"job {jid} opted in but belongs to {owner}, not to the allowed "
+                    f"{self.cfg.allowed.describe()} (--allow-user, --allow-account): left alone",
+                )
+        return out
+
+    def _without_foreign_holds(
+        self, active: Mapping[str, ManagedJob], seen_before: set[str], rnd: int, report: RoundReport
+    ) -> dict[str, ManagedJob]:
+        """``active`` without jobs held by someone else than the agent (trust rule 2), holds recorded.
+
+        A job's submission hold (``JobHeldUser`` the first time the agent sees it) is adopted; the hold record of
+        a job Slurm shows not held is dropped.
+        """
+        holds = self.store.agent_holds()
+        gone = [jid for jid, j in active.items() if not j.held and jid in holds]
+        adopted = [jid for jid, j in active.items() if jid not in seen_before and j.held and j.reason == USER_HOLD]
+        self.store.drop_holds(gone)
+        self.store.adopt_holds(adopted, rnd)
+        holds = (holds - set(gone)) | set(adopted)
+        out: dict[str, ManagedJob] = {}
+        for jid, j in active.items():
+            why = foreign_hold(j, holds)
+            if why is None:
+                out[jid] = j
+            else:
+                self._say_once(report, jid, why, f"job {jid} is {why}: left alone until it is released")
+        return out
+
+    def _say_once(self, report: RoundReport, job_id: str, key: str, text: str) -> None:
+        if (job_id, key) not in self._said:
+            self._said.add((job_id, key))
+            report.notes.append(text)
 
     def _finish(self, report: RoundReport, t_start: float, status: str, **fields: object) -> None:
         report.overhead_s = time.monotonic() - t_start - report.solve_s
@@ -434,14 +500,14 @@ class Agent:
             idle_s = now_s - max(since, self._advanced_at.get(jid, now_s))
             if not unmetered and (jid not in self._advanced_at or idle_s <= limit):
                 continue
-            done = self._stall_restarts.get(jid, 0)
+            done = self.store.stall_restarts(jid)
             if done >= MAX_STALL_RESTARTS:
                 if done == MAX_STALL_RESTARTS:
                     what = "drawn no GPU energy" if unmetered else f"made no progress for {idle_s:.0f} s"
                     report.notes.append(f"job {jid} has {what} after {done} restarts: left running")
-                    self._stall_restarts[jid] = done + 1
+                    self.store.set_stall_restarts(jid, done + 1)
                 continue
-            self._stall_restarts[jid] = done + 1
+            self.store.set_stall_restarts(jid, done + 1)
             self._running_since.pop(jid, None)
             why = (
                 f"no GPU energy for {now_s - self._window_start_s:.0f} s: not in DCGM's job mapping"
@@ -706,8 +772,12 @@ class Agent:
                 queue = query_queue(self.run)
             except SlurmError:
                 break
-            running = {str(j.job_id) for j in queue.jobs if j.state == "RUNNING"}
-            ready = [g for g, h in waiting.items() if h in running]
+            admitted = self._admitted(queue, None)
+            running = {jid for jid, j in admitted.items() if j.state == "RUNNING"}
+            for g in [g for g in waiting if g in admitted and admitted[g].reason == ADMIN_HOLD]:
+                waiting.pop(g)  # an administrator held it meanwhile: never released
+                report.notes.append(f"job {g} was held by an administrator meanwhile: left alone")
+            ready = [g for g, h in waiting.items() if h in running and g in admitted]
             if ready:
                 self._send(rnd, [Release(int(g)) for g in ready], [], report)
                 for g in ready:
@@ -725,7 +795,7 @@ class Agent:
             queue = query_queue(self.run)
         except SlurmError:
             return False
-        active = frozenset(str(j.job_id) for j in queue.jobs if j.state in ACTIVE_STATES)
+        active = frozenset(jid for jid, j in self._admitted(queue, None).items() if j.state in ACTIVE_STATES)
         return active != self._active_ids
 
     def idle(self) -> bool:
@@ -751,8 +821,13 @@ class Agent:
         try:
             next_at = time.monotonic()
             while not self.stop_requested:
-                report = self.round()
-                self.log(report.line())
+                try:
+                    report = self.round()
+                except StoreBusy as e:  # a damaged state (StoreError) stops the loop: nothing could be recorded
+                    report = RoundReport(-1, self.cfg.clock.now_s(), status="state-busy")
+                    self.log(f"round skipped, what runs is kept: {e}")
+                else:
+                    self.log(report.line())
                 if self.cfg.dry_run:
                     for outcome in report.calls:
                         self.log(f"would run: {outcome.call}")

@@ -16,6 +16,12 @@ are dropped from the later chunk (the window read is ``[start, end]``).
 ``k``-th failure (k = 0, 1, ...), for at most ``attempts`` calls and at most ``max_total_s`` seconds of sleep in all;
 only errors marked ``retryable`` (unreachable, time-out, HTTP 5xx) are retried. When every attempt fails it raises
 the last :class:`PrometheusError`, its message prefixed with the number of attempts; it never returns a stand-in.
+
+Deadlines. A client made by :meth:`PrometheusClient.bounded` carries a deadline (``time.monotonic()``): each
+request's timeout is the smaller of ``timeout_s`` and the time left, the answer is read in pieces with the
+deadline checked between them, and once it has passed no request is sent (a :class:`PrometheusError` says the
+budget is spent). :func:`with_retries` with the same ``deadline`` waits for no retry that would end past it. So a
+Prometheus that accepts connections and never answers costs a caller its budget, not ``attempts`` timeouts.
 """
 
 from __future__ import annotations
@@ -180,12 +186,38 @@ def _short(query: str) -> str:
 class PrometheusClient:
     """Queries one Prometheus at ``base_url`` (``http://127.0.0.1:9090``), each call limited to ``timeout_s``."""
 
-    def __init__(self, base_url: str, timeout_s: float = DEFAULT_TIMEOUT_S):
+    def __init__(self, base_url: str, timeout_s: float = DEFAULT_TIMEOUT_S, deadline: float | None = None):
         parsed = urllib.parse.urlsplit(base_url)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise PrometheusError(f"Prometheus URL {base_url!r} is not http(s)://HOST:PORT")
         self.base_url = base_url.rstrip("/")
         self.timeout_s = timeout_s
+        self.deadline = deadline
+        """``time.monotonic()`` after which no request is sent (None: none); see the module docstring."""
+
+    def bounded(self, deadline: float) -> PrometheusClient:
+        """The same client with every request ending by ``deadline`` (``time.monotonic()``)."""
+        return PrometheusClient(self.base_url, self.timeout_s, deadline)
+
+    def _timeout(self, what: str) -> float:
+        """This request's timeout: ``timeout_s``, or less when the deadline is nearer; an error once it passed."""
+        if self.deadline is None:
+            return self.timeout_s
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise PrometheusError(f"{what}: not sent, the time allowed for Prometheus this round is spent")
+        return min(self.timeout_s, left)
+
+    def _read(self, answer: Any, what: str, timeout: float) -> bytes:
+        """The whole body, piece by piece, the deadline checked between pieces (a trickling answer ends too)."""
+        parts: list[bytes] = []
+        while piece := answer.read1(65536):
+            parts.append(piece)
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                raise PrometheusError(
+                    f"{what}: Prometheus at {self.base_url} did not answer within {timeout:.3g} s", retryable=True
+                )
+        return b"".join(parts)
 
     def _post(self, path: str, params: Mapping[str, str], what: str) -> bytes:
         url = self.base_url + path
@@ -193,10 +225,10 @@ class PrometheusClient:
         request = urllib.request.Request(
             url, data=data, headers={"Content-Type": "application/x-www-form-urlencoded"}, method="POST"
         )
+        timeout = self._timeout(what)
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as answer:
-                body: bytes = answer.read()
-                return body
+            with urllib.request.urlopen(request, timeout=timeout) as answer:
+                return self._read(answer, what, timeout)
         except urllib.error.HTTPError as err:
             body = err.read() or b""
             try:
@@ -211,13 +243,13 @@ class PrometheusClient:
             ) from None
         except TimeoutError:
             raise PrometheusError(
-                f"{what}: Prometheus at {self.base_url} did not answer within {self.timeout_s:g} s", retryable=True
+                f"{what}: Prometheus at {self.base_url} did not answer within {timeout:.3g} s", retryable=True
             ) from None
         except urllib.error.URLError as err:
             reason = err.reason
             if isinstance(reason, TimeoutError):
                 raise PrometheusError(
-                    f"{what}: Prometheus at {self.base_url} did not answer within {self.timeout_s:g} s",
+                    f"{what}: Prometheus at {self.base_url} did not answer within {timeout:.3g} s",
                     retryable=True,
                 ) from None
             raise PrometheusError(f"cannot reach Prometheus at {self.base_url}: {reason}", retryable=True) from None
@@ -225,7 +257,8 @@ class PrometheusClient:
             raise PrometheusError(f"cannot reach Prometheus at {self.base_url}: {err}", retryable=True) from None
 
     def _params(self, query: str) -> dict[str, str]:
-        return {"query": query, "timeout": f"{self.timeout_s:g}s"}
+        left = self.timeout_s if self.deadline is None else max(0.001, self.deadline - time.monotonic())
+        return {"query": query, "timeout": _duration(min(self.timeout_s, left))}  # "3.5s" is not a duration
 
     def instant(self, query: str, at_unix: float | None = None) -> tuple[Sample, ...]:
         """The instant vector ``query`` evaluates to at ``at_unix`` (Unix s; None: Prometheus' now)."""
@@ -309,13 +342,15 @@ def with_retries(
     max_s: float = 8.0,
     max_total_s: float = 30.0,
     sleep: Callable[[float], None] = time.sleep,
+    deadline: float | None = None,
 ) -> T:
     """``fn()``'s answer, retrying retryable :class:`PrometheusError` failures with exponential backoff.
 
     Calls ``fn`` at most ``attempts`` times, sleeping the :func:`backoff_delays` in between (``sleep`` is
     injectable for tests). A non-retryable error is raised at once. When every attempt fails, raises a
     :class:`PrometheusError` ``"N attempts failed; the last: ..."`` (retryable, so a caller may try again next
-    round). Any other exception of ``fn`` passes through.
+    round). Any other exception of ``fn`` passes through. With ``deadline`` (``time.monotonic()``) no retry is
+    waited for that would start past it: the last error is raised instead.
     """
     if attempts < 1:
         raise ValueError("attempts must be >= 1")
@@ -328,6 +363,7 @@ def with_retries(
         except PrometheusError as err:
             if not err.retryable:
                 raise
-            if tries > len(delays):
+            late = deadline is not None and tries <= len(delays) and time.monotonic() + delays[tries - 1] >= deadline
+            if tries > len(delays) or late:
                 raise PrometheusError(f"{tries} attempt(s) failed; the last: {err}", retryable=True) from None
             sleep(delays[tries - 1])

@@ -6,14 +6,21 @@ Prometheus that scrapes the DCGM exporters (``--prometheus URL``). With ``--clus
 settings folder, the submitter's done marker and the clock (the manifest's ``slurm_conf``, ``prometheus_url``,
 ``settings_dir``, ``idle_marker``, ``t0_unix``, ``time_scale``); nothing else changes.
 
-``--dry-run`` plays one round on a copy of the state file and prints the calls it would send; nothing is written
-to Slurm, the nodes or the state.
+``--dry-run`` plays one round on a snapshot of the state file (SQLite's backup API: what is still in the
+write-ahead log included, consistent while an agent runs) and prints the calls it would send; nothing is written
+to Slurm, the nodes or the state, and it takes no lock. Otherwise the state file is opened first, with its lock
+(one agent per state file, :class:`~planner.agent.store.AgentStore`), before Slurm is asked anything.
+
+Prometheus is read within a budget per round (:data:`OBSERVE_BUDGET_S`, at most half a round): every HTTP
+timeout is the time left in it, so a Prometheus that accepts connections and never answers costs a round that
+budget, not ``attempts`` times the client's timeout.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -28,7 +35,10 @@ from wattplan.planner.agent.node_settings import Clock
 from wattplan.planner.agent.observations import observe
 from wattplan.planner.agent.prometheus import PrometheusClient, with_retries
 from wattplan.planner.agent.slurm_version import require_supported
-from wattplan.planner.agent.store import AgentStore, StoreError
+from wattplan.planner.agent.store import AgentStore, snapshot
+
+OBSERVE_BUDGET_S = 5.0
+"""Most real seconds one round spends reading Prometheus, retries and their waits included."""
 
 
 @dataclass
@@ -38,18 +48,26 @@ class PrometheusObserver:
     url: str
     from_zero: bool = False
     attempts: int = 3
+    budget_s: float = OBSERVE_BUDGET_S
+    """Real seconds one window's reading may take in all; each request's timeout is what is left of it."""
 
     def __post_init__(self) -> None:
         self.client = PrometheusClient(self.url)
 
     def window(self, t0_unix: float, t1_unix: float) -> Observed:
-        """Steps done at ``t1`` and energy over the window per job; raises PrometheusError when it cannot read."""
+        """Steps done at ``t1`` and energy over the window per job; raises PrometheusError when it cannot read.
+
+        Bounded by ``budget_s``: past it, no request is sent and no retry waited for.
+        """
+        deadline = time.monotonic() + self.budget_s
+        client = self.client.bounded(deadline)
         seen = with_retries(
-            lambda: observe(self.client, t0_unix, t1_unix, from_zero=self.from_zero),
+            lambda: observe(client, t0_unix, t1_unix, from_zero=self.from_zero),
             attempts=self.attempts,
             base_s=0.5,
             max_s=2.0,
-            max_total_s=5.0,
+            max_total_s=self.budget_s,
+            deadline=deadline,
         )
         if not seen.scrape.ok:
             raise RuntimeError(f"Prometheus has no fresh data for the last round ({seen.scrape.reason})")
@@ -94,31 +112,43 @@ def environment(cluster_dir: Path | None, prometheus_url: str | None, settings_d
         raise ValueError(f"--cluster {cluster_dir}: cluster.json cannot be read ({e!r})") from None
 
 
+def open_state(state: Path, dry_run: bool) -> tuple[AgentStore, Path | None]:
+    """The agent's store and, in a dry run, the scratch folder of its snapshot (the caller deletes it).
+
+    A real run opens ``state`` itself, locked (a second agent is a :class:`~planner.agent.store.StoreError`
+    naming the first one's pid). A dry run opens a private snapshot taken with SQLite's backup API, unlocked.
+    """
+    if not dry_run:
+        return AgentStore(state), None
+    scratch = Path(tempfile.mkdtemp(prefix="wattplan-dry-"))
+    try:
+        path = scratch / "state.db"
+        if state.exists():
+            snapshot(state, path)
+        return AgentStore(path, exclusive=False), scratch
+    except BaseException:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise
+
+
 def run_agent(config: AgentConfig, env: Environment, state: Path, log: Callable[[str], None]) -> int:
-    """Check Slurm's version, open the state (a copy in a dry run), run the loop; the exit code."""
-    run = runner(env.slurm_env, timeout_s=60.0)
-    version = require_supported(run)
-    prom = env.prometheus_url or "(none: progress not observed)"
-    log(f"Slurm {version[0]}.{version[1]:02d}.{version[2]}; state {state}; Prometheus {prom}")
+    """Open the state (locked; a snapshot in a dry run), check Slurm's version, run the loop; the exit code."""
     config.clock = env.clock
     config.settings_dir = env.settings_dir
     config.idle_marker = env.idle_marker
-    scratch: Path | None = None
-    path = state
-    if config.dry_run:
-        scratch = Path(tempfile.mkdtemp(prefix="wattplan-dry-"))
-        path = scratch / "state.db"
-        if state.exists():
-            shutil.copy2(state, path)
-    store = AgentStore(path)
-    if env.cluster_id is not None:
-        try:
-            store.bind("cluster", env.cluster_id)
-        except StoreError as e:
-            store.close()
-            raise ValueError(str(e)) from None
-    observer = PrometheusObserver(env.prometheus_url, env.from_zero) if env.prometheus_url else None
+    store, scratch = open_state(state, config.dry_run)
     try:
+        if env.cluster_id is not None:
+            store.bind("cluster", env.cluster_id)
+        run = runner(env.slurm_env, timeout_s=60.0)
+        version = require_supported(run)
+        prom = env.prometheus_url or "(none: progress not observed)"
+        log(f"Slurm {version[0]}.{version[1]:02d}.{version[2]}; state {state}; Prometheus {prom}")
+        log(f"acting on opted-in jobs of {config.allowed.describe()} only (--allow-user, --allow-account)")
+        observer = None
+        if env.prometheus_url:
+            budget = min(OBSERVE_BUDGET_S, 0.5 * config.clock.real_s(config.rules.duration_s))
+            observer = PrometheusObserver(env.prometheus_url, env.from_zero, budget_s=budget)
         agent = Agent(config, store, run, observer, log)
         return agent.run_loop()
     finally:
@@ -127,14 +157,26 @@ def run_agent(config: AgentConfig, env: Environment, state: Path, log: Callable[
             shutil.rmtree(scratch, ignore_errors=True)
 
 
+_CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character but the newline shown as ``?``.
+
+    Slurm's messages, job types and user names reach the operator's terminal: an escape sequence in them must not
+    act on it.
+    """
+    return _CONTROL.sub("?", text)
+
+
 def stderr_log(quiet: bool) -> Callable[[str], None]:
     """A logger writing time-stamped lines to standard error (only warnings and notes when ``quiet``)."""
 
     def log(text: str) -> None:
-        if quiet and not text.startswith(("restart", "signal")) and "\n" not in text:
+        if quiet and not text.startswith(("restart", "signal", "round skipped")) and "\n" not in text:
             return
         stamp = time.strftime("%H:%M:%S")
-        sys.stderr.write(f"{stamp} {text}\n")
+        sys.stderr.write(f"{stamp} {printable(text)}\n")
         sys.stderr.flush()
 
     return log

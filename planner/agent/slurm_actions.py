@@ -5,12 +5,13 @@ Each action is one frozen record naming one Slurm job id; :func:`calls` turns a 
 
 - ``Cancel``: ``scancel 12 13`` (end for good);
 - ``RequeueHold``: ``scontrol requeuehold 12,13`` (a running job back to pending, held);
-- ``Hold``: ``scontrol hold 12,13`` (keep a pending job waiting);
+- ``Hold``: ``scontrol uhold 12,13`` (keep a pending job waiting; a *user* hold even when the agent is root, so
+  the agent's holds never look like an administrator's ``JobHeldAdmin``, which it never releases);
 - ``Update``: ``scontrol update JobId=12 Gres=gpu:2 NodeList=v100-0 NumNodes=1`` (change a pending job; one call
   per job);
 - ``Release``: ``scontrol release 12,13`` (let held jobs start).
 
-Slurm 22.05 accepts a comma-separated job list for ``hold``, ``release`` and ``requeuehold`` (checked on the test
+Slurm 22.05 accepts a comma-separated job list for ``uhold``, ``release`` and ``requeuehold`` (checked on the test
 cluster, ``tests/test_agent_slurm.py``); ``scancel`` takes several ids. ``update JobId=12,13`` works for some
 fields and fails for others (``scontrol: error: Invalid job ID 12,13`` with ``NodeList``, seen live), so each
 update is its own call. A job submitted with an untyped ``--gres=gpu:N`` refuses a typed ``Gres=gpu:TYPE:N``
@@ -54,7 +55,7 @@ class _JobAction:
 
 @dataclass(frozen=True, slots=True)
 class Hold(_JobAction):
-    """``scontrol hold ID``: keep a pending job from starting."""
+    """``scontrol uhold ID``: keep a pending job from starting (a user hold, ``JobHeldUser``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +114,7 @@ class Update:
 Action = Cancel | RequeueHold | Hold | Update | Release
 PHASES: tuple[type[Action], ...] = (Cancel, RequeueHold, Hold, Update, Release)
 """The order calls are sent in, whatever order the actions came in."""
-_VERBS: dict[type[Action], str] = {RequeueHold: "requeuehold", Hold: "hold", Release: "release"}
+_VERBS: dict[type[Action], str] = {RequeueHold: "requeuehold", Hold: "uhold", Release: "release"}
 """The ``scontrol`` verb of each action that takes a bare job list."""
 
 

@@ -35,9 +35,14 @@ QUEUE_COMMAND = ("squeue", "--json")
 NODES_COMMAND = ("sinfo", "--json")
 
 NodeStateName = Literal["idle", "mixed", "allocated", "drained", "down"]
-HELD_REASONS = frozenset({"JobHeldUser", "JobHeldAdmin"})
-"""``state_reason`` of a pending job that waits on ``scontrol release`` (``sbatch --hold``, ``scontrol hold``,
-``requeuehold``)."""
+USER_HOLD = "JobHeldUser"
+"""``state_reason`` of a user hold: ``sbatch --hold``, ``scontrol uhold`` and ``requeuehold`` (root's too, seen on
+22.05.8), and a user's own ``scontrol hold``."""
+ADMIN_HOLD = "JobHeldAdmin"
+"""``state_reason`` of an administrator's hold (``scontrol hold`` by root or an operator): never the agent's (it
+holds with ``uhold``), never released by it."""
+HELD_REASONS = frozenset({USER_HOLD, ADMIN_HOLD})
+"""``state_reason`` of a pending job that waits on ``scontrol release``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +59,8 @@ class ManagedJob:
 
     ``gpus_per_node`` and ``gpu_type`` come from ``tres_per_node`` (``--gres=gpu[:TYPE]:N``); ``node_list`` is
     Slurm's host list (``v100-[0-1]``, empty while pending); ``start_time_s`` is None while pending (Slurm then
-    holds an estimate there); times are Unix seconds.
+    holds an estimate there); times are Unix seconds. ``user_name`` and ``account`` say whose job it is: the agent
+    acts only on jobs of the users and accounts the operator allows (:mod:`planner.agent.trust`).
     """
 
     job_id: int
@@ -62,6 +68,8 @@ class ManagedJob:
     state: str
     held: bool
     reason: str
+    user_name: str
+    account: str
     partition: str
     node_list: str
     node_count: int
@@ -244,6 +252,8 @@ def _job(raw: dict[str, Any], job_id: int, opt_in: OptIn, problems: list[Problem
     name = rec.text("name")
     state = rec.text("job_state")
     reason = rec.text("state_reason")
+    user_name = rec.text("user_name")
+    account = rec.text("account")
     partition = rec.text("partition")
     node_list = rec.text("nodes")
     node_count = rec.integer("node_count")
@@ -271,6 +281,8 @@ def _job(raw: dict[str, Any], job_id: int, opt_in: OptIn, problems: list[Problem
         state=state,
         held=state == "PENDING" and reason in HELD_REASONS,
         reason=reason,
+        user_name=user_name,
+        account=account,
         partition=partition,
         node_list=node_list,
         node_count=node_count,

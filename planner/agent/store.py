@@ -13,6 +13,17 @@ Tables (one file, ``--state``; WAL journal, ``synchronous=FULL``, so a committed
 - ``actions``: every Slurm call of a round: ``intended`` when written (before it is sent), then ``ok``,
   ``refused`` or ``failed`` with Slurm's message; ``dry-run`` in a dry run.
 - ``observations``: per round and job, the steps done and the energy (J) Prometheus showed over the window.
+- ``holds``: the holds the agent owns, by job id: those it placed (``uhold``, ``requeuehold``; recorded in the
+  same transaction as the call, before it is sent) and a job's own submission hold (``sbatch --hold``) adopted
+  when the agent first sees the job. Only these are ever released (docs/design.md §11.6, trust); a row is
+  dropped as soon as Slurm shows the job not held.
+
+One agent per state file: :class:`AgentStore` takes an exclusive lock on ``STATE.lock`` (its pid written in
+it) for as long as it is open, so a second agent on the same file is refused by name and pid; the kernel drops
+the lock when the process dies, ``kill -9`` included, and a forked solver worker does not inherit it. A state
+file another process keeps locked (an operator's ``sqlite3`` shell in a transaction) is waited on for
+``busy_timeout_s`` and then is a :class:`StoreBusy`; a damaged one (not a database, corrupt) a
+:class:`StoreError`. Both are operator-facing errors (exit 2) that say what to do, never a traceback.
 
 Why nothing is applied twice: a round first commits its desired configurations and intended calls, then sends
 them one by one, committing each outcome. Each round derives its calls from what Slurm shows *now* against
@@ -23,13 +34,19 @@ missing: a release that went through shows a running job, a requeue that went th
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
 import json
+import os
 import sqlite3
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from wattplan.planner.contracts.problems import InputError, Problem
 
 SCHEMA_VERSION = 1
 _SCHEMA = """
@@ -57,11 +74,177 @@ CREATE TABLE IF NOT EXISTS observations (
     round INTEGER NOT NULL, job_id TEXT NOT NULL, steps_done REAL, energy_j REAL, window_s REAL,
     PRIMARY KEY (round, job_id)
 );
+CREATE TABLE IF NOT EXISTS holds (job_id TEXT PRIMARY KEY, round INTEGER NOT NULL, how TEXT NOT NULL);
 """
+_ADDED_COLUMNS = (("jobs", "stall_restarts", "INTEGER NOT NULL DEFAULT 0"),)
+"""Columns added since schema 1 was first written: added in place to an older file (nothing else changes)."""
+BUSY_TIMEOUT_S = 10.0
+"""How long one statement waits on a state file another process keeps locked before :class:`StoreBusy`."""
 
 
-class StoreError(Exception):
-    """The state file cannot be used (another schema, or not an agent's state); the message says which file."""
+class StoreError(InputError):
+    """The state file cannot be used (in use, damaged, another schema or cluster); the message says what to do.
+
+    An :class:`InputError` on ``--state``: the command line reports it as bad input (exit 2), never as a bug.
+    """
+
+    def __init__(self, message: str, code: str = "bad-state"):
+        super().__init__("--state", [Problem(code, "--state", message)])
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class StoreBusy(StoreError):
+    """Another process kept the state file locked for longer than the store waits (``busy_timeout_s``)."""
+
+
+def _is_busy(err: sqlite3.Error) -> bool:
+    text = str(err).lower()
+    return isinstance(err, sqlite3.OperationalError) and ("locked" in text or "busy" in text)
+
+
+def _store_error(path: Path, err: sqlite3.Error, waited_s: float) -> StoreError:
+    """The operator-facing error for an SQLite failure on ``path``: busy, or damaged."""
+    if _is_busy(err):
+        return StoreBusy(
+            f"{path} is locked by another process (SQLite: {err}) and stayed locked for {waited_s:g} s: close "
+            "whatever holds it open in a transaction (an sqlite3 shell, a backup) and try again",
+            "state-busy",
+        )
+    return StoreError(
+        f"{path} cannot be used as the agent's state (SQLite: {err}): it is damaged or not an agent state file; "
+        "move it aside and start with a fresh --state (jobs already running keep running; the new state "
+        "sees them as new jobs)",
+        "bad-state",
+    )
+
+
+class _Guarded:
+    """An SQLite connection whose errors become :class:`StoreBusy` or :class:`StoreError` naming the file."""
+
+    def __init__(self, db: sqlite3.Connection, path: Path, waited_s: float):
+        self.raw = db
+        self.path = path
+        self.waited_s = waited_s
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        try:
+            return self.raw.execute(sql, params)
+        except sqlite3.Error as err:
+            raise _store_error(self.path, err, self.waited_s) from None
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> sqlite3.Cursor:
+        try:
+            return self.raw.executemany(sql, rows)
+        except sqlite3.Error as err:
+            raise _store_error(self.path, err, self.waited_s) from None
+
+    def executescript(self, sql: str) -> sqlite3.Cursor:
+        try:
+            return self.raw.executescript(sql)
+        except sqlite3.Error as err:
+            raise _store_error(self.path, err, self.waited_s) from None
+
+    def close(self) -> None:
+        self.raw.close()
+
+
+def lock_path(path: Path) -> Path:
+    """The lock file of the state file ``path`` (``STATE.lock``, next to it)."""
+    return path.with_name(path.name + ".lock")
+
+
+_LOCKED: set[Path] = set()
+"""Lock files this process holds: POSIX locks never conflict within one process, so a second store here is
+refused by this set."""
+
+_LOCK_FDS: set[int] = set()
+"""The descriptors of those locks; a forked child closes its copies at once (:func:`_drop_locks_in_child`)."""
+
+
+def _drop_locks_in_child() -> None:
+    """In a forked child (the solver worker), close the inherited lock descriptors.
+
+    A ``flock`` belongs to the open file, which a fork shares: a worker that kept its copy would keep the lock
+    after a ``kill -9`` of the agent and the next agent out until it died. Closing the child's copy leaves the
+    parent's lock in place (a ``lockf`` lock is the process's own and is not inherited at all).
+    """
+    for fd in _LOCK_FDS:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _LOCK_FDS.clear()
+    _LOCKED.clear()
+
+
+os.register_at_fork(after_in_child=_drop_locks_in_child)
+
+
+def _in_use(path: Path, lock: Path, pid: str) -> StoreError:
+    who = f"pid {pid}" if pid.isdigit() else "pid unknown"
+    return StoreError(
+        f"{path} is in use by another wattplan agent ({who}, lock {lock}): one agent per state file; stop that "
+        "agent first, or give this one another --state",
+        "state-in-use",
+    )
+
+
+def _take_lock(path: Path) -> int:
+    """An exclusive lock on ``path``'s lock file, held until :func:`_release_lock`; StoreError if another holds it.
+
+    A POSIX record lock (``lockf``) decides: a forked child (the solver worker) does not inherit it, so a worker
+    that outlives a killed agent cannot keep the next agent out (seen live with ``flock``); the kernel drops it
+    when the process dies. A ``flock`` is taken as well when it can be, for tools that test the lock that way
+    (``wattplan cluster up`` and ``down``, :func:`planner.cluster.owned.agent_using`).
+    """
+    lock = lock_path(path)
+    key = lock.resolve()
+    if key in _LOCKED:
+        raise _in_use(path, lock, str(os.getpid()))
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as err:
+        pid = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        os.close(fd)
+        if err.errno in (errno.EACCES, errno.EAGAIN):
+            raise _in_use(path, lock, pid) from None
+        raise
+    _LOCKED.add(key)
+    _LOCK_FDS.add(fd)
+    with contextlib.suppress(OSError):  # also a flock, for readers that test with flock (planner.cluster.owned)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a killed agent's worker may still hold the last one's
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
+def _release_lock(path: Path, fd: int) -> None:
+    """Drop the lock :func:`_take_lock` took (closing the descriptor drops a POSIX lock)."""
+    _LOCKED.discard(lock_path(path).resolve())
+    _LOCK_FDS.discard(fd)
+    os.close(fd)
+
+
+def snapshot(source: Path, target: Path, busy_timeout_s: float = BUSY_TIMEOUT_S) -> None:
+    """Copy the state file ``source`` to ``target`` as one consistent snapshot (SQLite's backup API).
+
+    A plain file copy misses what is still in the write-ahead log (``STATE-wal``) and may catch a checkpoint
+    half-written; the backup reads the database as one transaction sees it, whatever a running agent does.
+    """
+    src: sqlite3.Connection | None = None
+    dst: sqlite3.Connection | None = None
+    try:
+        src = sqlite3.connect(f"{source.resolve().as_uri()}?mode=ro", uri=True, timeout=busy_timeout_s)
+        dst = sqlite3.connect(str(target))
+        src.backup(dst)
+    except sqlite3.Error as err:
+        raise _store_error(source, err, busy_timeout_s) from None
+    finally:
+        for db in (src, dst):
+            if db is not None:
+                db.close()
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,23 +284,51 @@ class Desired:
 
 
 class AgentStore:
-    """One agent's SQLite state (module docstring); one writer at a time (the loop)."""
+    """One agent's SQLite state (module docstring); one agent per file, held by a lock while it is open.
 
-    def __init__(self, path: Path):
+    ``exclusive``: take the lock (False only for a private copy, such as a dry run's snapshot);
+    ``busy_timeout_s``: how long a statement waits on a lock another process holds (then :class:`StoreBusy`).
+    """
+
+    def __init__(self, path: Path, exclusive: bool = True, busy_timeout_s: float = BUSY_TIMEOUT_S):
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock_fd = _take_lock(path) if exclusive else None
         try:
-            self.db = sqlite3.connect(str(path), isolation_level=None, timeout=30.0)
-            self.db.execute("PRAGMA journal_mode=WAL")
-            self.db.execute("PRAGMA synchronous=FULL")
-            self.db.executescript(_SCHEMA)
-            row = self.db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
-        except sqlite3.DatabaseError as e:
-            raise StoreError(f"{path}: not an agent state file ({e})") from None
+            self.db = _Guarded(
+                sqlite3.connect(str(path), isolation_level=None, timeout=busy_timeout_s), path, busy_timeout_s
+            )
+        except sqlite3.Error as err:
+            self._unlock()
+            raise _store_error(path, err, busy_timeout_s) from None
+        try:
+            self._open()
+        except StoreError:
+            self.close()
+            raise
+
+    def _open(self) -> None:
+        """Journal settings, tables (added columns included) and the schema check."""
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.executescript(_SCHEMA)
+        for table, column, kind in _ADDED_COLUMNS:
+            have = {r[1] for r in self.db.execute(f"PRAGMA table_info({table})").fetchall()}
+            if column not in have:
+                self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+        row = self.db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
         if row is None:
             self.db.execute("INSERT INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
         elif row[0] != str(SCHEMA_VERSION):
-            raise StoreError(f"{path}: state schema {row[0]}, this agent reads {SCHEMA_VERSION}")
+            raise StoreError(
+                f"{self.path}: state schema {row[0]}, this agent reads {SCHEMA_VERSION}: give another --state",
+                "bad-state",
+            )
+
+    def _unlock(self) -> None:
+        if self._lock_fd is not None:
+            _release_lock(self.path, self._lock_fd)
+            self._lock_fd = None
 
     def bind(self, key: str, value: str) -> None:
         """Tie the state to ``value`` (e.g. the cluster it is about); StoreError when it is tied to another."""
@@ -125,11 +336,15 @@ class AgentStore:
         if row is None:
             self.db.execute("INSERT INTO meta VALUES (?, ?)", (key, value))
         elif row[0] != value:
-            raise StoreError(f"{self.path} is the state of {row[0]}, not of {value}: give another --state")
+            raise StoreError(
+                f"{self.path} is the state of {row[0]}, not of {value}: give another --state", "state-of-other"
+            )
 
     def close(self) -> None:
-        """Close the database."""
-        self.db.close()
+        """Close the database and drop the lock."""
+        with contextlib.suppress(sqlite3.Error):
+            self.db.close()
+        self._unlock()
 
     # ------------------------------------------------------------------ jobs
 
@@ -163,6 +378,29 @@ class AgentStore:
         self.db.executemany(
             "UPDATE jobs SET started_s = ? WHERE job_id = ? AND started_s IS NULL", [(now_s, j) for j in job_ids]
         )
+
+    def stall_restarts(self, job_id: str) -> int:
+        """How many times the job was requeued for making no progress (or drawing no energy); 0 if unknown."""
+        row = self.db.execute("SELECT stall_restarts FROM jobs WHERE job_id = ?", (job_id,)).fetchone()
+        return 0 if row is None else int(row[0])
+
+    def set_stall_restarts(self, job_id: str, count: int) -> None:
+        """Persist the job's stall-restart count (the cap outlives the agent process)."""
+        self.db.execute("UPDATE jobs SET stall_restarts = ? WHERE job_id = ?", (count, job_id))
+
+    # ------------------------------------------------------------------ holds the agent owns
+
+    def agent_holds(self) -> set[str]:
+        """The jobs whose current hold is the agent's (placed or adopted at opt-in), by job id."""
+        return {r[0] for r in self.db.execute("SELECT job_id FROM holds").fetchall()}
+
+    def adopt_holds(self, job_ids: Iterable[str], rnd: int) -> None:
+        """Record the submission holds of jobs the agent sees for the first time (``sbatch --hold``)."""
+        self.db.executemany("INSERT OR IGNORE INTO holds VALUES (?, ?, 'submission')", [(j, rnd) for j in job_ids])
+
+    def drop_holds(self, job_ids: Iterable[str]) -> None:
+        """Forget holds that are gone (Slurm shows the job not held): a later hold is not the agent's."""
+        self.db.executemany("DELETE FROM holds WHERE job_id = ?", [(j,) for j in job_ids])
 
     def count_restarts(self, job_ids: Iterable[str]) -> None:
         """Add one restart to each job (requeued to move, resize or re-pair)."""
@@ -207,10 +445,17 @@ class AgentStore:
     ) -> list[int]:
         """In one transaction: replace the desired configurations of ``desired``'s jobs and store the calls.
 
-        Returns the calls' row ids, in order; the round's status becomes ``applying``.
+        The jobs of every hold the calls place (``uhold``, ``requeuehold``) are recorded as the agent's holds in
+        the same transaction, before anything is sent. Returns the calls' row ids, in order; the round's status
+        becomes ``applying``.
         """
         ids: list[int] = []
         with self._transaction():
+            for argv, jobs in calls:
+                if tuple(argv[:2]) in (("scontrol", "uhold"), ("scontrol", "requeuehold")):
+                    self.db.executemany(
+                        "INSERT OR REPLACE INTO holds VALUES (?, ?, ?)", [(str(j), rnd, argv[1]) for j in jobs]
+                    )
             for d in desired:
                 self.db.execute(
                     "INSERT OR REPLACE INTO desired VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -286,11 +531,15 @@ class AgentStore:
 class _Tx:
     """``BEGIN IMMEDIATE`` ... ``COMMIT`` (``ROLLBACK`` on an exception)."""
 
-    def __init__(self, db: sqlite3.Connection):
+    def __init__(self, db: _Guarded):
         self.db = db
 
     def __enter__(self) -> None:
         self.db.execute("BEGIN IMMEDIATE")
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        self.db.execute("COMMIT" if exc_type is None else "ROLLBACK")
+        if exc_type is None:
+            self.db.execute("COMMIT")
+        elif self.db.raw.in_transaction:
+            with contextlib.suppress(sqlite3.Error):
+                self.db.raw.execute("ROLLBACK")
