@@ -11,7 +11,8 @@ the planner only through the front door, :mod:`planner.planning`.
   ``column_generation``, ``lp_rounding`` (the LP-guided plan), ``lagrangian`` and ``verdict`` (proven bounds and
   the ``optimal`` verdict), ``watchdog`` (each solve in a child process under a deadline).
 - Beside planning: ``energy_floor`` (the floor LP), ``mps`` (the one MPS writer), ``stage_export`` (both stages
-  exported), ``solution_io`` and ``external_plan`` (an outside solver's solution read back as a plan).
+  exported), ``solution_io`` and ``external_plan`` (an outside solver's solution read back as a plan),
+  ``solution_bound`` (its gap to wattplan's LP bound).
 - ``backends``: the registry and one module per solver library.
 """
 

@@ -13,10 +13,17 @@ here. Its solver is ``external:<format>`` (``external:cbc``, ``external:highs``,
 ``external:scip``), and its report has one stage, ``external``, with the solver's status and the
 objective its file reports (that of the file's minimisation). Every problem is a
 :class:`~planner.contracts.problems.SolutionRejected` naming the file, the line and the column or row.
+
+**The gap to wattplan's own bound.** The outside solver's word is not a proof, but wattplan can measure the answer:
+the caller's ``judge`` (:func:`formulations.solution_bound.judged`, given by the front door) returns a proven bound
+of the round's objective, the answer's gap to it and a note; they become the plan's ``bound``, ``gap``,
+``lp_bound`` and ``lp_bound_note``. (The bound is reached through the caller so that this module, which the
+command-line backend reads its solutions with, imports no backend.)
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -39,8 +46,16 @@ LISTED = 5
 """Columns named in a violated row's message (the nonzero ones, first in file order)."""
 
 
-def external_plan(instance: Instance, source: Path) -> Plan:
-    """The validated plan of the solution in ``source`` for ``instance`` (module docstring)."""
+Judge = Callable[[RoundModel, np.ndarray, float], tuple[float | None, float | None, str]]
+"""``judge(rm, values, v)``: a proven bound of the round's objective, the gap of ``v`` (the answer's objective
+value) to it, and a note saying how the bound was found or why there is none."""
+
+
+def external_plan(instance: Instance, source: Path, judge: Judge | None = None) -> Plan:
+    """The validated plan of the solution in ``source`` for ``instance`` (module docstring).
+
+    ``judge``: the bound and gap of the answer (module docstring); None: the plan has neither.
+    """
     solution = read_solution(source)
     rm = build_round_model(instance)
     names = rm.lm.export_names()
@@ -64,11 +79,16 @@ def external_plan(instance: Instance, source: Path) -> Plan:
         )
     )
     draft = assemble_plan(instance, allocations, SolveInfo(solver=solver, status="feasible"))
+    value = _objective_value(rm, objective, draft, values)
+    bound, gap, report.lp_bound_note = (None, None, "not computed") if judge is None else judge(rm, values, value)
+    report.lp_bound = bound
     info = SolveInfo(
         solver=solver,
         status="feasible",
         objective=objective,
-        objective_value=_objective_value(rm, objective, draft, values),
+        objective_value=value,
+        bound=bound,
+        gap=gap,
         report=report,
     )
     try:

@@ -21,6 +21,13 @@ Rows ``lo <= a x <= hi`` become ``L`` (``hi``), ``G`` (``lo``), ``E`` (``lo = hi
 ends finite and apart, ``L`` with a range ``hi - lo``; a row free at both ends is an ``N`` row.
 Zero right-hand sides are left out (MPS's default).
 
+**Tolerances.** The file is the model in its own units: progress is a small number (0.0066 on an 8-job round), and
+outside solvers stop and accept rows at *absolute* tolerances made for objectives near 1. CBC 2.10 with its defaults
+(a cutoff increment of 1e-5) stopped 1.2e-3 (relative) short of the optimum on a 12-job round and said ``Optimal``;
+HiGHS 1.14 with its defaults (``mip_feasibility_tolerance`` 1e-6, ``mip_rel_gap`` 1e-4) 1.6e-6 short on the shipped
+default round, and with zero gaps alone still 8.6e-6 short. Every file's header therefore names the options that
+made both find the true optimum on those rounds (:data:`EXACT_OPTIONS`; ``docs/design.md`` §5.12 has the figures).
+
 The work is done with NumPy over the coordinate arrays, and each distinct number is formatted
 once: a 2,000-job round (387,530 columns, 1.3 M nonzeros) is written in a few seconds.
 """
@@ -41,6 +48,22 @@ OBJECTIVE_ROW = "obj"
 """The objective row's name (``obj_2``, ... if a row of the model already has it)."""
 SENSE_PREFIX = "* wattplan: "
 """Every comment line wattplan writes starts with this."""
+CBC_EXACT = "-ratioGap 0 -allowableGap 0 -increment 1e-10"
+"""CBC's options for the true optimum (module docstring): no gap, and a cutoff increment far below a progress step
+(its default, 1e-5, is about 1e-3 of a small round's progress). Tighter row and integrality tolerances
+(``-primalTolerance 1e-9 -integerTolerance 1e-9``) found the same optimum 14 times slower on the default round."""
+HIGHS_EXACT = (
+    "mip_rel_gap=0 mip_abs_gap=0 mip_feasibility_tolerance=1e-9 primal_feasibility_tolerance=1e-9 "
+    "dual_feasibility_tolerance=1e-10"
+)
+"""HiGHS's options for the true optimum (module docstring), ``name=value`` (an options file or ``setOptionValue``)."""
+EXACT_OPTIONS = (
+    "progress is a small number: a solver's default absolute tolerances stop short of the optimum and say optimal;",
+    f"for the true optimum, CBC: cbc FILE {CBC_EXACT} -solve -solution SOL",
+    f"HiGHS options: {HIGHS_EXACT}",
+    "then wattplan plan INSTANCE --from-solution SOL checks the answer and reports its gap to wattplan's LP bound",
+)
+"""The header lines (after the sense line and the caller's) of every file: how to solve it to the true optimum."""
 _CHUNK = 200_000
 """Lines formatted and written at a time (bounds the memory of a large file)."""
 
@@ -55,7 +78,7 @@ def write_mps(
     """Write ``lm`` with the objective vector ``lm.objectives[objective]`` to ``path`` as MPS, atomically.
 
     ``maximize``: the model maximises that vector; the file minimises its negation and says so.
-    ``comments``: extra lines for the header (each written after ``* wattplan: ``).
+    ``comments``: extra lines for the header (each written after ``* wattplan: ``), before :data:`EXACT_OPTIONS`.
     An unwritable ``path`` is an :class:`~planner.contracts.problems.InputError` naming it.
     """
     from wattplan.formulations.backends.base import atomic_target  # not at the top: the backends import this module
@@ -77,7 +100,7 @@ def write_mps_to(f: TextIO, lm: LinearModel, objective: str, maximize: bool, com
         raise KeyError(f"the model has no objective {objective!r} (it has {', '.join(lm.objectives)})")
     col_names, row_names = lm.export_names()
     obj_row = _free_name(OBJECTIVE_ROW, set(row_names))
-    header = [sense_comment(objective, maximize), *comments]
+    header = [sense_comment(objective, maximize), *comments, *EXACT_OPTIONS]
     for line in header:
         if "\n" in line or "\r" in line:
             raise ValueError(f"an MPS comment must be one line: {line!r}")

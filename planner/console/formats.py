@@ -1,4 +1,4 @@
-"""The three ways a command prints its answer: ``--format table|json|csv`` (docs/design.md §6.5).
+r"""The three ways a command prints its answer: ``--format table|json|csv`` (docs/design.md §6.5).
 
 A command describes its answer once, as named :class:`Section` s of plain rows (numbers stay numbers), and
 prints the rich tables for ``table``; for the other two formats the sections alone are printed:
@@ -9,6 +9,10 @@ prints the rich tables for ``table``; for the other two formats the sections alo
 * ``csv``: one CSV block per section, each with its own header row and a blank line between blocks; the first
   column, ``table``, names the section on every row, so a reader may split on the blank lines or on that column.
   A nested value (a list or an object) is its compact JSON text.
+
+Both are printed on a terminal, so neither carries a control character of user text: JSON writes every one as a
+``\u`` escape (Python's encoder does, but for DEL, which is escaped here), and a CSV cell writes each as
+:func:`~planner.console.terminal.plain` does (``\x1b``; tab and newline kept, inside quotes).
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
+
+from wattplan.planner.console.terminal import plain
 
 
 class OutputFormat(StrEnum):
@@ -47,17 +53,19 @@ def sections_json(sections: Sequence[Section]) -> str:
     doc: dict[str, Any] = {}
     for s in sections:
         doc[s.name] = (dict(s.rows[0]) if s.rows else {}) if s.record else [dict(r) for r in s.rows]
-    return json.dumps(doc, indent=1) + "\n"
+    return json.dumps(doc, indent=1).replace("\x7f", "\\u007f") + "\n"  # ASCII: DEL the only control left raw
 
 
 def _csv_cell(value: Any) -> Any:
-    """A cell as CSV text: None is empty, a bool ``true``/``false``, a list or object compact JSON, else itself."""
+    """A cell as CSV text: None empty, a bool ``true``/``false``, a list or object compact JSON, text made plain."""
+    if isinstance(value, str):
+        return plain(value)
     if value is None:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (list, tuple, dict)):
-        return json.dumps(value, separators=(",", ":"))
+        return json.dumps(value, separators=(",", ":")).replace("\x7f", "\\u007f")
     return value
 
 
