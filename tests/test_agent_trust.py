@@ -43,8 +43,8 @@ from wattplan.planner.agent.loop import MAX_STALL_RESTARTS, Agent, AgentConfig, 
 from wattplan.planner.agent.prometheus import PrometheusError
 from wattplan.planner.agent.run import PrometheusObserver, open_state, stderr_log
 from wattplan.planner.agent.store import AgentStore, StoreBusy, StoreError
-from wattplan.planner.cluster.owned import agent_using
 from wattplan.planner.agent.trust import Allowed
+from wattplan.planner.cluster.owned import agent_using
 from wattplan.planner.contracts.problems import InputError
 from wattplan.planner.contracts.request import PlanRequest
 from wattplan.planner.contracts.rules import RoundRules
@@ -481,7 +481,7 @@ def test_cluster_tools_see_a_running_agent(tmp_path: Path) -> None:
 
 
 def test_a_forked_worker_does_not_keep_a_killed_agents_lock(tmp_path: Path) -> None:
-    """kill -9 of an agent whose forked child lives on: the lock is free for the next agent (the child closed it)."""
+    """A kill -9 of an agent whose forked child lives on leaves the lock free (the child closed it)."""
     script = (
         "import os, sys, time; from pathlib import Path; from wattplan.planner.agent.store import AgentStore; "
         "store = AgentStore(Path(sys.argv[1]) / 'agent.db'); pid = os.fork()\n"
