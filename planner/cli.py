@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
-from rich.console import Console, RenderableType
+from rich.console import RenderableType
 
 from wattplan.planner import planning
 from wattplan.planner.console.formats import OutputFormat, Section, sections_text
-from wattplan.planner.console.terminal import shown
+from wattplan.planner.console.terminal import shown, terminal_console
 from wattplan.planner.contracts import defaults
 from wattplan.planner.contracts.problems import InputError, Problem, SolutionRejected
 from wattplan.planner.contracts.request import DEFAULT_REQUEST, REPLAY_REQUEST, PlanRequest
@@ -112,8 +112,8 @@ app.add_typer(instance_app, name="instance")
 app.add_typer(profiles_app, name="profiles")
 app.add_typer(cluster_app, name="cluster")
 
-out = Console(emoji=False)  # ":name:" in a job id or file name stays text
-err = Console(stderr=True, emoji=False)
+out = terminal_console()  # no control character of user text reaches the terminal; ":name:" stays text
+err = terminal_console(stderr=True)
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -559,21 +559,23 @@ def plan(
         stage1, stage2 = planning.model_export_paths(export_model)
         outputs |= {"--export-model": stage1, "--export-model (stage 2)": stage2}
     refuse_overwriting_inputs(outputs, [source, from_solution, cluster, profiles])
+    from wattplan.planner.contracts.instance_io import write_instance
+
     if from_jobs:
-        from wattplan.planner.contracts.instance_io import write_instance
         from wattplan.planner.rounds.from_jobs import read_operator_instance
 
         assert cluster is not None and instance_out is not None
         inst, added = read_operator_instance(source, cluster, profiles)
         _prior_notes(added)
-        write_instance(inst, instance_out)
-        source = instance_out
+        source = instance_out  # written once the plan is made: a failed plan keeps the previous instance file
     else:
         inst = load_instance(source)
     override = planning.budget_override(inst.round.budget_j, inst.round.duration_s, budget_j, power_cap_w)
     planned_inst = planning.with_overridden_budget(inst, override)
     if stage2_progress is not None:
         written = planning.export_stage_models(planned_inst, request, stage2_progress)
+        if from_jobs:
+            write_instance(inst, source)
         out.print(f"models written (no plan): {shown(', '.join(map(str, written)))}")
         return
     try:
@@ -591,6 +593,8 @@ def plan(
     except InvalidPlanError as exc:
         report_problems(solver, exc.problems, "planner bug: invalid plan, not written")
         raise typer.Exit(ExitCode.FAILED) from None
+    if from_jobs:
+        write_instance(inst, source)
     write_plan(result, out_path, written_by=output_provenance())
     waiting = waiting_reasons(planned_inst, result)
 
@@ -687,7 +691,7 @@ def launch(
     ],
     to: Annotated[LaunchTarget, typer.Option("--to", help="What to render: Slurm, Kubernetes or node scripts.")],
     out_dir: Annotated[
-        Path, typer.Option("--out", "-o", help="Folder to write (replaced atomically; must be new, empty or ours).")
+        Path, typer.Option("--out", "-o", help="Folder to write: new, empty or ours (its scripts' records are kept).")
     ],
     node_map: Annotated[
         Path | None,
@@ -715,6 +719,14 @@ def launch(
             "--from",
             metavar="OLD_PLAN",
             help="Slurm: the previous round's plan; render only what changes (apply.sh, changes.md).",
+        ),
+    ] = None,
+    from_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--from-dir",
+            metavar="OLD_DIR",
+            help="With --from: the previous round's launch folder; apply.sh acts only on the job ids it recorded.",
         ),
     ] = None,
     time_grace_s: Annotated[
@@ -746,7 +758,11 @@ def launch(
 
     if from_plan is not None and to.value != "slurm":
         raise InputError("options", [Problem("bad-option", "--from", "only --to slurm renders a follow-on round")])
-    refuse_overwriting_inputs({"--out": out_dir}, [plan_file, instance, node_map, from_plan], replaced={"--out"})
+    if from_dir is not None and from_plan is None:
+        raise InputError("options", [Problem("bad-option", "--from-dir", "goes with --from (a follow-on round)")])
+    refuse_overwriting_inputs(
+        {"--out": out_dir}, [plan_file, instance, node_map, from_plan, from_dir], replaced={"--out"}
+    )
     hosts = load_host_map(node_map, node_prefix)
     if node_map is None and not node_prefix:
         hosts = instance_host_map(instance) or hosts  # an instance made by from-jobs names its hosts
@@ -757,6 +773,7 @@ def launch(
             namespace=namespace, image=image, agent_image=agent_image, device_plugin_namespace=device_plugin_namespace
         ),
         limits=LimitOptions(grace_s=time_grace_s, signal_lead_s=signal_lead_s, enabled=not no_time_limit),
+        from_dir=from_dir,
     )
     try:
         if from_plan is None:
@@ -786,6 +803,11 @@ def launch(
         err.print(
             f"[yellow]warning:[/] {len(placeholders)} job(s) have no command in the instance and run a placeholder "
             f"that exits {PLACEHOLDER_EXIT}: {shown(', '.join(repr(j) for j in placeholders[:10]))}"
+        )
+    for job_id, names in result.model.dropped_env()[:10]:
+        err.print(
+            f"[yellow]warning:[/] job {shown(repr(job_id))}: env {shown(', '.join(names))} not used, "
+            "the launcher sets these itself"
         )
 
 
@@ -1044,21 +1066,26 @@ def instance_next(
     from wattplan.planner.contracts.instance_io import load_instance, write_instance
     from wattplan.planner.contracts.plan import load_plan
     from wattplan.planner.rounds.from_jobs import read_operator_instance
-    from wattplan.planner.rounds.next_round import check_plan_matches, follow_plan, next_instance
+    from wattplan.planner.rounds.next_round import (
+        check_plan_matches,
+        checked_next_instance,
+        follow_plan,
+        next_instance,
+    )
 
     if (jobs is None) != (cluster is None):
         raise InputError("options", [Problem("bad-option", "--jobs", "--jobs and --cluster go together")])
     refuse_overwriting_inputs({"--out": out_path}, [plan_path, instance, jobs, cluster, profiles])
     previous = load_instance(instance)
     plan = load_plan(plan_path)
-    check_plan_matches(previous, plan, str(plan_path))
+    check_plan_matches(previous, plan, str(plan_path), str(instance))
     if jobs is not None and cluster is not None:
         fresh, added = read_operator_instance(jobs, cluster, profiles, previous.round.rules)
         _prior_notes(added)
         inst = follow_plan(previous, plan, fresh)
     else:
         inst = next_instance(previous, plan)
-    write_instance(inst, out_path)
+    write_instance(checked_next_instance(inst, str(plan_path)), out_path)
     _print_operator_instance(inst, out_path)
     running = sum(1 for j in inst.jobs if j.current is not None)
     out.print(f"  {running} jobs continue from the plan, {len(inst.jobs) - running} wait")
@@ -1131,6 +1158,7 @@ def instance_sweep(
     from wattplan.planner.console.bars import count_bar
     from wattplan.planner.profile_library.library import load_profile_library
 
+    refuse_overwriting_inputs({"--out": out_dir}, [], folders={"--out"})  # a file there, a name too long: exit 2
     lib = load_profile_library()
     spec = sweep_spec(out_dir, sizes, budgets, seeds, family.value, gpu_mix, jobs_per_node, mps, sorted(lib.gpu_types))
     start = time.perf_counter()
@@ -1728,7 +1756,7 @@ def frontier(
     if result.stale:
         err.print(
             f"[yellow]{len(result.stale)} saved replay(s) stale (options or an input file changed), "
-            f"replayed: {', '.join(result.stale)}[/]"
+            f"replayed: {shown(', '.join(result.stale))}[/]"
         )
     failed = [r["label"] for r in result.rows if r.get("error")]
     if failed:
@@ -1835,8 +1863,8 @@ def bench(
         err.print(f"[red]{wrong} wrong result(s): see 'Wrong results' in report.md[/]")
     if result.stale:
         err.print(
-            f"[yellow]{result.stale} saved run(s) in {out_path / 'runs'} are stale (an instance changed, or other "
-            "options): not reused[/]"
+            f"[yellow]{result.stale} saved run(s) in {shown(out_path / 'runs')} are stale (an instance changed, "
+            "or other options): not reused[/]"
         )
     out.print(
         f"{len(report.rows)} runs ({result.ran} now, {result.reused} reused); "
@@ -1928,16 +1956,34 @@ def agent(
             "--restart-s)."
         ),
     ] = 0.0,
+    allow_user: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-user",
+            metavar="NAME",
+            help="Act on opted-in jobs of this Slurm user (repeatable). With no --allow-user and no "
+            "--allow-account: the user the agent runs as, and no one else.",
+        ),
+    ] = None,
+    allow_account: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-account", metavar="NAME", help="Act on opted-in jobs of this Slurm account (repeatable)."
+        ),
+    ] = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Log only notes and faults.")] = False,
 ) -> None:
     """Run the control loop on a Slurm cluster: read the queue, observe, plan, apply; every --round-s.
 
-    A job opts in with sbatch --hold --comment='wattplan:type=TYPE;steps=STEPS'; no other job is touched.
+    A job opts in with sbatch --hold --comment='wattplan:type=TYPE;steps=STEPS' and is managed only if its user
+    or account is allowed (--allow-user, --allow-account); no other job is touched, and no administrator's hold
+    is ever released.
 
     Install the node scripts (planner/agent/node_files) so that power limits reach the GPUs.
     """
     from wattplan.planner.agent.loop import AgentConfig
     from wattplan.planner.agent.run import environment, run_agent, stderr_log
+    from wattplan.planner.agent.trust import Allowed, name_problem
     from wattplan.planner.contracts.rules import RoundRules, rules_problems
     from wattplan.planner.profile_library.library import load_profile_library
 
@@ -1946,6 +1992,9 @@ def agent(
         raise InputError("--max-jct-increase", [Problem("bad-option", "--max-jct-increase", "must be in [0, 1000]")])
     if not 0 <= start_s < 1e7:
         raise InputError("--start-s", [Problem("bad-option", "--start-s", "must be a number of seconds >= 0")])
+    names = [("--allow-user", n) for n in allow_user or []] + [("--allow-account", n) for n in allow_account or []]
+    if problems := [Problem("bad-option", o, m) for o, n in names if (m := name_problem(n)) is not None]:
+        raise InputError("options", problems)
     if objective is not None:
         rules = RoundRules(round_s, restart_s, min_pair_rate, objective.value, delta)
     else:
@@ -1974,6 +2023,7 @@ def agent(
         event_rounds=event_rounds,
         pairs=pairs,
         start_s=start_s,
+        allowed=Allowed.of(allow_user or [], allow_account or []),
     )
     default_state = (cluster_dir / "agent.db") if cluster_dir else Path("wattplan-agent.db")
     code = run_agent(config, env, state or default_state, stderr_log(quiet))
@@ -1994,12 +2044,18 @@ def cluster_up(
         float, typer.Option(help="Emulated seconds a (re)started job spends loading its checkpoint.")
     ] = defaults.RESTART_S,
 ) -> None:
-    """Start munged, slurmctld, one slurmd per node, the GPU emulator, node agents and Prometheus (needs root)."""
+    """Start munged, slurmctld, one slurmd per node, the GPU emulator, node agents and Prometheus (needs root).
+
+    --dir must be new, empty, or a folder an earlier `cluster up` made (it holds .wattplan-cluster).
+    """
     from wattplan.planner.cluster.up import cluster_up as up
     from wattplan.planner.profile_library.library import load_profile_library
     from wattplan.planner.rounds.cluster_spec import parse_cluster_spec
 
-    spec = parse_cluster_spec(gpus, gpus_per_node)
+    try:
+        spec = parse_cluster_spec(gpus, gpus_per_node)
+    except InputError as e:  # the parser names plan's --cluster; here the option is --gpus
+        raise InputError("--gpus", [Problem(p.code, "--gpus", p.message) for p in e.problems]) from None
     if not 0 < time_scale <= 10_000:
         raise InputError("--time-scale", [Problem("bad-option", "--time-scale", "must be in (0, 10000]")])
     manifest = up(
@@ -2010,7 +2066,7 @@ def cluster_up(
         truth,
         time_scale,
         restart_s,
-        log=lambda m: err.print(m),
+        log=lambda m: err.print(shown(m)),
     )
     out.print(
         f"cluster up in [bold]{shown(cluster_dir)}[/]: {len(manifest['nodes'])} nodes, Prometheus "
@@ -2021,10 +2077,10 @@ def cluster_up(
 @cluster_app.command("down")
 @handles_errors
 def cluster_down(cluster_dir: ClusterDirOpt) -> None:
-    """Stop exactly what `wattplan cluster up` started in --dir (its jobs are cancelled first)."""
+    """Stop exactly what `wattplan cluster up` started in --dir (its jobs, every user's, are cancelled first)."""
     from wattplan.planner.cluster.up import cluster_down as down
 
-    down(cluster_dir, log=lambda m: out.print(m))
+    down(cluster_dir, log=lambda m: out.print(shown(m)))
 
 
 @cluster_app.command("submit")
