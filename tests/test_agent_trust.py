@@ -485,8 +485,8 @@ def test_a_forked_worker_does_not_keep_a_killed_agents_lock(tmp_path: Path) -> N
     script = (
         "import os, sys, time; from pathlib import Path; from wattplan.planner.agent.store import AgentStore; "
         "store = AgentStore(Path(sys.argv[1]) / 'agent.db'); pid = os.fork()\n"
-        "if pid == 0:\n    time.sleep(600); os._exit(0)\n"
-        "print(pid, flush=True); time.sleep(600)"
+        "if pid == 0:\n    print(os.getpid(), flush=True); time.sleep(600); os._exit(0)\n"  # after the fork hooks
+        "time.sleep(600)"
     )
     agent = subprocess.Popen([sys.executable, "-c", script, str(tmp_path)], stdout=subprocess.PIPE, text=True)
     assert agent.stdout is not None

@@ -52,6 +52,18 @@ def _up(folder: Path, *extra: str) -> tuple[int, str]:
     return result.exit_code, " ".join(result.output.split())
 
 
+@pytest.fixture
+def tmp_path() -> Iterator[Path]:
+    """A short scratch folder, in place of pytest's own.
+
+    Under pytest-xdist (``.../popen-gw0/test_an_empty_folder_keeps_its0``) that can exceed what munge's socket path
+    allows, which ``cluster up`` refuses before anything else.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="wpt-", dir="/tmp"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 def _user_folder(tmp_path: Path, mode: int) -> Path:
     """A folder a user made, holding what a careless ``--dir`` would hit: work/, log/, agent.db and the like."""
     folder = tmp_path / "mine"
