@@ -1,12 +1,16 @@
-"""The hostile-input audit of issue 22: N generated malformed inputs per command surface, classified.
+"""The hostile-input audit of issues 22 and 41: N generated malformed inputs per surface, classified.
 
 Each case is drawn from ``(surface, seed)`` by :mod:`tests.hostile` (a valid seed input with one mutation: a JSON
-field, a CSV cell or row, the file's bytes or kind, or an option's value), run in-process and classified as ok,
-traceback, internal error, unlocated (exit 2 naming neither the mutated file nor the option), bad exit (not 0 or 2;
-1 only for an invalid plan), destroyed (an input changed), written on failure (exit != 0 and a file appeared) or
-hang. Writes one CSV row per case (atomically) and prints a table per surface.
+field, a YAML scalar, key or structure, a CSV cell, row or column, a Slurm or Prometheus answer, the file's bytes
+or kind, an option's or keyword's value, the output set against an input or an earlier output), run in-process and
+classified (:mod:`tests.hostile.oracle`): ok, traceback, internal error, unlocated (exit 2 naming neither the
+mutated file nor the option), bad exit (not 0 or 2; 1 only for an invalid plan), destroyed (an input or protected
+file changed), injected, previous output lost, written on failure, unsafe agent action, raw control characters,
+bad script, accepted (a must-refuse input read), YAML 1.1 typed, leftover child, or hang. Writes one CSV row per
+case (atomically) and prints a table per surface.
 
 Usage: python benchmarks/hostile_audit.py --per-surface 500 --out benchmarks/results/hostile_audit.csv
+       python benchmarks/hostile_audit.py --new --per-surface 300   # the surfaces of issue 41 only
 """
 
 from __future__ import annotations
@@ -28,8 +32,11 @@ from rich.table import Table
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.hostile.inprocess import ALL_BY_NAME as BY_NAME  # noqa: E402
+from tests.hostile.inprocess import ALL_SURFACES as SURFACES  # noqa: E402
+from tests.hostile.inprocess import NEW_SURFACES  # noqa: E402
 from tests.hostile.oracle import run_case  # noqa: E402
-from tests.hostile.surfaces import BY_NAME, SURFACES, draw_case  # noqa: E402
+from tests.hostile.surfaces import draw_case  # noqa: E402
 from wattplan.planner.contracts.jsonio import write_text_atomic  # noqa: E402
 
 COLUMNS = ["surface", "seed", "mutation", "kind", "class", "exit_code", "first_line", "seconds"]
@@ -42,6 +49,14 @@ CLASS_COLUMNS = [
     ("destroyed", "destroyed"),
     ("written-on-failure", "written on failure"),
     ("hang", "hangs"),
+    ("injected", "injected"),
+    ("previous-lost", "previous lost"),
+    ("unsafe-action", "unsafe actions"),
+    ("raw-control", "raw control"),
+    ("bad-script", "bad scripts"),
+    ("accepted", "accepted"),
+    ("yaml11-typed", "YAML 1.1 typed"),
+    ("leftover-child", "leftover children"),
 ]
 
 
@@ -117,10 +132,11 @@ def main() -> None:
     parser.add_argument("--per-surface", type=int, default=500, help="cases per surface (seeds 0 .. N-1)")
     parser.add_argument("--first-seed", type=int, default=0, help="first seed of every surface")
     parser.add_argument("--surface", action="append", choices=sorted(BY_NAME), help="only these (repeatable)")
+    parser.add_argument("--new", action="store_true", help="only the surfaces of issue 41")
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/hostile_audit.csv"))
     args = parser.parse_args()
     console = Console(stderr=True)
-    names = args.surface or [s.name for s in SURFACES]
+    names = args.surface or [s.name for s in (NEW_SURFACES if args.new else SURFACES)]
     started = time.perf_counter()
     rows = audit(names, args.per_surface, args.first_seed, console)
     write_text_atomic(args.out, csv_text(rows))

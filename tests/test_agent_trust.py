@@ -37,11 +37,12 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from wattplan.planner.agent.commands import CommandResult, runner
+from wattplan.planner.agent.commands import CommandResult, SlurmError, runner
 from wattplan.planner.agent.decide import SlurmJobNow
 from wattplan.planner.agent.loop import MAX_STALL_RESTARTS, Agent, AgentConfig, RoundReport
-from wattplan.planner.agent.prometheus import PrometheusError
+from wattplan.planner.agent.prometheus import PrometheusClient, PrometheusError
 from wattplan.planner.agent.run import PrometheusObserver, open_state, stderr_log
+from wattplan.planner.agent.slurm_queue import read_nodes, read_queue
 from wattplan.planner.agent.store import AgentStore, StoreBusy, StoreError
 from wattplan.planner.agent.trust import Allowed
 from wattplan.planner.cluster.owned import agent_using
@@ -501,3 +502,48 @@ def test_a_forked_worker_does_not_keep_a_killed_agents_lock(tmp_path: Path) -> N
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.kill(child, signal.SIGKILL)
+
+
+def _captured(name: str) -> dict[str, Any]:
+    return json.loads((DATA / name).read_text())
+
+
+def test_hostile_slurm_documents_are_problems_or_clear_errors_never_tracebacks() -> None:
+    """Slurm's documents as the generated audit bent them: each a located problem or a SlurmError.
+
+    Before: a node name that is no host name reached ``scontrol update`` and raised in the round; a 400-digit count
+    failed in SQLite mid-round; deeply nested JSON raised RecursionError.
+    """
+    nodes = _captured("sinfo_mixed.json")
+    nodes["nodes"][0]["name"] = "\u202eevil\x1b]0;t\x07"
+    read = read_nodes(json.dumps(nodes))
+    assert all(n.name != nodes["nodes"][0]["name"] for n in read.nodes)
+    assert any(p.path == "nodes[0].name" and "\\x1b" in p.message for p in read.problems), read.problems
+    queue = _captured("squeue_running.json")
+    queue["jobs"][0]["node_count"] = 10**400
+    assert any("64-bit" in p.message for p in read_queue(json.dumps(queue)).problems)
+    with pytest.raises(SlurmError, match="nested too deeply"):
+        read_queue('{"jobs": ' + "[" * 100_000 + "]" * 100_000 + "}")
+
+
+def test_prometheus_errors_quote_the_server_plainly_and_a_malformed_answer_is_a_prometheus_error() -> None:
+    assert "\x00" not in str(PrometheusError("HTTP 500: a\x00b\x1b[2J")) and "\\x1b" in str(PrometheusError("\x1b"))
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nX-Long: " + b"a" * 200_000 + b"\r\n\r\n")
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        client = PrometheusClient(f"http://127.0.0.1:{listener.getsockname()[1]}", timeout_s=30)
+        with pytest.raises(PrometheusError, match="cannot reach Prometheus"):
+            client.instant("up")
+    finally:
+        thread.join(timeout=30)
+        listener.close()

@@ -1,10 +1,16 @@
-"""The generated hostile-input suite (issue 22): every surface, a fixed set of seeds, every case must be ok.
+"""The generated hostile-input suite (issues 22 and 41): every surface, a fixed set of seeds, every case must be ok.
 
 Each case is a valid seed input with one mutation (:mod:`tests.hostile`), run in-process; ok means exit 0 or 2 (1
 only for an invalid plan), no traceback, no ``internal error``, the mutated file or option named, nothing written
-on failure and no input changed. A failure prints the surface, the seed, the mutation and the output; it
-reproduces with ``python benchmarks/hostile_audit.py --surface SURFACE --first-seed SEED --per-surface 1``.
+on failure, no input or protected file changed, no control character printed raw, no child process left, no
+agent call on a job that did not opt in, and the refusals and readings :mod:`tests.hostile.oracle` lists. A
+failure prints the surface, the seed, the mutation and the output; it reproduces with
+``python benchmarks/hostile_audit.py --surface SURFACE --first-seed SEED --per-surface 1``.
 The audit over 500 cases per surface is ``benchmarks/hostile_audit.py`` (benchmarks/RESULTS.md).
+
+The surfaces of issue 41 (job lists, cluster files, ``instance next``, ``launch --from``, the agent's inputs, the
+Python API) run the seeds of :data:`NEW_SAMPLE`; their cases failing for defects another change fixes are in
+:data:`KNOWN` with the class, until that change lands.
 """
 
 from __future__ import annotations
@@ -16,32 +22,70 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from tests.hostile.oracle import run_case
+from tests.hostile.inprocess import NEW_SURFACES, opted_in, unsafe_actions
+from tests.hostile.oracle import CASE_DEADLINE_S, run_case
 from tests.hostile.seeds import seed_dir
 from tests.hostile.surfaces import SURFACES, Surface, draw_case
 
 CASES_PER_SURFACE = 20
+NEW_SAMPLE: dict[str, tuple[int, ...]] = {
+    "from-jobs yaml": (0, 1, 6, 10, 11, 12, 17, 21, 22),
+    "from-jobs csv": (0, 1, 4, 6, 11, 23, 71, 92),
+    "cluster file": (0, 1, 3, 6, 7, 13, 20, 21, 23),
+    "plan jobs": (0, 1, 2, 3, 4, 5, 7, 8, 11),
+    "instance next": (0, 1, 2, 10, 11, 28, 32),
+    "instance next jobs": (0, 1, 3, 6, 7, 10, 18, 21, 32),
+    "launch from": (0, 1, 2, 8, 16, 21, 22, 25, 26),
+    "launch operator": (0, 1, 2, 3, 4, 10, 13, 18, 27),
+    "agent squeue": (0, 1, 2, 3, 4, 6),
+    "agent sinfo": (0, 1, 2, 11, 13),
+    "agent scontrol": (0, 1, 2, 3, 4, 5),
+    "agent prometheus": (0, 1, 18, 64),
+    "agent prometheus server": (0, 1, 2, 6, 13, 14, 20),
+    "api plan": (0, 1, 5, 8, 28, 31, 44, 47),
+    "api plan jobs": (0, 1, 10, 14, 20, 23, 30, 43, 47),
+    "api simulate": (0, 1, 6, 9, 20, 74),
+}
+"""The seeds run of each issue-41 surface (about a second a case; the audit draws 300 and more): 0 and 1, then
+the first seed of each kind that found a defect of issue 41 on the code before it (a duplicate key or column,
+a YAML 1.1 type, the 9-level alias bomb, deep nesting, several documents, a swapped file, valid inputs with a
+previous launch or a foreign folder as ``--out``, an administrator's hold, hostile text, an edited ``Instance``,
+a Python value, a Prometheus that hangs, trickles or sends a 1 MB header)."""
+OLD_SURFACES = tuple(s for s in SURFACES if s not in NEW_SURFACES)
 KNOWN: dict[tuple[str, int], str] = {}
-"""Cases of seeds 0 .. CASES_PER_SURFACE-1 that fail for a defect in a file another change owns, with the reason;
-remove each when it is fixed. None now."""
+"""Cases of the seeds run here that fail for a defect in a file another change owns, with the reason;
+remove each when it is fixed."""
 runner = CliRunner()
 WIDE = {"COLUMNS": "1000"}
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("surface", SURFACES, ids=[s.name for s in SURFACES])
-def test_every_generated_case_is_handled(surface: Surface, tmp_path: Path) -> None:
+def _failures(surface: Surface, seeds: range, tmp_path: Path) -> list[str]:
+    """A line and the output of every case of ``seeds`` that is not ok (the known ones skipped)."""
     failures = []
-    for seed in range(CASES_PER_SURFACE):
+    for seed in seeds:
         if (surface.name, seed) in KNOWN:
             continue
         case = draw_case(surface, seed, tmp_path)
-        verdict = run_case(case)
+        verdict = run_case(case, CASE_DEADLINE_S)
         if verdict.cls != "ok":
             failures.append(
                 f"{verdict.cls}: surface {surface.name!r} seed {seed} mutation {case.mutation!r} "
-                f"exit {verdict.exit_code}\n  argv: {case.argv}\n{verdict.output[-2000:]}"
+                f"exit {verdict.exit_code}: {verdict.first_line}\n  argv: {case.argv}\n{verdict.output[-2000:]}"
             )
+    return failures
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("surface", OLD_SURFACES, ids=[s.name for s in OLD_SURFACES])
+def test_every_generated_case_is_handled(surface: Surface, tmp_path: Path) -> None:
+    failures = _failures(surface, range(CASES_PER_SURFACE), tmp_path)
+    assert not failures, "\n\n".join(failures)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("surface", NEW_SURFACES, ids=[s.name for s in NEW_SURFACES])
+def test_every_generated_case_of_the_issue_41_surfaces_is_handled(surface: Surface, tmp_path: Path) -> None:
+    failures = _failures(surface, NEW_SAMPLE[surface.name], tmp_path)
     assert not failures, "\n\n".join(failures)
 
 
@@ -360,3 +404,100 @@ def test_a_gpu_type_given_twice_in_cluster_exits_2_naming_the_item(tmp_path: Pat
     result = run(command, seed_dir() / "tiny.trace", "--cluster", "v100:8,V100:16", *extra, "--out", out)
     assert result.exit_code == 2, result.output
     assert "--cluster" in result.output and "cluster[1]" in result.output and not out.exists()
+
+
+# The generator and the oracle of issue 41 (each check fails if its part is broken).
+
+
+def test_an_issue_41_case_is_the_same_for_the_same_seed(tmp_path: Path) -> None:
+    for surface in NEW_SURFACES:
+        first = draw_case(surface, 3, tmp_path / "a")
+        again = draw_case(surface, 3, tmp_path / "b")
+        assert (first.mutation, first.kind, first.must_refuse) == (again.mutation, again.kind, again.must_refuse)
+        mine = sorted(p for p in first.inputs.rglob("*") if p.is_file())
+        theirs = sorted(p for p in again.inputs.rglob("*") if p.is_file())
+        assert [p.read_bytes() for p in mine] == [p.read_bytes() for p in theirs], surface.name
+
+
+def test_yaml_mutations_are_what_their_labels_say() -> None:
+    import random
+
+    import yaml
+
+    from tests.hostile import mutate
+
+    seed = (seed_dir() / "cluster.yaml").read_bytes()
+    seen: set[str] = set()
+    for k in range(400):
+        made = mutate.mutate_yaml(seed, random.Random(k))
+        kind = made.label.split("@")[0].split("=")[0].split("(")[0]
+        seen.add(kind)
+        if kind == "yaml:implicit-type":
+            token = made.label.split("=", 1)[1].split("@")[0]
+            assert made.control is not None and token.encode() in made.content
+            if token not in ("y", "n"):  # YAML 1.1 booleans PyYAML leaves as text
+                assert yaml.safe_load(made.control) != yaml.safe_load(made.content)  # PyYAML retypes the token
+        elif kind == "yaml:duplicate-key":
+            key = made.label.split("@")[1]
+            assert made.must_refuse and made.content.count(f"{key}:".encode()) >= 2
+        elif kind == "yaml:alias-bomb" and "9 levels" in made.label:
+            assert made.must_refuse and made.content.count(b"*l") == 8 * 9 and len(made.content) < len(seed) + 500
+    assert {"yaml:implicit-type", "yaml:duplicate-key", "yaml:alias-bomb", "yaml:multi-doc", "yaml:tag"} <= seen
+
+
+def test_the_opt_in_rule_of_the_oracle() -> None:
+    assert opted_in("wattplan:type=ResNet-18 (batch size 64);steps=100")
+    assert opted_in("wattplan: steps = 5 ; type = A3C")
+    for comment in (" wattplan:type=A;steps=1", "WATTPLAN:type=A;steps=1", "wattplan:type=A;steps=0",
+                    "wattplan:type=A;steps=1;steps=2", "wattplan:type=A\x1b;steps=1", "wattplan:type=A;steps=\uff15",
+                    "wattplan:type=A;steps=1;user=root", "wattplan:type=A", None, 7):  # fmt: skip
+        assert not opted_in(comment), comment
+
+
+def test_the_oracle_flags_calls_on_jobs_that_did_not_opt_in_or_admin_holds() -> None:
+    jobs = [
+        {"job_id": 1, "comment": "wattplan:type=A;steps=5", "state_reason": "JobHeldUser"},
+        {"job_id": 2, "comment": "wattplan:type=A;steps=5", "state_reason": "JobHeldAdmin"},
+        {"job_id": 3, "comment": "not managed", "state_reason": "None"},
+    ]
+    queue = json.dumps({"jobs": jobs})
+    assert unsafe_actions(queue, [("scontrol", "release", "1"), ("scontrol", "hold", "2")]) is None
+    assert "job 2, held by an administrator" in str(unsafe_actions(queue, [("scontrol", "release", "1,2")]))
+    update = ("scontrol", "update", "JobId=3", "Gres=gpu:2")
+    assert "job '3', which did not opt in" in str(unsafe_actions(queue, [update]))
+    assert "job '9'" in str(unsafe_actions(queue, [("scancel", "9")]))
+
+
+def test_the_oracle_classes_of_issue_41(tmp_path: Path) -> None:
+    import subprocess
+
+    from tests.hostile.oracle import _children, _classify, _leftover_children, _Run
+
+    case = draw_case(NEW_SURFACES[0], 0, tmp_path)
+    inputs, files = {}, {str(p.relative_to(case.folder)) for p in case.folder.rglob("*") if p.is_file()}
+    scratch = case.folder / "tmp"
+    scratch.mkdir()
+
+    def cls(run: _Run) -> str:
+        return _classify(case, run, inputs, {}, {}, files, scratch).cls
+
+    assert cls(_Run(0, "wrote x", None)) == "ok"
+    assert cls(_Run(0, "job \x1b[2J wrote", None)) == "raw-control"
+    assert cls(_Run(0, "ok", None, unsafe="released 2")) == "unsafe-action"
+    (scratch / "wattplan-x").mkdir()
+    assert cls(_Run(2, f"bad input: {case.names[0]}", None)) == "written-on-failure"
+    (scratch / "wattplan-x").rmdir()
+    (case.outputs / "PWNED").write_text("")
+    assert cls(_Run(0, "ok", None)) == "injected"
+    (case.outputs / "PWNED").unlink()
+    case.must_refuse = True
+    assert cls(_Run(0, "ok", None)) == "accepted"
+    (case.outputs / "run.sh").write_text("if then\n")
+    assert cls(_Run(0, "ok", None)) == "bad-script"
+    before = _children()
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        assert child.pid in _leftover_children(before)
+    finally:
+        child.kill()
+        child.wait()

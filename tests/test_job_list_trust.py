@@ -402,3 +402,15 @@ def test_pure_python_parser_reads_as_libyaml_does(monkeypatch: pytest.MonkeyPatc
     fast = outcome()
     monkeypatch.setattr(safe_yaml, "_Parser", yaml.SafeLoader)
     assert outcome() == fast
+
+
+@pytest.mark.parametrize(("value", "said"), [("", "empty value"), ("lib\x00.json", "NUL")])
+def test_an_empty_or_nul_profiles_option_is_refused_naming_it(tmp_path: Path, value: str, said: str) -> None:
+    """``--profiles ''`` became ``.`` ("bad input: .", naming nothing); a NUL raised "embedded null byte", exit 1."""
+    jobs, cluster = tmp_path / "jobs.csv", tmp_path / "cluster.yaml"
+    jobs.write_text("id,type,gpus,remaining_s\na,ResNet-50 (batch size 64),1,600\n")
+    cluster.write_text("gpu_types:\n- {name: v100, nodes: [gpu1]}\n")
+    out = tmp_path / "i.json"
+    args = ["instance", "from-jobs", str(jobs), "--cluster", str(cluster), "--profiles", value, "-o", str(out)]
+    r = CliRunner().invoke(app, args)
+    assert r.exit_code == 2 and "--profiles" in r.output and said in r.output and not out.exists(), r.output

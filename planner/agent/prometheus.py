@@ -26,6 +26,7 @@ Prometheus that accepts connections and never answers costs a caller its budget,
 
 from __future__ import annotations
 
+import http.client
 import json
 import math
 import re
@@ -36,6 +37,8 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
+
+from wattplan.planner.console.terminal import plain
 
 T = TypeVar("T")
 
@@ -55,7 +58,7 @@ class PrometheusError(Exception):
     """
 
     def __init__(self, message: str, retryable: bool = False):
-        super().__init__(message)
+        super().__init__(plain(message))  # it quotes what the server sent, which reaches the operator's terminal
         self.retryable = retryable
 
 
@@ -126,6 +129,8 @@ def _result(body: bytes, what: str, expected: str) -> list[Any]:
         doc = json.loads(body)
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise PrometheusError(f"{what}: the answer is not JSON ({err}): {body[:120]!r}") from None
+    except RecursionError:
+        raise PrometheusError(f"{what}: the answer is JSON nested too deeply to read") from None
     if not isinstance(doc, dict):
         raise PrometheusError(f"{what}: the answer is JSON but not an object")
     status = doc.get("status")
@@ -234,7 +239,7 @@ class PrometheusClient:
             try:
                 doc = json.loads(body)
                 detail = doc.get("error") if isinstance(doc, dict) else None
-            except (json.JSONDecodeError, UnicodeDecodeError):
+            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
                 detail = None
             text = detail if isinstance(detail, str) else body[:200].decode("utf-8", "replace").strip()
             raise PrometheusError(
@@ -253,7 +258,7 @@ class PrometheusClient:
                     retryable=True,
                 ) from None
             raise PrometheusError(f"cannot reach Prometheus at {self.base_url}: {reason}", retryable=True) from None
-        except (OSError, ValueError) as err:
+        except (OSError, ValueError, http.client.HTTPException) as err:  # HTTPException: a malformed answer
             raise PrometheusError(f"cannot reach Prometheus at {self.base_url}: {err}", retryable=True) from None
 
     def _params(self, query: str) -> dict[str, str]:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import sys
 import tempfile
@@ -36,6 +35,7 @@ from wattplan.planner.agent.observations import observe
 from wattplan.planner.agent.prometheus import PrometheusClient, with_retries
 from wattplan.planner.agent.slurm_version import require_supported
 from wattplan.planner.agent.store import AgentStore, snapshot
+from wattplan.planner.console.terminal import plain
 
 OBSERVE_BUDGET_S = 5.0
 """Most real seconds one round spends reading Prometheus, retries and their waits included."""
@@ -157,16 +157,13 @@ def run_agent(config: AgentConfig, env: Environment, state: Path, log: Callable[
             shutil.rmtree(scratch, ignore_errors=True)
 
 
-_CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
-
-
 def printable(text: str) -> str:
-    """``text`` with every control character but the newline shown as ``?``.
+    """``text`` with every control character but tab and newline written as a visible escape (as ``plain`` does).
 
     Slurm's messages, job types and user names reach the operator's terminal: an escape sequence in them must not
-    act on it.
+    act on it. The same rule as every other command's output (:func:`planner.console.terminal.plain`).
     """
-    return _CONTROL.sub("?", text)
+    return plain(text)
 
 
 def stderr_log(quiet: bool) -> Callable[[str], None]:

@@ -154,6 +154,11 @@ def opt_in_comment(job_type: str, total_steps: int) -> str:
 # ---------------------------------------------------------------------------------------------- field access
 
 
+MAX_INTEGER = 2**63 - 1
+"""The largest whole number read from Slurm's JSON: Slurm's own counters are 64-bit, and the agent's SQLite state
+stores them as 64-bit integers (a larger one would fail there, mid-round)."""
+
+
 class _Record:
     """Typed access to one JSON object's fields; each bad field adds one problem naming ``where`` and the field."""
 
@@ -185,6 +190,8 @@ class _Record:
             self.problem(field, f"must be a whole number, not {type(value).__name__}")
         elif value < minimum:
             self.problem(field, f"must be >= {minimum}, not {value}")
+        elif value > MAX_INTEGER:
+            self.problem(field, f"must be at most {MAX_INTEGER} (a 64-bit count), not a {len(str(value))}-digit number")
         else:
             return value
         return 0
@@ -206,6 +213,8 @@ def _document(text: str, what: str, key: str) -> list[Any]:
         doc = json.loads(text)
     except json.JSONDecodeError as err:
         raise SlurmError(f"`{what}` did not print JSON: {err}") from None
+    except RecursionError:
+        raise SlurmError(f"`{what}` printed JSON nested too deeply to read") from None
     if not isinstance(doc, dict):
         raise SlurmError(f"`{what}` printed JSON that is not an object")
     meta = doc.get("meta")
@@ -337,10 +346,17 @@ _DOWN = {"down", "error", "unknown", "future"}
 _DOWN_FLAGS = {"NOT_RESPONDING", "POWERED_DOWN", "POWERING_DOWN", "FAIL"}
 
 
+NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,254}")
+"""A node name the agent accepts from ``sinfo``: a host name. The name goes into ``scontrol update NodeList=`` and
+the log; Slurm's host-list syntax (``[``, ``,``) and control characters have no place in one node's name."""
+
+
 def _node(raw: dict[str, Any], index: int, problems: list[Problem]) -> NodeState | None:
     name = raw.get("name")
-    if not isinstance(name, str) or not name:
-        problems.append(Problem("slurm-field", f"nodes[{index}].name", f"must be a node name, not {name!r}"))
+    if not isinstance(name, str) or not NODE_NAME.fullmatch(name):
+        problems.append(
+            Problem("slurm-field", f"nodes[{index}].name", f"must be a node name (host name), not {name!r:.80}")
+        )
         return None
     rec = _Record(raw, f"node {name}", problems)
     slurm_state = rec.text("state")
