@@ -189,3 +189,40 @@ def test_a_job_that_draws_no_gpu_energy_for_a_whole_window_is_restarted(tmp_path
     agent._metered = frozenset()  # nobody metered (the exporter is down): nobody judged
     agent._window_start_s = 720.0
     assert agent._mark_stalled(fresh, 1080.0, report)["9"].stalled is None
+
+
+class ShiftingSlurm(FakeSlurm):
+    """:class:`FakeSlurm` whose queue shows each job's fields changed by ``edits`` (job id -> fields)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.edits: dict[int, dict[str, object]] = {}
+
+    def __call__(self, argv: Sequence[str]) -> CommandResult:
+        if tuple(argv) != ("squeue", "--json"):
+            return super().__call__(argv)
+        self.seen.append(tuple(argv))
+        doc = json.loads(_queue())
+        for job in doc["jobs"]:
+            job.update(self.edits.get(job["job_id"], {}))
+        return CommandResult(tuple(argv), 0, json.dumps(doc), "")
+
+
+def test_a_requeuehold_still_completing_keeps_the_agents_hold(tmp_path: Path) -> None:
+    """A job shown ``COMPLETING`` (not held) after the agent's ``requeuehold`` keeps its hold record.
+
+    Seen live on a loaded machine: Slurm took 15 s to requeue a job after ``requeuehold``, showing it
+    ``COMPLETING`` meanwhile. The agent forgot its hold then, and once the job was back, pending and held, took the
+    hold for its owner's and left the job out for good (the live workload never ended).
+    """
+    slurm = ShiftingSlurm()
+    agent, _ = _agent(tmp_path, slurm)
+    agent.round()  # jobs 1-3: submission holds adopted, released
+    assert {"1", "2", "3"} <= _touched(slurm)
+    slurm.edits[1] = {"job_state": "COMPLETING", "state_reason": "None", "priority": 0}  # requeuehold under way
+    agent.round()
+    slurm.edits[1] = {"job_state": "PENDING", "state_reason": "JobHeldUser", "priority": 0}  # requeued, held
+    slurm.seen.clear()
+    report = agent.round()
+    assert not [n for n in report.notes if "job 1 is held by its user" in n], report.notes
+    assert "1" in _touched(slurm), slurm.seen  # planned and called again, as its hold is still the agent's

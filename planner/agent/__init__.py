@@ -13,7 +13,7 @@ Modules:
   the holds the agent owns), one agent per state file (a lock held for the process's life)
 - :mod:`planner.agent.trust`: whose jobs the agent acts on (opted in *and* an allowed user or account) and which
   holds it may release (its own; never an administrator's)
-- :mod:`planner.agent.node_settings`: the setting file the node scripts read, the clock, atomic writes
+- :mod:`planner.agent.node_settings`: the setting file the node scripts read, the clock
 - :mod:`planner.agent.prometheus`: a strict client of Prometheus' query API, with bounded retries
 - :mod:`planner.agent.observations`: one window's energy per GPU, node and job (a shared GPU's energy
   apportioned), steps and scrape freshness, from Prometheus

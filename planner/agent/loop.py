@@ -54,7 +54,7 @@ from wattplan.planner import planning
 from wattplan.planner.agent.aligned_blocks import aligned_blocks
 from wattplan.planner.agent.commands import Run, SlurmError
 from wattplan.planner.agent.decide import Decision, SlurmJobNow, decide
-from wattplan.planner.agent.node_settings import Clock, JobSetting, write_text_atomic
+from wattplan.planner.agent.node_settings import Clock, JobSetting
 from wattplan.planner.agent.reference import fifo_reference, slurm_reference
 from wattplan.planner.agent.slurm_actions import Action, ActionOutcome, Release, apply, calls
 from wattplan.planner.agent.slurm_detail import expand_hostlist, query_job_gpus
@@ -70,6 +70,7 @@ from wattplan.planner.agent.slurm_queue import (
 from wattplan.planner.agent.store import AgentStore, Desired, KnownJob, StoreBusy
 from wattplan.planner.agent.trust import Allowed, foreign_hold
 from wattplan.planner.contracts.domain import CurrentConfig, NodeGpus
+from wattplan.planner.contracts.jsonio import write_text_atomic
 from wattplan.planner.contracts.problems import InputError
 from wattplan.planner.contracts.request import PlanRequest
 from wattplan.planner.contracts.rules import RoundRules
@@ -86,6 +87,10 @@ from wattplan.planner.sim.workload import job_spec
 
 ACTIVE_STATES = frozenset({"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING"})
 """Slurm job states of a job still in the queue; any other state ends it."""
+HOLD_SHOWN_STATES = frozenset({"PENDING", "RUNNING"})
+"""States in which Slurm shows whether a job is held. A job completing a ``requeuehold`` shows ``COMPLETING``, not
+held, until Slurm requeues it held (15 s after the call on a loaded machine, seen live): the agent's hold record
+must outlive that, or the hold then looks like its owner's and the job is left out for good."""
 _T = TypeVar("_T")
 TRANSIENT_REFUSALS = ("no longer pending", "try again in a bit")
 """Refusals of an update that pass: a job requeued a moment ago is still completing; a job submitted a moment ago
@@ -408,7 +413,7 @@ class Agent:
         a job Slurm shows not held is dropped.
         """
         holds = self.store.agent_holds()
-        gone = [jid for jid, j in active.items() if not j.held and jid in holds]
+        gone = [jid for jid, j in active.items() if not j.held and j.state in HOLD_SHOWN_STATES and jid in holds]
         adopted = [jid for jid, j in active.items() if jid not in seen_before and j.held and j.reason == USER_HOLD]
         self.store.drop_holds(gone)
         self.store.adopt_holds(adopted, rnd)

@@ -1,21 +1,17 @@
-"""The agent's side of the node contract: the setting file of a managed job, the clock, atomic writes.
+"""The agent's side of the node contract: the setting file of a managed job and the clock.
 
 The agent writes one ``settings/JOBID.conf`` per managed job it runs (:class:`JobSetting`); the node scripts
 (``planner/agent/node_files``: prolog, epilog, task prolog, node agent) read it and apply the setting with
 ``nvidia-smi``. The agent's :class:`Clock` is Unix time on a real cluster and the emulated clock on an emulated
-one (:mod:`planner.cluster.layout`): nothing else in the agent knows the difference.
+one (:mod:`planner.cluster.layout`): nothing else in the agent knows the difference. Files are written with
+:func:`planner.contracts.jsonio.write_text_atomic`, the project's one atomic writer.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import tempfile
 import time
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 from wattplan.planner.contracts.domain import SettingUnit
 
@@ -101,22 +97,3 @@ class JobSetting:
         except ValueError as e:
             raise ValueError(f"round, gpus and setting must be whole numbers ({e})") from None
         return cls(fields["job_id"], rnd, fields["gpu_type"], gpus, setting, unit, fields["host_job"] or None)
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename: readers never see half a file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def write_json_atomic(path: Path, doc: Any) -> None:
-    """Write ``doc`` as JSON to ``path`` through a temporary file and a rename: readers never see half a file."""
-    write_text_atomic(path, json.dumps(doc, indent=1, sort_keys=True) + "\n")

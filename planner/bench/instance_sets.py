@@ -36,7 +36,6 @@ Every file is written atomically.
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import math
 from collections.abc import Callable, Sequence
@@ -57,6 +56,7 @@ from wattplan.planner.console.list_options import split_list
 from wattplan.planner.contracts.defaults import GPUS_PER_NODE
 from wattplan.planner.contracts.domain import Instance
 from wattplan.planner.contracts.problems import InputError, Problem
+from wattplan.planner.files.digests import file_sha256
 from wattplan.planner.profile_library.library import ProfileLibrary
 
 Family = Literal["trace", "sampled", "long"]
@@ -273,15 +273,6 @@ def sweep_spec(
 # Writing
 
 
-def sha256_file(path: Path) -> str:
-    """The SHA-256 of a file's bytes, in hex."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 class RoundSources:
     """The traces a sweep draws from, read on first use and kept (one object may serve several sweeps)."""
 
@@ -396,7 +387,7 @@ def manifest_row(
         "budget_j": "" if inst.round.budget_j is None else f"{inst.round.budget_j:.0f}",
         "seed": seed,
         "source": where,
-        "sha256": sha256_file(path),
+        "sha256": file_sha256(path),
     }
 
 
@@ -452,7 +443,7 @@ def sweep(
         if spec.mps:
             mps = path.with_suffix(".mps")
             export_mps(inst, mps)
-            row.update(mps_file=mps.name, mps_sha256=sha256_file(mps))
+            row.update(mps_file=mps.name, mps_sha256=file_sha256(mps))
         rows.append(row)
         if on_written is not None:
             on_written(row)

@@ -327,7 +327,7 @@ class Emulator:
             "jobs": {j: r.steps_per_s for j, r in snap.jobs.items()},
             "reasons": {j: r.reason for j, r in snap.jobs.items() if r.reason},
         }
-        write_json_atomic(self.layout.rates_file, rates)
+        write_json_atomic(self.layout.rates_file, rates, durable=False)  # rewritten every tick
         limits: dict[GpuId, float | None] = {}
         for gpu, st in states.items():
             info = self.index.gpu_types.get(st.gpu_type)

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wattplan.planner.agent.node_settings import Clock, JobSetting, write_json_atomic, write_text_atomic
+from wattplan.planner.agent.node_settings import Clock, JobSetting
+from wattplan.planner.contracts.jsonio import write_json_atomic, write_text_atomic
 
 __all__ = ["MANIFEST_FORMAT", "Clock", "ClusterLayout", "JobSetting", "write_json_atomic", "write_text_atomic"]
 

@@ -28,7 +28,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from wattplan.planner.agent.node_settings import write_json_atomic
+from wattplan.planner.contracts.jsonio import write_json_atomic
 from wattplan.planner.contracts.problems import InputError, Problem
 
 MARKER = ".wattplan-cluster"

@@ -115,8 +115,9 @@ class Trainer:
         write_json_atomic(self.layout.trainer_file(self.job_id), doc)
 
     def _save(self) -> None:
-        write_json_atomic(checkpoint_path(self.layout, self.job_id), {"steps": self.steps})
-        write_text_atomic(progress_path(self.layout, self.job_id), f"{self.steps!r}\n")
+        """Checkpoint and progress, rewritten every tick: atomic, not flushed to disk (emulated state)."""
+        write_json_atomic(checkpoint_path(self.layout, self.job_id), {"steps": self.steps}, durable=False)
+        write_text_atomic(progress_path(self.layout, self.job_id), f"{self.steps!r}\n", durable=False)
 
     def _unregister(self) -> None:
         self.layout.trainer_file(self.job_id).unlink(missing_ok=True)

@@ -29,5 +29,11 @@ BUDGET_FRACTION: Final = 0.6
 """A round built from a trace gets this fraction of full power x ``T`` as its budget."""
 ZEUS_ETA: Final = 0.5
 """Zeus's weight of energy against time in the replay's ``zeus`` baseline."""
+MAX_ROUNDS: Final = 20_000
+"""Most rounds a replay simulates (skipped idle rounds excluded) before it stops with ``max-rounds``."""
+DELTA_MAX: Final = 0.25
+"""Largest ``delta`` the runtime-bounded mode's governor sets (:mod:`planner.sim.governor`). Measured on 150-job
+slices (benchmarks/RESULTS.md), a fixed ``delta`` past about 0.2 buys no energy: with ``energy`` deferred work keeps
+nodes on for longer, with ``efficiency`` 0.1 to 0.5 all land within 0.4% of each other while the JCT rises."""
 FIGURE_DPI: Final = 150
 """Dots per inch of a PNG figure (``--dpi``; PDF and SVG are vector)."""

@@ -14,8 +14,11 @@ duplicate-key       an object gives the same key twice (JSON would silently keep
 not-finite          a number is NaN or infinite (Python's json accepts them)
 ==================  ====================================================================
 
-A file that cannot be written becomes an :class:`~planner.contracts.problems.InputError` naming the path
-given (``output-is-directory`` or ``unwritable-output``), never the temporary file.
+One atomic writer (:func:`write_bytes_atomic`, with :func:`write_text_atomic` and :func:`write_json_atomic`
+over it) serves every file written whole from text or bytes: command outputs, the replay's journal, the agent's
+node setting files and the emulated cluster's state alike. A file that cannot be written becomes an
+:class:`~planner.contracts.problems.InputError` naming the path given (``output-is-directory`` or
+``unwritable-output``), never the temporary file.
 """
 
 from __future__ import annotations
@@ -218,23 +221,34 @@ def _check_output_path(path: Path) -> None:
         raise _unwritable(path, "output-is-directory", f"{path} is a folder; give a file name for the output")
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so readers see the old file or the new one, never half.
+def write_text_atomic(path: Path, text: str, *, durable: bool = True) -> None:
+    """Write ``text`` (UTF-8) to ``path`` so readers see the old file or the new one, never half.
 
-    Writes a temporary file in the target directory, flushes it to disk, then renames it
-    over ``path`` (``os.replace`` is atomic on POSIX within one file system). An existing
-    ``path`` that is neither a regular file nor a folder (``/dev/null``, ``/dev/stdout``, a
-    named pipe) is written in place instead: replacing it would remove the device or pipe.
-    A path that cannot be written raises :class:`InputError` naming ``path``
+    The one atomic text writer of the project: every command's outputs, the agent's node setting files, the
+    emulated cluster's state (:func:`write_bytes_atomic` says how).
+    """
+    write_bytes_atomic(path, text.encode("utf-8"), durable=durable)
+
+
+def write_bytes_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
+    """Write ``data`` to ``path`` so readers see the old file or the new one, never half.
+
+    Writes a temporary file in the target directory (its parents are made), flushes it to disk when
+    ``durable``, gives it mode 0644 (outputs are shared files; ``mkstemp`` makes 0600), then renames it over
+    ``path`` (``os.replace`` is atomic on POSIX within one file system). ``durable=False`` skips the
+    ``fsync``: for state rewritten several times a second (the emulated cluster's counters, rates and trainer
+    progress), which a crash may lose but never tear. An existing ``path`` that is neither a regular file nor
+    a folder (``/dev/null``, ``/dev/stdout``, a named pipe) is written in place instead: replacing it would
+    remove the device or pipe. A path that cannot be written raises :class:`InputError` naming ``path``
     (``output-is-directory`` or ``unwritable-output``); no temporary file is left behind.
     """
     path = Path(path)
     _check_output_path(path)
     try:
         if path.exists() and not path.is_file():
-            _write_in_place(path, text)
+            _write_in_place(path, data)
         else:
-            _replace_atomically(path, text)
+            _replace_atomically(path, data, durable)
     except OSError as exc:
         _check_output_path(path)
         raise _unwritable(path, "unwritable-output", f"cannot write {path}: {_why_unwritable(path, exc)}") from None
@@ -250,21 +264,22 @@ def _why_unwritable(path: Path, exc: OSError) -> str:
     return exc.strerror or type(exc).__name__
 
 
-def _write_in_place(path: Path, text: str) -> None:
-    """Write ``text`` into an existing device or pipe."""
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(text)
+def _write_in_place(path: Path, data: bytes) -> None:
+    """Write ``data`` into an existing device or pipe."""
+    with open(path, "wb") as fh:
+        fh.write(data)
 
 
-def _replace_atomically(path: Path, text: str) -> None:
-    """Write a temporary file next to ``path``, then rename it over ``path``."""
+def _replace_atomically(path: Path, data: bytes, durable: bool) -> None:
+    """Write a temporary file next to ``path`` (on disk when ``durable``), then rename it over ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            if durable:
+                fh.flush()
+                os.fsync(fh.fileno())
         os.chmod(tmp, 0o644)  # mkstemp creates 0600; outputs are shared files
         os.replace(tmp, path)
     except BaseException:
@@ -272,6 +287,6 @@ def _replace_atomically(path: Path, text: str) -> None:
         raise
 
 
-def write_json_atomic(path: Path, doc: Any) -> None:
-    """Serialise ``doc`` (finite numbers only) and write it atomically."""
-    write_text_atomic(path, json.dumps(doc, indent=1, allow_nan=False) + "\n")
+def write_json_atomic(path: Path, doc: Any, *, durable: bool = True) -> None:
+    """Serialise ``doc`` (finite numbers only: ValueError otherwise) and write it with :func:`write_text_atomic`."""
+    write_text_atomic(path, json.dumps(doc, indent=1, allow_nan=False) + "\n", durable=durable)

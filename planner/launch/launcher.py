@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ from wattplan.planner.contracts.instance_io import load_instance
 from wattplan.planner.contracts.plan import BudgetOverride, Plan, load_plan
 from wattplan.planner.contracts.problems import InputError, Problem
 from wattplan.planner.core.validate import validate_plan
+from wattplan.planner.files.digests import file_sha256
 from wattplan.planner.launch.diff import diff_problems
 from wattplan.planner.launch.followon import Changeover, changeover, from_problems
 from wattplan.planner.launch.hosts import HostMap
@@ -136,7 +136,7 @@ def launch_files(
     """:func:`launch_plan` on files: bad files raise :class:`~planner.contracts.problems.InputError` (path-named)."""
     instance = load_instance(instance_path)
     plan = load_plan(plan_path)
-    digest = hashlib.sha256(Path(plan_path).read_bytes()).hexdigest()
+    digest = file_sha256(Path(plan_path))
     return launch_plan(
         plan, instance, target, out_dir, options, plan_path=plan_path, plan_sha256=digest, source=str(plan_path)
     )
@@ -207,7 +207,7 @@ def launch_followon_files(
     instance = load_instance(instance_path)
     plan = load_plan(plan_path)
     old_plan = load_plan(old_plan_path)
-    digest = hashlib.sha256(Path(plan_path).read_bytes()).hexdigest()
+    digest = file_sha256(Path(plan_path))
     return launch_followon(
         plan,
         instance,

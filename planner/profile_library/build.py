@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import ast
 import csv
-import hashlib
 import json
 import math
 from collections import defaultdict
@@ -36,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from wattplan.planner.contracts.jsonio import write_text_atomic
+from wattplan.planner.files.digests import file_sha256
 from wattplan.planner.files.resources import source_dir
 from wattplan.planner.profile_library import mapping as pm
 
@@ -115,10 +115,6 @@ def zeus_curves(rows: Iterable[ZeusRow]) -> tuple[ZeusCurves, float]:
         curves[(dataset, network, batch)][limit] = (mean_t, mean_p)
     min_power = min(p for vals in groups.values() for _, p in vals)
     return dict(curves), min_power
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _mapping_entries(
@@ -222,7 +218,7 @@ def build_profile_library(
             }
         )
     for s in sources:
-        s["sha256"] = _sha256(source_dir / s["file"])
+        s["sha256"] = file_sha256(source_dir / s["file"])
     job_types = sorted({t for g in gpu_types for (t, _) in gavel[g]})
     mapping = _mapping_entries(job_types, zeus, gpu_types)
     notes: dict[str, Any] = {

@@ -38,6 +38,7 @@ from rich.table import Table
 from wattplan.planner.console.terminal import shown
 from wattplan.planner.contracts.jsonio import read_json, read_text
 from wattplan.planner.contracts.problems import InputError, Problem
+from wattplan.planner.files.digests import file_sha256
 from wattplan.planner.files.resources import profile_library
 from wattplan.planner.profile_library.build import write_profile_library
 from wattplan.planner.profile_library.library import library_from_doc
@@ -48,7 +49,6 @@ from wattplan.planner.profiling.nvidia_smi import SmiLog, read_nvidia_smi_log
 from wattplan.planner.profiling.points import (
     MEASUREMENTS_SCHEMA,
     MeasuredPoint,
-    file_sha256,
     merge_points,
     point_to_doc,
     points_from_docs,

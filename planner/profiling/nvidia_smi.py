@@ -71,7 +71,7 @@ import numpy as np
 
 from wattplan.planner.contracts.jsonio import line_blocks
 from wattplan.planner.contracts.problems import MAX_REPORTED_PROBLEMS, InputError, Problem, capped
-from wattplan.planner.profiling.points import file_sha256
+from wattplan.planner.files.digests import file_sha256
 from wattplan.planner.profiling.smi_frame import (
     BoolArray,
     Columns,

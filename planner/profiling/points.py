@@ -97,15 +97,6 @@ def point_id(p: MeasuredPoint) -> str:
     return "pt-" + hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
-def file_sha256(path: Path) -> str:
-    """SHA-256 (hex) of a file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def point_to_doc(p: MeasuredPoint) -> dict[str, Any]:
     """A point as JSON: every field, ``None`` fields left out, provenance as an object."""
     doc: dict[str, Any] = {"id": p.id, "kind": p.kind, "gpu_type": p.gpu_type}

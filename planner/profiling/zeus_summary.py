@@ -46,9 +46,10 @@ from pathlib import Path
 from wattplan.planner.contracts.jsonio import read_text
 from wattplan.planner.contracts.problems import InputError, Problem, capped
 from wattplan.planner.contracts.profile_checks import MAX_GPU_POWER_W
+from wattplan.planner.files.digests import file_sha256
 from wattplan.planner.profile_library.build import ZeusRow, zeus_curves
 from wattplan.planner.profiling.csv_header import refuse_duplicate_columns
-from wattplan.planner.profiling.points import MeasuredPoint, Provenance, file_sha256
+from wattplan.planner.profiling.points import MeasuredPoint, Provenance
 from wattplan.planner.profiling.units import POWER_UNITS, TIME_UNITS, describe, split_header, split_unit, unit_factor
 
 COLUMNS = ("dataset", "network", "batch_size", "optimizer", "power_limit", "time_per_epoch", "average_power")

@@ -34,8 +34,9 @@ from pathlib import Path
 
 from wattplan.planner.contracts.jsonio import read_text
 from wattplan.planner.contracts.problems import InputError, Problem, capped
+from wattplan.planner.files.digests import file_sha256
 from wattplan.planner.profiling.csv_header import refuse_duplicate_columns
-from wattplan.planner.profiling.points import MeasuredPoint, Provenance, file_sha256, point_to_doc, points_from_docs
+from wattplan.planner.profiling.points import MeasuredPoint, Provenance, point_to_doc, points_from_docs
 
 WINDOW_NAME = re.compile(r"^__GlobalPowerLimitOptimizer_(\d+)$")
 ENERGY_COLUMN = re.compile(r"^gpu(\d+)_energy$")

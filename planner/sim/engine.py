@@ -44,6 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+from wattplan.planner.contracts.defaults import MAX_ROUNDS
 from wattplan.planner.contracts.domain import CurrentConfig, Instance
 from wattplan.planner.contracts.plan import Plan
 from wattplan.planner.contracts.problems import InputError, Problem
@@ -72,7 +73,7 @@ class SimConfig:
     """How to replay: ``max_rounds`` bounds the rounds simulated (skipped idle rounds excluded)."""
 
     start_s: float | None = None
-    max_rounds: int = 20_000
+    max_rounds: int = MAX_ROUNDS
     noise: float = 0.0
     seed: int = 0
     stall_rounds: int = 3

@@ -15,16 +15,19 @@ label                       knob                    replay
 
 Budgets, caps, noise and seed of the base spec are kept by every point (a frontier may run
 under a cap); wattplan's planning request keeps no objective of its own, so the rules' objective
-applies. :func:`replay_points` replays each point in a fresh interpreter through
-:func:`planner.executor.run_tasks` (a ``spawn`` process pool: wattplan's solves fork, and a
-forking process must not have run a solver first; or Ray tasks, ``ray_address``) and writes
-its files to ``out/runs/<label>/`` in this process (:func:`planner.sim.output.write_result`,
-the summary with the point's spec as ``frontier_spec`` and the SHA-256 of every input file the
-spec names as ``frontier_inputs``, :func:`input_digests`); a point whose ``summary.json`` holds
+applies. :func:`replay_points` replays the points through :func:`planner.executor.run_tasks`
+(one worker: here, one after another; more: a ``spawn`` process pool, a fresh interpreter per
+worker, wattplan's solves fork and a forking process must not have run a solver first; or Ray
+tasks, ``ray_address``) and writes its files to ``out/runs/<label>/`` in this process
+(:func:`planner.sim.output.write_result`, the summary with the point's spec as ``frontier_spec``
+and the SHA-256 of every input file the spec names as ``frontier_inputs``,
+:func:`input_digests`); a point whose ``summary.json`` holds
 the same spec and the same input digests is read back instead of replayed, so an interrupted
 frontier resumes. A saved point whose spec or any input file (trace, profiles, truth, carbon or
 price signal) changed since is stale: it is replayed, and counted (``FrontierResult.stale``).
-A replay that fails becomes a row with its ``error`` and the frontier goes on.
+A replay that fails becomes a row with its ``error`` and the sweep goes on; :func:`frontier` then
+raises :class:`ReplayFailed` naming every failed point (never a row without numbers), the
+others saved, so that the same sweep run again replays only the failed ones.
 
 :func:`frontier` then adds, to every row, the energy floor of the workload and the comparison
 with the reference schedule (``fifo-max``, no budget) of :func:`planner.sim.metrics.with_reference`:
@@ -48,8 +51,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from wattplan.planner.contracts.domain import Objective
 from wattplan.planner.contracts.floor import EnergyFloor
 from wattplan.planner.contracts.jsonio import read_json, write_json_atomic, write_text_atomic
-from wattplan.planner.contracts.problems import InputError, Problem
+from wattplan.planner.contracts.problems import InputError, Problem, RunFailed
 from wattplan.planner.executor import run_tasks
+from wattplan.planner.files.digests import file_sha256
 from wattplan.planner.sim.engine import SimResult
 from wattplan.planner.sim.metrics import pareto_front, with_reference
 from wattplan.planner.sim.output import comparison_csv, write_dropped, write_result
@@ -136,6 +140,28 @@ class FrontierResult:
     """The trace jobs no replay ran (no profile on the cluster's GPU types), by job type; also in ``dropped.csv``."""
     cluster_types: tuple[str, ...] = ()
     """The cluster's GPU types."""
+
+
+class ReplayFailed(RunFailed):
+    """Replays of a frontier failed: ``failed`` holds each one's label and error (``Type: message``).
+
+    The replays that finished are saved under ``runs`` (``out/runs/<label>/``): the same sweep run again reuses
+    them and replays only the failed ones. ``runs`` None: they were in a temporary folder, removed since.
+    """
+
+    def __init__(self, failed: Sequence[tuple[str, str]], total: int, runs: Path | None) -> None:
+        self.failed = list(failed)
+        self.total = total
+        self.runs = runs
+        lines = "".join(f"\n  {label}: {error}" for label, error in self.failed)
+        if runs is None:
+            kept = "give an output folder to keep the others, so that a second run replays only the failed ones"
+        else:
+            kept = f"the others are saved in {runs}: the same sweep run again replays only the failed ones"
+        super().__init__(f"{len(self.failed)} of {total} frontier replays failed ({kept}):{lines}")
+
+    def __reduce__(self) -> tuple[type[ReplayFailed], tuple[list[tuple[str, str]], int, Path | None]]:
+        return (ReplayFailed, (self.failed, self.total, self.runs))
 
 
 KNOB_OPTIONS: dict[Knob, dict[str, str]] = {"delta": {"--delta": "--deltas"}}
@@ -228,19 +254,6 @@ def spec_json(spec: ReplaySpec) -> dict[str, Any]:
     return doc
 
 
-HASH_CHUNK = 1 << 20
-"""Bytes read at a time when hashing an input file."""
-
-
-def _file_sha256(path: Path) -> str:
-    """The SHA-256 (hex) of ``path``'s bytes, read in chunks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(HASH_CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def path_sha256(path: Path) -> str:
     """What identifies the content of an input ``path``: a file's SHA-256, a folder's, or ``missing``.
 
@@ -249,11 +262,11 @@ def path_sha256(path: Path) -> str:
     """
     path = Path(path)
     if path.is_file():
-        return _file_sha256(path)
+        return file_sha256(path)
     if path.is_dir():
         digest = hashlib.sha256()
         for p in sorted(q for q in path.rglob("*") if q.is_file()):
-            digest.update(f"{p.relative_to(path).as_posix()}\0{_file_sha256(p)}\n".encode())
+            digest.update(f"{p.relative_to(path).as_posix()}\0{file_sha256(p)}\n".encode())
         return "dir:" + digest.hexdigest()
     return "missing"
 
@@ -385,7 +398,7 @@ def replay_points(
     ray_address: str | None = None,
     stale: list[str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Replay every point in its own process (at most ``workers`` at once); return the rows in point order.
+    """Replay every point (at most ``workers`` at once, :func:`_replay`); return the rows in point order.
 
     Each row is the replay's summary plus ``label``, ``knob``, ``value`` and ``frontier_spec``,
     or, for a failed replay, those and ``error``. Points whose ``out/runs/<label>/summary.json``
@@ -558,13 +571,16 @@ def frontier(
     (``fifo-max`` without budget: the frontier's own row when it ran without one, else replayed
     here) and ``on_front`` (:func:`mark_front`). ``figures``: the format of ``frontier.png`` (None:
     no figure). Bad input raises :class:`InputError` before
-    any replay runs; a replay that fails is a row with its ``error``.
+    any replay runs; a replay that fails raises :class:`ReplayFailed` once the others have run (and are saved),
+    before anything of the frontier is written.
     """
     out = Path(out)
     points = frontier_points(base, deltas, jct_increases, baselines)
     workload, ctx = prepare(base)  # a missing trace, a bad cluster, an empty selection: raised here, before the pool
     stale: list[str] = []
     rows = replay_points(points, out, workers, progress, ray_address, stale)
+    if failed := [(str(r["label"]), str(r["error"])) for r in rows if r.get("error")]:
+        raise ReplayFailed(failed, len(rows), out / RUNS_DIR)
     reference = _reference(base, workload, ctx, rows)
     floor = workload_floor(workload, ctx)
     floor_kwh = floor.energy_kwh
@@ -596,6 +612,7 @@ __all__ = [
     "FRONTIER_COLUMNS",
     "FrontierPoint",
     "FrontierResult",
+    "ReplayFailed",
     "frontier",
     "frontier_plot",
     "input_digests",

@@ -58,15 +58,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from wattplan.planner.contracts.defaults import DELTA_MAX
 from wattplan.planner.sim.signals import SignalClock
 from wattplan.planner.sim.state import JobState
 
 GovernorRule = Literal["accrued", "projected"]
 """How :class:`JctGovernor` compares JCTs (module docstring)."""
-DELTA_MAX = 0.25
-"""Largest ``delta`` the governor sets. Measured on 150-job slices (benchmarks/RESULTS.md), a fixed
-``delta`` past about 0.2 buys no energy: with ``energy`` deferred work keeps nodes on for longer,
-with ``efficiency`` 0.1 to 0.5 all land within 0.4% of each other while the JCT rises."""
 GAIN = 0.25
 """``k``: change of ``delta`` per unit of relative slack, per round. 0.5, measured on node-limited replays of the six
 slices (benchmarks/RESULTS.md, "Energy mode, sixth pass"), gained 1.8-2.9 points on three Gavel slices, lost 2.9 on

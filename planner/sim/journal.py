@@ -27,15 +27,14 @@ per GPU type of ``gpu_types``), so a checkpoint written before those columns res
 from __future__ import annotations
 
 import hashlib
-import os
 import pickle
-import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from wattplan.planner.contracts.jsonio import write_text_atomic
+from wattplan.planner.contracts.jsonio import write_bytes_atomic, write_text_atomic
+from wattplan.planner.files.digests import update_with_file
 from wattplan.planner.sim.engine import ReplayState, RoundRecord
 from wattplan.planner.sim.output import JOB_COLUMNS, csv_lines, job_row, round_columns, round_row
 from wattplan.planner.sim.state import JobState
@@ -54,28 +53,13 @@ def inputs_sha256(spec_text: str, files: Iterable[Path | None]) -> str:
     for path in files:
         digest.update(b"\0" + str(path).encode("utf-8") + b"\0")
         if path is not None and Path(path).is_file():
-            digest.update(Path(path).read_bytes())
+            update_with_file(digest, Path(path))
     return digest.hexdigest()
 
 
 def remove_checkpoint(folder: Path) -> None:
     """Forget a replay's checkpoint in ``folder`` (``--fresh``); nothing happens when there is none."""
     (Path(folder) / CHECKPOINT_FILE).unlink(missing_ok=True)
-
-
-def _write_bytes_atomic(path: Path, data: bytes) -> None:
-    """``data`` to ``path`` through a temporary file in the same folder and a rename."""
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        os.chmod(tmp, 0o644)  # mkstemp creates 0600; outputs are shared files
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 class ReplayJournal:
@@ -183,6 +167,6 @@ class ReplayJournal:
             "replay_sha256": self.replay_sha256,
             "state": state,
         }
-        _write_bytes_atomic(self.checkpoint, pickle.dumps(doc, protocol=pickle.HIGHEST_PROTOCOL))
+        write_bytes_atomic(self.checkpoint, pickle.dumps(doc, protocol=pickle.HIGHEST_PROTOCOL))
         self._saved_rounds = len(state.rounds)
         self._saved_at = time.monotonic()

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from wattplan.planner.console.list_options import Bounds
-from wattplan.planner.contracts.defaults import GPUS_PER_NODE, NODE_POWER_W
+from wattplan.planner.contracts.defaults import DELTA_MAX, GPUS_PER_NODE, MAX_ROUNDS, NODE_POWER_W
 from wattplan.planner.contracts.floor import EnergyFloor
 from wattplan.planner.contracts.jsonio import write_json_atomic, write_text_atomic
 from wattplan.planner.contracts.problems import InputError, Problem
@@ -30,7 +30,7 @@ from wattplan.planner.rounds.traces import MAX_TRACE_S, TraceFormat, read_trace,
 from wattplan.planner.sim.budget import Budget, EnergyBudget, NoBudget, PowerCap, one_node_round_j, step_prices
 from wattplan.planner.sim.decision_memo import ReplanOn
 from wattplan.planner.sim.engine import ProgressCallback, SimConfig, SimResult, simulate
-from wattplan.planner.sim.governor import DELTA_MAX, DeltaSteer, FixedDelta, GovernorRule, JctGovernor, SignalSteer
+from wattplan.planner.sim.governor import DeltaSteer, FixedDelta, GovernorRule, JctGovernor, SignalSteer
 from wattplan.planner.sim.journal import ReplayJournal, inputs_sha256
 from wattplan.planner.sim.learning import LearnConfig, ProfileLearner, learning_report
 from wattplan.planner.sim.metrics import J_PER_KWH, summarise, with_reference
@@ -75,7 +75,7 @@ class ReplaySpec:
     policy_options: PolicyOptions = field(default_factory=PolicyOptions)
     noise: float = 0.0
     seed: int = 0
-    max_rounds: int = 20_000
+    max_rounds: int = MAX_ROUNDS
     replan: ReplanOn = "rounds"
     """When each policy is asked again (:data:`planner.sim.decision_memo.ReplanOn`): every changed round (exact)
     or only at events (``--replan events``)."""

@@ -151,14 +151,14 @@ def with_replay_options(
     spec: ReplaySpec,
     *,
     noise: float = 0.0,
-    max_rounds: int = 20_000,
+    max_rounds: int = defaults.MAX_ROUNDS,
     gpus_per_node: int = defaults.GPUS_PER_NODE,
     node_power_w: float = defaults.NODE_POWER_W,
     max_jct_increase: float | None = None,
     tail_bound: float | None = None,
     governor: str = "accrued",
     tail_pace: str = "steady",
-    delta_max: float = 0.25,
+    delta_max: float = defaults.DELTA_MAX,
     truth: Path | None = None,
     learn: bool = False,
     replan: str = "rounds",
@@ -221,14 +221,14 @@ def replay_spec(
     delta: float = defaults.DELTA,
     max_jct_increase: float | None = None,
     governor: str = "accrued",
-    delta_max: float = 0.25,
+    delta_max: float = defaults.DELTA_MAX,
     tail_bound: float | None = None,
     tail_pace: str = "steady",
     carbon: str | Path | None = None,
     price: str | Path | None = None,
     signal_start: str | None = None,
     signal_aware: bool = True,
-    max_rounds: int = 20_000,
+    max_rounds: int = defaults.MAX_ROUNDS,
     gpus_per_node: int = defaults.GPUS_PER_NODE,
     node_power_w: float = defaults.NODE_POWER_W,
     profiles: str | Path | None = None,
@@ -437,6 +437,30 @@ def run_simulate(
     return SimulateOutcome(stamped, workload, ctx, out, written)
 
 
+def interrupted_note(spec: ReplaySpec, out: str | Path, workers: int = 1, ray: str | None = None) -> str:
+    """What an interrupted ``simulate`` tells its user: whether the same command run again resumes, and from where.
+
+    A serial replay (``workers == 1``, no ``ray``: :func:`run_simulate`) checkpoints each policy in ``out/<policy>/``
+    (:mod:`planner.sim.journal`) and a rerun resumes from the last checkpoint; before the first one, or replayed in
+    parallel (no checkpoints), a rerun starts over.
+    """
+    from wattplan.planner.sim.journal import CHECKPOINT_FILE, EVERY_ROUNDS, EVERY_S
+    from wattplan.planner.sim.replay import journal_folder
+
+    if workers != 1 or ray is not None:
+        return (
+            "interrupted: policies replayed in parallel (--workers, --ray) keep no checkpoint, so the same command "
+            "run again starts over; with --workers 1 they replay one after another and a rerun resumes"
+        )
+    every = f"one every {EVERY_ROUNDS:,} rounds or {EVERY_S:g} s"
+    if not any((journal_folder(Path(out), spec, name) / CHECKPOINT_FILE).is_file() for name in spec.policies):
+        return f"interrupted before the first checkpoint ({every}): the same command run again starts over"
+    return (
+        f"interrupted: run the same command again to resume from the last checkpoint in {out} ({every}); "
+        "--fresh starts over"
+    )
+
+
 @dataclass(frozen=True)
 class FrontierSweep:
     """A checked ``frontier``: the base spec, the swept deltas and JCT increases (fractions), the baselines."""
@@ -485,14 +509,14 @@ def frontier_sweep(
     restart_s: float = defaults.RESTART_S,
     min_pair_rate: float = defaults.MIN_PAIR_RATE,
     governor: str = "accrued",
-    delta_max: float = 0.25,
+    delta_max: float = defaults.DELTA_MAX,
     tail_bound: float | None = None,
     tail_pace: str = "steady",
     carbon: str | Path | None = None,
     price: str | Path | None = None,
     signal_start: str | None = None,
     signal_aware: bool = True,
-    max_rounds: int = 20_000,
+    max_rounds: int = defaults.MAX_ROUNDS,
     gpus_per_node: int = defaults.GPUS_PER_NODE,
     node_power_w: float = defaults.NODE_POWER_W,
     profiles: str | Path | None = None,
