@@ -27,7 +27,7 @@ from wattplan.planner import planning
 from wattplan.planner.console.formats import OutputFormat, Section, sections_text
 from wattplan.planner.console.terminal import shown, terminal_console
 from wattplan.planner.contracts import defaults
-from wattplan.planner.contracts.problems import InputError, Problem, SolutionRejected
+from wattplan.planner.contracts.problems import InputError, Problem, RunFailed, SolutionRejected
 from wattplan.planner.contracts.request import DEFAULT_REQUEST, REPLAY_REQUEST, PlanRequest
 from wattplan.planner.files.paths import refuse_overwriting_inputs
 from wattplan.planner.launch.limits import DEFAULT_GRACE_S, DEFAULT_SIGNAL_LEAD_S
@@ -150,7 +150,7 @@ def handles_errors(fn: F) -> F:
         except FileNotFoundError as exc:
             err.print(f"[bold red]error:[/] no such file: {shown(exc.filename)}")
             raise typer.Exit(ExitCode.BAD_INPUT) from None
-        except (ValueError, OSError) as exc:
+        except (ValueError, OSError, RunFailed) as exc:
             err.print(f"[bold red]error:[/] {shown(exc)}")
             raise typer.Exit(ExitCode.FAILED) from None
         except (typer.Exit, typer.Abort, KeyboardInterrupt):
@@ -269,7 +269,20 @@ VcOpt = Annotated[str | None, typer.Option(help="Philly virtual cluster id to ke
 JOB_LIST_SUFFIXES = (".csv", ".yaml", ".yml")
 """Inputs that are an operator's job list, not an instance (:mod:`planner.rounds.job_list`)."""
 
-ProfilesOpt = Annotated[Path | None, typer.Option(help="Profile library (default: the shipped Gavel+Zeus one).")]
+
+def _library_path(text: str) -> Path:
+    """A profile library's path as given; an empty value (Path("") is ".") or a NUL is refused, naming the option."""
+    if not text.strip():
+        raise typer.BadParameter("must name a profile library file, not an empty value")
+    if "\x00" in text:
+        raise typer.BadParameter("a file name cannot hold a NUL character")
+    return Path(text)
+
+
+ProfilesOpt = Annotated[
+    Path | None,
+    typer.Option(help="Profile library (default: the shipped Gavel+Zeus one).", parser=_library_path, metavar="<path>"),
+]
 PowerCapOpt = Annotated[float | None, typer.Option(help="Power cap (W): a round's budget is cap x T.")]
 
 # Options shared by ``simulate`` and ``frontier``.
@@ -356,7 +369,11 @@ ReplanOpt = Annotated[
 MaxRoundsOpt = Annotated[int, typer.Option(help="Stop after this many simulated rounds.")]
 BelievedProfilesOpt = Annotated[
     Path | None,
-    typer.Option(help="Profile library the planner and the baselines believe (default: the shipped one)."),
+    typer.Option(
+        help="Profile library the planner and the baselines believe (default: the shipped one).",
+        parser=_library_path,
+        metavar="<path>",
+    ),
 ]
 TruthOpt = Annotated[
     Path | None,
@@ -1477,7 +1494,7 @@ def simulate(
         ),
     ] = None,
     governor: GovernorOpt = GovernorChoice.accrued,
-    delta_max: DeltaMaxOpt = 0.25,
+    delta_max: DeltaMaxOpt = defaults.DELTA_MAX,
     tail_bound: TailBoundOpt = None,
     tail_pace: TailPaceOpt = TailPaceChoice.steady,
     horizon: HorizonOpt = REPLAY_REQUEST.horizon,
@@ -1485,7 +1502,7 @@ def simulate(
     price: PriceOpt = None,
     signal_start: SignalStartOpt = None,
     signal_aware: SignalAwareOpt = True,
-    max_rounds: MaxRoundsOpt = 20_000,
+    max_rounds: MaxRoundsOpt = defaults.MAX_ROUNDS,
     gpus_per_node: GpusPerNodeOpt = defaults.GPUS_PER_NODE,
     node_power_w: NodePowerOpt = defaults.NODE_POWER_W,
     profiles: BelievedProfilesOpt = None,
@@ -1518,7 +1535,7 @@ def simulate(
     modes are --objective efficiency --max-jct-increase PCT and `wattplan frontier`.
     """
     from wattplan.planner.sim.render import progress_callback, progress_display, progress_log, summary_table
-    from wattplan.planner.sim.session import ReplayHooks, replay_spec, run_simulate
+    from wattplan.planner.sim.session import ReplayHooks, interrupted_note, replay_spec, run_simulate
 
     spec = replay_spec(
         trace,
@@ -1567,7 +1584,10 @@ def simulate(
         note=lambda text: err.print(shown(text)),
     )
     serial = workers == 1 and ray is None
-    with progress_display(err) if serial else _policies_bar(len(spec.policies), quiet) as bar:
+    with (
+        _ResumeNote(lambda: interrupted_note(spec, out_path, workers, ray)),
+        progress_display(err) if serial else _policies_bar(len(spec.policies), quiet) as bar,
+    ):
         if not serial:
             task = bar.add_task("simulate", total=len(spec.policies))
             hooks.policy_done = lambda: bar.advance(task)
@@ -1603,6 +1623,25 @@ PROGRESS_MODE_HINT = (
     "with `wattplan frontier`."
 )
 """What ``simulate`` says when wattplan ran without ``--objective``: the mode it used and the energy modes."""
+
+
+class _ResumeNote:
+    """Around a replay: interrupted (Ctrl-C, or SIGINT or SIGTERM ending a pool with 130 or 143), say ``note()``.
+
+    The note says whether the same command run again resumes (``planner.sim.session.interrupted_note``); the
+    interruption then goes on as it was (exit 130 or 143).
+    """
+
+    def __init__(self, note: Callable[[], str]) -> None:
+        self.note = note
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        code = exc.code if isinstance(exc, SystemExit) else None
+        if isinstance(exc, KeyboardInterrupt) or code in (130, 143):
+            err.print(shown(self.note()), soft_wrap=True)
 
 
 def _report_dropped(by_type: Mapping[str, Sequence[str]], cluster_types: Sequence[str], out_path: Path) -> None:
@@ -1666,14 +1705,14 @@ def frontier(
     restart_s: RestartOpt = defaults.RESTART_S,
     min_pair_rate: MinPairRateOpt = defaults.MIN_PAIR_RATE,
     governor: GovernorOpt = GovernorChoice.accrued,
-    delta_max: DeltaMaxOpt = 0.25,
+    delta_max: DeltaMaxOpt = defaults.DELTA_MAX,
     tail_bound: TailBoundOpt = None,
     tail_pace: TailPaceOpt = TailPaceChoice.steady,
     carbon: CarbonOpt = None,
     price: PriceOpt = None,
     signal_start: SignalStartOpt = None,
     signal_aware: SignalAwareOpt = True,
-    max_rounds: MaxRoundsOpt = 20_000,
+    max_rounds: MaxRoundsOpt = defaults.MAX_ROUNDS,
     gpus_per_node: GpusPerNodeOpt = defaults.GPUS_PER_NODE,
     node_power_w: NodePowerOpt = defaults.NODE_POWER_W,
     profiles: BelievedProfilesOpt = None,

@@ -9,6 +9,12 @@ is an :class:`Outcome` with its ``error``; the iteration goes on.
 ==========  ==============================================================================
 where       how
 ==========  ==============================================================================
+inline      one local worker (``workers`` 1, or a single task) in ``process`` mode: each
+            call runs here, in this process and thread, one after another, and no pool is
+            started (a spawned pool costs an interpreter and re-runs the caller's script:
+            see below; a solve still runs in a forked child, :mod:`formulations.watchdog`,
+            as in a serial ``simulate``). A task's exception is its outcome, as itself;
+            Ctrl-C is the caller's ``KeyboardInterrupt``.
 process     a ``spawn`` process pool of ``workers`` (a fresh interpreter per worker: the
             planner's solves fork, and a process that forks must not have run a solver
             first). A worker that dies (killed for memory, crashed) breaks the pool: the
@@ -23,6 +29,12 @@ Ray         ``ray_address`` given: one Ray task per item (``ray.init(address=...
             ``process`` mode the Ray task runs the call in a fresh spawned process of its
             own, exactly as a local worker would; in ``thread`` mode it calls it directly.
 ==========  ==============================================================================
+
+A spawned worker imports the caller's ``__main__`` again (multiprocessing's spawn), and a script of a Python user
+runs from its first line there: a script whose call of wattplan is not under ``if __name__ == "__main__":``
+would run itself again in every worker, and each worker would fail starting a pool of its own. Before it starts a
+pool, :func:`refuse_unguarded_main` finds the statement of ``__main__`` now running and refuses, with an
+:class:`~planner.contracts.problems.InputError` naming ``workers`` and the script, when it is not under that guard.
 
 A process pool's workers end with the process that started the pool, also when it is killed with SIGKILL
 (:func:`_tied_to_parent`: the parent-death signal and a thread watching the parent, :mod:`planner.contracts.lifetime`),
@@ -44,12 +56,14 @@ be readable on the node that runs it (``wattplan bench`` passes each instance's 
 
 from __future__ import annotations
 
+import ast
 import multiprocessing
 import os
 import pickle
 import shutil
 import signal
 import socket
+import sys
 import tempfile
 import threading
 import time
@@ -309,8 +323,10 @@ def run_tasks(
     """Call ``fn(*tasks[i])`` for every ``i``; yield ``(i, Outcome)`` as each finishes (see the module docstring).
 
     ``workers``: processes or threads at once (None: one locally), or Ray tasks in flight (None:
-    all of them). Bad values raise :class:`InputError` before anything runs, as does a
-    missing Ray or an address nothing answers (:func:`probe_ray`) when ``ray_address`` is given.
+    all of them). One local process worker runs the tasks here, without a pool. Bad values raise
+    :class:`InputError` before anything runs, as does a missing Ray or an address nothing answers
+    (:func:`probe_ray`) when ``ray_address`` is given, and a pool that would run the caller's
+    unguarded script again (:func:`refuse_unguarded_main`).
     """
     _check(workers, ray_address)
     if ray_address is not None:
@@ -322,7 +338,116 @@ def run_tasks(
         return _ray_map(ray, fn, tasks, workers, ray_address.strip(), mode, cpus_per_task)
     if not tasks:
         return iter(())
+    if mode == "process" and min(workers or 1, len(tasks)) == 1:
+        return _inline_map(fn, tasks)
+    if mode == "process":
+        refuse_unguarded_main(workers or 1)
     return _local_map(fn, tasks, list(range(len(tasks))), workers or 1, mode, retry_lost=True)
+
+
+def _inline_map(fn: Callable[..., R], tasks: Sequence[Sequence[Any]]) -> Iterator[tuple[int, Outcome[R]]]:
+    """Call ``fn(*tasks[i])`` here, one task after another: one worker needs no pool (module docstring)."""
+    for i, args in enumerate(tasks):
+        try:
+            value = fn(*args)
+        except Exception as exc:  # the task's own failure is its outcome, as in a pool
+            yield i, Outcome(error=exc)
+        else:
+            yield i, Outcome(value=value)
+
+
+MAIN_GUARD = 'if __name__ == "__main__":'
+
+
+def _reruns_main(main: ModuleType) -> bool:
+    """Whether a spawned worker runs ``main`` again (what :mod:`multiprocessing.spawn` prepares a child with).
+
+    A script (``python x.py``) and a module run with ``python -m`` are run again, as ``__mp_main__``; a package's
+    ``__main__`` module, an interactive session, ``python -c`` and standard input are not.
+    """
+    name = getattr(getattr(main, "__spec__", None), "name", None)
+    if name is not None:
+        return name != "__main__" and not name.endswith(".__main__")
+    return getattr(main, "__file__", None) is not None
+
+
+def _main_frame(main: ModuleType) -> FrameType | None:
+    """The frame of ``main``'s module code now running in the main thread; None when it has finished."""
+    frame = sys._current_frames().get(threading.main_thread().ident or -1)
+    while frame is not None:
+        if frame.f_code.co_name == "<module>" and frame.f_globals is vars(main):
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def _names_main(test: ast.AST) -> bool:
+    """Whether the condition ``test`` holds ``__name__ == "__main__"`` (either side of the ``==``).
+
+    Alone or within a larger condition (``... and __name__ == "__main__"``): nothing is refused on a guess.
+    """
+    for node in ast.walk(test):
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq):
+            sides = [node.left, node.comparators[0]]
+            names = [s.id for s in sides if isinstance(s, ast.Name)]
+            texts = [s.value for s in sides if isinstance(s, ast.Constant)]
+            if names == ["__name__"] and texts == ["__main__"]:
+                return True
+    return False
+
+
+def _guarded(source: str, line: int) -> bool:
+    """Whether ``line`` of the module ``source`` lies in the body of an ``if __name__ == "__main__":``.
+
+    A source that does not parse is taken as guarded: nothing is refused on a guess.
+    """
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return True
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and _names_main(node.test) and node.body:
+            if node.body[0].lineno <= line <= (node.body[-1].end_lineno or node.body[-1].lineno):
+                return True
+    return False
+
+
+def unguarded_main_script() -> str | None:
+    """The script a spawned worker would run again up to this very call (module docstring); None when none would.
+
+    The script runs wattplan from a statement of its module code that is not under ``if __name__ ==
+    "__main__":``. Its source unreadable, or its module code finished (a call from another thread), nothing is
+    known and None is returned.
+    """
+    main = sys.modules.get("__main__")
+    if main is None or not _reruns_main(main):
+        return None
+    frame = _main_frame(main)
+    if frame is None:
+        return None
+    path = frame.f_code.co_filename
+    try:
+        source = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None if _guarded(source, frame.f_lineno or 0) else path
+
+
+def refuse_unguarded_main(workers: int) -> None:
+    """Raise :class:`InputError` naming ``workers`` when a pool of spawned workers would re-run the caller's script.
+
+    Each worker would run the script from its first line, call wattplan again there and fail starting a pool of its
+    own: seven tracebacks and no result, where this says what to change.
+    """
+    script = unguarded_main_script()
+    if script is None:
+        return
+    why = (
+        f"workers={workers} runs the work in up to {workers} new Python processes, and each would run your script "
+        f"{script} again from its first line (multiprocessing's spawn start method); put the code that calls "
+        f"wattplan under `{MAIN_GUARD}`, or pass workers=1 to run it in this process"
+    )
+    raise InputError("workers", [Problem("unguarded-main", "workers", why)])
 
 
 def _tied_to_parent(parent: int, deathsig: bool) -> None:
@@ -485,7 +610,9 @@ __all__ = [
     "kill_tree",
     "probe_ray",
     "ray_temp_dir",
+    "refuse_unguarded_main",
     "remove_ray_temp_dir",
     "require_ray",
     "run_tasks",
+    "unguarded_main_script",
 ]

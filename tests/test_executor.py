@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+import importlib.machinery
 import math
 import operator
 import os
 import socket
 import sys
 import time
+import types
 from collections.abc import Iterator
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import pytest
 
+from wattplan.planner import executor
 from wattplan.planner.contracts.jsonio import read_json
 from wattplan.planner.contracts.problems import InputError
 from wattplan.planner.executor import Outcome, TaskFailed, call_portably, run_tasks
@@ -93,3 +96,52 @@ def test_a_ray_address_nothing_answers_is_refused_not_awaited(dead_port: int) ->
 
 def test_no_tasks_yields_nothing() -> None:
     assert list(run_tasks(pow, [], workers=3)) == []
+
+
+def test_one_worker_runs_the_tasks_here_without_a_pool() -> None:
+    """Issue 42: ``workers=1`` still started a spawn pool (an interpreter, and the caller's script run again)."""
+    got = results(run_tasks(os.getpid, [(), ()], workers=1))
+    assert [got[i].value for i in range(2)] == [os.getpid(), os.getpid()]
+    alone = results(run_tasks(os.getpid, [()], workers=4))  # one task needs one worker, whatever is allowed
+    assert alone[0].value == os.getpid()
+    failed = results(run_tasks(read_json, [(Path("/nonexistent/missing.json"),)], workers=1))
+    assert isinstance(failed[0].error, InputError)  # here, the task's own exception: nothing had to travel
+    assert [o.value for _, o in run_tasks(pow, TASKS, workers=1)] == [1024, 81, 25]  # in task order
+
+
+GUARDED = """import os
+if __name__ == "__main__":
+    main(
+        1,
+    )
+else:
+    other()
+"""
+
+
+@pytest.mark.parametrize(
+    ("line", "guarded"), [(1, False), (2, False), (3, True), (4, True), (5, True), (7, False), (8, False)]
+)
+def test_the_main_guard_covers_only_its_own_body(line: int, guarded: bool) -> None:
+    assert executor._guarded(GUARDED, line) is guarded
+
+
+def test_the_main_guard_in_its_other_spellings() -> None:
+    assert executor._guarded("if '__main__' == __name__:\n    main()\n", 2)
+    assert executor._guarded("import sys\nif __name__ == '__main__' and sys.argv:\n    main()\n", 3)
+    assert not executor._guarded("if __name__ != '__main__':\n    main()\n", 2)
+    assert not executor._guarded("if DEBUG:\n    main()\n", 2)
+
+
+def test_what_a_spawned_worker_runs_again() -> None:
+    def module(spec_name: str | None, file: str | None) -> types.ModuleType:
+        m = types.ModuleType("__main__")
+        m.__spec__ = None if spec_name is None else importlib.machinery.ModuleSpec(spec_name, None)
+        if file is not None:
+            m.__file__ = file
+        return m
+
+    assert executor._reruns_main(module(None, "/tmp/script.py"))  # python script.py
+    assert executor._reruns_main(module("tool", "/tmp/tool.py"))  # python -m tool
+    assert not executor._reruns_main(module("pkg.__main__", "/tmp/pkg/__main__.py"))  # python -m pkg
+    assert not executor._reruns_main(module(None, None))  # python -c, a notebook, standard input

@@ -3,6 +3,9 @@
 Issue 22: ``simulate --workers N`` and ``frontier`` killed by SIGTERM left their pool's workers
 and the resource tracker re-parented to init, computing, then blocked forever on a pipe that
 held the caller's stdout open.
+
+Issue 42: Ctrl-C of ``simulate`` exited 130 without a word; it now says whether the same command run again
+resumes (from the last checkpoint) or starts over.
 """
 
 from __future__ import annotations
@@ -18,6 +21,9 @@ import pytest
 
 from tests.sim_helpers import write_gavel_trace
 from wattplan.planner.executor import descendants
+from wattplan.planner.sim.journal import CHECKPOINT_FILE
+from wattplan.planner.sim.replay import ReplaySpec
+from wattplan.planner.sim.session import interrupted_note
 
 pytestmark = pytest.mark.serial  # a local Ray instance: run alone (test_executor_ray_tmpdir counts /tmp's folders)
 R50 = "ResNet-50 (batch size 64)"
@@ -111,3 +117,59 @@ def test_sigterm_cancels_the_pool_and_leaves_nothing_running(tmp_path: Path, com
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def _sigint_default() -> None:
+    """In the child before exec: SIGINT as at a terminal (a shell's background job would have it ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.mark.slow
+def test_ctrl_c_of_a_replay_says_whether_running_it_again_resumes(tmp_path: Path) -> None:
+    """Issue 42: Ctrl-C of ``simulate`` exited 130 without a word; it now says what the same command run again does."""
+    rows = [(A3C if k % 2 else R50, 2_000_000 + 1000 * k, 60 * k, 1 + k % 4) for k in range(300)]
+    trace = write_gavel_trace(tmp_path / "long.trace", rows)  # minutes of replay: still running when interrupted
+    out = tmp_path / "o"
+    command = [sys.executable, "-m", "wattplan", "simulate", str(trace), "--cluster", "v100:8", "--policy", "fifo-max"]
+    with open(tmp_path / "stderr", "wb") as err:
+        proc = subprocess.Popen(
+            [*command, "--no-plots", "-q", "-o", str(out)],
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            start_new_session=True,
+            preexec_fn=_sigint_default,
+        )
+    rounds = out / "fifo-max" / "rounds.csv"
+    try:
+        deadline = time.monotonic() + 300  # generous: the replay's first rounds on a loaded machine
+        while proc.poll() is None and time.monotonic() < deadline:
+            if rounds.is_file() and len(rounds.read_text().splitlines()) > 2:
+                break
+            time.sleep(0.1)
+        assert proc.poll() is None, f"waited for the replay's first rounds: {(tmp_path / 'stderr').read_text()}"
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    stderr = (tmp_path / "stderr").read_text()
+    assert code == 130 and "Traceback" not in stderr, stderr
+    [note] = [line for line in stderr.splitlines() if line.startswith("interrupted")]
+    if (out / "fifo-max" / CHECKPOINT_FILE).is_file():
+        assert f"run the same command again to resume from the last checkpoint in {out}" in note
+    else:
+        assert "interrupted before the first checkpoint" in note and "starts over" in note
+
+
+def test_the_interrupted_note_follows_the_checkpoints(tmp_path: Path) -> None:
+    """Resumable only where a checkpoint is: serial with one saved; a parallel replay keeps none."""
+    spec = ReplaySpec(trace=tmp_path / "t.trace", cluster="v100:8", policies=("fifo-max", "wattplan"))
+    assert "before the first checkpoint" in interrupted_note(spec, tmp_path)
+    (tmp_path / "wattplan").mkdir()
+    (tmp_path / "wattplan" / CHECKPOINT_FILE).write_bytes(b"")
+    assert "resume from the last checkpoint" in interrupted_note(spec, tmp_path)
+    assert "keep no checkpoint" in interrupted_note(spec, tmp_path, workers=2)
+    assert "keep no checkpoint" in interrupted_note(spec, tmp_path, ray="local")

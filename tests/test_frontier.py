@@ -14,6 +14,7 @@ from tests.sim_helpers import write_gavel_trace
 from wattplan.planner.contracts.problems import InputError
 from wattplan.planner.contracts.request import REPLAY_REQUEST
 from wattplan.planner.contracts.rules import RoundRules
+from wattplan.planner.sim import frontier as fr
 from wattplan.planner.sim.frontier import FRONTIER_COLUMNS, frontier, frontier_points, replay_points
 from wattplan.planner.sim.policies import PolicyOptions
 from wattplan.planner.sim.replay import ReplaySpec
@@ -195,3 +196,30 @@ def test_resume_replays_points_whose_input_file_changed(base: ReplaySpec, tmp_pa
     assert sorted(again.stale) == ["fifo-max", "wattplan-progress"]
     assert [r["jobs_total"] for r in again.rows] == [3, 3]
     assert [r["jobs_total"] for r in first.rows] == [5, 5]
+
+
+def test_a_failed_replay_raises_naming_it_and_a_rerun_replays_only_it(
+    base: ReplaySpec, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 42: a failed replay was a row without numbers (NaN energies in Python) and the call returned."""
+    real = fr.replay_point
+
+    def failing(point: fr.FrontierPoint) -> tuple[dict, object]:
+        if point.label == "wattplan-progress":
+            raise RuntimeError("the solver exploded")
+        return real(point)
+
+    monkeypatch.setattr(fr, "replay_point", failing)  # one worker replays here: the patch applies
+    out = tmp_path / "fr"
+    with pytest.raises(fr.ReplayFailed) as caught:
+        frontier(base, [0.1], [], ["fifo-max"], out, workers=1)
+    assert caught.value.failed == [("wattplan-progress", "RuntimeError: the solver exploded")]
+    assert str(caught.value).startswith("1 of 3 frontier replays failed") and str(out / "runs") in str(caught.value)
+    assert not (out / "frontier.csv").exists() and not (out / "runs" / "wattplan-progress" / "summary.json").exists()
+    saved = {k: (out / "runs" / k / "summary.json").stat().st_mtime_ns for k in ("fifo-max", "wattplan-delta-0.1")}
+
+    monkeypatch.setattr(fr, "replay_point", real)
+    again = frontier(base, [0.1], [], ["fifo-max"], out, workers=1)
+    assert all(not r.get("error") and r["jobs_completed"] == 5 for r in again.rows)
+    assert {k: (out / "runs" / k / "summary.json").stat().st_mtime_ns for k in saved} == saved  # reused
+    assert (out / "runs" / "wattplan-progress" / "summary.json").is_file()

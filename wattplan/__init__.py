@@ -18,7 +18,12 @@ Bad input raises :class:`InputError` (``wattplan.InputError``) listing every pro
 or its keyword, as the command line prints them (exit 2 there): a missing or malformed file, an
 :class:`~planner.contracts.domain.Instance` that ``wattplan instance check`` would refuse, a keyword of the wrong kind
 or out of its range, an output path that is one of the inputs (or an output folder that holds one). An unknown
-keyword is a ``TypeError``.
+keyword is a ``TypeError``. A sweep's replay that fails raises :class:`ReplayFailed` (``wattplan.ReplayFailed``)
+naming each failed point, once the others have run.
+
+``workers=1`` runs the replays in this process; more start that many Python processes, each of which runs the
+calling script again from its top (multiprocessing's ``spawn``): a script must call wattplan under ``if __name__ ==
+"__main__":`` then, and one that does not gets an :class:`InputError` naming ``workers`` before any worker starts.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from typing import Any
 __all__ = [
     "InputError",
     "PlanResult",
+    "ReplayFailed",
     "Results",
     "bench",
     "default_instance",
@@ -46,6 +52,7 @@ _WHERE = {
     "InputError": "wattplan.planner.contracts.problems",
     "plan": "wattplan.planning_api",
     "PlanResult": "wattplan.planning_api",
+    "ReplayFailed": "wattplan.planner.sim.frontier",
     "simulate": "wattplan.replay_api",
     "frontier": "wattplan.replay_api",
     "bench": "wattplan.replay_api",

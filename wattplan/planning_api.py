@@ -29,14 +29,18 @@ from wattplan.planner.core.waiting import waiting_reasons
 from wattplan.planner.files.paths import refuse_overwriting_inputs
 from wattplan.planner.files.resources import default_instance
 
+GPU_COUNTS = ("requested_gpus", "gpus")
+"""The GPU-count columns of :attr:`PlanResult.jobs`: whole numbers, empty (``<NA>``) where a job has none."""
+
 
 @dataclass
 class PlanResult:
     """A validated plan, the instance it is for, and its jobs as a DataFrame.
 
     ``jobs``: one row per job of the instance, in instance order: ``state`` (``run`` or ``wait``), type, requested and
-    given GPUs, GPU type, setting, partner, throughput (steps/s), power (W per GPU and kW for the job), energy (J),
-    placement; a waiting job has its ``reason`` code and ``detail`` sentence (docs/design.md §6.5).
+    given GPUs (integers, pandas' nullable ``Int64``: a waiting job's ``gpus`` is ``<NA>``), GPU type, setting,
+    partner, throughput (steps/s), power (W per GPU and kW for the job), energy (J), placement; a waiting job has its
+    ``reason`` code and ``detail`` sentence (docs/design.md §6.5).
     """
 
     plan: Plan
@@ -61,7 +65,8 @@ class PlanResult:
         rows = [running[j.job_id] for j in self.plan.jobs if j.job_id in running]
         columns = ["job", "state", "type", "requested_gpus", "gpus", "gpu_type", "setting", "setting_unit", "partner"]
         columns += ["steps_per_s", "power_w_per_gpu", "power_kw", "energy_j", "placement", "reason", "detail"]
-        return pd.DataFrame(rows).reindex(columns=columns)
+        frame = pd.DataFrame(rows).reindex(columns=columns)
+        return frame.astype({name: "Int64" for name in GPU_COUNTS})  # a waiting job's gpus: <NA>, not NaN
 
     @property
     def summary(self) -> dict[str, Any]:

@@ -108,14 +108,14 @@ def simulate(
     delta: float = defaults.DELTA,
     max_jct_increase: float | None = None,
     governor: str = "accrued",
-    delta_max: float = 0.25,
+    delta_max: float = defaults.DELTA_MAX,
     tail_bound: float | None = None,
     tail_pace: str = "steady",
     carbon: str | Path | None = None,
     price: str | Path | None = None,
     signal_start: str | None = None,
     signal_aware: bool = True,
-    max_rounds: int = 20_000,
+    max_rounds: int = defaults.MAX_ROUNDS,
     gpus_per_node: int = defaults.GPUS_PER_NODE,
     node_power_w: float = defaults.NODE_POWER_W,
     profiles: str | Path | None = None,
@@ -213,14 +213,14 @@ def frontier(
     restart_s: float = defaults.RESTART_S,
     min_pair_rate: float = defaults.MIN_PAIR_RATE,
     governor: str = "accrued",
-    delta_max: float = 0.25,
+    delta_max: float = defaults.DELTA_MAX,
     tail_bound: float | None = None,
     tail_pace: str = "steady",
     carbon: str | Path | None = None,
     price: str | Path | None = None,
     signal_start: str | None = None,
     signal_aware: bool = True,
-    max_rounds: int = 20_000,
+    max_rounds: int = defaults.MAX_ROUNDS,
     gpus_per_node: int = defaults.GPUS_PER_NODE,
     node_power_w: float = defaults.NODE_POWER_W,
     profiles: str | Path | None = None,
@@ -236,7 +236,13 @@ def frontier(
     ``max_jct_increase=[0, 10]`` percent, ``baselines="fifo-max"``; a list may also be a comma-separated string).
     It runs :func:`planner.sim.session.run_frontier`, the command's own code. ``frontier`` holds the sweep's rows;
     ``summary``, ``rounds`` and ``jobs`` every point's replay (``label`` names the point).
+
+    ``workers=1`` replays the points here, one after another; more start that many processes, which run the calling
+    script again from its top: a script must then call this under ``if __name__ == "__main__":`` (else an
+    :class:`~planner.contracts.problems.InputError` naming ``workers`` says so before anything runs). A replay that
+    fails raises :class:`~planner.sim.frontier.ReplayFailed` naming each failed point, after the others.
     """
+    from wattplan.planner.sim.frontier import ReplayFailed
     from wattplan.planner.sim.plots import FigureOptions, check_figure_options
     from wattplan.planner.sim.session import frontier_sweep, run_frontier
 
@@ -246,7 +252,12 @@ def frontier(
     figures = FigureOptions(plot_format, dpi)  # type: ignore[arg-type]  # checked on the next line
     check_figure_options(figures)
     with _out(out, "wattplan-frontier-") as folder:
-        run_frontier(sweep, folder, workers=workers, ray=ray, figures=figures if plots else None)
+        try:
+            run_frontier(sweep, folder, workers=workers, ray=ray, figures=figures if plots else None)
+        except ReplayFailed as exc:  # the temporary folder goes: nothing is saved for a second run
+            if out is None:
+                raise ReplayFailed(exc.failed, exc.total, None) from None
+            raise
         return read_results(folder)
 
 

@@ -70,3 +70,11 @@ def capped(problems: Iterable[Problem], limit: int = MAX_REPORTED_PROBLEMS) -> l
             break
         out.append(problem)
     return out
+
+
+class RunFailed(RuntimeError):
+    """Work the user asked for failed for a reason the message states, not a defect of wattplan.
+
+    A replay killed for memory, a worker that died: the command line prints it as an error (exit 1), never as an
+    internal error.
+    """
