@@ -22,15 +22,21 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy wattplan cli.py
 
 # Two pytest-xdist workers, each module on one of them (about 9 min on 2 cores, 17 min on one), then the tests
-# marked serial alone (pyproject.toml). TEST_WORKERS=4 make test on a larger machine.
+# marked serial alone (pyproject.toml); the serial part runs even when the first fails, and make fails if either
+# did. Each part ends with its 30 slowest tests (--durations=30), so CI's output shows where the time goes.
+# TEST_WORKERS=4 make test on a larger machine.
 TEST_WORKERS ?= 2
+DURATIONS := --durations=30
 test: $(STAMP)
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not serial"
-	$(PY) -m pytest -q -m serial
+	status=0; \
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not serial" $(DURATIONS) || status=$$?; \
+	$(PY) -m pytest -q -m serial $(DURATIONS) || status=$$?; \
+	exit $$status
 
+# The loop to run before every commit (under 3 minutes on 2 cores): every test not marked slow (replays, sweeps,
+# solves of shipped rounds, emulated clusters, subprocess daemons) nor serial (a local Ray). make test runs all.
 test-fast: $(STAMP)
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow and not serial"
-	$(PY) -m pytest -q -m "serial and not slow"
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow and not serial" $(DURATIONS)
 
 # Rebuild the shipped data from the shipped sources (both are committed).
 profiles: $(STAMP)

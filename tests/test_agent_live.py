@@ -8,6 +8,12 @@ round. The run must end with every job ended, none
 lost, none started more often than the agent decided (no action applied twice), and the energy and JCTs
 reported from Prometheus.
 
+Nothing here waits on the wall clock for something to be fast: every step waits for the event it needs (a round
+in the agent's state, a line in its log, the process's exit) up to a generous deadline, and a deadline that passes
+names what was awaited and shows the agent's log. The cancelled job is far too long to end on its own, so the
+cancel cannot race its completion on a slow machine, and it keeps the agent running until the drain and the
+Prometheus stop have been seen.
+
 Needs root, Slurm, munge and Prometheus; skips without them, fails under ``WATTPLAN_REQUIRE_SLURM=1`` (CI).
 """
 
@@ -22,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -35,6 +41,12 @@ pytestmark = pytest.mark.slow
 
 TIME_SCALE = 60.0
 ROUND_S = 360.0
+STEP_DEADLINE_S = 300.0
+"""The longest wait for one step (a few agent rounds of 6 s, an agent start): generous for a loaded machine."""
+FINISH_DEADLINE_S = 1200.0
+"""The longest wait for the whole workload to end once the faults are over (about 3 minutes on an idle machine)."""
+NEVER_ENDS_MIN = 100_000.0
+"""Minutes alone of the job the test cancels: it cannot end on its own while the test runs (days of real time)."""
 WATTPLAN = [sys.executable, "-m", "wattplan"]
 
 
@@ -78,14 +90,25 @@ def cluster() -> Iterator[Path]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+@pytest.fixture
+def agents() -> Iterator[list[subprocess.Popen[bytes]]]:
+    """The agents a test starts; any still running when it ends (a failed wait) is killed before the cluster goes."""
+    started: list[subprocess.Popen[bytes]] = []
+    yield started
+    for proc in started:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def _slurm(root: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "SLURM_CONF": str(ClusterLayout(root).slurm_conf)}
-    return subprocess.run(list(argv), env=env, capture_output=True, text=True, timeout=30)
+    return subprocess.run(list(argv), env=env, capture_output=True, text=True, timeout=120)
 
 
-def _agent(root: Path, log: Path) -> subprocess.Popen[bytes]:
+def _agent(root: Path, log: Path, started: list[subprocess.Popen[bytes]]) -> subprocess.Popen[bytes]:
     with log.open("ab") as out:
-        return subprocess.Popen(
+        proc = subprocess.Popen(
             [
                 *WATTPLAN,
                 "agent",
@@ -102,6 +125,8 @@ def _agent(root: Path, log: Path) -> subprocess.Popen[bytes]:
             stdout=out,
             stderr=subprocess.STDOUT,
         )
+    started.append(proc)
+    return proc
 
 
 def _submitted(root: Path) -> dict[str, str]:
@@ -113,13 +138,28 @@ def _submitted(root: Path) -> dict[str, str]:
     return {r[1]: r[0] for r in rows}
 
 
-def _wait(what: str, ready, timeout_s: float, log: Path) -> None:  # type: ignore[no-untyped-def]
+def _wait(what: str, ready: Callable[[], bool], timeout_s: float, log: Path) -> None:
+    """Poll ``ready`` until it holds; past ``timeout_s`` fail naming ``what`` was awaited, with the agent's log."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if ready():
             return
         time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what}\n--- agent log\n{log.read_text()[-4000:]}")
+    raise AssertionError(f"waited {timeout_s:g} s for {what}, in vain\n--- agent log\n{log.read_text()[-4000:]}")
+
+
+def _exit_code(agent: subprocess.Popen[bytes], what: str, log: Path) -> int:
+    """The agent's exit status once it has exited after ``what``; fails naming it past :data:`STEP_DEADLINE_S`."""
+    _wait(f"the agent to exit after {what}", lambda: agent.poll() is not None, STEP_DEADLINE_S, log)
+    return int(agent.returncode)
+
+
+def _logged_since(log: Path, offset: int, *needles: str) -> bool:
+    """Whether the agent's log, from byte ``offset`` on, holds every one of ``needles``."""
+    with log.open("rb") as f:
+        f.seek(offset)
+        text = f.read().decode(errors="replace")
+    return all(n in text for n in needles)
 
 
 def _starts(root: Path, job: str) -> int:
@@ -128,13 +168,15 @@ def _starts(root: Path, job: str) -> int:
     return out.read_text().count(" from step ") if out.exists() else 0
 
 
-def test_agent_runs_a_workload_through_faults(cluster: Path, tmp_path: Path) -> None:
+def test_agent_runs_a_workload_through_faults(
+    cluster: Path, agents: list[subprocess.Popen[bytes]], tmp_path: Path
+) -> None:
     root = cluster
     trace = tmp_path / "small.trace"
     _trace(
         trace,
         [
-            ("ResNet-50 (batch size 64)", 1, 40, 0),
+            ("ResNet-50 (batch size 64)", 1, NEVER_ENDS_MIN, 0),  # j0: ends only when the test cancels it
             ("LM (batch size 20)", 1, 30, 0),
             ("Transformer (batch size 128)", 2, 40, 60),
             ("CycleGAN", 1, 30, 120),
@@ -145,7 +187,7 @@ def test_agent_runs_a_workload_through_faults(cluster: Path, tmp_path: Path) -> 
     )
     _cli("cluster", "submit", str(trace), "--dir", str(root))
     log = tmp_path / "agent.log"
-    agent = _agent(root, log)
+    agent = _agent(root, log, agents)
     db = root / "agent.db"
 
     def rounds() -> int:
@@ -154,10 +196,10 @@ def test_agent_runs_a_workload_through_faults(cluster: Path, tmp_path: Path) -> 
         with sqlite3.connect(db) as c:
             return int(c.execute("SELECT COUNT(*) FROM rounds WHERE status = 'done'").fetchone()[0])
 
-    _wait("two planned rounds", lambda: rounds() >= 2, 120, log)
+    _wait("two planned rounds", lambda: rounds() >= 2, STEP_DEADLINE_S, log)
     # 1. SIGTERM: the loop stops between two steps and exits 0
     agent.send_signal(signal.SIGTERM)
-    assert agent.wait(timeout=30) == 0
+    assert _exit_code(agent, "SIGTERM", log) == 0
     assert "signal SIGTERM: stopping" in log.read_text()
     # 2. a job that fails: a managed job whose trainer exits 1 after 100 steps
     env = {**os.environ, "SLURM_CONF": str(ClusterLayout(root).slurm_conf)}
@@ -180,24 +222,28 @@ def test_agent_runs_a_workload_through_faults(cluster: Path, tmp_path: Path) -> 
         check=True,
     ).stdout.strip()
     # 3. kill -9 mid-run, restart on the same state
-    agent = _agent(root, log)
-    _wait("a round after the restart", lambda: rounds() >= 3, 120, log)
+    agent = _agent(root, log, agents)
+    _wait("a round after the restart", lambda: rounds() >= 3, STEP_DEADLINE_S, log)
     agent.send_signal(signal.SIGKILL)
-    agent.wait(timeout=10)
-    agent = _agent(root, log)
-    _wait("a round after the second restart", lambda: rounds() >= 5, 120, log)
-    # 4. a job cancelled by its user
-    ids = _submitted(root)
-    victim = ids["j0"]
-    assert _slurm(root, "scancel", victim).returncode == 0
-    # 5. a node drained mid-run
+    _exit_code(agent, "SIGKILL", log)
+    agent = _agent(root, log, agents)
+    _wait("a round after the second restart", lambda: rounds() >= 5, STEP_DEADLINE_S, log)
+    # 4. a node drained mid-run and 5. Prometheus stopped, both until a round has said so (j0 keeps the agent busy)
+    offset = log.stat().st_size
     assert _slurm(root, "scontrol", "update", "nodename=v100-1", "state=drain", "reason=wattplan-test").returncode == 0
-    # 6. Prometheus stopped for a round
     prom = int(json.loads((root / "cluster.json").read_text())["processes"]["prometheus"]["pid"])
     os.kill(prom, signal.SIGSTOP)
-    time.sleep(ROUND_S / TIME_SCALE * 1.5)
-    os.kill(prom, signal.SIGCONT)
-    _wait("the agent to finish (--until-idle)", lambda: agent.poll() is not None, 420, log)
+    try:
+        seen = ("node v100-1 is", "planning from the last known progress")
+        _wait(f"a round that logs {seen}", lambda: _logged_since(log, offset, *seen), STEP_DEADLINE_S, log)
+    finally:
+        os.kill(prom, signal.SIGCONT)
+    # 6. a job cancelled by its user
+    ids = _submitted(root)
+    victim = ids["j0"]
+    assert _slurm(root, "squeue", "--noheader", "--jobs", victim).stdout.strip(), f"job {victim} left the queue"
+    assert _slurm(root, "scancel", victim).returncode == 0
+    _wait("the agent to finish (--until-idle)", lambda: agent.poll() is not None, FINISH_DEADLINE_S, log)
     text = log.read_text()
     assert agent.returncode == 0, text[-4000:]
     assert "node v100-1 is" in text and "drain: left out" in text, text[-3000:]

@@ -12,6 +12,7 @@ from wattplan.planner.sim.policies import make_policy
 from wattplan.planner.sim.replay import ReplaySpec, prepare
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("trace", "cluster", "jobs"),
     [

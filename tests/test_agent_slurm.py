@@ -369,7 +369,7 @@ def slurm() -> Iterator[SlurmCluster]:
     yield from running_cluster("wattplan-agent-slurm-")
 
 
-def _wait(what: str, ready: Callable[[], bool], cluster: SlurmCluster, timeout_s: float = 30.0) -> None:
+def _wait(what: str, ready: Callable[[], bool], cluster: SlurmCluster, timeout_s: float = 120.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not ready():
         if time.monotonic() > deadline:

@@ -32,6 +32,7 @@ def read_csv(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
+@pytest.mark.slow
 def test_bench_writes_runs_summary_report_and_profile_then_resumes(tmp_path: Path) -> None:
     folder = write_set(tmp_path / "set", manifest=True)
     out = tmp_path / "out"
@@ -214,6 +215,7 @@ def test_a_second_bench_into_the_same_out_exits_2_naming_the_first(tmp_path: Pat
     assert not (out / "runs").exists()
 
 
+@pytest.mark.slow
 def test_a_node_limit_reaches_every_exact_run_and_is_part_of_its_key(tmp_path: Path) -> None:
     """``--node-limit 1`` on the default round: CBC stops after a node or two (unlimited it takes 134-282 nodes).
 

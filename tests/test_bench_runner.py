@@ -31,7 +31,14 @@ def instance_bytes(**round_fields: Any) -> bytes:
     return json.dumps(doc).encode()
 
 
-def spec(solver: str = "greedy", limit: float = 2.0, grace: float = 3.0, memory: int | None = None) -> RunSpec:
+GENEROUS_GRACE_S = 60.0
+"""The grace of runs whose test is not about the deadline: the hard deadline (limit + grace) counts the worker's
+start-up, a few seconds on a loaded machine; a run that answers sooner is not kept waiting by it."""
+
+
+def spec(
+    solver: str = "greedy", limit: float = 2.0, grace: float = GENEROUS_GRACE_S, memory: int | None = None
+) -> RunSpec:
     return RunSpec(solver, 0, limit, 1e-4, 1, memory, grace)
 
 
@@ -70,7 +77,8 @@ def test_a_hang_is_killed_at_the_deadline(monkeypatch: pytest.MonkeyPatch) -> No
     begin = time.monotonic()
     record = run_one(spec("greedy", limit=0.5, grace=1.0), instance_bytes())
     assert record["status"] == "hang" and "no answer within 1.5 s" in record["message"]
-    assert 1.5 <= time.monotonic() - begin < 5 and record["wall_s"] >= 1.5
+    # killed, not waited out (the fault sleeps for ever); how long a loaded machine takes to reap it is no matter
+    assert 1.5 <= time.monotonic() - begin < 60 and record["wall_s"] >= 1.5
 
 
 def _alive(pid: int) -> bool:
@@ -89,7 +97,7 @@ def test_a_hang_takes_the_processes_it_started_with_it(monkeypatch: pytest.Monke
     match = re.search(r"injected orphan pid (\d+)", record["stderr_tail"])
     assert match, record["stderr_tail"]
     pid = int(match.group(1))
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60  # ends as soon as the orphan is gone
     while _alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(pid)
@@ -97,7 +105,7 @@ def test_a_hang_takes_the_processes_it_started_with_it(monkeypatch: pytest.Monke
 
 def test_an_answer_past_the_limit_is_a_timeout_with_its_values(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(FAULT_ENV, "slow:greedy")
-    record = run_one(spec("greedy", limit=0.5, grace=5.0), instance_bytes())
+    record = run_one(spec("greedy", limit=0.5), instance_bytes())  # answers 1.6 s into its 0.5 s: late
     assert record["status"] == "timeout" and record["plan_status"] == "feasible"
     assert record["time_s"] > 1.6 and record["objective"] == pytest.approx(2.16)
 

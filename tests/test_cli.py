@@ -169,6 +169,7 @@ def test_unknown_solver_is_bad_input(tmp_path: Path) -> None:
     assert "NO_SUCH_SOLVER" in result.output
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", [".mps", ".lp"])
 def test_export_model(tmp_path: Path, suffix: str) -> None:
     model = tmp_path / f"round{suffix}"
@@ -190,6 +191,7 @@ def test_export_model(tmp_path: Path, suffix: str) -> None:
     assert "x_j" in text and "batch_size_" in text  # readable names, no blanks or brackets
 
 
+@pytest.mark.slow
 def test_power_cap_overrides_the_budget(tmp_path: Path) -> None:
     out = tmp_path / "p.json"
     result = run(

@@ -133,6 +133,7 @@ def test_core_path_plans_are_valid_and_within_the_bound(core_everywhere: None, i
         assert r.progress >= optimum * (1 - 1e-6) - 1e-12
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("objective", ["progress", "energy", "efficiency"])
 def test_core_path_on_the_default_round(core_everywhere: None, objective: str) -> None:
     """Progress under the budget; energy and efficiency without one (their target is then always reachable)."""

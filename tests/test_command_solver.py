@@ -111,8 +111,11 @@ def test_plan_through_the_cli_with_a_command(toy: Path, tmp_path: Path) -> None:
 )
 def test_a_command_that_gives_no_solution_is_an_error(toy: Path, tmp_path: Path, mode: str, says: str) -> None:
     instance = load_instance(small_round(tmp_path / "round"))
+    # Only the sleeper (60 s) must outlast the limit; the others get a limit no start-up on a loaded machine reaches,
+    # or a slow Python start would read as "no answer within" instead of what the command did.
+    limit = 1.0 if mode == "sleep" else 60.0
     with pytest.raises(InputError) as exc:
-        plan(instance, PlanRequest(solver=cmd(toy, mode), time_limit_s=1))
+        plan(instance, PlanRequest(solver=cmd(toy, mode), time_limit_s=limit))
     (problem,) = exc.value.problems
     assert problem.code == "solver-failed" and says in problem.message
 

@@ -128,6 +128,7 @@ def test_whole_nodes_charge_a_lone_job_its_node_by_hand() -> None:
     assert both.energy_j == pytest.approx(90_000.0, rel=1e-6)
 
 
+@pytest.mark.slow
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rows=jobs_strategy, nodes=st.integers(1, 2), paired=st.booleans(), slot_s=st.sampled_from([100.0, 450.0]))
 def test_whole_nodes_never_above_a_replay_that_keeps_the_windows(rows, nodes: int, paired: bool, slot_s: float) -> None:

@@ -72,6 +72,7 @@ def test_tail_bound_and_projected_governor_run_end_to_end(tmp_path: Path, tiny_t
     assert max(float(r["delta"]) for r in rows) <= 0.4
 
 
+@pytest.mark.slow
 def test_frontier_command_writes_the_front(tmp_path: Path, tiny_trace: Path) -> None:  # noqa: F811
     out = tmp_path / "front"
     result = run(

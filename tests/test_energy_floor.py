@@ -89,6 +89,7 @@ def test_certified_bound_scales_duals_into_feasibility() -> None:
     assert certified_bound(lm, np.array([-1.0])) == 0.0
 
 
+@pytest.mark.slow
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rows=jobs_strategy, nodes=st.integers(1, 2), paired=st.booleans())
 def test_floor_is_never_above_any_policy(rows, nodes: int, paired: bool) -> None:
@@ -154,6 +155,7 @@ GOVERNED_TRACES = (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("x", [0.0, 0.1, 0.3])
 @pytest.mark.parametrize("rows", GOVERNED_TRACES)
 @pytest.mark.parametrize("projected", [False, True])

@@ -44,6 +44,7 @@ def test_frontier_accepts_every_simulate_option_but_the_swept_ones() -> None:
         assert name in frontier
 
 
+@pytest.mark.slow
 def test_frontier_passes_the_new_options_to_every_point(tmp_path: Path, tiny_trace: Path) -> None:
     out = tmp_path / "front"
     result = run(
@@ -73,6 +74,7 @@ def test_frontier_without_plots_writes_no_figure(tmp_path: Path, tiny_trace: Pat
     assert (out / "frontier.csv").is_file() and not list(out.glob("frontier.png"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["pdf", "svg"])
 def test_simulate_writes_figures_in_the_asked_format(tmp_path: Path, tiny_trace: Path, fmt: str) -> None:
     out = tmp_path / "out"

@@ -163,16 +163,21 @@ def test_nul_bytes_in_a_philly_csv_are_a_bad_row(tmp_path: Path) -> None:
 
 
 # 3. Oversized input
+#
+# "Fast" and "linear" are measured in this process's CPU seconds (time.process_time), not on the wall clock: other
+# processes on a loaded machine take wall-clock time from the test but not CPU time (a 10,000-job parse took 13 s on
+# the wall clock and 3.9 s of CPU at a load of 8 on 2 cores). The bounds stay far below what a
+# quadratic check would need.
 
 
 def test_100k_gpu_counts_are_refused_fast(tmp_path: Path, tiny_doc: dict) -> None:
     tiny_doc["jobs"][0]["gpus"] = list(range(1, 100_001))
     bad = write_doc(tmp_path / "big.json", tiny_doc)
-    start = time.perf_counter()
+    start = time.process_time()
     result = run("instance", "check", bad)
-    elapsed = time.perf_counter() - start
+    elapsed = time.process_time() - start
     assert result.exit_code == 2, result.output
-    assert elapsed < 5, f"{elapsed:.1f} s"
+    assert elapsed < 5, f"{elapsed:.1f} CPU s"
     assert "jobs[0].gpus" in result.output and "too-many-items" in result.output
     assert "100000 entries; at most 64" in result.output
 
@@ -266,17 +271,18 @@ def _many_jobs_doc(tiny_doc: dict, n: int) -> dict:
 
 def test_semantic_checks_are_linear(tiny_doc: dict) -> None:
     doc = _many_jobs_doc(tiny_doc, 10_000)
-    start = time.perf_counter()
+    start = time.process_time()
     assert instance_problems(doc) == []
-    assert time.perf_counter() - start < 2
+    assert time.process_time() - start < 2
 
 
+@pytest.mark.slow
 def test_ten_thousand_jobs_check_in_a_few_seconds(tiny_doc: dict) -> None:
     doc = _many_jobs_doc(tiny_doc, 10_000)
-    start = time.perf_counter()
+    start = time.process_time()
     inst = parse_instance(doc)
     assert len(inst.jobs) == 10_000
-    assert time.perf_counter() - start < 15  # about 2 s on a busy 2-core machine
+    assert time.process_time() - start < 15  # 2-4 CPU s
 
 
 def test_node_names_are_checked_without_listing_the_nodes(tiny_doc: dict) -> None:

@@ -72,6 +72,7 @@ def _files(folder: Path) -> dict[str, bytes]:
 # Reproducibility and the manifest
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["sampled", "trace", "long"])
 def test_two_sweeps_write_identical_files(tmp_path: Path, sources: RoundSources, family: str) -> None:
     rows_a = sweep(_spec(tmp_path / "a", family=family), sources=sources)
@@ -82,6 +83,7 @@ def test_two_sweeps_write_identical_files(tmp_path: Path, sources: RoundSources,
     assert [r["sha256"] for r in _manifest(tmp_path / "a")] == [r["sha256"] for r in _manifest(tmp_path / "b")]
 
 
+@pytest.mark.slow
 def test_rerun_into_the_same_folder_overwrites_identically(tmp_path: Path, sources: RoundSources) -> None:
     spec = _spec(tmp_path, sizes="30", seeds="3")
     sweep(spec, sources=sources)
@@ -91,6 +93,7 @@ def test_rerun_into_the_same_folder_overwrites_identically(tmp_path: Path, sourc
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no temporary files left
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["sampled", "trace", "long"])
 def test_manifest_matches_the_files(tmp_path: Path, sources: RoundSources, family: str) -> None:
     spec = _spec(tmp_path, family=family)

@@ -164,7 +164,7 @@ def test_agent_applies_and_resets_settings(tmp_path: Path, rendered: Path) -> No
         assert "applied settings for a100-0" in agent.stdout.readline()
     finally:
         agent.terminate()
-        agent.wait(timeout=10)
+        agent.wait(timeout=60)
     calls = [c.split(": ", 1)[1] for c in log.read_text().splitlines()]
     assert calls[:2] == ["-i 0 -pm 1", "-i 0 -lgc 1410,1410"]
     assert "-i 2 -lgc 1005,1005" in calls and calls[-3:] == ["-i 0 -rgc", "-i 1 -rgc", "-i 2 -rgc"]

@@ -89,7 +89,7 @@ def test_the_solver_limit_is_what_the_handover_leaves(monkeypatch: pytest.Monkey
     lm = _model().lm
     r = get_backend("ortools-cbc").solve(lm, "progress", True, SolveParams(time_limit_s=7.0, rel_gap=1e-9))
     assert r.status == "optimal" and r.objective == pytest.approx(OPTIMUM) and r.bound is None
-    assert 6000 < limits[-1] <= 7000
+    assert 3500 < limits[-1] <= 7000  # the limit less the build time (ms here; a loaded machine may take seconds)
     monkeypatch.setattr(ortools_mip, "READBACK_S_PER_COL", 10.0)  # the read-back estimate eats the whole limit
     get_backend("ortools-cbc").solve(lm, "progress", True, SolveParams(time_limit_s=7.0))
     assert limits[-1] == 1000 * ortools_mip.MIN_SOLVER_S

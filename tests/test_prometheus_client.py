@@ -137,7 +137,7 @@ class Live:
     marks: list[float]
 
 
-def _wait(what: str, ready: Any, timeout_s: float = 20.0) -> None:
+def _wait(what: str, ready: Any, timeout_s: float = 120.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not ready():
         if time.monotonic() > deadline:
@@ -158,8 +158,8 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Live]:
         pytest.skip(f"{PROGRAM} is missing (apt-get install prometheus)")
     exporter = _Server(exporter_text(1, *PHASES[0]).encode())
     layout = ClusterLayout(tmp_path_factory.mktemp("cluster"))
-    process = prometheus_server.start(layout, exporter.port, program=PROGRAM, timeout_s=20)
-    client = PrometheusClient(process.url, timeout_s=5)
+    process = prometheus_server.start(layout, exporter.port, program=PROGRAM, timeout_s=120)
+    client = PrometheusClient(process.url, timeout_s=30)
     marks: list[float] = []
     try:
         for phase, data in enumerate(PHASES, start=1):
@@ -274,7 +274,7 @@ def test_stop_leaves_no_process_and_never_signals_another_program() -> None:
         assert not prometheus_server.stop(proc.pid)  # not a prometheus: left alone
         assert proc.poll() is None
         assert prometheus_server.stop(proc.pid, program="sleep")
-        assert proc.wait(timeout=5) is not None and not prometheus_server.running(proc.pid)
+        assert proc.wait(timeout=60) is not None and not prometheus_server.running(proc.pid)
     finally:
         proc.kill()
         proc.wait()
@@ -284,7 +284,7 @@ def test_stop_leaves_no_process_and_never_signals_another_program() -> None:
 def test_started_server_stops(tmp_path: Path) -> None:
     if not os.access(PROGRAM, os.X_OK):
         pytest.skip(f"{PROGRAM} is missing")
-    p = prometheus_server.start(ClusterLayout(tmp_path), 9, program=PROGRAM, timeout_s=20)
+    p = prometheus_server.start(ClusterLayout(tmp_path), 9, program=PROGRAM, timeout_s=120)
     assert PrometheusClient(p.url).ready()
     assert prometheus_server.stop(p.pid)
     assert not prometheus_server.running(p.pid) and not Path(f"/proc/{p.pid}").exists()

@@ -44,6 +44,7 @@ def _rows(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+@pytest.mark.slow
 def test_the_api_imports_no_command_line(tmp_path: Path, tiny_trace: Path) -> None:
     code = (
         "import sys, wattplan\n"

@@ -35,20 +35,20 @@ def test_sigterm_kills_the_solver_group_and_removes_its_scratch_folder(tmp_path:
     proc = subprocess.Popen(
         [sys.executable, "-c", SCRIPT, str(marker)], cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
-    deadline = time.time() + 30
-    while not (marker.exists() and marker.read_text()) and time.time() < deadline:
+    deadline = time.monotonic() + 120
+    while not (marker.exists() and marker.read_text()) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert marker.exists(), "the stand-in solver never started"
     assert list(scratch_root.glob("wattplan-solve-*")), "no scratch folder while solving"
-    begin = time.time()
     proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=20)
+    # Exit status 143 and no "not reached": the signal ended it, not the 120 s watchdog nor the 300 s sleep, however
+    # long a loaded machine takes to deliver it (60 s is a deadline, not a speed requirement).
+    out, err = proc.communicate(timeout=60)
     assert proc.returncode == 143, err.decode()
-    assert time.time() - begin < 5
     assert b"not reached" not in out
     grandchild = int(marker.read_text())
-    deadline = time.time() + 5
-    while _pid_alive(grandchild) and time.time() < deadline:
+    deadline = time.monotonic() + 60  # the loop ends as soon as the grandchild is gone
+    while _pid_alive(grandchild) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _pid_alive(grandchild), "the solver's subprocess outlived SIGTERM"
     assert list(scratch_root.glob("wattplan-solve-*")) == []

@@ -34,6 +34,7 @@ def _summary(spec: ReplaySpec, policy: str) -> dict:
     return without_timing(run_policy(spec, wl, ctx, policy)[1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", ["eaco", "powerflow", "wattplan"])
 def test_same_seed_same_summary_with_noise(policy: str) -> None:
     spec = _spec(noise=0.2, seed=7)

@@ -106,6 +106,7 @@ def test_index_must_be_ascii_digits(tmp_path: Path) -> None:
     assert [(p.code, p.path) for p in log.problems] == [("bad-value", "line 3, index"), ("bad-value", "line 4, index")]
 
 
+@pytest.mark.slow
 def test_problems_are_capped_in_line_order_across_blocks(tmp_path: Path) -> None:
     bad = [row(0, k, power="x W") for k in range(3 * MAX_REPORTED_PROBLEMS)]
     text = HEADER + row(1, 0) + row(1, 1) + "".join(bad) + "0, 2026\n"

@@ -79,6 +79,7 @@ def test_lp_path_reaches_the_exhaustive_optimum(inst: Instance) -> None:
     assert plan.round.report.lp_bound >= plan.round.progress * (1 - 1e-9) - 1e-9
 
 
+@pytest.mark.slow
 def test_energy_target_is_never_below_the_greedy_plan_without_budget(
     default_instance: Instance, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -143,12 +144,17 @@ def test_plan_is_never_below_the_greedy_plan_when_the_solver_has_no_time(default
         assert plan.round.progress >= greedy * (1 - 1e-9), solver
 
 
+@pytest.mark.slow
 def test_cbc_reports_no_bound_of_its_own_and_the_plan_is_judged_by_the_proven_lp_bound(
     default_instance: Instance,
 ) -> None:
     """PuLP passes no dual bound on: the backend reports none (never ``value * (1 + gap)``), the plan's is the LP's."""
     rm = build_round_model(default_instance)
-    r = get_backend("cbc").solve(rm.lm, "progress", True, SolveParams(time_limit_s=60, rel_gap=0.01, threads=2))
+    # A node limit, not the clock, bounds the search (docs/design.md §5.15): CBC proves the 1% gap at its root
+    # (3.9 s on a loaded 2-core machine); 300 s is only a safety net.
+    params = SolveParams(time_limit_s=300, rel_gap=0.01, threads=2, node_limit=1_000)
+    r = get_backend("cbc").solve(rm.lm, "progress", True, params)
+    assert r.on_clock is False, r.message
     assert r.status == "optimal" and r.bound is None
     lp = lp_relaxation(get_backend("highs"), rm.lm, "progress", True, 60.0).value
     assert lp is not None and r.objective <= lp * (1 + 1e-9)
@@ -197,10 +203,10 @@ def test_watchdog_kills_the_solver_and_its_subprocesses_and_removes_its_files(
     begin = time.perf_counter()
     result = run_with_deadline(_spawn_and_hang, (str(marker),), 1.0)
     assert result.status == "no_solution" and "watchdog" in result.message
-    assert time.perf_counter() - begin < 10
+    assert time.perf_counter() - begin < 150  # well before the 300 s the 'solver' sleeps: it was killed
     pid = int(marker.read_text())
-    deadline = time.time() + 5
-    while _pid_alive(pid) and time.time() < deadline:
+    deadline = time.monotonic() + 60  # a deadline: the loop ends as soon as the process is gone
+    while _pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _pid_alive(pid), "the solver's subprocess outlived the watchdog"
     assert list(tmp_path.glob("wattplan-solve-*")) == []
