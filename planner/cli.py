@@ -491,7 +491,12 @@ def plan(
         Path | None, typer.Option(help="With a job list (.csv, .yaml) as input: the cluster file (YAML).")
     ] = None,
     profiles: Annotated[
-        Path | None, typer.Option(help="With a job list: the profile library (default: the shipped one).")
+        Path | None,
+        typer.Option(
+            help="With a job list: the profile library (default: the shipped one).",
+            parser=_library_path,
+            metavar="<path>",
+        ),
     ] = None,
     instance_out: Annotated[
         Path | None,
@@ -1938,7 +1943,10 @@ def agent(
         Path | None,
         typer.Option(help="Shared folder the node scripts read settings from (default /var/lib/wattplan/settings)."),
     ] = None,
-    profiles: Annotated[Path | None, typer.Option(help="Profile library (default: the shipped one).")] = None,
+    profiles: Annotated[
+        Path | None,
+        typer.Option(help="Profile library (default: the shipped one).", parser=_library_path, metavar="<path>"),
+    ] = None,
     learn: Annotated[
         bool, typer.Option(help="Correct the profiles from each round's observed steps and power.")
     ] = False,
