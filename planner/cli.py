@@ -775,6 +775,7 @@ def launch(
     from wattplan.planner.launch.kubernetes import KubernetesOptions
     from wattplan.planner.launch.launcher import LaunchOptions, PlanRejected, launch_files, launch_followon_files
     from wattplan.planner.launch.limits import LimitOptions
+    from wattplan.planner.launch.quoting import comment_text, is_plain_token
     from wattplan.planner.launch.render import PLACEHOLDER_EXIT
     from wattplan.planner.launch.slurm import SlurmOptions
 
@@ -782,6 +783,14 @@ def launch(
         raise InputError("options", [Problem("bad-option", "--from", "only --to slurm renders a follow-on round")])
     if from_dir is not None and from_plan is None:
         raise InputError("options", [Problem("bad-option", "--from-dir", "goes with --from (a follow-on round)")])
+    tokens = {"--partition": partition}  # written on #SBATCH lines, which sbatch parses
+    bad_tokens = [
+        Problem("bad-option", name, f"{comment_text(value)} is not one plain token (letters, digits, ._,:=/%+@-)")
+        for name, value in tokens.items()
+        if value is not None and not is_plain_token(value)
+    ]
+    if bad_tokens:
+        raise InputError(bad_tokens[0].path if len(bad_tokens) == 1 else "options", bad_tokens)
     refuse_overwriting_inputs(
         {"--out": out_dir}, [plan_file, instance, node_map, from_plan, from_dir], replaced={"--out"}
     )

@@ -148,6 +148,30 @@ def _wait(what: str, ready: Callable[[], bool], timeout_s: float, log: Path) -> 
     raise AssertionError(f"waited {timeout_s:g} s for {what}, in vain\n--- agent log\n{log.read_text()[-4000:]}")
 
 
+def _descendants(pid: int) -> set[int]:
+    """Every living process below ``pid`` (its children's children included), read from /proc."""
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        parent = todo.pop()
+        for task in Path(f"/proc/{parent}/task").glob("*"):
+            try:
+                children = {int(c) for c in (task / "children").read_text().split()}
+            except (OSError, ValueError):
+                continue
+            todo += sorted(children - found)
+            found |= children
+    return found
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
 def _exit_code(agent: subprocess.Popen[bytes], what: str, log: Path) -> int:
     """The agent's exit status once it has exited after ``what``; fails naming it past :data:`STEP_DEADLINE_S`."""
     _wait(f"the agent to exit after {what}", lambda: agent.poll() is not None, STEP_DEADLINE_S, log)
@@ -224,8 +248,11 @@ def test_agent_runs_a_workload_through_faults(
     # 3. kill -9 mid-run, restart on the same state
     agent = _agent(root, log, agents)
     _wait("a round after the restart", lambda: rounds() >= 3, STEP_DEADLINE_S, log)
+    below = _descendants(agent.pid)  # its solver worker (forked at the first solve) and the worker's sentinel
     agent.send_signal(signal.SIGKILL)
     _exit_code(agent, "SIGKILL", log)
+    _wait(f"the killed agent's processes {sorted(below)} to die with it (issue 41)",
+          lambda: not any(_alive(p) for p in below), STEP_DEADLINE_S, log)  # fmt: skip
     agent = _agent(root, log, agents)
     _wait("a round after the second restart", lambda: rounds() >= 5, STEP_DEADLINE_S, log)
     # 4. a node drained mid-run and 5. Prometheus stopped, both until a round has said so (j0 keeps the agent busy)

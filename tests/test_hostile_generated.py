@@ -32,25 +32,28 @@ NEW_SAMPLE: dict[str, tuple[int, ...]] = {
     "from-jobs yaml": (0, 1, 6, 10, 11, 12, 17, 21, 22),
     "from-jobs csv": (0, 1, 4, 6, 11, 23, 71, 92),
     "cluster file": (0, 1, 3, 6, 7, 13, 20, 21, 23),
-    "plan jobs": (0, 1, 2, 3, 4, 5, 7, 8, 11),
+    "plan jobs": (0, 1, 2, 3, 4, 5, 7, 8, 11, 12),
     "instance next": (0, 1, 2, 10, 11, 28, 32),
     "instance next jobs": (0, 1, 3, 6, 7, 10, 18, 21, 32),
-    "launch from": (0, 1, 2, 8, 16, 21, 22, 25, 26),
+    "launch from": (0, 1, 2, 8, 16, 21, 22, 25, 26, 212),
     "launch operator": (0, 1, 2, 3, 4, 10, 13, 18, 27),
-    "agent squeue": (0, 1, 2, 3, 4, 6),
-    "agent sinfo": (0, 1, 2, 11, 13),
+    "agent squeue": (0, 1, 2, 3, 4, 6, 101, 126),
+    "agent sinfo": (0, 1, 2, 11, 13, 42),
     "agent scontrol": (0, 1, 2, 3, 4, 5),
     "agent prometheus": (0, 1, 18, 64),
     "agent prometheus server": (0, 1, 2, 6, 13, 14, 20),
-    "api plan": (0, 1, 5, 8, 28, 31, 44, 47),
-    "api plan jobs": (0, 1, 10, 14, 20, 23, 30, 43, 47),
+    "api plan": (0, 1, 5, 8, 28, 31, 44, 47, 81),
+    "api plan jobs": (0, 1, 10, 14, 20, 23, 30, 43, 47, 127),
     "api simulate": (0, 1, 6, 9, 20, 74),
 }
 """The seeds run of each issue-41 surface (about a second a case; the audit draws 300 and more): 0 and 1, then
 the first seed of each kind that found a defect of issue 41 on the code before it (a duplicate key or column,
 a YAML 1.1 type, the 9-level alias bomb, deep nesting, several documents, a swapped file, valid inputs with a
 previous launch or a foreign folder as ``--out``, an administrator's hold, hostile text, an edited ``Instance``,
-a Python value, a Prometheus that hangs, trickles or sends a 1 MB header)."""
+a Python value, a Prometheus that hangs, trickles or sends a 1 MB header), and the seeds of the defects the 300-case
+audit found after the fixes (an empty ``--profiles``, a ``--partition`` that is no token, deep JSON and a
+400-digit count from ``squeue``, a node name with control characters, an ``Instance`` without profiles, an
+``unmanaged`` node given as a list)."""
 OLD_SURFACES = tuple(s for s in SURFACES if s not in NEW_SURFACES)
 KNOWN: dict[tuple[str, int], str] = {}
 """Cases of the seeds run here that fail for a defect in a file another change owns, with the reason;

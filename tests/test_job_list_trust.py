@@ -414,3 +414,12 @@ def test_an_empty_or_nul_profiles_option_is_refused_naming_it(tmp_path: Path, va
     args = ["instance", "from-jobs", str(jobs), "--cluster", str(cluster), "--profiles", value, "-o", str(out)]
     r = CliRunner().invoke(app, args)
     assert r.exit_code == 2 and "--profiles" in r.output and said in r.output and not out.exists(), r.output
+
+
+def test_an_unmanaged_node_given_as_a_list_is_a_located_problem(tmp_path: Path) -> None:
+    """Found by the 300-case audit: ``unmanaged: [{node: [a], gpus: [0]}]`` raised TypeError (an unhashable list)."""
+    path = tmp_path / "cluster.yaml"
+    path.write_text("gpu_types:\n- {name: v100, nodes: [gpu1]}\nunmanaged:\n- {node: [gpu1], gpus: [0]}\n")
+    with pytest.raises(InputError) as caught:
+        read_cluster_file(path)
+    assert any(p.path.startswith("unmanaged[0].node") for p in caught.value.problems), caught.value.problems

@@ -13,6 +13,7 @@ duplicate-job-id           two jobs share an id
 duplicate-gpu-count        a job lists a GPU count twice
 bad-gpu-count              a count is neither a power of two up to a node nor a multiple of one
 unknown-job-type           a job (or pair) names a type that no profile describes
+no-profiles                the instance has jobs or pairs but no profile at all
 no-profile                 no GPU type has a profile for this job type at this count
 unknown-gpu-type           a profile, pair or current configuration names an unknown GPU type
 setting-not-listed         a setting is not in its GPU type's ``settings``
@@ -86,6 +87,8 @@ def _settings(types: dict[str, Doc]) -> dict[str, set[int]]:
 def check_profiles(doc: Doc) -> Iterator[Problem]:
     """Known GPU types and settings, power at least idle, no profile twice (as a library's), placeable counts."""
     types = _gpu_types(doc)
+    if not doc["profiles"] and (doc["jobs"] or doc.get("pairs")):
+        yield Problem("no-profiles", "profiles", "is empty: every job type of the jobs and pairs needs profiles")
     yield from profile_entry_problems(doc["profiles"], types)
     for i, p in enumerate(doc["profiles"]):
         g = types.get(p["gpu_type"])

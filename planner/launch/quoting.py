@@ -55,12 +55,17 @@ def comment_text(text: str) -> str:
     return json.dumps(text, ensure_ascii=True)
 
 
+def is_plain_token(text: str) -> bool:
+    """Whether ``text`` is one plain token (letters, digits and ``._,:=/%+@-``): what an ``#SBATCH`` line may hold."""
+    return _SAFE_TOKEN.fullmatch(text) is not None
+
+
 def checked_token(text: str) -> str:
     """``text`` unchanged if it is one plain token (letters, digits and ``._,:=/%+@-``), else ``ValueError``.
 
     Used for every value written on a ``#SBATCH`` line, which ``sbatch`` (not a shell) parses.
     """
-    if not _SAFE_TOKEN.fullmatch(text):
+    if not is_plain_token(text):
         raise ValueError(f"{comment_text(text)} is not a plain token; refusing to write it on an #SBATCH line")
     return text
 

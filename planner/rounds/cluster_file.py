@@ -191,8 +191,8 @@ def _with_unmanaged(groups: list[NodeGroup], raw: Any, problems: list[Problem]) 
         path = f"unmanaged[{k}]"
         node = item.get("node") if isinstance(item, Mapping) else None
         gpus = item.get("gpus") if isinstance(item, Mapping) else None
-        if node not in type_of:
-            problems.append(Problem("unknown-host", f"{path}.node", f"{node!r} is no node of gpu_types"))
+        if not isinstance(node, str) or node not in type_of:  # a list or mapping is unhashable: check the type first
+            problems.append(Problem("unknown-host", f"{path}.node", f"{node!r:.80} is no node of gpu_types"))
             continue
         per_node = type_of[node].gpus_per_node
         indices = [_as_whole(i) for i in gpus] if isinstance(gpus, list) else []
