@@ -212,6 +212,7 @@ def test_guest_whose_host_is_unknown_is_not_mapped(cluster: Cluster) -> None:
     assert cluster.ok("task_prolog.sh", "202") == ""
 
 
+@pytest.mark.slow
 def test_concurrent_prologs_and_epilogs_keep_the_mapping_consistent(cluster: Cluster) -> None:
     jobs = [str(500 + k) for k in range(8)]
     for k, job in enumerate(jobs):
@@ -302,12 +303,12 @@ def test_apply_settings_every_loops_until_sigterm(cluster: Cluster) -> None:
     try:
         time.sleep(0.3)
         cluster.setting("101", 120)
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60  # the node agent's pass every 1 s; generous for a loaded machine
         while cluster.gpu(3)["power_limit_w"] != 120.0 and time.monotonic() < deadline:
             time.sleep(0.1)
         assert cluster.gpu(3)["power_limit_w"] == 120.0
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=5) == 0
+        assert proc.wait(timeout=60) == 0
     finally:
         proc.kill()
         proc.communicate()
