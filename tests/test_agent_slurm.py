@@ -369,6 +369,11 @@ def slurm() -> Iterator[SlurmCluster]:
     yield from running_cluster("wattplan-agent-slurm-")
 
 
+def _pending_with_reason(job: ManagedJob) -> bool:
+    """Whether ``job`` is pending with a reason Slurm's scheduler gave (not the ``None`` it shows before a pass)."""
+    return job.state == "PENDING" and job.reason not in ("", "None")
+
+
 def _wait(what: str, ready: Callable[[], bool], cluster: SlurmCluster, timeout_s: float = 120.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not ready():
@@ -454,7 +459,8 @@ def test_actions_on_real_slurm(slurm: SlurmCluster, tmp_path: Path) -> None:
     resize = apply([Release(b), Update(b, "gpu:2", "v100-1", 1), RequeueHold(b)], dry_run=False, run=run)
     assert [o.call.argv[1] for o in resize] == ["requeuehold", "update", "release"]
     assert all(o.ok for o in resize), [str(o) for o in resize]
-    _wait("job b to be pending again", lambda: managed()[b].state == "PENDING", slurm)  # after COMPLETING
+    # after COMPLETING; Slurm shows Reason=None until its scheduler has looked at the requeued job (seen under load)
+    _wait("job b to be pending again, with its reason", lambda: _pending_with_reason(managed()[b]), slurm)
     resized = managed()[b]
     assert (resized.state, resized.held, resized.reason, resized.gpus_per_node) == ("PENDING", False, "BeginTime", 2)
     assert managed()[a].held  # requeuehold leaves a job held
