@@ -54,7 +54,7 @@ from typing import Any, NoReturn
 
 from wattplan.formulations.backends.base import SolverResult
 from wattplan.formulations.ir import LinearModel
-from wattplan.planner.contracts.lifetime import die_with_parent
+from wattplan.planner.contracts.lifetime import die_with_parent, process_table
 
 WORKER_MAX_COLUMNS = 200_000
 """Models with more columns go to a forked child, which shares the parent's memory instead of receiving a pickled
@@ -148,20 +148,7 @@ def _only_fd(keep: int) -> None:
 
 def _session_members(sid: int) -> list[int]:
     """The pids of the live processes of session ``sid`` (from ``/proc``; empty where there is none)."""
-    members = []
-    try:
-        entries = [e for e in os.listdir("/proc") if e.isdigit()]
-    except OSError:
-        return []
-    for entry in entries:
-        try:
-            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if len(fields) > 3 and fields[3] == str(sid) and fields[0] != "Z":
-            members.append(int(entry))
-    return members
+    return [p.pid for p in process_table() if p.sid == sid and p.state != "Z"]
 
 
 SESSION_SWEEPS = 5

@@ -78,7 +78,7 @@ from types import FrameType, ModuleType
 from typing import Any, Generic, Literal, TypeVar
 from urllib.parse import urlsplit
 
-from wattplan.planner.contracts.lifetime import die_with_parent, watch_parent
+from wattplan.planner.contracts.lifetime import die_with_parent, process_table, watch_parent
 from wattplan.planner.contracts.problems import InputError, Problem
 
 R = TypeVar("R")
@@ -192,19 +192,10 @@ def probe_ray(address: str, timeout_s: float = RAY_PROBE_S) -> None:
 
 
 def descendants(pid: int) -> list[int]:
-    """Every live process below ``pid`` (children first), from ``/proc``; empty where there is none."""
+    """Every process below ``pid`` (children first), from ``/proc``; empty where there is none."""
     children: dict[int, list[int]] = {}
-    try:
-        entries = [e for e in os.listdir("/proc") if e.isdigit()]
-    except OSError:
-        return []
-    for entry in entries:
-        try:
-            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as fh:
-                ppid = int(fh.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(ppid, []).append(int(entry))
+    for p in process_table():
+        children.setdefault(p.ppid, []).append(p.pid)
     out: list[int] = []
     stack = [pid]
     while stack:

@@ -35,6 +35,7 @@ import pytest
 
 from tests.slurm_cluster import _unavailable, missing_binaries
 from wattplan.planner.cluster.layout import ClusterLayout
+from wattplan.planner.executor import descendants
 from wattplan.planner.profile_library.library import load_profile_library
 
 pytestmark = pytest.mark.slow
@@ -148,22 +149,6 @@ def _wait(what: str, ready: Callable[[], bool], timeout_s: float, log: Path) -> 
     raise AssertionError(f"waited {timeout_s:g} s for {what}, in vain\n--- agent log\n{log.read_text()[-4000:]}")
 
 
-def _descendants(pid: int) -> set[int]:
-    """Every living process below ``pid`` (its children's children included), read from /proc."""
-    found: set[int] = set()
-    todo = [pid]
-    while todo:
-        parent = todo.pop()
-        for task in Path(f"/proc/{parent}/task").glob("*"):
-            try:
-                children = {int(c) for c in (task / "children").read_text().split()}
-            except (OSError, ValueError):
-                continue
-            todo += sorted(children - found)
-            found |= children
-    return found
-
-
 def _alive(pid: int) -> bool:
     """Whether ``pid`` runs (a zombie does not)."""
     try:
@@ -248,7 +233,7 @@ def test_agent_runs_a_workload_through_faults(
     # 3. kill -9 mid-run, restart on the same state
     agent = _agent(root, log, agents)
     _wait("a round after the restart", lambda: rounds() >= 3, STEP_DEADLINE_S, log)
-    below = _descendants(agent.pid)  # its solver worker (forked at the first solve) and the worker's sentinel
+    below = descendants(agent.pid)  # its solver worker (forked at the first solve) and the worker's sentinel
     agent.send_signal(signal.SIGKILL)
     _exit_code(agent, "SIGKILL", log)
     _wait(f"the killed agent's processes {sorted(below)} to die with it (issue 41)",

@@ -24,6 +24,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 PR_SET_PDEATHSIG = 1
 """``prctl`` option: the signal this process gets when its parent (thread) ends (``<linux/prctl.h>``)."""
@@ -99,3 +100,34 @@ __all__ = [
     "set_parent_death_signal",
     "watch_parent",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessEntry:
+    """One process as ``/proc/PID/stat`` shows it: its state letter (``Z`` a zombie), parent and session."""
+
+    pid: int
+    state: str
+    ppid: int
+    sid: int
+
+
+def process_table() -> list[ProcessEntry]:
+    """Every process of ``/proc`` (empty where there is none); one that ends while it is read is left out.
+
+    The fields after the command name's closing parenthesis are state, ppid, pgrp and session (proc(5)), so a
+    command name holding spaces or parentheses cannot shift them.
+    """
+    try:
+        entries = [e for e in os.listdir("/proc") if e.isdigit()]
+    except OSError:
+        return []
+    table = []
+    for entry in entries:
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            table.append(ProcessEntry(int(entry), fields[0], int(fields[1]), int(fields[3])))
+        except (OSError, ValueError, IndexError):
+            continue
+    return table
