@@ -16,7 +16,7 @@ from wattplan.planner.contracts.domain import Instance, Job, SettingUnit
 from wattplan.planner.contracts.plan import Plan, PlannedJob
 from wattplan.planner.contracts.problems import InputError, Problem
 from wattplan.planner.launch.hosts import HostMap
-from wattplan.planner.launch.quoting import K8S_NAME_MAX, comment_text, safe_name
+from wattplan.planner.launch.quoting import K8S_NAME_MAX, comment_text, safe_name, sh_quote
 
 Target = Literal["slurm", "kubernetes", "shell"]
 TARGETS: tuple[Target, ...] = ("slurm", "kubernetes", "shell")
@@ -287,3 +287,31 @@ class LaunchFile:
     path: str
     text: str
     executable: bool = False
+
+
+ROOT_JOBS_VAR = "WATTPLAN_ROOT_JOBS"
+"""``WATTPLAN_ROOT_JOBS=allow``: a script run as root may run (or submit) jobs that name no user, as root."""
+
+
+def root_guard(units: list[Unit], consequence: str, indent: str = "") -> list[str]:
+    """Shell lines that stop a script run as root when a job of ``units`` names no user, before it does anything.
+
+    A job's command is its author's: as root it runs only with the operator's ``WATTPLAN_ROOT_JOBS=allow``.
+    ``consequence`` says what running the script would do with such a job (node scripts, ``submit.sh``,
+    ``apply.sh``); ``indent`` is the lines' indentation.
+    """
+    userless = [m.job_id for u in units for m in u.members if not m.user]
+    if not userless:
+        return []
+    ids = ", ".join(comment_text(j) for j in userless[:5]) + (", ..." if len(userless) > 5 else "")
+    message = (
+        f"wattplan: job(s) {ids} name no user, and this script runs as root: {consequence} "
+        f"Add jobs[].user, or run with {ROOT_JOBS_VAR}=allow to run them as root."
+    )
+    lines = [
+        f'if [ "$(id -u)" = 0 ] && [ "${{{ROOT_JOBS_VAR}:-}}" != allow ]; then',
+        f"  printf '%s\\n' {sh_quote(message)} >&2",
+        "  exit 2",
+        "fi",
+    ]
+    return [indent + line for line in lines]

@@ -23,8 +23,8 @@ skips MPS: the pair then time-slices the GPUs with plain indices.
 from __future__ import annotations
 
 from wattplan.planner.launch import nvidia
-from wattplan.planner.launch.quoting import SHELLCHECK_SINGLE_QUOTES, comment_text, sh_quote, sh_words
-from wattplan.planner.launch.render import LaunchFile, LaunchModel, Member, Unit, member_comment
+from wattplan.planner.launch.quoting import SHELLCHECK_SINGLE_QUOTES, sh_quote, sh_words
+from wattplan.planner.launch.render import LaunchFile, LaunchModel, Member, Unit, member_comment, root_guard
 
 HELPERS = """\
 # The job's part, run as the job's user once root is gone: arguments WORKDIR N NAME=VALUE... COMMAND...;
@@ -118,30 +118,6 @@ def _job_function(index: int, m: Member, unit: Unit, rank: int) -> list[str]:
     return lines
 
 
-ROOT_JOBS_VAR = "WATTPLAN_ROOT_JOBS"
-"""``WATTPLAN_ROOT_JOBS=allow`` lets a node script started as root run jobs that name no user, as root."""
-
-
-def _root_guard(userless: list[Member]) -> list[str]:
-    """Lines that stop ``start`` as root when a job names no user, before any GPU or job is touched.
-
-    Such a job would run its author's command as root: the operator says so with ``WATTPLAN_ROOT_JOBS=allow``.
-    """
-    if not userless:
-        return []
-    ids = ", ".join(comment_text(m.job_id) for m in userless[:5]) + (", ..." if len(userless) > 5 else "")
-    message = (
-        f"wattplan: job(s) {ids} name no user, and this script runs as root: it runs a job's command only as "
-        f"the job's user. Add jobs[].user, or start with {ROOT_JOBS_VAR}=allow to run them as root."
-    )
-    return [
-        f'  if [ "$(id -u)" = 0 ] && [ "${{{ROOT_JOBS_VAR}:-}}" != allow ]; then',
-        f"    printf '%s\\n' {sh_quote(message)} >&2",
-        "    exit 2",
-        "  fi",
-    ]
-
-
 def node_script(model: LaunchModel, host: str) -> str:
     """The script of one node: settings, MPS, jobs on ``start``; the reverse on ``stop``."""
     settings = model.settings(host)
@@ -188,7 +164,7 @@ def node_script(model: LaunchModel, host: str) -> str:
             k += 1
     lines += [
         "start() {",
-        *_root_guard([m for u in units for m in u.members if not m.user]),
+        *root_guard(units, "it runs a job's command only as the job's user.", "  "),
         '  mkdir -p -- "$run_dir"',
         "  set_gpus",
         *starts,

@@ -36,9 +36,20 @@ from wattplan.planner.launch.quoting import (
     sh_quote,
     sh_words,
 )
-from wattplan.planner.launch.render import NAME_LEN, GpuSetting, LaunchFile, LaunchModel, Member, Unit, member_comment
+from wattplan.planner.launch.render import (
+    NAME_LEN,
+    GpuSetting,
+    LaunchFile,
+    LaunchModel,
+    Member,
+    Unit,
+    member_comment,
+    root_guard,
+)
 
 GPU_MISMATCH_EXIT = 3
+SBATCH_AS_ROOT = "Slurm would run them as root (a job's user is submitted with --uid)."
+"""What submitting a job without a user as root does (:func:`planner.launch.render.root_guard`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,31 +316,6 @@ def unit_user(unit: Unit) -> str | None:
     return users.pop()
 
 
-ROOT_JOBS_VAR = "WATTPLAN_ROOT_JOBS"
-"""``WATTPLAN_ROOT_JOBS=allow``: a script run as root may submit jobs that name no user (they then run as root)."""
-
-
-def root_guard(units: list[Unit]) -> list[str]:
-    """Lines that stop a submitting script run as root when a job names no user (sbatch would run it as root).
-
-    A job's command is its author's: as root it runs only with the operator's ``WATTPLAN_ROOT_JOBS=allow``.
-    """
-    userless = [m.job_id for u in units for m in u.members if not m.user]
-    if not userless:
-        return []
-    ids = ", ".join(comment_text(j) for j in userless[:5]) + (", ..." if len(userless) > 5 else "")
-    message = (
-        f"wattplan: job(s) {ids} name no user, and this script runs as root, so Slurm would run them as root. "
-        f"Add jobs[].user (submitted with --uid), or run with {ROOT_JOBS_VAR}=allow to submit them as root."
-    )
-    return [
-        f'if [ "$(id -u)" = 0 ] && [ "${{{ROOT_JOBS_VAR}:-}}" != allow ]; then',
-        f"  printf '%s\\n' {sh_quote(message)} >&2",
-        "  exit 2",
-        "fi",
-    ]
-
-
 def _submit_script(model: LaunchModel, step_hosts: list[str]) -> str:
     host_var = {h: f"setup_{k}" for k, h in enumerate(step_hosts)}
     lines = [
@@ -343,7 +329,7 @@ def _submit_script(model: LaunchModel, step_hosts: list[str]) -> str:
         "set -euo pipefail",
         "shopt -s inherit_errexit",
         'cd -- "$(dirname -- "${BASH_SOURCE[0]}")"',
-        *root_guard(list(model.units)),
+        *root_guard(list(model.units), SBATCH_AS_ROOT),
         "mkdir -p logs",
         "touch submitted.tsv jobs.tsv",
         'node_steps="${WATTPLAN_NODE_STEPS:-submit}"',

@@ -40,15 +40,15 @@ from wattplan.planner.launch import nvidia
 from wattplan.planner.launch.diff import diff_to_doc
 from wattplan.planner.launch.followon import Changeover, OldUnit
 from wattplan.planner.launch.quoting import SHELLCHECK_SINGLE_QUOTES, comment_text, sh_quote, sh_words
-from wattplan.planner.launch.render import GpuSetting, LaunchFile, LaunchModel
+from wattplan.planner.launch.render import GpuSetting, LaunchFile, LaunchModel, root_guard
 from wattplan.planner.launch.slurm import (
+    SBATCH_AS_ROOT,
     SUBMIT_HELPERS,
     SlurmOptions,
     directive_lines,
     gres,
     job_script,
     node_step_settings,
-    root_guard,
     slurm_job_name,
     slurm_name,
     step_job_name,
@@ -286,7 +286,7 @@ def _apply_script(
             "fi",
         ]
     lines += [
-        *root_guard(list(c.submit)),
+        *root_guard(list(c.submit), SBATCH_AS_ROOT),
         "mkdir -p logs",
         "touch submitted.tsv applied.tsv jobs.tsv",
         "queued=PENDING,RUNNING,SUSPENDED,COMPLETING,CONFIGURING",
