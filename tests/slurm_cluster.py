@@ -29,6 +29,15 @@ def _unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
+def need_emulated_cluster() -> None:
+    """Skip (or, in CI, fail) unless ``wattplan cluster up`` can run here: Slurm, munge, Prometheus and root."""
+    missing = missing_binaries() + ([] if shutil.which("prometheus") else ["prometheus"])
+    if missing:
+        _unavailable(f"missing {', '.join(missing)}: apt-get install slurmctld slurmd slurm-client munge prometheus")
+    if os.geteuid() != 0:
+        _unavailable("the emulated cluster runs slurmd and mknod, which need root")
+
+
 def running_cluster(prefix: str, nodes: Sequence[SlurmNode] | None = None) -> Iterator[SlurmCluster]:
     """A started cluster under a fresh folder named ``prefix*``, stopped (by PID) and deleted afterwards.
 

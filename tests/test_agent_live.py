@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.slurm_cluster import _unavailable, missing_binaries
+from tests.slurm_cluster import need_emulated_cluster
 from wattplan.planner.cluster.layout import ClusterLayout
 from wattplan.planner.executor import descendants
 from wattplan.planner.profile_library.library import load_profile_library
@@ -49,14 +49,6 @@ FINISH_DEADLINE_S = 1200.0
 NEVER_ENDS_MIN = 100_000.0
 """Minutes alone of the job the test cancels: it cannot end on its own while the test runs (days of real time)."""
 WATTPLAN = [sys.executable, "-m", "wattplan"]
-
-
-def _need_everything() -> None:
-    missing = missing_binaries() + ([] if shutil.which("prometheus") else ["prometheus"])
-    if missing:
-        _unavailable(f"missing {', '.join(missing)}: apt-get install slurmctld slurmd slurm-client munge prometheus")
-    if os.geteuid() != 0:
-        _unavailable("the emulated cluster runs slurmd and mknod, which need root")
 
 
 def _trace(path: Path, jobs: list[tuple[str, int, float, float]]) -> None:
@@ -81,7 +73,7 @@ def _cli(*args: str, timeout: float = 120, check: bool = True) -> subprocess.Com
 
 @pytest.fixture
 def cluster() -> Iterator[Path]:
-    _need_everything()
+    need_emulated_cluster()
     root = Path(tempfile.mkdtemp(prefix="wp-live-"))
     try:
         _cli("cluster", "up", "--dir", str(root), "--gpus", "v100:16", "--time-scale", f"{TIME_SCALE:g}", timeout=180)

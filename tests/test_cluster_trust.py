@@ -23,7 +23,7 @@ import pytest
 from typer.testing import CliRunner
 
 import wattplan.planner.cluster.up as up
-from tests.slurm_cluster import _unavailable, missing_binaries
+from tests.slurm_cluster import need_emulated_cluster
 from wattplan.planner.cli import app
 from wattplan.planner.cluster import owned
 from wattplan.planner.cluster.layout import ClusterLayout, write_json_atomic
@@ -198,14 +198,6 @@ def test_root_wrappers_carry_a_hostile_path_as_one_literal_word(tmp_path: Path) 
 # ---------------------------------------------------------------- a real cluster (root, Slurm, Prometheus)
 
 
-def _need_everything() -> None:
-    missing = missing_binaries() + ([] if shutil.which("prometheus") else ["prometheus"])
-    if missing:
-        _unavailable(f"missing {', '.join(missing)}: apt-get install slurmctld slurmd slurm-client munge prometheus")
-    if os.geteuid() != 0:
-        _unavailable("the emulated cluster runs slurmd and mknod, which need root")
-
-
 def _cli(*args: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "wattplan", *args], capture_output=True, text=True, timeout=timeout)
 
@@ -217,7 +209,7 @@ def _pids_running(text: str) -> list[int]:
 
 @pytest.fixture
 def base() -> Iterator[Path]:
-    _need_everything()
+    need_emulated_cluster()
     folder = Path(tempfile.mkdtemp(prefix="wp-trust-"))
     folder.chmod(0o755)  # this test's own folder: another user's sbatch must reach the munge socket below it
     try:
