@@ -156,26 +156,21 @@ def lock_path(path: Path) -> Path:
     return path.with_name(path.name + ".lock")
 
 
-_LOCKED: set[Path] = set()
-"""Lock files this process holds: POSIX locks never conflict within one process, so a second store here is
-refused by this set."""
-
 _LOCK_FDS: set[int] = set()
-"""The descriptors of those locks; a forked child closes its copies at once (:func:`_drop_locks_in_child`)."""
+"""The descriptors of the state locks this process holds; a forked child closes its copies at once."""
 
 
 def _drop_locks_in_child() -> None:
     """In a forked child (the solver worker), close the inherited lock descriptors.
 
     A ``flock`` belongs to the open file, which a fork shares: a worker that kept its copy would keep the lock
-    after a ``kill -9`` of the agent and the next agent out until it died. Closing the child's copy leaves the
-    parent's lock in place (a ``lockf`` lock is the process's own and is not inherited at all).
+    after a ``kill -9`` of the agent, and the next agent out until it died (seen live). Closing the child's copy
+    leaves the parent's lock in place; a child started by ``exec`` never has one (the descriptor is close-on-exec).
     """
     for fd in _LOCK_FDS:
         with contextlib.suppress(OSError):
             os.close(fd)
     _LOCK_FDS.clear()
-    _LOCKED.clear()
 
 
 os.register_at_fork(after_in_child=_drop_locks_in_child)
@@ -191,38 +186,30 @@ def _in_use(path: Path, lock: Path, pid: str) -> StoreError:
 
 
 def _take_lock(path: Path) -> int:
-    """An exclusive lock on ``path``'s lock file, held until :func:`_release_lock`; StoreError if another holds it.
+    """An exclusive ``flock`` on ``path``'s lock file, held until :func:`_release_lock`; StoreError if taken.
 
-    A POSIX record lock (``lockf``) decides: a forked child (the solver worker) does not inherit it, so a worker
-    that outlives a killed agent cannot keep the next agent out (seen live with ``flock``); the kernel drops it
-    when the process dies. A ``flock`` is taken as well when it can be, for tools that test the lock that way
-    (``wattplan cluster up`` and ``down``, :func:`planner.cluster.owned.agent_using`).
+    The kernel drops it when the process dies; a second store of the same state in this process is refused too
+    (each open of the file is its own lock). ``wattplan cluster up`` and ``down`` test the same lock
+    (:func:`planner.cluster.owned.agent_using`).
     """
     lock = lock_path(path)
-    key = lock.resolve()
-    if key in _LOCKED:
-        raise _in_use(path, lock, str(os.getpid()))
     fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
-        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as err:
         pid = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
         os.close(fd)
-        if err.errno in (errno.EACCES, errno.EAGAIN):
+        if err.errno in (errno.EACCES, errno.EAGAIN, errno.EWOULDBLOCK):
             raise _in_use(path, lock, pid) from None
         raise
-    _LOCKED.add(key)
     _LOCK_FDS.add(fd)
-    with contextlib.suppress(OSError):  # also a flock, for readers that test with flock (planner.cluster.owned)
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a killed agent's worker may still hold the last one's
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return fd
 
 
-def _release_lock(path: Path, fd: int) -> None:
-    """Drop the lock :func:`_take_lock` took (closing the descriptor drops a POSIX lock)."""
-    _LOCKED.discard(lock_path(path).resolve())
+def _release_lock(fd: int) -> None:
+    """Drop the lock :func:`_take_lock` took (closing its descriptor)."""
     _LOCK_FDS.discard(fd)
     os.close(fd)
 
@@ -327,7 +314,7 @@ class AgentStore:
 
     def _unlock(self) -> None:
         if self._lock_fd is not None:
-            _release_lock(self.path, self._lock_fd)
+            _release_lock(self._lock_fd)
             self._lock_fd = None
 
     def bind(self, key: str, value: str) -> None:
