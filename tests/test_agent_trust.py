@@ -239,9 +239,11 @@ def test_the_lock_dies_with_its_agent_even_if_its_forked_worker_lives(tmp_path: 
         "import os, time; from pathlib import Path; from wattplan.planner.agent.store import AgentStore\n"
         f"s = AgentStore(Path({str(path)!r}))\n"
         "worker = os.fork()\n"
-        "if worker == 0:\n    time.sleep(600)\n    os._exit(0)\n"
-        "print(worker, flush=True)\ntime.sleep(600)\n"
+        "if worker == 0:\n    print(os.getpid(), flush=True)\n    time.sleep(600)\n    os._exit(0)\n"
+        "time.sleep(600)\n"
     )
+    # The worker itself says it runs: os.fork() returns in it only after the at-fork hooks that drop the lock ran.
+    # (Its parent printing the pid raced them on a loaded machine: the agent was killed before the worker ran.)
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     worker = 0
     try:
