@@ -32,12 +32,11 @@ reads plans never load a solver.
 from __future__ import annotations
 
 import math
-import numbers
 import time
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, get_args
 
 from wattplan.formulations.backends import (
     BUILTIN,
@@ -57,9 +56,10 @@ from wattplan.formulations.backends.command import CWD_ENV, command_problems
 from wattplan.formulations.backends.command import PREFIX as COMMAND_PREFIX
 from wattplan.planner.contracts.domain import Instance
 from wattplan.planner.contracts.floor import DeadlineFloor, EnergyFloor
+from wattplan.planner.contracts.options import OptionRecord, option
 from wattplan.planner.contracts.problems import InputError, Problem
 from wattplan.planner.contracts.request import DEFAULT_REQUEST, EXPORT_SUFFIXES, GREEDY, PlanRequest
-from wattplan.planner.contracts.rules import RoundRules, rules_problems
+from wattplan.planner.contracts.rules import Objective, RoundRules, rules_problems
 
 if TYPE_CHECKING:
     from wattplan.planner.contracts.plan import BudgetOverride, Plan
@@ -179,84 +179,113 @@ MAX_SEED = 2**31 - 1
 """Largest solver seed: the solvers take a 32-bit signed seed; a larger one was an internal error."""
 MAX_HORIZON = 8
 """The most rounds a horizon model plans at once (``--horizon``); the model grows with jobs x H."""
+MAX_THREADS = 1024
+"""The most solver threads one call may ask for."""
 
-
-_REQUEST_FIELDS: tuple[tuple[str, str, str, bool], ...] = (
-    ("solver", "text", "solver (--solver)", False),
-    ("objective", "text", "objective", True),
-    ("delta", "number", "delta (--delta)", True),
-    ("time_limit_s", "number", "time_limit_s (--time-limit)", False),
-    ("rel_gap", "number", "rel_gap (--gap)", False),
-    ("threads", "integer", "threads (--threads)", False),
-    ("seed", "integer", "seed (--seed)", False),
-    ("node_limit", "integer", "node_limit (--node-limit)", True),
-    ("lp_bound", "flag", "lp_bound (--lp-bound)", False),
-    ("lp_solver", "text", "lp_solver", False),
-    ("warm_start", "flag", "warm_start", False),
-    ("export_model", "path", "export_model (--export-model)", True),
-    ("horizon", "integer", "horizon (--horizon)", False),
+SOLVER_HELP = (
+    f"{solver_help()}. Default {DEFAULT_REQUEST.solver}: its own bound proves every plan of the bound "
+    "audit within the gap (benchmarks/RESULTS.md)."
 )
-"""Each field of :class:`PlanRequest`: its kind of value, its name as problems give it, whether None is allowed."""
 
 
-_KIND_WORDS = {"text": "text", "number": "a number", "integer": "an integer", "flag": "True or False", "path": "a Path"}
+@dataclass(frozen=True, kw_only=True)
+class SolveOptions(OptionRecord):
+    """How one round is solved: the fields of :class:`~planner.contracts.request.PlanRequest` a user sets."""
+
+    solver: str = option(DEFAULT_REQUEST.solver, SOLVER_HELP)
+    objective: str | None = option(
+        None,
+        "progress: most weighted progress, then least energy; energy: least energy within delta of the best "
+        "progress; efficiency: least energy above each job's best energy per step, within delta of the best "
+        "progress. Default: the instance's.",
+        choices=get_args(Objective),
+    )
+    delta: float | None = option(
+        None,
+        "Progress the energy objective gives up: target (1 - delta) x best; default: the instance's.",
+        low=0.0,
+        high=1.0,
+        high_open=True,
+    )
+    time_limit_s: float = option(
+        DEFAULT_REQUEST.time_limit_s,
+        "Seconds for the whole run, from reading the instance to the written plan.",
+        unit="s",
+        low=0.0,
+        low_open=True,
+        high=MAX_TIME_LIMIT_S,
+        flag="--time-limit",
+    )
+    rel_gap: float = option(
+        DEFAULT_REQUEST.rel_gap,
+        "Relative optimality gap at which a solve stops.",
+        low=0.0,
+        high=1.0,
+        high_open=True,
+        flag="--gap",
+    )
+    threads: int = option(DEFAULT_REQUEST.threads, "Solver threads.", low=1, high=MAX_THREADS)
+    seed: int = option(DEFAULT_REQUEST.seed, "Solver random seed.", low=0, high=MAX_SEED)
+    node_limit: int | None = option(
+        DEFAULT_REQUEST.node_limit,
+        "Branch-and-bound nodes per MIP stage (cbc, highs, scip). With --threads 1 and a time limit never "
+        "reached, the same inputs give the same plans on any machine and load.",
+        unit="nodes",
+        low=1,
+    )
+    lp_bound: bool = option(
+        DEFAULT_REQUEST.lp_bound,
+        "Solve the LP relaxation first (HiGHS): the reported LP bound and an LP-rounded start plan.",
+    )
+    horizon: int = option(
+        DEFAULT_REQUEST.horizon,
+        "Rounds planned as one model, the first one run (1: this round alone; design §5.14).",
+        unit="rounds",
+        low=1,
+        high=MAX_HORIZON,
+    )
+
+    def request(self, **more: object) -> PlanRequest:
+        """The :class:`PlanRequest` of these options (``more``: other fields of it, or values replacing these)."""
+        fields = {name: value for name, value in self.values().items() if name in _REQUEST_NAMES} | more
+        return PlanRequest(**fields)  # type: ignore[arg-type]
+
+
+_REQUEST_NAMES = frozenset(PlanRequest.__dataclass_fields__)
+
+
+_OTHER_REQUEST_FIELDS: tuple[tuple[str, str, str], ...] = (
+    ("lp_solver", "text", "lp_solver"),
+    ("warm_start", "flag", "warm_start"),
+)
+"""The fields of :class:`PlanRequest` no face sets as an option: their kind and their name in problems (the others
+are :class:`SolveOptions`' options, checked with their records' ranges)."""
+
+_KIND_WORDS = {"text": "text", "flag": "True or False", "path": "a Path"}
 
 
 def _is_kind(value: object, kind: str) -> bool:
-    """Whether ``value`` is of ``kind``: text, number (a real, not bool), integer (not bool), flag, path."""
-    if kind == "text":
-        return isinstance(value, str)
-    if kind == "flag":
-        return isinstance(value, bool)
-    if kind == "path":
-        return isinstance(value, Path)
-    if isinstance(value, bool):
-        return False
-    return isinstance(value, numbers.Integral if kind == "integer" else numbers.Real)  # numpy's numbers too
-
-
-def _type_problems(request: PlanRequest) -> list[Problem]:
-    """Each field of ``request`` that is not of its kind (:data:`_REQUEST_FIELDS`).
-
-    From Python any object reaches a field: ``time_limit_s="2"`` or ``threads=None`` ended in ``TypeError: '<' not
-    supported`` inside the range checks, naming no keyword. The command line's values always have the kind.
-    """
-    problems = []
-    for name, kind, label, optional in _REQUEST_FIELDS:
-        value = getattr(request, name)
-        if not (value is None and optional) and not _is_kind(value, kind):
-            wanted = _KIND_WORDS[kind] + (" or None" if optional else "")
-            problems.append(Problem("bad-option", label, f"must be {wanted}, got {value!r:.60}"))
-    return problems
+    """Whether ``value`` is of ``kind``: text, flag or path."""
+    return isinstance(value, {"text": str, "flag": bool, "path": Path}[kind])
 
 
 def _value_problems(request: PlanRequest) -> list[Problem]:
-    """Every value of ``request`` outside its range (see :class:`~planner.contracts.request.PlanRequest`)."""
-    if problems := _type_problems(request):
-        return problems  # the range checks compare numbers: they need the kinds right
-    problems = []
-    if not 0 < request.time_limit_s <= MAX_TIME_LIMIT_S:  # NaN fails both
-        problems.append(
-            Problem(
-                "bad-option",
-                "time_limit_s (--time-limit)",
-                f"must be in (0, {MAX_TIME_LIMIT_S:g}] s, got {request.time_limit_s}",
-            )
-        )
-    if not (math.isfinite(request.rel_gap) and 0 <= request.rel_gap < 1):
-        problems.append(Problem("bad-option", "rel_gap (--gap)", f"must be in [0, 1), got {request.rel_gap}"))
-    if request.threads < 1:
-        problems.append(Problem("bad-option", "threads (--threads)", f"must be >= 1, got {request.threads}"))
-    if not 0 <= request.seed <= MAX_SEED:
-        problems.append(Problem("bad-option", "seed (--seed)", f"must be in [0, {MAX_SEED}], got {request.seed}"))
-    if request.node_limit is not None and request.node_limit < 1:
-        problems.append(
-            Problem("bad-option", "node_limit (--node-limit)", f"must be >= 1 nodes, got {request.node_limit}")
-        )
-    if not 1 <= request.horizon <= MAX_HORIZON:
-        problems.append(
-            Problem("bad-option", "horizon (--horizon)", f"must be in [1, {MAX_HORIZON}] rounds, got {request.horizon}")
-        )
+    """Every value of ``request`` of the wrong kind or outside its range (:class:`SolveOptions`).
+
+    From Python any object reaches a field: ``time_limit_s="2"`` or ``threads=None`` ended in ``TypeError: '<' not
+    supported`` inside the range checks, naming no keyword; the record checks each kind before its range.
+    """
+    given = {opt.name: getattr(request, opt.name) for opt in SolveOptions.options()}
+    problems = SolveOptions.problems(given)
+    for name, kind, label in _OTHER_REQUEST_FIELDS:
+        value = getattr(request, name)
+        if not _is_kind(value, kind):
+            problems.append(Problem("bad-option", label, f"must be {_KIND_WORDS[kind]}, got {value!r:.60}"))
+    path = request.export_model
+    if path is not None and not _is_kind(path, "path"):
+        problems.append(Problem("bad-option", "export_model (--export-model)", f"must be a Path, got {path!r:.60}"))
+    if problems:
+        return problems  # the checks below need the kinds right
     problems += _round_problems(request)
     path = request.export_model
     if path is not None and path.suffix not in EXPORT_SUFFIXES:
@@ -547,34 +576,6 @@ def lp_reference(
     begin = time.perf_counter()
     bound = lp_relaxation(get_backend(lp_solver), rm.lm, "progress", True, time_limit_s).value
     return LpReference(columns, rows, build_s, bound, time.perf_counter() - begin)
-
-
-MAX_BUDGET_J = 1e15
-"""The largest ``--budget-j`` (J): any real round's budget, and no product of it overflows (a 1e308 budget made
-a plan of ``inf`` J that no JSON file can hold)."""
-MAX_POWER_CAP_W = 1e10
-"""The largest ``--power-cap-w`` (W), for the same reason."""
-
-
-def budget_option_problems(
-    budget_j: float | None, power_cap_w: float | None, names: tuple[str, str] = ("--budget-j", "--power-cap-w")
-) -> list[Problem]:
-    """What is wrong with a budget override: both given, or a value not a finite number in its range.
-
-    ``names`` are the two options as the caller's user spells them (``budget_j``/``power_cap_w`` from Python).
-    A negative or NaN budget otherwise reached the planner and came back as an "invalid plan" naming no option.
-    """
-    if budget_j is not None and power_cap_w is not None:
-        return [Problem("conflicting-options", names[0], f"give {names[0]} or {names[1]}")]
-    problems = []
-    for name, value, high in ((names[0], budget_j, MAX_BUDGET_J), (names[1], power_cap_w, MAX_POWER_CAP_W)):
-        if value is None:
-            continue
-        if not _is_kind(value, "number"):
-            problems.append(Problem("bad-option", name, f"must be a number, got {value!r}"))
-        elif not (math.isfinite(value) and 0 <= value <= high):
-            problems.append(Problem("bad-option", name, f"must be a finite number in [0, {high:g}], got {value}"))
-    return problems
 
 
 def budget_override(

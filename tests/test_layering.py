@@ -33,6 +33,7 @@ LAYERS: dict[str, int] = {
     "planner.profiling": 4,
     "formulations": 5,
     "planner.planning": 6,
+    "planner.plan_options": 7,
     "planner.executor": 6,
     "planner.launch": 7,
     "planner.sim": 7,

@@ -164,11 +164,12 @@ def test_an_agent_setting_that_cannot_be_written_names_its_path(tmp_path: Path) 
 def _replay_faces() -> list[tuple[str, Callable[..., Any]]]:
     """Every function and record of the product that takes ``max_rounds`` or ``delta_max``."""
     from wattplan import replay_api
-    from wattplan.planner import cli
+    from wattplan.planner.cli import agent, bench, plan
+    from wattplan.planner.cli import replay as cli_replay
     from wattplan.planner.sim import engine, governor, replay, session
 
     faces: list[tuple[str, Callable[..., Any]]] = []
-    for module in (cli, session, replay_api, replay, engine, governor):
+    for module in (plan, cli_replay, bench, agent, session, replay_api, replay, engine, governor):
         for name, obj in vars(module).items():
             if (inspect.isfunction(obj) or inspect.isclass(obj)) and obj.__module__ == module.__name__:
                 faces.append((f"{module.__name__}.{name}", obj))

@@ -22,12 +22,13 @@ from wattplan.planner import planning
 from wattplan.planner.console.tables import running_rows
 from wattplan.planner.contracts.domain import Instance
 from wattplan.planner.contracts.instance_io import instance_to_doc, load_instance, parse_instance, write_instance
+from wattplan.planner.contracts.options import keyword_signature
 from wattplan.planner.contracts.plan import Plan, plan_to_doc, write_plan
 from wattplan.planner.contracts.problems import InputError, Problem
-from wattplan.planner.contracts.request import PlanRequest
 from wattplan.planner.core.waiting import waiting_reasons
 from wattplan.planner.files.paths import refuse_overwriting_inputs
 from wattplan.planner.files.resources import default_instance
+from wattplan.planner.plan_options import PlanOptions
 
 GPU_COUNTS = ("requested_gpus", "gpus")
 """The GPU-count columns of :attr:`PlanResult.jobs`: whole numbers, empty (``<NA>``) where a job has none."""
@@ -137,47 +138,40 @@ def plan(
     jobs: str | Path | None = None,
     cluster: str | Path | None = None,
     profiles: str | Path | None = None,
-    solver: str = "highs",
-    objective: str | None = None,
-    delta: float | None = None,
-    budget_j: float | None = None,
-    power_cap_w: float | None = None,
-    time_limit_s: float = 30.0,
-    rel_gap: float = 1e-4,
-    threads: int = 2,
-    seed: int = 0,
+    **options: Any,
 ) -> PlanResult:
     """Plan one round of an instance, or of an operator's job list ``jobs`` on the cluster file ``cluster``.
 
     The instance is an :class:`Instance`, a path, or None for the shipped default round (docs/operators.md for job
-    lists).
+    lists). ``options`` are ``wattplan plan``'s, by the fields of
+    :class:`~planner.plan_options.PlanOptions` (``time_limit_s`` for ``--time-limit``, ``rel_gap`` for ``--gap``,
+    ``power_cap_w`` W, ``budget_j`` J, ``node_limit``, ``horizon``...; ``help(wattplan.plan)`` lists them all), each
+    with its default and checked by the same record as the command line's option, with the same message.
 
     ``budget_j`` (J) or ``power_cap_w`` (W, times the round length) replaces the instance's budget, as
     ``wattplan plan --budget-j`` / ``--power-cap-w`` do: the plan declares the override
-    (``plan.round.budget_override``) and is validated against the instance as given. Other options are
-    :class:`~planner.contracts.request.PlanRequest`'s (``time_limit_s`` s for the whole call). Bad input (a file
-    missing or wrong, an :class:`Instance` that ``wattplan instance check`` would refuse, a bad option) raises
-    :class:`~planner.contracts.problems.InputError` with every problem, each naming its field or keyword; the plan
-    is validated before it is returned (a plan the validator rejects is a planner bug:
+    (``plan.round.budget_override``) and is validated against the instance as given. Bad input (a file
+    missing or wrong, an :class:`Instance` that ``wattplan instance check`` would refuse, a bad or unknown option)
+    raises :class:`~planner.contracts.problems.InputError` with every problem, each naming its field or keyword; the
+    plan is validated before it is returned (a plan the validator rejects is a planner bug:
     :class:`~planner.core.validate.InvalidPlanError`).
     """
     check_keywords(plan, locals())
+    opts = PlanOptions.checked(options)
+    if opts.stage2_progress is not None:
+        message = "writes stage models and no plan: use `wattplan plan --export-model F --stage2-progress P`"
+        raise InputError("options", [Problem("bad-option", PlanOptions.label("stage2_progress"), message)])
     inst, inputs = _instance(instance, jobs, cluster, profiles)
-    if problems := planning.budget_option_problems(budget_j, power_cap_w, ("budget_j", "power_cap_w")):
-        raise InputError("options", problems)
-    override = planning.budget_override(
-        inst.round.budget_j, inst.round.duration_s, None if budget_j is None else float(budget_j), power_cap_w
-    )
-    request = PlanRequest(
-        solver=solver,
-        objective=objective,  # type: ignore[arg-type]
-        delta=delta,
-        time_limit_s=time_limit_s,
-        rel_gap=rel_gap,
-        threads=threads,
-        seed=seed,
-    )
-    result = planning.plan(planning.with_overridden_budget(inst, override), request)
+    override = planning.budget_override(inst.round.budget_j, inst.round.duration_s, opts.budget_j, opts.power_cap_w)
+    planned = planning.with_overridden_budget(inst, override)
+    request = opts.request()
+    if opts.from_solution is not None:
+        result = planning.plan_from_solution(planned, opts.from_solution, request)
+    else:
+        result = planning.plan(planned, request)
     if override is not None:
         result = planning.declare_budget_override(result, override, inst)
     return PlanResult(result, inst, inputs)
+
+
+plan.__signature__ = keyword_signature(plan, PlanOptions)  # type: ignore[attr-defined]
