@@ -144,7 +144,8 @@ def test_budget_options_are_checked_and_named() -> None:
     for keywords, name in (({"budget_j": -1.0}, "budget_j"), ({"power_cap_w": float("nan")}, "power_cap_w")):
         with pytest.raises(InputError) as exc:
             wattplan.plan(solver="greedy", **keywords)
-        assert [(p.code, p.path) for p in exc.value.problems] == [("bad-option", name)]
+        label = f"{name} (--{name.replace('_', '-')})"  # named as the record names it, both ways
+        assert [(p.code, p.path) for p in exc.value.problems] == [("bad-option", label)]
 
 
 @pytest.mark.parametrize(
@@ -160,7 +161,7 @@ def test_budget_options_are_checked_and_named() -> None:
 def test_a_keyword_of_the_wrong_kind_is_named(keywords: dict, name: str) -> None:
     with pytest.raises(wattplan.InputError) as exc:  # the API's documented error
         wattplan.plan(**{"solver": "greedy", **keywords})
-    assert [(p.code, p.path) for p in exc.value.problems] == [("bad-option", name)]
+    assert [(p.code, p.path.split()[0]) for p in exc.value.problems] == [("bad-option", name)]
 
 
 def test_a_request_of_the_wrong_kind_is_named() -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Sequence
+from pathlib import PurePath
 from typing import Any, Protocol
 
 from rich import box
@@ -154,12 +156,40 @@ def _gpus_given(requested: int | None, gpus: int | None, gpu_type: str | None) -
     return given if requested is None or requested == gpus else f"{requested} -> {given}"
 
 
+def _longest_word(column: str, rows: Sequence[dict[str, Any]]) -> int | None:
+    """A column's least width, so that no word breaks: ``type``'s longest word, ``placement``'s heading.
+
+    None (rich decides) for the other columns.
+    """
+    if column == "placement":
+        return len(column)
+    if column != "type":
+        return None
+    return max((len(word) for row in rows for word in str(row["type"] or "").split()), default=None)
+
+
+def solver_name(solver: str) -> str:
+    """A solver as a table names it: a ``cmd:`` solver by its program (``cmd:mysolver``), not its command line.
+
+    The whole command line stays in the plan file (``round.solver``) and in ``--format json``.
+    """
+    if not solver.startswith("cmd:"):
+        return solver
+    try:
+        words = shlex.split(solver[len("cmd:") :])
+    except ValueError:
+        words = solver[len("cmd:") :].split()
+    return f"cmd:{PurePath(words[0]).name} (command in the plan file)" if words else solver
+
+
 def plan_table(plan: Plan, instance: Instance | None = None, max_rows: int = 60) -> Table:
     """The plan's running jobs, at most ``max_rows`` rows, laid out to read at 80 columns.
 
-    Columns: job, type, GPUs (``requested -> given`` where they differ), setting, partner, kW (``n * P``), energy
-    kJ, placement. Type and requested count come from ``instance`` (blank without one). Throughput and W per GPU
-    are in ``--format json|csv`` (:func:`running_rows`).
+    Columns: job, type, GPUs (``requested -> given`` where they differ), setting, partner, draw kW (``n * P``, the
+    GPUs' whole draw while the job runs), kJ above idle (``n * (P - P_idle) * steps / rate``, the dynamic energy the
+    round's budget counts beside its idle and node energy), placement; the caption says so. Type and requested
+    count come from ``instance`` (blank without one). Throughput and W per GPU are in ``--format json|csv``
+    (:func:`running_rows`).
     """
     running = plan.running()
     table = Table(
@@ -167,6 +197,9 @@ def plan_table(plan: Plan, instance: Instance | None = None, max_rows: int = 60)
         title_justify="left",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
+        caption="draw kW: the job's GPUs while it runs (n x P); kJ>idle: its energy above idle power this round, "
+        "which the summary's energy adds to idle and node energy",
+        caption_justify="left",
     )
     columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("job", "left"),
@@ -174,14 +207,15 @@ def plan_table(plan: Plan, instance: Instance | None = None, max_rows: int = 60)
         ("GPUs", "right"),
         ("setting", "right"),
         ("partner", "left"),
-        ("kW", "right"),
-        ("kJ", "right"),
+        ("draw\nkW", "right"),
+        ("kJ\n>idle", "right"),
         ("placement", "left"),
     )
+    rows = running_rows(plan, instance)[:max_rows]
     for col, justify in columns:
-        short = col in ("GPUs", "setting", "kW", "kJ")
-        table.add_column(col, justify=justify, overflow="fold", no_wrap=short)
-    for j, row in zip(running[:max_rows], running_rows(plan, instance), strict=False):
+        short = col in ("GPUs", "setting", "draw\nkW", "kJ\n>idle")
+        table.add_column(col, justify=justify, overflow="fold", no_wrap=short, min_width=_longest_word(col, rows))
+    for j, row in zip(running[:max_rows], rows, strict=False):
         unit = "W" if j.setting_unit == "power_limit_w" else "MHz"
         table.add_row(
             shown(j.job_id),
@@ -194,7 +228,7 @@ def plan_table(plan: Plan, instance: Instance | None = None, max_rows: int = 60)
             shown(" ".join(row["placement"])),
         )
     if len(running) > max_rows:
-        table.add_row(f"... {len(running) - max_rows} more", *[""] * (len(columns) - 1))
+        table.add_row(f"+{len(running) - max_rows}", "more (all: --format json)", *[""] * (len(columns) - 2))
     if running:
         total_kw = sum(job_kw(j) for j in running)
         table.add_row("total", *[""] * 4, f"{total_kw:.2f}", f"{sum(j.energy_j for j in running) / 1e3:.1f}", "")
@@ -273,12 +307,12 @@ def summary_table(plan: Plan) -> Table:
     table.add_row("power", power)
     table.add_row("GPUs used", shown(", ".join(f"{g}: {n}" for g, n in sorted(r.gpus_used.items())) or "none"))
     table.add_row("nodes on", shown(", ".join(f"{g}: {n}" for g, n in sorted(r.nodes_on.items())) or "none"))
-    table.add_row("progress", f"{r.progress:.4f} (weighted fraction of remaining work)")
+    table.add_row("progress", f"{r.progress:.4f} (sum over jobs of weight x share of its remaining work done)")
     table.add_row(
         "objective",
         f"{r.objective} = {_fmt(r.objective_value)}, bound {_fmt(r.bound)}, gap {_fmt(r.gap, '.2%')}",
     )
-    table.add_row("solver", shown(f"{r.solver} ({r.status}) in {r.solve_s:.2f} s"))
+    table.add_row("solver", shown(f"{solver_name(r.solver)} ({r.status}) in {r.solve_s:.2f} s"))
     report = r.report
     if report.stages:
         table.add_row("stages", shown("; ".join(_stage_summary(s) for s in report.stages)))
