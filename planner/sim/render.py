@@ -148,13 +148,17 @@ def _cells(s: dict[str, Any]) -> list[str]:
 def summary_table(summaries: Sequence[dict[str, Any]]) -> Table:
     """The main numbers of each replay: one row per metric, one column per policy (reads at 80 columns).
 
+    A frontier's column is headed by its point's label (``wattplan-delta-0.1``: the knob and its value), not its
+    policy, which is ``wattplan`` for every point of the sweep.
+
     A failed replay (a frontier row with an ``error``) is a column saying so: it has no numbers (reading them
     was a KeyError, an internal error after the sweep had written its files).
     """
     table = Table(title="Trace replay", title_justify="left")
     table.add_column("", justify="left", no_wrap=True)
     for s in summaries:
-        table.add_column(shown(s.get("policy") or s.get("label") or "?"), justify="right", overflow="fold")
+        heading = s.get("label") or s.get("policy") or "?"  # a frontier point by its label: the knob and value
+        table.add_column(shown(heading), justify="right", overflow="fold")
     columns = [_cells(s) for s in summaries]
     for k, metric in enumerate(METRICS):
         table.add_row(metric, *(cells[k] for cells in columns))
