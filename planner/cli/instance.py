@@ -101,9 +101,7 @@ def instance_from_trace(
     profiles: ProfilesOpt = None,
 ) -> None:
     """Make a round instance from a trace: the queue at --at with remaining steps."""
-    from wattplan.planner.contracts.instance_io import write_instance
     from wattplan.planner.contracts.rules import RoundRules
-    from wattplan.planner.core.economics import round_budget_j
     from wattplan.planner.profile_library.library import load_profile_library
     from wattplan.planner.rounds.builder import RoundOptions, build_round
     from wattplan.planner.rounds.cluster_spec import parse_cluster_spec
@@ -119,20 +117,13 @@ def instance_from_trace(
         "--restart-s": restart_s,
         "--min-pair-rate": min_pair_rate,
     }
-    problems = _from_trace_option_problems(numbers)
-    if problems:
-        raise InputError(problems[0].path if len(problems) == 1 else "options", problems)
+    _refuse_from_trace_numbers(numbers)
     trace = _trace(trace)
     refuse_overwriting_inputs({"--out": out_path}, [trace, profiles])
     spec = parse_cluster_spec(cluster, gpus_per_node, node_power_w)
     lib = _with_priors(load_profile_library(profiles), [name for name, _ in spec.gpus])
     jobs = read_trace(trace, lib, fmt.value, seed, vc)
-    if no_budget:
-        fraction, joules = None, None
-    elif power_cap_w is not None:
-        fraction, joules = None, round_budget_j(round_s, power_cap_w=power_cap_w)
-    else:
-        fraction, joules = (None, budget_j) if budget_j is not None else (budget_fraction, None)
+    fraction, joules = _trace_budget(round_s, budget_fraction, budget_j, power_cap_w, no_budget)
     opts = RoundOptions(
         at_s=at,
         rules=RoundRules(duration_s=round_s, restart_s=restart_s, min_pair_rate=min_pair_rate),
@@ -142,7 +133,34 @@ def instance_from_trace(
     )
     kind = trace_format(trace, fmt.value)
     inst = build_round(jobs, spec, lib, opts, {"trace": trace.name, "format": kind, "cluster": cluster, "seed": seed})
+    _write_trace_round(inst, out_path, at)
+
+
+def _refuse_from_trace_numbers(numbers: dict[str, float | None]) -> None:
+    """Refuse (exit 2) the options of ``instance from-trace`` outside their ranges, naming each one."""
+    problems = _from_trace_option_problems(numbers)
+    if problems:
+        raise InputError(problems[0].path if len(problems) == 1 else "options", problems)
+
+
+def _trace_budget(
+    round_s: float, budget_fraction: float, budget_j: float | None, power_cap_w: float | None, no_budget: bool
+) -> tuple[float | None, float | None]:
+    """The round's budget as (fraction, joules), at most one set: --no-budget, --power-cap-w, --budget-j, fraction."""
+    from wattplan.planner.core.economics import round_budget_j
+
+    if no_budget:
+        return None, None
+    if power_cap_w is not None:
+        return None, round_budget_j(round_s, power_cap_w=power_cap_w)
+    return (None, budget_j) if budget_j is not None else (budget_fraction, None)
+
+
+def _write_trace_round(inst: Instance, out_path: Path, at: float) -> None:
+    """Write the instance made from a trace (with its provenance) and one line on what it holds."""
     import dataclasses
+
+    from wattplan.planner.contracts.instance_io import write_instance
 
     write_instance(dataclasses.replace(inst, extra={**inst.extra, "written_by": output_provenance()}), out_path)
     budget = "none" if inst.round.budget_j is None else f"{inst.round.budget_j / 1e6:.3f} MJ"

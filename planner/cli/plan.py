@@ -35,7 +35,10 @@ from wattplan.planner.plan_options import PlanOptions
 
 if TYPE_CHECKING:
     from wattplan.planner.contracts.domain import Instance
-    from wattplan.planner.contracts.plan import Plan
+    from wattplan.planner.contracts.plan import BudgetOverride, Plan
+    from wattplan.planner.launch.diff import PlanDiff
+    from wattplan.planner.launch.hosts import HostMap
+    from wattplan.planner.launch.launcher import LaunchOptions, LaunchResult
 
 JOB_LIST_SUFFIXES = (".csv", ".yaml", ".yml")
 """Inputs that are an operator's job list, not an instance (:mod:`planner.rounds.job_list`)."""
@@ -176,39 +179,58 @@ def plan(
     is written beside the plan, for validate, launch and instance next. Prints the running jobs, the waiting jobs
     with the reason each waits (docs/design.md §6.5) and a summary.
     """
-    from wattplan.planner.contracts.instance_io import write_instance
     from wattplan.planner.contracts.plan import write_plan
     from wattplan.planner.files.resources import default_instance
 
     started_at = time.perf_counter()
     opts = PlanOptions.checked(record_values(PlanOptions, given))
-    solving = opts.stage2_progress is None and opts.from_solution is None
-    planner = planning.Planner(opts.request()) if solving else None  # checks the request, loads its solvers once
-    if not solving and (problems := planning.request_problems(opts.request())):
-        raise InputError("options", problems)
+    planner = _planner(opts)
     files = _plan_files(_PlanFiles(instance or default_instance(), out_path, cluster, profiles, instance_out), opts)
     inst = _read_round(files)
     override = planning.budget_override(inst.round.budget_j, inst.round.duration_s, opts.budget_j, opts.power_cap_w)
     planned = planning.with_overridden_budget(inst, override)
-    source = files.instance_out or files.source  # a job list's instance is written once planned
     if opts.stage2_progress is not None:
         written = planning.export_stage_models(planned, opts.request(), opts.stage2_progress)
-        if files.instance_out is not None:
-            write_instance(inst, files.instance_out)
+    else:
+        result = _solved(planned, opts, planner, started_at)
+        if override is not None:
+            result = planning.declare_budget_override(result, override, inst)
+    _write_job_list_instance(inst, files)
+    if opts.stage2_progress is not None:
         out.print(f"models written (no plan): {shown(', '.join(map(str, written)))}")
         return
-    result = _solved(planned, opts, planner, started_at)
-    if override is not None:
-        result = planning.declare_budget_override(result, override, inst)
-    if files.instance_out is not None:
-        write_instance(inst, files.instance_out)
     write_plan(result, out_path, written_by=output_provenance())
     _print_plan(result, planned, quiet, fmt)
+    _say_written(result, opts, files, override, fmt)
+
+
+def _write_job_list_instance(inst: Instance, files: _PlanFiles) -> None:
+    """A job list's instance, written once the plan (or the model export) is made: a failure keeps the old file."""
+    from wattplan.planner.contracts.instance_io import write_instance
+
+    if files.instance_out is not None:
+        write_instance(inst, files.instance_out)
+
+
+def _planner(opts: PlanOptions) -> planning.Planner | None:
+    """The request checked and its solvers loaded once; None when nothing is solved (an export or a solution)."""
+    if opts.stage2_progress is None and opts.from_solution is None:
+        return planning.Planner(opts.request())
+    if problems := planning.request_problems(opts.request()):
+        raise InputError("options", problems)
+    return None
+
+
+def _say_written(
+    result: Plan, opts: PlanOptions, files: _PlanFiles, override: BudgetOverride | None, fmt: OutputFormat
+) -> None:
+    """The lines beside the tables: the profiles' basis, the budget override, the files written."""
     if basis_line := profile_basis_summary(result):
         say(fmt, shown(basis_line))
     if override is not None:
         say(fmt, shown(override.describe()))
-    say(fmt, f"plan written to [bold]{shown(out_path)}[/] and validated against {shown(source)}")
+    source = files.instance_out or files.source
+    say(fmt, f"plan written to [bold]{shown(files.out_path)}[/] and validated against {shown(source)}")
     if opts.export_model is not None:
         say(fmt, f"model written to {shown(', '.join(map(str, planning.exported_model_files(opts.export_model))))}")
 
@@ -270,63 +292,78 @@ class LaunchTarget(StrEnum):
 
 DEFAULT_IMAGE = "nvcr.io/nvidia/cuda:12.4.1-base-ubuntu22.04"
 
+# The options of ``launch``, declared here so that its signature takes one line per option.
+LaunchPlanArg = Annotated[Path, typer.Argument(metavar="PLAN", help="Plan to launch (wattplan.plan/1 JSON).")]
+LaunchInstanceOpt = Annotated[
+    Path, typer.Option(help="Instance the plan is for; its jobs' command, workdir, env and user are used.")
+]
+LaunchToOpt = Annotated[LaunchTarget, typer.Option("--to", help="What to render: Slurm, Kubernetes or node scripts.")]
+LaunchOutOpt = Annotated[
+    Path, typer.Option("--out", "-o", help="Folder to write: new, empty or ours (its scripts' records are kept).")
+]
+NodeMapOpt = Annotated[
+    Path | None,
+    typer.Option(
+        help="JSON object: plan node (e.g. v100-3) -> real host name (default: the instance's hosts, "
+        "from instance from-jobs, else the plan's node names)."
+    ),
+]
+NodePrefixOpt = Annotated[str | None, typer.Option(help="Host name = this prefix + plan node name.")]
+PartitionOpt = Annotated[str | None, typer.Option(help="Slurm partition for every job.")]
+GresTypeOpt = Annotated[bool, typer.Option("--gres-type/--no-gres-type", help="Slurm: --gres=gpu:TYPE:N (or gpu:N).")]
+NamespaceOpt = Annotated[str, typer.Option(help="Kubernetes namespace of the Jobs and the GPU agent.")]
+ImageOpt = Annotated[str, typer.Option(help="Kubernetes: container image of the jobs.")]
+AgentImageOpt = Annotated[
+    str, typer.Option(help="Kubernetes: image of the GPU agent (needs bash; nvidia-smi is injected).")
+]
+DevicePluginNamespaceOpt = Annotated[
+    str, typer.Option(help="Kubernetes: namespace of the NVIDIA device plugin's config.")
+]
+FromPlanOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--from",
+        metavar="OLD_PLAN",
+        help="Slurm: the previous round's plan; render only what changes (apply.sh, changes.md).",
+    ),
+]
+FromDirOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--from-dir",
+        metavar="OLD_DIR",
+        help="With --from: the previous round's launch folder; apply.sh acts only on the job ids it recorded.",
+    ),
+]
+TimeGraceOpt = Annotated[int, typer.Option(help="Job time limit = round.duration_s + this, in whole minutes.")]
+SignalLeadOpt = Annotated[
+    int, typer.Option(help="Slurm: SIGUSR1 this many s before the limit, to checkpoint (0: none).")
+]
+NoTimeLimitOpt = Annotated[
+    bool, typer.Option("--no-time-limit", help="No time limit nor signal: jobs run to completion.")
+]
+
 
 @app.command()
 @handles_errors
 def launch(
-    plan_file: Annotated[Path, typer.Argument(metavar="PLAN", help="Plan to launch (wattplan.plan/1 JSON).")],
-    instance: Annotated[
-        Path, typer.Option(help="Instance the plan is for; its jobs' command, workdir, env and user are used.")
-    ],
-    to: Annotated[LaunchTarget, typer.Option("--to", help="What to render: Slurm, Kubernetes or node scripts.")],
-    out_dir: Annotated[
-        Path, typer.Option("--out", "-o", help="Folder to write: new, empty or ours (its scripts' records are kept).")
-    ],
-    node_map: Annotated[
-        Path | None,
-        typer.Option(
-            help="JSON object: plan node (e.g. v100-3) -> real host name (default: the instance's hosts, "
-            "from instance from-jobs, else the plan's node names)."
-        ),
-    ] = None,
-    node_prefix: Annotated[str | None, typer.Option(help="Host name = this prefix + plan node name.")] = None,
-    partition: Annotated[str | None, typer.Option(help="Slurm partition for every job.")] = None,
-    gres_type: Annotated[
-        bool, typer.Option("--gres-type/--no-gres-type", help="Slurm: --gres=gpu:TYPE:N (or gpu:N).")
-    ] = True,
-    namespace: Annotated[str, typer.Option(help="Kubernetes namespace of the Jobs and the GPU agent.")] = "default",
-    image: Annotated[str, typer.Option(help="Kubernetes: container image of the jobs.")] = DEFAULT_IMAGE,
-    agent_image: Annotated[
-        str, typer.Option(help="Kubernetes: image of the GPU agent (needs bash; nvidia-smi is injected).")
-    ] = DEFAULT_IMAGE,
-    device_plugin_namespace: Annotated[
-        str, typer.Option(help="Kubernetes: namespace of the NVIDIA device plugin's config.")
-    ] = "gpu-operator",
-    from_plan: Annotated[
-        Path | None,
-        typer.Option(
-            "--from",
-            metavar="OLD_PLAN",
-            help="Slurm: the previous round's plan; render only what changes (apply.sh, changes.md).",
-        ),
-    ] = None,
-    from_dir: Annotated[
-        Path | None,
-        typer.Option(
-            "--from-dir",
-            metavar="OLD_DIR",
-            help="With --from: the previous round's launch folder; apply.sh acts only on the job ids it recorded.",
-        ),
-    ] = None,
-    time_grace_s: Annotated[
-        int, typer.Option(help="Job time limit = round.duration_s + this, in whole minutes.")
-    ] = DEFAULT_GRACE_S,
-    signal_lead_s: Annotated[
-        int, typer.Option(help="Slurm: SIGUSR1 this many s before the limit, to checkpoint (0: none).")
-    ] = DEFAULT_SIGNAL_LEAD_S,
-    no_time_limit: Annotated[
-        bool, typer.Option("--no-time-limit", help="No time limit nor signal: jobs run to completion.")
-    ] = False,
+    plan_file: LaunchPlanArg,
+    instance: LaunchInstanceOpt,
+    to: LaunchToOpt,
+    out_dir: LaunchOutOpt,
+    node_map: NodeMapOpt = None,
+    node_prefix: NodePrefixOpt = None,
+    partition: PartitionOpt = None,
+    gres_type: GresTypeOpt = True,
+    namespace: NamespaceOpt = "default",
+    image: ImageOpt = DEFAULT_IMAGE,
+    agent_image: AgentImageOpt = DEFAULT_IMAGE,
+    device_plugin_namespace: DevicePluginNamespaceOpt = "gpu-operator",
+    from_plan: FromPlanOpt = None,
+    from_dir: FromDirOpt = None,
+    time_grace_s: TimeGraceOpt = DEFAULT_GRACE_S,
+    signal_lead_s: SignalLeadOpt = DEFAULT_SIGNAL_LEAD_S,
+    no_time_limit: NoTimeLimitOpt = False,
 ) -> None:
     """Render a validated plan for Slurm (sbatch scripts), Kubernetes (Jobs and config) or plain node scripts.
 
@@ -338,13 +375,34 @@ def launch(
     and apply.sh: kept jobs get one more round, stopped, resized, moved and
     re-paired ones end, settings are re-set in place, new jobs submitted.
     """
-    from wattplan.planner.launch.hosts import instance_host_map, load_host_map
     from wattplan.planner.launch.kubernetes import KubernetesOptions
-    from wattplan.planner.launch.launcher import LaunchOptions, PlanRejected, launch_files, launch_followon_files
+    from wattplan.planner.launch.launcher import LaunchOptions
     from wattplan.planner.launch.limits import LimitOptions
-    from wattplan.planner.launch.quoting import comment_text, is_plain_token
-    from wattplan.planner.launch.render import PLACEHOLDER_EXIT
     from wattplan.planner.launch.slurm import SlurmOptions
+
+    _check_launch_options(to, partition, from_plan, from_dir)
+    refuse_overwriting_inputs(
+        {"--out": out_dir}, [plan_file, instance, node_map, from_plan, from_dir], replaced={"--out"}
+    )
+    options = LaunchOptions(
+        hosts=_launch_hosts(instance, node_map, node_prefix),
+        slurm=SlurmOptions(partition=partition, gres_type=gres_type),
+        kubernetes=KubernetesOptions(
+            namespace=namespace, image=image, agent_image=agent_image, device_plugin_namespace=device_plugin_namespace
+        ),
+        limits=LimitOptions(grace_s=time_grace_s, signal_lead_s=signal_lead_s, enabled=not no_time_limit),
+        from_dir=from_dir,
+    )
+    result = _rendered(plan_file, instance, to, from_plan, out_dir, options)
+    _print_launch(result, to, out_dir)
+    _launch_warnings(result)
+
+
+def _check_launch_options(
+    to: LaunchTarget, partition: str | None, from_plan: Path | None, from_dir: Path | None
+) -> None:
+    """Refuse (exit 2) --from without --to slurm, --from-dir without --from, a --partition that is not one token."""
+    from wattplan.planner.launch.quoting import comment_text, is_plain_token
 
     if from_plan is not None and to.value != "slurm":
         raise InputError("options", [Problem("bad-option", "--from", "only --to slurm renders a follow-on round")])
@@ -358,30 +416,35 @@ def launch(
     ]
     if bad_tokens:
         raise InputError(bad_tokens[0].path if len(bad_tokens) == 1 else "options", bad_tokens)
-    refuse_overwriting_inputs(
-        {"--out": out_dir}, [plan_file, instance, node_map, from_plan, from_dir], replaced={"--out"}
-    )
+
+
+def _launch_hosts(instance: Path, node_map: Path | None, node_prefix: str | None) -> HostMap:
+    """Plan node -> host: --node-map or --node-prefix, else the instance's own hosts (from-jobs), else the names."""
+    from wattplan.planner.launch.hosts import instance_host_map, load_host_map
+
     hosts = load_host_map(node_map, node_prefix)
     if node_map is None and not node_prefix:
         hosts = instance_host_map(instance) or hosts  # an instance made by from-jobs names its hosts
-    options = LaunchOptions(
-        hosts=hosts,
-        slurm=SlurmOptions(partition=partition, gres_type=gres_type),
-        kubernetes=KubernetesOptions(
-            namespace=namespace, image=image, agent_image=agent_image, device_plugin_namespace=device_plugin_namespace
-        ),
-        limits=LimitOptions(grace_s=time_grace_s, signal_lead_s=signal_lead_s, enabled=not no_time_limit),
-        from_dir=from_dir,
-    )
+    return hosts
+
+
+def _rendered(
+    plan_file: Path, instance: Path, to: LaunchTarget, from_plan: Path | None, out_dir: Path, options: LaunchOptions
+) -> LaunchResult:
+    """The plan rendered into ``out_dir`` (only what changes from --from's round); exit 1 on an invalid plan."""
+    from wattplan.planner.launch.launcher import PlanRejected, launch_files, launch_followon_files
+
     try:
         if from_plan is None:
-            result = launch_files(plan_file, instance, to.value, out_dir, options)
-        else:
-            result = launch_followon_files(plan_file, instance, from_plan, out_dir, options)
+            return launch_files(plan_file, instance, to.value, out_dir, options)
+        return launch_followon_files(plan_file, instance, from_plan, out_dir, options)
     except PlanRejected as exc:
         report_problems(exc.source, exc.problems, "invalid plan, nothing rendered")
         raise typer.Exit(ExitCode.FAILED) from None
-    units = result.model.units
+
+
+def _print_launch(result: LaunchResult, to: LaunchTarget, out_dir: Path) -> None:
+    """What was rendered (or, for a follow-on round, what is kept, ended, submitted) and the budget override."""
     if result.changeover is not None:
         c = result.changeover
         out.print(
@@ -391,11 +454,17 @@ def launch(
         )
     else:
         out.print(
-            f"rendered {len(units)} allocation(s) of round {result.model.round_index} for {to.value}: "
+            f"rendered {len(result.model.units)} allocation(s) of round {result.model.round_index} for {to.value}: "
             f"{len(result.files)} files in [bold]{shown(out_dir)}[/]"
         )
     if result.budget_override is not None:
         out.print(shown(result.budget_override.describe()))
+
+
+def _launch_warnings(result: LaunchResult) -> None:
+    """Warn (stderr) of jobs that run a placeholder for want of a command, and of env names the launcher sets."""
+    from wattplan.planner.launch.render import PLACEHOLDER_EXIT
+
     placeholders = result.model.placeholders()
     if placeholders:
         err.print(
@@ -435,41 +504,60 @@ def diff(
     Both plans are checked first (exit 1, nothing printed or written, if either fails): against their
     instances when given, else by the checks that need no instance.
     """
-    import json
-
-    from wattplan.planner.contracts.instance_io import load_instance
-    from wattplan.planner.contracts.jsonio import write_json_atomic
-    from wattplan.planner.contracts.plan import load_plan
-    from wattplan.planner.launch.diff import diff_plans, diff_problems, diff_table, diff_to_doc
+    from wattplan.planner.launch.diff import diff_plans
 
     instances = [p for p in (old_instance, new_instance) if p is not None]
     refuse_overwriting_inputs({"--json": json_out}, [old_plan, new_plan, *instances])
     sides = [
-        (
-            old_plan,
-            "--old-instance",
-            load_plan(old_plan),
-            None if old_instance is None else load_instance(old_instance),
-        ),
-        (
-            new_plan,
-            "--new-instance",
-            load_plan(new_plan),
-            None if new_instance is None else load_instance(new_instance),
-        ),
+        _DiffSide.read(old_plan, "--old-instance", old_instance),
+        _DiffSide.read(new_plan, "--new-instance", new_instance),
     ]
+    _check_diff_sides(sides)
+    _print_diff(diff_plans(sides[0].plan, sides[1].plan), json_out, fmt)
+
+
+@dataclass(frozen=True, slots=True)
+class _DiffSide:
+    """One plan of ``diff``: its file, the option naming its instance, the plan and the instance (None: not given)."""
+
+    path: Path
+    option: str
+    plan: Plan
+    instance: Instance | None
+
+    @classmethod
+    def read(cls, path: Path, option: str, instance: Path | None) -> _DiffSide:
+        """The plan at ``path`` and, when given, the instance it is for (exit 2 on a bad file)."""
+        from wattplan.planner.contracts.instance_io import load_instance
+        from wattplan.planner.contracts.plan import load_plan
+
+        return cls(path, option, load_plan(path), None if instance is None else load_instance(instance))
+
+
+def _check_diff_sides(sides: list[_DiffSide]) -> None:
+    """Report every problem of both plans (exit 1 if any); say which were checked without an instance."""
+    from wattplan.planner.launch.diff import diff_problems
+
     refused = False
-    for path, _, the_plan, inst in sides:
-        problems = diff_problems(the_plan, inst)
+    for side in sides:
+        problems = diff_problems(side.plan, side.instance)
         if problems:
-            report_problems(str(path), problems, "invalid plan, no diff")
+            report_problems(str(side.path), problems, "invalid plan, no diff")
             refused = True
     if refused:
         raise typer.Exit(ExitCode.FAILED)
-    unchecked = [f"{path} (no {option})" for path, option, _, inst in sides if inst is None]
+    unchecked = [f"{side.path} (no {side.option})" for side in sides if side.instance is None]
     if unchecked:
         err.print(f"checked without an instance, so not validated in full: {shown(', '.join(map(str, unchecked)))}")
-    result = diff_plans(sides[0][2], sides[1][2])
+
+
+def _print_diff(result: PlanDiff, json_out: Path | None, fmt: OutputFormat) -> None:
+    """The actions written to --json (with provenance) when given, and printed as a table, JSON or csv."""
+    import json
+
+    from wattplan.planner.contracts.jsonio import write_json_atomic
+    from wattplan.planner.launch.diff import diff_table, diff_to_doc
+
     doc = diff_to_doc(result)
     if json_out is not None:
         write_json_atomic(json_out, {**doc, "written_by": output_provenance()})
