@@ -248,7 +248,7 @@ class SolveOptions(OptionRecord):
     def request(self, **more: object) -> PlanRequest:
         """The :class:`PlanRequest` of these options (``more``: other fields of it, or values replacing these)."""
         fields = {name: value for name, value in self.values().items() if name in _REQUEST_NAMES} | more
-        return PlanRequest(**fields)  # type: ignore[arg-type]
+        return PlanRequest(**fields)
 
 
 _REQUEST_NAMES = frozenset(PlanRequest.__dataclass_fields__)

@@ -36,11 +36,12 @@ def help_text(opt: Option) -> str:
 
 
 def _annotation(opt: Option) -> Any:
-    """The parameter's type for typer: the kind (a choice of texts for ``choices``), a list of it for a list option,
-    ``| None`` when optional.
+    """The parameter's type for typer: its kind (a text choice when it has choices), listed, ``| None``.
+
+    A list option is a list of the kind; an optional one may be None.
     """
     kind: Any = opt.kind if opt.spec.choices is None else _choice(opt.name, opt.spec.choices)
-    kind = list[kind] if opt.many else kind  # type: ignore[valid-type]
+    kind = list[kind] if opt.many else kind
     return kind | None if opt.optional else kind
 
 

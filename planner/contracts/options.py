@@ -170,8 +170,8 @@ class Option:
 
     def _item_problem(self, value: Any) -> str | None:
         """Why one value is bad, or None."""
-        kind_class, kind_name = _KINDS.get(self.kind, (self.kind, self.kind.__name__))
-        if not isinstance(value, kind_class) or (self.kind is not bool and isinstance(value, bool)):
+        kind_name = _KINDS[self.kind][1] if self.kind in _KINDS else self.kind.__name__
+        if not self._is_kind(value):
             return f"must be {kind_name}, got {value!r:.60}"
         if self.spec.choices is not None and str(value) not in self.spec.choices:
             return f"must be one of {', '.join(self.spec.choices)}, got {value!r:.60}"
@@ -184,6 +184,11 @@ class Option:
         if self.kind is str and "\x00" in value:
             return "cannot hold a NUL character"
         return None
+
+    def _is_kind(self, value: Any) -> bool:
+        """Whether ``value`` is of the option's kind (a bool is never a number)."""
+        kind_class = _KINDS[self.kind][0] if self.kind in _KINDS else self.kind
+        return isinstance(value, kind_class) and (self.kind is bool or not isinstance(value, bool))
 
     def _in_range(self, number: float) -> bool:
         """Whether ``number`` lies in the declared range."""
@@ -273,7 +278,7 @@ class OptionRecord:
     @classmethod
     def options(cls) -> tuple[Option, ...]:
         """Every option of the record, in declaration order."""
-        return _options_of(cls)
+        return _options_of(cls)  # type: ignore[arg-type]  # a class is hashable; mypy reads the dataclass __hash__
 
     @classmethod
     def option(cls, name: str) -> Option:
