@@ -90,6 +90,12 @@ RAY_AUTO = "auto"
 RAY_HINT = "install it with: pip install 'wattplan[ray]'"
 RAY_PROBE_S = 5.0
 """Seconds a ``--ray HOST:PORT`` address has to accept a TCP connection before the run is refused."""
+RAY_HELP = (
+    f"Run on Ray: a cluster address ({RAY_AUTO}, HOST:6379, ray://HOST:10001) or {RAY_LOCAL} (a Ray instance "
+    f"started for this run); an address is refused when nothing answers there within {RAY_PROBE_S:g} s; needs the "
+    f"ray extra ({RAY_HINT.removeprefix('install it with: ')})."
+)
+"""The help of every ``--ray`` option (``simulate``, ``frontier``, ``bench``)."""
 RAY_TEMP_DIR_MAX = 40
 """Longest folder (bytes) a local Ray instance is given for its files. Its Unix sockets lie about 62 bytes
 below it (``session_<date>_<time>_<microseconds>_<pid>/sockets/plasma_store``) and a socket path holds at

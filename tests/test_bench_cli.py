@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from cli import app
 from tests.test_bench_runner import write_set
+from wattplan.planner.bench.options import BenchOptions
 from wattplan.planner.bench.report import RUN_COLUMNS
 from wattplan.planner.bench.runner import RunSpec, run_key
 from wattplan.planner.bench.summary import SUMMARY_COLUMNS
@@ -250,3 +251,55 @@ def test_a_node_limit_a_solver_cannot_keep_is_refused_by_name(tmp_path: Path, op
     result = run("bench", write_set(tmp_path / "set"), *options, "--out", tmp_path / "out")
     assert result.exit_code == 2 and "--node-limit" in result.output and said in result.output, result.output
     assert not (tmp_path / "out" / "runs").exists()
+
+
+def test_the_command_is_generated_from_the_record() -> None:
+    """Issue 42: every option of ``wattplan bench`` is a field of BenchOptions, with its flag, default and help."""
+    import typer
+
+    from wattplan.planner.cli.faces import help_text
+
+    params = {p.name: p for p in typer.main.get_command(app).commands["bench"].params}
+    for opt in BenchOptions.options():
+        param = params.pop(opt.name)
+        default = getattr(param.default, "value", param.default)
+        assert (opt.flag in param.opts, default, param.help) == (True, opt.default, help_text(opt)), opt.name
+    assert sorted(params) == ["fmt", "instances", "out_path", "quiet"]  # SET, --out, --quiet, --format: its own
+    defaults = {opt.name: opt.default for opt in BenchOptions.options()}
+    assert BenchOptions.problems(defaults) == [] and BenchOptions.checked(defaults) == BenchOptions()
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "said"),
+    [
+        ("seeds", 0, "must be in [1, 1000], got 0"),
+        ("grace", -1, "must be > 0 s, got -1"),
+        ("dpi", 10, "must be in [50, 1200] dpi, got 10"),
+        ("threads", 2048, "must be in [1, 1024], got 2048"),
+        ("time_limit", float("nan"), "must be a finite number in (0, 1e+06] s, got nan"),
+    ],
+)
+def test_a_bad_option_is_named_both_ways_in_the_records_words(
+    tmp_path: Path, name: str, value: float, said: str
+) -> None:
+    """The command prints the record's problem (``seeds (--seeds): must be in [1, 1000], got 0``), as the API raises."""
+    (problem,) = BenchOptions.problems({name: value})
+    assert (problem.path, problem.message) == (f"{name} ({BenchOptions.option(name).flag})", said)
+    flag = BenchOptions.option(name).flag
+    result = run("bench", write_set(tmp_path / "set"), "--solvers", "greedy", flag, value, "-o", tmp_path / "o")
+    printed = " ".join(result.output.split())
+    assert result.exit_code == 2 and problem.path in printed and problem.message in printed, result.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_the_pythons_spellings_reach_the_same_record(tmp_path: Path) -> None:
+    """A list of solvers is the command line's comma-separated text; ``gap=None`` keeps the default gap."""
+    from wattplan.planner.bench.session import bench_config
+
+    assert BenchOptions.checked(solvers=["highs", "greedy"], gap=None) == BenchOptions(solvers="highs,greedy")
+    folder = write_set(tmp_path / "set")
+    by_name = bench_config(folder, out=tmp_path / "o", solvers=("greedy",), seeds=2)
+    by_record = bench_config(folder, out=tmp_path / "o", options=BenchOptions(solvers="greedy", seeds=2))
+    assert by_name == by_record and by_name.config.solvers == ("greedy",) and len(by_name.tasks) == 4
+    with pytest.raises(TypeError, match="options or seeds"):
+        bench_config(folder, out=tmp_path / "o", options=BenchOptions(), seeds=2)

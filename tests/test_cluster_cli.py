@@ -1,4 +1,8 @@
-"""``wattplan cluster`` and ``wattplan agent`` refuse a folder that holds no emulated cluster with a clear error."""
+"""``wattplan cluster`` and ``wattplan agent``: a folder without an emulated cluster is refused, options by record.
+
+A folder that holds no emulated cluster is refused with a clear error; the commands' options are records
+(``planner.agent.options``, ``planner.cluster.options``), which the agent's loop reads too.
+"""
 
 from __future__ import annotations
 
@@ -39,3 +43,50 @@ def test_agent_checks_its_solver_options_before_it_reads_the_cluster(tmp_path: P
         result = runner.invoke(app, ["agent", "--cluster", str(tmp_path), *args])
         assert result.exit_code == 2 and named in result.output, (args, result.output)
         assert "cluster.json" not in result.output and "Traceback" not in result.output
+
+
+def test_the_loop_reads_the_agents_option_record() -> None:
+    """``wattplan agent``'s options are one record; the loop's configuration is built from it, defaults included."""
+    from dataclasses import replace
+
+    from wattplan.planner.agent.loop import AgentConfig
+    from wattplan.planner.agent.options import AgentOptions
+    from wattplan.planner.agent.trust import Allowed
+    from wattplan.planner.contracts.request import REPLAY_REQUEST
+    from wattplan.planner.contracts.rules import RoundRules
+    from wattplan.planner.profile_library.library import load_profile_library
+
+    library = load_profile_library(None)
+    defaults = AgentOptions()
+    assert AgentConfig.of(defaults, library) == AgentConfig(library, defaults.rules(), defaults.request())
+    assert defaults.request() == REPLAY_REQUEST and defaults.rules().objective == "efficiency"
+    given = AgentOptions.checked(
+        {"max_jct_increase": 5, "pairs": True, "event_rounds": False, "start_s": 2, "max_rounds": 3, "learn": True,
+         "node_power_w": 150, "dry_run": True, "until_idle": True, "allow_user": ["alice"], "objective": "energy",
+         "round_s": 60, "restart_s": 10, "delta": 0.1, "solver": "greedy", "time_limit_s": 2, "seed": 7}
+    )  # fmt: skip
+    config = AgentConfig.of(given, library)
+    assert config.max_jct_increase == 0.05 and config.pairs and not config.event_rounds and config.learn
+    assert (config.start_s, config.max_rounds, config.node_power_w) == (2.0, 3, 150.0)
+    assert config.dry_run and config.until_idle and config.allowed == Allowed(frozenset({"alice"}))
+    assert config.rules == RoundRules(60.0, 10.0, 0.5, "energy", 0.1)
+    assert config.request == replace(REPLAY_REQUEST, solver="greedy", time_limit_s=2.0, seed=7)
+    fixed = AgentConfig.of(AgentOptions(jct_bound=False), library)
+    assert fixed.max_jct_increase is None and fixed.rules.objective == "progress"
+
+
+def test_the_agent_and_cluster_options_name_each_bad_value_both_ways(tmp_path: Path) -> None:
+    """The record's check on the command line: every problem names the option's field and flag, exit 2."""
+    runner = CliRunner()
+    for args, named in (
+        (["agent", "--cluster", str(tmp_path), "--restart-s", "400"], "restart_s (--restart-s)"),
+        (["agent", "--cluster", str(tmp_path), "--max-jct-increase", "2000"], "max_jct_increase (--max-jct-increase)"),
+        (["agent", "--cluster", str(tmp_path), "--node-power-w", "-1"], "node_power_w (--node-power-w)"),
+        (["cluster", "up", "--dir", str(tmp_path / "c"), "--gpus-per-node", "0"], "gpus_per_node (--gpus-per-node)"),
+        (["cluster", "submit", "6c71a0.trace", "--dir", str(tmp_path), "--max-jobs", "0"], "max_jobs (--max-jobs)"),
+    ):
+        result = runner.invoke(app, args)
+        printed = " ".join(result.output.split())
+        assert result.exit_code == 2 and named in printed, (args, result.output)
+        assert "cluster.json" not in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "c").exists()

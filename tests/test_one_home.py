@@ -167,9 +167,10 @@ def _replay_faces() -> list[tuple[str, Callable[..., Any]]]:
     from wattplan.planner.cli import agent, bench, plan
     from wattplan.planner.cli import replay as cli_replay
     from wattplan.planner.sim import engine, governor, replay, session
+    from wattplan.planner.sim import options as sim_options
 
     faces: list[tuple[str, Callable[..., Any]]] = []
-    for module in (plan, cli_replay, bench, agent, session, replay_api, replay, engine, governor):
+    for module in (plan, cli_replay, bench, agent, sim_options, session, replay_api, replay, engine, governor):
         for name, obj in vars(module).items():
             if (inspect.isfunction(obj) or inspect.isclass(obj)) and obj.__module__ == module.__name__:
                 faces.append((f"{module.__name__}.{name}", obj))

@@ -20,11 +20,15 @@ import pytest
 import typer
 
 import wattplan
+from wattplan.planner.agent.options import AgentOptions
+from wattplan.planner.bench.options import BenchOptions
 from wattplan.planner.cli import app
 from wattplan.planner.cli.faces import help_text, options_of
+from wattplan.planner.cluster.options import ReportOptions, SubmitOptions, UpOptions
 from wattplan.planner.contracts.options import Option, OptionRecord, option
 from wattplan.planner.contracts.problems import InputError
 from wattplan.planner.plan_options import PlanOptions
+from wattplan.planner.sim.options import FrontierOptions, SimulateOptions
 
 
 @dataclass(frozen=True)
@@ -46,7 +50,33 @@ FACES = [
         frozenset({"instance", "out_path", "quiet", "cluster", "profiles", "instance_out", "fmt"}),
         frozenset({"instance", "jobs", "cluster", "profiles"}),
     ),
+    Face(
+        SimulateOptions,
+        ("simulate",),
+        wattplan.simulate,
+        frozenset({"trace", "cluster", "policy", "out_path", "plots", "quiet", "answer_format"}),
+        frozenset({"trace", "cluster", "policies", "out", "plots", "quiet"}),
+    ),
+    Face(
+        FrontierOptions,
+        ("frontier",),
+        wattplan.frontier,
+        frozenset({"trace", "cluster", "out_path", "plots", "quiet", "answer_format"}),
+        frozenset({"trace", "cluster", "out", "plots"}),
+    ),
+    Face(
+        BenchOptions,
+        ("bench",),
+        wattplan.bench,
+        frozenset({"instances", "out_path", "quiet", "fmt"}),
+        frozenset({"instances", "out"}),
+    ),
+    Face(AgentOptions, ("agent",), None, frozenset(), frozenset()),
+    Face(UpOptions, ("cluster", "up"), None, frozenset({"cluster_dir"}), frozenset()),
+    Face(SubmitOptions, ("cluster", "submit"), None, frozenset({"cluster_dir", "trace"}), frozenset()),
+    Face(ReportOptions, ("cluster", "report"), None, frozenset({"cluster_dir"}), frozenset()),
 ]
+"""Every face of the product with options: ``plan``, the replay, the bench, the agent, the emulated cluster."""
 
 
 def _command(path: tuple[str, ...], of: typer.Typer = app) -> Any:

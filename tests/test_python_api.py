@@ -231,10 +231,10 @@ def test_replay_inputs_are_named_and_a_failure_leaves_no_temporary_folder(
     assert [p.path for p in exc.value.problems] == ["--policy"]
     with pytest.raises(InputError) as exc:
         wattplan.simulate("6c71a0.trace", cluster="v100:8", max_rounds=[], round_s="360")  # type: ignore[arg-type]
-    assert [p.path for p in exc.value.problems] == ["--round-s", "--max-rounds"]
+    assert [p.path for p in exc.value.problems] == ["round_s (--round-s)", "max_rounds (--max-rounds)"]
     with pytest.raises(InputError) as exc:
         wattplan.bench(wattplan.default_instance(), solvers=None, seeds=1.5)  # type: ignore[arg-type]
-    assert [p.path for p in exc.value.problems] == ["--solvers", "--seeds"]
+    assert [p.path for p in exc.value.problems] == ["solvers (--solvers)", "seeds (--seeds)"]
     with pytest.raises(InputError) as exc:
         wattplan.frontier(tmp_path / "missing.trace", cluster="v100:8")
     with pytest.raises(InputError), warnings.catch_warnings():  # fails once the temporary folder was made

@@ -70,20 +70,21 @@ def test_the_api_imports_no_command_line(tmp_path: Path, tiny_trace: Path) -> No
 
 
 @pytest.mark.parametrize("name", ["simulate", "frontier"])
-def test_the_api_offers_every_option_of_the_library_entry_with_its_default(name: str) -> None:
-    """The API hands its options on by name: it must spell out each one, with the entry's default."""
+def test_the_api_offers_every_option_of_its_record_with_its_default(name: str) -> None:
+    """The API takes its record's options as keywords: its signature lists each one, with the record's default."""
     import inspect
 
-    from wattplan.planner.sim.session import frontier_sweep, replay_spec
+    from wattplan.planner.sim.options import FrontierOptions, SimulateOptions
 
-    entry = {"simulate": replay_spec, "frontier": frontier_sweep}[name]
+    record = {"simulate": SimulateOptions, "frontier": FrontierOptions}[name]
     api = inspect.signature(getattr(wattplan, name)).parameters
-    for p in inspect.signature(entry).parameters.values():
-        if p.kind is not p.KEYWORD_ONLY:
-            continue
-        assert p.name in api, f"wattplan.{name} lacks {p.name}"
-        if p.name != "policies":  # the API's default replays two policies, the command line's one
-            assert api[p.name].default == p.default, f"wattplan.{name}({p.name}=) defaults differ"
+    for opt in record.options():
+        assert opt.name in api, f"wattplan.{name} lacks {opt.name}"
+        assert api[opt.name].kind is inspect.Parameter.KEYWORD_ONLY
+        assert api[opt.name].default == opt.default, f"wattplan.{name}({opt.name}=) defaults differ"
+    # beside the record: the inputs, the output folder, and what Python defaults otherwise than the command line
+    own = {"trace", "cluster", "out", "plots", *({"policies", "quiet"} if name == "simulate" else ())}
+    assert set(api) - {opt.name for opt in record.options()} == own
 
 
 def test_one_policy_writes_its_own_folder_with_policy_and_nodes_on_columns(tmp_path: Path, tiny_trace: Path) -> None:
@@ -184,16 +185,16 @@ def test_a_checkpoint_of_the_older_layout_is_resumed(tmp_path: Path, tiny_trace:
 def test_bad_options_are_named_as_the_command_names_them(tmp_path: Path, tiny_trace: Path) -> None:
     with pytest.raises(InputError) as exc:
         wattplan.simulate(tiny_trace, cluster="v100:8", objective="speed", governor="x", out=tmp_path / "o")
-    assert [p.path for p in exc.value.problems] == ["--objective"]
+    assert [p.path for p in exc.value.problems] == ["governor (--governor)", "objective (--objective)"]
     with pytest.raises(InputError) as exc:
         wattplan.simulate(tiny_trace, cluster="v100:8", governor="x", tail_pace="y", out=tmp_path / "o")
-    assert [p.path for p in exc.value.problems] == ["--governor", "--tail-pace"]
+    assert [p.path for p in exc.value.problems] == ["governor (--governor)", "tail_pace (--tail-pace)"]
     with pytest.raises(InputError) as exc:
         wattplan.simulate(tiny_trace, cluster="v100:8", replan="often", out=tmp_path / "o")
-    assert [p.path for p in exc.value.problems] == ["--replan"]
+    assert [p.path for p in exc.value.problems] == ["replan (--replan)"]
     with pytest.raises(InputError) as exc:
         wattplan.simulate(tiny_trace, cluster="v100:8", noise=2.0, zeus_eta=-1.0, out=tmp_path / "o")
-    assert {p.path for p in exc.value.problems} == {"--noise", "--zeus-eta"}
+    assert {p.path for p in exc.value.problems} == {"noise (--noise)", "zeus_eta (--zeus-eta)"}
 
 
 def test_frontier_options_are_checked_and_named(tmp_path: Path, tiny_trace: Path) -> None:
@@ -202,28 +203,30 @@ def test_frontier_options_are_checked_and_named(tmp_path: Path, tiny_trace: Path
     assert [p.path for p in exc.value.problems] == ["--deltas[1]"]  # the bad item, as the command names it
     with pytest.raises(InputError) as exc:
         wattplan.frontier(tiny_trace, cluster="v100:8", objective="fast", out=tmp_path / "f")
-    assert [p.path for p in exc.value.problems] == ["--objective"]
+    assert [p.path for p in exc.value.problems] == ["objective (--objective)"]
     with pytest.raises(InputError) as exc:
         wattplan.frontier(tiny_trace, cluster="v100:8", replan="sometimes", out=tmp_path / "f")
-    assert [p.path for p in exc.value.problems] == ["--replan"]
+    assert [p.path for p in exc.value.problems] == ["replan (--replan)"]
     with pytest.raises(TypeError, match="delta.*deltas"):
         wattplan.frontier(tiny_trace, cluster="v100:8", delta=0.1)
 
 
 def test_replan_reaches_every_frontier_point(tiny_trace: Path) -> None:
     from wattplan.planner.sim.frontier import frontier_points
+    from wattplan.planner.sim.options import FrontierOptions
     from wattplan.planner.sim.session import frontier_sweep
 
-    sweep = frontier_sweep(tiny_trace, cluster="v100:8", deltas=[0.1], max_jct_increase=[5], replan="events")
+    options = FrontierOptions.checked(deltas=[0.1], max_jct_increase=[5], replan="events")
+    sweep = frontier_sweep(tiny_trace, "v100:8", options)
     points = frontier_points(sweep.base, sweep.deltas, sweep.jct_increases, sweep.baselines)
     assert len(points) > 2 and {p.spec.replan for p in points} == {"events"}
-    assert frontier_sweep(tiny_trace, cluster="v100:8").base.replan == "rounds"
+    assert frontier_sweep(tiny_trace, "v100:8", FrontierOptions()).base.replan == "rounds"
 
 
 def test_bench_options_are_checked_before_any_run(tmp_path: Path) -> None:
     with pytest.raises(InputError) as exc:
         wattplan.bench(wattplan.default_instance(), solvers=["greedy"], seeds=0, out=tmp_path / "b")
-    assert "--seeds" in {p.path for p in exc.value.problems}
+    assert "seeds (--seeds)" in {p.path for p in exc.value.problems}
     assert not (tmp_path / "b" / "runs.csv").exists()
     with pytest.raises(TypeError, match="solver.*solvers"):
         wattplan.bench(wattplan.default_instance(), solver="greedy")

@@ -3,6 +3,8 @@
 Modules:
 
 - :mod:`planner.agent.loop`: one round (read, observe, learn, build, plan, apply) and the loop around it
+- :mod:`planner.agent.options`: ``wattplan agent``'s options, declared once (:class:`AgentOptions`): the command
+  line is generated from it and the loop's configuration built from it
 - :mod:`planner.agent.run`: the loop put together: Slurm's environment, the state file, the Prometheus observer
 - :mod:`planner.agent.reference`: the JCT reference, ``fifo-max`` over the jobs seen so far: in continuous time as
   Slurm schedules, or the replay's rounds computed event by event

@@ -55,6 +55,7 @@ from wattplan.planner.agent.aligned_blocks import aligned_blocks
 from wattplan.planner.agent.commands import Run, SlurmError
 from wattplan.planner.agent.decide import Decision, SlurmJobNow, decide
 from wattplan.planner.agent.node_settings import Clock, JobSetting
+from wattplan.planner.agent.options import AgentOptions
 from wattplan.planner.agent.reference import fifo_reference, slurm_reference
 from wattplan.planner.agent.slurm_actions import Action, ActionOutcome, Release, apply, calls
 from wattplan.planner.agent.slurm_detail import expand_hostlist, query_job_gpus
@@ -118,36 +119,46 @@ class Observer(Protocol):
         ...
 
 
+_OPTIONS = AgentOptions()
+"""The options' defaults: :class:`AgentConfig`'s defaults for what an option sets (``wattplan agent``'s record)."""
+
+
 @dataclass
 class AgentConfig:
-    """Everything the loop needs besides Slurm and Prometheus (see ``wattplan agent --help``)."""
+    """Everything the loop needs besides Slurm and Prometheus (see ``wattplan agent --help``).
+
+    Built from the options' record by :meth:`of`; a field an option sets defaults to the record's default, so the
+    loop and the command line have one default each. The rest is the loop's own: the clock, the settings folder
+    and the idle marker come from the cluster (:func:`planner.agent.run.environment`), the waits are fixed.
+    """
 
     library: ProfileLibrary
     rules: RoundRules
     request: PlanRequest
     clock: Clock = field(default_factory=Clock)
-    max_jct_increase: float | None = 0.03
-    learn: bool = False
+    max_jct_increase: float | None = _OPTIONS.jct_increase()
+    """The JCT bound as a fraction (``--max-jct-increase`` / 100); None: a fixed ``delta`` (``--no-jct-bound``)."""
+    learn: bool = _OPTIONS.learn
     settings_dir: Path | None = None
-    dry_run: bool = False
-    until_idle: bool = False
+    dry_run: bool = _OPTIONS.dry_run
+    until_idle: bool = _OPTIONS.until_idle
     idle_marker: Path | None = None
     """With ``until_idle``: the loop ends only once this file exists too (the emulated cluster's submitter writes
     it when every job is submitted); None: once no managed job is queued."""
-    max_rounds: int | None = None
-    node_power_w: float | None = None
+    max_rounds: int | None = _OPTIONS.max_rounds
+    node_power_w: float | None = _OPTIONS.node_power_w
     guest_wait_s: float = 10.0
     """Real seconds (at most 80% of a round) to wait for a pair's host to start before releasing its guest: a
     requeued host is eligible again only after about 7 s (later rounds retry)."""
     requeue_wait_s: float = 15.0
     """Real seconds to retry an update of a job requeued this round, while Slurm still completes it."""
     retry_s: tuple[float, ...] = (0.5, 1.0, 2.0)
-    pairs: bool = False
+    pairs: bool = _OPTIONS.pairs
     """Co-locate pairs. Off by default: on Slurm a pair's guest holds no GPU of its own, so becoming a guest or
     losing one's host is a restart the round model does not price (it prices a change of GPU type or count only);
     measured live (benchmarks/RESULTS.md), 24 of 58 restarts were pair changes (a guest losing its host or becoming
     one) and 16 more moved a job to another node."""
-    event_rounds: bool = True
+    event_rounds: bool = _OPTIONS.event_rounds
     """Start a round early when a managed job arrives or leaves the queue (as Slurm starts a job at once),
     at least ``event_gap`` of a round after the last one; ``squeue`` is polled every ``poll_s`` real seconds."""
     event_gap: float = 0.1
@@ -156,15 +167,34 @@ class AgentConfig:
     one round) since it started or last advanced is requeued (``no progress for N s``), at most
     :data:`MAX_STALL_RESTARTS` times. Only jobs whose progress Prometheus has shown before are judged: a job
     that exports no progress is never stopped for it. None: ``restart_s + duration_s``."""
-    start_s: float = 0.0
+    start_s: float = _OPTIONS.start_s
     """A job's own start-up time (s) in the JCT reference: what Slurm alone would spend before its first step.
     With event rounds the reference is :func:`~planner.agent.reference.slurm_reference` (continuous time, as
     Slurm schedules); with fixed rounds it is the replay's round-by-round ``fifo-max``, which charges the restart
     cost at every start."""
     poll_s: float = 1.0
     """Backoff between attempts to read Slurm inside one round (real s)."""
-    allowed: Allowed = field(default_factory=Allowed.own_user)
+    allowed: Allowed = field(default_factory=_OPTIONS.allowed)
     """Whose opted-in jobs the agent acts on (``--allow-user``, ``--allow-account``; default: its own user's)."""
+
+    @classmethod
+    def of(cls, options: AgentOptions, library: ProfileLibrary) -> AgentConfig:
+        """The loop's configuration of ``options`` (checked: :meth:`AgentOptions.checked`) and its profiles."""
+        return cls(
+            library,
+            options.rules(),
+            options.request(),
+            max_jct_increase=options.jct_increase(),
+            learn=options.learn,
+            dry_run=options.dry_run,
+            until_idle=options.until_idle,
+            max_rounds=options.max_rounds,
+            node_power_w=options.node_power_w,
+            pairs=options.pairs,
+            event_rounds=options.event_rounds,
+            start_s=options.start_s,
+            allowed=options.allowed(),
+        )
 
 
 @dataclass

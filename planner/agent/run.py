@@ -28,14 +28,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from wattplan.planner import planning
 from wattplan.planner.agent.commands import runner
 from wattplan.planner.agent.loop import Agent, AgentConfig, Observed
 from wattplan.planner.agent.node_settings import Clock
 from wattplan.planner.agent.observations import observe
+from wattplan.planner.agent.options import AgentOptions
 from wattplan.planner.agent.prometheus import PrometheusClient, with_retries
 from wattplan.planner.agent.slurm_version import require_supported
 from wattplan.planner.agent.store import AgentStore, snapshot
 from wattplan.planner.console.terminal import plain
+from wattplan.planner.contracts.problems import InputError
+from wattplan.planner.profile_library.library import load_profile_library
 
 OBSERVE_BUDGET_S = 5.0
 """Most real seconds one round spends reading Prometheus, retries and their waits included."""
@@ -155,6 +159,20 @@ def run_agent(config: AgentConfig, env: Environment, state: Path, log: Callable[
         store.close()
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
+
+
+def start_agent(options: AgentOptions, log: Callable[[str], None] | None = None) -> int:
+    """``wattplan agent`` with its checked ``options`` (:meth:`AgentOptions.checked`); the exit code.
+
+    The solve request is checked first (a solver that cannot load, a node limit it does not take: InputError),
+    before any daemon is asked; then the cluster's environment, the profiles and the loop (:func:`run_agent`).
+    ``log``: where the loop writes (default: standard error, only notes and faults with ``quiet``).
+    """
+    if problems := planning.request_problems(options.request()):
+        raise InputError("options", problems)
+    env = environment(options.cluster, options.prometheus, options.settings_path())
+    config = AgentConfig.of(options, load_profile_library(options.profiles))
+    return run_agent(config, env, options.state_path(), log or stderr_log(options.quiet))
 
 
 def printable(text: str) -> str:

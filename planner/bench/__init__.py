@@ -15,7 +15,9 @@
   best, wins, the interval over seeds, heuristics on their own, the search effort.
 * :mod:`planner.bench.report`: ``runs.csv``, ``runs.jsonl``, ``summary.csv``, ``per_instance.csv``,
   ``report.md`` and ``profile.png``.
-* :mod:`planner.bench.session`: one bench from typed options to its report, shared by ``wattplan bench`` and
+* :mod:`planner.bench.options`: ``BenchOptions``, every option of ``wattplan bench`` and :func:`wattplan.bench`
+  declared once (default, unit, range, help).
+* :mod:`planner.bench.session`: one bench from its checked options to its report, shared by ``wattplan bench`` and
   :func:`wattplan.bench`.
 
 Benchmark instances (``wattplan instance sweep``):

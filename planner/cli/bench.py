@@ -1,23 +1,26 @@
-"""``wattplan bench``: solvers benchmarked on a set of instances."""
+"""``wattplan bench``: solvers benchmarked on a set of instances; its options are :class:`BenchOptions`."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from wattplan.planner import planning
+from wattplan.planner.bench.options import BenchOptions
 from wattplan.planner.cli.app import app, err, handles_errors, out, print_answer
-from wattplan.planner.cli.options_common import DpiOpt, OutputFormatOpt, PlotFormatChoice, QuietOpt, RayOpt
+from wattplan.planner.cli.faces import options_of, record_values
+from wattplan.planner.cli.options_common import OutputFormatOpt, QuietOpt
 from wattplan.planner.console.formats import OutputFormat, Section
 from wattplan.planner.console.terminal import shown
-from wattplan.planner.contracts import defaults
-from wattplan.planner.contracts.request import DEFAULT_REQUEST
+
+if TYPE_CHECKING:
+    from wattplan.planner.bench.session import BenchOutcome, BenchSession
 
 
 @app.command()
 @handles_errors
+@options_of(BenchOptions)
 def bench(
     instances: Annotated[
         Path,
@@ -25,46 +28,10 @@ def bench(
             metavar="SET", help="A folder of instances (its manifest.csv, else every *.json) or one instance file."
         ),
     ],
-    solvers: Annotated[
-        str,
-        typer.Option(
-            help="Solvers to compare, comma-separated: "
-            + ", ".join([*planning.SOLVER_NAMES, *planning.SOLVER_PATTERNS])
-            + ', a plug-in\'s name (entry points of wattplan.solvers); quote a command: cmd:"x {mps} {sol}".'
-        ),
-    ] = "cbc,highs,cpsat,greedy",
-    time_limit: Annotated[float, typer.Option(help="Seconds per run, the whole planning call (> 0).")] = 10.0,
-    seeds: Annotated[int, typer.Option(help="Runs per instance and solver, seeds 0 .. K-1 (>= 1).")] = 1,
-    workers: Annotated[
-        int | None,
-        typer.Option(help="Runs at once, each a fresh process (>= 1; default 1, with --ray as many as Ray places)."),
-    ] = None,
     out_path: Annotated[Path, typer.Option("--out", "-o", help="Output folder (a rerun resumes).")] = Path("bench-out"),
-    ray: RayOpt = None,
-    gap: Annotated[
-        float, typer.Option(help="Relative gap at which a solve stops and a run counts as solved, in [0, 1).")
-    ] = DEFAULT_REQUEST.rel_gap,
-    threads: Annotated[int, typer.Option(help="Solver threads per run (>= 1).")] = 1,
-    memory_limit_mb: Annotated[
-        int | None, typer.Option(help="Address-space cap of each run (MiB, RLIMIT_AS); over it a run is oom.")
-    ] = None,
-    grace: Annotated[
-        float | None, typer.Option(help="Seconds past the limit before a run is killed (default max(5, 0.5 x limit)).")
-    ] = None,
-    node_limit: Annotated[
-        int | None,
-        typer.Option(
-            help="Branch-and-bound nodes per MIP stage of every run (>= 1; cbc, highs, scip; greedy runs as it is): "
-            "runs that stop on nodes, not on the clock, repeat on any machine and load."
-        ),
-    ] = None,
-    plot_format: Annotated[
-        PlotFormatChoice,
-        typer.Option("--plot-format", help="Also write profile.pdf or profile.svg (profile.png is always written)."),
-    ] = PlotFormatChoice.png,
-    dpi: DpiOpt = defaults.FIGURE_DPI,
     quiet: QuietOpt = False,
     fmt: OutputFormatOpt = OutputFormat.table,
+    **given: Any,
 ) -> None:
     """Benchmark solvers: every instance x solver x seed in a fresh process; MIPLIB-style summary and profiles.
 
@@ -74,27 +41,20 @@ def bench(
     out-of-memory run is a result; so is a wrong one (a plan that fails the re-check, a bound a valid plan
     beats, an optimal claim a valid plan beats by more than the gap).
     """
-    from wattplan.planner.bench.report import summary_table
-    from wattplan.planner.bench.session import bench_config, run_bench_session
+    from wattplan.planner.bench.session import bench_config
+
+    options = BenchOptions.checked(record_values(BenchOptions, given))
+    session = bench_config(instances, out=out_path, options=options)
+    outcome, failed = _run_with_bar(session, quiet)
+    _print_outcome(outcome, failed, out_path, fmt)
+
+
+def _run_with_bar(session: BenchSession, quiet: bool) -> tuple[BenchOutcome, int]:
+    """Run ``session`` with a progress bar on stderr (none when ``quiet``); the outcome and how many runs failed."""
+    from wattplan.planner.bench.session import run_bench_session
     from wattplan.planner.bench.summary import FAILURES
     from wattplan.planner.console.bars import count_bar
 
-    session = bench_config(
-        instances,
-        out=out_path,
-        solvers=solvers,
-        time_limit=time_limit,
-        seeds=seeds,
-        workers=workers,
-        ray=ray,
-        gap=gap,
-        threads=threads,
-        memory_limit_mb=memory_limit_mb,
-        grace=grace,
-        node_limit=node_limit,
-        plot_format=plot_format.value,
-        dpi=dpi,
-    )
     failed = 0
     with count_bar("[bold]bench", "runs", err, quiet=quiet, extra=("{task.fields[failed]} failed",)) as bar:
         task = bar.add_task("bench", total=len(session.tasks), failed=0)
@@ -105,6 +65,13 @@ def bench(
             bar.update(task, advance=1, failed=failed)
 
         outcome = run_bench_session(session, advance)
+    return outcome, failed
+
+
+def _print_outcome(outcome: BenchOutcome, failed: int, out_path: Path, fmt: OutputFormat) -> None:
+    """The per-solver table, then what failed, was wrong or stale, and where the results are."""
+    from wattplan.planner.bench.report import summary_table
+
     result, report = outcome.sweep, outcome.report
     print_answer(fmt, lambda: [summary_table(report.summary)], lambda: [Section("solvers", report.summary)])
     if failed:

@@ -1,72 +1,54 @@
-"""``wattplan cluster``: an emulated GPU cluster on this host (up, down, submit, report)."""
+"""``wattplan cluster``: an emulated GPU cluster on this host (up, down, submit, report).
+
+The options of ``up``, ``submit`` and ``report`` are the records of :mod:`planner.cluster.options`, generated here
+(``planner.cli.faces``); ``--dir`` and the trace are the commands' own.
+"""
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from wattplan.planner.cli.app import cluster_app, err, handles_errors, out
-from wattplan.planner.cli.options_common import (
-    EndSOpt,
-    FormatOpt,
-    GpusPerNodeOpt,
-    MaxJobsOpt,
-    StartSOpt,
-    TraceArg,
-    TraceFormat,
-    VcOpt,
-)
+from wattplan.planner.cli.faces import options_of, record_values
+from wattplan.planner.cli.options_common import TraceArg
+from wattplan.planner.cluster.options import ReportOptions, SubmitOptions, UpOptions
 from wattplan.planner.console.terminal import shown
-from wattplan.planner.contracts import defaults
-from wattplan.planner.contracts.problems import InputError, Problem
 
 ClusterDirOpt = Annotated[Path, typer.Option("--dir", help="The emulated cluster's folder.")]
+"""``--dir``, every ``cluster`` command's own (it has no default, so no record holds it)."""
 
 
 @cluster_app.command("up")
 @handles_errors
-def cluster_up(
-    cluster_dir: ClusterDirOpt,
-    gpus: Annotated[str, typer.Option(help="GPUs of each type, e.g. v100:32,p100:16 (whole nodes).")] = "v100:32",
-    gpus_per_node: GpusPerNodeOpt = defaults.GPUS_PER_NODE,
-    truth: Annotated[
-        Path | None, typer.Option(help="Profile library the emulated GPUs run by (default: the shipped one).")
-    ] = None,
-    time_scale: Annotated[float, typer.Option(help="Emulated seconds per real second (> 0).")] = 60.0,
-    restart_s: Annotated[
-        float, typer.Option(help="Emulated seconds a (re)started job spends loading its checkpoint.")
-    ] = defaults.RESTART_S,
-) -> None:
+@options_of(UpOptions)
+def cluster_up(cluster_dir: ClusterDirOpt, **given: Any) -> None:
     """Start munged, slurmctld, one slurmd per node, the GPU emulator, node agents and Prometheus (needs root).
 
     --dir must be new, empty, or a folder an earlier `cluster up` made (it holds .wattplan-cluster).
     """
     from wattplan.planner.cluster.up import cluster_up as up
     from wattplan.planner.profile_library.library import load_profile_library
-    from wattplan.planner.rounds.cluster_spec import parse_cluster_spec
 
-    try:
-        spec = parse_cluster_spec(gpus, gpus_per_node)
-    except InputError as e:  # the parser names plan's --cluster; here the option is --gpus
-        raise InputError("--gpus", [Problem(p.code, "--gpus", p.message) for p in e.problems]) from None
-    if not 0 < time_scale <= 10_000:
-        raise InputError("--time-scale", [Problem("bad-option", "--time-scale", "must be in (0, 10000]")])
+    opts = UpOptions.checked(record_values(UpOptions, given))
+    gpus = opts.gpu_counts()
+    library = load_profile_library(opts.truth)
     manifest = up(
         cluster_dir,
-        spec.gpus,
-        gpus_per_node,
-        load_profile_library(truth),
-        truth,
-        time_scale,
-        restart_s,
+        gpus,
+        opts.gpus_per_node,
+        library,
+        opts.truth,
+        opts.time_scale,
+        opts.restart_s,
         log=lambda m: err.print(shown(m)),
     )
     out.print(
         f"cluster up in [bold]{shown(cluster_dir)}[/]: {len(manifest['nodes'])} nodes, Prometheus "
-        f"{shown(manifest['prometheus_url'])}, {time_scale:g} emulated s per real s"
+        f"{shown(manifest['prometheus_url'])}, {opts.time_scale:g} emulated s per real s"
     )
 
 
@@ -81,39 +63,25 @@ def cluster_down(cluster_dir: ClusterDirOpt) -> None:
 
 @cluster_app.command("submit")
 @handles_errors
-def cluster_submit(
-    trace: TraceArg,
-    cluster_dir: ClusterDirOpt,
-    unmanaged: Annotated[
-        bool, typer.Option(help="Submit as a user would, for Slurm's own scheduling (no hold, no opt-in comment).")
-    ] = False,
-    max_jobs: MaxJobsOpt = None,
-    start_s: StartSOpt = None,
-    end_s: EndSOpt = None,
-    fmt: FormatOpt = TraceFormat.auto,
-    vc: VcOpt = None,
-    seed: Annotated[int, typer.Option(help="Seed of Philly job types.")] = 0,
-    wait: Annotated[bool, typer.Option(help="Return once every job is submitted (default: at once).")] = False,
-) -> None:
+@options_of(SubmitOptions)
+def cluster_submit(trace: TraceArg, cluster_dir: ClusterDirOpt, **given: Any) -> None:
     """Submit a trace's jobs (the replay's selection) at their arrival times, on the emulated clock."""
     from wattplan.planner.cluster.submit import start_submitter, submissions
-    from wattplan.planner.contracts.rules import RoundRules
 
-    jobs, layout = submissions(cluster_dir, trace, fmt.value, vc, start_s, end_s, max_jobs, seed, RoundRules())
-    pid = start_submitter(layout, jobs, managed=not unmanaged)
-    kind = "unmanaged" if unmanaged else "managed (held, for wattplan agent)"
+    opts = SubmitOptions.checked(record_values(SubmitOptions, given))
+    jobs, layout = submissions(cluster_dir, trace, opts)
+    pid = start_submitter(layout, jobs, managed=not opts.unmanaged)
+    kind = "unmanaged" if opts.unmanaged else "managed (held, for wattplan agent)"
     out.print(f"submitting {len(jobs)} {kind} jobs over {jobs[-1].offset_s:.0f} emulated s (submitter pid {pid})")
-    if wait:
+    if opts.wait:
         while not (layout.submit_dir / "done").exists():
             time.sleep(0.5)
 
 
 @cluster_app.command("report")
 @handles_errors
-def cluster_report(
-    cluster_dir: ClusterDirOpt,
-    json_path: Annotated[Path | None, typer.Option("--json", help="Write the report as JSON here.")] = None,
-) -> None:
+@options_of(ReportOptions)
+def cluster_report(cluster_dir: ClusterDirOpt, **given: Any) -> None:
     """Energy (from Prometheus), JCTs and per-job times of the jobs submitted to the emulated cluster."""
     import json as json_module
 
@@ -121,11 +89,12 @@ def cluster_report(
     from wattplan.planner.cluster.report import cluster_report as report_of
     from wattplan.planner.contracts.jsonio import write_text_atomic
 
+    opts = ReportOptions.checked(record_values(ReportOptions, given))
     layout = ClusterLayout(cluster_dir)
     report = report_of(layout, layout.read_manifest()["prometheus_url"])
     for w in report.get("warnings", []):
         err.print(f"[yellow]warning:[/] {shown(w)}")
-    if json_path is not None:
-        write_text_atomic(json_path, json_module.dumps(report, indent=1) + "\n")
+    if opts.json_path is not None:
+        write_text_atomic(opts.json_path, json_module.dumps(report, indent=1) + "\n")
     keys = ("energy_kwh", "avg_jct_s", "p95_jct_s", "jobs_total", "jobs_completed")
     out.print("  ".join(f"{k}={report.get(k)}" for k in keys))

@@ -56,7 +56,9 @@ def parameter(opt: Option) -> inspect.Parameter:
     spec = opt.spec
     info: Any
     if spec.argument:
-        info = typer.Argument(help=help_text(opt), metavar=spec.metavar, parser=spec.parser, hidden=spec.hidden)
+        info = typer.Argument(
+            help=help_text(opt), metavar=spec.metavar, parser=_parser(spec.parser), hidden=spec.hidden
+        )
     else:
         decls = [] if opt.kind is bool and spec.flag is None else [opt.flag]
         if spec.short is not None:
@@ -65,7 +67,7 @@ def parameter(opt: Option) -> inspect.Parameter:
             *decls,
             help=help_text(opt),
             metavar=spec.metavar,
-            parser=spec.parser,
+            parser=_parser(spec.parser),
             hidden=spec.hidden,
         )
     default = list(opt.default) if opt.many and opt.default is not None else opt.default
@@ -96,6 +98,20 @@ def options_of(record: type[OptionRecord], *, skip: Sequence[str] = ()) -> Calla
         return fn
 
     return decorate
+
+
+def _parser(parse: Callable[[str], Any] | None) -> Callable[[str], Any] | None:
+    """A record's parser for click: its ``ValueError`` becomes click's own message naming the option."""
+    if parse is None:
+        return None
+
+    def parsed(text: str) -> Any:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise typer.BadParameter(str(exc)) from None
+
+    return parsed
 
 
 def _is_argument(p: inspect.Parameter) -> bool:

@@ -4,147 +4,48 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from wattplan.planner.cli.app import app, err, handles_errors, output_provenance, print_answer, say
-from wattplan.planner.cli.options_common import (
-    BelievedProfilesOpt,
-    CarbonOpt,
-    ClusterOpt,
-    DeltaMaxOpt,
-    DpiOpt,
-    EndSOpt,
-    EnergyBudgetOpt,
-    FormatOpt,
-    GovernorChoice,
-    GovernorOpt,
-    GpusPerNodeOpt,
-    HorizonOpt,
-    LearnOpt,
-    MaxJobsOpt,
-    MaxRoundsOpt,
-    MinPairRateOpt,
-    NodeLimitOpt,
-    NodePowerOpt,
-    NoiseOpt,
-    ObjectiveChoice,
-    OutputFormatOpt,
-    PlotFormatChoice,
-    PlotFormatOpt,
-    PlotsOpt,
-    PowerCapOpt,
-    PriceOpt,
-    QuietOpt,
-    RayOpt,
-    ReplanChoice,
-    ReplanOpt,
-    ReplaySeedOpt,
-    ReplaySolverOpt,
-    ReplayTimeLimitOpt,
-    RestartOpt,
-    RoundSOpt,
-    SignalAwareOpt,
-    SignalStartOpt,
-    StartSOpt,
-    TailBoundOpt,
-    TailPaceChoice,
-    TailPaceOpt,
-    ThreadsOpt,
-    TraceArg,
-    TraceFormat,
-    TruthOpt,
-    VcOpt,
-    ZeusEtaOpt,
-    _figure_options,
-)
+from wattplan.planner.cli.faces import options_of, record_values
+from wattplan.planner.cli.options_common import OutputFormatOpt, QuietOpt, TraceArg
 from wattplan.planner.console.formats import OutputFormat, Section
 from wattplan.planner.console.terminal import shown
-from wattplan.planner.contracts import defaults
-from wattplan.planner.contracts.request import REPLAY_REQUEST
+from wattplan.planner.sim.options import FrontierOptions, SimulateOptions
+
+if TYPE_CHECKING:
+    from wattplan.planner.sim.frontier import FrontierResult
+    from wattplan.planner.sim.replay import ReplaySpec
+    from wattplan.planner.sim.session import ReplayHooks, SimulateOutcome
+
+# What only the command line has: the inputs, the output folder, the policies, figures or none, progress shown.
+ClusterOpt = Annotated[str, typer.Option(help="GPUs of each type, e.g. v100:32,p100:16 (whole nodes).")]
+PolicyOpt = Annotated[
+    list[str],
+    typer.Option(
+        "--policy",
+        "-p",
+        help="fifo-max, zeus, eaco, powerflow, wattplan, all (these five) or a plug-in's name "
+        "(entry points of wattplan.policies); repeat for several.",
+    ),
+]
+PlotsOpt = Annotated[bool, typer.Option(help="Write the figures (see --plot-format).")]
 
 
 @app.command()
 @handles_errors
+@options_of(SimulateOptions)
 def simulate(
     trace: TraceArg,
     cluster: ClusterOpt,
-    policy: Annotated[
-        list[str],
-        typer.Option(
-            "--policy",
-            "-p",
-            help="fifo-max, zeus, eaco, powerflow, wattplan, all (these five) or a plug-in's name "
-            "(entry points of wattplan.policies); repeat for several.",
-        ),
-    ] = ["wattplan"],  # noqa: B006 (typer needs a list default)
-    power_cap_w: PowerCapOpt = None,
-    energy_budget_kwh: EnergyBudgetOpt = None,
-    round_s: RoundSOpt = defaults.ROUND_S,
-    objective: Annotated[
-        ObjectiveChoice | None,
-        typer.Option(help="wattplan's objective (default progress: fastest, not least energy)."),
-    ] = None,
-    solver: ReplaySolverOpt = REPLAY_REQUEST.solver,
-    time_limit: ReplayTimeLimitOpt = REPLAY_REQUEST.time_limit_s,
-    threads: ThreadsOpt = REPLAY_REQUEST.threads,
-    seed: ReplaySeedOpt = REPLAY_REQUEST.seed,
-    node_limit: NodeLimitOpt = REPLAY_REQUEST.node_limit,
+    policy: PolicyOpt = ["wattplan"],  # noqa: B006 (typer needs a list default)
     out_path: Annotated[Path, typer.Option("--out", "-o", help="Output folder.")] = Path("sim-out"),
-    max_jobs: MaxJobsOpt = None,
-    start_s: StartSOpt = None,
-    end_s: EndSOpt = None,
-    fmt: FormatOpt = TraceFormat.auto,
-    vc: VcOpt = None,
-    zeus_eta: ZeusEtaOpt = defaults.ZEUS_ETA,
-    noise: NoiseOpt = 0.0,
-    restart_s: RestartOpt = defaults.RESTART_S,
-    min_pair_rate: MinPairRateOpt = defaults.MIN_PAIR_RATE,
-    delta: Annotated[
-        float, typer.Option(help="Progress the energy objective gives up per round, in [0, 1).")
-    ] = defaults.DELTA,
-    max_jct_increase: Annotated[
-        float | None,
-        typer.Option(
-            help="Runtime-bounded energy mode: least energy with an average JCT at most this many percent "
-            "above fifo-max's on the same queue (wattplan plans with the efficiency objective, or energy if "
-            "--objective energy is given; delta steered per round)."
-        ),
-    ] = None,
-    governor: GovernorOpt = GovernorChoice.accrued,
-    delta_max: DeltaMaxOpt = defaults.DELTA_MAX,
-    tail_bound: TailBoundOpt = None,
-    tail_pace: TailPaceOpt = TailPaceChoice.steady,
-    horizon: HorizonOpt = REPLAY_REQUEST.horizon,
-    carbon: CarbonOpt = None,
-    price: PriceOpt = None,
-    signal_start: SignalStartOpt = None,
-    signal_aware: SignalAwareOpt = True,
-    max_rounds: MaxRoundsOpt = defaults.MAX_ROUNDS,
-    gpus_per_node: GpusPerNodeOpt = defaults.GPUS_PER_NODE,
-    node_power_w: NodePowerOpt = defaults.NODE_POWER_W,
-    profiles: BelievedProfilesOpt = None,
-    truth: TruthOpt = None,
-    learn: LearnOpt = False,
-    replan: ReplanOpt = ReplanChoice.rounds,
     plots: PlotsOpt = True,
-    plot_format: PlotFormatOpt = PlotFormatChoice.png,
-    dpi: DpiOpt = defaults.FIGURE_DPI,
     quiet: QuietOpt = False,
-    fresh: Annotated[
-        bool,
-        typer.Option(
-            "--fresh",
-            help="Start over: ignore the checkpoint --out holds (by default a replay resumes from its last "
-            "checkpoint when rerun with the same options and inputs).",
-        ),
-    ] = False,
-    workers: Annotated[
-        int, typer.Option(help="Policies replayed at once, each in its own process (>= 1; 1: one after another).")
-    ] = 1,
-    ray: RayOpt = None,
     answer_format: OutputFormatOpt = OutputFormat.table,
+    **given: Any,
 ) -> None:
     """Replay a trace round by round with one or more policies; write logs, summary.json and figures.
 
@@ -153,87 +54,63 @@ def simulate(
     Without --objective wattplan plans for progress (fastest, not least energy); the energy
     modes are --objective efficiency --max-jct-increase PCT and `wattplan frontier`.
     """
-    from wattplan.planner.sim.render import progress_callback, progress_display, progress_log, summary_table
-    from wattplan.planner.sim.session import ReplayHooks, interrupted_note, replay_spec, run_simulate
+    from wattplan.planner.sim.render import summary_table
+    from wattplan.planner.sim.session import replay_spec
 
-    spec = replay_spec(
-        trace,
-        cluster=cluster,
-        policies=policy,
-        power_cap_w=power_cap_w,
-        energy_budget_kwh=energy_budget_kwh,
-        round_s=round_s,
-        objective=None if objective is None else objective.value,
-        solver=solver,
-        time_limit=time_limit,
-        threads=threads,
-        seed=seed,
-        node_limit=node_limit,
-        max_jobs=max_jobs,
-        start_s=start_s,
-        end_s=end_s,
-        trace_format=fmt.value,
-        vc=vc,
-        zeus_eta=zeus_eta,
-        noise=noise,
-        restart_s=restart_s,
-        min_pair_rate=min_pair_rate,
-        delta=delta,
-        max_jct_increase=max_jct_increase,
-        governor=governor.value,
-        delta_max=delta_max,
-        tail_bound=tail_bound,
-        tail_pace=tail_pace.value,
-        carbon=carbon,
-        price=price,
-        signal_start=signal_start,
-        signal_aware=signal_aware,
-        max_rounds=max_rounds,
-        gpus_per_node=gpus_per_node,
-        node_power_w=node_power_w,
-        profiles=profiles,
-        truth=truth,
-        learn=learn,
-        replan=replan.value,
-        horizon=horizon,
-    )
-    figures = _figure_options(plot_format, dpi)
+    opts = SimulateOptions.checked(record_values(SimulateOptions, given))
+    spec = replay_spec(trace, cluster, opts, policy)
+    outcome = _replayed(spec, opts, out_path, plots, quiet)
+    summaries = outcome.summaries
+    print_answer(answer_format, lambda: [summary_table(summaries)], lambda: [Section("replays", summaries)])
+    _report_dropped(outcome.workload.dropped_by_type, outcome.ctx.type_names, out_path)
+    say(answer_format, f"{len(outcome.workload.jobs)} jobs replayed; results written to [bold]{shown(out_path)}[/]")
+    if opts.objective is None and opts.max_jct_increase is None and "wattplan" in spec.policies:
+        err.print(PROGRESS_MODE_HINT)
+
+
+def _replayed(spec: ReplaySpec, opts: SimulateOptions, out_path: Path, plots: bool, quiet: bool) -> SimulateOutcome:
+    """``simulate``'s replays (:func:`planner.sim.session.run_simulate`) with their progress on stderr.
+
+    Serial: a bar per policy (a line every 30 s when ``quiet``); in parallel: one bar of the policies done. An
+    interruption says whether the same command resumes.
+    """
+    from wattplan.planner.sim.render import progress_display
+    from wattplan.planner.sim.session import ReplayHooks, interrupted_note, run_simulate
+
     hooks = ReplayHooks(
         warn=lambda text: err.print(f"[yellow]warning:[/] {shown(text)}"),
         note=lambda text: err.print(shown(text)),
     )
-    serial = workers == 1 and ray is None
+    serial = opts.workers == 1 and opts.ray is None
     with (
-        _ResumeNote(lambda: interrupted_note(spec, out_path, workers, ray)),
+        _ResumeNote(lambda: interrupted_note(spec, out_path, opts.workers, opts.ray)),
         progress_display(err) if serial else _policies_bar(len(spec.policies), quiet) as bar,
     ):
-        if not serial:
-            task = bar.add_task("simulate", total=len(spec.policies))
-            hooks.policy_done = lambda: bar.advance(task)
-        elif quiet:
-            hooks.round_progress = lambda name, _: progress_log(
-                lambda line: err.print(shown(line), soft_wrap=True), name
-            )
-        else:
-            hooks.round_progress = lambda name, jobs: progress_callback(bar, name, jobs)
-        outcome = run_simulate(
+        _show_progress(hooks, bar, serial, quiet, len(spec.policies))
+        return run_simulate(
             spec,
             out_path,
             plots=plots,
-            figures=figures,
-            fresh=fresh,
-            workers=workers,
-            ray=ray,
+            figures=opts.figures(),
+            fresh=opts.fresh,
+            workers=opts.workers,
+            ray=opts.ray,
             written_by=output_provenance(),
             hooks=hooks,
         )
-    workload, ctx = outcome.workload, outcome.ctx
-    summaries = outcome.summaries
-    print_answer(answer_format, lambda: [summary_table(summaries)], lambda: [Section("replays", summaries)])
-    _report_dropped(workload.dropped_by_type, ctx.type_names, out_path)
-    say(answer_format, f"{len(workload.jobs)} jobs replayed; results written to [bold]{shown(out_path)}[/]")
-    if objective is None and max_jct_increase is None and "wattplan" in spec.policies:
-        err.print(PROGRESS_MODE_HINT)
+
+
+def _show_progress(hooks: ReplayHooks, bar: Any, serial: bool, quiet: bool, policies: int) -> None:
+    """Hook ``bar`` to the replays: a task per policy when ``serial`` (log lines when ``quiet``), else one count."""
+    from wattplan.planner.sim.render import progress_callback, progress_log
+
+    if not serial:
+        task = bar.add_task("simulate", total=policies)
+        hooks.policy_done = lambda: bar.advance(task)
+    elif quiet:
+        hooks.round_progress = lambda name, _: progress_log(_log_line, name)
+    else:
+        hooks.round_progress = lambda name, jobs: progress_callback(bar, name, jobs)
 
 
 PROGRESS_MODE_HINT = (
@@ -286,67 +163,17 @@ def _policies_bar(total: int, quiet: bool) -> Any:
 
 @app.command()
 @handles_errors
+@options_of(FrontierOptions)
 def frontier(
     trace: TraceArg,
     cluster: ClusterOpt,
-    deltas: Annotated[
-        str, typer.Option(help="Energy-objective deltas to sweep, comma-separated (each in [0, 1)).")
-    ] = "0.03,0.1,0.2,0.3",
-    max_jct_increase: Annotated[
-        str, typer.Option(help="Runtime-bounded mode: JCT increases to sweep, percent, comma-separated.")
-    ] = "0,5,10,20",
-    baselines: Annotated[
-        str, typer.Option(help="Baselines to place beside the front, comma-separated, or all.")
-    ] = "all",
-    objective: Annotated[
-        ObjectiveChoice,
-        typer.Option(help="Objective of the swept points: efficiency or energy (progress is always one point)."),
-    ] = ObjectiveChoice.efficiency,
-    workers: Annotated[
-        int, typer.Option(help="Replays run at once, each in its own process (>= 1; with --ray: Ray tasks in flight).")
-    ] = 2,
-    ray: RayOpt = None,
-    power_cap_w: PowerCapOpt = None,
-    energy_budget_kwh: EnergyBudgetOpt = None,
-    round_s: RoundSOpt = defaults.ROUND_S,
-    solver: ReplaySolverOpt = REPLAY_REQUEST.solver,
-    time_limit: ReplayTimeLimitOpt = REPLAY_REQUEST.time_limit_s,
-    threads: ThreadsOpt = REPLAY_REQUEST.threads,
-    seed: ReplaySeedOpt = REPLAY_REQUEST.seed,
-    node_limit: NodeLimitOpt = REPLAY_REQUEST.node_limit,
-    max_jobs: MaxJobsOpt = None,
-    start_s: StartSOpt = None,
-    end_s: EndSOpt = None,
-    fmt: FormatOpt = TraceFormat.auto,
-    vc: VcOpt = None,
-    zeus_eta: ZeusEtaOpt = defaults.ZEUS_ETA,
-    noise: NoiseOpt = 0.0,
-    restart_s: RestartOpt = defaults.RESTART_S,
-    min_pair_rate: MinPairRateOpt = defaults.MIN_PAIR_RATE,
-    governor: GovernorOpt = GovernorChoice.accrued,
-    delta_max: DeltaMaxOpt = defaults.DELTA_MAX,
-    tail_bound: TailBoundOpt = None,
-    tail_pace: TailPaceOpt = TailPaceChoice.steady,
-    carbon: CarbonOpt = None,
-    price: PriceOpt = None,
-    signal_start: SignalStartOpt = None,
-    signal_aware: SignalAwareOpt = True,
-    max_rounds: MaxRoundsOpt = defaults.MAX_ROUNDS,
-    gpus_per_node: GpusPerNodeOpt = defaults.GPUS_PER_NODE,
-    node_power_w: NodePowerOpt = defaults.NODE_POWER_W,
-    profiles: BelievedProfilesOpt = None,
-    truth: TruthOpt = None,
-    learn: LearnOpt = False,
-    horizon: HorizonOpt = REPLAY_REQUEST.horizon,
-    replan: ReplanOpt = ReplanChoice.rounds,
-    plots: PlotsOpt = True,
-    plot_format: PlotFormatOpt = PlotFormatChoice.png,
-    dpi: DpiOpt = defaults.FIGURE_DPI,
-    quiet: QuietOpt = False,
     out_path: Annotated[Path, typer.Option("--out", "-o", help="Output folder (a rerun resumes).")] = Path(
         "frontier-out"
     ),
+    plots: PlotsOpt = True,
+    quiet: QuietOpt = False,
     answer_format: OutputFormatOpt = OutputFormat.table,
+    **given: Any,
 ) -> None:
     """Sweep wattplan's energy knob on one trace in parallel; plot the energy-JCT front beside every baseline.
 
@@ -361,55 +188,25 @@ def frontier(
     from wattplan.planner.sim.render import summary_table
     from wattplan.planner.sim.session import frontier_sweep, run_frontier
 
-    sweep = frontier_sweep(
-        trace,
-        cluster=cluster,
-        deltas=deltas,
-        max_jct_increase=max_jct_increase,
-        baselines=baselines,
-        objective=objective.value,
-        power_cap_w=power_cap_w,
-        energy_budget_kwh=energy_budget_kwh,
-        round_s=round_s,
-        solver=solver,
-        time_limit=time_limit,
-        threads=threads,
-        seed=seed,
-        node_limit=node_limit,
-        max_jobs=max_jobs,
-        start_s=start_s,
-        end_s=end_s,
-        trace_format=fmt.value,
-        vc=vc,
-        zeus_eta=zeus_eta,
-        noise=noise,
-        restart_s=restart_s,
-        min_pair_rate=min_pair_rate,
-        governor=governor.value,
-        delta_max=delta_max,
-        tail_bound=tail_bound,
-        tail_pace=tail_pace.value,
-        carbon=carbon,
-        price=price,
-        signal_start=signal_start,
-        signal_aware=signal_aware,
-        max_rounds=max_rounds,
-        gpus_per_node=gpus_per_node,
-        node_power_w=node_power_w,
-        profiles=profiles,
-        truth=truth,
-        learn=learn,
-        replan=replan.value,
-        horizon=horizon,
-    )
-    figures = _figure_options(plot_format, dpi) if plots else None
+    opts = FrontierOptions.checked(record_values(FrontierOptions, given))
+    sweep = frontier_sweep(trace, cluster, opts)
     total = sweep.total
     with count_bar("[bold]frontier", "replays", err, quiet=quiet) as bar:
         task = bar.add_task("frontier", total=total)
         result = run_frontier(
-            sweep, out_path, workers=workers, ray=ray, figures=figures, point_done=lambda: bar.advance(task)
+            sweep,
+            out_path,
+            workers=opts.workers,
+            ray=opts.ray,
+            figures=opts.figures() if plots else None,
+            point_done=lambda: bar.advance(task),
         )
     print_answer(answer_format, lambda: [summary_table(result.rows)], lambda: [Section("frontier", result.rows)])
+    _report_frontier(result, total, out_path, answer_format)
+
+
+def _report_frontier(result: FrontierResult, total: int, out_path: Path, answer_format: OutputFormat) -> None:
+    """What ``frontier`` says beside its table: dropped job types, stale and failed replays, where the files are."""
     _report_dropped(result.dropped, result.cluster_types, out_path)
     if result.stale:
         err.print(

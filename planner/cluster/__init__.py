@@ -20,6 +20,8 @@ Everything a test, a benchmark or a demo needs to run ``wattplan agent`` for rea
   energy
 - :mod:`planner.cluster.processes`: what a PID runs, whether it runs, stopping it only if it runs what was started
 - :mod:`planner.cluster.up`: ``wattplan cluster up`` and ``down``
+- :mod:`planner.cluster.options`: the options of ``cluster up``, ``submit`` and ``report``, declared once (one
+  record each; the command line is generated from them)
 - :mod:`planner.cluster.owned`: which folder ``cluster up`` may take (new, empty or marked) and the only entries
   of it wattplan deletes
 - :mod:`planner.cluster.submit`: ``wattplan cluster submit``: a trace's jobs sent to Slurm at their arrival times

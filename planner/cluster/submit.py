@@ -29,9 +29,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from wattplan.planner.cluster.layout import ClusterLayout, write_json_atomic
 from wattplan.planner.contracts.rules import RoundRules
+
+if TYPE_CHECKING:
+    from wattplan.planner.cluster.options import SubmitOptions  # the submitter process loads no solver
 
 SUBMITTED_COLUMNS = (
     "slurm_job_id",
@@ -57,17 +61,12 @@ class Submission:
 
 
 def submissions(
-    root: Path,
-    trace: Path,
-    fmt: str,
-    vc: str | None,
-    start_s: float | None,
-    end_s: float | None,
-    max_jobs: int | None,
-    seed: int,
-    rules: RoundRules,
+    root: Path, trace: Path, options: SubmitOptions, rules: RoundRules | None = None
 ) -> tuple[list[Submission], ClusterLayout]:
     """The replay's jobs of ``trace`` on the cluster in ``root`` (its GPUs and truth), as submissions.
+
+    ``options``: the selection (``--trace-format``, ``--vc``, ``--start-s``, ``--end-s``, ``--max-jobs``,
+    ``--seed``); ``rules``: the round's rules of the replay's selection (default :class:`RoundRules`).
 
     Raises ValueError when no cluster was started in ``root``; InputError for a bad trace or selection.
     """
@@ -85,13 +84,13 @@ def submissions(
     spec = ReplaySpec(
         trace=trace,
         cluster=",".join(f"{t}:{c}" for t, c in counts.items()),
-        fmt=fmt,  # type: ignore[arg-type]
-        virtual_cluster=vc,
-        start_s=start_s,
-        end_s=end_s,
-        max_jobs=max_jobs,
-        rules=rules,
-        seed=seed,
+        fmt=options.trace_format,  # type: ignore[arg-type]
+        virtual_cluster=options.vc,
+        start_s=options.start_s,
+        end_s=options.end_s,
+        max_jobs=options.max_jobs,
+        rules=rules or RoundRules(),
+        seed=options.seed,
         gpus_per_node=int(manifest["gpus_per_node"]),
         truth=None if truth is None else Path(truth),
     )

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import importlib.resources
 import json
-import math
 import os
 import shlex
 import subprocess
@@ -37,6 +36,7 @@ from typing import Any
 import wattplan.planner.cluster.owned as owned
 import wattplan.planner.cluster.prometheus_server as prometheus_server
 from wattplan.planner.cluster.layout import MANIFEST_FORMAT, ClusterLayout, write_json_atomic, write_text_atomic
+from wattplan.planner.cluster.options import UpOptions
 from wattplan.planner.cluster.processes import alive, start_ticks, stop_pid
 from wattplan.planner.cluster.slurm_daemons import SlurmCluster, SlurmNode, free_ports, nodes_of
 from wattplan.planner.contracts.defaults import RESTART_S
@@ -135,28 +135,29 @@ def check_options(
     time_scale: float,
     restart_s: float,
 ) -> tuple[SlurmNode, ...]:
-    """The cluster's nodes; InputError naming every bad option. Reads nothing, changes nothing."""
-    problems: list[Problem] = []
+    """The cluster's nodes; InputError naming every bad option (each number by :class:`UpOptions`' ranges).
+
+    Reads nothing, changes nothing.
+    """
+    problems = UpOptions.value_problems(gpus_per_node, time_scale, restart_s)
+    label = UpOptions.label("gpus")
     for gpu_type, _ in gpus:
         if gpu_type not in library.gpu_types:
             problems.append(
                 Problem(
                     "bad-option",
-                    "--gpus",
+                    label,
                     f"the truth library has no GPU type {gpu_type!r} (it has {sorted(library.gpu_types)})",
                 )
             )
     nodes: tuple[SlurmNode, ...] = ()
-    try:
-        nodes = nodes_of(gpus, gpus_per_node)
-    except ValueError as e:
-        problems.append(Problem("bad-option", "--gpus", str(e)))
+    if not any(p.path == UpOptions.label("gpus_per_node") for p in problems):
+        try:
+            nodes = nodes_of(gpus, gpus_per_node)
+        except ValueError as e:
+            problems.append(Problem("bad-option", label, str(e)))
     if not nodes and not problems:
-        problems.append(Problem("bad-option", "--gpus", "no GPUs: give TYPE:COUNT, e.g. v100:16"))
-    if not (math.isfinite(time_scale) and 0 < time_scale <= 10_000):
-        problems.append(Problem("bad-option", "--time-scale", "must be in (0, 10000]"))
-    if not (math.isfinite(restart_s) and restart_s >= 0):
-        problems.append(Problem("bad-option", "--restart-s", "must be a number of seconds >= 0"))
+        problems.append(Problem("bad-option", label, "no GPUs: give TYPE:COUNT, e.g. v100:16"))
     if problems:
         raise InputError("wattplan cluster up", problems)
     return nodes

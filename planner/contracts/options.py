@@ -34,6 +34,7 @@ from pathlib import Path, PurePath
 from typing import Any, ClassVar, Self
 
 from wattplan.planner.contracts.problems import InputError, Problem
+from wattplan.planner.contracts.rules import RoundRules, rules_problems
 
 OPTION_KEY = "wattplan.option"
 """The key of a field's metadata that holds its :class:`OptionSpec`."""
@@ -260,6 +261,16 @@ def requires(needing: str, needed: str) -> Rule:
     return Rule(check, f"{needing} requires {needed}")
 
 
+def _round_rules(values: Mapping[str, Any], label: Callable[[str], str]) -> list[Problem]:
+    """The rules between a round's options (the restart shorter than the round), by the rules' one check."""
+    rules = RoundRules(values["round_s"], values["restart_s"], values["min_pair_rate"])
+    return rules_problems(rules, {"restart_s": label("restart_s")})
+
+
+ROUND_RULE = Rule(_round_rules, "restart_s shorter than round_s (contracts.rules.rules_problems)")
+"""The rule of a record with ``round_s``, ``restart_s`` and ``min_pair_rate`` (the replay's, the agent's)."""
+
+
 def _given(value: Any) -> bool:
     """Whether an option was given: not None and not False (a flag left off)."""
     return value is not None and value is not False
@@ -374,3 +385,29 @@ def keyword_signature(function: Callable[..., Any], record: type[OptionRecord]) 
         for opt in record.options()
     ]
     return inspect.Signature([*own, *generated], return_annotation=inspect.signature(function).return_annotation)
+
+
+_KEEP: Any = object()
+
+
+def same_as(record: type[OptionRecord], name: str, default: Any = _KEEP, help: str | None = None) -> Any:
+    """A field declared as ``record`` declares its option ``name``: flag, unit, range, choices, help and default.
+
+    ``default`` and ``help``, when given, replace the record's; the rest is written once, in ``record`` (the agent
+    plays the replay's rounds with :class:`~planner.sim.options.ReplayOptions`' round options and solves them with
+    :class:`~planner.planning.SolveOptions`' ranges).
+    """
+    opt = record.option(name)
+    spec = opt.spec if help is None else dataclasses.replace(opt.spec, help=help)
+    return dataclasses.field(default=opt.default if default is _KEEP else default, metadata={OPTION_KEY: spec})
+
+
+def range_of(record: type[OptionRecord], name: str) -> dict[str, Any]:
+    """The unit and range of ``record``'s option ``name``, as :func:`option` keywords.
+
+    For another face's option with its own default and help and the same bounds: ``bench --time-limit`` refuses
+    what ``plan --time-limit`` refuses.
+    """
+    spec = record.option(name).spec
+    keys = ("unit", "low", "high", "low_open", "high_open")
+    return {key: getattr(spec, key) for key in keys}

@@ -19,7 +19,9 @@ the round's energy.
 - ``learning``: online profile learning from each round's observations.
 - ``metrics``: a replay's summary; ``output``, ``plots``, ``render``: its files, figures and console tables.
 - ``replay``: a replay specified, prepared and run for the command line and the benchmarks.
-- ``session``: one ``simulate`` run from typed options to its output folder, shared by ``wattplan simulate``
+- ``options``: the replay's options declared once (``ReplayOptions``, ``SimulateOptions``, ``FrontierOptions``):
+  the commands are generated from them and the Python API checks its keywords with them.
+- ``session``: one ``simulate`` run from its checked options to its output folder, shared by ``wattplan simulate``
   and :func:`wattplan.simulate`.
 - ``frontier``: the energy-JCT frontier: the knob swept in parallel, every baseline beside it.
 """

@@ -1,8 +1,9 @@
 """One ``simulate`` or ``frontier`` run without a command line: options to a checked spec, the replays, the folder.
 
-``wattplan simulate`` and :func:`wattplan.simulate` both call :func:`replay_spec` (every option as a typed keyword,
-with the command's defaults and names) and :func:`run_simulate` (forecast, replays with their journals, the floor
-and reference, the files); ``wattplan frontier`` and :func:`wattplan.frontier` call :func:`frontier_sweep` and
+``wattplan simulate`` and :func:`wattplan.simulate` both check their options with one record,
+:class:`~planner.sim.options.SimulateOptions`, and call :func:`replay_spec` with it and :func:`run_simulate`
+(forecast, replays with their journals, the floor and reference, the files); ``wattplan frontier`` and
+:func:`wattplan.frontier` check :class:`~planner.sim.options.FrontierOptions` and call :func:`frontier_sweep` and
 :func:`run_frontier` the same way. Neither prints: what a user should see goes through :class:`ReplayHooks` (the command
 line draws a progress bar and prints; Python passes nothing or its own callbacks).
 
@@ -21,40 +22,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wattplan.planner.contracts import defaults
 from wattplan.planner.contracts.problems import InputError, Problem
-from wattplan.planner.contracts.request import REPLAY_REQUEST
-from wattplan.planner.contracts.rules import RoundRules
+from wattplan.planner.contracts.rules import Objective, RoundRules
 from wattplan.planner.sim.engine import ProgressCallback, SimResult
 from wattplan.planner.sim.frontier import FrontierResult
+from wattplan.planner.sim.options import FrontierOptions, ReplayOptions, SimulateOptions
 from wattplan.planner.sim.plots import DEFAULT_FIGURES, FigureOptions
 from wattplan.planner.sim.replay import ReplaySpec
 from wattplan.planner.sim.round_instance import ClusterContext
 from wattplan.planner.sim.workload import Workload
 
-OBJECTIVES = ("progress", "energy", "efficiency")
-"""wattplan's objectives (``--objective``); None means ``progress``."""
-TRACE_FORMATS = ("auto", "gavel", "philly")
-"""Trace formats (``--trace-format``): ``auto`` chooses by file extension (``.csv`` is Philly)."""
-GOVERNORS = ("accrued", "projected")
-"""How ``--max-jct-increase`` compares JCTs (:mod:`planner.sim.governor`)."""
-TAIL_PACES = ("steady", "fastest")
-"""The rate ``--tail-bound`` assumes a job keeps (:mod:`planner.sim.tail_bound`)."""
-REPLANS = ("rounds", "events")
-"""When policies are asked again (``--replan``, :data:`planner.sim.decision_memo.ReplanOn`): every round that
-changed (exact) or only at an event (faster; an approximation for wattplan)."""
-
 Runs = list[tuple[SimResult, dict[str, Any]]]
 """Each policy's result and summary, in policy order."""
-
-
-def choice_problems(choices: Mapping[str, tuple[str | None, Sequence[str]]]) -> list[Problem]:
-    """A ``bad-option`` problem for each ``option: (value, allowed)`` whose value is not allowed (None passes)."""
-    return [
-        Problem("bad-option", option, f"must be one of {', '.join(allowed)}, got {value!r}")
-        for option, (value, allowed) in choices.items()
-        if value is not None and value not in allowed
-    ]
 
 
 def resolve_trace(path: str | Path) -> Path:
@@ -82,212 +61,73 @@ def cluster_option(text: str) -> str:
     return text
 
 
-def base_replay_spec(
+def _replay_spec(
     trace: str | Path,
     cluster: str,
     policies: Sequence[str] | None,
-    *,
-    fmt: str = "auto",
-    vc: str | None = None,
-    start_s: float | None = None,
-    end_s: float | None = None,
-    max_jobs: int | None = None,
+    options: ReplayOptions,
     rules: RoundRules,
-    power_cap_w: float | None = None,
-    energy_budget_kwh: float | None = None,
-    solver: str = REPLAY_REQUEST.solver,
-    time_limit: float = REPLAY_REQUEST.time_limit_s,
-    threads: int = REPLAY_REQUEST.threads,
-    zeus_eta: float = defaults.ZEUS_ETA,
-    seed: int = REPLAY_REQUEST.seed,
-    node_limit: int | None = REPLAY_REQUEST.node_limit,
-    profiles: Path | None = None,
-    carbon: Path | None = None,
-    price: Path | None = None,
-    signal_start: str | None = None,
-    signal_aware: bool = True,
+    max_jct_increase: float | None,
 ) -> ReplaySpec:
-    """The replay spec of ``simulate`` and ``frontier`` from their common options.
+    """The replay spec of ``simulate`` and ``frontier`` from their checked options.
 
-    ``trace`` resolved (or a shipped name), ``cluster`` through the list rules and ``policies`` (the
-    ``--policy`` values; None: the spec's default) expanded, in that order; wattplan's request is
-    :data:`~planner.contracts.request.REPLAY_REQUEST` with the solver, time limit (s), threads, seed and node
-    limit given.
+    ``trace`` resolved (or a shipped name), ``cluster`` through the list rules and ``policies`` (the ``--policy``
+    values; None: the spec's default) expanded, in that order; wattplan's request is
+    :meth:`ReplayOptions.request`. ``max_jct_increase`` and ``tail_bound`` are percent here, fractions in the spec.
     """
     from wattplan.planner.console.list_options import repeated_list
     from wattplan.planner.sim.policies import PolicyOptions
     from wattplan.planner.sim.replay import expand_policies
 
-    if problems := choice_problems({"--trace-format": (fmt, TRACE_FORMATS)}):
-        raise InputError("options", problems)
     resolved, cluster = resolve_trace(trace), cluster_option(cluster)
     chosen = None if policies is None else expand_policies(repeated_list(list(policies), "--policy"))
-    request = dataclasses.replace(
-        REPLAY_REQUEST, solver=solver, time_limit_s=time_limit, threads=threads, seed=seed, node_limit=node_limit
-    )
     spec = ReplaySpec(
         trace=resolved,
         cluster=cluster,
-        fmt=fmt,  # type: ignore[arg-type]  # checked above against TRACE_FORMATS
-        virtual_cluster=vc,
-        start_s=start_s,
-        end_s=end_s,
-        max_jobs=max_jobs,
+        fmt=options.trace_format,  # type: ignore[arg-type]  # one of TRACE_FORMATS (the record's choices)
+        virtual_cluster=options.vc,
+        start_s=options.start_s,
+        end_s=options.end_s,
+        max_jobs=options.max_jobs,
         rules=rules,
-        power_cap_w=power_cap_w,
-        energy_budget_kwh=energy_budget_kwh,
-        policy_options=PolicyOptions(zeus_eta, request),
-        seed=seed,
-        profiles=None if profiles is None else Path(profiles),
-        carbon=None if carbon is None else Path(carbon),
-        price=None if price is None else Path(price),
-        signal_start=signal_start,
-        signal_aware=signal_aware,
+        power_cap_w=options.power_cap_w,
+        energy_budget_kwh=options.energy_budget_kwh,
+        policy_options=PolicyOptions(options.zeus_eta, options.request()),
+        seed=options.seed,
+        profiles=options.profiles,
+        carbon=options.carbon,
+        price=options.price,
+        signal_start=options.signal_start,
+        signal_aware=options.signal_aware,
+        noise=options.noise,
+        max_rounds=options.max_rounds,
+        gpus_per_node=options.gpus_per_node,
+        node_power_w=options.node_power_w,
+        max_jct_increase=None if max_jct_increase is None else max_jct_increase / 100.0,
+        tail_bound=None if options.tail_bound is None else options.tail_bound / 100.0,
+        governor=options.governor,  # type: ignore[arg-type]  # one of GOVERNORS
+        tail_pace=options.tail_pace,  # type: ignore[arg-type]  # one of TAIL_PACES
+        delta_max=options.delta_max,
+        truth=options.truth,
+        learn=options.learn,
+        replan=options.replan,  # type: ignore[arg-type]  # one of REPLANS
     )
     return spec if chosen is None else dataclasses.replace(spec, policies=chosen)
 
 
-def with_replay_options(
-    spec: ReplaySpec,
-    *,
-    noise: float = 0.0,
-    max_rounds: int = defaults.MAX_ROUNDS,
-    gpus_per_node: int = defaults.GPUS_PER_NODE,
-    node_power_w: float = defaults.NODE_POWER_W,
-    max_jct_increase: float | None = None,
-    tail_bound: float | None = None,
-    governor: str = "accrued",
-    tail_pace: str = "steady",
-    delta_max: float = defaults.DELTA_MAX,
-    truth: Path | None = None,
-    learn: bool = False,
-    replan: str = "rounds",
-    horizon: int = 1,
-) -> ReplaySpec:
-    """``spec`` with the replay options :func:`base_replay_spec` leaves at their defaults (``simulate``, ``frontier``).
-
-    ``max_jct_increase`` and ``tail_bound`` are percent here, fractions in the spec. ``horizon``: the rounds
-    wattplan's request plans as one model (docs/design.md §5.14; checked with the request when the replay starts).
-    """
-    problems = choice_problems(
-        {"--governor": (governor, GOVERNORS), "--tail-pace": (tail_pace, TAIL_PACES), "--replan": (replan, REPLANS)}
-    )
-    if problems:
-        raise InputError("options", problems)
-    options = spec.policy_options
-    if horizon != options.request.horizon:
-        request = dataclasses.replace(options.request, horizon=horizon)
-        spec = dataclasses.replace(spec, policy_options=dataclasses.replace(options, request=request))
-    return dataclasses.replace(
-        spec,
-        noise=noise,
-        max_rounds=max_rounds,
-        gpus_per_node=gpus_per_node,
-        node_power_w=node_power_w,
-        max_jct_increase=None if max_jct_increase is None else max_jct_increase / 100.0,
-        tail_bound=None if tail_bound is None else tail_bound / 100.0,
-        governor=governor,  # type: ignore[arg-type]  # checked above
-        tail_pace=tail_pace,  # type: ignore[arg-type]  # checked above
-        delta_max=delta_max,
-        truth=None if truth is None else Path(truth),
-        learn=learn,
-        replan=replan,  # type: ignore[arg-type]  # checked above
-    )
-
-
 def replay_spec(
-    trace: str | Path,
-    *,
-    cluster: str,
-    policies: Sequence[str] = ("wattplan",),
-    power_cap_w: float | None = None,
-    energy_budget_kwh: float | None = None,
-    round_s: float = defaults.ROUND_S,
-    objective: str | None = None,
-    solver: str = REPLAY_REQUEST.solver,
-    time_limit: float = REPLAY_REQUEST.time_limit_s,
-    threads: int = REPLAY_REQUEST.threads,
-    seed: int = REPLAY_REQUEST.seed,
-    node_limit: int | None = REPLAY_REQUEST.node_limit,
-    max_jobs: int | None = None,
-    start_s: float | None = None,
-    end_s: float | None = None,
-    trace_format: str = "auto",
-    vc: str | None = None,
-    zeus_eta: float = defaults.ZEUS_ETA,
-    noise: float = 0.0,
-    restart_s: float = defaults.RESTART_S,
-    min_pair_rate: float = defaults.MIN_PAIR_RATE,
-    delta: float = defaults.DELTA,
-    max_jct_increase: float | None = None,
-    governor: str = "accrued",
-    delta_max: float = defaults.DELTA_MAX,
-    tail_bound: float | None = None,
-    tail_pace: str = "steady",
-    carbon: str | Path | None = None,
-    price: str | Path | None = None,
-    signal_start: str | None = None,
-    signal_aware: bool = True,
-    max_rounds: int = defaults.MAX_ROUNDS,
-    gpus_per_node: int = defaults.GPUS_PER_NODE,
-    node_power_w: float = defaults.NODE_POWER_W,
-    profiles: str | Path | None = None,
-    truth: str | Path | None = None,
-    learn: bool = False,
-    replan: str = "rounds",
-    horizon: int = 1,
+    trace: str | Path, cluster: str, options: SimulateOptions, policies: Sequence[str] = ("wattplan",)
 ) -> ReplaySpec:
-    """The spec of ``wattplan simulate``: each keyword is the option of that name (``max_jobs`` is ``--max-jobs``).
+    """The spec of ``wattplan simulate``: ``trace`` on ``cluster`` with ``policies`` (``--policy``) and ``options``.
 
-    Units in the names; ``max_jct_increase`` and ``tail_bound`` in percent; ``objective`` None is ``progress``.
-    A value not among an option's choices raises :class:`InputError` naming the option; the rest is checked by
+    ``options`` is the checked record (:meth:`SimulateOptions.checked`); its ``objective`` None is ``progress``.
+    A trace that is no file or shipped trace, a bad ``--cluster`` list or an unknown policy raises
+    :class:`InputError`; what no option's range says (the signal hour, the solver on this machine) is checked by
     :func:`planner.sim.replay.check_spec` when the replay is prepared.
     """
-    problems = choice_problems({"--objective": (objective, OBJECTIVES)})
-    if problems:
-        raise InputError("options", problems)
-    chosen = objective or "progress"
-    rules = RoundRules(round_s, restart_s, min_pair_rate, chosen, delta)  # type: ignore[arg-type]  # checked above
-    spec = base_replay_spec(
-        trace,
-        cluster,
-        list(policies),
-        fmt=trace_format,
-        vc=vc,
-        start_s=start_s,
-        end_s=end_s,
-        max_jobs=max_jobs,
-        rules=rules,
-        power_cap_w=power_cap_w,
-        energy_budget_kwh=energy_budget_kwh,
-        solver=solver,
-        time_limit=time_limit,
-        threads=threads,
-        zeus_eta=zeus_eta,
-        seed=seed,
-        node_limit=node_limit,
-        profiles=None if profiles is None else Path(profiles),
-        carbon=None if carbon is None else Path(carbon),
-        price=None if price is None else Path(price),
-        signal_start=signal_start,
-        signal_aware=signal_aware,
-    )
-    return with_replay_options(
-        spec,
-        noise=noise,
-        max_rounds=max_rounds,
-        gpus_per_node=gpus_per_node,
-        node_power_w=node_power_w,
-        max_jct_increase=max_jct_increase,
-        tail_bound=tail_bound,
-        governor=governor,
-        tail_pace=tail_pace,
-        delta_max=delta_max,
-        truth=None if truth is None else Path(truth),
-        learn=learn,
-        replan=replan,
-        horizon=horizon,
-    )
+    objective: Objective = options.objective or "progress"  # type: ignore[assignment]  # one of OBJECTIVES
+    rules = RoundRules(options.round_s, options.restart_s, options.min_pair_rate, objective, options.delta)
+    return _replay_spec(trace, cluster, list(policies), options, rules, options.max_jct_increase)
 
 
 def _silent(_: str) -> None:
@@ -478,108 +318,23 @@ class FrontierSweep:
         return len(frontier_points(self.base, self.deltas, self.jct_increases, self.baselines))
 
 
-def _listed(value: str | Sequence[Any]) -> str:
-    """A list option as the command line reads it: a string as given, a sequence joined by commas."""
-    return value if isinstance(value, str) else ",".join(str(v) for v in value)
+def frontier_sweep(trace: str | Path, cluster: str, options: FrontierOptions) -> FrontierSweep:
+    """The sweep of ``wattplan frontier``: ``trace`` on ``cluster`` with the checked ``options``.
 
-
-def frontier_sweep(
-    trace: str | Path,
-    *,
-    cluster: str,
-    deltas: str | Sequence[float] = "0.03,0.1,0.2,0.3",
-    max_jct_increase: str | Sequence[float] = "0,5,10,20",
-    baselines: str | Sequence[str] = "all",
-    objective: str = "efficiency",
-    power_cap_w: float | None = None,
-    energy_budget_kwh: float | None = None,
-    round_s: float = defaults.ROUND_S,
-    solver: str = REPLAY_REQUEST.solver,
-    time_limit: float = REPLAY_REQUEST.time_limit_s,
-    threads: int = REPLAY_REQUEST.threads,
-    seed: int = REPLAY_REQUEST.seed,
-    node_limit: int | None = REPLAY_REQUEST.node_limit,
-    max_jobs: int | None = None,
-    start_s: float | None = None,
-    end_s: float | None = None,
-    trace_format: str = "auto",
-    vc: str | None = None,
-    zeus_eta: float = defaults.ZEUS_ETA,
-    noise: float = 0.0,
-    restart_s: float = defaults.RESTART_S,
-    min_pair_rate: float = defaults.MIN_PAIR_RATE,
-    governor: str = "accrued",
-    delta_max: float = defaults.DELTA_MAX,
-    tail_bound: float | None = None,
-    tail_pace: str = "steady",
-    carbon: str | Path | None = None,
-    price: str | Path | None = None,
-    signal_start: str | None = None,
-    signal_aware: bool = True,
-    max_rounds: int = defaults.MAX_ROUNDS,
-    gpus_per_node: int = defaults.GPUS_PER_NODE,
-    node_power_w: float = defaults.NODE_POWER_W,
-    profiles: str | Path | None = None,
-    truth: str | Path | None = None,
-    learn: bool = False,
-    replan: str = "rounds",
-    horizon: int = 1,
-) -> FrontierSweep:
-    """The sweep of ``wattplan frontier``: each keyword is its option (``simulate``'s, units and defaults alike).
-
-    ``deltas`` (each in [0, 1)), ``max_jct_increase`` (percent) and ``baselines`` are lists: a sequence, or a string
-    of comma-separated items as the command line takes them. ``objective`` is that of the swept points
-    (``efficiency`` or ``energy``). Bad values raise :class:`InputError` naming the option.
+    ``options.deltas`` (each in [0, 1)), ``options.max_jct_increase`` (percent) and ``options.baselines`` are the
+    command line's comma-separated lists (:meth:`FrontierOptions.checked` joins a Python list); each bad item raises
+    :class:`InputError` naming the option and the item (``--deltas[1]``). ``options.objective`` is that of the
+    swept points; every point sets its own JCT increase.
     """
     from wattplan.planner.console.list_options import number_list, split_list
     from wattplan.planner.sim.replay import DELTA_BOUNDS, JCT_INCREASE_BOUNDS
 
-    if problems := choice_problems({"--objective": (objective, OBJECTIVES)}):
-        raise InputError("options", problems)
-    rules = RoundRules(round_s, restart_s, min_pair_rate, objective)  # type: ignore[arg-type]  # checked above
-    base = base_replay_spec(
-        trace,
-        cluster,
-        None,
-        fmt=trace_format,
-        vc=vc,
-        start_s=start_s,
-        end_s=end_s,
-        max_jobs=max_jobs,
-        rules=rules,
-        power_cap_w=power_cap_w,
-        energy_budget_kwh=energy_budget_kwh,
-        solver=solver,
-        time_limit=time_limit,
-        threads=threads,
-        zeus_eta=zeus_eta,
-        seed=seed,
-        node_limit=node_limit,
-        profiles=None if profiles is None else Path(profiles),
-        carbon=None if carbon is None else Path(carbon),
-        price=None if price is None else Path(price),
-        signal_start=signal_start,
-        signal_aware=signal_aware,
-    )
-    base = with_replay_options(  # --max-jct-increase is the swept list: each point sets its own
-        base,
-        noise=noise,
-        max_rounds=max_rounds,
-        gpus_per_node=gpus_per_node,
-        node_power_w=node_power_w,
-        max_jct_increase=None,
-        tail_bound=tail_bound,
-        governor=governor,
-        tail_pace=tail_pace,
-        delta_max=delta_max,
-        truth=None if truth is None else Path(truth),
-        learn=learn,
-        replan=replan,
-        horizon=horizon,
-    )
-    knob_deltas = number_list(_listed(deltas), "--deltas", DELTA_BOUNDS)
-    increases = number_list(_listed(max_jct_increase), "--max-jct-increase", JCT_INCREASE_BOUNDS)
-    names = split_list(_listed(baselines), "--baselines")
+    objective: Objective = options.objective  # type: ignore[assignment]  # one of OBJECTIVES
+    rules = RoundRules(options.round_s, options.restart_s, options.min_pair_rate, objective)
+    base = _replay_spec(trace, cluster, None, options, rules, None)
+    knob_deltas = number_list(options.deltas, "--deltas", DELTA_BOUNDS)
+    increases = number_list(options.max_jct_increase, "--max-jct-increase", JCT_INCREASE_BOUNDS)
+    names = split_list(options.baselines, "--baselines")
     return FrontierSweep(base, tuple(knob_deltas), tuple(x / 100.0 for x in increases), tuple(names))
 
 

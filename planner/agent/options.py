@@ -1,0 +1,189 @@
+"""``wattplan agent``'s options, declared once: :class:`AgentOptions` (docs/design.md §11.6).
+
+The command line generates ``wattplan agent`` from this record (``planner.cli.faces``) and checks what it is given
+with :meth:`AgentOptions.checked`, which names every bad value both ways (``start_s (--start-s): must be ...``).
+The loop reads the same record: :meth:`planner.agent.loop.AgentConfig.of` builds the loop's configuration from it,
+and the configuration's defaults are the record's.
+
+The agent plays the replay's rounds: its round options are :class:`planner.sim.options.ReplayOptions`' and its
+solve options take :class:`planner.planning.SolveOptions`' flags, units and ranges with the replay's defaults
+(:data:`~planner.contracts.request.REPLAY_REQUEST`), each declared there once
+(:func:`~planner.contracts.options.same_as`). The rule between the round's options (the restart shorter than the
+round) is :data:`~planner.contracts.options.ROUND_RULE`.
+
+This module loads no solver and no pandas: the command line imports it to build ``wattplan --help``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, get_args
+
+from wattplan.planner.agent.trust import Allowed, name_problem
+from wattplan.planner.contracts import defaults
+from wattplan.planner.contracts.options import ROUND_RULE, OptionRecord, Rule, option, same_as
+from wattplan.planner.contracts.problems import Problem
+from wattplan.planner.contracts.request import REPLAY_REQUEST, PlanRequest
+from wattplan.planner.contracts.rules import Objective, RoundRules
+from wattplan.planner.planning import SolveOptions
+from wattplan.planner.rounds.cluster_spec import MAX_NODE_POWER_W
+from wattplan.planner.sim.options import (
+    LIBRARY_METAVAR,
+    MAX_JCT_INCREASE_PCT,
+    REPLAY_SOLVER_HELP,
+    ReplayOptions,
+    library_path,
+)
+
+DEFAULT_SETTINGS_DIR = Path("/var/lib/wattplan/settings")
+"""The folder the node scripts read settings from on a real cluster (``--settings-dir``)."""
+STATE_FILE = Path("wattplan-agent.db")
+"""The state file on a real cluster (``--state``), in the working folder."""
+CLUSTER_STATE_NAME = "agent.db"
+"""The state file's name in an emulated cluster's folder (``--cluster``)."""
+JCT_INCREASE_PCT = 3.0
+"""The agent's JCT bound by default (%, ``--max-jct-increase``): the average JCT at most 3% above Slurm's."""
+MAX_START_S = 1e7
+"""``--start-s`` is below this (s, about 116 days): a job's start-up, far longer than any real one, and finite."""
+
+
+def _names(name: str) -> Rule:
+    """A rule: each item of the list option ``name`` is a Slurm user or account name (``trust.name_problem``)."""
+
+    def check(values: Mapping[str, Any], label: Callable[[str], str]) -> list[Problem]:
+        given = values.get(name) or ()
+        items = given.split(",") if isinstance(given, str) else given
+        return [Problem("bad-option", label(name), why) for item in items if (why := name_problem(item)) is not None]
+
+    return Rule(check, f"{name}: Slurm user or account names")
+
+
+@dataclass(frozen=True, kw_only=True)
+class AgentOptions(OptionRecord):
+    """``wattplan agent``: where the cluster and the state are, the round's rules, the solver, whose jobs."""
+
+    cluster: Path | None = option(
+        None,
+        "An emulated cluster's folder (wattplan cluster up): its Slurm, Prometheus, settings folder and clock. "
+        "Without it: the Slurm of SLURM_CONF and --prometheus.",
+    )
+    state: Path | None = option(
+        None, f"SQLite state file (default: {CLUSTER_STATE_NAME} in --cluster, else ./{STATE_FILE})."
+    )
+    prometheus: str | None = option(None, "Prometheus URL scraping the DCGM exporters (http://HOST:PORT).")
+    settings_dir: Path | None = option(
+        None, f"Shared folder the node scripts read settings from (default {DEFAULT_SETTINGS_DIR})."
+    )
+    profiles: Path | None = option(
+        None, "Profile library (default: the shipped one).", parser=library_path, metavar=LIBRARY_METAVAR
+    )
+    learn: bool = option(False, "Correct the profiles from each round's observed steps and power.")
+    objective: str | None = option(
+        None, "Objective (default: efficiency with the JCT bound, progress without it).", choices=get_args(Objective)
+    )
+    max_jct_increase: float = option(
+        JCT_INCREASE_PCT,
+        "Runtime-bounded energy mode: least energy with an average JCT at most this many percent above what "
+        "Slurm's first-come-first-served scheduling at full power would give (estimated by fifo-max over the jobs "
+        "seen so far: in continuous time, as Slurm starts jobs, or with --no-event-rounds round by round, as the "
+        "replay does).",
+        unit="%",
+        low=0.0,
+        high=MAX_JCT_INCREASE_PCT,
+    )
+    jct_bound: bool = option(True, "Steer each round's delta by the JCT bound (--no-jct-bound: a fixed --delta).")
+    delta: float = same_as(SolveOptions, "delta", defaults.DELTA, "Progress given up per round without the JCT bound.")
+    round_s: float = same_as(ReplayOptions, "round_s")
+    restart_s: float = same_as(ReplayOptions, "restart_s")
+    min_pair_rate: float = same_as(ReplayOptions, "min_pair_rate")
+    solver: str = same_as(SolveOptions, "solver", REPLAY_REQUEST.solver, "wattplan's solver: " + REPLAY_SOLVER_HELP)
+    time_limit_s: float = same_as(
+        SolveOptions, "time_limit_s", REPLAY_REQUEST.time_limit_s, "wattplan's seconds per round."
+    )
+    threads: int = same_as(SolveOptions, "threads", REPLAY_REQUEST.threads)
+    seed: int = same_as(SolveOptions, "seed", REPLAY_REQUEST.seed)
+    node_limit: int | None = same_as(SolveOptions, "node_limit", REPLAY_REQUEST.node_limit)
+    node_power_w: float | None = option(
+        None,
+        f"A node's power besides its GPUs (default: the library's or {defaults.NODE_POWER_W:g} W).",
+        unit="W",
+        low=0.0,
+        high=MAX_NODE_POWER_W,
+    )
+    dry_run: bool = option(False, "Play one round on a copy of the state; print the Slurm calls, send none.")
+    until_idle: bool = option(False, "Stop once every managed job has ended (and, with --cluster, all were submitted).")
+    max_rounds: int | None = option(None, "Stop after this many rounds.", unit="rounds", low=1)
+    pairs: bool = option(
+        False,
+        "Co-locate pairs on shared GPUs (off: on Slurm a pair change restarts the guest, which the round model "
+        "does not price; see docs/design.md 11.6).",
+    )
+    event_rounds: bool = option(
+        True, "Also start a round when a managed job arrives or leaves (--no-event-rounds: fixed rounds)."
+    )
+    start_s: float = option(
+        0.0,
+        "A job's own start-up time before its first step, for the JCT reference (a requeue costs --restart-s).",
+        unit="s",
+        low=0.0,
+        high=MAX_START_S,
+        high_open=True,
+    )
+    allow_user: tuple[str, ...] = option(
+        (),
+        "Act on opted-in jobs of this Slurm user (repeatable). With no --allow-user and no --allow-account: the "
+        "user the agent runs as, and no one else.",
+        metavar="NAME",
+    )
+    allow_account: tuple[str, ...] = option(
+        (), "Act on opted-in jobs of this Slurm account (repeatable).", metavar="NAME"
+    )
+    quiet: bool = option(False, "Log only notes and faults.", flag="--quiet", short="-q")
+
+    RULES: ClassVar[tuple[Rule, ...]] = (
+        ROUND_RULE,
+        _names("allow_user"),
+        _names("allow_account"),
+    )
+
+    def jct_increase(self) -> float | None:
+        """The JCT bound as a fraction (``--max-jct-increase`` / 100), None with ``--no-jct-bound``."""
+        return self.max_jct_increase / 100.0 if self.jct_bound else None
+
+    def rules(self) -> RoundRules:
+        """The round's rules; the objective by default efficiency with the JCT bound, progress without it."""
+        objective = self.objective or ("efficiency" if self.jct_bound else "progress")
+        return RoundRules(self.round_s, self.restart_s, self.min_pair_rate, objective, self.delta)  # type: ignore[arg-type]
+
+    def request(self) -> PlanRequest:
+        """The solve request: the replay's (:data:`REPLAY_REQUEST`) with the solve options given."""
+        return dataclasses.replace(
+            REPLAY_REQUEST,
+            solver=self.solver,
+            time_limit_s=self.time_limit_s,
+            threads=self.threads,
+            seed=self.seed,
+            node_limit=self.node_limit,
+        )
+
+    def allowed(self) -> Allowed:
+        """Whose opted-in jobs the agent acts on (its own user's when neither list is given)."""
+        return Allowed.of(self.allow_user, self.allow_account)
+
+    def state_path(self) -> Path:
+        """The state file: ``--state``, else ``agent.db`` in ``--cluster``, else ``./wattplan-agent.db``."""
+        if self.state is not None:
+            return self.state
+        return self.cluster / CLUSTER_STATE_NAME if self.cluster is not None else STATE_FILE
+
+    def settings_path(self) -> Path | None:
+        """``--settings-dir``; by default the emulated cluster's, else :data:`DEFAULT_SETTINGS_DIR`.
+
+        None for an emulated cluster's default: its manifest names the folder (:func:`planner.agent.run.environment`).
+        """
+        if self.settings_dir is not None or self.cluster is not None:
+            return self.settings_dir
+        return DEFAULT_SETTINGS_DIR

@@ -1,0 +1,93 @@
+"""``wattplan cluster``'s options, declared once: one record per sub-command that has options beyond ``--dir``.
+
+:class:`UpOptions` (``cluster up``), :class:`SubmitOptions` (``cluster submit``) and :class:`ReportOptions`
+(``cluster report``); ``cluster down`` takes the folder only. The command line generates each command from its
+record (``planner.cli.faces``) and checks what it is given with the record's ``checked``, which names every bad
+value both ways (``time_scale (--time-scale): must be in (0, 10000], got 0``). The Python side reads the same
+records: :func:`planner.cluster.up.check_options` checks ``cluster_up``'s values with :class:`UpOptions`,
+:func:`planner.cluster.submit.submissions` takes a :class:`SubmitOptions`. The folder (``--dir``) and the trace
+stay the command's own: they have no default.
+
+The options a command shares with the replay are declared there once (:class:`planner.sim.options.ReplayOptions`,
+taken with :func:`planner.contracts.options.same_as`). This module loads no pandas: the command line imports it to
+build ``wattplan --help``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from wattplan.planner.contracts import defaults
+from wattplan.planner.contracts.options import OptionRecord, option, same_as
+from wattplan.planner.contracts.problems import InputError, Problem
+from wattplan.planner.rounds.cluster_spec import parse_cluster_spec
+from wattplan.planner.sim.options import LIBRARY_METAVAR, ReplayOptions, library_path
+
+GPUS = "v100:32"
+"""The emulated cluster's GPUs by default (``--gpus``): four nodes of eight V100s."""
+TIME_SCALE = 60.0
+"""Emulated seconds per real second by default (``--time-scale``): an emulated hour is a real minute."""
+MAX_TIME_SCALE = 10_000.0
+"""The fastest emulated clock (``--time-scale``): beyond it a real second of Slurm's own latency is hours."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class UpOptions(OptionRecord):
+    """``wattplan cluster up``: the emulated GPUs, their truth library and the clock."""
+
+    gpus: str = option(GPUS, "GPUs of each type, e.g. v100:32,p100:16 (whole nodes).")
+    gpus_per_node: int = same_as(ReplayOptions, "gpus_per_node")
+    truth: Path | None = option(
+        None,
+        "Profile library the emulated GPUs run by (default: the shipped one).",
+        parser=library_path,
+        metavar=LIBRARY_METAVAR,
+    )
+    time_scale: float = option(
+        TIME_SCALE, "Emulated seconds per real second.", low=0.0, low_open=True, high=MAX_TIME_SCALE
+    )
+    restart_s: float = option(
+        defaults.RESTART_S, "Emulated seconds a (re)started job spends loading its checkpoint.", unit="s", low=0.0
+    )
+
+    def gpu_counts(self) -> tuple[tuple[str, int], ...]:
+        """``--gpus`` as ``(type, count)`` pairs; InputError naming ``gpus (--gpus)``.
+
+        The parser names plan's ``--cluster``: its problems are renamed.
+        """
+        try:
+            return parse_cluster_spec(self.gpus, self.gpus_per_node).gpus
+        except InputError as e:
+            label = self.label("gpus")
+            raise InputError(label, [Problem(p.code, label, p.message) for p in e.problems]) from None
+
+    @classmethod
+    def value_problems(cls, gpus_per_node: int, time_scale: float, restart_s: float) -> list[Problem]:
+        """The problems of ``cluster_up``'s number values (from Python, not through :meth:`checked`)."""
+        return cls.problems({"gpus_per_node": gpus_per_node, "time_scale": time_scale, "restart_s": restart_s})
+
+
+@dataclass(frozen=True, kw_only=True)
+class SubmitOptions(OptionRecord):
+    """``wattplan cluster submit``: the replay's selection of a trace's jobs, and how they are submitted.
+
+    The selection's options are the replay's (:class:`~planner.sim.options.ReplayOptions`): the same jobs as
+    ``wattplan simulate`` with the same options.
+    """
+
+    unmanaged: bool = option(False, "Submit as a user would, for Slurm's own scheduling (no hold, no opt-in comment).")
+    max_jobs: int | None = same_as(ReplayOptions, "max_jobs")
+    start_s: float | None = same_as(ReplayOptions, "start_s")
+    end_s: float | None = same_as(ReplayOptions, "end_s")
+    trace_format: str = same_as(ReplayOptions, "trace_format")
+    vc: str | None = same_as(ReplayOptions, "vc")
+    seed: int = option(0, "Seed of Philly job types.")
+    wait: bool = option(False, "Return once every job is submitted (default: at once).")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReportOptions(OptionRecord):
+    """``wattplan cluster report``: where the report's JSON goes besides the summary line."""
+
+    json_path: Path | None = option(None, "Write the report as JSON here.", flag="--json")

@@ -1,0 +1,332 @@
+"""The replay's options, declared once: :class:`ReplayOptions`, :class:`SimulateOptions`, :class:`FrontierOptions`.
+
+``wattplan simulate`` and ``wattplan frontier`` generate their options from these records (``planner.cli.faces``),
+``wattplan.simulate`` and ``wattplan.frontier`` take the same keywords and check them with the record's
+:meth:`~planner.contracts.options.OptionRecord.checked`, and :func:`planner.sim.session.replay_spec` and
+:func:`~planner.sim.session.frontier_sweep` read the typed record. Each option's default, unit, range or choices and
+help are written here once; the solve options take their units and ranges from
+:class:`planner.planning.SolveOptions`, so a replay refuses what ``wattplan plan`` refuses, in the same words.
+
+Not options of a record: the trace and ``--cluster`` (required inputs), the output folder, ``--plots``,
+``--quiet`` and ``simulate``'s policies (``--policy``), whose defaults differ between the command line and Python
+(each face declares its own). What needs more than a value and its range is checked where the spec is built: the
+trace and the cluster (:mod:`planner.sim.session`), the items of the frontier's lists, the signal hour, the
+policies' names and the solver on this machine (:func:`planner.sim.replay.check_spec`).
+
+Percent options (``max_jct_increase``, ``tail_bound``) are percent here and fractions in the spec.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Self
+
+from wattplan.planner import planning
+from wattplan.planner.console.list_options import Bounds
+from wattplan.planner.contracts import defaults
+from wattplan.planner.contracts.figures import DPI_RANGE, PLOT_FORMATS
+from wattplan.planner.contracts.options import ROUND_RULE, OptionRecord, Rule, excludes, option, range_of
+from wattplan.planner.contracts.problems import Problem
+from wattplan.planner.contracts.request import REPLAY_REQUEST, PlanRequest
+from wattplan.planner.contracts.rules import DELTA_RANGE, OBJECTIVES
+from wattplan.planner.executor import RAY_HELP
+from wattplan.planner.rounds.cluster_spec import MAX_GPUS_PER_NODE, MAX_NODE_POWER_W, MIN_GPUS_PER_NODE
+
+if TYPE_CHECKING:
+    from wattplan.planner.sim.plots import FigureOptions
+
+TRACE_FORMATS = ("auto", "gavel", "philly")
+"""Trace formats (``--trace-format``, :data:`planner.rounds.traces.TraceFormat`): ``auto`` chooses by extension."""
+GOVERNORS = ("accrued", "projected")
+"""How ``--max-jct-increase`` compares JCTs (:data:`planner.sim.governor.GovernorRule`)."""
+TAIL_PACES = ("steady", "fastest")
+"""The rate ``--tail-bound`` assumes a job keeps (:data:`planner.sim.tail_bound.TailPace`)."""
+REPLANS = ("rounds", "events")
+"""When policies are asked again (``--replan``, :data:`planner.sim.decision_memo.ReplanOn`): every round that
+changed (exact) or only at an event (faster; an approximation for wattplan)."""
+
+MAX_TRACE_S = 1e9
+"""The replay window's ends (``--start-s``, ``--end-s``) lie within ``±`` this many trace seconds: the value of
+:data:`planner.rounds.traces.MAX_TRACE_S`, written here because that module loads pandas, which the command line
+does not load to start (``tests/test_replay_options.py`` checks the two agree)."""
+MAX_JCT_INCREASE_PCT = 1000.0
+"""The largest JCT increase (percent) of ``--max-jct-increase`` and ``--tail-bound``: the high end of
+:data:`planner.sim.replay.JCT_INCREASE_BOUNDS` (checked to agree, for the same reason)."""
+JCT_INCREASE_ITEMS = Bounds(0.0, MAX_JCT_INCREASE_PCT, unit=" %")
+"""The range of each item of ``frontier --max-jct-increase``, as its help says it."""
+DELTA_ITEMS = Bounds(*DELTA_RANGE, high_open=True)
+"""The range of each item of ``frontier --deltas``, as its help says it."""
+
+REPLAY_SOLVER_HELP = (
+    f"{planning.solver_help()}. Default {REPLAY_REQUEST.solver}: fastest to its plan; a replay reads no bound."
+)
+"""The solver help of every replay face (``simulate``, ``frontier``, ``agent``)."""
+LIBRARY_METAVAR = "<path>"
+
+
+def library_path(text: str) -> Path:
+    """A profile library's path as given; an empty value (``Path("")`` is ``.``) or a NUL is refused.
+
+    The command line's parser of ``--profiles``: its :class:`ValueError` becomes click's "Invalid value for
+    '--profiles': ..." naming the option.
+    """
+    if not text.strip():
+        raise ValueError("must name a profile library file, not an empty value")
+    if "\x00" in text:
+        raise ValueError("a file name cannot hold a NUL character")
+    return Path(text)
+
+
+def _signal_needs_a_file(values: Mapping[str, Any], label: Callable[[str], str]) -> list[Problem]:
+    """``signal_start`` names an hour of the carbon or the price signal: one of them must be given."""
+    if values["signal_start"] is None or values["carbon"] is not None or values["price"] is not None:
+        return []
+    return [Problem("bad-option", label("signal_start"), f"needs {label('carbon')} or {label('price')}")]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReplayOptions(OptionRecord):
+    """The options ``simulate`` and ``frontier`` share.
+
+    The budget, the round, wattplan's solve, the trace's window, the cluster and profiles, the energy modes, the
+    signals, the figures and where the replays run.
+    """
+
+    power_cap_w: float | None = option(
+        None, "Power cap: a round's budget is cap x T.", unit="W", low=0.0, low_open=True
+    )
+    energy_budget_kwh: float | None = option(
+        None, "Energy budget over the replay, paced per round.", unit="kWh", low=0.0, low_open=True
+    )
+    round_s: float = option(
+        defaults.ROUND_S, "Round length T.", unit="s", low=defaults.ROUND_S_RANGE[0], high=defaults.ROUND_S_RANGE[1]
+    )
+    solver: str = option(REPLAY_REQUEST.solver, "wattplan's solver: " + REPLAY_SOLVER_HELP)
+    time_limit: float = option(
+        REPLAY_REQUEST.time_limit_s, "wattplan's seconds per round.", **range_of(planning.SolveOptions, "time_limit_s")
+    )
+    threads: int = option(REPLAY_REQUEST.threads, "Solver threads.", **range_of(planning.SolveOptions, "threads"))
+    seed: int = option(
+        REPLAY_REQUEST.seed, "Seed: solver, Philly job types, --noise.", **range_of(planning.SolveOptions, "seed")
+    )
+    node_limit: int | None = option(
+        REPLAY_REQUEST.node_limit,
+        "Branch-and-bound nodes per MIP stage (cbc, highs, scip). With --threads 1 and a time limit never reached, "
+        "the same inputs give the same plans on any machine and load.",
+        **range_of(planning.SolveOptions, "node_limit"),
+    )
+    horizon: int = option(
+        REPLAY_REQUEST.horizon,
+        "Rounds planned as one model, the first one run (1: this round alone; design §5.14).",
+        **range_of(planning.SolveOptions, "horizon"),
+    )
+    max_jobs: int | None = option(None, "Replay the first N jobs (by arrival) of the window.", low=1)
+    start_s: float | None = option(
+        None, "Window start: jobs arriving from here.", unit="s", low=-MAX_TRACE_S, high=MAX_TRACE_S
+    )
+    end_s: float | None = option(
+        None, "Window end: jobs arriving before this.", unit="s", low=-MAX_TRACE_S, high=MAX_TRACE_S
+    )
+    trace_format: str = option(
+        "auto", "Trace format: auto (.csv is Philly), gavel, philly.", choices=TRACE_FORMATS, metavar="FMT"
+    )
+    vc: str | None = option(None, "Philly virtual cluster id to keep (e.g. 6214e9).")
+    zeus_eta: float = option(defaults.ZEUS_ETA, "Zeus's weight of energy against time.", low=0.0, high=1.0)
+    noise: float = option(
+        0.0,
+        "Throughput error: each job and round runs at U[1-x, 1+x] x the profile.",
+        low=0.0,
+        high=1.0,
+        high_open=True,
+    )
+    restart_s: float = option(defaults.RESTART_S, "Restart cost tau.", unit="s", low=0.0)
+    min_pair_rate: float = option(
+        defaults.MIN_PAIR_RATE, "Least slowdown either job of a pair may have.", low=0.0, high=1.0
+    )
+    governor: str = option(
+        "accrued",
+        "How --max-jct-increase compares JCTs: accrued (time in system so far) or projected (whole JCTs, "
+        "unfinished work at full speed).",
+        choices=GOVERNORS,
+    )
+    delta_max: float = option(
+        defaults.DELTA_MAX,
+        "Largest delta --max-jct-increase sets per round.",
+        low=DELTA_RANGE[0],
+        high=DELTA_RANGE[1],
+        high_open=True,
+    )
+    tail_bound: float | None = option(
+        None,
+        "Tail bound: wattplan gives the jobs the p95 reads the steps they need to finish within this many percent "
+        "of fifo-max's JCT just below the 95th percentile, which bounds the p95 JCT the same way; the few others "
+        "(2 of 51 jobs), those whose deadline costs the most energy, get none (rounds with an energy budget "
+        "excepted).",
+        unit="%",
+        low=0.0,
+        high=MAX_JCT_INCREASE_PCT,
+    )
+    tail_pace: str = option(
+        "steady",
+        "How --tail-bound paces a job: steady (held to the even pace that meets its deadline, once that pace is "
+        "above its least-energy rate) or fastest (it may wait until only full speed meets it).",
+        choices=TAIL_PACES,
+    )
+    carbon: Path | None = option(
+        None, "Hourly carbon intensity CSV (gCO2/kWh), e.g. the shipped CISO_2022.csv: report kgCO2."
+    )
+    price: Path | None = option(None, "Hourly electricity price CSV ($/MWh): report energy cost.")
+    signal_start: str | None = option(
+        None, "Signal hour (ISO 8601, UTC) at which the replay starts; default the file's first."
+    )
+    signal_aware: bool = option(
+        True,
+        "wattplan follows the carbon (else price) signal against the day before: defers work in dirty or dear hours "
+        "and runs harder in clean or cheap ones (efficiency objective); an energy budget is paced by it.",
+    )
+    max_rounds: int = option(defaults.MAX_ROUNDS, "Stop after this many simulated rounds.", low=1)
+    gpus_per_node: int = option(defaults.GPUS_PER_NODE, "GPUs per node.", low=MIN_GPUS_PER_NODE, high=MAX_GPUS_PER_NODE)
+    node_power_w: float = option(
+        defaults.NODE_POWER_W,
+        "Node base power (CPU, memory, fans); an assumption, not measured data.",
+        unit="W",
+        low=0.0,
+        high=MAX_NODE_POWER_W,
+    )
+    profiles: Path | None = option(
+        None,
+        "Profile library the planner and the baselines believe (default: the shipped one).",
+        parser=library_path,
+        metavar=LIBRARY_METAVAR,
+    )
+    truth: Path | None = option(
+        None,
+        "Profile library jobs really run and draw power by (default: the same as --profiles); make one with "
+        "`wattplan profiles truth`.",
+    )
+    learn: bool = option(
+        False,
+        "Each policy corrects its profiles from every round's observed steps, power and utilisation (writes "
+        "decisions.csv and a learning block in summary.json).",
+    )
+    replan: str = option(
+        "rounds",
+        "When policies re-plan: rounds (every round that changed; exact) or events (only at an arrival, a "
+        "completion, a budget, delta or profile change; faster, an approximation for wattplan).",
+        choices=REPLANS,
+    )
+    plot_format: str = option(
+        "png", "Figure files: png (raster, --dpi), pdf or svg (vector, for a paper).", choices=PLOT_FORMATS
+    )
+    dpi: int = option(
+        defaults.FIGURE_DPI, "Resolution of PNG figures.", unit="dpi", low=DPI_RANGE[0], high=DPI_RANGE[1]
+    )
+    ray: str | None = option(None, RAY_HELP)
+
+    RULES: ClassVar[tuple[Rule, ...]] = (
+        excludes("power_cap_w", "energy_budget_kwh"),
+        ROUND_RULE,
+        Rule(_signal_needs_a_file, "signal_start requires carbon or price"),
+    )
+    LISTS: ClassVar[tuple[str, ...]] = ()
+    """Text options that hold a comma-separated list: from Python a list or tuple, joined with commas."""
+
+    @classmethod
+    def checked(cls, values: Mapping[str, Any] | None = None, **more: Any) -> Self:
+        """The record of ``values`` and ``more``, checked (:meth:`OptionRecord.checked`), as Python spells them too.
+
+        A path option may be a text (``carbon="CISO_2022.csv"``) and a list option (:attr:`LISTS`) a list or tuple
+        (``deltas=[0.03, 0.2]``: the command line's ``0.03,0.2``), as ``wattplan.simulate`` took them before the
+        record.
+        """
+        given = {**(values or {}), **more}
+        for opt in cls.options():
+            value = given.get(opt.name)
+            if opt.kind is Path and isinstance(value, str):
+                given[opt.name] = Path(value)
+            elif opt.name in cls.LISTS and isinstance(value, list | tuple):
+                given[opt.name] = ",".join(str(item) for item in value)
+        return super().checked(given)
+
+    def request(self) -> PlanRequest:
+        """The plan request of each round: :data:`~planner.contracts.request.REPLAY_REQUEST`, these options set."""
+        return dataclasses.replace(
+            REPLAY_REQUEST,
+            solver=self.solver,
+            time_limit_s=self.time_limit,
+            threads=self.threads,
+            seed=self.seed,
+            node_limit=self.node_limit,
+            horizon=self.horizon,
+        )
+
+    def figures(self) -> FigureOptions:
+        """How the figures are saved: ``plot_format`` and ``dpi``."""
+        from wattplan.planner.sim.plots import FigureOptions
+
+        return FigureOptions(self.plot_format, self.dpi)  # type: ignore[arg-type]  # one of PLOT_FORMATS
+
+
+@dataclass(frozen=True, kw_only=True)
+class SimulateOptions(ReplayOptions):
+    """``wattplan simulate`` and ``wattplan.simulate``.
+
+    The shared options, wattplan's objective and ``delta``, the runtime-bounded mode, a fresh start and the
+    policies replayed at once.
+    """
+
+    objective: str | None = option(
+        None, "wattplan's objective (default progress: fastest, not least energy).", choices=OBJECTIVES
+    )
+    delta: float = option(
+        defaults.DELTA,
+        "Progress the energy objective gives up per round.",
+        low=DELTA_RANGE[0],
+        high=DELTA_RANGE[1],
+        high_open=True,
+    )
+    max_jct_increase: float | None = option(
+        None,
+        "Runtime-bounded energy mode: least energy with an average JCT at most this many percent above fifo-max's "
+        "on the same queue (wattplan plans with the efficiency objective, or energy if --objective energy is "
+        "given; delta steered per round).",
+        unit="%",
+        low=0.0,
+        high=MAX_JCT_INCREASE_PCT,
+    )
+    fresh: bool = option(
+        False,
+        "Start over: ignore the checkpoint --out holds (by default a replay resumes from its last checkpoint when "
+        "rerun with the same options and inputs).",
+        flag="--fresh",
+    )
+    workers: int = option(1, "Policies replayed at once, each in its own process (1: one after another).", low=1)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FrontierOptions(ReplayOptions):
+    """``wattplan frontier`` and ``wattplan.frontier``.
+
+    The shared options, the swept deltas and JCT increases (lists), the baselines beside them, the swept points'
+    objective and the replays run at once.
+    """
+
+    objective: str = option(
+        "efficiency",
+        "Objective of the swept points: efficiency or energy (progress is always one point).",
+        choices=OBJECTIVES,
+    )
+    deltas: str = option(
+        "0.03,0.1,0.2,0.3", f"Energy-objective deltas to sweep, comma-separated (each in {DELTA_ITEMS})."
+    )
+    max_jct_increase: str = option(
+        "0,5,10,20",
+        f"Runtime-bounded mode: JCT increases to sweep, percent, comma-separated (each in {JCT_INCREASE_ITEMS}).",
+    )
+    baselines: str = option("all", "Baselines to place beside the front, comma-separated, or all.")
+    workers: int = option(2, "Replays run at once, each in its own process (with --ray: Ray tasks in flight).", low=1)
+
+    LISTS: ClassVar[tuple[str, ...]] = ("deltas", "max_jct_increase", "baselines")
