@@ -260,6 +260,20 @@ def test_planner_top_level_stays_small() -> None:
     assert len(top) <= 8, top
 
 
+def test_no_command_line_function_is_over_60_lines() -> None:
+    """The command line only parses, calls and prints: no function of ``planner/cli`` is over 60 lines.
+
+    Counted from its ``def`` to its last line; options are their records', never written out (docs/design.md §8.5).
+    """
+    long = []
+    for path in sorted((ROOT / "planner" / "cli").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno is not None:
+                if (length := node.end_lineno - node.lineno + 1) > 60:
+                    long.append(f"{path.name}:{node.lineno} {node.name}: {length} lines")
+    assert not long, long
+
+
 def test_every_sub_package_opens_with_its_map() -> None:
     """Each sub-package's ``__init__`` docstring names its modules, so a newcomer finds the way."""
     for init in sorted((ROOT / "planner").glob("*/__init__.py")) + sorted(

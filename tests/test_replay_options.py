@@ -8,7 +8,6 @@ modules the command line does not load to start agree with those modules.
 
 from __future__ import annotations
 
-import ast
 import math
 from dataclasses import replace
 from pathlib import Path
@@ -134,15 +133,3 @@ def test_the_choices_and_ranges_agree_with_the_modules_they_come_from() -> None:
     for name in ("max_jct_increase", "tail_bound"):
         spec = SimulateOptions.option(name).spec
         assert (spec.low, spec.high) == (JCT_INCREASE_BOUNDS.low, JCT_INCREASE_BOUNDS.high)
-
-
-def test_the_replay_commands_are_short() -> None:
-    """Every function of ``planner/cli/replay.py`` fits in 60 lines: the options are the records', not written out."""
-    tree = ast.parse((ROOT / "planner" / "cli" / "replay.py").read_text(encoding="utf-8"))
-    long = [
-        f"{node.name}: {node.end_lineno - min([node.lineno, *(d.lineno for d in node.decorator_list)]) + 1} lines"
-        for node in ast.walk(tree)
-        if isinstance(node, ast.FunctionDef) and node.end_lineno is not None
-        if node.end_lineno - min([node.lineno, *(d.lineno for d in node.decorator_list)]) + 1 > 60
-    ]
-    assert not long, long
