@@ -39,6 +39,13 @@ def test_plan_jobs_count_gpus_in_whole_numbers() -> None:
     assert all(type(g) is int for g in running.gpus.tolist())
 
 
+def test_plan_summary_is_a_pandas_series_like_the_other_results() -> None:
+    """Issue 42: ``summary`` was a dict among DataFrames; a Series keeps ``summary["energy_j"]``."""
+    result = wattplan.plan(solver="greedy")
+    assert isinstance(result.summary, pd.Series)
+    assert result.summary["energy_j"] == result.plan.round.energy_j and result.summary["status"] == "feasible"
+
+
 def test_a_failed_frontier_replay_raises_and_nothing_is_left(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 42: a failed replay came back as a row of NaN energies, and the call returned as if it had worked."""
     from wattplan.planner.sim import frontier as fr

@@ -70,9 +70,13 @@ class PlanResult:
         return frame.astype({name: "Int64" for name in GPU_COUNTS})  # a waiting job's gpus: <NA>, not NaN
 
     @property
-    def summary(self) -> dict[str, Any]:
-        """The plan's round summary (energy J, progress, objective, bound, gap, status, solver...)."""
-        return dict(plan_to_doc(self.plan)["round"])
+    def summary(self) -> pd.Series:
+        """The plan's round summary as a pandas Series, like the other results' frames.
+
+        Energy J, progress, objective, bound, gap, status, solver... (``summary["energy_j"]``; nested fields such as
+        ``stages`` stay objects).
+        """
+        return pd.Series(plan_to_doc(self.plan)["round"], name="round", dtype=object)
 
     def write(self, plan_path: str | Path, instance_path: str | Path | None = None) -> None:
         """Write the plan (and, if a path is given, the instance) atomically, as ``wattplan plan`` does.
