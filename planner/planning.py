@@ -59,7 +59,7 @@ from wattplan.planner.contracts.floor import DeadlineFloor, EnergyFloor
 from wattplan.planner.contracts.options import OptionRecord, option
 from wattplan.planner.contracts.problems import InputError, Problem
 from wattplan.planner.contracts.request import DEFAULT_REQUEST, EXPORT_SUFFIXES, GREEDY, PlanRequest
-from wattplan.planner.contracts.rules import Objective, RoundRules, rules_problems
+from wattplan.planner.contracts.rules import DELTA_RANGE, Objective, RoundRules, rules_problems
 
 if TYPE_CHECKING:
     from wattplan.planner.contracts.plan import BudgetOverride, Plan
@@ -203,8 +203,8 @@ class SolveOptions(OptionRecord):
     delta: float | None = option(
         None,
         "Progress the energy objective gives up: target (1 - delta) x best; default: the instance's.",
-        low=0.0,
-        high=1.0,
+        low=DELTA_RANGE[0],
+        high=DELTA_RANGE[1],
         high_open=True,
     )
     time_limit_s: float = option(

@@ -24,12 +24,11 @@ from typing import Any, ClassVar, get_args
 
 from wattplan.planner.agent.trust import Allowed, name_problem
 from wattplan.planner.contracts import defaults
-from wattplan.planner.contracts.options import ROUND_RULE, OptionRecord, Rule, option, same_as
+from wattplan.planner.contracts.options import ROUND_RULE, OptionRecord, Rule, option, range_of, same_as
 from wattplan.planner.contracts.problems import Problem
 from wattplan.planner.contracts.request import REPLAY_REQUEST, PlanRequest
 from wattplan.planner.contracts.rules import Objective, RoundRules
 from wattplan.planner.planning import SolveOptions
-from wattplan.planner.rounds.cluster_spec import MAX_NODE_POWER_W
 from wattplan.planner.sim.options import (
     LIBRARY_METAVAR,
     MAX_JCT_INCREASE_PCT,
@@ -109,9 +108,7 @@ class AgentOptions(OptionRecord):
     node_power_w: float | None = option(
         None,
         f"A node's power besides its GPUs (default: the library's or {defaults.NODE_POWER_W:g} W).",
-        unit="W",
-        low=0.0,
-        high=MAX_NODE_POWER_W,
+        **range_of(ReplayOptions, "node_power_w"),
     )
     dry_run: bool = option(False, "Play one round on a copy of the state; print the Slurm calls, send none.")
     until_idle: bool = option(False, "Stop once every managed job has ended (and, with --cluster, all were submitted).")
