@@ -172,6 +172,7 @@ def test_bad_options_are_listed_together(tmp_path: Path) -> None:
         prepare_runs(config)
 
 
+@pytest.mark.slow  # over 3 s: make test, not test-fast
 def test_sweep_survives_a_crash_and_resumes_only_what_is_missing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -120,6 +120,7 @@ def test_a_command_that_gives_no_solution_is_an_error(toy: Path, tmp_path: Path,
     assert problem.code == "solver-failed" and says in problem.message
 
 
+@pytest.mark.slow  # over 3 s: make test, not test-fast
 def test_bench_times_a_command_beside_a_builtin(toy: Path, tmp_path: Path) -> None:
     instances = small_round(tmp_path / "set")
     out = tmp_path / "bench"

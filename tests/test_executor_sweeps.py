@@ -22,6 +22,7 @@ def _rows(path: Path) -> list[dict[str, str]]:
         return [{k: v for k, v in r.items() if not k.startswith("solver_s")} for r in csv.DictReader(fh)]
 
 
+@pytest.mark.slow  # over 3 s: make test, not test-fast
 def test_simulate_with_workers_equals_sequential(tmp_path: Path) -> None:
     rows = [(R50, 4000, 0, 1), (R50, 6000, 0, 2), (A3C, 9000, 100, 1), (R50, 3000, 400, 4), (A3C, 5000, 500, 1)]
     trace = write_gavel_trace(tmp_path / "tiny.trace", rows)

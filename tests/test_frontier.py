@@ -93,6 +93,7 @@ def test_bad_baseline_and_bad_values_raise_before_anything_runs(base: ReplaySpec
     assert not (tmp_path / "bad").exists()
 
 
+@pytest.mark.slow  # over 3 s: make test, not test-fast
 def test_sweep_writes_runs_and_frontier_then_resumes(base: ReplaySpec, tmp_path: Path) -> None:
     out = tmp_path / "fr"
     seen: list[str] = []
@@ -140,6 +141,7 @@ def test_sweep_writes_runs_and_frontier_then_resumes(base: ReplaySpec, tmp_path:
     assert [r["energy_kwh"] for r in again.rows] == [r["energy_kwh"] for r in result.rows]
 
 
+@pytest.mark.slow  # over 3 s: make test, not test-fast
 def test_failed_replay_is_a_row_with_its_error_and_the_rest_complete(base: ReplaySpec, tmp_path: Path) -> None:
     points = frontier_points(base, [0.1], [], ["fifo-max"])
     broken = replace(points[0], label="broken", spec=replace(points[0].spec, trace=tmp_path / "missing.trace"))
@@ -172,6 +174,7 @@ class WorkerBomb:
         return "worker-bomb.trace"
 
 
+@pytest.mark.slow  # over 3 s: make test, not test-fast
 def test_a_dying_worker_costs_only_its_own_replay(base: ReplaySpec, tmp_path: Path) -> None:
     points = frontier_points(base, [], [], ["fifo-max", "zeus", "eaco"])[:3]
     bomb = replace(points[1], label="bomb", spec=replace(points[1].spec, trace=WorkerBomb()))

@@ -164,6 +164,7 @@ def test_a_measured_setting_off_the_grid_joins_it() -> None:
     assert library_problems(result.doc) == []
 
 
+@pytest.mark.slow  # over 3 s: make test, not test-fast
 def test_plan_on_an_h100_instance_from_the_prior_alone(tmp_path: Path) -> None:
     inst, plan = tmp_path / "inst.json", tmp_path / "plan.json"
     built = runner.invoke(

@@ -126,6 +126,7 @@ def test_manifest_matches_the_files(tmp_path: Path, sources: RoundSources, famil
             assert all(j.id.startswith(family[0]) and len(j.id) == 7 for j in inst.jobs)
 
 
+@pytest.mark.slow  # over 3 s: make test, not test-fast
 def test_sampled_seed_and_size_change_the_jobs(tmp_path: Path, sources: RoundSources) -> None:
     sweep(_spec(tmp_path, sizes="40,80", budgets="0.6", seeds="0,1"), sources=sources)
     jobs = {p.name: load_instance(p).jobs for p in tmp_path.glob("*.json")}

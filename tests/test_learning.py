@@ -178,6 +178,7 @@ def test_learning_replay_converges_and_stays_valid(truth_file: Path, policy: str
     assert checked >= 3
 
 
+@pytest.mark.slow  # over 3 s: make test, not test-fast
 def test_simulate_cli_with_truth_and_learning(tmp_path: Path, truth_file: Path) -> None:
     out = tmp_path / "sim"
     args = ["simulate", "6c71a0.trace", "--cluster", "v100:16,p100:8", "--start-s", "2510560", "--max-jobs", "8"]

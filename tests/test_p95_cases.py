@@ -65,6 +65,7 @@ def test_no_case_when_the_least_jcts_exceed_the_limit() -> None:
     pieces=st.integers(1, 4),
     split=st.booleans(),
 )
+@pytest.mark.slow  # over 3 s: make test, not test-fast
 def test_every_schedule_within_the_limit_is_admitted(
     least: list[float], stretch: list[float], slack: float, pieces: int, split: bool
 ) -> None:

@@ -125,6 +125,7 @@ def test_an_entry_point_policy_runs_in_simulate(plugin_path: Path, tmp_path: Pat
     assert "toy_policy" in sys.modules  # loaded when it was made
 
 
+@pytest.mark.slow  # over 3 s: make test, not test-fast
 def test_a_plugin_runs_beside_a_builtin_in_spawned_workers(plugin_path: Path, tmp_path: Path) -> None:
     trace = write_gavel_trace(tmp_path / "t.trace", [(R50, 4000, 0, 2), (R50, 3000, 10, 2)])
     out = tmp_path / "sim"

@@ -121,6 +121,7 @@ def test_plan_killed_with_sigkill_takes_its_solver_workers_and_the_solve_with_it
     assert not (tmp_path / "plan.json").exists()
 
 
+@pytest.mark.slow  # over 3 s: make test, not test-fast
 def test_simulate_killed_with_sigkill_takes_its_pool_workers_and_their_solves_with_it(
     tmp_path: Path, env: dict[str, str]
 ) -> None:
@@ -339,6 +340,7 @@ def test_a_solve_whose_worker_cannot_be_forked_leaves_no_scratch_folder(
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow  # over 3 s: make test, not test-fast
 def test_a_worker_retired_past_its_deadline_takes_a_command_solvers_group_with_it(tmp_path: Path) -> None:
     """The deadline kills the worker's whole session: a command solver runs in a process group of its own in it."""
     marker = tmp_path / "pids"
