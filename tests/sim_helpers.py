@@ -13,6 +13,10 @@ from wattplan.planner.sim.state import JobSpec
 from wattplan.planner.sim.workload import Workload
 
 A, B = "A", "B"
+R50 = "ResNet-50 (batch size 64)"
+"""A job type of the shipped Gavel traces and profiles, for :func:`write_gavel_trace`."""
+A3C = "A3C"
+"""Another job type of the shipped Gavel traces and profiles."""
 
 # One node of two V100-like GPUs: idle 30 W per GPU, node base 100 W, power limits 150 and 250 W.
 HAND_GPU = GpuType(

@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.sim_helpers import write_gavel_trace
-from tests.test_executor_signals import A3C, R50, _pool_workers, live_in_session
+from tests.helpers.processes import live_in_session, pool_workers
+from tests.sim_helpers import A3C, R50, write_gavel_trace
 from wattplan.planner.executor import RAY_TEMP_DIR_MAX, RAY_TEMP_PREFIX, ray_temp_dir, remove_ray_temp_dir
 
 pytest.importorskip("ray")
@@ -128,9 +128,9 @@ def test_sigterm_of_simulate_on_local_ray_removes_its_folder(tmp_path: Path) -> 
         )
     try:
         deadline = time.monotonic() + 120
-        while len(_pool_workers(proc.pid)) < 2 and proc.poll() is None and time.monotonic() < deadline:
+        while len(pool_workers(proc.pid)) < 2 and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert len(_pool_workers(proc.pid)) == 2, (tmp_path / "stderr").read_text()
+        assert len(pool_workers(proc.pid)) == 2, (tmp_path / "stderr").read_text()
         assert len(_ours_in_tmp() - before) == 1  # the running instance's folder, under /tmp: TMPDIR is too long
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 143, (tmp_path / "stderr").read_text()

@@ -19,50 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.sim_helpers import write_gavel_trace
-from wattplan.planner.executor import descendants
+from tests.helpers.processes import live_in_session, pool_workers
+from tests.sim_helpers import A3C, R50, write_gavel_trace
 from wattplan.planner.sim.journal import CHECKPOINT_FILE
 from wattplan.planner.sim.replay import ReplaySpec
 from wattplan.planner.sim.session import interrupted_note
 
 pytestmark = pytest.mark.serial  # a local Ray instance: run alone (test_executor_ray_tmpdir counts /tmp's folders)
-R50 = "ResNet-50 (batch size 64)"
-A3C = "A3C"
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def _session_of(pid: int) -> tuple[int, str] | None:
-    """``(session id, state)`` of process ``pid`` from ``/proc``; None when it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return int(fields[3]), fields[0]
-
-
-def live_in_session(sid: int) -> list[int]:
-    """Every process of session ``sid`` that is not a zombie."""
-    out = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            got = _session_of(int(entry))
-            if got is not None and got[0] == sid and got[1] != "Z":
-                out.append(int(entry))
-    return out
-
-
-def _pool_workers(pid: int) -> list[int]:
-    """The spawned pool workers below ``pid`` (their command line runs ``multiprocessing``'s spawn)."""
-    found = []
-    for p in descendants(pid):
-        try:
-            cmdline = Path(f"/proc/{p}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if b"spawn_main" in cmdline:
-            found.append(p)
-    return found
 
 
 @pytest.mark.slow
@@ -94,9 +58,9 @@ def test_sigterm_cancels_the_pool_and_leaves_nothing_running(tmp_path: Path, com
         )
     try:
         deadline = time.monotonic() + 120
-        while len(_pool_workers(proc.pid)) < 2 and proc.poll() is None and time.monotonic() < deadline:
+        while len(pool_workers(proc.pid)) < 2 and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert len(_pool_workers(proc.pid)) == 2, (tmp_path / "stderr").read_text()
+        assert len(pool_workers(proc.pid)) == 2, (tmp_path / "stderr").read_text()
         time.sleep(1.0)  # the workers are replaying now
         begin = time.monotonic()
         proc.send_signal(signal.SIGTERM)

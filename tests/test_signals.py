@@ -14,14 +14,14 @@ import sys
 import time
 from pathlib import Path
 
-from tests.test_solve_strategy import _pid_alive
+from tests.helpers.processes import pid_alive
 
 SCRIPT = """
 import sys
-from tests.test_solve_strategy import _spawn_and_hang
+from tests.helpers.processes import spawn_and_hang
 from wattplan.formulations.watchdog import run_with_deadline
 
-run_with_deadline(_spawn_and_hang, (sys.argv[1],), 120.0)
+run_with_deadline(spawn_and_hang, (sys.argv[1],), 120.0)
 print("not reached")
 """
 
@@ -48,7 +48,7 @@ def test_sigterm_kills_the_solver_group_and_removes_its_scratch_folder(tmp_path:
     assert b"not reached" not in out
     grandchild = int(marker.read_text())
     deadline = time.monotonic() + 60  # the loop ends as soon as the grandchild is gone
-    while _pid_alive(grandchild) and time.monotonic() < deadline:
+    while pid_alive(grandchild) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _pid_alive(grandchild), "the solver's subprocess outlived SIGTERM"
+    assert not pid_alive(grandchild), "the solver's subprocess outlived SIGTERM"
     assert list(scratch_root.glob("wattplan-solve-*")) == []

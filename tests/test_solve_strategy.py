@@ -6,8 +6,6 @@ feasibility.
 
 from __future__ import annotations
 
-import os
-import subprocess
 import tempfile
 import time
 from dataclasses import asdict, replace
@@ -18,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from tests.brute_force import brute_force
+from tests.helpers.processes import pid_alive, spawn_and_hang
 from tests.random_instances import tiny_rounds
 from wattplan.formulations import solve as solve_module
 from wattplan.formulations import stages as stages_module
@@ -175,25 +174,6 @@ def test_a_bound_beaten_by_its_own_solution_is_dropped_and_noted(default_instanc
     assert solve_module.consistent_bound(replace(r, bound=0.99), maximize=False) == 0.99
 
 
-def _spawn_and_hang(marker: str) -> SolverResult:
-    """A 'solver' that starts a subprocess and a temporary file, then never answers."""
-    proc = subprocess.Popen(["sleep", "300"])
-    Path(marker).write_text(str(proc.pid))
-    (Path(os.environ["TMPDIR"]) / "model.mps").write_text("scratch")
-    time.sleep(300)
-    return SolverResult("error")
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A killed child not yet reaped by its (dead) parent is a zombie: count it as gone.
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().split()[2] != "Z"
-
-
 def test_watchdog_kills_the_solver_and_its_subprocesses_and_removes_its_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -201,12 +181,12 @@ def test_watchdog_kills_the_solver_and_its_subprocesses_and_removes_its_files(
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     marker = tmp_path / "pid"
     begin = time.perf_counter()
-    result = run_with_deadline(_spawn_and_hang, (str(marker),), 1.0)
+    result = run_with_deadline(spawn_and_hang, (str(marker),), 1.0)
     assert result.status == "no_solution" and "watchdog" in result.message
     assert time.perf_counter() - begin < 150  # well before the 300 s the 'solver' sleeps: it was killed
     pid = int(marker.read_text())
     deadline = time.monotonic() + 60  # a deadline: the loop ends as soon as the process is gone
-    while _pid_alive(pid) and time.monotonic() < deadline:
+    while pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _pid_alive(pid), "the solver's subprocess outlived the watchdog"
+    assert not pid_alive(pid), "the solver's subprocess outlived the watchdog"
     assert list(tmp_path.glob("wattplan-solve-*")) == []

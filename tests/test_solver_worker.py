@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.test_solve_strategy import _pid_alive
+from tests.helpers.processes import pid_alive
 from wattplan.formulations import watchdog
 from wattplan.formulations.backends import SolveParams, SolverResult, get_backend
 from wattplan.formulations.round_model import build_round_model
@@ -82,9 +82,9 @@ def test_a_worker_past_its_deadline_is_killed_with_its_subprocess_and_replaced(t
     pids = [int(p) for p in marker.read_text().split()]
     assert pids[0] == worker_pid
     deadline = time.monotonic() + GONE_S
-    while any(_pid_alive(p) for p in pids) and time.monotonic() < deadline:
+    while any(pid_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not any(_pid_alive(p) for p in pids), "the worker or its subprocess outlived the deadline"
+    assert not any(pid_alive(p) for p in pids), "the worker or its subprocess outlived the deadline"
 
     again = run_with_deadline(backend.solve, (str(marker), 0.0), 30.0)
     assert again.status == "optimal" and int(again.message) not in (worker_pid, os.getpid())

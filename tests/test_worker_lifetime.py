@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.processes import QuickBackend, pid_alive
 from tests.sim_helpers import write_gavel_trace
-from tests.test_solve_strategy import _pid_alive
 from wattplan.formulations import watchdog
 from wattplan.formulations.backends import SolverResult
 from wattplan.planner.contracts.lifetime import ORPHANED_EXIT
@@ -69,7 +69,7 @@ def _sleeping_solver_below(pid: int) -> bool:
 
 def _live(pids: list[int]) -> list[str]:
     """Those of ``pids`` still alive (zombies count as gone), with their command lines."""
-    return [f"{p} {_cmdline(p)}" for p in pids if _pid_alive(p)]
+    return [f"{p} {_cmdline(p)}" for p in pids if pid_alive(p)]
 
 
 def _kill_and_check_below(proc: subprocess.Popen[bytes], expected: int) -> None:
@@ -173,7 +173,7 @@ def test_an_agent_killed_with_sigkill_mid_round_takes_its_solver_workers_with_it
 
 IDLE_WORKER = """
 import os, sys, time
-from tests.test_worker_lifetime import quick_solve_backend
+from tests.helpers.processes import quick_solve_backend
 from wattplan.formulations.watchdog import run_with_deadline
 
 print(run_with_deadline(quick_solve_backend().solve, (), 60.0).message, flush=True)
@@ -181,20 +181,6 @@ if os.fork() == 0:  # a process forked afterwards (as the agent forks): it must 
     time.sleep(3600)
 time.sleep(3600)
 """
-
-
-class QuickBackend:
-    """A stand-in backend whose ``solve`` answers at once with its worker's pid."""
-
-    name = "quick"
-
-    def solve(self) -> SolverResult:
-        """``optimal``, the message the worker's pid."""
-        return SolverResult("optimal", message=str(os.getpid()))
-
-
-def quick_solve_backend() -> QuickBackend:
-    return QuickBackend()
 
 
 def test_an_idle_worker_ends_with_its_parent_even_where_a_later_fork_lives_on(tmp_path: Path) -> None:
@@ -220,7 +206,7 @@ def test_an_idle_worker_ends_with_its_parent_even_where_a_later_fork_lives_on(tm
         while _live(below) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not _live(below), f"outlived their SIGKILLed parent: {_live(below)}"
-        assert all(_pid_alive(p) for p in later)  # the later fork lives on: the worker went by itself
+        assert all(pid_alive(p) for p in later)  # the later fork lives on: the worker went by itself
     finally:
         proc.kill()
         proc.wait()
@@ -350,9 +336,9 @@ def test_a_worker_retired_past_its_deadline_takes_a_command_solvers_group_with_i
     sleeper = int(marker.read_text())
     deadline = time.monotonic() + GONE_S
     try:
-        while _pid_alive(sleeper) and time.monotonic() < deadline:
+        while pid_alive(sleeper) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not _pid_alive(sleeper), "the command solver outlived its worker's deadline"
+        assert not pid_alive(sleeper), "the command solver outlived its worker's deadline"
     finally:
         try:
             os.kill(sleeper, signal.SIGKILL)
