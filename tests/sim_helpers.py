@@ -6,6 +6,8 @@ import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 
+from hypothesis import strategies as st
+
 from wattplan.planner.contracts.domain import GpuType, PairSlowdown, Profile
 from wattplan.planner.contracts.rules import RoundRules
 from wattplan.planner.sim.round_instance import ClusterContext
@@ -64,3 +66,16 @@ def write_gavel_trace(path: Path, rows: Sequence[tuple[str, float, float, int]])
     lines = [f"{t}\tcmd\t-n\t1\t{steps}\t{arrival}\t{gpus}" for t, steps, arrival, gpus in rows]
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+jobs_strategy = st.lists(
+    st.tuples(
+        st.sampled_from([A, B]),
+        st.integers(0, 600),  # arrival (s)
+        st.integers(1, 4000),  # steps
+        st.sampled_from([1, 2]),  # requested GPUs (B only has 1)
+    ),
+    min_size=1,
+    max_size=7,
+)
+"""Hypothesis rows ``(job type, arrival s, steps, requested GPUs)`` of 1 to 7 jobs for :func:`hand_job`."""

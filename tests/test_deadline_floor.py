@@ -15,8 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.sim_helpers import A, B, hand_context, hand_job, workload
-from tests.test_sim_conservation import jobs_strategy
+from tests.sim_helpers import A, B, hand_context, hand_job, jobs_strategy, workload
 from wattplan.planner import planning
 from wattplan.planner.contracts.domain import PairSlowdown
 from wattplan.planner.sim.engine import simulate

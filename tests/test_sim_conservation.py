@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.sim_helpers import A, B, hand_context, hand_job, workload
+from tests.sim_helpers import B, hand_context, hand_job, jobs_strategy, workload
 from wattplan.planner.contracts.domain import Instance
 from wattplan.planner.contracts.instance_checks import instance_problems
 from wattplan.planner.contracts.instance_io import instance_to_doc
@@ -87,18 +87,6 @@ def check_recorded(rec: Recorder) -> None:
         assert instance_problems(instance_to_doc(inst)) == []
         plan = assemble_plan(inst, decision.allocations, SolveInfo(decision.solver, decision.status))
         assert validate_plan(inst, plan) == []
-
-
-jobs_strategy = st.lists(
-    st.tuples(
-        st.sampled_from([A, B]),
-        st.integers(0, 600),  # arrival (s)
-        st.integers(1, 4000),  # steps
-        st.sampled_from([1, 2]),  # requested GPUs (B only has 1)
-    ),
-    min_size=1,
-    max_size=7,
-)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
