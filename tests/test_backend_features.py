@@ -3,10 +3,11 @@
 Parametrised by (backend, feature), both read from the registry: a new backend (SCIP, a newer CBC)
 joins by its entry in ``formulations.backends.REGISTRY`` and the features its class declares; these
 tests then hold it to them.
-The model is a hand-checked two-GPU round (optimum worked out below), small enough that every
-backend proves it at once. Every solve runs in the watchdog's child process, as the planner runs
-it: HiGHS run once in a process leaves a thread pool that a later fork inherits without its
-threads, and HiGHS then hangs in the child (docs/design.md §12).
+The model is a hand-checked two-job round (:func:`tests.helpers.instances.sharing_model`, its optimum
+worked out at :data:`~tests.helpers.instances.SHARING_OPTIMUM`), small enough that every backend proves it at
+once. Every solve runs in the watchdog's child process, as the planner runs it: HiGHS run once in a process
+leaves a thread pool that a later fork inherits without its threads, and HiGHS then hangs in the child
+(docs/design.md §12).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.test_golden import gpu_type, instance_doc, job, profile
+from tests.helpers.instances import SHARING_OPTIMUM, sharing_model
 from wattplan.formulations.backends import (
     BUILTIN,
     FEATURE_NAMES,
@@ -36,9 +37,7 @@ from wattplan.formulations.backends import (
 from wattplan.formulations.backends.base import NewColumns, ObjectiveName, SolverResult
 from wattplan.formulations.ir import LinearModel
 from wattplan.formulations.lagrangian import reduced_costs
-from wattplan.formulations.round_model import RoundModel, build_round_model
 from wattplan.formulations.watchdog import run_with_deadline
-from wattplan.planner.contracts.instance_io import parse_instance
 from wattplan.planner.contracts.problems import InputError
 from wattplan.planner.contracts.request import PlanRequest
 from wattplan.planner.core.greedy import greedy_allocations
@@ -47,20 +46,6 @@ from wattplan.planner.planning import plan, request_problems
 CASES = [(name, feature) for name in available_backends() for feature in FEATURE_NAMES]
 LP_METHODS: tuple[LpMethod, ...] = ("primal-simplex", "simplex-no-presolve", "pdlp")
 PARAMS = SolveParams(time_limit_s=30, rel_gap=1e-9, threads=1, seed=0)
-OPTIMUM = 1.4
-"""Two jobs, one GPU: alone each reaches progress 1.0; sharing (rho 0.8 and 0.6) reaches 0.8 + 0.6 = 1.4."""
-
-
-def _model() -> RoundModel:
-    doc = instance_doc(
-        [gpu_type(nodes=1, per_node=1)],
-        [job("a", "A", 1000), job("b", "B", 1000)],
-        [profile("A", "v100", 1, 200, 10, 150), profile("B", "v100", 1, 200, 10, 150)],
-        [{"a": "A", "b": "B", "gpu_type": "v100", "gpus": 1, "rho_a": 0.8, "rho_b": 0.6}],
-    )
-    return build_round_model(parse_instance(doc))
-
-
 MIXED_OPTIMUM = 1.25
 """``max x + y`` s.t. ``2 x + y <= 1.5``, ``x`` continuous in [0, 1], ``y`` binary: y = 1, x = 0.25."""
 
@@ -206,12 +191,12 @@ def test_the_registry_loads_no_solver_library() -> None:
 def test_backend_keeps_what_its_features_say(name: str, feature: str, tmp_path: Path) -> None:
     backend = get_backend(name)
     declared = getattr(backend.features, feature)
-    rm = _model()
+    rm = sharing_model()
     lm = rm.lm
     if feature == "mip_start":
         start = rm.encode(greedy_allocations(rm.instance))
         r = _solve(name, lm, "progress", start if declared else None)
-        assert r.status == "optimal" and r.objective == pytest.approx(OPTIMUM)
+        assert r.status == "optimal" and r.objective == pytest.approx(SHARING_OPTIMUM)
     elif feature == "lp_relaxation":
         if not declared:
             r = _solve(name, lm, "progress", relax=True)
@@ -219,14 +204,14 @@ def test_backend_keeps_what_its_features_say(name: str, feature: str, tmp_path: 
             return
         r = _solve(name, lm, "progress", relax=True)
         assert r.status == "optimal" and r.objective is not None
-        assert r.objective >= OPTIMUM - 1e-9  # a relaxation bounds the MIP optimum from above
+        assert r.objective >= SHARING_OPTIMUM - 1e-9  # a relaxation bounds the MIP optimum from above
         assert r.values is not None
         assert np.all(lm.row_activity(r.values) <= lm.row_hi + 1e-6)
     elif feature == "bound":
         r = _solve(name, lm, "progress")
         assert r.status == "optimal" and r.objective is not None
         if declared:
-            assert r.bound is not None and r.bound >= r.objective - 1e-9 and r.bound <= OPTIMUM * (1 + 1e-6)
+            assert r.bound is not None and r.bound >= r.objective - 1e-9 and r.bound <= SHARING_OPTIMUM * (1 + 1e-6)
         else:
             assert r.bound is None  # no bound of its own: never one derived from the gap
     elif feature == "lp_duals":
@@ -239,13 +224,13 @@ def test_backend_keeps_what_its_features_say(name: str, feature: str, tmp_path: 
         r = run_with_deadline(_lp_duals, (name, lm), 120.0)
         assert r.status == "optimal", r.message
         for method in LP_METHODS:  # this LP's optimum is integral: the MIP optimum
-            assert r.stats[f"{method} objective"] == pytest.approx(OPTIMUM, rel=1e-4)
-            assert r.stats[f"{method} primal"] == pytest.approx(OPTIMUM, rel=1e-4)
+            assert r.stats[f"{method} objective"] == pytest.approx(SHARING_OPTIMUM, rel=1e-4)
+            assert r.stats[f"{method} primal"] == pytest.approx(SHARING_OPTIMUM, rel=1e-4)
         for method in ("primal-simplex", "simplex-no-presolve"):  # a first-order method's duals are looser
             assert r.stats[f"{method} mismatch"] <= 1e-6
-        assert r.stats["session first"] <= OPTIMUM + 1e-9  # half the columns: a restriction of the LP
-        assert r.stats["session grown"] == pytest.approx(OPTIMUM, rel=1e-9)
-        assert r.stats["session grown primal"] == pytest.approx(OPTIMUM, rel=1e-9)
+        assert r.stats["session first"] <= SHARING_OPTIMUM + 1e-9  # half the columns: a restriction of the LP
+        assert r.stats["session grown"] == pytest.approx(SHARING_OPTIMUM, rel=1e-9)
+        assert r.stats["session grown primal"] == pytest.approx(SHARING_OPTIMUM, rel=1e-9)
     elif feature == "node_limit":
         if not declared:  # the backend would ignore it: the front door refuses the request
             problems = request_problems(PlanRequest(solver=name, node_limit=1))
@@ -277,11 +262,11 @@ def test_backend_keeps_what_its_features_say(name: str, feature: str, tmp_path: 
         if "highs" in available_backends():
             read_back = run_with_deadline(_highs_reads_back, (path,), 60.0)
             # The file minimises -progress (formulations/mps.py): every reader agrees without OBJSENSE.
-            assert read_back.objective == pytest.approx(-OPTIMUM)
+            assert read_back.objective == pytest.approx(-SHARING_OPTIMUM)
 
 
 def test_the_front_door_refuses_an_export_the_solver_cannot_write(tmp_path: Path) -> None:
-    inst = _model().instance
+    inst = sharing_model().instance
     for solver in ("greedy", *(n for n in available_backends() if not get_backend(n).features.export)):
         with pytest.raises(InputError) as err:
             plan(inst, PlanRequest(solver=solver, export_model=tmp_path / "m.mps"))
@@ -291,13 +276,13 @@ def test_the_front_door_refuses_an_export_the_solver_cannot_write(tmp_path: Path
 
 def test_the_lp_solver_must_solve_relaxations() -> None:
     with pytest.raises(InputError) as err:
-        plan(_model().instance, PlanRequest(solver="highs", lp_solver="cpsat"))
+        plan(sharing_model().instance, PlanRequest(solver="highs", lp_solver="cpsat"))
     assert err.value.problems[0].path == "lp_solver"
 
 
 @pytest.mark.parametrize("solver", available_backends())
 def test_a_backend_without_lp_relaxation_still_gets_the_lp_bound(solver: str) -> None:
     """The LP bound comes from ``lp_solver`` (HiGHS by default), whatever the MIP backend."""
-    p = plan(_model().instance, PlanRequest(solver=solver, time_limit_s=20, rel_gap=1e-9, threads=1))
-    assert p.round.report.lp_bound is not None and p.round.report.lp_bound >= OPTIMUM - 1e-9
-    assert p.round.progress == pytest.approx(OPTIMUM)
+    p = plan(sharing_model().instance, PlanRequest(solver=solver, time_limit_s=20, rel_gap=1e-9, threads=1))
+    assert p.round.report.lp_bound is not None and p.round.report.lp_bound >= SHARING_OPTIMUM - 1e-9
+    assert p.round.progress == pytest.approx(SHARING_OPTIMUM)

@@ -2,7 +2,8 @@
 
 The toy command is a Python script written to ``tmp_path``: it solves the MPS file with HiGHS (highspy) in its own
 process and writes HiGHS's raw solution file, or misbehaves as its first argument asks. Plans are compared with
-``--solver highs`` on the 8-job slice of the default round of ``tests/test_model_exchange.py``.
+``--solver highs`` on the 8-job slice of the default round of ``tests/test_model_exchange.py``
+(:func:`tests.helpers.instances.small_round`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from tests.test_model_exchange import small_round
+from tests.helpers.instances import small_round
 from wattplan.formulations.backends import (
     BackendUnavailable,
     get_backend,

@@ -20,7 +20,7 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 from cli import app
-from tests.test_validate import reference_plan_doc
+from tests.helpers.instances import reference_plan_doc
 from wattplan.planner.contracts.plan import load_plan
 from wattplan.planner.launch.diff import diff_plans, diff_table, diff_to_doc
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.instances import gpu_type, instance_doc, job, profile
 from wattplan.formulations.backends import BUILTIN, backend_features
 from wattplan.planner import planning
 from wattplan.planner.contracts.instance_io import parse_instance
@@ -49,75 +50,6 @@ def assert_verdict(plan: Plan, solver: str) -> None:
         assert r.status == "optimal", r.report
     else:
         assert r.status == "feasible" and r.bound is None, r.report
-
-
-# ----------------------------------------------------------------------------- builders
-
-
-def gpu_type(
-    name: str = "v100",
-    nodes: int = 1,
-    per_node: int = 1,
-    idle_w: float = 50,
-    node_w: float = 100,
-    settings: tuple[int, ...] = (200,),
-) -> dict[str, Any]:
-    return {
-        "name": name,
-        "nodes": nodes,
-        "gpus_per_node": per_node,
-        "idle_power_w": idle_w,
-        "node_power_w": node_w,
-        "setting_unit": "power_limit_w",
-        "settings": list(settings),
-    }
-
-
-def job(
-    id: str, type: str, remaining: float, gpus: tuple[int, ...] = (1,), weight: float = 1.0, current=None
-) -> dict[str, Any]:
-    return {
-        "id": id,
-        "type": type,
-        "remaining_steps": remaining,
-        "gpus": list(gpus),
-        "weight": weight,
-        "current": current,
-    }
-
-
-def profile(type: str, g: str, n: int, s: int, x: float, p: float) -> dict[str, Any]:
-    return {"type": type, "gpu_type": g, "gpus": n, "setting": s, "steps_per_s": x, "power_w": p}
-
-
-def instance_doc(
-    gpu_types: list[dict],
-    jobs: list[dict],
-    profiles: list[dict],
-    pairs: list[dict] | None = None,
-    *,
-    budget_j: float | None = None,
-    restart_s: float = 0,
-    objective: str = "progress",
-    delta: float = 0.03,
-    min_pair_rate: float = 0.5,
-) -> dict[str, Any]:
-    return {
-        "schema": "wattplan.instance/1",
-        "round": {
-            "index": 0,
-            "duration_s": 100,
-            "budget_j": budget_j,
-            "objective": objective,
-            "delta": delta,
-            "restart_s": restart_s,
-            "min_pair_rate": min_pair_rate,
-        },
-        "gpu_types": gpu_types,
-        "jobs": jobs,
-        "profiles": profiles,
-        "pairs": pairs or [],
-    }
 
 
 def solve(doc: dict[str, Any], solver: str, objective: str | None = None):

@@ -29,6 +29,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
+from tests.helpers.instances import small_round
 from wattplan.formulations.external_plan import solution_values
 from wattplan.formulations.ir import EXPORT_NAME_MAX, ModelBuilder
 from wattplan.formulations.mps import CBC_EXACT, HIGHS_EXACT, write_mps
@@ -45,25 +46,6 @@ REL = 1e-6
 
 def run(*args: object):
     return runner.invoke(app, [str(a) for a in args])
-
-
-def small_round(folder: Path, objective: str = "progress", budget_share: float = 0.3, jobs: int = 8) -> Path:
-    """The 8-job slice of the default round (module docstring), written to ``folder/round.json``."""
-    doc = json.loads((ROOT / "instances" / "default.json").read_text())
-    doc["jobs"] = doc["jobs"][:jobs]
-    for job in doc["jobs"]:
-        job["current"] = None
-    for g in doc["gpu_types"]:
-        g["nodes"] = 1
-    full_w = sum(
-        g["node_power_w"] + g["gpus_per_node"] * (max(g["settings"]) + g["idle_power_w"]) for g in doc["gpu_types"]
-    )
-    doc["round"]["budget_j"] = budget_share * full_w * doc["round"]["duration_s"]
-    doc["round"]["objective"] = objective
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "round.json"
-    path.write_text(json.dumps(doc))
-    return path
 
 
 def rhs(mps_text: str, row: str) -> float:

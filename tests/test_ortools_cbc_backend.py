@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.test_backend_features import OPTIMUM, _model
+from tests.helpers.instances import SHARING_OPTIMUM, sharing_model
 from wattplan.formulations.backends import SolveParams, get_backend
 from wattplan.formulations.backends.ortools_mip import _varints, model_proto
 from wattplan.formulations.ir import LinearModel
@@ -54,7 +54,7 @@ def test_varints_match_protobufs_encoder() -> None:
 def test_the_numpy_written_model_equals_protobufs(maximize: bool, relax: bool) -> None:
     """Tiny and 27,455-column models (column indices of 1 to 3 varint bytes), objective and bounds included."""
     replay = build_round_model(parse_instance(json.loads(gzip.decompress(ROUND.read_bytes())), ROUND.name)).lm
-    for lm in (_model().lm, replay):
+    for lm in (sharing_model().lm, replay):
         for name in ("progress", "energy"):
             coefs = lm.objectives[name]
             assert model_proto(lm, coefs, maximize, relax) == _field_by_field(lm, coefs, maximize, relax)
@@ -65,7 +65,7 @@ def test_an_infeasible_answer_is_trusted_only_when_the_model_has_no_zero_point(m
     from ortools.linear_solver import pywraplp
 
     monkeypatch.setattr(pywraplp.Solver, "Solve", lambda self, *args: pywraplp.Solver.INFEASIBLE)
-    lm = _model().lm
+    lm = sharing_model().lm
     r = get_backend("ortools-cbc").solve(lm, "progress", True, SolveParams(time_limit_s=20))
     assert r.status == "no_solution" and "not trusted" in r.message
     needs_progress = lm.with_row(lm.objectives["progress"], 1.0, float("inf"), "progress_floor", "progress")
@@ -86,9 +86,9 @@ def test_the_solver_limit_is_what_the_handover_leaves(monkeypatch: pytest.Monkey
         set_limit(self, ms)
 
     monkeypatch.setattr(pywraplp.Solver, "SetTimeLimit", recording)
-    lm = _model().lm
+    lm = sharing_model().lm
     r = get_backend("ortools-cbc").solve(lm, "progress", True, SolveParams(time_limit_s=7.0, rel_gap=1e-9))
-    assert r.status == "optimal" and r.objective == pytest.approx(OPTIMUM) and r.bound is None
+    assert r.status == "optimal" and r.objective == pytest.approx(SHARING_OPTIMUM) and r.bound is None
     assert 3500 < limits[-1] <= 7000  # the limit less the build time (ms here; a loaded machine may take seconds)
     monkeypatch.setattr(ortools_mip, "READBACK_S_PER_COL", 10.0)  # the read-back estimate eats the whole limit
     get_backend("ortools-cbc").solve(lm, "progress", True, SolveParams(time_limit_s=7.0))

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_backend_features import OPTIMUM, _model
+from tests.helpers.instances import SHARING_OPTIMUM, sharing_model
 from wattplan.formulations.backends import (
     PATTERNS,
     REGISTRY,
@@ -44,10 +44,10 @@ def test_the_registry_knows_scip_and_ortools_cbc() -> None:
 def test_scip_plans_through_the_front_door_in_a_forked_child() -> None:
     """The strategy runs every solve (the LP bound by SCIP too) in the watchdog's forked child."""
     req = PlanRequest(solver="scip", lp_solver="scip", time_limit_s=20, rel_gap=1e-9, threads=1)
-    p = plan(_model().instance, req)
+    p = plan(sharing_model().instance, req)
     assert p.round.status == "optimal" and p.round.solver == "scip"
-    assert p.round.progress == pytest.approx(OPTIMUM)
-    assert p.round.report.lp_bound == pytest.approx(OPTIMUM)  # this LP's optimum is integral
+    assert p.round.progress == pytest.approx(SHARING_OPTIMUM)
+    assert p.round.report.lp_bound == pytest.approx(SHARING_OPTIMUM)  # this LP's optimum is integral
     assert all(s.status == "optimal" for s in p.round.report.stages)
 
 
@@ -72,7 +72,7 @@ def test_the_whole_call_keeps_the_time_limit_and_passes_gap_and_seed(monkeypatch
     monkeypatch.setattr(scip, "scip_model", keep)
     ticks = iter([100.0, 100.4, 100.4, 101.0])  # entered, after the build, before and after the solve
     monkeypatch.setattr(scip, "time", SimpleNamespace(perf_counter=lambda: next(ticks)))
-    rm = _model()
+    rm = sharing_model()
     start = rm.encode(greedy_allocations(rm.instance))
     params = SolveParams(time_limit_s=300.0, rel_gap=1e-4, threads=1, seed=7, node_limit=1)
     r = get_backend("scip").solve(rm.lm, "progress", True, params, start)
@@ -88,14 +88,16 @@ def test_the_time_limit_never_goes_below_the_minimum(monkeypatch: pytest.MonkeyP
     from wattplan.formulations.backends import scip
 
     monkeypatch.setattr(scip, "READBACK_S_PER_COL", 1.0)  # the read-back estimate eats the whole limit
-    lm = _model().lm
+    lm = sharing_model().lm
     r = get_backend("scip").solve(lm, "progress", True, SolveParams(time_limit_s=5.0))
-    assert r.status == "optimal" and r.objective == pytest.approx(OPTIMUM)  # 0.1 s is plenty here
+    assert r.status == "optimal" and r.objective == pytest.approx(SHARING_OPTIMUM)  # 0.1 s is plenty here
 
 
 def test_an_infeasible_model_is_reported_infeasible() -> None:
-    lm = _model().lm
-    impossible = lm.with_row(lm.objectives["progress"], OPTIMUM + 0.1, float("inf"), "more_than_best", "progress")
+    lm = sharing_model().lm
+    impossible = lm.with_row(
+        lm.objectives["progress"], SHARING_OPTIMUM + 0.1, float("inf"), "more_than_best", "progress"
+    )
     for name in ("scip", "ortools-cbc"):
         params = (impossible, "energy", False, SolveParams(time_limit_s=20), None)
         assert run_with_deadline(get_backend(name).solve, params, 60.0).status == "infeasible", name

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.instances import reference_plan_doc
 from wattplan.planner.contracts.instance_io import instance_sha256, instance_to_doc, load_instance, parse_instance
 from wattplan.planner.contracts.plan import (
     BudgetOverride,
@@ -23,13 +24,6 @@ from wattplan.planner.core.evaluate import evaluate_plan
 from wattplan.planner.core.validate import plan_problems, validate_plan
 
 INFO = SolveInfo(solver="test", status="feasible")
-
-
-def reference_plan_doc(instance_doc: dict) -> dict:
-    """Pair (a, b) on one V100 at 250 W, c alone on one V100 at 150 W."""
-    inst = parse_instance(instance_doc)
-    allocations = [Allocation(("a", "b"), "v100", 1, 250), Allocation(("c",), "v100", 1, 150)]
-    return plan_to_doc(assemble_plan(inst, allocations, INFO))
 
 
 def codes(instance_doc: dict, plan_doc: dict) -> set[str]:
