@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from tests.test_profiles_fit import a_points, entry, point, tiny_library
+from tests.helpers.profiles import a_points, entry, point, tiny_library
 from wattplan.planner.contracts.profile_checks import library_problems
 from wattplan.planner.profile_library.library import library_from_doc, load_profile_library
 from wattplan.planner.profile_library.priors import (

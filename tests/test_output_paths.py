@@ -15,8 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
+from tests.helpers.profiles import write_inputs
 from tests.launch_helpers import hand_plan, launch_instance
-from tests.test_profiles_check import write_inputs
 from wattplan.planner.contracts.instance_io import instance_to_doc
 from wattplan.planner.contracts.plan import write_plan
 from wattplan.planner.contracts.problems import InputError

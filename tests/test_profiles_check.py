@@ -5,48 +5,23 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from cli import app
+from tests.helpers.profiles import A1, A2, AB, C1, CHECK_LIBRARY_DOC, IDLE, check_point, write_inputs
 from wattplan.planner.contracts.problems import InputError
 from wattplan.planner.profile_library.library import ProfileLibrary, library_from_doc
 from wattplan.planner.profiling.check import FidelityReport, FidelityRow, check, parse_type_map
 from wattplan.planner.profiling.leave_one_out import borrow, donors, held_out_cases, summarise
-from wattplan.planner.profiling.points import MeasuredPoint, Provenance, point_to_doc, write_points
+from wattplan.planner.profiling.points import point_to_doc, write_points
 
 runner = CliRunner()
 
-# A tiny library: job A on 1 and 2 V100s at 250 W and on 1 at 200 W, job B on 1 at 250 W, pair {A, B} on 1.
-LIB_DOC: dict[str, Any] = {
-    "schema": "wattplan.profiles/1",
-    "gpu_types": [{"name": "v100", "idle_power_w": 40, "setting_unit": "power_limit_w", "settings": [200, 250]}],
-    "profiles": [
-        {"type": "A", "gpu_type": "v100", "gpus": 1, "setting": 250, "steps_per_s": 10.0, "power_w": 200.0},
-        {"type": "A", "gpu_type": "v100", "gpus": 2, "setting": 250, "steps_per_s": 18.0, "power_w": 190.0},
-        {"type": "A", "gpu_type": "v100", "gpus": 1, "setting": 200, "steps_per_s": 8.0, "power_w": 160.0},
-        {"type": "B", "gpu_type": "v100", "gpus": 1, "setting": 250, "steps_per_s": 5.0, "power_w": 150.0},
-    ],
-    "pairs": [{"a": "A", "b": "B", "gpu_type": "v100", "gpus": 1, "rho_a": 0.6, "rho_b": 0.5}],
-}
-
 
 def lib() -> ProfileLibrary:
-    return library_from_doc(LIB_DOC, "tiny")
-
-
-def pt(kind: str, window: str, **kw: Any) -> MeasuredPoint:
-    fields = {"gpu_type": "v100"} | ({"setting_unit": "power_limit_w"} if kind in ("exclusive", "pair") else {}) | kw
-    return MeasuredPoint(kind=kind, provenance=Provenance("log.csv", "0" * 64, window), **fields)
-
-
-A1 = pt("exclusive", "w1", job_type="A", gpus=1, setting=250, steps_per_s=8.0, power_w=220.0)
-A2 = pt("exclusive", "w2", job_type="A", gpus=2, setting=250, steps_per_s=12.0, power_w=180.0)
-AB = pt("pair", "w3", job_type="A", partner_type="B", gpus=1, setting=250, steps_per_s=4.0, power_w=170.0)
-IDLE = pt("idle", "w4", power_w=50.0)
-C1 = pt("exclusive", "w5", job_type="C", gpus=1, setting=250, steps_per_s=3.0, power_w=100.0)
+    return library_from_doc(CHECK_LIBRARY_DOC, "tiny")
 
 
 def rows(report: FidelityReport, quantity: str) -> list[FidelityRow]:
@@ -92,7 +67,7 @@ def test_check_against_hand_computation() -> None:
 
 
 def test_points_of_one_configuration_are_pooled() -> None:
-    other = pt("exclusive", "w6", job_type="A", gpus=1, setting=250, steps_per_s=12.0, power_w=180.0)
+    other = check_point("exclusive", "w6", job_type="A", gpus=1, setting=250, steps_per_s=12.0, power_w=180.0)
     row = one(check(lib(), [A1, other]), "throughput")
     # mean (8 + 12) / 2 = 10 steps/s = the library's 10 -> error 0
     assert row.measured == pytest.approx(10.0) and row.rel_error == pytest.approx(0.0)
@@ -100,9 +75,11 @@ def test_points_of_one_configuration_are_pooled() -> None:
 
 
 def test_unmatched_points_are_reported_not_dropped() -> None:
-    odd = pt("exclusive", "w7", job_type="A", gpus=4, setting=250, steps_per_s=20.0, power_w=150.0)
-    lonely_pair = pt("pair", "w8", job_type="B", partner_type="A", gpus=1, setting=250, steps_per_s=2.0, power_w=170.0)
-    p100 = pt("idle", "w9", gpu_type="p100", power_w=30.0)
+    odd = check_point("exclusive", "w7", job_type="A", gpus=4, setting=250, steps_per_s=20.0, power_w=150.0)
+    lonely_pair = check_point(
+        "pair", "w8", job_type="B", partner_type="A", gpus=1, setting=250, steps_per_s=2.0, power_w=170.0
+    )
+    p100 = check_point("idle", "w9", gpu_type="p100", power_w=30.0)
     report = check(lib(), [A1, C1, odd, lonely_pair, p100])
     missing = {(u.quantity, u.points) for u in report.unmatched}
     assert ("throughput", (C1.id,)) in missing and ("power", (C1.id,)) in missing
@@ -126,7 +103,7 @@ def test_mapping_renames_measured_job_types() -> None:
 
 
 def test_shape_mode_compares_ratios_to_the_top_setting() -> None:
-    low = pt("exclusive", "w10", job_type="A", gpus=1, setting=200, steps_per_s=6.0, power_w=176.0)
+    low = check_point("exclusive", "w10", job_type="A", gpus=1, setting=200, steps_per_s=6.0, power_w=176.0)
     report = check(lib(), [A1, low, A2], shape=True)
     assert rows(report, "throughput") == [] and rows(report, "power") == []
     # throughput: measured 6/8 = 0.75, library 8/10 = 0.8 -> +0.0667
@@ -143,9 +120,9 @@ def test_shape_mode_compares_ratios_to_the_top_setting() -> None:
 
 
 def test_gpu_level_quantities() -> None:
-    held = pt("held_idle", "w11", power_w=55.0)
-    node = pt("node", "w12", power_w=230.0)
-    top = pt("top_limit", "w13", power_w=300.0)
+    held = check_point("held_idle", "w11", power_w=55.0)
+    node = check_point("node", "w12", power_w=230.0)
+    top = check_point("top_limit", "w13", power_w=300.0)
     report = check(lib(), [held, node, top])
     # held-idle: no held_idle_power_w, the idle 40 W stands in: (40 - 55) / 55
     assert one(report, "held_idle").rel_error == pytest.approx(-15 / 55)
@@ -188,13 +165,6 @@ def test_donors_and_summary() -> None:
     assert s.median_regret == pytest.approx((1 / 15 + 2250 / 2200 - 1) / 2)
     # time-ratio errors at 200 W: +0.2 and 1.25/1.5 - 1; the median of two |errors| is their mean
     assert s.median_time_ratio_error == pytest.approx((0.2 + 1 / 6) / 2)
-
-
-def write_inputs(tmp_path: Path) -> tuple[Path, Path]:
-    lib_path, meas = tmp_path / "lib.json", tmp_path / "meas.json"
-    lib_path.write_text(json.dumps(LIB_DOC))
-    write_points(meas, [A1, A2, C1])
-    return lib_path, meas
 
 
 def test_cli_check_writes_json_and_csv(tmp_path: Path) -> None:

@@ -10,10 +10,11 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
+from tests.helpers.profiles import a_points, entry, point, tiny_library
 from wattplan.planner.profile_library.library import load_profile_library
 from wattplan.planner.profiling.fit import fit_library
 from wattplan.planner.profiling.pair_rates import PRIOR_PAIR_ERROR, estimate_side, shrink
-from wattplan.planner.profiling.points import MeasuredPoint, Provenance, write_points
+from wattplan.planner.profiling.points import write_points
 from wattplan.planner.profiling.power_model import (
     borrowed_curve_error,
     fit_busy_fraction,
@@ -136,51 +137,6 @@ def test_shrinkage_arithmetic() -> None:
 
 
 # --- the whole fit on a tiny library -----------------------------------------------------------------------------
-
-
-def point(kind: str, window: str, **kw: Any) -> MeasuredPoint:
-    return MeasuredPoint(kind, "v100", Provenance("hand.csv", "0" * 64, window), **kw)  # type: ignore[arg-type]
-
-
-def tiny_library() -> dict[str, Any]:
-    """A prior: v100 with settings 150 and 250 W, idle 40 W.
-
-    A is exactly Amdahl (X1 8, alpha 0.2) at 250 W and 0.75 of it at 150 W, power 140 / 200 W; B runs on one GPU:
-    9 / 10 steps/s, 150 / 180 W. A and B share a GPU at rates 0.7 and 1.0.
-    """
-    profiles = []
-    for n in (1, 2, 4, 8):
-        x = 8 * n / (1 + 0.2 * (n - 1))
-        profiles += [
-            {"type": "A", "gpu_type": "v100", "gpus": n, "setting": 250, "steps_per_s": x, "power_w": 200.0},
-            {"type": "A", "gpu_type": "v100", "gpus": n, "setting": 150, "steps_per_s": 0.75 * x, "power_w": 140.0},
-        ]
-    profiles += [
-        {"type": "B", "gpu_type": "v100", "gpus": 1, "setting": 150, "steps_per_s": 9.0, "power_w": 150.0},
-        {"type": "B", "gpu_type": "v100", "gpus": 1, "setting": 250, "steps_per_s": 10.0, "power_w": 180.0},
-    ]
-    return {
-        "schema": "wattplan.profiles/1",
-        "sources": [],
-        "gpu_types": [
-            {"name": "v100", "idle_power_w": 40, "setting_unit": "power_limit_w", "settings": [150, 250]},
-        ],
-        "profiles": profiles,
-        "pairs": [{"a": "A", "b": "B", "gpu_type": "v100", "gpus": 1, "rho_a": 0.7, "rho_b": 1.0}],
-        "notes": {},
-    }
-
-
-def a_points() -> list[MeasuredPoint]:
-    return [
-        point("exclusive", "a1", job_type="A", gpus=1, setting=250, steps_per_s=10.0, power_w=220.0, utilisation=0.9),
-        point("exclusive", "a2", job_type="A", gpus=2, setting=250, steps_per_s=18.0, power_w=202.0, utilisation=0.81),
-    ]
-
-
-def entry(doc: dict[str, Any], t: str, n: int, s: int) -> dict[str, Any]:
-    (row,) = [p for p in doc["profiles"] if (p["type"], p["gpus"], p["setting"]) == (t, n, s)]
-    return row
 
 
 def test_fit_by_hand_scaling_power_settings_and_errors() -> None:
