@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from tests.test_bench_runner import write_set
+from tests.helpers.bench import write_set
 from wattplan.planner.bench.options import BenchOptions
 from wattplan.planner.bench.report import RUN_COLUMNS
 from wattplan.planner.bench.runner import RunSpec, run_key

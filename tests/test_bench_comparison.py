@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_bench_summary import _row as summary_row
+from tests.helpers.bench import run_row
 from wattplan.formulations.backends.pulp_backend import cbc_log_stats
 from wattplan.planner.bench.comparison import (
     bench_summary,
@@ -30,8 +30,8 @@ from wattplan.planner.bench.worker import search_effort
 
 
 def _row(solver: str, instance: str, status: str, objective: float | None, **kw: Any) -> dict[str, Any]:
-    """A run row of ``tests.test_bench_summary`` on instance ``instance``."""
-    return summary_row(solver, status, objective, instance=f"{instance}.json", instance_sha256=instance, **kw)
+    """A run row of :func:`tests.helpers.bench.run_row` on instance ``instance``."""
+    return run_row(solver, status, objective, instance=f"{instance}.json", instance_sha256=instance, **kw)
 
 
 def _three_solvers() -> list[dict[str, Any]]:

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from tests.test_bench_runner import write_set
+from tests.helpers.bench import write_set
 
 ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.serial  # a local Ray instance: run alone (test_executor_ray_tmpdir counts /tmp's folders)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 import time
@@ -12,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import tiny_instance_doc
+from tests.helpers.bench import write_set
 from wattplan.planner.bench.runner import (
     BenchConfig,
     RunSpec,
@@ -129,18 +129,6 @@ def test_injected_fault_parsing() -> None:
     assert injected_fault("crash:highs", "greedy") is None
     assert injected_fault("oom", "greedy") == "oom"
     assert injected_fault(None, "greedy") is None and injected_fault("boom", "greedy") is None
-
-
-def write_set(folder: Path, manifest: bool = False) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    doc = tiny_instance_doc()
-    (folder / "a.json").write_text(json.dumps(doc))
-    other = copy.deepcopy(doc)
-    other["round"]["budget_j"] = 60000
-    (folder / "b.json").write_text(json.dumps(other))
-    if manifest:
-        (folder / "manifest.csv").write_text("file,jobs_asked,family\nb.json,3,tight\na.json,3,loose\n")
-    return folder
 
 
 def test_instances_from_a_folder_a_manifest_or_a_file(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.bench import run_row
 from wattplan.planner.bench.incumbents import (
     approximate_trace,
     best_so_far,
@@ -63,33 +64,15 @@ def test_primal_integral_of_a_step_trace_by_hand() -> None:
         primal_integral(trace, 2.0, 0.0)
 
 
-def _row(solver: str, status: str, objective: float | None, **kw) -> dict:
-    base = {
-        "instance_sha256": "i1",
-        "solver": solver,
-        "seed": 0,
-        "status": status,
-        "sense": "max",
-        "objective": objective,
-        "bound": None,
-        "lp_bound": None,
-        "time_s": 1.0,
-        "time_limit_s": 10.0,
-        "rel_gap": 1e-4,
-        "incumbents": [],
-    }
-    return {**base, **kw}
-
-
 def test_references_take_the_tightest_bound_of_runs_that_are_not_wrong() -> None:
     rows = [
-        _row("a", "feasible", 2.0, bound=2.5),
-        _row("b", "feasible", 1.8, bound=2.2, lp_bound=2.4),
-        _row("c", "crash", None),
-        _row("a", "feasible", 10.0, instance_sha256="i2", sense="min", bound=9.0, lp_bound=8.0),
-        _row("b", "feasible", 12.0, instance_sha256="i2", sense="min"),
-        _row("a", "optimal", 2.0, instance_sha256="i3", bound=1.9),  # a bound below its own plan's value: wrong
-        _row("a", "feasible", 3.0, instance_sha256="i4"),  # no bound at all
+        run_row("a", "feasible", 2.0, bound=2.5),
+        run_row("b", "feasible", 1.8, bound=2.2, lp_bound=2.4),
+        run_row("c", "crash", None),
+        run_row("a", "feasible", 10.0, instance_sha256="i2", sense="min", bound=9.0, lp_bound=8.0),
+        run_row("b", "feasible", 12.0, instance_sha256="i2", sense="min"),
+        run_row("a", "optimal", 2.0, instance_sha256="i3", bound=1.9),  # a bound below its own plan's value: wrong
+        run_row("a", "feasible", 3.0, instance_sha256="i4"),  # no bound at all
     ]
     refs = references(rows)
     assert refs["i1"] == (2.0, 2.2)
@@ -107,10 +90,10 @@ def test_references_take_the_tightest_bound_of_runs_that_are_not_wrong() -> None
 def test_solved_and_the_summary_by_hand() -> None:
     rows = with_references(
         [
-            _row("a", "optimal", 2.0, bound=2.0, time_s=2.0, incumbents=[[0.0, 2.0]]),
-            _row("a", "crash", None, seed=1),
-            _row("b", "feasible", 2.0, time_s=12.0, incumbents=[[5.0, 1.0], [5.0, 2.0]]),  # within the gap, late
-            _row("b", "timeout", 2.0, seed=1, time_s=14.0),
+            run_row("a", "optimal", 2.0, bound=2.0, time_s=2.0, incumbents=[[0.0, 2.0]]),
+            run_row("a", "crash", None, seed=1),
+            run_row("b", "feasible", 2.0, time_s=12.0, incumbents=[[5.0, 1.0], [5.0, 2.0]]),  # within the gap, late
+            run_row("b", "timeout", 2.0, seed=1, time_s=14.0),
         ]
     )
     assert [solved(r) for r in rows] == [True, False, True, False]
@@ -129,12 +112,12 @@ def test_performance_ratios_and_profile_by_hand() -> None:
     """A solves p1 in 2 s and p2 in 4 s; B solves p1 in 1 s and fails p2; nobody solves p3."""
     rows = with_references(
         [
-            _row("A", "optimal", 1.0, instance_sha256="p1", time_s=2.0),
-            _row("A", "optimal", 1.0, instance_sha256="p2", time_s=4.0),
-            _row("A", "crash", None, instance_sha256="p3"),
-            _row("B", "optimal", 1.0, instance_sha256="p1", time_s=1.0),
-            _row("B", "hang", None, instance_sha256="p2"),
-            _row("B", "feasible", 0.5, instance_sha256="p3", bound=1.0),
+            run_row("A", "optimal", 1.0, instance_sha256="p1", time_s=2.0),
+            run_row("A", "optimal", 1.0, instance_sha256="p2", time_s=4.0),
+            run_row("A", "crash", None, instance_sha256="p3"),
+            run_row("B", "optimal", 1.0, instance_sha256="p1", time_s=1.0),
+            run_row("B", "hang", None, instance_sha256="p2"),
+            run_row("B", "feasible", 0.5, instance_sha256="p3", bound=1.0),
         ]
     )
     ratios = performance_ratios(rows)
@@ -150,7 +133,7 @@ def test_a_profile_with_no_exact_solver_says_so_instead_of_an_empty_legend(tmp_p
     """Only a heuristic ran: the time profile (exact solvers only) is empty, and matplotlib warned of its legend."""
     from wattplan.planner.bench.report import profile_plot
 
-    rows = with_references([_row("greedy", "feasible", 1.0, time_s=0.1)])
+    rows = with_references([run_row("greedy", "feasible", 1.0, time_s=0.1)])
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         profile_plot(rows, tmp_path / "profile.svg")

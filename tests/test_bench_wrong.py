@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from tests.conftest import tiny_instance_doc
-from tests.test_bench_summary import _row
+from tests.helpers.bench import run_row
 from wattplan.planner.bench.check import plan_check
 from wattplan.planner.bench.summary import (
     WRONG_TOL,
@@ -40,9 +40,9 @@ def _by_solver(rows: list[dict]) -> dict[str, dict]:
 def test_a_bound_beaten_by_another_runs_value_is_wrong_not_solved_and_not_the_reference() -> None:
     """Run x says optimal at 2.3 with bound 2.2; y's valid plan is worth 2.3 and its bound is 2.4."""
     rows = [
-        _row("x", "optimal", 2.3, bound=2.2, lp_bound=2.6),
-        _row("y", "feasible", 2.3, bound=2.4),
-        _row("z", "feasible", 2.0, lp_bound=2.25),  # its LP bound is below y's 2.3
+        run_row("x", "optimal", 2.3, bound=2.2, lp_bound=2.6),
+        run_row("y", "feasible", 2.3, bound=2.4),
+        run_row("z", "feasible", 2.0, lp_bound=2.25),  # its LP bound is below y's 2.3
     ]
     wrong = wrong_reasons(rows)
     assert set(wrong) == {_key(rows[0]), _key(rows[2])}
@@ -56,7 +56,7 @@ def test_a_bound_beaten_by_another_runs_value_is_wrong_not_solved_and_not_the_re
 
 
 def test_a_bound_below_its_own_plan_is_wrong() -> None:
-    rows = [_row("x", "feasible", 2.0, bound=1.5)]
+    rows = [run_row("x", "feasible", 2.0, bound=1.5)]
     assert "bound 1.5 is below 2, the value of a valid plan (x seed 0)" in wrong_reasons(rows)[_key(rows[0])]
     assert references(rows)["i1"] == (2.0, 2.0)
 
@@ -68,9 +68,9 @@ def test_a_bound_below_its_own_plan_is_wrong() -> None:
 def test_an_optimal_claim_beaten_by_more_than_its_gap_is_wrong() -> None:
     """Run x says optimal at 2.0 (no bound); y found 2.001, 0.05% better, beyond x's gap 1e-4 but within w's 1e-3."""
     rows = [
-        _row("x", "optimal", 2.0),
-        _row("y", "feasible", 2.001),
-        _row("w", "optimal", 2.0, seed=1, rel_gap=1e-3),
+        run_row("x", "optimal", 2.0),
+        run_row("y", "feasible", 2.001),
+        run_row("w", "optimal", 2.0, seed=1, rel_gap=1e-3),
     ]
     wrong = wrong_reasons(rows)
     assert list(wrong) == [_key(rows[0])]
@@ -87,8 +87,8 @@ def test_a_min_sense_instance_flags_symmetrically() -> None:
     """Energy (minimised): x says optimal at 10 with lower bound 10; y's valid plan uses 9.9 at the same target."""
     base = {"instance_sha256": "e", "sense": "min", "progress_target": 2.5}
     rows = [
-        _row("x", "optimal", 10.0, bound=10.0, lp_bound=9.0, progress=2.6, **base),
-        _row("y", "feasible", 9.9, bound=9.5, progress=2.55, **base),
+        run_row("x", "optimal", 10.0, bound=10.0, lp_bound=9.0, progress=2.6, **base),
+        run_row("y", "feasible", 9.9, bound=9.5, progress=2.55, **base),
     ]
     wrong = wrong_reasons(rows)
     assert list(wrong) == [_key(rows[0])]
@@ -103,8 +103,8 @@ def test_a_plan_below_a_runs_progress_target_does_not_contradict_its_bound() -> 
     """Run y uses less energy than x's bound, but its progress 2.4 misses x's target 2.5: a different problem."""
     base = {"instance_sha256": "e", "sense": "min"}
     rows = [
-        _row("x", "optimal", 10.0, bound=10.0, progress=2.6, progress_target=2.5, **base),
-        _row("y", "optimal", 8.0, bound=8.0, progress=2.4, progress_target=2.3, **base),
+        run_row("x", "optimal", 10.0, bound=10.0, progress=2.6, progress_target=2.5, **base),
+        run_row("y", "optimal", 8.0, bound=8.0, progress=2.4, progress_target=2.3, **base),
     ]
     assert wrong_reasons(rows) == {}
     rows[1]["progress"] = 2.5  # now y's plan meets x's target: x's bound and optimal claim are contradicted
@@ -115,9 +115,11 @@ def test_a_plan_below_its_own_progress_target_is_wrong_and_no_reference() -> Non
     """Seen on a long round: a solver's 1e-6 absolute row tolerance let a plan miss its target by 1.2e-5 relative."""
     base = {"instance_sha256": "e", "sense": "min", "progress_target": 0.04314566602715005}
     rows = [
-        _row("x", "optimal", 1824103.8, bound=1823961.6, progress=0.04314773173590507, **base),
-        _row("y", "optimal", 1823318.9, bound=1823318.9, progress=0.04314515943701842, **base),
-        _row("z", "optimal", 1824103.8, bound=1824000.0, progress=0.0431456660271500 * (1 - 0.5 * WRONG_TOL), **base),
+        run_row("x", "optimal", 1824103.8, bound=1823961.6, progress=0.04314773173590507, **base),
+        run_row("y", "optimal", 1823318.9, bound=1823318.9, progress=0.04314515943701842, **base),
+        run_row(
+            "z", "optimal", 1824103.8, bound=1824000.0, progress=0.0431456660271500 * (1 - 0.5 * WRONG_TOL), **base
+        ),
     ]
     wrong = wrong_reasons(rows)
     assert list(wrong) == [_key(rows[1])]
@@ -128,11 +130,11 @@ def test_a_plan_below_its_own_progress_target_is_wrong_and_no_reference() -> Non
 def test_ties_within_the_tolerance_are_not_flagged() -> None:
     near = 2.0 * (1 + 0.5 * WRONG_TOL)
     rows = [
-        _row("x", "optimal", 2.0, bound=2.0),
-        _row("y", "feasible", near, bound=near),
-        _row("m", "optimal", 10.0, instance_sha256="e", sense="min", bound=10.0),
-        _row("n", "feasible", 10.0 * (1 - 0.5 * WRONG_TOL), instance_sha256="e", sense="min"),
-        _row("g", "optimal", 2.0 * (1 - 1e-4), seed=1),  # within its gap 1e-4 of y's value
+        run_row("x", "optimal", 2.0, bound=2.0),
+        run_row("y", "feasible", near, bound=near),
+        run_row("m", "optimal", 10.0, instance_sha256="e", sense="min", bound=10.0),
+        run_row("n", "feasible", 10.0 * (1 - 0.5 * WRONG_TOL), instance_sha256="e", sense="min"),
+        run_row("g", "optimal", 2.0 * (1 - 1e-4), seed=1),  # within its gap 1e-4 of y's value
     ]
     assert wrong_reasons(rows) == {}
     assert all(solved(r) for r in with_references(rows) if r["status"] == "optimal")
@@ -146,9 +148,9 @@ def test_ties_within_the_tolerance_are_not_flagged() -> None:
 
 def test_a_plan_that_fails_the_recheck_or_misreports_is_wrong_and_no_witness() -> None:
     rows = [
-        _row("x", "optimal", 2.0, bound=2.0, valid=True),
-        _row("bad", "feasible", 9.0, valid=False, recheck="round.progress: claims 9, recomputed 1 [x]"),
-        _row("liar", "optimal", 1.9, bound=1.9, claimed_objective=2.0),
+        run_row("x", "optimal", 2.0, bound=2.0, valid=True),
+        run_row("bad", "feasible", 9.0, valid=False, recheck="round.progress: claims 9, recomputed 1 [x]"),
+        run_row("liar", "optimal", 1.9, bound=1.9, claimed_objective=2.0),
     ]
     wrong = wrong_reasons(rows)
     assert set(wrong) == {_key(rows[1]), _key(rows[2])}  # x's bound stands: 9.0 is no valid plan's value
@@ -170,10 +172,10 @@ def test_profile_and_summary_exclude_wrong_runs() -> None:
     """Fast A says optimal on p1 with a wrong bound; B is slower and right: B is the only solver of p1."""
     rows = with_references(
         [
-            _row("A", "optimal", 1.0, instance_sha256="p1", bound=0.9, time_s=1.0),
-            _row("B", "optimal", 1.0, instance_sha256="p1", bound=1.0, time_s=4.0),
-            _row("A", "optimal", 3.0, instance_sha256="p2", bound=3.0, time_s=2.0),
-            _row("B", "optimal", 3.0, instance_sha256="p2", bound=3.0, time_s=2.0),
+            run_row("A", "optimal", 1.0, instance_sha256="p1", bound=0.9, time_s=1.0),
+            run_row("B", "optimal", 1.0, instance_sha256="p1", bound=1.0, time_s=4.0),
+            run_row("A", "optimal", 3.0, instance_sha256="p2", bound=3.0, time_s=2.0),
+            run_row("B", "optimal", 3.0, instance_sha256="p2", bound=3.0, time_s=2.0),
         ]
     )
     ratios = performance_ratios(rows)
