@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -75,6 +76,15 @@ def tiny_instance_doc() -> dict[str, Any]:
 @pytest.fixture
 def tiny_doc() -> dict[str, Any]:
     return copy.deepcopy(tiny_instance_doc())
+
+
+@pytest.fixture
+def tiny_trace(tmp_path: Path) -> Path:
+    """Five short jobs on arrival within the first ten minutes (a few rounds of work), as a Gavel trace."""
+    from tests.sim_helpers import A3C, R50, write_gavel_trace  # here: no wattplan module loads before COLUMNS goes
+
+    rows = [(R50, 4000, 0, 1), (R50, 6000, 0, 2), (A3C, 9000, 100, 1), (R50, 3000, 400, 4), (A3C, 5000, 500, 1)]
+    return write_gavel_trace(tmp_path / "tiny.trace", rows)
 
 
 @pytest.fixture(autouse=True)

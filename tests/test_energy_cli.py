@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_sim_cli import run, tiny_trace  # noqa: F401 (fixture)
+from tests.helpers.commands import run
 
 
-def test_summary_has_floor_captured_share_and_carbon(tmp_path: Path, tiny_trace: Path) -> None:  # noqa: F811
+def test_summary_has_floor_captured_share_and_carbon(tmp_path: Path, tiny_trace: Path) -> None:
     out = tmp_path / "out"
     result = run(
         "simulate", tiny_trace, "--cluster", "v100:8", "-p", "zeus", "-p", "wattplan", "--time-limit", "2",
@@ -33,7 +33,7 @@ def test_summary_has_floor_captured_share_and_carbon(tmp_path: Path, tiny_trace:
     assert deltas and all(d != "" for d in deltas)
 
 
-def test_bad_signal_file_exits_2_naming_the_row(tmp_path: Path, tiny_trace: Path) -> None:  # noqa: F811
+def test_bad_signal_file_exits_2_naming_the_row(tmp_path: Path, tiny_trace: Path) -> None:
     bad = tmp_path / "ci.csv"
     bad.write_text("timestamp,gco2_per_kwh\n2022-01-01T00:00Z,200\n2022-01-01T01:00Z,-5\n2022-01-01T01:00Z,100\n")
     result = run("simulate", tiny_trace, "--cluster", "v100:8", "-p", "fifo-max", "--carbon", bad, "-o", tmp_path / "o")
@@ -43,7 +43,7 @@ def test_bad_signal_file_exits_2_naming_the_row(tmp_path: Path, tiny_trace: Path
     assert not (tmp_path / "o").exists()
 
 
-def test_bad_knobs_exit_2(tmp_path: Path, tiny_trace: Path) -> None:  # noqa: F811
+def test_bad_knobs_exit_2(tmp_path: Path, tiny_trace: Path) -> None:
     for args in (
         ("--delta", "1.2"),
         ("--max-jct-increase", "-5"),
@@ -57,7 +57,7 @@ def test_bad_knobs_exit_2(tmp_path: Path, tiny_trace: Path) -> None:  # noqa: F8
         assert args[0] in result.output, (args, result.output)
 
 
-def test_tail_bound_and_projected_governor_run_end_to_end(tmp_path: Path, tiny_trace: Path) -> None:  # noqa: F811
+def test_tail_bound_and_projected_governor_run_end_to_end(tmp_path: Path, tiny_trace: Path) -> None:
     out = tmp_path / "out"
     result = run(
         "simulate", tiny_trace, "--cluster", "v100:8", "-p", "wattplan", "--time-limit", "2",
@@ -73,7 +73,7 @@ def test_tail_bound_and_projected_governor_run_end_to_end(tmp_path: Path, tiny_t
 
 
 @pytest.mark.slow
-def test_frontier_command_writes_the_front(tmp_path: Path, tiny_trace: Path) -> None:  # noqa: F811
+def test_frontier_command_writes_the_front(tmp_path: Path, tiny_trace: Path) -> None:
     out = tmp_path / "front"
     result = run(
         "frontier", tiny_trace, "--cluster", "v100:8", "--deltas", "0.1", "--max-jct-increase", "5",

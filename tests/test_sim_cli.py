@@ -7,26 +7,10 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from cli import app
-from tests.sim_helpers import write_gavel_trace
+from tests.helpers.commands import run
 
-runner = CliRunner()
-R50 = "ResNet-50 (batch size 64)"
-A3C = "A3C"
 SUMMARY_KEYS = ("energy_kwh", "avg_jct_s", "p95_jct_s", "makespan_s", "jobs_completed", "gpu_utilisation")
-
-
-def run(*args: object):
-    return runner.invoke(app, [str(a) for a in args])
-
-
-@pytest.fixture
-def tiny_trace(tmp_path: Path) -> Path:
-    """Five short jobs on arrival within the first ten minutes (a few rounds of work)."""
-    rows = [(R50, 4000, 0, 1), (R50, 6000, 0, 2), (A3C, 9000, 100, 1), (R50, 3000, 400, 4), (A3C, 5000, 500, 1)]
-    return write_gavel_trace(tmp_path / "tiny.trace", rows)
 
 
 def test_single_policy_writes_summary_logs_and_plots(tmp_path: Path, tiny_trace: Path) -> None:
