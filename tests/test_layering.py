@@ -3,13 +3,15 @@
 Every ``import`` and ``from ... import`` of every module of ``planner`` and ``formulations``, of ``cli.py`` and
 of the benchmark scripts is read with :mod:`ast`: module level, inside functions and under ``TYPE_CHECKING``
 alike, since an import inside a function still ties the two modules together. A failure names the file, the
-line and the offending import.
+line and the offending import. The tests' own rule is read the same way: no file imports a test module
+(``tests.test_*``); what two of them share lives in ``tests/helpers`` (issue 42, item 4).
 """
 
 from __future__ import annotations
 
 import ast
 import re
+import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -284,3 +286,92 @@ def test_every_sub_package_opens_with_its_map() -> None:
         modules += sorted(p.parent.name for p in init.parent.glob("*/__init__.py"))
         missing = [m for m in modules if not re.search(rf"(?<![\w]){m}(?![\w])", doc)]
         assert not missing, f"{init.relative_to(ROOT)} does not name {missing}"
+
+
+# ----------------------------------------------------------------------------- tests import no test module
+
+TEST_FILES = [*sorted((ROOT / "tests").rglob("*.py")), *sorted((ROOT / "benchmarks").glob("*.py"))]
+"""Every file that could import a test module: the tests, their helpers and the benchmark scripts."""
+
+
+def _is_test_module(name: str) -> bool:
+    """``tests.test_x`` or anything in it (``tests.test_x.f``)."""
+    parts = name.split(".")
+    return len(parts) > 1 and parts[0] == "tests" and parts[1].startswith("test_")
+
+
+def _code_in_strings(tree: ast.Module) -> Iterator[tuple[int, ast.Module]]:
+    """Python code held in string constants (a ``python -c`` script, say), with the line where each string starts."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and "import" in node.value:
+            try:
+                yield node.lineno, ast.parse(textwrap.dedent(node.value))
+            except (SyntaxError, ValueError):
+                continue
+
+
+def imported_test_modules(source: str) -> list[tuple[str, int]]:
+    """Every test module ``source`` imports, with its line: module level, in functions and in code held in strings.
+
+    ``from .test_x import y`` is read as a test module too, since the only package of tests is ``tests``.
+    """
+    tree = ast.parse(source)
+    found: list[tuple[str, int]] = []
+    for offset, module in [(1, tree), *_code_in_strings(tree)]:
+        for node in ast.walk(module):
+            line = offset + node.lineno - 1 if isinstance(node, ast.Import | ast.ImportFrom) else 0
+            if isinstance(node, ast.Import):
+                found += [(a.name, line) for a in node.names if _is_test_module(a.name)]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                if _is_test_module(node.module):
+                    found.append((node.module, line))
+                elif node.module == "tests":
+                    found += [(f"tests.{a.name}", line) for a in node.names if a.name.startswith("test_")]
+            elif isinstance(node, ast.ImportFrom) and node.level > 0:
+                names = [node.module] if node.module else [a.name for a in node.names]
+                found += [(f"{'.' * node.level}{n}", line) for n in names if n.split(".")[0].startswith("test_")]
+    return found
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("from tests.{mod} import job", ["tests.test_golden"]),
+        ("import tests.{mod}", ["tests.test_golden"]),
+        ("import tests.{mod} as g", ["tests.test_golden"]),
+        ("from tests import {mod}, helpers", ["tests.test_golden"]),
+        ("from .{mod} import job", [".test_golden"]),
+        ("def f():\n    from tests.{mod} import job", ["tests.test_golden"]),
+        ('SCRIPT = """\nimport sys\nfrom tests.{mod} import job\n"""', ["tests.test_golden"]),
+        ("from tests.helpers.instances import job", []),
+        ("from tests.sim_helpers import hand_job\nimport tests.conftest", []),
+        ("x = 'tests.{mod} is a module'", []),
+    ],
+    ids=["from", "import", "import-as", "from-tests", "relative", "in-def", "in-string", "helper", "other", "prose"],
+)
+def test_the_test_import_reader_sees_every_form(source: str, expected: list[str]) -> None:
+    """Each form of import is seen; ``{mod}`` stands for ``test_golden`` (else this file would import it)."""
+    assert [name for name, _ in imported_test_modules(source.format(mod="test_golden"))] == expected
+
+
+def test_no_file_imports_a_test_module() -> None:
+    """Builders two test modules share live in ``tests/helpers`` (or ``tests/conftest.py``), never in a test module.
+
+    A test module imported by another ties the two together: renaming a helper of one, or moving one of its tests,
+    breaks the other, and a ``python -c`` script importing one loads every test's imports with it.
+    """
+    bad = [
+        f"{path.relative_to(ROOT)}:{line} imports {name}"
+        for path in TEST_FILES
+        for name, line in imported_test_modules(path.read_text(encoding="utf-8"))
+    ]
+    assert not bad, "move what is shared to tests/helpers (issue 42, item 4):\n" + "\n".join(bad)
+
+
+def test_the_test_helpers_open_with_their_map() -> None:
+    """``tests/helpers/__init__.py``'s docstring names each of its modules, as the product's sub-packages do."""
+    init = ROOT / "tests" / "helpers" / "__init__.py"
+    doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+    modules = sorted(p.stem for p in init.parent.glob("*.py") if p.stem != "__init__")
+    missing = [m for m in modules if not re.search(rf"(?<![\w]){m}(?![\w])", doc)]
+    assert modules and not missing, f"tests/helpers/__init__.py does not name {missing}"
