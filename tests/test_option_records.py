@@ -247,3 +247,8 @@ def test_the_api_signature_is_generated_from_the_record() -> None:
         assert params[opt.name].kind is inspect.Parameter.KEYWORD_ONLY
         assert params[opt.name].default == opt.default
     assert [f.name for f in dataclasses.fields(PlanOptions)] == [o.name for o in PlanOptions.options()]
+
+
+def test_an_unknown_keyword_is_a_type_error_naming_it_as_the_other_faces_answer() -> None:
+    with pytest.raises(TypeError, match=r"unexpected option 'max_jct_increase' \(options: .*power_cap_w"):
+        wattplan.plan(max_jct_increase=float("nan"))

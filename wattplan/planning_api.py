@@ -155,12 +155,16 @@ def plan(
     ``budget_j`` (J) or ``power_cap_w`` (W, times the round length) replaces the instance's budget, as
     ``wattplan plan --budget-j`` / ``--power-cap-w`` do: the plan declares the override
     (``plan.round.budget_override``) and is validated against the instance as given. Bad input (a file
-    missing or wrong, an :class:`Instance` that ``wattplan instance check`` would refuse, a bad or unknown option)
-    raises :class:`~planner.contracts.problems.InputError` with every problem, each naming its field or keyword; the
-    plan is validated before it is returned (a plan the validator rejects is a planner bug:
-    :class:`~planner.core.validate.InvalidPlanError`).
+    missing or wrong, an :class:`Instance` that ``wattplan instance check`` would refuse, a bad option) raises
+    :class:`~planner.contracts.problems.InputError` with every problem, each naming its field or keyword; an unknown
+    keyword is a ``TypeError`` naming it, as from ``wattplan.simulate`` and ``bench``. The plan is validated before
+    it is returned (a plan the validator rejects is a planner bug: :class:`~planner.core.validate.InvalidPlanError`).
     """
     check_keywords(plan, locals())
+    known = [opt.name for opt in PlanOptions.options()]
+    if unknown := [name for name in options if name not in known]:  # as wattplan.simulate and bench answer one
+        keywords = ", ".join(sorted(["jobs", "cluster", "profiles", *known]))
+        raise TypeError(f"plan() got an unexpected option {unknown[0]!r} (options: {keywords})")
     opts = PlanOptions.checked(options)
     if opts.stage2_progress is not None:
         message = "writes stage models and no plan: use `wattplan plan --export-model F --stage2-progress P`"
