@@ -15,6 +15,8 @@ import typer
 
 from wattplan.planner.console.formats import OutputFormat
 from wattplan.planner.contracts import defaults
+from wattplan.planner.plan_options import MAX_BUDGET_J, MAX_POWER_CAP_W
+from wattplan.planner.rounds.cluster_spec import MAX_NODE_POWER_W
 from wattplan.planner.sim.options import library_path
 
 OutputFormatOpt = Annotated[
@@ -81,9 +83,9 @@ FROM_TRACE_RANGES: dict[str, tuple[float, float]] = {
     "--at": (-1e9, 1e9),
     "--round-s": defaults.ROUND_S_RANGE,
     "--budget-fraction": (0.0, 1.0),
-    "--budget-j": (0.0, 1e15),
-    "--power-cap-w": (1e-3, 1e10),
-    "--node-power-w": (0.0, 1e6),
+    "--budget-j": (0.0, MAX_BUDGET_J),
+    "--power-cap-w": (1e-3, MAX_POWER_CAP_W),
+    "--node-power-w": (0.0, MAX_NODE_POWER_W),
     "--restart-s": (0.0, 86_400.0),
     "--min-pair-rate": (0.0, 1.0),
 }
