@@ -22,9 +22,11 @@ Layers, lowest first (the rank in brackets; layers of one rank never import each
 - ``agent`` [8]: ``wattplan agent``, the control loop on a live Slurm: the version probe, readers of
   ``squeue``/``sinfo --json``, the grouped ``scontrol``/``scancel`` actions, Prometheus, the state in SQLite. It
   ranks above ``sim`` because it reuses the replay's round instance, governor and learner.
-- ``cluster`` [9]: an emulated GPU cluster on one host (real Slurm, munge and Prometheus, emulated GPUs) for tests,
+- ``control`` [9]: the GPUs' truth model and a simulated Slurm on a virtual clock, on which the agent's loop runs
+  as a replay (``wattplan simulate --engine slurm``): one scheduler, two clusters.
+- ``cluster`` [10]: an emulated GPU cluster on one host (real Slurm, munge and Prometheus, emulated GPUs) for tests,
   benchmarks and the demo.
-- ``cli`` [10] and ``__main__``: the ``wattplan`` command, a thin layer over the above.
+- ``cli`` [11] and ``__main__``: the ``wattplan`` command, a thin layer over the above.
 
 ``tests/test_layering.py`` checks these rules from the imports.
 """

@@ -41,10 +41,11 @@ LAYERS: dict[str, int] = {
     "planner.sim": 7,
     "planner.bench": 7,
     "planner.agent": 8,
-    "planner.cluster": 9,
-    "planner.cli": 10,
-    "cli": 11,
-    "planner.__main__": 11,
+    "planner.control": 9,
+    "planner.cluster": 10,
+    "planner.cli": 11,
+    "cli": 12,
+    "planner.__main__": 12,
 }
 """Each layer by rank (docs/design.md §8.1): a module imports its own layer or layers of lower rank only, so
 two layers of one rank (``sim`` and ``bench``, say) never import each other."""

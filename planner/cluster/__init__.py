@@ -9,8 +9,6 @@ Everything a test, a benchmark or a demo needs to run ``wattplan agent`` for rea
   GPU devices), started and stopped by PID
 - :mod:`planner.cluster.nvidia_smi`: the nvidia-smi stand-in: GPUs that are JSON files (power limit, clock lock),
   limits from the manifest's nodes (:func:`~planner.cluster.nvidia_smi.node_gpu_limits`)
-- :mod:`planner.cluster.truth_model`: what the emulated GPUs really do: each job's speed and each GPU's power from a
-  truth library, in the replay's arithmetic (pure, no I/O)
 - :mod:`planner.cluster.emulator`: the emulated GPUs' daemon: ``emu/rates.json``, emulated energy counters that
   survive a restart, DCGM-named ``/metrics``
 - :mod:`planner.cluster.trainer`: the stand-in trainer a Slurm job runs: steps at the emulator's speed,

@@ -17,7 +17,7 @@ seconds) it reads the folder (:mod:`planner.cluster.layout`):
   of a pair ends, its partner runs alone from the next tick on (the replay keeps the pair's rates to the round's
   end: the emulator is the physical side of that assumption).
 
-It evaluates them with :mod:`planner.cluster.truth_model` (the replay's arithmetic) and writes
+It evaluates them with :mod:`planner.control.truth_model` (the replay's arithmetic) and writes
 ``emu/rates.json`` ``{"emulated_s", "jobs": {JOBID: steps per emulated s}, "reasons": {JOBID: why 0}}``.
 
 Energy is integrated in **emulated** time: between two ticks ``dt = (unix_now - unix_last) * time_scale``
@@ -36,7 +36,7 @@ numeric order):
 
 * ``DCGM_FI_DEV_POWER_USAGE`` (gauge, W), ``DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION`` (counter, emulated mJ),
   ``DCGM_FI_DEV_GPU_UTIL`` (gauge, %: 100 while a job computes on it, else 0), ``DCGM_FI_PROF_SM_ACTIVE``
-  (gauge, 0..1, :mod:`planner.cluster.truth_model`), ``DCGM_FI_DEV_POWER_MGMT_LIMIT`` (gauge, W: the set limit,
+  (gauge, 0..1, :mod:`planner.control.truth_model`), ``DCGM_FI_DEV_POWER_MGMT_LIMIT`` (gauge, W: the set limit,
   else the node's ``default_limit_w`` from the manifest, else the type's largest power-limit setting or the
   library's ``top_limit_w``; absent when none is known);
 * ``wattplan_job_steps_done`` and ``wattplan_job_steps_total`` (gauges, labels ``hpc_job``, ``job_type``) of
@@ -68,7 +68,7 @@ from typing import Any, TypeGuard
 
 from wattplan.planner.cluster.layout import Clock, ClusterLayout, write_json_atomic
 from wattplan.planner.cluster.trainer import progress_path
-from wattplan.planner.cluster.truth_model import (
+from wattplan.planner.control.truth_model import (
     GpuId,
     GpuState,
     JobRate,

@@ -1,0 +1,14 @@
+"""One scheduler, two clusters: the agent's control loop on a live Slurm or on a simulated one (issue 43).
+
+``wattplan agent`` and ``wattplan simulate --engine slurm`` run the same loop (:mod:`planner.agent.loop`): the
+same rounds, the same round trigger, the same decisions turned into the same Slurm calls. What differs is the
+cluster under it: a real Slurm with Prometheus and wall-clock time, or :mod:`planner.control.sim_slurm`, a Slurm
+on a virtual clock that answers the same commands and jumps from one event to the next (docs/design.md §10.8).
+Modules:
+
+- :mod:`planner.control.truth_model`: what GPUs really do: each job's speed and each GPU's power from a truth
+  library, in the replay's arithmetic (pure, no I/O); the emulated cluster's GPUs and the simulated Slurm both
+  use it
+- :mod:`planner.control.sim_slurm`: a Slurm cluster on a virtual clock: its scheduling, requeues, checkpoint
+  loads, GPU physics and energy, answering ``squeue``/``sinfo``/``scontrol`` as Slurm 22.05 does
+"""
