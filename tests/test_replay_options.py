@@ -71,7 +71,8 @@ def test_the_records_are_the_replays_option_sets() -> None:
     shared = {opt.name for opt in ReplayOptions.options()}
     simulate = {opt.name for opt in SimulateOptions.options()} - shared
     frontier = {opt.name for opt in FrontierOptions.options()} - shared
-    assert simulate == {"objective", "delta", "max_jct_increase", "fresh", "workers"}
+    engine = {"engine", "time_scale", "load_s", "requeue_delay_s", "event_rounds", "periodic_rounds"}
+    assert simulate == {"objective", "delta", "max_jct_increase", "fresh", "workers", *engine}
     assert frontier == {"objective", "deltas", "max_jct_increase", "baselines", "workers"}
     assert FrontierOptions.option("max_jct_increase").kind is str
     assert SimulateOptions.option("max_jct_increase").kind is float

@@ -1,8 +1,11 @@
-"""``wattplan agent``: the control loop on a live Slurm cluster (docs/design.md §11.6).
+"""``wattplan agent``: the control loop on a live Slurm cluster (docs/design.md §11.6), and on a simulated one (§10.8).
 
 Modules:
 
-- :mod:`planner.agent.loop`: one round (read, observe, learn, build, plan, apply) and the loop around it
+- :mod:`planner.agent.loop`: one round (read, observe, learn, build, decide through the policy, apply) and the loop
+  around it
+- :mod:`planner.agent.timing`: where the loop reads time and waits (the wall clock; a simulated Slurm's virtual
+  clock in a replay, :mod:`planner.control.virtual_timer`)
 - :mod:`planner.agent.options`: ``wattplan agent``'s options, declared once (:class:`AgentOptions`): the command
   line is generated from it and the loop's configuration built from it
 - :mod:`planner.agent.run`: the loop put together: Slurm's environment, the state file, the Prometheus observer

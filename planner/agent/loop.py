@@ -10,8 +10,9 @@ Every round (``--round-s`` on the agent's clock, real seconds on a real cluster)
 3. **build** the round instance exactly as the replay does (:func:`planner.sim.round_instance.round_instance`):
    the queued managed jobs with their remaining steps (total minus observed), their current configuration and
    placement, the nodes Slurm can schedule on (drained, down and nodes running unmanaged jobs are left out);
-4. **plan** through the front door (:class:`planner.planning.Planner`); a round that cannot be planned keeps what
-   runs;
+4. **decide** through the policy (``--policy``, the replay's policies by name; ``wattplan`` plans the round model
+   through the front door), placed and validated as the replay places them; a round that cannot be planned keeps
+   what runs;
 5. **apply** the difference (:mod:`planner.agent.decide`): the desired configurations and the calls are committed
    to the state (:mod:`planner.agent.store`) before the first call is sent; each outcome is committed as it
    comes; the nodes' setting files are written before a job is released.
@@ -42,6 +43,7 @@ a job held by an administrator, or by its user after the agent first saw it, is 
 
 from __future__ import annotations
 
+import math
 import signal
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -50,7 +52,6 @@ from pathlib import Path
 from types import FrameType
 from typing import Protocol, TypeVar
 
-from wattplan.planner import planning
 from wattplan.planner.agent.aligned_blocks import aligned_blocks
 from wattplan.planner.agent.commands import Run, SlurmError
 from wattplan.planner.agent.decide import Decision, SlurmJobNow, decide
@@ -69,19 +70,30 @@ from wattplan.planner.agent.slurm_queue import (
     query_queue,
 )
 from wattplan.planner.agent.store import AgentStore, Desired, KnownJob, StoreBusy
+from wattplan.planner.agent.timing import Timer, WallTimer
 from wattplan.planner.agent.trust import Allowed, foreign_hold
-from wattplan.planner.contracts.domain import CurrentConfig, NodeGpus
+from wattplan.planner.contracts.domain import CurrentConfig, Instance, NodeGpus
 from wattplan.planner.contracts.jsonio import write_text_atomic
+from wattplan.planner.contracts.plan import Plan
 from wattplan.planner.contracts.problems import InputError
 from wattplan.planner.contracts.request import PlanRequest
 from wattplan.planner.contracts.rules import RoundRules
-from wattplan.planner.core.assemble import with_every_node_on
+from wattplan.planner.core.assemble import SolveInfo, assemble_plan, with_every_node_on
+from wattplan.planner.core.validate import InvalidPlanError, validate_plan
 from wattplan.planner.profile_library.library import ProfileLibrary
 from wattplan.planner.rounds.cluster_spec import ClusterSpec
 from wattplan.planner.rounds.traces import TraceJob
 from wattplan.planner.sim.governor import JctGovernor
 from wattplan.planner.sim.learning import ProfileLearner
-from wattplan.planner.sim.round_instance import ClusterContext, cluster_context, nodes_stay_on, round_instance
+from wattplan.planner.sim.policies.base import Policy
+from wattplan.planner.sim.policies.registry import PolicyOptions, make_policy
+from wattplan.planner.sim.round_instance import (
+    ClusterContext,
+    cluster_context,
+    nodes_stay_on,
+    replay_round,
+    round_instance,
+)
 from wattplan.planner.sim.state import JobState
 from wattplan.planner.sim.telemetry import JobObservation
 from wattplan.planner.sim.workload import job_spec
@@ -162,6 +174,10 @@ class AgentConfig:
     """Start a round early when a managed job arrives or leaves the queue (as Slurm starts a job at once),
     at least ``event_gap`` of a round after the last one; ``squeue`` is polled every ``poll_s`` real seconds."""
     event_gap: float = 0.1
+    periodic_rounds: bool = _OPTIONS.periodic_rounds
+    """Start a round every ``round_s`` even when no managed job arrived or left. False: rounds start on those events
+    only, and every ``round_s`` while no managed job runs (a round that left jobs waiting with nothing running, or
+    that could not plan, is retried): a replay then plays as many rounds as there are events."""
     stall_s: float | None = None
     """A running job whose steps have not advanced for this long (s, agent clock; default the restart cost plus
     one round) since it started or last advanced is requeued (``no progress for N s``), at most
@@ -172,10 +188,17 @@ class AgentConfig:
     With event rounds the reference is :func:`~planner.agent.reference.slurm_reference` (continuous time, as
     Slurm schedules); with fixed rounds it is the replay's round-by-round ``fifo-max``, which charges the restart
     cost at every start."""
+    durable_settings: bool = True
+    """Write the nodes' setting files to the disk before going on (False only in a replay, whose files no node
+    reads after a crash)."""
     poll_s: float = 1.0
     """Backoff between attempts to read Slurm inside one round (real s)."""
     allowed: Allowed = field(default_factory=_OPTIONS.allowed)
     """Whose opted-in jobs the agent acts on (``--allow-user``, ``--allow-account``; default: its own user's)."""
+    policy: str = _OPTIONS.policy
+    """The policy that decides each round (``--policy``; :mod:`planner.sim.policies.registry`), ``wattplan``: the
+    round model through the front door with :attr:`request`."""
+    zeus_eta: float = _OPTIONS.zeus_eta
 
     @classmethod
     def of(cls, options: AgentOptions, library: ProfileLibrary) -> AgentConfig:
@@ -190,10 +213,13 @@ class AgentConfig:
             until_idle=options.until_idle,
             max_rounds=options.max_rounds,
             node_power_w=options.node_power_w,
-            pairs=options.pairs,
+            pairs=options.pairs or options.policy == "eaco",  # co-location is EaCO's lever
             event_rounds=options.event_rounds,
+            periodic_rounds=options.periodic_rounds,
             start_s=options.start_s,
             allowed=options.allowed(),
+            policy=options.policy,
+            zeus_eta=options.zeus_eta,
         )
 
 
@@ -245,15 +271,24 @@ class Agent:
         run: Run,
         observer: Observer | None,
         log: Callable[[str], None],
+        timer: Timer | None = None,
     ):
         self.cfg = config
+        self.timer: Timer = timer if timer is not None else WallTimer()
+        """Where the loop reads the time and waits (the wall clock; a virtual one in a replay)."""
         self.store = store
         self.run = run
         self.observer = observer
         self.log = log
         self.stop_requested = False
+        self._settled = False
+        """The last round ended with a plan that runs jobs (or with no job queued): without periodic rounds, the
+        next one waits for an event."""
         self.learner: ProfileLearner | None = None
         self.governor: JctGovernor | None = None
+        knobs = PolicyOptions(zeus_eta=config.zeus_eta, request=config.request)
+        self.policy: Policy = make_policy(config.policy, knobs)
+        """What decides each round: the replay's policies, by name (a bad name raised before any round)."""
         self._reference_jobs: frozenset[str] = frozenset()
         self._last_round_unix: float | None = None
         self._last_running: dict[str, tuple[str, int, int, str | None]] = {}
@@ -288,7 +323,7 @@ class Agent:
                 last = e
                 if wait is None or self.stop_requested:
                     break
-                time.sleep(wait)
+                self.timer.sleep(wait)
         raise SlurmError(f"{what}: {last}")
 
     def _context(
@@ -331,8 +366,9 @@ class Agent:
 
     def round(self) -> RoundReport:
         """Play one round (module docstring); never raises for Slurm, Prometheus or planning faults."""
-        t_start = time.monotonic()
-        unix = time.time()
+        self._settled = False
+        t_start = time.monotonic()  # the agent's own cost, in real time even in a replay
+        unix = self.timer.unix()
         now_s = self.cfg.clock.at(unix)
         rnd = self.store.next_round()
         report = RoundReport(rnd, now_s)
@@ -375,6 +411,7 @@ class Agent:
         report.running = sum(1 for s in queued if now_jobs[s.id].running)
         if not queued:
             report.status = "idle"
+            self._settled = True
             self._finish(report, t_start, "done")
             return report
         seen_ctx = ctx if self.learner is None else replace(self.learner.context(), gpu_types=ctx.gpu_types)
@@ -386,7 +423,7 @@ class Agent:
             instance = replace(instance, pairs=())
         t_solve = time.monotonic()
         try:
-            plan = planning.Planner(self.cfg.request).plan(instance)
+            plan = self._plan(instance, queued, now_s)
         except (InputError, ValueError, RuntimeError) as e:
             report.solve_s = time.monotonic() - t_solve
             report.status = "kept"
@@ -402,6 +439,7 @@ class Agent:
         if decision.why:
             report.notes.append("requeued: " + ", ".join(f"{j} ({w})" for j, w in decision.why.items()))
         self._apply(rnd, decision, report)
+        self._settled = report.planned_run > 0
         self._finish(
             report,
             t_start,
@@ -415,6 +453,18 @@ class Agent:
             delta=delta,
         )
         return report
+
+    def _plan(self, instance: Instance, queued: Sequence[JobState], now_s: float) -> Plan:
+        """The policy's decision for the round, placed and validated as the replay places it.
+
+        A plan the validator rejects is a bug of the policy (:class:`InvalidPlanError`): the round keeps what runs.
+        """
+        decision = self.policy.decide(instance, replay_round(now_s, queued))
+        info = SolveInfo(solver=decision.solver, status=decision.status)
+        plan = assemble_plan(instance, decision.allocations, info)
+        if problems := validate_plan(instance, plan):
+            raise InvalidPlanError(f"{self.policy.name} (round {instance.round.index})", problems)
+        return plan
 
     def _admitted(self, queue: QueueRead, report: RoundReport | None) -> dict[str, ManagedJob]:
         """The opted-in jobs of allowed users and accounts, by id; the others are named once and left alone."""
@@ -680,7 +730,7 @@ class Agent:
             cur = by_id[jid].current
             partner = cur.shares_with if cur else None
             running_cfg[jid] = (g, n, s_, by_id[partner].spec.type if partner in by_id else None)
-        self.store.mark_started([j for j, s in now_jobs.items() if s.running], self.cfg.clock.now_s())
+        self.store.mark_started([j for j, s in now_jobs.items() if s.running], self.cfg.clock.at(self.timer.unix()))
         self._last_running = running_cfg
         return states, now_jobs, notes
 
@@ -761,7 +811,7 @@ class Agent:
             path = self.cfg.settings_dir / f"{s.job_id}.conf"
             text = s.to_text()
             if not path.exists() or path.read_text() != text:
-                write_text_atomic(path, text)
+                write_text_atomic(path, text, durable=self.cfg.durable_settings)
 
     def _send(self, rnd: int, actions: Sequence[Action], desired: Sequence[Desired], report: RoundReport) -> None:
         planned = calls(actions)
@@ -771,15 +821,15 @@ class Agent:
         ids = self.store.commit_intent(rnd, desired, [(c.argv, c.jobs) for c in planned])
         for action_id, call in zip(ids, planned, strict=True):
             result = self.run(call.argv)
-            deadline = time.monotonic() + self.cfg.requeue_wait_s
+            deadline = self.timer.monotonic() + self.cfg.requeue_wait_s
             while (
                 call.argv[1:2] == ("update",)
                 and result.returncode != 0
                 and any(m in result.stderr for m in TRANSIENT_REFUSALS)
-                and time.monotonic() < deadline
+                and self.timer.monotonic() < deadline
                 and not self.stop_requested
             ):
-                time.sleep(0.3)  # a job requeued a moment ago is still completing
+                self.timer.sleep(0.3)  # a job requeued a moment ago is still completing
                 result = self.run(call.argv)
             outcome = ActionOutcome(call, True, result.returncode, result.stdout, result.stderr)
             report.calls.append(outcome)
@@ -800,9 +850,9 @@ class Agent:
             report.calls.extend(apply([Release(int(g)) for g in d.guest_releases], True, self.run))
             return
         wait_s = min(self.cfg.guest_wait_s, 0.8 * self.cfg.clock.real_s(self.cfg.rules.duration_s))
-        deadline = time.monotonic() + wait_s
+        deadline = self.timer.monotonic() + wait_s
         waiting = dict(d.guest_releases)
-        while waiting and time.monotonic() < deadline and not self.stop_requested:
+        while waiting and self.timer.monotonic() < deadline and not self.stop_requested:
             try:
                 queue = query_queue(self.run)
             except SlurmError:
@@ -818,7 +868,7 @@ class Agent:
                 for g in ready:
                     waiting.pop(g)
             if waiting:
-                time.sleep(0.3)
+                self.timer.sleep(0.3)
         for g, h in waiting.items():
             report.notes.append(f"job {g} waits for its pair's host {h} to start; released in a later round")
 
@@ -854,12 +904,12 @@ class Agent:
 
         old = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
         try:
-            next_at = time.monotonic()
+            next_at = self.timer.monotonic()
             while not self.stop_requested:
                 try:
                     report = self.round()
                 except StoreBusy as e:  # a damaged state (StoreError) stops the loop: nothing could be recorded
-                    report = RoundReport(-1, self.cfg.clock.now_s(), status="state-busy")
+                    report = RoundReport(-1, self.cfg.clock.at(self.timer.unix()), status="state-busy")
                     self.log(f"round skipped, what runs is kept: {e}")
                 else:
                     self.log(report.line())
@@ -874,18 +924,19 @@ class Agent:
                     break
                 started = next_at
                 next_at += period
-                if next_at < time.monotonic():  # a round longer than the period starts the next at once
-                    next_at = time.monotonic()
-                earliest = started + self.cfg.event_gap * period
-                last_poll = time.monotonic()
-                while not self.stop_requested and time.monotonic() < next_at:
-                    time.sleep(min(0.1, max(next_at - time.monotonic(), 0.0)))
-                    now = time.monotonic()
-                    if self.cfg.event_rounds and now >= earliest and now - last_poll >= self.cfg.poll_s:
-                        last_poll = now
-                        if self._queue_changed():
-                            next_at = now  # a job arrived or left: plan now, as Slurm would start it now
-                            break
+                if next_at < self.timer.monotonic():  # a round longer than the period starts the next at once
+                    next_at = self.timer.monotonic()
+                earliest = started + self.cfg.event_gap * period if self.cfg.event_rounds else None
+                periodic = self.cfg.periodic_rounds or not self._settled
+                # a job that arrived or left starts the round early: plan now, as Slurm would start it now
+                if self.timer.wait_for_round(
+                    next_at if periodic else math.inf,
+                    earliest,
+                    self.cfg.poll_s,
+                    self._queue_changed,
+                    lambda: self.stop_requested,
+                ):
+                    next_at = self.timer.monotonic()
         finally:
             for s, h in old.items():
                 signal.signal(s, h)

@@ -34,6 +34,7 @@ from wattplan.planner.sim.options import (
     MAX_JCT_INCREASE_PCT,
     REPLAY_SOLVER_HELP,
     ReplayOptions,
+    SimulateOptions,
     library_path,
 )
 
@@ -60,6 +61,13 @@ def _names(name: str) -> Rule:
     return Rule(check, f"{name}: Slurm user or account names")
 
 
+def _some_rounds(values: Mapping[str, Any], label: Callable[[str], str]) -> list[Problem]:
+    """Rounds start on events, every round, or both: not neither."""
+    if values.get("event_rounds", True) or values.get("periodic_rounds", True):
+        return []
+    return [Problem("conflicting-options", label("periodic_rounds"), f"give it or {label('event_rounds')}")]
+
+
 @dataclass(frozen=True, kw_only=True)
 class AgentOptions(OptionRecord):
     """``wattplan agent``: where the cluster and the state are, the round's rules, the solver, whose jobs."""
@@ -80,6 +88,13 @@ class AgentOptions(OptionRecord):
         None, "Profile library (default: the shipped one).", parser=library_path, metavar=LIBRARY_METAVAR
     )
     learn: bool = option(False, "Correct the profiles from each round's observed steps and power.")
+    policy: str = option(
+        "wattplan",
+        "Policy that decides each round: wattplan (the round model), fifo-max, zeus, eaco, powerflow or a plug-in's "
+        "name, as wattplan simulate takes them.",
+        metavar="NAME",
+    )
+    zeus_eta: float = same_as(ReplayOptions, "zeus_eta")
     objective: str | None = option(
         None, "Objective (default: efficiency with the JCT bound, progress without it).", choices=get_args(Objective)
     )
@@ -116,11 +131,10 @@ class AgentOptions(OptionRecord):
     pairs: bool = option(
         False,
         "Co-locate pairs on shared GPUs (off: on Slurm a pair change restarts the guest, which the round model "
-        "does not price; see docs/design.md 11.6).",
+        "does not price; see docs/design.md 11.6). On with --policy eaco, whose lever it is.",
     )
-    event_rounds: bool = option(
-        True, "Also start a round when a managed job arrives or leaves (--no-event-rounds: fixed rounds)."
-    )
+    event_rounds: bool = same_as(SimulateOptions, "event_rounds")
+    periodic_rounds: bool = same_as(SimulateOptions, "periodic_rounds")
     start_s: float = option(
         0.0,
         "A job's own start-up time before its first step, for the JCT reference (a requeue costs --restart-s).",
@@ -142,6 +156,7 @@ class AgentOptions(OptionRecord):
 
     RULES: ClassVar[tuple[Rule, ...]] = (
         ROUND_RULE,
+        Rule(_some_rounds, "event_rounds or periodic_rounds"),
         _names("allow_user"),
         _names("allow_account"),
     )

@@ -38,8 +38,9 @@ from wattplan.planner.agent.prometheus import PrometheusClient, with_retries
 from wattplan.planner.agent.slurm_version import require_supported
 from wattplan.planner.agent.store import AgentStore, snapshot
 from wattplan.planner.console.terminal import plain
-from wattplan.planner.contracts.problems import InputError
+from wattplan.planner.contracts.problems import InputError, Problem
 from wattplan.planner.profile_library.library import load_profile_library
+from wattplan.planner.sim.policies.registry import policy_names, unknown_policy_message
 
 OBSERVE_BUDGET_S = 5.0
 """Most real seconds one round spends reading Prometheus, retries and their waits included."""
@@ -170,6 +171,8 @@ def start_agent(options: AgentOptions, log: Callable[[str], None] | None = None)
     """
     if problems := planning.request_problems(options.request()):
         raise InputError("options", problems)
+    if options.policy not in policy_names():
+        raise InputError("--policy", [Problem("unknown-policy", "--policy", unknown_policy_message(options.policy))])
     env = environment(options.cluster, options.prometheus, options.settings_path())
     config = AgentConfig.of(options, load_profile_library(options.profiles))
     return run_agent(config, env, options.state_path(), log or stderr_log(options.quiet))

@@ -277,8 +277,13 @@ class AgentStore:
     ``busy_timeout_s``: how long a statement waits on a lock another process holds (then :class:`StoreBusy`).
     """
 
-    def __init__(self, path: Path, exclusive: bool = True, busy_timeout_s: float = BUSY_TIMEOUT_S):
+    def __init__(
+        self, path: Path, exclusive: bool = True, busy_timeout_s: float = BUSY_TIMEOUT_S, durable: bool = True
+    ):
         self.path = path
+        self.durable = durable
+        """Commit to the disk before going on (``synchronous=FULL``); False only for a replay's throwaway state,
+        which no crash needs to find again (``synchronous=OFF``)."""
         path.parent.mkdir(parents=True, exist_ok=True)
         self._lock_fd = _take_lock(path) if exclusive else None
         try:
@@ -297,7 +302,7 @@ class AgentStore:
     def _open(self) -> None:
         """Journal settings, tables (added columns included) and the schema check."""
         self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=FULL")
+        self.db.execute("PRAGMA synchronous=FULL" if self.durable else "PRAGMA synchronous=OFF")
         self.db.executescript(_SCHEMA)
         for table, column, kind in _ADDED_COLUMNS:
             have = {r[1] for r in self.db.execute(f"PRAGMA table_info({table})").fetchall()}

@@ -58,6 +58,9 @@ def simulate(
     from wattplan.planner.sim.session import replay_spec
 
     opts = SimulateOptions.checked(record_values(SimulateOptions, given))
+    if opts.engine == "slurm":
+        _simulate_on_slurm(trace, cluster, opts, policy, out_path, answer_format)
+        return
     spec = replay_spec(trace, cluster, opts, policy)
     outcome = _replayed(spec, opts, out_path, plots, quiet)
     summaries = outcome.summaries
@@ -66,6 +69,18 @@ def simulate(
     say(answer_format, f"{len(outcome.workload.jobs)} jobs replayed; results written to [bold]{shown(out_path)}[/]")
     if opts.objective is None and opts.max_jct_increase is None and "wattplan" in spec.policies:
         err.print(PROGRESS_MODE_HINT)
+
+
+def _simulate_on_slurm(
+    trace: Path, cluster: str, opts: SimulateOptions, policy: list[str], out_path: Path, answer_format: OutputFormat
+) -> None:
+    """``simulate --engine slurm``: the agent's loop on a simulated Slurm, one policy after another; a table."""
+    from wattplan.planner.control.session import comparison_rows, comparison_table, slurm_replays
+
+    results = slurm_replays(trace, cluster, opts, policy, out_path, note=lambda text: err.print(shown(text)))
+    rows = comparison_rows(results)
+    print_answer(answer_format, lambda: [comparison_table(rows)], lambda: [Section("replays", rows)])
+    say(answer_format, f"results written to [bold]{shown(out_path)}[/]")
 
 
 def _replayed(spec: ReplaySpec, opts: SimulateOptions, out_path: Path, plots: bool, quiet: bool) -> SimulateOutcome:

@@ -68,6 +68,7 @@ from typing import Any, TypeGuard
 
 from wattplan.planner.cluster.layout import Clock, ClusterLayout, write_json_atomic
 from wattplan.planner.cluster.trainer import progress_path
+from wattplan.planner.contracts.defaults import NODE_POWER_W
 from wattplan.planner.control.truth_model import (
     GpuId,
     GpuState,
@@ -81,7 +82,6 @@ from wattplan.planner.control.truth_model import (
     id_order,
     index_library,
 )
-from wattplan.planner.contracts.defaults import NODE_POWER_W
 from wattplan.planner.profile_library.library import load_profile_library
 
 TICK_S = 0.2

@@ -11,4 +11,11 @@ Modules:
   use it
 - :mod:`planner.control.sim_slurm`: a Slurm cluster on a virtual clock: its scheduling, requeues, checkpoint
   loads, GPU physics and energy, answering ``squeue``/``sinfo``/``scontrol`` as Slurm 22.05 does
+- :mod:`planner.control.sim_slurm_text`: what the simulated Slurm prints (``squeue``/``sinfo`` JSON, the text
+  of ``scontrol show job -d``, its refusals) and how it reads its commands' arguments
+- :mod:`planner.control.virtual_timer`: the agent's clock in a replay: the simulated cluster's time, waits that
+  jump from one event to the next
+- :mod:`planner.control.slurm_replay`: one policy's replay: the agent's loop on the simulated Slurm (or Slurm
+  alone), its figures and files
+- :mod:`planner.control.session`: ``simulate --engine slurm``: every policy, the comparison and its table
 """

@@ -87,6 +87,52 @@ def _signal_needs_a_file(values: Mapping[str, Any], label: Callable[[str], str])
     return [Problem("bad-option", label("signal_start"), f"needs {label('carbon')} or {label('price')}")]
 
 
+ENGINES = ("rounds", "slurm")
+"""How ``simulate`` replays (``--engine``): ``rounds``, the round-based replay of §10; ``slurm``, the live agent's loop
+on a simulated Slurm (:mod:`planner.control.slurm_replay`, docs/design.md §10.8)."""
+NOT_ON_SLURM = (
+    "power_cap_w",
+    "energy_budget_kwh",
+    "carbon",
+    "price",
+    "signal_start",
+    "tail_bound",
+    "noise",
+    "ray",
+    "fresh",
+)
+"""Options the ``slurm`` engine does not take yet: the agent has no budget, signal or tail bound (issue 44 item 4),
+the simulated Slurm no throughput noise, and its replays are not journalled."""
+
+
+SLURM_ONLY = {"time_scale": 1.0, "load_s": 30.0, "requeue_delay_s": None, "event_rounds": True, "periodic_rounds": True}
+"""Options of the ``slurm`` engine alone, with their defaults: the ``rounds`` engine refuses another value."""
+
+
+def _slurm_engine_options(values: Mapping[str, Any], label: Callable[[str], str]) -> list[Problem]:
+    """Each engine's options: what the other one alone takes is refused.
+
+    ``--engine slurm`` refuses what the live loop does not do yet (:data:`NOT_ON_SLURM`), a horizon above 1 and
+    neither event nor periodic rounds; ``--engine rounds`` refuses the slurm engine's own options
+    (:data:`SLURM_ONLY`) set to anything but their defaults.
+    """
+    if values.get("engine") != "slurm":
+        return [
+            Problem("bad-option", label(name), f"only with {label('engine')} slurm")
+            for name, default in SLURM_ONLY.items()
+            if name in values and values[name] != default
+        ]
+    if not values.get("event_rounds", True) and not values.get("periodic_rounds", True):
+        return [Problem("conflicting-options", label("periodic_rounds"), f"give it or {label('event_rounds')}")]
+    given = [name for name in NOT_ON_SLURM if values.get(name) not in (None, False, 0, 0.0)]
+    if values.get("horizon", 1) != 1:
+        given.append("horizon")
+    if values.get("replan") != "rounds":
+        given.append("replan")
+    why = f"not with {label('engine')} slurm: the live agent's loop does not take it yet"
+    return [Problem("bad-option", label(name), why) for name in given]
+
+
 @dataclass(frozen=True, kw_only=True)
 class ReplayOptions(OptionRecord):
     """The options ``simulate`` and ``frontier`` share.
@@ -304,6 +350,45 @@ class SimulateOptions(ReplayOptions):
         flag="--fresh",
     )
     workers: int = option(1, "Policies replayed at once, each in its own process (1: one after another).", low=1)
+    engine: str = option(
+        "rounds",
+        "rounds: fixed rounds, plans applied at once (design 10). slurm: the agent's own loop on a simulated Slurm "
+        "(jobs start when they fit, requeues and checkpoint loads cost what Slurm charges; policy slurm is Slurm "
+        "alone).",
+        choices=ENGINES,
+    )
+    time_scale: float = option(
+        1.0,
+        "--engine slurm: emulated seconds per real second, as cluster up --time-scale (the agent polls Slurm every "
+        "real second).",
+        low=0.0,
+        low_open=True,
+        high=1e4,
+    )
+    load_s: float = option(
+        30.0, "--engine slurm: a job's checkpoint load at every start, the first included.", unit="s", low=0.0
+    )
+    event_rounds: bool = option(
+        True,
+        "--engine slurm, and the agent: also start a round when a job arrives or leaves (--no-event-rounds: fixed "
+        "rounds).",
+    )
+    periodic_rounds: bool = option(
+        True,
+        "--engine slurm, and the agent: start a round every --round-s even when no job arrived or left "
+        "(--no-periodic-rounds: only then, and every --round-s while nothing runs; as fast as the events).",
+    )
+    requeue_delay_s: float | None = option(
+        None,
+        "--engine slurm: from a requeue to the job's next start (default 7 real seconds, x --time-scale).",
+        unit="s",
+        low=0.0,
+    )
+
+    RULES: ClassVar[tuple[Rule, ...]] = (
+        *ReplayOptions.RULES,
+        Rule(_slurm_engine_options, "engine slurm refuses budgets, signals, the tail bound, noise, ray, fresh"),
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

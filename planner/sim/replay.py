@@ -208,21 +208,30 @@ def _empty_selection(spec: ReplaySpec) -> str:
     return "no job of the trace is selected" + (f" by {', '.join(given)}" if given else "")
 
 
+def libraries(spec: ReplaySpec, lib: ProfileLibrary | None = None) -> tuple[ProfileLibrary, ProfileLibrary]:
+    """The library ``spec``'s policies plan with and the one its jobs really run by (the same without a truth).
+
+    A GPU type of the cluster with a public spec but no profiles is replayed on its prior (design §9.8), as it
+    would be planned; only such a type may be true to its prior, and a truth missing a measured type is refused.
+    """
+    names = [name for name, _ in parse_cluster_spec(spec.cluster, spec.gpus_per_node, spec.node_power_w).gpus]
+    library, from_prior = with_prior_types(lib or load_profile_library(spec.profiles), names)
+    if spec.truth is None:
+        return library, library
+    real, _ = with_prior_types(load_profile_library(spec.truth), from_prior)
+    named = f"--profiles {Path(spec.profiles).name}" if spec.profiles else "the shipped profile library"
+    if problems := truth_coverage_problems(real, library, named):
+        raise InputError(str(spec.truth), problems)
+    return library, real
+
+
 def prepare(spec: ReplaySpec, lib: ProfileLibrary | None = None) -> tuple[Workload, ClusterContext]:
     """The workload and the cluster context of ``spec`` (bad input raises :class:`InputError`)."""
     check_spec(spec)
     cluster = parse_cluster_spec(spec.cluster, spec.gpus_per_node, spec.node_power_w)
-    names = [name for name, _ in cluster.gpus]
-    # A GPU type with a public spec but no profiles is replayed on its prior (design §9.8), as it would be planned.
-    library, from_prior = with_prior_types(lib or load_profile_library(spec.profiles), names)
+    library, real = libraries(spec, lib)
     ctx = cluster_context(cluster, library, effective_rules(spec))
-    real = library
     if spec.truth is not None:
-        # only a type planned from its prior may be true to it; a truth missing a measured type is refused below
-        real, _ = with_prior_types(load_profile_library(spec.truth), from_prior)
-        named = f"--profiles {Path(spec.profiles).name}" if spec.profiles else "the shipped profile library"
-        if problems := truth_coverage_problems(real, library, named):
-            raise InputError(str(spec.truth), problems)
         ctx = replace(ctx, truth=cluster_context(cluster, real, ctx.rules))
     # A Philly row gives a duration; its steps are what the job really did in it (the truth's rate).
     trace_jobs = read_trace(spec.trace, real, spec.fmt, spec.seed, spec.virtual_cluster)

@@ -1,0 +1,775 @@
+"""A Slurm 22.05 cluster on a virtual clock: the live agent runs on it unchanged, as a replay (docs/design.md §10.8).
+
+:class:`SimulatedSlurm` is the agent's :data:`~planner.agent.commands.Run` (``__call__``) and its
+:class:`~planner.agent.loop.Observer` (:meth:`~SimulatedSlurm.window`); it reads the agent's setting files
+(``settings_dir/JOBID.conf``, :class:`~planner.agent.node_settings.JobSetting`) as the node scripts do, and
+moves from one event to the next (:meth:`~SimulatedSlurm.advance_to`), never by fixed ticks. Units: emulated
+seconds (``_s``) on the cluster's clock, which :class:`~planner.agent.node_settings.Clock` turns into the
+virtual Unix seconds the agent sees (``_unix``); steps; watts; joules.
+
+**Scheduling** (``sched/backfill``, ``select/cons_tres``, no time limits). A job enters the queue at its
+arrival: managed (opted in) PENDING and held (``JobHeldUser``, ``sbatch --hold``), unmanaged PENDING. At every
+scheduler pass the pending jobs that are neither held nor waiting for their begin time start in priority order
+(arrival, then job id); one that does not fit is skipped (reason ``Resources``, ``Priority`` for those behind it)
+and later ones may start. A job fits when its ``NodeList`` nodes (``scontrol update``) each have its
+per-node GPUs free, or, without one, when first fit over the nodes in natural name order finds ``NumNodes``
+such nodes; a typed request (``gpu:TYPE:N``) takes nodes of that type only. It gets the lowest free indices of
+each node. A request above a node's GPU count ``K`` is submitted as ``gpu:K`` on ``ceil(n / K)`` nodes, as
+``cluster submit`` does. A pair's guest (``gpu:0``) fits on any node that is up and holds no GPU.
+A pass runs at every event and when a command that reads the cluster comes after one that changed it, so a
+round's calls (requeuehold, update, release) act together, as Slurm's scheduler, which runs every second, sees them.
+
+**A run.** A started job first loads its checkpoint for ``load_s`` (phase ``loading``: no progress, no dynamic
+power), then computes at the truth's rate (:func:`planner.control.truth_model.evaluate`). Progress is
+checkpointed continuously: a requeued job keeps every step. It completes the moment its steps reach its total
+(``COMPLETED``), frees its GPUs then, and stays listed for ``min_job_age_s``.
+
+**Settings** follow the node scripts: at a start the prolog reads ``JOBID.conf`` and sets the job's GPUs to its
+power limit (``-pl``) or SM clock lock (``-lgc``), by the file's ``unit``; a job without a file runs at the
+GPUs' current setting (the default on GPUs no job held: the epilog resets a GPU no job remains on). The node
+agent re-applies a changed file to a running job at once (a file is seen as changed by inode, size and
+modification time), with no restart. A guest (no GPU of its own, a file naming ``host_job``) runs on its host's
+GPUs on its nodes when it starts and sets nothing: the pair runs at the host's setting. A guest whose host does
+not run there holds no GPU: the truth gives it speed 0 (a fault), as on the emulated cluster.
+
+**Commands** (Slurm 22.05.8's answers; refusals are ``MESSAGE for job N`` lines on standard error, exit 1,
+while the other jobs of the call are acted on): ``sinfo --version``, ``squeue --json``, ``sinfo --json``,
+``scontrol show job -d``, ``scontrol uhold|hold|release|requeuehold ID[,ID...]``, ``scontrol update JobId=N
+[Gres=...] [NodeList=...] [NumNodes=N]``, ``scancel ID...``. ``update`` and ``hold`` of a running job: ``Job is no
+longer pending execution``; ``requeuehold`` of a pending one: ``Job is pending execution``; any of them on a
+finished job: ``Job has already finished`` (the simulation never requeues a finished job); an unknown id:
+``Invalid job id specified``. ``requeuehold`` stops a running job now, frees its GPUs and leaves it pending,
+held (``JobHeldUser``) and eligible again ``requeue_delay_s`` after the call (``BeginTime`` until then).
+``uhold`` holds as the user (``JobHeldUser``), ``hold`` as root (``JobHeldAdmin``); ``release`` clears either.
+
+**Energy**, exact between events (the physics is piecewise constant): every node draws ``node_power_w`` of its
+GPU type always (no node is ever powered down); every GPU draws the truth's idle power with no computing job on
+it, else ``evaluate``'s power. :meth:`~SimulatedSlurm.energy` splits it into node, idle (every GPU's idle power)
+and dynamic (the rest) joules since the start. A job's GPU energy (:meth:`~SimulatedSlurm.window`, like DCGM's
+counters apportioned by the agent) is the energy of the GPUs it is on, idle power included, split equally
+between the jobs on a shared GPU; its dynamic energy (:meth:`~SimulatedSlurm.job_records`) is its own
+``rho (P - Pidle)`` per GPU while it computes. Deterministic: no wall clock, no threads.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import os
+import pwd
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from wattplan.planner.agent.commands import CommandResult
+from wattplan.planner.agent.loop import Observed
+from wattplan.planner.agent.node_settings import Clock, JobSetting
+from wattplan.planner.agent.slurm_detail import COMMAND as DETAIL_COMMAND
+from wattplan.planner.agent.slurm_detail import expand_hostlist
+from wattplan.planner.agent.slurm_queue import ADMIN_HOLD, NODES_COMMAND, QUEUE_COMMAND, USER_HOLD, opt_in_comment
+from wattplan.planner.agent.slurm_version import VERSION_COMMAND
+from wattplan.planner.control import sim_slurm_text as txt
+from wattplan.planner.control.truth_model import (
+    GpuId,
+    GpuState,
+    Phase,
+    RunningJob,
+    Snapshot,
+    TruthIndex,
+    evaluate,
+)
+
+EPS = 1e-9
+"""Relative tolerance (of the time's magnitude, at least 1 s) within which two event times are one."""
+_FINISHED = ("COMPLETED", "CANCELLED")
+
+
+def _current_user() -> str:
+    return pwd.getpwuid(os.getuid()).pw_name
+
+
+@dataclass(frozen=True, slots=True)
+class SimNode:
+    """One node: its name (``v100-0``), its GPU type and how many GPUs it has."""
+
+    name: str
+    gpu_type: str
+    gpus: int
+
+
+@dataclass(frozen=True, slots=True)
+class SimJob:
+    """One submission: arrival (emulated s), requested GPUs, total steps.
+
+    ``managed``: submitted held with the opt-in comment (the agent's to run); else Slurm schedules it alone.
+    ``gres_type``: submitted typed (``--gres=gpu:TYPE:N``), None for ``--gres=gpu:N``.
+    """
+
+    job_id: int
+    job_type: str
+    arrival_s: float
+    requested_gpus: int
+    total_steps: float
+    managed: bool = True
+    user: str = field(default_factory=_current_user)
+    gres_type: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EnergySplit:
+    """Energy (J) since the start: nodes besides their GPUs, every GPU's idle power, and the GPUs' rest."""
+
+    node_j: float
+    idle_j: float
+    dynamic_j: float
+
+    @property
+    def total_j(self) -> float:
+        """Node, idle and dynamic energy together (J)."""
+        return self.node_j + self.idle_j + self.dynamic_j
+
+
+@dataclass(frozen=True, slots=True)
+class JobRecord:
+    """One job at the end of a simulation (or now): times in emulated s (None: not yet), energy in J."""
+
+    job_id: int
+    job_type: str
+    arrival_s: float
+    first_start_s: float | None
+    finish_s: float | None
+    requeues: int
+    steps_done: float
+    total_steps: float
+    dynamic_energy_j: float
+    gpu_energy_j: float
+    state: str
+
+
+@dataclass(eq=False, slots=True)
+class _Job:
+    """A job's mutable state and its history.
+
+    ``ts``/``es``/``ss``/``ds``: breakpoint times (s) and the cumulative GPU energy (J), steps and dynamic energy
+    (J) there; after the last breakpoint they grow at ``rates`` (J/s, steps/s, J/s).
+    """
+
+    spec: SimJob
+    per_node: int
+    num_nodes: int
+    gres_type: str | None
+    ts: list[float]
+    state: str = "FUTURE"
+    hold: str | None = None
+    reason: str = "None"
+    eligible_s: float = -math.inf
+    required: tuple[str, ...] = ()
+    nodes: tuple[str, ...] = ()
+    alloc: tuple[GpuId, ...] = ()
+    gpus: tuple[GpuId, ...] = ()
+    loading: bool = False
+    load_end_s: float = 0.0
+    start_s: float | None = None
+    first_start_s: float | None = None
+    end_s: float | None = None
+    requeues: int = 0
+    listed: bool = False
+    signature: tuple[int, int, int] | None = None
+    conf: str = ""
+    """The path of its setting file (empty without a settings folder)."""
+    comment: str = ""
+    shown: tuple[tuple[object, ...], txt.JobView, str] | None = None
+    """What the job's view was made from, the view and its ``squeue`` record."""
+    es: list[float] = field(default_factory=lambda: [0.0])
+    ss: list[float] = field(default_factory=lambda: [0.0])
+    ds: list[float] = field(default_factory=lambda: [0.0])
+    rates: tuple[float, float, float] = (0.0, 0.0, 0.0)
+
+    def at(self, series: list[float], rate: float, t: float) -> float:
+        """``series`` at time ``t``: linear between breakpoints, at ``rate`` after the last, 0 before the first."""
+        i = bisect.bisect_right(self.ts, t) - 1
+        if i < 0:
+            return 0.0
+        if i == len(self.ts) - 1:
+            return series[i] + rate * (t - self.ts[i])
+        t0, t1 = self.ts[i], self.ts[i + 1]
+        return series[i] + (series[i + 1] - series[i]) * (t - t0) / (t1 - t0)
+
+    def settle(self, t: float) -> None:
+        """Add a breakpoint at ``t`` (no later than any query) before the rates change."""
+        if t <= self.ts[-1]:
+            return
+        e, s, d = (self.at(x, r, t) for x, r in zip((self.es, self.ss, self.ds), self.rates, strict=True))
+        self.ts.append(t)
+        self.es.append(e)
+        self.ss.append(s)
+        self.ds.append(d)
+
+    def completion_s(self) -> float:
+        """When the job's steps reach its total at the current rate (inf when it makes no progress)."""
+        rate = self.rates[1]
+        return self.ts[-1] + (self.spec.total_steps - self.ss[-1]) / rate if rate > 0 else math.inf
+
+
+def _eps(t: float) -> float:
+    return EPS * max(1.0, abs(t))
+
+
+class SimulatedSlurm:
+    """A Slurm 22.05 cluster on a virtual clock (module docstring); start at ``now_s`` = min(0, first arrival).
+
+    ``node_power_w``: W per node besides its GPUs, by GPU type; ``load_s``: checkpoint load of every start (s);
+    ``requeue_delay_s``: a requeued job's wait before it may start again (s); ``min_job_age_s``: how long a
+    finished job stays listed (s); ``settings_dir``: the agent's setting files (None: every job at the default).
+    """
+
+    def __init__(
+        self,
+        nodes: Sequence[SimNode],
+        truth: TruthIndex,
+        node_power_w: Mapping[str, float],
+        jobs: Sequence[SimJob],
+        *,
+        clock: Clock,
+        load_s: float,
+        requeue_delay_s: float,
+        settings_dir: Path | None,
+        min_job_age_s: float = 300.0,
+    ):
+        self.truth, self.clock, self.settings_dir = truth, clock, settings_dir
+        self.load_s, self.requeue_delay_s, self.min_job_age_s = load_s, requeue_delay_s, min_job_age_s
+        self._nodes = sorted(nodes, key=lambda n: txt.natural_key(n.name))
+        self._node = {n.name: n for n in self._nodes}
+        _check(self._nodes, truth, node_power_w, jobs)
+        self.now_s = min([0.0, *(j.arrival_s for j in jobs)])
+        self._start_s = self.now_s
+        self._node_w = sum(node_power_w[n.gpu_type] for n in self._nodes)
+        self._idle = {g: truth.gpu_types[g].idle_power_w for g in {n.gpu_type for n in self._nodes}}
+        self._idle_w = sum(self._idle[n.gpu_type] * n.gpus for n in self._nodes)
+        self._dyn_w = self._dyn_j = 0.0
+        self._owner: dict[GpuId, int] = {}
+        self._nfree = {n.name: n.gpus for n in self._nodes}
+        self._on_gpu: dict[GpuId, set[int]] = {(n.name, i): set() for n in self._nodes for i in range(n.gpus)}
+        self._gpu_state = {(n.name, i): GpuState(n.gpu_type) for n in self._nodes for i in range(n.gpus)}
+        self._gpu_power = {(n.name, i): self._idle[n.gpu_type] for n in self._nodes for i in range(n.gpus)}
+        self._touched_jobs: set[int] = set()
+        self._touched_gpus: set[GpuId] = set()
+        per_node = max(n.gpus for n in self._nodes)
+        self._jobs: dict[int, _Job] = {}
+        for j in sorted(jobs, key=lambda j: j.job_id):
+            count = max(1, math.ceil(j.requested_gpus / per_node))
+            job = _Job(j, j.requested_gpus // count, count, j.gres_type, [j.arrival_s])
+            job.conf = "" if settings_dir is None else os.path.join(settings_dir, f"{j.job_id}.conf")
+            job.comment = opt_in_comment(j.job_type, math.ceil(j.total_steps)) if j.managed else ""
+            self._jobs[j.job_id] = job
+        self._arrivals = sorted(self._jobs.values(), key=lambda j: (j.spec.arrival_s, j.spec.job_id))
+        self._next_arrival = 0
+        self._running: dict[int, _Job] = {}
+        self._pending: dict[int, _Job] = {}
+        self._ended: dict[int, _Job] = {}
+        self._schedule_due = self._physics_due = True
+
+    # ------------------------------------------------------------------ the clock
+
+    def next_event_s(self) -> float:
+        """The next emulated time (s) at which something changes by itself; ``math.inf`` when nothing will."""
+        self._sync(files=True)
+        return self._next_event()
+
+    def advance_to(self, t_s: float) -> None:
+        """Play every event up to ``t_s`` (emulated s, not before ``now_s``) in time order; then ``now_s = t_s``."""
+        if t_s < self.now_s - _eps(self.now_s):
+            raise ValueError(f"cannot go back from {self.now_s} s to {t_s} s")
+        self._sync(files=True)  # nothing writes a setting file while the clock runs
+        while (nxt := self._next_event()) <= t_s and nxt < math.inf:
+            self._move_to(nxt)
+            self._events()
+            self._sync()
+        if t_s < math.inf:
+            self._move_to(t_s)
+
+    def done(self) -> bool:
+        """Every job has arrived and finished (completed or cancelled)."""
+        return all(j.state in _FINISHED for j in self._jobs.values())
+
+    def _move_to(self, t: float) -> None:
+        if t > self.now_s:
+            self._dyn_j += self._dyn_w * (t - self.now_s)
+            self.now_s = t
+
+    def _next_event(self) -> float:
+        times = [math.inf]
+        if self._next_arrival < len(self._arrivals):
+            times.append(self._arrivals[self._next_arrival].spec.arrival_s)
+        for j in self._running.values():
+            times.append(j.load_end_s if j.loading else j.completion_s())
+        limit = self.now_s + _eps(self.now_s)
+        times.extend(j.eligible_s for j in self._pending.values() if j.hold is None and j.eligible_s > limit)
+        times.extend(j.end_s + self.min_job_age_s for j in self._ended.values() if j.end_s is not None)
+        return max(min(times), self.now_s)
+
+    def _events(self) -> None:
+        """Everything due at ``now_s``: loads that end, completions, arrivals, finished jobs leaving the list."""
+        limit = self.now_s + _eps(self.now_s)
+        for j in list(self._running.values()):
+            if j.loading and j.load_end_s <= limit:
+                j.loading = False
+                self._touch(j)
+            elif not j.loading and j.completion_s() <= limit:
+                j.settle(self.now_s)
+                j.ss[-1] = j.spec.total_steps
+                self._stop(j, "COMPLETED")
+        for jid, j in list(self._ended.items()):
+            if j.end_s is not None and j.end_s + self.min_job_age_s <= limit:
+                j.listed = False
+                del self._ended[jid]
+        self._schedule_due = True
+
+    def _admit(self) -> None:
+        """Jobs that arrive by ``now_s`` enter the queue: managed ones held (``sbatch --hold``)."""
+        limit = self.now_s + _eps(self.now_s)
+        while self._next_arrival < len(self._arrivals) and self._arrivals[self._next_arrival].spec.arrival_s <= limit:
+            j = self._arrivals[self._next_arrival]
+            self._next_arrival += 1
+            j.state, j.listed = "PENDING", True
+            j.hold = USER_HOLD if j.spec.managed else None
+            j.reason = j.hold or "None"
+            self._pending[j.spec.job_id] = j
+            self._schedule_due = True
+
+    def _sync(self, files: bool = False) -> None:
+        """Arrivals due, changed setting files (with ``files``), a scheduler pass and the physics, at ``now_s``."""
+        self._admit()
+        if files:
+            self._reapply_settings()
+        if self._schedule_due:
+            self._schedule()
+        if self._physics_due:
+            self._physics()
+
+    # ------------------------------------------------------------------ scheduling
+
+    def _schedule(self) -> None:
+        self._schedule_due = False
+        limit = self.now_s + _eps(self.now_s)
+        blocked: set[tuple[object, ...]] = set()  # shapes that did not fit: GPUs only go in this pass
+        for j in sorted(self._pending.values(), key=lambda j: (j.spec.arrival_s, j.spec.job_id)):
+            shape = (j.per_node, j.num_nodes, j.gres_type, j.required)
+            if j.hold is not None:
+                j.reason = j.hold
+            elif j.eligible_s > limit:
+                j.reason = "BeginTime"
+            elif shape in blocked or (place := self._fit(j)) is None:
+                j.reason = "Priority" if blocked else "Resources"
+                blocked.add(shape)
+            else:
+                self._start(j, *place)
+
+    def _free(self, node: SimNode) -> list[int]:
+        return [i for i in range(node.gpus) if (node.name, i) not in self._owner] if self._nfree[node.name] else []
+
+    def _fit(self, j: _Job) -> tuple[tuple[str, ...], tuple[GpuId, ...]] | None:
+        """The nodes and GPUs ``j`` gets now, or None when it does not fit (module docstring)."""
+        chosen: list[SimNode] = []
+        for node in [self._node[n] for n in j.required] if j.required else self._nodes:
+            if (j.gres_type is None or node.gpu_type == j.gres_type) and self._nfree[node.name] >= j.per_node:
+                chosen.append(node)
+                if not j.required and len(chosen) == j.num_nodes:
+                    break
+            elif j.required:
+                return None
+        if len(chosen) < (len(j.required) or j.num_nodes):
+            return None
+        gpus = tuple((n.name, i) for n in chosen for i in self._free(n)[: j.per_node])
+        return tuple(n.name for n in chosen), gpus
+
+    def _start(self, j: _Job, nodes: tuple[str, ...], alloc: tuple[GpuId, ...]) -> None:
+        jid = j.spec.job_id
+        del self._pending[jid]
+        self._running[jid] = j
+        j.state, j.reason, j.nodes, j.alloc = "RUNNING", "None", nodes, alloc
+        j.start_s = self.now_s
+        j.first_start_s = self.now_s if j.first_start_s is None else j.first_start_s
+        j.load_end_s = self.now_s + self.load_s
+        j.loading = self.load_s > 0
+        for g in alloc:
+            self._owner[g] = jid
+            self._nfree[g[0]] -= 1
+        setting = self._read_setting(j)
+        j.gpus = alloc
+        if not alloc and setting is not None and setting.host_job and setting.host_job.isdigit():
+            host = self._running.get(int(setting.host_job))
+            j.gpus = tuple(g for g in host.alloc if g[0] in nodes) if host is not None else ()
+        for g in j.gpus:
+            self._on_gpu[g].add(jid)
+        if setting is not None and alloc:
+            self._apply(j, setting)
+        self._touch(j)
+
+    def _stop(self, j: _Job, state: str) -> None:
+        """End ``j``'s run now: ``state`` is PENDING (requeued), COMPLETED or CANCELLED."""
+        jid = j.spec.job_id
+        j.settle(self.now_s)
+        j.rates = (0.0, 0.0, 0.0)
+        self._touch(j)
+        self._running.pop(jid, None)
+        self._pending.pop(jid, None)
+        for g in j.alloc:
+            del self._owner[g]
+            self._nfree[g[0]] += 1
+        for g in j.gpus:
+            self._on_gpu[g].discard(jid)
+            if not self._on_gpu[g]:  # the epilog resets a GPU no job remains on
+                self._gpu_state[g] = GpuState(self._gpu_state[g].gpu_type)
+        j.alloc = j.gpus = ()
+        j.loading, j.state = False, state
+        if state == "PENDING":
+            self._pending[jid] = j
+        else:
+            j.end_s = self.now_s
+            self._ended[jid] = j
+        self._schedule_due = self._physics_due = True
+
+    # ------------------------------------------------------------------ settings and physics
+
+    def _read_setting(self, j: _Job) -> JobSetting | None:
+        """``JOBID.conf`` as the prolog reads it (None: none, unreadable, or another job's); remembers its signature."""
+        j.signature = None
+        if not j.conf:
+            return None
+        try:
+            st = os.stat(j.conf)
+            j.signature = (st.st_ino, st.st_size, st.st_mtime_ns)
+            with open(j.conf, encoding="utf-8") as f:
+                setting = JobSetting.from_text(f.read())
+        except (OSError, ValueError):
+            return None
+        return setting if setting.job_id == str(j.spec.job_id) else None
+
+    def _reapply_settings(self) -> None:
+        """The node agent: a running job (not a guest) whose setting file changed gets its new setting now."""
+        for j in self._running.values():
+            if not j.conf:
+                continue
+            try:
+                st = os.stat(j.conf)
+            except OSError:
+                continue
+            if (st.st_ino, st.st_size, st.st_mtime_ns) != j.signature:
+                setting = self._read_setting(j)
+                if setting is not None and j.alloc:
+                    self._apply(j, setting)
+
+    def _apply(self, j: _Job, setting: JobSetting) -> None:
+        """Set ``j``'s GPUs to ``setting`` (``nvidia-smi -pl`` or ``-lgc`` by its unit)."""
+        for g in j.gpus:
+            old = self._gpu_state[g]
+            if setting.unit == "power_limit_w":
+                self._gpu_state[g] = GpuState(old.gpu_type, float(setting.setting), old.sm_clock_lock_mhz)
+            else:
+                self._gpu_state[g] = GpuState(old.gpu_type, old.power_limit_w, float(setting.setting))
+        self._touch(j)
+
+    def _touch(self, j: _Job) -> None:
+        """``j`` and its GPUs changed (start, stop, load done, setting): their physics is due again."""
+        self._touched_jobs.add(j.spec.job_id)
+        self._touched_gpus.update(j.gpus)
+        self._physics_due = True
+
+    def _physics(self) -> None:
+        """Rates and GPU powers from the truth, from ``now_s`` on, of the touched jobs and GPUs.
+
+        Jobs interact only through the GPUs they share, so the truth evaluates the touched jobs and GPUs with
+        every job and GPU linked to them through a shared GPU; the rest keeps its rates.
+        """
+        self._physics_due = False
+        ids: set[int] = set()
+        gpus: set[GpuId] = set()
+        todo_ids = [jid for jid in self._touched_jobs if jid in self._running]
+        todo_gpus = list(self._touched_gpus)
+        self._touched_jobs.clear()
+        self._touched_gpus.clear()
+        while todo_ids or todo_gpus:
+            if todo_gpus:
+                g = todo_gpus.pop()
+                if g not in gpus:
+                    gpus.add(g)
+                    todo_ids.extend(self._on_gpu[g])
+            elif (jid := todo_ids.pop()) not in ids:
+                ids.add(jid)
+                todo_gpus.extend(self._running[jid].gpus)
+        jobs = [self._running[jid] for jid in sorted(ids)]
+        phase: dict[bool, Phase] = {True: "loading", False: "running"}
+        snap = evaluate(
+            self.truth,
+            [RunningJob(str(j.spec.job_id), j.spec.job_type, phase[j.loading], j.gpus) for j in jobs],
+            {g: self._gpu_state[g] for g in gpus},
+        )
+        for g in gpus:
+            self._gpu_power[g] = snap.gpus[g].power_w
+        self._dyn_w = sum(self._gpu_power.values()) - self._idle_w
+        for j in jobs:
+            rates = self._rates(j, snap)
+            if rates != j.rates:
+                j.settle(self.now_s)
+                j.rates = rates
+
+    def _rates(self, j: _Job, snap: Snapshot) -> tuple[float, float, float]:
+        """``(GPU power shared equally per GPU, steps/s, own dynamic power)`` of a running job."""
+        r = snap.jobs[str(j.spec.job_id)]
+        gpu_w = sum(snap.gpus[g].power_w / len(snap.gpus[g].jobs) for g in set(j.gpus))
+        if not r.computing or r.gpu_type is None:
+            return (gpu_w, 0.0, 0.0)
+        return (gpu_w, r.steps_per_s, r.rho * (r.power_w - self._idle[r.gpu_type]) * r.gpus)
+
+    # ------------------------------------------------------------------ telemetry
+
+    def window(self, t0_unix: float, t1_unix: float) -> Observed:
+        """Steps done at ``t1`` and GPU energy (J) over ``[t0, t1]`` (virtual Unix s) of every job that has run."""
+        self._sync()
+        t0, t1 = self.clock.at(t0_unix), self.clock.at(t1_unix)
+        slack = 1e-6 * max(1.0, abs(self.now_s))
+        if t1 > self.now_s + slack or t0 > t1 + slack:
+            raise ValueError(f"window [{t0}, {t1}] s is not within the simulated time (now {self.now_s} s)")
+        t1 = min(t1, self.now_s)
+        t0 = min(t0, t1)
+        steps: dict[str, float] = {}
+        energy: dict[str, float] = {}
+        for jid, j in sorted(self._jobs.items()):
+            if j.first_start_s is None or j.first_start_s > t1:
+                continue
+            steps[str(jid)] = min(j.at(j.ss, j.rates[1], t1), j.spec.total_steps)
+            energy[str(jid)] = j.at(j.es, j.rates[0], t1) - j.at(j.es, j.rates[0], t0)
+        return Observed(steps, energy)
+
+    def energy(self) -> EnergySplit:
+        """Node, idle and dynamic energy (J) over ``[start, now_s]``; every node always powered."""
+        self._sync()
+        elapsed = self.now_s - self._start_s
+        return EnergySplit(self._node_w * elapsed, self._idle_w * elapsed, self._dyn_j)
+
+    def job_records(self) -> list[JobRecord]:
+        """Every job now, by job id: times (emulated s), requeues, steps done, dynamic and GPU energy (J)."""
+        self._sync()
+        out = []
+        for jid, j in sorted(self._jobs.items()):
+            t = self.now_s
+            out.append(
+                JobRecord(
+                    jid,
+                    j.spec.job_type,
+                    j.spec.arrival_s,
+                    j.first_start_s,
+                    j.end_s if j.state == "COMPLETED" else None,
+                    j.requeues,
+                    min(j.at(j.ss, j.rates[1], t), j.spec.total_steps),
+                    j.spec.total_steps,
+                    j.at(j.ds, j.rates[2], t),
+                    j.at(j.es, j.rates[0], t),
+                    "PENDING" if j.state == "FUTURE" else j.state,
+                )
+            )
+        return out
+
+    # ------------------------------------------------------------------ commands
+
+    def __call__(self, argv: Sequence[str]) -> CommandResult:
+        """Answer one command at ``now_s`` as Slurm 22.05.8 does (module docstring)."""
+        args = tuple(argv)
+        self._admit()
+        if args == VERSION_COMMAND:
+            return CommandResult(args, 0, txt.VERSION_TEXT, "")
+        if args in (QUEUE_COMMAND, NODES_COMMAND, DETAIL_COMMAND):
+            self._sync()
+            if args == QUEUE_COMMAND:
+                return CommandResult(args, 0, txt.squeue_json([self._cached(j)[1] for j in self._listed_jobs()]), "")
+            if args == NODES_COMMAND:
+                return CommandResult(args, 0, txt.sinfo_json(self._node_views()), "")
+            return CommandResult(args, 0, txt.show_job_text([self._cached(j)[0] for j in self._listed_jobs()]), "")
+        if len(args) == 3 and args[0] == "scontrol" and args[1] in ("uhold", "hold", "release", "requeuehold"):
+            return self._verb(args)
+        if len(args) >= 3 and args[:2] == ("scontrol", "update"):
+            return self._update(args)
+        if len(args) >= 2 and args[0] == "scancel":
+            return self._cancel(args)
+        return CommandResult(args, 1, "", f"simulated Slurm: unsupported command: {' '.join(args)}\n")
+
+    run = __call__
+
+    def _listed(self, jid: int) -> _Job | None:
+        j = self._jobs.get(jid)
+        return j if j is not None and j.listed else None
+
+    def _verb(self, args: tuple[str, ...]) -> CommandResult:
+        ids = txt.parse_job_ids(args[2])
+        if ids is None:
+            return CommandResult(args, 1, "", f"scontrol: error: Invalid job id {args[2]}\n")
+        refused: list[tuple[int, str]] = []
+        for jid in ids:
+            j = self._listed(jid)
+            why = txt.INVALID_ID if j is None else self._act(args[1], j)
+            if why is not None:
+                refused.append((jid, why))
+        return CommandResult(args, 1 if refused else 0, "", txt.refusals(refused))
+
+    def _act(self, verb: str, j: _Job) -> str | None:
+        """Apply one hold, release or requeuehold to ``j``; Slurm's refusal, or None."""
+        if j.state in _FINISHED:
+            return txt.FINISHED
+        running = j.state == "RUNNING"
+        if verb in ("uhold", "hold"):
+            if running:
+                return txt.NOT_PENDING
+            j.hold = USER_HOLD if verb == "uhold" else ADMIN_HOLD
+            j.reason = j.hold
+        elif verb == "release":
+            if j.hold is not None:
+                j.hold = None
+                j.reason = "None"
+                self._schedule_due = True
+        elif not running:
+            return txt.PENDING
+        else:
+            self._stop(j, "PENDING")
+            j.hold = j.reason = USER_HOLD
+            j.eligible_s = self.now_s + self.requeue_delay_s
+            j.requeues += 1
+            j.nodes = ()
+        return None
+
+    def _update(self, args: tuple[str, ...]) -> CommandResult:
+        key, _, value = args[2].partition("=")
+        ids = txt.parse_job_ids(value) if key.lower() == "jobid" else None
+        if ids is None or len(ids) != 1:
+            return CommandResult(args, 1, "", f"scontrol: error: Invalid job ID {value or args[2]}\n")
+        jid = ids[0]
+        j = self._listed(jid)
+        why = txt.INVALID_ID if j is None else self._update_job(j, args[3:])
+        if why is not None:
+            return CommandResult(args, 1, "", txt.refusals([(jid, why)]))
+        self._schedule_due = True
+        return CommandResult(args, 0, "", "")
+
+    def _update_job(self, j: _Job, fields: Sequence[str]) -> str | None:
+        """Change a pending job's ``Gres``, ``NodeList`` and ``NumNodes`` together; Slurm's refusal, or None."""
+        if j.state in _FINISHED:
+            return txt.FINISHED
+        if j.state != "PENDING":
+            return txt.NOT_PENDING
+        gres, required, count = (j.gres_type, j.per_node), j.required, j.num_nodes
+        for item in fields:
+            key, _, value = item.partition("=")
+            if key.lower() == "gres":
+                parsed = txt.parse_gres(value)
+                if parsed is None or (parsed[0] is not None and parsed[0] not in self._idle):
+                    return txt.BAD_GRES
+                if (parsed[0] is None) != (j.gres_type is None):
+                    return txt.MIXED_GRES
+                gres = parsed
+            elif key.lower() == "nodelist":
+                try:
+                    required = tuple(sorted(set(expand_hostlist(value)), key=txt.natural_key))
+                except ValueError:
+                    return txt.BAD_NODE
+                if any(n not in self._node for n in required):
+                    return txt.BAD_NODE
+            elif key.lower() == "numnodes" and value.isdigit() and int(value) >= 1:
+                count = int(value)
+            else:
+                return txt.BAD_COUNT if key.lower() == "numnodes" else f"Update of {key} is not supported"
+        if any(
+            self._node[n].gpus < gres[1] or (gres[0] is not None and self._node[n].gpu_type != gres[0])
+            for n in required
+        ):
+            return txt.NODE_CONFIG
+        (j.gres_type, j.per_node), j.required, j.num_nodes = gres, required, count
+        return None
+
+    def _cancel(self, args: tuple[str, ...]) -> CommandResult:
+        errors = []
+        for item in args[1:]:
+            j = self._listed(int(item)) if item.isdigit() else None
+            if j is None or j.state in _FINISHED:
+                why = txt.INVALID_ID if j is None else txt.CANCEL_DONE
+                errors.append(f"scancel: error: Kill job error on job id {item}: {why}\n")
+            else:
+                self._stop(j, "CANCELLED")
+        return CommandResult(args, 1 if errors else 0, "", "".join(errors))
+
+    # ------------------------------------------------------------------ views
+
+    def _listed_jobs(self) -> list[_Job]:
+        return [j for j in self._jobs.values() if j.listed]
+
+    def _cached(self, j: _Job) -> tuple[txt.JobView, str]:
+        """``j``'s view and its ``squeue`` record, made again only when something they show changed."""
+        key: tuple[object, ...] = (j.state, j.reason, j.hold, j.nodes, j.alloc, j.required, j.per_node, j.gres_type)
+        key += (j.num_nodes, j.requeues, j.start_s, j.end_s, j.eligible_s)
+        if j.shown is None or j.shown[0] != key:
+            view = self._view(j)
+            j.shown = (key, view, txt.job_json(view))
+        return j.shown[1], j.shown[2]
+
+    def _unix(self, t_s: float | None) -> int:
+        return 0 if t_s is None else math.floor(self.clock.unix_at(t_s))
+
+    def _view(self, j: _Job) -> txt.JobView:
+        s = j.spec
+        running = j.state == "RUNNING"
+        gpus = tuple(
+            (n, self._node[n].gpu_type, tuple(i for node, i in j.alloc if node == n)) for n in j.nodes if running
+        )
+        started = j.state != "PENDING" or j.requeues > 0
+        return txt.JobView(
+            job_id=s.job_id,
+            name=f"wp-{s.job_id}",
+            user=s.user,
+            account="",
+            comment=j.comment,
+            state=j.state,
+            reason=j.reason,
+            priority=0 if j.hold is not None else 4_294_901_760 - s.job_id,
+            per_node=j.per_node,
+            gres_type=j.gres_type,
+            node_count=len(j.nodes) if running else (len(j.required) or j.num_nodes),
+            nodes=j.nodes if j.state != "PENDING" else (),
+            required=j.required,
+            gpus=gpus,
+            submit_unix=self._unix(s.arrival_s),
+            eligible_unix=self._unix(max(s.arrival_s, j.eligible_s)) if j.hold is None or j.requeues else 0,
+            start_unix=self._unix(j.start_s) if started else 0,
+            end_unix=self._unix(j.end_s)
+            if j.end_s is not None
+            else (self._unix(j.start_s) + txt.YEAR_S if running else 0),
+            restarts=j.requeues,
+        )
+
+    def _node_views(self) -> list[txt.NodeView]:
+        return [
+            txt.NodeView(
+                n.name,
+                n.gpu_type,
+                n.gpus,
+                tuple(i for i in range(n.gpus) if (n.name, i) in self._owner),
+                any(n.name in j.nodes for j in self._running.values()),
+            )
+            for n in self._nodes
+        ]
+
+
+def _check(
+    nodes: Sequence[SimNode], truth: TruthIndex, node_power_w: Mapping[str, float], jobs: Sequence[SimJob]
+) -> None:
+    """ValueError naming the first thing the simulation cannot run: no node, an unknown type, a bad job."""
+    if not nodes:
+        raise ValueError("a simulated cluster needs at least one node")
+    if len({n.name for n in nodes}) != len(nodes):
+        raise ValueError("node names must be unique")
+    for n in nodes:
+        if n.gpus < 1 or n.gpu_type not in truth.gpu_types or n.gpu_type not in node_power_w:
+            raise ValueError(f"node {n.name}: needs GPUs of a GPU type the truth and node_power_w both know")
+    if len({j.job_id for j in jobs}) != len(jobs):
+        raise ValueError("job ids must be unique")
+    for j in jobs:
+        if j.job_id < 1 or j.requested_gpus < 1 or not j.total_steps > 0 or not math.isfinite(j.arrival_s):
+            raise ValueError(f"job {j.job_id}: needs an id >= 1, GPUs >= 1, steps > 0 and a finite arrival")

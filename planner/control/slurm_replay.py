@@ -1,0 +1,325 @@
+"""A replay that runs the live agent's loop on a simulated Slurm: ``wattplan simulate --engine slurm``.
+
+One policy of one replay (:class:`~planner.sim.replay.ReplaySpec`) is played by :class:`planner.agent.loop.Agent`,
+the loop ``wattplan agent`` runs on a cluster, with nothing replaced but what it talks to:
+
+* Slurm is :class:`~planner.control.sim_slurm.SimulatedSlurm` (the agent's ``Run`` and its Prometheus
+  ``Observer``): jobs submitted at their arrivals, held and opted in as ``wattplan cluster submit`` sends them,
+  started by Slurm's rules the moment they fit, paying the checkpoint load ``load_s`` at every start and Slurm's
+  requeue delay ``requeue_delay_s`` after every requeue, running and drawing power by the truth library through
+  the GPUs' one truth model (:mod:`planner.control.truth_model`);
+* time is :class:`~planner.control.virtual_timer.VirtualTimer`: the cluster's virtual clock at ``time_scale``
+  emulated seconds per real second, which jumps from one event to the next;
+* the state file, the settings folder and the submitter's done marker are files in a scratch folder, exactly as
+  on a cluster.
+
+So a round starts when it would live (every ``--round-s``, earlier on an arrival or a completion), decides through
+the same policy and steering, and sends the same calls; what a job costs is what the simulated Slurm charges.
+``slurm`` is Slurm alone: the same submissions without the agent, neither held nor opted in, scheduled by Slurm
+(first come first served with backfill, every GPU at its default setting).
+
+What this does not reproduce: the agent's own latency (a solve takes no virtual time; live it takes real time,
+``time_scale`` times as many emulated seconds: choose a scale at which it is small), Prometheus's scrape lag, and
+the faults a real cluster has.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import math
+import resource
+import shutil
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from wattplan.planner.agent.loop import Agent, AgentConfig
+from wattplan.planner.agent.node_settings import Clock
+from wattplan.planner.agent.store import AgentStore
+from wattplan.planner.agent.trust import Allowed
+from wattplan.planner.contracts.jsonio import write_text_atomic
+from wattplan.planner.control.sim_slurm import SimJob, SimNode, SimulatedSlurm
+from wattplan.planner.control.truth_model import index_library
+from wattplan.planner.control.virtual_timer import NoMoreEvents, VirtualTimer
+from wattplan.planner.profile_library.library import ProfileLibrary
+from wattplan.planner.sim.replay import ReplaySpec, libraries, prepare
+from wattplan.planner.sim.round_instance import ClusterContext
+from wattplan.planner.sim.workload import Workload
+
+SLURM_ALONE = "slurm"
+"""The policy name of Slurm alone: the jobs submitted without the agent."""
+REQUEUE_DELAY_REAL_S = 7.0
+"""Real seconds from ``scontrol requeuehold`` to a requeued job's next start on Slurm 22.05 (``cred_expire`` 5 s,
++1 s, the next scheduler pass; seen live, docs/design.md §11.6)."""
+T0_UNIX = 1_700_000_000.0
+"""The virtual Unix time of emulated second 0 (any fixed value: the replay never reads the machine's clock)."""
+
+
+def cpu_s() -> float:
+    """CPU seconds of this process and of its finished children (the solver workers), user and system."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+@dataclass(frozen=True, slots=True)
+class SimulatedCluster:
+    """The simulated Slurm's constants and when the agent's rounds start.
+
+    Time scale, checkpoint load and requeue delay (emulated s); the agent's ``--event-rounds`` and
+    ``--periodic-rounds``.
+    """
+
+    time_scale: float = 1.0
+    """Emulated seconds per real second, as ``wattplan cluster up --time-scale``: the agent's real-time waits
+    (polls every second, a guest's wait for its host) last this many times as long in emulated time."""
+    load_s: float = 30.0
+    """A job's checkpoint load at every start, the first included (the stand-in trainer's ``--restart-s``)."""
+    requeue_delay_s: float | None = None
+    """From a requeue to the job's next possible start; None: :data:`REQUEUE_DELAY_REAL_S` x ``time_scale``."""
+
+    event_rounds: bool = True
+    """The agent's rounds also start when a job arrives or leaves (``--event-rounds``)."""
+    periodic_rounds: bool = True
+    """The agent's rounds start every ``--round-s`` even when nothing changed (``--periodic-rounds``)."""
+
+    @property
+    def requeue_s(self) -> float:
+        """The requeue delay in emulated seconds."""
+        return self.requeue_delay_s if self.requeue_delay_s is not None else REQUEUE_DELAY_REAL_S * self.time_scale
+
+
+def cluster_nodes(ctx: ClusterContext) -> list[SimNode]:
+    """The nodes of the replay's cluster, named as plans and ``wattplan cluster up`` name them (``v100-0``)."""
+    return [SimNode(name, g.name, g.gpus_per_node) for g in ctx.gpu_types for name in g.node_names()]
+
+
+def submissions(workload: Workload, managed: bool) -> tuple[list[SimJob], dict[int, str]]:
+    """The workload as Slurm submissions (ids 1, 2, ... in arrival order) and the trace id of each Slurm id."""
+    user = getpass.getuser()
+    jobs = sorted(workload.jobs, key=lambda j: (j.arrival_s, j.id))
+    out = [
+        SimJob(k, j.type, j.arrival_s, j.requested_gpus, j.total_steps, managed=managed, user=user)
+        for k, j in enumerate(jobs, start=1)
+    ]
+    return out, {k: j.id for k, j in enumerate(jobs, start=1)}
+
+
+def simulated_slurm(
+    ctx: ClusterContext, truth: ProfileLibrary, jobs: Sequence[SimJob], setup: SimulatedCluster, folder: Path | None
+) -> SimulatedSlurm:
+    """The simulated Slurm of the replay's cluster, running by ``truth``; its settings folder in ``folder``."""
+    node_power = {g.name: g.node_power_w for g in ctx.real.gpu_types}
+    return SimulatedSlurm(
+        cluster_nodes(ctx),
+        index_library(truth),
+        node_power,
+        jobs,
+        clock=Clock(T0_UNIX, setup.time_scale),
+        load_s=setup.load_s,
+        requeue_delay_s=setup.requeue_s,
+        settings_dir=folder,
+    )
+
+
+def agent_config(
+    spec: ReplaySpec, ctx: ClusterContext, library: ProfileLibrary, policy: str, setup: SimulatedCluster, scratch: Path
+) -> AgentConfig:
+    """The agent's configuration for one policy of the replay: the replay's rules, solve and steering options."""
+    return AgentConfig(
+        library,
+        ctx.rules,
+        spec.policy_options.request,
+        clock=Clock(T0_UNIX, setup.time_scale),
+        max_jct_increase=spec.max_jct_increase,
+        learn=spec.learn,
+        settings_dir=scratch / "settings",
+        until_idle=True,
+        idle_marker=scratch / "submitted",
+        max_rounds=spec.max_rounds,
+        node_power_w=spec.node_power_w,
+        pairs=policy == "eaco",
+        event_rounds=setup.event_rounds,
+        periodic_rounds=setup.periodic_rounds,
+        start_s=setup.load_s,
+        allowed=Allowed.of((getpass.getuser(),), ()),
+        policy=policy,
+        zeus_eta=spec.policy_options.zeus_eta,
+        durable_settings=False,
+    )
+
+
+@dataclass
+class SlurmReplayResult:
+    """One policy's replay on the simulated Slurm: its summary and one row per job."""
+
+    policy: str
+    summary: dict[str, Any]
+    jobs: list[dict[str, Any]]
+
+
+def _run_agent(
+    slurm: SimulatedSlurm, config: AgentConfig, jobs: Sequence[SimJob], scratch: Path, log: Callable[[str], None]
+) -> tuple[int, str]:
+    """Play the agent's loop on ``slurm`` until every job has ended; the rounds played and why it stopped.
+
+    ``completed``; ``max-rounds`` (the replay's ``--max-rounds``); ``stalled`` (the loop waited for an event the
+    cluster will never have).
+    """
+    last_arrival = max(j.arrival_s for j in jobs)
+    marker = scratch / "submitted"
+
+    def mark_submitted() -> None:
+        if slurm.now_s >= last_arrival and not marker.exists():
+            marker.write_text("")
+
+    timer = VirtualTimer(slurm, config.clock, mark_submitted)
+    slurm.advance_to(min(j.arrival_s for j in jobs))
+    mark_submitted()
+    store = AgentStore(scratch / "agent.db", durable=False)  # a replay's state: no crash needs it again
+    try:
+        agent = Agent(config, store, slurm, slurm, log, timer)
+        try:
+            agent.run_loop()
+        except NoMoreEvents as e:
+            log(f"stalled: {e}")
+            return store.next_round(), "stalled"
+        stop = "completed" if slurm.done() else "max-rounds"
+        return store.next_round(), stop
+    finally:
+        store.close()
+
+
+def _run_alone(slurm: SimulatedSlurm) -> None:
+    """Slurm alone: play every event until the last job ends."""
+    while not slurm.done():
+        nxt = slurm.next_event_s()
+        if math.isinf(nxt):
+            break
+        slurm.advance_to(nxt)
+
+
+def replay_on_slurm(
+    spec: ReplaySpec,
+    policy: str,
+    setup: SimulatedCluster | None = None,
+    out: Path | None = None,
+    log: Callable[[str], None] | None = None,
+) -> SlurmReplayResult:
+    """Replay ``spec``'s workload with ``policy`` (or :data:`SLURM_ALONE`) on the simulated Slurm (module docstring).
+
+    With ``out``, the policy's folder ``out/POLICY/`` gets ``summary.json``, ``jobs.csv`` and ``agent.log``.
+    """
+    setup = setup or SimulatedCluster()
+    wall, cpu = time.perf_counter(), cpu_s()
+    workload, ctx = prepare(spec)
+    library, truth = libraries(spec)
+    jobs, trace_id = submissions(workload, managed=policy != SLURM_ALONE)
+    lines: list[str] = []
+    scratch = Path(tempfile.mkdtemp(prefix="wattplan-slurm-replay-"))
+    try:
+        (scratch / "settings").mkdir()
+        slurm = simulated_slurm(ctx, truth, jobs, setup, scratch / "settings")
+
+        def say(text: str) -> None:
+            lines.append(text)
+            if log is not None:
+                log(text)
+
+        rounds, stop = 0, "completed"
+        if policy == SLURM_ALONE:
+            _run_alone(slurm)
+        else:
+            config = agent_config(spec, ctx, library, policy, setup, scratch)
+            rounds, stop = _run_agent(slurm, config, jobs, scratch, say)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    rows = job_rows(slurm, trace_id)
+    summary = summarise(policy, slurm, rows, rounds, setup)
+    summary["stop_reason"] = stop
+    summary["wall_s"] = round(time.perf_counter() - wall, 3)
+    summary["cpu_s"] = round(cpu_s() - cpu, 3)
+    result = SlurmReplayResult(policy, summary, rows)
+    if out is not None:
+        write_result(out / policy, result, lines)
+    return result
+
+
+def job_rows(slurm: SimulatedSlurm, trace_id: Mapping[int, str]) -> list[dict[str, Any]]:
+    """One row per job: trace and Slurm ids, type, arrival, first start, finish, JCT (s), requeues, GPU energy (J)."""
+    rows = []
+    for r in slurm.job_records():
+        jct = None if r.finish_s is None else r.finish_s - r.arrival_s
+        rows.append(
+            {
+                "job_id": trace_id[r.job_id],
+                "slurm_id": r.job_id,
+                "job_type": r.job_type,
+                "arrival_s": r.arrival_s,
+                "start_s": r.first_start_s,
+                "finish_s": r.finish_s,
+                "jct_s": jct,
+                "requeues": r.requeues,
+                "steps": r.steps_done,
+                "gpu_energy_j": r.gpu_energy_j,
+            }
+        )
+    return rows
+
+
+def _quantile(values: Sequence[float], q: float) -> float | None:
+    """The ``q`` quantile (linear between order statistics, as numpy's default), None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    pos = q * (len(ordered) - 1)
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def summarise(
+    policy: str, slurm: SimulatedSlurm, rows: Sequence[Mapping[str, Any]], rounds: int, setup: SimulatedCluster
+) -> dict[str, Any]:
+    """The replay's figures: energy (kWh, split), JCTs (s), makespan (s), requeues, rounds and the cluster's constants.
+
+    Energy is every node's and GPU's draw from the first arrival to the last completion, every node powered.
+    """
+    split = slurm.energy()
+    jcts = [r["jct_s"] for r in rows if r["jct_s"] is not None]
+    arrivals = [r["arrival_s"] for r in rows]
+    finishes = [r["finish_s"] for r in rows if r["finish_s"] is not None]
+    kwh = 1.0 / 3.6e6
+    return {
+        "policy": policy,
+        "engine": "slurm",
+        "jobs": len(rows),
+        "completed": len(jcts),
+        "energy_kwh": (split.node_j + split.idle_j + split.dynamic_j) * kwh,
+        "energy_node_kwh": split.node_j * kwh,
+        "energy_idle_kwh": split.idle_j * kwh,
+        "energy_dynamic_kwh": split.dynamic_j * kwh,
+        "avg_jct_s": statistics.fmean(jcts) if jcts else None,
+        "median_jct_s": _quantile(jcts, 0.5),
+        "p95_jct_s": _quantile(jcts, 0.95),
+        "makespan_s": (max(finishes) - min(arrivals)) if finishes else None,
+        "requeues": sum(int(r["requeues"]) for r in rows),
+        "rounds": rounds,
+        "time_scale": setup.time_scale,
+        "load_s": setup.load_s,
+        "requeue_delay_s": setup.requeue_s,
+    }
+
+
+def write_result(folder: Path, result: SlurmReplayResult, log_lines: Sequence[str]) -> None:
+    """``summary.json``, ``jobs.csv`` and ``agent.log`` of one policy in ``folder`` (each written atomically)."""
+    import pandas as pd
+
+    folder.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(folder / "summary.json", json.dumps(result.summary, indent=2) + "\n")
+    write_text_atomic(folder / "jobs.csv", pd.DataFrame(result.jobs).to_csv(index=False))
+    write_text_atomic(folder / "agent.log", "".join(f"{line}\n" for line in log_lines))
