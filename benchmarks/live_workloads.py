@@ -1,4 +1,4 @@
-"""Two workload families for live runs on the emulated cluster, built differently, short enough to run live.
+"""Workload families for live runs on the emulated cluster, built differently, short enough to run live.
 
 A live run takes real time: at 30 emulated seconds per real second a 3-hour workload runs for 6 minutes. The
 shipped traces' first 40 jobs span 80 to 800 hours, so the live measurements use two families built here, each
@@ -11,6 +11,9 @@ written as a Gavel trace (the replay and ``wattplan cluster submit`` read both t
   philly.csv``): their GPU counts (rounded up to a power of two, at most 8) and their arrival gaps and durations,
   all compressed by one factor so that the median job lasts 25 minutes (durations then clipped to [5, 90]
   minutes); job types drawn uniformly among the Gavel types profiled at that GPU count on V100.
+- ``two_waves`` (issue 43's third family, built apart from both): two waves of jobs 75 minutes apart, each
+  arriving uniformly within 15 minutes; every fourth job a long one (4 or 8 GPUs, 30-60 minutes, type and count
+  drawn among the V100 profiles of 4 and 8 GPUs), the others short 1-GPU jobs (log-uniform 5-20 minutes).
 
 Usage: ``python benchmarks/live_workloads.py --out DIR [--jobs 40] [--gpus 16] [--load 1.0] [--seed 0]``.
 """
@@ -82,6 +85,25 @@ def philly_shape(jobs: int, rng: random.Random) -> list[str]:
     return out
 
 
+def two_waves(jobs: int, rng: random.Random) -> list[str]:
+    """The ``two_waves`` family (module docstring): two bursts of short 1-GPU jobs among long 4- and 8-GPU ones."""
+    rates = _rates()
+    small = sorted(t for (t, n) in rates if n == 1)
+    large = sorted((t, n) for (t, n) in rates if n in (4, 8))
+    rows = []
+    for k in range(jobs):
+        wave = 0.0 if k < jobs // 2 else 75 * 60.0
+        if k % 4 == 3:
+            job_type, g = rng.choice(large)
+            minutes = rng.uniform(30, 60)
+        else:
+            job_type, g = rng.choice(small), 1
+            minutes = math.exp(rng.uniform(math.log(5), math.log(20)))
+        arrival = wave + rng.uniform(0, 15 * 60)
+        rows.append((arrival, _row(job_type, g, max(1, int(rates[(job_type, g)] * minutes * 60)), arrival)))
+    return [row for _, row in sorted(rows)]
+
+
 def _seconds(stamp: str) -> float:
     from datetime import datetime
 
@@ -89,7 +111,7 @@ def _seconds(stamp: str) -> float:
 
 
 def main() -> None:
-    """Write both families' traces into ``--out``."""
+    """Write the families' traces into ``--out``."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--jobs", type=int, default=40)
@@ -101,6 +123,7 @@ def main() -> None:
     families = {
         "gavel_mix": gavel_mix(args.jobs, args.gpus, args.load, random.Random(args.seed)),
         "philly_shape": philly_shape(args.jobs, random.Random(args.seed)),
+        "two_waves": two_waves(args.jobs, random.Random(args.seed)),
     }
     for name, rows in families.items():
         (args.out / f"{name}.trace").write_text("\n".join(rows) + "\n")

@@ -1,0 +1,120 @@
+"""``simulate --engine slurm``: the agent's own loop replayed on a simulated Slurm, end to end.
+
+Hand-computed times for one job and for a requeue, the agent's loop and Slurm alone agreeing where they must,
+the option rules of both engines, and the command line's files.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from wattplan.planner.cli import app
+from wattplan.planner.contracts.rules import RoundRules
+from wattplan.planner.control.slurm_replay import SimulatedCluster, replay_on_slurm
+from wattplan.planner.profile_library.library import load_profile_library
+from wattplan.planner.sim.replay import ReplaySpec
+
+TRACE_LINE = "{kind}\tcmd\t-n\t{gpus}\t{steps}\t{arrival}\t1\n"
+
+
+def _trace(tmp_path: Path, jobs: list[tuple[str, int, int, float]]) -> Path:
+    path = tmp_path / "jobs.trace"
+    path.write_text("".join(TRACE_LINE.format(kind=k, gpus=g, steps=s, arrival=a) for k, g, s, a in jobs))
+    return path
+
+
+def _rate(job_type: str, gpus: int) -> float:
+    """Steps per second of ``job_type`` on ``gpus`` V100s at the top setting, in the shipped library."""
+    lib = load_profile_library(None)
+    profiles = [p for p in lib.profiles if p.type == job_type and p.gpu_type == "v100" and p.gpus == gpus]
+    return max(profiles, key=lambda p: p.setting).steps_per_s
+
+
+def test_one_job_runs_from_its_arrival_plus_its_load_at_full_speed(tmp_path: Path) -> None:
+    """Slurm alone and fifo-max through the agent both start it at once: JCT = load + steps / X, to the second."""
+    kind = "ResNet-18 (batch size 32)"
+    trace = _trace(tmp_path, [(kind, 1, 3000, 0.0)])
+    spec = ReplaySpec(trace=trace, cluster="v100:8", policies=("fifo-max",))
+    expected = 30.0 + 3000 / _rate(kind, 1)
+    for policy in ("slurm", "fifo-max"):
+        result = replay_on_slurm(spec, policy, SimulatedCluster(load_s=30.0))
+        (job,) = result.jobs
+        assert job["requeues"] == 0 and job["start_s"] == 0.0
+        assert math.isclose(job["jct_s"], expected, rel_tol=1e-9), (policy, job["jct_s"], expected)
+        assert result.summary["stop_reason"] == "completed"
+
+
+def test_slurm_alone_and_fifo_max_through_the_agent_agree_when_nothing_waits(tmp_path: Path) -> None:
+    """On a cluster that always has room, the agent's fifo-max starts each job at its arrival round, as Slurm does.
+
+    The agent rounds on every arrival (at least a tenth of a round after the last, polling every second), so a
+    job waits at most a tenth of a round more than under Slurm alone.
+    """
+    kinds = ["ResNet-18 (batch size 32)", "Transformer (batch size 128)", "ResNet-50 (batch size 128)"]
+    trace = _trace(tmp_path, [(k, 1, 2000, 100.0 * i) for i, k in enumerate(kinds)])
+    spec = ReplaySpec(trace=trace, cluster="v100:8", policies=("fifo-max",), rules=RoundRules(duration_s=360.0))
+    alone = {j["job_id"]: j for j in replay_on_slurm(spec, "slurm").jobs}
+    agent = {j["job_id"]: j for j in replay_on_slurm(spec, "fifo-max").jobs}
+    for jid, j in alone.items():
+        lag = agent[jid]["jct_s"] - j["jct_s"]
+        assert 0.0 <= lag <= 36.0 + 1.0, (jid, lag)
+        assert agent[jid]["requeues"] == 0
+
+
+def test_a_replay_is_deterministic(tmp_path: Path) -> None:
+    trace = _trace(tmp_path, [("ResNet-18 (batch size 32)", 1, 4000, 0.0), ("ResNet-50 (batch size 128)", 2, 900, 50)])
+    spec = ReplaySpec(trace=trace, cluster="v100:8", policies=("zeus",))
+    a, b = (replay_on_slurm(spec, "zeus") for _ in range(2))
+    assert a.jobs == b.jobs
+    assert {k: v for k, v in a.summary.items() if k not in ("wall_s", "cpu_s")} == {
+        k: v for k, v in b.summary.items() if k not in ("wall_s", "cpu_s")
+    }
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--engine", "slurm", "--power-cap-w", "8000"], "--power-cap-w"),
+        (["--engine", "slurm", "--noise", "0.1"], "--noise"),
+        (["--engine", "slurm", "--no-event-rounds", "--no-periodic-rounds"], "--periodic-rounds"),
+        (["--load-s", "5"], "--load-s"),
+        (["--time-scale", "30"], "--time-scale"),
+    ],
+)
+def test_each_engine_refuses_what_it_does_not_take(tmp_path: Path, flags: list[str], named: str) -> None:
+    trace = _trace(tmp_path, [("ResNet-18 (batch size 32)", 1, 1000, 0.0)])
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        app, ["simulate", str(trace), "--cluster", "v100:8", *flags, "-o", str(out)], env={"COLUMNS": "200"}
+    )
+    assert result.exit_code == 2, result.output
+    assert named in result.output and "Traceback" not in result.output
+    assert not out.exists()
+
+
+def test_the_command_writes_each_policy_and_the_comparison(tmp_path: Path) -> None:
+    trace = _trace(
+        tmp_path,
+        [("ResNet-18 (batch size 32)", 1, 3000, 0.0), ("Transformer (batch size 128)", 4, 1500, 10.0)]
+        + [("ResNet-50 (batch size 128)", 2, 800, 20.0 + k) for k in range(4)],
+    )
+    out = tmp_path / "out"
+    args = ["simulate", str(trace), "--cluster", "v100:8", "--engine", "slurm", "-p", "slurm", "-p", "wattplan"]
+    result = CliRunner().invoke(app, [*args, "--solver", "greedy", "-o", str(out)], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.output
+    assert "Replay on a simulated Slurm" in result.output
+    rows = json.loads((out / "comparison.json").read_text())
+    assert [r["policy"] for r in rows] == ["slurm", "wattplan"]
+    assert all(r["completed"] == 6 for r in rows)
+    for policy in ("slurm", "wattplan"):
+        summary = json.loads((out / policy / "summary.json").read_text())
+        parts = summary["energy_node_kwh"] + summary["energy_idle_kwh"] + summary["energy_dynamic_kwh"]
+        assert math.isclose(summary["energy_kwh"], parts)
+        assert (out / policy / "jobs.csv").read_text().count("\n") == 7
+    assert "round 0" in (out / "wattplan" / "agent.log").read_text()
+    assert max(len(line) for line in result.output.splitlines()) <= 80
