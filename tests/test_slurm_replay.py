@@ -118,3 +118,14 @@ def test_the_command_writes_each_policy_and_the_comparison(tmp_path: Path) -> No
         assert (out / policy / "jobs.csv").read_text().count("\n") == 7
     assert "round 0" in (out / "wattplan" / "agent.log").read_text()
     assert max(len(line) for line in result.output.splitlines()) <= 80
+
+
+def test_python_runs_the_same_engine(tmp_path: Path) -> None:
+    """``wattplan.simulate(engine="slurm")`` is the command's replay: one summary row and job rows per policy."""
+    import wattplan
+
+    trace = _trace(tmp_path, [("ResNet-18 (batch size 32)", 1, 3000, 0.0), ("ResNet-50 (batch size 128)", 2, 900, 5)])
+    res = wattplan.simulate(trace, cluster="v100:8", policies=["slurm", "fifo-max"], engine="slurm", out=tmp_path / "o")
+    assert list(res.summary["policy"]) == ["slurm", "fifo-max"]
+    assert set(res.summary["engine"]) == {"slurm"} and list(res.summary["completed"]) == [2, 2]
+    assert len(res.jobs) == 4 and res.rounds.empty

@@ -101,7 +101,14 @@ def simulate(
     _unknown("simulate", options, _keywords(simulate))
     _checked_keywords(simulate, locals())
     opts = SimulateOptions.checked(options)
-    spec = replay_spec(trace, cluster, opts, [policies] if isinstance(policies, str) else list(policies))
+    names = [policies] if isinstance(policies, str) else list(policies)
+    if opts.engine == "slurm":  # the agent's own loop on a simulated Slurm (docs/design.md §10.8)
+        from wattplan.planner.control.session import slurm_replays
+
+        with _out(out, "wattplan-simulate-") as folder:
+            slurm_replays(trace, cluster, opts, names, folder)
+            return read_results(folder)
+    spec = replay_spec(trace, cluster, opts, names)
     stamp = written_by(["wattplan.simulate", str(trace)])
     with _out(out, "wattplan-simulate-") as folder:
         _replay(spec, folder, quiet, opts, plots=plots, stamp=stamp)
