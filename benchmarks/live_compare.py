@@ -54,14 +54,22 @@ def _up(cluster: Path, gpus: str, scale: float, args: argparse.Namespace) -> Non
     _run(*argv, "--restart-s", f"{args.trainer_restart_s:g}", *truth, timeout=300)
 
 
+def _wait_for_agent(log: Path, agent: subprocess.Popen[bytes]) -> None:
+    """Until the agent has played its first round (its log says so), or exited."""
+    deadline = time.monotonic() + 120
+    while agent.poll() is None and time.monotonic() < deadline:
+        if " round 0 " in log.read_text():
+            return
+        time.sleep(0.2)
+
+
 def managed(trace: Path, cluster: Path, out: Path, gpus: str, scale: float, args: argparse.Namespace) -> dict[str, Any]:
     """One managed live run; its report plus the agent's wall time and per-round overhead."""
     _up(cluster, gpus, scale, args)
     try:
-        _run("cluster", "submit", str(trace), "--dir", str(cluster))
         t0 = time.monotonic()
         with (out / "agent.log").open("w") as log:
-            done = subprocess.run(
+            agent = subprocess.Popen(
                 [
                     *WATTPLAN,
                     "agent",
@@ -87,10 +95,14 @@ def managed(trace: Path, cluster: Path, out: Path, gpus: str, scale: float, args
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                timeout=4 * 3600,
             )
-        if done.returncode != 0:
-            raise SystemExit(f"agent exited {done.returncode}: see {out / 'agent.log'}")
+            # the agent runs before the first job arrives, as on a cluster it serves (started after the
+            # submitter, its start-up of a few real seconds made the first jobs wait ~150 emulated seconds)
+            _wait_for_agent(out / "agent.log", agent)
+            _run("cluster", "submit", str(trace), "--dir", str(cluster))
+            done = agent.wait(timeout=4 * 3600)
+        if done != 0:
+            raise SystemExit(f"agent exited {done}: see {out / 'agent.log'}")
         wall = time.monotonic() - t0
         report = _report(cluster, out / "managed.json")
         with sqlite3.connect(cluster / "agent.db") as db:

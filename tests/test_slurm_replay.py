@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -79,7 +80,7 @@ def test_a_replay_is_deterministic(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("flags", "named"),
     [
-        (["--engine", "slurm", "--power-cap-w", "8000"], "--power-cap-w"),
+        (["--engine", "slurm", "--energy-budget-kwh", "8"], "--energy-budget-kwh"),
         (["--engine", "slurm", "--noise", "0.1"], "--noise"),
         (["--engine", "slurm", "--no-event-rounds", "--no-periodic-rounds"], "--periodic-rounds"),
         (["--load-s", "5"], "--load-s"),
@@ -129,3 +130,24 @@ def test_python_runs_the_same_engine(tmp_path: Path) -> None:
     assert list(res.summary["policy"]) == ["slurm", "fifo-max"]
     assert set(res.summary["engine"]) == {"slurm"} and list(res.summary["completed"]) == [2, 2]
     assert len(res.jobs) == 4 and res.rounds.empty
+
+
+def test_a_power_cap_holds_on_average_and_one_below_the_idle_draw_stalls(tmp_path: Path) -> None:
+    """The agent's cap leaves the jobs what the powered nodes do not draw idle: the replay stays under it on
+    average; a cap under the idle draw runs nothing and the replay stops ``stalled`` (the round-based rule)."""
+    from wattplan.planner.sim.replay import prepare
+
+    kinds = ["ResNet-18 (batch size 32)", "Transformer (batch size 128)", "ResNet-50 (batch size 128)"]
+    trace = _trace(tmp_path, [(k, 2, 3000, 10.0 * i) for i, k in enumerate(kinds)])
+    spec = ReplaySpec(trace=trace, cluster="v100:8", policies=("wattplan",))
+    _, ctx = prepare(spec)
+    idle_w = sum(g.nodes * g.powered_node_w for g in ctx.gpu_types)
+    free = replay_on_slurm(spec, "wattplan")
+    cap = idle_w + 250.0  # about one job's dynamic power at a low setting: the jobs take turns
+    capped = replay_on_slurm(replace(spec, power_cap_w=cap), "wattplan")
+    assert capped.summary["completed"] == 3 and capped.summary["stop_reason"] == "completed"
+    s = capped.summary
+    assert s["energy_kwh"] * 3.6e6 / s["makespan_s"] <= cap * (1 + 1e-9)
+    assert s["makespan_s"] > free.summary["makespan_s"]
+    stalled = replay_on_slurm(replace(spec, power_cap_w=idle_w - 1.0), "wattplan")
+    assert stalled.summary["completed"] == 0 and stalled.summary["stop_reason"] == "stalled"

@@ -199,6 +199,12 @@ class AgentConfig:
     """The policy that decides each round (``--policy``; :mod:`planner.sim.policies.registry`), ``wattplan``: the
     round model through the front door with :attr:`request`."""
     zeus_eta: float = _OPTIONS.zeus_eta
+    power_cap_w: float | None = _OPTIONS.power_cap_w
+    """The cluster's power cap (W, ``--power-cap-w``): each round's plan keeps the jobs' power within what the cap
+    leaves above the powered nodes' idle draw (:meth:`Agent._budget_j`). None: no cap."""
+    stall_rounds: int | None = None
+    """Stop once this many rounds in a row ran nothing while managed jobs waited and every job was submitted (the
+    replay's stall rule, for a cap too small for any job); None (live): never."""
 
     @classmethod
     def of(cls, options: AgentOptions, library: ProfileLibrary) -> AgentConfig:
@@ -220,6 +226,7 @@ class AgentConfig:
             allowed=options.allowed(),
             policy=options.policy,
             zeus_eta=options.zeus_eta,
+            power_cap_w=options.power_cap_w,
         )
 
 
@@ -418,7 +425,7 @@ class Agent:
         seen_ctx = nodes_stay_on(seen_ctx)  # the agent powers no node down (docs/design.md 11.6)
         delta = self._delta(ctx, states, now_s)
         report.delta = delta
-        instance = round_instance(seen_ctx, rnd, now_s, queued, None, delta)
+        instance = round_instance(seen_ctx, rnd, now_s, queued, self._budget_j(ctx), delta)
         if not self.cfg.pairs:
             instance = replace(instance, pairs=())
         t_solve = time.monotonic()
@@ -453,6 +460,19 @@ class Agent:
             delta=delta,
         )
         return report
+
+    def _budget_j(self, ctx: ClusterContext) -> float | None:
+        """The round's energy budget (J) under ``--power-cap-w``, for the jobs' power above what the nodes draw idle.
+
+        Every node stays on (:func:`~planner.sim.round_instance.nodes_stay_on`), so the round instance prices a
+        job's power above its GPUs' idle power only: the cap less the powered cluster's idle draw
+        (``sum_g N_g (Pnode_g + K_g Pidle_g)`` over the usable nodes) is what the jobs may add, for the round's
+        length ``T``. None without a cap.
+        """
+        if self.cfg.power_cap_w is None:
+            return None
+        idle_w = sum(g.nodes * g.powered_node_w for g in ctx.gpu_types)
+        return max(0.0, self.cfg.power_cap_w - idle_w) * ctx.rules.duration_s
 
     def _plan(self, instance: Instance, queued: Sequence[JobState], now_s: float) -> Plan:
         """The policy's decision for the round, placed and validated as the replay places it.
@@ -883,6 +903,16 @@ class Agent:
         active = frozenset(jid for jid, j in self._admitted(queue, None).items() if j.state in ACTIVE_STATES)
         return active != self._active_ids
 
+    def _stalled(self, rounds: int) -> bool:
+        """``rounds`` in a row ran nothing with jobs waiting, every job submitted: :attr:`AgentConfig.stall_rounds`."""
+        limit = self.cfg.stall_rounds
+        if limit is None or rounds < limit:
+            return False
+        if self.cfg.idle_marker is not None and not self.cfg.idle_marker.exists():
+            return False
+        self.log(f"{rounds} rounds in a row ran nothing while jobs waited: stalled")
+        return True
+
     def idle(self) -> bool:
         """Every managed job has ended (and the submitter, when there is one, is done)."""
         if self.cfg.idle_marker is not None and not self.cfg.idle_marker.exists():
@@ -896,7 +926,7 @@ class Agent:
         With ``event_rounds`` a round also starts early when a managed job arrives or leaves (module docstring).
         """
         period = self.cfg.clock.real_s(self.cfg.rules.duration_s)
-        played = 0
+        played = stalled = 0
 
         def stop(signum: int, frame: FrameType | None) -> None:
             self.stop_requested = True
@@ -917,7 +947,10 @@ class Agent:
                     for outcome in report.calls:
                         self.log(f"would run: {outcome.call}")
                 played += 1
+                stalled = stalled + 1 if report.queued > 0 and report.planned_run == 0 else 0
                 if self.cfg.dry_run or (self.cfg.max_rounds is not None and played >= self.cfg.max_rounds):
+                    break
+                if self._stalled(stalled):
                     break
                 if self.cfg.until_idle and self.idle():
                     self.log("every managed job has ended: done")

@@ -120,6 +120,7 @@ class AgentOptions(OptionRecord):
     threads: int = same_as(SolveOptions, "threads", REPLAY_REQUEST.threads)
     seed: int = same_as(SolveOptions, "seed", REPLAY_REQUEST.seed)
     node_limit: int | None = same_as(SolveOptions, "node_limit", REPLAY_REQUEST.node_limit)
+    power_cap_w: float | None = same_as(ReplayOptions, "power_cap_w")
     node_power_w: float | None = option(
         None,
         f"A node's power besides its GPUs (default: the library's or {defaults.NODE_POWER_W:g} W).",

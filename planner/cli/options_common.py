@@ -74,9 +74,21 @@ ProfilesOpt = Annotated[
 PowerCapOpt = Annotated[float | None, typer.Option(help="Power cap (W): a round's budget is cap x T.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
 
-SWEEP_ONLY_OPTIONS = ("--policy", "--delta", "--fresh")
-"""``simulate`` options ``frontier`` has not: it replays wattplan and --baselines, sweeps --deltas, and resumes per
-point (a point whose spec and inputs are unchanged is reused; delete its ``runs/<label>`` to redo it)."""
+SLURM_ENGINE_FLAGS = (
+    "--engine",
+    "--time-scale",
+    "--load-s",
+    "--requeue-delay-s",
+    "--event-rounds",
+    "--no-event-rounds",
+    "--periodic-rounds",
+    "--no-periodic-rounds",
+)
+"""``simulate``'s choice of engine and the slurm engine's options: ``frontier`` replays on the round-based engine."""
+SWEEP_ONLY_OPTIONS = ("--policy", "--delta", "--fresh", *SLURM_ENGINE_FLAGS)
+"""``simulate`` options ``frontier`` has not: it replays wattplan and --baselines, sweeps --deltas, resumes per
+point (a point whose spec and inputs are unchanged is reused; delete its ``runs/<label>`` to redo it) and replays
+on the round-based engine only."""
 
 
 FROM_TRACE_RANGES: dict[str, tuple[float, float]] = {

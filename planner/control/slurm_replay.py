@@ -56,6 +56,9 @@ SLURM_ALONE = "slurm"
 REQUEUE_DELAY_REAL_S = 7.0
 """Real seconds from ``scontrol requeuehold`` to a requeued job's next start on Slurm 22.05 (``cred_expire`` 5 s,
 +1 s, the next scheduler pass; seen live, docs/design.md §11.6)."""
+STALL_ROUNDS = 3
+"""A replay stops once this many rounds in a row ran nothing while jobs waited, every job submitted (the round-based
+replay's rule: a cap too small for any job)."""
 T0_UNIX = 1_700_000_000.0
 """The virtual Unix time of emulated second 0 (any fixed value: the replay never reads the machine's clock)."""
 
@@ -149,6 +152,8 @@ def agent_config(
         allowed=Allowed.of((getpass.getuser(),), ()),
         policy=policy,
         zeus_eta=spec.policy_options.zeus_eta,
+        power_cap_w=spec.power_cap_w,
+        stall_rounds=STALL_ROUNDS,
         durable_settings=False,
     )
 
@@ -188,7 +193,8 @@ def _run_agent(
         except NoMoreEvents as e:
             log(f"stalled: {e}")
             return store.next_round(), "stalled"
-        stop = "completed" if slurm.done() else "max-rounds"
+        played_all = store.next_round() >= (config.max_rounds or math.inf)
+        stop = "completed" if slurm.done() else ("max-rounds" if played_all else "stalled")
         return store.next_round(), stop
     finally:
         store.close()

@@ -91,7 +91,6 @@ ENGINES = ("rounds", "slurm")
 """How ``simulate`` replays (``--engine``): ``rounds``, the round-based replay of §10; ``slurm``, the live agent's loop
 on a simulated Slurm (:mod:`planner.control.slurm_replay`, docs/design.md §10.8)."""
 NOT_ON_SLURM = (
-    "power_cap_w",
     "energy_budget_kwh",
     "carbon",
     "price",
@@ -101,7 +100,7 @@ NOT_ON_SLURM = (
     "ray",
     "fresh",
 )
-"""Options the ``slurm`` engine does not take yet: the agent has no budget, signal or tail bound (issue 44 item 4),
+"""Options the ``slurm`` engine does not take yet: the agent has no energy budget, signal or tail bound (issue 44),
 the simulated Slurm no throughput noise, and its replays are not journalled."""
 
 
@@ -387,7 +386,7 @@ class SimulateOptions(ReplayOptions):
 
     RULES: ClassVar[tuple[Rule, ...]] = (
         *ReplayOptions.RULES,
-        Rule(_slurm_engine_options, "engine slurm refuses budgets, signals, the tail bound, noise, ray, fresh"),
+        Rule(_slurm_engine_options, "engine slurm refuses energy budgets, signals, the tail bound, noise, ray, fresh"),
     )
 
 
