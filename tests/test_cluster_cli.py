@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from wattplan.planner.cli import app
+from wattplan.planner.contracts.problems import InputError
 
 
 def test_commands_on_a_folder_without_a_cluster_say_so(tmp_path: Path) -> None:
@@ -73,6 +75,15 @@ def test_the_loop_reads_the_agents_option_record() -> None:
     assert config.request == replace(REPLAY_REQUEST, solver="greedy", time_limit_s=2.0, seed=7)
     fixed = AgentConfig.of(AgentOptions(jct_bound=False), library)
     assert fixed.max_jct_increase is None and fixed.rules.objective == "progress"
+    seeds = AgentConfig.of(
+        AgentOptions.checked({"policy": "eaco", "zeus_eta": 0.3, "power_cap_w": 9000, "periodic_rounds": False}),
+        library,
+    )
+    assert (seeds.policy, seeds.zeus_eta, seeds.power_cap_w) == ("eaco", 0.3, 9000.0)
+    assert seeds.pairs and not seeds.periodic_rounds  # co-location is EaCO's lever
+    with pytest.raises(InputError) as err:
+        AgentOptions.checked({"event_rounds": False, "periodic_rounds": False})
+    assert "--periodic-rounds" in str(err.value.problems[0])
 
 
 def test_the_agent_and_cluster_options_name_each_bad_value_both_ways(tmp_path: Path) -> None:
