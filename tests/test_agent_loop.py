@@ -226,3 +226,52 @@ def test_a_requeuehold_still_completing_keeps_the_agents_hold(tmp_path: Path) ->
     report = agent.round()
     assert not [n for n in report.notes if "job 1 is held by its user" in n], report.notes
     assert "1" in _touched(slurm), slurm.seen  # planned and called again, as its hold is still the agent's
+
+
+class SlowIndexSlurm(FakeSlurm):
+    """:class:`FakeSlurm` that refuses job 2's update (``try again in a bit``) its first ``times`` tries."""
+
+    def __init__(self, times: int) -> None:
+        super().__init__()
+        self.times = times
+
+    def __call__(self, argv: Sequence[str]) -> CommandResult:
+        args = tuple(argv)
+        if args[:3] == ("scontrol", "update", "JobId=2") and self.times > 0:
+            self.times -= 1
+            self.seen.append(args)
+            why = "Job update not available right now, the DB index is being set, try again in a bit for job 2"
+            return CommandResult(args, 1, "", why)
+        return super().__call__(args)
+
+
+def test_an_update_refused_for_now_holds_up_neither_the_other_calls_nor_its_own_release(tmp_path: Path) -> None:
+    """The other jobs are released at once; job 2 is released only after its update goes through.
+
+    Waiting in place (the agent before) held up every later call of the round for up to 15 s real: seen live, 450
+    emulated seconds of an idle cluster at a time scale of 30.
+    """
+    slurm = SlowIndexSlurm(times=2)
+    agent, _ = _agent(tmp_path, slurm)
+    sleeps: list[float] = []
+    agent.timer.sleep = sleeps.append  # type: ignore[method-assign]  # no real waiting
+    report = agent.round()
+    calls = [a for a in slurm.seen if a[0] == "scontrol"]
+    updates_2 = [k for k, a in enumerate(calls) if a[:3] == ("scontrol", "update", "JobId=2")]
+    releases = [(k, set(a[2].split(","))) for k, a in enumerate(calls) if a[1] == "release"]
+    first_release = releases[0]
+    assert first_release[0] < updates_2[1] and "2" not in first_release[1] and {"1", "3"} <= first_release[1]
+    assert len(updates_2) == 3 and releases[-1] == (releases[-1][0], {"2"}) and releases[-1][0] > updates_2[-1]
+    assert sleeps == [0.3, 0.3]
+    assert all(c.ok for c in report.calls), [str(c) for c in report.calls]
+
+
+def test_an_update_that_stays_refused_is_recorded_and_its_job_not_released(tmp_path: Path) -> None:
+    slurm = SlowIndexSlurm(times=10**6)
+    agent, _ = _agent(tmp_path, slurm)
+    clock = [0.0]
+    agent.timer.monotonic = lambda: clock[0]  # type: ignore[method-assign]
+    agent.timer.sleep = lambda s: clock.__setitem__(0, clock[0] + s)  # type: ignore[method-assign]
+    report = agent.round()
+    assert not [a for a in slurm.seen if a[1:2] == ("release",) and "2" in a[2].split(",")]
+    assert any("try again in a bit" in n for n in report.notes), report.notes
