@@ -37,11 +37,11 @@ def _rate(job_type: str, gpus: int) -> float:
 
 
 def test_one_job_runs_from_its_arrival_plus_its_load_at_full_speed(tmp_path: Path) -> None:
-    """Slurm alone and fifo-max through the agent both start it at once: JCT = load + steps / X, to the second."""
+    """Slurm alone and fifo-max through the agent both start it at once: JCT = launch + load + steps / X."""
     kind = "ResNet-18 (batch size 32)"
     trace = _trace(tmp_path, [(kind, 1, 3000, 0.0)])
     spec = ReplaySpec(trace=trace, cluster="v100:8", policies=("fifo-max",))
-    expected = 30.0 + 3000 / _rate(kind, 1)
+    expected = 1.0 + 30.0 + 3000 / _rate(kind, 1)  # a real second's launch at time scale 1
     for policy in ("slurm", "fifo-max"):
         result = replay_on_slurm(spec, policy, SimulatedCluster(load_s=30.0))
         (job,) = result.jobs
@@ -133,8 +133,11 @@ def test_python_runs_the_same_engine(tmp_path: Path) -> None:
 
 
 def test_a_power_cap_holds_on_average_and_one_below_the_idle_draw_stalls(tmp_path: Path) -> None:
-    """The agent's cap leaves the jobs what the powered nodes do not draw idle: the replay stays under it on
-    average; a cap under the idle draw runs nothing and the replay stops ``stalled`` (the round-based rule)."""
+    """A cap holds on average; one under the powered nodes' idle draw runs nothing and the replay stalls.
+
+    The agent's cap leaves the jobs what the powered nodes do not draw idle; a replay that ran nothing for three
+    rounds stops ``stalled``, as the round-based one does.
+    """
     from wattplan.planner.sim.replay import prepare
 
     kinds = ["ResNet-18 (batch size 32)", "Transformer (batch size 128)", "ResNet-50 (batch size 128)"]

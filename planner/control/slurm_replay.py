@@ -53,9 +53,14 @@ from wattplan.planner.sim.workload import Workload
 
 SLURM_ALONE = "slurm"
 """The policy name of Slurm alone: the jobs submitted without the agent."""
-REQUEUE_DELAY_REAL_S = 7.0
-"""Real seconds from ``scontrol requeuehold`` to a requeued job's next start on Slurm 22.05 (``cred_expire`` 5 s,
-+1 s, the next scheduler pass; seen live, docs/design.md §11.6)."""
+LAUNCH_REAL_S = 1.0
+"""Real seconds from the moment Slurm may start a job to the job's own first instruction: the next scheduler pass
+(``sched_interval=1``: up to a second, half on average) and the launch (slurmd, the prolog, the process's start).
+Seen on the emulated cluster: the first jobs of Slurm-alone runs on an idle cluster started 0.5 to 1.3 real seconds
+after their submission (15 to 40 emulated seconds at a time scale of 30)."""
+REQUEUE_DELAY_REAL_S = 6.0
+"""Real seconds from ``scontrol requeuehold`` until Slurm may start the job again (``cred_expire`` 5 s, +1 s); with
+the launch, the 7 s from a requeue to the job running again seen live (docs/design.md §11.6)."""
 STALL_ROUNDS = 3
 """A replay stops once this many rounds in a row ran nothing while jobs waited, every job submitted (the round-based
 replay's rule: a cap too small for any job)."""
@@ -83,12 +88,21 @@ class SimulatedCluster:
     load_s: float = 30.0
     """A job's checkpoint load at every start, the first included (the stand-in trainer's ``--restart-s``)."""
     requeue_delay_s: float | None = None
-    """From a requeue to the job's next possible start; None: :data:`REQUEUE_DELAY_REAL_S` x ``time_scale``."""
+    """From a requeue until Slurm may start the job again; None: :data:`REQUEUE_DELAY_REAL_S` x ``time_scale``."""
 
     event_rounds: bool = True
     """The agent's rounds also start when a job arrives or leaves (``--event-rounds``)."""
     periodic_rounds: bool = True
     """The agent's rounds start every ``--round-s`` even when nothing changed (``--periodic-rounds``)."""
+
+    launch_s: float | None = None
+    """Every start's launch (emulated s), before the checkpoint load; None: :data:`LAUNCH_REAL_S` x ``time_scale``."""
+
+    @property
+    def start_cost_s(self) -> float:
+        """What every start costs before the first step (emulated s): the launch and the checkpoint load."""
+        launch = self.launch_s if self.launch_s is not None else LAUNCH_REAL_S * self.time_scale
+        return launch + self.load_s
 
     @property
     def requeue_s(self) -> float:
@@ -123,7 +137,7 @@ def simulated_slurm(
         node_power,
         jobs,
         clock=Clock(T0_UNIX, setup.time_scale),
-        load_s=setup.load_s,
+        load_s=setup.start_cost_s,
         requeue_delay_s=setup.requeue_s,
         settings_dir=folder,
     )

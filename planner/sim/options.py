@@ -379,7 +379,8 @@ class SimulateOptions(ReplayOptions):
     )
     requeue_delay_s: float | None = option(
         None,
-        "--engine slurm: from a requeue to the job's next start (default 7 real seconds, x --time-scale).",
+        "--engine slurm: from a requeue until Slurm may start the job again (default 6 real seconds x --time-scale; "
+        "every start then takes Slurm a real second more).",
         unit="s",
         low=0.0,
     )
