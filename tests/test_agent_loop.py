@@ -275,3 +275,4 @@ def test_an_update_that_stays_refused_is_recorded_and_its_job_not_released(tmp_p
     report = agent.round()
     assert not [a for a in slurm.seen if a[1:2] == ("release",) and "2" in a[2].split(",")]
     assert any("try again in a bit" in n for n in report.notes), report.notes
+    assert clock[0] <= agent.cfg.requeue_wait_s + 0.3 + 1e-9 and agent._retry_soon  # the next round, a poll later

@@ -108,7 +108,7 @@ _T = TypeVar("_T")
 TRANSIENT_REFUSALS = ("no longer pending", "try again in a bit")
 """Refusals of an update that pass: a job requeued a moment ago is still completing; a job submitted a moment ago
 has no database index yet (``Job update not available right now, the DB index is being set, try again in a bit``,
-seen live). The update is retried for up to ``requeue_wait_s``."""
+seen live). The update is retried for up to ``requeue_wait_s``, then in the next round, a poll later."""
 USABLE_NODE_STATES = frozenset({"idle", "mixed", "allocated"})
 MAX_STALL_RESTARTS = 3
 """Requeues of one job for making no progress; after that it is left running and the log says so. Counted in the
@@ -162,8 +162,11 @@ class AgentConfig:
     guest_wait_s: float = 10.0
     """Real seconds (at most 80% of a round) to wait for a pair's host to start before releasing its guest: a
     requeued host is eligible again only after about 7 s (later rounds retry)."""
-    requeue_wait_s: float = 15.0
-    """Real seconds to retry an update of a job requeued this round, while Slurm still completes it."""
+    requeue_wait_s: float = 3.0
+    """Real seconds to retry an update Slurm refuses for now (a job requeued this round still completing, a job
+    with no database index yet); then the next round starts a poll later and tries again. Some refusals last:
+    seen live, a job refused ``the DB index is being set, try again in a bit`` for 15 s in two rounds, each of
+    them held up for those 15 s (450 emulated seconds at a time scale of 30)."""
     retry_s: tuple[float, ...] = (0.5, 1.0, 2.0)
     pairs: bool = _OPTIONS.pairs
     """Co-locate pairs. Off by default: on Slurm a pair's guest holds no GPU of its own, so becoming a guest or
@@ -296,6 +299,8 @@ class Agent:
         self._settled = False
         """The last round ended with a plan that runs jobs (or with no job queued): without periodic rounds, the
         next one waits for an event."""
+        self._retry_soon = False
+        """The last round left an update Slurm refused for now: the next round starts a poll later."""
         self.learner: ProfileLearner | None = None
         self.governor: JctGovernor | None = None
         knobs = PolicyOptions(zeus_eta=config.zeus_eta, request=config.request)
@@ -378,7 +383,7 @@ class Agent:
 
     def round(self) -> RoundReport:
         """Play one round (module docstring); never raises for Slurm, Prometheus or planning faults."""
-        self._settled = False
+        self._settled = self._retry_soon = False
         t_start = time.monotonic()  # the agent's own cost, in real time even in a replay
         unix = self.timer.unix()
         now_s = self.cfg.clock.at(unix)
@@ -844,7 +849,8 @@ class Agent:
         An update refused with a passing reason (:data:`TRANSIENT_REFUSALS`: a job requeued a moment ago is still
         completing, a job submitted a moment ago has no database index yet) does not hold up the round: the calls
         after it go out at once, the job's own release waits, and its update is retried every 0.3 s for up to
-        ``requeue_wait_s`` (then released if the update went through). Waiting in place held up every later call
+        ``requeue_wait_s`` (then released if the update went through; if not, the next round comes a poll later).
+        Waiting in place held up every later call
         of the round, each job's release included, for those seconds: 15 s real, 450 emulated seconds at a time
         scale of 30, seen live as a whole cluster standing idle.
         """
@@ -889,6 +895,7 @@ class Agent:
                     self._send(rnd, [Release(job)], [], report)
         for job, (action_id, call) in later.items():
             self._record(action_id, call, last.get(job) or self.run(call.argv), report)
+        self._retry_soon = self._retry_soon or bool(later)
 
     def _record(self, action_id: int, call: SlurmCall, result: CommandResult, report: RoundReport) -> None:
         """One call's outcome: in the report, in the state (``ok``/``refused``/``failed``), restarts counted."""
@@ -1000,6 +1007,8 @@ class Agent:
                 next_at += period
                 if next_at < self.timer.monotonic():  # a round longer than the period starts the next at once
                     next_at = self.timer.monotonic()
+                if self._retry_soon:  # an update Slurm refused for now: try again a poll later
+                    next_at = min(next_at, self.timer.monotonic() + self.cfg.poll_s)
                 earliest = started + self.cfg.event_gap * period if self.cfg.event_rounds else None
                 periodic = self.cfg.periodic_rounds or not self._settled
                 # a job that arrived or left starts the round early: plan now, as Slurm would start it now
