@@ -110,13 +110,13 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(6, 6))
     markers = {"wattplan": "o", "slurm": "s"}
     top = 0.0
-    for r in rows:
+    for k, r in enumerate(rows):
         ids = sorted(set(r["live_jct"]) & set(r["sim_jct"]))
         xs = [r["live_jct"][i] / 3600 for i in ids]
         ys = [r["sim_jct"][i] / 3600 for i in ids]
         top = max(top, *xs, *ys)
         label = f"{r['family']} {r['policy']} ({Path(r['live_run']).name})"
-        ax.scatter(xs, ys, marker=markers[r["policy"]], facecolors="none", label=label, s=18)
+        ax.scatter(xs, ys, marker=markers[r["policy"]], facecolors="none", edgecolors=f"C{k % 10}", label=label, s=18)
     ax.plot([0, top], [0, top], color="grey", linewidth=0.8)
     ax.set_xlabel("JCT live (h)")
     ax.set_ylabel("JCT in the replay on a simulated Slurm (h)")
