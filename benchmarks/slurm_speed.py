@@ -2,8 +2,8 @@
 
 Cases (two trace families built differently, Gavel's synthetic arrivals and Philly's production log):
 
-* the issue's command: the first 40 jobs of Gavel ``6c71a0`` on ``v100:32,p100:16``, wattplan, ``--time-limit 2``;
-  then every policy at once (``--policy all``: Slurm alone and the five built-ins);
+* the issue's command: the first 40 jobs of Gavel ``6c71a0`` on ``v100:32,p100:16``, wattplan, ``--time-limit 2``,
+  with and without the 8 kW cap; then every policy at once (``--policy all``: Slurm alone and the five built-ins);
 * 150-job slices, each policy on its own: Gavel ``6c71a0`` and Philly ``6214e9`` (virtual cluster ``6214e9``).
 
 Each case runs with the agent's rounds on events only (``--no-periodic-rounds``, the rule whose rounds are as many
@@ -27,6 +27,9 @@ WATTPLAN = [sys.executable, "-m", "wattplan"]
 POLICIES = ("slurm", "fifo-max", "zeus", "eaco", "powerflow", "wattplan")
 CASES: dict[str, list[str]] = {
     "issue-40-gavel-6c71a0": ["6c71a0.trace", "--cluster", "v100:32,p100:16", "--max-jobs", "40"],
+    "issue-40-gavel-6c71a0-cap8kw": [
+        *("6c71a0.trace", "--cluster", "v100:32,p100:16", "--max-jobs", "40", "--power-cap-w", "8000")
+    ],
     "gavel-6c71a0-150": ["6c71a0.trace", "--cluster", "v100:32,p100:16", "--max-jobs", "150"],
     "philly-6214e9-150": ["philly.csv", "--vc", "6214e9", "--cluster", "v100:32,p100:16", "--max-jobs", "150"],
 }

@@ -12,7 +12,8 @@ arrival: managed (opted in) PENDING and held (``JobHeldUser``, ``sbatch --hold``
 scheduler pass the pending jobs that are neither held nor waiting for their begin time start in priority order
 (arrival, then job id); one that does not fit is skipped (reason ``Resources``, ``Priority`` for those behind it)
 and later ones may start. A job fits when its ``NodeList`` nodes (``scontrol update``) each have its
-per-node GPUs free, or, without one, when first fit over the nodes in natural name order finds ``NumNodes``
+per-node GPUs free, or, without one, when first fit over the nodes in the order given (``slurm.conf``'s, which
+``wattplan cluster up`` writes in its ``--gpus`` order) finds ``NumNodes``
 such nodes; a typed request (``gpu:TYPE:N``) takes nodes of that type only. It gets the lowest free indices of
 each node. A request above a node's GPU count ``K`` is submitted as ``gpu:K`` on ``ceil(n / K)`` nodes, as
 ``cluster submit`` does. A pair's guest (``gpu:0``) fits on any node that is up and holds no GPU.
@@ -238,7 +239,7 @@ class SimulatedSlurm:
     ):
         self.truth, self.clock, self.settings_dir = truth, clock, settings_dir
         self.load_s, self.requeue_delay_s, self.min_job_age_s = load_s, requeue_delay_s, min_job_age_s
-        self._nodes = sorted(nodes, key=lambda n: txt.natural_key(n.name))
+        self._nodes = list(nodes)  # slurm.conf's order, which first fit follows (the cluster's --gpus order)
         self._node = {n.name: n for n in self._nodes}
         _check(self._nodes, truth, node_power_w, jobs)
         self.now_s = min([0.0, *(j.arrival_s for j in jobs)])
