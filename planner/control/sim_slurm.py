@@ -79,6 +79,7 @@ from wattplan.planner.control.truth_model import (
     TruthIndex,
     evaluate,
 )
+from wattplan.planner.sim.accounting import EnergySplit
 
 EPS = 1e-9
 """Relative tolerance (of the time's magnitude, at least 1 s) within which two event times are one."""
@@ -114,20 +115,6 @@ class SimJob:
     managed: bool = True
     user: str = field(default_factory=_current_user)
     gres_type: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class EnergySplit:
-    """Energy (J) since the start: nodes besides their GPUs, every GPU's idle power, and the GPUs' rest."""
-
-    node_j: float
-    idle_j: float
-    dynamic_j: float
-
-    @property
-    def total_j(self) -> float:
-        """Node, idle and dynamic energy together (J)."""
-        return self.node_j + self.idle_j + self.dynamic_j
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,8 +48,11 @@ class JobProgress:
 
 
 @dataclass(frozen=True, slots=True)
-class RoundEnergy:
-    """A round's energy split (J)."""
+class EnergySplit:
+    """Energy (J) split into nodes besides their GPUs, the GPUs' idle power and the rest (dynamic).
+
+    A round's in the replay; a whole run's in the simulated Slurm (``SimulatedSlurm.energy``, planner.control).
+    """
 
     node_j: float
     idle_j: float
@@ -57,7 +60,7 @@ class RoundEnergy:
 
     @property
     def total_j(self) -> float:
-        """Node plus idle plus dynamic energy of the round (J)."""
+        """Node plus idle plus dynamic energy (J)."""
         return self.node_j + self.idle_j + self.dynamic_j
 
 
@@ -66,7 +69,7 @@ class RoundOutcome:
     """Everything the engine needs from one simulated round."""
 
     jobs: dict[str, JobProgress]
-    energy: RoundEnergy
+    energy: EnergySplit
     gpus_used: int  # GPUs holding a job (a pair's GPUs once)
     powered_gpus: int  # sum_g u_g * K_g
     busy_gpu_s: float
@@ -142,5 +145,5 @@ def round_outcome(inst: Instance, plan: Plan, factors: Mapping[str, float] | Non
     node_j = sum(inst.gpu_type(g).node_power_w * T * u for g, u in nodes_on.items())
     idle_j = sum(inst.gpu_type(g).gpus_per_node * inst.gpu_type(g).idle_power_w * T * u for g, u in nodes_on.items())
     powered = sum(inst.gpu_type(g).gpus_per_node * u for g, u in nodes_on.items())
-    energy = RoundEnergy(node_j, idle_j, sum(p.dynamic_j for p in progress.values()))
+    energy = EnergySplit(node_j, idle_j, sum(p.dynamic_j for p in progress.values()))
     return RoundOutcome(progress, energy, gpus_used, powered, busy, powered * T)
