@@ -1,0 +1,72 @@
+"""The runtime-bounded energy mode on the one scheduler: the six slices of ``energy_gap.py`` on the simulated Slurm.
+
+Per slice (``energy_gap.SLICES``, cluster ``v100:32,p100:16``), one ``wattplan simulate --engine slurm`` of Slurm
+alone (``slurm``), ``fifo-max`` and ``wattplan`` through the agent, the agent in the runtime-bounded energy mode
+(``--objective efficiency --max-jct-increase 3``, CBC, 3 s per round, rounds on events only), every node powered
+as live. Writes ``OUT/SLICE/`` (the replay) and ``OUT/energy_mode.md``: per slice the energy of each, wattplan's
+change against Slurm alone, and its average and p95 JCT against Slurm alone's. Reuses a slice whose
+``comparison.json`` exists.
+
+Usage: ``python benchmarks/energy_mode_slurm.py --out OUT [--slices a,b]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from energy_gap import SLICES
+
+WATTPLAN = [sys.executable, "-m", "wattplan"]
+MODE = ["--objective", "efficiency", "--max-jct-increase", "3", "--solver", "cbc", "--time-limit", "3"]
+
+
+def replay(name: str, selection: tuple[str, ...], out: Path) -> dict[str, dict[str, Any]]:
+    """The slice's replay on the simulated Slurm (reused when done); each policy's summary."""
+    folder = out / name
+    if not (folder / "comparison.json").exists():
+        argv = [
+            *WATTPLAN, "simulate", *selection, "--cluster", "v100:32,p100:16", "--engine", "slurm",
+            "-p", "slurm", "-p", "fifo-max", "-p", "wattplan", *MODE, "--no-periodic-rounds", "--out", str(folder),
+        ]  # fmt: skip
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=4 * 3600)
+        if done.returncode != 0:
+            raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    return {p: json.loads((folder / p / "summary.json").read_text()) for p in ("slurm", "fifo-max", "wattplan")}
+
+
+def row(name: str, s: dict[str, dict[str, Any]]) -> str:
+    """One table row: energies, wattplan against Slurm alone, JCT ratios, requeues, rounds."""
+    alone, fifo, wp = s["slurm"], s["fifo-max"], s["wattplan"]
+    return (
+        f"| {name} | {alone['energy_kwh']:.1f} | {fifo['energy_kwh']:.1f} | {wp['energy_kwh']:.1f} | "
+        f"{wp['energy_kwh'] / alone['energy_kwh'] - 1:+.1%} | {wp['avg_jct_s'] / alone['avg_jct_s']:.2f} | "
+        f"{wp['p95_jct_s'] / alone['p95_jct_s']:.2f} | {wp['requeues']} | {wp['rounds']} | {wp['wall_s']:.0f} |"
+    )
+
+
+def main() -> None:
+    """Replay the slices, write and print the table."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--slices", help="Comma-separated slice names (default: all six).")
+    args = p.parse_args()
+    chosen = [s for s in SLICES if args.slices is None or s.name in args.slices.split(",")]
+    lines = [
+        "| slice | Slurm alone kWh | fifo-max kWh | wattplan kWh | wattplan vs Slurm alone | avg JCT x | p95 JCT x "
+        "| requeues | rounds | wattplan wall s |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for sl in chosen:
+        lines.append(row(sl.name, replay(sl.name, sl.args, args.out)))
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "energy_mode.md").write_text("\n".join(lines) + "\n")
+        print(lines[-1], flush=True)
+
+
+if __name__ == "__main__":
+    main()
