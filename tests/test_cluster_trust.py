@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shlex
 import shutil
 import stat
 import subprocess
@@ -301,3 +302,19 @@ def test_a_second_up_refuses_while_an_agent_holds_the_folders_state(tmp_path: Pa
     finally:
         os.close(fd)
     assert _up(folder)[0] == 1 and not (folder / "agent.db").exists()  # once the agent is gone
+
+
+def test_the_node_scripts_slurm_runs_are_the_cluster_folders_own(tmp_path: Path) -> None:
+    """Every script a wrapper in ``bin/`` runs lies in the cluster's folder, readable by every user.
+
+    The task prolog runs as the job's user: run from the package's folder, it failed for a job of user nobody when
+    the checkout was private (mode 700, as ``mktemp -d`` makes it), and that job never ran.
+    """
+    layout = ClusterLayout(tmp_path / "c")
+    up._write_bin(layout)
+    for name in ("prolog", "epilog", "task_prolog", "apply_settings"):
+        script = Path(shlex.split((layout.bin_dir / name).read_text().splitlines()[-1])[2])
+        assert script.is_relative_to(layout.root), script
+        for path in (script, script.parent / "common.sh"):
+            assert path.read_text() == (up.node_files_dir() / path.name).read_text()
+            assert path.stat().st_mode & 0o444 == 0o444

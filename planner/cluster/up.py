@@ -122,7 +122,14 @@ def _write_bin(layout: ClusterLayout) -> dict[str, str]:
         {"WATTPLAN_CLUSTER_DIR": str(layout.root)},
         [sys.executable, "-m", "wattplan.planner.cluster.nvidia_smi"],
     )
-    scripts = node_files_dir()
+    # The node scripts are installed into the cluster's own folder, as an operator installs them on every node: the
+    # task prolog runs as the job's user, who may not be able to read the package's folder (a checkout in a
+    # private folder: a job of user nobody then failed at its task prolog and never ran).
+    scripts = layout.bin_dir / "node_files"
+    scripts.mkdir(exist_ok=True)
+    for source in sorted(node_files_dir().glob("*.sh")):
+        write_text_atomic(scripts / source.name, source.read_text())
+        (scripts / source.name).chmod(0o644)
     for name in ("prolog", "epilog", "task_prolog", "apply_settings"):
         _wrapper(layout.bin_dir / name, env, ["/bin/bash", str(scripts / f"{name}.sh")])
     return env
