@@ -92,7 +92,7 @@ def records(sim: SimulatedSlurm) -> dict[int, JobRecord]:
 def test_one_job_alone_finishes_and_spends_by_hand() -> None:
     steps = 5000.0
     sim = cluster([SimJob(1, R18, 100.0, 1, steps, managed=False)])
-    assert sim.now_s == 0.0 and sim.next_event_s() == 100.0  # the arrival
+    assert sim.now_s == 100.0  # the cluster's life starts at the first arrival
     sim.advance_to(100.0)
     assert sim.next_event_s() == pytest.approx(100.0 + LOAD)  # started at once: its load ends
     finish = 100.0 + LOAD + steps / x(R18)
@@ -106,8 +106,8 @@ def test_one_job_alone_finishes_and_spends_by_hand() -> None:
     assert rec.dynamic_energy_j == pytest.approx((p(R18) - IDLE) * compute_s)
     assert rec.gpu_energy_j == pytest.approx(IDLE * LOAD + p(R18) * compute_s)  # its GPU, idle power included
     energy = sim.energy()
-    assert energy.node_j == pytest.approx(NODE_W * finish)
-    assert energy.idle_j == pytest.approx(8 * IDLE * finish)  # every GPU, busy or not
+    assert energy.node_j == pytest.approx(NODE_W * (finish - 100.0))  # from the first arrival, not from 0
+    assert energy.idle_j == pytest.approx(8 * IDLE * (finish - 100.0))  # every GPU, busy or not
     assert energy.dynamic_j == pytest.approx((p(R18) - IDLE) * compute_s)
     assert energy.total_j == pytest.approx(energy.node_j + energy.idle_j + energy.dynamic_j)
     # listed as COMPLETED for MinJobAge, then gone

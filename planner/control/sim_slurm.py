@@ -204,7 +204,7 @@ def _eps(t: float) -> float:
 
 
 class SimulatedSlurm:
-    """A Slurm 22.05 cluster on a virtual clock (module docstring); start at ``now_s`` = min(0, first arrival).
+    """A Slurm 22.05 cluster on a virtual clock (module docstring); it starts at the first arrival (``now_s``).
 
     ``node_power_w``: W per node besides its GPUs, by GPU type; ``load_s``: checkpoint load of every start (s);
     ``requeue_delay_s``: a requeued job's wait before it may start again (s); ``min_job_age_s``: how long a
@@ -229,7 +229,7 @@ class SimulatedSlurm:
         self._nodes = list(nodes)  # slurm.conf's order, which first fit follows (the cluster's --gpus order)
         self._node = {n.name: n for n in self._nodes}
         _check(self._nodes, truth, node_power_w, jobs)
-        self.now_s = min([0.0, *(j.arrival_s for j in jobs)])
+        self.now_s = min((j.arrival_s for j in jobs), default=0.0)  # the cluster's life starts at the first arrival
         self._start_s = self.now_s
         self._node_w = sum(node_power_w[n.gpu_type] for n in self._nodes)
         self._idle = {g: truth.gpu_types[g].idle_power_w for g in {n.gpu_type for n in self._nodes}}
@@ -530,10 +530,14 @@ class SimulatedSlurm:
             energy[str(jid)] = j.at(j.es, j.rates[0], t1) - j.at(j.es, j.rates[0], t0)
         return Observed(steps, energy)
 
-    def energy(self) -> EnergySplit:
-        """Node, idle and dynamic energy (J) over ``[start, now_s]``; every node always powered."""
+    def energy(self, until_s: float | None = None) -> EnergySplit:
+        """Node, idle and dynamic energy (J) from the first arrival to ``until_s`` (default ``now_s``).
+
+        Every node is always powered. ``until_s`` may be earlier than ``now_s`` only when no job computed after it
+        (the last completion, say): the dynamic energy is then the same, node and idle energy end there.
+        """
         self._sync()
-        elapsed = self.now_s - self._start_s
+        elapsed = (self.now_s if until_s is None else min(until_s, self.now_s)) - self._start_s
         return EnergySplit(self._node_w * elapsed, self._idle_w * elapsed, self._dyn_j)
 
     def job_records(self) -> list[JobRecord]:

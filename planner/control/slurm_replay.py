@@ -307,12 +307,14 @@ def summarise(
 ) -> dict[str, Any]:
     """The replay's figures: energy (kWh, split), JCTs (s), makespan (s), requeues, rounds and the cluster's constants.
 
-    Energy is every node's and GPU's draw from the first arrival to the last completion, every node powered.
+    Energy is every node's and GPU's draw from the first arrival to the last completion (to the replay's end when
+    a job is unfinished), every node powered: a live run's own window.
     """
-    split = slurm.energy()
     jcts = [r["jct_s"] for r in rows if r["jct_s"] is not None]
     arrivals = [r["arrival_s"] for r in rows]
     finishes = [r["finish_s"] for r in rows if r["finish_s"] is not None]
+    done = len(finishes) == len(rows)  # then nothing computed after the last completion
+    split = slurm.energy(max(finishes) if done and finishes else None)
     kwh = 1.0 / 3.6e6
     return {
         "policy": policy,
