@@ -7,7 +7,10 @@ as live. Writes ``OUT/SLICE/`` (the replay) and ``OUT/energy_mode.md``: per slic
 change against Slurm alone, and its average and p95 JCT against Slurm alone's. Reuses a slice whose
 ``comparison.json`` exists.
 
-Usage: ``python benchmarks/energy_mode_slurm.py --out OUT [--slices a,b]``.
+``--governor RULE`` replays with that rule of the JCT governor (``accrued`` or ``projected``; default: the
+agent's and the replay's own default).
+
+Usage: ``python benchmarks/energy_mode_slurm.py --out OUT [--slices a,b] [--governor RULE]``.
 """
 
 from __future__ import annotations
@@ -25,13 +28,14 @@ WATTPLAN = [sys.executable, "-m", "wattplan"]
 MODE = ["--objective", "efficiency", "--max-jct-increase", "3", "--solver", "cbc", "--time-limit", "3"]
 
 
-def replay(name: str, selection: tuple[str, ...], out: Path) -> dict[str, dict[str, Any]]:
+def replay(name: str, selection: tuple[str, ...], out: Path, governor: list[str]) -> dict[str, dict[str, Any]]:
     """The slice's replay on the simulated Slurm (reused when done); each policy's summary."""
     folder = out / name
     if not (folder / "comparison.json").exists():
         argv = [
             *WATTPLAN, "simulate", *selection, "--cluster", "v100:32,p100:16", "--engine", "slurm",
-            "-p", "slurm", "-p", "fifo-max", "-p", "wattplan", *MODE, "--no-periodic-rounds", "--out", str(folder),
+            "-p", "slurm", "-p", "fifo-max", "-p", "wattplan", *MODE, *governor, "--no-periodic-rounds",
+            "--out", str(folder),
         ]  # fmt: skip
         done = subprocess.run(argv, capture_output=True, text=True, timeout=4 * 3600)
         if done.returncode != 0:
@@ -54,6 +58,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--slices", help="Comma-separated slice names (default: all six).")
+    p.add_argument("--governor", choices=("accrued", "projected"), help="The JCT governor's rule.")
     args = p.parse_args()
     chosen = [s for s in SLICES if args.slices is None or s.name in args.slices.split(",")]
     lines = [
@@ -62,7 +67,8 @@ def main() -> None:
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for sl in chosen:
-        lines.append(row(sl.name, replay(sl.name, sl.args, args.out)))
+        governor = [] if args.governor is None else ["--governor", args.governor]
+        lines.append(row(sl.name, replay(sl.name, sl.args, args.out, governor)))
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "energy_mode.md").write_text("\n".join(lines) + "\n")
         print(lines[-1], flush=True)

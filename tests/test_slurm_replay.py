@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -154,3 +155,69 @@ def test_a_power_cap_holds_on_average_and_one_below_the_idle_draw_stalls(tmp_pat
     assert s["makespan_s"] > free.summary["makespan_s"]
     stalled = replay_on_slurm(replace(spec, power_cap_w=idle_w - 1.0), "wattplan")
     assert stalled.summary["completed"] == 0 and stalled.summary["stop_reason"] == "stalled"
+
+
+def _carbon(tmp_path: Path, values: list[float]) -> Path:
+    """An hourly carbon file from 2022-01-01 00:00 UTC (gCO2/kWh)."""
+    path = tmp_path / "carbon.csv"
+    start = datetime(2022, 1, 1, tzinfo=UTC)
+    rows = "".join(f"{(start + timedelta(hours=h)).isoformat()},{v}\n" for h, v in enumerate(values))
+    path.write_text("timestamp,avg_CI\n" + rows)
+    return path
+
+
+def test_carbon_is_the_energy_priced_hour_by_hour(tmp_path: Path) -> None:
+    """A flat signal prices every kWh alike; a signal doubled from the second hour prices the same draw higher.
+
+    Two jobs of about an hour each, one after the other on a full cluster, so the window spans hours 0-2.
+    """
+    kind = "ResNet-18 (batch size 32)"
+    steps = round(3000 * _rate(kind, 8))
+    trace = _trace(tmp_path, [(kind, 8, steps, 0.0), (kind, 8, steps, 10.0)])
+    flat = ReplaySpec(trace=trace, cluster="v100:8", policies=("fifo-max",), carbon=_carbon(tmp_path, [200.0] * 24))
+    for policy in ("slurm", "fifo-max"):
+        s = replay_on_slurm(flat, policy).summary
+        assert s["completed"] == 2 and s["makespan_s"] > 3600
+        assert math.isclose(s["carbon_kg"], s["energy_kwh"] * 200.0 / 1e3, rel_tol=1e-9), policy
+    stepped = replace(flat, carbon=_carbon(tmp_path, [200.0] + [400.0] * 23))
+    s = replay_on_slurm(stepped, "slurm").summary
+    low, high = s["energy_kwh"] * 0.2, s["energy_kwh"] * 0.4
+    assert low < s["carbon_kg"] < high
+    assert s["signals"]["carbon"]["offset_h"] == 0
+
+
+def test_the_agent_follows_the_signal_as_the_round_based_replay_steers(tmp_path: Path) -> None:
+    """The agent's rounds on the simulated Slurm get the ``delta`` and credit weight the one steering record gives.
+
+    No JCT bound: a fixed ``delta`` under the signal (:class:`SignalSteer`); a dirty hour against the day before
+    raises ``delta`` and lowers the credit weight. Each round's ``delta`` in the log equals the record's own.
+    """
+    from wattplan.planner.sim.governor import FixedDelta, SignalSteer, Steering
+    from wattplan.planner.sim.replay import prepare, signal_clocks
+    from wattplan.planner.sim.replay import steering as replay_steering
+
+    kind = "ResNet-18 (batch size 32)"
+    trace = _trace(tmp_path, [(kind, 1, round(7200 * _rate(kind, 1)), 3600.0 * 24 + 5.0)])
+    values = [100.0] * 24 + [300.0] * 24
+    spec = ReplaySpec(
+        trace=trace,
+        cluster="v100:8",
+        policies=("wattplan",),
+        carbon=_carbon(tmp_path, values),
+        start_s=0.0,
+        rules=RoundRules(duration_s=360.0, objective="efficiency", delta=0.05),
+    )
+    record = replay_steering(spec)
+    assert record == Steering(None, "accrued", spec.delta_max, True)
+    clock = signal_clocks(spec, prepare(spec)[0])["carbon"]
+    out = tmp_path / "out"
+    replay_on_slurm(spec, "wattplan", SimulatedCluster(), out)
+    log = (out / "wattplan" / "agent.log").read_text()
+    rounds = [line for line in log.splitlines() if line.startswith("round ") and " delta " in line]
+    assert rounds
+    for line in rounds:
+        now = float(line.split("t=")[1].split("s:")[0])
+        expect = SignalSteer(clock, FixedDelta(0.05), 360.0).delta_for_round([], now)
+        got = float(line.split("delta ")[1].split(";")[0])
+        assert got == pytest.approx(expect, abs=5e-4), line
+        assert expect > 0.05  # hour 24 is three times the day before

@@ -23,11 +23,12 @@ wait for the next round boundary would add half a round to every job's JCT (``--
 rounds, as the replay plays them).
 
 The runtime-bounded energy mode is the default, as in the replay: the ``efficiency`` objective with the JCT
-governor (:class:`planner.sim.governor.JctGovernor`) holding the average JCT within ``--max-jct-increase`` of the
-reference, ``fifo-max`` over the jobs seen so far (their arrivals and steps) with the current profiles
-(:func:`planner.agent.reference.fifo_reference`, the replay's rule event by event), recomputed whenever a job
-arrives: what Slurm's first-come-first-served scheduling at full power would
-give, estimated the way the replay estimates its reference.
+governor (:class:`planner.sim.governor.JctGovernor`, ``--governor``) holding the average JCT within
+``--max-jct-increase`` of the reference: ``fifo-max`` in continuous time over the jobs seen so far, with the
+current profiles (:func:`planner.agent.reference.slurm_reference`, what Slurm alone does with the same
+submissions), recomputed whenever a job arrives. A carbon or price signal (``--carbon``, ``--price``) moves the
+round's ``delta`` and credit weight as in the replay (:class:`planner.sim.governor.SignalSteer`); both are built
+from one record (:class:`planner.sim.governor.Steering`).
 
 Faults never stop the loop: Slurm or Prometheus unreachable (retried with backoff inside the round, then the
 round is skipped or planned from the last known progress, and the log says so), a node drained mid-run (left
@@ -57,7 +58,7 @@ from wattplan.planner.agent.commands import CommandResult, Run, SlurmError
 from wattplan.planner.agent.decide import Decision, SlurmJobNow, decide
 from wattplan.planner.agent.node_settings import Clock, JobSetting
 from wattplan.planner.agent.options import AgentOptions
-from wattplan.planner.agent.reference import fifo_reference, slurm_reference
+from wattplan.planner.agent.reference import slurm_reference
 from wattplan.planner.agent.slurm_actions import Action, ActionOutcome, Release, SlurmCall, apply, calls
 from wattplan.planner.agent.slurm_detail import expand_hostlist, query_job_gpus
 from wattplan.planner.agent.slurm_queue import (
@@ -83,7 +84,7 @@ from wattplan.planner.core.validate import InvalidPlanError, validate_plan
 from wattplan.planner.profile_library.library import ProfileLibrary
 from wattplan.planner.rounds.cluster_spec import ClusterSpec
 from wattplan.planner.rounds.traces import TraceJob
-from wattplan.planner.sim.governor import JctGovernor
+from wattplan.planner.sim.governor import DeltaSteer, FixedDelta, GovernorRule, JctGovernor, Steering
 from wattplan.planner.sim.learning import ProfileLearner
 from wattplan.planner.sim.policies.base import Policy
 from wattplan.planner.sim.policies.registry import PolicyOptions, make_policy
@@ -94,6 +95,7 @@ from wattplan.planner.sim.round_instance import (
     replay_round,
     round_instance,
 )
+from wattplan.planner.sim.signals import SignalClock
 from wattplan.planner.sim.state import JobState
 from wattplan.planner.sim.telemetry import JobObservation
 from wattplan.planner.sim.workload import job_spec
@@ -150,6 +152,12 @@ class AgentConfig:
     clock: Clock = field(default_factory=Clock)
     max_jct_increase: float | None = _OPTIONS.jct_increase()
     """The JCT bound as a fraction (``--max-jct-increase`` / 100); None: a fixed ``delta`` (``--no-jct-bound``)."""
+    governor: GovernorRule = _OPTIONS.governor_rule()
+    """How the JCT bound compares JCTs (``--governor``, :class:`~planner.sim.governor.JctGovernor`)."""
+    delta_max: float = _OPTIONS.delta_max
+    signal: SignalClock | None = None
+    """The carbon (else price) signal on the agent's clock (``--carbon``, ``--price``, ``--signal-start``)."""
+    signal_aware: bool = _OPTIONS.signal_aware
     learn: bool = _OPTIONS.learn
     settings_dir: Path | None = None
     dry_run: bool = _OPTIONS.dry_run
@@ -187,10 +195,8 @@ class AgentConfig:
     :data:`MAX_STALL_RESTARTS` times. Only jobs whose progress Prometheus has shown before are judged: a job
     that exports no progress is never stopped for it. None: ``restart_s + duration_s``."""
     start_s: float = _OPTIONS.start_s
-    """A job's own start-up time (s) in the JCT reference: what Slurm alone would spend before its first step.
-    With event rounds the reference is :func:`~planner.agent.reference.slurm_reference` (continuous time, as
-    Slurm schedules); with fixed rounds it is the replay's round-by-round ``fifo-max``, which charges the restart
-    cost at every start."""
+    """A job's own start-up time (s) in the JCT reference (:func:`~planner.agent.reference.slurm_reference`):
+    what Slurm alone would spend before its first step."""
     durable_settings: bool = True
     """Write the nodes' setting files to the disk before going on (False only in a replay, whose files no node
     reads after a crash)."""
@@ -217,6 +223,9 @@ class AgentConfig:
             options.rules(),
             options.request(),
             max_jct_increase=options.jct_increase(),
+            governor=options.governor_rule(),
+            delta_max=options.delta_max,
+            signal_aware=options.signal_aware,
             learn=options.learn,
             dry_run=options.dry_run,
             until_idle=options.until_idle,
@@ -231,6 +240,11 @@ class AgentConfig:
             zeus_eta=options.zeus_eta,
             power_cap_w=options.power_cap_w,
         )
+
+    @property
+    def steering(self) -> Steering:
+        """The steering record (:class:`~planner.sim.governor.Steering`), as the replay builds its own."""
+        return Steering(self.max_jct_increase, self.governor, self.delta_max, self.signal_aware)
 
 
 @dataclass
@@ -433,9 +447,9 @@ class Agent:
             return report
         seen_ctx = ctx if self.learner is None else replace(self.learner.context(), gpu_types=ctx.gpu_types)
         seen_ctx = nodes_stay_on(seen_ctx)  # the agent powers no node down (docs/design.md 11.6)
-        delta = self._delta(ctx, states, now_s)
+        delta, weight = self._delta(ctx, states, now_s)
         report.delta = delta
-        instance = round_instance(seen_ctx, rnd, now_s, queued, self._budget_j(ctx), delta)
+        instance = round_instance(seen_ctx, rnd, now_s, queued, self._budget_j(ctx), delta, weight)
         if not self.cfg.pairs:
             instance = replace(instance, pairs=())
         t_solve = time.monotonic()
@@ -813,24 +827,34 @@ class Agent:
         self._placements = {**self._placements, -len(self._placements) - 1: ((host, tuple(free)),)}
         return tuple(free)
 
-    def _delta(self, ctx: ClusterContext, states: Sequence[JobState], now_s: float) -> float | None:
-        """The governor's ``delta`` for this round (None without ``--max-jct-increase``)."""
-        if self.cfg.max_jct_increase is None:
-            return None
-        ids = frozenset(s.id for s in states)
-        if self.governor is None or ids != self._reference_jobs:
-            specs = [s.spec for s in states]
-            if self.cfg.event_rounds:
-                finish = slurm_reference(specs, ctx, self.cfg.start_s)
-            else:
-                finish = fifo_reference(specs, replace(ctx, truth=None))
-            old = self.governor.delta if self.governor is not None else self.cfg.rules.delta
-            self.governor = JctGovernor(finish, self.cfg.max_jct_increase, delta=old, projected=True)
-            self._reference_jobs = ids
-        if self._governed_at is not None and now_s - self._governed_at < self.cfg.rules.duration_s:
-            return self.governor.delta  # an early (event) round: the controller steps once per round length
-        self._governed_at = now_s
-        return self.governor.delta_for_round(states, now_s)
+    def _delta(
+        self, ctx: ClusterContext, states: Sequence[JobState], now_s: float
+    ) -> tuple[float | None, float | None]:
+        """The round's ``delta`` and credit weight (None, None when nothing steers: the rules' ``delta``, weight 1).
+
+        The governor (``--max-jct-increase``) steps once per round length, against ``fifo-max`` in continuous time
+        (:func:`~planner.agent.reference.slurm_reference`) over the jobs seen so far, rebuilt with the last
+        ``delta`` when they change; an early (event) round keeps its ``delta``. The signal, when followed, moves
+        both from there (:class:`~planner.sim.governor.SignalSteer`).
+        """
+        steering = self.cfg.steering
+        inner: DeltaSteer | None = None
+        if steering.max_increase is not None:
+            ids = frozenset(s.id for s in states)
+            if self.governor is None or ids != self._reference_jobs:
+                finish = slurm_reference([s.spec for s in states], ctx, self.cfg.start_s)
+                old = self.governor.delta if self.governor is not None else self.cfg.rules.delta
+                self.governor = steering.governor(finish, old)
+                self._reference_jobs = ids
+            assert self.governor is not None
+            early = self._governed_at is not None and now_s - self._governed_at < self.cfg.rules.duration_s
+            if not early:
+                self._governed_at = now_s
+            inner = FixedDelta(self.governor.delta) if early else self.governor
+        steer = steering.steer(inner, self.cfg.rules.delta, self.cfg.signal, self.cfg.rules.duration_s)
+        if steer is None:
+            return None, None
+        return steer.delta_for_round(states, now_s), steer.credit_weight_for_round(now_s)
 
     # ------------------------------------------------------------------ applying
 

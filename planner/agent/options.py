@@ -20,7 +20,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, get_args
+from typing import TYPE_CHECKING, Any, ClassVar, get_args
 
 from wattplan.planner.agent.trust import Allowed, name_problem
 from wattplan.planner.contracts import defaults
@@ -36,7 +36,11 @@ from wattplan.planner.sim.options import (
     ReplayOptions,
     SimulateOptions,
     library_path,
+    signal_needs_a_file,
 )
+
+if TYPE_CHECKING:
+    from wattplan.planner.sim.governor import GovernorRule
 
 DEFAULT_SETTINGS_DIR = Path("/var/lib/wattplan/settings")
 """The folder the node scripts read settings from on a real cluster (``--settings-dir``)."""
@@ -46,6 +50,8 @@ CLUSTER_STATE_NAME = "agent.db"
 """The state file's name in an emulated cluster's folder (``--cluster``)."""
 JCT_INCREASE_PCT = 3.0
 """The agent's JCT bound by default (%, ``--max-jct-increase``): the average JCT at most 3% above Slurm's."""
+GOVERNOR = "projected"
+"""The agent's governor rule by default (``--governor``): whole JCTs with the unfinished work projected."""
 MAX_START_S = 1e7
 """``--start-s`` is below this (s, about 116 days): a job's start-up, far longer than any real one, and finite."""
 
@@ -102,13 +108,24 @@ class AgentOptions(OptionRecord):
         JCT_INCREASE_PCT,
         "Runtime-bounded energy mode: least energy with an average JCT at most this many percent above what "
         "Slurm's first-come-first-served scheduling at full power would give (estimated by fifo-max over the jobs "
-        "seen so far: in continuous time, as Slurm starts jobs, or with --no-event-rounds round by round, as the "
-        "replay does).",
+        "seen so far, in continuous time, as Slurm starts jobs).",
         unit="%",
         low=0.0,
         high=MAX_JCT_INCREASE_PCT,
     )
     jct_bound: bool = option(True, "Steer each round's delta by the JCT bound (--no-jct-bound: a fixed --delta).")
+    governor: str = same_as(ReplayOptions, "governor", GOVERNOR)
+    delta_max: float = same_as(ReplayOptions, "delta_max")
+    carbon: Path | None = same_as(
+        ReplayOptions, "carbon", help="Hourly carbon intensity CSV (gCO2/kWh): wattplan follows it (--signal-aware)."
+    )
+    price: Path | None = same_as(
+        ReplayOptions, "price", help="Hourly electricity price CSV ($/MWh): followed when no --carbon is given."
+    )
+    signal_start: str | None = same_as(
+        ReplayOptions, "signal_start", help="Signal hour (ISO 8601, UTC) at which the agent starts; default the first."
+    )
+    signal_aware: bool = same_as(ReplayOptions, "signal_aware")
     delta: float = same_as(SolveOptions, "delta", defaults.DELTA, "Progress given up per round without the JCT bound.")
     round_s: float = same_as(ReplayOptions, "round_s")
     restart_s: float = same_as(ReplayOptions, "restart_s")
@@ -157,6 +174,7 @@ class AgentOptions(OptionRecord):
 
     RULES: ClassVar[tuple[Rule, ...]] = (
         ROUND_RULE,
+        Rule(signal_needs_a_file, "signal_start requires carbon or price"),
         Rule(_some_rounds, "event_rounds or periodic_rounds"),
         _names("allow_user"),
         _names("allow_account"),
@@ -165,6 +183,11 @@ class AgentOptions(OptionRecord):
     def jct_increase(self) -> float | None:
         """The JCT bound as a fraction (``--max-jct-increase`` / 100), None with ``--no-jct-bound``."""
         return self.max_jct_increase / 100.0 if self.jct_bound else None
+
+    def governor_rule(self) -> GovernorRule:
+        """``--governor`` as the governor's rule (checked against its choices)."""
+        rule: GovernorRule = "accrued" if self.governor == "accrued" else "projected"
+        return rule
 
     def rules(self) -> RoundRules:
         """The round's rules; the objective by default efficiency with the JCT bound, progress without it."""

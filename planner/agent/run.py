@@ -41,6 +41,7 @@ from wattplan.planner.console.terminal import plain
 from wattplan.planner.contracts.problems import InputError, Problem
 from wattplan.planner.profile_library.library import load_profile_library
 from wattplan.planner.sim.policies.registry import policy_names, unknown_policy_message
+from wattplan.planner.sim.signals import SignalClock, SignalKind, signal_clock
 
 OBSERVE_BUDGET_S = 5.0
 """Most real seconds one round spends reading Prometheus, retries and their waits included."""
@@ -162,6 +163,16 @@ def run_agent(config: AgentConfig, env: Environment, state: Path, log: Callable[
             shutil.rmtree(scratch, ignore_errors=True)
 
 
+def agent_signal(options: AgentOptions, now_s: float) -> SignalClock | None:
+    """The signal the agent follows (``--carbon``, else ``--price``), its hour ``--signal-start`` at ``now_s``.
+
+    ``now_s``: the agent's start on its clock (s). A bad file or hour raises :class:`InputError` naming it.
+    """
+    kind: SignalKind = "carbon" if options.carbon is not None else "price"
+    path = options.carbon if options.carbon is not None else options.price
+    return None if path is None else signal_clock(kind, path, now_s, options.signal_start)
+
+
 def start_agent(options: AgentOptions, log: Callable[[str], None] | None = None) -> int:
     """``wattplan agent`` with its checked ``options`` (:meth:`AgentOptions.checked`); the exit code.
 
@@ -175,6 +186,7 @@ def start_agent(options: AgentOptions, log: Callable[[str], None] | None = None)
         raise InputError("--policy", [Problem("unknown-policy", "--policy", unknown_policy_message(options.policy))])
     env = environment(options.cluster, options.prometheus, options.settings_path())
     config = AgentConfig.of(options, load_profile_library(options.profiles))
+    config.signal = agent_signal(options, env.clock.at(time.time()))
     return run_agent(config, env, options.state_path(), log or stderr_log(options.quiet))
 
 

@@ -28,6 +28,8 @@ COMPARISON_COLUMNS = (
     "completed",
     "energy_kwh",
     "energy_dynamic_kwh",
+    "carbon_kg",
+    "energy_cost_usd",
     "avg_jct_s",
     "p95_jct_s",
     "makespan_s",
@@ -104,6 +106,8 @@ TABLE_ROWS = (
     ("jobs done", "completed", "{:.0f}"),
     ("energy kWh", "energy_kwh", "{:.3f}"),
     ("  GPUs' dynamic", "energy_dynamic_kwh", "{:.3f}"),
+    ("kgCO2", "carbon_kg", "{:.2f}"),
+    ("energy cost $", "energy_cost_usd", "{:.2f}"),
     ("avg JCT s", "avg_jct_s", "{:,.0f}"),
     ("p95 JCT s", "p95_jct_s", "{:,.0f}"),
     ("makespan s", "makespan_s", "{:,.0f}"),
@@ -113,6 +117,8 @@ TABLE_ROWS = (
     ("CPU s", "cpu_s", "{:.1f}"),
 )
 """The rows of :func:`comparison_table`: label, summary key, format."""
+SIGNAL_KEYS = frozenset({"carbon_kg", "energy_cost_usd"})
+"""Rows shown only when the replay was given the signal (``--carbon``, ``--price``)."""
 
 
 def comparison_table(rows: Sequence[dict[str, Any]]) -> Table:
@@ -122,5 +128,7 @@ def comparison_table(rows: Sequence[dict[str, Any]]) -> Table:
     for r in rows:
         table.add_column(shown(str(r["policy"])), justify="right", overflow="fold")
     for label, key, fmt in TABLE_ROWS:
+        if key in SIGNAL_KEYS and all(r.get(key) is None for r in rows):
+            continue  # no signal given
         table.add_row(label, *("-" if r.get(key) is None else fmt.format(r[key]) for r in rows))
     return table

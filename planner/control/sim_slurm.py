@@ -235,6 +235,8 @@ class SimulatedSlurm:
         self._idle = {g: truth.gpu_types[g].idle_power_w for g in {n.gpu_type for n in self._nodes}}
         self._idle_w = sum(self._idle[n.gpu_type] * n.gpus for n in self._nodes)
         self._dyn_w = self._dyn_j = 0.0
+        self._dyn_steps: list[tuple[float, float]] = [(self.now_s, 0.0)]
+        """``(t, dynamic W from t on)`` at every change of the GPUs' dynamic power (:meth:`power_steps`)."""
         self._owner: dict[GpuId, int] = {}
         self._nfree = {n.name: n.gpus for n in self._nodes}
         self._on_gpu: dict[GpuId, set[int]] = {(n.name, i): set() for n in self._nodes for i in range(n.gpus)}
@@ -496,6 +498,10 @@ class SimulatedSlurm:
         for g in gpus:
             self._gpu_power[g] = snap.gpus[g].power_w
         self._dyn_w = sum(self._gpu_power.values()) - self._idle_w
+        if self._dyn_steps[-1][0] >= self.now_s:
+            self._dyn_steps[-1] = (self.now_s, self._dyn_w)
+        elif self._dyn_steps[-1][1] != self._dyn_w:
+            self._dyn_steps.append((self.now_s, self._dyn_w))
         for j in jobs:
             rates = self._rates(j, snap)
             if rates != j.rates:
@@ -539,6 +545,22 @@ class SimulatedSlurm:
         self._sync()
         elapsed = (self.now_s if until_s is None else min(until_s, self.now_s)) - self._start_s
         return EnergySplit(self._node_w * elapsed, self._idle_w * elapsed, self._dyn_j)
+
+    def power_steps(self, until_s: float | None = None) -> list[tuple[float, float, float]]:
+        """The cluster's draw as steps ``(t0, t1, W)`` from the first arrival to ``until_s`` (default ``now_s``).
+
+        ``W`` is every node's and GPU's power over ``[t0, t1)``: the sum of ``W (t1 - t0)`` is :meth:`energy`'s total
+        (the same window and the same limit on ``until_s``), and a signal's cost is summed step by step.
+        """
+        self._sync()
+        end = self.now_s if until_s is None else min(until_s, self.now_s)
+        base_w = self._node_w + self._idle_w
+        steps = []
+        for k, (t0, w) in enumerate(self._dyn_steps):
+            t1 = min(self._dyn_steps[k + 1][0] if k + 1 < len(self._dyn_steps) else end, end)
+            if t1 > t0:
+                steps.append((t0, t1, base_w + w))
+        return steps
 
     def job_records(self) -> list[JobRecord]:
         """Every job now, by job id: times (emulated s), requeues, steps done, dynamic and GPU energy (J)."""

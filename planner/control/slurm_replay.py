@@ -47,8 +47,10 @@ from wattplan.planner.control.sim_slurm import SimJob, SimNode, SimulatedSlurm
 from wattplan.planner.control.truth_model import index_library
 from wattplan.planner.control.virtual_timer import NoMoreEvents, VirtualTimer
 from wattplan.planner.profile_library.library import ProfileLibrary
-from wattplan.planner.sim.replay import ReplaySpec, libraries, prepare
+from wattplan.planner.sim.replay import ReplaySpec, libraries, prepare, signal_clocks
+from wattplan.planner.sim.replay import steering as replay_steering
 from wattplan.planner.sim.round_instance import ClusterContext
+from wattplan.planner.sim.signals import SignalClock, SignalKind, signal_cost
 from wattplan.planner.sim.workload import Workload
 
 SLURM_ALONE = "slurm"
@@ -144,15 +146,30 @@ def simulated_slurm(
 
 
 def agent_config(
-    spec: ReplaySpec, ctx: ClusterContext, library: ProfileLibrary, policy: str, setup: SimulatedCluster, scratch: Path
+    spec: ReplaySpec,
+    ctx: ClusterContext,
+    library: ProfileLibrary,
+    policy: str,
+    setup: SimulatedCluster,
+    scratch: Path,
+    clocks: Mapping[SignalKind, SignalClock],
 ) -> AgentConfig:
-    """The agent's configuration for one policy of the replay: the replay's rules, solve and steering options."""
+    """The agent's configuration for one policy of the replay: the replay's rules, solve and steering options.
+
+    ``clocks``: the replay's signals on its clock (:func:`~planner.sim.replay.signal_clocks`); the agent follows
+    the carbon signal, else the price signal, as the round-based replay does.
+    """
+    steering = replay_steering(spec)
     return AgentConfig(
         library,
         ctx.rules,
         spec.policy_options.request,
         clock=Clock(T0_UNIX, setup.time_scale),
-        max_jct_increase=spec.max_jct_increase,
+        max_jct_increase=steering.max_increase,
+        governor=steering.rule,
+        delta_max=steering.delta_max,
+        signal=clocks.get("carbon") or clocks.get("price"),
+        signal_aware=steering.signal_aware,
         learn=spec.learn,
         settings_dir=scratch / "settings",
         until_idle=True,
@@ -238,6 +255,7 @@ def replay_on_slurm(
     wall, cpu = time.perf_counter(), cpu_s()
     workload, ctx = prepare(spec)
     library, truth = libraries(spec)
+    clocks = signal_clocks(spec, workload)
     jobs, trace_id = submissions(workload, managed=policy != SLURM_ALONE)
     lines: list[str] = []
     scratch = Path(tempfile.mkdtemp(prefix="wattplan-slurm-replay-"))
@@ -254,12 +272,13 @@ def replay_on_slurm(
         if policy == SLURM_ALONE:
             _run_alone(slurm)
         else:
-            config = agent_config(spec, ctx, library, policy, setup, scratch)
+            config = agent_config(spec, ctx, library, policy, setup, scratch, clocks)
             rounds, stop = _run_agent(slurm, config, jobs, scratch, say)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     rows = job_rows(slurm, trace_id)
     summary = summarise(policy, slurm, rows, rounds, setup)
+    summary.update(signal_costs(slurm, rows, clocks))
     summary["stop_reason"] = stop
     summary["wall_s"] = round(time.perf_counter() - wall, 3)
     summary["cpu_s"] = round(cpu_s() - cpu, 3)
@@ -313,8 +332,7 @@ def summarise(
     jcts = [r["jct_s"] for r in rows if r["jct_s"] is not None]
     arrivals = [r["arrival_s"] for r in rows]
     finishes = [r["finish_s"] for r in rows if r["finish_s"] is not None]
-    done = len(finishes) == len(rows)  # then nothing computed after the last completion
-    split = slurm.energy(max(finishes) if done and finishes else None)
+    split = slurm.energy(_window_end(slurm, rows))  # once every job is done, nothing computes after the last one
     kwh = 1.0 / 3.6e6
     return {
         "policy": policy,
@@ -335,6 +353,32 @@ def summarise(
         "load_s": setup.load_s,
         "requeue_delay_s": setup.requeue_s,
     }
+
+
+def _window_end(slurm: SimulatedSlurm, rows: Sequence[Mapping[str, Any]]) -> float | None:
+    """The end of the replay's energy window: the last completion, or None (now) while a job is unfinished."""
+    finishes = [r["finish_s"] for r in rows if r["finish_s"] is not None]
+    return max(finishes) if finishes and len(finishes) == len(rows) else None
+
+
+def signal_costs(
+    slurm: SimulatedSlurm, rows: Sequence[Mapping[str, Any]], clocks: Mapping[SignalKind, SignalClock]
+) -> dict[str, Any]:
+    """``carbon_kg`` and ``energy_cost_usd`` of the cluster's draw over the energy window, and each signal's info.
+
+    Summed over the steps of constant power (:meth:`~planner.control.sim_slurm.SimulatedSlurm.power_steps`), each
+    priced at its signal's time-weighted mean over the step (:func:`~planner.sim.signals.signal_cost`).
+    """
+    out: dict[str, Any] = {}
+    steps = slurm.power_steps(_window_end(slurm, rows)) if clocks else []
+    named: tuple[tuple[SignalKind, str, float], ...] = (("carbon", "carbon_kg", 1e-3), ("price", "energy_cost_usd", 1))
+    for kind, name, scale in named:
+        clock = clocks.get(kind)
+        if clock is not None:
+            out[name] = scale * sum(signal_cost(clock, t0, t1 - t0, w * (t1 - t0)) for t0, t1, w in steps)
+    if clocks:
+        out["signals"] = {k: {**c.signal.info(), "offset_h": c.offset_h} for k, c in clocks.items()}
+    return out
 
 
 def write_result(folder: Path, result: SlurmReplayResult, log_lines: Sequence[str]) -> None:

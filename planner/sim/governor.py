@@ -208,3 +208,44 @@ class SignalSteer:
         if rel is None:
             return 1.0
         return WEIGHT_MAX if rel <= 0 else min(max(1.0 / rel, WEIGHT_MIN), WEIGHT_MAX)
+
+
+@dataclass(frozen=True)
+class Steering:
+    """How each round's ``delta`` and credit weight are steered: one record, for the replay and the agent alike.
+
+    Its fields are ``--max-jct-increase`` (a fraction), ``--governor``, ``--delta-max`` and ``--signal-aware``.
+
+    The replay builds its governor once, against the reference known before it starts; the agent rebuilds it
+    whenever the jobs it has seen change (its reference grows with them), carrying the last ``delta`` over.
+    """
+
+    max_increase: float | None = None
+    """The JCT bound as a fraction; None: no governor (a fixed ``delta``, or the signal's)."""
+    rule: GovernorRule = "projected"
+    delta_max: float = DELTA_MAX
+    signal_aware: bool = True
+    """Follow the signal (carbon, else price) when one is given."""
+
+    def governor(self, reference_finish_s: Mapping[str, float | None], delta: float) -> JctGovernor | None:
+        """The JCT governor against ``reference_finish_s`` starting from ``delta``; None without a bound."""
+        if self.max_increase is None:
+            return None
+        return JctGovernor(
+            reference_finish_s,
+            self.max_increase,
+            delta=delta,
+            delta_max=self.delta_max,
+            projected=self.rule == "projected",
+        )
+
+    def steer(
+        self, inner: DeltaSteer | None, delta: float, signal: SignalClock | None, round_s: float
+    ) -> DeltaSteer | None:
+        """``inner`` (the governor, or None for the fixed ``delta``) under the signal when one is followed.
+
+        None when neither steers: the round keeps the rules' ``delta`` and a credit weight of 1.
+        """
+        if signal is not None and self.signal_aware:
+            return SignalSteer(signal, inner or FixedDelta(delta), round_s)
+        return inner

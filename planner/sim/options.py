@@ -80,7 +80,7 @@ def library_path(text: str) -> Path:
     return Path(text)
 
 
-def _signal_needs_a_file(values: Mapping[str, Any], label: Callable[[str], str]) -> list[Problem]:
+def signal_needs_a_file(values: Mapping[str, Any], label: Callable[[str], str]) -> list[Problem]:
     """``signal_start`` names an hour of the carbon or the price signal: one of them must be given."""
     if values["signal_start"] is None or values["carbon"] is not None or values["price"] is not None:
         return []
@@ -92,15 +92,12 @@ ENGINES = ("rounds", "slurm")
 on a simulated Slurm (:mod:`planner.control.slurm_replay`, docs/design.md §10.8)."""
 NOT_ON_SLURM = (
     "energy_budget_kwh",
-    "carbon",
-    "price",
-    "signal_start",
     "tail_bound",
     "noise",
     "ray",
     "fresh",
 )
-"""Options the ``slurm`` engine does not take yet: the agent has no energy budget, signal or tail bound (issue 44),
+"""Options the ``slurm`` engine does not take yet: the agent has no energy budget or tail bound,
 the simulated Slurm no throughput noise, and its replays are not journalled."""
 
 
@@ -274,7 +271,7 @@ class ReplayOptions(OptionRecord):
     RULES: ClassVar[tuple[Rule, ...]] = (
         excludes("power_cap_w", "energy_budget_kwh"),
         ROUND_RULE,
-        Rule(_signal_needs_a_file, "signal_start requires carbon or price"),
+        Rule(signal_needs_a_file, "signal_start requires carbon or price"),
     )
     LISTS: ClassVar[tuple[str, ...]] = ()
     """Text options that hold a comma-separated list: from Python a list or tuple, joined with commas."""
@@ -387,7 +384,7 @@ class SimulateOptions(ReplayOptions):
 
     RULES: ClassVar[tuple[Rule, ...]] = (
         *ReplayOptions.RULES,
-        Rule(_slurm_engine_options, "engine slurm refuses energy budgets, signals, the tail bound, noise, ray, fresh"),
+        Rule(_slurm_engine_options, "engine slurm refuses energy budgets, the tail bound, noise, ray, fresh"),
     )
 
 

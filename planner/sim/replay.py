@@ -8,7 +8,6 @@ comparison plots at the top of ``out``.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -30,7 +29,7 @@ from wattplan.planner.rounds.traces import MAX_TRACE_S, TraceFormat, read_trace,
 from wattplan.planner.sim.budget import Budget, EnergyBudget, NoBudget, PowerCap, one_node_round_j, step_prices
 from wattplan.planner.sim.decision_memo import ReplanOn
 from wattplan.planner.sim.engine import ProgressCallback, SimConfig, SimResult, simulate
-from wattplan.planner.sim.governor import DeltaSteer, FixedDelta, GovernorRule, JctGovernor, SignalSteer
+from wattplan.planner.sim.governor import DeltaSteer, GovernorRule, Steering
 from wattplan.planner.sim.journal import ReplayJournal, inputs_sha256
 from wattplan.planner.sim.learning import LearnConfig, ProfileLearner, learning_report
 from wattplan.planner.sim.metrics import J_PER_KWH, summarise, with_reference
@@ -39,11 +38,10 @@ from wattplan.planner.sim.plots import DEFAULT_FIGURES, FigureOptions, write_rep
 from wattplan.planner.sim.policies import PolicyOptions, expand_policy_names, make_policy
 from wattplan.planner.sim.round_instance import ClusterContext, cluster_context, workload_instance
 from wattplan.planner.sim.signals import (
-    HourlySignal,
     SignalClock,
     SignalKind,
     parse_signal_start,
-    read_signal,
+    signal_clock,
     signal_cost,
 )
 from wattplan.planner.sim.state import JobState
@@ -270,45 +268,11 @@ def workload_floor(workload: Workload, ctx: ClusterContext) -> EnergyFloor:
     return energy_floor(workload_instance(ctx.real, [JobState.new(s) for s in workload.jobs]))
 
 
-def _offset_hours(signal: HourlySignal, start: str | None, option: str) -> int:
-    """Hours from the signal's first hour to ``start`` (ISO 8601, UTC); 0 when not given."""
-    if start is None:
-        return 0
-    when = parse_signal_start(start, option)
-    hours = (when - signal.start_utc).total_seconds() / 3600
-    if not 0 <= hours < signal.hours or hours != int(hours):
-        msg = (
-            f"{start} is not a whole hour within {signal.source} ({signal.start_utc:%Y-%m-%d %H:%M} + {signal.hours} h)"
-        )
-        raise InputError(option, [Problem("bad-option", option, msg)])
-    return int(hours)
-
-
-@functools.lru_cache(maxsize=8)
-def _read_signal_once(path: Path, kind: SignalKind, mtime_ns: int, size: int) -> HourlySignal:
-    """:func:`read_signal`, once per file version (the file's time and size are part of the key)."""
-    return read_signal(path, kind)
-
-
-def _read_signal(path: Path, kind: SignalKind) -> HourlySignal:
-    """The signal of ``path``: read once for ``prepare`` and every policy of the replay."""
-    try:
-        st = path.stat()
-    except OSError:
-        return read_signal(path, kind)  # the reader reports the missing or unreadable file
-    return _read_signal_once(path, kind, st.st_mtime_ns, st.st_size)
-
-
 def signal_clocks(spec: ReplaySpec, workload: Workload) -> dict[SignalKind, SignalClock]:
     """The replay's signals on its clock: hour ``signal_start`` of each file at the replay's start."""
     t0 = spec.start_s if spec.start_s is not None else min(j.arrival_s for j in workload.jobs)
-    clocks: dict[SignalKind, SignalClock] = {}
     named: tuple[tuple[SignalKind, Path | None], ...] = (("carbon", spec.carbon), ("price", spec.price))
-    for kind, path in named:
-        if path is not None:
-            sig = _read_signal(resolve_signal(path), kind)
-            clocks[kind] = SignalClock(sig, t0, _offset_hours(sig, spec.signal_start, "--signal-start"))
-    return clocks
+    return {kind: signal_clock(kind, path, t0, spec.signal_start) for kind, path in named if path is not None}
 
 
 def signal_summary(result: SimResult, clocks: dict[SignalKind, SignalClock]) -> dict[str, Any]:
@@ -324,23 +288,19 @@ def signal_summary(result: SimResult, clocks: dict[SignalKind, SignalClock]) -> 
     return out
 
 
+def steering(spec: ReplaySpec) -> Steering:
+    """The replay's steering record (:class:`~planner.sim.governor.Steering`), as the agent builds its own."""
+    rule: GovernorRule = spec.governor
+    return Steering(spec.max_jct_increase, rule, spec.delta_max, spec.signal_aware)
+
+
 def _steer(
     spec: ReplaySpec, ctx: ClusterContext, clocks: dict[SignalKind, SignalClock], ref: SimResult | None
 ) -> DeltaSteer | None:
     """The wattplan policy's per-round ``delta``: the JCT governor and/or the signal; None when both are off."""
-    inner: DeltaSteer | None = None
-    if spec.max_jct_increase is not None and ref is not None:
-        inner = JctGovernor(
-            {s.id: s.finish_s for s in ref.jobs},
-            spec.max_jct_increase,
-            delta=ctx.rules.delta,
-            delta_max=spec.delta_max,
-            projected=spec.governor == "projected",
-        )
-    clock = clocks.get("carbon") or clocks.get("price")
-    if clock is not None and spec.signal_aware:
-        return SignalSteer(clock, inner or FixedDelta(ctx.rules.delta), ctx.rules.duration_s)
-    return inner
+    record = steering(spec)
+    inner = None if ref is None else record.governor({s.id: s.finish_s for s in ref.jobs}, ctx.rules.delta)
+    return record.steer(inner, ctx.rules.delta, clocks.get("carbon") or clocks.get("price"), ctx.rules.duration_s)
 
 
 def reference_run(spec: ReplaySpec, workload: Workload, ctx: ClusterContext) -> tuple[SimResult, dict[str, Any]]:

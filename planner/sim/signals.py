@@ -74,6 +74,7 @@ Accounting (:func:`signal_cost`)
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -88,6 +89,7 @@ import numpy.typing as npt
 
 from wattplan.planner.contracts.problems import InputError, Problem, capped
 from wattplan.planner.files.csv_frames import DECIMAL, CsvChunk, CsvFrame, decimals, iso_times, read_csv_frame, texts_of
+from wattplan.planner.files.resources import resolve_signal
 from wattplan.planner.profiling.csv_header import duplicate_column_problems
 
 SignalKind = Literal["carbon", "price"]
@@ -628,3 +630,42 @@ def signal_cost(clock: SignalClock, start_s: float, duration_s: float, energy_j:
     """
     per_unit = J_PER_KWH if clock.signal.kind == "carbon" else J_PER_MWH
     return energy_j / per_unit * clock.mean_over(start_s, duration_s)
+
+
+def _offset_hours(signal: HourlySignal, start: str | None, option: str) -> int:
+    """Hours from the signal's first hour to ``start`` (ISO 8601, UTC); 0 when not given."""
+    if start is None:
+        return 0
+    when = parse_signal_start(start, option)
+    hours = (when - signal.start_utc).total_seconds() / 3600
+    if not 0 <= hours < signal.hours or hours != int(hours):
+        msg = (
+            f"{start} is not a whole hour within {signal.source} ({signal.start_utc:%Y-%m-%d %H:%M} + {signal.hours} h)"
+        )
+        raise InputError(option, [Problem("bad-option", option, msg)])
+    return int(hours)
+
+
+@functools.lru_cache(maxsize=8)
+def _read_signal_once(path: Path, kind: SignalKind, mtime_ns: int, size: int) -> HourlySignal:
+    """:func:`read_signal`, once per file version (the file's time and size are part of the key)."""
+    return read_signal(path, kind)
+
+
+def _read_signal(path: Path, kind: SignalKind) -> HourlySignal:
+    """The signal of ``path``: read once for ``prepare`` and every policy of the replay."""
+    try:
+        st = path.stat()
+    except OSError:
+        return read_signal(path, kind)  # the reader reports the missing or unreadable file
+    return _read_signal_once(path, kind, st.st_mtime_ns, st.st_size)
+
+
+def signal_clock(kind: SignalKind, path: Path, t0_s: float, signal_start: str | None) -> SignalClock:
+    """The signal of ``path`` on a run's clock: hour ``signal_start`` of the file at ``t0_s``, the run's start (s).
+
+    ``signal_start`` is ISO 8601, UTC (default: the file's first hour). A bad file or hour raises
+    :class:`InputError` naming it.
+    """
+    sig = _read_signal(resolve_signal(path), kind)
+    return SignalClock(sig, t0_s, _offset_hours(sig, signal_start, "--signal-start"))
