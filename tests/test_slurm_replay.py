@@ -221,3 +221,63 @@ def test_the_agent_follows_the_signal_as_the_round_based_replay_steers(tmp_path:
         got = float(line.split("delta ")[1].split(";")[0])
         assert got == pytest.approx(expect, abs=5e-4), line
         assert expect > 0.05  # hour 24 is three times the day before
+
+
+def test_the_agent_keeps_the_tail_bound_the_steering_record_sets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With ``--tail-bound`` the agent's rounds bind the urgent jobs' steps.
+
+    Once it has seen every job, its deadlines are those the one steering record sets over fifo-max in continuous
+    time (Slurm alone's finish times), and its governor steers against the same reference.
+    """
+    from wattplan.planner.agent import loop
+    from wattplan.planner.agent.reference import slurm_reference
+    from wattplan.planner.sim.replay import prepare
+    from wattplan.planner.sim.replay import steering as replay_steering
+    from wattplan.planner.sim.state import JobState
+    from wattplan.planner.sim.tail_bound import TailBound
+
+    kinds = ["ResNet-18 (batch size 32)", "Transformer (batch size 128)", "ResNet-50 (batch size 128)"]
+    jobs = [(kinds[i % 3], 4, round(900 * _rate(kinds[i % 3], 4)), 60.0 * i) for i in range(8)]
+    spec = ReplaySpec(
+        trace=_trace(tmp_path, jobs),
+        cluster="v100:8",
+        policies=("wattplan",),
+        tail_bound=0.0,
+        max_jct_increase=0.5,
+        rules=RoundRules(duration_s=360.0, objective="efficiency", delta=0.5),
+    )
+    bounds: list[dict[str, float]] = []
+    tails: list[object] = []
+    governed: list[frozenset[str]] = []
+    real = loop.Agent._tail_steps
+
+    def spy(self: loop.Agent, *args: object) -> dict[str, float] | None:
+        out = real(self, *args)  # type: ignore[arg-type]
+        bounds.append(dict(out or {}))
+        tails.append(self._tail)
+        governed.append(frozenset(self.governor.reference_finish_s) if self.governor is not None else frozenset())
+        return out
+
+    monkeypatch.setattr(loop.Agent, "_tail_steps", spy)
+    setup = SimulatedCluster(load_s=30.0)
+    result = replay_on_slurm(spec, "wattplan", setup)
+    assert result.summary["completed"] == 8
+    assert any(b for b in bounds), "no round bound a job"
+    workload, ctx = prepare(spec)
+    states = [JobState.new(s) for s in workload.jobs]
+    finish = slurm_reference(workload.jobs, ctx, setup.load_s)
+    expected = replay_steering(spec).tail(ctx, finish, states)
+    slurm_id = {s.id: str(k) for k, s in enumerate(sorted(workload.jobs, key=lambda s: s.arrival_s), start=1)}
+    assert expected is not None and expected.allowed_jct_s is not None and len(slurm_id) == 8
+    last = tails[-1]
+    assert isinstance(last, TailBound) and last.allowed_jct_s is not None
+    assert last.reference_finish_s == {slurm_id[j]: f for j, f in expected.reference_finish_s.items()}
+    assert last.allowed_jct_s == {slurm_id[j]: y for j, y in expected.allowed_jct_s.items()}
+    assert (last.tolerance, last.floor_jct_s, last.pace) == (expected.tolerance, expected.floor_jct_s, "steady")
+    assert governed[-1] == frozenset(slurm_id.values())  # the governor's reference grew with the jobs too
+    monkeypatch.undo()
+    unbound = replace(spec, tail_bound=None)
+    bounds.clear()
+    monkeypatch.setattr(loop.Agent, "_tail_steps", spy)
+    replay_on_slurm(unbound, "wattplan", setup)
+    assert bounds and not any(bounds)

@@ -84,7 +84,7 @@ from wattplan.planner.core.validate import InvalidPlanError, validate_plan
 from wattplan.planner.profile_library.library import ProfileLibrary
 from wattplan.planner.rounds.cluster_spec import ClusterSpec
 from wattplan.planner.rounds.traces import TraceJob
-from wattplan.planner.sim.governor import DeltaSteer, FixedDelta, GovernorRule, JctGovernor, Steering
+from wattplan.planner.sim.governor import DeltaSteer, FixedDelta, JctGovernor, Steering
 from wattplan.planner.sim.learning import ProfileLearner
 from wattplan.planner.sim.policies.base import Policy
 from wattplan.planner.sim.policies.registry import PolicyOptions, make_policy
@@ -97,6 +97,7 @@ from wattplan.planner.sim.round_instance import (
 )
 from wattplan.planner.sim.signals import SignalClock
 from wattplan.planner.sim.state import JobState
+from wattplan.planner.sim.tail_bound import TailBound
 from wattplan.planner.sim.telemetry import JobObservation
 from wattplan.planner.sim.workload import job_spec
 
@@ -150,14 +151,12 @@ class AgentConfig:
     rules: RoundRules
     request: PlanRequest
     clock: Clock = field(default_factory=Clock)
-    max_jct_increase: float | None = _OPTIONS.jct_increase()
-    """The JCT bound as a fraction (``--max-jct-increase`` / 100); None: a fixed ``delta`` (``--no-jct-bound``)."""
-    governor: GovernorRule = _OPTIONS.governor_rule()
-    """How the JCT bound compares JCTs (``--governor``, :class:`~planner.sim.governor.JctGovernor`)."""
-    delta_max: float = _OPTIONS.delta_max
+    steering: Steering = field(default_factory=_OPTIONS.steering)
+    """How each round's ``delta``, credit weight and tail bound are steered (``--max-jct-increase`` or
+    ``--no-jct-bound``, ``--governor``, ``--delta-max``, ``--signal-aware``, ``--tail-bound``, ``--tail-pace``): the
+    record the replay builds its own steering from (:class:`~planner.sim.governor.Steering`)."""
     signal: SignalClock | None = None
     """The carbon (else price) signal on the agent's clock (``--carbon``, ``--price``, ``--signal-start``)."""
-    signal_aware: bool = _OPTIONS.signal_aware
     learn: bool = _OPTIONS.learn
     settings_dir: Path | None = None
     dry_run: bool = _OPTIONS.dry_run
@@ -222,10 +221,7 @@ class AgentConfig:
             library,
             options.rules(),
             options.request(),
-            max_jct_increase=options.jct_increase(),
-            governor=options.governor_rule(),
-            delta_max=options.delta_max,
-            signal_aware=options.signal_aware,
+            steering=options.steering(),
             learn=options.learn,
             dry_run=options.dry_run,
             until_idle=options.until_idle,
@@ -240,11 +236,6 @@ class AgentConfig:
             zeus_eta=options.zeus_eta,
             power_cap_w=options.power_cap_w,
         )
-
-    @property
-    def steering(self) -> Steering:
-        """The steering record (:class:`~planner.sim.governor.Steering`), as the replay builds its own."""
-        return Steering(self.max_jct_increase, self.governor, self.delta_max, self.signal_aware)
 
 
 @dataclass
@@ -321,6 +312,11 @@ class Agent:
         self.policy: Policy = make_policy(config.policy, knobs)
         """What decides each round: the replay's policies, by name (a bad name raised before any round)."""
         self._reference_jobs: frozenset[str] = frozenset()
+        self._reference_finish: Mapping[str, float | None] | None = None
+        self._governed_jobs: frozenset[str] = frozenset()
+        """The jobs the governor's reference was computed over (it is rebuilt when they change)."""
+        self._tail: TailBound | None = None
+        self._tail_jobs: frozenset[str] = frozenset()
         self._last_round_unix: float | None = None
         self._last_running: dict[str, tuple[str, int, int, str | None]] = {}
         self._prev_steps: dict[str, float] = {}
@@ -449,7 +445,9 @@ class Agent:
         seen_ctx = nodes_stay_on(seen_ctx)  # the agent powers no node down (docs/design.md 11.6)
         delta, weight = self._delta(ctx, states, now_s)
         report.delta = delta
-        instance = round_instance(seen_ctx, rnd, now_s, queued, self._budget_j(ctx), delta, weight)
+        budget_j = self._budget_j(ctx)
+        bounds = self._tail_steps(ctx, seen_ctx, states, queued, now_s, budget_j)
+        instance = round_instance(seen_ctx, rnd, now_s, queued, budget_j, delta, weight, bounds)
         if not self.cfg.pairs:
             instance = replace(instance, pairs=())
         t_solve = time.monotonic()
@@ -840,12 +838,11 @@ class Agent:
         steering = self.cfg.steering
         inner: DeltaSteer | None = None
         if steering.max_increase is not None:
-            ids = frozenset(s.id for s in states)
-            if self.governor is None or ids != self._reference_jobs:
-                finish = slurm_reference([s.spec for s in states], ctx, self.cfg.start_s)
+            finish = self._reference(ctx, states)
+            if self.governor is None or self._governed_jobs != self._reference_jobs:
                 old = self.governor.delta if self.governor is not None else self.cfg.rules.delta
                 self.governor = steering.governor(finish, old)
-                self._reference_jobs = ids
+                self._governed_jobs = self._reference_jobs
             assert self.governor is not None
             early = self._governed_at is not None and now_s - self._governed_at < self.cfg.rules.duration_s
             if not early:
@@ -855,6 +852,39 @@ class Agent:
         if steer is None:
             return None, None
         return steer.delta_for_round(states, now_s), steer.credit_weight_for_round(now_s)
+
+    def _reference(self, ctx: ClusterContext, states: Sequence[JobState]) -> Mapping[str, float | None]:
+        """``fifo-max``'s finish times (s) over ``states`` (:func:`slurm_reference`), recomputed when they change."""
+        ids = frozenset(s.id for s in states)
+        if self._reference_finish is None or ids != self._reference_jobs:
+            self._reference_finish = slurm_reference([s.spec for s in states], ctx, self.cfg.start_s)
+            self._reference_jobs = ids
+        return self._reference_finish
+
+    def _tail_steps(
+        self,
+        ctx: ClusterContext,
+        seen_ctx: ClusterContext,
+        states: Sequence[JobState],
+        queued: Sequence[JobState],
+        now_s: float,
+        budget_j: float | None,
+    ) -> dict[str, float] | None:
+        """The tail bound's ``min_steps`` of this round (``--tail-bound``; None without it).
+
+        The deadlines come from the reference over the jobs seen so far on ``ctx`` (the profiles planned with) and
+        are set again when those change; the round's steps are priced on ``seen_ctx`` (what the round sees, learnt
+        profiles included), as the replay does. A round with a budget (``--power-cap-w``) has none
+        (:meth:`~planner.sim.tail_bound.TailBound.min_steps`).
+        """
+        steering = self.cfg.steering
+        if steering.tail_bound is None:
+            return None
+        finish = self._reference(ctx, states)
+        if self._tail is None or self._tail_jobs != self._reference_jobs:
+            self._tail = steering.tail(ctx, finish, states)
+            self._tail_jobs = self._reference_jobs
+        return None if self._tail is None else self._tail.min_steps(seen_ctx, queued, now_s, budget_j)
 
     # ------------------------------------------------------------------ applying
 

@@ -40,7 +40,8 @@ from wattplan.planner.sim.options import (
 )
 
 if TYPE_CHECKING:
-    from wattplan.planner.sim.governor import GovernorRule
+    from wattplan.planner.sim.governor import GovernorRule, Steering
+    from wattplan.planner.sim.tail_bound import TailPace
 
 DEFAULT_SETTINGS_DIR = Path("/var/lib/wattplan/settings")
 """The folder the node scripts read settings from on a real cluster (``--settings-dir``)."""
@@ -116,6 +117,8 @@ class AgentOptions(OptionRecord):
     jct_bound: bool = option(True, "Steer each round's delta by the JCT bound (--no-jct-bound: a fixed --delta).")
     governor: str = same_as(ReplayOptions, "governor", GOVERNOR)
     delta_max: float = same_as(ReplayOptions, "delta_max")
+    tail_bound: float | None = same_as(ReplayOptions, "tail_bound")
+    tail_pace: str = same_as(ReplayOptions, "tail_pace")
     carbon: Path | None = same_as(
         ReplayOptions, "carbon", help="Hourly carbon intensity CSV (gCO2/kWh): wattplan follows it (--signal-aware)."
     )
@@ -180,14 +183,18 @@ class AgentOptions(OptionRecord):
         _names("allow_account"),
     )
 
+    def steering(self) -> Steering:
+        """The steering record of the options (:class:`~planner.sim.governor.Steering`), fractions for percents."""
+        from wattplan.planner.sim.governor import Steering
+
+        rule: GovernorRule = "accrued" if self.governor == "accrued" else "projected"
+        pace: TailPace = "fastest" if self.tail_pace == "fastest" else "steady"
+        tail = None if self.tail_bound is None else self.tail_bound / 100.0
+        return Steering(self.jct_increase(), rule, self.delta_max, self.signal_aware, tail, pace)
+
     def jct_increase(self) -> float | None:
         """The JCT bound as a fraction (``--max-jct-increase`` / 100), None with ``--no-jct-bound``."""
         return self.max_jct_increase / 100.0 if self.jct_bound else None
-
-    def governor_rule(self) -> GovernorRule:
-        """``--governor`` as the governor's rule (checked against its choices)."""
-        rule: GovernorRule = "accrued" if self.governor == "accrued" else "projected"
-        return rule
 
     def rules(self) -> RoundRules:
         """The round's rules; the objective by default efficiency with the JCT bound, progress without it."""

@@ -159,17 +159,13 @@ def agent_config(
     ``clocks``: the replay's signals on its clock (:func:`~planner.sim.replay.signal_clocks`); the agent follows
     the carbon signal, else the price signal, as the round-based replay does.
     """
-    steering = replay_steering(spec)
     return AgentConfig(
         library,
         ctx.rules,
         spec.policy_options.request,
         clock=Clock(T0_UNIX, setup.time_scale),
-        max_jct_increase=steering.max_increase,
-        governor=steering.rule,
-        delta_max=steering.delta_max,
+        steering=replay_steering(spec),
         signal=clocks.get("carbon") or clocks.get("price"),
-        signal_aware=steering.signal_aware,
         learn=spec.learn,
         settings_dir=scratch / "settings",
         until_idle=True,

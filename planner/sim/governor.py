@@ -59,8 +59,10 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from wattplan.planner.contracts.defaults import DELTA_MAX
+from wattplan.planner.sim.round_instance import ClusterContext
 from wattplan.planner.sim.signals import SignalClock
 from wattplan.planner.sim.state import JobState
+from wattplan.planner.sim.tail_bound import TailBound, TailPace, deadline_cost_j
 
 GovernorRule = Literal["accrued", "projected"]
 """How :class:`JctGovernor` compares JCTs (module docstring)."""
@@ -226,6 +228,9 @@ class Steering:
     delta_max: float = DELTA_MAX
     signal_aware: bool = True
     """Follow the signal (carbon, else price) when one is given."""
+    tail_bound: float | None = None
+    """The per-job tail bound as a fraction (``--tail-bound``, :mod:`planner.sim.tail_bound`); None: none."""
+    tail_pace: TailPace = "steady"
 
     def governor(self, reference_finish_s: Mapping[str, float | None], delta: float) -> JctGovernor | None:
         """The JCT governor against ``reference_finish_s`` starting from ``delta``; None without a bound."""
@@ -249,3 +254,22 @@ class Steering:
         if signal is not None and self.signal_aware:
             return SignalSteer(signal, inner or FixedDelta(delta), round_s)
         return inner
+
+    def tail(
+        self, ctx: ClusterContext, reference_finish_s: Mapping[str, float | None], jobs: Sequence[JobState]
+    ) -> TailBound | None:
+        """The tail bound over ``jobs`` against ``reference_finish_s``; None without ``tail_bound``.
+
+        The jobs to keep free are ranked by what their deadline costs from their start (:func:`deadline_cost_j`
+        of each job whole, on ``ctx``).
+        """
+        if self.tail_bound is None:
+            return None
+        fresh = {s.id: JobState.new(s.spec) for s in jobs}
+        return TailBound.from_reference(
+            reference_finish_s,
+            {s.id: s.spec.arrival_s for s in jobs},
+            self.tail_bound,
+            self.tail_pace,
+            deadline_cost=lambda j, allowed_s: deadline_cost_j(ctx, fresh[j], allowed_s),
+        )

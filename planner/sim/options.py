@@ -92,12 +92,11 @@ ENGINES = ("rounds", "slurm")
 on a simulated Slurm (:mod:`planner.control.slurm_replay`, docs/design.md §10.8)."""
 NOT_ON_SLURM = (
     "energy_budget_kwh",
-    "tail_bound",
     "noise",
     "ray",
     "fresh",
 )
-"""Options the ``slurm`` engine does not take yet: the agent has no energy budget or tail bound,
+"""Options the ``slurm`` engine does not take yet: the agent has no energy budget,
 the simulated Slurm no throughput noise, and its replays are not journalled."""
 
 
@@ -384,7 +383,7 @@ class SimulateOptions(ReplayOptions):
 
     RULES: ClassVar[tuple[Rule, ...]] = (
         *ReplayOptions.RULES,
-        Rule(_slurm_engine_options, "engine slurm refuses energy budgets, the tail bound, noise, ray, fresh"),
+        Rule(_slurm_engine_options, "engine slurm refuses energy budgets, noise, ray, fresh"),
     )
 
 

@@ -45,7 +45,7 @@ from wattplan.planner.sim.signals import (
     signal_cost,
 )
 from wattplan.planner.sim.state import JobState
-from wattplan.planner.sim.tail_bound import TailBound, TailPace, deadline_cost_j
+from wattplan.planner.sim.tail_bound import TailPace
 from wattplan.planner.sim.workload import Workload, build_workload, dropped_text, select_jobs
 
 DELTA_BOUNDS = Bounds(*DELTA_RANGE, high_open=True)
@@ -290,8 +290,9 @@ def signal_summary(result: SimResult, clocks: dict[SignalKind, SignalClock]) -> 
 
 def steering(spec: ReplaySpec) -> Steering:
     """The replay's steering record (:class:`~planner.sim.governor.Steering`), as the agent builds its own."""
-    rule: GovernorRule = spec.governor
-    return Steering(spec.max_jct_increase, rule, spec.delta_max, spec.signal_aware)
+    return Steering(
+        spec.max_jct_increase, spec.governor, spec.delta_max, spec.signal_aware, spec.tail_bound, spec.tail_pace
+    )
 
 
 def _steer(
@@ -351,17 +352,8 @@ def run_policy(
         if spec.max_jct_increase is not None or spec.tail_bound is not None:
             ref = reference if reference is not None else reference_run(spec, workload, ctx)[0]
         governor = _steer(spec, ctx, clocks, ref)
-        if spec.tail_bound is not None and ref is not None:
-            arrivals = {s.id: s.spec.arrival_s for s in ref.jobs}
-            finish = {s.id: s.finish_s for s in ref.jobs}
-            fresh = {s.id: JobState.new(s.spec) for s in ref.jobs}
-            tail = TailBound.from_reference(
-                finish,
-                arrivals,
-                spec.tail_bound,
-                spec.tail_pace,
-                deadline_cost=lambda j, allowed_s: deadline_cost_j(ctx, fresh[j], allowed_s),
-            )
+        if ref is not None:
+            tail = steering(spec).tail(ctx, {s.id: s.finish_s for s in ref.jobs}, ref.jobs)
     budget = make_budget(spec, ctx, workload, governor)
     learner = ProfileLearner(replace(ctx, truth=None), spec.learn_config) if spec.learn else None
     resume = None if journal is None else journal.load()
