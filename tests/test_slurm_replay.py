@@ -223,7 +223,7 @@ def test_the_agent_follows_the_signal_as_the_round_based_replay_steers(tmp_path:
         assert expect > 0.05  # hour 24 is three times the day before
 
 
-def test_the_agent_keeps_the_tail_bound_the_steering_record_sets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_agent_keeps_the_tail_bound_of_the_steering_record(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """With ``--tail-bound`` the agent's rounds bind the urgent jobs' steps.
 
     Once it has seen every job, its deadlines are those the one steering record sets over fifo-max in continuous
