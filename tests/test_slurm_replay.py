@@ -11,6 +11,7 @@ import math
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -229,8 +230,8 @@ def test_the_agent_keeps_the_tail_bound_of_the_steering_record(tmp_path: Path, m
     Once it has seen every job, its deadlines are those the one steering record sets over fifo-max in continuous
     time (Slurm alone's finish times), and its governor steers against the same reference.
     """
-    from wattplan.planner.agent import loop
     from wattplan.planner.agent.reference import slurm_reference
+    from wattplan.planner.agent.steering import LiveSteering, RoundSteer
     from wattplan.planner.sim.replay import prepare
     from wattplan.planner.sim.replay import steering as replay_steering
     from wattplan.planner.sim.state import JobState
@@ -249,16 +250,16 @@ def test_the_agent_keeps_the_tail_bound_of_the_steering_record(tmp_path: Path, m
     bounds: list[dict[str, float]] = []
     tails: list[object] = []
     governed: list[frozenset[str]] = []
-    real = loop.Agent._tail_steps
+    real = LiveSteering.round
 
-    def spy(self: loop.Agent, *args: object) -> dict[str, float] | None:
-        out = real(self, *args)  # type: ignore[arg-type]
-        bounds.append(dict(out or {}))
-        tails.append(self._tail)
+    def spy(self: LiveSteering, *args: Any) -> RoundSteer:
+        out = real(self, *args)
+        bounds.append(dict(out.min_steps or {}))
+        tails.append(self.tail)
         governed.append(frozenset(self.governor.reference_finish_s) if self.governor is not None else frozenset())
         return out
 
-    monkeypatch.setattr(loop.Agent, "_tail_steps", spy)
+    monkeypatch.setattr(LiveSteering, "round", spy)
     setup = SimulatedCluster(load_s=30.0)
     result = replay_on_slurm(spec, "wattplan", setup)
     assert result.summary["completed"] == 8
@@ -278,6 +279,6 @@ def test_the_agent_keeps_the_tail_bound_of_the_steering_record(tmp_path: Path, m
     monkeypatch.undo()
     unbound = replace(spec, tail_bound=None)
     bounds.clear()
-    monkeypatch.setattr(loop.Agent, "_tail_steps", spy)
+    monkeypatch.setattr(LiveSteering, "round", spy)
     replay_on_slurm(unbound, "wattplan", setup)
     assert bounds and not any(bounds)

@@ -58,7 +58,6 @@ from wattplan.planner.agent.commands import CommandResult, Run, SlurmError
 from wattplan.planner.agent.decide import Decision, SlurmJobNow, decide
 from wattplan.planner.agent.node_settings import Clock, JobSetting
 from wattplan.planner.agent.options import AgentOptions
-from wattplan.planner.agent.reference import slurm_reference
 from wattplan.planner.agent.slurm_actions import Action, ActionOutcome, Release, SlurmCall, apply, calls
 from wattplan.planner.agent.slurm_detail import expand_hostlist, query_job_gpus
 from wattplan.planner.agent.slurm_queue import (
@@ -70,6 +69,7 @@ from wattplan.planner.agent.slurm_queue import (
     query_nodes,
     query_queue,
 )
+from wattplan.planner.agent.steering import LiveSteering
 from wattplan.planner.agent.store import AgentStore, Desired, KnownJob, StoreBusy
 from wattplan.planner.agent.timing import Timer, WallTimer
 from wattplan.planner.agent.trust import Allowed, foreign_hold
@@ -84,7 +84,7 @@ from wattplan.planner.core.validate import InvalidPlanError, validate_plan
 from wattplan.planner.profile_library.library import ProfileLibrary
 from wattplan.planner.rounds.cluster_spec import ClusterSpec
 from wattplan.planner.rounds.traces import TraceJob
-from wattplan.planner.sim.governor import DeltaSteer, FixedDelta, JctGovernor, Steering
+from wattplan.planner.sim.governor import Steering
 from wattplan.planner.sim.learning import ProfileLearner
 from wattplan.planner.sim.policies.base import Policy
 from wattplan.planner.sim.policies.registry import PolicyOptions, make_policy
@@ -97,7 +97,6 @@ from wattplan.planner.sim.round_instance import (
 )
 from wattplan.planner.sim.signals import SignalClock
 from wattplan.planner.sim.state import JobState
-from wattplan.planner.sim.tail_bound import TailBound
 from wattplan.planner.sim.telemetry import JobObservation
 from wattplan.planner.sim.workload import job_spec
 
@@ -307,22 +306,16 @@ class Agent:
         self._retry_soon = False
         """The last round left an update Slurm refused for now: the next round starts a poll later."""
         self.learner: ProfileLearner | None = None
-        self.governor: JctGovernor | None = None
+        self.steering = LiveSteering(config.steering, config.rules, config.start_s, config.signal)
+        """Each round's ``delta``, credit weight and tail bound (:mod:`planner.agent.steering`)."""
         knobs = PolicyOptions(zeus_eta=config.zeus_eta, request=config.request)
         self.policy: Policy = make_policy(config.policy, knobs)
         """What decides each round: the replay's policies, by name (a bad name raised before any round)."""
-        self._reference_jobs: frozenset[str] = frozenset()
-        self._reference_finish: Mapping[str, float | None] | None = None
-        self._governed_jobs: frozenset[str] = frozenset()
-        """The jobs the governor's reference was computed over (it is rebuilt when they change)."""
-        self._tail: TailBound | None = None
-        self._tail_jobs: frozenset[str] = frozenset()
         self._last_round_unix: float | None = None
         self._last_running: dict[str, tuple[str, int, int, str | None]] = {}
         self._prev_steps: dict[str, float] = {}
         self._placements: dict[int, tuple[tuple[str, tuple[int, ...]], ...]] = {}
         self._active_ids: frozenset[str] = frozenset()
-        self._governed_at: float | None = None
         self._gpus_per_host: dict[str, int] = {}
         self._observed = False
         self._advanced_at: dict[str, float] = {}
@@ -443,11 +436,11 @@ class Agent:
             return report
         seen_ctx = ctx if self.learner is None else replace(self.learner.context(), gpu_types=ctx.gpu_types)
         seen_ctx = nodes_stay_on(seen_ctx)  # the agent powers no node down (docs/design.md 11.6)
-        delta, weight = self._delta(ctx, states, now_s)
-        report.delta = delta
         budget_j = self._budget_j(ctx)
-        bounds = self._tail_steps(ctx, seen_ctx, states, queued, now_s, budget_j)
-        instance = round_instance(seen_ctx, rnd, now_s, queued, budget_j, delta, weight, bounds)
+        steer = self.steering.round(ctx, seen_ctx, states, queued, now_s, budget_j)
+        delta = steer.delta
+        report.delta = delta
+        instance = round_instance(seen_ctx, rnd, now_s, queued, budget_j, delta, steer.credit_weight, steer.min_steps)
         if not self.cfg.pairs:
             instance = replace(instance, pairs=())
         t_solve = time.monotonic()
@@ -824,67 +817,6 @@ class Agent:
         free = [i for i in range(self._gpus_per_host.get(host, 0)) if i not in used][:count]
         self._placements = {**self._placements, -len(self._placements) - 1: ((host, tuple(free)),)}
         return tuple(free)
-
-    def _delta(
-        self, ctx: ClusterContext, states: Sequence[JobState], now_s: float
-    ) -> tuple[float | None, float | None]:
-        """The round's ``delta`` and credit weight (None, None when nothing steers: the rules' ``delta``, weight 1).
-
-        The governor (``--max-jct-increase``) steps once per round length, against ``fifo-max`` in continuous time
-        (:func:`~planner.agent.reference.slurm_reference`) over the jobs seen so far, rebuilt with the last
-        ``delta`` when they change; an early (event) round keeps its ``delta``. The signal, when followed, moves
-        both from there (:class:`~planner.sim.governor.SignalSteer`).
-        """
-        steering = self.cfg.steering
-        inner: DeltaSteer | None = None
-        if steering.max_increase is not None:
-            finish = self._reference(ctx, states)
-            if self.governor is None or self._governed_jobs != self._reference_jobs:
-                old = self.governor.delta if self.governor is not None else self.cfg.rules.delta
-                self.governor = steering.governor(finish, old)
-                self._governed_jobs = self._reference_jobs
-            assert self.governor is not None
-            early = self._governed_at is not None and now_s - self._governed_at < self.cfg.rules.duration_s
-            if not early:
-                self._governed_at = now_s
-            inner = FixedDelta(self.governor.delta) if early else self.governor
-        steer = steering.steer(inner, self.cfg.rules.delta, self.cfg.signal, self.cfg.rules.duration_s)
-        if steer is None:
-            return None, None
-        return steer.delta_for_round(states, now_s), steer.credit_weight_for_round(now_s)
-
-    def _reference(self, ctx: ClusterContext, states: Sequence[JobState]) -> Mapping[str, float | None]:
-        """``fifo-max``'s finish times (s) over ``states`` (:func:`slurm_reference`), recomputed when they change."""
-        ids = frozenset(s.id for s in states)
-        if self._reference_finish is None or ids != self._reference_jobs:
-            self._reference_finish = slurm_reference([s.spec for s in states], ctx, self.cfg.start_s)
-            self._reference_jobs = ids
-        return self._reference_finish
-
-    def _tail_steps(
-        self,
-        ctx: ClusterContext,
-        seen_ctx: ClusterContext,
-        states: Sequence[JobState],
-        queued: Sequence[JobState],
-        now_s: float,
-        budget_j: float | None,
-    ) -> dict[str, float] | None:
-        """The tail bound's ``min_steps`` of this round (``--tail-bound``; None without it).
-
-        The deadlines come from the reference over the jobs seen so far on ``ctx`` (the profiles planned with) and
-        are set again when those change; the round's steps are priced on ``seen_ctx`` (what the round sees, learnt
-        profiles included), as the replay does. A round with a budget (``--power-cap-w``) has none
-        (:meth:`~planner.sim.tail_bound.TailBound.min_steps`).
-        """
-        steering = self.cfg.steering
-        if steering.tail_bound is None:
-            return None
-        finish = self._reference(ctx, states)
-        if self._tail is None or self._tail_jobs != self._reference_jobs:
-            self._tail = steering.tail(ctx, finish, states)
-            self._tail_jobs = self._reference_jobs
-        return None if self._tail is None else self._tail.min_steps(seen_ctx, queued, now_s, budget_j)
 
     # ------------------------------------------------------------------ applying
 
