@@ -9,8 +9,10 @@ Modules:
 - :mod:`planner.agent.options`: ``wattplan agent``'s options, declared once (:class:`AgentOptions`): the command
   line is generated from it and the loop's configuration built from it
 - :mod:`planner.agent.run`: the loop put together: Slurm's environment, the state file, the Prometheus observer
-- :mod:`planner.agent.reference`: the JCT reference, ``fifo-max`` over the jobs seen so far: in continuous time as
-  Slurm schedules, or the replay's rounds computed event by event
+- :mod:`planner.agent.reference`: the JCT reference, ``fifo-max`` over the jobs seen so far in continuous time, as
+  Slurm alone schedules them
+- :mod:`planner.agent.steering`: each round's ``delta``, credit weight and tail bound from the one steering record
+  (governor, signal, tail bound), the reference following the jobs seen
 - :mod:`planner.agent.aligned_blocks`: running jobs' GPU indices as aligned blocks on their nodes, so that the
   round's placement keeps every job where Slurm runs it
 - :mod:`planner.agent.decide`: a plan turned into Slurm calls and setting files (pairs as host and guest)
