@@ -6,9 +6,10 @@ Per family (the three 40-job live families of ``instances/live``, built three di
 from its first hour (``--carbon CISO_2022.csv``, so every variant reports kgCO2):
 
 * ``slurm``: Slurm alone;
-* ``bound``: wattplan in the runtime-bounded energy mode, signal not followed (``--no-signal-aware``);
-* ``tail``: the same with the tail bound (``--tail-bound 10``);
-* ``carbon``: the same as ``bound`` with the signal followed (the default ``--signal-aware``).
+* ``projected`` and ``accrued``: wattplan in the runtime-bounded energy mode with each rule of the JCT governor
+  (``--governor``), signal not followed (``--no-signal-aware``);
+* ``tail``: the default rule with the tail bound (``--tail-bound 10``);
+* ``carbon``: the default rule with the signal followed (the default ``--signal-aware``).
 
 Writes ``OUT/FAMILY/VARIANT/`` (the replay) and ``OUT/steering.md``: per family and variant the energy, kgCO2,
 average and p95 JCT against Slurm alone's, requeues. Reuses a variant whose ``comparison.json`` exists.
@@ -36,7 +37,8 @@ COMMON = [
 MODE = ["--max-jct-increase", "3"]
 VARIANTS: dict[str, list[str]] = {
     "slurm": ["-p", "slurm"],
-    "bound": ["-p", "wattplan", *MODE, "--no-signal-aware"],
+    "projected": ["-p", "wattplan", *MODE, "--no-signal-aware", "--governor", "projected"],
+    "accrued": ["-p", "wattplan", *MODE, "--no-signal-aware", "--governor", "accrued"],
     "tail": ["-p", "wattplan", *MODE, "--no-signal-aware", "--tail-bound", "10"],
     "carbon": ["-p", "wattplan", *MODE],
 }
@@ -71,6 +73,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--families", help="Comma-separated families (default: all three).")
+    p.add_argument("--variants", help=f"Comma-separated variants (default: all of {', '.join(VARIANTS)}).")
     args = p.parse_args()
     chosen = [f for f in FAMILIES if args.families is None or f in args.families.split(",")]
     lines = [
@@ -79,7 +82,7 @@ def main() -> None:
     ]
     for family in chosen:
         alone = replay(family, "slurm", args.out)
-        for variant in VARIANTS:
+        for variant in [v for v in VARIANTS if args.variants is None or v in args.variants.split(",")]:
             lines.append(row(family, variant, replay(family, variant, args.out), alone))
             args.out.mkdir(parents=True, exist_ok=True)
             (args.out / "steering.md").write_text("\n".join(lines) + "\n")
