@@ -51,8 +51,6 @@ CLUSTER_STATE_NAME = "agent.db"
 """The state file's name in an emulated cluster's folder (``--cluster``)."""
 JCT_INCREASE_PCT = 3.0
 """The agent's JCT bound by default (%, ``--max-jct-increase``): the average JCT at most 3% above Slurm's."""
-GOVERNOR = "projected"
-"""The agent's governor rule by default (``--governor``): whole JCTs with the unfinished work projected."""
 MAX_START_S = 1e7
 """``--start-s`` is below this (s, about 116 days): a job's start-up, far longer than any real one, and finite."""
 
@@ -115,7 +113,7 @@ class AgentOptions(OptionRecord):
         high=MAX_JCT_INCREASE_PCT,
     )
     jct_bound: bool = option(True, "Steer each round's delta by the JCT bound (--no-jct-bound: a fixed --delta).")
-    governor: str = same_as(ReplayOptions, "governor", GOVERNOR)
+    governor: str = same_as(ReplayOptions, "governor")
     delta_max: float = same_as(ReplayOptions, "delta_max")
     tail_bound: float | None = same_as(ReplayOptions, "tail_bound")
     tail_pace: str = same_as(ReplayOptions, "tail_pace")

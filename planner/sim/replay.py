@@ -97,7 +97,7 @@ class ReplaySpec:
     """The rate the tail bound assumes a job keeps after the round (:attr:`~planner.sim.tail_bound.TailBound.pace`)."""
     governor: GovernorRule = "accrued"
     """How the runtime-bounded mode compares JCTs (:class:`~planner.sim.governor.JctGovernor`): accrued time,
-    or whole JCTs with the unfinished work projected (the live agent's rule)."""
+    or whole JCTs with the unfinished work projected."""
     delta_max: float = DELTA_MAX
     """The largest ``delta`` the runtime-bounded mode sets."""
     tail_bound: float | None = None
