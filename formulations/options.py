@@ -53,9 +53,10 @@ from wattplan.planner.core.economics import usable_pair_rates
 from wattplan.planner.core.economics_batched import (
     JobGroup,
     allowed,
-    exclusive_group_options,
-    group_outcomes,
+    exclusive_outcomes,
+    grid_outcomes,
     job_groups,
+    option_rows,
 )
 
 
@@ -224,28 +225,15 @@ class OptionSet:
         ]
 
 
-def _exclusive(instance: Instance, groups: list[JobGroup]) -> tuple[ExclusiveTable, int]:
-    """Exclusive options with progress (job, then GPU type, count as listed, setting) and the zero-progress count."""
-    parts: list[tuple[np.ndarray, ...]] = []
-    zero = 0
-    for o in exclusive_group_options(instance, groups):
-        keep = o.keep
-        m = int(keep.sum())
-        zero += len(keep) - m
-        full = np.full
-        parts.append(
-            (
-                o.group.index[keep],
-                full(m, o.gpu),
-                full(m, o.gpus),
-                full(m, o.setting),
-                o.progress[keep],
-                o.energy_j[keep],
-                full(m, o.count_pos),
-                full(m, o.setting_pos),
-            )
-        )
-    cols = _concat(parts, 8)
+def _exclusive(instance: Instance) -> tuple[ExclusiveTable, int]:
+    """Exclusive options with progress (job, then GPU type, count as listed, setting) and the zero-progress count.
+
+    Read from :func:`planner.core.economics_batched.exclusive_outcomes` (the greedy reads the same columns).
+    """
+    x = exclusive_outcomes(instance)
+    keep = x.keep
+    zero = len(keep) - int(keep.sum())
+    cols = [c[keep] for c in (x.job, x.gpu, x.gpus, x.setting, x.progress, x.energy_j, x.count_pos, x.setting_pos)]
     order = np.lexsort((cols[7], cols[6], cols[1], cols[0]))
     return ExclusiveTable(*(c[order] for c in cols[:6])), zero
 
@@ -286,52 +274,69 @@ def _pair_sides(instance: Instance, groups: list[JobGroup], types: tuple[str, ..
 
     Columns: job, partner index, slot key parts (type a index, type b index, GPU index, count,
     setting), side, progress, energy, and the sort keys (count position, setting index).
+    Each group's options are computed in one :func:`~planner.core.economics_batched.grid_outcomes` call.
     """
-    type_index = {t: i for i, t in enumerate(types)}
-    parts: list[tuple[np.ndarray, ...]] = []
+    parts: list[list[np.ndarray]] = []
     zero = 0
     for group in groups:
-        for bi, partner_type in enumerate(types):
-            a, b = sorted((group.type, partner_type))
-            for gi, g in enumerate(instance.gpu_types):
-                for k, n in enumerate(group.counts):
-                    rates = usable_pair_rates(instance, group.type, partner_type, g, n)
-                    if rates is None:
-                        continue
-                    if group.type == partner_type and rates[0] != rates[1]:
-                        # Ordered slot: the job listed first gets rho_a (side 0), the other rho_b.
-                        choices = [(0, rates[0]), (1, rates[1])]
-                    else:
-                        choices = [(0 if group.type == a else 1, rates[0])]
-                    for si, s in enumerate(g.settings):
-                        for side, rho in choices:
-                            out = group_outcomes(instance, group, gi, g, n, s, rho)
-                            if out is None:
-                                continue
-                            progress, energy = out
-                            keep = allowed(progress, group)
-                            zero += int(len(keep) - keep.sum())
-                            m = int(keep.sum())
-                            full = np.full
-                            parts.append(
-                                (
-                                    group.index[keep],
-                                    full(m, bi),
-                                    full(m, type_index[a]),
-                                    full(m, type_index[b]),
-                                    full(m, gi),
-                                    full(m, n),
-                                    full(m, s),
-                                    full(m, side),
-                                    progress[keep],
-                                    energy[keep],
-                                    full(m, k),
-                                    full(m, si),
-                                )
-                            )
-    cols = _concat(parts, 12)
+        part = _group_pair_sides(instance, group, types)
+        if part is not None:
+            zero += len(part[-1]) - int(part[-1].sum())
+            keep = part.pop()
+            parts.append([c[keep] for c in part])
+    cols = _concat([tuple(p) for p in parts], 12)
     order = np.lexsort((cols[7], cols[11], cols[10], cols[4], cols[1], cols[0]))
     return [c[order] for c in cols], zero
+
+
+def _group_pair_sides(instance: Instance, group: JobGroup, types: tuple[str, ...]) -> list[np.ndarray] | None:
+    """One group's pair sides, every member of every option (the 12 columns of :func:`_pair_sides` and a keep mask).
+
+    Options in the order partner type, GPU type, count (as listed), setting, side; each option's members in turn.
+    None when the group has no pair side at all.
+    """
+    type_index = {t: i for i, t in enumerate(types)}
+    keys: list[tuple[int, int, int, int, int, int, int, int, int]] = []  # bi, a, b, gi, n, s, side, k, si
+    rate_l: list[float] = []
+    x_l: list[float] = []
+    coef_l: list[float] = []
+    for bi, partner_type in enumerate(types):
+        a, b = sorted((group.type, partner_type))
+        for gi, g in enumerate(instance.gpu_types):
+            for k, n in enumerate(group.counts):
+                rates = usable_pair_rates(instance, group.type, partner_type, g, n)
+                if rates is None:
+                    continue
+                if group.type == partner_type and rates[0] != rates[1]:
+                    # Ordered slot: the job listed first gets rho_a (side 0), the other rho_b.
+                    choices = [(0, rates[0]), (1, rates[1])]
+                else:
+                    choices = [(0 if group.type == a else 1, rates[0])]
+                for si, s in enumerate(g.settings):
+                    prof = instance.profile(group.type, g.name, n, s)
+                    if prof is None:
+                        continue
+                    for side, rho in choices:
+                        keys.append((bi, type_index[a], type_index[b], gi, n, s, side, k, si))
+                        rate_l.append(rho * prof.steps_per_s)
+                        x_l.append(prof.steps_per_s)
+                        coef_l.append(n * (prof.power_w - g.idle_power_w))
+    if not keys:
+        return None
+    key = np.array(keys, dtype=np.int64)
+    rows = option_rows(key[:, 3], key[:, 4], rate_l, x_l, coef_l)
+    progress, energy = grid_outcomes(instance, group, rows)
+    m = len(group.index)
+    per_row = [np.repeat(key[:, c], m) for c in range(key.shape[1])]  # bi, a, b, gi, n, s, side, k, si
+    return [
+        np.tile(group.index, len(keys)),
+        *per_row[:7],
+        progress.ravel(),
+        energy.ravel(),
+        per_row[7],
+        per_row[8],
+        allowed(progress, group).ravel(),
+    ]
 
 
 def _distinct(codes: np.ndarray) -> np.ndarray:
@@ -361,7 +366,7 @@ def enumerate_options(instance: Instance) -> OptionSet:
     groups = job_groups(instance)
     gpu_names = tuple(g.name for g in instance.gpu_types)
     types = tuple(sorted({job.type for job in instance.jobs}))
-    exclusive, zero_x = _exclusive(instance, groups)
+    exclusive, zero_x = _exclusive(instance)
     kept = exclusive.take(prune_dominated(exclusive))
     cols, zero_z = _pair_sides(instance, groups, types)
     job, partner, ta, tb, gi, n, s, side, progress, energy = cols[:10]

@@ -5,12 +5,17 @@ operations, in the same order, run over every job of a *group* (same type, same 
 counts) at once, so each value equals the scalar one bit for bit. The option enumeration of the
 round model (:mod:`formulations.options`) and the greedy ranking (:mod:`planner.core.greedy`) use it
 at rounds of thousands of jobs.
+
+:func:`grid_outcomes` does the same for many options of one group at once (a 2-D grid, options x members),
+and :func:`exclusive_outcomes` gives every exclusive option of every job of an instance as flat columns, computed
+once per instance and kept in ``instance.derived`` (the instance is immutable, so they stay true): the greedy
+ranking and the round model's options read the same numbers instead of computing them twice a round.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -77,49 +82,144 @@ def group_outcomes(
     return group.weight * (steps / group.remaining), energy
 
 
-@dataclass(frozen=True, slots=True)
-class GroupOption:
-    """One exclusive option ``(g, n, s)`` of a job group with every member's outcome.
-
-    ``gpu``/``count_pos``/``setting_pos``: positions of ``g`` in ``instance.gpu_types``, of ``n`` in the
-    group's counts and of ``s`` in ``g.settings`` (sort keys); ``progress`` is ``w sigma / R`` and
-    ``energy_j`` the dynamic energy (J) of each member, ``keep`` the members with progress ``> 0`` that
-    meet their tail bound (``w sigma / R >= w min_steps / R``).
-    """
-
-    group: JobGroup
-    gpu: int
-    gpu_type: GpuType
-    count_pos: int
-    gpus: int
-    setting_pos: int
-    setting: int
-    progress: np.ndarray
-    energy_j: np.ndarray
-
-    @property
-    def keep(self) -> np.ndarray:
-        """The members for which this option makes progress, and at least their tail bound's."""
-        return allowed(self.progress, self.group)
-
-
 def allowed(progress: np.ndarray, group: JobGroup) -> np.ndarray:
     """Members whose ``progress`` (``w sigma / R``) is above 0 and at least their ``min_progress``."""
     return (progress > 0) & (progress >= group.min_progress)
 
 
-def exclusive_group_options(instance: Instance, groups: list[JobGroup]) -> Iterator[GroupOption]:
-    """Every profiled exclusive option of every group that fits its GPU type's pool.
+@dataclass(frozen=True)
+class OptionRows:
+    """Per option (row) of one group: what :func:`group_outcomes` reads from the option and its profile.
 
-    Groups in the given order, then GPU type (instance order), count (as the group lists them),
-    setting (ascending); zero-progress members are included (``keep`` marks the others).
+    ``gpu``: index of the GPU type in ``instance.gpu_types``; ``gpus``: its count ``n``; ``rate``: ``rho X``
+    (steps/s); ``steps_per_s``: ``X`` (steps/s); ``coef``: ``n (P - Pidle)`` (W), each computed as the scalar
+    code computes it.
     """
-    for group in groups:
-        for gi, g in enumerate(instance.gpu_types):
-            for k, n in enumerate(group.counts):
-                if n > g.total_gpus:
+
+    gpu: np.ndarray
+    gpus: np.ndarray
+    rate: np.ndarray
+    steps_per_s: np.ndarray
+    coef: np.ndarray
+
+
+def option_rows(
+    gpu: Sequence[int] | np.ndarray,
+    gpus: Sequence[int] | np.ndarray,
+    rate: Sequence[float],
+    x: Sequence[float],
+    coef: Sequence[float],
+) -> OptionRows:
+    """:class:`OptionRows` from per-option lists (indices and counts as int64, the rest float64)."""
+    return OptionRows(
+        np.array(gpu, dtype=np.int64),
+        np.array(gpus, dtype=np.int64),
+        np.array(rate, dtype=float),
+        np.array(x, dtype=float),
+        np.array(coef, dtype=float),
+    )
+
+
+def grid_outcomes(instance: Instance, group: JobGroup, rows: OptionRows) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`group_outcomes` of many options at once: arrays of shape (options, members).
+
+    Row ``i`` equals ``group_outcomes`` on option ``i`` bit for bit: the same IEEE operations on the same operands
+    in the same order (``t = max(T - tau, 0)`` on a restart else ``T``; ``sigma = min(R, rate t)``, 0 when
+    ``rate <= 0``; energy ``coef * (sigma / X)``, 0 when ``X <= 0``; progress ``w (sigma / R)``), only laid out
+    in two dimensions.
+    """
+    T = instance.round.duration_s
+    restart = (group.current_gpu[None, :] != rows.gpu[:, None]) | (group.current_gpus[None, :] != rows.gpus[:, None])
+    t = np.where(restart, max(T - instance.round.restart_s, 0.0), T)
+    runs = rows.rate > 0
+    steps = np.where(runs[:, None], np.minimum(group.remaining[None, :], rows.rate[:, None] * t), 0.0)
+    x_pos = rows.steps_per_s > 0
+    per_step = np.where(x_pos[:, None], steps / np.where(x_pos, rows.steps_per_s, 1.0)[:, None], 0.0)
+    energy = rows.coef[:, None] * per_step
+    return group.weight[None, :] * (steps / group.remaining[None, :]), energy
+
+
+@dataclass(frozen=True)
+class ExclusiveOutcomes:
+    """Every profiled exclusive option of every job that fits its GPU type's pool, as flat columns.
+
+    Row order: groups (:func:`job_groups` order), GPU type (instance order), count (as the group lists them),
+    setting (ascending), then the group's members (each option's members in turn). ``job``: index into
+    ``instance.jobs``; ``gpu``/``count_pos``/``setting_pos``: positions of the GPU type, count and setting (sort
+    keys); ``progress``: ``w sigma / R``; ``energy_j``: dynamic energy (J); ``keep``: progress above 0 and at least
+    the job's tail bound (:func:`allowed`). Read-only arrays.
+    """
+
+    job: np.ndarray
+    gpu: np.ndarray
+    gpus: np.ndarray
+    setting: np.ndarray
+    count_pos: np.ndarray
+    setting_pos: np.ndarray
+    progress: np.ndarray
+    energy_j: np.ndarray
+    keep: np.ndarray
+
+
+def _group_exclusive(instance: Instance, group: JobGroup) -> list[np.ndarray] | None:
+    """The :class:`ExclusiveOutcomes` columns of one group (None when it has no profiled option)."""
+    gi_l, n_l, s_l, k_l, si_l, rate_l, x_l, coef_l = [], [], [], [], [], [], [], []
+    for gi, g in enumerate(instance.gpu_types):
+        for k, n in enumerate(group.counts):
+            if n > g.total_gpus:
+                continue
+            for si, s in enumerate(g.settings):
+                prof = instance.profile(group.type, g.name, n, s)
+                if prof is None:
                     continue
-                for si, s in enumerate(g.settings):
-                    out = group_outcomes(instance, group, gi, g, n, s, 1.0)
-                    if out is not None:
-                        yield GroupOption(group, gi, g, k, n, si, s, out[0], out[1])
+                gi_l.append(gi)
+                n_l.append(n)
+                s_l.append(s)
+                k_l.append(k)
+                si_l.append(si)
+                rate_l.append(1.0 * prof.steps_per_s)
+                x_l.append(prof.steps_per_s)
+                coef_l.append(n * (prof.power_w - g.idle_power_w))
+    if not gi_l:
+        return None
+    rows = option_rows(gi_l, n_l, rate_l, x_l, coef_l)
+    progress, energy = grid_outcomes(instance, group, rows)
+    m = len(group.index)
+
+    def per_row(values: list[int]) -> np.ndarray:
+        return np.repeat(np.array(values, dtype=np.int64), m)
+
+    return [
+        np.tile(group.index, len(gi_l)),
+        np.repeat(rows.gpu, m),
+        np.repeat(rows.gpus, m),
+        per_row(s_l),
+        per_row(k_l),
+        per_row(si_l),
+        progress.ravel(),
+        energy.ravel(),
+        allowed(progress, group).ravel(),
+    ]
+
+
+def exclusive_outcomes(instance: Instance) -> ExclusiveOutcomes:
+    """The :class:`ExclusiveOutcomes` of ``instance``, computed at the first call and kept in ``instance.derived``.
+
+    The values depend only on the instance's fields (jobs, GPU types, profiles, round length and restart cost),
+    which never change, so the kept columns (made read-only) cannot go stale; an instance made by
+    ``dataclasses.replace`` starts with an empty ``derived`` and computes its own.
+    """
+    hit = instance.derived.get("exclusive_outcomes")
+    if isinstance(hit, ExclusiveOutcomes):
+        return hit
+    parts = [p for group in job_groups(instance) if (p := _group_exclusive(instance, group)) is not None]
+    width = len(fields(ExclusiveOutcomes))
+    if parts:
+        cols = [np.concatenate([p[c] for p in parts]) for c in range(width)]
+    else:
+        cols = [np.zeros(0, dtype=np.int64) for _ in range(width - 1)] + [np.zeros(0, dtype=bool)]
+    for c in cols:
+        c.setflags(write=False)
+    out = ExclusiveOutcomes(*cols)
+    instance.derived["exclusive_outcomes"] = out
+    return out

@@ -31,7 +31,7 @@ import numpy as np
 from wattplan.planner.contracts.domain import Instance
 from wattplan.planner.core.assemble import Allocation
 from wattplan.planner.core.economics import job_outcome, ordered_pair_rates, powered_energy_j, within_budget
-from wattplan.planner.core.economics_batched import exclusive_group_options, job_groups
+from wattplan.planner.core.economics_batched import exclusive_outcomes
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,35 +69,21 @@ def allocation_outcome(instance: Instance, a: Allocation) -> tuple[float, float]
 def ranked_candidates(instance: Instance) -> list[Candidate]:
     """Every exclusive option with progress, in the greedy's order (tail-bound jobs first, then progress per joule).
 
-    Options are computed a group of interchangeable jobs at a time
-    (:mod:`planner.core.economics_batched`) and ordered by decreasing ``w pi / c``, then decreasing
+    Options are read from :func:`planner.core.economics_batched.exclusive_outcomes` (computed once per instance,
+    shared with the round model's options) and ordered by decreasing ``w pi / c``, then decreasing
     ``w pi``, job order, GPU type name, count and setting.
     """
     T = instance.round.duration_s
     names = sorted(g.name for g in instance.gpu_types)
-    parts: list[tuple[np.ndarray, ...]] = []
-    for o in exclusive_group_options(instance, job_groups(instance)):
-        keep = o.keep
-        m = int(keep.sum())
-        cost = o.energy_j[keep] + o.gpus * T * o.gpu_type.powered_share_w
-        with np.errstate(divide="ignore"):
-            density = np.where(cost > 0, o.progress[keep] / np.where(cost > 0, cost, 1.0), np.inf)
-        rank = np.full(m, names.index(o.gpu_type.name))
-        parts.append(
-            (
-                density,
-                o.progress[keep],
-                o.group.index[keep],
-                rank,
-                np.full(m, o.gpus),
-                np.full(m, o.setting),
-                o.energy_j[keep],
-            )
-        )
-    if not parts:
-        return []
-    cols: list[np.ndarray] = [np.concatenate([p[c] for p in parts]) for c in range(7)]
-    density, value, job, rank, gpus, setting, energy = cols
+    x = exclusive_outcomes(instance)
+    keep = x.keep
+    share = np.array([g.powered_share_w for g in instance.gpu_types], dtype=float)
+    gpu_rank = np.array([names.index(g.name) for g in instance.gpu_types], dtype=np.int64)
+    gpu, gpus, value, energy = x.gpu[keep], x.gpus[keep], x.progress[keep], x.energy_j[keep]
+    cost = energy + gpus * T * share[gpu]  # the scalar rule's n * T * share, operation for operation
+    with np.errstate(divide="ignore"):
+        density = np.where(cost > 0, value / np.where(cost > 0, cost, 1.0), np.inf)
+    job, rank, setting = x.job[keep], gpu_rank[gpu], x.setting[keep]
     free = np.array([j.min_steps <= 0 for j in instance.jobs], dtype=bool)[job]  # tail-bound jobs come first
     order = np.lexsort((setting, gpus, rank, job, -value, -density, free))
     jobs = instance.jobs
