@@ -42,7 +42,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from wattplan.formulations.ir import INF, LazyNames, LinearModel
-from wattplan.formulations.options import OptionSet, Slot, enumerate_options, match_slot
+from wattplan.formulations.options import (
+    ExclusiveTable,
+    OptionSet,
+    PairSideTable,
+    Slot,
+    enumerate_options,
+    match_slot,
+)
 from wattplan.planner.contracts.domain import Instance
 from wattplan.planner.core.assemble import Allocation
 from wattplan.planner.core.economics import step_credits_j
@@ -283,7 +290,7 @@ def build_round_model(instance: Instance, options: OptionSet | None = None) -> R
         lb=lb,
         ub=ub,
         is_int=is_int,
-        col_names=LazyNames(ncols, _ColumnNamer(instance, opts, nx, nz, w_slots, u_start)),
+        col_names=LazyNames(ncols, _ColumnNamer.of(instance, opts, w_slots)),
         a_rows=a_rows,
         a_cols=a_cols,
         a_vals=a_vals,
@@ -300,31 +307,51 @@ def build_round_model(instance: Instance, options: OptionSet | None = None) -> R
 class _ColumnNamer:
     """The name of column ``c``: ``x[job,g,n,s]``, ``z[job,B,g,n,s,side]``, ``w[A,g,n,s]`` or ``u[g]``.
 
-    A class rather than a closure, so a model pickles to a solver worker (:mod:`formulations.watchdog`).
+    A class rather than a closure, so a model pickles to a solver worker (:mod:`formulations.watchdog`). It holds
+    only what the names are made of (job ids, the option tables, type and slot names), not the instance or the
+    option set: a model is pickled to the worker at every solve, and the instance's profiles and jobs (slotted
+    dataclasses, pickled field by field) cost far more to send than the model itself.
     """
 
-    instance: Instance
-    opts: OptionSet
-    nx: int
-    nz: int
+    job_ids: tuple[str, ...]
+    exclusive: ExclusiveTable
+    pairs: PairSideTable
+    gpu_names: tuple[str, ...]
+    types: tuple[str, ...]
+    slot_list: tuple[Slot, ...]
     w_slots: list[int]
-    u_start: int
+    u_names: tuple[str, ...]
+
+    @classmethod
+    def of(cls, instance: Instance, opts: OptionSet, w_slots: list[int]) -> _ColumnNamer:
+        """The namer of the model of ``instance`` built from ``opts`` with symmetric slots ``w_slots``."""
+        return cls(
+            tuple(j.id for j in instance.jobs),
+            opts.exclusive_table,
+            opts.pair_table,
+            opts.gpu_names,
+            opts.types,
+            opts.slot_list,
+            w_slots,
+            tuple(g.name for g in instance.gpu_types),
+        )
 
     def __call__(self, c: int) -> str:
         """The name of column ``c``."""
-        jobs, opts, nx, nz = self.instance.jobs, self.opts, self.nx, self.nz
-        xt, zt = opts.exclusive_table, opts.pair_table
+        jobs, xt, zt = self.job_ids, self.exclusive, self.pairs
+        nx, nz = len(xt), len(zt)
         if c < nx:
-            return f"x[{jobs[xt.job[c]].id},{opts.gpu_names[xt.gpu[c]]},{xt.gpus[c]},{xt.setting[c]}]"
+            return f"x[{jobs[xt.job[c]]},{self.gpu_names[xt.gpu[c]]},{xt.gpus[c]},{xt.setting[c]}]"
         if c < nx + nz:
             i = c - nx
-            s = opts.slot_list[zt.slot[i]]
-            partner = opts.types[zt.partner[i]]
-            return f"z[{jobs[zt.job[i]].id},{partner},{s.gpu_type},{s.gpus},{s.setting},{zt.side[i]}]"
-        if c < self.u_start:
-            s = opts.slot_list[self.w_slots[c - nx - nz]]
+            s = self.slot_list[zt.slot[i]]
+            partner = self.types[zt.partner[i]]
+            return f"z[{jobs[zt.job[i]]},{partner},{s.gpu_type},{s.gpus},{s.setting},{zt.side[i]}]"
+        u_start = nx + nz + len(self.w_slots)
+        if c < u_start:
+            s = self.slot_list[self.w_slots[c - nx - nz]]
             return f"w[{s.type_a},{s.gpu_type},{s.gpus},{s.setting}]"
-        return f"u[{self.instance.gpu_types[c - self.u_start].name}]"
+        return f"u[{self.u_names[c - u_start]}]"
 
 
 def _job_rows(rows: _Rows, instance: Instance, opts: OptionSet, x_cols: np.ndarray, z_cols: np.ndarray) -> np.ndarray:
