@@ -44,6 +44,9 @@ class ProfileLibrary:
     # and the largest profiled count per job type.
     _top: dict[tuple[str, str, int], Profile] = field(init=False, repr=False, compare=False)
     _max_count: dict[str, int] = field(init=False, repr=False, compare=False)
+    _counts: dict[tuple[str, tuple[str, ...]], frozenset[int]] = field(init=False, repr=False, compare=False)
+    """:meth:`counts` by ``(job type, GPU types)``, filled as asked: ``_top`` is made once from the immutable
+    ``profiles``, so an answer never changes."""
 
     def __post_init__(self) -> None:
         top: dict[tuple[str, str, int], Profile] = {}
@@ -56,14 +59,20 @@ class ProfileLibrary:
         for t, _, n in top:
             n_max[t] = max(n_max.get(t, 0), n)
         object.__setattr__(self, "_max_count", n_max)
+        object.__setattr__(self, "_counts", {})
 
     def max_count(self, job_type: str) -> int:
         """The largest GPU count profiled for ``job_type`` on any GPU type (0 if none)."""
         return self._max_count.get(job_type, 0)
 
     def counts(self, job_type: str, gpu_types: Sequence[str]) -> set[int]:
-        """GPU counts profiled for ``job_type`` on at least one of ``gpu_types``."""
-        return {n for (t, g, n) in self._top if t == job_type and g in gpu_types}
+        """GPU counts profiled for ``job_type`` on at least one of ``gpu_types`` (a new set at every call)."""
+        key = (job_type, tuple(gpu_types))
+        hit = self._counts.get(key)
+        if hit is None:
+            hit = frozenset(n for (t, g, n) in self._top if t == job_type and g in key[1])
+            self._counts[key] = hit
+        return set(hit)
 
     def top_throughput(self, job_type: str, gpu_type: str, gpus: int) -> float | None:
         """Throughput at the highest setting profiled for (type, GPU type, count)."""

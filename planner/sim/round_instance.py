@@ -60,7 +60,36 @@ class ClusterContext:
         return tuple(g.name for g in self.gpu_types)
 
 
+_CONTEXTS: dict[tuple[ClusterSpec, int, RoundRules], tuple[ProfileLibrary, ClusterContext]] = {}
+"""``(cluster, id(lib), rules) -> (lib, context)``: the contexts of the last few clusters and libraries. A live agent
+asks for its cluster's context every round with the same (equal) cluster, the same library object and the same
+rules; one context object then serves them all, and so does what is kept per context object (:func:`nodes_stay_on`,
+the profile tables of :func:`round_instance`). Holding ``lib`` keeps its id from being reused while the entry
+lives."""
+
+MEMO_SIZE = 8
+"""Entries :data:`_CONTEXTS` and :data:`_STAY_ON` keep before they start again empty."""
+
+
 def cluster_context(cluster: ClusterSpec, lib: ProfileLibrary, rules: RoundRules) -> ClusterContext:
+    """GPU types exactly as :func:`build_round` makes them; profiles grouped by job type (:func:`_cluster_context`).
+
+    Kept per ``(cluster, library object, rules)`` (:data:`_CONTEXTS`): the context is a function of those three
+    alone, ``cluster`` and ``rules`` are frozen values compared by equality, and a library is never changed after
+    it is loaded (a frozen dataclass whose tables nothing writes to), so a kept context cannot go stale.
+    """
+    key = (cluster, id(lib), rules)
+    hit = _CONTEXTS.get(key)
+    if hit is not None and hit[0] is lib:
+        return hit[1]
+    ctx = _cluster_context(cluster, lib, rules)
+    if len(_CONTEXTS) >= MEMO_SIZE:
+        _CONTEXTS.clear()
+    _CONTEXTS[key] = (lib, ctx)
+    return ctx
+
+
+def _cluster_context(cluster: ClusterSpec, lib: ProfileLibrary, rules: RoundRules) -> ClusterContext:
     """GPU types exactly as :func:`build_round` makes them; profiles grouped by job type.
 
     A library that measured a node's power without its GPUs (``gpu_types[].node_power_w``, e.g. a
@@ -108,7 +137,28 @@ class ReplayRound:
         return {"now_s": self.now_s, "requested_gpus": dict(self.requested_gpus), "arrival_s": dict(self.arrival_s)}
 
 
+_STAY_ON: dict[int, tuple[ClusterContext, ClusterContext]] = {}
+"""``id(ctx) -> (ctx, nodes_stay_on(ctx))`` for the last few contexts (holding ``ctx`` keeps its id from being
+reused while the entry lives)."""
+
+
 def nodes_stay_on(ctx: ClusterContext) -> ClusterContext:
+    """:func:`_nodes_stay_on` of ``ctx``, kept per context object (:data:`_STAY_ON`).
+
+    A context is frozen and its tables are never written to, so the transformed context of one object stays true;
+    a live agent transforms the same (kept, :func:`cluster_context`) context every round.
+    """
+    hit = _STAY_ON.get(id(ctx))
+    if hit is not None and hit[0] is ctx:
+        return hit[1]
+    out = _nodes_stay_on(ctx)
+    if len(_STAY_ON) >= MEMO_SIZE:
+        _STAY_ON.clear()
+    _STAY_ON[id(ctx)] = (ctx, out)
+    return out
+
+
+def _nodes_stay_on(ctx: ClusterContext) -> ClusterContext:
     """``ctx`` for a cluster whose nodes stay powered whatever a round plans (W, J are the marginal ones).
 
     A powered node draws ``Pnode + K Pidle`` whether its GPUs run jobs or not, so when nothing powers nodes
