@@ -618,3 +618,14 @@ def declare_budget_override(result: Plan, override: BudgetOverride, instance: In
     declared = with_instance_sha256(with_budget_override(result, override), instance_sha256(instance))
     checked(instance, declared)
     return declared
+
+
+def retire_solver_workers() -> None:
+    """End this process's long-lived solver workers now; the next solve forks new ones.
+
+    A worker's CPU seconds count in ``resource.getrusage(RUSAGE_CHILDREN)`` only once it has ended and been
+    reaped: a run that reports its CPU time beside its wall time retires them first.
+    """
+    from wattplan.formulations.watchdog import shutdown_workers
+
+    shutdown_workers()

@@ -276,3 +276,23 @@ def test_an_update_that_stays_refused_is_recorded_and_its_job_not_released(tmp_p
     assert not [a for a in slurm.seen if a[1:2] == ("release",) and "2" in a[2].split(",")]
     assert any("try again in a bit" in n for n in report.notes), report.notes
     assert clock[0] <= agent.cfg.requeue_wait_s + 0.3 + 1e-9 and agent._retry_soon  # the next round, a poll later
+
+
+def test_a_setting_file_is_written_when_its_setting_changes_not_when_only_the_round_does(tmp_path: Path) -> None:
+    """Node scripts and the simulated Slurm read a changed file again: the round alone is no change."""
+    from wattplan.planner.agent.node_settings import JobSetting
+
+    agent, _ = _agent(tmp_path, FakeSlurm())
+    (tmp_path / "settings").mkdir()
+    path = tmp_path / "settings" / "5.conf"
+    first = JobSetting("5", 1, "v100", 1, 250, "power_limit_w")
+    agent._write_settings([first])
+    assert JobSetting.from_text(path.read_text()) == first
+    inode = path.stat().st_ino  # an atomic write replaces the file: a new inode
+    agent._write_settings([replace(first, round=2)])
+    assert path.stat().st_ino == inode and JobSetting.from_text(path.read_text()) == first
+    agent._write_settings([replace(first, round=3, setting=200)])
+    assert JobSetting.from_text(path.read_text()) == replace(first, round=3, setting=200)
+    path.write_text("damaged\n")
+    agent._write_settings([replace(first, round=4)])
+    assert JobSetting.from_text(path.read_text()) == replace(first, round=4)

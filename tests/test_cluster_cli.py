@@ -57,6 +57,7 @@ def test_the_loop_reads_the_agents_option_record() -> None:
     from wattplan.planner.contracts.request import REPLAY_REQUEST
     from wattplan.planner.contracts.rules import RoundRules
     from wattplan.planner.profile_library.library import load_profile_library
+    from wattplan.planner.sim.governor import Steering
 
     library = load_profile_library(None)
     defaults = AgentOptions()
@@ -65,16 +66,19 @@ def test_the_loop_reads_the_agents_option_record() -> None:
     given = AgentOptions.checked(
         {"max_jct_increase": 5, "pairs": True, "event_rounds": False, "start_s": 2, "max_rounds": 3, "learn": True,
          "node_power_w": 150, "dry_run": True, "until_idle": True, "allow_user": ["alice"], "objective": "energy",
-         "round_s": 60, "restart_s": 10, "delta": 0.1, "solver": "greedy", "time_limit_s": 2, "seed": 7}
+         "round_s": 60, "restart_s": 10, "delta": 0.1, "solver": "greedy", "time_limit_s": 2, "seed": 7,
+         "governor": "projected", "delta_max": 0.2, "tail_bound": 10, "tail_pace": "fastest", "signal_aware": False}
     )  # fmt: skip
     config = AgentConfig.of(given, library)
-    assert config.max_jct_increase == 0.05 and config.pairs and not config.event_rounds and config.learn
+    assert config.steering == Steering(0.05, "projected", 0.2, False, 0.1, "fastest")  # the replay's record
+    assert config.pairs and not config.event_rounds and config.learn
     assert (config.start_s, config.max_rounds, config.node_power_w) == (2.0, 3, 150.0)
     assert config.dry_run and config.until_idle and config.allowed == Allowed(frozenset({"alice"}))
     assert config.rules == RoundRules(60.0, 10.0, 0.5, "energy", 0.1)
     assert config.request == replace(REPLAY_REQUEST, solver="greedy", time_limit_s=2.0, seed=7)
     fixed = AgentConfig.of(AgentOptions(jct_bound=False), library)
-    assert fixed.max_jct_increase is None and fixed.rules.objective == "progress"
+    assert fixed.steering.max_increase is None and fixed.rules.objective == "progress"
+    assert defaults.steering() == Steering(0.03)  # one default rule for the replay and the agent: accrued
     seeds = AgentConfig.of(
         AgentOptions.checked({"policy": "eaco", "zeus_eta": 0.3, "power_cap_w": 9000, "periodic_rounds": False}),
         library,

@@ -821,13 +821,21 @@ class Agent:
     # ------------------------------------------------------------------ applying
 
     def _write_settings(self, settings: Sequence[JobSetting]) -> None:
+        """Write each job's setting file whose setting changed (its ``round`` is the round that last changed it).
+
+        A file that says the same but for the round is left as it is: rewriting every running job's file every
+        round made the node scripts (and the simulated Slurm) read them all again for nothing.
+        """
         if self.cfg.settings_dir is None:
             return
         for s in settings:
             path = self.cfg.settings_dir / f"{s.job_id}.conf"
-            text = s.to_text()
-            if not path.exists() or path.read_text() != text:
-                write_text_atomic(path, text, durable=self.cfg.durable_settings)
+            try:
+                old = JobSetting.from_text(path.read_text())
+            except (OSError, ValueError):  # none yet, or unreadable: written anew
+                old = None
+            if old is None or replace(old, round=s.round) != s:
+                write_text_atomic(path, s.to_text(), durable=self.cfg.durable_settings)
 
     def _send(self, rnd: int, actions: Sequence[Action], desired: Sequence[Desired], report: RoundReport) -> None:
         """Send the round's calls in order, each outcome recorded; an update Slurm refuses for now is retried last.

@@ -53,7 +53,7 @@ class JobSetting:
     and never evaluates it. ``setting`` is in ``unit`` (a power limit in W or a locked SM clock in MHz);
     ``host_job`` is set for the second job of a co-located pair, which Slurm runs with no GPU of its own: it
     uses the GPUs of ``host_job`` (the prolog reads them from ``node/NODE/gpus/HOST_JOB`` and the task prolog
-    exports ``CUDA_VISIBLE_DEVICES``). ``round`` is the agent's round that wrote it.
+    exports ``CUDA_VISIBLE_DEVICES``). ``round`` is the agent's round that last changed it.
     """
 
     job_id: str

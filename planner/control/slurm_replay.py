@@ -46,6 +46,7 @@ from wattplan.planner.contracts.jsonio import write_text_atomic
 from wattplan.planner.control.sim_slurm import SimJob, SimNode, SimulatedSlurm
 from wattplan.planner.control.truth_model import index_library
 from wattplan.planner.control.virtual_timer import NoMoreEvents, VirtualTimer
+from wattplan.planner.planning import retire_solver_workers
 from wattplan.planner.profile_library.library import ProfileLibrary
 from wattplan.planner.sim.replay import ReplaySpec, libraries, prepare, signal_clocks
 from wattplan.planner.sim.replay import steering as replay_steering
@@ -71,7 +72,11 @@ T0_UNIX = 1_700_000_000.0
 
 
 def cpu_s() -> float:
-    """CPU seconds of this process and of its finished children (the solver workers), user and system."""
+    """CPU seconds of this process and of its reaped children, user and system.
+
+    The solver workers are long-lived: :func:`replay_on_slurm` retires them before it reads this, so a replay's
+    CPU seconds include its solves.
+    """
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
@@ -272,6 +277,7 @@ def replay_on_slurm(
             rounds, stop = _run_agent(slurm, config, jobs, scratch, say)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    retire_solver_workers()  # their CPU seconds count once they are reaped
     rows = job_rows(slurm, trace_id)
     summary = summarise(policy, slurm, rows, rounds, setup)
     summary.update(signal_costs(slurm, rows, clocks))
