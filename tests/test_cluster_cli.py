@@ -78,7 +78,7 @@ def test_the_loop_reads_the_agents_option_record() -> None:
     assert config.request == replace(REPLAY_REQUEST, solver="greedy", time_limit_s=2.0, seed=7)
     fixed = AgentConfig.of(AgentOptions(jct_bound=False), library)
     assert fixed.steering.max_increase is None and fixed.rules.objective == "progress"
-    assert defaults.steering() == Steering(0.03)  # one default rule for the replay and the agent: accrued
+    assert defaults.steering() == Steering(0.03, "projected")  # the live default, measured live
     seeds = AgentConfig.of(
         AgentOptions.checked({"policy": "eaco", "zeus_eta": 0.3, "power_cap_w": 9000, "periodic_rounds": False}),
         library,

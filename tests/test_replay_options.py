@@ -117,6 +117,20 @@ def test_the_record_builds_the_spec_its_options_say(trace: Path) -> None:
     assert sweep.base.max_jct_increase is None and sweep.base.rules.objective == "efficiency"
 
 
+def test_each_engine_replays_its_loops_governor_rule_by_default(trace: Path) -> None:
+    """The round-based engine's rule is accrued; the slurm engine's is the live agent's; a given rule is kept."""
+    from wattplan.planner.agent.options import AgentOptions
+    from wattplan.planner.sim.options import LIVE_GOVERNOR
+    from wattplan.planner.sim.session import governor_rule, replay_spec
+
+    def rule(**given: object) -> str:
+        return replay_spec(trace, "v100:8", SimulateOptions.checked(given), ["wattplan"]).governor
+
+    assert rule() == "accrued" and rule(engine="slurm") == LIVE_GOVERNOR == AgentOptions().steering().rule
+    assert rule(engine="slurm", governor="accrued") == "accrued" and rule(governor="projected") == "projected"
+    assert governor_rule(FrontierOptions.checked()) == "accrued"  # the frontier sweeps the round-based engine
+
+
 def test_the_choices_and_ranges_agree_with_the_modules_they_come_from() -> None:
     """The record repeats a few values of modules that load pandas (the command line loads neither to start)."""
     from wattplan.planner.rounds.traces import MAX_TRACE_S, TraceFormat

@@ -31,6 +31,7 @@ from wattplan.planner.contracts.rules import Objective, RoundRules
 from wattplan.planner.planning import SolveOptions
 from wattplan.planner.sim.options import (
     LIBRARY_METAVAR,
+    LIVE_GOVERNOR,
     MAX_JCT_INCREASE_PCT,
     REPLAY_SOLVER_HELP,
     ReplayOptions,
@@ -113,7 +114,13 @@ class AgentOptions(OptionRecord):
         high=MAX_JCT_INCREASE_PCT,
     )
     jct_bound: bool = option(True, "Steer each round's delta by the JCT bound (--no-jct-bound: a fixed --delta).")
-    governor: str = same_as(ReplayOptions, "governor")
+    governor: str | None = same_as(
+        ReplayOptions,
+        "governor",
+        LIVE_GOVERNOR,
+        "How --max-jct-increase compares JCTs: accrued (time in system so far) or projected (whole JCTs, unfinished "
+        "work at full speed; the default, measured live).",
+    )
     delta_max: float = same_as(ReplayOptions, "delta_max")
     tail_bound: float | None = same_as(ReplayOptions, "tail_bound")
     tail_pace: str = same_as(ReplayOptions, "tail_pace")

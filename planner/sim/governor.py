@@ -19,8 +19,9 @@ still in the system (they accrue after the reference has finished them):
     e(t) = 1 - A(t) / ((1 + x) R(t))           (relative slack; > 0: headroom left)
     delta_r = clip(delta_{r-1} + k (e(t) - m), 0, delta_max)
 
-(the *accrued* rule, the default of the replay and of the agent) or, with ``projected``, the whole JCT of every
-job arrived by ``t``, its unfinished part projected at full speed from now:
+(the *accrued* rule, the round-based replay's default) or, with ``projected`` (the live agent's default, and
+``simulate --engine slurm``'s), the whole JCT of every job arrived by ``t``, its unfinished part projected at full
+speed from now:
 
     A'(t) = sum_{j finished} (f_j - a_j) + sum_{j running or waiting} (t + r_j / X_j - a_j)
     R'(t) = sum_j (f_ref_j - a_j)                                                      (s)
@@ -30,10 +31,11 @@ the top setting (``JobSpec.reference_steps_per_s``). The accrued rule sees a job
 once the reference has finished it, so under a long backlog it keeps raising ``delta`` while the debt grows
 (measured live against the round-by-round reference: ``delta`` 0.15 and +17% average JCT on a 40-job workload);
 the projected rule sees the slowdown while the job runs and a wait as it happens. ``A'`` is optimistic (no
-further wait or restart), so it still errs towards headroom. Against the continuous-time reference, on the one
-scheduler (``benchmarks/RESULTS.md``, issue 43: three 150-job slices and three 40-job families, Gavel- and
-Philly-built), the accrued rule saved as much energy or more in five of six cases (up to 16 points more) with a
-lower p95 in five, so it is the one default; both stay, on both faces (``--governor``).
+further wait or restart), so it still errs towards headroom. Against the continuous-time reference, replayed on
+the one scheduler (``benchmarks/RESULTS.md``, issue 43: three 150-job slices and three 40-job families), the
+accrued rule saved as much energy or more in five of six cases; live it lost on one family and won on the other,
+so the live default stays projected (:data:`planner.sim.options.LIVE_GOVERNOR`) and both rules are on both faces
+(``--governor``).
 
 It is an integral controller: headroom raises ``delta`` (rounds buy less progress and spend less
 energy: lower power limits, pairs, fewer nodes on, waiting for a better partner), a deficit
@@ -227,7 +229,7 @@ class Steering:
 
     max_increase: float | None = None
     """The JCT bound as a fraction; None: no governor (a fixed ``delta``, or the signal's)."""
-    rule: GovernorRule = "accrued"
+    rule: GovernorRule = "projected"
     delta_max: float = DELTA_MAX
     signal_aware: bool = True
     """Follow the signal (carbon, else price) when one is given."""

@@ -42,6 +42,11 @@ TRACE_FORMATS = ("auto", "gavel", "philly")
 """Trace formats (``--trace-format``, :data:`planner.rounds.traces.TraceFormat`): ``auto`` chooses by extension."""
 GOVERNORS = ("accrued", "projected")
 """How ``--max-jct-increase`` compares JCTs (:data:`planner.sim.governor.GovernorRule`)."""
+LIVE_GOVERNOR = "projected"
+"""The rule of the live agent's loop by default: ``wattplan agent`` and ``simulate --engine slurm``, which replays
+it. The replay measured ``accrued`` better on five of six workloads, but live it lost on ``gavel_mix`` (6.18 kWh
+against 5.79) and won on ``philly_shape`` (3.67 against 3.73): when the replay and live disagree, live decides
+(benchmarks/RESULTS.md, issue 43 second pass). The round-based engine keeps ``accrued``, which its figures use."""
 TAIL_PACES = ("steady", "fastest")
 """The rate ``--tail-bound`` assumes a job keeps (:data:`planner.sim.tail_bound.TailPace`)."""
 REPLANS = ("rounds", "events")
@@ -187,10 +192,11 @@ class ReplayOptions(OptionRecord):
     min_pair_rate: float = option(
         defaults.MIN_PAIR_RATE, "Least slowdown either job of a pair may have.", low=0.0, high=1.0
     )
-    governor: str = option(
-        "accrued",
-        "How --max-jct-increase compares JCTs: accrued (time in system so far) or projected (whole JCTs, "
-        "unfinished work at full speed).",
+    governor: str | None = option(
+        None,
+        "How --max-jct-increase compares JCTs: accrued (time in system so far) or projected (whole JCTs, unfinished "
+        f"work at full speed). Default: accrued with --engine rounds, {LIVE_GOVERNOR} with --engine slurm (the "
+        "agent's).",
         choices=GOVERNORS,
     )
     delta_max: float = option(

@@ -26,7 +26,8 @@ from wattplan.planner.contracts.problems import InputError, Problem
 from wattplan.planner.contracts.rules import Objective, RoundRules
 from wattplan.planner.sim.engine import ProgressCallback, SimResult
 from wattplan.planner.sim.frontier import FrontierResult
-from wattplan.planner.sim.options import FrontierOptions, ReplayOptions, SimulateOptions
+from wattplan.planner.sim.governor import GovernorRule
+from wattplan.planner.sim.options import LIVE_GOVERNOR, FrontierOptions, ReplayOptions, SimulateOptions
 from wattplan.planner.sim.plots import DEFAULT_FIGURES, FigureOptions
 from wattplan.planner.sim.replay import ReplaySpec
 from wattplan.planner.sim.round_instance import ClusterContext
@@ -105,7 +106,7 @@ def _replay_spec(
         node_power_w=options.node_power_w,
         max_jct_increase=None if max_jct_increase is None else max_jct_increase / 100.0,
         tail_bound=None if options.tail_bound is None else options.tail_bound / 100.0,
-        governor=options.governor,  # type: ignore[arg-type]  # one of GOVERNORS
+        governor=governor_rule(options),
         tail_pace=options.tail_pace,  # type: ignore[arg-type]  # one of TAIL_PACES
         delta_max=options.delta_max,
         truth=options.truth,
@@ -374,3 +375,10 @@ def run_frontier(
         ray_address=ray,
         figures=figures,
     )
+
+
+def governor_rule(options: ReplayOptions) -> GovernorRule:
+    """``--governor``, or the engine's default: the live loop's (:data:`LIVE_GOVERNOR`) on ``--engine slurm``."""
+    given = options.governor or (LIVE_GOVERNOR if getattr(options, "engine", "rounds") == "slurm" else "accrued")
+    rule: GovernorRule = "projected" if given == "projected" else "accrued"
+    return rule
