@@ -8,8 +8,8 @@ from its first hour (``--carbon CISO_2022.csv``, so every variant reports kgCO2)
 * ``slurm``: Slurm alone;
 * ``projected`` and ``accrued``: wattplan in the runtime-bounded energy mode with each rule of the JCT governor
   (``--governor``), signal not followed (``--no-signal-aware``);
-* ``tail``: the default rule with the tail bound (``--tail-bound 10``);
-* ``carbon``: the default rule with the signal followed (the default ``--signal-aware``).
+* ``tail``: the accrued rule with the tail bound (``--tail-bound 10``);
+* ``carbon``: the accrued rule with the signal followed (the default ``--signal-aware``).
 
 Writes ``OUT/FAMILY/VARIANT/`` (the replay) and ``OUT/steering.md``: per family and variant the energy, kgCO2,
 average and p95 JCT against Slurm alone's, requeues. Reuses a variant whose ``comparison.json`` exists.
@@ -39,8 +39,8 @@ VARIANTS: dict[str, list[str]] = {
     "slurm": ["-p", "slurm"],
     "projected": ["-p", "wattplan", *MODE, "--no-signal-aware", "--governor", "projected"],
     "accrued": ["-p", "wattplan", *MODE, "--no-signal-aware", "--governor", "accrued"],
-    "tail": ["-p", "wattplan", *MODE, "--no-signal-aware", "--tail-bound", "10"],
-    "carbon": ["-p", "wattplan", *MODE],
+    "tail": ["-p", "wattplan", *MODE, "--no-signal-aware", "--governor", "accrued", "--tail-bound", "10"],
+    "carbon": ["-p", "wattplan", *MODE, "--governor", "accrued"],
 }
 """Each variant's policy and steering options."""
 
