@@ -84,6 +84,7 @@ def managed(trace: Path, cluster: Path, out: Path, gpus: str, scale: float, args
                     f"{args.trainer_restart_s:g}",
                     "--max-jct-increase",
                     f"{args.max_jct_increase:g}",
+                    *(["--governor", args.governor] if args.governor else []),
                     "--solver",
                     args.solver,
                     "--time-limit",
@@ -154,6 +155,7 @@ def simulate(trace: Path, out: Path, gpus: str, args: argparse.Namespace) -> dic
         "fifo-max",
         "--max-jct-increase",
         f"{args.max_jct_increase:g}",
+        *(["--governor", args.governor] if args.governor else []),
         "--round-s",
         f"{args.round_s:g}",
         "--restart-s",
@@ -185,6 +187,7 @@ def main() -> None:
     p.add_argument("--trainer-restart-s", type=float, default=30.0)
     p.add_argument("--max-jct-increase", type=float, default=3.0)
     p.add_argument("--solver", default="highs")
+    p.add_argument("--governor", choices=("accrued", "projected"), help="The governor's rule (default: the agent's).")
     p.add_argument("--time-limit", type=float, default=2.0)
     p.add_argument("--learn", action="store_true")
     p.add_argument("--pairs", action="store_true", help="Let the agent (and the replay) co-locate pairs.")
