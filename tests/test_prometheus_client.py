@@ -270,11 +270,18 @@ def test_stop_leaves_no_process_and_never_signals_another_program() -> None:
     assert sleeper
     import subprocess
 
+    from wattplan.planner.cluster.processes import command_line
+
     proc = subprocess.Popen([sleeper, "30"], start_new_session=True)
     try:
+        # Until the child has exec'd, its command line is this test's (seen on a busy CI machine): wait for it.
+        deadline = time.monotonic() + 60
+        while "sleep" not in (command_line(proc.pid) or "") and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert not prometheus_server.stop(proc.pid)  # not a prometheus: left alone
         assert proc.poll() is None
-        assert prometheus_server.stop(proc.pid, program="sleep")
+        seen = command_line(proc.pid)
+        assert prometheus_server.stop(proc.pid, program="sleep"), f"pid {proc.pid} runs {seen!r}"
         assert proc.wait(timeout=60) is not None and not prometheus_server.running(proc.pid)
     finally:
         proc.kill()
