@@ -54,7 +54,7 @@ from typing import Any, NoReturn
 
 from wattplan.formulations.backends.base import SolverResult
 from wattplan.formulations.ir import LinearModel
-from wattplan.planner.contracts.lifetime import die_with_parent, process_table
+from wattplan.planner.contracts.lifetime import die_with_parent, process_table, start_ticks
 
 WORKER_MAX_COLUMNS = 200_000
 """Models with more columns go to a forked child, which shares the parent's memory instead of receiving a pickled
@@ -260,6 +260,7 @@ class _Worker:
     proc: BaseProcess
     conn: Connection
     owner_pid: int  # the process that forked it: a worker is never used from a forked copy of its parent
+    started: int | None  # its start time (:func:`start_ticks`): a reaped worker's reused pid is not it
     served: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -322,14 +323,28 @@ def _worker(family: str) -> _Worker:
                 raise
             finally:
                 theirs.close()
-            w = _Worker(proc, mine, os.getpid())
+            w = _Worker(proc, mine, os.getpid(), start_ticks(proc.pid) if proc.pid is not None else None)
             _WORKERS[family] = w
         return w
 
 
+def _still_ours(pid: int, started: int | None) -> bool:
+    """Whether killing session ``pid`` can only reach what the process started at ``started`` left.
+
+    Once a dead child is reaped (``is_alive``, ``join``, or multiprocessing's reaping at any later ``start``), the
+    kernel may give its pid to another process, which may lead a session of its own: killing session ``pid`` then
+    would kill a stranger's session. The kernel does not reuse a pid while a session or group of that id has a
+    member, so: no process ``pid`` (the child is gone, only its session's leftovers carry the id), or the process
+    ``pid`` started when the child did (it is the child), is ours; a process ``pid`` started at another time is not,
+    and then the child's session has no member left to kill.
+    """
+    now = start_ticks(pid)
+    return now is None or started is None or now == started
+
+
 def _retire(w: _Worker) -> None:
     """Kill ``w``'s session (the worker, its sentinel and any solver it started) and reap it."""
-    if w.proc.pid is not None:
+    if w.proc.pid is not None and _still_ours(w.proc.pid, w.started):
         _kill_session(w.proc.pid)
         if w.proc.is_alive():  # killed before it could call setsid
             w.proc.kill()
@@ -437,6 +452,7 @@ def _run_in_child(fn: Callable[..., SolverResult], args: tuple[Any, ...], deadli
     scratch = tempfile.mkdtemp(prefix="wattplan-solve-")
     ends: list[Connection] = []
     proc: BaseProcess | None = None
+    started: int | None = None
     answered = False
     try:
         ctx = mp.get_context("fork")
@@ -445,6 +461,7 @@ def _run_in_child(fn: Callable[..., SolverResult], args: tuple[Any, ...], deadli
         # This thread waits for the child to the end: the parent-death signal is safe from any thread here.
         proc = ctx.Process(target=_child, args=(sender, scratch, fn, args, _tie(receiver)), daemon=True)
         proc.start()
+        started = start_ticks(proc.pid) if proc.pid is not None else None
         sender.close()
         if receiver.poll(max(0.0, deadline_s)):
             try:
@@ -460,7 +477,7 @@ def _run_in_child(fn: Callable[..., SolverResult], args: tuple[Any, ...], deadli
             on_clock=True,
         )
     finally:
-        if proc is not None and proc.pid is not None:
+        if proc is not None and proc.pid is not None and _still_ours(proc.pid, started):
             # The child has answered or run out of time: nothing of it may linger. An answer means its solver
             # has ended, so its group (the child and its sentinel) is all there is; else the whole session goes.
             if answered:

@@ -22,6 +22,7 @@ from wattplan.formulations.backends import SolveParams, SolverResult, get_backen
 from wattplan.formulations.round_model import build_round_model
 from wattplan.formulations.watchdog import run_with_deadline
 from wattplan.planner.contracts.instance_io import load_instance
+from wattplan.planner.contracts.lifetime import start_ticks
 from wattplan.planner.files.resources import DEFAULT_INSTANCE_NAME, shipped
 
 NODE_LIMIT = 1_000
@@ -113,3 +114,40 @@ def test_highs_changes_its_thread_count_within_one_process() -> None:
         p = replace(params, threads=threads)
         statuses.append(backend.solve(lm, objective, maximize, p).status)  # type: ignore[arg-type]
     assert statuses == ["optimal"] * 3
+
+
+class _ReapedWorker:
+    """A worker process reaped already: ``pid`` is what the kernel gave to someone else since."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def is_alive(self) -> bool:
+        return False  # reaped: multiprocessing knows its exit code
+
+    def kill(self) -> None:
+        raise AssertionError("a reaped worker is never signalled")
+
+    def join(self, timeout: float | None = None) -> None:
+        return None
+
+
+def test_retiring_a_reaped_worker_never_kills_the_session_that_reused_its_pid() -> None:
+    """A dead worker reaped before it is retired: its pid now leads a stranger's session, which must live on."""
+    stranger = subprocess.Popen(["sleep", "60"], start_new_session=True)
+    try:
+        assert os.getsid(stranger.pid) == stranger.pid  # the stranger leads a session whose id is the old pid
+        began = start_ticks(stranger.pid)
+        assert began is not None
+        mine, theirs = watchdog.mp.get_context("fork").Pipe()
+        theirs.close()
+        worker = watchdog._Worker(_ReapedWorker(stranger.pid), mine, os.getpid(), began - 1)  # type: ignore[arg-type]
+        watchdog._retire(worker)
+        assert stranger.poll() is None, "retiring a reaped worker killed the session that reused its pid"
+        # The same worker not reaped (its start time is the pid's): its session is killed, as before.
+        watchdog._retire(watchdog._Worker(_ReapedWorker(stranger.pid), mine, os.getpid(), began))
+        assert stranger.wait(timeout=30) == -9
+    finally:
+        if stranger.poll() is None:
+            stranger.kill()
+            stranger.wait()

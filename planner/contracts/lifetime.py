@@ -97,26 +97,33 @@ __all__ = [
     "ORPHANED_EXIT",
     "die_with_parent",
     "orphaned",
+    "process_table",
     "set_parent_death_signal",
+    "start_ticks",
     "watch_parent",
 ]
 
 
 @dataclass(frozen=True, slots=True)
 class ProcessEntry:
-    """One process as ``/proc/PID/stat`` shows it: its state letter (``Z`` a zombie), parent and session."""
+    """One process as ``/proc/PID/stat`` shows it: its state letter (``Z`` a zombie), parent, session and start time.
+
+    ``start_ticks`` is the start time in clock ticks since boot: a pid the kernel reused names a process with another
+    start time, so ``(pid, start_ticks)`` names one process for the machine's uptime.
+    """
 
     pid: int
     state: str
     ppid: int
     sid: int
+    start_ticks: int
 
 
 def process_table() -> list[ProcessEntry]:
     """Every process of ``/proc`` (empty where there is none); one that ends while it is read is left out.
 
-    The fields after the command name's closing parenthesis are state, ppid, pgrp and session (proc(5)), so a
-    command name holding spaces or parentheses cannot shift them.
+    The fields after the command name's closing parenthesis are state, ppid, pgrp, session, ... and, 20th, the
+    start time (proc(5)), so a command name holding spaces or parentheses cannot shift them.
     """
     try:
         entries = [e for e in os.listdir("/proc") if e.isdigit()]
@@ -125,9 +132,22 @@ def process_table() -> list[ProcessEntry]:
     table = []
     for entry in entries:
         try:
-            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as fh:
-                fields = fh.read().rsplit(")", 1)[1].split()
-            table.append(ProcessEntry(int(entry), fields[0], int(fields[1]), int(fields[3])))
+            table.append(_entry(int(entry)))
         except (OSError, ValueError, IndexError):
             continue
     return table
+
+
+def _entry(pid: int) -> ProcessEntry:
+    """``pid``'s line of :func:`process_table` (OSError when there is no such process)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return ProcessEntry(pid, fields[0], int(fields[1]), int(fields[3]), int(fields[19]))
+
+
+def start_ticks(pid: int) -> int | None:
+    """``pid``'s start time in clock ticks since boot, or None where there is no such process (or no ``/proc``)."""
+    try:
+        return _entry(pid).start_ticks
+    except (OSError, ValueError, IndexError):
+        return None
