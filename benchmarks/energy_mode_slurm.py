@@ -3,9 +3,11 @@
 Per slice (``energy_gap.SLICES``, cluster ``v100:32,p100:16``), one ``wattplan simulate --engine slurm`` of Slurm
 alone (``slurm``), ``fifo-max`` and ``wattplan`` through the agent, the agent in the runtime-bounded energy mode
 (``--objective efficiency --max-jct-increase 3``, CBC, 3 s per round, rounds on events only), every node powered
-as live. Writes ``OUT/SLICE/`` (the replay) and ``OUT/energy_mode.md``: per slice the energy of each, wattplan's
-change against Slurm alone, and its average and p95 JCT against Slurm alone's. Reuses a slice whose
-``comparison.json`` exists.
+as live. Writes ``OUT/SLICE/`` (the replay) and ``OUT/energy_mode.md``: per slice the energy of each, the powered
+floor (:func:`planner.planning.powered_floor`: every node on from the first arrival), wattplan's change against Slurm
+alone, the share of Slurm alone's saving it captured ``(E_slurm - E) / (E_slurm - E_floor)``, and its average and
+p95 JCT against Slurm alone's. Reuses a slice whose ``comparison.json`` exists (its floor computed here when the
+replay predates it).
 
 ``--governor RULE`` replays with that rule of the JCT governor (``accrued`` or ``projected``; default: the
 agent's and the replay's own default).
@@ -43,13 +45,37 @@ def replay(name: str, selection: tuple[str, ...], out: Path, governor: list[str]
     return {p: json.loads((folder / p / "summary.json").read_text()) for p in ("slurm", "fifo-max", "wattplan")}
 
 
-def row(name: str, s: dict[str, dict[str, Any]]) -> str:
-    """One table row: energies, wattplan against Slurm alone, JCT ratios, requeues, rounds."""
+def floor_kwh(selection: tuple[str, ...], s: dict[str, dict[str, Any]]) -> float:
+    """The slice's powered floor (kWh): from the summaries, else computed (a replay made before they carried it)."""
+    given = s["wattplan"].get("energy_floor_kwh")
+    if given is not None:
+        return float(given)
+    from wattplan.planner.control.session import workload_powered_floor
+    from wattplan.planner.sim.options import SimulateOptions
+    from wattplan.planner.sim.session import replay_spec
+
+    named = dict(zip(selection[1::2], selection[2::2], strict=True))
+    options = SimulateOptions(
+        start_s=float(named["--start-s"]),
+        end_s=float(named["--end-s"]) if "--end-s" in named else None,
+        max_jobs=int(named["--max-jobs"]) if "--max-jobs" in named else None,
+        vc=named.get("--vc"),
+    )
+    floor = workload_powered_floor(replay_spec(selection[0], "v100:32,p100:16", options))
+    if floor.energy_kwh is None:
+        raise SystemExit(f"the floor LP of {selection} was not solved: {floor.note}")
+    return floor.energy_kwh
+
+
+def row(name: str, s: dict[str, dict[str, Any]], floor: float) -> str:
+    """One table row: energies, the floor, wattplan against Slurm alone, captured share, JCT ratios, requeues."""
     alone, fifo, wp = s["slurm"], s["fifo-max"], s["wattplan"]
+    captured = (alone["energy_kwh"] - wp["energy_kwh"]) / (alone["energy_kwh"] - floor)
     return (
-        f"| {name} | {alone['energy_kwh']:.1f} | {fifo['energy_kwh']:.1f} | {wp['energy_kwh']:.1f} | "
-        f"{wp['energy_kwh'] / alone['energy_kwh'] - 1:+.1%} | {wp['avg_jct_s'] / alone['avg_jct_s']:.2f} | "
-        f"{wp['p95_jct_s'] / alone['p95_jct_s']:.2f} | {wp['requeues']} | {wp['rounds']} | {wp['wall_s']:.0f} |"
+        f"| {name} | {alone['energy_kwh']:.1f} | {fifo['energy_kwh']:.1f} | {wp['energy_kwh']:.1f} | {floor:.1f} | "
+        f"{wp['energy_kwh'] / alone['energy_kwh'] - 1:+.1%} | {captured:.1%} | "
+        f"{wp['avg_jct_s'] / alone['avg_jct_s']:.2f} | {wp['p95_jct_s'] / alone['p95_jct_s']:.2f} | "
+        f"{wp['requeues']} | {wp['rounds']} | {wp['wall_s']:.0f} |"
     )
 
 
@@ -62,13 +88,14 @@ def main() -> None:
     args = p.parse_args()
     chosen = [s for s in SLICES if args.slices is None or s.name in args.slices.split(",")]
     lines = [
-        "| slice | Slurm alone kWh | fifo-max kWh | wattplan kWh | wattplan vs Slurm alone | avg JCT x | p95 JCT x "
-        "| requeues | rounds | wattplan wall s |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| slice | Slurm alone kWh | fifo-max kWh | wattplan kWh | powered floor kWh | wattplan vs Slurm alone "
+        "| captured | avg JCT x | p95 JCT x | requeues | rounds | wattplan wall s |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for sl in chosen:
         governor = [] if args.governor is None else ["--governor", args.governor]
-        lines.append(row(sl.name, replay(sl.name, sl.args, args.out, governor)))
+        summaries = replay(sl.name, sl.args, args.out, governor)
+        lines.append(row(sl.name, summaries, floor_kwh(sl.args, summaries)))
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "energy_mode.md").write_text("\n".join(lines) + "\n")
         print(lines[-1], flush=True)

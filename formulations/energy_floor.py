@@ -22,6 +22,22 @@ The floor is::
               s.t. sum_{c of k} X_c t_c + sum_{q with side k} rho X t_q >= d_k              for every class k
                    t >= 0
 
+**Every node powered** (``powered``, :class:`PoweredCluster`): on a cluster whose nodes all stay on from the first
+arrival to the last completion (a window of ``W`` s), each GPU draws ``Pidle`` and each node ``Pnode`` whatever
+runs, so the schedule decides only ``W`` and the draw above idle. Each column then costs its power less its GPUs'
+idle share (``n (P - Pidle)`` exclusive, ``n (rho_a (P_a - Pidle) + rho_b (P_b - Pidle))`` a pair), and one more
+column ``W`` costs the cluster's idle draw ``I = sum_g N_g (Pnode_g + K_g Pidle_g)``::
+
+    E_powered = min  I W + sum_c n_c (P_c - Pidle) t_c + sum_q (pair's draw above idle) t_q             (J)
+                s.t. the demand rows above
+                     N_g K_g W - sum_{c on g} n_c t_c >= 0          for every GPU type g (the work fits the window)
+                     W >= W_min                                     (no job ends before its arrival and its work)
+
+with ``W_min = max_j (a_j + S_j / Xmax_j) - min_j a_j`` given by the caller (:func:`planner.planning.powered_floor`).
+The cluster's GPUs do every configuration's time inside the window, so a slow, frugal setting pays the whole
+cluster's idle draw for as long as it stretches the window: this floor prices that trade, which the floor above (idle
+nodes free) does not.
+
 It is a lower bound on every replay's energy without profile noise: a replay's powered GPU
 pays ``Pnode/K + Pidle`` for the whole round whether or not it computes, a restart loses compute
 time at that cost, and a pair whose partner finished keeps its shared (slower) rate, so every
@@ -118,23 +134,29 @@ def _solve_floor_lp(lm: LinearModel, time_limit_s: float) -> SolverResult:
     """The floor LP, certified: ``bound`` from the duals (:func:`certified_bound`), a feasible primal.
 
     Nothing rests on the solver's status: the primal is scaled up by ``1 / min_k (A t)_k`` to meet
-    every row exactly, the bound is weak duality on clipped, rescaled duals, and the first method
-    of :data:`FLOOR_METHODS` whose two agree within :data:`CERTIFIED_GAP` is taken (else the
+    every demand row (``rhs`` 1) exactly, and a window column (the powered floor's, the last; every other row has it
+    with coefficient 1) is then raised until its rows hold; the bound is weak duality on clipped, rescaled duals, and
+    the first method of :data:`FLOOR_METHODS` whose two agree within :data:`CERTIFIED_GAP` is taken (else the
     tightest bound found, with its gap in the message).
     """
     begin = time.perf_counter()
     best: SolverResult | None = None
+    rhs = np.asarray(lm.row_lo, dtype=float)
+    demand = np.array([name.startswith("steps[") for name in lm.row_names])
     for label, method in FLOOR_METHODS:
         answer = run_floor_lp(lm, method, time_limit_s)
         if answer is None:
             continue
         t, duals = answer
-        met = float(lm.row_activity(t).min())
+        met = float(lm.row_activity(t)[demand].min())
         if met <= 0:
             continue
         t = t / min(met, 1.0)
+        if not demand.all():  # raise the window until it holds the work and its least length
+            short = rhs[~demand] - lm.row_activity(t)[~demand]
+            t[-1] += max(float(short.max()), 0.0)
         value = float(lm.objectives[FLOOR_OBJECTIVE] @ t)
-        bound = certified_bound(lm, duals)
+        bound = certified_bound(lm, duals, rhs)
         gap = (value - bound) / max(abs(value), 1e-12)
         result = SolverResult(
             "optimal" if gap <= CERTIFIED_GAP else "feasible",
@@ -197,8 +219,48 @@ def floor_columns(instance: Instance, classes: list[DemandClass], self_pairs: bo
     return out
 
 
-def energy_floor(instance: Instance, time_limit_s: float = FLOOR_TIME_LIMIT_S) -> EnergyFloor:
-    """Build and solve the floor LP of the instance's jobs (module docstring); budget and capacity ignored.
+@dataclass(frozen=True, slots=True)
+class PoweredCluster:
+    """A cluster whose every node stays on for the whole window: the window is at least ``min_window_s`` (s)."""
+
+    min_window_s: float
+
+
+def column_power_w(instance: Instance, col: FloorColumn, powered: bool) -> float:
+    """``col``'s power (W): all of it, or (``powered``) what its GPUs draw above their idle share of the cluster."""
+    if not powered:
+        return col.power_w
+    return max(col.power_w - col.gpus * instance.gpu_type(col.gpu_type).powered_share_w, 0.0)
+
+
+def _add_window(
+    mb: ModelBuilder, instance: Instance, columns: list[FloorColumn], scale: np.ndarray, powered: PoweredCluster
+) -> tuple[float, float]:
+    """The window column ``w = W / W_ref``, its lower-bound row and one capacity row per GPU type (module docstring).
+
+    Every row is a ``>=`` row scaled so that ``w`` enters it with coefficient 1. Returns ``(W_ref, rhs of the window
+    row)``; ``W_ref`` is ``W_min`` (1 s when that is below 1 s).
+    """
+    ref = max(powered.min_window_s, 1.0)
+    w = mb.add_col("window", 0.0, INF, False)
+    mb.add_row([w], [1.0], powered.min_window_s / ref, INF, "window", "progress")
+    for g in instance.gpu_types:
+        held = [
+            (c, col.gpus / scale[c] / (g.total_gpus * ref)) for c, col in enumerate(columns) if col.gpu_type == g.name
+        ]
+        if held:
+            cols, coefs = zip(*held, strict=True)
+            mb.add_row([w, *cols], [1.0, *(-v for v in coefs)], 0.0, INF, f"capacity[{g.name}]", "progress")
+    return ref, powered.min_window_s / ref
+
+
+def energy_floor(
+    instance: Instance, time_limit_s: float = FLOOR_TIME_LIMIT_S, powered: PoweredCluster | None = None
+) -> EnergyFloor:
+    """Build and solve the floor LP of the instance's jobs (module docstring); budget ignored.
+
+    Without ``powered`` idle nodes cost nothing and capacity is ignored; with it, every node is on for a window of at
+    least ``powered.min_window_s`` that holds all the work (module docstring).
 
     Scaled for the simplex: row ``k`` is divided by ``d_k`` (demands run from 1e2 to 1e9 steps)
     and each column by its largest entry, so every column's largest coefficient is 1; its cost
@@ -215,22 +277,37 @@ def energy_floor(instance: Instance, time_limit_s: float = FLOOR_TIME_LIMIT_S) -
     entries: dict[int, list[tuple[int, float]]] = defaultdict(list)
     for c, col in enumerate(columns):
         mb.add_col(col.name, 0.0, INF, False)
-        scale[c] = max(rate / classes[k].steps for k, rate in col.rates)
+        by_class: dict[int, float] = defaultdict(float)  # a class paired with itself serves its row twice: one entry
         for k, rate in col.rates:
-            entries[k].append((c, rate / classes[k].steps / scale[c]))
+            by_class[k] += rate / classes[k].steps
+        scale[c] = max(by_class.values())
+        for k, coef in by_class.items():
+            entries[k].append((c, coef / scale[c]))
     for k in sorted(entries):
         cols, coefs = zip(*entries[k], strict=True)
         mb.add_row(list(cols), list(coefs), 1.0, INF, f"steps[{k}]", "progress")
-    cost_kwh = np.array([col.power_w for col in columns]) / scale / 3.6e6
+    cost_kwh = np.array([column_power_w(instance, col, powered is not None) for col in columns]) / scale / 3.6e6
+    window_note = ""
+    if powered is not None:
+        ref, _ = _add_window(mb, instance, columns, scale, powered)
+        idle_w = sum(g.nodes * g.powered_node_w for g in instance.gpu_types)
+        cost_kwh = np.append(cost_kwh, idle_w * ref / 3.6e6)
     lm = mb.build({FLOOR_OBJECTIVE: cost_kwh})
     r = run_with_deadline(_solve_floor_lp, (lm, time_limit_s), time_limit_s + 5.0)
     if r.values is None or r.objective is None or r.bound is None:
         return EnergyFloor(None, len(classes), lm.num_cols, None, unservable, f"floor LP not solved: {r.message}")
-    seconds = r.values / scale
+    if powered is not None:
+        window_note = (
+            f"every node on ({idle_w:,.0f} W) for a window of {r.values[-1] * ref:,.0f} s "
+            f"(at least {powered.min_window_s:,.0f} s); "
+        )
+    seconds = r.values[: len(columns)] / scale
     total_steps = sum(classes[k].steps for k in served)
     paired = sum(seconds[c] * sum(rate for _, rate in col.rates) for c, col in enumerate(columns) if col.paired)
-    note = f"HiGHS {r.message} in {r.solve_s:.2f} s, primal {r.objective:.6g} kWh" + (
-        f"; no configuration for {', '.join(unservable)}" if unservable else ""
+    note = (
+        window_note
+        + f"HiGHS {r.message} in {r.solve_s:.2f} s, primal {r.objective:.6g} kWh"
+        + (f"; no configuration for {', '.join(unservable)}" if unservable else "")
     )
     return EnergyFloor(
         r.bound * 3.6e6,

@@ -474,6 +474,33 @@ def energy_floor(instance: Instance, time_limit_s: float | None = None) -> Energ
     return solve_floor(instance, FLOOR_TIME_LIMIT_S if time_limit_s is None else time_limit_s)
 
 
+def powered_floor(
+    instance: Instance, arrivals_s: Mapping[str, float], time_limit_s: float | None = None
+) -> EnergyFloor:
+    """The energy floor of ``instance``'s jobs on a cluster whose every node stays powered (J): docs/design.md §14.
+
+    From the first arrival to the last completion every node draws ``Pnode + K Pidle`` whatever runs; the window
+    ``W`` holds all the work (the cluster's GPU-seconds) and is at least ``W_min = max_j (a_j + S_j / Xmax_j) -
+    min_j a_j`` (``S_j`` the job's steps, ``Xmax_j`` :func:`~planner.core.economics.fastest_steps_per_s`, ``a_j``
+    its arrival in ``arrivals_s``). The LP (:func:`formulations.energy_floor.energy_floor` with
+    :class:`~formulations.energy_floor.PoweredCluster`) bounds the simulated Slurm's and a live run's energy
+    window. A job without any option that makes progress adds nothing to ``W_min`` (the floor says it covers the
+    others only).
+    """
+    from wattplan.formulations.energy_floor import FLOOR_TIME_LIMIT_S, PoweredCluster
+    from wattplan.formulations.energy_floor import energy_floor as solve_floor
+    from wattplan.planner.core.economics import fastest_steps_per_s
+
+    ends = []
+    for job in instance.jobs:
+        rate = fastest_steps_per_s(instance, job.type, job.gpus)
+        if rate > 0 and job.remaining_steps > 0:
+            ends.append(arrivals_s[job.id] + job.remaining_steps / rate)
+    first = min((arrivals_s[j.id] for j in instance.jobs), default=0.0)
+    window = PoweredCluster(max(max(ends, default=first) - first, 0.0))
+    return solve_floor(instance, FLOOR_TIME_LIMIT_S if time_limit_s is None else time_limit_s, window)
+
+
 def deadline_floor(
     instance: Instance,
     windows_s: Mapping[str, float],

@@ -17,6 +17,7 @@ from wattplan.formulations.ir import INF, ModelBuilder
 from wattplan.planner.contracts.domain import PairSlowdown
 from wattplan.planner.contracts.request import REPLAY_REQUEST
 from wattplan.planner.core.economics import static_multiplier, step_credit_j, step_credits_j
+from wattplan.planner.planning import powered_floor
 from wattplan.planner.sim.budget import EnergyBudget, NoBudget, step_prices
 from wattplan.planner.sim.engine import simulate
 from wattplan.planner.sim.governor import (
@@ -67,6 +68,29 @@ def test_floor_of_two_jobs_by_hand() -> None:
     assert floor.paired_step_share == pytest.approx((600 + 300) / 1300, rel=1e-6)
     alone = workload_floor(wl, hand_context())  # no pair entry: each job at its best alone
     assert alone.energy_j == pytest.approx(1000 * 45 + 300 * 92, rel=1e-6)
+
+
+def test_powered_floor_by_hand() -> None:
+    """Every node powered: 1000 steps of A from 0 s and 300 of B on the hand cluster (2 GPUs), no pair entry.
+
+    Above idle per step: A at (1, 150) (130 - 30) / 4 = 25 J, B (180 - 30) / 2.5 = 60 J: 43,000 J. The node's idle
+    draw is 100 + 2 x 30 = 160 W for the window W.
+
+    * B from 50 s: the shortest window is 170 s (B alone at its fastest ends at 50 + 120 s; A at its fastest, 2
+      GPUs at 9 steps/s, at 111 s), but the work needs more: (1000 / 4 + 300 / 2.5) / 2 = 185 GPU-s per GPU. Each
+      GPU-second then costs 160 / 2 = 80 J of idle draw, and A's cheapest step with it is still (1, 150): 25 + 0.25
+      x 80 = 45 J (its others 40 + 16 = 56, 27.1 + 22.9 = 50, 42.2 + 17.8 = 60 J). Floor 160 x 185 + 43,000 =
+      72,600 J.
+    * B from 150 s: the window is at least 150 + 120 = 270 s, more than the work needs: 160 x 270 + 43,000 =
+      86,200 J.
+    """
+    ctx = dataclasses.replace(hand_context(), pairs=())
+    for b_arrival, expected in ((50.0, 72_600.0), (150.0, 86_200.0)):
+        jobs = [hand_job("a", A, 0, 1000), hand_job("b", B, b_arrival, 300)]
+        instance = workload_instance(ctx, [JobState.new(j) for j in jobs])
+        floor = powered_floor(instance, {j.id: j.arrival_s for j in jobs})
+        assert floor.energy_j == pytest.approx(expected, rel=1e-6), floor.note
+        assert "certified gap" in floor.note
 
 
 def test_floor_of_a_round_counts_remaining_steps_only() -> None:

@@ -119,6 +119,10 @@ def test_the_command_writes_each_policy_and_the_comparison(tmp_path: Path) -> No
         parts = summary["energy_node_kwh"] + summary["energy_idle_kwh"] + summary["energy_dynamic_kwh"]
         assert math.isclose(summary["energy_kwh"], parts)
         assert (out / policy / "jobs.csv").read_text().count("\n") == 7
+        # The powered floor bounds each replay from below; Slurm alone, the reference, captures nothing.
+        assert 0 < summary["energy_floor_kwh"] <= summary["energy_kwh"]
+        assert summary["reference_policy"] == "slurm" and summary["captured_share"] <= 1
+    assert json.loads((out / "slurm" / "summary.json").read_text())["captured_share"] == 0
     assert "round 0" in (out / "wattplan" / "agent.log").read_text()
     assert max(len(line) for line in result.output.splitlines()) <= 80
 

@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from rich.table import Table
 
 from wattplan.planner.console.terminal import shown
+from wattplan.planner.contracts.floor import EnergyFloor
 from wattplan.planner.contracts.jsonio import write_text_atomic
 from wattplan.planner.control.slurm_replay import SLURM_ALONE, SimulatedCluster, SlurmReplayResult, replay_on_slurm
 from wattplan.planner.sim.options import SimulateOptions
 from wattplan.planner.sim.policies.registry import ALL
+from wattplan.planner.sim.replay import ReplaySpec
 from wattplan.planner.sim.session import replay_spec
 
 COMPARISON_COLUMNS = (
@@ -28,6 +31,8 @@ COMPARISON_COLUMNS = (
     "completed",
     "energy_kwh",
     "energy_dynamic_kwh",
+    "energy_floor_kwh",
+    "captured_share",
     "carbon_kg",
     "energy_cost_usd",
     "avg_jct_s",
@@ -83,8 +88,51 @@ def slurm_replays(
                 f"{name}: {s['completed']} of {s['jobs']} jobs, {s['energy_kwh']:.3f} kWh, {s['rounds']} rounds, "
                 f"{s['wall_s']:.1f} s"
             )
+    results = with_floor(spec, results)
+    for result in results:
+        write_text_atomic(Path(out) / result.policy / "summary.json", json.dumps(result.summary, indent=2) + "\n")
     write_comparison(out, results)
     return results
+
+
+def workload_powered_floor(spec: ReplaySpec) -> EnergyFloor:
+    """The powered floor of every job of ``spec``'s workload under the truth (:func:`planner.planning.powered_floor`).
+
+    Every node powered, as on this engine and live.
+    """
+    from wattplan.planner.planning import powered_floor
+    from wattplan.planner.sim.replay import prepare
+    from wattplan.planner.sim.round_instance import workload_instance
+    from wattplan.planner.sim.state import JobState
+
+    workload, ctx = prepare(spec)
+    return powered_floor(
+        workload_instance(ctx.real, [JobState.new(j) for j in workload.jobs]),
+        {j.id: j.arrival_s for j in workload.jobs},
+    )
+
+
+def with_floor(spec: ReplaySpec, results: Sequence[SlurmReplayResult]) -> list[SlurmReplayResult]:
+    """Each result with the workload's powered floor and, against the reference, the share of the saving captured.
+
+    ``energy_floor_kwh``: :func:`workload_powered_floor`. The reference is Slurm alone when it was replayed, else
+    ``fifo-max``; ``captured_share = (E_ref - E) / (E_ref - E_floor)`` (1: at the floor, 0: no better than the
+    reference, < 0: worse). No floor when the LP is not solved; no share without a reference.
+    """
+    floor = workload_powered_floor(spec)
+    by_name = {r.policy: r for r in results}
+    ref = by_name.get(SLURM_ALONE) or by_name.get("fifo-max")
+    out = []
+    for r in results:
+        extra: dict[str, Any] = {"energy_floor_kwh": floor.energy_kwh, "energy_floor_note": floor.note}
+        if ref is not None and floor.energy_kwh is not None:
+            saving = ref.summary["energy_kwh"] - floor.energy_kwh
+            extra["reference_policy"] = ref.policy
+            extra["captured_share"] = (
+                (ref.summary["energy_kwh"] - r.summary["energy_kwh"]) / saving if saving > 0 else None
+            )
+        out.append(replace(r, summary={**r.summary, **extra}))
+    return out
 
 
 def comparison_rows(results: Sequence[SlurmReplayResult]) -> list[dict[str, Any]]:
@@ -106,6 +154,8 @@ TABLE_ROWS = (
     ("jobs done", "completed", "{:.0f}"),
     ("energy kWh", "energy_kwh", "{:.3f}"),
     ("  GPUs' dynamic", "energy_dynamic_kwh", "{:.3f}"),
+    ("  floor", "energy_floor_kwh", "{:.3f}"),
+    ("saving captured", "captured_share", "{:.1%}"),
     ("kgCO2", "carbon_kg", "{:.2f}"),
     ("energy cost $", "energy_cost_usd", "{:.2f}"),
     ("avg JCT s", "avg_jct_s", "{:,.0f}"),

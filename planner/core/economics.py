@@ -184,6 +184,17 @@ def usable_pair_rates(
     return rates
 
 
+def fastest_steps_per_s(instance: Instance, job_type: str, counts: Iterable[int]) -> float:
+    """An upper bound on ``job_type``'s step rate at ``counts`` (steps/s; 0 without any option).
+
+    ``max X`` over its exclusive options, times the largest pair rate any pair entry of the type has when that is
+    above 1 (a shared GPU rarely speeds a job up, but nothing forbids it).
+    """
+    fastest = max((p.steps_per_s for _, p in profiled_options(instance, job_type, counts)), default=0.0)
+    rhos = [r for q in instance.pairs for t, r in ((q.a, q.rho_a), (q.b, q.rho_b)) if t == job_type]
+    return fastest * max([1.0, *rhos])
+
+
 def best_step_energy_j(instance: Instance, job_type: str, counts: Iterable[int]) -> float:
     """``e = min n (P + Pnode_g / K_g) / X`` over the exclusive options (J/step; 0 without any)."""
     costs = [exclusive_power_w(g, p) / p.steps_per_s for g, p in profiled_options(instance, job_type, counts)]
