@@ -254,10 +254,11 @@ class Steering:
     ) -> DeltaSteer | None:
         """``inner`` (the governor, or None for the fixed ``delta``) under the signal when one is followed.
 
-        None when neither steers: the round keeps the rules' ``delta`` and a credit weight of 1.
+        The signal's ``delta`` is clipped to ``delta_max`` as the governor's is. None when neither steers: the round
+        keeps the rules' ``delta`` and a credit weight of 1.
         """
         if signal is not None and self.signal_aware:
-            return SignalSteer(signal, inner or FixedDelta(delta), round_s)
+            return SignalSteer(signal, inner or FixedDelta(delta), round_s, delta_max=self.delta_max)
         return inner
 
     def tail(
