@@ -86,7 +86,7 @@ def run(sl: Slice, variant: str, extra: Sequence[str], out: Path) -> Path:
     folder = out / sl.name / variant
     extra = resolve(extra, out / sl.name / "current" / "fifo-max")
     if not (folder / "wattplan" / "summary.json").exists():
-        cmd = [sys.executable, str(ROOT / "cli.py"), "simulate", *sl.args, "--cluster", CLUSTER]
+        cmd = [sys.executable, str(ROOT / "cli.py"), "simulate", *sl.args, "--cluster", CLUSTER, "--engine", "rounds"]
         cmd += ["-p", "fifo-max", "-p", "wattplan", *MODE, *extra, "-q", "--no-plots", "-o", str(folder)]
         subprocess.run(cmd, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
     return folder

@@ -77,7 +77,19 @@ def run(tree: Path, name: str, args: tuple[str, ...], out: Path) -> tuple[float,
     The CPU time is user + system of the command and every process it waited for (solver workers, CBC): on a shared
     machine it moves far less with the load than the wall time does.
     """
-    cmd = [sys.executable, "cli.py", "simulate", *args, "--out", str(out / name), "--no-plots", "-q", "--fresh"]
+    cmd = [
+        sys.executable,
+        "cli.py",
+        "simulate",
+        *args,
+        "--engine",
+        "rounds",
+        "--out",
+        str(out / name),
+        "--no-plots",
+        "-q",
+        "--fresh",
+    ]
     env = {**os.environ, "PYTHONPATH": str(tree)}
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     begin = time.perf_counter()

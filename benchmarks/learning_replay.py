@@ -69,7 +69,16 @@ def run(sl: Slice, mode: str, policy: str, truth: Path, prior: Path | None, out:
     folder = out / sl.name / policy / mode
     summary = folder / policy / "summary.json"  # simulate writes each policy's files to out/<policy>/
     if not summary.exists():
-        cmd = [sys.executable, str(ROOT / "cli.py"), "simulate", *sl.args, "--cluster", "v100:32,p100:16"]
+        cmd = [
+            sys.executable,
+            str(ROOT / "cli.py"),
+            "simulate",
+            *sl.args,
+            "--cluster",
+            "v100:32,p100:16",
+            "--engine",
+            "rounds",
+        ]
         cmd += ["-p", policy, "-q", "--no-plots", "-o", str(folder), *mode_args(mode, truth, prior), *extra]
         subprocess.run(cmd, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
     return read_json(summary)

@@ -143,10 +143,12 @@ def unmanaged(
 
 
 def simulate(trace: Path, out: Path, gpus: str, args: argparse.Namespace) -> dict[str, Any]:
-    """The replay of the same trace (wattplan with the same bound, fifo-max); ``summary.json`` by policy."""
+    """The round-based replay of the same trace (wattplan with the same bound, fifo-max); ``summary.json`` by policy."""
     _run(
         "simulate",
         str(trace),
+        "--engine",
+        "rounds",
         "--cluster",
         gpus,
         "--policy",

@@ -14,7 +14,8 @@ from tests.helpers.commands import run
 def test_summary_has_floor_captured_share_and_carbon(tmp_path: Path, tiny_trace: Path) -> None:
     out = tmp_path / "out"
     result = run(
-        "simulate", tiny_trace, "--cluster", "v100:8", "-p", "zeus", "-p", "wattplan", "--time-limit", "2",
+        "simulate", tiny_trace, "--engine", "rounds", "--cluster", "v100:8", "-p", "zeus", "-p", "wattplan",
+        "--time-limit", "2",
         "--max-jct-increase", "10", "--carbon", "CISO_2022.csv", "--signal-start", "2022-06-01T00:00Z",
         "--out", out, "-q", "--no-plots",
     )  # fmt: skip
@@ -60,7 +61,7 @@ def test_bad_knobs_exit_2(tmp_path: Path, tiny_trace: Path) -> None:
 def test_tail_bound_and_projected_governor_run_end_to_end(tmp_path: Path, tiny_trace: Path) -> None:
     out = tmp_path / "out"
     result = run(
-        "simulate", tiny_trace, "--cluster", "v100:8", "-p", "wattplan", "--time-limit", "2",
+        "simulate", tiny_trace, "--engine", "rounds", "--cluster", "v100:8", "-p", "wattplan", "--time-limit", "2",
         "--max-jct-increase", "3", "--tail-bound", "10", "--governor", "projected", "--delta-max", "0.4",
         "--out", out, "-q", "--no-plots",
     )  # fmt: skip

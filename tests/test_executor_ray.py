@@ -78,6 +78,8 @@ def test_frontier_and_simulate_on_ray_equal_local_runs(local_ray: None, tmp_path
             [
                 "simulate",
                 *common,
+                "--engine",
+                "rounds",
                 "-p",
                 "zeus",
                 "-p",

@@ -42,10 +42,11 @@ def test_sigterm_cancels_the_pool_and_leaves_nothing_running(tmp_path: Path, com
     rows = [(A3C if k % 2 else R50, 2_000_000 + 1000 * k, 60 * k, 1 + k % 4) for k in range(300)]
     trace = write_gavel_trace(tmp_path / "long.trace", rows)  # minutes of replay: still running when signalled
     common = [str(trace), "--cluster", "v100:8", "--solver", "greedy", "--workers", "2", "-o", str(tmp_path / "o")]
+    simulate = ["--engine", "rounds", "--policy", "fifo-max", "--policy", "wattplan", "--no-plots", "-q"]
     extra = {
-        "simulate": ["--policy", "fifo-max", "--policy", "wattplan", "--no-plots", "-q"],
+        "simulate": simulate,
         "frontier": ["--baselines", "fifo-max", "--deltas", "0.1", "--max-jct-increase", ""],
-        "simulate-ray": ["--policy", "fifo-max", "--policy", "wattplan", "--no-plots", "-q", "--ray", "local"],
+        "simulate-ray": [*simulate, "--ray", "local"],
     }[command]
     with open(tmp_path / "stdout", "wb") as out, open(tmp_path / "stderr", "wb") as err:
         proc = subprocess.Popen(
@@ -94,7 +95,8 @@ def test_ctrl_c_of_a_replay_says_whether_running_it_again_resumes(tmp_path: Path
     rows = [(A3C if k % 2 else R50, 2_000_000 + 1000 * k, 60 * k, 1 + k % 4) for k in range(300)]
     trace = write_gavel_trace(tmp_path / "long.trace", rows)  # minutes of replay: still running when interrupted
     out = tmp_path / "o"
-    command = [sys.executable, "-m", "wattplan", "simulate", str(trace), "--cluster", "v100:8", "--policy", "fifo-max"]
+    command = [sys.executable, "-m", "wattplan", "simulate", str(trace), "--engine", "rounds", "--cluster", "v100:8"]
+    command += ["--policy", "fifo-max"]
     with open(tmp_path / "stderr", "wb") as err:
         proc = subprocess.Popen(
             [*command, "--no-plots", "-q", "-o", str(out)],

@@ -26,7 +26,8 @@ def _rows(path: Path) -> list[dict[str, str]]:
 def test_simulate_with_workers_equals_sequential(tmp_path: Path) -> None:
     rows = [(R50, 4000, 0, 1), (R50, 6000, 0, 2), (A3C, 9000, 100, 1), (R50, 3000, 400, 4), (A3C, 5000, 500, 1)]
     trace = write_gavel_trace(tmp_path / "tiny.trace", rows)
-    args = ["simulate", str(trace), "--cluster", "v100:8", "--policy", "all", "--solver", "greedy", "--no-plots", "-q"]
+    args = ["simulate", str(trace), "--engine", "rounds", "--cluster", "v100:8", "--policy", "all"]
+    args += ["--solver", "greedy", "--no-plots", "-q"]
     seq = runner.invoke(app, [*args, "-o", str(tmp_path / "seq")])
     par = runner.invoke(app, [*args, "-o", str(tmp_path / "par"), "--workers", "2"])
     assert seq.exit_code == 0 and par.exit_code == 0, seq.output + par.output
@@ -44,7 +45,8 @@ def test_frontier_and_simulate_without_ray_exit_2(tmp_path: Path, monkeypatch: p
     trace = write_gavel_trace(tmp_path / "tiny.trace", rows)
     monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
     common = [str(trace), "--cluster", "v100:8", "--solver", "greedy", "--ray", "local"]
-    for args in (["frontier", *common, "--deltas", "0.1", "--baselines", "fifo-max"], ["simulate", *common, "-q"]):
+    simulate = ["simulate", *common, "--engine", "rounds", "-q"]
+    for args in (["frontier", *common, "--deltas", "0.1", "--baselines", "fifo-max"], simulate):
         result = runner.invoke(app, [*args, "-o", str(tmp_path / args[0])])
         assert result.exit_code == 2, result.output
         assert "ray-unavailable" in result.output and "Traceback" not in result.output

@@ -109,6 +109,8 @@ def test_simulate_with_the_greedy_solver(tmp_path: Path) -> None:
     result = run(
         "simulate",
         "6214e9.trace",
+        "--engine",
+        "rounds",
         "--cluster",
         "v100:16",
         "--max-jobs",
@@ -165,8 +167,8 @@ def test_a_node_limit_stops_every_stage_on_nodes_and_plans_a_round_the_same_way_
 
 
 def test_simulate_passes_its_node_limit_on_and_records_it(tmp_path: Path) -> None:
-    args = ("simulate", "6214e9.trace", "--cluster", "v100:16", "--start-s", "4180536", "--max-jobs", "6")
-    args += ("--no-plots", "-q")
+    args = ("simulate", "6214e9.trace", "--engine", "rounds", "--cluster", "v100:16", "--start-s", "4180536")
+    args += ("--max-jobs", "6", "--no-plots", "-q")
     # the time limit far above these 6-job rounds' need (a node limit ends them): none stops on the clock under load
     result = run(*args, "--node-limit", "3", "--threads", "1", "--time-limit", "60", "--out", tmp_path / "sim")
     assert result.exit_code == 0, result.output

@@ -187,8 +187,8 @@ def test_a_replay_on_h100_nodes_runs_on_the_prior(tmp_path: Path) -> None:
     out = tmp_path / "sim"
     done = runner.invoke(
         app,
-        ["simulate", "6c71a0.trace", "--cluster", "h100:8", "--max-jobs", "4", "-p", "fifo-max", "--time-limit", "1",
-         "--no-plots", "-q", "-o", str(out)],
+        ["simulate", "6c71a0.trace", "--engine", "rounds", "--cluster", "h100:8", "--max-jobs", "4", "-p", "fifo-max",
+         "--time-limit", "1", "--no-plots", "-q", "-o", str(out)],
     )  # fmt: skip
     assert done.exit_code == 0, done.output
     summary = json.loads((out / "fifo-max" / "summary.json").read_text())

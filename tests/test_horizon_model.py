@@ -196,7 +196,8 @@ def test_plan_cli_refuses_a_horizon_out_of_range(tmp_path: Path) -> None:
 def test_simulate_plans_with_a_horizon_and_refuses_one_out_of_range(tmp_path: Path) -> None:
     rows = [(R50, 4000, 0, 1), (R50, 6000, 0, 2), (R50, 3000, 400, 4)]
     trace = write_gavel_trace(tmp_path / "tiny.trace", rows)
-    common = [str(trace), "--cluster", "v100:8", "-p", "wattplan", "--time-limit", "2", "-q", "--no-plots"]
+    common = [str(trace), "--engine", "rounds", "--cluster", "v100:8", "-p", "wattplan", "--time-limit", "2", "-q"]
+    common += ["--no-plots"]
     bad = CliRunner().invoke(app, ["simulate", *common, "--horizon", "9", "--out", str(tmp_path / "bad")])
     assert bad.exit_code == 2 and "horizon" in bad.output and "Traceback" not in bad.output
     ok = CliRunner().invoke(app, ["simulate", *common, "--horizon", "2", "--out", str(tmp_path / "ok")])

@@ -181,8 +181,9 @@ def test_learning_replay_converges_and_stays_valid(truth_file: Path, policy: str
 @pytest.mark.slow  # over 3 s: make test, not test-fast
 def test_simulate_cli_with_truth_and_learning(tmp_path: Path, truth_file: Path) -> None:
     out = tmp_path / "sim"
-    args = ["simulate", "6c71a0.trace", "--cluster", "v100:16,p100:8", "--start-s", "2510560", "--max-jobs", "8"]
-    args += ["--solver", "greedy", "--truth", str(truth_file), "--learn", "--no-plots", "-q", "-o", str(out)]
+    args = ["simulate", "6c71a0.trace", "--engine", "rounds", "--cluster", "v100:16,p100:8", "--start-s", "2510560"]
+    args += ["--max-jobs", "8", "--solver", "greedy", "--truth", str(truth_file), "--learn", "--no-plots", "-q"]
+    args += ["-o", str(out)]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "wattplan" / "summary.json").read_text())

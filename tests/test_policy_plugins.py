@@ -117,7 +117,8 @@ def test_an_entry_point_policy_is_listed_without_being_imported(plugin_path: Pat
 def test_an_entry_point_policy_runs_in_simulate(plugin_path: Path, tmp_path: Path) -> None:
     trace = write_gavel_trace(tmp_path / "t.trace", [(R50, 4000, 0, 1), (R50, 3000, 10, 2), (R50, 2000, 20, 1)])
     out = tmp_path / "sim"
-    code, output = invoke("simulate", trace, "--cluster", "v100:8", "-p", "one-gpu-low", "-q", "--no-plots", "-o", out)
+    args = ["--engine", "rounds", "--cluster", "v100:8", "-p", "one-gpu-low", "-q", "--no-plots", "-o", out]
+    code, output = invoke("simulate", trace, *args)
     assert code == 0, output
     summary = json.loads((out / "one-gpu-low" / "summary.json").read_text())
     assert summary["policy"] == "one-gpu-low" and summary["stop_reason"] == "completed"
@@ -130,7 +131,7 @@ def test_a_plugin_runs_beside_a_builtin_in_spawned_workers(plugin_path: Path, tm
     trace = write_gavel_trace(tmp_path / "t.trace", [(R50, 4000, 0, 2), (R50, 3000, 10, 2)])
     out = tmp_path / "sim"
     args = ["-p", "fifo-max", "-p", "one-gpu-low", "--workers", "2", "-q", "--no-plots", "-o", out]
-    code, output = invoke("simulate", trace, "--cluster", "v100:8", *args)
+    code, output = invoke("simulate", trace, "--engine", "rounds", "--cluster", "v100:8", *args)
     assert code == 0, output
     assert (out / "one-gpu-low").is_dir() and (out / "fifo-max").is_dir()
 

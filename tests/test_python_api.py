@@ -233,9 +233,10 @@ def test_replay_inputs_are_named_and_a_failure_leaves_no_temporary_folder(
     with pytest.raises(InputError) as exc:
         wattplan.simulate("6c71a0.trace", cluster=None, policies=["fifo-max"])  # type: ignore[arg-type]
     assert [p.path for p in exc.value.problems] == ["--cluster"]
-    with pytest.raises(InputError) as exc:
-        wattplan.simulate("6c71a0.trace", cluster="v100:8", policies=None)  # type: ignore[arg-type]
-    assert [p.path for p in exc.value.problems] == ["--policy"]
+    for engine in ("slurm", "rounds"):  # policies=None is the engine's default pair; none at all is refused
+        with pytest.raises(InputError) as exc:
+            wattplan.simulate("6c71a0.trace", cluster="v100:8", policies=[], engine=engine)
+        assert [p.path for p in exc.value.problems] == ["--policy"]
     with pytest.raises(InputError) as exc:
         wattplan.simulate("6c71a0.trace", cluster="v100:8", max_rounds=[], round_s="360")  # type: ignore[arg-type]
     assert [p.path for p in exc.value.problems] == ["round_s (--round-s)", "max_rounds (--max-rounds)"]

@@ -89,7 +89,7 @@ def test_the_api_offers_every_option_of_its_record_with_its_default(name: str) -
 
 def test_one_policy_writes_its_own_folder_with_policy_and_nodes_on_columns(tmp_path: Path, tiny_trace: Path) -> None:
     out = tmp_path / "one"
-    result = wattplan.simulate(tiny_trace, cluster=CLUSTER, policies=["fifo-max"], out=out)
+    result = wattplan.simulate(tiny_trace, cluster=CLUSTER, policies=["fifo-max"], out=out, engine="rounds")
     assert sorted(p.name for p in (out / "fifo-max").iterdir() if not p.name.startswith(".")) == [
         "jobs.csv",
         "rounds.csv",
@@ -130,12 +130,12 @@ def _untimed_json(path: Path) -> Any:
 
 
 def test_the_command_line_and_the_api_write_the_same_files(tmp_path: Path, tiny_trace: Path) -> None:
-    options = {"power_cap_w": 5000.0, "max_rounds": 40, "seed": 2}
+    options = {"power_cap_w": 5000.0, "max_rounds": 40, "seed": 2, "engine": "rounds"}
     api = tmp_path / "api"
     wattplan.simulate(tiny_trace, cluster=CLUSTER, policies=["fifo-max", "zeus"], out=api, **options)
     cli = tmp_path / "cli"
     args = ["simulate", str(tiny_trace), "--cluster", CLUSTER, "-p", "fifo-max", "-p", "zeus", "-o", str(cli)]
-    args += ["--power-cap-w", "5000", "--max-rounds", "40", "--seed", "2", "--no-plots", "-q"]
+    args += ["--power-cap-w", "5000", "--max-rounds", "40", "--seed", "2", "--engine", "rounds", "--no-plots", "-q"]
     done = CliRunner().invoke(app, args)
     assert done.exit_code == 0, done.output
     files = sorted(p.relative_to(api) for p in api.rglob("*") if p.is_file() and not p.name.startswith("."))
@@ -150,7 +150,7 @@ def test_the_command_line_and_the_api_write_the_same_files(tmp_path: Path, tiny_
 def test_results_of_the_older_one_policy_layout_still_read(tmp_path: Path, tiny_trace: Path) -> None:
     """A folder as a one-policy replay wrote it before: files at the top, no policy column, packed nodes_on."""
     new = tmp_path / "new"
-    wattplan.simulate(tiny_trace, cluster=CLUSTER, policies=["fifo-max"], out=new)
+    wattplan.simulate(tiny_trace, cluster=CLUSTER, policies=["fifo-max"], out=new, engine="rounds")
     old = tmp_path / "old"
     old.mkdir()
     shutil.copy(new / "fifo-max" / "summary.json", old / "summary.json")
@@ -169,7 +169,8 @@ def test_results_of_the_older_one_policy_layout_still_read(tmp_path: Path, tiny_
 
 def test_a_checkpoint_of_the_older_layout_is_resumed(tmp_path: Path, tiny_trace: Path) -> None:
     out = tmp_path / "o"
-    args = ["simulate", str(tiny_trace), "--cluster", "v100:8", "-p", "fifo-max", "--no-plots", "-q", "-o", str(out)]
+    args = ["simulate", str(tiny_trace), "--engine", "rounds", "--cluster", "v100:8", "-p", "fifo-max", "--no-plots"]
+    args += ["-q", "-o", str(out)]
     assert CliRunner().invoke(app, args).exit_code == 0
     rounds = (out / "fifo-max" / "rounds.csv").read_text()
     (out / "fifo-max" / CHECKPOINT_FILE).rename(out / CHECKPOINT_FILE)  # where an older version kept it
@@ -190,10 +191,10 @@ def test_bad_options_are_named_as_the_command_names_them(tmp_path: Path, tiny_tr
         wattplan.simulate(tiny_trace, cluster="v100:8", governor="x", tail_pace="y", out=tmp_path / "o")
     assert [p.path for p in exc.value.problems] == ["governor (--governor)", "tail_pace (--tail-pace)"]
     with pytest.raises(InputError) as exc:
-        wattplan.simulate(tiny_trace, cluster="v100:8", replan="often", out=tmp_path / "o")
+        wattplan.simulate(tiny_trace, cluster="v100:8", replan="often", engine="rounds", out=tmp_path / "o")
     assert [p.path for p in exc.value.problems] == ["replan (--replan)"]
     with pytest.raises(InputError) as exc:
-        wattplan.simulate(tiny_trace, cluster="v100:8", noise=2.0, zeus_eta=-1.0, out=tmp_path / "o")
+        wattplan.simulate(tiny_trace, cluster="v100:8", noise=2.0, zeus_eta=-1.0, engine="rounds", out=tmp_path / "o")
     assert {p.path for p in exc.value.problems} == {"noise (--noise)", "zeus_eta (--zeus-eta)"}
 
 

@@ -40,8 +40,8 @@ def trace(tmp_path: Path) -> Path:
         ("simulate", {"dpi": 10}, ["--dpi", "10"], "dpi (--dpi): must be in [50, 1200] dpi, got 10"),
         ("simulate", {"restart_s": 400.0}, ["--restart-s", "400"],
          "restart_s (--restart-s): must be >= 0 and shorter than the round"),
-        ("simulate", {"power_cap_w": 1000.0, "energy_budget_kwh": 3.0},
-         ["--power-cap-w", "1000", "--energy-budget-kwh", "3"],
+        ("simulate", {"engine": "rounds", "power_cap_w": 1000.0, "energy_budget_kwh": 3.0},
+         ["--engine", "rounds", "--power-cap-w", "1000", "--energy-budget-kwh", "3"],
          "power_cap_w (--power-cap-w): give power_cap_w (--power-cap-w) or energy_budget_kwh (--energy-budget-kwh)"),
         ("frontier", {"noise": 1.0}, ["--noise", "1"], "noise (--noise): must be in [0, 1), got 1"),
         ("frontier", {"signal_start": "2022-01-01T00:00:00"}, ["--signal-start", "2022-01-01T00:00:00"],
@@ -100,6 +100,7 @@ def test_the_record_builds_the_spec_its_options_say(trace: Path) -> None:
         "solver": "greedy", "time_limit": 2, "threads": 2, "seed": 3, "node_limit": 50, "horizon": 2,
         "round_s": 60, "restart_s": 10, "min_pair_rate": 0.6, "objective": "energy", "delta": 0.1, "zeus_eta": 0.3,
         "power_cap_w": 900, "max_jobs": 2, "start_s": 0, "end_s": 1e6, "vc": None, "signal_aware": False,
+        "engine": "rounds",
     }  # fmt: skip
     spec = replay_spec(trace, "v100:8", SimulateOptions.checked(given), ["fifo-max", "wattplan"])
     assert spec.policies == ("fifo-max", "wattplan") and spec.cluster == "v100:8"
@@ -126,8 +127,10 @@ def test_each_engine_replays_its_loops_governor_rule_by_default(trace: Path) -> 
     def rule(**given: object) -> str:
         return replay_spec(trace, "v100:8", SimulateOptions.checked(given), ["wattplan"]).governor
 
-    assert rule() == "accrued" and rule(engine="slurm") == LIVE_GOVERNOR == AgentOptions().steering().rule
-    assert rule(engine="slurm", governor="accrued") == "accrued" and rule(governor="projected") == "projected"
+    assert rule(engine="rounds") == "accrued"
+    assert rule() == rule(engine="slurm") == LIVE_GOVERNOR == AgentOptions().steering().rule  # slurm: the default
+    assert rule(engine="slurm", governor="accrued") == "accrued"
+    assert rule(engine="rounds", governor="projected") == "projected"
     assert governor_rule(FrontierOptions.checked()) == "accrued"  # the frontier sweeps the round-based engine
 
 

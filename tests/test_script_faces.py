@@ -70,16 +70,19 @@ def test_the_readme_example_runs_as_a_plain_script(tmp_path: Path) -> None:
     assert len(jobs) == len(result.instance.jobs) and set(jobs.state) <= {"run", "wait"}
     assert str(jobs.gpus.dtype) == "Int64" and jobs.loc[jobs.state == "wait", "reason"].notna().all()
     assert result.summary["energy_j"] == pytest.approx(result.plan.round.energy_j)
-    assert list(replay.summary.policy) == ["fifo-max", "wattplan"]
-    assert (replay.summary.jobs_completed == 5).all()
-    totals = replay.rounds.groupby("policy")["energy_j"].sum() / 3.6e6  # tidy: the rounds add up to the totals
-    for _, row in replay.summary.iterrows():
-        assert totals[row.policy] == pytest.approx(row.energy_kwh, rel=1e-6)
-    assert set(replay.jobs.policy) == {"fifo-max", "wattplan"} and len(replay.jobs) == 10
-    assert "nodes_on_v100" in replay.rounds
+    # The replay: Slurm alone and wattplan on the loop the agent runs (the default engine), five jobs each.
+    assert list(replay.summary.policy) == ["slurm", "wattplan"] and set(replay.summary.engine) == {"slurm"}
+    assert (replay.summary.completed == 5).all()
+    summary = replay.summary.set_index("policy")
+    assert summary.loc["slurm", "captured_share"] == 0 and (summary.energy_kwh >= summary.energy_floor_kwh).all()
+    means = replay.jobs.groupby("policy")["jct_s"].mean()  # tidy: the jobs add up to the summary
+    for policy, row in summary.iterrows():
+        assert means[policy] == pytest.approx(row.avg_jct_s, rel=1e-9)
+    assert set(replay.jobs.policy) == {"slurm", "wattplan"} and len(replay.jobs) == 10
+    assert replay.rounds.empty  # the agent's rounds are in its log, not a rounds.csv
     assert set(runs.bench.solver) >= {"highs", "greedy"}
     assert runs.bench.set_index("solver").loc["greedy", "kind"] == "heuristic"
-    pd.testing.assert_frame_equal(read_results(replay.folder).rounds, replay.rounds)  # reads back from its folder
+    pd.testing.assert_frame_equal(read_results(replay.folder).jobs, replay.jobs)  # reads back from its folder
 
 
 UNGUARDED_SWEEP = """

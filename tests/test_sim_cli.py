@@ -15,7 +15,9 @@ SUMMARY_KEYS = ("energy_kwh", "avg_jct_s", "p95_jct_s", "makespan_s", "jobs_comp
 
 def test_single_policy_writes_summary_logs_and_plots(tmp_path: Path, tiny_trace: Path) -> None:
     out = tmp_path / "out"
-    result = run("simulate", tiny_trace, "--cluster", "v100:8", "--policy", "fifo-max", "--out", out, "-q")
+    result = run(
+        "simulate", tiny_trace, "--engine", "rounds", "--cluster", "v100:8", "--policy", "fifo-max", "--out", out, "-q"
+    )  # fmt: skip
     assert result.exit_code == 0, result.output
     summary = json.loads((out / "fifo-max" / "summary.json").read_text())
     for key in SUMMARY_KEYS:
@@ -33,7 +35,7 @@ def test_single_policy_writes_summary_logs_and_plots(tmp_path: Path, tiny_trace:
 def test_several_policies_one_folder_each_and_comparison(tmp_path: Path, tiny_trace: Path) -> None:
     out = tmp_path / "cmp"
     result = run(
-        "simulate", tiny_trace, "--cluster", "v100:8,p100:8", "-p", "fifo-max", "-p", "wattplan",
+        "simulate", tiny_trace, "--engine", "rounds", "--cluster", "v100:8,p100:8", "-p", "fifo-max", "-p", "wattplan",
         "--time-limit", "2", "--power-cap-w", "4000", "--out", out,
     )  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -60,8 +62,8 @@ def test_replan_events_gives_fifo_max_the_same_rounds(tmp_path: Path, tiny_trace
     for mode in ("rounds", "events"):
         out = tmp_path / mode
         result = run(
-            "simulate", tiny_trace, "--cluster", "v100:8,p100:8", "-p", "fifo-max", "--replan", mode,
-            "--no-plots", "-q", "--out", out,
+            "simulate", tiny_trace, "--engine", "rounds", "--cluster", "v100:8,p100:8", "-p", "fifo-max",
+            "--replan", mode, "--no-plots", "-q", "--out", out,
         )  # fmt: skip
         assert result.exit_code == 0, result.output
         rounds[mode] = _rounds_without_wall_clock(out / "fifo-max" / "rounds.csv")
@@ -70,16 +72,19 @@ def test_replan_events_gives_fifo_max_the_same_rounds(tmp_path: Path, tiny_trace
         decided[mode] = summary["rounds_decided"]
     assert len(rounds["rounds"]) > 3 and rounds["events"] == rounds["rounds"]
     assert decided["events"] <= decided["rounds"]
-    bad = run("simulate", tiny_trace, "--cluster", "v100:8", "--replan", "often", "--out", tmp_path / "x", "-q")
+    bad = run(
+        "simulate", tiny_trace, "--engine", "rounds", "--cluster", "v100:8", "--replan", "often",
+        "--out", tmp_path / "x", "-q",
+    )  # fmt: skip
     assert bad.exit_code == 2 and "--replan" in bad.output
 
 
 @pytest.mark.parametrize(
     ("args", "code"),
     [
-        (("--power-cap-w", "1000", "--energy-budget-kwh", "3"), "conflicting-options"),
+        (("--engine", "rounds", "--power-cap-w", "1000", "--energy-budget-kwh", "3"), "conflicting-options"),
         (("--policy", "fastest"), "unknown-policy"),
-        (("--noise", "1.5"), "bad-option"),
+        (("--engine", "rounds", "--noise", "1.5"), "bad-option"),
         (("--max-jobs", "0"), "bad-option"),
         (("--power-cap-w", "nan"), "--power-cap-w"),
         (("--round-s", "inf"), "--round-s"),
@@ -108,7 +113,9 @@ def test_rounds_log_says_why_wattplan_fell_back(tmp_path: Path, tiny_trace: Path
 
     monkeypatch.setattr(stages_module, "mip_stage", lambda state, *a, **k: SolverResult("time_limit"))
     out = tmp_path / "fb"
-    result = run("simulate", tiny_trace, "--cluster", "v100:8", "-p", "wattplan", "--out", out, "-q")
+    result = run(
+        "simulate", tiny_trace, "--engine", "rounds", "--cluster", "v100:8", "-p", "wattplan", "--out", out, "-q"
+    )  # fmt: skip
     assert result.exit_code == 0, result.output
     rows = list(csv.DictReader((out / "wattplan" / "rounds.csv").open()))
     assert rows and all(r["status"] == "fallback" for r in rows)

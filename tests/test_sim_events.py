@@ -125,7 +125,8 @@ def test_quiet_progress_line_has_rounds_jobs_work_and_eta() -> None:
 def test_simulate_resumes_a_finished_replay_and_fresh_starts_over(tmp_path: Path) -> None:
     trace = write_gavel_trace(tmp_path / "t.trace", [(R50, 4000, 0, 1), (R50, 6000, 100, 2)])
     out = tmp_path / "out"
-    args = ["simulate", str(trace), "--cluster", "v100:8", "-p", "fifo-max", "-q", "--no-plots", "-o", str(out)]
+    args = ["simulate", str(trace), "--engine", "rounds", "--cluster", "v100:8", "-p", "fifo-max", "-q", "--no-plots"]
+    args += ["-o", str(out)]
     first = CliRunner().invoke(app, args)
     assert first.exit_code == 0, first.output
     assert (out / "fifo-max" / CHECKPOINT_FILE).is_file()

@@ -85,8 +85,8 @@ def test_a_replay_is_deterministic(tmp_path: Path) -> None:
         (["--engine", "slurm", "--energy-budget-kwh", "8"], "--energy-budget-kwh"),
         (["--engine", "slurm", "--noise", "0.1"], "--noise"),
         (["--engine", "slurm", "--no-event-rounds", "--no-periodic-rounds"], "--periodic-rounds"),
-        (["--load-s", "5"], "--load-s"),
-        (["--time-scale", "30"], "--time-scale"),
+        (["--engine", "rounds", "--load-s", "5"], "--load-s"),
+        (["--engine", "rounds", "--time-scale", "30"], "--time-scale"),
     ],
 )
 def test_each_engine_refuses_what_it_does_not_take(tmp_path: Path, flags: list[str], named: str) -> None:

@@ -76,7 +76,7 @@ def simulate(
     trace: str | Path,
     *,
     cluster: str,
-    policies: Sequence[str] = ("fifo-max", "wattplan"),
+    policies: Sequence[str] | None = None,
     out: str | Path | None = None,
     plots: bool = False,
     quiet: bool = True,
@@ -88,12 +88,15 @@ def simulate(
     (``max_jobs`` is ``--max-jobs``, ``power_cap_w`` W, ``max_jct_increase`` and ``tail_bound`` percent;
     ``help(wattplan.simulate)`` lists them all), each with its default and checked by the same record as the
     command line's option, with the same message; a path may be a text. ``plots`` (the command line writes
-    figures unless ``--no-plots``) and ``policies`` (it replays wattplan alone) have defaults of their own;
-    ``quiet=False`` draws the progress bar on stderr. The replay runs :func:`planner.sim.session.run_simulate`,
-    the command's own code, and writes ``out`` (a new temporary folder when None) as the command does:
+    figures unless ``--no-plots``) and ``policies`` (it replays wattplan alone; here Slurm alone and wattplan on the
+    default engine, ``slurm``, and ``fifo-max`` and wattplan with ``engine="rounds"``) have defaults of their own;
+    ``quiet=False`` draws the progress bar on stderr. The replay runs the command's own code
+    (:func:`planner.control.session.slurm_replays`; :func:`planner.sim.session.run_simulate` with
+    ``engine="rounds"``) and writes ``out`` (a new temporary folder when None) as the command does:
     ``out/<policy>/`` per policy and ``out/comparison.csv``. Returns its :class:`~wattplan.results.Results`:
-    ``summary`` (one row per policy), ``rounds`` and ``jobs`` (one row per round or job and policy). Bad options
-    raise :class:`~planner.contracts.problems.InputError` naming them, an unknown keyword ``TypeError``.
+    ``summary`` (one row per policy), ``rounds`` (the round-based engine's, one row per round and policy; empty on
+    the slurm engine, whose rounds are the agent's) and ``jobs`` (one row per job and policy). Bad options raise
+    :class:`~planner.contracts.problems.InputError` naming them, an unknown keyword ``TypeError``.
     """
     from wattplan.planner.contracts.provenance import written_by
     from wattplan.planner.sim.session import replay_spec
@@ -101,21 +104,47 @@ def simulate(
     _unknown("simulate", options, _keywords(simulate))
     _checked_keywords(simulate, locals())
     opts = SimulateOptions.checked(options)
+    if policies is None:
+        policies = ("slurm", "wattplan") if opts.engine == "slurm" else ("fifo-max", "wattplan")
     names = [policies] if isinstance(policies, str) else list(policies)
+    stamp = written_by(["wattplan.simulate", str(trace)])
     if opts.engine == "slurm":  # the agent's own loop on a simulated Slurm (docs/design.md §10.8)
-        from wattplan.planner.control.session import slurm_replays
-
         with _out(out, "wattplan-simulate-") as folder:
-            slurm_replays(trace, cluster, opts, names, folder)
+            _replay_on_slurm(trace, cluster, opts, names, folder, quiet, plots=plots, stamp=stamp)
             return read_results(folder)
     spec = replay_spec(trace, cluster, opts, names)
-    stamp = written_by(["wattplan.simulate", str(trace)])
     with _out(out, "wattplan-simulate-") as folder:
         _replay(spec, folder, quiet, opts, plots=plots, stamp=stamp)
         return read_results(folder)
 
 
 simulate.__signature__ = keyword_signature(simulate, SimulateOptions)  # type: ignore[attr-defined]
+
+
+def _replay_on_slurm(
+    trace: str | Path,
+    cluster: str,
+    opts: SimulateOptions,
+    names: Sequence[str],
+    folder: Path,
+    quiet: bool,
+    *,
+    plots: bool,
+    stamp: dict[str, Any],
+) -> None:
+    """:func:`planner.control.session.slurm_replays` into ``folder``, with a progress bar on stderr unless ``quiet``."""
+    from wattplan.planner.control.session import SlurmHooks, progress_bar_hook, slurm_replays
+
+    if quiet:
+        slurm_replays(trace, cluster, opts, names, folder, plots=plots, written_by=stamp)
+        return
+    from rich.console import Console
+
+    from wattplan.planner.sim.render import progress_display
+
+    with progress_display(Console(stderr=True)) as bar:
+        hooks = SlurmHooks(progress=lambda name, jobs: progress_bar_hook(bar, name, jobs))
+        slurm_replays(trace, cluster, opts, names, folder, hooks, plots=plots, written_by=stamp)
 
 
 def _replay(spec: Any, folder: Path, quiet: bool, opts: SimulateOptions, *, plots: bool, stamp: dict[str, Any]) -> None:

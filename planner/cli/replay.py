@@ -1,4 +1,4 @@
-"""``wattplan simulate`` and ``frontier``: a trace replayed round by round, once or as a sweep of the energy knob."""
+"""``wattplan simulate`` and ``frontier``: a trace replayed, on the agent's loop or round by round, or swept."""
 
 from __future__ import annotations
 
@@ -27,8 +27,9 @@ PolicyOpt = Annotated[
     typer.Option(
         "--policy",
         "-p",
-        help="fifo-max, zeus, eaco, powerflow, wattplan, all (these five) or a plug-in's name "
-        "(entry points of wattplan.policies); repeat for several.",
+        help="fifo-max, zeus, eaco, powerflow, wattplan, all (these five, and Slurm alone on the slurm engine), "
+        "slurm (Slurm alone: the slurm engine) or a plug-in's name (entry points of wattplan.policies); repeat "
+        "for several.",
     ),
 ]
 PlotsOpt = Annotated[bool, typer.Option(help="Write the figures (see --plot-format).")]
@@ -47,10 +48,12 @@ def simulate(
     answer_format: OutputFormatOpt = OutputFormat.table,
     **given: Any,
 ) -> None:
-    """Replay a trace round by round with one or more policies; write logs, summary.json and figures.
+    """Replay a trace with one or more policies; write summary.json, jobs.csv and figures.
 
-    rounds.csv and jobs.csv are written as the replay goes, with a checkpoint every 1000 rounds or 30 s:
-    an interrupted replay rerun with the same command resumes where it stopped (--fresh starts over).
+    By default (--engine slurm) each policy runs the loop `wattplan agent` runs, on a simulated Slurm: jobs start
+    when they fit, every change is a requeue, every node stays on; -p slurm is Slurm alone. --engine rounds is the
+    round-based replay (idle nodes off for free, energy budgets, noise, horizons): it writes rounds.csv as it goes,
+    with a checkpoint every 1000 rounds or 30 s, and a rerun resumes (--fresh starts over).
     Without --objective wattplan plans for progress (fastest, not least energy); the energy
     modes are --objective efficiency --max-jct-increase PCT and `wattplan frontier`.
     """
@@ -59,7 +62,7 @@ def simulate(
 
     opts = SimulateOptions.checked(record_values(SimulateOptions, given))
     if opts.engine == "slurm":
-        _simulate_on_slurm(trace, cluster, opts, policy, out_path, answer_format)
+        _simulate_on_slurm(trace, cluster, opts, policy, out_path, answer_format, plots, quiet)
         return
     spec = replay_spec(trace, cluster, opts, policy)
     outcome = _replayed(spec, opts, out_path, plots, quiet)
@@ -72,15 +75,64 @@ def simulate(
 
 
 def _simulate_on_slurm(
-    trace: Path, cluster: str, opts: SimulateOptions, policy: list[str], out_path: Path, answer_format: OutputFormat
+    trace: Path,
+    cluster: str,
+    opts: SimulateOptions,
+    policy: list[str],
+    out_path: Path,
+    answer_format: OutputFormat,
+    plots: bool,
+    quiet: bool,
 ) -> None:
-    """``simulate --engine slurm``: the agent's loop on a simulated Slurm, one policy after another; a table."""
-    from wattplan.planner.control.session import comparison_rows, comparison_table, slurm_replays
+    """``simulate`` on the slurm engine: the agent's loop on a simulated Slurm, each policy with its progress; a table.
 
-    results = slurm_replays(trace, cluster, opts, policy, out_path, note=lambda text: err.print(shown(text)))
+    Serial: a bar per policy (a line every 30 s when ``quiet``); in parallel (``--workers``): one bar of the
+    policies done. An interruption says that the same command starts over (these replays keep no checkpoint).
+    """
+    from wattplan.planner.control.session import (
+        SlurmHooks,
+        comparison_rows,
+        comparison_table,
+        progress_bar_hook,
+        progress_log_hook,
+        slurm_replays,
+    )
+    from wattplan.planner.sim.output import DROPPED_FILE
+    from wattplan.planner.sim.render import progress_display
+
+    hooks = SlurmHooks(
+        note=lambda text: err.print(shown(text)),
+        warn=lambda text: err.print(f"[yellow]warning:[/] {shown(text)}"),
+        dropped=lambda text: err.print(f"[yellow]{shown(text)}; ids in {shown(out_path / DROPPED_FILE)}[/]"),
+    )
+    serial = opts.workers == 1
+    with (
+        _ResumeNote(lambda: SLURM_INTERRUPTED),
+        progress_display(err) if serial else _policies_bar(len(policy), quiet) as bar,
+    ):
+        if not serial:
+            task = bar.add_task("simulate", total=None)
+            hooks.start = lambda n: bar.update(task, total=n)
+            hooks.policy_done = lambda: bar.advance(task)
+        elif quiet:
+            hooks.progress = lambda name, _: progress_log_hook(_log_line, name)
+        else:
+            hooks.progress = lambda name, jobs: progress_bar_hook(bar, name, jobs)
+        results = slurm_replays(
+            trace, cluster, opts, policy, out_path, hooks, plots=plots, written_by=output_provenance()
+        )
     rows = comparison_rows(results)
     print_answer(answer_format, lambda: [comparison_table(rows)], lambda: [Section("replays", rows)])
     say(answer_format, f"results written to [bold]{shown(out_path)}[/]")
+    if opts.objective is None and opts.max_jct_increase is None and any(r.policy == "wattplan" for r in results):
+        err.print(PROGRESS_MODE_HINT)
+
+
+SLURM_INTERRUPTED = (
+    "interrupted: replays on the slurm engine keep no checkpoint, so the same command run again starts over "
+    "(--engine rounds replays resume)"
+)
+"""What an interrupted ``simulate`` on the slurm engine tells its user."""
 
 
 def _replayed(spec: ReplaySpec, opts: SimulateOptions, out_path: Path, plots: bool, quiet: bool) -> SimulateOutcome:

@@ -1,29 +1,44 @@
-"""``wattplan simulate --engine slurm`` and ``wattplan.simulate(engine="slurm")``: every policy, one after another.
+"""``wattplan simulate`` and ``wattplan.simulate`` on their default engine, ``slurm``: every policy of the replay.
 
 Each policy of ``--policy`` is replayed by :func:`planner.control.slurm_replay.replay_on_slurm` (the agent's loop
-on the simulated Slurm); ``slurm`` is Slurm alone and ``all`` means Slurm alone and the five built-in policies.
-``out/POLICY/`` gets each policy's ``summary.json``, ``jobs.csv`` and ``agent.log``, ``out/comparison.csv`` and
-``comparison.json`` one row per policy.
+on the simulated Slurm), one after another or ``--workers`` at once; ``slurm`` is Slurm alone and ``all`` means Slurm
+alone and the five built-in policies. ``out/POLICY/`` gets each policy's ``summary.json``, ``jobs.csv`` and
+``agent.log``, ``out/comparison.csv`` and ``comparison.json`` one row per policy, ``out/dropped.csv`` the jobs not
+replayed, and the figures unless they are turned off.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
-from dataclasses import replace
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
 
 from wattplan.planner.console.terminal import shown
 from wattplan.planner.contracts.floor import EnergyFloor
 from wattplan.planner.contracts.jsonio import write_text_atomic
-from wattplan.planner.control.slurm_replay import SLURM_ALONE, SimulatedCluster, SlurmReplayResult, replay_on_slurm
+from wattplan.planner.contracts.problems import InputError, Problem
+from wattplan.planner.control.slurm_replay import (
+    SLURM_ALONE,
+    ProgressHook,
+    ReplayProgress,
+    SimulatedCluster,
+    SlurmReplayResult,
+    replay_on_slurm,
+)
 from wattplan.planner.sim.options import SimulateOptions
 from wattplan.planner.sim.policies.registry import ALL
 from wattplan.planner.sim.replay import ReplaySpec
 from wattplan.planner.sim.session import replay_spec
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from wattplan.planner.sim.plots import FigureOptions
 
 COMPARISON_COLUMNS = (
     "policy",
@@ -59,40 +74,147 @@ def split_policies(names: Sequence[str]) -> tuple[bool, list[str]]:
     return alone, [n for n in names if n != SLURM_ALONE]
 
 
+@dataclass
+class SlurmHooks:
+    """What a caller hears from :func:`slurm_replays`; every hook may be left out.
+
+    ``note``: one line per policy replayed; ``warn``: a warning before the replays (a long replay); ``progress``:
+    given a policy and its job count, a hook for that replay's :class:`ReplayProgress` (serial replays only);
+    ``start``: called once with the number of replays, before the first; ``policy_done``: called as each policy of
+    a parallel run ends; ``dropped``: the line naming the jobs dropped (no profile on the cluster), when any.
+    """
+
+    note: Callable[[str], None] | None = None
+    dropped: Callable[[str], None] | None = None
+    start: Callable[[int], None] | None = None
+    warn: Callable[[str], None] | None = None
+    progress: Callable[[str, int], ProgressHook | None] | None = None
+    policy_done: Callable[[], None] | None = None
+
+
 def slurm_replays(
     trace: str | Path,
     cluster: str,
     options: SimulateOptions,
     policies: Sequence[str],
     out: Path,
-    note: Callable[[str], None] | None = None,
+    hooks: SlurmHooks | None = None,
+    *,
+    plots: bool = False,
+    written_by: Mapping[str, Any] | None = None,
 ) -> list[SlurmReplayResult]:
     """Replay ``trace`` on ``cluster`` with each policy on the simulated Slurm (module docstring), in order.
 
-    ``options`` is the checked record; ``note`` hears one line per policy replayed.
+    ``options`` is the checked record: ``--workers N`` replays N policies at once, each in its own process
+    (:func:`planner.executor.run_tasks`). Each summary gets the powered floor and the captured share
+    (:func:`with_floor`) and ``written_by`` (the caller's provenance record) when given; ``out`` gets
+    ``dropped.csv`` when jobs were dropped and, with ``plots``, the figures of :func:`write_slurm_plots`.
     """
     from wattplan.planner.files.paths import refuse_overwriting_inputs
+    from wattplan.planner.sim.forecast import forecast, long_replay_warning
+    from wattplan.planner.sim.output import write_dropped
+    from wattplan.planner.sim.replay import prepare
+    from wattplan.planner.sim.workload import dropped_text
 
+    hooks = hooks or SlurmHooks()
+    if not policies:
+        raise InputError("--policy", [Problem("no-policy", "--policy", "name at least one policy")])
     alone, others = split_policies(policies)
     spec = replay_spec(trace, cluster, options, others or ["wattplan"])
     refuse_overwriting_inputs({"--out": out}, [spec.trace, spec.profiles, spec.truth], folders={"--out"})
     names = ([SLURM_ALONE] if alone else []) + (list(spec.policies) if others else [])
+    workload, ctx = prepare(spec)
+    outlook = forecast(workload.jobs, ctx.total_gpus, ctx.rules.duration_s, names, spec.start_s)
+    if hooks.warn is not None and (warning := long_replay_warning(outlook)) is not None:
+        hooks.warn(warning)
     setup = setup_of(options)
-    results = []
-    for name in names:
-        result = replay_on_slurm(spec, name, setup, Path(out))
-        results.append(result)
-        if note is not None:
-            s = result.summary
-            note(
-                f"{name}: {s['completed']} of {s['jobs']} jobs, {s['energy_kwh']:.3f} kWh, {s['rounds']} rounds, "
-                f"{s['wall_s']:.1f} s"
-            )
+    if hooks.start is not None:
+        hooks.start(len(names))
+    if options.workers == 1:
+        results = []
+        for name in names:
+            progress = hooks.progress(name, len(workload.jobs)) if hooks.progress is not None else None
+            results.append(replay_on_slurm(spec, name, setup, Path(out), progress=progress))
+            _noted(results[-1], hooks.note)
+    else:
+        results = _parallel(spec, names, setup, Path(out), options.workers, hooks)
     results = with_floor(spec, results)
+    dropped = {t: list(ids) for t, ids in workload.dropped_by_type.items()}
+    results = [replace(r, summary={**r.summary, "workload": {"dropped_by_type": dropped}}) for r in results]
+    if written_by is not None:
+        results = [replace(r, summary={**r.summary, "written_by": dict(written_by)}) for r in results]
     for result in results:
         write_text_atomic(Path(out) / result.policy / "summary.json", json.dumps(result.summary, indent=2) + "\n")
     write_comparison(out, results)
+    write_dropped(Path(out), workload.dropped_by_type)
+    if hooks.dropped is not None and (text := dropped_text(workload.dropped_by_type, ctx.type_names)):
+        hooks.dropped(text)
+    if plots:
+        write_slurm_plots(Path(out), results, options.figures())
     return results
+
+
+def _noted(result: SlurmReplayResult, note: Callable[[str], None] | None) -> None:
+    """One line on ``result`` to ``note``: jobs done, energy, rounds, wall seconds."""
+    if note is not None:
+        s = result.summary
+        note(
+            f"{result.policy}: {s['completed']} of {s['jobs']} jobs, {s['energy_kwh']:.3f} kWh, {s['rounds']} rounds, "
+            f"{s['wall_s']:.1f} s"
+        )
+
+
+def _parallel(
+    spec: ReplaySpec, names: Sequence[str], setup: SimulatedCluster, out: Path, workers: int, hooks: SlurmHooks
+) -> list[SlurmReplayResult]:
+    """Every policy of ``names`` through :func:`planner.executor.run_tasks`, in their order; a failure raises."""
+    from wattplan.planner.executor import run_tasks
+
+    done: dict[int, SlurmReplayResult] = {}
+    for index, outcome in run_tasks(replay_on_slurm, [(spec, n, setup, out) for n in names], workers=workers):
+        if outcome.error is not None:
+            raise outcome.error
+        assert outcome.value is not None
+        done[index] = outcome.value
+        _noted(outcome.value, hooks.note)
+        if hooks.policy_done is not None:
+            hooks.policy_done()
+    return [done[k] for k in range(len(names))]
+
+
+def write_slurm_plots(out: Path, results: Sequence[SlurmReplayResult], options: FigureOptions) -> list[Path]:
+    """``power``, ``jct_cdf`` and ``energy_jct`` figures of a replay on the simulated Slurm in ``out``; the paths.
+
+    The cluster's power step by step (kW over hours since the first arrival), each policy's JCT CDF, and energy
+    against average JCT with the powered floor as a line.
+    """
+    from wattplan.planner.sim.plots import (
+        energy_jct_plot,
+        floor_of,
+        jct_cdf_series_plot,
+        power_steps_plot,
+        summary_points,
+    )
+
+    paths = [options.path(out, stem) for stem in ("power", "jct_cdf", "energy_jct")]
+    t0 = min((row["arrival_s"] for r in results for row in r.jobs), default=0.0)
+    power = {r.policy: _step_points(r.power_steps, t0) for r in results}
+    power_steps_plot(power, paths[0], "Cluster power (every node on)", options=options)
+    jcts = {r.policy: ([row["jct_s"] for row in r.jobs if row["jct_s"] is not None], len(r.jobs)) for r in results}
+    jct_cdf_series_plot(jcts, paths[1], options=options)
+    summaries = [r.summary for r in results]
+    energy_jct_plot(summary_points(summaries), paths[2], floor_kwh=floor_of(summaries), options=options)
+    return paths
+
+
+def _step_points(steps: Sequence[tuple[float, float, float]], t0: float) -> tuple[list[float], list[float]]:
+    """``(t0, t1, W)`` steps as step-plot points: hours since ``t0`` and kW, the last held to its end."""
+    xs = [(a - t0) / 3600 for a, _, _ in steps]
+    ys = [w / 1000 for _, _, w in steps]
+    if steps:
+        xs.append((steps[-1][1] - t0) / 3600)
+        ys.append(steps[-1][2] / 1000)
+    return xs, ys
 
 
 def workload_powered_floor(spec: ReplaySpec) -> EnergyFloor:
@@ -182,3 +304,51 @@ def comparison_table(rows: Sequence[dict[str, Any]]) -> Table:
             continue  # no signal given
         table.add_row(label, *("-" if r.get(key) is None else fmt.format(r[key]) for r in rows))
     return table
+
+
+def progress_bar_hook(progress: Progress, policy: str, jobs_total: int) -> ProgressHook:
+    """A :class:`ReplayProgress` hook advancing one task of ``progress`` (:func:`planner.sim.render.progress_display`).
+
+    The bar is the share of the reference work done; the description the emulated hours and the jobs ended.
+    """
+    from wattplan.planner.sim.render import WORK_STEPS
+
+    task = progress.add_task(_described(policy, 0.0, 0, jobs_total), total=WORK_STEPS)
+
+    def update(p: ReplayProgress) -> None:
+        progress.update(
+            task,
+            completed=round(p.work_done * WORK_STEPS),
+            description=_described(policy, p.hours, p.jobs_done, p.jobs_total),
+        )
+
+    return update
+
+
+def _described(policy: str, hours: float, done: int, total: int) -> str:
+    return shown(f"{policy:<9} {hours:>7.1f} h  jobs {done}/{total}")
+
+
+def progress_log_hook(write: Callable[[str], None], policy: str, every_s: float = 30.0) -> ProgressHook:
+    """A :class:`ReplayProgress` hook that writes one line every ``every_s`` wall seconds (``simulate -q``).
+
+    The line: emulated hours, jobs ended, the share ``f`` of the reference work done, the elapsed time ``t`` and a
+    linear ETA ``t (1 - f) / f``.
+    """
+    begin = time.monotonic()
+    last = begin
+
+    def update(p: ReplayProgress) -> None:
+        nonlocal last
+        now = time.monotonic()
+        if now - last < every_s:
+            return
+        last = now
+        elapsed = now - begin
+        eta = f"{elapsed * (1 - p.work_done) / p.work_done:.0f} s" if p.work_done > 0 else "unknown"
+        write(
+            f"{policy}: {p.hours:,.1f} h emulated, {p.jobs_done}/{p.jobs_total} jobs, {p.work_done:.1%} of the work, "
+            f"{elapsed:.0f} s elapsed, ETA {eta}"
+        )
+
+    return update

@@ -34,7 +34,7 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -192,15 +192,75 @@ def agent_config(
 
 @dataclass
 class SlurmReplayResult:
-    """One policy's replay on the simulated Slurm: its summary and one row per job."""
+    """One policy's replay on the simulated Slurm: its summary, one row per job and the cluster's power steps.
+
+    ``power_steps``: ``(t0, t1, W)`` of constant cluster power over the energy window, emulated s
+    (:meth:`~planner.control.sim_slurm.SimulatedSlurm.power_steps`).
+    """
 
     policy: str
     summary: dict[str, Any]
     jobs: list[dict[str, Any]]
+    power_steps: list[tuple[float, float, float]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayProgress:
+    """How far one policy's replay is, for a progress bar.
+
+    ``work_done`` is the share of the workload's reference work done, ``sum_j n_j d_j f_j / sum_j n_j d_j`` with
+    ``n_j`` the requested GPUs, ``d_j`` the reference duration (s) and ``f_j`` the share of its steps done (the
+    round-based replay's measure, :attr:`planner.sim.engine.ReplayState.work_done`); ``hours`` emulated hours since
+    the first arrival.
+    """
+
+    policy: str
+    jobs_done: int
+    jobs_total: int
+    work_done: float
+    hours: float
+
+
+ProgressHook = Callable[[ReplayProgress], None]
+PROGRESS_EVERY_S = 0.25
+"""Wall seconds between two progress reports of one replay (the last one is always sent)."""
+
+
+class _Reporter:
+    """Sends ``hook`` the replay's :class:`ReplayProgress`, at most every :data:`PROGRESS_EVERY_S` wall seconds."""
+
+    def __init__(self, slurm: SimulatedSlurm, workload: Workload, policy: str, hook: ProgressHook | None) -> None:
+        jobs = sorted(workload.jobs, key=lambda j: (j.arrival_s, j.id))
+        self.weights = {k: j.requested_gpus * j.reference_duration_s for k, j in enumerate(jobs, start=1)}
+        self.t0 = min((j.arrival_s for j in jobs), default=0.0)
+        self.slurm, self.policy, self.hook = slurm, policy, hook
+        self.last = -math.inf
+
+    def __call__(self, final: bool = False) -> None:
+        if self.hook is None:
+            return
+        now = time.monotonic()
+        if not final and now - self.last < PROGRESS_EVERY_S:
+            return
+        self.last = now
+        records = self.slurm.job_records()
+        total = sum(self.weights.values())
+        done = sum(
+            self.weights.get(r.job_id, 0.0) * (r.steps_done / r.total_steps if r.total_steps > 0 else 1.0)
+            for r in records
+        )
+        ended = sum(1 for r in records if r.finish_s is not None)
+        hours = (self.slurm.now_s - self.t0) / 3600
+        self.hook(ReplayProgress(self.policy, ended, len(records), done / total if total > 0 else 1.0, hours))
 
 
 def _run_agent(
-    slurm: SimulatedSlurm, config: AgentConfig, jobs: Sequence[SimJob], scratch: Path, log: Callable[[str], None]
+    slurm: SimulatedSlurm,
+    config: AgentConfig,
+    jobs: Sequence[SimJob],
+    scratch: Path,
+    log: Callable[[str], None],
+    report: Callable[[], None] = lambda: None,
 ) -> tuple[int, str]:
     """Play the agent's loop on ``slurm`` until every job has ended; the rounds played and why it stopped.
 
@@ -213,6 +273,7 @@ def _run_agent(
     def mark_submitted() -> None:
         if slurm.now_s >= last_arrival and not marker.exists():
             marker.write_text("")
+        report()
 
     timer = VirtualTimer(slurm, config.clock, mark_submitted)
     slurm.advance_to(min(j.arrival_s for j in jobs))
@@ -232,13 +293,14 @@ def _run_agent(
         store.close()
 
 
-def _run_alone(slurm: SimulatedSlurm) -> None:
+def _run_alone(slurm: SimulatedSlurm, report: Callable[[], None] = lambda: None) -> None:
     """Slurm alone: play every event until the last job ends."""
     while not slurm.done():
         nxt = slurm.next_event_s()
         if math.isinf(nxt):
             break
         slurm.advance_to(nxt)
+        report()
 
 
 def replay_on_slurm(
@@ -247,10 +309,12 @@ def replay_on_slurm(
     setup: SimulatedCluster | None = None,
     out: Path | None = None,
     log: Callable[[str], None] | None = None,
+    progress: ProgressHook | None = None,
 ) -> SlurmReplayResult:
     """Replay ``spec``'s workload with ``policy`` (or :data:`SLURM_ALONE`) on the simulated Slurm (module docstring).
 
     With ``out``, the policy's folder ``out/POLICY/`` gets ``summary.json``, ``jobs.csv`` and ``agent.log``.
+    ``progress`` hears how far the replay is (:class:`ReplayProgress`) as it goes and once at its end.
     """
     setup = setup or SimulatedCluster()
     wall, cpu = time.perf_counter(), cpu_s()
@@ -269,12 +333,14 @@ def replay_on_slurm(
             if log is not None:
                 log(text)
 
+        report = _Reporter(slurm, workload, policy, progress)
         rounds, stop = 0, "completed"
         if policy == SLURM_ALONE:
-            _run_alone(slurm)
+            _run_alone(slurm, report)
         else:
             config = agent_config(spec, ctx, library, policy, setup, scratch, clocks)
-            rounds, stop = _run_agent(slurm, config, jobs, scratch, say)
+            rounds, stop = _run_agent(slurm, config, jobs, scratch, say, report)
+        report(final=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     retire_solver_workers()  # their CPU seconds count once they are reaped
@@ -284,7 +350,7 @@ def replay_on_slurm(
     summary["stop_reason"] = stop
     summary["wall_s"] = round(time.perf_counter() - wall, 3)
     summary["cpu_s"] = round(cpu_s() - cpu, 3)
-    result = SlurmReplayResult(policy, summary, rows)
+    result = SlurmReplayResult(policy, summary, rows, slurm.power_steps(_window_end(slurm, rows)))
     if out is not None:
         write_result(out / policy, result, lines)
     return result

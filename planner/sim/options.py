@@ -93,8 +93,10 @@ def signal_needs_a_file(values: Mapping[str, Any], label: Callable[[str], str]) 
 
 
 ENGINES = ("rounds", "slurm")
-"""How ``simulate`` replays (``--engine``): ``rounds``, the round-based replay of §10; ``slurm``, the live agent's loop
-on a simulated Slurm (:mod:`planner.control.slurm_replay`, docs/design.md §10.8)."""
+"""How ``simulate`` replays (``--engine``): ``slurm`` (the default), the live agent's loop on a simulated Slurm
+(:mod:`planner.control.slurm_replay`, docs/design.md §10.8); ``rounds``, the round-based replay of §10, kept for what
+the live loop does not do yet (idle nodes powered down, energy budgets, noise, horizons, resumable journals) and for
+``frontier``."""
 NOT_ON_SLURM = (
     "energy_budget_kwh",
     "noise",
@@ -129,7 +131,10 @@ def _slurm_engine_options(values: Mapping[str, Any], label: Callable[[str], str]
         given.append("horizon")
     if values.get("replan") != "rounds":
         given.append("replan")
-    why = f"not with {label('engine')} slurm: the live agent's loop does not take it yet"
+    why = (
+        f"not with {label('engine')} slurm, the default: the live agent's loop does not take it yet (the round-based "
+        f"replay does: give {label('engine')} rounds)"
+    )
     return [Problem("bad-option", label(name), why) for name in given]
 
 
@@ -352,10 +357,11 @@ class SimulateOptions(ReplayOptions):
     )
     workers: int = option(1, "Policies replayed at once, each in its own process (1: one after another).", low=1)
     engine: str = option(
-        "rounds",
-        "rounds: fixed rounds, plans applied at once (design 10). slurm: the agent's own loop on a simulated Slurm "
-        "(jobs start when they fit, requeues and checkpoint loads cost what Slurm charges; policy slurm is Slurm "
-        "alone).",
+        "slurm",
+        "slurm: the loop wattplan agent runs, on a simulated Slurm (jobs start when they fit, requeues and checkpoint "
+        "loads cost what Slurm charges, every node stays on; policy slurm is Slurm alone). rounds: the round-based "
+        "replay (fixed rounds, plans applied at once, idle nodes off for free; energy budgets, noise, horizons, "
+        "resumable journals; design 10).",
         choices=ENGINES,
     )
     time_scale: float = option(

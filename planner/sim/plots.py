@@ -237,10 +237,25 @@ def power_plot(
     ``cap_w`` (W, the cluster's power cap): a dashed horizontal line at ``cap_w / 1000`` kW,
     labelled ``power cap (X kW)``. Saved to ``path`` when given.
     """
+    series = {label: power_series(res) for label, res in results.items()}
+    return power_steps_plot(series, path, title or "Cluster power per round", cap_w=cap_w, options=options)
+
+
+def power_steps_plot(
+    series: Mapping[str, tuple[Sequence[float], Sequence[float]]],
+    path: Path | None = None,
+    title: str = "Cluster power",
+    *,
+    cap_w: float | None = None,
+    options: FigureOptions = DEFAULT_FIGURES,
+) -> Figure:
+    """One step line per series of ``(hours since start, kW)`` points, each held until the next; saved to ``path``.
+
+    ``cap_w``: as :func:`power_plot`.
+    """
     fig, ax = new_figure(9, 4)
-    for k, (label, res) in enumerate(results.items()):
+    for k, (label, (xs, ys)) in enumerate(series.items()):
         style = series_style(label, k)
-        xs, ys = power_series(res)
         ax.step(
             xs,
             ys,
@@ -255,8 +270,8 @@ def power_plot(
     if cap_w is not None:
         cap_kw = cap_w / 1000
         ax.axhline(cap_kw, color="black", linestyle=(0, (6, 3)), linewidth=1.2, label=f"{CAP_LABEL} ({cap_kw:g} kW)")
-    notes = LINES_NOTE if len(results) > 1 else ""
-    finish_axes(ax, "time since replay start (h)", "cluster power (kW)", title or "Cluster power per round", notes)
+    notes = LINES_NOTE if len(series) > 1 else ""
+    finish_axes(ax, "time since replay start (h)", "cluster power (kW)", title, notes)
     return _maybe_save(fig, path, options)
 
 
@@ -268,13 +283,27 @@ def jct_cdf_plot(
     options: FigureOptions = DEFAULT_FIGURES,
 ) -> Figure:
     """CDF of job completion time (h, log scale) per replay, as a fraction of all its jobs; saved to ``path``."""
+    series = {
+        label: ([s.jct_s for s in res.jobs if s.jct_s is not None], len(res.jobs)) for label, res in results.items()
+    }
+    return jct_cdf_series_plot(series, path, title, options=options)
+
+
+def jct_cdf_series_plot(
+    series: Mapping[str, tuple[Sequence[float], int]],
+    path: Path | None = None,
+    title: str = "",
+    *,
+    options: FigureOptions = DEFAULT_FIGURES,
+) -> Figure:
+    """CDF of job completion time (h, log scale) per series ``(JCTs of the completed jobs in s, jobs in all)``."""
     fig, ax = new_figure(6, 4)
-    for k, (label, res) in enumerate(results.items()):
-        jcts = sorted(s.jct_s / 3600 for s in res.jobs if s.jct_s is not None)
+    for k, (label, (done, total)) in enumerate(series.items()):
+        jcts = sorted(j / 3600 for j in done)
         if not jcts:
             continue
         style = series_style(label, k)
-        ys = [(i + 1) / len(res.jobs) for i in range(len(jcts))]
+        ys = [(i + 1) / total for i in range(len(jcts))]
         ax.step(
             jcts,
             ys,
@@ -287,7 +316,7 @@ def jct_cdf_plot(
             zorder=2 + k,
         )
     ax.set_xscale("log")
-    notes = LINES_NOTE if len(results) > 1 else ""
+    notes = LINES_NOTE if len(series) > 1 else ""
     finish_axes(ax, "job completion time (h)", "fraction of jobs completed", title or "JCT CDF", notes, grid="both")
     return _maybe_save(fig, path, options)
 
@@ -452,9 +481,11 @@ __all__ = [
     "energy_jct_plot",
     "figure_problems",
     "jct_cdf_plot",
+    "jct_cdf_series_plot",
     "mark_floor",
     "mark_reference",
     "power_plot",
+    "power_steps_plot",
     "save_figure",
     "series_style",
     "summary_points",
