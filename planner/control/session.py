@@ -39,6 +39,8 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from wattplan.planner.sim.plots import FigureOptions
+    from wattplan.planner.sim.round_instance import ClusterContext
+    from wattplan.planner.sim.workload import Workload
 
 COMPARISON_COLUMNS = (
     "policy",
@@ -134,11 +136,11 @@ def slurm_replays(
         results = []
         for name in names:
             progress = hooks.progress(name, len(workload.jobs)) if hooks.progress is not None else None
-            results.append(replay_on_slurm(spec, name, setup, Path(out), progress=progress))
+            results.append(replay_on_slurm(spec, name, setup, Path(out), progress=progress, prepared=(workload, ctx)))
             _noted(results[-1], hooks.note)
     else:
         results = _parallel(spec, names, setup, Path(out), options.workers, hooks)
-    results = with_floor(spec, results)
+    results = with_floor(spec, results, (workload, ctx))
     dropped = {t: list(ids) for t, ids in workload.dropped_by_type.items()}
     results = [replace(r, summary={**r.summary, "workload": {"dropped_by_type": dropped}}) for r in results]
     if written_by is not None:
@@ -217,7 +219,7 @@ def _step_points(steps: Sequence[tuple[float, float, float]], t0: float) -> tupl
     return xs, ys
 
 
-def workload_powered_floor(spec: ReplaySpec) -> EnergyFloor:
+def workload_powered_floor(spec: ReplaySpec, prepared: tuple[Workload, ClusterContext] | None = None) -> EnergyFloor:
     """The powered floor of every job of ``spec``'s workload under the truth (:func:`planner.planning.powered_floor`).
 
     Every node powered, as on this engine and live.
@@ -227,21 +229,23 @@ def workload_powered_floor(spec: ReplaySpec) -> EnergyFloor:
     from wattplan.planner.sim.round_instance import workload_instance
     from wattplan.planner.sim.state import JobState
 
-    workload, ctx = prepare(spec)
+    workload, ctx = prepared if prepared is not None else prepare(spec)
     return powered_floor(
         workload_instance(ctx.real, [JobState.new(j) for j in workload.jobs]),
         {j.id: j.arrival_s for j in workload.jobs},
     )
 
 
-def with_floor(spec: ReplaySpec, results: Sequence[SlurmReplayResult]) -> list[SlurmReplayResult]:
+def with_floor(
+    spec: ReplaySpec, results: Sequence[SlurmReplayResult], prepared: tuple[Workload, ClusterContext] | None = None
+) -> list[SlurmReplayResult]:
     """Each result with the workload's powered floor and, against the reference, the share of the saving captured.
 
     ``energy_floor_kwh``: :func:`workload_powered_floor`. The reference is Slurm alone when it was replayed, else
     ``fifo-max``; ``captured_share = (E_ref - E) / (E_ref - E_floor)`` (1: at the floor, 0: no better than the
     reference, < 0: worse). No floor when the LP is not solved; no share without a reference.
     """
-    floor = workload_powered_floor(spec)
+    floor = workload_powered_floor(spec, prepared)
     by_name = {r.policy: r for r in results}
     ref = by_name.get(SLURM_ALONE) or by_name.get("fifo-max")
     out = []

@@ -310,15 +310,17 @@ def replay_on_slurm(
     out: Path | None = None,
     log: Callable[[str], None] | None = None,
     progress: ProgressHook | None = None,
+    prepared: tuple[Workload, ClusterContext] | None = None,
 ) -> SlurmReplayResult:
     """Replay ``spec``'s workload with ``policy`` (or :data:`SLURM_ALONE`) on the simulated Slurm (module docstring).
 
     With ``out``, the policy's folder ``out/POLICY/`` gets ``summary.json``, ``jobs.csv`` and ``agent.log``.
-    ``progress`` hears how far the replay is (:class:`ReplayProgress`) as it goes and once at its end.
+    ``progress`` hears how far the replay is (:class:`ReplayProgress`) as it goes and once at its end; ``prepared`` is
+    ``prepare(spec)`` when the caller has it already.
     """
     setup = setup or SimulatedCluster()
     wall, cpu = time.perf_counter(), cpu_s()
-    workload, ctx = prepare(spec)
+    workload, ctx = prepared if prepared is not None else prepare(spec)
     library, truth = libraries(spec)
     clocks = signal_clocks(spec, workload)
     jobs, trace_id = submissions(workload, managed=policy != SLURM_ALONE)
