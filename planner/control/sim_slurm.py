@@ -562,6 +562,21 @@ class SimulatedSlurm:
                 steps.append((t0, t1, base_w + w))
         return steps
 
+    def progress(self) -> dict[int, tuple[float, bool]]:
+        """Per job id: the share of its steps done now and whether it has completed.
+
+        It only reads: no arrival is admitted and no scheduler pass runs (as :meth:`job_records` does), so a
+        progress display, called on the wall clock, cannot change what the replay does.
+        """
+        t = self.now_s
+        return {
+            jid: (
+                min(j.at(j.ss, j.rates[1], t) / j.spec.total_steps, 1.0) if j.spec.total_steps > 0 else 1.0,
+                j.state == "COMPLETED",
+            )
+            for jid, j in self._jobs.items()
+        }
+
     def job_records(self) -> list[JobRecord]:
         """Every job now, by job id: times (emulated s), requeues, steps done, dynamic and GPU energy (J)."""
         self._sync()

@@ -243,15 +243,12 @@ class _Reporter:
         if not final and now - self.last < PROGRESS_EVERY_S:
             return
         self.last = now
-        records = self.slurm.job_records()
+        jobs = self.slurm.progress()
         total = sum(self.weights.values())
-        done = sum(
-            self.weights.get(r.job_id, 0.0) * (r.steps_done / r.total_steps if r.total_steps > 0 else 1.0)
-            for r in records
-        )
-        ended = sum(1 for r in records if r.finish_s is not None)
+        done = sum(self.weights.get(jid, 0.0) * share for jid, (share, _) in jobs.items())
+        ended = sum(1 for _, completed in jobs.values() if completed)
         hours = (self.slurm.now_s - self.t0) / 3600
-        self.hook(ReplayProgress(self.policy, ended, len(records), done / total if total > 0 else 1.0, hours))
+        self.hook(ReplayProgress(self.policy, ended, len(jobs), done / total if total > 0 else 1.0, hours))
 
 
 def _run_agent(
