@@ -67,13 +67,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from benchmarks.energy_gap import CLUSTER, SLICES, Slice
+from benchmarks.energy_gap import SLICES, Slice, spec_of
 from wattplan.planner import planning
 from wattplan.planner.contracts.domain import Instance
 from wattplan.planner.contracts.floor import DeadlineFloor
-from wattplan.planner.files.resources import resolve_trace
 from wattplan.planner.sim.p95_cases import P95Case, p95_cases
-from wattplan.planner.sim.replay import ReplaySpec, prepare, reference_run, workload_floor
+from wattplan.planner.sim.replay import prepare, reference_run, workload_floor
 from wattplan.planner.sim.round_instance import workload_instance
 from wattplan.planner.sim.state import JobState
 from wattplan.planner.sim.tail_bound import P95Limits, TailBound, deadline_cost_j, p95_limits, reference_ranks
@@ -82,20 +81,6 @@ TOLERANCE = 0.10
 """The p95 limit (+10%) and the tail bound's ``x``."""
 AVERAGE = 0.03
 """The average JCT limit (+3%)."""
-
-
-def spec_of(sl: Slice) -> ReplaySpec:
-    """The slice's replay spec from its ``simulate`` arguments (trace, ``--vc``, ``--start-s``, ...)."""
-    args = list(sl.args)
-    trace, opts = args[0], dict(zip(args[1::2], args[2::2], strict=True))
-    return ReplaySpec(
-        trace=resolve_trace(Path(trace)),
-        cluster=CLUSTER,
-        virtual_cluster=opts.get("--vc"),
-        start_s=float(opts["--start-s"]) if "--start-s" in opts else None,
-        end_s=float(opts["--end-s"]) if "--end-s" in opts else None,
-        max_jobs=int(opts["--max-jobs"]) if "--max-jobs" in opts else None,
-    )
 
 
 def _share(e_ref: float, floor: float, bound_kwh: float | None, unsolved: str = "not solved") -> str:

@@ -38,7 +38,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wattplan.planner.contracts.jsonio import read_json
+from wattplan.planner.files.resources import resolve_trace
 from wattplan.planner.sim.energy_levers import LEVERS, PHASES
+from wattplan.planner.sim.replay import ReplaySpec
 
 ROOT = Path(__file__).resolve().parent.parent
 J_PER_KWH = 3.6e6
@@ -60,6 +62,20 @@ SLICES = (
     Slice("heavy-philly-2869ce", ("philly.csv", "--vc", "2869ce", "--start-s", "685120", "--end-s", "857920")),
 )
 MODE = ("--objective", "efficiency", "--max-jct-increase", "3", "--time-limit", "3")
+
+
+def spec_of(sl: Slice) -> ReplaySpec:
+    """The slice's replay spec from its ``simulate`` arguments (trace, ``--vc``, ``--start-s``, ...)."""
+    args = list(sl.args)
+    trace, opts = args[0], dict(zip(args[1::2], args[2::2], strict=True))
+    return ReplaySpec(
+        trace=resolve_trace(Path(trace)),
+        cluster=CLUSTER,
+        virtual_cluster=opts.get("--vc"),
+        start_s=float(opts["--start-s"]) if "--start-s" in opts else None,
+        end_s=float(opts["--end-s"]) if "--end-s" in opts else None,
+        max_jobs=int(opts["--max-jobs"]) if "--max-jobs" in opts else None,
+    )
 
 
 def resolve(extra: Sequence[str], reference: Path) -> list[str]:

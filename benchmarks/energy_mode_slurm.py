@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from energy_gap import SLICES
+from energy_gap import SLICES, Slice, spec_of
 
 WATTPLAN = [sys.executable, "-m", "wattplan"]
 MODE = ["--objective", "efficiency", "--max-jct-increase", "3", "--solver", "cbc", "--time-limit", "3"]
@@ -45,25 +45,16 @@ def replay(name: str, selection: tuple[str, ...], out: Path, governor: list[str]
     return {p: json.loads((folder / p / "summary.json").read_text()) for p in ("slurm", "fifo-max", "wattplan")}
 
 
-def floor_kwh(selection: tuple[str, ...], s: dict[str, dict[str, Any]]) -> float:
+def floor_kwh(sl: Slice, s: dict[str, dict[str, Any]]) -> float:
     """The slice's powered floor (kWh): from the summaries, else computed (a replay made before they carried it)."""
     given = s["wattplan"].get("energy_floor_kwh")
     if given is not None:
         return float(given)
     from wattplan.planner.control.session import workload_powered_floor
-    from wattplan.planner.sim.options import SimulateOptions
-    from wattplan.planner.sim.session import replay_spec
 
-    named = dict(zip(selection[1::2], selection[2::2], strict=True))
-    options = SimulateOptions(
-        start_s=float(named["--start-s"]),
-        end_s=float(named["--end-s"]) if "--end-s" in named else None,
-        max_jobs=int(named["--max-jobs"]) if "--max-jobs" in named else None,
-        vc=named.get("--vc"),
-    )
-    floor = workload_powered_floor(replay_spec(selection[0], "v100:32,p100:16", options))
+    floor = workload_powered_floor(spec_of(sl))
     if floor.energy_kwh is None:
-        raise SystemExit(f"the floor LP of {selection} was not solved: {floor.note}")
+        raise SystemExit(f"the floor LP of {sl.name} was not solved: {floor.note}")
     return floor.energy_kwh
 
 
@@ -97,7 +88,7 @@ def main() -> None:
     for sl in chosen:
         governor = [] if args.governor is None else ["--governor", args.governor]
         summaries = replay(sl.name, sl.args, args.out, governor)
-        lines.append(row(sl.name, summaries, floor_kwh(sl.args, summaries)))
+        lines.append(row(sl.name, summaries, floor_kwh(sl, summaries)))
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "energy_mode.md").write_text("\n".join(lines) + "\n")
         print(lines[-1], flush=True)
