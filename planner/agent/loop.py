@@ -112,6 +112,7 @@ TRANSIENT_REFUSALS = ("no longer pending", "try again in a bit")
 has no database index yet (``Job update not available right now, the DB index is being set, try again in a bit``,
 seen live). The update is retried for up to ``requeue_wait_s``, then in the next round, a poll later."""
 USABLE_NODE_STATES = frozenset({"idle", "mixed", "allocated"})
+"""Node states a round plans on; with power saving (:attr:`AgentConfig.power_save`) also ``off``."""
 MAX_STALL_RESTARTS = 3
 """Requeues of one job for making no progress; after that it is left running and the log says so. Counted in the
 state file (``jobs.stall_restarts``), so a restarted agent does not start counting again."""
@@ -180,6 +181,9 @@ class AgentConfig:
     measured live (benchmarks/RESULTS.md), 24 of 58 restarts were pair changes (a guest losing its host or becoming
     one) and 16 more moved a job to another node."""
     event_rounds: bool = _OPTIONS.event_rounds
+    power_save: bool = _OPTIONS.power_save
+    """Slurm powers idle nodes down (its power saving): the round prices what a powered node draws, powered-down
+    nodes are planned on (Slurm boots one for a job) after the powered ones. False: every node stays on."""
     """Start a round early when a managed job arrives or leaves the queue (as Slurm starts a job at once),
     at least ``event_gap`` of a round after the last one; ``squeue`` is polled every ``poll_s`` real seconds."""
     event_gap: float = 0.1
@@ -229,6 +233,7 @@ class AgentConfig:
             pairs=options.pairs or options.policy == "eaco",  # co-location is EaCO's lever
             event_rounds=options.event_rounds,
             periodic_rounds=options.periodic_rounds,
+            power_save=options.power_save,
             start_s=options.start_s,
             allowed=options.allowed(),
             policy=options.policy,
@@ -353,10 +358,11 @@ class Agent:
         by_type: dict[str, list[NodeState]] = {}
         notes: list[str] = []
         per_node: set[int] = set()
-        for n in sorted(nodes, key=lambda n: _node_key(n.name)):
+        usable = USABLE_NODE_STATES | ({"off"} if self.cfg.power_save else set())
+        for n in sorted(nodes, key=lambda n: (n.state == "off", _node_key(n.name))):  # powered nodes fill first
             if n.gpu_type is None or n.gpus == 0:
                 continue
-            if n.state not in USABLE_NODE_STATES:
+            if n.state not in usable:
                 notes.append(f"node {n.name} is {n.slurm_state.lower()}: left out")
                 continue
             if n.name in busy_hosts:
@@ -435,7 +441,8 @@ class Agent:
             self._finish(report, t_start, "done")
             return report
         seen_ctx = ctx if self.learner is None else replace(self.learner.context(), gpu_types=ctx.gpu_types)
-        seen_ctx = nodes_stay_on(seen_ctx)  # the agent powers no node down (docs/design.md 11.6)
+        if not self.cfg.power_save:
+            seen_ctx = nodes_stay_on(seen_ctx)  # no node is powered down (docs/design.md 11.6)
         budget_j = self._budget_j(ctx)
         steer = self.steering.round(ctx, seen_ctx, states, queued, now_s, budget_j)
         delta = steer.delta
@@ -486,6 +493,8 @@ class Agent:
         """
         if self.cfg.power_cap_w is None:
             return None
+        if self.cfg.power_save:  # the round prices every powered node: the whole cap is the jobs'
+            return self.cfg.power_cap_w * ctx.rules.duration_s
         idle_w = sum(g.nodes * g.powered_node_w for g in ctx.gpu_types)
         return max(0.0, self.cfg.power_cap_w - idle_w) * ctx.rules.duration_s
 

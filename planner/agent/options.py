@@ -160,6 +160,7 @@ class AgentOptions(OptionRecord):
         "does not price; see docs/design.md 11.6). On with --policy eaco, whose lever it is.",
     )
     event_rounds: bool = same_as(SimulateOptions, "event_rounds")
+    power_save: bool = same_as(SimulateOptions, "power_save")
     periodic_rounds: bool = same_as(SimulateOptions, "periodic_rounds")
     start_s: float = option(
         0.0,

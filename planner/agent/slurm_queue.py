@@ -34,7 +34,7 @@ OPT_IN_PREFIX = "wattplan:"
 QUEUE_COMMAND = ("squeue", "--json")
 NODES_COMMAND = ("sinfo", "--json")
 
-NodeStateName = Literal["idle", "mixed", "allocated", "drained", "down"]
+NodeStateName = Literal["idle", "mixed", "allocated", "drained", "down", "off"]
 USER_HOLD = "JobHeldUser"
 """``state_reason`` of a user hold: ``sbatch --hold``, ``scontrol uhold`` and ``requeuehold`` (root's too, seen on
 22.05.8), and a user's own ``scontrol hold``."""
@@ -94,7 +94,7 @@ class QueueRead:
 
 @dataclass(frozen=True, slots=True)
 class NodeState:
-    """One node of ``sinfo --json``: ``state`` folded to five words, ``slurm_state`` as Slurm said it."""
+    """One node of ``sinfo --json``: ``state`` folded to six words, ``slurm_state`` as Slurm said it."""
 
     name: str
     state: NodeStateName
@@ -343,7 +343,9 @@ def read_queue(text: str) -> QueueRead:
 
 _UP = {"idle": "idle", "mixed": "mixed", "allocated": "allocated"}
 _DOWN = {"down", "error", "unknown", "future"}
-_DOWN_FLAGS = {"NOT_RESPONDING", "POWERED_DOWN", "POWERING_DOWN", "FAIL"}
+_DOWN_FLAGS = {"NOT_RESPONDING", "FAIL"}
+_OFF_FLAGS = {"POWERED_DOWN", "POWERING_DOWN"}
+"""Flags of a node Slurm's power saving has powered down or is powering down: ``off``, booted again for a job."""
 
 
 NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,254}")
@@ -371,6 +373,8 @@ def _node(raw: dict[str, Any], index: int, problems: list[Problem]) -> NodeState
         state = "drained"
     elif slurm_state in _DOWN or _DOWN_FLAGS.intersection(flags):
         state = "down"
+    elif _OFF_FLAGS.intersection(flags):
+        state = "off"
     elif slurm_state in _UP:
         state = "idle" if slurm_state == "idle" else "mixed" if slurm_state == "mixed" else "allocated"
     else:

@@ -24,6 +24,7 @@ from wattplan.planner.contracts.jsonio import write_text_atomic
 from wattplan.planner.contracts.problems import InputError, Problem
 from wattplan.planner.control.slurm_replay import (
     SLURM_ALONE,
+    SLURM_BASELINES,
     ProgressHook,
     ReplayProgress,
     SimulatedCluster,
@@ -66,14 +67,21 @@ COMPARISON_COLUMNS = (
 def setup_of(options: SimulateOptions) -> SimulatedCluster:
     """The simulated Slurm's constants from ``simulate``'s options."""
     return SimulatedCluster(
-        options.time_scale, options.load_s, options.requeue_delay_s, options.event_rounds, options.periodic_rounds
+        options.time_scale,
+        options.load_s,
+        options.requeue_delay_s,
+        options.event_rounds,
+        options.periodic_rounds,
+        power_save=options.power_save,
+        suspend_s=options.suspend_s,
+        resume_s=options.resume_s,
     )
 
 
-def split_policies(names: Sequence[str]) -> tuple[bool, list[str]]:
-    """Whether Slurm alone is asked for, and the other names (``all``: Slurm alone and the five built-ins)."""
-    alone = any(n in (SLURM_ALONE, ALL) for n in names)
-    return alone, [n for n in names if n != SLURM_ALONE]
+def split_policies(names: Sequence[str]) -> tuple[list[str], list[str]]:
+    """The Slurm baselines asked for and the other names, each in order (``all``: Slurm alone and the built-ins)."""
+    baselines = [n for n in SLURM_BASELINES if n in names or (n == SLURM_ALONE and ALL in names)]
+    return baselines, [n for n in names if n not in SLURM_BASELINES]
 
 
 @dataclass
@@ -121,10 +129,10 @@ def slurm_replays(
     hooks = hooks or SlurmHooks()
     if not policies:
         raise InputError("--policy", [Problem("no-policy", "--policy", "name at least one policy")])
-    alone, others = split_policies(policies)
+    baselines, others = split_policies(policies)
     spec = replay_spec(trace, cluster, options, others or ["wattplan"])
     refuse_overwriting_inputs({"--out": out}, [spec.trace, spec.profiles, spec.truth], folders={"--out"})
-    names = ([SLURM_ALONE] if alone else []) + (list(spec.policies) if others else [])
+    names = baselines + (list(spec.policies) if others else [])
     workload, ctx = prepare(spec)
     outlook = forecast(workload.jobs, ctx.total_gpus, ctx.rules.duration_s, names, spec.start_s)
     if hooks.warn is not None and (warning := long_replay_warning(outlook)) is not None:
@@ -219,21 +227,25 @@ def _step_points(steps: Sequence[tuple[float, float, float]], t0: float) -> tupl
     return xs, ys
 
 
-def workload_powered_floor(spec: ReplaySpec, prepared: tuple[Workload, ClusterContext] | None = None) -> EnergyFloor:
-    """The powered floor of every job of ``spec``'s workload under the truth (:func:`planner.planning.powered_floor`).
+def workload_powered_floor(
+    spec: ReplaySpec, prepared: tuple[Workload, ClusterContext] | None = None, nodes_stay_on: bool = True
+) -> EnergyFloor:
+    """The floor of every job of ``spec``'s workload under the truth.
 
-    Every node powered, as on this engine and live.
+    ``nodes_stay_on``: every node powered from the first arrival to the last completion
+    (:func:`planner.planning.powered_floor`), as on this engine without power saving; else idle nodes draw
+    nothing (:func:`planner.planning.energy_floor`), a bound for a cluster that powers them down.
     """
-    from wattplan.planner.planning import powered_floor
+    from wattplan.planner.planning import energy_floor, powered_floor
     from wattplan.planner.sim.replay import prepare
     from wattplan.planner.sim.round_instance import workload_instance
     from wattplan.planner.sim.state import JobState
 
     workload, ctx = prepared if prepared is not None else prepare(spec)
-    return powered_floor(
-        workload_instance(ctx.real, [JobState.new(j) for j in workload.jobs]),
-        {j.id: j.arrival_s for j in workload.jobs},
-    )
+    instance = workload_instance(ctx.real, [JobState.new(j) for j in workload.jobs])
+    if not nodes_stay_on:
+        return energy_floor(instance)
+    return powered_floor(instance, {j.id: j.arrival_s for j in workload.jobs})
 
 
 def with_floor(
@@ -241,11 +253,13 @@ def with_floor(
 ) -> list[SlurmReplayResult]:
     """Each result with the workload's powered floor and, against the reference, the share of the saving captured.
 
-    ``energy_floor_kwh``: :func:`workload_powered_floor`. The reference is Slurm alone when it was replayed, else
-    ``fifo-max``; ``captured_share = (E_ref - E) / (E_ref - E_floor)`` (1: at the floor, 0: no better than the
-    reference, < 0: worse). No floor when the LP is not solved; no share without a reference.
+    ``energy_floor_kwh``: :func:`workload_powered_floor`, with every node on unless a result ran with power saving
+    (then the floor without idle nodes, which bounds every result). The reference is Slurm alone when it was
+    replayed, else ``fifo-max``; ``captured_share = (E_ref - E) / (E_ref - E_floor)`` (1: at the floor, 0: no better
+    than the reference, < 0: worse). No floor when the LP is not solved; no share without a reference.
     """
-    floor = workload_powered_floor(spec, prepared)
+    stay_on = all(r.summary.get("power_saving") is None for r in results)
+    floor = workload_powered_floor(spec, prepared, stay_on)
     by_name = {r.policy: r for r in results}
     ref = by_name.get(SLURM_ALONE) or by_name.get("fifo-max")
     out = []

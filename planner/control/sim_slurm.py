@@ -31,7 +31,15 @@ GPUs' current setting (the default on GPUs no job held: the epilog resets a GPU 
 agent re-applies a changed file to a running job at once (a file is seen as changed by inode, size and
 modification time), with no restart. A guest (no GPU of its own, a file naming ``host_job``) runs on its host's
 GPUs on its nodes when it starts and sets nothing: the pair runs at the host's setting. A guest whose host does
-not run there holds no GPU: the truth gives it speed 0 (a fault), as on the emulated cluster.
+not run there holds no GPU: the truth gives it speed 0 (a fault), as on the emulated cluster. With
+``prolog_settings`` (the ``maxq`` baseline, :mod:`planner.control.maxq`) a job without a file gets the table's
+setting for its job type and its nodes' GPU type, as a site's prolog would set it.
+
+**Power saving** (:class:`PowerSaving`, off by default). A node that has held no job for ``suspend_s`` is powered
+down: ``POWERING_DOWN`` for ``suspend_timeout_s`` (no job, idle power), then ``POWERED_DOWN`` (no power at all).
+A job without a node list tries the powered nodes first, then booting ones, then powered-down ones, each in
+``slurm.conf``'s order; a powered-down node it gets boots for ``resume_s`` (``POWERING_UP``, idle power) while the
+job is ``CONFIGURING``, and its launch and checkpoint load start once every node of it is up.
 
 **Commands** (Slurm 22.05.8's answers; refusals are ``MESSAGE for job N`` lines on standard error, exit 1,
 while the other jobs of the call are acted on): ``sinfo --version``, ``squeue --json``, ``sinfo --json``,
@@ -43,13 +51,14 @@ finished job: ``Job has already finished`` (the simulation never requeues a fini
 held (``JobHeldUser``) and eligible again ``requeue_delay_s`` after the call (``BeginTime`` until then).
 ``uhold`` holds as the user (``JobHeldUser``), ``hold`` as root (``JobHeldAdmin``); ``release`` clears either.
 
-**Energy**, exact between events (the physics is piecewise constant): every node draws ``node_power_w`` of its
-GPU type always (no node is ever powered down); every GPU draws the truth's idle power with no computing job on
-it, else ``evaluate``'s power. :meth:`~SimulatedSlurm.energy` splits it into node, idle (every GPU's idle power)
-and dynamic (the rest) joules since the start. A job's GPU energy (:meth:`~SimulatedSlurm.window`, like DCGM's
-counters apportioned by the agent) is the energy of the GPUs it is on, idle power included, split equally
-between the jobs on a shared GPU; its dynamic energy (:meth:`~SimulatedSlurm.job_records`) is its own
-``rho (P - Pidle)`` per GPU while it computes. Deterministic: no wall clock, no threads.
+**Energy**, exact between events (the physics is piecewise constant): every powered node draws ``node_power_w``
+of its GPU type (a powered-down one nothing, its GPUs neither); every GPU of a powered node draws the truth's
+idle power with no computing job on it, else ``evaluate``'s power. :meth:`~SimulatedSlurm.energy` splits it into
+node, idle (the powered GPUs' idle power) and dynamic (the rest) joules since the start. A job's GPU energy
+(:meth:`~SimulatedSlurm.window`, like DCGM's counters apportioned by the agent) is the energy of the GPUs it is on,
+idle power included, split equally between the jobs on a shared GPU; its dynamic energy
+(:meth:`~SimulatedSlurm.job_records`) is its own ``rho (P - Pidle)`` per GPU while it computes. Deterministic:
+no wall clock, no threads.
 """
 
 from __future__ import annotations
@@ -61,6 +70,7 @@ import pwd
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from wattplan.planner.agent.commands import CommandResult
 from wattplan.planner.agent.loop import Observed
@@ -84,6 +94,32 @@ from wattplan.planner.sim.accounting import EnergySplit
 EPS = 1e-9
 """Relative tolerance (of the time's magnitude, at least 1 s) within which two event times are one."""
 _FINISHED = ("COMPLETED", "CANCELLED")
+
+
+NodePower = Literal["on", "powering_down", "off", "powering_up"]
+"""A node's power state under Slurm's power saving: on, being suspended (``POWERING_DOWN``), powered down
+(``POWERED_DOWN``) or booting for a job (``POWERING_UP``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PowerSaving:
+    """Slurm's power saving (``SuspendProgram``/``ResumeProgram``), in emulated seconds.
+
+    ``suspend_s`` (``SuspendTime``): a node that has held no job this long is powered down. ``suspend_timeout_s``
+    (``SuspendTimeout``): a node being powered down takes no job and draws its idle power this long, then draws
+    nothing. ``resume_s``: a powered-down node allocated to a job boots this long (``ResumeProgram`` until its slurmd
+    registers), drawing its idle power; the job's launch and checkpoint load start when it is up.
+    """
+
+    suspend_s: float = 600.0
+    resume_s: float = 300.0
+    suspend_timeout_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        for name in ("suspend_s", "resume_s", "suspend_timeout_s"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"power saving: {name} must be a finite number of seconds >= 0, got {value}")
 
 
 def _current_user() -> str:
@@ -157,6 +193,8 @@ class _Job:
     gpus: tuple[GpuId, ...] = ()
     loading: bool = False
     load_end_s: float = 0.0
+    boot_end_s: float = 0.0
+    """When the last of its nodes is up (its start when every node was on): ``CONFIGURING`` until then."""
     start_s: float | None = None
     first_start_s: float | None = None
     end_s: float | None = None
@@ -223,20 +261,30 @@ class SimulatedSlurm:
         requeue_delay_s: float,
         settings_dir: Path | None,
         min_job_age_s: float = 300.0,
+        power_saving: PowerSaving | None = None,
+        prolog_settings: Mapping[tuple[str, str], float] | None = None,
     ):
         self.truth, self.clock, self.settings_dir = truth, clock, settings_dir
+        self.power_saving = power_saving
+        self.prolog_settings = dict(prolog_settings or {})
         self.load_s, self.requeue_delay_s, self.min_job_age_s = load_s, requeue_delay_s, min_job_age_s
         self._nodes = list(nodes)  # slurm.conf's order, which first fit follows (the cluster's --gpus order)
         self._node = {n.name: n for n in self._nodes}
         _check(self._nodes, truth, node_power_w, jobs)
         self.now_s = min((j.arrival_s for j in jobs), default=0.0)  # the cluster's life starts at the first arrival
         self._start_s = self.now_s
-        self._node_w = sum(node_power_w[n.gpu_type] for n in self._nodes)
+        self._pnode = {n.name: float(node_power_w[n.gpu_type]) for n in self._nodes}
+        self._node_w = sum(self._pnode.values())
         self._idle = {g: truth.gpu_types[g].idle_power_w for g in {n.gpu_type for n in self._nodes}}
         self._idle_w = sum(self._idle[n.gpu_type] * n.gpus for n in self._nodes)
-        self._dyn_w = self._dyn_j = 0.0
-        self._dyn_steps: list[tuple[float, float]] = [(self.now_s, 0.0)]
-        """``(t, dynamic W from t on)`` at every change of the GPUs' dynamic power (:meth:`power_steps`)."""
+        """The powered nodes' draw besides their GPUs, and their GPUs' idle power (W)."""
+        self._dyn_w = 0.0
+        self._steps: list[tuple[float, float, float, float]] = [(self.now_s, self._node_w, self._idle_w, 0.0)]
+        """``(t, node W, idle W, dynamic W from t on)`` at every change of the cluster's power (:meth:`power_steps`)."""
+        self._power: dict[str, NodePower] = {n.name: "on" for n in self._nodes}
+        self._power_due: dict[str, float] = {n.name: self._suspend_due() for n in self._nodes}
+        """When a node's power state changes by itself: the end of a power-down or a resume, or an idle node's
+        ``SuspendTime``; ``math.inf`` when it will not."""
         self._owner: dict[GpuId, int] = {}
         self._nfree = {n.name: n.gpus for n in self._nodes}
         self._on_gpu: dict[GpuId, set[int]] = {(n.name, i): set() for n in self._nodes for i in range(n.gpus)}
@@ -283,9 +331,7 @@ class SimulatedSlurm:
         return all(j.state in _FINISHED for j in self._jobs.values())
 
     def _move_to(self, t: float) -> None:
-        if t > self.now_s:
-            self._dyn_j += self._dyn_w * (t - self.now_s)
-            self.now_s = t
+        self.now_s = max(self.now_s, t)
 
     def _next_event(self) -> float:
         times = [math.inf]
@@ -296,6 +342,8 @@ class SimulatedSlurm:
         limit = self.now_s + _eps(self.now_s)
         times.extend(j.eligible_s for j in self._pending.values() if j.hold is None and j.eligible_s > limit)
         times.extend(j.end_s + self.min_job_age_s for j in self._ended.values() if j.end_s is not None)
+        if self.power_saving is not None:
+            times.append(min(self._power_due.values()))
         return max(min(times), self.now_s)
 
     def _events(self) -> None:
@@ -313,6 +361,9 @@ class SimulatedSlurm:
             if j.end_s is not None and j.end_s + self.min_job_age_s <= limit:
                 j.listed = False
                 del self._ended[jid]
+        for name, due in self._power_due.items():
+            if due <= limit:
+                self._power_event(name)
         self._schedule_due = True
 
     def _admit(self) -> None:
@@ -361,8 +412,13 @@ class SimulatedSlurm:
     def _fit(self, j: _Job) -> tuple[tuple[str, ...], tuple[GpuId, ...]] | None:
         """The nodes and GPUs ``j`` gets now, or None when it does not fit (module docstring)."""
         chosen: list[SimNode] = []
-        for node in [self._node[n] for n in j.required] if j.required else self._nodes:
-            if (j.gres_type is None or node.gpu_type == j.gres_type) and self._nfree[node.name] >= j.per_node:
+        for node in [self._node[n] for n in j.required] if j.required else self._by_power():
+            usable = self._power[node.name] != "powering_down"
+            if (
+                usable
+                and (j.gres_type is None or node.gpu_type == j.gres_type)
+                and self._nfree[node.name] >= j.per_node
+            ):
                 chosen.append(node)
                 if not j.required and len(chosen) == j.num_nodes:
                     break
@@ -380,11 +436,12 @@ class SimulatedSlurm:
         j.state, j.reason, j.nodes, j.alloc = "RUNNING", "None", nodes, alloc
         j.start_s = self.now_s
         j.first_start_s = self.now_s if j.first_start_s is None else j.first_start_s
-        j.load_end_s = self.now_s + self.load_s
-        j.loading = self.load_s > 0
         for g in alloc:
             self._owner[g] = jid
             self._nfree[g[0]] -= 1
+        j.boot_end_s = max((self._held(n) for n in nodes), default=self.now_s)
+        j.load_end_s = j.boot_end_s + self.load_s
+        j.loading = j.load_end_s > self.now_s
         setting = self._read_setting(j)
         j.gpus = alloc
         if not alloc and setting is not None and setting.host_job and setting.host_job.isdigit():
@@ -394,6 +451,8 @@ class SimulatedSlurm:
             self._on_gpu[g].add(jid)
         if setting is not None and alloc:
             self._apply(j, setting)
+        elif alloc and (value := self.prolog_settings.get((j.spec.job_type, self._node[nodes[0]].gpu_type))):
+            self._set(j, self.truth.gpu_types[self._node[nodes[0]].gpu_type].unit, value)
         self._touch(j)
 
     def _stop(self, j: _Job, state: str) -> None:
@@ -407,6 +466,9 @@ class SimulatedSlurm:
         for g in j.alloc:
             del self._owner[g]
             self._nfree[g[0]] += 1
+        for name in {g[0] for g in j.alloc}:
+            if self._power[name] == "on" and self._nfree[name] == self._node[name].gpus:
+                self._power_due[name] = self._suspend_due()
         for g in j.gpus:
             self._on_gpu[g].discard(jid)
             if not self._on_gpu[g]:  # the epilog resets a GPU no job remains on
@@ -419,6 +481,71 @@ class SimulatedSlurm:
             j.end_s = self.now_s
             self._ended[jid] = j
         self._schedule_due = self._physics_due = True
+
+    # ------------------------------------------------------------------ power saving
+
+    def _suspend_due(self) -> float:
+        """When a node that holds no job from ``now_s`` on is powered down (``math.inf`` without power saving)."""
+        return math.inf if self.power_saving is None else self.now_s + self.power_saving.suspend_s
+
+    def _by_power(self) -> list[SimNode]:
+        """The nodes a job without a node list may get, in the order Slurm tries them.
+
+        Those powered on, then those booting, then those powered down, each in ``slurm.conf``'s order; a node being
+        powered down takes none.
+        """
+        rank: dict[NodePower, int] = {"on": 0, "powering_up": 1, "off": 2}
+        usable = [n for n in self._nodes if self._power[n.name] in rank]
+        return sorted(usable, key=lambda n: rank[self._power[n.name]])
+
+    def _held(self, name: str) -> float:
+        """A node just given a job: when it is up (``now_s`` if on); a powered-down node starts to boot now."""
+        state = self._power[name]
+        if state == "off":
+            assert self.power_saving is not None
+            self._set_power(name, "powering_up", self.now_s + self.power_saving.resume_s)
+        elif state == "on":
+            self._power_due[name] = math.inf
+        return self._power_due[name] if self._power[name] == "powering_up" else self.now_s
+
+    def _power_event(self, name: str) -> None:
+        """The power state change of ``name`` that is due now (:attr:`_power_due`)."""
+        assert self.power_saving is not None
+        state = self._power[name]
+        if state == "on" and self.power_saving.suspend_timeout_s > 0:
+            self._set_power(name, "powering_down", self.now_s + self.power_saving.suspend_timeout_s)
+        elif state in ("on", "powering_down"):
+            self._set_power(name, "off", math.inf)
+        elif state == "powering_up":
+            busy = self._nfree[name] < self._node[name].gpus
+            self._set_power(name, "on", math.inf if busy else self._suspend_due())
+
+    def _set_power(self, name: str, state: NodePower, due: float) -> None:
+        """Put ``name`` in ``state`` until ``due``; a node powered down draws nothing, any other its idle power."""
+        node = self._node[name]
+        was_off, is_off = self._power[name] == "off", state == "off"
+        self._power[name], self._power_due[name] = state, due
+        if was_off != is_off:
+            sign = -1.0 if is_off else 1.0
+            self._node_w += sign * self._pnode[name]
+            self._idle_w += sign * self._idle[node.gpu_type] * node.gpus
+            for i in range(node.gpus):
+                self._gpu_power[(name, i)] = 0.0 if is_off else self._idle[node.gpu_type]
+            self._record_power()
+        self._schedule_due = True
+
+    def _record_power(self) -> None:
+        """Note the cluster's power from ``now_s`` on (:attr:`_steps`)."""
+        self._dyn_w = sum(self._gpu_power.values()) - self._idle_w
+        step = (self.now_s, self._node_w, self._idle_w, self._dyn_w)
+        if self._steps[-1][0] >= self.now_s:
+            self._steps[-1] = step
+        elif self._steps[-1][1:] != step[1:]:
+            self._steps.append(step)
+
+    def node_power(self) -> dict[str, NodePower]:
+        """Every node's power state now, by name."""
+        return dict(self._power)
 
     # ------------------------------------------------------------------ settings and physics
 
@@ -452,13 +579,17 @@ class SimulatedSlurm:
 
     def _apply(self, j: _Job, setting: JobSetting) -> None:
         """Set ``j``'s GPUs to ``setting`` (``nvidia-smi -pl`` or ``-lgc`` by its unit)."""
+        self._set(j, setting.unit, float(setting.setting))
+        self._touch(j)
+
+    def _set(self, j: _Job, unit: str, value: float) -> None:
+        """Set ``j``'s GPUs' power limit (``unit`` ``power_limit_w``, W) or SM clock lock (MHz) to ``value``."""
         for g in j.gpus:
             old = self._gpu_state[g]
-            if setting.unit == "power_limit_w":
-                self._gpu_state[g] = GpuState(old.gpu_type, float(setting.setting), old.sm_clock_lock_mhz)
+            if unit == "power_limit_w":
+                self._gpu_state[g] = GpuState(old.gpu_type, value, old.sm_clock_lock_mhz)
             else:
-                self._gpu_state[g] = GpuState(old.gpu_type, old.power_limit_w, float(setting.setting))
-        self._touch(j)
+                self._gpu_state[g] = GpuState(old.gpu_type, old.power_limit_w, value)
 
     def _touch(self, j: _Job) -> None:
         """``j`` and its GPUs changed (start, stop, load done, setting): their physics is due again."""
@@ -497,11 +628,7 @@ class SimulatedSlurm:
         )
         for g in gpus:
             self._gpu_power[g] = snap.gpus[g].power_w
-        self._dyn_w = sum(self._gpu_power.values()) - self._idle_w
-        if self._dyn_steps[-1][0] >= self.now_s:
-            self._dyn_steps[-1] = (self.now_s, self._dyn_w)
-        elif self._dyn_steps[-1][1] != self._dyn_w:
-            self._dyn_steps.append((self.now_s, self._dyn_w))
+        self._record_power()
         for j in jobs:
             rates = self._rates(j, snap)
             if rates != j.rates:
@@ -539,12 +666,19 @@ class SimulatedSlurm:
     def energy(self, until_s: float | None = None) -> EnergySplit:
         """Node, idle and dynamic energy (J) from the first arrival to ``until_s`` (default ``now_s``).
 
-        Every node is always powered. ``until_s`` may be earlier than ``now_s`` only when no job computed after it
-        (the last completion, say): the dynamic energy is then the same, node and idle energy end there.
+        Node energy is the powered nodes' draw besides their GPUs, idle energy their GPUs' idle power, dynamic the
+        rest; a powered-down node draws nothing (:class:`PowerSaving`), every other node its full idle draw.
         """
         self._sync()
-        elapsed = (self.now_s if until_s is None else min(until_s, self.now_s)) - self._start_s
-        return EnergySplit(self._node_w * elapsed, self._idle_w * elapsed, self._dyn_j)
+        end = self.now_s if until_s is None else min(until_s, self.now_s)
+        node = idle = dyn = 0.0
+        for k, (t0, node_w, idle_w, dyn_w) in enumerate(self._steps):
+            t1 = min(self._steps[k + 1][0] if k + 1 < len(self._steps) else end, end)
+            if t1 > t0:
+                node += node_w * (t1 - t0)
+                idle += idle_w * (t1 - t0)
+                dyn += dyn_w * (t1 - t0)
+        return EnergySplit(node, idle, dyn)
 
     def power_steps(self, until_s: float | None = None) -> list[tuple[float, float, float]]:
         """The cluster's draw as steps ``(t0, t1, W)`` from the first arrival to ``until_s`` (default ``now_s``).
@@ -554,12 +688,11 @@ class SimulatedSlurm:
         """
         self._sync()
         end = self.now_s if until_s is None else min(until_s, self.now_s)
-        base_w = self._node_w + self._idle_w
         steps = []
-        for k, (t0, w) in enumerate(self._dyn_steps):
-            t1 = min(self._dyn_steps[k + 1][0] if k + 1 < len(self._dyn_steps) else end, end)
+        for k, (t0, node_w, idle_w, dyn_w) in enumerate(self._steps):
+            t1 = min(self._steps[k + 1][0] if k + 1 < len(self._steps) else end, end)
             if t1 > t0:
-                steps.append((t0, t1, base_w + w))
+                steps.append((t0, t1, node_w + idle_w + dyn_w))
         return steps
 
     def progress(self) -> dict[int, tuple[float, bool]]:
@@ -733,11 +866,15 @@ class SimulatedSlurm:
     def _cached(self, j: _Job) -> tuple[txt.JobView, str]:
         """``j``'s view and its ``squeue`` record, made again only when something they show changed."""
         key: tuple[object, ...] = (j.state, j.reason, j.hold, j.nodes, j.alloc, j.required, j.per_node, j.gres_type)
-        key += (j.num_nodes, j.requeues, j.start_s, j.end_s, j.eligible_s)
+        key += (j.num_nodes, j.requeues, j.start_s, j.end_s, j.eligible_s, self._configuring(j))
         if j.shown is None or j.shown[0] != key:
             view = self._view(j)
             j.shown = (key, view, txt.job_json(view))
         return j.shown[1], j.shown[2]
+
+    def _configuring(self, j: _Job) -> bool:
+        """``j`` holds nodes that are still booting (Slurm's ``CONFIGURING``)."""
+        return j.state == "RUNNING" and self.now_s < j.boot_end_s - _eps(j.boot_end_s)
 
     def _unix(self, t_s: float | None) -> int:
         return 0 if t_s is None else math.floor(self.clock.unix_at(t_s))
@@ -755,7 +892,7 @@ class SimulatedSlurm:
             user=s.user,
             account="",
             comment=j.comment,
-            state=j.state,
+            state="CONFIGURING" if self._configuring(j) else j.state,
             reason=j.reason,
             priority=0 if j.hold is not None else 4_294_901_760 - s.job_id,
             per_node=j.per_node,
@@ -781,6 +918,7 @@ class SimulatedSlurm:
                 n.gpus,
                 tuple(i for i in range(n.gpus) if (n.name, i) in self._owner),
                 any(n.name in j.nodes for j in self._running.values()),
+                self._power[n.name],
             )
             for n in self._nodes
         ]

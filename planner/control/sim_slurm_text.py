@@ -78,6 +78,8 @@ class NodeView:
     gpus: int
     used: tuple[int, ...]
     busy: bool
+    power: str = "on"
+    """Its power state under power saving: ``on``, ``powering_down``, ``off`` or ``powering_up``."""
 
     @property
     def state(self) -> str:
@@ -152,6 +154,10 @@ def refusals(job_messages: Sequence[tuple[int, str]]) -> str:
 # ---------------------------------------------------------------------------------------------- JSON
 
 
+ALLOCATED = ("RUNNING", "CONFIGURING")
+"""Job states of a job holding its nodes and GPUs: running, or waiting for a powered-down node to boot."""
+
+
 def _meta() -> dict[str, object]:
     major, minor, micro = (int(x) for x in RELEASE.split("."))
     return {
@@ -162,7 +168,7 @@ def _meta() -> dict[str, object]:
 
 def job_json(j: JobView) -> str:
     """One job's record in ``squeue --json`` (JSON text)."""
-    running = j.state == "RUNNING"
+    running = j.state in ALLOCATED
     record = {
         "account": j.account,
         "batch_flag": True,
@@ -224,8 +230,16 @@ def _node_json(n: NodeView) -> dict[str, object]:
         "reason": "",
         "slurmd_version": RELEASE,
         "state": n.state,
-        "state_flags": [],
+        "state_flags": list(POWER_FLAGS.get(n.power, ())),
     }
+
+
+POWER_FLAGS: dict[str, tuple[str, ...]] = {
+    "powering_down": ("POWERING_DOWN",),
+    "off": ("POWERED_DOWN",),
+    "powering_up": ("POWERING_UP",),
+}
+"""``state_flags`` of a node by its power state (none when on)."""
 
 
 def sinfo_json(nodes: Sequence[NodeView]) -> str:
@@ -247,7 +261,7 @@ def _when(unix: int) -> str:
 
 def _detail_lines(j: JobView) -> list[str]:
     """One ``Nodes=... GRES=...`` line per run of consecutive nodes holding the same indices (running jobs only)."""
-    if j.state != "RUNNING":
+    if j.state not in ALLOCATED:
         return []
     groups: list[tuple[list[str], str, tuple[int, ...]]] = []
     for node, gpu_type, idx in j.gpus:

@@ -16,7 +16,12 @@ the loop ``wattplan agent`` runs on a cluster, with nothing replaced but what it
 So a round starts when it would live (every ``--round-s``, earlier on an arrival or a completion), decides through
 the same policy and steering, and sends the same calls; what a job costs is what the simulated Slurm charges.
 ``slurm`` is Slurm alone: the same submissions without the agent, neither held nor opted in, scheduled by Slurm
-(first come first served with backfill, every GPU at its default setting).
+(first come first served with backfill, every GPU at its default setting, every node on); ``slurm-powersave`` is
+the same with Slurm's power saving (idle nodes powered down after ``suspend_s``, booted in ``resume_s`` for a job);
+``maxq`` is ``slurm-powersave`` with every job's GPUs at the lowest setting that keeps 97% of its full-power
+throughput by the planning library (:mod:`planner.control.maxq`), as a site's prolog sets NVIDIA's MaxQ profile.
+The agent's policies run on a cluster with power saving when the replay asks for it (``--power-save``), and then
+price what a powered node draws.
 
 What this does not reproduce: the agent's own latency (a solve takes no virtual time; live it takes real time,
 ``time_scale`` times as many emulated seconds: choose a scale at which it is small), Prometheus's scrape lag, and
@@ -43,7 +48,8 @@ from wattplan.planner.agent.node_settings import Clock
 from wattplan.planner.agent.store import AgentStore
 from wattplan.planner.agent.trust import Allowed
 from wattplan.planner.contracts.jsonio import write_text_atomic
-from wattplan.planner.control.sim_slurm import SimJob, SimNode, SimulatedSlurm
+from wattplan.planner.control.maxq import maxq_settings
+from wattplan.planner.control.sim_slurm import PowerSaving, SimJob, SimNode, SimulatedSlurm
 from wattplan.planner.control.truth_model import index_library
 from wattplan.planner.control.virtual_timer import NoMoreEvents, VirtualTimer
 from wattplan.planner.planning import retire_solver_workers
@@ -55,7 +61,13 @@ from wattplan.planner.sim.signals import SignalClock, SignalKind, signal_cost
 from wattplan.planner.sim.workload import Workload
 
 SLURM_ALONE = "slurm"
-"""The policy name of Slurm alone: the jobs submitted without the agent."""
+"""The policy name of Slurm alone: the jobs submitted without the agent, every node on."""
+SLURM_POWERSAVE = "slurm-powersave"
+"""Slurm alone with Slurm's power saving: idle nodes powered down, booted again for a job."""
+SLURM_MAXQ = "maxq"
+"""``slurm-powersave`` with a prolog that sets every job's GPUs to MaxQ's setting (:mod:`planner.control.maxq`)."""
+SLURM_BASELINES = (SLURM_ALONE, SLURM_POWERSAVE, SLURM_MAXQ)
+"""The policies that are Slurm without the agent."""
 LAUNCH_REAL_S = 1.0
 """Real seconds from the moment Slurm may start a job to the job's own first instruction: the next scheduler pass
 (``sched_interval=1``: up to a second, half on average) and the launch (slurmd, the prolog, the process's start).
@@ -105,6 +117,19 @@ class SimulatedCluster:
     launch_s: float | None = None
     """Every start's launch (emulated s), before the checkpoint load; None: :data:`LAUNCH_REAL_S` x ``time_scale``."""
 
+    power_save: bool = False
+    """The agent's policies run with Slurm's power saving (``--power-save``); ``slurm-powersave`` always does,
+    ``slurm`` never."""
+    suspend_s: float = 600.0
+    """Power saving: a node idle this long is powered down (``SuspendTime``)."""
+    resume_s: float = 300.0
+    """Power saving: a powered-down node boots this long before a job given it starts (``ResumeProgram``)."""
+
+    def power_saving(self, policy: str) -> PowerSaving | None:
+        """The power saving ``policy`` runs with (module docstring); None: every node stays on."""
+        on = policy in (SLURM_POWERSAVE, SLURM_MAXQ) or (policy != SLURM_ALONE and self.power_save)
+        return PowerSaving(self.suspend_s, self.resume_s) if on else None
+
     @property
     def start_cost_s(self) -> float:
         """What every start costs before the first step (emulated s): the launch and the checkpoint load."""
@@ -134,7 +159,13 @@ def submissions(workload: Workload, managed: bool) -> tuple[list[SimJob], dict[i
 
 
 def simulated_slurm(
-    ctx: ClusterContext, truth: ProfileLibrary, jobs: Sequence[SimJob], setup: SimulatedCluster, folder: Path | None
+    ctx: ClusterContext,
+    truth: ProfileLibrary,
+    jobs: Sequence[SimJob],
+    setup: SimulatedCluster,
+    folder: Path | None,
+    power_saving: PowerSaving | None = None,
+    prolog_settings: Mapping[tuple[str, str], float] | None = None,
 ) -> SimulatedSlurm:
     """The simulated Slurm of the replay's cluster, running by ``truth``; its settings folder in ``folder``."""
     node_power = {g.name: g.node_power_w for g in ctx.real.gpu_types}
@@ -147,6 +178,8 @@ def simulated_slurm(
         load_s=setup.start_cost_s,
         requeue_delay_s=setup.requeue_s,
         settings_dir=folder,
+        power_saving=power_saving,
+        prolog_settings=prolog_settings,
     )
 
 
@@ -178,6 +211,7 @@ def agent_config(
         max_rounds=spec.max_rounds,
         node_power_w=spec.node_power_w,
         pairs=policy == "eaco",
+        power_save=setup.power_saving(policy) is not None,
         event_rounds=setup.event_rounds,
         periodic_rounds=setup.periodic_rounds,
         start_s=setup.load_s,
@@ -320,12 +354,13 @@ def replay_on_slurm(
     workload, ctx = prepared if prepared is not None else prepare(spec)
     library, truth = libraries(spec)
     clocks = signal_clocks(spec, workload)
-    jobs, trace_id = submissions(workload, managed=policy != SLURM_ALONE)
+    jobs, trace_id = submissions(workload, managed=policy not in SLURM_BASELINES)
     lines: list[str] = []
     scratch = Path(tempfile.mkdtemp(prefix="wattplan-slurm-replay-"))
     try:
         (scratch / "settings").mkdir()
-        slurm = simulated_slurm(ctx, truth, jobs, setup, scratch / "settings")
+        prolog = maxq_settings(library) if policy == SLURM_MAXQ else None
+        slurm = simulated_slurm(ctx, truth, jobs, setup, scratch / "settings", setup.power_saving(policy), prolog)
 
         def say(text: str) -> None:
             lines.append(text)
@@ -334,7 +369,7 @@ def replay_on_slurm(
 
         report = _Reporter(slurm, workload, policy, progress)
         rounds, stop = 0, "completed"
-        if policy == SLURM_ALONE:
+        if policy in SLURM_BASELINES:
             _run_alone(slurm, report)
         else:
             config = agent_config(spec, ctx, library, policy, setup, scratch, clocks)
@@ -394,7 +429,7 @@ def summarise(
     """The replay's figures: energy (kWh, split), JCTs (s), makespan (s), requeues, rounds and the cluster's constants.
 
     Energy is every node's and GPU's draw from the first arrival to the last completion (to the replay's end when
-    a job is unfinished), every node powered: a live run's own window.
+    a job is unfinished), a live run's own window; a node powered down draws nothing meanwhile.
     """
     jcts = [r["jct_s"] for r in rows if r["jct_s"] is not None]
     arrivals = [r["arrival_s"] for r in rows]
@@ -419,6 +454,9 @@ def summarise(
         "time_scale": setup.time_scale,
         "load_s": setup.load_s,
         "requeue_delay_s": setup.requeue_s,
+        "power_saving": None
+        if slurm.power_saving is None
+        else {"suspend_s": slurm.power_saving.suspend_s, "resume_s": slurm.power_saving.resume_s},
     }
 
 

@@ -107,7 +107,16 @@ NOT_ON_SLURM = (
 the simulated Slurm no throughput noise, and its replays are not journalled."""
 
 
-SLURM_ONLY = {"time_scale": 1.0, "load_s": 30.0, "requeue_delay_s": None, "event_rounds": True, "periodic_rounds": True}
+SLURM_ONLY = {
+    "time_scale": 1.0,
+    "load_s": 30.0,
+    "requeue_delay_s": None,
+    "event_rounds": True,
+    "periodic_rounds": True,
+    "power_save": False,
+    "suspend_s": 600.0,
+    "resume_s": 300.0,
+}
 """Options of the ``slurm`` engine alone, with their defaults: the ``rounds`` engine refuses another value."""
 
 
@@ -389,6 +398,21 @@ class SimulateOptions(ReplayOptions):
         None,
         "--engine slurm: from a requeue until Slurm may start the job again (default 6 real seconds x --time-scale; "
         "every start then takes Slurm a real second more).",
+        unit="s",
+        low=0.0,
+    )
+    power_save: bool = option(
+        False,
+        "--engine slurm, and the agent: idle nodes are powered down by Slurm's power saving; the agent prices what "
+        "a powered node draws and fills powered nodes first (policy slurm-powersave: Slurm alone with it).",
+        flag="--power-save",
+    )
+    suspend_s: float = option(
+        600.0, "--engine slurm: power saving powers a node down after this long idle (SuspendTime).", unit="s", low=0.0
+    )
+    resume_s: float = option(
+        300.0,
+        "--engine slurm: power saving boots a powered-down node given a job in this long (ResumeProgram).",
         unit="s",
         low=0.0,
     )
