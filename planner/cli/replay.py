@@ -28,8 +28,9 @@ PolicyOpt = Annotated[
         "--policy",
         "-p",
         help="fifo-max, zeus, eaco, powerflow, wattplan, all (these five, and Slurm alone on the slurm engine), "
-        "slurm (Slurm alone: the slurm engine) or a plug-in's name (entry points of wattplan.policies); repeat "
-        "for several.",
+        "a plug-in's name (entry points of wattplan.policies), or on the slurm engine the baselines slurm (Slurm "
+        "alone, every node on), slurm-powersave (with Slurm's power saving) and maxq (slurm-powersave, every job "
+        "at the lowest power limit keeping 97% of its speed); repeat for several.",
     ),
 ]
 PlotsOpt = Annotated[bool, typer.Option(help="Write the figures (see --plot-format).")]
@@ -51,7 +52,8 @@ def simulate(
     """Replay a trace with one or more policies; write summary.json, jobs.csv and figures.
 
     By default (--engine slurm) each policy runs the loop `wattplan agent` runs, on a simulated Slurm: jobs start
-    when they fit, every change is a requeue, every node stays on; -p slurm is Slurm alone. --engine rounds is the
+    when they fit, every change is a requeue, every node stays on unless --power-save; -p slurm is Slurm alone.
+    --engine rounds is the
     round-based replay (idle nodes off for free, energy budgets, noise, horizons): it writes rounds.csv as it goes,
     with a checkpoint every 1000 rounds or 30 s, and a rerun resumes (--fresh starts over).
     Without --objective wattplan plans for progress (fastest, not least energy); the energy
