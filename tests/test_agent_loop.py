@@ -191,6 +191,24 @@ def test_a_job_that_draws_no_gpu_energy_for_a_whole_window_is_restarted(tmp_path
     assert agent._mark_stalled(fresh, 1080.0, report)["9"].stalled is None
 
 
+def test_a_job_the_agent_requeued_is_not_judged_by_the_window_it_waited_through(tmp_path: Path) -> None:
+    """Requeued at 360, started again at 540 just as the next round reads [360, 540]: it drew nothing, and waited."""
+    from wattplan.planner.agent.decide import SlurmJobNow
+    from wattplan.planner.agent.loop import RoundReport
+
+    agent, _ = _agent(tmp_path, FakeSlurm())
+    now = {j: SlurmJobNow(j, True, False, ("v100-1",), 1) for j in ("7", "8")}
+    report = RoundReport(0, 0.0)
+    agent._observed, agent._window_start_s, agent._metered = True, 0.0, frozenset({"7", "8"})
+    agent._mark_stalled(now, 0.0, report)
+    assert agent._mark_stalled(now, 360.0, report)["7"].stalled is None  # metered: it ran
+    agent._runs_end(["7"])  # the round at 360 requeues it
+    agent._window_start_s, agent._metered = 360.0, frozenset({"8"})
+    assert agent._mark_stalled(now, 540.0, report)["7"].stalled is None
+    agent._window_start_s = 540.0  # a whole window of its new run without energy: now it is judged
+    assert agent._mark_stalled(now, 900.0, report)["7"].stalled is not None
+
+
 class ShiftingSlurm(FakeSlurm):
     """:class:`FakeSlurm` whose queue shows each job's fields changed by ``edits`` (job id -> fields)."""
 

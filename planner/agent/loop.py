@@ -465,6 +465,7 @@ class Agent:
         report.planned_run = len(plan.running())
         now_jobs = self._mark_stalled(now_jobs, now_s, report)
         decision = decide(instance, plan, now_jobs, host_of, rnd)
+        self._runs_end(decision.requeued)
         if decision.why:
             report.notes.append("requeued: " + ", ".join(f"{j} ({w})" for j, w in decision.why.items()))
         self._apply(rnd, decision, report)
@@ -645,6 +646,16 @@ class Agent:
             )
             out[jid] = replace(sj, stalled=why)
         return out
+
+    def _runs_end(self, requeued: Sequence[str]) -> None:
+        """The runs of ``requeued`` end this round: a job's next run is judged from the round that sees it running.
+
+        Without this a job requeued by one round and started again just before the next (its requeue delay as long
+        as the gap between the rounds) was judged by the whole window, which it spent waiting: it drew no energy,
+        and was requeued again as not in DCGM's job mapping (seen on the simulated Slurm).
+        """
+        for jid in requeued:
+            self._running_since.pop(jid, None)
 
     def _unmanaged_hosts(
         self, placements: Mapping[int, tuple[tuple[str, tuple[int, ...]], ...]], managed: set[str]
