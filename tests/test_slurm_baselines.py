@@ -143,3 +143,25 @@ def test_the_agent_with_power_saving_finishes_above_the_floor_without_idle_nodes
     assert by["wattplan"]["stop_reason"] == "completed"
     first_burst_end = max(r["finish_s"] for r in results[2].jobs if r["arrival_s"] < 20_000.0)
     assert first_burst_end + 630.0 < 20_000.0
+
+
+def test_the_slurm_engine_prices_a_restart_at_what_the_simulated_slurm_charges(tmp_path: Path) -> None:
+    """Without --restart-s tau is the requeue delay, the launch and the load: (6 + 1) x 30 + 30 s at scale 30."""
+    from wattplan.planner.contracts.problems import InputError
+    from wattplan.planner.control.session import setup_of, with_restart_cost
+    from wattplan.planner.sim.options import SimulateOptions
+    from wattplan.planner.sim.session import replay_spec
+
+    trace = _trace(tmp_path, [(RESNET, 1, 1000, 0.0)])
+
+    def tau(**given: float) -> float:
+        options = SimulateOptions.checked(given)
+        spec = with_restart_cost(replay_spec(trace, "v100:8", options), options, setup_of(options))
+        return spec.rules.restart_s
+
+    assert tau(time_scale=30.0) == pytest.approx(6 * 30 + 1 * 30 + 30)
+    assert tau(time_scale=1.0) == pytest.approx(6 + 1 + 30)
+    assert tau(time_scale=30.0, restart_s=50.0) == 50.0  # given: kept
+    assert tau(time_scale=30.0, load_s=10.0, requeue_delay_s=20.0) == pytest.approx(20 + 30 + 10)
+    with pytest.raises(InputError, match="restart-s"):
+        tau(time_scale=100.0)  # 700 s of delay and launch: longer than a 360 s round

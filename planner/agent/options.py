@@ -136,7 +136,9 @@ class AgentOptions(OptionRecord):
     signal_aware: bool = same_as(ReplayOptions, "signal_aware")
     delta: float = same_as(SolveOptions, "delta", defaults.DELTA, "Progress given up per round without the JCT bound.")
     round_s: float = same_as(ReplayOptions, "round_s")
-    restart_s: float = same_as(ReplayOptions, "restart_s")
+    restart_s: float = same_as(
+        ReplayOptions, "restart_s", defaults.RESTART_S, "Restart cost tau: Slurm's requeue delay and the job's restart."
+    )
     min_pair_rate: float = same_as(ReplayOptions, "min_pair_rate")
     solver: str = same_as(SolveOptions, "solver", REPLAY_REQUEST.solver, "wattplan's solver: " + REPLAY_SOLVER_HELP)
     time_limit_s: float = same_as(

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 from typing import Any, ClassVar, Self
 
+from wattplan.planner.contracts.defaults import RESTART_S
 from wattplan.planner.contracts.problems import InputError, Problem
 from wattplan.planner.contracts.rules import RoundRules, rules_problems
 
@@ -263,7 +264,8 @@ def requires(needing: str, needed: str) -> Rule:
 
 def _round_rules(values: Mapping[str, Any], label: Callable[[str], str]) -> list[Problem]:
     """The rules between a round's options (the restart shorter than the round), by the rules' one check."""
-    rules = RoundRules(values["round_s"], values["restart_s"], values["min_pair_rate"])
+    restart = values["restart_s"] if values["restart_s"] is not None else RESTART_S
+    rules = RoundRules(values["round_s"], restart, values["min_pair_rate"])
     return rules_problems(rules, {"restart_s": label("restart_s")})
 
 

@@ -78,6 +78,26 @@ def setup_of(options: SimulateOptions) -> SimulatedCluster:
     )
 
 
+def with_restart_cost(spec: ReplaySpec, options: SimulateOptions, setup: SimulatedCluster) -> ReplaySpec:
+    """``spec`` whose restart cost tau is what a restart costs on the simulated Slurm, unless ``--restart-s`` is given.
+
+    A requeued job waits the requeue delay, then its launch and checkpoint load (:attr:`SimulatedCluster.
+    restart_cost_s`); a round model that prices a restart lower changes jobs more often than pays (issue 44: at a
+    time scale of 30, 240 s against the 30 s default). InputError naming ``--restart-s`` when that is not shorter
+    than the round.
+    """
+    if options.restart_s is not None:
+        return spec
+    cost = setup.restart_cost_s
+    if not cost < spec.rules.duration_s:
+        why = (
+            f"a restart costs {cost:g} s on the simulated Slurm (requeue delay, launch and load), not shorter than "
+            f"the round ({spec.rules.duration_s:g} s): give --restart-s, a longer --round-s or a smaller --time-scale"
+        )
+        raise InputError("--restart-s", [Problem("bad-option", "--restart-s", why)])
+    return replace(spec, rules=replace(spec.rules, restart_s=cost))
+
+
 def split_policies(names: Sequence[str]) -> tuple[list[str], list[str]]:
     """The Slurm baselines asked for and the other names, each in order (``all``: Slurm alone and the built-ins)."""
     baselines = [n for n in SLURM_BASELINES if n in names or (n == SLURM_ALONE and ALL in names)]
@@ -130,14 +150,14 @@ def slurm_replays(
     if not policies:
         raise InputError("--policy", [Problem("no-policy", "--policy", "name at least one policy")])
     baselines, others = split_policies(policies)
-    spec = replay_spec(trace, cluster, options, others or ["wattplan"])
+    setup = setup_of(options)
+    spec = with_restart_cost(replay_spec(trace, cluster, options, others or ["wattplan"]), options, setup)
     refuse_overwriting_inputs({"--out": out}, [spec.trace, spec.profiles, spec.truth], folders={"--out"})
     names = baselines + (list(spec.policies) if others else [])
     workload, ctx = prepare(spec)
     outlook = forecast(workload.jobs, ctx.total_gpus, ctx.rules.duration_s, names, spec.start_s)
     if hooks.warn is not None and (warning := long_replay_warning(outlook)) is not None:
         hooks.warn(warning)
-    setup = setup_of(options)
     if hooks.start is not None:
         hooks.start(len(names))
     if options.workers == 1:

@@ -137,6 +137,11 @@ class SimulatedCluster:
         return launch + self.load_s
 
     @property
+    def restart_cost_s(self) -> float:
+        """What a requeue costs a job before its next step (emulated s): the requeue delay, the launch, the load."""
+        return self.requeue_s + self.start_cost_s
+
+    @property
     def requeue_s(self) -> float:
         """The requeue delay in emulated seconds."""
         return self.requeue_delay_s if self.requeue_delay_s is not None else REQUEUE_DELAY_REAL_S * self.time_scale

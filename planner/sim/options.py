@@ -202,7 +202,13 @@ class ReplayOptions(OptionRecord):
         high=1.0,
         high_open=True,
     )
-    restart_s: float = option(defaults.RESTART_S, "Restart cost tau.", unit="s", low=0.0)
+    restart_s: float | None = option(
+        None,
+        f"Restart cost tau (default {defaults.RESTART_S:g} s; with --engine slurm what a restart costs there: the "
+        "requeue delay, the launch and the checkpoint load).",
+        unit="s",
+        low=0.0,
+    )
     min_pair_rate: float = option(
         defaults.MIN_PAIR_RATE, "Least slowdown either job of a pair may have.", low=0.0, high=1.0
     )

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wattplan.planner.contracts import defaults
 from wattplan.planner.contracts.problems import InputError, Problem
 from wattplan.planner.contracts.rules import Objective, RoundRules
 from wattplan.planner.sim.engine import ProgressCallback, SimResult
@@ -116,6 +117,15 @@ def _replay_spec(
     return spec if chosen is None else dataclasses.replace(spec, policies=chosen)
 
 
+def _restart_s(options: ReplayOptions) -> float:
+    """``--restart-s``, else :data:`~planner.contracts.defaults.RESTART_S`.
+
+    Without ``--restart-s`` the slurm engine sets what a restart costs there
+    (:func:`planner.control.session.with_restart_cost`).
+    """
+    return options.restart_s if options.restart_s is not None else defaults.RESTART_S
+
+
 def replay_spec(
     trace: str | Path, cluster: str, options: SimulateOptions, policies: Sequence[str] = ("wattplan",)
 ) -> ReplaySpec:
@@ -127,7 +137,7 @@ def replay_spec(
     :func:`planner.sim.replay.check_spec` when the replay is prepared.
     """
     objective: Objective = options.objective or "progress"  # type: ignore[assignment]  # one of OBJECTIVES
-    rules = RoundRules(options.round_s, options.restart_s, options.min_pair_rate, objective, options.delta)
+    rules = RoundRules(options.round_s, _restart_s(options), options.min_pair_rate, objective, options.delta)
     return _replay_spec(trace, cluster, list(policies), options, rules, options.max_jct_increase)
 
 
@@ -331,7 +341,7 @@ def frontier_sweep(trace: str | Path, cluster: str, options: FrontierOptions) ->
     from wattplan.planner.sim.replay import DELTA_BOUNDS, JCT_INCREASE_BOUNDS
 
     objective: Objective = options.objective  # type: ignore[assignment]  # one of OBJECTIVES
-    rules = RoundRules(options.round_s, options.restart_s, options.min_pair_rate, objective)
+    rules = RoundRules(options.round_s, _restart_s(options), options.min_pair_rate, objective)
     base = _replay_spec(trace, cluster, None, options, rules, None)
     knob_deltas = number_list(options.deltas, "--deltas", DELTA_BOUNDS)
     increases = number_list(options.max_jct_increase, "--max-jct-increase", JCT_INCREASE_BOUNDS)
