@@ -5,7 +5,8 @@ and opted in, job 4 with a malformed opt-in, job 5 not managed and running) with
 profiled ones; the nodes are ``sinfo_mixed.json`` (two V100 nodes). Each test changes one answer:
 
 - slurmctld does not answer: the round retries (backoff), then keeps what runs and says so; no exception;
-- a call is refused (``Job has already finished``): recorded as ``refused`` with Slurm's words, the round ends;
+- a call is refused: recorded as ``refused`` with Slurm's words, the round ends (a job that ended meanwhile: logged as
+  the race it is);
 - the round cannot be planned (a solver that does not exist): what runs is kept;
 - a dry run sends nothing and lists the calls;
 - the unmanaged job 5 and the malformed job 4 are never named in any call.
@@ -113,12 +114,23 @@ def test_slurm_unreachable_keeps_what_runs(tmp_path: Path) -> None:
 
 
 def test_a_refused_call_is_recorded_and_the_loop_goes_on(tmp_path: Path) -> None:
+    slurm = FakeSlurm(refuse={"release": "Requested operation is presently disabled"})
+    agent, _ = _agent(tmp_path, slurm)
+    report = agent.round()
+    assert any("Slurm refused" in n and "presently disabled" in n for n in report.notes)
+    assert agent.store.action_counts().get("refused") == 1
+    assert agent.round().index == 1
+
+
+def test_a_call_on_a_job_that_ended_meanwhile_is_a_race_not_an_error(tmp_path: Path) -> None:
+    """``Job has already finished``: the job completed between the round's reading and its call."""
     slurm = FakeSlurm(refuse={"release": "Job has already finished"})
     agent, _ = _agent(tmp_path, slurm)
     report = agent.round()
-    assert any("Slurm refused" in n and "already finished" in n for n in report.notes)
-    assert agent.store.action_counts().get("refused") == 1
-    assert agent.round().index == 1
+    assert not any("Slurm refused" in n for n in report.notes)
+    raced = [n for n in report.notes if "ended before its call reached Slurm: nothing to do" in n]
+    assert len(raced) == 1 and raced[0].startswith("job 1, 2, 3 ended") and "scontrol release" in raced[0]
+    assert agent.store.action_counts().get("refused") == 1  # the state still says what Slurm answered
 
 
 def test_a_round_that_cannot_be_planned_keeps_what_runs(tmp_path: Path) -> None:

@@ -274,6 +274,11 @@ class RoundReport:
         return text + "".join(f"\n  {n}" for n in self.notes)
 
 
+BENIGN_REFUSALS = frozenset({"Job has already finished"})
+"""Slurm's refusals of a call on a job that ended between the round's reading of the queue and the call: a race
+with the job's own completion, not an error (a new user counted 15 of them, worded as errors, in one README run)."""
+
+
 def _passing(result: CommandResult) -> bool:
     """Slurm refused an update for a reason that passes in seconds (:data:`TRANSIENT_REFUSALS`)."""
     return result.returncode != 0 and any(m in result.stderr for m in TRANSIENT_REFUSALS)
@@ -919,7 +924,14 @@ class Agent:
         self.store.action_outcome(action_id, status, result.stderr.strip())
         if call.argv[1:2] == ("requeuehold",) and (outcome.ok or outcome.refused):
             self.store.count_restarts(str(j) for j in call.jobs if j not in outcome.refused)
-        if not outcome.ok:
+        if outcome.ok:
+            return
+        refused = outcome.refused
+        said = [line for line in outcome.stderr.splitlines() if line.strip()]
+        if refused and len(said) == len(refused) and all(m in BENIGN_REFUSALS for m in refused.values()):
+            ended = ", ".join(str(j) for j in sorted(refused))
+            report.notes.append(f"job {ended} ended before its call reached Slurm: nothing to do ({call})")
+        else:
             report.notes.append(f"Slurm refused: {outcome}")
 
     def _apply(self, rnd: int, d: Decision, report: RoundReport) -> None:
