@@ -18,6 +18,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from wattplan.planner.agent.commands import CommandResult
 from wattplan.planner.agent.loop import Agent, AgentConfig
@@ -68,7 +69,9 @@ class FakeSlurm:
         return CommandResult(args, 0, "", "")
 
 
-def _agent(tmp_path: Path, slurm: FakeSlurm, solver: str = "greedy", dry_run: bool = False) -> tuple[Agent, list[str]]:
+def _agent(
+    tmp_path: Path, slurm: FakeSlurm, solver: str = "greedy", dry_run: bool = False, **config_fields: Any
+) -> tuple[Agent, list[str]]:
     lines: list[str] = []
     config = AgentConfig(
         load_profile_library(None),
@@ -77,6 +80,7 @@ def _agent(tmp_path: Path, slurm: FakeSlurm, solver: str = "greedy", dry_run: bo
         settings_dir=tmp_path / "settings",
         dry_run=dry_run,
         retry_s=(0.0, 0.0, 0.0),
+        **config_fields,
     )
     return Agent(config, AgentStore(tmp_path / "agent.db"), slurm, None, lines.append), lines
 

@@ -58,6 +58,7 @@ from wattplan.planner.agent.commands import CommandResult, Run, SlurmError
 from wattplan.planner.agent.decide import Decision, SlurmJobNow, decide
 from wattplan.planner.agent.node_settings import Clock, JobSetting
 from wattplan.planner.agent.options import AgentOptions
+from wattplan.planner.agent.power_cap import CapFile
 from wattplan.planner.agent.slurm_actions import Action, ActionOutcome, Release, SlurmCall, apply, calls
 from wattplan.planner.agent.slurm_detail import expand_hostlist, query_job_gpus
 from wattplan.planner.agent.slurm_queue import (
@@ -213,6 +214,9 @@ class AgentConfig:
     power_cap_w: float | None = _OPTIONS.power_cap_w
     """The cluster's power cap (W, ``--power-cap-w``): each round's plan keeps the jobs' power within what the cap
     leaves above the powered nodes' idle draw (:meth:`Agent._budget_j`). None: no cap."""
+    power_cap_file: Path | None = _OPTIONS.power_cap_file
+    """A cap that moves (``--power-cap-file``, :mod:`planner.agent.power_cap`): read every round, a change starts a
+    round at once; ``power_cap_w`` is the cap until the file holds one."""
     stall_rounds: int | None = None
     """Stop once this many rounds in a row ran nothing while managed jobs waited and every job was submitted (the
     replay's stall rule, for a cap too small for any job); None (live): never."""
@@ -239,6 +243,7 @@ class AgentConfig:
             policy=options.policy,
             zeus_eta=options.zeus_eta,
             power_cap_w=options.power_cap_w,
+            power_cap_file=options.power_cap_file,
         )
 
 
@@ -331,6 +336,8 @@ class Agent:
         self._advanced_at: dict[str, float] = {}
         self._seen_steps: dict[str, float] = {}
         self._running_since: dict[str, float] = {}
+        self._cap = CapFile(config.power_cap_file, config.power_cap_w) if config.power_cap_file is not None else None
+        """The cap file, when the cap moves; else the cap is ``power_cap_w`` throughout."""
         self._said: set[tuple[str, str]] = set()
         """``(job id, why)`` of jobs left alone that the log named already (each is said once)."""
         self._window_start_s = 0.0
@@ -404,6 +411,8 @@ class Agent:
         rnd = self.store.next_round()
         report = RoundReport(rnd, now_s)
         self.store.begin_round(rnd, unix, now_s)
+        if self._cap is not None and (said := self._cap.read()) is not None:
+            report.notes.append(said)
         try:
             queue = self._with_retries("squeue", lambda: query_queue(self.run))
             nodes = self._with_retries("sinfo", lambda: query_nodes(self.run))
@@ -489,20 +498,25 @@ class Agent:
         )
         return report
 
-    def _budget_j(self, ctx: ClusterContext) -> float | None:
-        """The round's energy budget (J) under ``--power-cap-w``, for the jobs' power above what the nodes draw idle.
+    def cap_w(self) -> float | None:
+        """The cluster's power cap now (W): the cap file's last value, else ``--power-cap-w``; None: no cap."""
+        return self._cap.cap_w if self._cap is not None else self.cfg.power_cap_w
 
-        Every node stays on (:func:`~planner.sim.round_instance.nodes_stay_on`), so the round instance prices a
-        job's power above its GPUs' idle power only: the cap less the powered cluster's idle draw
+    def _budget_j(self, ctx: ClusterContext) -> float | None:
+        """The round's energy budget (J) under the cap (:meth:`cap_w`), for what the round prices.
+
+        With every node on (:func:`~planner.sim.round_instance.nodes_stay_on`) the round instance prices a job's
+        power above its GPUs' idle power only: the cap less the powered cluster's idle draw
         (``sum_g N_g (Pnode_g + K_g Pidle_g)`` over the usable nodes) is what the jobs may add, for the round's
-        length ``T``. None without a cap.
+        length ``T``. With power saving the round prices the powered nodes too: ``cap x T``. None without a cap.
         """
-        if self.cfg.power_cap_w is None:
+        cap = self.cap_w()
+        if cap is None:
             return None
         if self.cfg.power_save:  # the round prices every powered node: the whole cap is the jobs'
-            return self.cfg.power_cap_w * ctx.rules.duration_s
+            return cap * ctx.rules.duration_s
         idle_w = sum(g.nodes * g.powered_node_w for g in ctx.gpu_types)
-        return max(0.0, self.cfg.power_cap_w - idle_w) * ctx.rules.duration_s
+        return max(0.0, cap - idle_w) * ctx.rules.duration_s
 
     def _plan(self, instance: Instance, queued: Sequence[JobState], now_s: float) -> Plan:
         """The policy's decision for the round, placed and validated as the replay places it.
@@ -969,7 +983,9 @@ class Agent:
     # ------------------------------------------------------------------ the loop
 
     def _queue_changed(self) -> bool:
-        """Whether the managed jobs in the queue (pending or running) differ from those of the last round."""
+        """Whether the managed jobs in the queue (pending or running) or the cap file changed since the last round."""
+        if self._cap is not None and self._cap.changed():
+            return True
         try:
             queue = query_queue(self.run)
         except SlurmError:

@@ -148,6 +148,12 @@ class AgentOptions(OptionRecord):
     seed: int = same_as(SolveOptions, "seed", REPLAY_REQUEST.seed)
     node_limit: int | None = same_as(SolveOptions, "node_limit", REPLAY_REQUEST.node_limit)
     power_cap_w: float | None = same_as(ReplayOptions, "power_cap_w")
+    power_cap_file: Path | None = option(
+        None,
+        "A file holding the cluster's power cap in W, or none (an operator or a grid program writes it): read every "
+        "round, a change starts a round at once; --power-cap-w is the cap until it holds one.",
+        metavar="FILE",
+    )
     node_power_w: float | None = option(
         None,
         f"A node's power besides its GPUs (default: the library's or {defaults.NODE_POWER_W:g} W).",

@@ -22,6 +22,7 @@ from wattplan.planner.console.terminal import shown
 from wattplan.planner.contracts.floor import EnergyFloor
 from wattplan.planner.contracts.jsonio import write_text_atomic
 from wattplan.planner.contracts.problems import InputError, Problem
+from wattplan.planner.control.cap_schedule import read_cap_schedule
 from wattplan.planner.control.slurm_replay import (
     SLURM_ALONE,
     SLURM_BASELINES,
@@ -75,6 +76,7 @@ def setup_of(options: SimulateOptions) -> SimulatedCluster:
         power_save=options.power_save,
         suspend_s=options.suspend_s,
         resume_s=options.resume_s,
+        cap_schedule=() if options.power_cap_schedule is None else read_cap_schedule(options.power_cap_schedule),
     )
 
 
@@ -229,7 +231,9 @@ def write_slurm_plots(out: Path, results: Sequence[SlurmReplayResult], options: 
     paths = [options.path(out, stem) for stem in ("power", "jct_cdf", "energy_jct")]
     t0 = min((row["arrival_s"] for r in results for row in r.jobs), default=0.0)
     power = {r.policy: _step_points(r.power_steps, t0) for r in results}
-    power_steps_plot(power, paths[0], "Cluster power (every node on)", options=options)
+    saving = [r.policy for r in results if r.summary.get("power_saving") is not None]
+    nodes = f"{', '.join(saving)}: idle nodes powered down" if saving else "every node on"
+    power_steps_plot(power, paths[0], f"Cluster power ({nodes})", options=options)
     jcts = {r.policy: ([row["jct_s"] for row in r.jobs if row["jct_s"] is not None], len(r.jobs)) for r in results}
     jct_cdf_series_plot(jcts, paths[1], options=options)
     summaries = [r.summary for r in results]

@@ -48,10 +48,11 @@ from wattplan.planner.agent.node_settings import Clock
 from wattplan.planner.agent.store import AgentStore
 from wattplan.planner.agent.trust import Allowed
 from wattplan.planner.contracts.jsonio import write_text_atomic
+from wattplan.planner.control.cap_schedule import CapStep, ScheduledCap, cap_followed
 from wattplan.planner.control.maxq import maxq_settings
 from wattplan.planner.control.sim_slurm import PowerSaving, SimJob, SimNode, SimulatedSlurm
 from wattplan.planner.control.truth_model import index_library
-from wattplan.planner.control.virtual_timer import NoMoreEvents, VirtualTimer
+from wattplan.planner.control.virtual_timer import EventClock, NoMoreEvents, VirtualTimer
 from wattplan.planner.planning import retire_solver_workers
 from wattplan.planner.profile_library.library import ProfileLibrary
 from wattplan.planner.sim.replay import ReplaySpec, libraries, prepare, signal_clocks
@@ -124,6 +125,9 @@ class SimulatedCluster:
     """Power saving: a node idle this long is powered down (``SuspendTime``)."""
     resume_s: float = 300.0
     """Power saving: a powered-down node boots this long before a job given it starts (``ResumeProgram``)."""
+    cap_schedule: tuple[CapStep, ...] = ()
+    """A power cap that moves (``--power-cap-schedule``): the agent's policies follow it through their cap file;
+    the Slurm baselines know no cap."""
 
     def power_saving(self, policy: str) -> PowerSaving | None:
         """The power saving ``policy`` runs with (module docstring); None: every node stays on."""
@@ -224,6 +228,7 @@ def agent_config(
         policy=policy,
         zeus_eta=spec.policy_options.zeus_eta,
         power_cap_w=spec.power_cap_w,
+        power_cap_file=scratch / "power_cap" if setup.cap_schedule else None,
         stall_rounds=STALL_ROUNDS,
         durable_settings=False,
     )
@@ -297,8 +302,11 @@ def _run_agent(
     scratch: Path,
     log: Callable[[str], None],
     report: Callable[[], None] = lambda: None,
+    cap_schedule: tuple[CapStep, ...] = (),
 ) -> tuple[int, str]:
     """Play the agent's loop on ``slurm`` until every job has ended; the rounds played and why it stopped.
+
+    With a cap file in ``config``, ``cap_schedule`` writes it on the virtual clock (:class:`ScheduledCap`).
 
     ``completed``; ``max-rounds`` (the replay's ``--max-rounds``); ``stalled`` (the loop waited for an event the
     cluster will never have).
@@ -311,8 +319,12 @@ def _run_agent(
             marker.write_text("")
         report()
 
-    timer = VirtualTimer(slurm, config.clock, mark_submitted)
-    slurm.advance_to(min(j.arrival_s for j in jobs))
+    start_s = min(j.arrival_s for j in jobs)
+    clock: EventClock = slurm
+    if config.power_cap_file is not None:
+        clock = ScheduledCap(slurm, cap_schedule, config.power_cap_file, start_s)
+    timer = VirtualTimer(clock, config.clock, mark_submitted)
+    clock.advance_to(start_s)
     mark_submitted()
     store = AgentStore(scratch / "agent.db", durable=False)  # a replay's state: no crash needs it again
     try:
@@ -378,7 +390,7 @@ def replay_on_slurm(
             _run_alone(slurm, report)
         else:
             config = agent_config(spec, ctx, library, policy, setup, scratch, clocks)
-            rounds, stop = _run_agent(slurm, config, jobs, scratch, say, report)
+            rounds, stop = _run_agent(slurm, config, jobs, scratch, say, report, setup.cap_schedule)
         report(final=True)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -387,6 +399,9 @@ def replay_on_slurm(
     summary = summarise(policy, slurm, rows, rounds, setup)
     summary.update(signal_costs(slurm, rows, clocks))
     summary["stop_reason"] = stop
+    if setup.cap_schedule and policy not in SLURM_BASELINES:
+        power = slurm.power_steps(_window_end(slurm, rows))
+        summary["power_cap_steps"] = cap_followed(power, setup.cap_schedule, min(r["arrival_s"] for r in rows))
     summary["wall_s"] = round(time.perf_counter() - wall, 3)
     summary["cpu_s"] = round(cpu_s() - cpu, 3)
     result = SlurmReplayResult(policy, summary, rows, slurm.power_steps(_window_end(slurm, rows)))

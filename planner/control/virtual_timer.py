@@ -23,7 +23,10 @@ from wattplan.planner.agent.node_settings import Clock
 class EventClock(Protocol):
     """What the timer moves: a cluster on emulated seconds that knows its next event."""
 
-    now_s: float
+    @property
+    def now_s(self) -> float:
+        """The emulated time now (s)."""
+        ...
 
     def next_event_s(self) -> float:
         """The next emulated time at which anything changes (``math.inf``: nothing will)."""

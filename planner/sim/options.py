@@ -116,6 +116,7 @@ SLURM_ONLY = {
     "power_save": False,
     "suspend_s": 600.0,
     "resume_s": 300.0,
+    "power_cap_schedule": None,
 }
 """Options of the ``slurm`` engine alone, with their defaults: the ``rounds`` engine refuses another value."""
 
@@ -421,6 +422,12 @@ class SimulateOptions(ReplayOptions):
         "--engine slurm: power saving boots a powered-down node given a job in this long (ResumeProgram).",
         unit="s",
         low=0.0,
+    )
+    power_cap_schedule: Path | None = option(
+        None,
+        "--engine slurm: a power cap that moves, a CSV of t_s (s from the first arrival) and power_cap_w (W or "
+        "none), written to the agent's --power-cap-file as the clock reaches each step (--power-cap-w before).",
+        metavar="CSV",
     )
 
     RULES: ClassVar[tuple[Rule, ...]] = (
