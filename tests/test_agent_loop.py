@@ -18,71 +18,11 @@ import json
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
+from tests.helpers.agent_fakes import FakeSlurm, fake_agent, recorded_queue
 from wattplan.planner.agent.commands import CommandResult
-from wattplan.planner.agent.loop import Agent, AgentConfig
-from wattplan.planner.agent.store import AgentStore
-from wattplan.planner.contracts.request import PlanRequest
-from wattplan.planner.contracts.rules import RoundRules
-from wattplan.planner.profile_library.library import load_profile_library
 
 DATA = Path(__file__).resolve().parent / "data" / "agent"
-TYPES = {"resnet18": "ResNet-18 (batch size 64)", "bert": "Transformer (batch size 64)"}
-
-
-def _queue() -> str:
-    doc = json.loads((DATA / "squeue_held.json").read_text())
-    for job in doc["jobs"]:
-        for old, new in TYPES.items():
-            job["comment"] = job["comment"].replace(f"type={old};", f"type={new};")
-    return json.dumps(doc)
-
-
-class FakeSlurm:
-    """Answers the agent's commands from recorded documents; ``refuse`` maps a verb to Slurm's refusal."""
-
-    def __init__(self, down: bool = False, refuse: dict[str, str] | None = None):
-        self.down = down
-        self.refuse = refuse or {}
-        self.seen: list[tuple[str, ...]] = []
-
-    def __call__(self, argv: Sequence[str]) -> CommandResult:
-        args = tuple(argv)
-        self.seen.append(args)
-        if self.down:
-            return CommandResult(
-                args, 1, "", "slurm_load_jobs error: Unable to contact slurm controller (connect failure)"
-            )
-        if args == ("squeue", "--json"):
-            return CommandResult(args, 0, _queue(), "")
-        if args == ("sinfo", "--json"):
-            return CommandResult(args, 0, (DATA / "sinfo_mixed.json").read_text(), "")
-        if args[:3] == ("scontrol", "show", "job"):
-            return CommandResult(
-                args, 0, "JobId=5 JobName=x\n     Nodes=v100-0 CPU_IDs=0 Mem=0 GRES=gpu:v100:1(IDX:0)\n", ""
-            )
-        verb = args[1] if args[0] == "scontrol" else args[0]
-        if verb in self.refuse:
-            jobs = args[-1].split(",") if verb != "update" else [args[2].split("=")[1]]
-            return CommandResult(args, 1, "", "\n".join(f"{self.refuse[verb]} for job {j}" for j in jobs))
-        return CommandResult(args, 0, "", "")
-
-
-def _agent(
-    tmp_path: Path, slurm: FakeSlurm, solver: str = "greedy", dry_run: bool = False, **config_fields: Any
-) -> tuple[Agent, list[str]]:
-    lines: list[str] = []
-    config = AgentConfig(
-        load_profile_library(None),
-        RoundRules(objective="efficiency"),
-        PlanRequest(solver=solver, time_limit_s=5.0, threads=1, lp_bound=False),
-        settings_dir=tmp_path / "settings",
-        dry_run=dry_run,
-        retry_s=(0.0, 0.0, 0.0),
-        **config_fields,
-    )
-    return Agent(config, AgentStore(tmp_path / "agent.db"), slurm, None, lines.append), lines
 
 
 def _touched(slurm: FakeSlurm) -> set[str]:
@@ -97,7 +37,7 @@ def _touched(slurm: FakeSlurm) -> set[str]:
 
 def test_a_round_starts_the_managed_jobs_only(tmp_path: Path) -> None:
     slurm = FakeSlurm()
-    agent, _ = _agent(tmp_path, slurm)
+    agent, _ = fake_agent(tmp_path, slurm)
     report = agent.round()
     assert report.queued == 3 and report.planned_run == 3, report.line()
     assert _touched(slurm) == {"1", "2", "3"}  # never 4 (malformed opt-in) nor 5 (not managed)
@@ -108,7 +48,7 @@ def test_a_round_starts_the_managed_jobs_only(tmp_path: Path) -> None:
 
 def test_slurm_unreachable_keeps_what_runs(tmp_path: Path) -> None:
     slurm = FakeSlurm(down=True)
-    agent, _ = _agent(tmp_path, slurm)
+    agent, _ = fake_agent(tmp_path, slurm)
     report = agent.round()
     assert report.status == "slurm-unreachable"
     assert slurm.seen == [("squeue", "--json")] * 4  # one try and three retries, then the round gives up
@@ -119,7 +59,7 @@ def test_slurm_unreachable_keeps_what_runs(tmp_path: Path) -> None:
 
 def test_a_refused_call_is_recorded_and_the_loop_goes_on(tmp_path: Path) -> None:
     slurm = FakeSlurm(refuse={"release": "Requested operation is presently disabled"})
-    agent, _ = _agent(tmp_path, slurm)
+    agent, _ = fake_agent(tmp_path, slurm)
     report = agent.round()
     assert any("Slurm refused" in n and "presently disabled" in n for n in report.notes)
     assert agent.store.action_counts().get("refused") == 1
@@ -129,7 +69,7 @@ def test_a_refused_call_is_recorded_and_the_loop_goes_on(tmp_path: Path) -> None
 def test_a_call_on_a_job_that_ended_meanwhile_is_a_race_not_an_error(tmp_path: Path) -> None:
     """``Job has already finished``: the job completed between the round's reading and its call."""
     slurm = FakeSlurm(refuse={"release": "Job has already finished"})
-    agent, _ = _agent(tmp_path, slurm)
+    agent, _ = fake_agent(tmp_path, slurm)
     report = agent.round()
     assert not any("Slurm refused" in n for n in report.notes)
     raced = [n for n in report.notes if "ended before its call reached Slurm: nothing to do" in n]
@@ -139,7 +79,7 @@ def test_a_call_on_a_job_that_ended_meanwhile_is_a_race_not_an_error(tmp_path: P
 
 def test_a_round_that_cannot_be_planned_keeps_what_runs(tmp_path: Path) -> None:
     slurm = FakeSlurm()
-    agent, _ = _agent(tmp_path, slurm, solver="no-such-solver")
+    agent, _ = fake_agent(tmp_path, slurm, solver="no-such-solver")
     report = agent.round()
     assert report.status == "kept" and "could not be planned" in report.notes[-1]
     assert _touched(slurm) == set()
@@ -147,7 +87,7 @@ def test_a_round_that_cannot_be_planned_keeps_what_runs(tmp_path: Path) -> None:
 
 def test_dry_run_sends_nothing(tmp_path: Path) -> None:
     slurm = FakeSlurm()
-    agent, _ = _agent(tmp_path, slurm, dry_run=True)
+    agent, _ = fake_agent(tmp_path, slurm, dry_run=True)
     report = agent.round()
     assert _touched(slurm) == set() and not (tmp_path / "settings").exists()
     assert report.calls and all(not c.ran and str(c).startswith("would run: scontrol") for c in report.calls)
@@ -157,7 +97,7 @@ def test_a_job_without_progress_is_restarted_at_most_three_times(tmp_path: Path)
     from wattplan.planner.agent.decide import SlurmJobNow
     from wattplan.planner.agent.loop import MAX_STALL_RESTARTS, RoundReport
 
-    agent, _ = _agent(tmp_path, FakeSlurm())
+    agent, _ = fake_agent(tmp_path, FakeSlurm())
     limit = agent.cfg.rules.restart_s + agent.cfg.rules.duration_s
     now = {j: SlurmJobNow(j, True, False, ("v100-1",), 1) for j in ("7", "8")}
     for j in now:
@@ -189,7 +129,7 @@ def test_a_job_that_draws_no_gpu_energy_for_a_whole_window_is_restarted(tmp_path
     from wattplan.planner.agent.decide import SlurmJobNow
     from wattplan.planner.agent.loop import RoundReport
 
-    agent, _ = _agent(tmp_path, FakeSlurm())
+    agent, _ = fake_agent(tmp_path, FakeSlurm())
     now = {j: SlurmJobNow(j, True, False, ("v100-1",), 1) for j in ("7", "8")}
     report = RoundReport(0, 0.0)
     agent._observed, agent._window_start_s, agent._metered = True, 0.0, frozenset({"8"})
@@ -212,7 +152,7 @@ def test_a_job_the_agent_requeued_is_not_judged_by_the_window_it_waited_through(
     from wattplan.planner.agent.decide import SlurmJobNow
     from wattplan.planner.agent.loop import RoundReport
 
-    agent, _ = _agent(tmp_path, FakeSlurm())
+    agent, _ = fake_agent(tmp_path, FakeSlurm())
     now = {j: SlurmJobNow(j, True, False, ("v100-1",), 1) for j in ("7", "8")}
     report = RoundReport(0, 0.0)
     agent._observed, agent._window_start_s, agent._metered = True, 0.0, frozenset({"7", "8"})
@@ -236,7 +176,7 @@ class ShiftingSlurm(FakeSlurm):
         if tuple(argv) != ("squeue", "--json"):
             return super().__call__(argv)
         self.seen.append(tuple(argv))
-        doc = json.loads(_queue())
+        doc = json.loads(recorded_queue())
         for job in doc["jobs"]:
             job.update(self.edits.get(job["job_id"], {}))
         return CommandResult(tuple(argv), 0, json.dumps(doc), "")
@@ -250,7 +190,7 @@ def test_a_requeuehold_still_completing_keeps_the_agents_hold(tmp_path: Path) ->
     hold for its owner's and left the job out for good (the live workload never ended).
     """
     slurm = ShiftingSlurm()
-    agent, _ = _agent(tmp_path, slurm)
+    agent, _ = fake_agent(tmp_path, slurm)
     agent.round()  # jobs 1-3: submission holds adopted, released
     assert {"1", "2", "3"} <= _touched(slurm)
     slurm.edits[1] = {"job_state": "COMPLETING", "state_reason": "None", "priority": 0}  # requeuehold under way
@@ -286,7 +226,7 @@ def test_an_update_refused_for_now_holds_up_neither_the_other_calls_nor_its_own_
     emulated seconds of an idle cluster at a time scale of 30.
     """
     slurm = SlowIndexSlurm(times=2)
-    agent, _ = _agent(tmp_path, slurm)
+    agent, _ = fake_agent(tmp_path, slurm)
     sleeps: list[float] = []
     agent.timer.sleep = sleeps.append  # type: ignore[method-assign]  # no real waiting
     report = agent.round()
@@ -302,7 +242,7 @@ def test_an_update_refused_for_now_holds_up_neither_the_other_calls_nor_its_own_
 
 def test_an_update_that_stays_refused_is_recorded_and_its_job_not_released(tmp_path: Path) -> None:
     slurm = SlowIndexSlurm(times=10**6)
-    agent, _ = _agent(tmp_path, slurm)
+    agent, _ = fake_agent(tmp_path, slurm)
     clock = [0.0]
     agent.timer.monotonic = lambda: clock[0]  # type: ignore[method-assign]
     agent.timer.sleep = lambda s: clock.__setitem__(0, clock[0] + s)  # type: ignore[method-assign]
@@ -316,7 +256,7 @@ def test_a_setting_file_is_written_when_its_setting_changes_not_when_only_the_ro
     """Node scripts and the simulated Slurm read a changed file again: the round alone is no change."""
     from wattplan.planner.agent.node_settings import JobSetting
 
-    agent, _ = _agent(tmp_path, FakeSlurm())
+    agent, _ = fake_agent(tmp_path, FakeSlurm())
     (tmp_path / "settings").mkdir()
     path = tmp_path / "settings" / "5.conf"
     first = JobSetting("5", 1, "v100", 1, 250, "power_limit_w")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_agent_loop import FakeSlurm, _agent
+from tests.helpers.agent_fakes import FakeSlurm, fake_agent
 from wattplan.planner.agent.power_cap import CapFile, parse_cap
 from wattplan.planner.contracts.problems import InputError
 from wattplan.planner.control.cap_schedule import CapStep, ScheduledCap, cap_followed, read_cap_schedule
@@ -108,7 +108,7 @@ def test_how_soon_and_how_well_a_cap_was_followed_by_hand() -> None:
 
 def test_the_agent_reads_the_cap_each_round_and_a_change_starts_one(tmp_path: Path) -> None:
     path = tmp_path / "cap"
-    agent, _ = _agent(tmp_path, FakeSlurm(), power_cap_file=path, power_cap_w=50_000.0)
+    agent, _ = fake_agent(tmp_path, FakeSlurm(), power_cap_file=path, power_cap_w=50_000.0)
     assert agent.cap_w() == 50_000.0
     path.write_text("20000\n")
     assert agent._queue_changed()  # polled between rounds: the new cap starts a round at once

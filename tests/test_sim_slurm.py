@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from wattplan.planner.agent.node_settings import Clock, JobSetting
+from tests.helpers.sim_slurm import CLOCK, DELAY, IDLE, LOAD, NODE_W, R18, TRUTH, p, x
+from wattplan.planner.agent.node_settings import JobSetting
 from wattplan.planner.agent.reference import slurm_reference
 from wattplan.planner.agent.slurm_actions import ActionOutcome, SlurmCall
 from wattplan.planner.agent.slurm_detail import expand_hostlist, query_job_gpus
@@ -23,28 +24,12 @@ from wattplan.planner.agent.slurm_version import require_supported
 from wattplan.planner.contracts.rules import RoundRules
 from wattplan.planner.control.sim_slurm import JobRecord, SimJob, SimNode, SimulatedSlurm
 from wattplan.planner.control.sim_slurm_text import compress_hostlist, natural_key
-from wattplan.planner.control.truth_model import index_library
 from wattplan.planner.files.resources import shipped
 from wattplan.planner.profile_library.library import load_profile_library
 from wattplan.planner.sim.replay import ReplaySpec, prepare
 
 LIB = load_profile_library(None)
-TRUTH = index_library(LIB)
-R18 = "ResNet-18 (batch size 64)"
 R50 = "ResNet-50 (batch size 64)"
-IDLE = 34.0  # the shipped V100's idle power (W)
-NODE_W = 100.0
-LOAD = 30.0
-DELAY = 7.0
-CLOCK = Clock(t0_unix=1_800_000_000.0)
-
-
-def x(job_type: str, gpus: int = 1, setting: int = 250) -> float:
-    return TRUTH.profiles[(job_type, "v100", gpus, setting)].steps_per_s
-
-
-def p(job_type: str, gpus: int = 1, setting: int = 250) -> float:
-    return TRUTH.profiles[(job_type, "v100", gpus, setting)].power_w
 
 
 def cluster(

@@ -13,7 +13,7 @@ import math
 
 import pytest
 
-from tests.test_sim_slurm import CLOCK, DELAY, IDLE, LOAD, NODE_W, R18, TRUTH, p, x
+from tests.helpers.sim_slurm import CLOCK, DELAY, IDLE, LOAD, NODE_W, R18, TRUTH, p, x
 from wattplan.planner.agent.slurm_queue import QUEUE_COMMAND, query_nodes
 from wattplan.planner.control.sim_slurm import PowerSaving, SimJob, SimNode, SimulatedSlurm
 

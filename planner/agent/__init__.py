@@ -21,6 +21,8 @@ Modules:
 - :mod:`planner.agent.trust`: whose jobs the agent acts on (opted in *and* an allowed user or account) and which
   holds it may release (its own; never an administrator's)
 - :mod:`planner.agent.node_settings`: the setting file the node scripts read, the clock
+- :mod:`planner.agent.power_cap`: a power cap that moves: the cap file an operator or a grid program writes,
+  read every round (``--power-cap-file``)
 - :mod:`planner.agent.prometheus`: a strict client of Prometheus' query API, with bounded retries
 - :mod:`planner.agent.observations`: one window's energy per GPU, node and job (a shared GPU's energy
   apportioned), steps and scrape freshness, from Prometheus

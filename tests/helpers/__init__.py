@@ -2,6 +2,8 @@
 
 A test module imports them from here, never from another test module (``tests/test_layering.py`` checks it).
 
+- ``agent_fakes``: a recorded Slurm the agent's loop runs against (``FakeSlurm``, ``recorded_queue``) and an
+  agent built on it (``fake_agent``).
 - ``bench``: a benchmark instance set on disk (``write_set``) and run rows of the summary (``run_row``).
 - ``commands``: the command line run in-process (``run``).
 - ``instances``: instance documents built by hand (``gpu_type``, ``job``, ``profile``, ``instance_doc``), the
@@ -10,6 +12,8 @@ A test module imports them from here, never from another test module (``tests/te
 - ``processes``: stand-in solvers (``spawn_and_hang``, ``QuickBackend``) and what is alive (``pid_alive``,
   ``live_in_session``, ``pool_workers``).
 - ``profiles``: tiny profile libraries and measured points of the fit and of the fidelity check.
+- ``sim_slurm``: the simulated Slurm's constants (the shipped library as truth, node power, load, delay, clock)
+  and a V100 profile's speed and power (``x``, ``p``).
 
 Older homes stay where they are: ``tests/sim_helpers.py`` (the hand cluster of the replays, its Hypothesis job rows,
 Gavel traces), ``tests/launch_helpers.py``, ``tests/followon_rounds.py``, ``tests/random_instances.py``,
