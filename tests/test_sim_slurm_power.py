@@ -57,7 +57,7 @@ def test_an_idle_node_powers_down_and_a_job_resumes_it() -> None:
     assert sim.node_power()["v100-1"] == "off"
     sim.advance_to(1100.0)  # b got v100-1 at 1000: it boots until 1300
     assert job_states(sim)[2] == ("CONFIGURING", "v100-1")
-    assert node_states(sim)["v100-1"] == "allocated+POWERING_UP"
+    assert node_states(sim)["v100-1"] == "allocated+NOT_RESPONDING+POWERING_UP"
     sim.advance_to(1300.0)
     assert job_states(sim)[2] == ("RUNNING", "v100-1")
     finish_a = LOAD + steps_a / x(R18)

@@ -371,8 +371,8 @@ def _node(raw: dict[str, Any], index: int, problems: list[Problem]) -> NodeState
     state: NodeStateName
     if "DRAIN" in flags:
         state = "drained"
-    elif slurm_state in _DOWN or _DOWN_FLAGS.intersection(flags):
-        state = "down"
+    elif slurm_state in _DOWN or (_DOWN_FLAGS.intersection(flags) and "POWERING_UP" not in flags):
+        state = "down"  # a node booting for a job does not respond until its slurmd starts: not down
     elif _OFF_FLAGS.intersection(flags):
         state = "off"
     elif slurm_state in _UP:

@@ -237,7 +237,7 @@ def _node_json(n: NodeView) -> dict[str, object]:
 POWER_FLAGS: dict[str, tuple[str, ...]] = {
     "powering_down": ("POWERING_DOWN",),
     "off": ("POWERED_DOWN",),
-    "powering_up": ("POWERING_UP",),
+    "powering_up": ("NOT_RESPONDING", "POWERING_UP"),
 }
 """``state_flags`` of a node by its power state (none when on)."""
 
