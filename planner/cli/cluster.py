@@ -45,10 +45,18 @@ def cluster_up(cluster_dir: ClusterDirOpt, **given: Any) -> None:
         opts.time_scale,
         opts.restart_s,
         log=lambda m: err.print(shown(m)),
+        power_save=opts.power_save,
+        suspend_s=opts.suspend_s,
+        resume_s=opts.resume_s,
+    )
+    saving = (
+        f"; idle nodes power down after {opts.suspend_s:g} emulated s and boot in {opts.resume_s:g}"
+        if opts.power_save
+        else ""
     )
     out.print(
         f"cluster up in [bold]{shown(cluster_dir)}[/]: {len(manifest['nodes'])} nodes, Prometheus "
-        f"{shown(manifest['prometheus_url'])}, {opts.time_scale:g} emulated s per real s"
+        f"{shown(manifest['prometheus_url'])}, {opts.time_scale:g} emulated s per real s{saving}"
     )
 
 

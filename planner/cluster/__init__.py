@@ -17,6 +17,8 @@ Everything a test, a benchmark or a demo needs to run ``wattplan agent`` for rea
 - :mod:`planner.cluster.report`: ``wattplan cluster report``: energy from Prometheus, JCTs, per-job times and
   energy
 - :mod:`planner.cluster.processes`: what a PID runs, whether it runs, stopping it only if it runs what was started
+- :mod:`planner.cluster.power`: Slurm's power saving (``cluster up --power-save``): the suspend, resume and
+  ``PrologSlurmctld`` programs, the nodes' power states the emulator reads, the slurmds a boot starts
 - :mod:`planner.cluster.up`: ``wattplan cluster up`` and ``down``
 - :mod:`planner.cluster.options`: the options of ``cluster up``, ``submit`` and ``report``, declared once (one
   record each; the command line is generated from them)

@@ -25,9 +25,12 @@ emulated seconds (the emulated clock's advance; a new ``t0_unix`` does not make 
 gains ``P * dt * 1000`` mJ at the power ``P`` (W) of the earlier tick, each node's ``Pnode * dt`` J. ``Pnode`` is the
 node's draw besides its GPUs (the replay's ``node_power_w``): the truth library's ``gpu_types[].node_power_w`` when
 present, else the manifest's ``node_power_w``, else :data:`planner.contracts.defaults.NODE_POWER_W`, as
-:func:`planner.sim.round_instance.cluster_context` chooses; every node of the manifest counts as powered. Counters go to
-``emu/counters.json`` every :data:`PERSIST_S` real seconds and on SIGTERM; a restarted emulator continues them (the time
-it was down is not counted), so they never go down.
+:func:`planner.sim.round_instance.cluster_context` chooses. A node is powered unless Slurm's power saving (``cluster up
+--power-save``, :mod:`planner.cluster.power`) says otherwise in ``emu/power/NODE``, read every tick: ``off``, the node
+and its GPUs draw 0 W (their counters stand still, a job mapped there runs at speed 0); ``resuming``, a booting
+server, they draw ``Pnode`` and the GPUs' idle power and no job computes. Counters go to ``emu/counters.json`` every
+:data:`PERSIST_S` real seconds and on SIGTERM; a restarted emulator continues them (the time it was down is not
+counted), so they never go down.
 
 ``GET /metrics`` on 127.0.0.1:P is Prometheus text in dcgm-exporter's names, per GPU with labels ``gpu="IDX"``,
 ``UUID="GPU-<uuid5 of node and index>"``, ``device="nvidiaIDX"``, ``modelName`` (the GPU type's name),
@@ -41,7 +44,8 @@ numeric order):
   library's ``top_limit_w``; absent when none is known);
 * ``wattplan_job_steps_done`` and ``wattplan_job_steps_total`` (gauges, labels ``hpc_job``, ``job_type``) of
   the registered jobs; ``wattplan_node_power_watts`` and ``wattplan_node_energy_joules_total`` (emulated J,
-  label ``Hostname``) of the node besides its GPUs; ``wattplan_emulated_time_seconds``.
+  label ``Hostname``) of the node besides its GPUs (0 W while it is off); ``wattplan_node_powered`` (gauge,
+  label ``Hostname``: 1 while the node is on or booting, 0 while it is off); ``wattplan_emulated_time_seconds``.
 
 ``GET /healthz`` answers ``ok``. SIGTERM or SIGINT: persist the counters, exit 0. The log (stderr) has one line
 per job start, stop, change of configuration and fault. Unchanged files are not reread (their inode, size and
@@ -60,17 +64,25 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import FrameType
 from typing import Any, TypeGuard
 
-from wattplan.planner.cluster.layout import Clock, ClusterLayout, write_json_atomic
+from wattplan.planner.cluster.layout import (
+    POWER_OFF,
+    POWER_ON,
+    Clock,
+    ClusterLayout,
+    parse_power_state,
+    write_json_atomic,
+)
 from wattplan.planner.cluster.trainer import progress_path
 from wattplan.planner.contracts.defaults import NODE_POWER_W
 from wattplan.planner.control.truth_model import (
     GpuId,
+    GpuPower,
     GpuState,
     JobRate,
     Phase,
@@ -178,6 +190,10 @@ class View:
     energy_mj: dict[GpuId, float] = field(default_factory=dict)
     node_j: dict[str, float] = field(default_factory=dict)
     jobs: dict[str, Registration] = field(default_factory=dict)
+    node_power_w: dict[str, float] = field(default_factory=dict)
+    """Each node's draw besides its GPUs (W): its ``Pnode``, 0 while it is off."""
+    power_states: dict[str, str] = field(default_factory=dict)
+    """Each node's power state (``on``, ``off``, ``resuming``)."""
 
 
 class Emulator:
@@ -202,9 +218,13 @@ class Emulator:
             self.node_power_w[node.name] = cluster_node_w if own is None else own
         self.gpu_ids: tuple[GpuId, ...] = tuple((n.name, i) for n in self.nodes for i in range(n.gpus))
         self.gpu_type: dict[GpuId, str] = {(n.name, i): n.gpu_type for n in self.nodes for i in range(n.gpus)}
+        self.idle_w: dict[GpuId, float] = {
+            g: info.idle_power_w if (info := self.index.gpu_types.get(t)) else 0.0 for g, t in self.gpu_type.items()
+        }
         self.cache = FileCache()
         self.jobmap_paths = {g: str(layout.jobmap_file(*g)) for g in self.gpu_ids}
         self.state_paths = {g: str(layout.gpu_state_file(*g)) for g in self.gpu_ids}
+        self.power_paths = {n.name: str(layout.power_file(n.name)) for n in self.nodes}
         self.jobs_dir = str(layout.emu_dir / "jobs")
         self.manifest_path = str(layout.manifest)
         self.progress_dir = str(progress_path(layout, "x").parent)
@@ -213,11 +233,13 @@ class Emulator:
         self.node_j: dict[str, float] = {n.name: 0.0 for n in self.nodes}
         self._load_counters()
         self.power_w: dict[GpuId, float] = {}
+        self.node_draw_w: dict[str, float] = {}
         self.last_unix: float | None = None
         self.last_emulated_s: float | None = None
         self.last_persist_unix = 0.0
         self.view = View()
         self._logged: dict[str, tuple[Any, ...]] = {}
+        self._power_logged: dict[str, str] = {}
 
     # -- counters ---------------------------------------------------------------------------------------------
     def _load_counters(self) -> None:
@@ -311,17 +333,19 @@ class Emulator:
             dt = max(0.0, now_unix - self.last_unix) * self.clock.time_scale
             for gpu, p in self.power_w.items():
                 self.energy_mj[gpu] += p * dt * 1000.0
-            for node, p in self.node_power_w.items():
+            for node, p in self.node_draw_w.items():
                 self.node_j[node] += p * dt
         self.last_unix, self.last_emulated_s = now_unix, emulated_s
 
         states = {gpu: self._gpu_state(gpu, now_unix) for gpu in self.gpu_ids}
         regs = self._registrations(now_unix)
         held = self._mapping(now_unix)
+        powered = {n.name: parse_power_state(self.cache.read(self.power_paths[n.name], now_unix)) for n in self.nodes}
         jobs = [RunningJob(r.job_id, r.job_type, r.phase, tuple(held.get(r.job_id, ()))) for r in regs.values()]
         self.cache.sweep()
-        snap = evaluate(self.index, jobs, states)
+        snap = self._powered(evaluate(self.index, jobs, states), powered)
         self.power_w = {gpu: gp.power_w for gpu, gp in snap.gpus.items()}
+        self.node_draw_w = {n: 0.0 if powered[n] == POWER_OFF else p for n, p in self.node_power_w.items()}
         rates = {
             "emulated_s": emulated_s,
             "jobs": {j: r.steps_per_s for j, r in snap.jobs.items()},
@@ -334,11 +358,37 @@ class Emulator:
             default = self.default_limit_w.get(gpu[0]) or (default_power_limit_w(info) if info else None)
             limits[gpu] = st.power_limit_w if st.power_limit_w is not None else default
         self._log_changes(snap.jobs, regs)
-        self.view = View(emulated_s, snap, limits, dict(self.energy_mj), dict(self.node_j), regs)
+        self._log_power(powered)
+        self.view = View(
+            emulated_s, snap, limits, dict(self.energy_mj), dict(self.node_j), regs, dict(self.node_draw_w), powered
+        )
         if now_unix - self.last_persist_unix >= PERSIST_S:
             self.persist()
             self.last_persist_unix = now_unix
         return self.view
+
+    def _powered(self, snap: Snapshot, powered: Mapping[str, str]) -> Snapshot:
+        """``snap`` with the GPUs of nodes that are off (0 W) or booting (idle power) and their jobs stopped."""
+        if all(state == POWER_ON for state in powered.values()):
+            return snap
+        gpus, jobs = dict(snap.gpus), dict(snap.jobs)
+        for gpu, gp in snap.gpus.items():
+            state = powered.get(gpu[0], POWER_ON)
+            if state == POWER_ON:
+                continue
+            gpus[gpu] = GpuPower(0.0 if state == POWER_OFF else self.idle_w[gpu], gp.jobs, False, 0.0)
+            why = f"node {gpu[0]} is {'powered off' if state == POWER_OFF else 'booting'}"
+            for job_id in gp.jobs:
+                if job_id in jobs and jobs[job_id].reason is None:
+                    jobs[job_id] = replace(jobs[job_id], steps_per_s=0.0, reason=why, computing=False)
+        return Snapshot(jobs, gpus)
+
+    def _log_power(self, powered: Mapping[str, str]) -> None:
+        """One log line per change of a node's power state (the first tick logs the nodes that are not on)."""
+        for node, state in powered.items():
+            if self._power_logged.get(node, POWER_ON) != state:
+                self._power_logged[node] = state
+                self._log(f"node {node} now {state}")
 
     def _reread_clock(self, now_unix: float) -> None:
         """Follow the manifest's clock: ``cluster up`` sets ``t0_unix`` again once everything runs."""
@@ -400,15 +450,11 @@ class Emulator:
                 yield f"{name}{_labels(labels)} {_num(value)}\n"
 
         gpus = v.snapshot.gpus
-        idle = {
-            g: self.index.gpu_types[t].idle_power_w if t in self.index.gpu_types else 0.0
-            for g, t in self.gpu_type.items()
-        }
         yield from family(
             "DCGM_FI_DEV_POWER_USAGE",
             "gauge",
             "Power draw (in W).",
-            [(base[g], gpus[g].power_w if g in gpus else idle[g]) for g in self.gpu_ids],
+            [(base[g], gpus[g].power_w if g in gpus else self.idle_w[g]) for g in self.gpu_ids],
         )
         yield from family(
             "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
@@ -447,13 +493,19 @@ class Emulator:
             "wattplan_node_power_watts",
             "gauge",
             "A node's power besides its GPUs (W).",
-            [({"Hostname": n.name}, self.node_power_w[n.name]) for n in self.nodes],
+            [({"Hostname": n.name}, v.node_power_w.get(n.name, self.node_power_w[n.name])) for n in self.nodes],
         )
         yield from family(
             "wattplan_node_energy_joules_total",
             "counter",
             "A node's energy besides its GPUs (J, emulated time).",
             [({"Hostname": n.name}, v.node_j.get(n.name, 0.0)) for n in self.nodes],
+        )
+        yield from family(
+            "wattplan_node_powered",
+            "gauge",
+            "1 while a node is on or booting, 0 while Slurm's power saving has it off.",
+            [({"Hostname": n.name}, 0.0 if v.power_states.get(n.name) == POWER_OFF else 1.0) for n in self.nodes],
         )
         yield from family("wattplan_emulated_time_seconds", "gauge", "The emulated clock (s).", [({}, v.emulated_s)])
 

@@ -2,7 +2,7 @@
 
 One folder holds everything ``wattplan cluster up`` starts and everything the parts tell each other::
 
-    cluster.json              the manifest: time scale, clock origin, nodes, ports, the processes started
+    cluster.json              the manifest: time scale, clock origin, nodes, power saving, ports, processes started
     slurm/                    Slurm's and munge's files (etc/slurm.conf, state, spool, logs, fake devices)
     bin/                      nvidia-smi (the stand-in) and the node scripts' wrappers Slurm runs
     settings/JOBID.conf       agent -> nodes: the setting a managed job runs at (:class:`JobSetting`)
@@ -11,10 +11,17 @@ One folder holds everything ``wattplan cluster up`` starts and everything the pa
     emu/gpus/NODE/INDEX.json  one emulated GPU's power limit and clock lock, written by the nvidia-smi stand-in
     emu/jobs/JOBID.json       a running stand-in trainer: its job type, total steps, phase
     emu/rates.json            the emulator's current speed of every running job (steps per emulated second)
+    emu/power/NODE            power saving -> emulator: ``off`` (suspended) or ``resuming`` (booting); absent: on
+    emu/power/NODE.boot.json  the boot helper of a resuming node and NODE.slurmd.json the slurmd it started: PIDs
+                              ``cluster down`` stops (:mod:`planner.cluster.power`); NODE.lock serialises their work
     work/JOBID/               a job's checkpoint and Slurm output
     prometheus/               prometheus.yml and its database
     submit/                   what ``cluster submit`` sent (submitted.csv) and ``done`` once all is sent
     log/                      the emulator's, Prometheus' and the submitter's logs
+
+``emu/power/NODE`` holds one word and a newline, written atomically by the suspend and resume programs Slurm runs
+(``cluster up --power-save``, :mod:`planner.cluster.power`); any other content reads as on. A node that is off has no
+slurmd and draws nothing; a resuming one draws its idle power while it boots (:mod:`planner.cluster.emulator`).
 
 Time: the emulated clock reads ``(unix_now - t0_unix) * time_scale`` seconds. Energy counters, job times and
 round lengths are in emulated seconds; Slurm's and Prometheus' own timestamps stay real. Only the clock knows the
@@ -31,9 +38,32 @@ from typing import Any
 from wattplan.planner.agent.node_settings import Clock, JobSetting
 from wattplan.planner.contracts.jsonio import write_json_atomic, write_text_atomic
 
-__all__ = ["MANIFEST_FORMAT", "Clock", "ClusterLayout", "JobSetting", "write_json_atomic", "write_text_atomic"]
+__all__ = [
+    "MANIFEST_FORMAT",
+    "POWER_OFF",
+    "POWER_ON",
+    "POWER_RESUMING",
+    "Clock",
+    "ClusterLayout",
+    "JobSetting",
+    "parse_power_state",
+    "write_json_atomic",
+    "write_text_atomic",
+]
 
 MANIFEST_FORMAT = "wattplan-cluster/1"
+
+POWER_ON = "on"
+POWER_OFF = "off"
+POWER_RESUMING = "resuming"
+"""A node's power states under Slurm's power saving; ``emu/power/NODE`` holds ``off`` or ``resuming``, no file
+means ``on`` (module docstring)."""
+
+
+def parse_power_state(text: str | None) -> str:
+    """The power state ``emu/power/NODE``'s text says (None: no file): ``off``, ``resuming``, else ``on``."""
+    word = (text or "").strip()
+    return word if word in (POWER_OFF, POWER_RESUMING) else POWER_ON
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +151,15 @@ class ClusterLayout:
     def rates_file(self) -> Path:
         """``emu/rates.json``: ``{"jobs": {JOBID: steps per emulated second}, "emulated_s": ...}``."""
         return self.emu_dir / "rates.json"
+
+    @property
+    def power_dir(self) -> Path:
+        """``emu/power``: the nodes' power states under Slurm's power saving (module docstring)."""
+        return self.emu_dir / "power"
+
+    def power_file(self, node: str) -> Path:
+        """``emu/power/NODE``: ``off`` or ``resuming``; absent: the node is on."""
+        return self.power_dir / node
 
     def read_manifest(self) -> dict[str, Any]:
         """The manifest (``cluster.json``); FileNotFoundError when no cluster was started here."""

@@ -15,11 +15,14 @@ build ``wattplan --help``.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, ClassVar
 
+from wattplan.planner.cluster.slurm_daemons import MAX_SUSPEND_TIME_S, MAX_TIMEOUT_S, PowerSave
 from wattplan.planner.contracts import defaults
-from wattplan.planner.contracts.options import OptionRecord, option, same_as
+from wattplan.planner.contracts.options import OptionRecord, Rule, option, same_as
 from wattplan.planner.contracts.problems import InputError, Problem
 from wattplan.planner.rounds.cluster_spec import parse_cluster_spec
 from wattplan.planner.sim.options import LIBRARY_METAVAR, ReplayOptions, library_path
@@ -30,11 +33,55 @@ TIME_SCALE = 60.0
 """Emulated seconds per real second by default (``--time-scale``): an emulated hour is a real minute."""
 MAX_TIME_SCALE = 10_000.0
 """The fastest emulated clock (``--time-scale``): beyond it a real second of Slurm's own latency is hours."""
+SUSPEND_S = 600.0
+"""Emulated seconds a node stays idle before Slurm powers it down by default (``--suspend-s``, Slurm's SuspendTime)."""
+RESUME_S = 300.0
+"""Emulated seconds a powered-down server takes to boot by default (``--resume-s``)."""
+MAX_RESUME_S = 3600.0
+"""The longest boot (``--resume-s``): Slurm's ResumeTimeout, which must cover it, is a 16-bit number of seconds."""
+
+
+def _power_save_fits_slurm(values: Mapping[str, Any], label: Callable[[str], str]) -> list[Problem]:
+    """With ``power_save``, the real seconds Slurm is given fit its fields (:meth:`PowerSave.real_times`)."""
+    if not values["power_save"]:
+        return []
+    scale = values["time_scale"]
+    suspend_time, suspend_timeout, resume_timeout = PowerSave.real_times(scale, values["suspend_s"], values["resume_s"])
+    at = f"at time scale {scale:g},"
+    problems = []
+    if suspend_time > MAX_SUSPEND_TIME_S:
+        problems.append(
+            Problem(
+                "bad-option",
+                label("suspend_s"),
+                f"{at} {values['suspend_s']:g} emulated s are {suspend_time} real s, more than the "
+                f"{MAX_SUSPEND_TIME_S} Slurm's SuspendTime holds: give less or a larger {label('time_scale')}",
+            )
+        )
+    for name, real, what in (
+        ("resume_s", resume_timeout, "ResumeTimeout"),
+        ("time_scale", suspend_timeout, "SuspendTimeout"),
+    ):
+        if real > MAX_TIMEOUT_S:
+            problems.append(
+                Problem(
+                    "bad-option",
+                    label(name),
+                    f"{at} Slurm's {what} would be {real} real s, more than the "
+                    f"{MAX_TIMEOUT_S} it holds: give a larger {label('time_scale')}",
+                )
+            )
+    return problems
+
+
+POWER_SAVE_RULE = Rule(_power_save_fits_slurm, "power_save: suspend_s and resume_s at time_scale fit Slurm's times")
 
 
 @dataclass(frozen=True, kw_only=True)
 class UpOptions(OptionRecord):
-    """``wattplan cluster up``: the emulated GPUs, their truth library and the clock."""
+    """``wattplan cluster up``: the emulated GPUs, their truth library, the clock and Slurm's power saving."""
+
+    RULES: ClassVar[tuple[Rule, ...]] = (POWER_SAVE_RULE,)
 
     gpus: str = option(GPUS, "GPUs of each type, e.g. v100:32,p100:16 (whole nodes).")
     gpus_per_node: int = same_as(ReplayOptions, "gpus_per_node")
@@ -50,6 +97,13 @@ class UpOptions(OptionRecord):
     restart_s: float = option(
         defaults.RESTART_S, "Emulated seconds a (re)started job spends loading its checkpoint.", unit="s", low=0.0
     )
+    power_save: bool = option(False, "Let Slurm power idle nodes down and boot them for work.")
+    suspend_s: float = option(
+        SUSPEND_S, "Emulated seconds a node is idle before it powers down.", unit="s", low=0.0, low_open=True
+    )
+    resume_s: float = option(
+        RESUME_S, "Emulated seconds a powered-down node takes to boot.", unit="s", low=0.0, high=MAX_RESUME_S
+    )
 
     def gpu_counts(self) -> tuple[tuple[str, int], ...]:
         """``--gpus`` as ``(type, count)`` pairs; InputError naming ``gpus (--gpus)``.
@@ -63,9 +117,29 @@ class UpOptions(OptionRecord):
             raise InputError(label, [Problem(p.code, label, p.message) for p in e.problems]) from None
 
     @classmethod
-    def value_problems(cls, gpus_per_node: int, time_scale: float, restart_s: float) -> list[Problem]:
-        """The problems of ``cluster_up``'s number values (from Python, not through :meth:`checked`)."""
-        return cls.problems({"gpus_per_node": gpus_per_node, "time_scale": time_scale, "restart_s": restart_s})
+    def value_problems(
+        cls,
+        gpus_per_node: int,
+        time_scale: float,
+        restart_s: float,
+        power_save: bool = False,
+        suspend_s: float = SUSPEND_S,
+        resume_s: float = RESUME_S,
+    ) -> list[Problem]:
+        """The problems of ``cluster_up``'s values but ``gpus`` and ``truth``, rules included (from Python).
+
+        The command line checks them through :meth:`checked`.
+        """
+        return cls.problems(
+            {
+                "gpus_per_node": gpus_per_node,
+                "time_scale": time_scale,
+                "restart_s": restart_s,
+                "power_save": power_save,
+                "suspend_s": suspend_s,
+                "resume_s": resume_s,
+            }
+        )
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,10 +13,32 @@ Scheduling latency is kept short, because emulated time runs faster than real ti
 requeued job becomes eligible 6 s after its requeue instead of 121 s, measured on 22.05.8; 5 is the least
 value Slurm accepts, smaller ones fall back to 120) and ``sched_interval=1,bf_interval=1`` (the periodic passes
 that start a job whose begin time has passed).
+
+Power saving (:class:`PowerSave`, ``cluster up --power-save``): Slurm's own ``SuspendProgram``/``ResumeProgram``
+with ``SuspendTime``, ``SuspendTimeout`` and ``ResumeTimeout`` in real seconds, no rate limits, the power-save
+thread every second (``SlurmctldParameters=power_save_interval=1,power_save_min_interval=0``, accepted by
+22.05.8 without a complaint in ``slurmctld.log``) and ``DebugFlags=Power``. Measured on 22.05.8 (the programs
+themselves are :mod:`planner.cluster.power`'s):
+
+- slurmctld forks each program directly, with only ``SLURM_CONF`` (and ``SLURM_RESUME_FILE``) in its
+  environment, stdin/stdout/stderr closed, and the signal mask of its power-save thread: SIGTERM, SIGINT, SIGHUP
+  and others blocked, SIGQUIT and SIGPIPE ignored. A slurmd started from there without clearing the mask ignores
+  SIGTERM (the next suspend did not stop it, and its node never resumed again). It does not wait for a program,
+  does not kill one that runs long, but waits for them at its own shutdown: a program returns at once;
+- a resumed node counts as booted only if its slurmd reports a boot time later than the resume request: a slurmd
+  restarted on a host that did not reboot needs ``-b`` ("report node rebooted"), else the node is marked DOWN at
+  ``ResumeTimeout`` and its job requeued;
+- a batch job allocated a powered-down node stays CONFIGURING until slurmctld's periodic job pass
+  (``PERIODIC_TIMEOUT``, 30 s, compiled in) sees the node up: 0 to 30 s real after the boot, i.e. up to 30
+  emulated minutes at the default time scale. A ``PrologSlurmctld`` that returns once the job's nodes are up
+  ends that wait at once (22.05 documents it: the job starts when the program exits 0), so the emulated cluster
+  installs one (:data:`PowerSave.prolog_slurmctld`); the job's start time is then its node's boot plus a
+  fraction of a second, as on a real cluster, where 30 s are small against a boot.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import secrets
 import shutil
@@ -28,6 +50,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 DAEMONS = ("munged", "slurmctld", "slurmd")
+SLURMD_ARGV = ("slurmd", "-D")
+"""How every slurmd starts (then ``-f CONF -N NODE``); a resumed one adds ``-b`` (module docstring)."""
+MAX_TIMEOUT_S = 65_000
+"""The longest ``SuspendTimeout``/``ResumeTimeout`` (real s): Slurm keeps them in 16 bits."""
+MAX_SUSPEND_TIME_S = 2**31 - 1
+"""The longest ``SuspendTime`` (real s): Slurm keeps it in 32 bits."""
+RESUME_MARGIN_S = 60
+"""Real seconds ``ResumeTimeout`` allows beyond the emulated boot: the boot helper's and slurmd's start on a busy
+host, and the registration; past it Slurm marks the node DOWN and requeues its jobs."""
+SHUTDOWN_S = 60.0
+"""Emulated seconds a server takes to shut down (``SuspendTimeout``; at least :data:`MIN_SUSPEND_TIMEOUT_S`)."""
+MIN_SUSPEND_TIMEOUT_S = 2
+"""The shortest ``SuspendTimeout`` (real s): the suspend program's slurmd stops in well under a second."""
 CLIENTS = ("sbatch", "scontrol", "sinfo", "squeue", "scancel")
 
 
@@ -76,6 +111,67 @@ def nodes_of(counts: Sequence[tuple[str, int]], gpus_per_node: int) -> tuple[Slu
     return tuple(nodes)
 
 
+@dataclass(frozen=True, slots=True)
+class PowerSave:
+    """Slurm's power saving on this cluster: the times in real seconds and the programs (module docstring)."""
+
+    suspend_time_s: int
+    """``SuspendTime``: idle seconds before a node is powered down (at least 1)."""
+    suspend_timeout_s: int
+    """``SuspendTimeout``: seconds a node powers down, unavailable, before it may be resumed."""
+    resume_timeout_s: int
+    """``ResumeTimeout``: seconds a resumed node has to register before Slurm marks it DOWN."""
+    suspend_program: Path
+    resume_program: Path
+    prolog_slurmctld: Path | None = None
+    """A program that returns once a job's nodes are up (module docstring); None: none."""
+
+    @staticmethod
+    def real_times(time_scale: float, suspend_s: float, resume_s: float) -> tuple[int, int, int]:
+        """``(SuspendTime, SuspendTimeout, ResumeTimeout)``, real s, for emulated ``suspend_s`` and ``resume_s``.
+
+        ``time_scale`` is emulated seconds per real second. SuspendTime is rounded to the nearest second, at
+        least 1; SuspendTimeout is :data:`SHUTDOWN_S` emulated seconds, at least :data:`MIN_SUSPEND_TIMEOUT_S`;
+        ResumeTimeout is the boot rounded up plus :data:`RESUME_MARGIN_S`.
+        """
+        suspend_time = max(1, round(suspend_s / time_scale))
+        suspend_timeout = max(MIN_SUSPEND_TIMEOUT_S, math.ceil(SHUTDOWN_S / time_scale))
+        resume_timeout = math.ceil(resume_s / time_scale) + RESUME_MARGIN_S
+        return suspend_time, suspend_timeout, resume_timeout
+
+    def conf_lines(self) -> tuple[str, ...]:
+        """The ``slurm.conf`` lines."""
+        lines: tuple[str, ...] = (
+            f"SuspendProgram={self.suspend_program}",
+            f"ResumeProgram={self.resume_program}",
+            f"SuspendTime={self.suspend_time_s}",
+            f"SuspendTimeout={self.suspend_timeout_s}",
+            f"ResumeTimeout={self.resume_timeout_s}",
+            "SuspendRate=0",
+            "ResumeRate=0",
+            "SlurmctldParameters=power_save_interval=1,power_save_min_interval=0",
+            "DebugFlags=Power",
+        )
+        if self.prolog_slurmctld is not None:
+            lines += (f"PrologSlurmctld={self.prolog_slurmctld}",)
+        return lines
+
+
+def slurmctld_argv(conf: Path) -> list[str]:
+    """The command line slurmctld runs with (in the foreground, ignoring saved state)."""
+    return ["slurmctld", "-D", "-i", "-f", str(conf)]
+
+
+def slurmd_argv(conf: Path, node: str, rebooted: bool = False) -> list[str]:
+    """The command line of ``node``'s slurmd (``rebooted``: a resumed node's, with ``-b``)."""
+    return [SLURMD_ARGV[0], *(["-b"] if rebooted else []), *SLURMD_ARGV[1:], "-f", str(conf), "-N", node]
+
+
+IDLE_STATES = frozenset({"idle", "idle~", "idle%", "idle!", "idle#"})
+"""``sinfo``'s short states of a node that registered and runs nothing; the flags are power saving's:
+``~`` powered down, ``%`` powering down, ``!`` power-down pending, ``#`` powering up."""
+
+
 @dataclass
 class SlurmCluster:
     """A Slurm cluster of ``nodes`` under ``root``; ``extra_conf`` lines are appended to ``slurm.conf``."""
@@ -85,6 +181,8 @@ class SlurmCluster:
     cpus_per_node: int = 16
     extra_conf: Sequence[str] = ()
     min_job_age_s: int = 600
+    power_save: PowerSave | None = None
+    """Slurm's power saving (None: every node stays powered)."""
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     @property
@@ -160,6 +258,7 @@ class SlurmCluster:
             f"MinJobAge={self.min_job_age_s}",
             "SlurmdTimeout=60",
             "KillWait=5",
+            *(self.power_save.conf_lines() if self.power_save is not None else ()),
             *self.extra_conf,
         ]
         for node, port in zip(self.nodes, node_ports, strict=True):
@@ -183,7 +282,11 @@ class SlurmCluster:
             )
 
     def start(self, timeout_s: float = 60.0) -> None:
-        """Write the configuration, start munged, slurmctld and every slurmd, wait until all nodes are idle."""
+        """Write the configuration, start munged, slurmctld and every slurmd, wait until all nodes are idle.
+
+        With power saving a node may be powering down or powered down by then (its slurmd stopped by the suspend
+        program): it registered idle first.
+        """
         self._write_files()
         m = self.root / "munge"
         self._spawn(
@@ -200,10 +303,10 @@ class SlurmCluster:
             ],
         )
         self._wait_for(lambda: (m / "munge.socket").exists(), 10.0, "munged socket")
-        self._spawn("slurmctld", ["slurmctld", "-D", "-i", "-f", str(self.conf)])
+        self._spawn("slurmctld", slurmctld_argv(self.conf))
         self._wait_for(lambda: self._run_ok(["scontrol", "ping"]), 20.0, "slurmctld to answer")
         for node in self.nodes:
-            self._spawn(f"slurmd-{node.name}", ["slurmd", "-D", "-f", str(self.conf), "-N", node.name])
+            self._spawn(f"slurmd-{node.name}", slurmd_argv(self.conf, node.name))
         self._wait_for(self._all_idle, timeout_s, "every node idle")
 
     def _run_ok(self, argv: list[str]) -> bool:
@@ -223,14 +326,17 @@ class SlurmCluster:
         return states
 
     def _all_idle(self) -> bool:
+        """Every node registered and idle; with power saving, a node may already be powering down or down."""
         states = self.node_states()
-        return all(states.get(n) == "idle" for n in self.node_names)
+        idle = IDLE_STATES if self.power_save is not None else {"idle"}
+        return all(states.get(n) in idle for n in self.node_names)
 
     def _wait_for(self, ready: Callable[[], bool], timeout_s: float, what: str) -> None:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             for name, proc in self.processes.items():
-                if proc.poll() is not None:
+                suspended = self.power_save is not None and name.startswith("slurmd-")  # its node powered down
+                if proc.poll() is not None and not suspended:
                     raise SlurmStartError(f"{name} exited with {proc.returncode}\n{self.logs()}")
             if ready():
                 return

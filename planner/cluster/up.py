@@ -17,6 +17,12 @@ recorded in its marker.
 The node scripts find ``nvidia-smi`` (the stand-in, :mod:`planner.cluster.nvidia_smi`) and their folders
 through small wrappers in ``bin/``: the same scripts an operator installs on a real cluster run here unchanged.
 The emulated clock starts (``t0_unix``) once everything is up.
+
+With ``--power-save`` Slurm powers idle nodes down after ``--suspend-s`` emulated seconds and boots them for work
+in ``--resume-s`` (:mod:`planner.cluster.power`, whose programs are ``bin/suspend``, ``bin/resume`` and
+``bin/power_ready``); the manifest's ``power_save`` records both (null without it) and Slurm's real times. The
+slurmds and boot helpers the power programs start are recorded in ``emu/power/`` and stopped by ``down`` as the
+manifest's processes are.
 """
 
 from __future__ import annotations
@@ -34,11 +40,12 @@ from pathlib import Path
 from typing import Any
 
 import wattplan.planner.cluster.owned as owned
+import wattplan.planner.cluster.power as power
 import wattplan.planner.cluster.prometheus_server as prometheus_server
 from wattplan.planner.cluster.layout import MANIFEST_FORMAT, ClusterLayout, write_json_atomic, write_text_atomic
-from wattplan.planner.cluster.options import UpOptions
+from wattplan.planner.cluster.options import RESUME_S, SUSPEND_S, UpOptions
 from wattplan.planner.cluster.processes import alive, start_ticks, stop_pid
-from wattplan.planner.cluster.slurm_daemons import SlurmCluster, SlurmNode, free_ports, nodes_of
+from wattplan.planner.cluster.slurm_daemons import PowerSave, SlurmCluster, SlurmNode, free_ports, nodes_of
 from wattplan.planner.contracts.defaults import RESTART_S
 from wattplan.planner.contracts.problems import InputError, Problem
 from wattplan.planner.profile_library.library import ProfileLibrary
@@ -56,7 +63,7 @@ def node_files_dir() -> Path:
     return Path(str(importlib.resources.files("wattplan.planner.agent") / "node_files"))
 
 
-STOP_ORDER = ("prometheus", "node-agent", "emulator", "slurmd", "slurmctld", "munged")
+STOP_ORDER = ("prometheus", "node-agent", "emulator", "power-boot", "slurmd", "slurmctld", "munged")
 """``down`` stops the manifest's processes last started first (the manifest's JSON keys are sorted)."""
 
 
@@ -73,10 +80,16 @@ def _stop_rank(name: str) -> int:
     return 0
 
 
-def _alive(manifest: dict[str, Any]) -> list[str]:
-    """Names of the manifest's processes still running the program they were started with, in stop order."""
+def _processes(layout: ClusterLayout, manifest: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The manifest's processes and those its power programs recorded (:func:`planner.cluster.power.recorded`)."""
+    nodes = [str(n["name"]) for n in manifest.get("nodes", []) if isinstance(n, dict) and "name" in n]
+    return {**manifest.get("processes", {}), **power.recorded(layout, nodes)}
+
+
+def _alive(processes: dict[str, dict[str, Any]]) -> list[str]:
+    """Names of ``processes`` still running the program they were started with, in stop order."""
     out = []
-    for name, p in manifest.get("processes", {}).items():
+    for name, p in processes.items():
         started = p.get("started")
         if alive(int(p["pid"]), str(p["match"]), None if started is None else int(started)):
             out.append(name)
@@ -96,12 +109,16 @@ def gpu_limits(library: ProfileLibrary, gpu_type: str) -> dict[str, float]:
     return {"default_limit_w": 300.0, "min_limit_w": 100.0, "max_limit_w": 300.0}
 
 
-def _wrapper(path: Path, env: dict[str, str], argv: Sequence[str]) -> None:
+def _wrapper(path: Path, env: dict[str, str], argv: Sequence[str], log: Path | None = None) -> None:
     """A ``/bin/sh`` script that exports ``env`` and execs ``argv``; every word quoted (``shlex.quote``).
 
-    Slurm runs these as root: a path or value is always one literal word, never shell syntax.
+    Slurm runs these as root: a path or value is always one literal word, never shell syntax. ``log``: stdin
+    from ``/dev/null`` and stdout and stderr appended to ``log`` (slurmctld runs its power programs with all
+    three closed).
     """
     lines = ["#!/bin/sh", "# written by wattplan cluster up"]
+    if log is not None:
+        lines.append(f"exec </dev/null >>{shlex.quote(str(log))} 2>&1")
     lines += [f"export {k}={shlex.quote(v)}" for k, v in env.items()]
     lines.append("exec " + " ".join(shlex.quote(a) for a in argv) + ' "$@"')
     write_text_atomic(path, "\n".join(lines) + "\n")
@@ -135,18 +152,39 @@ def _write_bin(layout: ClusterLayout) -> dict[str, str]:
     return env
 
 
+def _write_power_bin(layout: ClusterLayout, env: dict[str, str], times: tuple[int, int, int]) -> PowerSave:
+    """``bin/suspend``, ``bin/resume`` and ``bin/power_ready`` (:mod:`planner.cluster.power`); Slurm's settings.
+
+    ``times``: :meth:`PowerSave.real_times`. ``power_ready`` waits for a job's nodes up to the ResumeTimeout
+    and a little more.
+    """
+    suspend_time, suspend_timeout, resume_timeout = times
+    programs = {}
+    for name in ("suspend", "resume"):
+        programs[name] = layout.bin_dir / name
+        argv = [sys.executable, "-m", "wattplan.planner.cluster.power", "--dir", str(layout.root), name]
+        _wrapper(programs[name], {**env, "SLURM_CONF": str(layout.slurm_conf)}, argv, log=layout.log_dir / "power.log")
+    ready = layout.bin_dir / "power_ready"
+    write_text_atomic(ready, power.ready_script(layout, resume_timeout + 10))
+    ready.chmod(0o755)
+    return PowerSave(suspend_time, suspend_timeout, resume_timeout, programs["suspend"], programs["resume"], ready)
+
+
 def check_options(
     gpus: Sequence[tuple[str, int]],
     gpus_per_node: int,
     library: ProfileLibrary,
     time_scale: float,
     restart_s: float,
+    power_save: bool = False,
+    suspend_s: float = SUSPEND_S,
+    resume_s: float = RESUME_S,
 ) -> tuple[SlurmNode, ...]:
     """The cluster's nodes; InputError naming every bad option (each number by :class:`UpOptions`' ranges).
 
     Reads nothing, changes nothing.
     """
-    problems = UpOptions.value_problems(gpus_per_node, time_scale, restart_s)
+    problems = UpOptions.value_problems(gpus_per_node, time_scale, restart_s, power_save, suspend_s, resume_s)
     label = UpOptions.label("gpus")
     for gpu_type, _ in gpus:
         if gpu_type not in library.gpu_types:
@@ -179,19 +217,23 @@ def cluster_up(
     time_scale: float,
     restart_s: float = RESTART_S,
     log: Callable[[str], None] = print,
+    power_save: bool = False,
+    suspend_s: float = SUSPEND_S,
+    resume_s: float = RESUME_S,
 ) -> dict[str, Any]:
     """Start the cluster under ``root`` (module docstring); its manifest.
 
     Every option and the folder are checked before anything is touched (InputError); the folder rules are
     :mod:`planner.cluster.owned`'s. ClusterError when a cluster already runs there or the cluster cannot start.
+    ``power_save``: Slurm powers idle nodes down after ``suspend_s`` and boots them in ``resume_s`` (emulated s).
     """
     root = root.absolute()
-    nodes = check_options(gpus, gpus_per_node, library, time_scale, restart_s)
+    nodes = check_options(gpus, gpus_per_node, library, time_scale, restart_s, power_save, suspend_s, resume_s)
     folder = owned.claim(root)
     layout = ClusterLayout(root)
     if not folder.create and layout.manifest.exists():
         try:
-            running = _alive(layout.read_manifest())
+            running = _alive(_processes(layout, layout.read_manifest()))
         except (OSError, ValueError, KeyError, TypeError):
             running = []
         if running:
@@ -209,6 +251,10 @@ def cluster_up(
     if note := owned.searchable_note(root):
         log(note)
     env = _write_bin(layout)
+    saving: PowerSave | None = None
+    if power_save:
+        saving = _write_power_bin(layout, env, PowerSave.real_times(time_scale, suspend_s, resume_s))
+        layout.power_dir.mkdir(parents=True, exist_ok=True)
     (exporter_port,) = free_ports(1)
     manifest: dict[str, Any] = {
         "format": MANIFEST_FORMAT,
@@ -220,6 +266,15 @@ def cluster_up(
         "nodes": [
             {"name": n.name, "gpu_type": n.gpu_type, "gpus": n.gpus, **gpu_limits(library, n.gpu_type)} for n in nodes
         ],
+        "power_save": None
+        if saving is None
+        else {
+            "suspend_s": suspend_s,
+            "resume_s": resume_s,
+            "slurm_suspend_time_s": saving.suspend_time_s,
+            "slurm_suspend_timeout_s": saving.suspend_timeout_s,
+            "slurm_resume_timeout_s": saving.resume_timeout_s,
+        },
         "exporter_port": exporter_port,
         "slurm_conf": str(layout.slurm_conf),
         "settings_dir": str(layout.settings_dir),
@@ -238,6 +293,7 @@ def cluster_up(
             "PrologFlags=Alloc",
             "JobRequeue=1",
         ),
+        power_save=saving,
     )
     try:
         log(f"starting Slurm: {len(nodes)} nodes ({', '.join(f'{t}:{c}' for t, c in gpus)})")
@@ -322,17 +378,21 @@ def cluster_down(root: Path, log: Callable[[str], None] = print) -> list[str]:
         if text.isdigit() and int(text) > 1:
             stop_pid(int(text), "wattplan.planner.cluster.submit")
     procs: dict[str, dict[str, Any]] = manifest.get("processes", {})
-    running = _alive(manifest)
+    running = _alive(procs)
     if "slurmctld" in running:
         left = SlurmCluster(
             layout.slurm_dir, [SlurmNode(n["name"], n["gpu_type"], n["gpus"]) for n in manifest["nodes"]]
         ).cancel_all(timeout_s=30.0)
         if left:
             log(f"warning: jobs {', '.join(left)} did not end within 30 s of scancel; their slurmd are stopped now")
-    stopped = []
+    # The power programs' boot helpers and slurmds are stopped under each node's lock, never half-way through a
+    # boot; once more after slurmctld stopped, for what a boot started meanwhile (planner.cluster.power).
+    nodes = [str(n["name"]) for n in manifest.get("nodes", []) if isinstance(n, dict) and "name" in n]
+    stopped = power.stop_recorded(layout, nodes)
     for name in running:
         p = procs[name]
         if stop_pid(int(p["pid"]), str(p["match"]), started=None if p.get("started") is None else int(p["started"])):
             stopped.append(name)
+    stopped += power.stop_recorded(layout, nodes)
     log(f"stopped {len(stopped)} processes" + (f": {', '.join(stopped)}" if stopped else ""))
     return stopped
