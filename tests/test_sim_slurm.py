@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.sim_slurm import CLOCK, DELAY, IDLE, LOAD, NODE_W, R18, TRUTH, p, x
+from tests.helpers.sim_slurm import CLOCK, DELAY, IDLE, LOAD, NODE_W, R18, TRUTH, p, simulated, x
 from wattplan.planner.agent.node_settings import JobSetting
 from wattplan.planner.agent.reference import slurm_reference
 from wattplan.planner.agent.slurm_actions import ActionOutcome, SlurmCall
@@ -22,7 +22,7 @@ from wattplan.planner.agent.slurm_detail import expand_hostlist, query_job_gpus
 from wattplan.planner.agent.slurm_queue import query_nodes, query_queue
 from wattplan.planner.agent.slurm_version import require_supported
 from wattplan.planner.contracts.rules import RoundRules
-from wattplan.planner.control.sim_slurm import JobRecord, SimJob, SimNode, SimulatedSlurm
+from wattplan.planner.control.sim_slurm import JobRecord, SimJob, SimulatedSlurm
 from wattplan.planner.control.sim_slurm_text import compress_hostlist, natural_key
 from wattplan.planner.files.resources import shipped
 from wattplan.planner.profile_library.library import load_profile_library
@@ -35,18 +35,7 @@ R50 = "ResNet-50 (batch size 64)"
 def cluster(
     jobs: list[SimJob], gpus: tuple[int, ...] = (8,), settings: Path | None = None, min_age: float = 300.0
 ) -> SimulatedSlurm:
-    nodes = [SimNode(f"v100-{i}", "v100", k) for i, k in enumerate(gpus)]
-    return SimulatedSlurm(
-        nodes,
-        TRUTH,
-        {"v100": NODE_W},
-        jobs,
-        clock=CLOCK,
-        load_s=LOAD,
-        requeue_delay_s=DELAY,
-        settings_dir=settings,
-        min_job_age_s=min_age,
-    )
+    return simulated(jobs, gpus, settings_dir=settings, min_job_age_s=min_age)
 
 
 def unix(t_s: float) -> float:

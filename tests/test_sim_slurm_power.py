@@ -13,7 +13,7 @@ import math
 
 import pytest
 
-from tests.helpers.sim_slurm import CLOCK, DELAY, IDLE, LOAD, NODE_W, R18, TRUTH, p, x
+from tests.helpers.sim_slurm import CLOCK, DELAY, IDLE, LOAD, NODE_W, R18, TRUTH, p, simulated, x
 from wattplan.planner.agent.slurm_queue import QUEUE_COMMAND, query_nodes
 from wattplan.planner.control.sim_slurm import PowerSaving, SimJob, SimNode, SimulatedSlurm
 
@@ -22,17 +22,7 @@ NODE_IDLE_W = NODE_W + 8 * IDLE  # one powered node with every GPU idle
 
 
 def cluster(jobs: list[SimJob], nodes: int = 2, saving: PowerSaving | None = None) -> SimulatedSlurm:
-    return SimulatedSlurm(
-        [SimNode(f"v100-{i}", "v100", 8) for i in range(nodes)],
-        TRUTH,
-        {"v100": NODE_W},
-        jobs,
-        clock=CLOCK,
-        load_s=LOAD,
-        requeue_delay_s=DELAY,
-        settings_dir=None,
-        power_saving=saving or PowerSaving(SUSPEND, RESUME, TIMEOUT),
-    )
+    return simulated(jobs, (8,) * nodes, power_saving=saving or PowerSaving(SUSPEND, RESUME, TIMEOUT))
 
 
 def job_states(sim: SimulatedSlurm) -> dict[int, tuple[str, str]]:

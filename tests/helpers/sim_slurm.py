@@ -6,7 +6,11 @@ expectations.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from wattplan.planner.agent.node_settings import Clock
+from wattplan.planner.control.sim_slurm import SimJob, SimNode, SimulatedSlurm
 from wattplan.planner.control.truth_model import index_library
 from wattplan.planner.profile_library.library import load_profile_library
 
@@ -17,6 +21,19 @@ NODE_W = 100.0
 LOAD = 30.0
 DELAY = 7.0
 CLOCK = Clock(t0_unix=1_800_000_000.0)
+
+
+def simulated(jobs: list[SimJob], gpus: Sequence[int] = (8,), **options: Any) -> SimulatedSlurm:
+    """A simulated Slurm of V100 nodes ``v100-0``, ``v100-1``... with ``gpus`` GPUs each, running ``jobs``.
+
+    ``NODE_W`` per node besides its GPUs, ``LOAD`` s per start, ``DELAY`` s per requeue, no settings folder unless
+    ``options`` (:class:`SimulatedSlurm`'s keywords) say otherwise.
+    """
+    nodes = [SimNode(f"v100-{i}", "v100", k) for i, k in enumerate(gpus)]
+    kwargs: dict[str, Any] = {"settings_dir": None, **options}
+    return SimulatedSlurm(
+        nodes, TRUTH, {"v100": NODE_W}, jobs, clock=CLOCK, load_s=LOAD, requeue_delay_s=DELAY, **kwargs
+    )
 
 
 def x(job_type: str, gpus: int = 1, setting: int = 250) -> float:
