@@ -465,3 +465,24 @@ def test_idle_nodes_power_down_a_job_boots_one_and_down_leaves_nothing(base: Pat
     while left := _ours(root):
         assert time.monotonic() < deadline, f"left running after cluster down: {left}"
         time.sleep(0.2)
+
+
+# -- what Slurm 22.05 prints (tests/data/agent/capture_power.py) ----------------------------------------------
+
+AGENT_DATA = Path(__file__).resolve().parent / "data" / "agent"
+
+
+def test_the_captured_documents_show_slurms_power_states() -> None:
+    """The fixtures the agent's readers may use: node states and flags, and a job CONFIGURING on a booting node."""
+
+    def nodes(name: str) -> dict[str, tuple[str, list[str]]]:
+        doc = json.loads((AGENT_DATA / name).read_text())
+        return {n["name"]: (n["state"], n["state_flags"]) for n in doc["nodes"]}
+
+    assert nodes("sinfo_powering_down.json")["v100-0"] == ("idle", ["POWERING_DOWN"])
+    assert list(nodes("sinfo_powered_down.json").values()) == [("idle", ["POWERED_DOWN"])] * 2
+    booting = nodes("sinfo_powering_up.json")
+    assert booting == {"v100-0": ("mixed", ["NOT_RESPONDING", "POWERING_UP"]), "v100-1": ("idle", ["POWERED_DOWN"])}
+    (job,) = json.loads((AGENT_DATA / "squeue_configuring.json").read_text())["jobs"]
+    assert (job["job_state"], job["state_reason"], job["nodes"]) == ("CONFIGURING", "None", "v100-0")
+    assert job["start_time"] >= job["submit_time"] > 0  # the allocation's time; reset when the node is up
