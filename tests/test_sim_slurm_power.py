@@ -30,6 +30,12 @@ def job_states(sim: SimulatedSlurm) -> dict[int, tuple[str, str]]:
     return {j["job_id"]: (j["job_state"], j["nodes"]) for j in json.loads(sim(QUEUE_COMMAND).stdout)["jobs"]}
 
 
+def start_time_s(sim: SimulatedSlurm, job_id: int) -> float:
+    """A job's ``start_time`` in ``squeue --json``, as emulated seconds."""
+    (job,) = (j for j in json.loads(sim(QUEUE_COMMAND).stdout)["jobs"] if j["job_id"] == job_id)
+    return CLOCK.at(job["start_time"])
+
+
 def node_states(sim: SimulatedSlurm) -> dict[str, str]:
     return {n.name: n.slurm_state for n in query_nodes(sim).nodes}
 
@@ -48,8 +54,10 @@ def test_an_idle_node_powers_down_and_a_job_resumes_it() -> None:
     sim.advance_to(1100.0)  # b got v100-1 at 1000: it boots until 1300
     assert job_states(sim)[2] == ("CONFIGURING", "v100-1")
     assert node_states(sim)["v100-1"] == "allocated+NOT_RESPONDING+POWERING_UP"
+    assert start_time_s(sim, 2) == pytest.approx(1000.0, abs=1.0)  # the allocation, while it boots
     sim.advance_to(1300.0)
     assert job_states(sim)[2] == ("RUNNING", "v100-1")
+    assert start_time_s(sim, 2) == pytest.approx(1300.0, abs=1.0)  # reset when the node is up, as Slurm does
     finish_a = LOAD + steps_a / x(R18)
     finish_b = 1000.0 + RESUME + LOAD + steps_b / x(R18, 8)
     assert finish_a > finish_b  # v100-0 stays busy the whole time

@@ -23,6 +23,7 @@ from wattplan.planner.profile_library.library import ProfileLibrary, load_profil
 from wattplan.planner.sim.replay import ReplaySpec
 
 LIB = load_profile_library(None)
+DATA = Path(__file__).resolve().parent / "data" / "agent"
 TRACE_LINE = "{kind}\tcmd\t-n\t{gpus}\t{steps}\t{arrival}\t1\n"
 RESNET = "ResNet-50 (batch size 64)"
 
@@ -114,6 +115,20 @@ def test_a_powered_down_node_reads_as_off_and_a_failed_one_as_down() -> None:
     read = read_nodes(text)
     assert not read.problems
     assert [n.state for n in read.nodes] == ["idle", "off", "off", "down", "down"]
+
+
+@pytest.mark.parametrize(
+    ("document", "states"),
+    [
+        ("sinfo_powered_down.json", ["off", "off"]),
+        ("sinfo_powering_down.json", ["off", "off"]),
+        ("sinfo_powering_up.json", ["mixed", "off"]),  # booting for a job: NOT_RESPONDING until slurmd starts
+    ],
+)
+def test_slurm_2205s_power_states_as_captured(document: str, states: list[str]) -> None:
+    """Documents captured from Slurm 22.05.8 with power saving (tests/data/agent/capture_power.py)."""
+    read = read_nodes((DATA / document).read_text())
+    assert not read.problems and [n.state for n in read.nodes] == states
 
 
 def test_the_agent_with_power_saving_finishes_above_the_floor_without_idle_nodes(tmp_path: Path) -> None:

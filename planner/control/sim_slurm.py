@@ -876,6 +876,15 @@ class SimulatedSlurm:
         """``j`` holds nodes that are still booting (Slurm's ``CONFIGURING``)."""
         return j.state == "RUNNING" and self.now_s < j.boot_end_s - _eps(j.boot_end_s)
 
+    def _shown_start(self, j: _Job) -> float | None:
+        """``start_time`` as Slurm shows it: the allocation, and once a booted node is up, that moment.
+
+        Slurm 22.05 logs ``Resetting JobId=N start time for node power up`` when the job leaves ``CONFIGURING``.
+        """
+        if j.state == "RUNNING" and j.start_s is not None and not self._configuring(j):
+            return max(j.start_s, j.boot_end_s)
+        return j.start_s
+
     def _unix(self, t_s: float | None) -> int:
         return 0 if t_s is None else math.floor(self.clock.unix_at(t_s))
 
@@ -903,7 +912,7 @@ class SimulatedSlurm:
             gpus=gpus,
             submit_unix=self._unix(s.arrival_s),
             eligible_unix=self._unix(max(s.arrival_s, j.eligible_s)) if j.hold is None or j.requeues else 0,
-            start_unix=self._unix(j.start_s) if started else 0,
+            start_unix=self._unix(self._shown_start(j)) if started else 0,
             end_unix=self._unix(j.end_s)
             if j.end_s is not None
             else (self._unix(j.start_s) + txt.YEAR_S if running else 0),
