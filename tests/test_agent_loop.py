@@ -202,6 +202,24 @@ def test_a_requeuehold_still_completing_keeps_the_agents_hold(tmp_path: Path) ->
     assert "1" in _touched(slurm), slurm.seen  # planned and called again, as its hold is still the agent's
 
 
+def test_a_job_slurm_is_settling_is_left_to_the_next_round(tmp_path: Path) -> None:
+    """``COMPLETING`` (a job that just ended, or a requeue under way): no call on it until Slurm has settled it.
+
+    Planned, a job that had just ended drew an update Slurm refused (``Job has already finished``), seen on the
+    emulated cluster three rounds in a row.
+    """
+    slurm = ShiftingSlurm()
+    agent, _ = fake_agent(tmp_path, slurm)
+    agent.round()
+    slurm.edits[2] = {"job_state": "COMPLETING", "state_reason": "None", "priority": 0}
+    slurm.seen.clear()
+    report = agent.round()
+    assert "2" not in _touched(slurm) and report.queued == 2
+    slurm.edits[2] = {"job_state": "PENDING", "state_reason": "JobHeldUser", "priority": 0}  # requeued, held
+    slurm.seen.clear()
+    assert agent.round().queued == 3 and "2" in _touched(slurm)
+
+
 class SlowIndexSlurm(FakeSlurm):
     """:class:`FakeSlurm` that refuses job 2's update (``try again in a bit``) its first ``times`` tries."""
 

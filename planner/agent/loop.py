@@ -103,6 +103,10 @@ from wattplan.planner.sim.workload import job_spec
 
 ACTIVE_STATES = frozenset({"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING"})
 """Slurm job states of a job still in the queue; any other state ends it."""
+SETTLING_STATES = frozenset({"COMPLETING"})
+"""States of a job Slurm is settling (ending, or requeued a moment ago): the round leaves it out, the next one sees
+it pending or gone. Planned, a job that had just ended drew a call Slurm refused (``Job has already finished``),
+three rounds in a row on the emulated cluster."""
 HOLD_SHOWN_STATES = frozenset({"PENDING", "RUNNING"})
 """States in which Slurm shows whether a job is held. A job completing a ``requeuehold`` shows ``COMPLETING``, not
 held, until Slurm requeues it held (15 s after the call on a loaded machine, seen live): the agent's hold record
@@ -446,7 +450,8 @@ class Agent:
         desired = self.store.desired()
         states, now_jobs, skipped = self._job_states(ctx, known, active, placements, host_of, desired)
         report.notes.extend(skipped)
-        queued = [s for s in states if not s.done and s.id in active]
+        settling = {jid for jid, j in active.items() if j.state in SETTLING_STATES}
+        queued = [s for s in states if not s.done and s.id in active and s.id not in settling]
         report.queued = len(queued)
         report.running = sum(1 for s in queued if now_jobs[s.id].running)
         if not queued:
