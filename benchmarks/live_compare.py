@@ -3,10 +3,12 @@
 For each trace given: start an emulated cluster (``wattplan cluster up``), submit the trace managed, run
 ``wattplan agent --until-idle``, report, stop; start a fresh cluster, submit the same trace ``--unmanaged``
 (Slurm's first-come-first-served with backfill at the GPUs' default power limit), wait until every job has ended,
-report, stop; then replay the same trace with ``wattplan simulate`` (policies ``wattplan`` with the same JCT bound
-and ``fifo-max``) with the same truth, round and restart cost. Writes ``OUT/FAMILY/{managed,unmanaged}.json``
-(``cluster report``), ``OUT/FAMILY/agent.log``, the agent's per-round overhead, ``OUT/FAMILY/sim/summary.json``
-and ``OUT/live_compare.json`` with one row per family.
+report, stop; then replay the same trace with ``wattplan simulate`` on the simulated Slurm (the agent's loop with
+``wattplan`` and the same JCT bound, and Slurm alone) with the same truth, time scale, round, load and restart
+cost. ``--power-save`` runs both clusters with Slurm's power saving (``cluster up --power-save``: the unmanaged run
+is then ``slurm-powersave``) and the agent and the replay with ``--power-save``. Writes
+``OUT/FAMILY/{managed,unmanaged}.json`` (``cluster report``), ``OUT/FAMILY/agent.log``, the agent's per-round
+overhead, ``OUT/FAMILY/sim/POLICY/summary.json`` and ``OUT/live_compare.json`` with one row per family.
 
 The restart cost the agent and the replay assume (``--restart-s``) is what a restart costs on the emulated
 cluster: the stand-in trainer's checkpoint load (``--trainer-restart-s``) plus Slurm's own delay before a
@@ -51,7 +53,14 @@ def _up(cluster: Path, gpus: str, scale: float, args: argparse.Namespace) -> Non
         _run("cluster", "down", "--dir", str(cluster))
     truth = ["--truth", str(args.truth)] if args.truth else []
     argv = ["cluster", "up", "--dir", str(cluster), "--gpus", gpus, "--time-scale", f"{scale:g}"]
-    _run(*argv, "--restart-s", f"{args.trainer_restart_s:g}", *truth, timeout=300)
+    _run(*argv, "--restart-s", f"{args.trainer_restart_s:g}", *truth, *_power_save(args), timeout=300)
+
+
+def _power_save(args: argparse.Namespace) -> list[str]:
+    """``--power-save --suspend-s S --resume-s R`` when the runs power idle nodes down, else nothing."""
+    if not args.power_save:
+        return []
+    return ["--power-save", "--suspend-s", f"{args.suspend_s:g}", "--resume-s", f"{args.resume_s:g}"]
 
 
 def _wait_for_agent(log: Path, agent: subprocess.Popen[bytes]) -> None:
@@ -91,6 +100,7 @@ def managed(trace: Path, cluster: Path, out: Path, gpus: str, scale: float, args
                     f"{args.time_limit:g}",
                     *(["--learn"] if args.learn else []),
                     *(["--pairs"] if args.pairs else []),
+                    *(["--power-save"] if args.power_save else []),
                     *([] if args.event_rounds else ["--no-event-rounds"]),
                     *(["--profiles", str(args.profiles)] if args.profiles else []),
                 ],
@@ -143,18 +153,23 @@ def unmanaged(
 
 
 def simulate(trace: Path, out: Path, gpus: str, args: argparse.Namespace) -> dict[str, Any]:
-    """The round-based replay of the same trace (wattplan with the same bound, fifo-max); ``summary.json`` by policy."""
+    """The replay of the same trace on the simulated Slurm: wattplan (the same bound) and Slurm alone, by policy."""
+    alone = "slurm-powersave" if args.power_save else "slurm"
     _run(
         "simulate",
         str(trace),
-        "--engine",
-        "rounds",
         "--cluster",
         gpus,
         "--policy",
         "wattplan",
         "--policy",
-        "fifo-max",
+        alone,
+        "--time-scale",
+        f"{args.time_scale:g}",
+        "--load-s",
+        f"{args.trainer_restart_s:g}",
+        *_power_save(args),
+        *([] if args.event_rounds else ["--no-event-rounds"]),
         "--max-jct-increase",
         f"{args.max_jct_increase:g}",
         *(["--governor", args.governor] if args.governor else []),
@@ -175,7 +190,7 @@ def simulate(trace: Path, out: Path, gpus: str, args: argparse.Namespace) -> dic
         *(["--truth", str(args.truth)] if args.truth else []),
         *([] if args.pairs else ["--min-pair-rate", "1"]),  # no pair has rho >= 1: the replay pairs nothing either
     )
-    return {p: json.loads((out / "sim" / p / "summary.json").read_text()) for p in ("wattplan", "fifo-max")}
+    return {p: json.loads((out / "sim" / p / "summary.json").read_text()) for p in ("wattplan", alone)}
 
 
 def main() -> None:
@@ -199,6 +214,9 @@ def main() -> None:
     p.add_argument("--profiles", type=Path, help="Library the agent and the replay plan with (default: shipped).")
     p.add_argument("--truth", type=Path, help="Library the emulated GPUs run by (default: the shipped one).")
     p.add_argument("--tag", default="", help="Suffix of each family's output folder (e.g. -learn).")
+    p.add_argument("--power-save", action="store_true", help="Slurm's power saving on both clusters and the replay.")
+    p.add_argument("--suspend-s", type=float, default=600.0, help="With --power-save: idle s before power-down.")
+    p.add_argument("--resume-s", type=float, default=300.0, help="With --power-save: a node's boot (s).")
     p.add_argument("--reuse-unmanaged", action="store_true", help="Keep an earlier unmanaged.json of a family.")
     p.add_argument("--only", choices=("managed", "unmanaged", "simulate"), action="append")
     p.add_argument(
@@ -241,7 +259,8 @@ def main() -> None:
         )
         (args.out / "live_compare.json").write_text(json.dumps(rows, indent=1) + "\n")
         if m and u:
-            rows[-1]["common_window"] = common = common_window(m, u, idle_cluster_w(args))
+            idle_for = args.suspend_s + 60.0 if args.power_save else float("inf")  # powered down after that
+            rows[-1]["common_window"] = common = common_window(m, u, idle_cluster_w(args), idle_for)
             (args.out / "live_compare.json").write_text(json.dumps(rows, indent=1) + "\n")
             de = m["energy_kwh"] / u["energy_kwh"] - 1
             dj = m["avg_jct_s"] / u["avg_jct_s"] - 1
@@ -268,14 +287,17 @@ def idle_cluster_w(args: argparse.Namespace) -> float:
     return sum(g.nodes * g.powered_node_w for g in ctx.gpu_types)
 
 
-def common_window(m: dict[str, Any], u: dict[str, Any], idle_w: float) -> dict[str, float]:
+def common_window(m: dict[str, Any], u: dict[str, Any], idle_w: float, idle_for_s: float) -> dict[str, float]:
     """Both runs' energy over the same window, from the submission of the first job to the later last end (kWh).
 
-    Nodes stay powered on the emulated cluster (and on most real ones), so the run that ends first still draws
-    the idle cluster's power until the other ends: ``E + (end_max - end) P_idle``.
+    The run that ends first still draws the idle cluster's power until the other ends, for at most ``idle_for_s``
+    (its nodes are powered down after that with power saving; ``inf`` without it):
+    ``E + min(end_max - end, idle_for_s) P_idle``.
     """
     end = max(m["window"]["end_s"], u["window"]["end_s"])
-    extra = {k: (end - r["window"]["end_s"]) * idle_w / 3.6e6 for k, r in (("managed", m), ("unmanaged", u))}
+    extra = {
+        k: min(end - r["window"]["end_s"], idle_for_s) * idle_w / 3.6e6 for k, r in (("managed", m), ("unmanaged", u))
+    }
     return {
         "end_s": end,
         "idle_cluster_w": idle_w,
