@@ -288,3 +288,21 @@ def test_a_setting_file_is_written_when_its_setting_changes_not_when_only_the_ro
     path.write_text("damaged\n")
     agent._write_settings([replace(first, round=4)])
     assert JobSetting.from_text(path.read_text()) == replace(first, round=4)
+
+
+def test_a_job_whose_nodes_boot_is_not_judged_until_it_runs(tmp_path: Path) -> None:
+    """``CONFIGURING`` (power saving boots its node): no prolog yet, so no DCGM mapping and no progress."""
+    from wattplan.planner.agent.decide import SlurmJobNow
+    from wattplan.planner.agent.loop import RoundReport
+
+    agent, _ = fake_agent(tmp_path, FakeSlurm())
+    now = {j: SlurmJobNow(j, True, False, ("v100-1",), 1) for j in ("7", "8")}
+    report = RoundReport(0, 0.0)
+    agent._observed, agent._window_start_s, agent._metered = True, 0.0, frozenset({"8"})
+    booting = frozenset({"7"})
+    agent._mark_stalled(now, 0.0, report, booting)
+    agent._window_start_s = 0.0
+    assert agent._mark_stalled(now, 360.0, report, booting)["7"].stalled is None  # booted the whole window
+    agent._mark_stalled(now, 400.0, report)  # up: its run starts here
+    agent._window_start_s = 400.0
+    assert agent._mark_stalled(now, 760.0, report)["7"].stalled is not None  # a whole window of its run, unmetered

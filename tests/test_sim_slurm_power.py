@@ -55,9 +55,15 @@ def test_an_idle_node_powers_down_and_a_job_resumes_it() -> None:
     assert job_states(sim)[2] == ("CONFIGURING", "v100-1")
     assert node_states(sim)["v100-1"] == "allocated+NOT_RESPONDING+POWERING_UP"
     assert start_time_s(sim, 2) == pytest.approx(1000.0, abs=1.0)  # the allocation, while it boots
+    booting = sim.window(CLOCK.unix_at(1000.0), CLOCK.unix_at(1100.0))
+    assert booting.job_energy_j["2"] == 0.0 and booting.job_energy_j["1"] > 0  # no prolog, no DCGM mapping yet
     sim.advance_to(1300.0)
     assert job_states(sim)[2] == ("RUNNING", "v100-1")
     assert start_time_s(sim, 2) == pytest.approx(1300.0, abs=1.0)  # reset when the node is up, as Slurm does
+    sim.advance_to(1310.0)
+    assert sim.window(CLOCK.unix_at(1300.0), CLOCK.unix_at(1310.0)).job_energy_j["2"] == pytest.approx(
+        8 * IDLE * 10.0
+    )  # loading its checkpoint: its GPUs' idle power, now mapped to it
     finish_a = LOAD + steps_a / x(R18)
     finish_b = 1000.0 + RESUME + LOAD + steps_b / x(R18, 8)
     assert finish_a > finish_b  # v100-0 stays busy the whole time

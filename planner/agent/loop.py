@@ -482,7 +482,8 @@ class Agent:
         plan = with_every_node_on(instance, plan)  # keep jobs where they run: a move is a restart on Slurm
         report.status = f"{plan.round.status} by {plan.round.solver}"
         report.planned_run = len(plan.running())
-        now_jobs = self._mark_stalled(now_jobs, now_s, report)
+        booting = frozenset(jid for jid, j in active.items() if j.state == "CONFIGURING")
+        now_jobs = self._mark_stalled(now_jobs, now_s, report, booting)
         decision = decide(instance, plan, now_jobs, host_of, rnd)
         self._runs_end(decision.requeued)
         if decision.why:
@@ -626,9 +627,18 @@ class Agent:
         return self.store.known_jobs()
 
     def _mark_stalled(
-        self, now_jobs: Mapping[str, SlurmJobNow], now_s: float, report: RoundReport
+        self,
+        now_jobs: Mapping[str, SlurmJobNow],
+        now_s: float,
+        report: RoundReport,
+        booting: frozenset[str] = frozenset(),
     ) -> dict[str, SlurmJobNow]:
         """Slurm's view with ``stalled`` set on running jobs that are stuck or unmetered.
+
+        A job whose nodes still boot (``booting``: Slurm's ``CONFIGURING``, power saving) has not started its run:
+        its prolog has not run, so DCGM maps no GPU to it and it makes no progress; it is judged from the first
+        round that sees it running. Judged while it booted, every job given a powered-down node was requeued as
+        unmetered on the emulated cluster.
 
         Stuck: no progress for ``stall_s`` (see there); unmetered: a whole window without any GPU energy named
         after the job. A job is judged only in a round whose window Prometheus answered. No progress: only once
@@ -644,7 +654,7 @@ class Agent:
         limit = self.cfg.stall_s if self.cfg.stall_s is not None else rules.restart_s + rules.duration_s
         out = dict(now_jobs)
         for jid, sj in now_jobs.items():
-            if not sj.running:
+            if not sj.running or jid in booting:
                 self._running_since.pop(jid, None)
                 continue
             since = self._running_since.setdefault(jid, now_s)

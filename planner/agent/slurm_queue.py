@@ -343,9 +343,11 @@ def read_queue(text: str) -> QueueRead:
 
 _UP = {"idle": "idle", "mixed": "mixed", "allocated": "allocated"}
 _DOWN = {"down", "error", "unknown", "future"}
-_DOWN_FLAGS = {"NOT_RESPONDING", "FAIL"}
-_OFF_FLAGS = {"POWERED_DOWN", "POWERING_DOWN"}
-"""Flags of a node Slurm's power saving has powered down or is powering down: ``off``, booted again for a job."""
+_DOWN_FLAGS = {"NOT_RESPONDING", "FAIL", "POWERING_DOWN"}
+"""Flags of a node no job can be planned on now; ``POWERING_DOWN``: Slurm gives it no job until it is off (a
+``SuspendTimeout``), after which it reads ``off``."""
+_OFF_FLAGS = {"POWERED_DOWN"}
+"""Flags of a node Slurm's power saving has powered down: ``off``, booted again for a job."""
 
 
 NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,254}")

@@ -56,7 +56,8 @@ of its GPU type (a powered-down one nothing, its GPUs neither); every GPU of a p
 idle power with no computing job on it, else ``evaluate``'s power. :meth:`~SimulatedSlurm.energy` splits it into
 node, idle (the powered GPUs' idle power) and dynamic (the rest) joules since the start. A job's GPU energy
 (:meth:`~SimulatedSlurm.window`, like DCGM's counters apportioned by the agent) is the energy of the GPUs it is on,
-idle power included, split equally between the jobs on a shared GPU; its dynamic energy
+idle power included, split equally between the jobs on a shared GPU, and none while its nodes boot (no prolog has
+mapped its GPUs yet); its dynamic energy
 (:meth:`~SimulatedSlurm.job_records`) is its own ``rho (P - Pidle)`` per GPU while it computes. Deterministic:
 no wall clock, no threads.
 """
@@ -519,6 +520,9 @@ class SimulatedSlurm:
         elif state == "powering_up":
             busy = self._nfree[name] < self._node[name].gpus
             self._set_power(name, "on", math.inf if busy else self._suspend_due())
+            for j in self._running.values():  # their prolog runs now: DCGM maps their GPUs from here on
+                if name in j.nodes:
+                    self._touch(j)
 
     def _set_power(self, name: str, state: NodePower, due: float) -> None:
         """Put ``name`` in ``state`` until ``due``; a node powered down draws nothing, any other its idle power."""
@@ -638,6 +642,8 @@ class SimulatedSlurm:
     def _rates(self, j: _Job, snap: Snapshot) -> tuple[float, float, float]:
         """``(GPU power shared equally per GPU, steps/s, own dynamic power)`` of a running job."""
         r = snap.jobs[str(j.spec.job_id)]
+        if self._configuring(j):  # its nodes boot: no prolog has mapped its GPUs, DCGM names no energy after it
+            return (0.0, 0.0, 0.0)
         gpu_w = sum(snap.gpus[g].power_w / len(snap.gpus[g].jobs) for g in set(j.gpus))
         if not r.computing or r.gpu_type is None:
             return (gpu_w, 0.0, 0.0)
