@@ -306,3 +306,20 @@ def test_a_job_whose_nodes_boot_is_not_judged_until_it_runs(tmp_path: Path) -> N
     agent._mark_stalled(now, 400.0, report)  # up: its run starts here
     agent._window_start_s = 400.0
     assert agent._mark_stalled(now, 760.0, report)["7"].stalled is not None  # a whole window of its run, unmetered
+
+
+def test_a_short_window_without_energy_is_not_enough_to_judge_a_job_unmetered(tmp_path: Path) -> None:
+    """Two rounds 44 s apart at a time scale of 30 (1.5 real s, less than a scrape): not judged; 30 real s are."""
+    from wattplan.planner.agent.decide import SlurmJobNow
+    from wattplan.planner.agent.loop import UNMETERED_REAL_S, RoundReport
+    from wattplan.planner.agent.node_settings import Clock
+
+    agent, _ = fake_agent(tmp_path, FakeSlurm(), clock=Clock(0.0, 30.0))
+    now = {j: SlurmJobNow(j, True, False, ("v100-1",), 1) for j in ("7", "8")}
+    report = RoundReport(0, 0.0)
+    agent._observed, agent._window_start_s, agent._metered = True, 1000.0, frozenset({"8"})
+    agent._mark_stalled(now, 1000.0, report)  # first seen running at 1000
+    assert agent._mark_stalled(now, 1044.0, report)["7"].stalled is None  # a whole window, but 1.5 real s
+    agent._window_start_s = 1044.0
+    late = 1000.0 + UNMETERED_REAL_S * 30.0
+    assert agent._mark_stalled(now, late, report)["7"].stalled is not None

@@ -103,6 +103,10 @@ from wattplan.planner.sim.workload import job_spec
 
 ACTIVE_STATES = frozenset({"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING"})
 """Slurm job states of a job still in the queue; any other state ends it."""
+UNMETERED_REAL_S = 30.0
+"""Real seconds a running job must go without GPU energy named after it before it counts as unmetered: a window
+shorter than a scrape or two can miss its first samples (event rounds on the emulated cluster, 40-70 emulated
+seconds apart at a time scale of 30, judged jobs that had just started unmetered)."""
 SETTLING_STATES = frozenset({"COMPLETING"})
 """States of a job Slurm is settling (ending, or requeued a moment ago): the round leaves it out, the next one sees
 it pending or gone. Planned, a job that had just ended drew a call Slurm refused (``Job has already finished``),
@@ -346,6 +350,8 @@ class Agent:
         """``(job id, why)`` of jobs left alone that the log named already (each is said once)."""
         self._window_start_s = 0.0
         self._metered: frozenset[str] = frozenset()
+        self._metered_at: dict[str, float] = {}
+        """Per job, the end (emulated s) of the last window in which DCGM named GPU energy after it."""
         """Jobs that drew GPU energy in the last window, as DCGM's job mapping names them."""
         for rnd, argv in store.interrupted():
             self.log(
@@ -640,8 +646,9 @@ class Agent:
         round that sees it running. Judged while it booted, every job given a powered-down node was requeued as
         unmetered on the emulated cluster.
 
-        Stuck: no progress for ``stall_s`` (see there); unmetered: a whole window without any GPU energy named
-        after the job. A job is judged only in a round whose window Prometheus answered. No progress: only once
+        Stuck: no progress for ``stall_s`` (see there); unmetered: a whole window, and at least
+        :data:`UNMETERED_REAL_S` since the job was last metered or first seen running, without any GPU energy
+        named after the job. A job is judged only in a round whose window Prometheus answered. No progress: only once
         its progress has been seen; the time without progress counts from the later of its last advance and the
         first round that saw it running in its current run. No energy: only when other jobs drew energy in the
         window (the exporter works). Such a job is not in DCGM's job mapping, so the prolog did not run for this
@@ -660,7 +667,13 @@ class Agent:
             since = self._running_since.setdefault(jid, now_s)
             if not self._observed:
                 continue
-            unmetered = since <= self._window_start_s < now_s and self._metered and jid not in self._metered
+            quiet_s = now_s - max(since, self._metered_at.get(jid, since))
+            unmetered = (
+                since <= self._window_start_s < now_s
+                and bool(self._metered)
+                and jid not in self._metered
+                and self.cfg.clock.real_s(quiet_s) >= UNMETERED_REAL_S
+            )
             idle_s = now_s - max(since, self._advanced_at.get(jid, now_s))
             if not unmetered and (jid not in self._advanced_at or idle_s <= limit):
                 continue
@@ -715,6 +728,7 @@ class Agent:
         self._observed = True
         self._window_start_s = self.cfg.clock.at(last)
         self._metered = frozenset(j for j, e in seen.job_energy_j.items() if e > 0)
+        self._metered_at.update(dict.fromkeys(self._metered, now_s))
         for jid, steps in seen.steps_done.items():
             if steps > self._seen_steps.get(jid, 0.0):
                 self._advanced_at[jid] = now_s
