@@ -1,0 +1,90 @@
+"""``wattplan agent --power-save`` on the emulated cluster with Slurm's power saving, end to end (issue 44, item 1).
+
+Every node of the cluster is powered down before the first job arrives; the agent, which reads a powered-down
+node as one Slurm boots for a job, plans the jobs onto it, Slurm boots it through the cluster's resume program,
+and every job runs to completion. Without ``--power-save`` the agent would leave every node out of the round (a
+powered-down node is no usable one to it) and run nothing.
+
+Waits are for events (a node's state, the agent's exit) up to generous deadlines; nothing waits for something to be
+fast. Needs root, Slurm, munge and Prometheus; skips without them, fails under ``WATTPLAN_REQUIRE_SLURM=1`` (CI).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.slurm_cluster import need_emulated_cluster
+from wattplan.planner.profile_library.library import load_profile_library
+
+pytestmark = pytest.mark.slow
+
+WATTPLAN = [sys.executable, "-m", "wattplan"]
+DEADLINE_S = 600.0
+"""The longest wait for the cluster to power down, or for the agent to finish: generous for a loaded machine."""
+JOBS = (("ResNet-50 (batch size 64)", 1, 8.0, 0.0), ("ResNet-18 (batch size 64)", 2, 6.0, 60.0))
+"""(job type, GPUs, minutes alone at the top setting, arrival s)."""
+
+
+def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([*WATTPLAN, *args], capture_output=True, text=True, timeout=timeout)
+    assert done.returncode == 0, f"wattplan {' '.join(args)} exited {done.returncode}\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+@pytest.fixture
+def cluster() -> Iterator[Path]:
+    need_emulated_cluster()
+    base = Path(tempfile.mkdtemp(prefix="wpa-", dir="/tmp"))
+    base.chmod(0o755)
+    root = base / "c"
+    try:
+        _cli("cluster", "up", "--dir", str(root), "--gpus", "v100:16", "--time-scale", "60", "--power-save",
+             "--suspend-s", "120", "--resume-s", "120")  # fmt: skip
+        yield root
+    finally:
+        subprocess.run([*WATTPLAN, "cluster", "down", "--dir", str(root)], capture_output=True, timeout=300)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _node_states(root: Path) -> dict[str, str]:
+    env = {**os.environ, "SLURM_CONF": str(root / "slurm" / "etc" / "slurm.conf")}
+    out = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %t"], env=env, capture_output=True, text=True, timeout=60)
+    return dict(line.split() for line in out.stdout.splitlines() if len(line.split()) == 2)
+
+
+def test_the_agent_plans_onto_powered_down_nodes_and_slurm_boots_them(cluster: Path, tmp_path: Path) -> None:
+    deadline = time.monotonic() + DEADLINE_S
+    while not (states := _node_states(cluster)) or any(s != "idle~" for s in states.values()):
+        assert time.monotonic() < deadline, f"the idle nodes never powered down: {states}"
+        time.sleep(0.5)
+    lib = load_profile_library(None)
+    lines = []
+    for job_type, gpus, minutes, arrival in JOBS:
+        rate = max(
+            (p for p in lib.profiles if (p.type, p.gpu_type, p.gpus) == (job_type, "v100", gpus)),
+            key=lambda p: p.setting,
+        ).steps_per_s
+        lines.append(f"{job_type}\tcmd\t-n\t1\t{int(rate * minutes * 60)}\t{arrival:.6f}\t{gpus}")
+    trace = tmp_path / "jobs.trace"
+    trace.write_text("\n".join(lines) + "\n")
+    _cli("cluster", "submit", str(trace), "--dir", str(cluster), "--wait")
+    agent = _cli(
+        "agent", "--cluster", str(cluster), "--until-idle", "--power-save", "--solver", "greedy",
+        "--restart-s", "120", "--start-s", "30", timeout=int(DEADLINE_S),
+    )  # fmt: skip
+    assert "every managed job has ended: done" in agent.stdout + agent.stderr
+    _cli("cluster", "report", "--dir", str(cluster), "--json", str(tmp_path / "report.json"))
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["jobs_completed"] == report["jobs_total"] == len(JOBS)
+    booted = (cluster / "log" / "power.log").read_text()
+    assert "resume v100-" in booted and "slurmd" in booted and "started; on" in booted
