@@ -33,10 +33,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.traces import write_minutes_trace
 from tests.slurm_cluster import need_emulated_cluster
 from wattplan.planner.cluster.layout import ClusterLayout
 from wattplan.planner.executor import descendants
-from wattplan.planner.profile_library.library import load_profile_library
 
 pytestmark = pytest.mark.slow
 
@@ -49,19 +49,6 @@ FINISH_DEADLINE_S = 1200.0
 NEVER_ENDS_MIN = 100_000.0
 """Minutes alone of the job the test cancels: it cannot end on its own while the test runs (days of real time)."""
 WATTPLAN = [sys.executable, "-m", "wattplan"]
-
-
-def _trace(path: Path, jobs: list[tuple[str, int, float, float]]) -> None:
-    """A Gavel trace: (job type, GPUs, minutes alone at the top setting on V100, arrival s)."""
-    lib = load_profile_library(None)
-    lines = []
-    for job_type, gpus, minutes, arrival in jobs:
-        rate = max(
-            (p for p in lib.profiles if (p.type, p.gpu_type, p.gpus) == (job_type, "v100", gpus)),
-            key=lambda p: p.setting,
-        ).steps_per_s
-        lines.append(f"{job_type}\tcmd\t-n\t1\t{int(rate * minutes * 60)}\t{arrival:.6f}\t{gpus}")
-    path.write_text("\n".join(lines) + "\n")
 
 
 def _cli(*args: str, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -174,7 +161,7 @@ def test_agent_runs_a_workload_through_faults(
 ) -> None:
     root = cluster
     trace = tmp_path / "small.trace"
-    _trace(
+    write_minutes_trace(
         trace,
         [
             ("ResNet-50 (batch size 64)", 1, NEVER_ENDS_MIN, 0),  # j0: ends only when the test cancels it

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.traces import write_minutes_trace
 from tests.slurm_cluster import need_emulated_cluster
-from wattplan.planner.profile_library.library import load_profile_library
 
 pytestmark = pytest.mark.slow
 
@@ -67,16 +67,8 @@ def test_the_agent_plans_onto_powered_down_nodes_and_slurm_boots_them(cluster: P
     while not (states := _node_states(cluster)) or any(s != "idle~" for s in states.values()):
         assert time.monotonic() < deadline, f"the idle nodes never powered down: {states}"
         time.sleep(0.5)
-    lib = load_profile_library(None)
-    lines = []
-    for job_type, gpus, minutes, arrival in JOBS:
-        rate = max(
-            (p for p in lib.profiles if (p.type, p.gpu_type, p.gpus) == (job_type, "v100", gpus)),
-            key=lambda p: p.setting,
-        ).steps_per_s
-        lines.append(f"{job_type}\tcmd\t-n\t1\t{int(rate * minutes * 60)}\t{arrival:.6f}\t{gpus}")
     trace = tmp_path / "jobs.trace"
-    trace.write_text("\n".join(lines) + "\n")
+    write_minutes_trace(trace, JOBS)
     _cli("cluster", "submit", str(trace), "--dir", str(cluster), "--wait")
     agent = _cli(
         "agent", "--cluster", str(cluster), "--until-idle", "--power-save", "--solver", "greedy",

@@ -12,6 +12,8 @@ A test module imports them from here, never from another test module (``tests/te
 - ``processes``: stand-in solvers (``spawn_and_hang``, ``QuickBackend``) and what is alive (``pid_alive``,
   ``live_in_session``, ``pool_workers``).
 - ``profiles``: tiny profile libraries and measured points of the fit and of the fidelity check.
+- ``traces``: Gavel traces written by each job's minutes at full speed (``write_minutes_trace``), for the live
+  tests.
 - ``sim_slurm``: the simulated Slurm's constants (the shipped library as truth, node power, load, delay, clock)
   and a V100 profile's speed and power (``x``, ``p``).
 
