@@ -224,9 +224,10 @@ def main() -> None:
     )
     args = p.parse_args()
     args.restart_s = args.trainer_restart_s + SLURM_REQUEUE_DELAY_S * args.time_scale
-    rows = []
     before = args.out / "live_compare.json"
-    old_rows = json.loads(before.read_text()) if args.rescore and before.exists() else []
+    old_rows = json.loads(before.read_text()) if before.exists() else []
+    families = {trace.stem + args.tag for trace in args.traces}
+    rows = [r for r in old_rows if r.get("family") not in families]  # other families' rows stay
     for trace in args.traces:
         family = trace.stem + args.tag
         out = args.out / family
