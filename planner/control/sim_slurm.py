@@ -675,16 +675,23 @@ class SimulatedSlurm:
         Node energy is the powered nodes' draw besides their GPUs, idle energy their GPUs' idle power, dynamic the
         rest; a powered-down node draws nothing (:class:`PowerSaving`), every other node its full idle draw.
         """
+        node = idle = dyn = 0.0
+        for t0, t1, (node_w, idle_w, dyn_w) in self._clipped_steps(until_s):
+            node += node_w * (t1 - t0)
+            idle += idle_w * (t1 - t0)
+            dyn += dyn_w * (t1 - t0)
+        return EnergySplit(node, idle, dyn)
+
+    def _clipped_steps(self, until_s: float | None) -> list[tuple[float, float, tuple[float, float, float]]]:
+        """``(t0, t1, (node W, idle W, dynamic W))`` of every non-empty step up to ``until_s`` (default ``now_s``)."""
         self._sync()
         end = self.now_s if until_s is None else min(until_s, self.now_s)
-        node = idle = dyn = 0.0
+        out = []
         for k, (t0, node_w, idle_w, dyn_w) in enumerate(self._steps):
             t1 = min(self._steps[k + 1][0] if k + 1 < len(self._steps) else end, end)
             if t1 > t0:
-                node += node_w * (t1 - t0)
-                idle += idle_w * (t1 - t0)
-                dyn += dyn_w * (t1 - t0)
-        return EnergySplit(node, idle, dyn)
+                out.append((t0, t1, (node_w, idle_w, dyn_w)))
+        return out
 
     def power_steps(self, until_s: float | None = None) -> list[tuple[float, float, float]]:
         """The cluster's draw as steps ``(t0, t1, W)`` from the first arrival to ``until_s`` (default ``now_s``).
@@ -692,14 +699,7 @@ class SimulatedSlurm:
         ``W`` is every node's and GPU's power over ``[t0, t1)``: the sum of ``W (t1 - t0)`` is :meth:`energy`'s total
         (the same window and the same limit on ``until_s``), and a signal's cost is summed step by step.
         """
-        self._sync()
-        end = self.now_s if until_s is None else min(until_s, self.now_s)
-        steps = []
-        for k, (t0, node_w, idle_w, dyn_w) in enumerate(self._steps):
-            t1 = min(self._steps[k + 1][0] if k + 1 < len(self._steps) else end, end)
-            if t1 > t0:
-                steps.append((t0, t1, node_w + idle_w + dyn_w))
-        return steps
+        return [(t0, t1, sum(w)) for t0, t1, w in self._clipped_steps(until_s)]
 
     def progress(self) -> dict[int, tuple[float, bool]]:
         """Per job id: the share of its steps done now and whether it has completed.

@@ -397,14 +397,14 @@ def replay_on_slurm(
     retire_solver_workers()  # their CPU seconds count once they are reaped
     rows = job_rows(slurm, trace_id)
     summary = summarise(policy, slurm, rows, rounds, setup)
-    summary.update(signal_costs(slurm, rows, clocks))
+    power = slurm.power_steps(_window_end(slurm, rows))  # the energy window's steps, once for every use
+    summary.update(signal_costs(power, clocks))
     summary["stop_reason"] = stop
     if setup.cap_schedule and policy not in SLURM_BASELINES:
-        power = slurm.power_steps(_window_end(slurm, rows))
         summary["power_cap_steps"] = cap_followed(power, setup.cap_schedule, min(r["arrival_s"] for r in rows))
     summary["wall_s"] = round(time.perf_counter() - wall, 3)
     summary["cpu_s"] = round(cpu_s() - cpu, 3)
-    result = SlurmReplayResult(policy, summary, rows, slurm.power_steps(_window_end(slurm, rows)))
+    result = SlurmReplayResult(policy, summary, rows, power)
     if out is not None:
         write_result(out / policy, result, lines)
     return result
@@ -487,15 +487,15 @@ def _window_end(slurm: SimulatedSlurm, rows: Sequence[Mapping[str, Any]]) -> flo
 
 
 def signal_costs(
-    slurm: SimulatedSlurm, rows: Sequence[Mapping[str, Any]], clocks: Mapping[SignalKind, SignalClock]
+    steps: Sequence[tuple[float, float, float]], clocks: Mapping[SignalKind, SignalClock]
 ) -> dict[str, Any]:
     """``carbon_kg`` and ``energy_cost_usd`` of the cluster's draw over the energy window, and each signal's info.
 
-    Summed over the steps of constant power (:meth:`~planner.control.sim_slurm.SimulatedSlurm.power_steps`), each
-    priced at its signal's time-weighted mean over the step (:func:`~planner.sim.signals.signal_cost`).
+    ``steps``: the window's steps of constant power ``(t0, t1, W)``
+    (:meth:`~planner.control.sim_slurm.SimulatedSlurm.power_steps`), each priced at its signal's time-weighted mean
+    over the step (:func:`~planner.sim.signals.signal_cost`).
     """
     out: dict[str, Any] = {}
-    steps = slurm.power_steps(_window_end(slurm, rows)) if clocks else []
     named: tuple[tuple[SignalKind, str, float], ...] = (("carbon", "carbon_kg", 1e-3), ("price", "energy_cost_usd", 1))
     for kind, name, scale in named:
         clock = clocks.get(kind)
