@@ -170,10 +170,14 @@ def _least_energy_at_progress(state: SolveState, first: np.ndarray) -> tuple[np.
 
 
 def _progress_floor(state: SolveState, values: np.ndarray, proven: bool, bound: float | None) -> Outcome:
-    """The solver's plan, or the best heuristic plan when that has more progress (§5.5), not proven then."""
+    """The solver's plan, or the best heuristic plan when that has more progress (§5.5), not proven then.
+
+    A heuristic plan the model does not admit (one that leaves a job the round must run waiting) is never kept.
+    """
     solver = state.backend.name
     name = best_heuristic(state)
-    if state.heuristic_progress[name] > float(state.rm.lm.objectives["progress"] @ values) * (1 + 1e-9):
+    more = state.heuristic_progress[name] > float(state.rm.lm.objectives["progress"] @ values) * (1 + 1e-9)
+    if more and state.rm.lm.is_feasible(state.rm.encode(state.heuristics[name])):
         note(state, "floor_note", f"the {name} plan had more progress than the solver's: {name} plan kept")
         # The kept plan's own progress is the reported value, not the solver's.
         return Outcome(state.heuristics[name], f"{solver}+{name}", False, _plan_progress, bound)

@@ -26,7 +26,9 @@ asked for; the model is built from the arrays.
 
 A job with a tail bound (``min_steps > 0``) has only the options that give it at least ``min_steps``
 steps (a constraint of the round, not a pruning; they are counted with the zero-progress ones), and the
-model makes it run (:mod:`formulations.round_model`'s ``must_run`` rows).
+model makes it run (:mod:`formulations.round_model`'s ``must_run`` rows). A job with a slowdown limit
+(``min_rate > 0``) has only the options, exclusive or pair sides, whose rate ``rho X`` is at least ``min_rate``
+(also a constraint of the round); it may still wait.
 
 Pruning here never loses an optimum:
 
@@ -335,7 +337,7 @@ def _group_pair_sides(instance: Instance, group: JobGroup, types: tuple[str, ...
         energy.ravel(),
         per_row[7],
         per_row[8],
-        allowed(progress, group).ravel(),
+        allowed(progress, group, rows.rate).ravel(),
     ]
 
 

@@ -9,20 +9,31 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.random_instances import tiny_rounds
-from wattplan.planner.contracts.domain import Instance
-from wattplan.planner.core.economics_batched import allowed, exclusive_outcomes, group_outcomes, job_groups
+from wattplan.planner.contracts.domain import GpuType, Instance
+from wattplan.planner.core.economics_batched import JobGroup, allowed, exclusive_outcomes, group_outcomes, job_groups
 
 
 @st.composite
 def rounds_with_bounds(draw: st.DrawFn) -> Instance:
-    """Tiny rounds with some tail bounds and a restart cost of 0, the default or longer than the round."""
+    """Tiny rounds with some tail bounds and slowdown limits, a restart cost of 0, the default or above the round."""
     inst = draw(tiny_rounds(max_jobs=6))
     jobs = tuple(
-        dataclasses.replace(j, min_steps=min(draw(st.sampled_from([0.0, 1.0, 1e9])), j.remaining_steps))
+        dataclasses.replace(
+            j,
+            min_steps=min(draw(st.sampled_from([0.0, 1.0, 1e9])), j.remaining_steps),
+            min_rate=draw(st.sampled_from([0.0, 1.0, 10.0, 1e9])),
+        )
         for j in inst.jobs
     )
     restart = draw(st.sampled_from([inst.round.restart_s, 0.0, 1e6]))
     return dataclasses.replace(inst, jobs=jobs, round=dataclasses.replace(inst.round, restart_s=restart))
+
+
+def _rate(inst: Instance, group: JobGroup, g: GpuType, n: int, setting: int) -> float:
+    """The exclusive rate ``X`` (steps/s) of the group's type on ``n`` GPUs of ``g`` at ``setting``."""
+    prof = inst.profile(group.type, g.name, n, setting)
+    assert prof is not None
+    return prof.steps_per_s
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
@@ -38,7 +49,7 @@ def test_exclusive_outcomes_equal_group_outcomes(inst: Instance) -> None:
                     out = group_outcomes(inst, group, gi, g, n, s, 1.0)
                     if out is not None:
                         for m, j in enumerate(group.index.tolist()):
-                            keep = bool(allowed(out[0], group)[m])
+                            keep = bool(allowed(out[0][None, :], group, np.array([_rate(inst, group, g, n, s)]))[0, m])
                             rows.append((j, gi, n, s, k, si, out[0][m].hex(), out[1][m].hex(), keep))
     x = exclusive_outcomes(inst)
     got = list(

@@ -92,6 +92,8 @@ CASES: list[tuple[str, Mutation]] = [
     ("over-budget", lambda i, p: (i["round"].update(budget_j=40_000), p["round"].update(budget_j=40_000))),
     # a makes 360 steps in the reference plan: a tail bound of 400 is not met.
     ("below-tail-bound", lambda i, p: next(j for j in i["jobs"] if j["id"] == "a").update(min_steps=400.0)),
+    # a runs at 4 steps/s in the reference plan: a slowdown limit of 5 steps/s is not kept.
+    ("below-rate-floor", lambda i, p: next(j for j in i["jobs"] if j["id"] == "a").update(min_rate=5.0)),
 ]
 
 

@@ -124,6 +124,8 @@ class AgentOptions(OptionRecord):
     delta_max: float = same_as(ReplayOptions, "delta_max")
     tail_bound: float | None = same_as(ReplayOptions, "tail_bound")
     tail_pace: str = same_as(ReplayOptions, "tail_pace")
+    max_slowdown: float | None = same_as(ReplayOptions, "max_slowdown")
+    slurm_starts: bool = same_as(ReplayOptions, "slurm_starts")
     carbon: Path | None = same_as(
         ReplayOptions, "carbon", help="Hourly carbon intensity CSV (gCO2/kWh): wattplan follows it (--signal-aware)."
     )
@@ -212,8 +214,11 @@ class AgentOptions(OptionRecord):
 
     def rules(self) -> RoundRules:
         """The round's rules; the objective by default efficiency with the JCT bound, progress without it."""
-        objective = self.objective or ("efficiency" if self.jct_bound else "progress")
-        return RoundRules(self.round_s, self.restart_s, self.min_pair_rate, objective, self.delta)  # type: ignore[arg-type]
+        objective: Objective = self.objective or ("efficiency" if self.jct_bound else "progress")  # type: ignore[assignment]
+        slowdown = None if self.max_slowdown is None else self.max_slowdown / 100.0
+        return RoundRules(
+            self.round_s, self.restart_s, self.min_pair_rate, objective, self.delta, slowdown, self.slurm_starts
+        )
 
     def request(self) -> PlanRequest:
         """The solve request: the replay's (:data:`REPLAY_REQUEST`) with the solve options given."""

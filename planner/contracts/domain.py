@@ -61,7 +61,10 @@ class RoundSpec:
     @classmethod
     def from_rules(cls, index: int, rules: RoundRules, budget_j: float | None, credit_weight: float = 1.0) -> RoundSpec:
         """Round ``index`` played by ``rules`` with budget ``budget_j`` (J, None: none) and credit weight ``w``."""
-        return cls(index=index, budget_j=budget_j, credit_weight=credit_weight, **asdict(rules))
+        fields = asdict(rules)
+        del fields["max_slowdown"]  # carried by each job's min_rate (Job.min_rate), not by the round
+        del fields["slurm_starts"]  # carried by the min_steps of the jobs that must run
+        return cls(index=index, budget_j=budget_j, credit_weight=credit_weight, **fields)
 
     @property
     def rules(self) -> RoundRules:
@@ -146,6 +149,10 @@ class Job:
     requested_gpus: int | None = None
     """GPUs the user asked for (informational: the model plans over ``gpus``; ``plan`` shows requested against
     given). None when unknown (instances cut from traces keep their normalised request in ``gpus``)."""
+    min_rate: float = 0.0
+    """Slowdown limit (steps/s): when above 0 every option the job runs in, alone or in a pair, gives it at least
+    this rate ``rho X`` (a replay's or the agent's ``--max-slowdown`` sets it); 0: any rate. The job may still
+    wait."""
     # Launch fields (optional; used by launch renderers, ignored by the model).
     command: tuple[str, ...] | None = None
     workdir: str | None = None

@@ -74,6 +74,7 @@ def _job(raw: dict) -> Job:
         weight=float(raw.get("weight", 1.0)),
         current=current,
         min_steps=float(raw.get("min_steps", 0.0)),
+        min_rate=float(raw.get("min_rate", 0.0)),
         requested_gpus=raw.get("requested_gpus"),
         command=tuple(raw["command"]) if raw.get("command") else None,
         workdir=raw.get("workdir"),
@@ -145,6 +146,8 @@ def _job_doc(job: Job) -> dict:
     }
     if job.min_steps > 0:
         out["min_steps"] = job.min_steps
+    if job.min_rate > 0:
+        out["min_rate"] = job.min_rate
     if job.requested_gpus is not None:
         out["requested_gpus"] = job.requested_gpus
     if job.current:

@@ -42,6 +42,13 @@ class RoundRules:
     min_pair_rate: float = MIN_PAIR_RATE
     objective: Objective = OBJECTIVE
     delta: float = DELTA
+    max_slowdown: float | None = None
+    """The slowdown limit ``x`` (a fraction; None: none): whenever a job runs it runs at least ``1 / (1 + x)`` as
+    fast as its requested GPU count at full power would (:func:`planner.sim.round_instance.rate_floors`). The
+    instance carries it as each job's ``min_rate`` (steps/s), not in its round."""
+    slurm_starts: bool = False
+    """The Slurm start rule (:mod:`planner.sim.slurm_starts`): a job starts when Slurm would start it and, once
+    running, is never stopped to wait. The instance carries it as the ``min_steps`` of the jobs that must run."""
 
 
 def rules_problems(rules: RoundRules, options: Mapping[str, str]) -> list[Problem]:

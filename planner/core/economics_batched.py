@@ -34,6 +34,7 @@ class JobGroup:
     current_gpu: np.ndarray  # index of the current GPU type, -1 when waiting
     current_gpus: np.ndarray  # current GPU count, 0 when waiting
     min_progress: np.ndarray  # w_j min_steps_j / R_j: an option below it is not allowed (0: no tail bound)
+    min_rate: np.ndarray  # steps/s: an option whose rate rho X is below it is not allowed (0: no slowdown limit)
 
 
 def job_groups(instance: Instance) -> list[JobGroup]:
@@ -55,6 +56,7 @@ def job_groups(instance: Instance) -> list[JobGroup]:
                 np.array([gpu_index[job.current.gpu_type] if job.current else -1 for job in jobs], dtype=np.int64),
                 np.array([job.current.gpus if job.current else 0 for job in jobs], dtype=np.int64),
                 np.array([job.weight * job.min_steps / job.remaining_steps for job in jobs], dtype=float),
+                np.array([job.min_rate for job in jobs], dtype=float),
             )
         )
     return groups
@@ -82,9 +84,13 @@ def group_outcomes(
     return group.weight * (steps / group.remaining), energy
 
 
-def allowed(progress: np.ndarray, group: JobGroup) -> np.ndarray:
-    """Members whose ``progress`` (``w sigma / R``) is above 0 and at least their ``min_progress``."""
-    return (progress > 0) & (progress >= group.min_progress)
+def allowed(progress: np.ndarray, group: JobGroup, rate: np.ndarray) -> np.ndarray:
+    """Options x members allowed: progress above 0, at least ``min_progress``, at a rate at least ``min_rate``.
+
+    ``progress`` (``w sigma / R``) has shape (options, members), ``rate`` (``rho X``, steps/s) one value per option;
+    ``min_progress`` and ``min_rate`` are the members' (:class:`JobGroup`).
+    """
+    return (progress > 0) & (progress >= group.min_progress) & (rate[:, None] >= group.min_rate[None, :])
 
 
 @dataclass(frozen=True)
@@ -198,7 +204,7 @@ def _group_exclusive(instance: Instance, group: JobGroup) -> list[np.ndarray] | 
         per_row(si_l),
         progress.ravel(),
         energy.ravel(),
-        allowed(progress, group).ravel(),
+        allowed(progress, group, rows.rate).ravel(),
     ]
 
 

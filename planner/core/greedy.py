@@ -46,7 +46,7 @@ def allocation_outcome(instance: Instance, a: Allocation) -> tuple[float, float]
     """``(sum w pi, sum e)`` of an allocation, exclusive or pair (J); None when not allowed.
 
     A pair is allowed when the pair entry exists and both slowdowns are at least
-    ``min_pair_rate`` (docs/design.md §3.2).
+    ``min_pair_rate`` (docs/design.md §3.2); no job may run below its ``min_rate`` (steps/s).
     """
     g = instance.gpu_type(a.gpu_type)
     jobs = [instance.job(j) for j in a.job_ids]
@@ -59,7 +59,7 @@ def allocation_outcome(instance: Instance, a: Allocation) -> tuple[float, float]
     progress = energy = 0.0
     for job, rho in zip(jobs, rates, strict=True):
         o = job_outcome(instance, job, g, a.gpus, a.setting, rho)
-        if o is None:
+        if o is None or o.steps_per_s < job.min_rate:
             return None
         progress += job.weight * o.progress
         energy += o.energy_j
@@ -71,7 +71,10 @@ def ranked_candidates(instance: Instance) -> list[Candidate]:
 
     Options are read from :func:`planner.core.economics_batched.exclusive_outcomes` (computed once per instance,
     shared with the round model's options) and ordered by decreasing ``w pi / c``, then decreasing
-    ``w pi``, job order, GPU type name, count and setting.
+    ``w pi``, job order, GPU type name, count and setting. The options of jobs that must run (``min_steps > 0``)
+    come first, and among them a job's options that keep its GPU type and count, then those with fewer GPUs: the
+    rules that make jobs run (:mod:`planner.sim.tail_bound`, :mod:`planner.sim.slurm_starts`) admit them only
+    while their current or smallest options fit together, so the greedy plan runs them all.
     """
     T = instance.round.duration_s
     names = sorted(g.name for g in instance.gpu_types)
@@ -85,7 +88,12 @@ def ranked_candidates(instance: Instance) -> list[Candidate]:
         density = np.where(cost > 0, value / np.where(cost > 0, cost, 1.0), np.inf)
     job, rank, setting = x.job[keep], gpu_rank[gpu], x.setting[keep]
     free = np.array([j.min_steps <= 0 for j in instance.jobs], dtype=bool)[job]  # tail-bound jobs come first
-    order = np.lexsort((setting, gpus, rank, job, -value, -density, free))
+    now_gpu = np.array([_gpu_index(instance, j.current.gpu_type) if j.current else -1 for j in instance.jobs])
+    now_gpus = np.array([j.current.gpus if j.current else 0 for j in instance.jobs], dtype=np.int64)
+    moves = (now_gpu[job] != gpu) | (now_gpus[job] != gpus)
+    bound_moves = np.where(free, False, moves)  # a bound job's own option first ...
+    bound_gpus = np.where(free, 0, gpus)  # ... then its fewest GPUs: the bound jobs fit together
+    order = np.lexsort((setting, gpus, rank, job, -value, -density, bound_gpus, bound_moves, free))
     jobs = instance.jobs
     return [
         Candidate(Allocation((jobs[j].id,), names[r], n, s), e)
@@ -98,6 +106,11 @@ def ranked_candidates(instance: Instance) -> list[Candidate]:
             strict=True,
         )
     ]
+
+
+def _gpu_index(instance: Instance, name: str) -> int:
+    """The index of GPU type ``name`` in ``instance.gpu_types``."""
+    return next(i for i, g in enumerate(instance.gpu_types) if g.name == name)
 
 
 def accept_in_order(instance: Instance, candidates: Iterable[Candidate]) -> list[Allocation]:

@@ -33,6 +33,7 @@ job-claim-mismatch     a job's ``steps_per_s``, ``power_w`` or ``energy_j`` diff
 round-claim-mismatch   the round's ``energy_j``, ``progress``, ``gpus_used`` or ``nodes_on`` differ
 over-budget            the recomputed energy exceeds ``budget_j``
 below-tail-bound       a job with ``min_steps > 0`` waits, or makes fewer recomputed steps than that
+below-rate-floor       a job with ``min_rate > 0`` runs at a recomputed rate ``rho X`` below it
 =====================  ==========================================================================
 
 A plan made under a budget given in place of the instance's (``wattplan plan --power-cap-w`` or
@@ -405,6 +406,7 @@ def validate_plan(inst: Instance, plan: Plan) -> list[Problem]:
     problems += _check_capacity(inst, plan, ev)
     problems += _check_claims(inst, plan, ev)
     problems += _check_tail_bound(inst, plan, ev)
+    problems += _check_rate_floor(inst, plan, ev)
     return problems
 
 
@@ -423,6 +425,20 @@ def _check_tail_bound(inst: Instance, plan: Plan, ev: Evaluation) -> Iterator[Pr
         if steps < job.min_steps * (1.0 - TAIL_BOUND_SLACK):
             msg = f"job {job.id!r} makes {steps:.6g} steps, below its tail bound min_steps {job.min_steps:.6g}"
             yield Problem("below-tail-bound", f"jobs[{index[job.id]}]", msg)
+
+
+def _check_rate_floor(inst: Instance, plan: Plan, ev: Evaluation) -> Iterator[Problem]:
+    """Every running job with ``min_rate > 0`` runs at a recomputed rate ``rho X`` of at least that (steps/s)."""
+    for i, e in enumerate(plan.jobs):
+        if e.state != "run" or not inst.has_job(e.job_id):
+            continue
+        floor = inst.job(e.job_id).min_rate
+        o = ev.outcomes.get(e.job_id)
+        if floor <= 0 or o is None:
+            continue
+        if o.steps_per_s < floor * (1.0 - TAIL_BOUND_SLACK):
+            msg = f"job {e.job_id!r} runs at {o.steps_per_s:.6g} steps/s, below its slowdown limit min_rate {floor:.6g}"
+            yield Problem("below-rate-floor", f"jobs[{i}]", msg)
 
 
 class InvalidPlanError(RuntimeError):

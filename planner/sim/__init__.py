@@ -14,6 +14,7 @@ the round's energy.
 - ``budget``: none, a power cap, or a paced energy budget; ``signals``: hourly carbon and price signals;
   ``governor``: each round's ``delta`` steered by the JCT (the runtime-bounded energy mode);
   ``tail_bound``: each job's deadline from the reference, as the round's ``min_steps``;
+  ``slurm_starts``: the Slurm start rule, the jobs Slurm would run now as the round's ``min_steps``;
   ``p95_cases``: a p95 JCT limit as finitely many cases of per-job windows (the aim by intervals).
 - ``energy_levers``: a round's energy split by lever (setting, GPU count and type, pairing, idle GPUs, restarts).
 - ``learning``: online profile learning from each round's observations.

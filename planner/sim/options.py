@@ -237,6 +237,21 @@ class ReplayOptions(OptionRecord):
         low=0.0,
         high=MAX_JCT_INCREASE_PCT,
     )
+    max_slowdown: float | None = option(
+        None,
+        "Slowdown limit: whenever a job runs it runs at least 1/(1 + x) as fast as its requested GPU count at full "
+        "power would (x this many percent; fewer GPUs, a lower power limit or a pair only within it). It may still "
+        "wait. The energy floor ignores it.",
+        unit="%",
+        low=0.0,
+        high=MAX_JCT_INCREASE_PCT,
+    )
+    slurm_starts: bool = option(
+        False,
+        "Start each job when Slurm would (arrival order, first fit at its requested GPU count) and never stop a "
+        "running one to wait: wattplan then chooses only how jobs run (GPU count, power limit, partner), within "
+        "--max-slowdown. Rounds with an energy budget excepted.",
+    )
     tail_pace: str = option(
         "steady",
         "How --tail-bound paces a job: steady (held to the even pace that meets its deadline, once that pace is "

@@ -159,6 +159,9 @@ def check_spec(spec: ReplaySpec, options: Mapping[str, str] | None = None) -> No
         problems.append(bad("--delta-max", f"must be in [0, 1), got {spec.delta_max}"))
     if spec.tail_bound is not None and spec.tail_bound * 100 not in JCT_INCREASE_BOUNDS:
         problems.append(bad("--tail-bound", f"must be in {JCT_INCREASE_BOUNDS}, got {spec.tail_bound * 100:g} %"))
+    slowdown = spec.rules.max_slowdown
+    if slowdown is not None and slowdown * 100 not in JCT_INCREASE_BOUNDS:
+        problems.append(bad("--max-slowdown", f"must be in {JCT_INCREASE_BOUNDS}, got {slowdown * 100:g} %"))
     if spec.signal_start is not None and spec.carbon is None and spec.price is None:
         problems.append(Problem("bad-option", "--signal-start", "needs --carbon or --price"))
     elif spec.signal_start is not None:
@@ -381,6 +384,7 @@ def run_policy(
             "delta": ctx.rules.delta,
             "max_jct_increase": spec.max_jct_increase,
             "tail_bound": spec.tail_bound,
+            "max_slowdown": spec.rules.max_slowdown,
             "restart_s": spec.rules.restart_s,
             "power_cap_w": spec.power_cap_w,
             "energy_budget_kwh": spec.energy_budget_kwh,

@@ -27,6 +27,7 @@ from wattplan.planner.contracts.rules import RoundRules
 from wattplan.planner.profile_library.library import ProfileLibrary
 from wattplan.planner.rounds.builder import RoundOptions, build_round
 from wattplan.planner.rounds.cluster_spec import ClusterSpec
+from wattplan.planner.sim.slurm_starts import slurm_start_steps
 from wattplan.planner.sim.state import JobState
 
 
@@ -229,31 +230,90 @@ def round_instance(
 ) -> Instance:
     """The instance of round ``index`` starting at ``now_s`` for the ``queued`` jobs (arrival order).
 
-    ``min_steps``: the tail bound of the jobs that have one (:mod:`planner.sim.tail_bound`; none: 0).
+    ``min_steps``: the tail bound of the jobs that have one (:mod:`planner.sim.tail_bound`; none: 0). Each job's
+    ``min_rate`` is its slowdown limit under the rules' ``max_slowdown`` (:func:`rate_floors`); with the rules'
+    ``slurm_starts`` the jobs Slurm would run get the ``min_steps`` of :mod:`planner.sim.slurm_starts` (the larger
+    of it and their tail bound).
 
     ``delta`` overrides the rules' (the runtime-bounded mode sets it per round); ``credit_weight``
     sets the ``efficiency`` objective's ``w`` (a signal-aware replay sets it per round; default 1).
     Its ``extra["sim"]`` is :func:`replay_round`'s record (module docstring).
     """
     ids = {s.id for s in queued}
+    profiles, pairs = _type_tables(ctx, frozenset(s.spec.type for s in queued))
+    floors = rate_floors(profiles, queued, ctx.rules.max_slowdown)
     jobs = tuple(
         Job(
             id=s.id,
             type=s.spec.type,
             remaining_steps=s.remaining_steps,
-            gpus=s.spec.allowed_gpus,
+            gpus=_counts(s, ctx.rules.slurm_starts),
             current=_current(s, ids),
             min_steps=(min_steps or {}).get(s.id, 0.0),
+            min_rate=floors.get(s.id, 0.0),
         )
         for s in queued
     )
-    profiles, pairs = _type_tables(ctx, frozenset(j.type for j in jobs))
     rules = ctx.rules if delta is None else replace(ctx.rules, delta=delta)
     spec = RoundSpec.from_rules(index, rules, budget_j, 1.0 if credit_weight is None else credit_weight)
-    extra = {"sim": replay_round(now_s, queued).record()}
-    return Instance(spec, ctx.gpu_types, jobs, profiles, pairs, extra)
+    context = replay_round(now_s, queued)
+    inst = Instance(spec, ctx.gpu_types, jobs, profiles, pairs, {"sim": context.record()})
+    if not ctx.rules.slurm_starts:
+        return inst
+    starts = slurm_start_steps(inst, context.requested_gpus, context.arrival_s)
+    if not starts:
+        return inst
+    bound = tuple(replace(j, min_steps=max(j.min_steps, starts[j.id])) if j.id in starts else j for j in jobs)
+    return Instance(spec, ctx.gpu_types, bound, profiles, pairs, {"sim": context.record()})
+
+
+def _counts(state: JobState, slurm_starts: bool) -> tuple[int, ...]:
+    """The job's allowed GPU counts; under the Slurm start rule none above its request (its current one kept).
+
+    Slurm gives a job the GPUs it asked for; a job given more would hold GPUs that Slurm gives to the next arrival,
+    so under the rule (:mod:`planner.sim.slurm_starts`) a job runs on at most its requested count.
+    """
+    allowed = state.spec.allowed_gpus
+    if not slurm_starts:
+        return allowed
+    now = state.current.gpus if state.current is not None else None
+    return tuple(n for n in allowed if n <= state.spec.requested_gpus or n == now)
+
+
+def rate_floors(
+    profiles: Sequence[Profile], queued: Sequence[JobState], max_slowdown: float | None
+) -> dict[str, float]:
+    """Each job's slowdown limit ``min_rate`` (steps/s) under ``max_slowdown`` ``x`` (None: none, an empty map).
+
+    ``min_rate_j = min_g max_s X(type_j, g, n_j, s) / (1 + x)``: the job's whole-job rate at its requested count
+    ``n_j`` at the best setting (full power), on the slowest GPU type that profiles that count, shrunk by ``1 + x``.
+    A job then never runs slower than ``1 / (1 + x)`` of what its request would give it on any GPU type Slurm
+    could hand it, alone or in a pair: a count below the request, a lower setting or a pair are taken only while
+    the rate keeps that. A job whose type profiles its requested count on no GPU type gets none.
+    """
+    if max_slowdown is None:
+        return {}
+    best: dict[tuple[str, str, int], float] = {}
+    for p in profiles:
+        key = (p.type, p.gpu_type, p.gpus)
+        best[key] = max(best.get(key, 0.0), p.steps_per_s)
+    slowest: dict[tuple[str, int], float] = {}
+    for (job_type, _, n), rate in best.items():
+        slowest[(job_type, n)] = min(slowest.get((job_type, n), rate), rate)
+    floors = {}
+    for s in queued:
+        rate = slowest.get((s.spec.type, s.spec.requested_gpus), 0.0)
+        if rate > 0:
+            floors[s.id] = rate / (1.0 + max_slowdown)
+    return floors
 
 
 def workload_instance(ctx: ClusterContext, states: Sequence[JobState]) -> Instance:
-    """Every job of ``states`` with its remaining steps as one instance: the energy floor's input."""
-    return round_instance(ctx, 0, 0.0, [s for s in states if not s.done], None)
+    """Every job of ``states`` with its remaining steps as one instance: the energy floor's input.
+
+    No job gets a slowdown limit (``min_rate``) or the start rule's ``min_steps``: the floor bounds every schedule
+    compared with it, including those that run a job slower than ``--max-slowdown`` allows or start it later.
+    """
+    unlimited = replace(ctx.rules, max_slowdown=None, slurm_starts=False)
+    free = ctx if unlimited == ctx.rules else replace(ctx, rules=unlimited)
+    return round_instance(free, 0, 0.0, [s for s in states if not s.done], None)

@@ -126,6 +126,11 @@ def _restart_s(options: ReplayOptions) -> float:
     return options.restart_s if options.restart_s is not None else defaults.RESTART_S
 
 
+def slowdown(options: ReplayOptions) -> float | None:
+    """``--max-slowdown`` as a fraction (the rules' ``max_slowdown``), None when not given."""
+    return None if options.max_slowdown is None else options.max_slowdown / 100.0
+
+
 def replay_spec(
     trace: str | Path, cluster: str, options: SimulateOptions, policies: Sequence[str] = ("wattplan",)
 ) -> ReplaySpec:
@@ -137,7 +142,15 @@ def replay_spec(
     :func:`planner.sim.replay.check_spec` when the replay is prepared.
     """
     objective: Objective = options.objective or "progress"  # type: ignore[assignment]  # one of OBJECTIVES
-    rules = RoundRules(options.round_s, _restart_s(options), options.min_pair_rate, objective, options.delta)
+    rules = RoundRules(
+        options.round_s,
+        _restart_s(options),
+        options.min_pair_rate,
+        objective,
+        options.delta,
+        slowdown(options),
+        options.slurm_starts,
+    )
     return _replay_spec(trace, cluster, list(policies), options, rules, options.max_jct_increase)
 
 
@@ -341,7 +354,9 @@ def frontier_sweep(trace: str | Path, cluster: str, options: FrontierOptions) ->
     from wattplan.planner.sim.replay import DELTA_BOUNDS, JCT_INCREASE_BOUNDS
 
     objective: Objective = options.objective  # type: ignore[assignment]  # one of OBJECTIVES
-    rules = RoundRules(options.round_s, _restart_s(options), options.min_pair_rate, objective)
+    rules = RoundRules(
+        options.round_s, _restart_s(options), options.min_pair_rate, objective, defaults.DELTA, slowdown(options)
+    )
     base = _replay_spec(trace, cluster, None, options, rules, None)
     knob_deltas = number_list(options.deltas, "--deltas", DELTA_BOUNDS)
     increases = number_list(options.max_jct_increase, "--max-jct-increase", JCT_INCREASE_BOUNDS)
