@@ -6,12 +6,15 @@ the baselines ``slurm`` (Slurm alone, every node on), ``slurm-powersave`` (Slurm
 is powered down, one given a job boots in 300 s) and ``maxq`` (``slurm-powersave`` with every job at MaxQ's power
 limit), and wattplan through the agent on the same power-saving cluster in the runtime-bounded energy mode
 (``--power-save --max-jct-increase 3``, HiGHS 2 s per round, time scale 30, the restart cost the simulated Slurm
-charges), without and with the tail bound (``--tail-bound 10``). Writes ``OUT/FAMILY-CLUSTER[-tail]/`` (the replays)
-and ``OUT/baselines.md``: per run each policy's energy, wattplan's change against ``slurm`` and ``maxq``, its
-average and p95 JCT against ``slurm``'s, its requeues, and the floor's share of ``slurm``'s saving it captured.
-Reuses a run whose ``comparison.json`` exists.
+charges), without and with the tail bound (``--tail-bound 10``), and with ``--max-slowdown X`` for each ``X`` given
+the mode whose JCT is bounded job by job (``--slurm-starts --max-slowdown X --objective energy --delta 0.9``: each
+job starts when Slurm would start it, is never stopped to wait and never runs below ``1 / (1 + X/100)`` of its
+request's full speed; no governor). Writes ``OUT/FAMILY-CLUSTER[-tail|-sdX]/`` (the replays) and
+``OUT/baselines.md``: per run each policy's energy, wattplan's change against ``slurm`` and ``maxq``, its average
+and p95 JCT against ``slurm``'s, its requeues, and the floor's share of ``slurm``'s saving it captured. Reuses a run
+whose ``comparison.json`` exists.
 
-Usage: ``python benchmarks/baselines_slurm.py --out OUT``.
+Usage: ``python benchmarks/baselines_slurm.py --out OUT [--max-slowdown 5,10]``.
 """
 
 from __future__ import annotations
@@ -28,18 +31,30 @@ ROOT = Path(__file__).resolve().parent.parent
 FAMILIES = ("gavel_mix", "philly_shape", "two_waves")
 CLUSTERS = ("v100:16", "v100:32")
 BASELINES = ("slurm", "slurm-powersave", "maxq")
-MODE = ["--power-save", "--max-jct-increase", "3", "--solver", "highs", "--time-limit", "2", "--time-scale", "30"]
+COMMON = ["--power-save", "--solver", "highs", "--time-limit", "2", "--time-scale", "30"]
+STEERED = ["--max-jct-increase", "3"]
+"""The runtime-bounded energy mode: the governor steers each round's delta to hold the average JCT within 3%."""
 
 
-def replay(family: str, cluster: str, tail: bool, out: Path) -> dict[str, dict[str, Any]]:
-    """One family on one cluster: the baselines and wattplan (reused when done); each policy's summary."""
-    folder = out / f"{family}-{cluster.replace(':', '')}{'-tail' if tail else ''}"
+def by_construction(slowdown: str) -> list[str]:
+    """The mode whose JCT is bounded job by job: Slurm's starts, no preemption, at most ``slowdown`` % slower."""
+    return ["--slurm-starts", "--max-slowdown", slowdown, "--objective", "energy", "--delta", "0.9"]
+
+
+VARIANTS = {"": STEERED, "tail 10": [*STEERED, "--tail-bound", "10"]}
+"""The variants run always, by the suffix of their row's name."""
+
+
+def replay(family: str, cluster: str, variant: str, mode: list[str], out: Path) -> dict[str, dict[str, Any]]:
+    """One family on one cluster: the baselines and wattplan in ``mode`` (reused when done); each policy's summary."""
+    suffix = "" if not variant else "-" + variant.replace("tail 10", "tail").replace("slowdown ", "sd")
+    folder = out / f"{family}-{cluster.replace(':', '')}{suffix}"
     if not (folder / "comparison.json").exists():
         trace = ROOT / "instances" / "live" / f"{family}.trace"
         policies = [arg for p in (*BASELINES, "wattplan") for arg in ("-p", p)]
         argv = [
-            *WATTPLAN, "simulate", str(trace), "--cluster", cluster, *policies, *MODE,
-            *(["--tail-bound", "10"] if tail else []), "--out", str(folder), "--no-plots", "-q",
+            *WATTPLAN, "simulate", str(trace), "--cluster", cluster, *policies, *COMMON, *mode,
+            "--out", str(folder), "--no-plots", "-q",
         ]  # fmt: skip
         done = subprocess.run(argv, capture_output=True, text=True, timeout=3600)
         if done.returncode != 0:
@@ -72,7 +87,11 @@ def row(name: str, s: dict[str, dict[str, Any]]) -> tuple[float, str]:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--max-slowdown", default="", help="Comma-separated slowdown limits (%%) of the by-job mode.")
     args = p.parse_args()
+    variants = dict(VARIANTS)
+    for x in filter(None, args.max_slowdown.split(",")):
+        variants[f"slowdown {x}"] = by_construction(x)
     args.out.mkdir(parents=True, exist_ok=True)
     head = (
         "| run | slurm kWh | slurm-powersave kWh | maxq kWh | wattplan kWh | floor kWh | vs slurm | vs maxq "
@@ -80,11 +99,11 @@ def main() -> None:
     )
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     rows = []
-    for tail in (False, True):
+    for variant, mode in variants.items():
         for family in FAMILIES:
             for cluster in CLUSTERS:
-                name = f"{family} {cluster}{' tail 10' if tail else ''}"
-                rows.append(row(name, replay(family, cluster, tail, args.out)))
+                name = f"{family} {cluster}{' ' + variant if variant else ''}"
+                rows.append(row(name, replay(family, cluster, variant, mode, args.out)))
                 print(rows[-1][1], flush=True)
     lines += [r for _, r in sorted(rows, key=lambda r: -r[0])]  # worst (least saving against maxq) first
     (args.out / "baselines.md").write_text("\n".join(lines) + "\n")

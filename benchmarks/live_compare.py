@@ -63,6 +63,20 @@ def _power_save(args: argparse.Namespace) -> list[str]:
     return ["--power-save", "--suspend-s", f"{args.suspend_s:g}", "--resume-s", f"{args.resume_s:g}"]
 
 
+def _wattplan_mode(args: argparse.Namespace, agent: bool) -> list[str]:
+    """How wattplan trades energy for JCT, the same live and in the replay.
+
+    By default the runtime-bounded mode (``--max-jct-increase``, ``--governor``); with ``--max-slowdown X`` the
+    mode whose JCT is bounded job by job (``--slurm-starts --max-slowdown X --objective energy --delta 0.9``, no
+    governor: the agent's ``--no-jct-bound``).
+    """
+    if args.max_slowdown is None:
+        governor = ["--governor", args.governor] if args.governor else []
+        return ["--max-jct-increase", f"{args.max_jct_increase:g}", *governor]
+    mode = ["--slurm-starts", "--max-slowdown", f"{args.max_slowdown:g}", "--objective", "energy", "--delta", "0.9"]
+    return [*(["--no-jct-bound"] if agent else []), *mode]
+
+
 def _wait_for_agent(log: Path, agent: subprocess.Popen[bytes]) -> None:
     """Until the agent has played its first round (its log says so), or exited."""
     deadline = time.monotonic() + 120
@@ -91,9 +105,7 @@ def managed(trace: Path, cluster: Path, out: Path, gpus: str, scale: float, args
                     f"{args.restart_s:g}",
                     "--start-s",
                     f"{args.trainer_restart_s:g}",
-                    "--max-jct-increase",
-                    f"{args.max_jct_increase:g}",
-                    *(["--governor", args.governor] if args.governor else []),
+                    *_wattplan_mode(args, agent=True),
                     "--solver",
                     args.solver,
                     "--time-limit",
@@ -170,9 +182,7 @@ def simulate(trace: Path, out: Path, gpus: str, args: argparse.Namespace) -> dic
         f"{args.trainer_restart_s:g}",
         *_power_save(args),
         *([] if args.event_rounds else ["--no-event-rounds"]),
-        "--max-jct-increase",
-        f"{args.max_jct_increase:g}",
-        *(["--governor", args.governor] if args.governor else []),
+        *_wattplan_mode(args, agent=False),
         "--round-s",
         f"{args.round_s:g}",
         "--restart-s",
@@ -203,6 +213,11 @@ def main() -> None:
     p.add_argument("--round-s", type=float, default=360.0)
     p.add_argument("--trainer-restart-s", type=float, default=30.0)
     p.add_argument("--max-jct-increase", type=float, default=3.0)
+    p.add_argument(
+        "--max-slowdown",
+        type=float,
+        help="Run wattplan in the by-job mode: Slurm's starts, no preemption, at most this %% slower (no governor).",
+    )
     p.add_argument("--solver", default="highs")
     p.add_argument("--governor", choices=("accrued", "projected"), help="The governor's rule (default: the agent's).")
     p.add_argument("--time-limit", type=float, default=2.0)
@@ -262,6 +277,7 @@ def main() -> None:
         if m and u:
             idle_for = args.suspend_s + 60.0 if args.power_save else float("inf")  # powered down after that
             rows[-1]["common_window"] = common = common_window(m, u, idle_cluster_w(args), idle_for)
+            rows[-1]["start_delay"] = {"managed": start_delays(m), "unmanaged": start_delays(u)}
             (args.out / "live_compare.json").write_text(json.dumps(rows, indent=1) + "\n")
             de = m["energy_kwh"] / u["energy_kwh"] - 1
             dj = m["avg_jct_s"] / u["avg_jct_s"] - 1
@@ -271,6 +287,22 @@ def main() -> None:
                 f"over the same {common['end_s']:.0f} s: {common['managed_kwh']:.3f} against "
                 f"{common['unmanaged_kwh']:.3f} kWh ({common['managed_kwh'] / common['unmanaged_kwh'] - 1:+.1%})"
             )
+
+
+def start_delays(report: dict[str, Any]) -> dict[str, float]:
+    """Emulated seconds from a job's submission to its first start over a run's jobs: median, p95 and mean.
+
+    Live, the agent's own latency (a round on the arrival, its solve, the release) is in it, at the run's time scale;
+    so is a node's boot under power saving and any wait for GPUs.
+    """
+    waits = sorted(j["start_s"] - j["submit_s"] for j in report["jobs"] if j.get("start_s") is not None)
+    if not waits:
+        return {}
+    return {
+        "median_s": statistics.median(waits),
+        "p95_s": waits[min(len(waits) - 1, int(0.95 * (len(waits) - 1) + 0.5))],
+        "mean_s": statistics.fmean(waits),
+    }
 
 
 def idle_cluster_w(args: argparse.Namespace) -> float:
