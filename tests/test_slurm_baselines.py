@@ -180,3 +180,26 @@ def test_the_slurm_engine_prices_a_restart_at_what_the_simulated_slurm_charges(t
     assert tau(time_scale=30.0, load_s=10.0, requeue_delay_s=20.0) == pytest.approx(20 + 30 + 10)
     with pytest.raises(InputError, match="restart-s"):
         tau(time_scale=100.0)  # 700 s of delay and launch: longer than a 360 s round
+
+
+def test_a_job_waiting_for_a_node_that_powers_down_is_planned_once_it_is_off(tmp_path: Path) -> None:
+    """A job waiting for a node Slurm is powering down is planned a poll after it is off, not a round later.
+
+    Two nodes of 8 GPUs at time scale 30 (a poll every 30 emulated s); a holds one for hours at full power (the
+    start rule with no slowdown: it keeps its 8 GPUs). The other is idle: it powers down from 615 s (30 s
+    ``POWERING_DOWN``, then off at 645 s). b arrives at 620 s; the round its arrival starts (630 s) leaves the node
+    out and b waits. No queue event follows, so the agent looks again a poll later (660 s) rather than at the next
+    periodic round (1,800 s) and plans b on the node, off by then.
+    """
+    from wattplan.planner.contracts.rules import RoundRules
+    from wattplan.planner.control.session import setup_of
+    from wattplan.planner.sim.options import SimulateOptions
+
+    trace = tmp_path / "two.trace"  # a Gavel trace: the requested GPUs in the last column
+    trace.write_text(f"{RESNET}\tcmd\t-n\t1\t5000000\t0\t8\n{RESNET}\tcmd\t-n\t1\t2000\t620\t1\n")
+    rules = RoundRules(1800.0, 240.0, objective="energy", delta=0.9, max_slowdown=0.0, slurm_starts=True)
+    spec = ReplaySpec(trace=trace, cluster="v100:16", policies=("wattplan",), rules=rules, max_rounds=20)
+    setup = setup_of(SimulateOptions(power_save=True, time_scale=30.0, suspend_s=615.0))
+    result = replay_on_slurm(spec, "wattplan", setup, tmp_path / "out")
+    b = next(j for j in result.jobs if j["job_id"] == "j1")
+    assert 645.0 <= b["start_s"] < 1_200.0, b

@@ -63,6 +63,7 @@ from wattplan.planner.agent.slurm_actions import Action, ActionOutcome, Release,
 from wattplan.planner.agent.slurm_detail import expand_hostlist, query_job_gpus
 from wattplan.planner.agent.slurm_queue import (
     ADMIN_HOLD,
+    POWERING_DOWN,
     USER_HOLD,
     ManagedJob,
     NodeState,
@@ -328,6 +329,8 @@ class Agent:
         next one waits for an event."""
         self._retry_soon = False
         """The last round left an update Slurm refused for now: the next round starts a poll later."""
+        self._powering_down = False
+        """The last round left out a node Slurm was powering down (``POWERING_DOWN``)."""
         self.learner: ProfileLearner | None = None
         self.steering = LiveSteering(config.steering, config.rules, config.start_s, config.signal)
         """Each round's ``delta``, credit weight and tail bound (:mod:`planner.agent.steering`)."""
@@ -386,6 +389,7 @@ class Agent:
                 continue
             if n.state not in usable:
                 notes.append(f"node {n.name} is {n.slurm_state.lower()}: left out")
+                self._powering_down = self._powering_down or POWERING_DOWN in n.slurm_state.split("+")
                 continue
             if n.name in busy_hosts:
                 notes.append(f"node {n.name} runs jobs wattplan does not manage: left out")
@@ -414,7 +418,7 @@ class Agent:
 
     def round(self) -> RoundReport:
         """Play one round (module docstring); never raises for Slurm, Prometheus or planning faults."""
-        self._settled = self._retry_soon = False
+        self._settled = self._retry_soon = self._powering_down = False
         t_start = time.monotonic()  # the agent's own cost, in real time even in a replay
         unix = self.timer.unix()
         now_s = self.cfg.clock.at(unix)
@@ -496,6 +500,9 @@ class Agent:
             report.notes.append("requeued: " + ", ".join(f"{j} ({w})" for j, w in decision.why.items()))
         self._apply(rnd, decision, report)
         self._settled = report.planned_run > 0
+        # a node powering down is left out until it is off, which no queue event announces: while jobs wait for
+        # GPUs, look again a poll later rather than a round later (it is plannable, and bootable, once off)
+        self._retry_soon = self._retry_soon or (self._powering_down and report.planned_run < report.queued)
         self._finish(
             report,
             t_start,

@@ -343,7 +343,9 @@ def read_queue(text: str) -> QueueRead:
 
 _UP = {"idle": "idle", "mixed": "mixed", "allocated": "allocated"}
 _DOWN = {"down", "error", "unknown", "future"}
-_DOWN_FLAGS = {"NOT_RESPONDING", "FAIL", "POWERING_DOWN"}
+POWERING_DOWN = "POWERING_DOWN"
+"""The flag of a node Slurm's power saving is powering down (``slurm_state`` holds it after a ``+``)."""
+_DOWN_FLAGS = {"NOT_RESPONDING", "FAIL", POWERING_DOWN}
 """Flags of a node no job can be planned on now; ``POWERING_DOWN``: Slurm gives it no job until it is off (a
 ``SuspendTimeout``), after which it reads ``off``."""
 _OFF_FLAGS = {"POWERED_DOWN"}
