@@ -74,12 +74,15 @@ def cluster_down(cluster_dir: ClusterDirOpt) -> None:
 @options_of(SubmitOptions)
 def cluster_submit(trace: TraceArg, cluster_dir: ClusterDirOpt, **given: Any) -> None:
     """Submit a trace's jobs (the replay's selection) at their arrival times, on the emulated clock."""
-    from wattplan.planner.cluster.submit import start_submitter, submissions
+    from wattplan.planner.cluster.submit import maxq_table, start_submitter, submissions
 
     opts = SubmitOptions.checked(record_values(SubmitOptions, given))
     jobs, layout = submissions(cluster_dir, trace, opts)
-    pid = start_submitter(layout, jobs, managed=not opts.unmanaged)
+    prolog = maxq_table(layout) if opts.maxq else None
+    pid = start_submitter(layout, jobs, managed=not opts.unmanaged, prolog=prolog)
     kind = "unmanaged" if opts.unmanaged else "managed (held, for wattplan agent)"
+    if prolog is not None:
+        kind += f" at MaxQ's power limits ({len(prolog.by_type)} job types in the prolog's table)"
     out.print(f"submitting {len(jobs)} {kind} jobs over {jobs[-1].offset_s:.0f} emulated s (submitter pid {pid})")
     if opts.wait:
         while not (layout.submit_dir / "done").exists():

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 from wattplan.planner.cluster.slurm_daemons import MAX_SUSPEND_TIME_S, MAX_TIMEOUT_S, PowerSave
 from wattplan.planner.contracts import defaults
-from wattplan.planner.contracts.options import OptionRecord, Rule, option, same_as
+from wattplan.planner.contracts.options import OptionRecord, Rule, option, requires, same_as
 from wattplan.planner.contracts.problems import InputError, Problem
 from wattplan.planner.rounds.cluster_spec import parse_cluster_spec
 from wattplan.planner.sim.options import LIBRARY_METAVAR, ReplayOptions, library_path
@@ -150,7 +150,14 @@ class SubmitOptions(OptionRecord):
     ``wattplan simulate`` with the same options.
     """
 
+    RULES: ClassVar[tuple[Rule, ...]] = (requires("maxq", "unmanaged"),)
+
     unmanaged: bool = option(False, "Submit as a user would, for Slurm's own scheduling (no hold, no opt-in comment).")
+    maxq: bool = option(
+        False,
+        "With --unmanaged: each job runs at MaxQ's power limit for its type (the lowest keeping 97% of full speed by "
+        "the shipped profiles), set by the nodes' prolog at its start as a site's prolog sets NVIDIA's MaxQ profile.",
+    )
     max_jobs: int | None = same_as(ReplayOptions, "max_jobs")
     start_s: float | None = same_as(ReplayOptions, "start_s")
     end_s: float | None = same_as(ReplayOptions, "end_s")

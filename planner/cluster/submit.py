@@ -8,7 +8,11 @@ Each job is an ``sbatch`` of the stand-in trainer (:mod:`planner.cluster.trainer
 ``--gres=gpu:N`` on one node (``N`` = the request) or ``gpu:K`` on ``N / K`` nodes for a request above a node's
 ``K`` GPUs. Managed jobs opt in with ``--comment=wattplan:type=T;steps=S`` and wait held (``--hold``) for the
 agent; ``--unmanaged`` submits them as a user would, for Slurm's own scheduling (first come, first served with
-backfill) at the GPUs' default power limit.
+backfill) at the GPUs' default power limit. With ``--maxq`` too, each unmanaged job runs at the ``maxq`` baseline's
+setting for its type (:mod:`planner.control.maxq`, from the shipped profiles), set by the nodes' prolog when the job
+starts, as a site's prolog sets NVIDIA's MaxQ profile: the job is submitted held, its ``settings/JOBID.conf`` is
+written (the same file the agent writes for a managed job), then it is released. Only on a cluster of one GPU type
+(a prolog table keyed by the node's type would be needed otherwise).
 
 The submitter runs in the background (its PID in ``submit/submitter.pid``), appends one row per job to
 ``submit/submitted.csv`` as it goes (``slurm_job_id,trace_job_id,job_type,gpus,total_steps,arrival_s,
@@ -31,7 +35,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from wattplan.planner.agent.node_settings import JobSetting
 from wattplan.planner.cluster.layout import ClusterLayout, write_json_atomic
+from wattplan.planner.contracts.jsonio import write_text_atomic
 from wattplan.planner.contracts.rules import RoundRules
 
 if TYPE_CHECKING:
@@ -103,6 +109,36 @@ def submissions(
     return jobs, layout
 
 
+@dataclass(frozen=True, slots=True)
+class PrologTable:
+    """The setting an unmanaged job of each type starts at (``--maxq``), on the cluster's one GPU type."""
+
+    gpu_type: str
+    unit: str
+    by_type: dict[str, int]
+
+    def setting_of(self, job: Submission, slurm_id: str) -> JobSetting | None:
+        """The job's settings file, None for a type the table does not hold (it runs at the default)."""
+        value = self.by_type.get(job.job_type)
+        if value is None:
+            return None
+        return JobSetting(slurm_id, 0, self.gpu_type, job.gpus, value, self.unit)  # type: ignore[arg-type]
+
+
+def maxq_table(layout: ClusterLayout) -> PrologTable:
+    """The ``maxq`` settings of the shipped profiles on the cluster's GPU type (ValueError naming a mixed cluster)."""
+    from wattplan.planner.control.maxq import maxq_settings
+    from wattplan.planner.profile_library.library import load_profile_library
+
+    types = sorted({n["gpu_type"] for n in layout.read_manifest()["nodes"]})
+    if len(types) != 1:
+        raise ValueError(f"--maxq: the cluster has GPU types {', '.join(types)}; it needs one (a prolog table by type)")
+    library = load_profile_library(None)
+    unit = str(library.gpu_types.get(types[0], {}).get("setting_unit", "power_limit_w"))
+    table = {t: s for (t, g), s in maxq_settings(library).items() if g == types[0]}
+    return PrologTable(types[0], unit, table)
+
+
 def sbatch_argv(
     layout: ClusterLayout, job: Submission, managed: bool, gpus_per_node: int, restart_s: float
 ) -> list[str]:
@@ -141,8 +177,13 @@ def sbatch_argv(
     return [*argv, "--wrap", f"exec {trainer}"]
 
 
-def run_submitter(layout: ClusterLayout, jobs: Sequence[Submission], managed: bool) -> int:
-    """Submit ``jobs`` at their offsets (blocking); 0 when every job was accepted, 1 otherwise."""
+def run_submitter(
+    layout: ClusterLayout, jobs: Sequence[Submission], managed: bool, prolog: PrologTable | None = None
+) -> int:
+    """Submit ``jobs`` at their offsets (blocking); 0 when every job was accepted, 1 otherwise.
+
+    With ``prolog`` (unmanaged jobs only) each job is submitted held, its settings file written, then released.
+    """
     manifest = layout.read_manifest()
     clock = layout.clock()
     env = {**os.environ, "SLURM_CONF": str(layout.slurm_conf)}
@@ -161,6 +202,8 @@ def run_submitter(layout: ClusterLayout, jobs: Sequence[Submission], managed: bo
             argv = sbatch_argv(
                 layout, job, managed, int(manifest["gpus_per_node"]), float(manifest.get("restart_s", 0.0))
             )
+            if prolog is not None:
+                argv = [argv[0], "--hold", *argv[1:]]
             unix = time.time()
             done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
             if done.returncode != 0:
@@ -168,6 +211,8 @@ def run_submitter(layout: ClusterLayout, jobs: Sequence[Submission], managed: bo
                 print(f"submit {job.trace_job_id}: sbatch failed: {done.stderr.strip()}", file=sys.stderr, flush=True)
                 continue
             slurm_id = done.stdout.strip().split(";")[0]
+            if prolog is not None and not _released(layout, prolog, job, slurm_id, env):
+                failures += 1
             writer.writerow(
                 [
                     slurm_id,
@@ -185,14 +230,29 @@ def run_submitter(layout: ClusterLayout, jobs: Sequence[Submission], managed: bo
     return 1 if failures else 0
 
 
-def start_submitter(layout: ClusterLayout, jobs: Sequence[Submission], managed: bool) -> int:
-    """Write the job list and start the submitter in the background; its PID."""
+def _released(layout: ClusterLayout, prolog: PrologTable, job: Submission, slurm_id: str, env: dict[str, str]) -> bool:
+    """Write a held job's settings file (when its type has a setting) and release it; False when Slurm refused."""
+    setting = prolog.setting_of(job, slurm_id)
+    if setting is not None:
+        layout.settings_dir.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(layout.setting_file(slurm_id), setting.to_text())
+    done = subprocess.run(["scontrol", "release", slurm_id], env=env, capture_output=True, text=True, timeout=60)
+    if done.returncode != 0:
+        print(f"submit {job.trace_job_id}: release failed: {done.stderr.strip()}", file=sys.stderr, flush=True)
+    return done.returncode == 0
+
+
+def start_submitter(
+    layout: ClusterLayout, jobs: Sequence[Submission], managed: bool, prolog: PrologTable | None = None
+) -> int:
+    """Write the job list (and ``prolog``'s table) and start the submitter in the background; its PID."""
     layout.submit_dir.mkdir(parents=True, exist_ok=True)
     layout.work_dir.mkdir(parents=True, exist_ok=True)
     layout.log_dir.mkdir(parents=True, exist_ok=True)
     (layout.submit_dir / "done").unlink(missing_ok=True)
     jobs_file = layout.submit_dir / "jobs.json"
-    write_json_atomic(jobs_file, {"managed": managed, "jobs": [asdict(j) for j in jobs]})
+    doc = {"managed": managed, "jobs": [asdict(j) for j in jobs], "prolog": None if prolog is None else asdict(prolog)}
+    write_json_atomic(jobs_file, doc)
     with open(layout.log_dir / "submitter.log", "ab") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "wattplan.planner.cluster.submit", "--dir", str(layout.root)],
@@ -212,7 +272,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     layout = ClusterLayout(args.dir)
     doc = json.loads((layout.submit_dir / "jobs.json").read_text())
     jobs = [Submission(**j) for j in doc["jobs"]]
-    return run_submitter(layout, jobs, bool(doc["managed"]))
+    prolog = PrologTable(**doc["prolog"]) if doc.get("prolog") else None
+    return run_submitter(layout, jobs, bool(doc["managed"]), prolog)
 
 
 if __name__ == "__main__":
