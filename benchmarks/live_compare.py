@@ -6,7 +6,8 @@ For each trace given: start an emulated cluster (``wattplan cluster up``), submi
 report, stop; then replay the same trace with ``wattplan simulate`` on the simulated Slurm (the agent's loop with
 ``wattplan`` and the same JCT bound, and Slurm alone) with the same truth, time scale, round, load and restart
 cost. ``--power-save`` runs both clusters with Slurm's power saving (``cluster up --power-save``: the unmanaged run
-is then ``slurm-powersave``) and the agent and the replay with ``--power-save``. Writes
+is then ``slurm-powersave``) and the agent and the replay with ``--power-save``; ``--maxq`` runs the unmanaged jobs
+at MaxQ's power limits (``cluster submit --unmanaged --maxq``: ``maxq`` with power saving). Writes
 ``OUT/FAMILY/{managed,unmanaged}.json`` (``cluster report``), ``OUT/FAMILY/agent.log``, the agent's per-round
 overhead, ``OUT/FAMILY/sim/POLICY/summary.json`` and ``OUT/live_compare.json`` with one row per family.
 
@@ -48,12 +49,28 @@ def _report(cluster: Path, out: Path) -> dict[str, Any]:
     return doc
 
 
-def _up(cluster: Path, gpus: str, scale: float, args: argparse.Namespace) -> None:
+SUBMIT_AFTER_UP_S = 6.0
+"""Real seconds from the end of ``cluster up`` to the first submission, in both runs: the agent starts and plays its
+first round within it. The same idle time before the first job in both runs matters with power saving: a node
+powers down ``--suspend-s`` after ``up``, so an earlier submission in one run met nodes that were still on."""
+
+
+def _up(cluster: Path, gpus: str, scale: float, args: argparse.Namespace) -> float:
+    """Start the emulated cluster; the monotonic time it was up."""
     if (cluster / "cluster.json").exists():
         _run("cluster", "down", "--dir", str(cluster))
     truth = ["--truth", str(args.truth)] if args.truth else []
     argv = ["cluster", "up", "--dir", str(cluster), "--gpus", gpus, "--time-scale", f"{scale:g}"]
     _run(*argv, "--restart-s", f"{args.trainer_restart_s:g}", *truth, *_power_save(args), timeout=300)
+    return time.monotonic()
+
+
+def _submit_at(up: float, what: str) -> None:
+    """Wait until :data:`SUBMIT_AFTER_UP_S` after ``up`` (fail when ``what`` took longer)."""
+    left = up + SUBMIT_AFTER_UP_S - time.monotonic()
+    if left < 0:
+        raise SystemExit(f"{what} took {SUBMIT_AFTER_UP_S - left:.1f} s after cluster up, over {SUBMIT_AFTER_UP_S} s")
+    time.sleep(left)
 
 
 def _power_save(args: argparse.Namespace) -> list[str]:
@@ -88,7 +105,7 @@ def _wait_for_agent(log: Path, agent: subprocess.Popen[bytes]) -> None:
 
 def managed(trace: Path, cluster: Path, out: Path, gpus: str, scale: float, args: argparse.Namespace) -> dict[str, Any]:
     """One managed live run; its report plus the agent's wall time and per-round overhead."""
-    _up(cluster, gpus, scale, args)
+    up = _up(cluster, gpus, scale, args)
     try:
         t0 = time.monotonic()
         with (out / "agent.log").open("w") as log:
@@ -122,6 +139,7 @@ def managed(trace: Path, cluster: Path, out: Path, gpus: str, scale: float, args
             # the agent runs before the first job arrives, as on a cluster it serves (started after the
             # submitter, its start-up of a few real seconds made the first jobs wait ~150 emulated seconds)
             _wait_for_agent(out / "agent.log", agent)
+            _submit_at(up, "the agent's start")
             _run("cluster", "submit", str(trace), "--dir", str(cluster))
             done = agent.wait(timeout=4 * 3600)
         if done != 0:
@@ -152,9 +170,11 @@ def unmanaged(
     trace: Path, cluster: Path, out: Path, gpus: str, scale: float, args: argparse.Namespace
 ) -> dict[str, Any]:
     """One run under Slurm's own scheduling; its report."""
-    _up(cluster, gpus, scale, args)
+    up = _up(cluster, gpus, scale, args)
     try:
-        _run("cluster", "submit", str(trace), "--dir", str(cluster), "--unmanaged", "--wait")
+        _submit_at(up, "nothing")
+        maxq = ["--maxq"] if args.maxq else []
+        _run("cluster", "submit", str(trace), "--dir", str(cluster), "--unmanaged", *maxq, "--wait")
         while True:
             report = _report(cluster, out / "unmanaged.json")
             if report["jobs_completed"] == report["jobs_total"]:
@@ -166,7 +186,7 @@ def unmanaged(
 
 def simulate(trace: Path, out: Path, gpus: str, args: argparse.Namespace) -> dict[str, Any]:
     """The replay of the same trace on the simulated Slurm: wattplan (the same bound) and Slurm alone, by policy."""
-    alone = "slurm-powersave" if args.power_save else "slurm"
+    alone = "maxq" if args.maxq else "slurm-powersave" if args.power_save else "slurm"
     _run(
         "simulate",
         str(trace),
@@ -232,12 +252,17 @@ def main() -> None:
     p.add_argument("--power-save", action="store_true", help="Slurm's power saving on both clusters and the replay.")
     p.add_argument("--suspend-s", type=float, default=600.0, help="With --power-save: idle s before power-down.")
     p.add_argument("--resume-s", type=float, default=300.0, help="With --power-save: a node's boot (s).")
+    p.add_argument(
+        "--maxq", action="store_true", help="The unmanaged run at MaxQ's power limits (cluster submit --maxq)."
+    )
     p.add_argument("--reuse-unmanaged", action="store_true", help="Keep an earlier unmanaged.json of a family.")
     p.add_argument("--only", choices=("managed", "unmanaged", "simulate"), action="append")
     p.add_argument(
         "--rescore", action="store_true", help="Run nothing: compare each family's managed.json and unmanaged.json."
     )
     args = p.parse_args()
+    if args.maxq and not args.power_save:
+        p.error("--maxq needs --power-save: the replay's maxq baseline is Slurm's power saving with MaxQ's limits")
     args.restart_s = args.trainer_restart_s + SLURM_REQUEUE_DELAY_S * args.time_scale
     before = args.out / "live_compare.json"
     old_rows = json.loads(before.read_text()) if before.exists() else []
