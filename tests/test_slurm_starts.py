@@ -164,3 +164,17 @@ def test_replays_under_the_rule_never_stop_a_job_and_keep_its_floor(jobs, nodes:
         ran = s.finish_s - s.first_start_s
         rounds = s.rounds_run
         assert rounds >= 1 and ran <= rounds * 100.0 + 1e-6, s.id
+
+
+def test_simulate_frontier_and_the_agent_play_by_both_rules() -> None:
+    """The options reach the rules on every face (``frontier`` once dropped ``--slurm-starts``)."""
+    from wattplan.planner.agent.options import AgentOptions
+    from wattplan.planner.sim.options import FrontierOptions, SimulateOptions
+    from wattplan.planner.sim.session import frontier_sweep, replay_spec
+
+    given = {"max_slowdown": 10.0, "slurm_starts": True}
+    simulate_rules = replay_spec("6c71a0.trace", "v100:8", SimulateOptions.checked(given)).rules
+    frontier_rules = frontier_sweep("6c71a0.trace", "v100:8", FrontierOptions.checked(given)).base.rules
+    agent_rules = AgentOptions.checked(given).rules()
+    for rules in (simulate_rules, frontier_rules, agent_rules):
+        assert (rules.max_slowdown, rules.slurm_starts) == (pytest.approx(0.1), True)

@@ -353,9 +353,9 @@ class Agent:
         """``(job id, why)`` of jobs left alone that the log named already (each is said once)."""
         self._window_start_s = 0.0
         self._metered: frozenset[str] = frozenset()
+        """Jobs that drew GPU energy in the last window, as DCGM's job mapping names them."""
         self._metered_at: dict[str, float] = {}
         """Per job, the end (emulated s) of the last window in which DCGM named GPU energy after it."""
-        """Jobs that drew GPU energy in the last window, as DCGM's job mapping names them."""
         for rnd, argv in store.interrupted():
             self.log(
                 f"restart: round {rnd} was interrupted before '{' '.join(argv)}' had an outcome; "

@@ -126,9 +126,22 @@ def _restart_s(options: ReplayOptions) -> float:
     return options.restart_s if options.restart_s is not None else defaults.RESTART_S
 
 
-def slowdown(options: ReplayOptions) -> float | None:
-    """``--max-slowdown`` as a fraction (the rules' ``max_slowdown``), None when not given."""
-    return None if options.max_slowdown is None else options.max_slowdown / 100.0
+def replay_rules(options: ReplayOptions, objective: Objective, delta: float) -> RoundRules:
+    """The rules a replay plays by, from its options and the ``objective`` and ``delta`` its command sets.
+
+    ``--round-s``, the restart cost, ``--min-pair-rate``, ``--max-slowdown`` (percent here, a fraction in the rules)
+    and ``--slurm-starts``; ``simulate`` and ``frontier`` set the objective and ``delta`` differently.
+    """
+    slowdown = None if options.max_slowdown is None else options.max_slowdown / 100.0
+    return RoundRules(
+        options.round_s,
+        _restart_s(options),
+        options.min_pair_rate,
+        objective,
+        delta,
+        slowdown,
+        options.slurm_starts,
+    )
 
 
 def replay_spec(
@@ -142,15 +155,7 @@ def replay_spec(
     :func:`planner.sim.replay.check_spec` when the replay is prepared.
     """
     objective: Objective = options.objective or "progress"  # type: ignore[assignment]  # one of OBJECTIVES
-    rules = RoundRules(
-        options.round_s,
-        _restart_s(options),
-        options.min_pair_rate,
-        objective,
-        options.delta,
-        slowdown(options),
-        options.slurm_starts,
-    )
+    rules = replay_rules(options, objective, options.delta)
     return _replay_spec(trace, cluster, list(policies), options, rules, options.max_jct_increase)
 
 
@@ -354,9 +359,7 @@ def frontier_sweep(trace: str | Path, cluster: str, options: FrontierOptions) ->
     from wattplan.planner.sim.replay import DELTA_BOUNDS, JCT_INCREASE_BOUNDS
 
     objective: Objective = options.objective  # type: ignore[assignment]  # one of OBJECTIVES
-    rules = RoundRules(
-        options.round_s, _restart_s(options), options.min_pair_rate, objective, defaults.DELTA, slowdown(options)
-    )
+    rules = replay_rules(options, objective, defaults.DELTA)
     base = _replay_spec(trace, cluster, None, options, rules, None)
     knob_deltas = number_list(options.deltas, "--deltas", DELTA_BOUNDS)
     increases = number_list(options.max_jct_increase, "--max-jct-increase", JCT_INCREASE_BOUNDS)
