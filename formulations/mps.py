@@ -94,11 +94,21 @@ def sense_comment(objective: str, maximize: bool) -> str:
     return f"minimise {objective} = this objective; the file is a minimisation"
 
 
-def write_mps_to(f: TextIO, lm: LinearModel, objective: str, maximize: bool, comments: Sequence[str] = ()) -> None:
-    """Write the MPS text of :func:`write_mps` to the open text file ``f``."""
+def write_mps_to(
+    f: TextIO,
+    lm: LinearModel,
+    objective: str,
+    maximize: bool,
+    comments: Sequence[str] = (),
+    names: tuple[list[str], list[str]] | None = None,
+) -> None:
+    """Write the MPS text of :func:`write_mps` to the open text file ``f``.
+
+    ``names``: the column and row names to write (blank-free, distinct), else :meth:`LinearModel.export_names`.
+    """
     if objective not in lm.objectives:
         raise KeyError(f"the model has no objective {objective!r} (it has {', '.join(lm.objectives)})")
-    col_names, row_names = lm.export_names()
+    col_names, row_names = names if names is not None else lm.export_names()
     obj_row = _free_name(OBJECTIVE_ROW, set(row_names))
     header = [sense_comment(objective, maximize), *comments, *EXACT_OPTIONS]
     for line in header:

@@ -1,4 +1,4 @@
-"""CBC through PuLP on a real replay round that its default preprocessing gets wrong.
+"""PuLP's bundled CBC (the ``cbc`` backend) on a real replay round that its default preprocessing gets wrong.
 
 With ``-preprocess sos`` (CBC 2.10.3's default) this 137-job round came back "infeasible" at a
 1 s limit and with progress 5.53 at 2-5 s, below the 7.73 of the MIP start it was given; with
@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.instances import SHARING_OPTIMUM, sharing_model
 from wattplan.formulations.backends import SolveParams, get_backend
 from wattplan.formulations.round_model import build_round_model
 from wattplan.planner.contracts.instance_io import parse_instance
@@ -50,29 +52,60 @@ def test_cbc_proves_the_replay_round_optimal_from_the_greedy_start() -> None:
 def test_the_solver_limit_leaves_room_for_the_handover(monkeypatch: pytest.MonkeyPatch) -> None:
     """``time_limit_s`` bounds the whole call: CBC gets what is left after about three build times.
 
-    It is asked to run without preprocessing.
+    It is asked to run without preprocessing, with the seed, gap and thread count of the request.
     """
-    import pulp
-
-    from wattplan.formulations.backends import pulp_backend
+    from wattplan.formulations.backends import cbc, pulp_backend
     from wattplan.formulations.backends.pulp_backend import MIN_SOLVER_S, solver_seconds
 
     assert solver_seconds(2.14, 0.33) == pytest.approx(2.14 - 3 * 0.33)
     assert solver_seconds(10.0, 0.0) == 10.0
     assert solver_seconds(0.5, 0.33) == MIN_SOLVER_S
 
-    seen: dict = {}
-    get_solver = pulp.getSolver
+    seen: list[list[str]] = []
+    run = cbc._run
 
-    def recording(name, **options):
-        seen.update(options)
-        return get_solver(name, **options)
+    def recording(argv: list[str], log: Path, timeout_s: float | None) -> str:
+        seen.append(argv)
+        return run(argv, log, timeout_s)
 
-    monkeypatch.setattr(pulp, "getSolver", recording)
+    monkeypatch.setattr(cbc, "_run", recording)
     monkeypatch.setattr(pulp_backend, "HANDOVER_FACTOR", 1e6)  # any measurable build leaves CBC the minimum
     inst = parse_instance(json.loads(gzip.decompress(ROUND.read_bytes())), ROUND.name)
     rm = build_round_model(inst)
-    params = SolveParams(time_limit_s=30.0, threads=1, seed=0)
+    params = SolveParams(time_limit_s=30.0, rel_gap=1e-4, threads=1, seed=4)
     get_backend("cbc").solve(rm.lm, "progress", True, params, None)
-    assert seen["timeLimit"] == MIN_SOLVER_S
-    assert "preprocess off" in seen["options"]
+    (argv,) = seen
+    assert argv[argv.index("-sec") + 1] == repr(MIN_SOLVER_S)
+    assert argv[argv.index("-preprocess") + 1] == "off"
+    assert argv[argv.index("-randomSeed") + 1] == "5" and argv[argv.index("-threads") + 1] == "1"
+    assert argv[argv.index("-ratio") + 1] == "0.0001" and "-max" in argv and "-mips" not in argv
+
+
+def test_cbc_on_wattplans_file_answers_as_cbc_through_pulps_objects() -> None:
+    """The ``cbc`` backend (its own MPS file) and ``pulp:PULP_CBC_CMD`` (PuLP's objects) run one CBC on one model.
+
+    Both stages of a real replay round from the greedy start: the same status and objective. The LP relaxation's
+    Lagrangian bound, from the duals read back from CBC's file, is a valid bound (not below the proven optimum).
+    """
+    inst = parse_instance(json.loads(gzip.decompress(ROUND.read_bytes())), ROUND.name)
+    rm = build_round_model(inst)
+    start = rm.encode(greedy_allocations(inst))
+    params = SolveParams(time_limit_s=SAFETY_NET_S, threads=1, seed=0, node_limit=NODE_LIMIT)
+    ours, theirs = get_backend("cbc"), get_backend("pulp:PULP_CBC_CMD")
+    a, b = (x.solve(rm.lm, "progress", True, params, start) for x in (ours, theirs))
+    assert a.status == b.status == "optimal"
+    assert a.objective == pytest.approx(OPTIMUM, rel=1e-6) and b.objective == pytest.approx(OPTIMUM, rel=1e-6)
+    lp = ours.solve(rm.lm, "progress", True, params, None, relax=True)
+    assert lp.status == "optimal" and lp.bound is not None and lp.bound >= OPTIMUM * (1 - 1e-9)
+    lm2 = rm.lm.with_row(rm.lm.objectives["progress"], a.objective * (1 - 1e-6), math.inf, "progress_floor", "progress")
+    e1, e2 = (x.solve(lm2, "energy", False, params, a.values) for x in (ours, theirs))
+    assert e1.status == e2.status and e1.objective == pytest.approx(e2.objective, rel=1e-6)
+
+
+def test_an_infeasible_model_is_infeasible_and_a_small_one_is_solved_to_its_hand_computed_optimum() -> None:
+    lm = sharing_model().lm
+    params = SolveParams(time_limit_s=SAFETY_NET_S, threads=1)
+    solved = get_backend("cbc").solve(lm, "progress", True, params, None)
+    assert solved.status == "optimal" and solved.objective == pytest.approx(SHARING_OPTIMUM)
+    impossible = lm.with_row(lm.objectives["progress"], SHARING_OPTIMUM + 0.1, math.inf, "more_than_best", "progress")
+    assert get_backend("cbc").solve(impossible, "energy", False, params, None).status == "infeasible"

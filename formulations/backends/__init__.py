@@ -7,7 +7,8 @@ Importing this package loads no solver library.
 
 Modules: ``base`` (the backend protocol, :class:`Features`, the LP-with-duals session, results), ``registry``
 (the table), and one module per backend: ``highs`` (highspy), ``cpsat`` (OR-Tools CP-SAT), ``scip``
-(PySCIPOpt), ``ortools_mip`` (OR-Tools' CBC), ``pulp_backend`` (PuLP: ``cbc`` and ``pulp:NAME``) and
+(PySCIPOpt), ``ortools_mip`` (OR-Tools' CBC), ``cbc`` (PuLP's bundled CBC binary on wattplan's MPS file),
+``pulp_backend`` (``pulp:NAME``, any solver through PuLP's objects) and
 ``command`` (``cmd:COMMAND``, a command-line solver on an MPS file). Plug-in solvers: :func:`register_solver`
 and the ``wattplan.solvers`` entry points (:mod:`formulations.backends.registry`, docs/design.md §5.7.1).
 """

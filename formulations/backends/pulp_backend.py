@@ -1,4 +1,4 @@
-"""PuLP: CBC by default, or any solver PuLP knows (``pulp:GUROBI_CMD``, ``pulp:CPLEX_CMD``, ...)."""
+"""PuLP: any solver PuLP knows (``pulp:GUROBI_CMD``, ``pulp:CPLEX_CMD``, ...); ``cbc`` runs its CBC (:mod:`.cbc`)."""
 
 from __future__ import annotations
 
@@ -249,15 +249,3 @@ class PulpBackend(WithoutLpDuals):
             prob, _ = self._problem(lm, objective, maximize, relax=False, readable=True)
         with atomic_target(Path(path)) as tmp:
             prob.writeLP(str(tmp))
-
-
-class CbcBackend(PulpBackend):
-    """PuLP's bundled CBC (the ``cbc`` backend): :class:`PulpBackend` that also takes a node limit (``maxNodes``).
-
-    Other PuLP solvers do not all honour PuLP's ``maxNodes``, so ``pulp:NAME`` claims no node limit.
-    """
-
-    features: ClassVar[Features] = replace(PulpBackend.features, node_limit=True)
-
-    def __init__(self) -> None:
-        super().__init__(CBC, label="cbc")

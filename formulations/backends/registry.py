@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from importlib.metadata import EntryPoint, entry_points
 
-from wattplan.formulations.backends import command, cpsat, highs, ortools_mip, pulp_backend, scip
+from wattplan.formulations.backends import cbc, command, cpsat, highs, ortools_mip, pulp_backend, scip
 from wattplan.formulations.backends.base import Backend, BackendUnavailable, Features
 
 
@@ -75,8 +75,8 @@ class BackendPattern:
 REGISTRY: tuple[BackendEntry, ...] = (
     BackendEntry(
         "cbc",
-        pulp_backend.CbcBackend,
-        pulp_backend.CbcBackend.features,
+        cbc.CbcBackend,
+        cbc.CbcBackend.features,
         pulp_backend.INSTALL_HINT,
         "PuLP's bundled CBC through an MPS file; fast, no bound of its own",
     ),
