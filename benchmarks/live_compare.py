@@ -87,6 +87,8 @@ def _wattplan_mode(args: argparse.Namespace, agent: bool) -> list[str]:
     mode whose JCT is bounded job by job (``--slurm-starts --max-slowdown X --objective energy --delta 0.9``, no
     governor: the agent's ``--no-jct-bound``).
     """
+    if args.agent_policy != "wattplan":
+        return []  # a baseline decided by the loop: no energy mode to set
     if args.max_slowdown is None:
         governor = ["--governor", args.governor] if args.governor else []
         return ["--max-jct-increase", f"{args.max_jct_increase:g}", *governor]
@@ -122,6 +124,8 @@ def managed(trace: Path, cluster: Path, out: Path, gpus: str, scale: float, args
                     f"{args.restart_s:g}",
                     "--start-s",
                     f"{args.trainer_restart_s:g}",
+                    "--policy",
+                    args.agent_policy,
                     *_wattplan_mode(args, agent=True),
                     "--solver",
                     args.solver,
@@ -193,7 +197,7 @@ def simulate(trace: Path, out: Path, gpus: str, args: argparse.Namespace) -> dic
         "--cluster",
         gpus,
         "--policy",
-        "wattplan",
+        args.agent_policy,
         "--policy",
         alone,
         "--time-scale",
@@ -220,7 +224,7 @@ def simulate(trace: Path, out: Path, gpus: str, args: argparse.Namespace) -> dic
         *(["--truth", str(args.truth)] if args.truth else []),
         *([] if args.pairs else ["--min-pair-rate", "1"]),  # no pair has rho >= 1: the replay pairs nothing either
     )
-    return {p: json.loads((out / "sim" / p / "summary.json").read_text()) for p in ("wattplan", alone)}
+    return {p: json.loads((out / "sim" / p / "summary.json").read_text()) for p in (args.agent_policy, alone)}
 
 
 def main() -> None:
@@ -249,6 +253,11 @@ def main() -> None:
     p.add_argument("--profiles", type=Path, help="Library the agent and the replay plan with (default: shipped).")
     p.add_argument("--truth", type=Path, help="Library the emulated GPUs run by (default: the shipped one).")
     p.add_argument("--tag", default="", help="Suffix of each family's output folder (e.g. -learn).")
+    p.add_argument(
+        "--agent-policy",
+        default="wattplan",
+        help="The policy the managed run's agent decides by (e.g. fifo-maxq: the maxq baseline run by the agent).",
+    )
     p.add_argument("--power-save", action="store_true", help="Slurm's power saving on both clusters and the replay.")
     p.add_argument("--suspend-s", type=float, default=600.0, help="With --power-save: idle s before power-down.")
     p.add_argument("--resume-s", type=float, default=300.0, help="With --power-save: a node's boot (s).")

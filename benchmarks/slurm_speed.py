@@ -10,7 +10,7 @@ Each case runs with the agent's rounds on events only (``--no-periodic-rounds``,
 as the events) unless ``--periodic`` is given. Writes ``OUT/speed.json`` and ``OUT/speed.md`` (wall seconds of the
 whole command, the replays' own wall and CPU seconds, solver workers included, rounds and energy per policy).
 
-Usage: ``python benchmarks/slurm_speed.py --out OUT [--periodic] [--only NAME]``.
+Usage: ``python benchmarks/slurm_speed.py --out OUT [--periodic] [--only NAME] [--policy NAME]``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 WATTPLAN = [sys.executable, "-m", "wattplan"]
-POLICIES = ("slurm", "fifo-max", "zeus", "eaco", "powerflow", "wattplan")
+POLICIES = ("slurm", "fifo-max", "fifo-maxq", "zeus", "eaco", "powerflow", "wattplan")
 CASES: dict[str, list[str]] = {
     "issue-40-gavel-6c71a0": ["6c71a0.trace", "--cluster", "v100:32,p100:16", "--max-jobs", "40"],
     "issue-40-gavel-6c71a0-cap8kw": [
@@ -73,6 +73,7 @@ def main() -> None:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--periodic", action="store_true", help="Rounds every --round-s as well (the live default).")
     p.add_argument("--only", choices=sorted(CASES), action="append")
+    p.add_argument("--policy", choices=POLICIES, action="append", help="The 150-job cases: only these policies.")
     args = p.parse_args()
     rows = []
     for name in args.only or list(CASES):
@@ -80,7 +81,7 @@ def main() -> None:
             rows.append(run(name, ["wattplan"], args.out, args.periodic))
             rows.append(run(name, ["all"], args.out, args.periodic))
         else:
-            rows.extend(run(name, [policy], args.out, args.periodic) for policy in POLICIES)
+            rows.extend(run(name, [policy], args.out, args.periodic) for policy in args.policy or POLICIES)
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / "speed.json").write_text(json.dumps(rows, indent=1) + "\n")
         (args.out / "speed.md").write_text(table(rows))

@@ -182,7 +182,10 @@ def test_agent_runs_a_workload_through_faults(
         if not db.exists():
             return 0
         with sqlite3.connect(db) as c:
-            return int(c.execute("SELECT COUNT(*) FROM rounds WHERE status = 'done'").fetchone()[0])
+            try:
+                return int(c.execute("SELECT COUNT(*) FROM rounds WHERE status = 'done'").fetchone()[0])
+            except sqlite3.OperationalError:  # the agent made the file and has not made its tables yet
+                return 0
 
     _wait("two planned rounds", lambda: rounds() >= 2, STEP_DEADLINE_S, log)
     # 1. SIGTERM: the loop stops between two steps and exits 0

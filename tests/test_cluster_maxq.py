@@ -23,7 +23,7 @@ from tests.helpers.traces import write_minutes_trace
 from tests.slurm_cluster import need_emulated_cluster
 from wattplan.planner.agent.node_settings import JobSetting
 from wattplan.planner.cluster.layout import ClusterLayout
-from wattplan.planner.control.maxq import maxq_settings
+from wattplan.planner.core.maxq import maxq_settings
 from wattplan.planner.profile_library.library import load_profile_library
 
 WATTPLAN = [sys.executable, "-m", "wattplan"]
@@ -60,7 +60,7 @@ def cluster() -> Iterator[Path]:
 @pytest.mark.slow
 def test_unmanaged_jobs_start_at_maxqs_power_limit(cluster: Path, tmp_path: Path) -> None:
     """Two jobs of types whose MaxQ limits differ (A3C 100 W, ResNet-50 225 W): each job's GPU runs at its own."""
-    table = maxq_settings(load_profile_library(None))
+    table = maxq_settings(load_profile_library(None).profiles)
     types = {"A3C": table[("A3C", "v100")], "ResNet-50 (batch size 64)": table[("ResNet-50 (batch size 64)", "v100")]}
     assert len(set(types.values())) == 2 and max(types.values()) < 250  # below the V100's default 250 W
     trace = tmp_path / "two.trace"

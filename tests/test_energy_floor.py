@@ -37,7 +37,7 @@ from wattplan.planner.sim.round_instance import workload_instance
 from wattplan.planner.sim.signals import SignalClock, read_signal
 from wattplan.planner.sim.state import JobState
 
-BASELINES = ("fifo-max", "zeus", "eaco", "powerflow")
+BASELINES = ("fifo-max", "fifo-maxq", "zeus", "eaco", "powerflow")
 
 
 def _jobs(rows):

@@ -32,7 +32,7 @@ def test_simulate_with_workers_equals_sequential(tmp_path: Path) -> None:
     par = runner.invoke(app, [*args, "-o", str(tmp_path / "par"), "--workers", "2"])
     assert seq.exit_code == 0 and par.exit_code == 0, seq.output + par.output
     expected = _rows(tmp_path / "seq" / "comparison.csv")
-    assert [r["policy"] for r in expected] == ["fifo-max", "zeus", "eaco", "powerflow", "wattplan"]
+    assert [r["policy"] for r in expected] == ["fifo-max", "fifo-maxq", "zeus", "eaco", "powerflow", "wattplan"]
     assert _rows(tmp_path / "par" / "comparison.csv") == expected  # solver seconds aside
     for policy in ("fifo-max", "wattplan"):
         assert (tmp_path / "par" / policy / "rounds.csv").read_text().count("\n") > 1

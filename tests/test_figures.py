@@ -28,7 +28,7 @@ from wattplan.planner.sim.replay import ReplaySpec, prepare, run_policy, with_fl
 
 R50 = "ResNet-50 (batch size 64)"
 A3C = "A3C"
-BASELINES = ("fifo-max", "zeus", "eaco", "powerflow")
+BASELINES = ("fifo-max", "fifo-maxq", "zeus", "eaco", "powerflow")
 CAP_W = 2500.0
 
 

@@ -48,6 +48,7 @@ def test_sweep_points_labels_knobs_and_specs(base: ReplaySpec) -> None:
     labels = [p.label for p in points]
     assert labels == [
         "fifo-max",
+        "fifo-maxq",
         "zeus",
         "eaco",
         "powerflow",

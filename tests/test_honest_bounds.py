@@ -32,7 +32,7 @@ NODE_LIMIT = 10_000
 """Branch-and-bound nodes per stage for the backends that take a limit: 12-job rounds need far fewer."""
 SAFETY_NET_S = 120
 """Their time limit, only so that a hung solve ends (they took well under 8 s before)."""
-OTHERS_S = 8
+OTHERS_S = 3
 """The time limit of the backends that take no node limit (CP-SAT, OR-Tools' CBC)."""
 TOL = 1e-6
 FAMILIES = ("trace", "sampled", "long")

@@ -31,7 +31,7 @@ from wattplan.planner.sim.round_instance import ReplayRound
 
 ROOT = Path(__file__).resolve().parents[1]
 BURST = ROOT / "instances" / "sources" / "gavel" / "traces" / "6214e9.trace"
-BASELINES = ("fifo-max", "zeus", "eaco", "powerflow")
+BASELINES = ("fifo-max", "fifo-maxq", "zeus", "eaco", "powerflow")
 
 
 @dataclass

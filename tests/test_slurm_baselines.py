@@ -15,10 +15,10 @@ import pytest
 
 from wattplan.planner.agent.slurm_queue import read_nodes
 from wattplan.planner.contracts.domain import Profile
-from wattplan.planner.control.maxq import maxq_settings
 from wattplan.planner.control.session import split_policies
 from wattplan.planner.control.slurm_replay import SimulatedCluster, replay_on_slurm
 from wattplan.planner.control.truth_model import index_library
+from wattplan.planner.core.maxq import maxq_settings
 from wattplan.planner.profile_library.library import ProfileLibrary, load_profile_library
 from wattplan.planner.sim.replay import ReplaySpec
 
@@ -39,13 +39,13 @@ def test_maxq_takes_the_lowest_setting_that_keeps_97_percent_at_every_count() ->
     profiles = tuple(Profile("T", "g", n, s, x, 50.0 + s / 2) for n, d in speeds.items() for s, x in d.items())
     lib = ProfileLibrary({"g": {"name": "g", "idle_power_w": 30, "settings": [100, 150, 200]}}, profiles, (), [])
     # count 1 keeps 97% at 100 W (9.8 >= 9.7) but count 2 does not (19.0 < 19.4): 150 W keeps both
-    assert maxq_settings(lib) == {("T", "g"): 150}
-    assert maxq_settings(lib, keep=0.95) == {("T", "g"): 100}
-    assert maxq_settings(lib, keep=1.0) == {("T", "g"): 200}
+    assert maxq_settings(lib.profiles) == {("T", "g"): 150}
+    assert maxq_settings(lib.profiles, keep=0.95) == {("T", "g"): 100}
+    assert maxq_settings(lib.profiles, keep=1.0) == {("T", "g"): 200}
 
 
 def test_maxq_of_the_shipped_library_keeps_97_percent_and_no_lower_setting_does() -> None:
-    table = maxq_settings(LIB)
+    table = maxq_settings(LIB.profiles)
     assert table
     for (job_type, gpu_type), setting in table.items():
         by_count: dict[int, dict[int, float]] = {}
@@ -73,7 +73,7 @@ def test_one_job_on_each_baseline_by_hand(tmp_path: Path) -> None:
     spec = ReplaySpec(trace=_trace(tmp_path, [(RESNET, 1, steps, 0.0)]), cluster="v100:16", policies=("fifo-max",))
     setup = SimulatedCluster(load_s=30.0, launch_s=0.0, suspend_s=600.0, resume_s=300.0)
     truth = index_library(LIB)
-    limit = maxq_settings(LIB)[(RESNET, "v100")]
+    limit = maxq_settings(LIB.profiles)[(RESNET, "v100")]
     results = {p: replay_on_slurm(spec, p, setup) for p in ("slurm", "slurm-powersave", "maxq")}
     finish0 = results["slurm"].jobs[0]["jct_s"]
     idle, top = truth.gpu_types["v100"].idle_power_w, max(truth.gpu_types["v100"].settings)
@@ -203,3 +203,30 @@ def test_a_job_waiting_for_a_node_that_powers_down_is_planned_once_it_is_off(tmp
     result = replay_on_slurm(spec, "wattplan", setup, tmp_path / "out")
     b = next(j for j in result.jobs if j["job_id"] == "j1")
     assert 645.0 <= b["start_s"] < 1_200.0, b
+
+
+def test_fifo_maxq_runs_the_agent_at_maxqs_setting_as_slurm_alone_with_its_prolog(tmp_path: Path) -> None:
+    """The baseline ``maxq`` decided by the agent's loop (``fifo-maxq``) and by Slurm alone with a prolog (``maxq``).
+
+    Four jobs of two types on a cluster with power saving, each fitting when it arrives: every job runs at MaxQ's
+    setting for its type in both (the library's table; a round instance carries the same profiles), so each job's
+    GPU energy is the same, and slower than at full power (``slurm-powersave``). The agent adds only its own
+    latency to a start, at most a poll (a real second, 30 emulated s at the default time scale).
+    """
+    from wattplan.planner.control.session import setup_of
+    from wattplan.planner.sim.options import SimulateOptions
+
+    jobs = [(RESNET, 1, 150_000, 0.0), ("A3C", 1, 200_000, 50.0), (RESNET, 2, 150_000, 4000.0), ("A3C", 1, 90_000, 9e3)]
+    spec = ReplaySpec(trace=_trace(tmp_path, jobs), cluster="v100:16", policies=("fifo-maxq",))
+    setup = setup_of(SimulateOptions(power_save=True))
+    by = {p: replay_on_slurm(spec, p, setup, tmp_path / p) for p in ("maxq", "fifo-maxq", "slurm-powersave")}
+    agent, alone, full = by["fifo-maxq"].jobs, by["maxq"].jobs, by["slurm-powersave"].jobs
+    assert len(agent) == len(alone) == len(full) == 4
+    for a, b, f in zip(agent, alone, full, strict=True):
+        assert a["requeues"] == 0 and a["steps"] == b["steps"]
+        assert a["gpu_energy_j"] == pytest.approx(b["gpu_energy_j"], rel=1e-9)
+        assert b["jct_s"] <= a["jct_s"] <= b["jct_s"] + 30.0
+        assert a["jct_s"] > f["jct_s"] and a["gpu_energy_j"] < f["gpu_energy_j"]
+    energy = {p: r.summary["energy_kwh"] for p, r in by.items()}
+    assert energy["fifo-maxq"] == pytest.approx(energy["maxq"], rel=0.01)
+    assert energy["fifo-maxq"] < energy["slurm-powersave"]

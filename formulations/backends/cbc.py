@@ -7,11 +7,11 @@ columns ``c<k>`` and rows ``r<k>``, the objective as it is, ``-max`` for a maxim
 ``-allow``, ``-threads``, ``-maxNodes``, the seeds, ``-preprocess off``, ``-timeMode elapsed``,
 ``-printingOptions all``) and reads its solution file back by the column and row indices in the names.
 
-Why not through PuLP's model objects: on the 150-job replay of Gavel ``6c71a0`` (581 solves of about 500 columns)
-PuLP spent 36 s building its objects, writing its MPS and reading the solution against 29 s of CBC
-(benchmarks/RESULTS.md, "The default solver without PuLP's objects"). The model CBC sees is the same; its columns
-come in index order rather than PuLP's order of first use, and a two-sided row is one ranged row rather than two,
-so on a tie CBC may pick another of the optimal plans.
+Why not through PuLP's model objects: building them, PuLP's MPS writer and its reader cost 13-40% of a whole plan's
+time on two rounds (``benchmarks/cbc_handover.py``; benchmarks/RESULTS.md, "The default solver without PuLP's
+objects"). The model CBC sees is the same; its columns come in index order rather than PuLP's order of first use,
+and a two-sided row is one ranged row rather than two, so a search CBC stops early (a node or time limit) may end
+at another plan.
 
 What the file says is read as PuLP read it: ``Optimal`` on the first line is a proof; ``Stopped on ... - objective
 value`` is a solution without one; ``Infeasible`` and ``Integer infeasible`` are infeasible; anything else gives no

@@ -96,8 +96,9 @@ class AgentOptions(OptionRecord):
     learn: bool = option(False, "Correct the profiles from each round's observed steps and power.")
     policy: str = option(
         "wattplan",
-        "Policy that decides each round: wattplan (the round model), fifo-max, zeus, eaco, powerflow or a plug-in's "
-        "name, as wattplan simulate takes them.",
+        "Policy that decides each round: wattplan (the round model), fifo-max (the baseline slurm, run by the "
+        "agent), fifo-maxq (the baseline maxq: fifo-max at the lowest power limit keeping 97% of a job's speed), "
+        "zeus, eaco, powerflow or a plug-in's name, as wattplan simulate takes them.",
         metavar="NAME",
     )
     zeus_eta: float = same_as(ReplayOptions, "zeus_eta")

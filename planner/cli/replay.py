@@ -27,10 +27,10 @@ PolicyOpt = Annotated[
     typer.Option(
         "--policy",
         "-p",
-        help="fifo-max, zeus, eaco, powerflow, wattplan, all (these five, and Slurm alone on the slurm engine), "
-        "a plug-in's name (entry points of wattplan.policies), or on the slurm engine the baselines slurm (Slurm "
-        "alone, every node on), slurm-powersave (with Slurm's power saving) and maxq (slurm-powersave, every job "
-        "at the lowest power limit keeping 97% of its speed); repeat for several.",
+        help="fifo-max, fifo-maxq (fifo-max at MaxQ's setting), zeus, eaco, powerflow, wattplan, all (these six, "
+        "and Slurm alone on the slurm engine), a plug-in's name (entry points of wattplan.policies), or on the slurm "
+        "engine the baselines slurm (Slurm alone, every node on), slurm-powersave (with Slurm's power saving) and "
+        "maxq (slurm-powersave, every job at the lowest power limit keeping 97% of its speed); repeat for several.",
     ),
 ]
 PlotsOpt = Annotated[bool, typer.Option(help="Write the figures (see --plot-format).")]

@@ -9,7 +9,7 @@ Each job is an ``sbatch`` of the stand-in trainer (:mod:`planner.cluster.trainer
 ``K`` GPUs. Managed jobs opt in with ``--comment=wattplan:type=T;steps=S`` and wait held (``--hold``) for the
 agent; ``--unmanaged`` submits them as a user would, for Slurm's own scheduling (first come, first served with
 backfill) at the GPUs' default power limit. With ``--maxq`` too, each unmanaged job runs at the ``maxq`` baseline's
-setting for its type (:mod:`planner.control.maxq`, from the shipped profiles), set by the nodes' prolog when the job
+setting for its type (:mod:`planner.core.maxq`, from the shipped profiles), set by the nodes' prolog when the job
 starts, as a site's prolog sets NVIDIA's MaxQ profile: the job is submitted held, its ``settings/JOBID.conf`` is
 written (the same file the agent writes for a managed job), then it is released. Only on a cluster of one GPU type
 (a prolog table keyed by the node's type would be needed otherwise).
@@ -127,7 +127,7 @@ class PrologTable:
 
 def maxq_table(layout: ClusterLayout) -> PrologTable:
     """The ``maxq`` settings of the shipped profiles on the cluster's GPU type (ValueError naming a mixed cluster)."""
-    from wattplan.planner.control.maxq import maxq_settings
+    from wattplan.planner.core.maxq import maxq_settings
     from wattplan.planner.profile_library.library import load_profile_library
 
     types = sorted({n["gpu_type"] for n in layout.read_manifest()["nodes"]})
@@ -135,7 +135,7 @@ def maxq_table(layout: ClusterLayout) -> PrologTable:
         raise ValueError(f"--maxq: the cluster has GPU types {', '.join(types)}; it needs one (a prolog table by type)")
     library = load_profile_library(None)
     unit = str(library.gpu_types.get(types[0], {}).get("setting_unit", "power_limit_w"))
-    table = {t: s for (t, g), s in maxq_settings(library).items() if g == types[0]}
+    table = {t: s for (t, g), s in maxq_settings(library.profiles).items() if g == types[0]}
     return PrologTable(types[0], unit, table)
 
 

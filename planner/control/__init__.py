@@ -15,8 +15,6 @@ Modules:
   of ``scontrol show job -d``, its refusals) and how it reads its commands' arguments
 - :mod:`planner.control.virtual_timer`: the agent's clock in a replay: the simulated cluster's time, waits that
   jump from one event to the next
-- :mod:`planner.control.maxq`: the ``maxq`` baseline's table: per job type and GPU type, the lowest setting that
-  keeps 97% of full-power throughput, as a site's prolog sets NVIDIA's MaxQ profile
 - :mod:`planner.control.cap_schedule`: a power cap that moves, in a replay: the schedule that writes the agent's
   cap file on the virtual clock, and how soon and how well each step was followed
 - :mod:`planner.control.slurm_replay`: one policy's replay: the agent's loop on the simulated Slurm (or one of

@@ -2,7 +2,7 @@
 
 Each policy of ``--policy`` is replayed by :func:`planner.control.slurm_replay.replay_on_slurm` (the agent's loop
 on the simulated Slurm), one after another or ``--workers`` at once; ``slurm`` is Slurm alone and ``all`` means Slurm
-alone and the five built-in policies. ``out/POLICY/`` gets each policy's ``summary.json``, ``jobs.csv`` and
+alone and the six built-in policies. ``out/POLICY/`` gets each policy's ``summary.json``, ``jobs.csv`` and
 ``agent.log``, ``out/comparison.csv`` and ``comparison.json`` one row per policy, ``out/dropped.csv`` the jobs not
 replayed, and the figures unless they are turned off.
 """

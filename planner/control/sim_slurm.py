@@ -32,7 +32,7 @@ agent re-applies a changed file to a running job at once (a file is seen as chan
 modification time), with no restart. A guest (no GPU of its own, a file naming ``host_job``) runs on its host's
 GPUs on its nodes when it starts and sets nothing: the pair runs at the host's setting. A guest whose host does
 not run there holds no GPU: the truth gives it speed 0 (a fault), as on the emulated cluster. With
-``prolog_settings`` (the ``maxq`` baseline, :mod:`planner.control.maxq`) a job without a file gets the table's
+``prolog_settings`` (the ``maxq`` baseline, :mod:`planner.core.maxq`) a job without a file gets the table's
 setting for its job type and its nodes' GPU type, as a site's prolog would set it.
 
 **Power saving** (:class:`PowerSaving`, off by default). A node that has held no job for ``suspend_s`` is powered

@@ -19,7 +19,7 @@ the same policy and steering, and sends the same calls; what a job costs is what
 (first come first served with backfill, every GPU at its default setting, every node on); ``slurm-powersave`` is
 the same with Slurm's power saving (idle nodes powered down after ``suspend_s``, booted in ``resume_s`` for a job);
 ``maxq`` is ``slurm-powersave`` with every job's GPUs at the lowest setting that keeps 97% of its full-power
-throughput by the planning library (:mod:`planner.control.maxq`), as a site's prolog sets NVIDIA's MaxQ profile.
+throughput by the planning library (:mod:`planner.core.maxq`), as a site's prolog sets NVIDIA's MaxQ profile.
 The agent's policies run on a cluster with power saving when the replay asks for it (``--power-save``), and then
 price what a powered node draws.
 
@@ -49,10 +49,10 @@ from wattplan.planner.agent.store import AgentStore
 from wattplan.planner.agent.trust import Allowed
 from wattplan.planner.contracts.jsonio import write_text_atomic
 from wattplan.planner.control.cap_schedule import CapStep, ScheduledCap, cap_followed
-from wattplan.planner.control.maxq import maxq_settings
 from wattplan.planner.control.sim_slurm import PowerSaving, SimJob, SimNode, SimulatedSlurm
 from wattplan.planner.control.truth_model import index_library
 from wattplan.planner.control.virtual_timer import EventClock, NoMoreEvents, VirtualTimer
+from wattplan.planner.core.maxq import maxq_settings
 from wattplan.planner.planning import retire_solver_workers
 from wattplan.planner.profile_library.library import ProfileLibrary
 from wattplan.planner.sim.replay import ReplaySpec, libraries, prepare, signal_clocks
@@ -66,7 +66,7 @@ SLURM_ALONE = "slurm"
 SLURM_POWERSAVE = "slurm-powersave"
 """Slurm alone with Slurm's power saving: idle nodes powered down, booted again for a job."""
 SLURM_MAXQ = "maxq"
-"""``slurm-powersave`` with a prolog that sets every job's GPUs to MaxQ's setting (:mod:`planner.control.maxq`)."""
+"""``slurm-powersave`` with a prolog that sets every job's GPUs to MaxQ's setting (:mod:`planner.core.maxq`)."""
 SLURM_BASELINES = (SLURM_ALONE, SLURM_POWERSAVE, SLURM_MAXQ)
 """The policies that are Slurm without the agent."""
 LAUNCH_REAL_S = 1.0
@@ -376,7 +376,7 @@ def replay_on_slurm(
     scratch = Path(tempfile.mkdtemp(prefix="wattplan-slurm-replay-"))
     try:
         (scratch / "settings").mkdir()
-        prolog = maxq_settings(library) if policy == SLURM_MAXQ else None
+        prolog = maxq_settings(library.profiles) if policy == SLURM_MAXQ else None
         slurm = simulated_slurm(ctx, truth, jobs, setup, scratch / "settings", setup.power_saving(policy), prolog)
 
         def say(text: str) -> None:

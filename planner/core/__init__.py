@@ -7,6 +7,7 @@
 - ``assemble``: allocations to a placed, accounted plan (§6.1).
 - ``evaluate``, ``validate``: a plan's figures recomputed, and every rule it must keep (§6.3, §6.4).
 - ``waiting``: why a plan leaves each waiting job waiting, one reason code each (§6.5).
+- ``maxq``: the MaxQ rule, per job type and GPU type the lowest setting that keeps 97% of full speed (§10.8).
 
 Imports :mod:`planner.contracts` only; never a solver.
 """

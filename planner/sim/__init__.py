@@ -7,7 +7,7 @@ the round's energy.
 
 - ``workload``: from a trace file to the jobs a replay runs; ``state``: one replayed job between rounds.
 - ``round_instance``: the round instance every policy sees, and the round's rules.
-- ``policies``: the policies behind one interface (fifo-max, zeus, eaco, powerflow, wattplan).
+- ``policies``: the policies behind one interface (fifo-max, fifo-maxq, zeus, eaco, powerflow, wattplan).
 - ``engine``: the round loop; ``accounting``: a round's energy; ``telemetry``: what a round shows.
 - ``decision_memo``: the last decision reused while the round stays the same; ``journal``: a replay streamed
   to its folder, checkpointed and resumed; ``forecast``: how long a replay will take, said before it starts.

@@ -88,6 +88,7 @@ class SeriesStyle:
 
 POLICY_STYLES: dict[str, SeriesStyle] = {
     "fifo-max": SeriesStyle("s", "--", "tab:gray"),
+    "fifo-maxq": SeriesStyle("d", (0.0, (5.0, 1.0, 1.0, 1.0, 1.0, 1.0)), "black"),
     "zeus": SeriesStyle("^", ":", "tab:orange"),
     "eaco": SeriesStyle("D", "-.", "tab:green"),
     "powerflow": SeriesStyle("v", (0.0, (6.0, 2.0, 1.0, 2.0, 1.0, 2.0)), "tab:purple"),

@@ -4,7 +4,8 @@ A policy is made by a *factory*: a callable taking the replay's :class:`PolicyOp
 :class:`~planner.sim.policies.base.Policy` whose ``name`` is the name it was asked for. Names are looked up in
 this order:
 
-1. the built-ins (:data:`BUILTIN_POLICIES`: ``fifo-max``, ``zeus``, ``eaco``, ``powerflow``, ``wattplan``);
+1. the built-ins (:data:`BUILTIN_POLICIES`: ``fifo-max``, ``fifo-maxq``, ``zeus``, ``eaco``, ``powerflow``,
+   ``wattplan``);
 2. policies registered in this process with :func:`register_policy` (a script or a notebook that drives the
    replay from Python);
 3. entry points of the group :data:`ENTRY_POINT_GROUP` (``wattplan.policies``) of any installed distribution:
@@ -32,6 +33,7 @@ from wattplan.planner.contracts.request import REPLAY_REQUEST, PlanRequest
 from wattplan.planner.sim.policies.base import Policy
 from wattplan.planner.sim.policies.eaco import Eaco
 from wattplan.planner.sim.policies.fifo_max import FifoMax
+from wattplan.planner.sim.policies.fifo_maxq import FifoMaxq
 from wattplan.planner.sim.policies.powerflow import PowerFlow
 from wattplan.planner.sim.policies.wattplan import Wattplan
 from wattplan.planner.sim.policies.zeus import Zeus
@@ -55,6 +57,7 @@ PolicyFactory = Callable[[PolicyOptions], Policy]
 
 BUILTIN_POLICIES: Mapping[str, PolicyFactory] = {
     "fifo-max": lambda o: FifoMax(),
+    "fifo-maxq": lambda o: FifoMaxq(),
     "zeus": lambda o: Zeus(eta=o.zeus_eta),
     "eaco": lambda o: Eaco(),
     "powerflow": lambda o: PowerFlow(),
