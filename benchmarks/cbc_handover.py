@@ -6,9 +6,9 @@ planned through the front door (``planner.planning.plan``: the LP bound, the heu
 energy stage) by each backend, several times, one thread, a time limit far above what CBC needs to end its search
 (PuLP's backend takes no node limit), so that the clock stops no stage and only the handover differs. Two rounds
 built differently: 60 queued jobs of Gavel's ``6c71a0`` at t = 1,900,000 s on ``v100:32,p100:16`` without a budget
-(``wattplan instance from-trace``) and a 137-job round of a Philly replay (``tests/data``). Prints one Markdown row per round and
-backend: the median and worst wall seconds of a plan, and the plan's status (``feasible``: CBC reports no bound of
-its own), progress and energy (J).
+(``wattplan instance from-trace``) and a 137-job round of a Philly replay (``tests/data``). Prints one Markdown
+row per round and backend: the median and worst wall seconds of a plan, and the plan's status (``feasible``: CBC
+reports no bound of its own), progress and energy (J).
 
 Usage: ``python benchmarks/cbc_handover.py [--repeats 3]``.
 """
