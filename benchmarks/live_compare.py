@@ -22,6 +22,7 @@ Usage: ``python benchmarks/live_compare.py TRACE [TRACE...] --out DIR [--time-sc
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sqlite3
 import statistics
@@ -105,6 +106,33 @@ def _wait_for_agent(log: Path, agent: subprocess.Popen[bytes]) -> None:
         time.sleep(0.2)
 
 
+PROGRESS_S = 30.0
+"""Real seconds between two progress lines of a run."""
+
+
+def _jobs_in(trace: Path) -> int:
+    """The jobs of a trace file (its non-empty lines; a Philly CSV's header aside)."""
+    lines = [line for line in trace.read_text().splitlines() if line.strip()]
+    return len(lines) - (1 if trace.suffix == ".csv" else 0)
+
+
+def _wait_with_progress(agent: subprocess.Popen[bytes], db: Path, trace: Path, t0: float) -> int:
+    """The agent's exit status, with a line every :data:`PROGRESS_S` of how many jobs have ended (at most 4 h)."""
+    total = _jobs_in(trace)
+    while True:
+        try:
+            return agent.wait(timeout=PROGRESS_S)
+        except subprocess.TimeoutExpired:
+            if time.monotonic() - t0 > 4 * 3600:
+                agent.kill()
+                return agent.wait()
+        ended = 0
+        with contextlib.suppress(sqlite3.Error):
+            with sqlite3.connect(db) as c:
+                ended = int(c.execute("SELECT COUNT(*) FROM jobs WHERE end_state IS NOT NULL").fetchone()[0])
+        print(f"  managed: {ended}/{total} jobs ended, {time.monotonic() - t0:.0f} s", flush=True)
+
+
 def managed(trace: Path, cluster: Path, out: Path, gpus: str, scale: float, args: argparse.Namespace) -> dict[str, Any]:
     """One managed live run; its report plus the agent's wall time and per-round overhead."""
     up = _up(cluster, gpus, scale, args)
@@ -145,7 +173,7 @@ def managed(trace: Path, cluster: Path, out: Path, gpus: str, scale: float, args
             _wait_for_agent(out / "agent.log", agent)
             _submit_at(up, "the agent's start")
             _run("cluster", "submit", str(trace), "--dir", str(cluster))
-            done = agent.wait(timeout=4 * 3600)
+            done = _wait_with_progress(agent, cluster / "agent.db", trace, t0)
         if done != 0:
             raise SystemExit(f"agent exited {done}: see {out / 'agent.log'}")
         wall = time.monotonic() - t0
@@ -179,10 +207,15 @@ def unmanaged(
         _submit_at(up, "nothing")
         maxq = ["--maxq"] if args.maxq else []
         _run("cluster", "submit", str(trace), "--dir", str(cluster), "--unmanaged", *maxq, "--wait")
+        t0 = said = time.monotonic()
         while True:
             report = _report(cluster, out / "unmanaged.json")
             if report["jobs_completed"] == report["jobs_total"]:
                 return report
+            if time.monotonic() - said >= PROGRESS_S:
+                said = time.monotonic()
+                done, total = report["jobs_completed"], report["jobs_total"]
+                print(f"  unmanaged: {done}/{total} jobs completed, {said - t0:.0f} s", flush=True)
             time.sleep(5)
     finally:
         _run("cluster", "down", "--dir", str(cluster))
@@ -315,9 +348,11 @@ def main() -> None:
             (args.out / "live_compare.json").write_text(json.dumps(rows, indent=1) + "\n")
             de = m["energy_kwh"] / u["energy_kwh"] - 1
             dj = m["avg_jct_s"] / u["avg_jct_s"] - 1
+            dp = m["p95_jct_s"] / u["p95_jct_s"] - 1
             print(
-                f"{family}: managed {m['energy_kwh']:.3f} kWh, avg JCT {m['avg_jct_s']:.0f} s; unmanaged "
-                f"{u['energy_kwh']:.3f} kWh, {u['avg_jct_s']:.0f} s: energy {de:+.1%}, avg JCT {dj:+.1%}; "
+                f"{family}: managed {m['energy_kwh']:.3f} kWh, avg JCT {m['avg_jct_s']:.0f} s, p95 "
+                f"{m['p95_jct_s']:.0f} s; unmanaged {u['energy_kwh']:.3f} kWh, {u['avg_jct_s']:.0f} s, p95 "
+                f"{u['p95_jct_s']:.0f} s: energy {de:+.1%}, avg JCT {dj:+.1%}, p95 {dp:+.1%}; "
                 f"over the same {common['end_s']:.0f} s: {common['managed_kwh']:.3f} against "
                 f"{common['unmanaged_kwh']:.3f} kWh ({common['managed_kwh'] / common['unmanaged_kwh'] - 1:+.1%})"
             )
