@@ -149,7 +149,8 @@ class CbcBackend(PulpBackend):
         if binary is None:
             raise BackendUnavailable(f"PuLP cannot find the solver {CBC!r} on this machine")
         entered = time.perf_counter()
-        cond = condition(lm, objective)
+        model = replace(lm, is_int=np.zeros(lm.num_cols, dtype=bool)) if relax else lm  # what CBC solves
+        cond = condition(model, objective)
         with tempfile.TemporaryDirectory(prefix="wattplan-cbc-") as scratch:
             folder = Path(scratch)
             files = {"model": folder / "model.mps", "solution": folder / "model.sol", "log": folder / "cbc.log"}
@@ -177,10 +178,8 @@ class CbcBackend(PulpBackend):
             return SolverResult("infeasible", solve_s=elapsed, message=head, on_clock=on_clock)
         if word != "Optimal" and "objective value" not in head:
             return SolverResult("no_solution", solve_s=elapsed, message=head, on_clock=on_clock)
-        if not relax:
-            values = np.where(lm.is_int, np.round(values), values)
-        checked_lm = replace(lm, is_int=np.zeros(lm.num_cols, dtype=bool)) if relax else lm
-        if not checked_lm.is_feasible(values):
+        values = np.where(model.is_int, np.round(values), values)
+        if not model.is_feasible(values):
             return SolverResult("no_solution", solve_s=elapsed, message=head, on_clock=on_clock)
         proven = word == "Optimal"
         bound = None
