@@ -90,6 +90,27 @@ def test_the_loop_reads_the_agents_option_record() -> None:
     assert "--periodic-rounds" in str(err.value.problems[0])
 
 
+def test_the_agent_runs_the_operators_baselines_by_the_names_simulate_gives_them() -> None:
+    """``agent --policy slurm|slurm-powersave|maxq``: the loop's policy and power saving, as the replay names them."""
+    from wattplan.planner.agent.loop import AgentConfig
+    from wattplan.planner.agent.options import AGENT_BASELINES, AgentOptions
+    from wattplan.planner.control.slurm_replay import SLURM_BASELINES
+    from wattplan.planner.profile_library.library import load_profile_library
+
+    library = load_profile_library(None)
+    assert set(AGENT_BASELINES) == set(SLURM_BASELINES)
+    expected = {"slurm": ("fifo-max", False), "slurm-powersave": ("fifo-max", True), "maxq": ("fifo-maxq", True)}
+    for name, (policy, power_save) in expected.items():
+        config = AgentConfig.of(AgentOptions.checked({"policy": name}), library)
+        assert (config.policy, config.power_save, config.pairs) == (policy, power_save, False), name
+    assert AgentConfig.of(AgentOptions.checked({"policy": "fifo-max", "power_save": True}), library).power_save
+    with pytest.raises(InputError) as err:
+        AgentOptions.checked({"policy": "slurm", "power_save": True})
+    assert "slurm-powersave" in str(err.value.problems[0]) and "--power-save" in str(err.value.problems[0])
+    result = CliRunner().invoke(app, ["agent", "--cluster", "/nonexistent", "--policy", "slurmish"])
+    assert result.exit_code == 2 and "slurm-powersave" in result.output and "Traceback" not in result.output
+
+
 def test_the_agent_and_cluster_options_name_each_bad_value_both_ways(tmp_path: Path) -> None:
     """The record's check on the command line: every problem names the option's field and flag, exit 2."""
     runner = CliRunner()

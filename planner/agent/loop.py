@@ -243,13 +243,13 @@ class AgentConfig:
             until_idle=options.until_idle,
             max_rounds=options.max_rounds,
             node_power_w=options.node_power_w,
-            pairs=options.pairs or options.policy == "eaco",  # co-location is EaCO's lever
+            pairs=options.pairs or options.decision_policy() == "eaco",  # co-location is EaCO's lever
             event_rounds=options.event_rounds,
             periodic_rounds=options.periodic_rounds,
-            power_save=options.power_save,
+            power_save=options.powers_down(),
             start_s=options.start_s,
             allowed=options.allowed(),
-            policy=options.policy,
+            policy=options.decision_policy(),
             zeus_eta=options.zeus_eta,
             power_cap_w=options.power_cap_w,
             power_cap_file=options.power_cap_file,

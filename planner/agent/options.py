@@ -52,6 +52,17 @@ CLUSTER_STATE_NAME = "agent.db"
 """The state file's name in an emulated cluster's folder (``--cluster``)."""
 JCT_INCREASE_PCT = 3.0
 """The agent's JCT bound by default (%, ``--max-jct-increase``): the average JCT at most 3% above Slurm's."""
+AGENT_BASELINES: Mapping[str, tuple[str, bool]] = {
+    "slurm": ("fifo-max", False),
+    "slurm-powersave": ("fifo-max", True),
+    "maxq": ("fifo-maxq", True),
+}
+"""The operators' baselines by the names ``wattplan simulate`` gives them, run by the agent: the policy that decides
+and whether the cluster powers idle nodes down (``--power-save``). ``slurm``: first come, first served at full
+power, every node on; ``slurm-powersave``: the same on a cluster with Slurm's power saving; ``maxq``: that, each job
+at the lowest power limit keeping 97% of its speed. ``simulate -p NAME`` replays them as Slurm alone, with no agent
+(:data:`planner.control.slurm_replay.SLURM_BASELINES`); live the agent's run of each lands within 0.4% of Slurm
+alone in energy (benchmarks/RESULTS.md)."""
 MAX_START_S = 1e7
 """``--start-s`` is below this (s, about 116 days): a job's start-up, far longer than any real one, and finite."""
 
@@ -65,6 +76,14 @@ def _names(name: str) -> Rule:
         return [Problem("bad-option", label(name), why) for item in items if (why := name_problem(item)) is not None]
 
     return Rule(check, f"{name}: Slurm user or account names")
+
+
+def _baseline_power_save(values: Mapping[str, Any], label: Callable[[str], str]) -> list[Problem]:
+    """``--policy slurm`` means every node on: with ``--power-save`` the operator meant ``slurm-powersave``."""
+    if values.get("policy") == "slurm" and values.get("power_save"):
+        why = "slurm keeps every node on; on a cluster with Slurm's power saving name slurm-powersave"
+        return [Problem("conflicting-options", label("power_save"), why)]
+    return []
 
 
 def _some_rounds(values: Mapping[str, Any], label: Callable[[str], str]) -> list[Problem]:
@@ -96,8 +115,9 @@ class AgentOptions(OptionRecord):
     learn: bool = option(False, "Correct the profiles from each round's observed steps and power.")
     policy: str = option(
         "wattplan",
-        "Policy that decides each round: wattplan (the round model), fifo-max (the baseline slurm, run by the "
-        "agent), fifo-maxq (the baseline maxq: fifo-max at the lowest power limit keeping 97% of a job's speed), "
+        "Policy that decides each round: wattplan (the round model); the operators' baselines slurm (first come, "
+        "first served at full power, every node on), slurm-powersave (the same with --power-save) and maxq "
+        "(slurm-powersave, each job at the lowest power limit keeping 97% of its speed); fifo-max, fifo-maxq, "
         "zeus, eaco, powerflow or a plug-in's name, as wattplan simulate takes them.",
         metavar="NAME",
     )
@@ -196,9 +216,18 @@ class AgentOptions(OptionRecord):
         ROUND_RULE,
         Rule(signal_needs_a_file, "signal_start requires carbon or price"),
         Rule(_some_rounds, "event_rounds or periodic_rounds"),
+        Rule(_baseline_power_save, "policy slurm excludes power_save"),
         _names("allow_user"),
         _names("allow_account"),
     )
+
+    def decision_policy(self) -> str:
+        """The policy that decides each round: ``--policy``, a baseline's (:data:`AGENT_BASELINES`) for its name."""
+        return AGENT_BASELINES[self.policy][0] if self.policy in AGENT_BASELINES else self.policy
+
+    def powers_down(self) -> bool:
+        """Whether the cluster powers idle nodes down: ``--power-save``, or a baseline that names it."""
+        return self.power_save or (self.policy in AGENT_BASELINES and AGENT_BASELINES[self.policy][1])
 
     def steering(self) -> Steering:
         """The steering record of the options (:class:`~planner.sim.governor.Steering`), fractions for percents."""

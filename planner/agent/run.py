@@ -33,7 +33,7 @@ from wattplan.planner.agent.commands import runner
 from wattplan.planner.agent.loop import Agent, AgentConfig, Observed
 from wattplan.planner.agent.node_settings import Clock
 from wattplan.planner.agent.observations import observe
-from wattplan.planner.agent.options import AgentOptions
+from wattplan.planner.agent.options import AGENT_BASELINES, AgentOptions
 from wattplan.planner.agent.prometheus import PrometheusClient, with_retries
 from wattplan.planner.agent.slurm_version import require_supported
 from wattplan.planner.agent.store import AgentStore, snapshot
@@ -182,8 +182,10 @@ def start_agent(options: AgentOptions, log: Callable[[str], None] | None = None)
     """
     if problems := planning.request_problems(options.request()):
         raise InputError("options", problems)
-    if options.policy not in policy_names():
-        raise InputError("--policy", [Problem("unknown-policy", "--policy", unknown_policy_message(options.policy))])
+    if options.decision_policy() not in policy_names():
+        known = ", ".join(AGENT_BASELINES)
+        why = f"{unknown_policy_message(options.policy)}, or a baseline: {known}"
+        raise InputError("--policy", [Problem("unknown-policy", "--policy", why)])
     env = environment(options.cluster, options.prometheus, options.settings_path())
     config = AgentConfig.of(options, load_profile_library(options.profiles))
     config.signal = agent_signal(options, env.clock.at(time.time()))
