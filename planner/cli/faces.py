@@ -123,3 +123,14 @@ def record_values(record: type[OptionRecord], given: dict[str, Any]) -> dict[str
     """The values of ``record``'s options among a command's parameters ``given``."""
     names = {opt.name for opt in record.options()}
     return {name: value for name, value in given.items() if name in names}
+
+
+def typed_on_command_line(ctx: typer.Context, given: dict[str, Any]) -> dict[str, Any]:
+    """The values among a command's parameters ``given`` that the command line gave, not their defaults.
+
+    What a config file gives is laid under these (``wattplan agent --config FILE --dry-run``: the file's options,
+    the flag over them). ``ctx``: the command's click context (a ``typer.Context`` parameter).
+    """
+    typed = ("COMMANDLINE", "ENVIRONMENT", "PROMPT")  # by name: typer carries its own copy of click's enum
+    source = {name: getattr(ctx.get_parameter_source(name), "name", "") for name in given}
+    return {name: value for name, value in given.items() if source[name] in typed}
