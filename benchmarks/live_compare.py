@@ -255,6 +255,7 @@ def simulate(trace: Path, out: Path, gpus: str, args: argparse.Namespace) -> dic
         *(["--learn"] if args.learn else []),
         *(["--profiles", str(args.profiles)] if args.profiles else []),
         *(["--truth", str(args.truth)] if args.truth else []),
+        *([] if args.progress_metric else ["--no-progress-metric"]),
         *([] if args.pairs else ["--min-pair-rate", "1"]),  # no pair has rho >= 1: the replay pairs nothing either
     )
     return {p: json.loads((out / "sim" / p / "summary.json").read_text()) for p in (args.agent_policy, alone)}
@@ -287,6 +288,12 @@ def main() -> None:
     p.add_argument("--truth", type=Path, help="Library the emulated GPUs run by (default: the shipped one).")
     p.add_argument("--tag", default="", help="Suffix of each family's output folder (e.g. -learn).")
     p.add_argument(
+        "--no-progress-metric",
+        dest="progress_metric",
+        action="store_false",
+        help="The replay only (--only simulate): no job exports its steps; the agent estimates them.",
+    )
+    p.add_argument(
         "--agent-policy",
         default="wattplan",
         help="The policy the managed run's agent decides by (e.g. fifo-maxq: the maxq baseline run by the agent).",
@@ -303,6 +310,8 @@ def main() -> None:
         "--rescore", action="store_true", help="Run nothing: compare each family's managed.json and unmanaged.json."
     )
     args = p.parse_args()
+    if not args.progress_metric and set(args.only or ["managed"]) != {"simulate"}:
+        p.error("--no-progress-metric applies to the replay only: give --only simulate")
     if args.maxq and not args.power_save:
         p.error("--maxq needs --power-save: the replay's maxq baseline is Slurm's power saving with MaxQ's limits")
     args.restart_s = args.trainer_restart_s + SLURM_REQUEUE_DELAY_S * args.time_scale

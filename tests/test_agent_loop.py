@@ -91,6 +91,11 @@ def test_dry_run_sends_nothing(tmp_path: Path) -> None:
     report = agent.round()
     assert _touched(slurm) == set() and not (tmp_path / "settings").exists()
     assert report.calls and all(not c.ran and str(c).startswith("would run: scontrol") for c in report.calls)
+    # and it says what it would set on the GPUs: every job it releases, at a power limit the library has
+    shown = [n for n in report.notes if n.startswith("dry run, would set job ")]
+    released = {j for c in report.calls if c.call.argv[1:2] == ("release",) for j in c.call.jobs}
+    assert released and {int(n.split()[5].rstrip(":")) for n in shown} >= released, report.notes
+    assert all(" W power limit" in n or "MHz" in n for n in shown)
 
 
 def test_a_job_without_progress_is_restarted_at_most_three_times(tmp_path: Path) -> None:

@@ -26,6 +26,10 @@ Modules:
 - :mod:`planner.agent.prometheus`: a strict client of Prometheus' query API, with bounded retries
 - :mod:`planner.agent.observations`: one window's energy per GPU, node and job (a shared GPU's energy
   apportioned), steps and scrape freshness, from Prometheus
+- :mod:`planner.agent.progress_estimate`: a job's steps estimated from what it ran at and the profiles, for jobs
+  that export no progress
+- :mod:`planner.agent.check`: ``wattplan agent check``: read-only probes of Slurm, its configuration, the node
+  scripts, the settings folder and Prometheus, each finding ok, warn or missing
 - :mod:`planner.agent.slurm_detail`: GPU indices of running jobs from ``scontrol show job -d``; host lists
 
 - :mod:`planner.agent.commands`: one external command run as an argv list, its result, and the error for a

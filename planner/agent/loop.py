@@ -59,6 +59,7 @@ from wattplan.planner.agent.decide import Decision, SlurmJobNow, decide
 from wattplan.planner.agent.node_settings import Clock, JobSetting
 from wattplan.planner.agent.options import AgentOptions
 from wattplan.planner.agent.power_cap import CapFile
+from wattplan.planner.agent.progress_estimate import RateIndex, credited_steps
 from wattplan.planner.agent.slurm_actions import Action, ActionOutcome, Release, SlurmCall, apply, calls
 from wattplan.planner.agent.slurm_detail import expand_hostlist, query_job_gpus
 from wattplan.planner.agent.slurm_queue import (
@@ -347,6 +348,12 @@ class Agent:
         self._advanced_at: dict[str, float] = {}
         self._seen_steps: dict[str, float] = {}
         self._running_since: dict[str, float] = {}
+        self._measured: set[str] = set()
+        """Jobs whose steps Prometheus has shown: measured, never estimated (:mod:`.progress_estimate`)."""
+        self._run_start: dict[str, float] = {}
+        """Per running job, when Slurm started its current run (agent clock, s), as of the last round."""
+        self._rates: tuple[ProfileLibrary, RateIndex] | None = None
+        self._estimated_said: set[str] = set()
         self._cap = CapFile(config.power_cap_file, config.power_cap_w) if config.power_cap_file is not None else None
         """The cap file, when the cap moves; else the cap is ``power_cap_w`` throughout."""
         self._said: set[tuple[str, str]] = set()
@@ -717,12 +724,48 @@ class Agent:
         return {h for jid, hosts in placements.items() if str(jid) not in managed for h, idx in hosts if idx}
 
     def _observe(self, unix: float, now_s: float, report: RoundReport) -> None:
-        """Read the window since the last round; update progress and (``--learn``) the learner."""
+        """Read the window since the last round; update progress and (``--learn``) the learner.
+
+        The steps of a job Prometheus never showed are estimated (:meth:`_estimate`), with or without Prometheus.
+        """
         last = self._last_round_unix
         self._last_round_unix = unix
         self._observed = False
-        if self.observer is None or last is None:
+        if last is None:
             return
+        if self.observer is not None:
+            self._read_window(last, unix, now_s, report)
+        self._estimate(now_s, report)
+
+    def _estimate(self, now_s: float, report: RoundReport) -> None:
+        """Credit each job that ran since the last round and exports no steps (:mod:`.progress_estimate`)."""
+        if self._rates is None or self._rates[0] is not self.cfg.library:
+            self._rates = (self.cfg.library, RateIndex.of(self.cfg.library))
+        index = self._rates[1]
+        known = self.store.known_jobs()
+        estimates: dict[str, float] = {}
+        for jid, config in self._last_running.items():
+            k = known.get(jid)
+            if jid in self._measured or k is None or k.ended or jid not in self._run_start:
+                continue
+            rate = index.rate(k.job_type, config)
+            if rate is None:
+                continue
+            made = credited_steps(rate, self._run_start[jid], self.cfg.start_s, k.steps_seen_s, now_s)
+            estimates[jid] = min(k.total_steps, k.steps_done + made)
+        if not estimates:
+            return
+        self.store.set_progress(estimates, now_s)
+        new = sorted(set(estimates) - self._estimated_said, key=lambda j: (len(j), j))
+        self._estimated_said.update(new)
+        if new:
+            report.notes.append(
+                f"job {', '.join(new)}: no wattplan_job_steps_done in Prometheus; steps estimated from the profiles"
+            )
+
+    def _read_window(self, last: float, unix: float, now_s: float, report: RoundReport) -> None:
+        """Prometheus' window ``[last, unix]``: measured steps and energy, the stall marks, the learner."""
+        assert self.observer is not None
         try:
             seen = self.observer.window(last, unix)
         except Exception as e:  # noqa: BLE001 - an unreachable Prometheus must not stop the loop
@@ -731,6 +774,7 @@ class Agent:
                 "planning from the last known progress"
             )
             return
+        self._measured.update(seen.steps_done)
         window_s = self.cfg.clock.at(unix) - self.cfg.clock.at(last)
         self._observed = True
         self._window_start_s = self.cfg.clock.at(last)
@@ -825,6 +869,10 @@ class Agent:
             where = placements.get(int(host_job) if host_job else int(jid), ())
             hosts = (tuple(h for h, _ in where) or expand_hostlist(j.node_list)) if running else ()
             now_jobs[jid] = SlurmJobNow(jid, running, j.held, hosts, j.gpus_per_node, host_job, j.gpu_type is not None)
+            if running and j.start_time_s is not None:
+                self._run_start[jid] = self.cfg.clock.at(j.start_time_s)
+            else:
+                self._run_start.pop(jid, None)
             current = self._current(jid, j, d, where, node_of, ctx, desired, active) if running else None
             if current is not None:
                 st.current = current
@@ -895,14 +943,11 @@ class Agent:
 
     # ------------------------------------------------------------------ applying
 
-    def _write_settings(self, settings: Sequence[JobSetting]) -> None:
-        """Write each job's setting file whose setting changed (its ``round`` is the round that last changed it).
-
-        A file that says the same but for the round is left as it is: rewriting every running job's file every
-        round made the node scripts (and the simulated Slurm) read them all again for nothing.
-        """
+    def _changed_settings(self, settings: Sequence[JobSetting]) -> list[JobSetting]:
+        """The settings whose file says something else, or nothing yet (its ``round`` aside)."""
         if self.cfg.settings_dir is None:
-            return
+            return []
+        changed = []
         for s in settings:
             path = self.cfg.settings_dir / f"{s.job_id}.conf"
             try:
@@ -910,7 +955,26 @@ class Agent:
             except (OSError, ValueError):  # none yet, or unreadable: written anew
                 old = None
             if old is None or replace(old, round=s.round) != s:
-                write_text_atomic(path, s.to_text(), durable=self.cfg.durable_settings)
+                changed.append(s)
+        return changed
+
+    def _write_settings(self, settings: Sequence[JobSetting]) -> None:
+        """Write each job's setting file whose setting changed (its ``round`` is the round that last changed it).
+
+        A file that says the same but for the round is left as it is: rewriting every running job's file every
+        round made the node scripts (and the simulated Slurm) read them all again for nothing.
+        """
+        for s in self._changed_settings(settings):
+            path = self.cfg.settings_dir / f"{s.job_id}.conf"  # type: ignore[operator]  # set when any changed
+            write_text_atomic(path, s.to_text(), durable=self.cfg.durable_settings)
+
+    @staticmethod
+    def _setting_words(s: JobSetting) -> str:
+        """``job 12: 2 v100 GPUs at a 150 W power limit`` (or a locked SM clock, or a guest on its host's GPUs)."""
+        watts = s.unit == "power_limit_w"
+        level = f"a {s.setting} W power limit" if watts else f"an SM clock locked at {s.setting} MHz"
+        where = f"on job {s.host_job}'s GPUs" if s.host_job else f"{s.gpus} {s.gpu_type} GPU(s)"
+        return f"job {s.job_id}: {where} at {level}"
 
     def _send(self, rnd: int, actions: Sequence[Action], desired: Sequence[Desired], report: RoundReport) -> None:
         """Send the round's calls in order, each outcome recorded; an update Slurm refuses for now is retried last.
@@ -985,7 +1049,9 @@ class Agent:
             report.notes.append(f"Slurm refused: {outcome}")
 
     def _apply(self, rnd: int, d: Decision, report: RoundReport) -> None:
-        if not self.cfg.dry_run:
+        if self.cfg.dry_run:
+            report.notes += [f"dry run, would set {self._setting_words(s)}" for s in self._changed_settings(d.settings)]
+        else:
             self._write_settings(d.settings)
         self._send(rnd, d.actions, d.desired, report)
         if not d.guest_releases:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wattplan.planner import planning
+from wattplan.planner.agent.check import CheckTarget
 from wattplan.planner.agent.commands import runner
 from wattplan.planner.agent.loop import Agent, AgentConfig, Observed
 from wattplan.planner.agent.node_settings import Clock
@@ -135,6 +136,15 @@ def open_state(state: Path, dry_run: bool) -> tuple[AgentStore, Path | None]:
     except BaseException:
         shutil.rmtree(scratch, ignore_errors=True)
         raise
+
+
+def check_target(options: AgentOptions) -> CheckTarget:
+    """What ``wattplan agent check`` looks at: the Slurm, Prometheus and settings folder ``options`` name."""
+    env = environment(options.cluster, options.prometheus, options.settings_path())
+    prometheus = PrometheusClient(env.prometheus_url, timeout_s=10.0) if env.prometheus_url else None
+    return CheckTarget(
+        runner(env.slurm_env, timeout_s=60.0), prometheus, env.prometheus_url, env.settings_dir, options.powers_down()
+    )
 
 
 def run_agent(config: AgentConfig, env: Environment, state: Path, log: Callable[[str], None]) -> int:

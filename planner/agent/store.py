@@ -248,6 +248,8 @@ class KnownJob:
     restarts: int
     end_state: str | None
     ended_s: float | None
+    steps_seen_s: float | None = None
+    """When ``steps_done`` was last set (agent clock, s): observed, or estimated up to then."""
 
     @property
     def ended(self) -> bool:
@@ -344,7 +346,7 @@ class AgentStore:
         """Every managed job seen, by id."""
         rows = self.db.execute(
             "SELECT job_id, job_type, total_steps, requested_gpus, arrival_s, steps_done, started_s, restarts,"
-            " end_state, ended_s FROM jobs"
+            " end_state, ended_s, steps_seen_s FROM jobs"
         ).fetchall()
         return {r[0]: KnownJob(*r) for r in rows}
 

@@ -13,6 +13,7 @@
 - ``jsonio``, ``schema_check``: strict JSON reading, atomic writing and the JSON schemas.
 - ``figures``: the figure options every plotting command takes (formats, dpi range) and their check.
 - ``provenance``: the ``written_by`` record (command line, version) of the JSON files wattplan writes.
+- ``options``, ``option_files``: a face's options declared once (unit, range, help, flag) and read from a TOML file.
 - ``lifetime``: a helper process dies with its parent (the parent-death signal, the race check, a watching thread).
 
 Imports nothing else of wattplan.

@@ -76,6 +76,7 @@ def setup_of(options: SimulateOptions) -> SimulatedCluster:
         power_save=options.power_save,
         suspend_s=options.suspend_s,
         resume_s=options.resume_s,
+        progress_metric=options.progress_metric,
         cap_schedule=() if options.power_cap_schedule is None else read_cap_schedule(options.power_cap_schedule),
     )
 

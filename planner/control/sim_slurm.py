@@ -264,10 +264,13 @@ class SimulatedSlurm:
         min_job_age_s: float = 300.0,
         power_saving: PowerSaving | None = None,
         prolog_settings: Mapping[tuple[str, str], float] | None = None,
+        progress_metric: bool = True,
     ):
         self.truth, self.clock, self.settings_dir = truth, clock, settings_dir
         self.power_saving = power_saving
         self.prolog_settings = dict(prolog_settings or {})
+        self.progress_metric = progress_metric
+        """Jobs export their steps (``wattplan_job_steps_done``); False: as most real training jobs, none does."""
         self.load_s, self.requeue_delay_s, self.min_job_age_s = load_s, requeue_delay_s, min_job_age_s
         self._nodes = list(nodes)  # slurm.conf's order, which first fit follows (the cluster's --gpus order)
         self._node = {n.name: n for n in self._nodes}
@@ -665,7 +668,8 @@ class SimulatedSlurm:
         for jid, j in sorted(self._jobs.items()):
             if j.first_start_s is None or j.first_start_s > t1:
                 continue
-            steps[str(jid)] = min(j.at(j.ss, j.rates[1], t1), j.spec.total_steps)
+            if self.progress_metric:
+                steps[str(jid)] = min(j.at(j.ss, j.rates[1], t1), j.spec.total_steps)
             energy[str(jid)] = j.at(j.es, j.rates[0], t1) - j.at(j.es, j.rates[0], t0)
         return Observed(steps, energy)
 

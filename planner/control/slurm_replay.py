@@ -129,6 +129,9 @@ class SimulatedCluster:
     """A power cap that moves (``--power-cap-schedule``): the agent's policies follow it through their cap file;
     the Slurm baselines know no cap."""
 
+    progress_metric: bool = True
+    """Jobs export their steps to the agent (``--progress-metric``); False: the agent estimates them."""
+
     def power_saving(self, policy: str) -> PowerSaving | None:
         """The power saving ``policy`` runs with (module docstring); None: every node stays on."""
         on = policy in (SLURM_POWERSAVE, SLURM_MAXQ) or (policy != SLURM_ALONE and self.power_save)
@@ -189,6 +192,7 @@ def simulated_slurm(
         settings_dir=folder,
         power_saving=power_saving,
         prolog_settings=prolog_settings,
+        progress_metric=setup.progress_metric,
     )
 
 

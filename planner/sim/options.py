@@ -117,6 +117,7 @@ SLURM_ONLY = {
     "suspend_s": 600.0,
     "resume_s": 300.0,
     "power_cap_schedule": None,
+    "progress_metric": True,
 }
 """Options of the ``slurm`` engine alone, with their defaults: the ``rounds`` engine refuses another value."""
 
@@ -428,6 +429,11 @@ class SimulateOptions(ReplayOptions):
         "--engine slurm, and the agent: idle nodes are powered down by Slurm's power saving; the agent prices what "
         "a powered node draws and fills powered nodes first (policy slurm-powersave: Slurm alone with it).",
         flag="--power-save",
+    )
+    progress_metric: bool = option(
+        True,
+        "--engine slurm: jobs export their steps to the agent (wattplan_job_steps_done); --no-progress-metric: "
+        "none does, as most real training jobs, and the agent estimates them from the profiles.",
     )
     suspend_s: float = option(
         600.0, "--engine slurm: power saving powers a node down after this long idle (SuspendTime).", unit="s", low=0.0

@@ -1,0 +1,262 @@
+"""``wattplan agent check``: before the agent touches anything, whether it understands this cluster and can act.
+
+Each check reads, never writes (no Slurm call changes a job or a node, nothing is written to the settings folder)
+and ends in one :class:`Finding`: ``ok``, ``warn`` (the agent runs, without something it would use) or ``missing``
+(the agent cannot do its work; the check exits 1). In order:
+
+1. **Slurm's version**: ``sinfo --version`` is a release whose JSON the agent reads (:mod:`.slurm_version`).
+2. **Its JSON**: ``squeue --json`` and ``sinfo --json`` are read by the agent's own readers, and every problem
+   they find is named.
+3. **Permissions**: ``scontrol requeuehold`` and ``update`` of other users' jobs need root or Slurm's
+   ``SlurmUser`` (an operator's ``AdminLevel`` also does; not checked here).
+4. **Power saving**: ``scontrol show config``'s ``SuspendTime``, ``SuspendProgram`` and ``ResumeProgram``
+   against ``--power-save``: given on a cluster that powers nothing down, or left off on one that does.
+5. **Node scripts**: ``Prolog``, ``Epilog`` and ``TaskProlog`` name wattplan's scripts (or wrappers that run
+   them), ``PrologFlags`` holds ``Alloc``; the files are looked at on this host (a node-local install is the
+   operator's to check on each node).
+6. **The settings folder**: exists and this user may write it.
+7. **Prometheus**: answers, holds DCGM's energy counters, and (when jobs run) their ``hpc_job`` labels, and
+   the progress gauge ``wattplan_job_steps_done``.
+
+:func:`run_checks` takes the ways to ask Slurm and Prometheus as parameters, so the tests run it on captured
+answers as well as on a real cluster.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from wattplan.planner.agent.commands import NOT_FOUND, Run, SlurmError, first_line
+from wattplan.planner.agent.observations import GPU_ENERGY, STEPS_DONE
+from wattplan.planner.agent.prometheus import PrometheusError, Queries
+from wattplan.planner.agent.slurm_queue import NODES_COMMAND, QUEUE_COMMAND, read_nodes, read_queue
+from wattplan.planner.agent.slurm_version import slurm_version, supported_problem
+
+Verdict = Literal["ok", "warn", "missing"]
+CONFIG_COMMAND = ("scontrol", "show", "config")
+NODE_SCRIPTS = {"Prolog": "prolog.sh", "Epilog": "epilog.sh", "TaskProlog": "task_prolog.sh"}
+"""``slurm.conf``'s key of each node script and the file of ``planner/agent/node_files`` it must run."""
+_CONFIG_LINE = re.compile(r"^(\w+)\s*=\s*(.*)$")
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One check's verdict and what it found, in the operator's words."""
+
+    check: str
+    verdict: Verdict
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class CheckTarget:
+    """What the agent would use: its Slurm (a :data:`Run`), Prometheus, settings folder and power saving."""
+
+    run: Run
+    prometheus: Queries | None
+    prometheus_url: str | None
+    settings_dir: Path | None
+    power_save: bool
+    euid: int = -1
+    """The effective user id the agent would run as (-1: this process's)."""
+    user: str = ""
+    """That user's name ("": this process's)."""
+
+
+def slurm_config(text: str) -> dict[str, str]:
+    """``scontrol show config``'s ``Key = value`` lines as a map (the header and blank lines skipped)."""
+    found = {}
+    for line in text.splitlines():
+        match = _CONFIG_LINE.match(line.strip())
+        if match is not None:
+            found[match.group(1)] = match.group(2).strip()
+    return found
+
+
+def _version(target: CheckTarget) -> Finding:
+    try:
+        version = slurm_version(target.run)
+    except SlurmError as exc:
+        return Finding("Slurm version", "missing", str(exc))
+    shown = f"Slurm {version[0]}.{version[1]:02d}.{version[2]}"
+    problem = supported_problem(version)
+    return Finding(
+        "Slurm version", "ok" if problem is None else "missing", shown if problem is None else problem.message
+    )
+
+
+def _json(target: CheckTarget) -> list[Finding]:
+    out = []
+    for argv, read, what in ((QUEUE_COMMAND, read_queue, "jobs"), (NODES_COMMAND, read_nodes, "nodes")):
+        name = " ".join(argv)
+        result = target.run(argv)
+        if not result.ok:
+            out.append(Finding(name, "missing", f"exit {result.returncode}: {first_line(result.stderr)}"))
+            continue
+        try:
+            answer = read(result.stdout)
+        except SlurmError as exc:
+            out.append(Finding(name, "missing", f"the agent cannot read it: {exc}"))
+            continue
+        if answer.problems:
+            shown = "; ".join(str(p) for p in answer.problems[:3])
+            out.append(Finding(name, "warn", f"{len(answer.problems)} problem(s), those left alone: {shown}"))
+            continue
+        count = len(answer.jobs) if what == "jobs" else len(answer.nodes)  # type: ignore[union-attr]
+        extra = f" managed, {answer.unmanaged} not" if what == "jobs" else ""  # type: ignore[union-attr]
+        out.append(Finding(name, "ok", f"read: {count} {what}{extra}"))
+    return out
+
+
+def _permissions(target: CheckTarget, config: dict[str, str]) -> Finding:
+    euid = os.geteuid() if target.euid < 0 else target.euid
+    user = target.user or _user_name(euid)
+    slurm_user = config.get("SlurmUser", "").split("(")[0]
+    if euid == 0:
+        return Finding("permissions", "ok", "root: scontrol may hold, release, requeue and update any job")
+    if slurm_user and user == slurm_user:
+        return Finding("permissions", "ok", f"{user} is Slurm's SlurmUser")
+    return Finding(
+        "permissions",
+        "warn",
+        f"{user} is neither root nor SlurmUser ({slurm_user or 'unknown'}): scontrol refuses to requeue or update "
+        "other users' jobs unless Slurm's accounting gives it AdminLevel=Operator",
+    )
+
+
+def _user_name(uid: int) -> str:
+    import pwd
+
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+def _power_saving(target: CheckTarget, config: dict[str, str]) -> Finding:
+    suspend_time = config.get("SuspendTime", "NONE")
+    programs = [config.get(k, "(null)") for k in ("SuspendProgram", "ResumeProgram")]
+    powers_down = suspend_time.split()[0].upper() not in ("NONE", "INFINITE", "-1", "0") and all(
+        p not in ("(null)", "") for p in programs
+    )
+    if powers_down and target.power_save:
+        return Finding("power saving", "ok", f"Slurm powers idle nodes down (SuspendTime={suspend_time}); priced")
+    if powers_down:
+        return Finding(
+            "power saving",
+            "warn",
+            f"Slurm powers idle nodes down (SuspendTime={suspend_time}) but --power-save is not given: the agent "
+            "plans as if every node stayed on",
+        )
+    if target.power_save:
+        return Finding(
+            "power saving",
+            "missing",
+            f"--power-save is given but Slurm powers no node down (SuspendTime={suspend_time}, SuspendProgram="
+            f"{programs[0]}, ResumeProgram={programs[1]}): set them in slurm.conf or leave --power-save off",
+        )
+    return Finding("power saving", "ok", "off, as --power-save says: every node stays on")
+
+
+def _node_scripts(config: dict[str, str]) -> list[Finding]:
+    out = []
+    flags = config.get("PrologFlags", "")
+    for key, script in NODE_SCRIPTS.items():
+        configured = config.get(key, "(null)")
+        if configured in ("(null)", ""):
+            out.append(Finding(key, "missing", f"slurm.conf has no {key}=: install the node scripts ({script})"))
+            continue
+        path = Path(configured.split(",")[0].strip())
+        if not path.is_file():
+            out.append(Finding(key, "warn", f"{path} is not on this host (a node-local install: check each node)"))
+            continue
+        try:
+            text = path.read_text(errors="replace")
+        except OSError as exc:
+            out.append(Finding(key, "warn", f"{path} cannot be read here: {exc.strerror}"))
+            continue
+        if path.name != script and script not in text:
+            out.append(Finding(key, "missing", f"{path} is not wattplan's {script} nor a wrapper that runs it"))
+            continue
+        if not os.access(path, os.X_OK) and path.name == script:
+            out.append(Finding(key, "missing", f"{path} is not executable"))
+            continue
+        out.append(Finding(key, "ok", str(path)))
+    if "alloc" not in flags.lower():
+        out.append(Finding("PrologFlags", "missing", f"PrologFlags={flags or '(none)'}: add Alloc, so the setting is "
+                           "in place before the job's first process"))  # fmt: skip
+    return out
+
+
+def _settings(target: CheckTarget) -> Finding:
+    folder = target.settings_dir
+    if folder is None:
+        return Finding("settings folder", "missing", "none given (--settings-dir)")
+    if not folder.is_dir():
+        return Finding("settings folder", "missing", f"{folder} does not exist: create it where the nodes read it")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return Finding("settings folder", "missing", f"{folder}: this user may not write it")
+    return Finding("settings folder", "ok", f"{folder}, writable")
+
+
+def _prometheus(target: CheckTarget) -> list[Finding]:
+    if target.prometheus is None:
+        return [Finding("Prometheus", "missing", "none given (--prometheus URL): no energy, no progress")]
+    try:
+        targets = target.prometheus.instant("up")
+        energy = target.prometheus.instant(GPU_ENERGY)
+        steps = target.prometheus.instant(STEPS_DONE)
+    except PrometheusError as exc:
+        return [Finding("Prometheus", "missing", f"{target.prometheus_url}: {exc}")]
+    if not targets:
+        why = "answers but has scraped no target yet: check its scrape_configs, or run this again a scrape later"
+        return [Finding("Prometheus", "missing", f"{target.prometheus_url} {why}")]
+    scraped = sum(1 for s in targets if s.value == 1.0)
+    out = [Finding("Prometheus", "ok", f"{target.prometheus_url} answers; {scraped} of {len(targets)} targets up")]
+    if not energy:
+        out.append(Finding("DCGM energy", "missing", f"no {GPU_ENERGY} series: is dcgm-exporter scraped?"))
+        return out
+    labelled = sum(1 for s in energy if s.labels.get("hpc_job"))
+    out.append(Finding("DCGM energy", "ok", f"{len(energy)} GPUs report {GPU_ENERGY}"))
+    if labelled:
+        out.append(Finding("DCGM job labels", "ok", f"{labelled} of {len(energy)} GPUs carry jobs (hpc_job)"))
+    else:
+        out.append(Finding("DCGM job labels", "warn", "no GPU carries an hpc_job label: no job runs now, or "
+                           "dcgm-exporter lacks --hpc-job-mapping-dir (the prolog's jobmap folder)"))  # fmt: skip
+    if steps:
+        out.append(Finding("job progress", "ok", f"{len(steps)} jobs export {STEPS_DONE}"))
+    else:
+        why = "the agent estimates steps from the profiles, and --learn has nothing to learn from"
+        out.append(Finding("job progress", "warn", f"no job exports {STEPS_DONE}: {why} (docs/deploy-slurm.md, 3)"))
+    return out
+
+
+def run_checks(target: CheckTarget, progress: Callable[[str], None] | None = None) -> list[Finding]:
+    """Every check of the module docstring, in order; what each found."""
+    say = progress or (lambda _text: None)
+    say("Slurm")
+    found = [_version(target)]
+    if found[0].verdict == "missing" and "not installed" in found[0].detail:
+        return found
+    found += _json(target)
+    result = target.run(CONFIG_COMMAND)
+    if result.ok:
+        config = slurm_config(result.stdout)
+        found += [_permissions(target, config), _power_saving(target, config), *_node_scripts(config)]
+    else:
+        why = "not installed" if result.returncode == NOT_FOUND else first_line(result.stderr)
+        found.append(Finding("scontrol show config", "missing", why))
+    found.append(_settings(target))
+    say("Prometheus")
+    found += _prometheus(target)
+    return found
+
+
+def exit_code(found: Sequence[Finding]) -> int:
+    """0 when nothing is missing (warnings allowed), 1 otherwise."""
+    return 1 if any(f.verdict == "missing" for f in found) else 0
