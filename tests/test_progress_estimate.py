@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tests.helpers.agent_fakes import FakeSlurm, fake_agent
-from wattplan.planner.agent.loop import Observed, RoundReport
 from wattplan.planner.agent.progress_estimate import RateIndex, credited_steps
+from wattplan.planner.agent.store import KnownJob
+from wattplan.planner.contracts.domain import CurrentConfig
 from wattplan.planner.profile_library.library import load_profile_library
 
 LIB = load_profile_library(None)
@@ -41,44 +43,95 @@ def test_steps_are_credited_from_the_first_step_and_never_twice() -> None:
     assert credited_steps(2.0, 500.0, 30.0, 260.0, 600.0) == pytest.approx(140.0)
 
 
-class StepsFrom:
-    """A Prometheus that shows energy for every job and steps only for ``measured``."""
-
-    def __init__(self, measured: dict[str, float]):
-        self.measured = measured
-
-    def window(self, t0_unix: float, t1_unix: float) -> Observed:
-        return Observed(dict(self.measured), {"1": 1e5, "2": 1e5})
+def _known(total: float, done: float = 0.0, seen_s: float | None = None) -> KnownJob:
+    return KnownJob("1", P.type, total, 1, 0.0, done, 100.0, 0, None, None, seen_s)
 
 
-def test_the_agent_estimates_the_jobs_prometheus_never_showed_and_keeps_the_measured(tmp_path: Path) -> None:
+def test_the_agent_credits_a_job_that_exports_no_steps_at_what_it_runs_at(tmp_path: Path) -> None:
     agent, _ = fake_agent(tmp_path, FakeSlurm(), start_s=30.0)
-    agent.observer = StepsFrom({"2": 500.0})
-    for jid in ("1", "2"):
-        agent.store.add_job(jid, P.type, 1e9, 1, 0.0, 0)
-    config = (P.gpu_type, P.gpus, P.setting, None)
-    agent._last_running = {"1": config, "2": config}
-    agent._run_start = {"1": 100.0, "2": 100.0}
-    unix = agent.cfg.clock.unix_at(200.0)
-    agent._last_round_unix = agent.cfg.clock.unix_at(130.0)
-    report = RoundReport(1, 200.0)
-    agent._observe(unix, 200.0, report)
-    known = agent.store.known_jobs()
-    assert known["1"].steps_done == pytest.approx(P.steps_per_s * 70.0)  # from its first step at 130 s
-    assert known["2"].steps_done == 500.0  # measured
-    assert any("job 1: no wattplan_job_steps_done" in n for n in report.notes)
-    # the next round credits only the new window, and says nothing again
-    agent._last_round_unix, report = unix, RoundReport(2, 260.0)
-    agent._observe(agent.cfg.clock.unix_at(260.0), 260.0, report)
-    assert agent.store.known_jobs()["1"].steps_done == pytest.approx(P.steps_per_s * 130.0)
-    assert not any("no wattplan_job_steps_done" in n for n in report.notes)
+    agent._run_start = {"1": 100.0}
+    running = CurrentConfig(P.gpu_type, P.gpus, P.setting)
+    # its first step at 130 s; now 200 s: 70 s at the profile's rate
+    assert agent._estimated_steps(_known(1e9), running, {}, 200.0) == pytest.approx(P.steps_per_s * 70.0)
+    # credited up to 200 s already (kept in the state): from there, on top of what it had
+    assert agent._estimated_steps(_known(1e9, 1000.0, 200.0), running, {}, 260.0) == pytest.approx(
+        1000.0 + P.steps_per_s * 60.0
+    )
+    assert agent._estimated_steps(_known(50.0), running, {}, 1e6) == 50.0  # never past its total
+    agent._measured.add("1")  # Prometheus showed its steps once: measured from then on
+    assert agent._estimated_steps(_known(1e9), running, {}, 200.0) is None
+    agent._measured.clear()
+    assert agent._estimated_steps(_known(1e9), CurrentConfig(P.gpu_type, P.gpus, -1), {}, 200.0) is None
 
 
-def test_without_prometheus_every_running_job_is_estimated_up_to_its_total(tmp_path: Path) -> None:
-    agent, _ = fake_agent(tmp_path, FakeSlurm(), start_s=0.0)
-    agent.store.add_job("1", P.type, 50.0, 1, 0.0, 0)
-    agent._last_running = {"1": (P.gpu_type, P.gpus, P.setting, None)}
-    agent._run_start = {"1": 0.0}
-    agent._last_round_unix = agent.cfg.clock.unix_at(0.0)
-    agent._observe(agent.cfg.clock.unix_at(1e6), 1e6, RoundReport(1, 1e6))
-    assert agent.store.known_jobs()["1"].steps_done == 50.0
+@pytest.mark.slow
+def test_a_replay_where_no_job_exports_steps_estimates_them_and_finishes(tmp_path: Path) -> None:
+    from wattplan.planner.contracts.request import REPLAY_REQUEST
+    from wattplan.planner.control.session import setup_of
+    from wattplan.planner.control.slurm_replay import replay_on_slurm
+    from wattplan.planner.sim.options import SimulateOptions
+    from wattplan.planner.sim.policies.registry import PolicyOptions
+    from wattplan.planner.sim.replay import ReplaySpec
+
+    trace = tmp_path / "jobs.trace"
+    rows = [("ResNet-50 (batch size 64)", 1, 150_000, 0.0), ("A3C", 1, 200_000, 50.0), ("A3C", 2, 90_000, 900.0)]
+    trace.write_text("".join(f"{k}\tcmd\t-n\t{g}\t{s}\t{a}\t1\n" for k, g, s, a in rows))
+    request = replace(REPLAY_REQUEST, solver="greedy")
+    spec = ReplaySpec(
+        trace=trace, cluster="v100:16", policies=("wattplan",), policy_options=PolicyOptions(request=request)
+    )
+    blind = replay_on_slurm(spec, "wattplan", setup_of(SimulateOptions(progress_metric=False)), tmp_path / "blind")
+    assert len(blind.jobs) == 3 and all(j["steps"] > 0 for j in blind.jobs)
+    log = (tmp_path / "blind" / "wattplan" / "agent.log").read_text()
+    assert "steps estimated from the profiles" in log
+    seen = replay_on_slurm(spec, "wattplan", setup_of(SimulateOptions()), tmp_path / "seen")
+    assert "steps estimated" not in (tmp_path / "seen" / "wattplan" / "agent.log").read_text()
+    assert blind.summary["energy_kwh"] == pytest.approx(seen.summary["energy_kwh"], rel=0.1)
+
+
+@pytest.mark.slow
+def test_with_exact_profiles_the_estimate_is_the_simulated_slurms_steps_at_every_round(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Truth = profiles and ``start_s`` the whole start-up (launch and load): the estimate is exact, boots included.
+
+    Power saving makes jobs wait for booting nodes (``CONFIGURING``, whose start time Slurm resets when the node is
+    up): a job credited from its allocation ran ahead of its steps by the boot (up to 16% of a job's steps).
+    """
+    from wattplan.planner.agent import loop
+    from wattplan.planner.control import sim_slurm, slurm_replay
+    from wattplan.planner.control.session import setup_of
+    from wattplan.planner.sim.options import SimulateOptions
+    from wattplan.planner.sim.replay import ReplaySpec
+
+    sims: list[sim_slurm.SimulatedSlurm] = []
+    errors: list[float] = []
+    made = sim_slurm.SimulatedSlurm.__init__
+    estimated = loop.Agent._estimated_steps
+    configured = slurm_replay.agent_config
+
+    def keep(self: sim_slurm.SimulatedSlurm, *args: object, **kw: object) -> None:
+        made(self, *args, **kw)  # type: ignore[arg-type]
+        sims.append(self)
+
+    def compare(self: loop.Agent, k: KnownJob, *args: object) -> float | None:
+        steps = estimated(self, k, *args)  # type: ignore[arg-type]
+        if steps is not None:
+            job = sims[-1]._jobs[int(k.job_id)]
+            real = min(job.at(job.ss, job.rates[1], sims[-1].now_s), job.spec.total_steps)
+            errors.append(abs(steps - real) / k.total_steps)
+        return steps
+
+    def whole_start_up(*args: object, **kw: object) -> loop.AgentConfig:
+        config = configured(*args, **kw)  # type: ignore[arg-type]
+        return replace(config, start_s=args[4].start_cost_s)  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(sim_slurm.SimulatedSlurm, "__init__", keep)
+    monkeypatch.setattr(loop.Agent, "_estimated_steps", compare)
+    monkeypatch.setattr(slurm_replay, "agent_config", whole_start_up)
+    live = Path(__file__).resolve().parent.parent / "instances" / "live" / "gavel_mix.trace"
+    spec = ReplaySpec(trace=live, cluster="v100:32", policies=("wattplan",))
+    setup = setup_of(SimulateOptions(progress_metric=False, power_save=True, time_scale=30))
+    result = slurm_replay.replay_on_slurm(spec, "wattplan", setup, tmp_path / "out")
+    assert len(errors) > 100 and all(job["steps"] > 0 for job in result.jobs)
+    assert max(errors) < 1e-9

@@ -47,7 +47,7 @@ from __future__ import annotations
 import math
 import signal
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import FrameType
@@ -465,7 +465,7 @@ class Agent:
             return report
         report.notes.extend(notes)
         desired = self.store.desired()
-        states, now_jobs, skipped = self._job_states(ctx, known, active, placements, host_of, desired)
+        states, now_jobs, skipped = self._job_states(ctx, known, active, placements, host_of, desired, now_s)
         report.notes.extend(skipped)
         settling = {jid for jid, j in active.items() if j.state in SETTLING_STATES}
         queued = [s for s in states if not s.done and s.id in active and s.id not in settling]
@@ -726,40 +726,43 @@ class Agent:
     def _observe(self, unix: float, now_s: float, report: RoundReport) -> None:
         """Read the window since the last round; update progress and (``--learn``) the learner.
 
-        The steps of a job Prometheus never showed are estimated (:meth:`_estimate`), with or without Prometheus.
+        The steps of a job Prometheus never showed are estimated as the round reads what runs
+        (:meth:`_estimated_steps`), with or without Prometheus.
         """
         last = self._last_round_unix
         self._last_round_unix = unix
         self._observed = False
-        if last is None:
+        if last is None or self.observer is None:
             return
-        if self.observer is not None:
-            self._read_window(last, unix, now_s, report)
-        self._estimate(now_s, report)
+        self._read_window(last, unix, now_s, report)
 
-    def _estimate(self, now_s: float, report: RoundReport) -> None:
-        """Credit each job that ran since the last round and exports no steps (:mod:`.progress_estimate`)."""
+    def _estimated_steps(
+        self, k: KnownJob, current: CurrentConfig, known: Mapping[str, KnownJob], now_s: float
+    ) -> float | None:
+        """The steps of a running job that exports none, credited up to ``now_s`` (:mod:`.progress_estimate`).
+
+        ``current`` is what it runs at: the setting and partner of the agent's last decision, which the node scripts
+        applied when it was made (or at its run's start). None: the job's steps are measured, or the profiles have
+        no rate for what it runs at, or Slurm gave no start time.
+        """
+        if k.job_id in self._measured or k.job_id not in self._run_start:
+            return None
         if self._rates is None or self._rates[0] is not self.cfg.library:
             self._rates = (self.cfg.library, RateIndex.of(self.cfg.library))
-        index = self._rates[1]
-        known = self.store.known_jobs()
-        estimates: dict[str, float] = {}
-        for jid, config in self._last_running.items():
-            k = known.get(jid)
-            if jid in self._measured or k is None or k.ended or jid not in self._run_start:
-                continue
-            rate = index.rate(k.job_type, config)
-            if rate is None:
-                continue
-            made = credited_steps(rate, self._run_start[jid], self.cfg.start_s, k.steps_seen_s, now_s)
-            estimates[jid] = min(k.total_steps, k.steps_done + made)
-        if not estimates:
-            return
-        self.store.set_progress(estimates, now_s)
-        new = sorted(set(estimates) - self._estimated_said, key=lambda j: (len(j), j))
+        host = known.get(current.shares_with) if current.shares_with is not None else None
+        partner = host.job_type if host is not None else None
+        rate = self._rates[1].rate(k.job_type, (current.gpu_type, current.gpus, current.setting, partner))
+        if rate is None:
+            return None
+        made = credited_steps(rate, self._run_start[k.job_id], self.cfg.start_s, k.steps_seen_s, now_s)
+        return min(k.total_steps, k.steps_done + made)
+
+    def _say_estimated(self, estimated: Iterable[str], notes: list[str]) -> None:
+        """Name, once each, the jobs whose steps are estimated."""
+        new = sorted(set(estimated) - self._estimated_said, key=lambda j: (len(j), j))
         self._estimated_said.update(new)
         if new:
-            report.notes.append(
+            notes.append(
                 f"job {', '.join(new)}: no wattplan_job_steps_done in Prometheus; steps estimated from the profiles"
             )
 
@@ -835,14 +838,20 @@ class Agent:
         placements: Mapping[int, tuple[tuple[str, tuple[int, ...]], ...]],
         host_of: Mapping[str, str],
         desired: Mapping[str, Desired],
+        now_s: float,
     ) -> tuple[list[JobState], dict[str, SlurmJobNow], list[str]]:
-        """The replay's job states of every known job, Slurm's view of the active ones, notes on skipped jobs."""
+        """The replay's job states of every known job, Slurm's view of the active ones, notes on skipped jobs.
+
+        A running job that exports no steps has them estimated up to ``now_s`` (the round's time) here, where what
+        it runs at is known (:meth:`_estimated_steps`).
+        """
         node_of = {h: n for n, h in host_of.items()}
         types = list(ctx.type_names)
         states: list[JobState] = []
         now_jobs: dict[str, SlurmJobNow] = {}
         notes: list[str] = []
         running_cfg: dict[str, tuple[str, int, int, str | None]] = {}
+        estimates: dict[str, float] = {}
         for jid, k in sorted(known.items(), key=lambda kv: (kv[1].arrival_s, int(kv[0]))):
             spec = job_spec(
                 TraceJob(jid, k.job_type, k.arrival_s, k.requested_gpus, k.total_steps), self.cfg.library, types
@@ -869,13 +878,17 @@ class Agent:
             where = placements.get(int(host_job) if host_job else int(jid), ())
             hosts = (tuple(h for h, _ in where) or expand_hostlist(j.node_list)) if running else ()
             now_jobs[jid] = SlurmJobNow(jid, running, j.held, hosts, j.gpus_per_node, host_job, j.gpu_type is not None)
-            if running and j.start_time_s is not None:
+            if j.state == "RUNNING" and j.start_time_s is not None:  # CONFIGURING: its nodes boot, its time will reset
                 self._run_start[jid] = self.cfg.clock.at(j.start_time_s)
             else:
                 self._run_start.pop(jid, None)
             current = self._current(jid, j, d, where, node_of, ctx, desired, active) if running else None
             if current is not None:
                 st.current = current
+                made = self._estimated_steps(k, current, known, now_s)
+                if made is not None:
+                    estimates[jid] = made
+                    st.remaining_steps = max(k.total_steps - made, 1e-9)
                 running_cfg[jid] = (current.gpu_type, current.gpus, current.setting, None)
             states.append(st)
         # partners' types for the learner
@@ -888,6 +901,9 @@ class Agent:
             cur = by_id[jid].current
             partner = cur.shares_with if cur else None
             running_cfg[jid] = (g, n, s_, by_id[partner].spec.type if partner in by_id else None)
+        if estimates:
+            self.store.set_progress(estimates, now_s)
+            self._say_estimated(estimates, notes)
         self.store.mark_started([j for j, s in now_jobs.items() if s.running], self.cfg.clock.at(self.timer.unix()))
         self._last_running = running_cfg
         return states, now_jobs, notes
