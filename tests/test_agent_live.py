@@ -263,3 +263,10 @@ def test_agent_runs_a_workload_through_faults(
     doc = json.loads(report.read_text())
     assert doc["jobs_total"] == 7 and doc["jobs_completed"] == 6
     assert doc["energy_kwh"] > 0 and doc["avg_jct_s"] > 0
+    # the agent's own report of the run, from its state (read-only)
+    mine = tmp_path / "agent-report.json"
+    shown = _cli("agent", "report", "--cluster", str(root), "--json", str(mine))
+    assert "Slurm calls: release" in shown.stdout
+    said = json.loads(mine.read_text())
+    assert said["jobs_ended"] == {"COMPLETED": 6, "CANCELLED": 1, "FAILED": 1}, said["jobs_ended"]
+    assert said["rounds"].get("done", 0) >= 5 and said["measured_kwh"] > 0 and said["avg_jct_s"] > 0

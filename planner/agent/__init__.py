@@ -30,6 +30,8 @@ Modules:
   that export no progress
 - :mod:`planner.agent.check`: ``wattplan agent check``: read-only probes of Slurm, its configuration, the node
   scripts, the settings folder and Prometheus, each finding ok, warn or missing
+- :mod:`planner.agent.report`: ``wattplan agent report``: what the agent did over a period, from its state
+  (read-only): rounds, calls by outcome, jobs by end, restarts, JCT, measured GPU energy; a figure
 - :mod:`planner.agent.slurm_detail`: GPU indices of running jobs from ``scontrol show job -d``; host lists
 
 - :mod:`planner.agent.commands`: one external command run as an argv list, its result, and the error for a

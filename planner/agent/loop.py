@@ -790,7 +790,10 @@ class Agent:
         self.store.set_progress(seen.steps_done, now_s)
         self.store.add_observations(
             report.index,
-            [(j, seen.steps_done.get(j), seen.job_energy_j.get(j), window_s) for j in seen.steps_done],
+            [
+                (j, seen.steps_done.get(j), seen.job_energy_j.get(j), window_s)
+                for j in sorted(set(seen.steps_done) | set(seen.job_energy_j))  # a job may export no steps
+            ],
         )
         if self.learner is not None:
             self._learn(seen, window_s)

@@ -17,6 +17,7 @@ import typer
 from wattplan.planner.agent.options import AgentOptions
 from wattplan.planner.cli.app import HELP_SETTINGS, app, handles_errors, out
 from wattplan.planner.cli.faces import options_of, record_values, typed_on_command_line
+from wattplan.planner.contracts.problems import InputError, Problem
 
 CONFIG_HEADER = "wattplan agent --config FILE: one key per option, named as its flag (docs/deploy-slurm.md)"
 """The first line of the file ``--print-config`` writes."""
@@ -69,8 +70,10 @@ def agent(
     run: wattplan agent check, with the same options, says what is missing (docs/deploy-slurm.md).
     """
     if ctx.invoked_subcommand is not None:
-        if typed_on_command_line(ctx, {**given, "config": config, "print_config": print_config}):
-            raise typer.BadParameter(f"give the options after `agent {ctx.invoked_subcommand}`")
+        if typed := typed_on_command_line(ctx, {**given, "config": config, "print_config": print_config}):
+            where = f"give them after `agent {ctx.invoked_subcommand}`"
+            flags = ", ".join(sorted("--" + name.replace("_", "-") for name in typed))
+            raise InputError("options", [Problem("misplaced-option", flags, where)])
         return
     from wattplan.planner.agent.run import start_agent
     from wattplan.planner.contracts.option_files import config_text
@@ -111,3 +114,64 @@ def check(ctx: typer.Context, config: ConfigFile = None, **given: Any) -> None:
     warned = sum(f.verdict == "warn" for f in found)
     out.print(f"{missing} missing, {warned} warning(s)" + ("" if missing else ": the agent can run here"))
     raise typer.Exit(exit_code(found))
+
+
+@agent_app.command("report")
+@handles_errors
+def report(
+    state: Annotated[
+        Path | None, typer.Option("--state", help="The agent's SQLite state file.", metavar="FILE")
+    ] = None,
+    cluster: Annotated[
+        Path | None,
+        typer.Option("--cluster", help="An emulated cluster's folder: its agent.db.", metavar="DIR"),
+    ] = None,
+    since_h: Annotated[
+        float | None,
+        typer.Option("--since-h", help="Only rounds and job arrivals this many hours after the first round, or later."),
+    ] = None,
+    until_h: Annotated[
+        float | None,
+        typer.Option("--until-h", help="Only rounds and job arrivals up to this many hours after the first round."),
+    ] = None,
+    json_out: Annotated[
+        Path | None, typer.Option("--json", help="Also write the report as JSON here.", metavar="FILE")
+    ] = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option("--plot", help="Also draw jobs and GPU power over the period here (PNG).", metavar="FILE"),
+    ] = None,
+) -> None:
+    """Summarise what the agent did, from its state (read-only: safe while it runs).
+
+    Rounds and the time they took, Slurm calls by outcome, managed jobs by how they ended, restarts, completed
+    jobs' average and p95 JCT, and the GPU energy DCGM measured for the managed jobs. Without --state or
+    --cluster: ./wattplan-agent.db, the agent's default.
+    """
+    from rich.table import Table
+
+    from wattplan.planner.agent.options import CLUSTER_STATE_NAME, STATE_FILE
+    from wattplan.planner.agent.report import agent_report, report_figure, report_rows
+    from wattplan.planner.contracts.jsonio import write_json_atomic
+
+    if state is not None and cluster is not None:
+        raise InputError("options", [Problem("conflicting-options", "--state", "give --state or --cluster, not both")])
+    path = state or (cluster / CLUSTER_STATE_NAME if cluster is not None else STATE_FILE)
+    for name, hours in (("--since-h", since_h), ("--until-h", until_h)):
+        if hours is not None and not (0 <= hours < float("inf")):
+            raise InputError("options", [Problem("bad-option", name, f"must be a number of hours >= 0, got {hours}")])
+    found = agent_report(
+        path, None if since_h is None else since_h * 3600.0, None if until_h is None else until_h * 3600.0
+    )
+    table = Table(title=f"wattplan agent report: {path}", title_justify="left")
+    table.add_column("what")
+    table.add_column("value", overflow="fold")
+    for what, value in report_rows(found):
+        table.add_row(what, value)
+    out.print(table)
+    if json_out is not None:
+        write_json_atomic(json_out, found.to_json())
+    if plot is not None:
+        from wattplan.planner.sim.plots import save_figure
+
+        save_figure(report_figure(found), plot)

@@ -1,0 +1,189 @@
+"""``wattplan agent report``: what the agent did over a period, from its SQLite state (read-only, while it runs).
+
+The state (:mod:`planner.agent.store`) keeps every round, every Slurm call with its outcome, every managed job
+with its arrival, restarts and end, and each round's observations. From them, over the rounds that started in
+``[since_s, until_s]`` and the jobs that arrived in it (seconds since the agent's first round; a job that arrived
+before it counts as arriving at it):
+
+* rounds by status, the solve's and the loop's own time per round (median and max, real s);
+* Slurm calls by verb (``requeuehold``, ``uhold``, ``update``, ``release``) and outcome (ok, refused, failed);
+* jobs seen, ended by Slurm's end state, still waiting or running; restarts (requeues the agent made);
+* JCT of the completed jobs, ``ended_s - arrival_s`` (average and p95, s);
+* GPU energy measured: DCGM's, apportioned to the managed jobs, summed over the observed windows (kWh).
+
+The file is opened read-only (SQLite's ``mode=ro``), so a report never blocks or changes a running agent. It
+imports no solver and no pandas.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import statistics
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from wattplan.planner.contracts.problems import InputError, Problem
+
+J_PER_KWH = 3.6e6
+
+
+@dataclass(frozen=True, slots=True)
+class RoundPoint:
+    """One round for the plot: its time (agent clock, s), jobs running and waiting, and GPU energy measured (J).
+
+    The energy is the managed jobs' over the window that ended at the round.
+    """
+
+    t_s: float
+    running: int
+    waiting: int
+    measured_j: float
+
+
+@dataclass
+class AgentReport:
+    """The period's summary (module docstring); times in s, energy in kWh."""
+
+    state: str
+    first_round_unix: float | None = None
+    last_round_unix: float | None = None
+    rounds: dict[str, int] = field(default_factory=dict)
+    solve_s_median: float | None = None
+    solve_s_max: float | None = None
+    overhead_s_median: float | None = None
+    overhead_s_max: float | None = None
+    calls: dict[str, dict[str, int]] = field(default_factory=dict)
+    jobs_seen: int = 0
+    jobs_ended: dict[str, int] = field(default_factory=dict)
+    jobs_active: int = 0
+    restarts: int = 0
+    avg_jct_s: float | None = None
+    p95_jct_s: float | None = None
+    measured_kwh: float = 0.0
+    points: list[RoundPoint] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """The report as JSON values (the round points as lists)."""
+        return asdict(self)
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    if not path.is_file():
+        raise InputError(str(path), [Problem("no-state", str(path), "no agent state file here (--state, --cluster)")])
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10.0)
+        db.execute("SELECT round FROM rounds LIMIT 1").fetchall()
+    except sqlite3.Error as exc:
+        raise InputError(str(path), [Problem("bad-state", str(path), f"not an agent state file: {exc}")]) from None
+    return db
+
+
+def _p95(values: list[float]) -> float:
+    """The 95th percentile, nearest rank (the replay's rule: the value below which 95% of the values lie)."""
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+def agent_report(path: Path, since_s: float | None = None, until_s: float | None = None) -> AgentReport:
+    """The report of the state file ``path`` over ``[since_s, until_s]`` (s since the first round; None: open)."""
+    db = _open(path)
+    try:
+        low, high = -math.inf if since_s is None else since_s, math.inf if until_s is None else until_s
+        out = AgentReport(str(path))
+        every = db.execute(
+            "SELECT round, started_unix, started_s, status, running, waiting, overhead_s, solve_s "
+            "FROM rounds ORDER BY round"
+        ).fetchall()
+        t0 = every[0][2] if every else 0.0
+        rounds = [r for r in every if low <= r[2] - t0 <= high]
+        chosen = {r[0] for r in rounds}
+        out.rounds = dict(Counter(r[3] for r in rounds))
+        if rounds:
+            out.first_round_unix, out.last_round_unix = rounds[0][1], rounds[-1][1]
+        solve = [r[7] for r in rounds if r[7] is not None]
+        overhead = [r[6] for r in rounds if r[6] is not None]
+        if solve:
+            out.solve_s_median, out.solve_s_max = statistics.median(solve), max(solve)
+        if overhead:
+            out.overhead_s_median, out.overhead_s_max = statistics.median(overhead), max(overhead)
+        calls: dict[str, Counter[str]] = {}
+        for rnd, argv, status in db.execute("SELECT round, argv, status FROM actions").fetchall():
+            if rnd in chosen:
+                words = json.loads(argv)
+                verb = words[1] if words[:1] == ["scontrol"] and len(words) > 1 else words[0]
+                calls.setdefault(verb, Counter())[status] += 1
+        out.calls = {verb: dict(count) for verb, count in sorted(calls.items())}
+        measured: Counter[int] = Counter()
+        for rnd, energy in db.execute("SELECT round, energy_j FROM observations").fetchall():
+            if rnd in chosen and energy is not None:
+                measured[rnd] += energy
+        out.measured_kwh = sum(measured.values()) / J_PER_KWH
+        out.points = [RoundPoint(r[2], r[4] or 0, r[5] or 0, measured.get(r[0], 0.0)) for r in rounds]
+        jobs = [
+            j
+            for j in db.execute("SELECT job_id, arrival_s, restarts, end_state, ended_s FROM jobs").fetchall()
+            if low <= max(j[1] - t0, 0.0) <= high
+        ]
+        out.jobs_seen = len(jobs)
+        out.jobs_ended = dict(Counter(j[3] for j in jobs if j[3] is not None))
+        out.jobs_active = sum(1 for j in jobs if j[3] is None)
+        out.restarts = sum(j[2] for j in jobs)
+        jct = [j[4] - j[1] for j in jobs if j[3] == "COMPLETED" and j[4] is not None]
+        if jct:
+            out.avg_jct_s, out.p95_jct_s = statistics.fmean(jct), _p95(jct)
+        return out
+    finally:
+        db.close()
+
+
+def report_rows(report: AgentReport) -> list[tuple[str, str]]:
+    """The report as ``(what, value with its unit)`` rows for a table."""
+
+    def secs(value: float | None) -> str:
+        return "-" if value is None else f"{value:,.1f} s"
+
+    rows = [
+        ("rounds", ", ".join(f"{n} {status}" for status, n in sorted(report.rounds.items())) or "none"),
+        ("solve per round (median / max)", f"{secs(report.solve_s_median)} / {secs(report.solve_s_max)}"),
+        ("loop per round (median / max)", f"{secs(report.overhead_s_median)} / {secs(report.overhead_s_max)}"),
+    ]
+    for verb, outcomes in report.calls.items():
+        rows.append((f"Slurm calls: {verb}", ", ".join(f"{n} {s}" for s, n in sorted(outcomes.items()))))
+    ended = ", ".join(f"{n} {state.lower()}" for state, n in sorted(report.jobs_ended.items())) or "none"
+    rows += [
+        ("managed jobs seen", f"{report.jobs_seen} ({ended}; {report.jobs_active} waiting or running)"),
+        ("restarts (requeues)", str(report.restarts)),
+        ("completed jobs' JCT (avg / p95)", f"{secs(report.avg_jct_s)} / {secs(report.p95_jct_s)}"),
+        ("GPU energy of the managed jobs (DCGM)", f"{report.measured_kwh:,.3f} kWh"),
+    ]
+    return rows
+
+
+def report_figure(report: AgentReport) -> Any:
+    """The period's figure (a :class:`matplotlib.figure.Figure`), hours since its first round on the x axis.
+
+    Two panels: managed jobs running and waiting; the managed jobs' GPU power measured over each window (kW).
+    """
+    from wattplan.planner.sim.plots import new_figure
+
+    fig, top = new_figure(7.0, 5.0)
+    top.remove()
+    upper, lower = fig.subplots(2, 1, sharex=True)
+    t0 = report.points[0].t_s if report.points else 0.0
+    hours = [(p.t_s - t0) / 3600.0 for p in report.points]
+    upper.step(hours, [p.running for p in report.points], where="post", label="running")
+    upper.step(hours, [p.waiting for p in report.points], where="post", label="waiting", linestyle="--")
+    upper.set_ylabel("managed jobs")
+    upper.legend(loc="upper right")
+    power = [
+        0.0 if i == 0 else p.measured_j / max(p.t_s - report.points[i - 1].t_s, 1e-9) / 1000.0
+        for i, p in enumerate(report.points)
+    ]
+    lower.step(hours, power, where="pre")
+    lower.set_ylabel("managed jobs' GPU power (kW)")
+    lower.set_xlabel("hours since the first round")
+    return fig

@@ -1,0 +1,70 @@
+"""``wattplan agent report``: a period's summary from the agent's state, by hand on a state the agent wrote."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.agent_fakes import FakeSlurm, fake_agent
+from tests.helpers.commands import run
+from wattplan.planner.agent.report import agent_report, report_rows
+from wattplan.planner.agent.store import AgentStore
+
+
+def _state(tmp_path: Path) -> Path:
+    """A state the agent wrote in one round (three held jobs released), then three jobs ended by hand."""
+    agent, _ = fake_agent(tmp_path, FakeSlurm())
+    agent.round()
+    agent.store.close()
+    store = AgentStore(tmp_path / "agent.db")
+    first = store.db.execute("SELECT started_s FROM rounds WHERE round = 0").fetchone()[0]
+    store.add_job("9", "A3C", 100.0, 1, first + 7200.0, 1)  # arrives two hours after the first round
+    arrived = {j: k.arrival_s for j, k in store.known_jobs().items()}
+    for job, state, jct_s in (("1", "COMPLETED", 1000.0), ("2", "COMPLETED", 3000.0), ("3", "CANCELLED", 50.0)):
+        store.end_job(job, state, "by hand", 1, arrived[job] + jct_s)
+    store.count_restarts(["2"])
+    store.add_observations(0, [("1", None, 3.6e6, 360.0), ("2", 10.0, 7.2e6, 360.0)])
+    store.close()
+    return tmp_path / "agent.db"
+
+
+def test_the_report_counts_what_the_state_holds(tmp_path: Path) -> None:
+    path = _state(tmp_path)
+    found = agent_report(path)
+    assert found.rounds == {"done": 1} and found.solve_s_max is not None
+    assert found.calls["release"] == {"ok": 1} and sum(found.calls["update"].values()) == 3
+    assert found.jobs_seen == 4 and found.jobs_ended == {"COMPLETED": 2, "CANCELLED": 1} and found.jobs_active == 1
+    assert found.restarts == 1
+    assert found.avg_jct_s == pytest.approx(2000.0) and found.p95_jct_s == pytest.approx(3000.0)
+    assert found.measured_kwh == pytest.approx(3.0)  # 3.6 MJ + 7.2 MJ
+    rows = dict(report_rows(found))
+    assert rows["GPU energy of the managed jobs (DCGM)"] == "3.000 kWh"
+    assert rows["managed jobs seen"].startswith("4 (1 cancelled, 2 completed; 1 waiting or running)")
+    # a period: the job that arrived two hours in, and no round
+    later = agent_report(path, since_s=3600.0)
+    assert later.jobs_seen == 1 and later.rounds == {} and later.measured_kwh == 0.0
+
+
+def test_the_command_prints_the_table_and_writes_json_and_a_plot(tmp_path: Path) -> None:
+    path = _state(tmp_path)
+    result = run("agent", "report", "--state", path, "--json", tmp_path / "r.json", "--plot", tmp_path / "r.png")
+    assert result.exit_code == 0, result.output
+    assert "Slurm calls: release" in result.output and "3.000 kWh" in result.output
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["jobs_ended"] == {"COMPLETED": 2, "CANCELLED": 1} and len(doc["points"]) == 1
+    assert (tmp_path / "r.png").read_bytes()[:4] == b"\x89PNG"
+    before = path.read_bytes()
+    run("agent", "report", "--state", path)
+    assert path.read_bytes() == before  # read-only
+
+
+def test_bad_input_is_named(tmp_path: Path) -> None:
+    missing = run("agent", "report", "--state", tmp_path / "none.db")
+    assert missing.exit_code == 2 and "no agent state file" in missing.output
+    (tmp_path / "junk.db").write_text("not sqlite")
+    junk = run("agent", "report", "--state", tmp_path / "junk.db")
+    assert junk.exit_code == 2 and "not an agent state file" in junk.output and "Traceback" not in junk.output
+    both = run("agent", "report", "--state", tmp_path / "a", "--cluster", tmp_path)
+    assert both.exit_code == 2 and "not both" in both.output
