@@ -8,8 +8,11 @@ Needs root, Slurm, munge and Prometheus; skips without them, fails under ``WATTP
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -20,10 +23,12 @@ from pathlib import Path
 import pytest
 
 from tests.slurm_cluster import need_emulated_cluster
+from wattplan.planner.agent.prometheus import PrometheusClient
 from wattplan.planner.cluster.layout import ClusterLayout
 
 pytestmark = pytest.mark.slow
 WATTPLAN = [sys.executable, "-m", "wattplan"]
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def _wattplan(*args: str) -> subprocess.CompletedProcess[str]:
@@ -32,12 +37,22 @@ def _wattplan(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+AGENT_PORT = _free_port()
+
+
 @pytest.fixture
 def cluster() -> Iterator[Path]:
     need_emulated_cluster()
     root = Path(tempfile.mkdtemp(prefix="wp-check-"))
     try:
-        up = _wattplan("cluster", "up", "--dir", str(root), "--gpus", "v100:8")
+        args = ("--gpus", "v100:8", "--time-scale", "60", "--agent-metrics-port", str(AGENT_PORT))
+        up = _wattplan("cluster", "up", "--dir", str(root), *args)
         assert up.returncode == 0, up.stdout + up.stderr
         yield root
     finally:
@@ -77,3 +92,40 @@ def test_check_passes_on_the_emulated_cluster_and_names_each_piece_removed(clust
     assert "Slurm powers no node down" in saving.stdout
     # nothing was touched: the settings folder holds no file the check wrote
     assert not any(settings.iterdir())
+
+
+def test_an_agent_run_from_its_config_file_serves_metrics_that_prometheus_scrapes(
+    cluster: Path, tmp_path: Path
+) -> None:
+    """docs/deploy-slurm.md on the emulated cluster: the agent from a config file, its metrics in Prometheus."""
+    conf = tmp_path / "agent.toml"
+    conf.write_text(
+        f'cluster = "{cluster}"\nmetrics-port = {AGENT_PORT}\nround-s = 60\nrestart-s = 10\n'
+        'slurm-starts = true\nmax-slowdown = 10\nobjective = "energy"\njct-bound = false\ndelta = 0.9\n'
+    )
+    log = (tmp_path / "agent.log").open("w")
+    agent = subprocess.Popen([*WATTPLAN, "agent", "--config", str(conf)], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        prometheus = PrometheusClient(json.loads((cluster / "cluster.json").read_text())["prometheus_url"])
+        deadline = time.monotonic() + 180
+        rounds = 0.0
+        while rounds < 2:
+            assert agent.poll() is None, (tmp_path / "agent.log").read_text()
+            assert time.monotonic() < deadline, (
+                f"Prometheus saw {rounds} rounds\n{(tmp_path / 'agent.log').read_text()}"
+            )
+            time.sleep(1)
+            found = prometheus.instant('sum(wattplan_agent_rounds_total{job="wattplan-agent"})')
+            rounds = found[0].value if found else 0.0
+        assert prometheus.instant('wattplan_agent_managed_jobs{job="wattplan-agent",state="waiting"}')
+        # every query of the shipped Grafana dashboard is one this Prometheus evaluates (a bad one raises)
+        dashboard = json.loads((ROOT / "deploy" / "grafana-dashboard.json").read_text())
+        for panel in dashboard["panels"]:
+            for target in panel["targets"]:
+                prometheus.instant(target["expr"])
+    finally:
+        agent.send_signal(signal.SIGTERM)
+        code = agent.wait(timeout=300)
+        log.close()
+    assert code == 0, (tmp_path / "agent.log").read_text()
+    assert f"metrics: http://127.0.0.1:{AGENT_PORT}/metrics" in (tmp_path / "agent.log").read_text()

@@ -100,7 +100,7 @@ def test_the_shipped_config_passes_the_agents_checks() -> None:
     # the by-job mode, as the README gives it, on a cluster with Slurm's power saving
     assert options.slurm_starts and options.max_slowdown == 10.0 and options.objective == "energy"
     assert not options.jct_bound and options.delta == 0.9 and options.power_save
-    assert options.allow_user and not options.dry_run
+    assert options.allow_user and not options.dry_run and options.metrics_port == 9464
 
 
 def test_the_shipped_unit_verifies_and_its_command_reads_the_shipped_config(tmp_path: Path) -> None:
@@ -125,3 +125,39 @@ def test_the_shipped_unit_verifies_and_its_command_reads_the_shipped_config(tmp_
         timeout=120,
     )
     assert shown.returncode == 0 and "slurm-starts = true" in shown.stdout, shown.stderr
+
+
+def test_the_shipped_dashboard_draws_only_the_agents_and_dcgms_metrics() -> None:
+    """deploy/grafana-dashboard.json: its panels tile a 24-column grid, each query names metrics that exist.
+
+    Each query names metrics the agent serves or DCGM exports (tests/test_agent_check_live.py also runs every query
+    on a real Prometheus). Not checked against Grafana itself: no Grafana installs from the registries CI reaches.
+    """
+    import json
+    import re
+
+    from wattplan.planner.agent.metrics import AgentMetrics
+    from wattplan.planner.agent.observations import GPU_ENERGY, GPU_POWER, GPU_UTIL
+
+    doc = json.loads((DEPLOY / "grafana-dashboard.json").read_text())
+    assert doc["uid"] and doc["schemaVersion"] >= 36 and doc["panels"]
+    served = {m.name for m in AgentMetrics().registry.collect()}
+    served |= {f"{name}_total" for name in served}
+    known = served | {GPU_ENERGY, GPU_POWER, GPU_UTIL, "up"}
+    cells: set[tuple[int, int]] = set()
+    assert len({p["id"] for p in doc["panels"]}) == len(doc["panels"])
+    for panel in doc["panels"]:
+        grid = panel["gridPos"]
+        assert grid["x"] + grid["w"] <= 24, panel["title"]
+        mine = {
+            (x, y) for x in range(grid["x"], grid["x"] + grid["w"]) for y in range(grid["y"], grid["y"] + grid["h"])
+        }
+        assert not mine & cells, f"{panel['title']} overlaps another panel"
+        cells |= mine
+        assert panel["targets"] and panel["datasource"]["uid"] == "${DS_PROMETHEUS}"
+        for target in panel["targets"]:
+            words = set(
+                re.findall(r"[A-Za-z_:][A-Za-z0-9_:]*", re.sub(r'"[^"]*"|\{[^}]*\}|\[[^\]]*\]', "", target["expr"]))
+            )
+            metrics = {w for w in words if w.startswith(("wattplan_", "DCGM_")) or w == "up"}
+            assert metrics and metrics <= known, (panel["title"], metrics - known)

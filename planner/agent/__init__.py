@@ -30,6 +30,7 @@ Modules:
   that export no progress
 - :mod:`planner.agent.check`: ``wattplan agent check``: read-only probes of Slurm, its configuration, the node
   scripts, the settings folder and Prometheus, each finding ok, warn or missing
+- :mod:`planner.agent.metrics`: the agent's own Prometheus metrics (``--metrics-port``), counted each round
 - :mod:`planner.agent.report`: ``wattplan agent report``: what the agent did over a period, from its state
   (read-only): rounds, calls by outcome, jobs by end, restarts, JCT, measured GPU energy; a figure
 - :mod:`planner.agent.slurm_detail`: GPU indices of running jobs from ``scontrol show job -d``; host lists

@@ -56,6 +56,7 @@ from typing import Protocol, TypeVar
 from wattplan.planner.agent.aligned_blocks import aligned_blocks
 from wattplan.planner.agent.commands import CommandResult, Run, SlurmError
 from wattplan.planner.agent.decide import Decision, SlurmJobNow, decide
+from wattplan.planner.agent.metrics import AgentMetrics, RoundFigures
 from wattplan.planner.agent.node_settings import Clock, JobSetting
 from wattplan.planner.agent.options import AgentOptions
 from wattplan.planner.agent.power_cap import CapFile
@@ -227,6 +228,9 @@ class AgentConfig:
     power_cap_file: Path | None = _OPTIONS.power_cap_file
     """A cap that moves (``--power-cap-file``, :mod:`planner.agent.power_cap`): read every round, a change starts a
     round at once; ``power_cap_w`` is the cap until the file holds one."""
+    metrics_port: int | None = _OPTIONS.metrics_port
+    """Serve the agent's own Prometheus metrics on this port (:mod:`planner.agent.metrics`); None: not served."""
+    metrics_address: str = _OPTIONS.metrics_address
     stall_rounds: int | None = None
     """Stop once this many rounds in a row ran nothing while managed jobs waited and every job was submitted (the
     replay's stall rule, for a cap too small for any job); None (live): never."""
@@ -254,6 +258,8 @@ class AgentConfig:
             zeus_eta=options.zeus_eta,
             power_cap_w=options.power_cap_w,
             power_cap_file=options.power_cap_file,
+            metrics_port=options.metrics_port,
+            metrics_address=options.metrics_address,
         )
 
 
@@ -272,6 +278,27 @@ class RoundReport:
     overhead_s: float = 0.0
     solve_s: float = 0.0
     delta: float | None = None
+    planned_power_w: float | None = None
+    """The plan's GPU energy over its round (W); None when the round planned nothing."""
+    outcome: str = ""
+    """How the round ended, as the state records it (``done``, ``idle``, ``kept``, ``slurm-unreachable``, ...)."""
+    measured_j: float = 0.0
+    """GPU energy DCGM measured for the managed jobs over the window that ended at this round (J)."""
+
+    def figures(self) -> RoundFigures:
+        """What the round adds to the agent's metrics (:mod:`planner.agent.metrics`)."""
+        return RoundFigures(
+            self.outcome or self.status,
+            self.solve_s,
+            self.overhead_s,
+            tuple(self.calls),
+            self.running,
+            max(self.queued - self.running, 0),
+            self.delta,
+            self.planned_power_w,
+            self.measured_j,
+            len(self.notes),
+        )
 
     def line(self) -> str:
         """One log line."""
@@ -354,6 +381,8 @@ class Agent:
         """Per running job, when Slurm started its current run (agent clock, s), as of the last round."""
         self._rates: tuple[ProfileLibrary, RateIndex] | None = None
         self._estimated_said: set[str] = set()
+        self.metrics: AgentMetrics | None = None
+        """The agent's own Prometheus metrics, when served (``--metrics-port``)."""
         self._cap = CapFile(config.power_cap_file, config.power_cap_w) if config.power_cap_file is not None else None
         """The cap file, when the cap moves; else the cap is ``power_cap_w`` throughout."""
         self._said: set[tuple[str, str]] = set()
@@ -510,6 +539,8 @@ class Agent:
         # a node powering down is left out until it is off, which no queue event announces: while jobs wait for
         # GPUs, look again a poll later rather than a round later (it is plannable, and bootable, once off)
         self._retry_soon = self._retry_soon or (self._powering_down and report.planned_run < report.queued)
+        if plan.round.energy_j is not None and instance.round.duration_s > 0:
+            report.planned_power_w = plan.round.energy_j / instance.round.duration_s
         self._finish(
             report,
             t_start,
@@ -604,6 +635,7 @@ class Agent:
 
     def _finish(self, report: RoundReport, t_start: float, status: str, **fields: object) -> None:
         report.overhead_s = time.monotonic() - t_start - report.solve_s
+        report.outcome = status
         self.store.finish_round(
             report.index,
             status,
@@ -778,6 +810,7 @@ class Agent:
             )
             return
         self._measured.update(seen.steps_done)
+        report.measured_j = sum(seen.job_energy_j.values())
         window_s = self.cfg.clock.at(unix) - self.cfg.clock.at(last)
         self._observed = True
         self._window_start_s = self.cfg.clock.at(last)
@@ -1154,6 +1187,8 @@ class Agent:
                     self.log(f"round skipped, what runs is kept: {e}")
                 else:
                     self.log(report.line())
+                if self.metrics is not None:
+                    self.metrics.observe(report.figures())
                 if self.cfg.dry_run:
                     for outcome in report.calls:
                         self.log(f"would run: {outcome.call}")

@@ -210,6 +210,17 @@ class AgentOptions(OptionRecord):
     allow_account: tuple[str, ...] = option(
         (), "Act on opted-in jobs of this Slurm account (repeatable).", metavar="NAME"
     )
+    metrics_port: int | None = option(
+        None,
+        "Serve the agent's own Prometheus metrics on this port (/metrics: rounds, Slurm calls, jobs, delta, planned "
+        "and measured GPU power) for Prometheus to scrape; off by default.",
+        low=1,
+        high=65535,
+        metavar="PORT",
+    )
+    metrics_address: str = option(
+        "127.0.0.1", "Address the metrics are served on (0.0.0.0: every interface).", metavar="ADDRESS"
+    )
     quiet: bool = option(False, "Log only notes and faults.", flag="--quiet", short="-q")
 
     RULES: ClassVar[tuple[Rule, ...]] = (

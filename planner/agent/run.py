@@ -32,6 +32,7 @@ from wattplan.planner import planning
 from wattplan.planner.agent.check import CheckTarget
 from wattplan.planner.agent.commands import runner
 from wattplan.planner.agent.loop import Agent, AgentConfig, Observed
+from wattplan.planner.agent.metrics import AgentMetrics
 from wattplan.planner.agent.node_settings import Clock
 from wattplan.planner.agent.observations import observe
 from wattplan.planner.agent.options import AGENT_BASELINES, AgentOptions
@@ -138,6 +139,17 @@ def open_state(state: Path, dry_run: bool) -> tuple[AgentStore, Path | None]:
         raise
 
 
+def serve_metrics(port: int, address: str) -> AgentMetrics:
+    """The agent's metrics, served on ``address:port``; :class:`InputError` naming ``--metrics-port`` if it cannot."""
+    metrics = AgentMetrics()
+    try:
+        metrics.serve(port, address)
+    except OSError as exc:
+        why = f"cannot serve on {address}:{port}: {exc.strerror or exc}"
+        raise InputError("--metrics-port", [Problem("metrics-port", "--metrics-port", why)]) from None
+    return metrics
+
+
 def check_target(options: AgentOptions) -> CheckTarget:
     """What ``wattplan agent check`` looks at: the Slurm, Prometheus and settings folder ``options`` name."""
     env = environment(options.cluster, options.prometheus, options.settings_path())
@@ -166,6 +178,9 @@ def run_agent(config: AgentConfig, env: Environment, state: Path, log: Callable[
             budget = min(OBSERVE_BUDGET_S, 0.5 * config.clock.real_s(config.rules.duration_s))
             observer = PrometheusObserver(env.prometheus_url, env.from_zero, budget_s=budget)
         agent = Agent(config, store, run, observer, log)
+        if config.metrics_port is not None and not config.dry_run:
+            agent.metrics = serve_metrics(config.metrics_port, config.metrics_address)
+            log(f"metrics: http://{config.metrics_address}:{config.metrics_port}/metrics")
         return agent.run_loop()
     finally:
         store.close()

@@ -48,6 +48,7 @@ def cluster_up(cluster_dir: ClusterDirOpt, **given: Any) -> None:
         power_save=opts.power_save,
         suspend_s=opts.suspend_s,
         resume_s=opts.resume_s,
+        agent_metrics_port=opts.agent_metrics_port,
     )
     saving = (
         f"; idle nodes power down after {opts.suspend_s:g} emulated s and boot in {opts.resume_s:g}"

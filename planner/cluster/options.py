@@ -104,6 +104,13 @@ class UpOptions(OptionRecord):
     resume_s: float = option(
         RESUME_S, "Emulated seconds a powered-down node takes to boot.", unit="s", low=0.0, high=MAX_RESUME_S
     )
+    agent_metrics_port: int | None = option(
+        None,
+        "Prometheus also scrapes the agent's own metrics on 127.0.0.1:PORT (wattplan agent --metrics-port PORT).",
+        low=1,
+        high=65535,
+        metavar="PORT",
+    )
 
     def gpu_counts(self) -> tuple[tuple[str, int], ...]:
         """``--gpus`` as ``(type, count)`` pairs; InputError naming ``gpus (--gpus)``.

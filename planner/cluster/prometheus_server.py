@@ -31,6 +31,8 @@ from wattplan.planner.cluster.processes import alive, stop_pid
 
 PROGRAM = "prometheus"
 SCRAPE_JOB = "dcgm"
+AGENT_SCRAPE_JOB = "wattplan-agent"
+"""The scrape job of the agent's own metrics (``cluster up --agent-metrics-port``)."""
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
 """The Prometheus processes this process started, kept so :func:`stop` can reap them (no zombie)."""
 
@@ -57,9 +59,14 @@ def free_port() -> int:
         return port
 
 
-def config_text(exporter_port: int, scrape_interval_s: float = 1.0) -> str:
-    """The ``prometheus.yml`` text (module docstring)."""
+def config_text(exporter_port: int, scrape_interval_s: float = 1.0, agent_port: int | None = None) -> str:
+    """The ``prometheus.yml`` text (module docstring); with ``agent_port``, a second job scrapes the agent."""
     interval = f"{max(1, round(scrape_interval_s * 1000))}ms"
+    agent = (
+        ""
+        if agent_port is None
+        else f"  - job_name: {AGENT_SCRAPE_JOB}\n    static_configs:\n      - targets: ['127.0.0.1:{agent_port}']\n"
+    )
     return (
         "# Written by wattplan (planner.cluster.prometheus_server): scrapes the GPU emulator's DCGM metrics.\n"
         "global:\n"
@@ -71,13 +78,16 @@ def config_text(exporter_port: int, scrape_interval_s: float = 1.0) -> str:
         "    honor_labels: true\n"
         "    static_configs:\n"
         f"      - targets: ['127.0.0.1:{exporter_port}']\n"
+        f"{agent}"
     )
 
 
-def write_config(layout: ClusterLayout, exporter_port: int, scrape_interval_s: float = 1.0) -> Path:
-    """Write ``prometheus/prometheus.yml`` for the emulator on ``exporter_port``; its path."""
+def write_config(
+    layout: ClusterLayout, exporter_port: int, scrape_interval_s: float = 1.0, agent_port: int | None = None
+) -> Path:
+    """Write ``prometheus/prometheus.yml`` for the emulator on ``exporter_port`` (and the agent's); its path."""
     path = layout.prometheus_dir / "prometheus.yml"
-    write_text_atomic(path, config_text(exporter_port, scrape_interval_s))
+    write_text_atomic(path, config_text(exporter_port, scrape_interval_s, agent_port))
     return path
 
 
@@ -106,13 +116,14 @@ def start(
     retention: str = "15d",
     timeout_s: float = 30.0,
     program: str = PROGRAM,
+    agent_port: int | None = None,
 ) -> PrometheusProcess:
     """Write the config, start Prometheus on ``127.0.0.1:port`` (None: a free port), wait until it is ready.
 
     Raises :class:`PrometheusStartError` (with the log's tail) when the program is missing, exits early or is not
     ready within ``timeout_s``; Prometheus is then stopped.
     """
-    config = write_config(layout, exporter_port, scrape_interval_s)
+    config = write_config(layout, exporter_port, scrape_interval_s, agent_port)
     data = layout.prometheus_dir / "data"
     data.mkdir(parents=True, exist_ok=True)
     layout.log_dir.mkdir(parents=True, exist_ok=True)

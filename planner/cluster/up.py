@@ -220,6 +220,7 @@ def cluster_up(
     power_save: bool = False,
     suspend_s: float = SUSPEND_S,
     resume_s: float = RESUME_S,
+    agent_metrics_port: int | None = None,
 ) -> dict[str, Any]:
     """Start the cluster under ``root`` (module docstring); its manifest.
 
@@ -329,7 +330,7 @@ def cluster_up(
             procs[f"node-agent-{n.name}"] = _started(pid, "apply_settings")
         write_json_atomic(layout.manifest, manifest)
         log("starting Prometheus")
-        prom = prometheus_server.start(layout, exporter_port)
+        prom = prometheus_server.start(layout, exporter_port, agent_port=agent_metrics_port)
         procs["prometheus"] = _started(prom.pid, "prometheus")
         manifest["prometheus_url"] = prom.url
     except Exception:
