@@ -135,3 +135,16 @@ def test_with_exact_profiles_the_estimate_is_the_simulated_slurms_steps_at_every
     result = slurm_replay.replay_on_slurm(spec, "wattplan", setup, tmp_path / "out")
     assert len(errors) > 100 and all(job["steps"] > 0 for job in result.jobs)
     assert max(errors) < 1e-9
+
+
+def test_a_restarted_agent_estimates_nothing_before_it_has_read_prometheus_once(tmp_path: Path) -> None:
+    # its steps may be measured: an estimate over the restart's gap would stick (steps are never lowered)
+    agent, _ = fake_agent(tmp_path, FakeSlurm(), start_s=0.0)
+    agent.observer = object()  # type: ignore[assignment]  # any Prometheus; none read yet
+    agent._run_start = {"1": 100.0}
+    running = CurrentConfig(P.gpu_type, P.gpus, P.setting)
+    assert agent._estimated_steps(_known(1e9, 500.0, 150.0), running, {}, 200.0) is None
+    agent._windows_read = 1
+    assert agent._estimated_steps(_known(1e9, 500.0, 150.0), running, {}, 200.0) == pytest.approx(
+        500.0 + P.steps_per_s * 50.0
+    )

@@ -376,6 +376,8 @@ class Agent:
         self._seen_steps: dict[str, float] = {}
         self._running_since: dict[str, float] = {}
         self._measured: set[str] = set()
+        self._windows_read = 0
+        """Prometheus windows read since this agent started (a restarted agent estimates nothing before one)."""
         """Jobs whose steps Prometheus has shown: measured, never estimated (:mod:`.progress_estimate`)."""
         self._run_start: dict[str, float] = {}
         """Per running job, when Slurm started its current run (agent clock, s), as of the last round."""
@@ -779,6 +781,8 @@ class Agent:
         """
         if k.job_id in self._measured or k.job_id not in self._run_start:
             return None
+        if self.observer is not None and not self._windows_read:
+            return None  # no window read yet since this agent started: Prometheus may still show its steps
         if self._rates is None or self._rates[0] is not self.cfg.library:
             self._rates = (self.cfg.library, RateIndex.of(self.cfg.library))
         host = known.get(current.shares_with) if current.shares_with is not None else None
@@ -810,6 +814,7 @@ class Agent:
             )
             return
         self._measured.update(seen.steps_done)
+        self._windows_read += 1
         report.measured_j = sum(seen.job_energy_j.values())
         window_s = self.cfg.clock.at(unix) - self.cfg.clock.at(last)
         self._observed = True
