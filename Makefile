@@ -21,7 +21,8 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check wattplan planner formulations cli.py tests benchmarks
 	$(VENV)/bin/mypy wattplan cli.py
 
-# Two pytest-xdist workers, each module on one of them (about 9 min on 2 cores, 17 min on one), then the tests
+# Two pytest-xdist workers, each module on one of them, longest first by the seconds each took last time
+# (tests/module_seconds.json, rewritten by tests/helpers/module_seconds.py; about 12 min on 2 cores), then the tests
 # marked serial alone (pyproject.toml); the serial part runs even when the first fails, and make fails if either
 # did. Each part ends with its 30 slowest tests (--durations=30), so CI's output shows where the time goes.
 # TEST_WORKERS=4 make test on a larger machine.
@@ -33,14 +34,14 @@ DURATIONS := --durations=30
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest
 test: $(STAMP)
 	status=0; \
-	$(PYTEST) -q -n $(TEST_WORKERS) --dist loadfile -m "not serial" $(DURATIONS) || status=$$?; \
+	$(PYTEST) -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not serial" $(DURATIONS) || status=$$?; \
 	$(PYTEST) -q -m serial $(DURATIONS) || status=$$?; \
 	exit $$status
 
 # The loop to run before every commit (under 3 minutes on 2 cores): every test not marked slow (replays, sweeps,
 # solves of shipped rounds, emulated clusters, subprocess daemons) nor serial (a local Ray). make test runs all.
 test-fast: $(STAMP)
-	$(PYTEST) -q -n $(TEST_WORKERS) --dist loadfile -m "not slow and not serial" $(DURATIONS)
+	$(PYTEST) -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not slow and not serial" $(DURATIONS)
 
 # Rebuild the shipped data from the shipped sources (both are committed).
 profiles: $(STAMP)

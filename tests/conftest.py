@@ -9,10 +9,23 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.module_seconds import UNKNOWN_S, load_weights
+
 # pytest-xdist's workers start with COLUMNS=80 in their environment, and a rich Console built while COLUMNS is set
 # keeps that width for good: the command line's module-level consoles, imported when the tests are collected, would
 # ignore every test's own COLUMNS. Without it they read COLUMNS at each print (see ``wide_terminal``).
 os.environ.pop("COLUMNS", None)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Order the modules longest first by their measured seconds (``tests/helpers/module_seconds.py``).
+
+    ``make test`` hands whole modules to its workers in collection order (``--dist loadfile
+    --no-loadscope-reorder``), so the longest ones start first and none starts last while the other worker idles.
+    The sort is stable: a module's own tests keep their order, and modules of equal weight theirs.
+    """
+    weights = load_weights()
+    items.sort(key=lambda item: -weights.get(item.path.stem, UNKNOWN_S))
 
 
 def tiny_instance_doc() -> dict[str, Any]:

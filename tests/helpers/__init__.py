@@ -14,6 +14,7 @@ A test module imports them from here, never from another test module (``tests/te
 - ``profiles``: tiny profile libraries and measured points of the fit and of the fidelity check.
 - ``traces``: Gavel traces written by each job's minutes at full speed (``write_minutes_trace``), for the live
   tests.
+- ``module_seconds``: each test module's measured seconds, so ``make test`` hands out the longest first.
 - ``sim_slurm``: the simulated Slurm's constants (the shipped library as truth, node power, load, delay, clock)
   and a V100 profile's speed and power (``x``, ``p``).
 
