@@ -37,7 +37,7 @@ def test_the_report_counts_what_the_state_holds(tmp_path: Path) -> None:
     assert found.calls["release"] == {"ok": 1} and sum(found.calls["update"].values()) == 3
     assert found.jobs_seen == 4 and found.jobs_ended == {"COMPLETED": 2, "CANCELLED": 1} and found.jobs_active == 1
     assert found.restarts == 1
-    assert found.avg_jct_s == pytest.approx(2000.0) and found.p95_jct_s == pytest.approx(3000.0)
+    assert found.avg_jct_s == pytest.approx(2000.0) and found.p95_jct_s == pytest.approx(2900.0)  # linear, as numpy
     assert found.measured_kwh == pytest.approx(3.0)  # 3.6 MJ + 7.2 MJ
     rows = dict(report_rows(found))
     assert rows["GPU energy of the managed jobs (DCGM)"] == "3.000 kWh"

@@ -217,6 +217,7 @@ def test_cli_first_hour(tmp_path: Path) -> None:
     plan1 = tmp_path / "plan1.json"
     r = runner.invoke(app, ["plan", str(jobs), "--cluster", str(cluster), "--time-limit", "5", "-q", "-o", str(plan1)])
     assert r.exit_code == 0, r.output
+    assert "not planned: p100-1" in r.output and "not planned: v-b" in r.output  # as instance from-jobs says
     inst1 = tmp_path / "plan1.instance.json"
     assert load_instance(inst1).extra["hosts"]["v100-1"] == "v-c"
     r = runner.invoke(app, ["validate", str(inst1), str(plan1)])

@@ -26,6 +26,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from wattplan.planner.contracts.problems import InputError, Problem
 
 J_PER_KWH = 3.6e6
@@ -83,9 +85,8 @@ def _open(path: Path) -> sqlite3.Connection:
 
 
 def _p95(values: list[float]) -> float:
-    """The 95th percentile, nearest rank (the replay's rule: the value below which 95% of the values lie)."""
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
+    """The 95th percentile, linear between order statistics: numpy's default, as the replay and ``cluster report``."""
+    return float(np.percentile(np.asarray(values, dtype=float), 95))
 
 
 def agent_report(path: Path, since_s: float | None = None, until_s: float | None = None) -> AgentReport:

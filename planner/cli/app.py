@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -180,6 +180,11 @@ def _prior_notes(added: Sequence[str]) -> None:
             f"[yellow]note:[/] {shown(name)} has no profiles: planned from a prior scaled from the V100 by its "
             f"specs; {told}"
         )
+
+
+def left_out_lines(left_out: Mapping[str, str] | None) -> list[str]:
+    """``not planned: HOST (why)`` for each host a job list's cluster file left out of planning, by host name."""
+    return [f"  not planned: {shown(host)} ({shown(why)})" for host, why in sorted((left_out or {}).items())]
 
 
 def main() -> None:

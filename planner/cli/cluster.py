@@ -17,6 +17,7 @@ from wattplan.planner.cli.faces import options_of, record_values
 from wattplan.planner.cli.options_common import TraceArg
 from wattplan.planner.cluster.options import ReportOptions, SubmitOptions, UpOptions
 from wattplan.planner.console.terminal import shown
+from wattplan.planner.contracts.problems import InputError, Problem
 
 ClusterDirOpt = Annotated[Path, typer.Option("--dir", help="The emulated cluster's folder.")]
 """``--dir``, every ``cluster`` command's own (it has no default, so no record holds it)."""
@@ -99,14 +100,32 @@ def cluster_report(cluster_dir: ClusterDirOpt, **given: Any) -> None:
 
     from wattplan.planner.cluster.layout import ClusterLayout
     from wattplan.planner.cluster.report import cluster_report as report_of
-    from wattplan.planner.contracts.jsonio import write_text_atomic
+    from wattplan.planner.contracts.jsonio import read_json, write_text_atomic
 
     opts = ReportOptions.checked(record_values(ReportOptions, given))
+    other = None if opts.against is None else read_json(opts.against)  # a bad file is named before any work
+    if other is not None and not isinstance(other, dict):
+        raise InputError(str(opts.against), [Problem("bad-report", str(opts.against), "is not a cluster report")])
     layout = ClusterLayout(cluster_dir)
     report = report_of(layout, layout.read_manifest()["prometheus_url"])
     for w in report.get("warnings", []):
         err.print(f"[yellow]warning:[/] {shown(w)}")
     if opts.json_path is not None:
         write_text_atomic(opts.json_path, json_module.dumps(report, indent=1) + "\n")
-    keys = ("energy_kwh", "avg_jct_s", "p95_jct_s", "jobs_total", "jobs_completed")
-    out.print("  ".join(f"{k}={report.get(k)}" for k in keys))
+    from rich.table import Table
+
+    from wattplan.planner.cluster.report_table import job_headings, job_rows, summary_rows
+
+    summary = Table(title=f"wattplan cluster report: {cluster_dir}", title_justify="left")
+    for heading in ("figure", "this run", *(("other run", "this / other") if other is not None else ())):
+        summary.add_column(heading, justify="left" if heading == "figure" else "right")
+    for row in summary_rows(report, other):
+        summary.add_row(*row)
+    out.print(summary)
+    if opts.jobs and report.get("jobs"):
+        per_job = Table(title="jobs", title_justify="left")
+        for heading in job_headings():
+            per_job.add_column(heading, justify="right" if "[" in heading or heading == "GPUs" else "left")
+        for row in job_rows(report):
+            per_job.add_row(*row)
+        out.print(per_job)

@@ -15,6 +15,7 @@ from wattplan.planner.cli.app import (
     err,
     handles_errors,
     instance_app,
+    left_out_lines,
     out,
     output_provenance,
     print_answer,
@@ -211,8 +212,8 @@ def _print_operator_instance(inst: Instance, out_path: Path) -> None:
     nodes = ", ".join(f"{g.name}: {g.nodes} x {g.gpus_per_node} GPUs" for g in inst.gpu_types)
     cap = "none" if inst.round.budget_j is None else f"{inst.round.budget_j / inst.round.duration_s / 1e3:.3g} kW"
     out.print(f"wrote [bold]{shown(out_path)}[/]: round {inst.round.index}, {len(inst.jobs)} jobs; {nodes}; cap {cap}")
-    for host, why in sorted((inst.extra.get("left_out") or {}).items()):
-        out.print(f"  not planned: {shown(host)} ({shown(why)})")
+    for line in left_out_lines(inst.extra.get("left_out")):
+        out.print(line)
 
 
 @instance_app.command("next")

@@ -18,6 +18,7 @@ from wattplan.planner.cli.app import (
     app,
     err,
     handles_errors,
+    left_out_lines,
     out,
     output_provenance,
     print_answer,
@@ -90,6 +91,8 @@ def _read_round(files: _PlanFiles) -> Instance:
     assert files.cluster is not None
     inst, added = read_operator_instance(files.source, files.cluster, files.profiles)
     _prior_notes(added)
+    for line in left_out_lines(inst.extra.get("left_out")):  # as `instance from-jobs` says them
+        err.print(line)
     return inst
 
 

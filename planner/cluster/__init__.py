@@ -20,6 +20,8 @@ Everything a test, a benchmark or a demo needs to run ``wattplan agent`` for rea
 - :mod:`planner.cluster.power`: Slurm's power saving (``cluster up --power-save``): the suspend, resume and
   ``PrologSlurmctld`` programs, the nodes' power states the emulator reads, the slurmds a boot starts
 - :mod:`planner.cluster.up`: ``wattplan cluster up`` and ``down``
+- :mod:`planner.cluster.report_table`: the report as rows with their units (the summary, against another run,
+  and one row per job)
 - :mod:`planner.cluster.options`: the options of ``cluster up``, ``submit`` and ``report``, declared once (one
   record each; the command line is generated from them)
 - :mod:`planner.cluster.owned`: which folder ``cluster up`` may take (new, empty or marked) and the only entries

@@ -179,3 +179,10 @@ class ReportOptions(OptionRecord):
     """``wattplan cluster report``: where the report's JSON goes besides the summary line."""
 
     json_path: Path | None = option(None, "Write the report as JSON here.", flag="--json")
+    against: Path | None = option(
+        None,
+        "Another run's report (cluster report --json of, say, an unmanaged run): its figures beside this run's, and "
+        "this run's as a ratio of them.",
+        metavar="REPORT.json",
+    )
+    jobs: bool = option(True, "Print one row per job (--no-jobs: the summary only).")
