@@ -304,7 +304,7 @@ class RoundReport:
         """One log line."""
         verbs: dict[str, int] = {}
         for c in self.calls:
-            verb = c.call.argv[1] if c.call.argv[0] == "scontrol" else c.call.argv[0]
+            verb = c.call.verb
             verbs[verb] = verbs.get(verb, 0) + len(c.call.jobs)
         calls = ", ".join(f"{v} {n}" for v, n in verbs.items()) or "none"
         delta = "" if self.delta is None else f" delta {self.delta:.3f};"

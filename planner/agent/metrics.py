@@ -80,12 +80,10 @@ class AgentMetrics:
         self.round_s.labels("solve").set(report.solve_s)
         self.round_s.labels("overhead").set(report.overhead_s)
         for outcome in report.calls:
-            argv = outcome.call.argv
-            verb = argv[1] if argv[0] == "scontrol" and len(argv) > 1 else argv[0]
             status = (
                 "planned" if not outcome.ran else ("ok" if outcome.ok else "refused" if outcome.refused else "failed")
             )
-            self.calls.labels(verb, status).inc()
+            self.calls.labels(outcome.call.verb, status).inc()
         self.jobs.labels("running").set(report.running)
         self.jobs.labels("waiting").set(report.waiting)
         if report.delta is not None:

@@ -11,8 +11,8 @@ before it counts as arriving at it):
 * JCT of the completed jobs, ``ended_s - arrival_s`` (average and p95, s);
 * GPU energy measured: DCGM's, apportioned to the managed jobs, summed over the observed windows (kWh).
 
-The file is opened read-only (SQLite's ``mode=ro``), so a report never blocks or changes a running agent. It
-imports no solver and no pandas.
+The file is opened read-only (SQLite's ``mode=ro``), so a report never blocks or changes a running agent. JCT
+statistics are :func:`planner.sim.metrics.jct_stats`, as in every report.
 """
 
 from __future__ import annotations
@@ -26,11 +26,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from wattplan.planner.agent.slurm_actions import SlurmCall
 from wattplan.planner.contracts.problems import InputError, Problem
-
-J_PER_KWH = 3.6e6
+from wattplan.planner.sim.metrics import J_PER_KWH, jct_stats
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,11 +82,6 @@ def _open(path: Path) -> sqlite3.Connection:
     return db
 
 
-def _p95(values: list[float]) -> float:
-    """The 95th percentile, linear between order statistics: numpy's default, as the replay and ``cluster report``."""
-    return float(np.percentile(np.asarray(values, dtype=float), 95))
-
-
 def agent_report(path: Path, since_s: float | None = None, until_s: float | None = None) -> AgentReport:
     """The report of the state file ``path`` over ``[since_s, until_s]`` (s since the first round; None: open)."""
     db = _open(path)
@@ -114,8 +107,7 @@ def agent_report(path: Path, since_s: float | None = None, until_s: float | None
         calls: dict[str, Counter[str]] = {}
         for rnd, argv, status in db.execute("SELECT round, argv, status FROM actions").fetchall():
             if rnd in chosen:
-                words = json.loads(argv)
-                verb = words[1] if words[:1] == ["scontrol"] and len(words) > 1 else words[0]
+                verb = SlurmCall(tuple(json.loads(argv)), ()).verb
                 calls.setdefault(verb, Counter())[status] += 1
         out.calls = {verb: dict(count) for verb, count in sorted(calls.items())}
         measured: Counter[int] = Counter()
@@ -133,9 +125,9 @@ def agent_report(path: Path, since_s: float | None = None, until_s: float | None
         out.jobs_ended = dict(Counter(j[3] for j in jobs if j[3] is not None))
         out.jobs_active = sum(1 for j in jobs if j[3] is None)
         out.restarts = sum(j[2] for j in jobs)
-        jct = [j[4] - j[1] for j in jobs if j[3] == "COMPLETED" and j[4] is not None]
-        if jct:
-            out.avg_jct_s, out.p95_jct_s = statistics.fmean(jct), _p95(jct)
+        out.avg_jct_s, out.p95_jct_s = jct_stats(
+            [j[4] - j[1] for j in jobs if j[3] == "COMPLETED" and j[4] is not None]
+        )
         return out
     finally:
         db.close()

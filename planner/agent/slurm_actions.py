@@ -128,6 +128,11 @@ class SlurmCall:
     def __str__(self) -> str:
         return " ".join(self.argv)  # every token is checked to be free of spaces and quotes
 
+    @property
+    def verb(self) -> str:
+        """What the call does: ``scontrol``'s sub-command (``requeuehold``, ``update``, ...), else the program."""
+        return self.argv[1] if self.argv[:1] == ("scontrol",) and len(self.argv) > 1 else self.argv[0]
+
 
 @dataclass(frozen=True, slots=True)
 class ActionOutcome:

@@ -150,13 +150,12 @@ def report(
     """
     from rich.table import Table
 
-    from wattplan.planner.agent.options import CLUSTER_STATE_NAME, STATE_FILE
     from wattplan.planner.agent.report import agent_report, report_figure, report_rows
     from wattplan.planner.contracts.jsonio import write_json_atomic
 
     if state is not None and cluster is not None:
         raise InputError("options", [Problem("conflicting-options", "--state", "give --state or --cluster, not both")])
-    path = state or (cluster / CLUSTER_STATE_NAME if cluster is not None else STATE_FILE)
+    path = AgentOptions(state=state, cluster=cluster).state_path()
     for name, hours in (("--since-h", since_h), ("--until-h", until_h)):
         if hours is not None and not (0 <= hours < float("inf")):
             raise InputError("options", [Problem("bad-option", name, f"must be a number of hours >= 0, got {hours}")])

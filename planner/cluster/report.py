@@ -38,13 +38,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from wattplan.planner.agent.observations import STEPS_DONE, Observation, job_ids, observe
 from wattplan.planner.agent.prometheus import PrometheusClient, PrometheusError, Queries, Series, with_retries
 from wattplan.planner.cluster.layout import Clock, ClusterLayout
 from wattplan.planner.cluster.submit import SUBMITTED_COLUMNS
-from wattplan.planner.sim.metrics import J_PER_KWH
+from wattplan.planner.sim.metrics import J_PER_KWH, jct_stats
 
 REPORT_FORMAT = "wattplan-cluster-report/1"
 MAX_WARNINGS = 200
@@ -176,14 +174,6 @@ def first_seen(series: Iterable[Series]) -> dict[str, float]:
         for job in job_ids(s.labels.get("hpc_job")):
             out[job] = min(out.get(job, math.inf), s.points[0][0])
     return out
-
-
-def jct_stats(jcts: list[float]) -> tuple[float | None, float | None]:
-    """Mean and 95th percentile (numpy's linear interpolation, as planner.sim.metrics) of JCTs; None when empty."""
-    if not jcts:
-        return None, None
-    arr = np.asarray(jcts, dtype=float)
-    return float(arr.mean()), float(np.percentile(arr, 95))
 
 
 def _kwh(joules: float | None) -> float | None:

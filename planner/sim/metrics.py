@@ -42,6 +42,16 @@ TIMING_KEYS = ("solver_s_mean", "solver_s_max", "solver_s_total", "rounds_on_clo
 """Summary keys that depend on the machine's speed and load, not on the replay's inputs."""
 
 
+def jct_stats(jcts: Sequence[float]) -> tuple[float | None, float | None]:
+    """Mean and 95th percentile (numpy's linear interpolation, the replay's definition) of JCTs; None when empty.
+
+    ``cluster report`` and ``agent report`` use it, so a p95 means one thing in every report.
+    """
+    if not jcts:
+        return None, None
+    return _stat(list(jcts), "mean"), _stat(list(jcts), "pct", 95)
+
+
 def _stat(values: list[float], fn: str, q: float | None = None) -> float | None:
     if not values:
         return None
