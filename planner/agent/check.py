@@ -29,15 +29,26 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol, TypeVar
 
 from wattplan.planner.agent.commands import NOT_FOUND, Run, SlurmError, first_line
 from wattplan.planner.agent.observations import GPU_ENERGY, STEPS_DONE
 from wattplan.planner.agent.prometheus import PrometheusError, Queries
 from wattplan.planner.agent.slurm_queue import NODES_COMMAND, QUEUE_COMMAND, read_nodes, read_queue
 from wattplan.planner.agent.slurm_version import slurm_version, supported_problem
+from wattplan.planner.contracts.problems import Problem
 
 Verdict = Literal["ok", "warn", "missing"]
+
+
+class _Answer(Protocol):
+    """A reader's answer: what it read and the problems it found (``QueueRead``, ``NodesRead``)."""
+
+    @property
+    def problems(self) -> tuple[Problem, ...]: ...
+
+
+R = TypeVar("R", bound=_Answer)
 CONFIG_COMMAND = ("scontrol", "show", "config")
 NODE_SCRIPTS = {"Prolog": "prolog.sh", "Epilog": "epilog.sh", "TaskProlog": "task_prolog.sh"}
 """``slurm.conf``'s key of each node script and the file of ``planner/agent/node_files`` it must run."""
@@ -90,26 +101,35 @@ def _version(target: CheckTarget) -> Finding:
     )
 
 
+def _read(target: CheckTarget, argv: tuple[str, ...], read: Callable[[str], R], out: list[Finding]) -> R | None:
+    """``argv``'s JSON read by the agent's own reader; None (and a finding in ``out``) if it fails or has problems."""
+    name = " ".join(argv)
+    result = target.run(argv)
+    if not result.ok:
+        out.append(Finding(name, "missing", f"exit {result.returncode}: {first_line(result.stderr)}"))
+        return None
+    try:
+        answer = read(result.stdout)
+    except SlurmError as exc:
+        out.append(Finding(name, "missing", f"the agent cannot read it: {exc}"))
+        return None
+    if answer.problems:
+        shown = "; ".join(str(p) for p in answer.problems[:3])
+        out.append(Finding(name, "warn", f"{len(answer.problems)} problem(s), those left alone: {shown}"))
+        return None
+    return answer
+
+
 def _json(target: CheckTarget) -> list[Finding]:
-    out = []
-    for argv, read, what in ((QUEUE_COMMAND, read_queue, "jobs"), (NODES_COMMAND, read_nodes, "nodes")):
-        name = " ".join(argv)
-        result = target.run(argv)
-        if not result.ok:
-            out.append(Finding(name, "missing", f"exit {result.returncode}: {first_line(result.stderr)}"))
-            continue
-        try:
-            answer = read(result.stdout)
-        except SlurmError as exc:
-            out.append(Finding(name, "missing", f"the agent cannot read it: {exc}"))
-            continue
-        if answer.problems:
-            shown = "; ".join(str(p) for p in answer.problems[:3])
-            out.append(Finding(name, "warn", f"{len(answer.problems)} problem(s), those left alone: {shown}"))
-            continue
-        count = len(answer.jobs) if what == "jobs" else len(answer.nodes)  # type: ignore[union-attr]
-        extra = f" managed, {answer.unmanaged} not" if what == "jobs" else ""  # type: ignore[union-attr]
-        out.append(Finding(name, "ok", f"read: {count} {what}{extra}"))
+    out: list[Finding] = []
+    queue = _read(target, QUEUE_COMMAND, read_queue, out)
+    if queue is not None:
+        out.append(
+            Finding(" ".join(QUEUE_COMMAND), "ok", f"read: {len(queue.jobs)} managed jobs, {queue.unmanaged} not")
+        )
+    nodes = _read(target, NODES_COMMAND, read_nodes, out)
+    if nodes is not None:
+        out.append(Finding(" ".join(NODES_COMMAND), "ok", f"read: {len(nodes.nodes)} nodes"))
     return out
 
 
