@@ -62,14 +62,17 @@ class Slurm:
 
 
 class Prometheus:
-    def __init__(self, energy: int = 2, labelled: int = 1, steps: int = 1, down: bool = False, targets: int = 1):
+    def __init__(
+        self, energy: int = 2, labelled: int = 1, steps: int = 1, down: bool = False, targets: int = 1, up: float = 1.0
+    ):
         self.energy, self.labelled, self.steps, self.down, self.targets = energy, labelled, steps, down, targets
+        self.up = up
 
     def instant(self, query: str, at_unix: float | None = None) -> tuple[Sample, ...]:
         if self.down:
             raise PrometheusError("cannot reach Prometheus at http://p:9090: connection refused")
         if query == "up":
-            return tuple(Sample({"job": "dcgm"}, 0.0, 1.0) for _ in range(self.targets))
+            return tuple(Sample({"job": "dcgm"}, 0.0, self.up) for _ in range(self.targets))
         if query == "wattplan_job_steps_done":
             return tuple(Sample({"hpc_job": str(i)}, 0.0, 5.0) for i in range(self.steps))
         labels = [{"hpc_job": "12"} if i < self.labelled else {} for i in range(self.energy)]
@@ -116,7 +119,8 @@ def test_everything_in_place_is_ok_and_exits_0(tmp_path: Path) -> None:
         ({"slurm": Slurm(_config(PrologFlags="Contain"))}, "PrologFlags", "add Alloc"),
         ({"settings_dir": Path("/nonexistent/settings")}, "settings folder", "does not exist"),
         ({"prom": Prometheus(down=True)}, "Prometheus", "connection refused"),
-        ({"prom": Prometheus(targets=0)}, "Prometheus", "has scraped no target yet"),
+        ({"prom": Prometheus(targets=0)}, "Prometheus", "none of its 0 scrape targets is up"),
+        ({"prom": Prometheus(targets=2, up=0.0)}, "Prometheus", "none of its 2 scrape targets is up"),
         ({"prom": Prometheus(energy=0)}, "DCGM energy", "is dcgm-exporter scraped"),
     ],
 )

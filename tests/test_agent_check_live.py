@@ -69,7 +69,7 @@ def test_check_passes_on_the_emulated_cluster_and_names_each_piece_removed(clust
     # a Prometheus just started has scraped nothing: the check says so until its first scrape (every second)
     deadline = time.monotonic() + 120
     while (ok := _wattplan("agent", "check", "--cluster", str(cluster))).returncode != 0:
-        assert _missing(ok) == ["Prometheus"] and "scraped no target yet" in ok.stdout, ok.stdout + ok.stderr
+        assert _missing(ok) == ["Prometheus"] and "scrape targets is up" in ok.stdout, ok.stdout + ok.stderr
         assert time.monotonic() < deadline, f"Prometheus scraped nothing in 120 s\n{ok.stdout}"
         time.sleep(1)
     assert "0 missing" in ok.stdout and "Slurm 22.05" in ok.stdout and "the agent can run here" in ok.stdout

@@ -233,10 +233,13 @@ def _prometheus(target: CheckTarget) -> list[Finding]:
         steps = target.prometheus.instant(STEPS_DONE)
     except PrometheusError as exc:
         return [Finding("Prometheus", "missing", f"{target.prometheus_url}: {exc}")]
-    if not targets:
-        why = "answers but has scraped no target yet: check its scrape_configs, or run this again a scrape later"
-        return [Finding("Prometheus", "missing", f"{target.prometheus_url} {why}")]
     scraped = sum(1 for s in targets if s.value == 1.0)
+    if not scraped:  # none listed yet, or every scrape failing (an exporter not up yet, or down)
+        why = (
+            f"answers but none of its {len(targets)} scrape targets is up: check its scrape_configs and the "
+            "exporters, or run this again a scrape later"
+        )
+        return [Finding("Prometheus", "missing", f"{target.prometheus_url} {why}")]
     out = [Finding("Prometheus", "ok", f"{target.prometheus_url} answers; {scraped} of {len(targets)} targets up")]
     if not energy:
         out.append(Finding("DCGM energy", "missing", f"no {GPU_ENERGY} series: is dcgm-exporter scraped?"))
