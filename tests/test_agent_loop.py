@@ -328,3 +328,25 @@ def test_a_short_window_without_energy_is_not_enough_to_judge_a_job_unmetered(tm
     agent._window_start_s = 1044.0
     late = 1000.0 + UNMETERED_REAL_S * 30.0
     assert agent._mark_stalled(now, late, report)["7"].stalled is not None
+
+
+def test_a_job_that_stopped_running_since_the_read_is_not_requeued(tmp_path: Path) -> None:
+    """Slurm requeues a finished job too: a requeue sent after the user's scancel revived it (seen live)."""
+    from wattplan.planner.agent.commands import CommandResult
+    from wattplan.planner.agent.loop import RoundReport
+    from wattplan.planner.agent.slurm_actions import Release, RequeueHold
+
+    running = (Path(__file__).resolve().parent / "data" / "agent" / "squeue_running.json").read_text()
+    slurm = FakeSlurm()
+    agent, _ = fake_agent(tmp_path, slurm)
+    # the queue as read just before the requeues: jobs 1 and 5 run, job 2 waits (it was cancelled, say)
+    agent.run = lambda argv: (
+        CommandResult(tuple(argv), 0, running, "") if tuple(argv) == ("squeue", "--json") else slurm(argv)
+    )
+    report = RoundReport(0, 0.0)
+    actions = [RequeueHold(1), RequeueHold(2), Release(2)]
+    assert agent._still_running_for_requeue(actions, report) == [RequeueHold(1), Release(2)]
+    assert "job 2 stopped running before its requeue" in report.notes[-1]
+    # Slurm does not answer: the requeues go as planned
+    down, _ = fake_agent(tmp_path / "down", FakeSlurm(down=True))
+    assert down._still_running_for_requeue(actions, RoundReport(0, 0.0)) == actions

@@ -61,7 +61,7 @@ from wattplan.planner.agent.node_settings import Clock, JobSetting
 from wattplan.planner.agent.options import AgentOptions
 from wattplan.planner.agent.power_cap import CapFile
 from wattplan.planner.agent.progress_estimate import RateIndex, credited_steps
-from wattplan.planner.agent.slurm_actions import Action, ActionOutcome, Release, SlurmCall, apply, calls
+from wattplan.planner.agent.slurm_actions import Action, ActionOutcome, Release, RequeueHold, SlurmCall, apply, calls
 from wattplan.planner.agent.slurm_detail import expand_hostlist, query_job_gpus
 from wattplan.planner.agent.slurm_queue import (
     ADMIN_HOLD,
@@ -1044,6 +1044,8 @@ class Agent:
         of the round, each job's release included, for those seconds: 15 s real, 450 emulated seconds at a time
         scale of 30, seen live as a whole cluster standing idle.
         """
+        if not self.cfg.dry_run:
+            actions = self._still_running_for_requeue(actions, report)
         planned = calls(actions)
         if self.cfg.dry_run:
             report.calls.extend(apply(actions, True, self.run))
@@ -1066,6 +1068,29 @@ class Agent:
                 continue
             self._record(action_id, call, result, report)
         self._retry_updates(rnd, later, unreleased, report)
+
+    def _still_running_for_requeue(self, actions: Sequence[Action], report: RoundReport) -> list[Action]:
+        """``actions`` without the requeues of jobs that stopped running since the round read the queue.
+
+        Slurm requeues a finished batch job too: a ``requeuehold`` sent after its user's ``scancel`` revived the
+        job (seen in the live test: cancelled, requeued the same second, released and started again). So the
+        queue is read once more just before the round's requeues; a job no longer running or configuring is not
+        requeued (its update and release then meet a finished job, a refusal logged as benign). If Slurm does not
+        answer, the requeues go as planned.
+        """
+        requeues = {a.job for a in actions if isinstance(a, RequeueHold)}
+        if not requeues:
+            return list(actions)
+        try:
+            queue = query_queue(self.run)
+        except SlurmError:
+            return list(actions)
+        running = {j.job_id for j in queue.jobs if j.state in ("RUNNING", "CONFIGURING")}
+        gone = requeues - running
+        if not gone:
+            return list(actions)
+        report.notes.append(f"job {', '.join(map(str, sorted(gone)))} stopped running before its requeue: not requeued")
+        return [a for a in actions if not (isinstance(a, RequeueHold) and a.job in gone)]
 
     def _retry_updates(
         self, rnd: int, later: dict[int, tuple[int, SlurmCall]], unreleased: set[int], report: RoundReport
