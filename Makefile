@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-fast lint profiles default-instance demo live-workloads clean
+.PHONY: run test test-fast lint profiles default-instance demo live-workloads clean slurm-rootfs
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -42,6 +42,13 @@ test: $(STAMP)
 # solves of shipped rounds, emulated clusters, subprocess daemons) nor serial (a local Ray). make test runs all.
 test-fast: $(STAMP)
 	$(PYTEST) -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not slow and not serial" $(DURATIONS)
+
+# A second Slurm beside the host's: Debian 13's Slurm 24.11 in a root filesystem (root, mmdebstrap, Debian's
+# package index), for `wattplan cluster up --slurm-root DIR`; kept when already built. .ci/run builds it and the
+# live agent tests run on both Slurms (WATTPLAN_SLURM_ROOTFS).
+DIR ?= /var/cache/wattplan/slurm-24.11
+slurm-rootfs:
+	bash deploy/slurm-rootfs.sh $(DIR)
 
 # Rebuild the shipped data from the shipped sources (both are committed).
 profiles: $(STAMP)

@@ -14,11 +14,35 @@ from pathlib import Path
 
 from wattplan.planner.cluster.slurm_daemons import SlurmCluster, SlurmNode, SlurmStartError, missing_binaries
 
-__all__ = ["SlurmCluster", "SlurmNode", "SlurmStartError", "missing_binaries", "running_cluster", "REQUIRED"]
+__all__ = [
+    "REQUIRED",
+    "SLURMS",
+    "SLURM_ROOTFS",
+    "SlurmCluster",
+    "SlurmNode",
+    "SlurmStartError",
+    "missing_binaries",
+    "running_cluster",
+    "up_args",
+]
 
 
 REQUIRED = os.environ.get("WATTPLAN_REQUIRE_SLURM") == "1"
 """CI sets this: a missing Slurm is then a failure, not a skip."""
+SLURM_ROOTFS = os.environ.get("WATTPLAN_SLURM_ROOTFS", "")
+"""A root filesystem with another Slurm (``make slurm-rootfs``; CI builds Slurm 24.11 and sets it)."""
+SLURMS = ("host", "rootfs")
+"""The Slurms an emulated-cluster test runs on (``@pytest.mark.parametrize("slurm", SLURMS)``): the host's own and
+the one in :data:`SLURM_ROOTFS`."""
+
+
+def up_args(slurm: str) -> list[str]:
+    """``cluster up``'s arguments for ``slurm`` (one of :data:`SLURMS`); skips (fails in CI) a missing root."""
+    if slurm == "host":
+        return []
+    if not SLURM_ROOTFS:
+        _unavailable("WATTPLAN_SLURM_ROOTFS is not set: make slurm-rootfs DIR=... and export it")
+    return ["--slurm-root", SLURM_ROOTFS]
 
 
 def _unavailable(reason: str) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.agent_fakes import DATA, recorded_queue
-from wattplan.planner.agent.check import CheckTarget, Finding, exit_code, run_checks, slurm_config
+from wattplan.planner.agent.check import CheckTarget, Finding, exit_code, node_scripts, run_checks, slurm_config
 from wattplan.planner.agent.commands import CommandResult
 from wattplan.planner.agent.prometheus import PrometheusError, Sample
 
@@ -112,7 +112,7 @@ def test_everything_in_place_is_ok_and_exits_0(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("change", "check", "words"),
     [
-        ({"slurm": Slurm(_config(), version="slurm 24.11.5\n")}, "Slurm version", "24.11.5 is not supported"),
+        ({"slurm": Slurm(_config(), version="slurm 23.02.7\n")}, "Slurm version", "23.02.7 is not supported"),
         ({"slurm": Slurm(_config(SuspendTime="NONE"))}, "power saving", "--power-save is given but Slurm powers no"),
         ({"slurm": Slurm(_config(Prolog="(null)"))}, "Prolog", "slurm.conf has no Prolog="),
         ({"slurm": Slurm(_config(Epilog="/bin/true"))}, "Epilog", "not wattplan's epilog.sh"),
@@ -155,7 +155,8 @@ def test_slurms_user_is_allowed_and_a_slurm_that_does_not_answer_is_missing(tmp_
     assert _verdicts(_check(tmp_path, euid=64030, user="slurm"))["permissions"] == "ok"
     found = _check(tmp_path, slurm=Slurm("", down=True))
     verdicts = _verdicts(found)
-    assert verdicts["Slurm version"] == verdicts["squeue --json"] == verdicts["scontrol show config"] == "missing"
+    assert verdicts["Slurm version"] == verdicts["scontrol show config"] == "missing"
+    assert "squeue --json" not in verdicts, "the version decides which JSON to ask for: none is asked without it"
     assert "connect failure" in found[0].detail
 
 
@@ -163,3 +164,16 @@ def test_scontrol_show_config_is_read_as_keys_and_values() -> None:
     config = slurm_config(_config(SuspendTime="NONE"))
     assert config["SuspendTime"] == "NONE" and config["SlurmUser"] == "slurm(64030)"
     assert config["PrologFlags"] == "Alloc,Contain" and "Configuration" not in config
+
+
+def test_indexed_keys_of_newer_slurms_are_read_as_one_list(tmp_path: Path) -> None:
+    """24.11 prints ``Prolog[0] = ...``: each script is read, and one of them being wattplan's is enough."""
+    ours = tmp_path / "prolog"
+    ours.write_text("#!/bin/sh\nexec /bin/bash /opt/wattplan/node_files/prolog.sh\n")
+    ours.chmod(0o755)
+    text = f"Configuration data\nProlog[0]               = /etc/site/other\nProlog[1]               = {ours}\n"
+    config = slurm_config(text + "PrologFlags             = Alloc\nTaskProlog              = (null)\n")
+    assert config["Prolog"] == f"/etc/site/other,{ours}"
+    found = {f.check: f for f in node_scripts(config)}
+    assert found["Prolog"].verdict == "ok" and found["Prolog"].detail == str(ours)
+    assert found["TaskProlog"].verdict == "missing" and found["Epilog"].verdict == "missing"

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.slurm_cluster import need_emulated_cluster
+from tests.slurm_cluster import SLURMS, need_emulated_cluster, up_args
 from wattplan.planner.agent.prometheus import PrometheusClient
 from wattplan.planner.cluster.layout import ClusterLayout
 
@@ -46,12 +46,14 @@ def _free_port() -> int:
 AGENT_PORT = _free_port()
 
 
-@pytest.fixture
-def cluster() -> Iterator[Path]:
+@pytest.fixture(params=SLURMS)
+def cluster(request: pytest.FixtureRequest) -> Iterator[Path]:
+    """An emulated cluster on the host's Slurm (22.05) and on the root filesystem's (24.11 in CI)."""
     need_emulated_cluster()
+    extra = up_args(request.param)
     root = Path(tempfile.mkdtemp(prefix="wp-check-"))
     try:
-        args = ("--gpus", "v100:8", "--time-scale", "60", "--agent-metrics-port", str(AGENT_PORT))
+        args = ("--gpus", "v100:8", "--time-scale", "60", "--agent-metrics-port", str(AGENT_PORT), *extra)
         up = _wattplan("cluster", "up", "--dir", str(root), *args)
         assert up.returncode == 0, up.stdout + up.stderr
         yield root
@@ -72,7 +74,8 @@ def test_check_passes_on_the_emulated_cluster_and_names_each_piece_removed(clust
         assert _missing(ok) == ["Prometheus"] and "scrape targets is up" in ok.stdout, ok.stdout + ok.stderr
         assert time.monotonic() < deadline, f"Prometheus scraped nothing in 120 s\n{ok.stdout}"
         time.sleep(1)
-    assert "0 missing" in ok.stdout and "Slurm 22.05" in ok.stdout and "the agent can run here" in ok.stdout
+    release = "24.11" if json.loads((cluster / "cluster.json").read_text())["slurm_root"] else "22.05"
+    assert "0 missing" in ok.stdout and f"Slurm {release}" in ok.stdout and "the agent can run here" in ok.stdout
     # 1. Prometheus gone (a port nothing listens on)
     gone = _wattplan("agent", "check", "--cluster", str(cluster), "--prometheus", "http://127.0.0.1:9")
     assert gone.returncode == 1 and _missing(gone) == ["Prometheus"], gone.stdout

@@ -34,8 +34,8 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.traces import write_minutes_trace
-from tests.slurm_cluster import need_emulated_cluster
-from wattplan.planner.cluster.layout import ClusterLayout
+from tests.slurm_cluster import SLURMS, need_emulated_cluster, up_args
+from wattplan.planner.cluster.layout import ClusterLayout, slurm_env
 from wattplan.planner.executor import descendants
 
 pytestmark = pytest.mark.slow
@@ -58,12 +58,17 @@ def _cli(*args: str, timeout: float = 120, check: bool = True) -> subprocess.Com
     return done
 
 
-@pytest.fixture
-def cluster() -> Iterator[Path]:
+@pytest.fixture(params=SLURMS)
+def cluster(request: pytest.FixtureRequest) -> Iterator[Path]:
+    """An emulated cluster on the host's Slurm (22.05) and on the root filesystem's (24.11 in CI)."""
     need_emulated_cluster()
+    extra = up_args(request.param)
     root = Path(tempfile.mkdtemp(prefix="wp-live-"))
     try:
-        _cli("cluster", "up", "--dir", str(root), "--gpus", "v100:16", "--time-scale", f"{TIME_SCALE:g}", timeout=180)
+        _cli(
+            "cluster", "up", "--dir", str(root), "--gpus", "v100:16", "--time-scale", f"{TIME_SCALE:g}", *extra,
+            timeout=180,
+        )  # fmt: skip
         yield root
     finally:
         _cli("cluster", "down", "--dir", str(root), check=False)
@@ -82,7 +87,7 @@ def agents() -> Iterator[list[subprocess.Popen[bytes]]]:
 
 
 def _slurm(root: Path, *argv: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "SLURM_CONF": str(ClusterLayout(root).slurm_conf)}
+    env = slurm_env(ClusterLayout(root).read_manifest())
     return subprocess.run(list(argv), env=env, capture_output=True, text=True, timeout=120)
 
 
@@ -193,7 +198,7 @@ def test_agent_runs_a_workload_through_faults(
     assert _exit_code(agent, "SIGTERM", log) == 0
     assert "signal SIGTERM: stopping" in log.read_text()
     # 2. a job that fails: a managed job whose trainer exits 1 after 100 steps
-    env = {**os.environ, "SLURM_CONF": str(ClusterLayout(root).slurm_conf)}
+    env = slurm_env(ClusterLayout(root).read_manifest())
     failing = subprocess.run(
         [
             "sbatch",

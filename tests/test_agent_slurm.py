@@ -38,6 +38,7 @@ from wattplan.planner.agent.slurm_queue import (
     read_nodes,
     read_queue,
 )
+from wattplan.planner.agent.slurm_schema import LEGACY
 from wattplan.planner.agent.slurm_version import parse_version, require_supported, slurm_version, supported_problem
 
 DATA = Path(__file__).resolve().parent / "data" / "agent"
@@ -72,15 +73,15 @@ def test_version_of_the_captured_sinfo() -> None:
     assert parse_version("slurm 22.05.11\n") == (22, 5, 11)
     assert supported_problem((22, 5, 8)) is None
     run = _fake({("sinfo", "--version"): CommandResult(("sinfo", "--version"), 0, text, "")})
-    assert require_supported(run) == (22, 5, 8)
+    assert require_supported(run) == ((22, 5, 8), LEGACY)
 
 
-@pytest.mark.parametrize("version", [(23, 2, 1), (21, 8, 8), (24, 11, 0)])
+@pytest.mark.parametrize("version", [(23, 2, 1), (21, 8, 8), (27, 5, 0)])
 def test_other_versions_are_refused_by_name(version: tuple[int, int, int]) -> None:
     problem = supported_problem(version)
     assert problem is not None
     assert f"{version[0]}.{version[1]:02d}.{version[2]}" in problem.message
-    assert "22.05" in problem.message and "v0.0.38" in problem.message
+    assert "22.05 (v0.0.38)" in problem.message and "24.11 (v0.0.42)" in problem.message
     text = f"slurm {version[0]}.{version[1]:02d}.{version[2]}\n"
     run = _fake({("sinfo", "--version"): CommandResult(("sinfo", "--version"), 0, text, "")})
     with pytest.raises(SlurmError, match="not supported"):
@@ -207,7 +208,7 @@ def test_unmanaged_jobs_are_not_checked_beyond_their_comment() -> None:
     [
         ("squeue: error: slurm_load_jobs error", "did not print JSON"),
         ("[]", "not an object"),
-        ('{"meta": {}, "jobs": []}', "no meta.plugin.type"),
+        ('{"meta": {}, "jobs": []}', "no meta.plugin"),
         ('{"meta": {"plugin": {"type": "openapi/v0.0.38"}}, "errors": [], "jobs": {}}', "no 'jobs' list"),
         ('{"meta": {"plugin": {"type": "openapi/v0.0.38"}}, "errors": [{"error": "x"}], "jobs": []}', "errors"),
     ],
@@ -221,7 +222,7 @@ def test_newer_schema_is_refused_by_name() -> None:
     doc = _doc("squeue_held.json")
     doc["meta"]["plugin"] = {"type": "", "name": "", "data_parser": "v0.0.40"}
     doc["meta"]["Slurm"]["release"] = "23.11.4"
-    with pytest.raises(SlurmError, match=r"schema ''.*Slurm 23\.11\.4.*openapi/v0\.0\.38"):
+    with pytest.raises(SlurmError, match=r"schema 'v0\.0\.40'.*Slurm 23\.11\.4.*openapi/v0\.0\.38"):
         read_queue(json.dumps(doc))
 
 
@@ -385,7 +386,7 @@ def _wait(what: str, ready: Callable[[], bool], cluster: SlurmCluster, timeout_s
 @pytest.mark.slow
 def test_actions_on_real_slurm(slurm: SlurmCluster, tmp_path: Path) -> None:
     run = runner(slurm.env, timeout_s=30)
-    assert require_supported(run)[:2] == (22, 5)
+    assert require_supported(run)[0][:2] == (22, 5)
 
     def submit(name: str, *extra: str) -> int:
         argv = ["sbatch", "--parsable", "-J", name, "-o", f"{tmp_path}/%j.out", "--gres=gpu:1", *extra]

@@ -38,8 +38,9 @@ Modules:
 - :mod:`planner.agent.commands`: one external command run as an argv list, its result, and the error for a
   command that could not give an answer
 - :mod:`planner.agent.slurm_version`: the Slurm version (``sinfo --version``) and whether the agent supports it
-  (22.05.x, whose JSON is OpenAPI v0.0.38)
-- :mod:`planner.agent.slurm_queue`: strict readers of ``squeue --json`` and ``sinfo --json``: the jobs that
+- :mod:`planner.agent.slurm_schema`: the JSON generations of Slurm's releases (22.05's v0.0.38, data_parser
+  v0.0.40 to v0.0.46), how to ask for each and which release prints which
+- :mod:`planner.agent.slurm_queue`: strict readers of the jobs and nodes in each generation: the jobs that
   opted in (``--comment=wattplan:type=...;steps=...``) and the nodes
 - :mod:`planner.agent.slurm_actions`: hold, update, release, requeue-hold and cancel as data, grouped into the
   fewest ``scontrol``/``scancel`` calls, and applied (or only listed, in a dry run)

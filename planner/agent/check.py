@@ -34,7 +34,8 @@ from typing import Literal, Protocol, TypeVar
 from wattplan.planner.agent.commands import NOT_FOUND, Run, SlurmError, first_line
 from wattplan.planner.agent.observations import GPU_ENERGY, STEPS_DONE
 from wattplan.planner.agent.prometheus import PrometheusError, Queries
-from wattplan.planner.agent.slurm_queue import NODES_COMMAND, QUEUE_COMMAND, read_nodes, read_queue
+from wattplan.planner.agent.slurm_queue import read_nodes, read_queue
+from wattplan.planner.agent.slurm_schema import Generation, generation_for
 from wattplan.planner.agent.slurm_version import slurm_version, supported_problem
 from wattplan.planner.contracts.problems import Problem
 
@@ -52,7 +53,8 @@ R = TypeVar("R", bound=_Answer)
 CONFIG_COMMAND = ("scontrol", "show", "config")
 NODE_SCRIPTS = {"Prolog": "prolog.sh", "Epilog": "epilog.sh", "TaskProlog": "task_prolog.sh"}
 """``slurm.conf``'s key of each node script and the file of ``planner/agent/node_files`` it must run."""
-_CONFIG_LINE = re.compile(r"^(\w+)\s*=\s*(.*)$")
+_CONFIG_LINE = re.compile(r"^(\w+)(?:\[\d+\])?\s*=\s*(.*)$")
+"""``Key = value``; from 23.02 a key that takes several scripts prints each as ``Prolog[0] = ...``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,25 +82,32 @@ class CheckTarget:
 
 
 def slurm_config(text: str) -> dict[str, str]:
-    """``scontrol show config``'s ``Key = value`` lines as a map (the header and blank lines skipped)."""
-    found = {}
+    """``scontrol show config``'s ``Key = value`` lines as a map (the header and blank lines skipped).
+
+    The values of an indexed key (``Prolog[0]``, ``Prolog[1]``: 23.02 and later) are joined with commas, as 22.05
+    wrote several scripts in one value.
+    """
+    found: dict[str, str] = {}
     for line in text.splitlines():
         match = _CONFIG_LINE.match(line.strip())
         if match is not None:
-            found[match.group(1)] = match.group(2).strip()
+            key, value = match.group(1), match.group(2).strip()
+            found[key] = f"{found[key]},{value}" if key in found and value else value
     return found
 
 
-def _version(target: CheckTarget) -> Finding:
+def _version(target: CheckTarget) -> tuple[Finding, Generation | None]:
+    """What ``sinfo --version`` says, and the JSON generation the agent would ask that release for."""
     try:
         version = slurm_version(target.run)
     except SlurmError as exc:
-        return Finding("Slurm version", "missing", str(exc))
+        return Finding("Slurm version", "missing", str(exc)), None
     shown = f"Slurm {version[0]}.{version[1]:02d}.{version[2]}"
     problem = supported_problem(version)
-    return Finding(
-        "Slurm version", "ok" if problem is None else "missing", shown if problem is None else problem.message
-    )
+    generation = generation_for(version)
+    if problem is not None or generation is None:
+        return Finding("Slurm version", "missing", problem.message if problem else shown), None
+    return Finding("Slurm version", "ok", f"{shown}, read as JSON {generation.name}"), generation
 
 
 def _read(target: CheckTarget, argv: tuple[str, ...], read: Callable[[str], R], out: list[Finding]) -> R | None:
@@ -120,16 +129,15 @@ def _read(target: CheckTarget, argv: tuple[str, ...], read: Callable[[str], R], 
     return answer
 
 
-def _json(target: CheckTarget) -> list[Finding]:
+def _json(target: CheckTarget, generation: Generation) -> list[Finding]:
     out: list[Finding] = []
-    queue = _read(target, QUEUE_COMMAND, read_queue, out)
+    queue_name, nodes_name = " ".join(generation.queue_command), " ".join(generation.nodes_command)
+    queue = _read(target, generation.queue_command, lambda text: read_queue(text, generation), out)
     if queue is not None:
-        out.append(
-            Finding(" ".join(QUEUE_COMMAND), "ok", f"read: {len(queue.jobs)} managed jobs, {queue.unmanaged} not")
-        )
-    nodes = _read(target, NODES_COMMAND, read_nodes, out)
+        out.append(Finding(queue_name, "ok", f"read: {len(queue.jobs)} managed jobs, {queue.unmanaged} not"))
+    nodes = _read(target, generation.nodes_command, lambda text: read_nodes(text, generation), out)
     if nodes is not None:
-        out.append(Finding(" ".join(NODES_COMMAND), "ok", f"read: {len(nodes.nodes)} nodes"))
+        out.append(Finding(nodes_name, "ok", f"read: {len(nodes.nodes)} nodes"))
     return out
 
 
@@ -183,30 +191,32 @@ def _power_saving(target: CheckTarget, config: dict[str, str]) -> Finding:
     return Finding("power saving", "ok", "off, as --power-save says: every node stays on")
 
 
-def _node_scripts(config: dict[str, str]) -> list[Finding]:
+def _node_script(key: str, script: str, path: Path) -> Finding:
+    """What one configured ``Prolog``/``Epilog``/``TaskProlog`` program is: wattplan's ``script`` or not."""
+    if not path.is_file():
+        return Finding(key, "warn", f"{path} is not on this host (a node-local install: check each node)")
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as exc:
+        return Finding(key, "warn", f"{path} cannot be read here: {exc.strerror}")
+    if path.name != script and script not in text:
+        return Finding(key, "missing", f"{path} is not wattplan's {script} nor a wrapper that runs it")
+    if not os.access(path, os.X_OK) and path.name == script:
+        return Finding(key, "missing", f"{path} is not executable")
+    return Finding(key, "ok", str(path))
+
+
+def node_scripts(config: dict[str, str]) -> list[Finding]:
+    """Each node-script key: ok when one of the programs it names is wattplan's script (or runs it)."""
     out = []
     flags = config.get("PrologFlags", "")
     for key, script in NODE_SCRIPTS.items():
-        configured = config.get(key, "(null)")
-        if configured in ("(null)", ""):
+        paths = [Path(p.strip()) for p in config.get(key, "").split(",") if p.strip() not in ("", "(null)")]
+        if not paths:
             out.append(Finding(key, "missing", f"slurm.conf has no {key}=: install the node scripts ({script})"))
             continue
-        path = Path(configured.split(",")[0].strip())
-        if not path.is_file():
-            out.append(Finding(key, "warn", f"{path} is not on this host (a node-local install: check each node)"))
-            continue
-        try:
-            text = path.read_text(errors="replace")
-        except OSError as exc:
-            out.append(Finding(key, "warn", f"{path} cannot be read here: {exc.strerror}"))
-            continue
-        if path.name != script and script not in text:
-            out.append(Finding(key, "missing", f"{path} is not wattplan's {script} nor a wrapper that runs it"))
-            continue
-        if not os.access(path, os.X_OK) and path.name == script:
-            out.append(Finding(key, "missing", f"{path} is not executable"))
-            continue
-        out.append(Finding(key, "ok", str(path)))
+        found = [_node_script(key, script, path) for path in paths]
+        out.append(next((f for f in found if f.verdict == "ok"), found[0]))
     if "alloc" not in flags.lower():
         out.append(Finding("PrologFlags", "missing", f"PrologFlags={flags or '(none)'}: add Alloc, so the setting is "
                            "in place before the job's first process"))  # fmt: skip
@@ -263,14 +273,16 @@ def run_checks(target: CheckTarget, progress: Callable[[str], None] | None = Non
     """Every check of the module docstring, in order; what each found."""
     say = progress or (lambda _text: None)
     say("Slurm")
-    found = [_version(target)]
-    if found[0].verdict == "missing" and "not installed" in found[0].detail:
+    version, generation = _version(target)
+    found = [version]
+    if version.verdict == "missing" and "not installed" in version.detail:
         return found
-    found += _json(target)
+    if generation is not None:
+        found += _json(target, generation)
     result = target.run(CONFIG_COMMAND)
     if result.ok:
         config = slurm_config(result.stdout)
-        found += [_permissions(target, config), _power_saving(target, config), *_node_scripts(config)]
+        found += [_permissions(target, config), _power_saving(target, config), *node_scripts(config)]
     else:
         why = "not installed" if result.returncode == NOT_FOUND else first_line(result.stderr)
         found.append(Finding("scontrol show config", "missing", why))

@@ -6,6 +6,7 @@ the end-to-end test can point the commands at its throwaway cluster (``SLURM_CON
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -60,6 +61,20 @@ def runner(env: Mapping[str, str] | None = None, timeout_s: float = 60.0) -> Run
         return run_command(argv, env, timeout_s)
 
     return run
+
+
+def slurm_env(manifest: Mapping[str, object], base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment of an emulated cluster's Slurm commands, from its manifest (``cluster.json``).
+
+    ``base`` (this process's by default) with the manifest's ``slurm_conf`` as ``SLURM_CONF`` and, when its Slurm
+    runs from another root filesystem, that Slurm's command wrappers (the manifest's ``slurm_bin``) first on ``PATH``.
+    """
+    env = dict(os.environ if base is None else base)
+    env["SLURM_CONF"] = str(manifest["slurm_conf"])
+    slurm_bin = manifest.get("slurm_bin")
+    if slurm_bin:
+        env["PATH"] = f"{slurm_bin}:{env['PATH']}" if env.get("PATH") else str(slurm_bin)
+    return env
 
 
 def first_line(text: str) -> str:

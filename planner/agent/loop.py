@@ -73,6 +73,7 @@ from wattplan.planner.agent.slurm_queue import (
     query_nodes,
     query_queue,
 )
+from wattplan.planner.agent.slurm_schema import LEGACY, Generation
 from wattplan.planner.agent.steering import LiveSteering
 from wattplan.planner.agent.store import AgentStore, Desired, KnownJob, StoreBusy
 from wattplan.planner.agent.timing import Timer, WallTimer
@@ -343,12 +344,15 @@ class Agent:
         observer: Observer | None,
         log: Callable[[str], None],
         timer: Timer | None = None,
+        generation: Generation = LEGACY,
     ):
         self.cfg = config
         self.timer: Timer = timer if timer is not None else WallTimer()
         """Where the loop reads the time and waits (the wall clock; a virtual one in a replay)."""
         self.store = store
         self.run = run
+        self.generation = generation
+        """The JSON generation Slurm is asked for (its release decides: :mod:`planner.agent.slurm_schema`)."""
         self.observer = observer
         self.log = log
         self.stop_requested = False
@@ -466,8 +470,8 @@ class Agent:
         if self._cap is not None and (said := self._cap.read()) is not None:
             report.notes.append(said)
         try:
-            queue = self._with_retries("squeue", lambda: query_queue(self.run))
-            nodes = self._with_retries("sinfo", lambda: query_nodes(self.run))
+            queue = self._with_retries("squeue", lambda: query_queue(self.run, self.generation))
+            nodes = self._with_retries("sinfo", lambda: query_nodes(self.run, self.generation))
             placements = self._with_retries("scontrol show job", lambda: query_job_gpus(self.run))
         except SlurmError as e:
             report.status = "slurm-unreachable"
@@ -1082,7 +1086,7 @@ class Agent:
         if not requeues:
             return list(actions)
         try:
-            queue = query_queue(self.run)
+            queue = query_queue(self.run, self.generation)
         except SlurmError:
             return list(actions)
         running = {j.job_id for j in queue.jobs if j.state in ("RUNNING", "CONFIGURING")}
@@ -1146,7 +1150,7 @@ class Agent:
         waiting = dict(d.guest_releases)
         while waiting and self.timer.monotonic() < deadline and not self.stop_requested:
             try:
-                queue = query_queue(self.run)
+                queue = query_queue(self.run, self.generation)
             except SlurmError:
                 break
             admitted = self._admitted(queue, None)
@@ -1171,7 +1175,7 @@ class Agent:
         if self._cap is not None and self._cap.changed():
             return True
         try:
-            queue = query_queue(self.run)
+            queue = query_queue(self.run, self.generation)
         except SlurmError:
             return False
         active = frozenset(jid for jid, j in self._admitted(queue, None).items() if j.state in ACTIVE_STATES)

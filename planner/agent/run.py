@@ -30,7 +30,7 @@ from pathlib import Path
 
 from wattplan.planner import planning
 from wattplan.planner.agent.check import CheckTarget
-from wattplan.planner.agent.commands import runner
+from wattplan.planner.agent.commands import runner, slurm_env
 from wattplan.planner.agent.loop import Agent, AgentConfig, Observed
 from wattplan.planner.agent.metrics import AgentMetrics
 from wattplan.planner.agent.node_settings import Clock
@@ -106,7 +106,7 @@ def environment(cluster_dir: Path | None, prometheus_url: str | None, settings_d
     try:
         manifest = json.loads(manifest_path.read_text())
         return Environment(
-            {**os.environ, "SLURM_CONF": str(manifest["slurm_conf"])},
+            slurm_env(manifest),
             prometheus_url or manifest.get("prometheus_url"),
             settings_dir or Path(manifest["settings_dir"]),
             Clock(float(manifest["t0_unix"]), float(manifest["time_scale"])),
@@ -169,15 +169,18 @@ def run_agent(config: AgentConfig, env: Environment, state: Path, log: Callable[
         if env.cluster_id is not None:
             store.bind("cluster", env.cluster_id)
         run = runner(env.slurm_env, timeout_s=60.0)
-        version = require_supported(run)
+        version, generation = require_supported(run)
         prom = env.prometheus_url or "(none: progress not observed)"
-        log(f"Slurm {version[0]}.{version[1]:02d}.{version[2]}; state {state}; Prometheus {prom}")
+        log(
+            f"Slurm {version[0]}.{version[1]:02d}.{version[2]} (JSON {generation.name}); state {state}; "
+            f"Prometheus {prom}"
+        )
         log(f"acting on opted-in jobs of {config.allowed.describe()} only (--allow-user, --allow-account)")
         observer = None
         if env.prometheus_url:
             budget = min(OBSERVE_BUDGET_S, 0.5 * config.clock.real_s(config.rules.duration_s))
             observer = PrometheusObserver(env.prometheus_url, env.from_zero, budget_s=budget)
-        agent = Agent(config, store, run, observer, log)
+        agent = Agent(config, store, run, observer, log, generation=generation)
         if config.metrics_port is not None and not config.dry_run:
             agent.metrics = serve_metrics(config.metrics_port, config.metrics_address)
             log(f"metrics: http://{config.metrics_address}:{config.metrics_port}/metrics")

@@ -1,4 +1,7 @@
-"""Strict readers of Slurm 22.05's ``squeue --json`` and ``sinfo --json`` (the OpenAPI v0.0.38 shape).
+"""Strict readers of Slurm's jobs and nodes in every JSON generation of :mod:`planner.agent.slurm_schema`.
+
+Jobs come from ``squeue --json``, nodes from ``sinfo --json`` on 22.05 (OpenAPI v0.0.38, the default here) and from
+``scontrol show nodes --json`` later.
 
 How a job opts in: its Slurm comment (``sbatch --comment=...``) is exactly
 
@@ -14,8 +17,13 @@ syntax is a problem naming the job id and ``comment``; that job is left alone, t
 :attr:`ManagedJob.state` is Slurm's ``job_state`` as printed, so the caller picks the states it acts on.
 
 Every field a managed job needs is checked for its type; a bad one is a :class:`Problem` whose path names the job
-and the field (``job 17.tres_per_node``), never a traceback. A document that is not JSON, has another schema
-(``meta.plugin.type`` other than ``openapi/v0.0.38``) or carries Slurm ``errors`` is a :class:`SlurmError`.
+and the field (``job 17.tres_per_node``), never a traceback. A document that is not JSON, is of another generation
+than the one asked for (``meta.plugin``) or carries Slurm ``errors`` is a :class:`SlurmError` naming the generation
+found, the one expected and the Slurm release.
+
+The data_parser generations' job states are lists (the base state and its flags); :func:`job_state` folds one
+into the one word 22.05 printed, as Slurm's ``job_state_string`` does: the first flag of :data:`STATE_FLAGS` that
+is present, else the base state.
 """
 
 from __future__ import annotations
@@ -26,13 +34,48 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from wattplan.planner.agent.commands import Run, SlurmError, first_line, run_command
+from wattplan.planner.agent.slurm_schema import LEGACY, Generation
 from wattplan.planner.contracts.problems import Problem
 
-PLUGIN = "openapi/v0.0.38"
-"""``meta.plugin.type`` of the JSON this module reads (Slurm 22.05)."""
 OPT_IN_PREFIX = "wattplan:"
-QUEUE_COMMAND = ("squeue", "--json")
-NODES_COMMAND = ("sinfo", "--json")
+QUEUE_COMMAND = LEGACY.queue_command
+"""22.05's ``squeue --json`` (each generation's own: :attr:`Generation.queue_command`)."""
+NODES_COMMAND = LEGACY.nodes_command
+"""22.05's ``sinfo --json`` (each generation's own: :attr:`Generation.nodes_command`)."""
+STATE_FLAGS = (
+    "COMPLETING",
+    "STAGE_OUT",
+    "CONFIGURING",
+    "RESIZING",
+    "REQUEUED",
+    "REQUEUE_FED",
+    "REQUEUE_HOLD",
+    "SPECIAL_EXIT",
+    "STOPPED",
+    "REVOKED",
+    "RESV_DEL_HOLD",
+    "SIGNALING",
+)
+"""A job's state flags in the order Slurm's ``job_state_string`` tests them: the first present names the state."""
+JOB_BASE_STATES = frozenset(
+    {
+        "PENDING",
+        "RUNNING",
+        "SUSPENDED",
+        "COMPLETED",
+        "CANCELLED",
+        "FAILED",
+        "TIMEOUT",
+        "NODE_FAIL",
+        "PREEMPTED",
+        "BOOT_FAIL",
+        "DEADLINE",
+        "OUT_OF_MEMORY",
+    }
+)
+"""A job's base states (exactly one in a data_parser ``job_state`` list)."""
+NODE_BASE_STATES = frozenset({"IDLE", "DOWN", "ALLOCATED", "ERROR", "MIXED", "FUTURE", "UNKNOWN"})
+"""A node's base states (exactly one in a data_parser ``state`` list)."""
 
 NodeStateName = Literal["idle", "mixed", "allocated", "drained", "down", "off"]
 USER_HOLD = "JobHeldUser"
@@ -160,12 +203,16 @@ stores them as 64-bit integers (a larger one would fail there, mid-round)."""
 
 
 class _Record:
-    """Typed access to one JSON object's fields; each bad field adds one problem naming ``where`` and the field."""
+    """Typed access to one JSON object's fields; each bad field adds one problem naming ``where`` and the field.
 
-    def __init__(self, record: dict[str, Any], where: str, problems: list[Problem]):
+    ``generation`` says whether counts are number objects and states lists (:mod:`planner.agent.slurm_schema`).
+    """
+
+    def __init__(self, record: dict[str, Any], where: str, problems: list[Problem], generation: Generation = LEGACY):
         self.record = record
         self.where = where
         self.problems = problems
+        self.generation = generation
         self.bad = False
 
     def problem(self, field: str, message: str) -> None:
@@ -196,6 +243,39 @@ class _Record:
             return value
         return 0
 
+    def count(self, field: str) -> int:
+        """A whole number >= 0: plain (v0.0.38) or a number object (data_parser; unset reads 0, infinite is bad)."""
+        if not self.generation.data_parser:
+            return self.integer(field)
+        value = self.record.get(field)
+        if field not in self.record:
+            self.problem(field, "missing")
+        elif not isinstance(value, dict) or not {"set", "infinite", "number"} <= value.keys():
+            self.problem(field, "must be a number object {set, infinite, number}")
+        elif value["infinite"] is True:
+            self.problem(field, "is infinite")
+        elif value["set"] is not True:
+            return 0
+        else:
+            inner = _Record(value, f"{self.where}.{field}", self.problems)
+            number = inner.integer("number")
+            self.bad = self.bad or inner.bad
+            return number
+        return 0
+
+    def state(self, field: str, bases: frozenset[str]) -> tuple[str, tuple[str, ...]]:
+        """``(base state, flags)``: v0.0.38's text as given with no flags, a data_parser list split in two."""
+        if not self.generation.data_parser:
+            return self.text(field), ()
+        words = self.texts(field)
+        found = [w for w in words if w in bases]
+        if self.bad and not words:
+            return "", ()
+        if len(found) != 1:
+            self.problem(field, f"must hold exactly one base state, not {list(words)[:6]!r}")
+            return "", ()
+        return found[0], tuple(w for w in words if w != found[0])
+
     def texts(self, field: str) -> tuple[str, ...]:
         value = self.record.get(field)
         if field not in self.record:
@@ -207,8 +287,26 @@ class _Record:
         return ()
 
 
-def _document(text: str, what: str, key: str) -> list[Any]:
-    """The ``key`` list of one Slurm JSON document, after checking it is JSON of the supported schema."""
+def job_state(base: str, flags: tuple[str, ...]) -> str:
+    """One word for a job's state, as 22.05 printed it: the first of :data:`STATE_FLAGS` in ``flags``, else ``base``."""
+    return next((f for f in STATE_FLAGS if f in flags), base)
+
+
+def _plugin(meta: Any, generation: Generation) -> tuple[str | None, str | None]:
+    """``(generation the document names, Slurm release)`` from its ``meta`` (either shape); None where absent."""
+    if not isinstance(meta, dict):
+        return None, None
+    plugin = meta.get("plugin")
+    key = "data_parser" if generation.data_parser else "type"
+    other = "type" if generation.data_parser else "data_parser"  # the other shape: name what it is
+    kind = (plugin.get(key) or plugin.get(other) or None) if isinstance(plugin, dict) else None
+    slurm = meta.get("slurm") or meta.get("Slurm")
+    release = slurm.get("release") if isinstance(slurm, dict) else None
+    return (kind if isinstance(kind, str) else None), (release if isinstance(release, str) else None)
+
+
+def _document(text: str, what: str, key: str, generation: Generation = LEGACY) -> list[Any]:
+    """The ``key`` list of one Slurm JSON document, after checking it is JSON of ``generation``."""
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as err:
@@ -217,14 +315,11 @@ def _document(text: str, what: str, key: str) -> list[Any]:
         raise SlurmError(f"`{what}` printed JSON nested too deeply to read") from None
     if not isinstance(doc, dict):
         raise SlurmError(f"`{what}` printed JSON that is not an object")
-    meta = doc.get("meta")
-    plugin = meta.get("plugin") if isinstance(meta, dict) else None
-    kind = plugin.get("type") if isinstance(plugin, dict) else None
-    if kind != PLUGIN:
-        release = meta.get("Slurm", {}).get("release") if isinstance(meta, dict) else None
-        found = f"schema {kind!r}" if kind is not None else "no meta.plugin.type"
+    kind, release = _plugin(doc.get("meta"), generation)
+    if kind != generation.plugin:
+        found = f"schema {kind!r}" if kind is not None else "no meta.plugin"
         raise SlurmError(
-            f"`{what}` printed {found} (Slurm {release or 'unknown'}): the agent reads {PLUGIN} (Slurm 22.05) only"
+            f"`{what}` printed {found} (Slurm {release or 'unknown'}), not the {generation.plugin} it was asked for"
         )
     errors = doc.get("errors")
     if errors:
@@ -256,24 +351,27 @@ def _gpus(items: list[str], prefix: str) -> list[tuple[str | None, int]] | None:
 # ---------------------------------------------------------------------------------------------- squeue
 
 
-def _job(raw: dict[str, Any], job_id: int, opt_in: OptIn, problems: list[Problem]) -> ManagedJob | None:
-    rec = _Record(raw, f"job {job_id}", problems)
+def _job(
+    raw: dict[str, Any], job_id: int, opt_in: OptIn, problems: list[Problem], generation: Generation
+) -> ManagedJob | None:
+    rec = _Record(raw, f"job {job_id}", problems, generation)
     name = rec.text("name")
-    state = rec.text("job_state")
+    state = job_state(*rec.state("job_state", JOB_BASE_STATES))
     reason = rec.text("state_reason")
     user_name = rec.text("user_name")
     account = rec.text("account")
     partition = rec.text("partition")
     node_list = rec.text("nodes")
-    node_count = rec.integer("node_count")
-    submit = rec.integer("submit_time")
-    start = rec.integer("start_time")
+    node_count = rec.count("node_count")
+    submit = rec.count("submit_time")
+    start = rec.count("start_time")
     per_node = rec.text("tres_per_node")
     gpus: list[tuple[str | None, int]] = []
     if not rec.bad:
-        found = _gpus(_split_tres(per_node), "gres:")
+        prefix = generation.gres_prefix
+        found = _gpus(_split_tres(per_node), prefix)
         if found is None or len(found) > 1:
-            rec.problem("tres_per_node", f"cannot read one GPU request (gres:gpu[:TYPE]:N) from {per_node[:80]!r}")
+            rec.problem("tres_per_node", f"cannot read one GPU request ({prefix}gpu[:TYPE]:N) from {per_node[:80]!r}")
         elif not found:
             rec.problem("tres_per_node", "a managed job asks GPUs per node (--gres=gpu:N; N = 0 for a pair's guest)")
         else:
@@ -304,13 +402,13 @@ def _job(raw: dict[str, Any], job_id: int, opt_in: OptIn, problems: list[Problem
     )
 
 
-def read_queue(text: str) -> QueueRead:
-    """The managed jobs of ``squeue --json`` text, each problem by job id and field; see the module's rules."""
+def read_queue(text: str, generation: Generation = LEGACY) -> QueueRead:
+    """The managed jobs of ``squeue --json`` text of ``generation``, each problem by job id and field (module)."""
     problems: list[Problem] = []
     jobs: list[ManagedJob] = []
     listed: set[int] = set()
     unmanaged = 0
-    for index, raw in enumerate(_document(text, "squeue --json", "jobs")):
+    for index, raw in enumerate(_document(text, " ".join(generation.queue_command), "jobs", generation)):
         if not isinstance(raw, dict):
             problems.append(Problem("slurm-field", f"jobs[{index}]", "must be an object"))
             continue
@@ -333,7 +431,7 @@ def read_queue(text: str) -> QueueRead:
         if opt_in is None:
             unmanaged += 1
             continue
-        job = _job(raw, job_id, opt_in, problems)
+        job = _job(raw, job_id, opt_in, problems, generation)
         if job is not None:
             jobs.append(job)
     return QueueRead(tuple(jobs), tuple(problems), unmanaged, frozenset(listed))
@@ -357,18 +455,23 @@ NODE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,254}")
 the log; Slurm's host-list syntax (``[``, ``,``) and control characters have no place in one node's name."""
 
 
-def _node(raw: dict[str, Any], index: int, problems: list[Problem]) -> NodeState | None:
+def _node(raw: dict[str, Any], index: int, problems: list[Problem], generation: Generation) -> NodeState | None:
     name = raw.get("name")
     if not isinstance(name, str) or not NODE_NAME.fullmatch(name):
         problems.append(
             Problem("slurm-field", f"nodes[{index}].name", f"must be a node name (host name), not {name!r:.80}")
         )
         return None
-    rec = _Record(raw, f"node {name}", problems)
-    slurm_state = rec.text("state")
-    flags = rec.texts("state_flags")
+    rec = _Record(raw, f"node {name}", problems, generation)
+    if generation.data_parser:  # ["IDLE", "DRAIN"]: the base state in 22.05's lower case, the flags as they are
+        base, flags = rec.state("state", NODE_BASE_STATES)
+        slurm_state = base.lower()
+        features = ",".join(rec.texts("active_features"))
+    else:
+        slurm_state = rec.text("state")
+        flags = rec.texts("state_flags")
+        features = rec.text("active_features")
     gres = rec.text("gres")
-    features = rec.text("active_features")
     partitions = rec.texts("partitions")
     if rec.bad:
         return None
@@ -400,15 +503,15 @@ def _node(raw: dict[str, Any], index: int, problems: list[Problem]) -> NodeState
     )
 
 
-def read_nodes(text: str) -> NodesRead:
-    """The nodes of ``sinfo --json`` text, each problem by node name and field."""
+def read_nodes(text: str, generation: Generation = LEGACY) -> NodesRead:
+    """The nodes of ``generation``'s nodes document (22.05: ``sinfo --json``), each problem by node name and field."""
     problems: list[Problem] = []
     nodes: list[NodeState] = []
-    for index, raw in enumerate(_document(text, "sinfo --json", "nodes")):
+    for index, raw in enumerate(_document(text, " ".join(generation.nodes_command), "nodes", generation)):
         if not isinstance(raw, dict):
             problems.append(Problem("slurm-field", f"nodes[{index}]", "must be an object"))
             continue
-        node = _node(raw, index, problems)
+        node = _node(raw, index, problems, generation)
         if node is not None:
             nodes.append(node)
     return NodesRead(tuple(nodes), tuple(problems))
@@ -424,11 +527,11 @@ def _ask(run: Run, argv: tuple[str, ...]) -> str:
     return result.stdout
 
 
-def query_queue(run: Run = run_command) -> QueueRead:
-    """Run ``squeue --json`` and read it (check the version first: :func:`slurm_version.require_supported`)."""
-    return read_queue(_ask(run, QUEUE_COMMAND))
+def query_queue(run: Run = run_command, generation: Generation = LEGACY) -> QueueRead:
+    """Ask for the queue in ``generation`` (Slurm's release decides it: ``require_supported``) and read it."""
+    return read_queue(_ask(run, generation.queue_command), generation)
 
 
-def query_nodes(run: Run = run_command) -> NodesRead:
-    """Run ``sinfo --json`` and read it."""
-    return read_nodes(_ask(run, NODES_COMMAND))
+def query_nodes(run: Run = run_command, generation: Generation = LEGACY) -> NodesRead:
+    """Ask for the nodes in ``generation`` and read them."""
+    return read_nodes(_ask(run, generation.nodes_command), generation)

@@ -1,9 +1,9 @@
 """Which Slurm answers, and whether the agent can read its JSON.
 
-``sinfo --version`` prints ``slurm 22.05.8`` (Debian's build: ``slurm-wlm 22.05.8``). Only 22.05.x is supported:
-its ``squeue --json`` and ``sinfo --json`` have the OpenAPI v0.0.38 shape that :mod:`planner.agent.slurm_queue`
-reads; 23.02 and later print another schema (data_parser v0.0.39 and later), and 21.08 and earlier differ too.
-Note that ``sinfo --version`` needs a readable Slurm configuration (``SLURM_CONF`` or ``/etc/slurm/slurm.conf``)
+``sinfo --version`` prints ``slurm 22.05.8`` (Debian's build: ``slurm-wlm 24.11.5``). The releases the agent
+reads are :data:`planner.agent.slurm_schema.RELEASES`'s, each with the JSON generation it is asked for; any other
+is refused by name (23.02 prints only data_parser v0.0.39, 21.08 and earlier another shape again). Note that
+``sinfo --version`` needs a readable Slurm configuration (``SLURM_CONF`` or ``/etc/slurm/slurm.conf``)
 even though it contacts no daemon.
 """
 
@@ -12,11 +12,9 @@ from __future__ import annotations
 import re
 
 from wattplan.planner.agent.commands import NOT_FOUND, Run, SlurmError, first_line, run_command
+from wattplan.planner.agent.slurm_schema import Generation, generation_for, supported_text
 from wattplan.planner.contracts.problems import Problem
 
-SUPPORTED = (22, 5)
-"""The one Slurm release series (major, minor) whose JSON the agent reads."""
-SUPPORTED_TEXT = "22.05.x (squeue/sinfo --json in the OpenAPI v0.0.38 shape)"
 VERSION_COMMAND = ("sinfo", "--version")
 
 _VERSION = re.compile(r"^slurm(?:-wlm)?\s+(\d+)\.(\d+)\.(\d+)\S*\s*$")
@@ -43,20 +41,21 @@ def slurm_version(run: Run = run_command) -> tuple[int, int, int]:
 
 def supported_problem(version: tuple[int, int, int]) -> Problem | None:
     """None for a supported Slurm, else the problem naming the version found and what is supported."""
-    if version[:2] == SUPPORTED:
+    if generation_for(version) is not None:
         return None
     found = f"{version[0]}.{version[1]:02d}.{version[2]}"
     return Problem(
         "slurm-version",
         "sinfo --version",
-        f"Slurm {found} is not supported: the agent reads the JSON of Slurm {SUPPORTED_TEXT} only",
+        f"Slurm {found} is not supported: the agent reads the JSON of Slurm {supported_text()} only",
     )
 
 
-def require_supported(run: Run = run_command) -> tuple[int, int, int]:
-    """The Slurm version, or a :class:`SlurmError` if it is missing or not supported."""
+def require_supported(run: Run = run_command) -> tuple[tuple[int, int, int], Generation]:
+    """The Slurm version and the JSON generation to ask it for; a :class:`SlurmError` if missing or not supported."""
     version = slurm_version(run)
-    problem = supported_problem(version)
-    if problem is not None:
-        raise SlurmError(problem.message)
-    return version
+    generation = generation_for(version)
+    if generation is None:
+        problem = supported_problem(version)
+        raise SlurmError(problem.message if problem is not None else "unsupported Slurm")
+    return version, generation

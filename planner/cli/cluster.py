@@ -50,6 +50,7 @@ def cluster_up(cluster_dir: ClusterDirOpt, **given: Any) -> None:
         suspend_s=opts.suspend_s,
         resume_s=opts.resume_s,
         agent_metrics_port=opts.agent_metrics_port,
+        slurm_rootfs=opts.slurm_root,
     )
     saving = (
         f"; idle nodes power down after {opts.suspend_s:g} emulated s and boot in {opts.resume_s:g}"
@@ -60,6 +61,12 @@ def cluster_up(cluster_dir: ClusterDirOpt, **given: Any) -> None:
         f"cluster up in [bold]{shown(cluster_dir)}[/]: {len(manifest['nodes'])} nodes, Prometheus "
         f"{shown(manifest['prometheus_url'])}, {opts.time_scale:g} emulated s per real s{saving}"
     )
+    if manifest.get("slurm_bin"):
+        out.print(
+            f"Slurm from {shown(manifest['slurm_root'])}: its commands are "
+            f"[bold]export PATH={shown(manifest['slurm_bin'])}:$PATH[/] "
+            "(wattplan agent --cluster uses them by itself)"
+        )
 
 
 @cluster_app.command("down")

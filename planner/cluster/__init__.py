@@ -7,6 +7,8 @@ Everything a test, a benchmark or a demo needs to run ``wattplan agent`` for rea
   contracts between the agent, the node scripts, the emulator and the stand-in trainer
 - :mod:`planner.cluster.slurm_daemons`: a real Slurm on this host (munged, slurmctld, one slurmd per node, fake
   GPU devices), started and stopped by PID
+- :mod:`planner.cluster.slurm_root`: the cluster's Slurm from another root filesystem (``cluster up --slurm-root``,
+  Slurm 24.11 beside the host's): a mount namespace that holds it, and wrappers that run its programs there
 - :mod:`planner.cluster.nvidia_smi`: the nvidia-smi stand-in: GPUs that are JSON files (power limit, clock lock),
   limits from the manifest's nodes (:func:`~planner.cluster.nvidia_smi.node_gpu_limits`)
 - :mod:`planner.cluster.emulator`: the emulated GPUs' daemon: ``emu/rates.json``, emulated energy counters that

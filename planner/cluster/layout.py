@@ -2,7 +2,9 @@
 
 One folder holds everything ``wattplan cluster up`` starts and everything the parts tell each other::
 
-    cluster.json              the manifest: time scale, clock origin, nodes, power saving, ports, processes started
+    cluster.json              the manifest: time scale, clock origin, nodes, power saving, ports, processes started,
+                              and ``slurm_root``/``slurm_bin`` when Slurm runs from another root filesystem
+    slurm-bin/                that Slurm's daemons and commands (:mod:`planner.cluster.slurm_root`); absent otherwise
     slurm/                    Slurm's and munge's files (etc/slurm.conf, state, spool, logs, fake devices)
     bin/                      nvidia-smi (the stand-in) and the node scripts' wrappers Slurm runs
     settings/JOBID.conf       agent -> nodes: the setting a managed job runs at (:class:`JobSetting`)
@@ -35,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from wattplan.planner.agent.commands import slurm_env
 from wattplan.planner.agent.node_settings import Clock, JobSetting
 from wattplan.planner.contracts.jsonio import write_json_atomic, write_text_atomic
 
@@ -47,6 +50,7 @@ __all__ = [
     "ClusterLayout",
     "JobSetting",
     "parse_power_state",
+    "slurm_env",
     "write_json_atomic",
     "write_text_atomic",
 ]

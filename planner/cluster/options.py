@@ -104,6 +104,12 @@ class UpOptions(OptionRecord):
     resume_s: float = option(
         RESUME_S, "Emulated seconds a powered-down node takes to boot.", unit="s", low=0.0, high=MAX_RESUME_S
     )
+    slurm_root: Path | None = option(
+        None,
+        "Run Slurm from this root filesystem (make slurm-rootfs DIR=...: Debian 13's Slurm 24.11) instead of the "
+        "host's; put DIR/slurm-bin first on PATH for its commands.",
+        metavar="ROOTFS",
+    )
     agent_metrics_port: int | None = option(
         None,
         "Prometheus also scrapes the agent's own metrics on 127.0.0.1:PORT (wattplan agent --metrics-port PORT).",

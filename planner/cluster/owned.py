@@ -39,6 +39,7 @@ MARKER_FORMAT = "wattplan-cluster-dir/1"
 OWNED_NAMES = (
     "cluster.json",
     "bin",
+    "slurm-bin",
     "settings",
     "node",
     "emu",

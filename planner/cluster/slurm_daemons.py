@@ -183,6 +183,9 @@ class SlurmCluster:
     min_job_age_s: int = 600
     power_save: PowerSave | None = None
     """Slurm's power saving (None: every node stays powered)."""
+    path: str | None = None
+    """``PATH`` the daemons and commands are found on (:mod:`planner.cluster.slurm_root`'s wrappers first); None:
+    the environment's."""
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     @property
@@ -193,7 +196,7 @@ class SlurmCluster:
     @property
     def env(self) -> dict[str, str]:
         """Environment for Slurm client commands (``sbatch``, ``scontrol``...) against this cluster."""
-        return {**os.environ, "SLURM_CONF": str(self.conf)}
+        return {**os.environ, "SLURM_CONF": str(self.conf), **({} if self.path is None else {"PATH": self.path})}
 
     @property
     def node_names(self) -> tuple[str, ...]:

@@ -25,7 +25,6 @@ import argparse
 import csv
 import json
 import math
-import os
 import shlex
 import subprocess
 import sys
@@ -36,7 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from wattplan.planner.agent.node_settings import JobSetting
-from wattplan.planner.cluster.layout import ClusterLayout, write_json_atomic
+from wattplan.planner.cluster.layout import ClusterLayout, slurm_env, write_json_atomic
 from wattplan.planner.contracts.jsonio import write_text_atomic
 from wattplan.planner.contracts.rules import RoundRules
 
@@ -186,7 +185,7 @@ def run_submitter(
     """
     manifest = layout.read_manifest()
     clock = layout.clock()
-    env = {**os.environ, "SLURM_CONF": str(layout.slurm_conf)}
+    env = slurm_env(manifest)
     out = layout.submit_dir / "submitted.csv"
     new = not out.exists()
     failures = 0

@@ -42,7 +42,14 @@ from typing import Any
 import wattplan.planner.cluster.owned as owned
 import wattplan.planner.cluster.power as power
 import wattplan.planner.cluster.prometheus_server as prometheus_server
-from wattplan.planner.cluster.layout import MANIFEST_FORMAT, ClusterLayout, write_json_atomic, write_text_atomic
+import wattplan.planner.cluster.slurm_root as slurm_root
+from wattplan.planner.cluster.layout import (
+    MANIFEST_FORMAT,
+    ClusterLayout,
+    slurm_env,
+    write_json_atomic,
+    write_text_atomic,
+)
 from wattplan.planner.cluster.options import RESUME_S, SUSPEND_S, UpOptions
 from wattplan.planner.cluster.processes import alive, start_ticks, stop_pid
 from wattplan.planner.cluster.slurm_daemons import PowerSave, SlurmCluster, SlurmNode, free_ports, nodes_of
@@ -63,7 +70,7 @@ def node_files_dir() -> Path:
     return Path(str(importlib.resources.files("wattplan.planner.agent") / "node_files"))
 
 
-STOP_ORDER = ("prometheus", "node-agent", "emulator", "power-boot", "slurmd", "slurmctld", "munged")
+STOP_ORDER = ("prometheus", "node-agent", "emulator", "power-boot", "slurmd", "slurmctld", "munged", "slurm-root")
 """``down`` stops the manifest's processes last started first (the manifest's JSON keys are sorted)."""
 
 
@@ -221,15 +228,20 @@ def cluster_up(
     suspend_s: float = SUSPEND_S,
     resume_s: float = RESUME_S,
     agent_metrics_port: int | None = None,
+    slurm_rootfs: Path | None = None,
 ) -> dict[str, Any]:
     """Start the cluster under ``root`` (module docstring); its manifest.
 
     Every option and the folder are checked before anything is touched (InputError); the folder rules are
     :mod:`planner.cluster.owned`'s. ClusterError when a cluster already runs there or the cluster cannot start.
     ``power_save``: Slurm powers idle nodes down after ``suspend_s`` and boots them in ``resume_s`` (emulated s).
+    ``slurm_rootfs``: Slurm runs from that root filesystem (:mod:`planner.cluster.slurm_root`); None: the host's.
     """
     root = root.absolute()
     nodes = check_options(gpus, gpus_per_node, library, time_scale, restart_s, power_save, suspend_s, resume_s)
+    if slurm_rootfs is not None and (problems := slurm_root.rootfs_problems(slurm_rootfs)):
+        label = UpOptions.label("slurm_root")
+        raise InputError("wattplan cluster up", [Problem("bad-option", label, p) for p in problems])
     folder = owned.claim(root)
     layout = ClusterLayout(root)
     if not folder.create and layout.manifest.exists():
@@ -280,10 +292,24 @@ def cluster_up(
         "slurm_conf": str(layout.slurm_conf),
         "settings_dir": str(layout.settings_dir),
         "idle_marker": str(layout.submit_dir / "done"),
+        "slurm_root": None if slurm_rootfs is None else str(slurm_rootfs.resolve()),
+        "slurm_bin": None,
         "processes": {},
     }
     write_json_atomic(layout.manifest, manifest)
     procs: dict[str, dict[str, Any]] = manifest["processes"]
+    try:
+        if slurm_rootfs is not None:
+            log(f"entering {slurm_rootfs.resolve()} (Slurm from another root filesystem)")
+            holder_pid = slurm_root.start_holder(slurm_rootfs, root, layout.log_dir / "slurm-root.log")
+            procs["slurm-root"] = _started(holder_pid, slurm_root.HOLDER_MATCH)
+            slurm_root.write_wrappers(root / slurm_root.BIN_DIR, slurm_rootfs, holder_pid)
+            manifest["slurm_bin"] = str(root / slurm_root.BIN_DIR)
+            write_json_atomic(layout.manifest, manifest)
+    except slurm_root.SlurmRootError as e:
+        write_json_atomic(layout.manifest, manifest)
+        cluster_down(root, log=lambda _m: None)
+        raise ClusterError(str(e)) from None
     slurm = SlurmCluster(
         layout.slurm_dir,
         nodes,
@@ -295,6 +321,7 @@ def cluster_up(
             "JobRequeue=1",
         ),
         power_save=saving,
+        path=slurm_env(manifest)["PATH"] if manifest["slurm_bin"] else None,
     )
     try:
         log(f"starting Slurm: {len(nodes)} nodes ({', '.join(f'{t}:{c}' for t, c in gpus)})")
@@ -382,7 +409,9 @@ def cluster_down(root: Path, log: Callable[[str], None] = print) -> list[str]:
     running = _alive(procs)
     if "slurmctld" in running:
         left = SlurmCluster(
-            layout.slurm_dir, [SlurmNode(n["name"], n["gpu_type"], n["gpus"]) for n in manifest["nodes"]]
+            layout.slurm_dir,
+            [SlurmNode(n["name"], n["gpu_type"], n["gpus"]) for n in manifest["nodes"]],
+            path=slurm_env(manifest).get("PATH"),
         ).cancel_all(timeout_s=30.0)
         if left:
             log(f"warning: jobs {', '.join(left)} did not end within 30 s of scancel; their slurmd are stopped now")
