@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import urllib.request
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.helpers.agent_fakes import FakeSlurm, fake_agent
 from wattplan.planner.agent.loop import RoundReport
 from wattplan.planner.agent.metrics import AgentMetrics
+from wattplan.planner.agent.report import AgainstReference
 from wattplan.planner.agent.run import serve_metrics
 from wattplan.planner.contracts.problems import InputError
 
@@ -64,3 +66,9 @@ def test_each_round_adds_to_the_counters_and_sets_the_gauges() -> None:
     assert get("wattplan_agent_delta") == 0.2 and get("wattplan_agent_planned_gpu_power_watts") == 900.0
     assert get("wattplan_agent_measured_gpu_energy_joules_total") == 3.6e6
     assert get("wattplan_agent_notes_total") == 2.0
+    # the completed jobs against the reference: both sources, set when there are completed jobs
+    against = AgainstReference(2, 10.8e6, 9.0e6, 2000.0, 2900.0, 1400.0, 1900.0)
+    metrics.observe(replace(kept.figures(), against=against))
+    assert get("wattplan_agent_completed_jobs_gpu_energy_joules", {"source": "measured"}) == 10.8e6
+    assert get("wattplan_agent_completed_jobs_gpu_energy_joules", {"source": "reference"}) == 9.0e6
+    assert get("wattplan_agent_completed_jobs_avg_jct_seconds", {"source": "reference"}) == 1400.0

@@ -68,3 +68,23 @@ def test_bad_input_is_named(tmp_path: Path) -> None:
     assert junk.exit_code == 2 and "not an agent state file" in junk.output and "Traceback" not in junk.output
     both = run("agent", "report", "--state", tmp_path / "a", "--cluster", tmp_path)
     assert both.exit_code == 2 and "not both" in both.output
+
+
+def test_the_completed_jobs_are_compared_with_the_reference(tmp_path: Path) -> None:
+    """The agent keeps each job's reference run; the report sets the completed jobs' own figures against it."""
+    path = _state(tmp_path)
+    store = AgentStore(path)
+    kept = dict(store.db.execute("SELECT job_id, ref_energy_j FROM jobs WHERE ref_finish_s IS NOT NULL").fetchall())
+    assert {"1", "2", "3"} <= set(kept) and all(e > 0 for e in kept.values()), "the round wrote the reference"
+    arrived = {j: k.arrival_s for j, k in store.known_jobs().items()}
+    store.set_reference({"1": (arrived["1"] + 800.0, 5.4e6), "2": (arrived["2"] + 2000.0, 3.6e6), "3": None})
+    store.close()
+    a = agent_report(path).against
+    assert a.jobs == 2  # the cancelled job and the one still waiting are not compared
+    assert (a.measured_j, a.reference_j) == (pytest.approx(10.8e6), pytest.approx(9.0e6))
+    assert a.saved_fraction == pytest.approx(1 - 10.8 / 9.0)
+    assert (a.avg_jct_s, a.reference_avg_jct_s) == (pytest.approx(2000.0), pytest.approx(1400.0))
+    rows = dict(report_rows(agent_report(path)))
+    said = rows["against Slurm alone at full power (2 completed jobs): GPU energy"]
+    assert said == "3.000 kWh measured, 2.500 kWh modelled (-20.0% saved)"
+    assert rows["against Slurm alone: JCT (avg / p95)"].startswith("2,000.0 s / 2,900.0 s, modelled 1,400.0 s")

@@ -131,7 +131,8 @@ def test_the_shipped_dashboard_draws_only_the_agents_and_dcgms_metrics() -> None
     """deploy/grafana-dashboard.json: its panels tile a 24-column grid, each query names metrics that exist.
 
     Each query names metrics the agent serves or DCGM exports (tests/test_agent_check_live.py also runs every query
-    on a real Prometheus). Not checked against Grafana itself: no Grafana installs from the registries CI reaches.
+    on a real Prometheus). Grafana itself installs from none of the registries CI reaches: its schema is checked by
+    :func:`test_the_shipped_dashboard_reads_as_grafanas_dashboard_model`.
     """
     import json
     import re
@@ -161,3 +162,38 @@ def test_the_shipped_dashboard_draws_only_the_agents_and_dcgms_metrics() -> None
             )
             metrics = {w for w in words if w.startswith(("wattplan_", "DCGM_")) or w == "up"}
             assert metrics and metrics <= known, (panel["title"], metrics - known)
+
+
+def test_the_shipped_dashboard_reads_as_grafanas_dashboard_model() -> None:
+    """deploy/grafana-dashboard.json read by Grafana's own dashboard model and written back loses nothing.
+
+    ``grafana-foundation-sdk`` holds the dashboard and panel models Grafana generates from its schemas (the CUE
+    kinds); a key the schema does not know is dropped when read, so a misspelt or misplaced one shows up here. Only
+    ``__inputs``, the import wrapper Grafana's "Import dashboard" reads (not part of the dashboard), is not in the
+    model. What the model adds back are its defaults.
+    """
+    import json
+
+    from grafana_foundation_sdk.cog.encoder import JSONEncoder
+    from grafana_foundation_sdk.models.dashboard import Dashboard
+
+    doc = json.loads((DEPLOY / "grafana-dashboard.json").read_text())
+    back = json.loads(json.dumps(Dashboard.from_json(doc), cls=JSONEncoder))
+    lost: list[str] = []
+
+    def compare(mine: object, theirs: object, where: str) -> None:
+        if isinstance(mine, dict) and isinstance(theirs, dict):
+            for key, value in mine.items():
+                if key not in theirs:
+                    lost.append(f"{where}/{key}")
+                else:
+                    compare(value, theirs[key], f"{where}/{key}")
+        elif isinstance(mine, list) and isinstance(theirs, list) and len(mine) == len(theirs):
+            for i, (a, b) in enumerate(zip(mine, theirs, strict=True)):
+                compare(a, b, f"{where}[{i}]")
+        elif mine != theirs:
+            lost.append(f"{where}: {mine!r} read as {theirs!r}")
+
+    compare(doc, back, "")
+    assert lost == ["/__inputs"], lost
+    assert len(back["panels"]) == len(doc["panels"]) and all(p["targets"] for p in back["panels"])

@@ -61,6 +61,7 @@ from wattplan.planner.agent.node_settings import Clock, JobSetting
 from wattplan.planner.agent.options import AgentOptions
 from wattplan.planner.agent.power_cap import CapFile
 from wattplan.planner.agent.progress_estimate import RateIndex, credited_steps
+from wattplan.planner.agent.report import against_reference
 from wattplan.planner.agent.slurm_actions import Action, ActionOutcome, Release, RequeueHold, SlurmCall, apply, calls
 from wattplan.planner.agent.slurm_detail import expand_hostlist, query_job_gpus
 from wattplan.planner.agent.slurm_queue import (
@@ -388,6 +389,8 @@ class Agent:
         self._rates: tuple[ProfileLibrary, RateIndex] | None = None
         self._estimated_said: set[str] = set()
         self.metrics: AgentMetrics | None = None
+        self._stored_reference: object = None
+        """The reference runs last written to the state (rewritten when the steering rebuilds them)."""
         """The agent's own Prometheus metrics, when served (``--metrics-port``)."""
         self._cap = CapFile(config.power_cap_file, config.power_cap_w) if config.power_cap_file is not None else None
         """The cap file, when the cap moves; else the cap is ``power_cap_w`` throughout."""
@@ -516,6 +519,10 @@ class Agent:
             seen_ctx = nodes_stay_on(seen_ctx)  # no node is powered down (docs/design.md 11.6)
         budget_j = self._budget_j(ctx)
         steer = self.steering.round(ctx, seen_ctx, states, queued, now_s, budget_j)
+        runs = self.steering.reference_runs
+        if runs is not self._stored_reference:  # rebuilt: the jobs seen changed
+            self.store.set_reference({j: None if r is None else (r.finish_s, r.energy_j) for j, r in runs.items()})
+            self._stored_reference = runs
         delta = steer.delta
         report.delta = delta
         instance = round_instance(seen_ctx, rnd, now_s, queued, budget_j, delta, steer.credit_weight, steer.min_steps)
@@ -1222,7 +1229,7 @@ class Agent:
                 else:
                     self.log(report.line())
                 if self.metrics is not None:
-                    self.metrics.observe(report.figures())
+                    self.metrics.observe(replace(report.figures(), against=against_reference(self.store.db)))
                 if self.cfg.dry_run:
                     for outcome in report.calls:
                         self.log(f"would run: {outcome.call}")

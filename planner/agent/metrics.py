@@ -13,7 +13,11 @@ agent (nothing global). Updated after every round (:meth:`AgentMetrics.observe`)
 * ``wattplan_agent_planned_gpu_power_watts``: the last plan's GPU energy over its round, in W;
 * ``wattplan_agent_measured_gpu_energy_joules_total``: GPU energy DCGM measured for the managed jobs (J);
 * ``wattplan_agent_notes_total``: lines the log added to a round (what was left alone, Slurm's refusals, an
-  unreachable Prometheus).
+  unreachable Prometheus);
+* ``wattplan_agent_completed_jobs_gpu_energy_joules{source}`` and ``..._avg_jct_seconds{source}``: the completed
+  jobs' GPU energy and average JCT, ``measured`` and as the agent's reference models Slurm alone at full power
+  (``reference``; :func:`planner.agent.report.against_reference`): the energy saved is ``1 - measured /
+  reference``.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
+from wattplan.planner.agent.report import AgainstReference
 from wattplan.planner.agent.slurm_actions import ActionOutcome
 
 DEFAULT_ADDRESS = "127.0.0.1"
@@ -43,6 +48,8 @@ class RoundFigures:
     planned_power_w: float | None = None
     measured_j: float = 0.0
     notes: int = 0
+    against: AgainstReference | None = None
+    """The completed jobs against the reference (None: not computed this round)."""
 
 
 class AgentMetrics:
@@ -69,6 +76,18 @@ class AgentMetrics:
             "wattplan_agent_measured_gpu_energy_joules", "GPU energy DCGM measured for managed jobs (J).", registry=r
         )
         self.notes = Counter("wattplan_agent_notes", "Notes the log added to rounds.", registry=r)
+        self.completed_j = Gauge(
+            "wattplan_agent_completed_jobs_gpu_energy_joules",
+            "GPU energy of the completed jobs (J): measured by DCGM, and modelled for Slurm alone at full power.",
+            ["source"],
+            registry=r,
+        )
+        self.completed_jct = Gauge(
+            "wattplan_agent_completed_jobs_avg_jct_seconds",
+            "Average JCT of the completed jobs (s): their own, and modelled for Slurm alone at full power.",
+            ["source"],
+            registry=r,
+        )
 
     def serve(self, port: int, address: str = DEFAULT_ADDRESS) -> None:
         """Serve ``/metrics`` on ``address:port`` from a daemon thread (OSError when the port is taken)."""
@@ -92,3 +111,10 @@ class AgentMetrics:
             self.planned_w.set(report.planned_power_w)
         self.measured_j.inc(max(report.measured_j, 0.0))
         self.notes.inc(report.notes)
+        a = report.against
+        if a is not None and a.jobs:
+            self.completed_j.labels("measured").set(a.measured_j)
+            self.completed_j.labels("reference").set(a.reference_j)
+            if a.avg_jct_s is not None and a.reference_avg_jct_s is not None:
+                self.completed_jct.labels("measured").set(a.avg_jct_s)
+                self.completed_jct.labels("reference").set(a.reference_avg_jct_s)

@@ -9,7 +9,12 @@ before it counts as arriving at it):
 * Slurm calls by verb (``requeuehold``, ``uhold``, ``update``, ``release``) and outcome (ok, refused, failed);
 * jobs seen, ended by Slurm's end state, still waiting or running; restarts (requeues the agent made);
 * JCT of the completed jobs, ``ended_s - arrival_s`` (average and p95, s);
-* GPU energy measured: DCGM's, apportioned to the managed jobs, summed over the observed windows (kWh).
+* GPU energy measured: DCGM's, apportioned to the managed jobs, summed over the observed windows (kWh);
+* the completed jobs against the agent's reference, Slurm alone at full power (``fifo-max`` in continuous time over
+  the jobs seen, :func:`planner.agent.reference.slurm_reference_runs`, kept per job in the state): their measured
+  GPU energy against the reference's (each job's GPUs at the top setting's profiled power for the time its steps
+  take there, start-up not counted), and their JCT against the reference's (:func:`against_reference`). The
+  reference is a model of Slurm on the profiles, not a second run: ``cluster report --against`` compares two runs.
 
 The file is opened read-only (SQLite's ``mode=ro``), so a report never blocks or changes a running agent. JCT
 statistics are :func:`planner.sim.metrics.jct_stats`, as in every report.
@@ -22,9 +27,10 @@ import math
 import sqlite3
 import statistics
 from collections import Counter
+from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from wattplan.planner.agent.slurm_actions import SlurmCall
 from wattplan.planner.contracts.problems import InputError, Problem
@@ -42,6 +48,52 @@ class RoundPoint:
     running: int
     waiting: int
     measured_j: float
+
+
+@dataclass(frozen=True, slots=True)
+class AgainstReference:
+    """The completed jobs that have a reference run, measured against it (module docstring); J and s."""
+
+    jobs: int = 0
+    measured_j: float = 0.0
+    reference_j: float = 0.0
+    avg_jct_s: float | None = None
+    p95_jct_s: float | None = None
+    reference_avg_jct_s: float | None = None
+    reference_p95_jct_s: float | None = None
+
+    @property
+    def saved_fraction(self) -> float | None:
+        """``1 - measured / reference`` GPU energy (None without a reference energy)."""
+        return None if self.reference_j <= 0 else 1.0 - self.measured_j / self.reference_j
+
+
+class Queries(Protocol):
+    """What :func:`against_reference` needs of a database: a connection, or the agent's guarded one."""
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+        """Run one statement."""
+        ...
+
+
+def against_reference(db: Queries, job_ids: Collection[str] | None = None) -> AgainstReference:
+    """The completed jobs (of ``job_ids``; None: all) against the reference.
+
+    A job's measured energy is the sum of its observed windows (DCGM, J); its reference energy and finish are the
+    state's ``ref_energy_j`` and ``ref_finish_s``; a JCT is the end (or reference finish) less the arrival.
+    """
+    rows = db.execute(
+        "SELECT j.job_id, j.arrival_s, j.ended_s, j.ref_finish_s, j.ref_energy_j,"
+        " (SELECT COALESCE(SUM(o.energy_j), 0) FROM observations o WHERE o.job_id = j.job_id)"
+        " FROM jobs j WHERE j.end_state = 'COMPLETED' AND j.ended_s IS NOT NULL"
+        " AND j.ref_finish_s IS NOT NULL AND j.ref_energy_j IS NOT NULL"
+    ).fetchall()
+    rows = [r[1:] for r in rows if job_ids is None or r[0] in job_ids]
+    if not rows:
+        return AgainstReference()
+    avg, p95 = jct_stats([r[1] - r[0] for r in rows])
+    ref_avg, ref_p95 = jct_stats([r[2] - r[0] for r in rows])
+    return AgainstReference(len(rows), sum(r[4] for r in rows), sum(r[3] for r in rows), avg, p95, ref_avg, ref_p95)
 
 
 @dataclass
@@ -64,6 +116,7 @@ class AgentReport:
     avg_jct_s: float | None = None
     p95_jct_s: float | None = None
     measured_kwh: float = 0.0
+    against: AgainstReference = field(default_factory=AgainstReference)
     points: list[RoundPoint] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -128,6 +181,7 @@ def agent_report(path: Path, since_s: float | None = None, until_s: float | None
         out.avg_jct_s, out.p95_jct_s = jct_stats(
             [j[4] - j[1] for j in jobs if j[3] == "COMPLETED" and j[4] is not None]
         )
+        out.against = against_reference(db, {j[0] for j in jobs})
         return out
     finally:
         db.close()
@@ -153,6 +207,21 @@ def report_rows(report: AgentReport) -> list[tuple[str, str]]:
         ("completed jobs' JCT (avg / p95)", f"{secs(report.avg_jct_s)} / {secs(report.p95_jct_s)}"),
         ("GPU energy of the managed jobs (DCGM)", f"{report.measured_kwh:,.3f} kWh"),
     ]
+    a = report.against
+    if a.jobs:
+        saved = a.saved_fraction
+        rows += [
+            (
+                f"against Slurm alone at full power ({a.jobs} completed jobs): GPU energy",
+                f"{a.measured_j / J_PER_KWH:,.3f} kWh measured, {a.reference_j / J_PER_KWH:,.3f} kWh modelled"
+                + ("" if saved is None else f" ({100 * saved:+.1f}% saved)"),
+            ),
+            (
+                "against Slurm alone: JCT (avg / p95)",
+                f"{secs(a.avg_jct_s)} / {secs(a.p95_jct_s)}, modelled {secs(a.reference_avg_jct_s)} / "
+                f"{secs(a.reference_p95_jct_s)}",
+            ),
+        ]
     return rows
 
 

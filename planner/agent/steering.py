@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from wattplan.planner.agent.reference import slurm_reference
+from wattplan.planner.agent.reference import ReferenceRun, slurm_reference_runs
 from wattplan.planner.contracts.rules import RoundRules
 from wattplan.planner.sim.governor import DeltaSteer, FixedDelta, JctGovernor, Steering
 from wattplan.planner.sim.round_instance import ClusterContext
@@ -47,8 +47,9 @@ class LiveSteering:
     signal: SignalClock | None = None
     governor: JctGovernor | None = None
     tail: TailBound | None = None
-    reference_finish_s: Mapping[str, float | None] = field(default_factory=dict)
-    """``fifo-max``'s finish times (s) of the jobs seen so far; rebuilt when they change."""
+    reference_runs: Mapping[str, ReferenceRun | None] = field(default_factory=dict)
+    """``fifo-max``'s run of each job seen so far (None: it cannot run); rebuilt when they change, steered or not:
+    the agent reports against it (:meth:`planner.agent.store.AgentStore.set_reference`)."""
     _jobs: frozenset[str] | None = None
     _governed_at: float | None = None
 
@@ -67,8 +68,7 @@ class LiveSteering:
         steps are priced on ``seen_ctx`` (what the round sees, learnt profiles included), as the replay does. A
         round with a budget gets no tail bound (:meth:`~planner.sim.tail_bound.TailBound.min_steps`).
         """
-        if self.record.max_increase is not None or self.record.tail_bound is not None:
-            self._follow(ctx, states)
+        self._follow(ctx, states)
         inner: DeltaSteer | None = None
         if self.governor is not None:
             early = self._governed_at is not None and now_s - self._governed_at < self.rules.duration_s
@@ -87,7 +87,14 @@ class LiveSteering:
         if ids == self._jobs:
             return
         self._jobs = ids
-        self.reference_finish_s = slurm_reference([s.spec for s in states], ctx, self.start_s)
+        self.reference_runs = slurm_reference_runs([s.spec for s in states], ctx, self.start_s)
+        if self.record.max_increase is None and self.record.tail_bound is None:
+            return
         last = self.governor.delta if self.governor is not None else self.rules.delta
         self.governor = self.record.governor(self.reference_finish_s, last)
         self.tail = self.record.tail(ctx, self.reference_finish_s, states)
+
+    @property
+    def reference_finish_s(self) -> dict[str, float | None]:
+        """``fifo-max``'s finish times (s) of the jobs seen so far (None: the job cannot run)."""
+        return {job: None if run is None else run.finish_s for job, run in self.reference_runs.items()}

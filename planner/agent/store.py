@@ -76,7 +76,11 @@ CREATE TABLE IF NOT EXISTS observations (
 );
 CREATE TABLE IF NOT EXISTS holds (job_id TEXT PRIMARY KEY, round INTEGER NOT NULL, how TEXT NOT NULL);
 """
-_ADDED_COLUMNS = (("jobs", "stall_restarts", "INTEGER NOT NULL DEFAULT 0"),)
+_ADDED_COLUMNS = (
+    ("jobs", "stall_restarts", "INTEGER NOT NULL DEFAULT 0"),
+    ("jobs", "ref_finish_s", "REAL"),
+    ("jobs", "ref_energy_j", "REAL"),
+)
 """Columns added since schema 1 was first written: added in place to an older file (nothing else changes)."""
 BUSY_TIMEOUT_S = 10.0
 """How long one statement waits on a state file another process keeps locked before :class:`StoreBusy`."""
@@ -399,6 +403,17 @@ class AgentStore:
     def count_restarts(self, job_ids: Iterable[str]) -> None:
         """Add one restart to each job (requeued to move, resize or re-pair)."""
         self.db.executemany("UPDATE jobs SET restarts = restarts + 1 WHERE job_id = ?", [(j,) for j in job_ids])
+
+    def set_reference(self, runs: Mapping[str, tuple[float, float] | None]) -> None:
+        """Each job's run in the agent's reference (Slurm alone, ``fifo-max``): ``(finish time (s), GPU energy (J))``.
+
+        None: the reference cannot run the job. Written for every job given (the reference over more jobs seen is
+        the better one); ``agent report`` and the metrics compare the jobs' own with it.
+        """
+        self.db.executemany(
+            "UPDATE jobs SET ref_finish_s = ?, ref_energy_j = ? WHERE job_id = ?",
+            [(None, None, j) if r is None else (r[0], r[1], j) for j, r in runs.items()],
+        )
 
     def end_job(self, job_id: str, state: str, reason: str, rnd: int, now_s: float) -> None:
         """A job has left the queue for good (its last Slurm state and why)."""
