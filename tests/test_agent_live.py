@@ -275,3 +275,7 @@ def test_agent_runs_a_workload_through_faults(
     said = json.loads(mine.read_text())
     assert said["jobs_ended"] == {"COMPLETED": 6, "CANCELLED": 1, "FAILED": 1}, said["jobs_ended"]
     assert said["rounds"].get("done", 0) >= 5 and said["measured_kwh"] > 0 and said["avg_jct_s"] > 0
+    # each completed job against the reference the agent kept for it (Slurm alone at full power, modelled)
+    against = said["against"]
+    assert against["jobs"] == 6 and against["reference_j"] > 0 and against["measured_j"] > 0, against
+    assert "against Slurm alone at full power (6 completed jobs)" in " ".join(shown.stdout.split())

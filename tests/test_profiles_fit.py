@@ -259,3 +259,17 @@ def test_cli_fit_writes_a_library_and_sanity_only_writes_nothing(tmp_path: Path)
     points.write_text(json.dumps(bad))
     result = runner.invoke(app, ["profiles", "fit", str(lib), "-m", str(points), "--out", str(out)])
     assert result.exit_code == 2 and "points[0].gpus" in result.output and "Traceback" not in result.output
+
+
+def test_a_gpu_type_the_prior_lacks_gets_a_note_naming_the_job_types_it_cannot_run() -> None:
+    """Job A measured on an a100 the prior lacks: the fit adds a100 for A alone and says that B cannot run there."""
+    from dataclasses import replace
+
+    points = [replace(p, gpu_type="a100") for p in a_points()]
+    result = fit_library(tiny_library(), points)
+    assert {p["type"] for p in result.doc["profiles"] if p["gpu_type"] == "a100"} == {"A"}
+    (note,) = [n for n in result.notes if "not in the prior" in n]
+    assert "only the 1 job type(s) measured on it can run there, not the other 1" in note
+    assert "wattplan profiles prior --gpu a100" in note
+    # measured on the prior's own type: no such note
+    assert not [n for n in fit_library(tiny_library(), a_points()).notes if "not in the prior" in n]

@@ -123,3 +123,28 @@ def test_energy_objective_names_itself_and_delta() -> None:
     assert reason.code == "lower-value"
     assert "energy objective" in reason.message and "delta = 0.1" in reason.message
     assert "50.0 kJ" in reason.message
+
+
+def test_a_gpu_type_without_the_jobs_profile_is_named_not_hidden() -> None:
+    """v100 is full and a100 is free, but type a has no a100 profile: the reason names a100 and what it lacks."""
+    a100 = GpuType("a100", 1, 4, 40.0, 100.0, "power_limit_w", (400,))
+    inst = _round([_job("a1", gpus=(2,)), _job("a2")])
+    inst = Instance(inst.round, (*inst.gpu_types, a100), inst.jobs, inst.profiles, inst.pairs)
+    reason = _only(waiting_reasons(inst, _plan(inst, A1_ON_TWO_GPUS)), "a2")
+    assert reason.code == "no-free-gpus"
+    assert "v100: needs 1, 0 free" in reason.message
+    assert "a100 has 4 free but no profile of type a at 1,2 GPUs" in reason.message
+
+
+def test_no_gpu_type_says_what_each_type_lacks() -> None:
+    """Type c: no profile anywhere; type a at 4 GPUs: profiled, but the cluster's 2 GPUs cannot hold it."""
+    inst = _round([_job("c1", "c")])
+    (reason,) = waiting_reasons(inst, _plan(inst))
+    assert "v100: no profile of type c at 1,2 GPUs" in reason.message
+    inst = _round([_job("big", gpus=(4,))])
+    inst = Instance(
+        inst.round, inst.gpu_types, inst.jobs, (*inst.profiles, Profile("a", V100, 4, 250, 30.0, 200.0)), ()
+    )
+    (reason,) = waiting_reasons(inst, _plan(inst))
+    assert reason.code == "no-gpu-type"
+    assert "v100: profiled at 4 GPUs, which 2 GPUs on nodes of 2 cannot hold" in reason.message

@@ -8,15 +8,19 @@ and no budget helps a job that has no GPUs to run on):
 1. ``no-gpu-type``: the job has no *option*: no GPU type ``g`` of the cluster and allowed count ``n`` in
    ``A_j`` with ``n <= N_g * K_g``, ``n`` placeable on nodes of ``K_g`` GPUs
    (:func:`~planner.contracts.domain.gpu_count_fits_type`) and an exclusive profile of the job's type on
-   ``(g, n, s)`` with throughput ``X > 0`` for some setting ``s`` of ``g``.
+   ``(g, n, s)`` with throughput ``X > 0`` for some setting ``s`` of ``g``. The sentence says, per GPU type,
+   which of the two it lacks (:func:`unusable_types`).
    Act: profile the type on a GPU type of the cluster, or allow another GPU count.
 2. ``partner-slowdown``: no option fits the free GPUs alone (as in rule 3), but the job has a pair entry
    ``(type_j, type_k, g, n)`` with some job ``k`` the plan runs alone on ``n`` GPUs of ``g`` (``n`` an
    allowed count of ``j``), and every such entry has ``min(rho_j, rho_k) < min_pair_rate``.
    Act: lower the round's ``min_pair_rate``.
 3. ``no-free-gpus``: for every GPU type ``g`` with an option, the free GPUs the plan leaves,
-   ``F_g = N_g * K_g - gpus_used_g``, are fewer than the job's smallest option count on ``g``.
-   Act: add GPUs of such a type, or allow a smaller count.
+   ``F_g = N_g * K_g - gpus_used_g``, are fewer than the job's smallest option count on ``g``. A GPU type with
+   free GPUs but no option for the job is named too, with what it lacks: the sentence never makes the types it
+   names look like the only ones the cluster has (a GPU type added without a profile of the job's type is the
+   usual cause).
+   Act: add GPUs of such a type, or allow a smaller count, or profile the job's type on the type that lacks it.
 4. ``budget``: the round has a budget ``B`` and every option that fits the free GPUs costs more than the
    energy the plan leaves, ``B - E``. An option's cost is its dynamic energy ``e = n (P - Pidle_g) sigma / X``
    (J, design §2.3, with the restart rule of §2.1) plus the node and idle energy of the nodes it would power
@@ -65,6 +69,12 @@ class _Option:
     setting: int
 
 
+def _runs(instance: Instance, job: Job, g: GpuType, n: int, s: int) -> bool:
+    """The job's type has an exclusive profile on ``(g, n, s)`` with ``X > 0``."""
+    p = instance.profile(job.type, g.name, n, s)
+    return p is not None and p.steps_per_s > 0
+
+
 def _options(instance: Instance, job: Job) -> Iterator[_Option]:
     """The job's options (rule 1 of the module docstring), GPU type by GPU type, count, setting."""
     for g in instance.gpu_types:
@@ -72,9 +82,37 @@ def _options(instance: Instance, job: Job) -> Iterator[_Option]:
             if n > g.total_gpus or not gpu_count_fits_type(n, g.gpus_per_node):
                 continue
             for s in g.settings:
-                p = instance.profile(job.type, g.name, n, s)
-                if p is not None and p.steps_per_s > 0:
+                if _runs(instance, job, g, n, s):
                     yield _Option(g, n, s)
+
+
+def unusable_types(instance: Instance, job: Job) -> dict[str, str]:
+    """Why each GPU type of the cluster offers ``job`` no option (types with an option are left out).
+
+    ``no profile of type T`` when no allowed count has a profile with ``X > 0`` there; else the counts that cannot
+    be placed (more than its ``N_g * K_g`` GPUs, or not placeable on nodes of ``K_g``).
+    """
+    found: dict[str, str] = {}
+    for g in instance.gpu_types:
+        fits = [n for n in job.gpus if n <= g.total_gpus and gpu_count_fits_type(n, g.gpus_per_node)]
+        profiled = [
+            n
+            for n in job.gpus
+            if any(
+                (p := instance.profile(job.type, g.name, n, s)) is not None and p.steps_per_s > 0 for s in g.settings
+            )
+        ]
+        if set(fits) & set(profiled):
+            continue
+        counts = ",".join(map(str, job.gpus))
+        if not profiled:
+            found[g.name] = f"no profile of type {job.type} at {counts} GPUs"
+        else:
+            shown = ",".join(map(str, profiled))
+            found[g.name] = (
+                f"profiled at {shown} GPUs, which {g.total_gpus} GPUs on nodes of {g.gpus_per_node} cannot hold"
+            )
+    return found
 
 
 def free_gpus(instance: Instance, plan: Plan) -> dict[str, int]:
@@ -113,10 +151,11 @@ def waiting_reason(instance: Instance, plan: Plan, job: Job) -> tuple[WaitingCod
     """The reason code and sentence for one job ``plan`` leaves waiting (the first rule of the module docstring)."""
     options = list(_options(instance, job))
     counts = ",".join(map(str, job.gpus))
+    unusable = unusable_types(instance, job)
     if not options:
-        types = ", ".join(g.name for g in instance.gpu_types)
+        why = "; ".join(f"{g}: {text}" for g, text in unusable.items())
         return "no-gpu-type", (
-            f"no GPU type ({types}) has a profile of type {job.type} at an allowed count ({counts}) that fits it"
+            f"no GPU type has a profile of type {job.type} at an allowed count ({counts}) that fits it ({why})"
         )
     free = free_gpus(instance, plan)
     fitting = [o for o in options if o.gpus <= free[o.gpu_type.name]]
@@ -133,7 +172,9 @@ def waiting_reason(instance: Instance, plan: Plan, job: Job) -> tuple[WaitingCod
         for o in options:
             smallest[o.gpu_type.name] = min(o.gpus, smallest.get(o.gpu_type.name, o.gpus))
         needs = ", ".join(f"{g}: needs {n}, {free[g]} free" for g, n in smallest.items())
-        return "no-free-gpus", f"not enough free GPUs on any usable type ({needs})"
+        idle = [f"{g} has {free[g]} free but {text}" for g, text in unusable.items() if free[g] > 0]
+        also = f"; {'; '.join(idle)}" if idle else ""
+        return "no-free-gpus", f"not enough free GPUs on any usable type ({needs}){also}"
     cheapest = min(option_cost_j(instance, plan, job, o) for o in fitting)
     budget_j = plan.round.budget_j
     if budget_j is not None:
@@ -175,6 +216,7 @@ __all__ = [
     "WaitingReason",
     "free_gpus",
     "option_cost_j",
+    "unusable_types",
     "waiting_reason",
     "waiting_reasons",
 ]

@@ -118,6 +118,14 @@ def _update_gpu_types(doc: dict[str, Any], points: Sequence[MeasuredPoint]) -> l
             }
             doc["gpu_types"].append(entry)
             known[name] = entry
+            measured = {p.job_type for p in runs}
+            types = {row["type"] for row in doc["profiles"]} - measured
+            if types:
+                notes.append(
+                    f"GPU type {name} is not in the prior: only the {len(measured)} job type(s) measured on it can "
+                    f"run there, not the other {len(types)}; add it first with `wattplan profiles prior --gpu "
+                    f"{name}` and fit on that library (docs/operators.md, 4)"
+                )
         entry = known[name]
         notes += _join_settings(entry, runs)
         said, ids = [], []
