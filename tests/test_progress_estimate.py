@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.agent_fakes import FakeSlurm, fake_agent
-from wattplan.planner.agent.progress_estimate import RateIndex, credited_steps
+from wattplan.planner.agent.progress_estimate import RateIndex, credited_steps, energy_steps
 from wattplan.planner.agent.store import KnownJob
 from wattplan.planner.contracts.domain import CurrentConfig
 from wattplan.planner.profile_library.library import load_profile_library
@@ -147,4 +147,49 @@ def test_a_restarted_agent_estimates_nothing_before_it_has_read_prometheus_once(
     agent._windows_read = 1
     assert agent._estimated_steps(_known(1e9, 500.0, 150.0), running, {}, 200.0) == pytest.approx(
         500.0 + P.steps_per_s * 50.0
+    )
+
+
+def test_the_energy_a_job_drew_pays_for_its_steps() -> None:
+    """``e = n (P - Pidle) / X``; ``steps = (E - n Pidle h) / e``, never below zero; a pair has no such rate."""
+    index = RateIndex.of(LIB)
+    idle = float(LIB.gpu_types[P.gpu_type]["idle_power_w"])
+    e = index.energy_per_step_j(P.type, (P.gpu_type, P.gpus, P.setting, None))
+    assert e == pytest.approx(P.gpus * (P.power_w - idle) / P.steps_per_s)
+    assert index.energy_per_step_j(PAIR.a, (PAIR.gpu_type, PAIR.gpus, 250, PAIR.b)) is None
+    # 60 s held, 40 s of it computing at the profile's power: the energy pays for the 40 s of steps
+    energy = P.gpus * (idle * 60.0 + (P.power_w - idle) * 40.0)
+    assert energy_steps(energy, P.gpus, idle, 60.0, e) == pytest.approx(P.steps_per_s * 40.0)
+    assert energy_steps(0.5 * P.gpus * idle * 60.0, P.gpus, idle, 60.0, e) == 0.0  # less than idle: nothing
+
+
+def test_the_agent_credits_a_window_it_read_by_the_energy_and_anything_else_by_time(tmp_path: Path) -> None:
+    agent, _ = fake_agent(tmp_path, FakeSlurm(), start_s=30.0)
+    agent._run_start = {"1": 100.0}
+    agent._rates = (agent.cfg.library, RateIndex.of(agent.cfg.library))
+    idle = float(LIB.gpu_types[P.gpu_type]["idle_power_w"])
+    running = CurrentConfig(P.gpu_type, P.gpus, P.setting)
+    # the window [140, 200] s: the job loaded, its GPUs at their real idle power, 7 W above the profiles' (as
+    # measured): no step, and that idle power is learnt
+    real_idle = idle + 7.0
+    agent._window_start_s, agent._window_end_s = 140.0, 200.0
+    agent._window_energy = {"1": P.gpus * real_idle * 60.0}
+    assert agent._estimated_steps(_known(1e9, 1000.0, 140.0), running, {}, 200.0) == pytest.approx(1000.0)
+    assert agent._idle_seen == {P.gpu_type: pytest.approx(real_idle)}
+    # the window [200, 260] s: it computed at half its profile's dynamic power (input-bound)
+    agent._window_start_s, agent._window_end_s = 200.0, 260.0
+    agent._window_energy = {"1": P.gpus * (real_idle + 0.5 * (P.power_w - idle)) * 60.0}
+    half = 1000.0 + 0.5 * P.steps_per_s * 60.0
+    assert agent._estimated_steps(_known(1e9, 1000.0, 200.0), running, {}, 260.0) == pytest.approx(half)
+    # credited before the window (a window missed): by time up to the window, by the energy in it
+    split = 1000.0 + P.steps_per_s * 50.0 + 0.5 * P.steps_per_s * 60.0
+    assert agent._estimated_steps(_known(1e9, 1000.0, 150.0), running, {}, 260.0) == pytest.approx(split)
+    # a job that ran faster than its profile: its energy pays for more steps than time does; time bounds it
+    agent._window_energy = {"1": P.gpus * (real_idle + 2.0 * (P.power_w - idle)) * 60.0}
+    assert agent._estimated_steps(_known(1e9, 1000.0, 200.0), running, {}, 260.0) == pytest.approx(
+        1000.0 + P.steps_per_s * 60.0
+    )
+    # a round whose window was not read (Prometheus down): by time
+    assert agent._estimated_steps(_known(1e9, 1000.0, 260.0), running, {}, 320.0) == pytest.approx(
+        1000.0 + P.steps_per_s * 60.0
     )

@@ -60,7 +60,7 @@ from wattplan.planner.agent.metrics import AgentMetrics, RoundFigures
 from wattplan.planner.agent.node_settings import Clock, JobSetting
 from wattplan.planner.agent.options import AgentOptions
 from wattplan.planner.agent.power_cap import CapFile
-from wattplan.planner.agent.progress_estimate import RateIndex, credited_steps
+from wattplan.planner.agent.progress_estimate import RateIndex, credited_steps, energy_steps
 from wattplan.planner.agent.report import against_reference
 from wattplan.planner.agent.slurm_actions import Action, ActionOutcome, Release, RequeueHold, SlurmCall, apply, calls
 from wattplan.planner.agent.slurm_detail import expand_hostlist, query_job_gpus
@@ -397,6 +397,13 @@ class Agent:
         self._said: set[tuple[str, str]] = set()
         """``(job id, why)`` of jobs left alone that the log named already (each is said once)."""
         self._window_start_s = 0.0
+        self._window_end_s: float | None = None
+        """The agent's time at the end of the last window read (None: none read)."""
+        self._window_energy: dict[str, float] = {}
+        """Each job's GPU energy in the last window read (J)."""
+        self._idle_seen: dict[str, float] = {}
+        """Per GPU type, the least power per GPU a job running alone drew over a window (W): its idle power once a
+        job has loaded in a window (:mod:`.progress_estimate`)."""
         self._metered: frozenset[str] = frozenset()
         """Jobs that drew GPU energy in the last window, as DCGM's job mapping names them."""
         self._metered_at: dict[str, float] = {}
@@ -798,11 +805,41 @@ class Agent:
             self._rates = (self.cfg.library, RateIndex.of(self.cfg.library))
         host = known.get(current.shares_with) if current.shares_with is not None else None
         partner = host.job_type if host is not None else None
-        rate = self._rates[1].rate(k.job_type, (current.gpu_type, current.gpus, current.setting, partner))
+        config = (current.gpu_type, current.gpus, current.setting, partner)
+        rate = self._rates[1].rate(k.job_type, config)
         if rate is None:
             return None
-        made = credited_steps(rate, self._run_start[k.job_id], self.cfg.start_s, k.steps_seen_s, now_s)
+        run_start, start_s, seen_s = self._run_start[k.job_id], self.cfg.start_s, k.steps_seen_s
+        from_energy = self._energy_credit(k, config, run_start, now_s)
+        if from_energy is None:
+            made = credited_steps(rate, run_start, start_s, seen_s, now_s)
+        else:  # before the window by time alone, in it no more than the energy pays for
+            b = self._window_start_s
+            before = credited_steps(rate, run_start, start_s, seen_s, b) if seen_s is None or seen_s < b else 0.0
+            inside = credited_steps(rate, run_start, start_s, b if seen_s is None else max(seen_s, b), now_s)
+            made = before + min(inside, from_energy)
         return min(k.total_steps, k.steps_done + made)
+
+    def _energy_credit(
+        self, k: KnownJob, config: tuple[str, int, int, str | None], run_start_s: float, now_s: float
+    ) -> float | None:
+        """The steps the job's GPU energy in the last window (which ends now) paid for (:mod:`.progress_estimate`).
+
+        None when no window ends now (Prometheus was not read this round), or the job has no energy there or shares
+        GPUs.
+        """
+        assert self._rates is not None
+        energy = self._window_energy.get(k.job_id)
+        per_step = self._rates[1].energy_per_step_j(k.job_type, config)
+        if energy is None or per_step is None or self._window_end_s != now_s:
+            return None
+        held_s = now_s - max(self._window_start_s, run_start_s)
+        gpu_type, gpus = config[0], config[1]
+        if energy > 0 and held_s > 0:  # the least power per GPU seen: a loading job's GPUs draw their idle power
+            seen = energy / (gpus * held_s)
+            self._idle_seen[gpu_type] = min(self._idle_seen.get(gpu_type, seen), seen)
+        idle_w = self._idle_seen.get(gpu_type, self._rates[1].idle_w.get(gpu_type, 0.0))
+        return energy_steps(energy, gpus, idle_w, held_s, per_step)
 
     def _say_estimated(self, estimated: Iterable[str], notes: list[str]) -> None:
         """Name, once each, the jobs whose steps are estimated."""
@@ -830,6 +867,8 @@ class Agent:
         window_s = self.cfg.clock.at(unix) - self.cfg.clock.at(last)
         self._observed = True
         self._window_start_s = self.cfg.clock.at(last)
+        self._window_end_s = now_s
+        self._window_energy = dict(seen.job_energy_j)
         self._metered = frozenset(j for j, e in seen.job_energy_j.items() if e > 0)
         self._metered_at.update(dict.fromkeys(self._metered, now_s))
         for jid, steps in seen.steps_done.items():

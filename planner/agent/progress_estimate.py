@@ -12,6 +12,23 @@ its steps were last set (observed or estimated; kept in the state, so a restarte
 ``start_s`` the job's own start-up before its first step on every run (``--start-s``). All times are the agent's
 clock in seconds.
 
+**Bounded by the energy it drew.** Where Prometheus gave the job's GPU energy ``E`` (DCGM, J) for exactly the
+interval to credit, a job running alone is credited no more than that energy pays for:
+
+    steps += min(X * rho * dt,  max(0, E - n * Pidle_g * h) / e),    e = n * (P(type, g, n, s) - Pidle_g) / X
+
+where ``h`` is the time it held its GPUs in the window (start-up included), ``Pidle_g`` the GPU type's idle power
+(W: the least power per GPU a job alone drew over a window, the profiles' until a window shows one) and ``e`` the
+profile's dynamic energy per step (J; :meth:`RateIndex.energy_per_step_j`). A GPU draws its idle
+power while the job loads and its dynamic power while it computes, and measured runs keep the dynamic energy per
+step nearly the same at every GPU count (``planner.profiling.truth``: within about 1% in the logs), so the energy
+term follows a job that runs slower than its profile (a steeper scaling, a slower input pipeline) where the time
+term runs ahead, and it credits nothing while a job loads. It is not used alone: a profile that is wrong about the
+energy per step (the shipped library's multi-GPU entries keep one GPU's power beside a scaled throughput), or an
+idle power read too low, would credit steps no time supports, which the time term caps. A pair's guest and host
+share their GPUs' energy, so a pair stays time-based; so does a round whose window was not read, and the part of
+the interval before the window (a job last credited before it, after a gap).
+
 A job whose steps Prometheus has shown even once is measured, never estimated. An estimate is as good as the
 profiles: it drifts by the profile's error (``--learn`` corrects profiles only from measured steps), and a job
 requeued between two rounds is credited up to the later round (the steps its checkpoint lost are not known).
@@ -20,7 +37,7 @@ requeued between two rounds is credited up to the later round (the steps its che
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from wattplan.planner.profile_library.library import ProfileLibrary
 
@@ -34,13 +51,35 @@ class RateIndex:
 
     steps_per_s: Mapping[tuple[str, str, int, int], float]
     rho: Mapping[tuple[str, str, str, int], tuple[float, float]]
+    power_w: Mapping[tuple[str, str, int, int], float] = field(default_factory=dict)
+    """Power per GPU (W) by the same key."""
+    idle_w: Mapping[str, float] = field(default_factory=dict)
+    """Idle power per GPU (W) by GPU type."""
 
     @classmethod
     def of(cls, library: ProfileLibrary) -> RateIndex:
         """The index of ``library``'s profiles and pairs."""
         rates = {(p.type, p.gpu_type, p.gpus, p.setting): p.steps_per_s for p in library.profiles}
         pairs = {(q.a, q.b, q.gpu_type, q.gpus): (q.rho_a, q.rho_b) for q in library.pairs}
-        return cls(rates, pairs)
+        power = {(p.type, p.gpu_type, p.gpus, p.setting): p.power_w for p in library.profiles}
+        idle = {name: float(g["idle_power_w"]) for name, g in library.gpu_types.items()}
+        return cls(rates, pairs, power, idle)
+
+    def energy_per_step_j(self, job_type: str, config: RunningConfig) -> float | None:
+        """``e = n (P - Pidle) / X``: the dynamic GPU energy of one step alone at ``config`` (J).
+
+        The library's own entry, as the plans use it. (One GPU's ``e`` at every count, which measured runs support,
+        was tried: closer on a truth that keeps it, 35% off on the shipped library, whose multi-GPU entries copy one
+        GPU's power beside a scaled throughput; benchmarks/RESULTS.md.) None with a partner, without a profile, or
+        when ``e`` is not positive.
+        """
+        gpu_type, gpus, setting, partner = config
+        key = (job_type, gpu_type, gpus, setting)
+        x, power, idle = self.steps_per_s.get(key), self.power_w.get(key), self.idle_w.get(gpu_type)
+        if partner is not None or x is None or power is None or idle is None or x <= 0:
+            return None
+        e = gpus * (power - idle) / x
+        return e if e > 0 else None
 
     def rate(self, job_type: str, config: RunningConfig) -> float | None:
         """Steps per second of ``job_type`` run at ``config``; None when the library has no such profile or pair."""
@@ -63,3 +102,8 @@ def credited_steps(rate: float, run_start_s: float, start_s: float, credited_s: 
     """
     since = run_start_s + start_s if credited_s is None else max(credited_s, run_start_s + start_s)
     return rate * max(0.0, now_s - since)
+
+
+def energy_steps(energy_j: float, gpus: int, idle_w: float, held_s: float, energy_per_step_j: float) -> float:
+    """Steps that ``energy_j`` of measured GPU energy pays for: ``max(0, E - n Pidle h) / e`` (module docstring)."""
+    return max(0.0, energy_j - gpus * idle_w * max(held_s, 0.0)) / energy_per_step_j
