@@ -33,7 +33,8 @@ elif [[ -e $dir ]] && [[ -n $(ls -A -- "$dir") ]]; then
 fi
 if ! command -v mmdebstrap >/dev/null; then
   echo "installing mmdebstrap (Debian's package)"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends mmdebstrap
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends mmdebstrap ||
+    { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends mmdebstrap; }
 fi
 # built beside DIR and renamed into place once whole: an interrupted build leaves no DIR that looks finished
 partial="$dir.partial-$$"
