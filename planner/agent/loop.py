@@ -389,9 +389,9 @@ class Agent:
         self._rates: tuple[ProfileLibrary, RateIndex] | None = None
         self._estimated_said: set[str] = set()
         self.metrics: AgentMetrics | None = None
+        """The agent's own Prometheus metrics, when served (``--metrics-port``)."""
         self._stored_reference: object = None
         """The reference runs last written to the state (rewritten when the steering rebuilds them)."""
-        """The agent's own Prometheus metrics, when served (``--metrics-port``)."""
         self._cap = CapFile(config.power_cap_file, config.power_cap_w) if config.power_cap_file is not None else None
         """The cap file, when the cap moves; else the cap is ``power_cap_w`` throughout."""
         self._said: set[tuple[str, str]] = set()
