@@ -65,6 +65,13 @@ def test_cluster_up_names_a_bad_root_and_touches_nothing(tmp_path: Path) -> None
     said = done.stdout + done.stderr
     assert "--slurm-root" in said and "is not a folder" in said
     assert not folder.exists(), "nothing is made before the options are checked"
+    # a root filesystem inside the cluster's folder, which every up empties of its entries: refused
+    inner = _fake_rootfs(folder / "slurm")
+    args = ["cluster", "up", "--dir", str(folder), "--gpus", "v100:8", "--slurm-root", str(inner)]
+    done = subprocess.run([*WATTPLAN, *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "COLUMNS": "200"})  # fmt: skip
+    assert done.returncode == 2 and "must not lie one inside the other" in done.stdout + done.stderr
+    assert (inner / "usr" / "sbin").is_dir(), "left as it was"
 
 
 def test_outermost_keeps_no_folder_inside_another() -> None:

@@ -239,9 +239,16 @@ def cluster_up(
     """
     root = root.absolute()
     nodes = check_options(gpus, gpus_per_node, library, time_scale, restart_s, power_save, suspend_s, resume_s)
-    if slurm_rootfs is not None and (problems := slurm_root.rootfs_problems(slurm_rootfs)):
-        label = UpOptions.label("slurm_root")
-        raise InputError("wattplan cluster up", [Problem("bad-option", label, p) for p in problems])
+    if slurm_rootfs is not None:
+        problems = slurm_root.rootfs_problems(slurm_rootfs)
+        inside = slurm_rootfs.resolve().is_relative_to(root.resolve()) or root.resolve().is_relative_to(
+            slurm_rootfs.resolve()
+        )
+        if inside and not problems:  # the cluster's folder is emptied on every up: a root inside it could go
+            problems = [f"{slurm_rootfs} and the cluster's folder {root} must not lie one inside the other"]
+        if problems:
+            label = UpOptions.label("slurm_root")
+            raise InputError("wattplan cluster up", [Problem("bad-option", label, p) for p in problems])
     folder = owned.claim(root)
     layout = ClusterLayout(root)
     if not folder.create and layout.manifest.exists():
