@@ -37,6 +37,7 @@ if ! command -v mmdebstrap >/dev/null; then
     { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends mmdebstrap; }
 fi
 # built beside DIR and renamed into place once whole: an interrupted build leaves no DIR that looks finished
+mkdir -p -- "$(dirname -- "$dir")"
 partial="$dir.partial-$$"
 trap 'rm -rf --one-file-system -- "$partial"' EXIT
 mmdebstrap --quiet --variant=minbase --include="$packages" "$suite" "$partial" "$mirror"
