@@ -28,7 +28,8 @@ from wattplan.planner.cluster.layout import Clock, ClusterLayout, write_json_ato
 from wattplan.planner.cluster.trainer import checkpoint_path, done_path, progress_path
 from wattplan.planner.contracts.instance_io import parse_instance
 from wattplan.planner.contracts.plan import PlannedJob
-from wattplan.planner.control.truth_model import GpuState, GpuTypeInfo, RunningJob, evaluate, index_library, setting_for
+from wattplan.planner.control.truth_model import GpuState, RunningJob, evaluate, setting_for
+from wattplan.planner.profile_library.index import GpuTypeInfo, index_library
 from wattplan.planner.profile_library.library import ProfileLibrary, library_from_doc
 from wattplan.planner.sim.accounting import job_progress
 

@@ -17,8 +17,8 @@ from wattplan.planner.agent.slurm_queue import read_nodes
 from wattplan.planner.contracts.domain import Profile
 from wattplan.planner.control.session import split_policies
 from wattplan.planner.control.slurm_replay import SimulatedCluster, replay_on_slurm
-from wattplan.planner.control.truth_model import index_library
 from wattplan.planner.core.maxq import maxq_settings
+from wattplan.planner.profile_library.index import index_library
 from wattplan.planner.profile_library.library import ProfileLibrary, load_profile_library
 from wattplan.planner.sim.replay import ReplaySpec
 

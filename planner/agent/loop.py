@@ -838,7 +838,7 @@ class Agent:
         if energy > 0 and held_s > 0:  # the least power per GPU seen: a loading job's GPUs draw their idle power
             seen = energy / (gpus * held_s)
             self._idle_seen[gpu_type] = min(self._idle_seen.get(gpu_type, seen), seen)
-        idle_w = self._idle_seen.get(gpu_type, self._rates[1].idle_w.get(gpu_type, 0.0))
+        idle_w = self._idle_seen.get(gpu_type, self._rates[1].idle_power_w(gpu_type) or 0.0)
         return energy_steps(energy, gpus, idle_w, held_s, per_step)
 
     def _say_estimated(self, estimated: Iterable[str], notes: list[str]) -> None:

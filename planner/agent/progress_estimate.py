@@ -36,9 +36,9 @@ requeued between two rounds is credited up to the later round (the steps its che
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from wattplan.planner.profile_library.index import LibraryIndex, index_library
 from wattplan.planner.profile_library.library import ProfileLibrary
 
 RunningConfig = tuple[str, int, int, str | None]
@@ -47,23 +47,22 @@ RunningConfig = tuple[str, int, int, str | None]
 
 @dataclass(frozen=True, slots=True)
 class RateIndex:
-    """A profile library's throughput (steps/s) by ``(type, GPU type, count, setting)``, pair slowdowns by pair."""
+    """Throughputs (steps/s), pair slowdowns and dynamic energies per step off a library's one index.
 
-    steps_per_s: Mapping[tuple[str, str, int, int], float]
-    rho: Mapping[tuple[str, str, str, int], tuple[float, float]]
-    power_w: Mapping[tuple[str, str, int, int], float] = field(default_factory=dict)
-    """Power per GPU (W) by the same key."""
-    idle_w: Mapping[str, float] = field(default_factory=dict)
-    """Idle power per GPU (W) by GPU type."""
+    The index is :mod:`planner.profile_library.index`'s, the one the truth model evaluates with.
+    """
+
+    index: LibraryIndex
 
     @classmethod
     def of(cls, library: ProfileLibrary) -> RateIndex:
-        """The index of ``library``'s profiles and pairs."""
-        rates = {(p.type, p.gpu_type, p.gpus, p.setting): p.steps_per_s for p in library.profiles}
-        pairs = {(q.a, q.b, q.gpu_type, q.gpus): (q.rho_a, q.rho_b) for q in library.pairs}
-        power = {(p.type, p.gpu_type, p.gpus, p.setting): p.power_w for p in library.profiles}
-        idle = {name: float(g["idle_power_w"]) for name, g in library.gpu_types.items()}
-        return cls(rates, pairs, power, idle)
+        """The rates of ``library``'s profiles and pairs."""
+        return cls(index_library(library))
+
+    def idle_power_w(self, gpu_type: str) -> float | None:
+        """The GPU type's idle power per GPU in the library (W); None for a type it lacks."""
+        info = self.index.gpu_types.get(gpu_type)
+        return None if info is None else info.idle_power_w
 
     def energy_per_step_j(self, job_type: str, config: RunningConfig) -> float | None:
         """``e = n (P - Pidle) / X``: the dynamic GPU energy of one step alone at ``config`` (J).
@@ -74,24 +73,21 @@ class RateIndex:
         when ``e`` is not positive.
         """
         gpu_type, gpus, setting, partner = config
-        key = (job_type, gpu_type, gpus, setting)
-        x, power, idle = self.steps_per_s.get(key), self.power_w.get(key), self.idle_w.get(gpu_type)
-        if partner is not None or x is None or power is None or idle is None or x <= 0:
+        p = self.index.profiles.get((job_type, gpu_type, gpus, setting))
+        idle = self.idle_power_w(gpu_type)
+        if partner is not None or p is None or idle is None or p.steps_per_s <= 0:
             return None
-        e = gpus * (power - idle) / x
+        e = gpus * (p.power_w - idle) / p.steps_per_s
         return e if e > 0 else None
 
     def rate(self, job_type: str, config: RunningConfig) -> float | None:
         """Steps per second of ``job_type`` run at ``config``; None when the library has no such profile or pair."""
         gpu_type, gpus, setting, partner = config
-        alone = self.steps_per_s.get((job_type, gpu_type, gpus, setting))
-        if alone is None or partner is None:
-            return alone
-        if (job_type, partner, gpu_type, gpus) in self.rho:
-            return alone * self.rho[(job_type, partner, gpu_type, gpus)][0]
-        if (partner, job_type, gpu_type, gpus) in self.rho:
-            return alone * self.rho[(partner, job_type, gpu_type, gpus)][1]
-        return None
+        p = self.index.profiles.get((job_type, gpu_type, gpus, setting))
+        if p is None or partner is None:
+            return None if p is None else p.steps_per_s
+        rho = self.index.pairs.get((job_type, partner, gpu_type, gpus))  # either order: the index holds both
+        return None if rho is None else p.steps_per_s * rho[0]
 
 
 def credited_steps(rate: float, run_start_s: float, start_s: float, credited_s: float | None, now_s: float) -> float:

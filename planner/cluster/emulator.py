@@ -88,12 +88,11 @@ from wattplan.planner.control.truth_model import (
     Phase,
     RunningJob,
     Snapshot,
-    TruthIndex,
     default_power_limit_w,
     evaluate,
     id_order,
-    index_library,
 )
+from wattplan.planner.profile_library.index import LibraryIndex, index_library
 from wattplan.planner.profile_library.library import load_profile_library
 
 TICK_S = 0.2
@@ -209,7 +208,7 @@ class Emulator:
         }
         if truth is None and manifest.get("truth"):
             truth = layout.root / str(manifest["truth"])
-        self.index: TruthIndex = index_library(load_profile_library(truth))
+        self.index: LibraryIndex = index_library(load_profile_library(truth))
         cluster_node_w = float(manifest.get("node_power_w", NODE_POWER_W))
         self.node_power_w: dict[str, float] = {}
         for node in self.nodes:

@@ -87,9 +87,9 @@ from wattplan.planner.control.truth_model import (
     Phase,
     RunningJob,
     Snapshot,
-    TruthIndex,
     evaluate,
 )
+from wattplan.planner.profile_library.index import LibraryIndex
 from wattplan.planner.sim.accounting import EnergySplit
 
 EPS = 1e-9
@@ -253,7 +253,7 @@ class SimulatedSlurm:
     def __init__(
         self,
         nodes: Sequence[SimNode],
-        truth: TruthIndex,
+        truth: LibraryIndex,
         node_power_w: Mapping[str, float],
         jobs: Sequence[SimJob],
         *,
@@ -944,7 +944,7 @@ class SimulatedSlurm:
 
 
 def _check(
-    nodes: Sequence[SimNode], truth: TruthIndex, node_power_w: Mapping[str, float], jobs: Sequence[SimJob]
+    nodes: Sequence[SimNode], truth: LibraryIndex, node_power_w: Mapping[str, float], jobs: Sequence[SimJob]
 ) -> None:
     """ValueError naming the first thing the simulation cannot run: no node, an unknown type, a bad job."""
     if not nodes:

@@ -50,10 +50,10 @@ from wattplan.planner.agent.trust import Allowed
 from wattplan.planner.contracts.jsonio import write_text_atomic
 from wattplan.planner.control.cap_schedule import CapStep, ScheduledCap, cap_followed
 from wattplan.planner.control.sim_slurm import PowerSaving, SimJob, SimNode, SimulatedSlurm
-from wattplan.planner.control.truth_model import index_library
 from wattplan.planner.control.virtual_timer import EventClock, NoMoreEvents, VirtualTimer
 from wattplan.planner.core.maxq import maxq_settings
 from wattplan.planner.planning import retire_solver_workers
+from wattplan.planner.profile_library.index import index_library
 from wattplan.planner.profile_library.library import ProfileLibrary
 from wattplan.planner.sim.replay import ReplaySpec, libraries, prepare, signal_clocks
 from wattplan.planner.sim.replay import steering as replay_steering

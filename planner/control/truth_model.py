@@ -1,6 +1,7 @@
 """What the emulated GPUs really do: each running job's speed and each GPU's power, from a truth library.
 
-Pure functions, no I/O: :func:`index_library` indexes a profile library once (the emulator's truth), and
+Pure functions, no I/O: :func:`~planner.profile_library.index.index_library` indexes a profile library once
+(the emulator's truth), and
 :func:`evaluate` turns the jobs on the GPUs now into speeds and powers. The arithmetic is the replay's
 (:mod:`planner.sim.accounting`, :mod:`planner.core.economics`), so a job runs here exactly as the simulator says:
 
@@ -37,39 +38,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from wattplan.planner.contracts.domain import PairKey, Profile, ProfileKey, SettingUnit
-from wattplan.planner.profile_library.library import ProfileLibrary
+from wattplan.planner.profile_library.index import GpuTypeInfo, LibraryIndex
 
 GpuId = tuple[str, int]
 """A GPU: ``(node name, index on the node)``."""
 Phase = Literal["loading", "running"]
-
-
-@dataclass(frozen=True, slots=True)
-class GpuTypeInfo:
-    """What the truth says of one GPU type: idle power (W), settings (ascending) in ``unit``, node power (W)."""
-
-    name: str
-    idle_power_w: float
-    unit: SettingUnit
-    settings: tuple[int, ...]
-    node_power_w: float | None
-    top_limit_w: float | None
-
-    @property
-    def default_setting(self) -> int | None:
-        """The setting of a GPU with no limit or lock set: the largest (None when the type has none)."""
-        return self.settings[-1] if self.settings else None
-
-
-@dataclass(frozen=True, slots=True)
-class TruthIndex:
-    """A truth library indexed for :func:`evaluate` (build it once with :func:`index_library`)."""
-
-    profiles: Mapping[ProfileKey, Profile]
-    pairs: Mapping[PairKey, tuple[float, float]]
-    gpu_types: Mapping[str, GpuTypeInfo]
-    utilisation: Mapping[ProfileKey, float]
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,39 +98,6 @@ class Snapshot:
     gpus: Mapping[GpuId, GpuPower]
 
 
-def _float_or_none(v: object) -> float | None:
-    return float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
-
-
-def index_library(lib: ProfileLibrary) -> TruthIndex:
-    """Index ``lib``: profiles by ``(type, gpu type, gpus, setting)``, pair rates by ``(a, b, gpu type, gpus)``.
-
-    A pair entry ``(a, b)`` serves both orders, as :class:`planner.contracts.domain.Instance` reads it. A GPU
-    type's settings are the library's ``settings`` list, else the settings its profiles use.
-    """
-    profiles = {(p.type, p.gpu_type, p.gpus, p.setting): p for p in lib.profiles}
-    pairs: dict[PairKey, tuple[float, float]] = {}
-    for q in lib.pairs:
-        pairs[(q.a, q.b, q.gpu_type, q.gpus)] = (q.rho_a, q.rho_b)
-        pairs.setdefault((q.b, q.a, q.gpu_type, q.gpus), (q.rho_b, q.rho_a))
-    types: dict[str, GpuTypeInfo] = {}
-    for name, g in lib.gpu_types.items():
-        settings = g.get("settings") or sorted({p.setting for p in lib.profiles if p.gpu_type == name})
-        unit: SettingUnit = "sm_clock_mhz" if g.get("setting_unit") == "sm_clock_mhz" else "power_limit_w"
-        types[name] = GpuTypeInfo(
-            name=name,
-            idle_power_w=float(g.get("idle_power_w", 0.0)),
-            unit=unit,
-            settings=tuple(sorted(int(s) for s in settings)),
-            node_power_w=_float_or_none(g.get("node_power_w")),
-            top_limit_w=_float_or_none(g.get("top_limit_w")),
-        )
-    utilisation = {
-        k: float(x["utilisation"]) for k, x in lib.profile_extras.items() if _float_or_none(x.get("utilisation"))
-    }
-    return TruthIndex(profiles, pairs, types, utilisation)
-
-
 def setting_for(info: GpuTypeInfo, state: GpuState) -> int | None:
     """The setting a GPU in ``state`` runs at (module docstring's rule); None when the type has no settings."""
     value = state.power_limit_w if info.unit == "power_limit_w" else state.sm_clock_lock_mhz
@@ -189,7 +129,7 @@ def _gpu_text(gpu: GpuId) -> str:
     return f"{gpu[0]}:{gpu[1]}"
 
 
-def _rho(index: TruthIndex, job: RunningJob, partner: RunningJob, gpu_type: str, n: int) -> float | None:
+def _rho(index: LibraryIndex, job: RunningJob, partner: RunningJob, gpu_type: str, n: int) -> float | None:
     """``job``'s pair slowdown next to ``partner`` (None when the library has no entry)."""
     if job.job_type == partner.job_type:
         first = id_order(job.job_id) <= id_order(partner.job_id)
@@ -200,7 +140,7 @@ def _rho(index: TruthIndex, job: RunningJob, partner: RunningJob, gpu_type: str,
 
 
 def _job_rate(
-    index: TruthIndex,
+    index: LibraryIndex,
     job: RunningJob,
     on_gpu: Mapping[GpuId, list[RunningJob]],
     gpus: Mapping[GpuId, GpuState],
@@ -256,7 +196,7 @@ def _job_rate(
     )
 
 
-def evaluate(index: TruthIndex, jobs: Iterable[RunningJob], gpus: Mapping[GpuId, GpuState]) -> Snapshot:
+def evaluate(index: LibraryIndex, jobs: Iterable[RunningJob], gpus: Mapping[GpuId, GpuState]) -> Snapshot:
     """Every job's speed and every GPU's power (W) for ``jobs`` on ``gpus`` (module docstring)."""
     job_list = list(jobs)
     on_gpu: dict[GpuId, list[RunningJob]] = {g: [] for g in gpus}

@@ -5,6 +5,8 @@
 - ``mapping``: how Gavel's and Zeus's names and units map onto the library's.
 - ``priors``: GPU types without measurements scaled from the V100 by public specs, and the rule's error (§9.8).
 - ``listing``: what a library holds, as the tables of ``profiles ls`` and ``profiles show``.
+- ``index``: a library indexed by key once (profiles, pair rates both ways, GPU types), for the truth model
+  and the agent's progress estimate.
 
 Measuring and fitting new entries is :mod:`planner.profiling`'s job. Imports :mod:`planner.contracts`,
 :mod:`planner.files` and :mod:`planner.core`.

@@ -11,7 +11,7 @@ from typing import Any
 
 from wattplan.planner.agent.node_settings import Clock
 from wattplan.planner.control.sim_slurm import SimJob, SimNode, SimulatedSlurm
-from wattplan.planner.control.truth_model import index_library
+from wattplan.planner.profile_library.index import index_library
 from wattplan.planner.profile_library.library import load_profile_library
 
 TRUTH = index_library(load_profile_library(None))
