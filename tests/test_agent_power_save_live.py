@@ -12,7 +12,6 @@ fast. Needs root, Slurm, munge and Prometheus; skips without them, fails under `
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -24,7 +23,8 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.traces import write_minutes_trace
-from tests.slurm_cluster import need_emulated_cluster
+from tests.slurm_cluster import SLURMS, need_emulated_cluster, up_args
+from wattplan.planner.agent.commands import slurm_env
 
 pytestmark = pytest.mark.slow
 
@@ -41,15 +41,17 @@ def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return done
 
 
-@pytest.fixture
-def cluster() -> Iterator[Path]:
+@pytest.fixture(params=SLURMS)
+def cluster(request: pytest.FixtureRequest) -> Iterator[Path]:
+    """An emulated cluster with power saving on the host's Slurm (22.05) and the root filesystem's (24.11 in CI)."""
     need_emulated_cluster()
+    extra = up_args(request.param)
     base = Path(tempfile.mkdtemp(prefix="wpa-", dir="/tmp"))
     base.chmod(0o755)
     root = base / "c"
     try:
         _cli("cluster", "up", "--dir", str(root), "--gpus", "v100:16", "--time-scale", "60", "--power-save",
-             "--suspend-s", "120", "--resume-s", "120")  # fmt: skip
+             "--suspend-s", "120", "--resume-s", "120", *extra)  # fmt: skip
         yield root
     finally:
         subprocess.run([*WATTPLAN, "cluster", "down", "--dir", str(root)], capture_output=True, timeout=300)
@@ -57,7 +59,7 @@ def cluster() -> Iterator[Path]:
 
 
 def _node_states(root: Path) -> dict[str, str]:
-    env = {**os.environ, "SLURM_CONF": str(root / "slurm" / "etc" / "slurm.conf")}
+    env = slurm_env(json.loads((root / "cluster.json").read_text()))
     out = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %t"], env=env, capture_output=True, text=True, timeout=60)
     return dict(line.split() for line in out.stdout.splitlines() if len(line.split()) == 2)
 
