@@ -126,3 +126,17 @@ def test_the_agent_and_cluster_options_name_each_bad_value_both_ways(tmp_path: P
         assert result.exit_code == 2 and named in printed, (args, result.output)
         assert "cluster.json" not in result.output and "Traceback" not in result.output
     assert not (tmp_path / "c").exists()
+
+
+def test_a_folder_too_long_for_slurms_step_sockets_is_refused_before_anything_is_made(tmp_path: Path) -> None:
+    """A folder too long for ``FOLDER/slurm/spool/NODE/NODE_JOBID.STEPID`` is refused, naming --dir, nothing made.
+
+    Over 107 bytes slurmstepd cannot bind that socket: every job failed at launch and was requeued held for good
+    (seen with a benchmark's 80-character folder).
+    """
+    folder = tmp_path / ("x" * max(1, 70 - len(str(tmp_path))))
+    result = CliRunner().invoke(app, ["cluster", "up", "--dir", str(folder), "--gpus", "v100:8"], terminal_width=200)
+    assert result.exit_code == 2, result.output
+    said = " ".join(result.output.split())
+    assert "--dir" in said and "step sockets" in said and "choose a shorter path" in said
+    assert not folder.exists()

@@ -66,6 +66,25 @@ MIN_SUSPEND_TIMEOUT_S = 2
 CLIENTS = ("sbatch", "scontrol", "sinfo", "squeue", "scancel")
 
 
+SOCKET_PATH_MAX = 107
+"""The longest Unix socket path (``sun_path`` holds 108 bytes with its final NUL)."""
+MAX_JOB_ID_DIGITS = 5
+"""Digits of the largest job id the emulated cluster is sized for: its Slurm numbers jobs from 1 on every start
+(``slurmctld -i``), so 99,999 jobs a cluster (the live workloads submit 40 to 150; Slurm's own ``MaxJobId`` is
+67,108,863)."""
+BATCH_STEP_ID = 4294967291
+"""The step id of a job's batch step, in its step socket's name."""
+
+
+def step_socket_path(spool_root: Path, node: str) -> str:
+    """The longest step socket slurmstepd makes for ``node``: ``SPOOL/NODE/NODE_JOBID.STEPID``.
+
+    A longer one than :data:`SOCKET_PATH_MAX` fails every job on the node at launch (slurmstepd cannot bind it;
+    Slurm requeues the job held, seen with a cluster folder of 80 characters).
+    """
+    return f"{spool_root / node}/{node}_{'9' * MAX_JOB_ID_DIGITS}.{BATCH_STEP_ID}"
+
+
 def missing_binaries() -> list[str]:
     """Slurm and munge programs this host lacks (empty when a real cluster can be started)."""
     return [b for b in (*DAEMONS, *CLIENTS) if shutil.which(b) is None]
@@ -236,7 +255,7 @@ class SlurmCluster:
             "CredType=cred/munge",
             f"AuthInfo=socket={r}/munge/munge.socket,cred_expire=5",
             f"StateSaveLocation={r}/state",
-            f"SlurmdSpoolDir={r}/spool/%n",
+            f"SlurmdSpoolDir={r}/spool/%n",  # step sockets live here: step_socket_path
             f"SlurmctldPidFile={r}/run/slurmctld.pid",
             f"SlurmdPidFile={r}/run/slurmd-%n.pid",
             f"SlurmctldLogFile={r}/log/slurmctld.log",

@@ -52,7 +52,15 @@ from wattplan.planner.cluster.layout import (
 )
 from wattplan.planner.cluster.options import RESUME_S, SUSPEND_S, UpOptions
 from wattplan.planner.cluster.processes import alive, start_ticks, stop_pid
-from wattplan.planner.cluster.slurm_daemons import PowerSave, SlurmCluster, SlurmNode, free_ports, nodes_of
+from wattplan.planner.cluster.slurm_daemons import (
+    SOCKET_PATH_MAX,
+    PowerSave,
+    SlurmCluster,
+    SlurmNode,
+    free_ports,
+    nodes_of,
+    step_socket_path,
+)
 from wattplan.planner.contracts.defaults import RESTART_S
 from wattplan.planner.contracts.problems import InputError, Problem
 from wattplan.planner.profile_library.library import ProfileLibrary
@@ -239,6 +247,20 @@ def cluster_up(
     """
     root = root.absolute()
     nodes = check_options(gpus, gpus_per_node, library, time_scale, restart_s, power_save, suspend_s, resume_s)
+    longest = max((step_socket_path(ClusterLayout(root).slurm_dir / "spool", n.name) for n in nodes), key=len)
+    if len(longest.encode()) > SOCKET_PATH_MAX:
+        raise InputError(
+            "wattplan cluster up",
+            [
+                Problem(
+                    "bad-option",
+                    "--dir",
+                    f"{root} is too long: Slurm's step sockets under it ({longest}, {len(longest.encode())} bytes) "
+                    f"exceed the {SOCKET_PATH_MAX} a Unix socket allows and every job would fail to launch; "
+                    "choose a shorter path",
+                )
+            ],
+        )
     if slurm_rootfs is not None:
         problems = slurm_root.rootfs_problems(slurm_rootfs)
         inside = slurm_rootfs.resolve().is_relative_to(root.resolve()) or root.resolve().is_relative_to(
