@@ -12,7 +12,8 @@ cap file (``--power-cap-file``), twice on a fresh cluster:
 
 How the cut was followed is :func:`planner.control.cap_schedule.cap_followed` on the live draw, the replay's own
 measure: seconds from the step until the draw came within the cap, then the mean and highest draw and the seconds
-above it while it held. Writes ``OUT/FAMILY/{free,cut}/`` (the cluster report, the draw, the agent's log) and
+above it while it held. Each cluster runs in a short folder under ``/tmp`` (Slurm's sockets live under it). Writes
+``OUT/FAMILY/{free,cut}/`` (the cluster report, the draw, the agent's log and state) and
 ``OUT/live_demand_response.json``; prints one line per family.
 
 Usage: ``python benchmarks/live_demand_response.py TRACE [TRACE...] --out OUT`` (root; Slurm, munge, Prometheus).
@@ -23,8 +24,10 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -66,9 +69,9 @@ def _cap_writer(cap_file: Path, steps: list[CapStep], start_unix: float, stop: t
 def one_run(trace: Path, out: Path, steps: list[CapStep]) -> dict[str, Any]:
     """One live run of ``trace`` with the cap ``steps`` (emulated s after the submission); its figures."""
     out.mkdir(parents=True, exist_ok=True)
-    cluster = out / "cluster"
-    if (cluster / "cluster.json").exists():
-        _wattplan("cluster", "down", "--dir", str(cluster))
+    scratch = Path(tempfile.mkdtemp(prefix="wpdr-", dir="/tmp"))  # short: Slurm's sockets live under it
+    scratch.chmod(0o755)
+    cluster = scratch / "c"
     argv = ["cluster", "up", "--dir", str(cluster), "--gpus", "v100:16", "--time-scale", f"{SCALE:g}"]
     _wattplan(*argv, "--restart-s", f"{LOAD_S:g}")
     cap_file = out / "cap"
@@ -106,6 +109,8 @@ def one_run(trace: Path, out: Path, steps: list[CapStep]) -> dict[str, Any]:
     finally:
         stop.set()
         _wattplan("cluster", "down", "--dir", str(cluster))
+        shutil.copy(cluster / "agent.db", out / "agent.db")
+        shutil.rmtree(scratch, ignore_errors=True)
     t0, scale = float(manifest["t0_unix"]), float(manifest["time_scale"])
     start_s = (start_unix - t0) * scale
     points = [((t - t0) * scale, w) for t, w in series.points]
