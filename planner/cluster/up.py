@@ -247,30 +247,27 @@ def cluster_up(
     """
     root = root.absolute()
     nodes = check_options(gpus, gpus_per_node, library, time_scale, restart_s, power_save, suspend_s, resume_s)
+    problems: list[Problem] = []
     longest = max((step_socket_path(ClusterLayout(root).slurm_dir / "spool", n.name) for n in nodes), key=len)
     if len(longest.encode()) > SOCKET_PATH_MAX:
-        raise InputError(
-            "wattplan cluster up",
-            [
-                Problem(
-                    "bad-option",
-                    "--dir",
-                    f"{root} is too long: Slurm's step sockets under it ({longest}, {len(longest.encode())} bytes) "
-                    f"exceed the {SOCKET_PATH_MAX} a Unix socket allows and every job would fail to launch; "
-                    "choose a shorter path",
-                )
-            ],
+        problems.append(
+            Problem(
+                "bad-option",
+                "--dir",
+                f"{root} is too long: Slurm's step sockets under it ({longest}, {len(longest.encode())} bytes) exceed "
+                f"the {SOCKET_PATH_MAX} a Unix socket allows and every job would fail to launch; choose a shorter path",
+            )
         )
     if slurm_rootfs is not None:
-        problems = slurm_root.rootfs_problems(slurm_rootfs)
+        found = slurm_root.rootfs_problems(slurm_rootfs)
         inside = slurm_rootfs.resolve().is_relative_to(root.resolve()) or root.resolve().is_relative_to(
             slurm_rootfs.resolve()
         )
-        if inside and not problems:  # the cluster's folder is emptied on every up: a root inside it could go
-            problems = [f"{slurm_rootfs} and the cluster's folder {root} must not lie one inside the other"]
-        if problems:
-            label = UpOptions.label("slurm_root")
-            raise InputError("wattplan cluster up", [Problem("bad-option", label, p) for p in problems])
+        if inside and not found:  # the cluster's folder is emptied on every up: a root inside it could go
+            found = [f"{slurm_rootfs} and the cluster's folder {root} must not lie one inside the other"]
+        problems += [Problem("bad-option", UpOptions.label("slurm_root"), text) for text in found]
+    if problems:
+        raise InputError("wattplan cluster up", problems)
     folder = owned.claim(root)
     layout = ClusterLayout(root)
     if not folder.create and layout.manifest.exists():
