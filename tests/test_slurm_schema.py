@@ -17,7 +17,7 @@ import pytest
 
 from wattplan.planner.agent.commands import CommandResult, SlurmError
 from wattplan.planner.agent.slurm_queue import job_state, query_nodes, query_queue, read_nodes, read_queue
-from wattplan.planner.agent.slurm_schema import GENERATIONS, LEGACY, RELEASES, Generation, generation_for
+from wattplan.planner.agent.slurm_schema import GENERATIONS, LEGACY, RELEASES, generation_for
 from wattplan.planner.agent.slurm_version import require_supported, supported_problem
 
 DATA = Path(__file__).parent / "data" / "slurm_json"
@@ -144,7 +144,15 @@ def test_each_release_is_asked_for_its_newest_generation(version: tuple[int, int
         ]
 
 
-def test_every_release_names_a_known_generation() -> None:
-    assert set(RELEASES.values()) <= set(GENERATIONS)
-    assert all(isinstance(g, Generation) for g in GENERATIONS.values())
+def test_every_release_asks_for_a_generation_whose_documents_the_readers_are_tested_on() -> None:
+    for (major, minor), name in RELEASES.items():
+        generation = generation_for((major, minor, 0))
+        assert generation is not None and generation.name == name
+        if generation is LEGACY:
+            continue
+        for document in ("squeue", "nodes"):
+            assert _doc(name, document)["meta"]["plugin"]["data_parser"] == generation.plugin, (name, document)
+    release = _doc("v0.0.42", "squeue")["meta"]["slurm"]["version"]  # captured from a real 24.11
+    captured = generation_for((int(release["major"]), int(release["minor"]), int(release["micro"])))
+    assert captured is not None and captured.name == "v0.0.42"
     assert generation_for((23, 2, 7)) is None  # 23.02 prints only v0.0.39, which the agent does not read

@@ -66,8 +66,6 @@ MIN_SUSPEND_TIMEOUT_S = 2
 CLIENTS = ("sbatch", "scontrol", "sinfo", "squeue", "scancel")
 
 
-SOCKET_PATH_MAX = 107
-"""The longest Unix socket path (``sun_path`` holds 108 bytes with its final NUL)."""
 MAX_JOB_ID_DIGITS = 5
 """Digits of the largest job id the emulated cluster is sized for: its Slurm numbers jobs from 1 on every start
 (``slurmctld -i``), so 99,999 jobs a cluster (the live workloads submit 40 to 150; Slurm's own ``MaxJobId`` is
@@ -79,8 +77,8 @@ BATCH_STEP_ID = 4294967291
 def step_socket_path(spool_root: Path, node: str) -> str:
     """The longest step socket slurmstepd makes for ``node``: ``SPOOL/NODE/NODE_JOBID.STEPID``.
 
-    A longer one than :data:`SOCKET_PATH_MAX` fails every job on the node at launch (slurmstepd cannot bind it;
-    Slurm requeues the job held, seen with a cluster folder of 80 characters).
+    A longer one than :data:`~wattplan.planner.cluster.owned.SOCKET_PATH_MAX` fails every job on the node at launch
+    (slurmstepd cannot bind it; Slurm requeues the job held, seen with a cluster folder of 80 characters).
     """
     return f"{spool_root / node}/{node}_{'9' * MAX_JOB_ID_DIGITS}.{BATCH_STEP_ID}"
 

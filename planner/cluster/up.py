@@ -53,7 +53,6 @@ from wattplan.planner.cluster.layout import (
 from wattplan.planner.cluster.options import RESUME_S, SUSPEND_S, UpOptions
 from wattplan.planner.cluster.processes import alive, start_ticks, stop_pid
 from wattplan.planner.cluster.slurm_daemons import (
-    SOCKET_PATH_MAX,
     PowerSave,
     SlurmCluster,
     SlurmNode,
@@ -249,13 +248,14 @@ def cluster_up(
     nodes = check_options(gpus, gpus_per_node, library, time_scale, restart_s, power_save, suspend_s, resume_s)
     problems: list[Problem] = []
     longest = max((step_socket_path(ClusterLayout(root).slurm_dir / "spool", n.name) for n in nodes), key=len)
-    if len(longest.encode()) > SOCKET_PATH_MAX:
+    if len(longest.encode()) > owned.SOCKET_PATH_MAX:
         problems.append(
             Problem(
                 "bad-option",
                 "--dir",
                 f"{root} is too long: Slurm's step sockets under it ({longest}, {len(longest.encode())} bytes) exceed "
-                f"the {SOCKET_PATH_MAX} a Unix socket allows and every job would fail to launch; choose a shorter path",
+                f"the {owned.SOCKET_PATH_MAX} a Unix socket allows and every job would fail to launch; "
+                "choose a shorter path",
             )
         )
     if slurm_rootfs is not None:
