@@ -9,7 +9,7 @@ import pytest
 
 from tests.helpers.agent_fakes import FakeSlurm, fake_agent
 from tests.helpers.commands import run
-from wattplan.planner.agent.report import agent_report, report_rows
+from wattplan.planner.agent.report import ReferenceTally, agent_report, report_rows
 from wattplan.planner.agent.store import AgentStore
 
 
@@ -88,3 +88,23 @@ def test_the_completed_jobs_are_compared_with_the_reference(tmp_path: Path) -> N
     said = rows["against Slurm alone at full power (2 completed jobs): GPU energy"]
     assert said == "3.000 kWh measured, 2.500 kWh modelled (-20.0% saved)"
     assert rows["against Slurm alone: JCT (avg / p95)"].startswith("2,000.0 s / 2,900.0 s, modelled 1,400.0 s")
+
+
+def test_the_metrics_tally_follows_a_late_window_and_is_not_recomputed_while_nothing_ends(tmp_path: Path) -> None:
+    """The agent's metrics read the tally each round.
+
+    A job's last window, recorded the round after its end is seen, is counted; with nothing ended since, the
+    figures stand without the query over the observations.
+    """
+    path = _state(tmp_path)
+    store = AgentStore(path)
+    tally = ReferenceTally()
+    first = tally.update(store.db)
+    assert (first.jobs, first.measured_j) == (2, pytest.approx(10.8e6))
+    store.add_observations(1, [("2", 12.0, 1.8e6, 360.0)])  # job 2's last window, a round later
+    assert tally.update(store.db).measured_j == pytest.approx(12.6e6)
+    store.add_observations(2, [("1", None, 9.9e6, 360.0)])  # two rounds on, nothing ended: not recomputed
+    assert tally.update(store.db).measured_j == pytest.approx(12.6e6)
+    store.end_job("9", "COMPLETED", "by hand", 1, 9e9)  # a job ends: recomputed (job 9 has no reference yet)
+    assert tally.update(store.db).measured_j == pytest.approx(22.5e6)
+    store.close()

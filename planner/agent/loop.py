@@ -61,7 +61,7 @@ from wattplan.planner.agent.node_settings import Clock, JobSetting
 from wattplan.planner.agent.options import AgentOptions
 from wattplan.planner.agent.power_cap import CapFile
 from wattplan.planner.agent.progress_estimate import RateIndex, credited_steps, energy_steps
-from wattplan.planner.agent.report import against_reference
+from wattplan.planner.agent.report import ReferenceTally
 from wattplan.planner.agent.slurm_actions import Action, ActionOutcome, Release, RequeueHold, SlurmCall, apply, calls
 from wattplan.planner.agent.slurm_detail import expand_hostlist, query_job_gpus
 from wattplan.planner.agent.slurm_queue import (
@@ -390,6 +390,8 @@ class Agent:
         self._estimated_said: set[str] = set()
         self.metrics: AgentMetrics | None = None
         """The agent's own Prometheus metrics, when served (``--metrics-port``)."""
+        self._reference_tally = ReferenceTally()
+        """The completed jobs against their reference, for the metrics (recomputed when a job completes)."""
         self._stored_reference: object = None
         """The reference runs last written to the state (rewritten when the steering rebuilds them)."""
         self._cap = CapFile(config.power_cap_file, config.power_cap_w) if config.power_cap_file is not None else None
@@ -1268,7 +1270,7 @@ class Agent:
                 else:
                     self.log(report.line())
                 if self.metrics is not None:
-                    self.metrics.observe(replace(report.figures(), against=against_reference(self.store.db)))
+                    self.metrics.observe(replace(report.figures(), against=self._reference_tally.update(self.store.db)))
                 if self.cfg.dry_run:
                     for outcome in report.calls:
                         self.log(f"would run: {outcome.call}")

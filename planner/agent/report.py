@@ -97,6 +97,30 @@ def against_reference(db: Queries, job_ids: Collection[str] | None = None) -> Ag
 
 
 @dataclass
+class ReferenceTally:
+    """:func:`against_reference` over all completed jobs, recomputed only when the completed jobs change.
+
+    Its query sums every completed job's observations; the agent's metrics want it each round. It is recomputed
+    when the number of completed jobs differs from the last round's and on the round after (a job's last window
+    may be recorded the round after its end is seen); otherwise the last figures stand.
+    """
+
+    completed: int = -1
+    fresh_rounds: int = 0
+    last: AgainstReference = field(default_factory=AgainstReference)
+
+    def update(self, db: Queries) -> AgainstReference:
+        """This round's figures (module docstring); one count query when nothing ended."""
+        count = int(db.execute("SELECT COUNT(*) FROM jobs WHERE end_state = 'COMPLETED'").fetchone()[0])
+        if count != self.completed:
+            self.completed, self.fresh_rounds = count, 2
+        if self.fresh_rounds > 0:
+            self.fresh_rounds -= 1
+            self.last = against_reference(db)
+        return self.last
+
+
+@dataclass
 class AgentReport:
     """The period's summary (module docstring); times in s, energy in kWh."""
 
