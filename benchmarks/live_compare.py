@@ -30,14 +30,15 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 WATTPLAN = [sys.executable, "-m", "wattplan"]
 SLURM_REQUEUE_DELAY_S = 7.0
 """Real seconds from ``scontrol requeuehold`` + ``release`` to the job running again (cred_expire=5, 1 s passes)."""
 
 
-def _run(*args: str, timeout: float = 3600) -> str:
+def wattplan_cli(*args: str, timeout: float = 3600) -> str:
+    """``wattplan ARGS``' output; a failure stops the benchmark with its output."""
     done = subprocess.run([*WATTPLAN, *args], capture_output=True, text=True, timeout=timeout)
     if done.returncode != 0:
         raise SystemExit(f"wattplan {' '.join(args)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
@@ -45,7 +46,7 @@ def _run(*args: str, timeout: float = 3600) -> str:
 
 
 def _report(cluster: Path, out: Path) -> dict[str, Any]:
-    _run("cluster", "report", "--dir", str(cluster), "--json", str(out))
+    wattplan_cli("cluster", "report", "--dir", str(cluster), "--json", str(out))
     doc: dict[str, Any] = json.loads(out.read_text())
     return doc
 
@@ -59,10 +60,10 @@ powers down ``--suspend-s`` after ``up``, so an earlier submission in one run me
 def _up(cluster: Path, gpus: str, scale: float, args: argparse.Namespace) -> float:
     """Start the emulated cluster; the monotonic time it was up."""
     if (cluster / "cluster.json").exists():
-        _run("cluster", "down", "--dir", str(cluster))
+        wattplan_cli("cluster", "down", "--dir", str(cluster))
     truth = ["--truth", str(args.truth)] if args.truth else []
     argv = ["cluster", "up", "--dir", str(cluster), "--gpus", gpus, "--time-scale", f"{scale:g}"]
-    _run(*argv, "--restart-s", f"{args.trainer_restart_s:g}", *truth, *_power_save(args), timeout=300)
+    wattplan_cli(*argv, "--restart-s", f"{args.trainer_restart_s:g}", *truth, *_power_save(args), timeout=300)
     return time.monotonic()
 
 
@@ -97,13 +98,28 @@ def _wattplan_mode(args: argparse.Namespace, agent: bool) -> list[str]:
     return [*(["--no-jct-bound"] if agent else []), *mode]
 
 
-def _wait_for_agent(log: Path, agent: subprocess.Popen[bytes]) -> None:
-    """Until the agent has played its first round (its log says so), or exited."""
+def start_agent_and_submit(
+    cluster: Path, trace: Path, agent_args: list[str], log: IO[str], log_path: Path, up: float | None = None
+) -> tuple[subprocess.Popen[bytes], float]:
+    """Start ``wattplan agent --cluster CLUSTER AGENT_ARGS`` (output to ``log``), then submit ``trace``.
+
+    The agent runs before the first job arrives, as on a cluster it serves (started after the submitter, its
+    start-up of a few real seconds made the first jobs wait ~150 emulated seconds): the submission waits for its
+    first round (``log_path`` says so, 120 s at most) and, when ``up`` is given, until :data:`SUBMIT_AFTER_UP_S`
+    after it. Returns the agent and the Unix time of the submission.
+    """
+    agent = subprocess.Popen([*WATTPLAN, "agent", "--cluster", str(cluster), *agent_args], stdout=log, stderr=log)
     deadline = time.monotonic() + 120
-    while agent.poll() is None and time.monotonic() < deadline:
-        if " round 0 " in log.read_text():
-            return
+    while agent.poll() is None and " round 0 " not in log_path.read_text():
+        if time.monotonic() > deadline:
+            agent.kill()
+            raise SystemExit(f"the agent played no round in 120 s: {log_path}")
         time.sleep(0.2)
+    if up is not None:
+        _submit_at(up, "the agent's start")
+    submitted_unix = time.time()
+    wattplan_cli("cluster", "submit", str(trace), "--dir", str(cluster))
+    return agent, submitted_unix
 
 
 PROGRESS_S = 30.0
@@ -138,41 +154,29 @@ def managed(trace: Path, cluster: Path, out: Path, gpus: str, scale: float, args
     up = _up(cluster, gpus, scale, args)
     try:
         t0 = time.monotonic()
+        agent_args = [
+            "--until-idle",
+            "--round-s",
+            f"{args.round_s:g}",
+            "--restart-s",
+            f"{args.restart_s:g}",
+            "--start-s",
+            f"{args.trainer_restart_s:g}",
+            "--policy",
+            args.agent_policy,
+            *_wattplan_mode(args, agent=True),
+            "--solver",
+            args.solver,
+            "--time-limit",
+            f"{args.time_limit:g}",
+            *(["--learn"] if args.learn else []),
+            *(["--pairs"] if args.pairs else []),
+            *(["--power-save"] if args.power_save else []),
+            *([] if args.event_rounds else ["--no-event-rounds"]),
+            *(["--profiles", str(args.profiles)] if args.profiles else []),
+        ]
         with (out / "agent.log").open("w") as log:
-            agent = subprocess.Popen(
-                [
-                    *WATTPLAN,
-                    "agent",
-                    "--cluster",
-                    str(cluster),
-                    "--until-idle",
-                    "--round-s",
-                    f"{args.round_s:g}",
-                    "--restart-s",
-                    f"{args.restart_s:g}",
-                    "--start-s",
-                    f"{args.trainer_restart_s:g}",
-                    "--policy",
-                    args.agent_policy,
-                    *_wattplan_mode(args, agent=True),
-                    "--solver",
-                    args.solver,
-                    "--time-limit",
-                    f"{args.time_limit:g}",
-                    *(["--learn"] if args.learn else []),
-                    *(["--pairs"] if args.pairs else []),
-                    *(["--power-save"] if args.power_save else []),
-                    *([] if args.event_rounds else ["--no-event-rounds"]),
-                    *(["--profiles", str(args.profiles)] if args.profiles else []),
-                ],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-            # the agent runs before the first job arrives, as on a cluster it serves (started after the
-            # submitter, its start-up of a few real seconds made the first jobs wait ~150 emulated seconds)
-            _wait_for_agent(out / "agent.log", agent)
-            _submit_at(up, "the agent's start")
-            _run("cluster", "submit", str(trace), "--dir", str(cluster))
+            agent, _ = start_agent_and_submit(cluster, trace, agent_args, log, out / "agent.log", up)
             done = _wait_with_progress(agent, cluster / "agent.db", trace, t0)
         if done != 0:
             raise SystemExit(f"agent exited {done}: see {out / 'agent.log'}")
@@ -195,7 +199,7 @@ def managed(trace: Path, cluster: Path, out: Path, gpus: str, scale: float, args
         (out / "managed.json").write_text(json.dumps(report, indent=1) + "\n")
         return report
     finally:
-        _run("cluster", "down", "--dir", str(cluster))
+        wattplan_cli("cluster", "down", "--dir", str(cluster))
 
 
 def unmanaged(
@@ -206,7 +210,7 @@ def unmanaged(
     try:
         _submit_at(up, "nothing")
         maxq = ["--maxq"] if args.maxq else []
-        _run("cluster", "submit", str(trace), "--dir", str(cluster), "--unmanaged", *maxq, "--wait")
+        wattplan_cli("cluster", "submit", str(trace), "--dir", str(cluster), "--unmanaged", *maxq, "--wait")
         t0 = said = time.monotonic()
         while True:
             report = _report(cluster, out / "unmanaged.json")
@@ -218,13 +222,13 @@ def unmanaged(
                 print(f"  unmanaged: {done}/{total} jobs completed, {said - t0:.0f} s", flush=True)
             time.sleep(5)
     finally:
-        _run("cluster", "down", "--dir", str(cluster))
+        wattplan_cli("cluster", "down", "--dir", str(cluster))
 
 
 def simulate(trace: Path, out: Path, gpus: str, args: argparse.Namespace) -> dict[str, Any]:
     """The replay of the same trace on the simulated Slurm: wattplan (the same bound) and Slurm alone, by policy."""
     alone = "maxq" if args.maxq else "slurm-powersave" if args.power_save else "slurm"
-    _run(
+    wattplan_cli(
         "simulate",
         str(trace),
         "--cluster",

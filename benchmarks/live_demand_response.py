@@ -16,7 +16,7 @@ above it while it held. Each cluster runs in a short folder under ``/tmp`` (Slur
 ``OUT/FAMILY/{free,cut}/`` (the cluster report, the draw, the agent's log and state) and
 ``OUT/live_demand_response.json``; prints one line per family.
 
-Usage: ``python benchmarks/live_demand_response.py TRACE [TRACE...] --out OUT`` (root; Slurm, munge, Prometheus).
+Usage: ``python -m benchmarks.live_demand_response TRACE [TRACE...] --out OUT`` (root; Slurm, munge, Prometheus).
 """
 
 from __future__ import annotations
@@ -25,20 +25,18 @@ import argparse
 import csv
 import json
 import shutil
-import subprocess
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.live_compare import start_agent_and_submit, wattplan_cli
 from wattplan.planner.agent.observations import GPU_POWER
 from wattplan.planner.agent.prometheus import PrometheusClient
 from wattplan.planner.contracts.jsonio import write_text_atomic
 from wattplan.planner.control.cap_schedule import CapStep, cap_followed
 
-WATTPLAN = [sys.executable, "-m", "wattplan"]
 SCALE = 30.0
 ROUND_S = 360.0
 LOAD_S = 30.0
@@ -48,13 +46,6 @@ runs again (``benchmarks/live_compare.py``)."""
 CUT = 0.30
 DRAW = f"sum({GPU_POWER}) + sum(wattplan_node_power_watts)"
 """The cluster's draw (W): every GPU and every node besides its GPUs, as the emulator exports them."""
-
-
-def _wattplan(*args: str, timeout: float = 600) -> str:
-    done = subprocess.run([*WATTPLAN, *args], capture_output=True, text=True, timeout=timeout)
-    if done.returncode != 0:
-        raise SystemExit(f"wattplan {' '.join(args)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
-    return done.stdout
 
 
 def _cap_writer(cap_file: Path, steps: list[CapStep], start_unix: float, stop: threading.Event) -> None:
@@ -73,29 +64,18 @@ def one_run(trace: Path, out: Path, steps: list[CapStep]) -> dict[str, Any]:
     scratch.chmod(0o755)
     cluster = scratch / "c"
     argv = ["cluster", "up", "--dir", str(cluster), "--gpus", "v100:16", "--time-scale", f"{SCALE:g}"]
-    _wattplan(*argv, "--restart-s", f"{LOAD_S:g}")
+    wattplan_cli(*argv, "--restart-s", f"{LOAD_S:g}")
     cap_file = out / "cap"
     write_text_atomic(cap_file, "none\n")
     stop = threading.Event()
     try:
         manifest = json.loads((cluster / "cluster.json").read_text())
+        agent_args = [
+            "--until-idle", "--round-s", f"{ROUND_S:g}", "--restart-s", f"{RESTART_S:g}", "--start-s", f"{LOAD_S:g}",
+            "--max-jct-increase", "3", "--solver", "highs", "--time-limit", "2", "--power-cap-file", str(cap_file),
+        ]  # fmt: skip
         with (out / "agent.log").open("w") as log:
-            agent = subprocess.Popen(
-                [
-                    *WATTPLAN, "agent", "--cluster", str(cluster), "--until-idle", "--round-s", f"{ROUND_S:g}",
-                    "--restart-s", f"{RESTART_S:g}", "--start-s", f"{LOAD_S:g}", "--max-jct-increase", "3",
-                    "--solver", "highs", "--time-limit", "2", "--power-cap-file", str(cap_file),
-                ],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )  # fmt: skip
-            deadline = time.monotonic() + 120
-            while agent.poll() is None and " round 0 " not in (out / "agent.log").read_text():
-                if time.monotonic() > deadline:
-                    raise SystemExit(f"the agent played no round in 120 s: {out / 'agent.log'}")
-                time.sleep(0.2)
-            start_unix = time.time()
-            _wattplan("cluster", "submit", str(trace), "--dir", str(cluster))
+            agent, start_unix = start_agent_and_submit(cluster, trace, agent_args, log, out / "agent.log")
             writer = threading.Thread(target=_cap_writer, args=(cap_file, steps, start_unix, stop), daemon=True)
             writer.start()
             code = agent.wait(timeout=4 * 3600)
@@ -103,12 +83,12 @@ def one_run(trace: Path, out: Path, steps: list[CapStep]) -> dict[str, Any]:
         if code != 0:
             raise SystemExit(f"agent exited {code}: {out / 'agent.log'}")
         end_unix = time.time()
-        _wattplan("cluster", "report", "--dir", str(cluster), "--json", str(out / "report.json"))
+        wattplan_cli("cluster", "report", "--dir", str(cluster), "--json", str(out / "report.json"))
         report = json.loads((out / "report.json").read_text())
         (series,) = PrometheusClient(str(manifest["prometheus_url"])).range_query(DRAW, start_unix, end_unix, 1.0)
     finally:
         stop.set()
-        _wattplan("cluster", "down", "--dir", str(cluster))
+        wattplan_cli("cluster", "down", "--dir", str(cluster))
         shutil.copy(cluster / "agent.db", out / "agent.db")
         shutil.rmtree(scratch, ignore_errors=True)
     t0, scale = float(manifest["t0_unix"]), float(manifest["time_scale"])
