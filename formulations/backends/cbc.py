@@ -4,7 +4,7 @@ PuLP 3.3 bundles CBC 2.10.3 and knows where it lies; that binary is all this bac
 writes the conditioned model (:mod:`formulations.conditioning`) with the one MPS writer (:mod:`formulations.mps`,
 columns ``c<k>`` and rows ``r<k>``, the objective as it is, ``-max`` for a maximisation), the MIP start as CBC's
 ``-mips`` file, runs the binary with the options PuLP's ``PULP_CBC_CMD`` gave it (``-sec``, ``-ratio``,
-``-allow``, ``-threads``, ``-maxNodes``, the seeds, ``-preprocess off``, ``-timeMode elapsed``,
+``-allow``, ``-threads`` (above one, below), ``-maxNodes``, the seeds, ``-preprocess off``, ``-timeMode elapsed``,
 ``-printingOptions all``) and reads its solution file back by the column and row indices in the names.
 
 Why not through PuLP's model objects: building them, PuLP's MPS writer and its reader cost 13-40% of a whole plan's
@@ -12,6 +12,12 @@ time on two rounds (``benchmarks/cbc_handover.py``; benchmarks/RESULTS.md, "The 
 objects"). The model CBC sees is the same; its columns come in index order rather than PuLP's order of first use,
 and a two-sided row is one ranged row rather than two, so a search CBC stops early (a node or time limit) may end
 at another plan.
+
+One thread is CBC's serial search, without ``-threads``: ``-threads 1`` starts CBC 2.10.3's thread pool with one
+worker, and about one solve in 70 then waited exactly 10 s for that worker to start (its log: ``Thread 0 used 0
+times, waiting to start 10.000``) before answering; tiny rounds took 10 s each, a replay of 13 rounds took 10.5
+s instead of 0.6 (``tests/test_energy_floor.py``, 11 of 780 solves; coin-or/Cbc issue 640 reports hangs with more
+threads). ``-threads N`` is passed only for N above 1.
 
 What the file says is read as PuLP read it: ``Optimal`` on the first line is a proof; ``Stopped on ... - objective
 value`` is a solution without one; ``Infeasible`` and ``Integer infeasible`` are infeasible; anything else gives no
@@ -83,7 +89,9 @@ def cbc_arguments(
     args += ["-randomSeed", str(seed), "-randomCbcSeed", str(seed), "-preprocess", CBC_PREPROCESS]
     if params.rel_gap is not None:
         args += ["-ratio", repr(float(params.rel_gap))]
-    args += ["-allow", repr(absolute_gap(params.rel_gap)), "-threads", str(max(1, params.threads))]
+    args += ["-allow", repr(absolute_gap(params.rel_gap))]
+    if params.threads > 1:  # one thread is CBC's serial search: -threads 1 starts its thread pool (module docstring)
+        args += ["-threads", str(params.threads)]
     if params.node_limit is not None and not relax:
         args += ["-maxNodes", str(int(params.node_limit))]
     args += ["-timeMode", "elapsed", "-initialSolve" if relax else "-solve"]

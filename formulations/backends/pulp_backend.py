@@ -190,7 +190,7 @@ class PulpBackend(WithoutLpDuals):
         if self.solver_name == CBC:
             if params.node_limit is not None and not relax:
                 options["maxNodes"] = int(params.node_limit)
-            options["threads"] = max(1, params.threads)
+            options["threads"] = params.threads if params.threads > 1 else None  # 1: serial (cbc.py's docstring)
             options["warmStart"] = start is not None and not relax
             options["options"] = [
                 f"randomSeed {params.seed + 1}",
