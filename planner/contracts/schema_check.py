@@ -15,6 +15,7 @@ import hashlib
 import itertools
 import json
 import re
+import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from functools import cache
@@ -35,6 +36,7 @@ MAX_MESSAGE_CHARS = 300
 PASSED_KEPT = 64
 """How many passed documents are remembered (module docstring)."""
 _passed: OrderedDict[tuple[str, bytes], None] = OrderedDict()
+_passed_lock = threading.Lock()
 
 _REQUIRED = re.compile(r"^'(.+)' is a required property$")
 _LOCAL_REF = "#/"
@@ -151,18 +153,21 @@ def schema_problems(doc: Any, schema_name: str, code: str) -> list[Problem]:
     :data:`~planner.contracts.problems.MAX_REPORTED_PROBLEMS` problems, sorted by path.
     """
     key = _passed_key(doc, schema_name)
-    if key is not None and key in _passed:
-        _passed.move_to_end(key)
-        return []
+    if key is not None:
+        with _passed_lock:
+            if key in _passed:
+                _passed.move_to_end(key)
+                return []
     too_big = size_problems(doc, schema_name)
     if too_big:
         return too_big
     errors = itertools.islice(_validator(schema_name).iter_errors(doc), MAX_REPORTED_PROBLEMS + 1)
     found = sorted(errors, key=lambda e: list(map(str, e.absolute_path)))
     if not found and key is not None:
-        _passed[key] = None
-        while len(_passed) > PASSED_KEPT:
-            _passed.popitem(last=False)
+        with _passed_lock:
+            _passed[key] = None
+            while len(_passed) > PASSED_KEPT:
+                _passed.popitem(last=False)
     return capped(_problem(error, code) for error in found)
 
 
