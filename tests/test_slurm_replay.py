@@ -69,6 +69,25 @@ def test_slurm_alone_and_fifo_max_through_the_agent_agree_when_nothing_waits(tmp
         assert agent[jid]["requeues"] == 0
 
 
+@pytest.mark.parametrize("slurm_starts", [False, True])
+def test_an_arrival_after_a_round_is_planned_at_the_next_poll_where_no_round_restarts_a_job(
+    tmp_path: Path, slurm_starts: bool
+) -> None:
+    """A job arriving 10 s after a round waits for the agent only where rounds may restart jobs.
+
+    With the Slurm start rule (no round restarts a running job) the agent plans it at the first poll that sees it,
+    as Slurm starts it; otherwise a tenth of a round after the last round.
+    """
+    kinds = ["ResNet-18 (batch size 32)", "Transformer (batch size 128)"]
+    trace = _trace(tmp_path, [(kinds[0], 1, 2000, 0.0), (kinds[1], 1, 2000, 10.0)])
+    rules = RoundRules(duration_s=360.0, slurm_starts=slurm_starts)
+    spec = ReplaySpec(trace=trace, cluster="v100:8", policies=("fifo-max",), rules=rules)
+    alone = {j["job_id"]: j["start_s"] for j in replay_on_slurm(spec, "slurm").jobs}
+    agent = {j["job_id"]: j["start_s"] for j in replay_on_slurm(spec, "fifo-max").jobs}
+    assert alone == {"j0": 0.0, "j1": 10.0}
+    assert agent == {"j0": 0.0, "j1": 10.0 if slurm_starts else 36.0}
+
+
 def test_a_replay_is_deterministic(tmp_path: Path) -> None:
     trace = _trace(tmp_path, [("ResNet-18 (batch size 32)", 1, 4000, 0.0), ("ResNet-50 (batch size 128)", 2, 900, 50)])
     spec = ReplaySpec(trace=trace, cluster="v100:8", policies=("zeus",))
