@@ -1238,8 +1238,9 @@ class Agent:
 
         0 with the Slurm start rule: its rounds never restart a running job, so an arrival is planned at the first
         poll that sees it, as Slurm starts a job at once. In the replays of three families at time scales 1 and 30 a
-        job's median wait for its first start fell from 0.7-29.9 s to 0.5-24.5 s, with the same energy to 0.2%
-        (benchmarks/RESULTS.md, "Event rounds").
+        job's median wait for its first start fell from 0.7-29.9 s to 0.5-24.5 s, with the same energy to 0.2%; live
+        (two families, time scale 30) nothing moved beyond the runs' own spread: there Slurm's own start after the
+        release dominates (benchmarks/RESULTS.md, "Event rounds").
         """
         return 0.0 if self.cfg.rules.slurm_starts else self.cfg.event_gap
 

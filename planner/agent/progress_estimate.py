@@ -68,9 +68,9 @@ class RateIndex:
         """``e = n (P - Pidle) / X``: the dynamic GPU energy of one step alone at ``config`` (J).
 
         The library's own entry, as the plans use it. (One GPU's ``e`` at every count, which measured runs support,
-        was tried: closer on a truth that keeps it, 35% off on the shipped library, whose multi-GPU entries copy one
-        GPU's power beside a scaled throughput; benchmarks/RESULTS.md.) None with a partner, without a profile, or
-        when ``e`` is not positive.
+        was tried and dropped: the shipped library's multi-GPU entries copy one GPU's power beside a scaled
+        throughput, so it credited too few steps there; its figures were of code no longer here.) None with a
+        partner, without a profile, or when ``e`` is not positive.
         """
         gpu_type, gpus, setting, partner = config
         p = self.index.profiles.get((job_type, gpu_type, gpus, setting))
