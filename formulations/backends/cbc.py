@@ -14,10 +14,10 @@ and a two-sided row is one ranged row rather than two, so a search CBC stops ear
 at another plan.
 
 One thread is CBC's serial search, without ``-threads``: ``-threads 1`` starts CBC 2.10.3's thread pool with one
-worker, and about one solve in 70 then waited exactly 10 s for that worker to start (its log: ``Thread 0 used 0
-times, waiting to start 10.000``) before answering; tiny rounds took 10 s each, a replay of 13 rounds took 10.5
-s instead of 0.6 (``tests/test_energy_floor.py``, 11 of 780 solves; coin-or/Cbc issue 640 reports hangs with more
-threads). ``-threads N`` is passed only for N above 1.
+worker, and now and then a solve waited exactly 10 s for that worker to start (its log: ``Thread 0 used 0 times,
+waiting to start 10.000``) before answering a model it solves in milliseconds (``python -m benchmarks.cbc_stall
+--threads-one``: 7 of 780 runs; none without; coin-or/Cbc issue 640 reports hangs with more threads). ``-threads
+N`` is passed only for N above 1.
 
 What the file says is read as PuLP read it: ``Optimal`` on the first line is a proof; ``Stopped on ... - objective
 value`` is a solution without one; ``Infeasible`` and ``Integer infeasible`` are infeasible; anything else gives no
