@@ -6,6 +6,10 @@ p95 JCT (s), requeues, rounds, and each job's wait from its arrival to its first
 wait of Slurm alone is what the cluster makes a job wait; the agent's wait beyond it is its own latency (polls
 of ``squeue`` every real second, so ``--time-scale`` emulated seconds each, and the least gap between rounds).
 
+A live run's folder (``--only managed`` or ``unmanaged``: ``OUT/FAMILY/managed.json``, ``unmanaged.json``, the
+cluster reports) gives the same row from Slurm's own times: the wait from submission to Slurm's start, the
+agent's rounds and restarts where it ran.
+
 Usage: ``python benchmarks/start_delay.py OUT [OUT...]``.
 """
 
@@ -33,6 +37,15 @@ def rows(out: Path) -> list[str]:
                 f"{summary['avg_jct_s']:,.0f} | {summary['p95_jct_s']:,.0f} | {requeues} | {summary['rounds']} | "
                 f"{statistics.median(waits):.1f} | {statistics.mean(waits):.1f} |"
             )
+    for report in sorted([*out.glob("*/managed.json"), *out.glob("*/unmanaged.json")]):
+        doc = json.loads(report.read_text())
+        waits = [j["start_s"] - j["submit_s"] for j in doc["jobs"] if j.get("start_s") is not None]
+        agent = doc.get("agent") or {}
+        lines.append(
+            f"| {out.name} | {report.parent.name} | live {report.stem} | {doc['energy_kwh']:.4f} | "
+            f"{doc['avg_jct_s']:,.0f} | {doc['p95_jct_s']:,.0f} | {agent.get('restarts', 0)} | "
+            f"{agent.get('rounds', 0)} | {statistics.median(waits):.1f} | {statistics.mean(waits):.1f} |"
+        )
     return lines
 
 
