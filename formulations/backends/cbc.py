@@ -15,7 +15,7 @@ at another plan.
 
 One thread is CBC's serial search, without ``-threads``: ``-threads 1`` starts CBC 2.10.3's thread pool with one
 worker, and now and then a solve waited exactly 10 s for that worker to start (its log: ``Thread 0 used 0 times,
-waiting to start 10.000``) before answering a model it solves in milliseconds (``python -m benchmarks.cbc_stall
+waiting to start 10.000``) before answering a model it solves in milliseconds (``python -m tests.helpers.cbc_stall
 --threads-one``: 7 of 780 runs; none without; coin-or/Cbc issue 640 reports hangs with more threads). ``-threads
 N`` is passed only for N above 1.
 

@@ -15,6 +15,9 @@ A test module imports them from here, never from another test module (``tests/te
 - ``traces``: Gavel traces written by each job's minutes at full speed (``write_minutes_trace``), for the live
   tests.
 - ``module_seconds``: each test module's measured seconds, so ``make test`` hands out the longest first.
+- ``cbc_stall``: a tool, not a builder: times every CBC run of one test's replays, with and without ``-threads 1``
+  (``python -m tests.helpers.cbc_stall``; CBC's one-thread stall, benchmarks/RESULTS.md). It imports the backend,
+  which a benchmark may not (``tests/test_layering.py``).
 - ``sim_slurm``: the simulated Slurm's constants (the shipped library as truth, node power, load, delay, clock)
   and a V100 profile's speed and power (``x``, ``p``).
 

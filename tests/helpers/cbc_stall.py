@@ -7,7 +7,7 @@ solver worker) under pytest, timing every run of the CBC binary, and prints how 
 seconds, and the test's wall time. ``--threads-one`` passes ``-threads 1`` as the backend did before (the stall);
 without it, the backend's own arguments (no ``-threads`` at one thread).
 
-Usage: ``python -m benchmarks.cbc_stall [--threads-one]``.
+Usage: ``python -m tests.helpers.cbc_stall [--threads-one]``.
 """
 
 from __future__ import annotations
