@@ -5,7 +5,8 @@ For each trace given: start an emulated cluster (``wattplan cluster up``), submi
 (Slurm's first-come-first-served with backfill at the GPUs' default power limit), wait until every job has ended,
 report, stop; then replay the same trace with ``wattplan simulate`` on the simulated Slurm (the agent's loop with
 ``wattplan`` and the same JCT bound, and Slurm alone) with the same truth, time scale, round, load and restart
-cost. ``--power-save`` runs both clusters with Slurm's power saving (``cluster up --power-save``: the unmanaged run
+cost; in both runs and the replay the first job comes :data:`FIRST_SUBMIT_REAL_S` after the cluster's start.
+``--power-save`` runs both clusters with Slurm's power saving (``cluster up --power-save``: the unmanaged run
 is then ``slurm-powersave``) and the agent and the replay with ``--power-save``; ``--maxq`` runs the unmanaged jobs
 at MaxQ's power limits (``cluster submit --unmanaged --maxq``: ``maxq`` with power saving). Writes
 ``OUT/FAMILY/{managed,unmanaged}.json`` (``cluster report``), ``OUT/FAMILY/agent.log``, the agent's per-round
@@ -32,6 +33,8 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+from wattplan.planner.cluster.layout import ClusterLayout
+
 WATTPLAN = [sys.executable, "-m", "wattplan"]
 SLURM_REQUEUE_DELAY_S = 7.0
 """Real seconds from ``scontrol requeuehold`` + ``release`` to the job running again (cred_expire=5, 1 s passes)."""
@@ -51,28 +54,36 @@ def _report(cluster: Path, out: Path) -> dict[str, Any]:
     return doc
 
 
-SUBMIT_AFTER_UP_S = 6.0
-"""Real seconds from the end of ``cluster up`` to the first submission, in both runs: the agent starts and plays its
-first round within it. The same idle time before the first job in both runs matters with power saving: a node
-powers down ``--suspend-s`` after ``up``, so an earlier submission in one run met nodes that were still on."""
+FIRST_SUBMIT_REAL_S = 10.0
+"""Real seconds from the cluster's clock zero (``cluster up``'s start) to the first submission, in every run:
+``cluster submit --first-at-s`` waits for it on the cluster's own clock, and the replay starts its cluster that
+long before the first arrival (``simulate --up-before-s``). The agent starts and plays its first round within it.
+With power saving the idle time before the first job decides which nodes are still on when it comes (a node powers
+down ``--suspend-s`` after ``up``); the energy of both counts from the cluster's start."""
 
 
-def _up(cluster: Path, gpus: str, scale: float, args: argparse.Namespace) -> float:
-    """Start the emulated cluster; the monotonic time it was up."""
+def lead_s(scale: float) -> float:
+    """:data:`FIRST_SUBMIT_REAL_S` in emulated seconds at time scale ``scale``."""
+    return FIRST_SUBMIT_REAL_S * scale
+
+
+def _up(cluster: Path, gpus: str, scale: float, args: argparse.Namespace) -> None:
+    """Start the emulated cluster."""
     if (cluster / "cluster.json").exists():
         wattplan_cli("cluster", "down", "--dir", str(cluster))
     truth = ["--truth", str(args.truth)] if args.truth else []
     argv = ["cluster", "up", "--dir", str(cluster), "--gpus", gpus, "--time-scale", f"{scale:g}"]
     wattplan_cli(*argv, "--restart-s", f"{args.trainer_restart_s:g}", *truth, *_power_save(args), timeout=300)
-    return time.monotonic()
 
 
-def _submit_at(up: float, what: str) -> None:
-    """Wait until :data:`SUBMIT_AFTER_UP_S` after ``up`` (fail when ``what`` took longer)."""
-    left = up + SUBMIT_AFTER_UP_S - time.monotonic()
-    if left < 0:
-        raise SystemExit(f"{what} took {SUBMIT_AFTER_UP_S - left:.1f} s after cluster up, over {SUBMIT_AFTER_UP_S} s")
-    time.sleep(left)
+def _first_at(cluster: Path, what: str) -> list[str]:
+    """``--first-at-s`` of :data:`FIRST_SUBMIT_REAL_S` on ``cluster``'s clock; fails when ``what`` took past it."""
+    clock = ClusterLayout(cluster).clock()
+    first_at = lead_s(clock.time_scale)
+    if clock.now_s() > first_at:
+        late = clock.real_s(clock.now_s())
+        raise SystemExit(f"{what} took {late:.1f} s after cluster up, over {FIRST_SUBMIT_REAL_S:g} s")
+    return ["--first-at-s", f"{first_at:g}"]
 
 
 def _power_save(args: argparse.Namespace) -> list[str]:
@@ -99,14 +110,14 @@ def _wattplan_mode(args: argparse.Namespace, agent: bool) -> list[str]:
 
 
 def start_agent_and_submit(
-    cluster: Path, trace: Path, agent_args: list[str], log: IO[str], log_path: Path, up: float | None = None
+    cluster: Path, trace: Path, agent_args: list[str], log: IO[str], log_path: Path, first_at: bool = False
 ) -> tuple[subprocess.Popen[bytes], float]:
     """Start ``wattplan agent --cluster CLUSTER AGENT_ARGS`` (output to ``log``), then submit ``trace``.
 
     The agent runs before the first job arrives, as on a cluster it serves (started after the submitter, its
     start-up of a few real seconds made the first jobs wait ~150 emulated seconds): the submission waits for its
-    first round (``log_path`` says so, 120 s at most) and, when ``up`` is given, until :data:`SUBMIT_AFTER_UP_S`
-    after it. Returns the agent and the Unix time of the submission.
+    first round (``log_path`` says so, 120 s at most) and, with ``first_at``, submits the first job
+    :data:`FIRST_SUBMIT_REAL_S` after the cluster's start. Returns the agent and the Unix time of the submission.
     """
     agent = subprocess.Popen([*WATTPLAN, "agent", "--cluster", str(cluster), *agent_args], stdout=log, stderr=log)
     deadline = time.monotonic() + 120
@@ -115,10 +126,9 @@ def start_agent_and_submit(
             agent.kill()
             raise SystemExit(f"the agent played no round in 120 s: {log_path}")
         time.sleep(0.2)
-    if up is not None:
-        _submit_at(up, "the agent's start")
+    when = _first_at(cluster, "the agent's start") if first_at else []
     submitted_unix = time.time()
-    wattplan_cli("cluster", "submit", str(trace), "--dir", str(cluster))
+    wattplan_cli("cluster", "submit", str(trace), "--dir", str(cluster), *when)
     return agent, submitted_unix
 
 
@@ -151,7 +161,7 @@ def _wait_with_progress(agent: subprocess.Popen[bytes], db: Path, trace: Path, t
 
 def managed(trace: Path, cluster: Path, out: Path, gpus: str, scale: float, args: argparse.Namespace) -> dict[str, Any]:
     """One managed live run; its report plus the agent's wall time and per-round overhead."""
-    up = _up(cluster, gpus, scale, args)
+    _up(cluster, gpus, scale, args)
     try:
         t0 = time.monotonic()
         agent_args = [
@@ -176,7 +186,7 @@ def managed(trace: Path, cluster: Path, out: Path, gpus: str, scale: float, args
             *(["--profiles", str(args.profiles)] if args.profiles else []),
         ]
         with (out / "agent.log").open("w") as log:
-            agent, _ = start_agent_and_submit(cluster, trace, agent_args, log, out / "agent.log", up)
+            agent, _ = start_agent_and_submit(cluster, trace, agent_args, log, out / "agent.log", first_at=True)
             done = _wait_with_progress(agent, cluster / "agent.db", trace, t0)
         if done != 0:
             raise SystemExit(f"agent exited {done}: see {out / 'agent.log'}")
@@ -206,11 +216,11 @@ def unmanaged(
     trace: Path, cluster: Path, out: Path, gpus: str, scale: float, args: argparse.Namespace
 ) -> dict[str, Any]:
     """One run under Slurm's own scheduling; its report."""
-    up = _up(cluster, gpus, scale, args)
+    _up(cluster, gpus, scale, args)
     try:
-        _submit_at(up, "nothing")
         maxq = ["--maxq"] if args.maxq else []
-        wattplan_cli("cluster", "submit", str(trace), "--dir", str(cluster), "--unmanaged", *maxq, "--wait")
+        when = _first_at(cluster, "cluster up")
+        wattplan_cli("cluster", "submit", str(trace), "--dir", str(cluster), "--unmanaged", *maxq, *when, "--wait")
         t0 = said = time.monotonic()
         while True:
             report = _report(cluster, out / "unmanaged.json")
@@ -241,6 +251,8 @@ def simulate(trace: Path, out: Path, gpus: str, args: argparse.Namespace) -> dic
         f"{args.time_scale:g}",
         "--load-s",
         f"{args.trainer_restart_s:g}",
+        "--up-before-s",
+        f"{lead_s(args.time_scale):g}",
         *_power_save(args),
         *([] if args.event_rounds else ["--no-event-rounds"]),
         *_wattplan_mode(args, agent=False),
@@ -403,7 +415,9 @@ def idle_cluster_w(args: argparse.Namespace) -> float:
 
 
 def common_window(m: dict[str, Any], u: dict[str, Any], idle_w: float, idle_for_s: float) -> dict[str, float]:
-    """Both runs' energy over the same window, from the submission of the first job to the later last end (kWh).
+    """Both runs' energy over the same window, from the cluster's start to the later last end (kWh).
+
+    Both runs start their clusters :data:`FIRST_SUBMIT_REAL_S` before their first submission.
 
     The run that ends first still draws the idle cluster's power until the other ends, for at most ``idle_for_s``
     (its nodes are powered down after that with power saving; ``inf`` without it):

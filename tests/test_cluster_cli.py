@@ -140,3 +140,41 @@ def test_a_folder_too_long_for_slurms_step_sockets_is_refused_before_anything_is
     said = " ".join(result.output.split())
     assert "--dir" in said and "step sockets" in said and "choose a shorter path" in said
     assert not folder.exists()
+
+
+def test_the_first_submission_waits_for_the_clusters_clock(tmp_path: Path) -> None:
+    """``--first-at-s``: the first job is submitted when the cluster's clock reads it (emulated s since ``up``).
+
+    The next follows at its trace offset after it; a clock already past it submits at once. A stand-in ``sbatch``
+    only prints a job id, so ``submitted.csv``'s ``arrival_s`` is the cluster's clock at each submission.
+    """
+    import csv
+    import json
+    import time
+
+    from wattplan.planner.cluster.layout import ClusterLayout
+    from wattplan.planner.cluster.submit import Submission, run_submitter
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    sbatch = bin_dir / "sbatch"
+    sbatch.write_text("#!/bin/sh\necho $$\n")
+    sbatch.chmod(0o755)
+    scale = 60.0
+    layout = ClusterLayout(tmp_path / "cluster")
+    layout.root.mkdir()
+    for first_at, t0_ago, expect in ((120.0, 0.5, 120.0), (30.0, 1.0, 60.0)):  # 90 emulated s ahead; 30 s behind
+        t0 = time.time() - t0_ago
+        manifest = {"t0_unix": t0, "time_scale": scale, "slurm_conf": "/dev/null", "slurm_bin": str(bin_dir)}
+        manifest["gpus_per_node"] = 8
+        layout.manifest.write_text(json.dumps(manifest))
+        out = layout.submit_dir / "submitted.csv"
+        out.unlink(missing_ok=True)
+        layout.submit_dir.mkdir(parents=True, exist_ok=True)
+        jobs = [Submission("j0", "A3C", 1, 10, 0.0), Submission("j1", "A3C", 1, 10, 60.0)]
+        assert run_submitter(layout, jobs, managed=True, first_at_s=first_at) == 0
+        with out.open() as f:
+            arrivals = [float(r["arrival_s"]) for r in csv.DictReader(f)]
+        # one real second of slack (60 emulated s) for a busy machine, after the due time only
+        assert expect - 1.0 <= arrivals[0] <= expect + scale, (first_at, arrivals)
+        assert arrivals[1] - arrivals[0] >= 60.0 - 1.0, arrivals

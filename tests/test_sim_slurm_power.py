@@ -121,3 +121,29 @@ def test_power_saving_values_are_checked() -> None:
         PowerSaving(600.0, -1.0)
     with pytest.raises(ValueError, match="suspend_s"):
         PowerSaving(math.inf, 300.0)
+
+
+def test_a_cluster_up_before_the_first_arrival_counts_idle_time_and_energy_from_then() -> None:
+    """``up_before_s``, a live run's time from ``cluster up`` to its first submission: every node on and idle from then.
+
+    v100-1, never used, powers down at ``SUSPEND - UP`` after the first arrival, not at ``SUSPEND``, and the idle
+    lead's energy counts. A job arriving between the two meets a powered-down node and waits for its boot.
+    """
+    up = 250.0
+    a = SimJob(1, R18, 0.0, 8, 10_000_000.0, managed=False)  # fills v100-0 from the first arrival on
+    b = SimJob(2, R18, 500.0, 1, 1_000_000.0, managed=False)  # needs v100-1: off since 380 with the lead
+    late = cluster([a, b], saving=PowerSaving(SUSPEND, RESUME, TIMEOUT))
+    early = simulated([a, b], (8, 8), power_saving=PowerSaving(SUSPEND, RESUME, TIMEOUT), up_before_s=up)
+    assert early.now_s == -up and late.now_s == 0.0
+    early.advance_to(0.0)
+    assert early.energy(0.0).node_j == pytest.approx(2 * NODE_W * up)  # the idle lead: both nodes on
+    assert early.energy(0.0).idle_j == pytest.approx(2 * 8 * IDLE * up)
+    for sim in (early, late):
+        sim.advance_to(SUSPEND - up + 1.0)
+    assert node_states(early)["v100-1"] == "idle+POWERING_DOWN" and node_states(late)["v100-1"] == "idle"
+    for sim in (early, late):
+        sim.advance_to(600.0)
+    assert job_states(early)[2] == ("CONFIGURING", "v100-1")  # booting until 500 + RESUME
+    assert job_states(late)[2] == ("RUNNING", "v100-1")
+    with pytest.raises(ValueError, match="up_before_s"):
+        simulated([a], (8,), up_before_s=-1.0)

@@ -88,7 +88,7 @@ def cluster_submit(trace: TraceArg, cluster_dir: ClusterDirOpt, **given: Any) ->
     opts = SubmitOptions.checked(record_values(SubmitOptions, given))
     jobs, layout = submissions(cluster_dir, trace, opts)
     prolog = maxq_table(layout) if opts.maxq else None
-    pid = start_submitter(layout, jobs, managed=not opts.unmanaged, prolog=prolog)
+    pid = start_submitter(layout, jobs, managed=not opts.unmanaged, prolog=prolog, first_at_s=opts.first_at_s)
     kind = "unmanaged" if opts.unmanaged else "managed (held, for wattplan agent)"
     if prolog is not None:
         kind += f" at MaxQ's power limits ({len(prolog.by_type)} job types in the prolog's table)"

@@ -178,6 +178,14 @@ class SubmitOptions(OptionRecord):
     vc: str | None = same_as(ReplayOptions, "vc")
     seed: int = option(0, "Seed of Philly job types.")
     wait: bool = option(False, "Return once every job is submitted (default: at once).")
+    first_at_s: float | None = option(
+        None,
+        "Submit the first job when the cluster's clock reads this (emulated s since cluster up; the others at "
+        "their trace offsets after it), so that runs meet the same idle time before their first job; when the "
+        "clock is past it, at once. Default: at once.",
+        unit="s",
+        low=0.0,
+    )
 
 
 @dataclass(frozen=True, kw_only=True)

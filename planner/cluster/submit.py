@@ -2,7 +2,9 @@
 
 The jobs are the replay's (:func:`planner.sim.replay.prepare` on the same trace, selection and cluster), so a
 live run and ``wattplan simulate`` see the same workload: ids, types, arrivals, steps, requested GPUs. The first
-job arrives when the submitter starts; the others follow at their trace offsets on the emulated clock.
+job arrives when the submitter starts, or at ``--first-at-s`` on the cluster's clock (a fixed idle time after
+``cluster up``, which ``simulate --up-before-s`` replays); the others follow at their trace offsets on the emulated
+clock.
 
 Each job is an ``sbatch`` of the stand-in trainer (:mod:`planner.cluster.trainer`), ``--requeue``, one task,
 ``--gres=gpu:N`` on one node (``N`` = the request) or ``gpu:K`` on ``N / K`` nodes for a request above a node's
@@ -177,11 +179,17 @@ def sbatch_argv(
 
 
 def run_submitter(
-    layout: ClusterLayout, jobs: Sequence[Submission], managed: bool, prolog: PrologTable | None = None
+    layout: ClusterLayout,
+    jobs: Sequence[Submission],
+    managed: bool,
+    prolog: PrologTable | None = None,
+    first_at_s: float | None = None,
 ) -> int:
     """Submit ``jobs`` at their offsets (blocking); 0 when every job was accepted, 1 otherwise.
 
-    With ``prolog`` (unmanaged jobs only) each job is submitted held, its settings file written, then released.
+    The offsets count from now, or from the cluster's emulated time ``first_at_s`` (s since ``cluster up``) when
+    that is later. With ``prolog`` (unmanaged jobs only) each job is submitted held, its settings file written,
+    then released.
     """
     manifest = layout.read_manifest()
     clock = layout.clock()
@@ -190,6 +198,8 @@ def run_submitter(
     new = not out.exists()
     failures = 0
     start_unix = time.time()
+    if first_at_s is not None:
+        start_unix = max(start_unix, clock.unix_at(first_at_s))
     with out.open("a", newline="") as f:
         writer = csv.writer(f)
         if new:
@@ -242,15 +252,27 @@ def _released(layout: ClusterLayout, prolog: PrologTable, job: Submission, slurm
 
 
 def start_submitter(
-    layout: ClusterLayout, jobs: Sequence[Submission], managed: bool, prolog: PrologTable | None = None
+    layout: ClusterLayout,
+    jobs: Sequence[Submission],
+    managed: bool,
+    prolog: PrologTable | None = None,
+    first_at_s: float | None = None,
 ) -> int:
-    """Write the job list (and ``prolog``'s table) and start the submitter in the background; its PID."""
+    """Write the job list (and ``prolog``'s table) and start the submitter in the background; its PID.
+
+    ``first_at_s``: :func:`run_submitter`'s.
+    """
     layout.submit_dir.mkdir(parents=True, exist_ok=True)
     layout.work_dir.mkdir(parents=True, exist_ok=True)
     layout.log_dir.mkdir(parents=True, exist_ok=True)
     (layout.submit_dir / "done").unlink(missing_ok=True)
     jobs_file = layout.submit_dir / "jobs.json"
-    doc = {"managed": managed, "jobs": [asdict(j) for j in jobs], "prolog": None if prolog is None else asdict(prolog)}
+    doc = {
+        "managed": managed,
+        "jobs": [asdict(j) for j in jobs],
+        "prolog": None if prolog is None else asdict(prolog),
+        "first_at_s": first_at_s,
+    }
     write_json_atomic(jobs_file, doc)
     with open(layout.log_dir / "submitter.log", "ab") as log:
         proc = subprocess.Popen(
@@ -272,7 +294,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     doc = json.loads((layout.submit_dir / "jobs.json").read_text())
     jobs = [Submission(**j) for j in doc["jobs"]]
     prolog = PrologTable(**doc["prolog"]) if doc.get("prolog") else None
-    return run_submitter(layout, jobs, bool(doc["managed"]), prolog)
+    first_at_s = doc.get("first_at_s")
+    return run_submitter(layout, jobs, bool(doc["managed"]), prolog, None if first_at_s is None else float(first_at_s))
 
 
 if __name__ == "__main__":

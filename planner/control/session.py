@@ -77,6 +77,7 @@ def setup_of(options: SimulateOptions) -> SimulatedCluster:
         suspend_s=options.suspend_s,
         resume_s=options.resume_s,
         progress_metric=options.progress_metric,
+        up_before_s=options.up_before_s,
         cap_schedule=() if options.power_cap_schedule is None else read_cap_schedule(options.power_cap_schedule),
     )
 

@@ -243,7 +243,11 @@ def _eps(t: float) -> float:
 
 
 class SimulatedSlurm:
-    """A Slurm 22.05 cluster on a virtual clock (module docstring); it starts at the first arrival (``now_s``).
+    """A Slurm 22.05 cluster on a virtual clock (module docstring), from ``up_before_s`` before the first arrival.
+
+    It starts with every node on and idle: ``up_before_s`` is a live run's time from ``cluster up`` to its first
+    submission, in which power saving's idle timers already count. Energy counts from that start, as a live run's
+    report does.
 
     ``node_power_w``: W per node besides its GPUs, by GPU type; ``load_s``: checkpoint load of every start (s);
     ``requeue_delay_s``: a requeued job's wait before it may start again (s); ``min_job_age_s``: how long a
@@ -265,7 +269,10 @@ class SimulatedSlurm:
         power_saving: PowerSaving | None = None,
         prolog_settings: Mapping[tuple[str, str], float] | None = None,
         progress_metric: bool = True,
+        up_before_s: float = 0.0,
     ):
+        if not (math.isfinite(up_before_s) and up_before_s >= 0):
+            raise ValueError(f"up_before_s must be a finite number of seconds >= 0, got {up_before_s}")
         self.truth, self.clock, self.settings_dir = truth, clock, settings_dir
         self.power_saving = power_saving
         self.prolog_settings = dict(prolog_settings or {})
@@ -275,7 +282,8 @@ class SimulatedSlurm:
         self._nodes = list(nodes)  # slurm.conf's order, which first fit follows (the cluster's --gpus order)
         self._node = {n.name: n for n in self._nodes}
         _check(self._nodes, truth, node_power_w, jobs)
-        self.now_s = min((j.arrival_s for j in jobs), default=0.0)  # the cluster's life starts at the first arrival
+        # the cluster's life (every node on, idle) starts up_before_s before the first arrival
+        self.now_s = min((j.arrival_s for j in jobs), default=0.0) - up_before_s
         self._start_s = self.now_s
         self._pnode = {n.name: float(node_power_w[n.gpu_type]) for n in self._nodes}
         self._node_w = sum(self._pnode.values())

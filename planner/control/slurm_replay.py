@@ -131,6 +131,10 @@ class SimulatedCluster:
 
     progress_metric: bool = True
     """Jobs export their steps to the agent (``--progress-metric``); False: the agent estimates them."""
+    up_before_s: float = 0.0
+    """The cluster is up, every node on and idle, this long before the first arrival (``--up-before-s``): power
+    saving's idle timers count from then, and energy too (a live run's time from ``cluster up`` to its first
+    submission)."""
 
     def power_saving(self, policy: str) -> PowerSaving | None:
         """The power saving ``policy`` runs with (module docstring); None: every node stays on."""
@@ -193,6 +197,7 @@ def simulated_slurm(
         power_saving=power_saving,
         prolog_settings=prolog_settings,
         progress_metric=setup.progress_metric,
+        up_before_s=setup.up_before_s,
     )
 
 
@@ -452,8 +457,9 @@ def summarise(
 ) -> dict[str, Any]:
     """The replay's figures: energy (kWh, split), JCTs (s), makespan (s), requeues, rounds and the cluster's constants.
 
-    Energy is every node's and GPU's draw from the first arrival to the last completion (to the replay's end when
-    a job is unfinished), a live run's own window; a node powered down draws nothing meanwhile.
+    Energy is every node's and GPU's draw from the cluster's start (the first arrival, less ``--up-before-s``) to
+    the last completion (to the replay's end when a job is unfinished), a live run's own window; a node powered down
+    draws nothing meanwhile.
     """
     jcts = [r["jct_s"] for r in rows if r["jct_s"] is not None]
     arrivals = [r["arrival_s"] for r in rows]
@@ -478,6 +484,7 @@ def summarise(
         "time_scale": setup.time_scale,
         "load_s": setup.load_s,
         "requeue_delay_s": setup.requeue_s,
+        "up_before_s": setup.up_before_s,
         "power_saving": None
         if slurm.power_saving is None
         else {"suspend_s": slurm.power_saving.suspend_s, "resume_s": slurm.power_saving.resume_s},

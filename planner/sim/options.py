@@ -118,6 +118,7 @@ SLURM_ONLY = {
     "resume_s": 300.0,
     "power_cap_schedule": None,
     "progress_metric": True,
+    "up_before_s": 0.0,
 }
 """Options of the ``slurm`` engine alone, with their defaults: the ``rounds`` engine refuses another value."""
 
@@ -441,6 +442,14 @@ class SimulateOptions(ReplayOptions):
     resume_s: float = option(
         300.0,
         "--engine slurm: power saving boots a powered-down node given a job in this long (ResumeProgram).",
+        unit="s",
+        low=0.0,
+    )
+    up_before_s: float = option(
+        0.0,
+        "--engine slurm: the cluster is up, every node on and idle, this long before the first arrival (a live "
+        "run's time from cluster up to its first submission): power saving's idle timers count from then, and "
+        "energy too.",
         unit="s",
         low=0.0,
     )
