@@ -49,7 +49,7 @@ def _cur(gpus: int, node: str, idx: tuple[int, ...], setting: int = 250, partner
 def test_each_job_gets_the_calls_its_plan_needs() -> None:
     jobs = (
         Job("11", "a", 100.0, (1, 2)),  # pending, held, planned to run
-        Job("12", "a", 100.0, (1, 2)),  # pending, not held, planned to run
+        Job("12", "a", 100.0, (1, 2)),  # pending, not held, planned to run elsewhere than it asks
         Job("13", "a", 100.0, (1, 2), current=_cur(1, "v100-0", (2,))),  # runs, same GPUs, new setting
         Job("14", "a", 100.0, (1, 2), current=_cur(1, "v100-0", (3,))),  # runs, planned on 2 GPUs
         Job("15", "a", 100.0, (1, 2), current=_cur(1, "v100-0", (4,))),  # runs, planned to wait
@@ -78,7 +78,9 @@ def test_each_job_gets_the_calls_its_plan_needs() -> None:
     assert set(d.actions) == {
         Update(11, gres="gpu:1", nodelist="gpu-b", numnodes=1),
         Release(11),
+        Hold(12),  # released earlier: Slurm may start it any moment, and an update of a running job resizes it
         Update(12, gres="gpu:1", nodelist="gpu-b", numnodes=1),
+        Release(12),
         RequeueHold(14),
         Update(14, gres="gpu:2", nodelist="gpu-b", numnodes=1),
         Release(14),
@@ -97,10 +99,35 @@ def test_each_job_gets_the_calls_its_plan_needs() -> None:
         "16": "wait",
         "17": "wait",
     }
-    # the order Slurm gets them in: requeue before update, update before release
+    # the order Slurm gets them in: requeue and hold before update, update before release
     argv = [c.argv[:2] for c in calls(d.actions)]
     assert argv.index(("scontrol", "requeuehold")) < argv.index(("scontrol", "update"))
+    assert argv.index(("scontrol", "uhold")) < argv.index(("scontrol", "update"))
     assert argv[-1] == ("scontrol", "release")
+
+
+def test_a_released_job_that_asks_for_the_plans_nodes_gets_no_call() -> None:
+    """A pending job nobody holds that already asks for the planned hosts and GPUs per node is left to Slurm.
+
+    An update could reach it just after Slurm started it, and Slurm takes ``NodeList=`` on a running job as a shrink.
+    """
+    jobs = (Job("51", "a", 100.0, (1, 2)), Job("52", "a", 100.0, (1, 2)), Job("53", "a", 100.0, (1, 2)))
+    plan = _plan(_run("51", 1, "v100-1", (0,)), _run("52", 2, "v100-1", (2, 3)), _run("53", 1, "v100-0", (1,)))
+    now = {
+        "51": SlurmJobNow("51", False, False, gpus_per_node=1, requested_hosts=("gpu-b",)),  # as planned
+        "52": SlurmJobNow("52", False, False, gpus_per_node=1, requested_hosts=("gpu-b",)),  # 1 GPU, planned 2
+        "53": SlurmJobNow("53", False, False, gpus_per_node=1, typed=True, gpu_type="p100", requested_hosts=("gpu-a",)),
+    }
+    d = decide(_instance(*jobs), plan, now, HOSTS, 2)
+    assert set(d.actions) == {
+        Hold(52),
+        Update(52, gres="gpu:2", nodelist="gpu-b", numnodes=1),
+        Release(52),
+        Hold(53),  # its GRES names another GPU type
+        Update(53, gres="gpu:v100:1", nodelist="gpu-a", numnodes=1),
+        Release(53),
+    }
+    assert {x.job_id for x in d.desired} == {"51", "52", "53"}  # planned to run all the same
 
 
 def test_typed_jobs_keep_typed_gres() -> None:

@@ -77,6 +77,41 @@ def test_a_call_on_a_job_that_ended_meanwhile_is_a_race_not_an_error(tmp_path: P
     assert agent.store.action_counts().get("refused") == 1  # the state still says what Slurm answered
 
 
+class _Released(FakeSlurm):
+    """The recorded queue with every job released (pending for resources, not held) and asking for no node."""
+
+    def __call__(self, argv: Sequence[str]) -> CommandResult:
+        result = super().__call__(argv)
+        if tuple(argv) != ("squeue", "--json"):
+            return result
+        doc = json.loads(result.stdout)
+        for job in doc["jobs"]:
+            job.update(state_reason="Resources", priority=100, required_nodes="")
+        return replace(result, stdout=json.dumps(doc))
+
+
+def test_a_released_job_is_held_before_its_update_and_one_that_started_meanwhile_gets_none(tmp_path: Path) -> None:
+    """An update must reach only a held job.
+
+    Slurm 22.05 takes ``NodeList=`` on a job it has just started as a shrink and leaves the job without a database
+    index, so that every later update of it waits 5 s in slurmctld and is refused. A released job whose request
+    changes is held first; a hold Slurm refuses because the job started is a race, logged as one, and that job's
+    update and release are not sent.
+    """
+    slurm = _Released(refuse={"uhold": "Job is no longer pending execution"})
+    agent, _ = fake_agent(tmp_path, slurm)
+    report = agent.round()
+    sent = [argv[1] for argv in slurm.seen if argv[0] == "scontrol" and argv[1] in ("uhold", "update", "release")]
+    assert sent == ["uhold"], slurm.seen
+    assert not any("Slurm refused" in n for n in report.notes), report.notes
+    assert any("started before its hold reached Slurm" in n for n in report.notes), report.notes
+    slurm = _Released()
+    agent, _ = fake_agent(tmp_path / "accepted", slurm)
+    agent.round()
+    sent = [argv[1] for argv in slurm.seen if argv[0] == "scontrol" and argv[1] in ("uhold", "update", "release")]
+    assert sent[0] == "uhold" and sent[-1] == "release" and sent.count("update") == 3, slurm.seen
+
+
 def test_a_round_that_cannot_be_planned_keeps_what_runs(tmp_path: Path) -> None:
     slurm = FakeSlurm()
     agent, _ = fake_agent(tmp_path, slurm, solver="no-such-solver")

@@ -136,13 +136,19 @@ def test_an_administrators_hold_is_never_released(tmp_path: Path) -> None:
 
 
 def test_a_hold_placed_after_the_agent_saw_the_job_is_its_owners(tmp_path: Path) -> None:
-    """Only the job's own submission hold is adopted; a user hold placed later is the user's."""
+    """Only the job's own submission hold is adopted; a user hold placed later is the user's.
+
+    Seen unheld, each job is held by the agent for its update and released in the same round (an update must reach
+    only a held job); a release the agent made ends its hold record, so the owner's later hold is the owner's.
+    """
     slurm = FakeSlurm()
     for j in (1, 2, 3):
         slurm.edits[j] = {"state_reason": "Resources", "priority": 100}  # pending, not held: seen unheld
     agent = _agent(tmp_path, slurm)
     agent.round()
-    assert not {"release", "uhold"} & {a[1] for a in slurm.seen if a[0] == "scontrol"}
+    sent = [a[1] for a in slurm.seen if a[0] == "scontrol" and a[1] in ("uhold", "update", "release")]
+    assert sent[0] == "uhold" and sent[-1] == "release" and "update" in sent, slurm.seen
+    assert agent.store.agent_holds() == set()
     slurm.seen.clear()
     slurm.edits[2] = {"state_reason": "JobHeldUser", "priority": 0}  # its owner pauses it
     report = agent.round()

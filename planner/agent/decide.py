@@ -7,10 +7,16 @@ For each managed job of the round instance, against what Slurm shows now:
 * planned to **run** with the configuration it runs now (same GPU type and count, same nodes, same role in a pair,
   same host job): it keeps running; only its setting file is rewritten when the setting changes, and the node agent
   re-applies it without a restart (as the round model assumes: a setting change costs no restart).
-* planned to **run** otherwise: a running job is requeued and held first; then ``scontrol update`` gives it
+* planned to **run** otherwise: a running job is requeued and held first, a pending job that is not held (released
+  by an earlier round, Slurm may start it any moment) is held first; then ``scontrol update`` gives it
   ``Gres=gpu:N`` per node (``gpu:TYPE:N`` when it was submitted typed), the plan's hosts (``NodeList``,
-  ``NumNodes``), its setting file is written and it is released (a pending job nobody holds needs no release:
-  Slurm starts it once it fits).
+  ``NumNodes``), its setting file is written and it is released. A released pending job that already asks for the
+  plan's hosts and GPUs gets no call: Slurm starts it once they are free. ``update`` only ever reaches a held job:
+  Slurm 22.05 takes ``NodeList=`` on a job that started meanwhile as a shrink of the running job, and its resize
+  accounting leaves the job without a database index under ``accounting_storage/none``; every later update or
+  hold of that job then waits 5 s in slurmctld and is refused (``the DB index is being set``), seen live as
+  26-second rounds and reproduced on the test cluster. A hold Slurm refuses (the job started) stops that job's
+  update and release (:meth:`planner.agent.loop.Agent._send`).
 
 Co-located pairs: Slurm never gives one GPU to two jobs, so the pair's *host* job holds the GPUs and the *guest*
 runs with ``Gres=gpu:TYPE:0`` on the same hosts, using the host's GPU indices (the prolog and task prolog read
@@ -55,6 +61,10 @@ class SlurmJobNow:
     host_job: str | None = None
     typed: bool = False
     stalled: str | None = None
+    requested_hosts: tuple[str, ...] = ()
+    """The hosts a pending job asks for (its ``NodeList=``; empty: any)."""
+    gpu_type: str | None = None
+    """The GPU type its GRES names (None: untyped)."""
 
 
 @dataclass
@@ -188,10 +198,21 @@ def decide(
             d.requeued.append(jid)
             d.why[jid] = _why(jobs[jid].current, e, hosts, s, guest_of, kept)
         per_node = 0 if guest_of is not None else gpus // max(len(hosts), 1)
+        released = not s.running and not s.held  # pending and free to start: Slurm may start it any moment
+        if released and _asks_for(s, gpu_type, per_node, hosts):
+            continue  # it already asks for the plan's nodes and GPUs: Slurm starts it when they are free
+        if released:
+            d.actions.append(Hold(num))  # an update of a job that has just started would resize it (docstring)
         gres = f"gpu:{gpu_type}:{per_node}" if s.typed else f"gpu:{per_node}"
         d.actions.append(Update(num, gres=gres, nodelist=hostlist(hosts), numnodes=len(hosts)))
         if guest_of is not None and guest_of not in kept:
             d.guest_releases[jid] = guest_of
-        elif s.held or s.running:
+        else:
             d.actions.append(Release(num))
     return d
+
+
+def _asks_for(s: SlurmJobNow, gpu_type: str, per_node: int, hosts: Sequence[str]) -> bool:
+    """A pending job already asks for the plan's hosts, GPUs per node and (when its GRES is typed) GPU type."""
+    same_type = not s.typed or s.gpu_type == gpu_type
+    return sorted(s.requested_hosts) == sorted(hosts) and s.gpus_per_node == per_node and same_type

@@ -322,6 +322,9 @@ class RoundReport:
         return text + "".join(f"\n  {n}" for n in self.notes)
 
 
+NOT_PENDING = "Job is no longer pending execution"
+"""Slurm's refusal of a hold or an update of a job that runs. A hold it refuses so is a race with Slurm's own start
+of a released job (the round read it pending), not an error: the job runs, and its update is not sent."""
 BENIGN_REFUSALS = frozenset({"Job has already finished"})
 """Slurm's refusals of a call on a job that ended between the round's reading of the queue and the call: a race
 with the job's own completion, not an error (a new user counted 15 of them, worded as errors, in one README run)."""
@@ -974,7 +977,10 @@ class Agent:
             host_job = d.host_job if (d is not None and running and d.state == "run") else None
             where = placements.get(int(host_job) if host_job else int(jid), ())
             hosts = (tuple(h for h, _ in where) or expand_hostlist(j.node_list)) if running else ()
-            now_jobs[jid] = SlurmJobNow(jid, running, j.held, hosts, j.gpus_per_node, host_job, j.gpu_type is not None)
+            asks = () if running or not j.required_nodes else expand_hostlist(j.required_nodes)
+            now_jobs[jid] = SlurmJobNow(
+                jid, running, j.held, hosts, j.gpus_per_node, host_job, j.gpu_type is not None, None, asks, j.gpu_type
+            )
             if j.state == "RUNNING" and j.start_time_s is not None:  # CONFIGURING: its nodes boot, its time will reset
                 self._run_start[jid] = self.cfg.clock.at(j.start_time_s)
             else:
@@ -1110,7 +1116,15 @@ class Agent:
         later: dict[int, tuple[int, SlurmCall]] = {}
         """Jobs whose update Slurm refused for now: the update's action id and call."""
         unreleased: set[int] = set()
+        started: set[int] = set()
+        """Jobs whose hold Slurm refused: they started since the round read the queue; no update may reach them."""
         for action_id, call in zip(ids, planned, strict=True):
+            if call.argv[1:2] in (("update",), ("release",)) and started & set(call.jobs):
+                kept = [Release(j) for j in call.jobs if j not in started]
+                if call.argv[1:2] == ("update",) or not kept:
+                    self.store.action_outcome(action_id, "refused", "not sent: the job started before its hold")
+                    continue
+                call = calls(kept)[0]
             if call.argv[1:2] == ("release",) and later.keys() & set(call.jobs):
                 unreleased |= later.keys() & set(call.jobs)
                 rest = [Release(j) for j in call.jobs if j not in later]
@@ -1123,6 +1137,9 @@ class Agent:
                 later[call.jobs[0]] = (action_id, call)
                 continue
             self._record(action_id, call, result, report)
+            if call.argv[1:2] == ("uhold",) and result.returncode != 0:
+                refused = ActionOutcome(call, True, result.returncode, result.stdout, result.stderr).refused
+                started |= set(refused) or set(call.jobs)  # no job named: Slurm refused the whole call
         self._retry_updates(rnd, later, unreleased, report)
 
     def _still_running_for_requeue(self, actions: Sequence[Action], report: RoundReport) -> list[Action]:
@@ -1176,13 +1193,17 @@ class Agent:
         self.store.action_outcome(action_id, status, result.stderr.strip())
         if call.argv[1:2] == ("requeuehold",) and (outcome.ok or outcome.refused):
             self.store.count_restarts(str(j) for j in call.jobs if j not in outcome.refused)
+        if call.argv[1:2] == ("release",) and (outcome.ok or outcome.refused):
+            self.store.drop_released_holds(str(j) for j in call.jobs if j not in outcome.refused)
         if outcome.ok:
             return
         refused = outcome.refused
         said = [line for line in outcome.stderr.splitlines() if line.strip()]
+        named = ", ".join(str(j) for j in sorted(refused))
         if refused and len(said) == len(refused) and all(m in BENIGN_REFUSALS for m in refused.values()):
-            ended = ", ".join(str(j) for j in sorted(refused))
-            report.notes.append(f"job {ended} ended before its call reached Slurm: nothing to do ({call})")
+            report.notes.append(f"job {named} ended before its call reached Slurm: nothing to do ({call})")
+        elif call.argv[1:2] == ("uhold",) and len(said) == len(refused) and set(refused.values()) == {NOT_PENDING}:
+            report.notes.append(f"job {named} started before its hold reached Slurm: it runs as Slurm started it")
         else:
             report.notes.append(f"Slurm refused: {outcome}")
 

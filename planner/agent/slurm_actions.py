@@ -19,8 +19,12 @@ update is its own call. A job submitted with an untyped ``--gres=gpu:N`` refuses
 keeps the job's form.
 A grouped call that Slurm refuses for some jobs still acts on the others and names each refused job on standard
 error (``Job is pending execution for job 13``): :attr:`ActionOutcome.refused` gives those lines by job id.
-``update`` only changes a pending job (``Job is no longer pending execution`` otherwise): move, resize or re-pair a
-running job with ``RequeueHold``, ``Update`` and ``Release`` in one :func:`apply` (checked on the test cluster).
+``update`` changes a pending job's request; move, resize or re-pair a running job with ``RequeueHold``, ``Update``
+and ``Release`` in one :func:`apply` (checked on the test cluster), and a pending job nobody holds with ``Hold``,
+``Update`` and ``Release``. An update must reach only held jobs: on a running job Slurm 22.05 refuses ``Gres=``
+(``Job is no longer pending execution``) but first takes ``NodeList=`` as a shrink, whose resize accounting leaves
+the job without a database index under ``accounting_storage/none``, so that every later update or hold of it waits
+5 s in slurmctld and is refused (``Job update not available right now, the DB index is being set``).
 A requeued job does not start again at once: Slurm keeps it pending (``Reason=BeginTime``) until its credential
 may expire (``AuthInfo=...,cred_expire=N`` in ``slurm.conf``, 120 s by default; ``StartTime=now`` does not shorten
 it), a restart cost the loop must count.
@@ -176,9 +180,10 @@ def _check(actions: Sequence[Action]) -> None:
             raise ValueError(f"two different {type(action).__name__} actions for job {action.job}")
         seen[key] = action
     held = {a.job for a in actions if isinstance(a, Hold)}
-    both = sorted(held & {a.job for a in actions if isinstance(a, Release)})
+    updated = {a.job for a in actions if isinstance(a, Update)}
+    both = sorted((held - updated) & {a.job for a in actions if isinstance(a, Release)})
     if both:
-        raise ValueError(f"jobs {both} are both held and released")
+        raise ValueError(f"jobs {both} are both held and released with no update between")
     cancelled = {a.job for a in actions if isinstance(a, Cancel)}
     clash = sorted({a.job for a in actions if not isinstance(a, Cancel) and a.job in cancelled})
     if clash:

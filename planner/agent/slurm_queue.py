@@ -122,6 +122,8 @@ class ManagedJob:
     start_time_s: int | None
     job_type: str
     total_steps: int
+    required_nodes: str = ""
+    """The host list a pending job asks for (``NodeList=`` of its last update; empty: any)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -362,6 +364,7 @@ def _job(
     account = rec.text("account")
     partition = rec.text("partition")
     node_list = rec.text("nodes")
+    required = raw.get("required_nodes")  # read where present: a document without it asks for no nodes
     node_count = rec.count("node_count")
     submit = rec.count("submit_time")
     start = rec.count("start_time")
@@ -399,6 +402,7 @@ def _job(
         start_time_s=None if state == "PENDING" or start == 0 else start,
         job_type=opt_in.job_type,
         total_steps=opt_in.total_steps,
+        required_nodes=required if isinstance(required, str) else "",
     )
 
 

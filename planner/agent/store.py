@@ -400,6 +400,15 @@ class AgentStore:
         """Forget holds that are gone (Slurm shows the job not held): a later hold is not the agent's."""
         self.db.executemany("DELETE FROM holds WHERE job_id = ?", [(j,) for j in job_ids])
 
+    def drop_released_holds(self, job_ids: Iterable[str]) -> None:
+        """Forget the agent's ``uhold`` of jobs it has released: a later hold is not the agent's.
+
+        Only a ``uhold``: it held a pending job, which the release frees at once. A ``requeuehold`` may still be
+        under way when its release is accepted (Slurm shows the job ``COMPLETING`` for seconds), and a submission
+        hold is kept as before; both are forgotten once a round sees the job not held (:meth:`drop_holds`).
+        """
+        self.db.executemany("DELETE FROM holds WHERE job_id = ? AND how = 'uhold'", [(j,) for j in job_ids])
+
     def count_restarts(self, job_ids: Iterable[str]) -> None:
         """Add one restart to each job (requeued to move, resize or re-pair)."""
         self.db.executemany("UPDATE jobs SET restarts = restarts + 1 WHERE job_id = ?", [(j,) for j in job_ids])
