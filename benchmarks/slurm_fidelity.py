@@ -9,7 +9,13 @@ seconds times the scale), then compare with every live run given (``--live DIR``
 and for Slurm alone. Writes ``OUT/FAMILY/`` (the replay's folder), ``OUT/fidelity.json``, ``OUT/fidelity.md`` (the
 table, worst family first) and ``OUT/jct_live_vs_replay.png`` (each job's JCT live against the replay).
 
-Usage: ``python benchmarks/slurm_fidelity.py TRACE [TRACE...] --live DIR [--live DIR] --unmanaged DIR --out OUT``.
+``--replayed DIR`` compares with the replays ``live_compare.py --only simulate`` already wrote in ``DIR`` (its
+``FAMILY/sim/POLICY/``, the live runs' own settings: power saving, the by-job mode, ``--up-before-s``) instead of
+replaying: the agent's policy against the managed runs, the other policy (``slurm`` or ``slurm-powersave``) against
+the unmanaged ones.
+
+Usage: ``python benchmarks/slurm_fidelity.py TRACE [TRACE...] --live DIR [--live DIR] --unmanaged DIR --out OUT
+[--replayed DIR]``.
 """
 
 from __future__ import annotations
@@ -40,14 +46,30 @@ def replay(trace: Path, out: Path, args: argparse.Namespace) -> dict[str, dict[s
     done = subprocess.run(argv, capture_output=True, text=True, timeout=3600)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
+    return read_replays(out, {"slurm": "slurm", "wattplan": "wattplan"})
+
+
+def read_replays(folder: Path, policies: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """The summaries and per-job JCTs of the replays in ``folder/POLICY/``, keyed by ``policies`` (key -> folder)."""
     import pandas as pd
 
     out_rows = {}
-    for policy in ("slurm", "wattplan"):
-        summary = json.loads((out / policy / "summary.json").read_text())
-        jobs = pd.read_csv(out / policy / "jobs.csv")
-        out_rows[policy] = {"summary": summary, "jct": dict(zip(jobs["job_id"], jobs["jct_s"], strict=True))}
+    for key, policy in policies.items():
+        summary = json.loads((folder / policy / "summary.json").read_text())
+        jobs = pd.read_csv(folder / policy / "jobs.csv")
+        out_rows[key] = {"summary": summary, "jct": dict(zip(jobs["job_id"], jobs["jct_s"], strict=True))}
     return out_rows
+
+
+def replayed(folder: Path) -> dict[str, dict[str, Any]]:
+    """A ``live_compare.py --only simulate`` family's replays, ``folder`` being its ``FAMILY/sim``.
+
+    The agent's policy comes back as ``wattplan``, Slurm alone (``slurm``, ``slurm-powersave`` or ``maxq``) as
+    ``slurm``.
+    """
+    alone = next(p for p in ("slurm-powersave", "slurm", "maxq") if (folder / p / "summary.json").exists())
+    agent = next(p.name for p in sorted(folder.iterdir()) if p.is_dir() and p.name != alone)
+    return read_replays(folder, {"slurm": alone, "wattplan": agent})
 
 
 def live_jct(report: dict[str, Any]) -> dict[str, float]:
@@ -140,11 +162,12 @@ def main() -> None:
     p.add_argument("--max-jct-increase", type=float, default=3.0)
     p.add_argument("--solver", default="highs")
     p.add_argument("--time-limit", type=float, default=2.0)
+    p.add_argument("--replayed", type=Path, help="A live_compare.py --only simulate folder: compare, do not replay.")
     args = p.parse_args()
     rows = []
     for trace in args.traces:
         family = trace.stem
-        sim = replay(trace, args.out / family, args)
+        sim = replayed(args.replayed / family / "sim") if args.replayed else replay(trace, args.out / family, args)
         rows.extend(compare(family, sim, args.live, args.unmanaged))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "fidelity.json").write_text(json.dumps(rows, indent=1) + "\n")
