@@ -4,7 +4,7 @@ For each trace: replay it with ``wattplan simulate --engine slurm --policy slurm
 settings of ``benchmarks/live_compare.py`` (the same cluster, time scale, round, restart cost, JCT bound, solver
 and time limit; the simulated Slurm's checkpoint load is the stand-in trainer's, its requeue delay Slurm's 7 real
 seconds times the scale), then compare with every live run given (``--live DIR``, repeatable: each holds
-``FAMILY/managed.json`` from ``live_compare.py --only managed`` and, in it or in ``--unmanaged DIR``,
+``FAMILY/managed.json`` from ``live_compare.py --only managed`` and, in it or in ``--unmanaged DIR`` (repeatable),
 ``FAMILY/unmanaged.json``): energy (own windows), average and p95 JCT, live against replay, for wattplan (the agent)
 and for Slurm alone. Writes ``OUT/FAMILY/`` (the replay's folder), ``OUT/fidelity.json``, ``OUT/fidelity.md`` (the
 table, worst family first) and ``OUT/jct_live_vs_replay.png`` (each job's JCT live against the replay).
@@ -82,10 +82,12 @@ def change(live: float, sim: float) -> float:
     return sim / live - 1.0
 
 
-def compare(family: str, sim: dict[str, dict[str, Any]], lives: list[Path], unmanaged: Path) -> list[dict[str, Any]]:
+def compare(
+    family: str, sim: dict[str, dict[str, Any]], lives: list[Path], unmanaged: list[Path]
+) -> list[dict[str, Any]]:
     """One row per live run and policy: live and replay figures and the replay's error."""
     rows = []
-    pairs = [("wattplan", lives, "managed"), ("slurm", [unmanaged], "unmanaged")]
+    pairs = [("wattplan", lives, "managed"), ("slurm", unmanaged, "unmanaged")]
     for policy, folders, kind in pairs:
         for folder in folders:
             path = folder / family / f"{kind}.json"
@@ -153,7 +155,9 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("traces", nargs="+", type=Path)
     p.add_argument("--live", type=Path, action="append", required=True, help="A live_compare.py --out folder.")
-    p.add_argument("--unmanaged", type=Path, required=True, help="Folder with FAMILY/unmanaged.json (Slurm alone).")
+    p.add_argument(
+        "--unmanaged", type=Path, action="append", required=True, help="Folder with FAMILY/unmanaged.json (repeatable)."
+    )
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--gpus", default="v100:16")
     p.add_argument("--time-scale", type=float, default=30.0)
