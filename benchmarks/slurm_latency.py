@@ -1,0 +1,96 @@
+"""Where a live run's jobs lose real seconds around their starts, read off the emulated cluster's Slurm logs.
+
+Reads a folder of Slurm 22.05 logs (the emulated cluster's ``slurm/log``: ``slurmctld.log`` and
+``slurmd-NODE.log``; ``benchmarks/results/issue43/lead/live-b/FAMILY/slurm-log*`` keep copies) and prints, in real
+seconds (median, 90th percentile, max, count):
+
+- **release -> start**: from the agent's ``scontrol release`` (``release hold on JobId=N``) to Slurm's start
+  (``Started JobId=N`` or ``Allocate JobId=N``); only managed runs release;
+- **start -> launch**: from Slurm's start to slurmd's ``Launching batch job N`` (the prolog; a node's boot where
+  the job got a powered-down node, the longest ones);
+- **completion -> next start**: for a job that waited in the queue (started over 3 s after its submission), from
+  the last completion on its node (``_job_complete: JobId=M done``) to its start: the epilog and Slurm's next
+  scheduling pass.
+
+The simulated Slurm (``planner.control.sim_slurm``) models a start as ``LAUNCH_REAL_S`` real seconds
+(``planner.control.slurm_replay``) and a completion's GPUs as free at once; these figures say what that leaves out.
+
+Usage: ``python benchmarks/slurm_latency.py LOGDIR [LOGDIR...]``.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+import sys
+from datetime import datetime
+from pathlib import Path
+
+WAITED_S = 3.0
+"""A job that started this long after its submission waited in the queue."""
+
+
+def _unix(line: str) -> float:
+    """The Unix time of a Slurm log line (``[2026-11-30T03:12:21.187] ...``, local time as the machine logs it)."""
+    return datetime.fromisoformat(line[1:24]).timestamp()
+
+
+def latencies(folder: Path) -> dict[str, list[float]]:
+    """The three kinds of latency (module docstring) of every job the logs in ``folder`` show, in real seconds."""
+    submit: dict[int, float] = {}
+    start: dict[int, float] = {}
+    node: dict[int, str] = {}
+    done: dict[int, float] = {}
+    released: dict[int, float] = {}
+    for line in (folder / "slurmctld.log").read_text().splitlines():
+        if m := re.search(r"_slurm_rpc_submit_batch_job: JobId=(\d+)", line):
+            submit.setdefault(int(m.group(1)), _unix(line))
+        elif m := re.search(r"Started JobId=(\d+) in \S+ on (\S+)|Allocate JobId=(\d+) NodeList=(\S+)", line):
+            job = int(m.group(1) or m.group(3))
+            start.setdefault(job, _unix(line))
+            node.setdefault(job, m.group(2) or m.group(4))
+        elif m := re.search(r"_job_complete: JobId=(\d+) done", line):
+            done[int(m.group(1))] = _unix(line)
+        elif m := re.search(r"release hold on JobId=(\d+)", line):
+            released.setdefault(int(m.group(1)), _unix(line))
+    launch: dict[int, float] = {}
+    for log in sorted(folder.glob("slurmd-*.log")):
+        for line in log.read_text().splitlines():
+            if m := re.search(r"Launching batch job (\d+)", line):
+                launch.setdefault(int(m.group(1)), _unix(line))
+    after_completion = []
+    for job, t in start.items():
+        if t - submit.get(job, t) <= WAITED_S:
+            continue
+        before = [d for other, d in done.items() if d <= t and node.get(other) == node[job]]
+        if before:
+            after_completion.append(t - max(before))
+    return {
+        "release -> start": [start[j] - released[j] for j in start if j in released],
+        "start -> launch": [launch[j] - t for j, t in start.items() if j in launch],
+        "completion -> next start": after_completion,
+    }
+
+
+def row(name: str, values: list[float]) -> str:
+    """One Markdown row: median, 90th percentile, max and count (s)."""
+    if not values:
+        return f"| {name} | - | - | - | 0 |"
+    ordered = sorted(values)
+    p90 = ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
+    return f"| {name} | {statistics.median(ordered):.2f} | {p90:.2f} | {ordered[-1]:.2f} | {len(ordered)} |"
+
+
+def main() -> None:
+    """Print one table per log folder given."""
+    if len(sys.argv) < 2:
+        raise SystemExit(__doc__.splitlines()[-1])
+    for arg in sys.argv[1:]:
+        folder = Path(arg)
+        print(f"\n{folder}\n\n| latency (real s) | median | p90 | max | jobs |\n|---|---|---|---|---|")
+        for name, values in latencies(folder).items():
+            print(row(name, values))
+
+
+if __name__ == "__main__":
+    main()
