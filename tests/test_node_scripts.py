@@ -274,7 +274,12 @@ def test_apply_settings_changes_a_running_jobs_limit(cluster: Cluster) -> None:
     cluster.ok("prolog.sh", "102", "2")
     cluster.calls()
     cluster.ok("apply_settings.sh", None, None, "--node", NODE)
-    assert [c for c in cluster.calls() if "--query-gpu" not in c] == []  # everything already at its setting
+    calls = cluster.calls()
+    assert [c for c in calls if "--query-gpu" not in c] == []  # everything already at its setting
+    # one query of every GPU per pass: a call per GPU held the node's lock for seconds on a busy node
+    assert [c for c in calls if "--query-gpu" in c] == [
+        "--query-gpu=index,power.limit,clocks.sm --format=csv,noheader,nounits"
+    ]
 
     cluster.setting("101", 150)
     cluster.setting("102", 1300, "sm_clock_mhz")

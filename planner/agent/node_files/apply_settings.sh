@@ -6,8 +6,11 @@
 #
 # One pass: for every job in $WATTPLAN_NODE_DIR/NODE/gpus/ (the jobs running here, as the prolog wrote them)
 # that has a settings file, each of its GPUs whose current value differs from the setting gets it:
-# power.limit (nvidia-smi --query-gpu) against a power_limit_w setting (then -pl), clocks.sm against a
-# sm_clock_mhz setting (then -lgc). A guest's file is skipped: the pair's GPUs run at the host's setting.
+# power.limit against a power_limit_w setting (then -pl), clocks.sm against a sm_clock_mhz setting (then
+# -lgc). A guest's file is skipped: the pair's GPUs run at the host's setting. The current values come from one
+# `nvidia-smi --query-gpu=index,power.limit,clocks.sm` per pass, made only when a job has a setting: one call per
+# GPU held the node's lock for most of every second on a busy emulated node (eight calls of 0.15-0.3 s), so a
+# starting job's prolog waited for it (a median 2.9 s from start to launch on a burst, benchmarks/RESULTS.md).
 # On a real GPU clocks.sm is the clock now, which an idle GPU may hold below its lock: such a pass locks the
 # clock again, which changes nothing.
 #
@@ -49,20 +52,39 @@ is_id "$node" || { log "not a node name: $(printf %q "$node")"; exit 2; }
 node_dir=$node_root/$node
 command -v nvidia-smi >/dev/null 2>&1 || { log "nvidia-smi is not on PATH"; exit 1; }
 
-# current_value INDEX: the GPU's value in the unit of the setting read last (power.limit in whole W, clocks.sm).
-current_value() {
-  local field=power.limit value
-  [[ $s_unit == power_limit_w ]] || field=clocks.sm
-  value=$(nvidia-smi -i "$1" --query-gpu="$field" --format=csv,noheader,nounits 2>&1) || {
-    log "GPU $1: cannot read $field: $value"
+# read_current: every GPU's power.limit (whole W) and clocks.sm into cur_power and cur_clock, by index, from one
+# nvidia-smi call (lines "INDEX, POWER, CLOCK"); returns 1, logged, when nvidia-smi fails.
+declare -A cur_power=() cur_clock=()
+read_current() {
+  local out idx power clock
+  cur_power=()
+  cur_clock=()
+  out=$(nvidia-smi --query-gpu=index,power.limit,clocks.sm --format=csv,noheader,nounits 2>&1) || {
+    log "cannot read the GPUs' power.limit and clocks.sm: $out"
     return 1
   }
-  printf '%s' "${value%%.*}"
+  while IFS=', ' read -r idx power clock; do
+    [[ $idx =~ ^[0-9]{1,4}$ ]] || continue
+    cur_power[$idx]=${power%%.*}
+    cur_clock[$idx]=${clock%%.*}
+  done <<<"$out"
+}
+
+# current_value INDEX: the GPU's value in the unit of the setting read last (read_current's); 1 when unknown.
+current_value() {
+  local value
+  if [[ $s_unit == power_limit_w ]]; then
+    value=${cur_power[$1]-}
+  else
+    value=${cur_clock[$1]-}
+  fi
+  [[ -n $value ]] || { log "GPU $1: nvidia-smi did not list it"; return 1; }
+  printf '%s' "$value"
 }
 
 # one_pass: every running job's GPUs brought to its setting; returns 1 when the node cannot be locked.
 one_pass() {
-  local f job gpus i current
+  local f job gpus i current read=0
   [[ -d $node_dir/gpus ]] || return 0
   lock_node || { log "cannot lock $node_dir/.lock"; return 1; }
   for f in "$node_dir"/gpus/*; do
@@ -74,6 +96,10 @@ one_pass() {
     [[ -z $s_host_job ]] || continue
     gpus=$(read_indices "$f")
     [[ -n $gpus ]] || continue
+    if ((!read)); then
+      read_current || break
+      read=1
+    fi
     IFS=, read -r -a indices <<<"$gpus"
     for i in "${indices[@]}"; do
       current=$(current_value "$i") || continue
