@@ -1136,10 +1136,9 @@ class Agent:
             if call.argv[1:2] == ("update",) and _passing(result):
                 later[call.jobs[0]] = (action_id, call)
                 continue
-            self._record(action_id, call, result, report)
-            if call.argv[1:2] == ("uhold",) and result.returncode != 0:
-                refused = ActionOutcome(call, True, result.returncode, result.stdout, result.stderr).refused
-                started |= set(refused) or set(call.jobs)  # no job named: Slurm refused the whole call
+            outcome = self._record(action_id, call, result, report)
+            if call.argv[1:2] == ("uhold",) and not outcome.ok:
+                started |= set(outcome.refused) or set(call.jobs)  # no job named: Slurm refused the whole call
         self._retry_updates(rnd, later, unreleased, report)
 
     def _still_running_for_requeue(self, actions: Sequence[Action], report: RoundReport) -> list[Action]:
@@ -1185,8 +1184,8 @@ class Agent:
             self._record(action_id, call, last.get(job) or self.run(call.argv), report)
         self._retry_soon = self._retry_soon or bool(later)
 
-    def _record(self, action_id: int, call: SlurmCall, result: CommandResult, report: RoundReport) -> None:
-        """One call's outcome: in the report, in the state (``ok``/``refused``/``failed``), restarts counted."""
+    def _record(self, action_id: int, call: SlurmCall, result: CommandResult, report: RoundReport) -> ActionOutcome:
+        """One call's outcome, returned and in the report and the state (ok/refused/failed); restarts counted."""
         outcome = ActionOutcome(call, True, result.returncode, result.stdout, result.stderr)
         report.calls.append(outcome)
         status = "ok" if outcome.ok else ("refused" if outcome.refused else "failed")
@@ -1196,7 +1195,7 @@ class Agent:
         if call.argv[1:2] == ("release",) and (outcome.ok or outcome.refused):
             self.store.drop_released_holds(str(j) for j in call.jobs if j not in outcome.refused)
         if outcome.ok:
-            return
+            return outcome
         refused = outcome.refused
         said = [line for line in outcome.stderr.splitlines() if line.strip()]
         named = ", ".join(str(j) for j in sorted(refused))
@@ -1206,6 +1205,7 @@ class Agent:
             report.notes.append(f"job {named} started before its hold reached Slurm: it runs as Slurm started it")
         else:
             report.notes.append(f"Slurm refused: {outcome}")
+        return outcome
 
     def _apply(self, rnd: int, d: Decision, report: RoundReport) -> None:
         if self.cfg.dry_run:
