@@ -15,8 +15,8 @@ For each managed job of the round instance, against what Slurm shows now:
   Slurm 22.05 takes ``NodeList=`` on a job that started meanwhile as a shrink of the running job, and its resize
   accounting leaves the job without a database index under ``accounting_storage/none``; every later update or
   hold of that job then waits 5 s in slurmctld and is refused (``the DB index is being set``), seen live as
-  26-second rounds and reproduced on the test cluster. A hold Slurm refuses (the job started) stops that job's
-  update and release (:meth:`planner.agent.loop.Agent._send`).
+  26-second rounds and reproduced on the test cluster (``benchmarks/slurm_update_race.sh``). A hold Slurm refuses
+  (the job started) stops that job's update and release (:meth:`planner.agent.loop.Agent._send`).
 
 Co-located pairs: Slurm never gives one GPU to two jobs, so the pair's *host* job holds the GPUs and the *guest*
 runs with ``Gres=gpu:TYPE:0`` on the same hosts, using the host's GPU indices (the prolog and task prolog read

@@ -9,7 +9,7 @@
 # power.limit against a power_limit_w setting (then -pl), clocks.sm against a sm_clock_mhz setting (then
 # -lgc). A guest's file is skipped: the pair's GPUs run at the host's setting. The current values come from one
 # `nvidia-smi --query-gpu=index,power.limit,clocks.sm` per pass, made only when a job has a setting: one call per
-# GPU held the node's lock for much of every second on a busy emulated node (eight calls of 0.14 s and more), so a
+# GPU held the node's lock for much of every second on a busy emulated node (eight process starts), so a
 # starting job's prolog waited for it (a median 2.9 s from start to launch on a burst, benchmarks/RESULTS.md).
 # On a real GPU clocks.sm is the clock now, which an idle GPU may hold below its lock: such a pass locks the
 # clock again, which changes nothing.
