@@ -45,8 +45,9 @@ def test_frontier_and_simulate_without_ray_exit_2(tmp_path: Path, monkeypatch: p
     trace = write_gavel_trace(tmp_path / "tiny.trace", rows)
     monkeypatch.setitem(sys.modules, "ray", None)  # as if Ray were not installed
     common = [str(trace), "--cluster", "v100:8", "--solver", "greedy", "--ray", "local"]
-    simulate = ["simulate", *common, "--engine", "rounds", "-q"]
-    for args in (["frontier", *common, "--deltas", "0.1", "--baselines", "fifo-max"], simulate):
-        result = runner.invoke(app, [*args, "-o", str(tmp_path / args[0])])
+    simulate = ["simulate", *common, "-q"]
+    rounds = [*simulate, "--engine", "rounds"]
+    for k, args in enumerate((["frontier", *common, "--deltas", "0.1", "--baselines", "fifo-max"], simulate, rounds)):
+        result = runner.invoke(app, [*args, "-o", str(tmp_path / f"{args[0]}-{k}")])
         assert result.exit_code == 2, result.output
         assert "ray-unavailable" in result.output and "Traceback" not in result.output

@@ -48,16 +48,20 @@ def test_plan_summary_is_a_pandas_series_like_the_other_results() -> None:
 
 def test_a_failed_frontier_replay_raises_and_nothing_is_left(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 42: a failed replay came back as a row of NaN energies, and the call returned as if it had worked."""
+    from dataclasses import replace
+
+    from wattplan.planner.control import frontier as on_slurm
     from wattplan.planner.sim import frontier as fr
 
-    real = fr.replay_point
+    real = on_slurm.replay_slurm_point
 
     def failing(point: fr.FrontierPoint) -> tuple[dict, object]:
         if point.label == "wattplan-progress":
             raise RuntimeError("the solver exploded")
         return real(point)
 
-    monkeypatch.setattr(fr, "replay_point", failing)  # one worker replays in this process: the patch applies
+    # one worker replays in this process: the patched engine (the default, slurm) applies
+    monkeypatch.setattr(on_slurm, "SLURM_ENGINE", replace(on_slurm.SLURM_ENGINE, replay=failing))
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the call's temporary folder goes
     with pytest.raises(fr.ReplayFailed) as caught:
         wattplan.frontier(

@@ -217,7 +217,7 @@ def test_replan_reaches_every_frontier_point(tiny_trace: Path) -> None:
     from wattplan.planner.sim.options import FrontierOptions
     from wattplan.planner.sim.session import frontier_sweep
 
-    options = FrontierOptions.checked(deltas=[0.1], max_jct_increase=[5], replan="events")
+    options = FrontierOptions.checked(deltas=[0.1], max_jct_increase=[5], replan="events", engine="rounds")
     sweep = frontier_sweep(tiny_trace, "v100:8", options)
     points = frontier_points(sweep.base, sweep.deltas, sweep.jct_increases, sweep.baselines)
     assert len(points) > 2 and {p.spec.replan for p in points} == {"events"}

@@ -73,8 +73,9 @@ def test_the_records_are_the_replays_option_sets() -> None:
     frontier = {opt.name for opt in FrontierOptions.options()} - shared
     engine = {"engine", "time_scale", "load_s", "requeue_delay_s", "event_rounds", "periodic_rounds"}
     engine |= {"power_save", "suspend_s", "resume_s", "power_cap_schedule", "progress_metric", "up_before_s"}
+    engine |= {"budget_period_s"}
     assert simulate == {"objective", "delta", "max_jct_increase", "fresh", "workers", *engine}
-    assert frontier == {"objective", "deltas", "max_jct_increase", "baselines", "workers"}
+    assert frontier == {"objective", "deltas", "max_jct_increase", "baselines", "workers", *engine}
     assert FrontierOptions.option("max_jct_increase").kind is str
     assert SimulateOptions.option("max_jct_increase").kind is float
 
@@ -132,7 +133,8 @@ def test_each_engine_replays_its_loops_governor_rule_by_default(trace: Path) -> 
     assert rule() == rule(engine="slurm") == LIVE_GOVERNOR == AgentOptions().steering().rule  # slurm: the default
     assert rule(engine="slurm", governor="accrued") == "accrued"
     assert rule(engine="rounds", governor="projected") == "projected"
-    assert governor_rule(FrontierOptions.checked()) == "accrued"  # the frontier sweeps the round-based engine
+    assert governor_rule(FrontierOptions.checked()) == LIVE_GOVERNOR  # the frontier sweeps the slurm engine too
+    assert governor_rule(FrontierOptions.checked(engine="rounds")) == "accrued"
 
 
 def test_the_choices_and_ranges_agree_with_the_modules_they_come_from() -> None:

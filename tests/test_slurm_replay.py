@@ -102,7 +102,7 @@ def test_a_replay_is_deterministic(tmp_path: Path) -> None:
     ("flags", "named"),
     [
         (["--engine", "slurm", "--energy-budget-kwh", "8"], "--energy-budget-kwh"),
-        (["--engine", "slurm", "--noise", "0.1"], "--noise"),
+        (["--engine", "slurm", "--replan", "events"], "--replan"),
         (["--engine", "slurm", "--no-event-rounds", "--no-periodic-rounds"], "--periodic-rounds"),
         (["--engine", "rounds", "--load-s", "5"], "--load-s"),
         (["--engine", "rounds", "--time-scale", "30"], "--time-scale"),

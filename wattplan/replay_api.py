@@ -198,7 +198,8 @@ def frontier(
     (``deltas=[0.03, 0.2]``, ``max_jct_increase=[0, 10]`` percent, ``baselines="fifo-max"``; a list may also be a
     comma-separated string, a path a text), each with its default and checked by the same record as the command
     line's option; ``plots`` (the command line plots unless ``--no-plots``) has a default of its own. It runs
-    :func:`planner.sim.session.run_frontier`, the command's own code. ``frontier`` holds the sweep's rows;
+    :func:`planner.control.frontier.frontier_on_engine`'s run, the command's own code (the slurm engine
+    by default; ``engine="rounds"`` replays round by round). ``frontier`` holds the sweep's rows;
     ``summary``, ``rounds`` and ``jobs`` every point's replay (``label`` names the point).
 
     ``workers=1`` replays the points here, one after another; more start that many processes, which run the calling
@@ -206,17 +207,17 @@ def frontier(
     :class:`~planner.contracts.problems.InputError` naming ``workers`` says so before anything runs). A replay that
     fails raises :class:`~planner.sim.frontier.ReplayFailed` naming each failed point, after the others.
     """
+    from wattplan.planner.control.frontier import frontier_on_engine
     from wattplan.planner.sim.frontier import ReplayFailed
-    from wattplan.planner.sim.session import frontier_sweep, run_frontier
 
     _unknown("frontier", options, _keywords(frontier))
     _checked_keywords(frontier, locals())
     opts = FrontierOptions.checked(options)
-    sweep = frontier_sweep(trace, cluster, opts)
+    engine = frontier_on_engine(trace, cluster, opts)
     figures = opts.figures() if plots else None
     with _out(out, "wattplan-frontier-") as folder:
         try:
-            run_frontier(sweep, folder, workers=opts.workers, ray=opts.ray, figures=figures)
+            engine.run(folder, workers=opts.workers, ray=opts.ray, figures=figures)
         except ReplayFailed as exc:  # the temporary folder goes: nothing is saved for a second run
             if out is None:
                 raise ReplayFailed(exc.failed, exc.total, None) from None

@@ -11,7 +11,8 @@ Every round (``--round-s`` on the agent's clock, real seconds on a real cluster)
    the queued managed jobs with their remaining steps (total minus observed), their current configuration and
    placement, the nodes Slurm can schedule on (drained, down and nodes running unmanaged jobs are left out);
 4. **decide** through the policy (``--policy``, the replay's policies by name; ``wattplan`` plans the round model
-   through the front door), placed and validated as the replay places them; a round that cannot be planned keeps
+   through the front door), placed and validated as the replay places them, within the power cap and the energy
+   budget's paced share of its period (:mod:`planner.agent.energy_budget`); a round that cannot be planned keeps
    what runs;
 5. **apply** the difference (:mod:`planner.agent.decide`): the desired configurations and the calls are committed
    to the state (:mod:`planner.agent.store`) before the first call is sent; each outcome is committed as it
@@ -56,6 +57,7 @@ from typing import Protocol, TypeVar
 from wattplan.planner.agent.aligned_blocks import aligned_blocks
 from wattplan.planner.agent.commands import CommandResult, Run, SlurmError
 from wattplan.planner.agent.decide import Decision, SlurmJobNow, decide
+from wattplan.planner.agent.energy_budget import SAME_S, EnergyLedger, RoundShare
 from wattplan.planner.agent.metrics import AgentMetrics, RoundFigures
 from wattplan.planner.agent.node_settings import Clock, JobSetting
 from wattplan.planner.agent.options import AgentOptions
@@ -90,6 +92,7 @@ from wattplan.planner.core.validate import InvalidPlanError, validate_plan
 from wattplan.planner.profile_library.library import ProfileLibrary
 from wattplan.planner.rounds.cluster_spec import ClusterSpec
 from wattplan.planner.rounds.traces import TraceJob
+from wattplan.planner.sim.budget import one_node_round_j
 from wattplan.planner.sim.governor import Steering
 from wattplan.planner.sim.learning import ProfileLearner
 from wattplan.planner.sim.policies.base import Policy
@@ -101,7 +104,7 @@ from wattplan.planner.sim.round_instance import (
     replay_round,
     round_instance,
 )
-from wattplan.planner.sim.signals import SignalClock
+from wattplan.planner.sim.signals import J_PER_KWH, SignalClock
 from wattplan.planner.sim.state import JobState
 from wattplan.planner.sim.telemetry import JobObservation
 from wattplan.planner.sim.workload import job_spec
@@ -134,10 +137,15 @@ state file (``jobs.stall_restarts``), so a restarted agent does not start counti
 
 @dataclass(frozen=True, slots=True)
 class Observed:
-    """What Prometheus showed over one window: steps done per job at its end, energy per job (J)."""
+    """What Prometheus showed over one window: steps done per job at its end, energy per job and in all (J).
+
+    ``cluster_energy_j``: every GPU's and every node's energy over the window, idle included (what an energy budget
+    charges, :mod:`planner.agent.energy_budget`); None when the telemetry does not tell.
+    """
 
     steps_done: Mapping[str, float]
     job_energy_j: Mapping[str, float]
+    cluster_energy_j: float | None = None
 
 
 class Observer(Protocol):
@@ -234,6 +242,13 @@ class AgentConfig:
     power_cap_file: Path | None = _OPTIONS.power_cap_file
     """A cap that moves (``--power-cap-file``, :mod:`planner.agent.power_cap`): read every round, a change starts a
     round at once; ``power_cap_w`` is the cap until the file holds one."""
+    energy_budget_kwh: float | None = _OPTIONS.energy_budget_kwh
+    """At most this much energy (kWh) in every ``budget_period_s`` (``--energy-budget-kwh``,
+    :mod:`planner.agent.energy_budget`): each round's plan is paced within what its period has left. None: none."""
+    budget_period_s: float | None = _OPTIONS.budget_period_s
+    budget_origin_s: float | None = None
+    """Where the budget's periods start (agent clock, s); None: at the first round, kept in the state. A replay gives
+    the cluster's start, where its energy count starts."""
     metrics_port: int | None = _OPTIONS.metrics_port
     """Serve the agent's own Prometheus metrics on this port (:mod:`planner.agent.metrics`); None: not served."""
     metrics_address: str = _OPTIONS.metrics_address
@@ -264,6 +279,8 @@ class AgentConfig:
             zeus_eta=options.zeus_eta,
             power_cap_w=options.power_cap_w,
             power_cap_file=options.power_cap_file,
+            energy_budget_kwh=options.energy_budget_kwh,
+            budget_period_s=options.budget_period_s,
             metrics_port=options.metrics_port,
             metrics_address=options.metrics_address,
         )
@@ -290,6 +307,10 @@ class RoundReport:
     """How the round ended, as the state records it (``done``, ``idle``, ``kept``, ``slurm-unreachable``, ...)."""
     measured_j: float = 0.0
     """GPU energy DCGM measured for the managed jobs over the window that ended at this round (J)."""
+    budget: RoundShare | None = None
+    """The round's place in its period of the energy budget and its paced share (None: no budget)."""
+    budget_binds: bool = False
+    """The budget's share, not the power cap, set what the round's plan may draw."""
 
     def figures(self) -> RoundFigures:
         """What the round adds to the agent's metrics (:mod:`planner.agent.metrics`)."""
@@ -314,14 +335,19 @@ class RoundReport:
             verbs[verb] = verbs.get(verb, 0) + len(c.call.jobs)
         calls = ", ".join(f"{v} {n}" for v, n in verbs.items()) or "none"
         delta = "" if self.delta is None else f" delta {self.delta:.3f};"
+        budget = "" if self.budget is None else f" {self.budget.words()};"
         text = (
             f"round {self.index} t={self.now_s:.0f}s: {self.queued} queued, {self.running} running, "
-            f"plan runs {self.planned_run} ({self.status});{delta} calls: {calls}; "
+            f"plan runs {self.planned_run} ({self.status});{delta}{budget} calls: {calls}; "
             f"overhead {self.overhead_s:.2f} s, solve {self.solve_s:.2f} s"
         )
         return text + "".join(f"\n  {n}" for n in self.notes)
 
 
+NO_CLUSTER_ENERGY = (
+    "energy budget: the telemetry tells no cluster energy (GPU and node energy counters): nothing is charged"
+)
+"""Said once when the observer reports no cluster energy, so the energy budget cannot be kept."""
 NOT_PENDING = "Job is no longer pending execution"
 """Slurm's refusal of a hold or an update of a job that runs. A hold it refuses so is a race with Slurm's own start
 of a released job (the round read it pending), not an error: the job runs, and its update is not sent."""
@@ -417,6 +443,19 @@ class Agent:
         """Jobs that drew GPU energy in the last window, as DCGM's job mapping names them."""
         self._metered_at: dict[str, float] = {}
         """Per job, the end (emulated s) of the last window in which DCGM named GPU energy after it."""
+        self.ledger: EnergyLedger | None = None
+        """The energy budget over a period (``--energy-budget-kwh``), its spending kept in the state; None: none."""
+        if config.energy_budget_kwh is not None:
+            if config.budget_period_s is None:
+                raise ValueError("an energy budget needs its period (budget_period_s, --budget-period-s)")
+            kwh = config.energy_budget_kwh
+            self.ledger = EnergyLedger(store, kwh * J_PER_KWH, config.budget_period_s, config.budget_origin_s)
+        self._window_cluster_j: float | None = None
+        """The whole cluster's energy in the window read this round (J); None: not read, or not told."""
+        self._window_failed = False
+        """This round's window could not be read."""
+        self.stop_reason: str | None = None
+        """Why the loop stopped itself (``stalled``, ``budget-exhausted``); None: it did not."""
         for rnd, argv in store.interrupted():
             self.log(
                 f"restart: round {rnd} was interrupted before '{' '.join(argv)}' had an outcome; "
@@ -486,6 +525,8 @@ class Agent:
         rnd = self.store.next_round()
         report = RoundReport(rnd, now_s)
         self.store.begin_round(rnd, unix, now_s)
+        if self.ledger is not None:
+            self.ledger.start(now_s)  # the first round is the budget's origin unless the state or a replay has one
         if self._cap is not None and (said := self._cap.read()) is not None:
             report.notes.append(said)
         try:
@@ -508,6 +549,7 @@ class Agent:
         active = {jid: j for jid, j in managed.items() if j.state in ACTIVE_STATES and jid in known}
         active = self._without_foreign_holds(active, seen_before, rnd, report)
         self._observe(unix, now_s, report)
+        self._charge(unix, now_s, report)
         known = self.store.known_jobs()
         busy_hosts = self._unmanaged_hosts(placements, set(managed))
         try:
@@ -533,7 +575,8 @@ class Agent:
         seen_ctx = ctx if self.learner is None else replace(self.learner.context(), gpu_types=ctx.gpu_types)
         if not self.cfg.power_save:
             seen_ctx = nodes_stay_on(seen_ctx)  # no node is powered down (docs/design.md 11.6)
-        budget_j = self._budget_j(ctx)
+        report.budget = self._share(ctx, now_s, report)
+        budget_j = self._budget_j(ctx, report)
         steer = self.steering.round(ctx, seen_ctx, states, queued, now_s, budget_j)
         runs = self.steering.reference_runs
         if runs is not self._stored_reference:  # rebuilt: the jobs seen changed
@@ -588,21 +631,44 @@ class Agent:
         """The cluster's power cap now (W): the cap file's last value, else ``--power-cap-w``; None: no cap."""
         return self._cap.cap_w if self._cap is not None else self.cfg.power_cap_w
 
-    def _budget_j(self, ctx: ClusterContext) -> float | None:
-        """The round's energy budget (J) under the cap (:meth:`cap_w`), for what the round prices.
+    def _budget_j(self, ctx: ClusterContext, report: RoundReport | None = None) -> float | None:
+        """The round's budget (J) for what the round prices, under the cap (:meth:`cap_w`) and the budget's share.
 
         With every node on (:func:`~planner.sim.round_instance.nodes_stay_on`) the round instance prices a job's
         power above its GPUs' idle power only: the cap less the powered cluster's idle draw
         (``sum_g N_g (Pnode_g + K_g Pidle_g)`` over the usable nodes) is what the jobs may add, for the round's
-        length ``T``. With power saving the round prices the powered nodes too: ``cap x T``. None without a cap.
+        length ``T``. With power saving the round prices the powered nodes too: ``cap x T``. The energy budget's
+        share ``S_r`` (``report.budget``, :meth:`_share`) leaves the same way ``S_r - T sum_g N_g (Pnode_g + K_g
+        Pidle_g)`` (0 at least), with power saving ``S_r``; with both, the smaller. None with neither.
         """
+        duration = ctx.rules.duration_s
+        idle_j = 0.0 if self.cfg.power_save else sum(g.nodes * g.powered_node_w for g in ctx.gpu_types) * duration
         cap = self.cap_w()
-        if cap is None:
+        cap_j = None if cap is None else max(0.0, cap * duration - idle_j)
+        if report is None or report.budget is None:
+            return cap_j
+        share_j = max(0.0, report.budget.share_j - idle_j)
+        report.budget_binds = cap_j is None or share_j <= cap_j
+        return share_j if cap_j is None else min(cap_j, share_j)
+
+    def _share(self, ctx: ClusterContext, now_s: float, report: RoundReport) -> RoundShare | None:
+        """The round's paced share of the energy budget (:mod:`planner.agent.energy_budget`); None without one.
+
+        ``B_min`` is one node of the most power-hungry GPU type at full power for the round
+        (:func:`~planner.sim.budget.one_node_round_j`); with every node on, the powered nodes' idle draw ``I`` is
+        what the rest of the period draws whatever runs, and the floor leaves it that. A spent period says so
+        (once): its jobs wait for the next one.
+        """
+        if self.ledger is None:
             return None
-        if self.cfg.power_save:  # the round prices every powered node: the whole cap is the jobs'
-            return cap * ctx.rules.duration_s
-        idle_w = sum(g.nodes * g.powered_node_w for g in ctx.gpu_types)
-        return max(0.0, cap - idle_w) * ctx.rules.duration_s
+        idle_w = 0.0 if self.cfg.power_save else sum(g.nodes * g.powered_node_w for g in ctx.gpu_types)
+        share = self.ledger.share(now_s, ctx.rules.duration_s, one_node_round_j(ctx), idle_w)
+        if share.left_j <= 0.0:
+            said = (
+                f"energy budget of period {share.period} spent: jobs wait until it renews at {share.period_end_s:.0f} s"
+            )
+            self._say_once(report, f"period {share.period}", "budget spent", said)
+        return share
 
     def _plan(self, instance: Instance, queued: Sequence[JobState], now_s: float) -> Plan:
         """The policy's decision for the round, placed and validated as the replay places it.
@@ -665,6 +731,8 @@ class Agent:
     def _finish(self, report: RoundReport, t_start: float, status: str, **fields: object) -> None:
         report.overhead_s = time.monotonic() - t_start - report.solve_s
         report.outcome = status
+        if report.budget is not None:
+            fields["budget_share_j"] = report.budget.share_j
         self.store.finish_round(
             report.index,
             status,
@@ -792,10 +860,55 @@ class Agent:
         """
         last = self._last_round_unix
         self._last_round_unix = unix
-        self._observed = False
+        self._observed = self._window_failed = False
+        self._window_cluster_j = None
         if last is None or self.observer is None:
             return
         self._read_window(last, unix, now_s, report)
+
+    def _charge(self, unix: float, now_s: float, report: RoundReport) -> None:
+        """Charge the energy budget what the cluster drew since the last window charged, up to ``now_s``.
+
+        The windows the ledger charges tile the time from the budget's origin (:mod:`planner.agent.energy_budget`):
+        this round's window when it starts there; otherwise (the replay's first round after the cluster's start, a
+        restarted agent's first, the round after one whose window could not be read) the whole stretch since the
+        last one charged, read at once. A round whose window could not be read charges nothing: the next read covers
+        it. When that stretch cannot be read (Prometheus no longer holds it, or not within the round's time), this
+        round's window is charged and the stretch before it is not, and said so: the cluster's energy is never
+        guessed, and the budget is never left uncharged for good.
+        """
+        ledger = self.ledger
+        if ledger is None or self.observer is None or self._window_failed:
+            return
+        since = ledger.charged_to_s()
+        if now_s - since <= SAME_S:
+            return
+        window_j = self._window_cluster_j
+        if self._observed and window_j is None:
+            self._say_once(report, "", "no cluster energy", NO_CLUSTER_ENERGY)
+            return
+        start = self._window_start_s
+        own_j = window_j if self._observed and start >= since - SAME_S else None  # this round's, not overlapping
+        if own_j is not None and start - since <= SAME_S:
+            ledger.charge(since, now_s, own_j)
+            return
+        try:
+            seen = self.observer.window(self.cfg.clock.unix_at(since), unix)
+        except Exception as e:  # noqa: BLE001 - an unreachable Prometheus must not stop the loop
+            why = str(e).splitlines()[0] if str(e) else type(e).__name__
+            if own_j is None:
+                report.notes.append(f"energy budget: the cluster's energy since {since:.0f} s not read ({why})")
+                return
+            # charge this round's window: a stretch that cannot be read must not stop the budget for good
+            report.notes.append(
+                f"energy budget: the cluster's energy over {since:.0f}-{start:.0f} s not read ({why}): not charged"
+            )
+            ledger.charge(start, now_s, own_j)
+            return
+        if seen.cluster_energy_j is None:
+            self._say_once(report, "", "no cluster energy", NO_CLUSTER_ENERGY)
+            return
+        ledger.charge(since, now_s, seen.cluster_energy_j)
 
     def _estimated_steps(
         self, k: KnownJob, current: CurrentConfig, known: Mapping[str, KnownJob], now_s: float
@@ -869,7 +982,9 @@ class Agent:
                 f"Prometheus: {str(e).splitlines()[0] if str(e) else type(e).__name__}; "
                 "planning from the last known progress"
             )
+            self._window_failed = True
             return
+        self._window_cluster_j = seen.cluster_energy_j
         self._measured.update(seen.steps_done)
         self._windows_read += 1
         report.measured_j = sum(seen.job_energy_j.values())
@@ -1265,15 +1380,34 @@ class Agent:
         """
         return 0.0 if self.cfg.rules.slurm_starts else self.cfg.event_gap
 
-    def _stalled(self, rounds: int) -> bool:
-        """``rounds`` in a row ran nothing with jobs waiting, every job submitted: :attr:`AgentConfig.stall_rounds`."""
+    def _stalled(self, rounds: int, since_s: float = math.nan, last: RoundReport | None = None) -> bool:
+        """``rounds`` in a row ran nothing with jobs waiting, every job submitted: :attr:`AgentConfig.stall_rounds`.
+
+        Where the energy budget's share set the ``last`` round's plan, rounds that ran nothing stop the loop only once
+        they span a whole period from ``since_s`` (the first of them, agent clock): a budget spent for one period is
+        renewed by the next, and only a budget no job fits in for a whole period stops it (``budget-exhausted``).
+        """
         limit = self.cfg.stall_rounds
         if limit is None or rounds < limit:
             return False
         if self.cfg.idle_marker is not None and not self.cfg.idle_marker.exists():
             return False
+        if self.ledger is not None and last is not None and last.budget is not None and last.budget_binds:
+            if not self.ledger.covers_a_period(since_s, last.now_s):
+                return False
+            self.stop_reason = "budget-exhausted"
+            self.log(f"{rounds} rounds in a row over a whole period of the energy budget ran nothing: budget-exhausted")
+            return True
+        self.stop_reason = "stalled"
         self.log(f"{rounds} rounds in a row ran nothing while jobs waited: stalled")
         return True
+
+    def _next_period_at(self) -> float:
+        """When (:meth:`Timer.monotonic` s) the energy budget's next period starts: a round starts then; inf: none."""
+        if self.ledger is None or self.ledger.periods is None:
+            return math.inf
+        now_s = self.cfg.clock.at(self.timer.unix())
+        return self.timer.monotonic() + self.cfg.clock.real_s(self.ledger.next_start_s(now_s) - now_s)
 
     def idle(self) -> bool:
         """Every managed job has ended (and the submitter, when there is one, is done)."""
@@ -1289,6 +1423,7 @@ class Agent:
         """
         period = self.cfg.clock.real_s(self.cfg.rules.duration_s)
         played = stalled = 0
+        stalled_since = math.nan
 
         def stop(signum: int, frame: FrameType | None) -> None:
             self.stop_requested = True
@@ -1311,10 +1446,14 @@ class Agent:
                     for outcome in report.calls:
                         self.log(f"would run: {outcome.call}")
                 played += 1
-                stalled = stalled + 1 if report.queued > 0 and report.planned_run == 0 else 0
+                if report.queued > 0 and report.planned_run == 0:
+                    stalled_since = report.now_s if stalled == 0 else stalled_since
+                    stalled += 1
+                else:
+                    stalled = 0
                 if self.cfg.dry_run or (self.cfg.max_rounds is not None and played >= self.cfg.max_rounds):
                     break
-                if self._stalled(stalled):
+                if self._stalled(stalled, stalled_since, report):
                     break
                 if self.cfg.until_idle and self.idle():
                     self.log("every managed job has ended: done")
@@ -1326,7 +1465,9 @@ class Agent:
                 if self._retry_soon:  # an update Slurm refused for now: try again a poll later
                     next_at = min(next_at, self.timer.monotonic() + self.cfg.poll_s)
                 earliest = started + self.event_gap() * period if self.cfg.event_rounds else None
-                periodic = self.cfg.periodic_rounds or not self._settled
+                next_at = min(next_at, self._next_period_at())  # a budget's new period renews it: plan then
+                # a plan is priced for one round: under an energy budget rounds come every --round-s
+                periodic = self.cfg.periodic_rounds or not self._settled or self.ledger is not None
                 # a job that arrived or left starts the round early: plan now, as Slurm would start it now
                 if self.timer.wait_for_round(
                     next_at if periodic else math.inf,

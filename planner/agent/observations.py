@@ -155,6 +155,11 @@ class Observation:
         """All nodes' own energy (J)."""
         return sum(n.energy_j for n in self.nodes)
 
+    @property
+    def cluster_energy_j(self) -> float:
+        """The whole cluster's energy (J): every GPU's, idle included, and every node's own (what a budget charges)."""
+        return self.gpu_energy_j + self.node_energy_j
+
     def job(self, job_id: str) -> JobWindow | None:
         """The job's window, None when it was not seen."""
         return next((j for j in self.jobs if j.job_id == job_id), None)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, get_args
 
 from wattplan.planner.agent.trust import Allowed, name_problem
 from wattplan.planner.contracts import defaults
-from wattplan.planner.contracts.options import ROUND_RULE, OptionRecord, Rule, option, range_of, same_as
+from wattplan.planner.contracts.options import ROUND_RULE, OptionRecord, Rule, option, range_of, requires, same_as
 from wattplan.planner.contracts.problems import Problem
 from wattplan.planner.contracts.request import REPLAY_REQUEST, PlanRequest
 from wattplan.planner.contracts.rules import Objective, RoundRules
@@ -170,12 +170,25 @@ class AgentOptions(OptionRecord):
     threads: int = same_as(SolveOptions, "threads", REPLAY_REQUEST.threads)
     seed: int = same_as(SolveOptions, "seed", REPLAY_REQUEST.seed)
     node_limit: int | None = same_as(SolveOptions, "node_limit", REPLAY_REQUEST.node_limit)
+    horizon: int = same_as(SolveOptions, "horizon", REPLAY_REQUEST.horizon)
     power_cap_w: float | None = same_as(ReplayOptions, "power_cap_w")
     power_cap_file: Path | None = option(
         None,
         "A file holding the cluster's power cap in W, or none (an operator or a grid program writes it): read every "
         "round, a change starts a round at once; --power-cap-w is the cap until it holds one.",
         metavar="FILE",
+    )
+    energy_budget_kwh: float | None = same_as(
+        ReplayOptions,
+        "energy_budget_kwh",
+        help="Energy budget: the cluster (GPUs and nodes, idle included, as Prometheus counts them) draws at most "
+        "this much per period (--budget-period-s); each round is paced over the time left in its period (with a cap "
+        "too, the smaller of the two).",
+    )
+    budget_period_s: float | None = same_as(
+        SimulateOptions,
+        "budget_period_s",
+        help="The period of --energy-budget-kwh, back to back from the agent's first round (kept in --state).",
     )
     node_power_w: float | None = option(
         None,
@@ -228,6 +241,8 @@ class AgentOptions(OptionRecord):
         Rule(signal_needs_a_file, "signal_start requires carbon or price"),
         Rule(_some_rounds, "event_rounds or periodic_rounds"),
         Rule(_baseline_power_save, "policy slurm excludes power_save"),
+        requires("energy_budget_kwh", "budget_period_s"),
+        requires("budget_period_s", "energy_budget_kwh"),
         _names("allow_user"),
         _names("allow_account"),
     )
@@ -270,6 +285,7 @@ class AgentOptions(OptionRecord):
             threads=self.threads,
             seed=self.seed,
             node_limit=self.node_limit,
+            horizon=self.horizon,
         )
 
     def allowed(self) -> Allowed:

@@ -10,6 +10,8 @@ before it counts as arriving at it):
 * jobs seen, ended by Slurm's end state, still waiting or running; restarts (requeues the agent made);
 * JCT of the completed jobs, ``ended_s - arrival_s`` (average and p95, s);
 * GPU energy measured: DCGM's, apportioned to the managed jobs, summed over the observed windows (kWh);
+* with an energy budget (``--energy-budget-kwh``, :mod:`planner.agent.energy_budget`): the budget, its period and
+  the whole cluster's energy charged to each period since the agent's first round (kWh), whatever the window;
 * the completed jobs against the agent's reference, Slurm alone at full power (``fifo-max`` in continuous time over
   the jobs seen, :func:`planner.agent.reference.slurm_reference_runs`, kept per job in the state): their measured
   GPU energy against the reference's (each job's GPUs at the top setting's profiled power for the time its steps
@@ -32,6 +34,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from wattplan.planner.agent.energy_budget import BudgetPeriods, energy_by_period
 from wattplan.planner.agent.slurm_actions import SlurmCall
 from wattplan.planner.contracts.problems import InputError, Problem
 from wattplan.planner.sim.metrics import J_PER_KWH, jct_stats
@@ -142,6 +145,10 @@ class AgentReport:
     measured_kwh: float = 0.0
     against: AgainstReference = field(default_factory=AgainstReference)
     points: list[RoundPoint] = field(default_factory=list)
+    budget_kwh: float | None = None
+    budget_period_s: float | None = None
+    period_kwh: list[float] = field(default_factory=list)
+    """The cluster's energy charged to each period of the energy budget, from the first (kWh)."""
 
     def to_json(self) -> dict[str, Any]:
         """The report as JSON values (the round points as lists)."""
@@ -206,9 +213,24 @@ def agent_report(path: Path, since_s: float | None = None, until_s: float | None
             [j[4] - j[1] for j in jobs if j[3] == "COMPLETED" and j[4] is not None]
         )
         out.against = against_reference(db, {j[0] for j in jobs})
+        _budget_periods(db, out)
         return out
     finally:
         db.close()
+
+
+def _budget_periods(db: sqlite3.Connection, out: AgentReport) -> None:
+    """The energy budget the state keeps (none: nothing set) and the energy charged to each of its periods."""
+    meta = dict(db.execute("SELECT key, value FROM meta WHERE key LIKE 'budget_%'").fetchall())
+    if not {"budget_origin_s", "budget_period_s", "budget_energy_j"} <= meta.keys():
+        return
+    periods = BudgetPeriods(
+        float(meta["budget_energy_j"]), float(meta["budget_period_s"]), float(meta["budget_origin_s"])
+    )
+    windows = db.execute("SELECT start_s, end_s, energy_j FROM energy_windows ORDER BY end_s").fetchall()
+    drawn = energy_by_period(windows, periods)
+    out.budget_kwh, out.budget_period_s = periods.energy_j / J_PER_KWH, periods.period_s
+    out.period_kwh = [drawn.get(k, 0.0) / J_PER_KWH for k in range(max(drawn, default=-1) + 1)]
 
 
 def report_rows(report: AgentReport) -> list[tuple[str, str]]:
@@ -231,6 +253,15 @@ def report_rows(report: AgentReport) -> list[tuple[str, str]]:
         ("completed jobs' JCT (avg / p95)", f"{secs(report.avg_jct_s)} / {secs(report.p95_jct_s)}"),
         ("GPU energy of the managed jobs (DCGM)", f"{report.measured_kwh:,.3f} kWh"),
     ]
+    if report.budget_kwh is not None and report.budget_period_s is not None:
+        drawn = report.period_kwh
+        said = f"most {max(drawn):,.3f} kWh, the last {drawn[-1]:,.3f} kWh" if drawn else "none charged yet"
+        rows.append(
+            (
+                f"energy budget {report.budget_kwh:,.3f} kWh per {report.budget_period_s:,.0f} s",
+                f"{len(drawn)} period(s) drawn: {said}",
+            )
+        )
     a = report.against
     if a.jobs:
         saved = a.saved_fraction

@@ -17,6 +17,11 @@ Tables (one file, ``--state``; WAL journal, ``synchronous=FULL``, so a committed
   same transaction as the call, before it is sent) and a job's own submission hold (``sbatch --hold``) adopted
   when the agent first sees the job. Only these are ever released (docs/design.md §11.6, trust); a row is
   dropped as soon as Slurm shows the job not held.
+- ``energy_windows``: with an energy budget (:mod:`planner.agent.energy_budget`), the whole cluster's energy (J)
+  over each window ``[start_s, end_s]`` (agent clock) the budget charged, back to back from the budget's origin
+  (``meta`` ``budget_origin_s``: the first round's time; ``budget_period_s`` and ``budget_energy_j``: the budget).
+  A window is keyed by its end and written once (``INSERT OR IGNORE``), and the next one starts where the last
+  ends, so a crash loses nothing and a restarted agent counts nothing twice.
 
 One agent per state file: :class:`AgentStore` takes an exclusive lock on ``STATE.lock`` (its pid written in
 it) for as long as it is open, so a second agent on the same file is refused by name and pid; the kernel drops
@@ -75,11 +80,13 @@ CREATE TABLE IF NOT EXISTS observations (
     PRIMARY KEY (round, job_id)
 );
 CREATE TABLE IF NOT EXISTS holds (job_id TEXT PRIMARY KEY, round INTEGER NOT NULL, how TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS energy_windows (end_s REAL PRIMARY KEY, start_s REAL NOT NULL, energy_j REAL NOT NULL);
 """
 _ADDED_COLUMNS = (
     ("jobs", "stall_restarts", "INTEGER NOT NULL DEFAULT 0"),
     ("jobs", "ref_finish_s", "REAL"),
     ("jobs", "ref_energy_j", "REAL"),
+    ("rounds", "budget_share_j", "REAL"),
 )
 """Columns added since schema 1 was first written: added in place to an older file (nothing else changes)."""
 BUSY_TIMEOUT_S = 10.0
@@ -518,6 +525,7 @@ class AgentStore:
             "note",
             "overhead_s",
             "solve_s",
+            "budget_share_j",
         }
         bad = set(fields) - allowed
         if bad:
@@ -537,6 +545,34 @@ class AgentStore:
     def add_observations(self, rnd: int, rows: Iterable[tuple[str, float | None, float | None, float]]) -> None:
         """Per job of round ``rnd``: steps done, energy over the window (J), window length (s)."""
         self.db.executemany("INSERT OR REPLACE INTO observations VALUES (?, ?, ?, ?, ?)", [(rnd, *r) for r in rows])
+
+    # ------------------------------------------------------------------ the energy budget's ledger
+
+    def budget_origin(self, first_s: float, period_s: float, energy_j: float) -> float:
+        """The energy budget's origin (agent clock, s): the one the state keeps, else ``first_s``, kept from now on.
+
+        The period (s) and the budget (J) are recorded as given (the latest), for ``agent report``.
+        """
+        self.db.execute("INSERT OR IGNORE INTO meta VALUES ('budget_origin_s', ?)", (repr(float(first_s)),))
+        self.db.execute("INSERT OR REPLACE INTO meta VALUES ('budget_period_s', ?)", (repr(float(period_s)),))
+        self.db.execute("INSERT OR REPLACE INTO meta VALUES ('budget_energy_j', ?)", (repr(float(energy_j)),))
+        return float(self.db.execute("SELECT value FROM meta WHERE key = 'budget_origin_s'").fetchone()[0])
+
+    def charge_energy(self, start_s: float, end_s: float, energy_j: float) -> None:
+        """Record the cluster's energy (J) over ``[start_s, end_s]`` (agent clock); a window already kept stays."""
+        self.db.execute("INSERT OR IGNORE INTO energy_windows VALUES (?, ?, ?)", (end_s, start_s, energy_j))
+
+    def charged_to_s(self) -> float | None:
+        """The end of the last window charged (agent clock, s); None: none yet."""
+        row = self.db.execute("SELECT MAX(end_s) FROM energy_windows").fetchone()
+        return None if row[0] is None else float(row[0])
+
+    def energy_windows(self, after_s: float) -> list[tuple[float, float, float]]:
+        """The windows charged that end after ``after_s``: ``(start_s, end_s, energy_j)`` in time order."""
+        rows = self.db.execute(
+            "SELECT start_s, end_s, energy_j FROM energy_windows WHERE end_s > ? ORDER BY end_s", (after_s,)
+        ).fetchall()
+        return [(float(a), float(b), float(e)) for a, b, e in rows]
 
     def action_counts(self) -> dict[str, int]:
         """How many calls ended in each status, over the whole run."""

@@ -17,7 +17,7 @@ from wattplan.planner.console.formats import OutputFormat
 from wattplan.planner.contracts import defaults
 from wattplan.planner.plan_options import MAX_BUDGET_J, MAX_POWER_CAP_W
 from wattplan.planner.rounds.cluster_spec import MAX_NODE_POWER_W
-from wattplan.planner.sim.options import SLURM_ONLY, SimulateOptions, library_path
+from wattplan.planner.sim.options import library_path
 
 OutputFormatOpt = Annotated[
     OutputFormat,
@@ -75,26 +75,10 @@ PowerCapOpt = Annotated[float | None, typer.Option(help="Power cap (W): a round'
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
 
 
-def _slurm_engine_flags() -> tuple[str, ...]:
-    """``--engine`` and the flags of the slurm engine's own options (:data:`planner.sim.options.SLURM_ONLY`).
-
-    A boolean's ``--no-`` form is included unless the option declares one flag only.
-    """
-    flags = ["--engine"]
-    for name in SLURM_ONLY:
-        opt = SimulateOptions.option(name)
-        flags.append(opt.flag)
-        if opt.kind is bool and opt.spec.flag is None:
-            flags.append("--no-" + opt.flag.removeprefix("--"))
-    return tuple(flags)
-
-
-SLURM_ENGINE_FLAGS = _slurm_engine_flags()
-"""``simulate``'s choice of engine and the slurm engine's options: ``frontier`` replays on the round-based engine."""
-SWEEP_ONLY_OPTIONS = ("--policy", "--delta", "--fresh", *SLURM_ENGINE_FLAGS)
-"""``simulate`` options ``frontier`` has not: it replays wattplan and --baselines, sweeps --deltas, resumes per
-point (a point whose spec and inputs are unchanged is reused; delete its ``runs/<label>`` to redo it) and replays
-on the round-based engine only."""
+SWEEP_ONLY_OPTIONS = ("--policy", "--delta", "--fresh")
+"""``simulate`` options ``frontier`` has not: it replays wattplan and --baselines, sweeps --deltas and resumes per
+point (a point whose spec and inputs are unchanged is reused; delete its ``runs/<label>`` to redo it). It has
+``--engine`` and the slurm engine's options, as ``simulate`` declares them."""
 
 
 FROM_TRACE_RANGES: dict[str, tuple[float, float]] = {

@@ -52,10 +52,10 @@ def simulate(
     """Replay a trace with one or more policies; write summary.json, jobs.csv and figures.
 
     By default (--engine slurm) each policy runs the loop `wattplan agent` runs, on a simulated Slurm: jobs start
-    when they fit, every change is a requeue, every node stays on unless --power-save; -p slurm is Slurm alone.
-    --engine rounds is the
-    round-based replay (idle nodes off for free, energy budgets, noise, horizons): it writes rounds.csv as it goes,
-    with a checkpoint every 1000 rounds or 30 s, and a rerun resumes (--fresh starts over).
+    when they fit, every change is a requeue, every node stays on unless --power-save; -p slurm is Slurm alone. A
+    rerun reads back every policy that finished (--fresh replays all). --engine rounds is the older round-based
+    replay (plans applied at once, idle nodes off for free, a budget over the whole replay): it writes rounds.csv
+    as it goes, with a checkpoint every 1000 rounds or 30 s, and a rerun resumes.
     Without --objective wattplan plans for progress (fastest, not least energy); the energy
     modes are --objective efficiency --max-jct-increase PCT and `wattplan frontier`.
     """
@@ -89,7 +89,7 @@ def _simulate_on_slurm(
     """``simulate`` on the slurm engine: the agent's loop on a simulated Slurm, each policy with its progress; a table.
 
     Serial: a bar per policy (a line every 30 s when ``quiet``); in parallel (``--workers``): one bar of the
-    policies done. An interruption says that the same command starts over (these replays keep no checkpoint).
+    policies done. An interruption says that the same command reads back the policies that finished.
     """
     from wattplan.planner.control.session import (
         SlurmHooks,
@@ -107,7 +107,7 @@ def _simulate_on_slurm(
         warn=lambda text: err.print(f"[yellow]warning:[/] {shown(text)}"),
         dropped=lambda text: err.print(f"[yellow]{shown(text)}; ids in {shown(out_path / DROPPED_FILE)}[/]"),
     )
-    serial = opts.workers == 1
+    serial = opts.workers == 1 and opts.ray is None
     with (
         _ResumeNote(lambda: SLURM_INTERRUPTED),
         progress_display(err) if serial else _policies_bar(len(policy), quiet) as bar,
@@ -131,8 +131,8 @@ def _simulate_on_slurm(
 
 
 SLURM_INTERRUPTED = (
-    "interrupted: replays on the slurm engine keep no checkpoint, so the same command run again starts over "
-    "(--engine rounds replays resume)"
+    "interrupted: the same command run again reads back every policy that finished and replays the others from "
+    "their start (--fresh replays all)"
 )
 """What an interrupted ``simulate`` on the slurm engine tells its user."""
 
@@ -248,29 +248,29 @@ def frontier(
 
     Writes runs/<label>/ per replay, frontier.csv, frontier.json and frontier.png (or .pdf, .svg:
     energy against average JCT, baselines as markers, the workload's energy floor as a line, the
-    reference fifo-max ringed). Every simulate option applies to every point but --policy
-    (--baselines), --delta (--deltas) and --max-jct-increase (a list here). Finished replays
+    reference ringed). Every simulate option applies to every point but --policy
+    (--baselines), --delta (--deltas) and --max-jct-increase (a list here). By default (--engine slurm) each
+    point is the agent's loop on a simulated Slurm, as simulate replays it, against Slurm alone and the powered
+    floor; --engine rounds is the round-based replay, against fifo-max. Finished replays
     are reused when the sweep is run again with the same settings and the same input files (by
     SHA-256); saved replays of other settings or inputs are stale: replayed, and counted.
     """
     from wattplan.planner.console.bars import count_bar
-    from wattplan.planner.sim.render import summary_table
-    from wattplan.planner.sim.session import frontier_sweep, run_frontier
+    from wattplan.planner.control.frontier import frontier_on_engine
 
     opts = FrontierOptions.checked(record_values(FrontierOptions, given))
-    sweep = frontier_sweep(trace, cluster, opts)
-    total = sweep.total
+    engine = frontier_on_engine(trace, cluster, opts)
+    total = engine.total
     with count_bar("[bold]frontier", "replays", err, quiet=quiet) as bar:
         task = bar.add_task("frontier", total=total)
-        result = run_frontier(
-            sweep,
+        result = engine.run(
             out_path,
             workers=opts.workers,
             ray=opts.ray,
             figures=opts.figures() if plots else None,
             point_done=lambda: bar.advance(task),
         )
-    print_answer(answer_format, lambda: [summary_table(result.rows)], lambda: [Section("frontier", result.rows)])
+    print_answer(answer_format, lambda: [engine.table(result.rows)], lambda: [Section("frontier", result.rows)])
     _report_frontier(result, total, out_path, answer_format)
 
 

@@ -23,6 +23,7 @@ from wattplan.planner.contracts.floor import EnergyFloor
 from wattplan.planner.contracts.jsonio import write_text_atomic
 from wattplan.planner.contracts.problems import InputError, Problem
 from wattplan.planner.control.cap_schedule import read_cap_schedule
+from wattplan.planner.control.saved_replay import replay_key, saved_result
 from wattplan.planner.control.slurm_replay import (
     SLURM_ALONE,
     SLURM_BASELINES,
@@ -32,7 +33,7 @@ from wattplan.planner.control.slurm_replay import (
     SlurmReplayResult,
     replay_on_slurm,
 )
-from wattplan.planner.sim.options import SimulateOptions
+from wattplan.planner.sim.options import FrontierOptions, ReplayOptions, SimulateOptions
 from wattplan.planner.sim.policies.registry import ALL
 from wattplan.planner.sim.replay import ReplaySpec
 from wattplan.planner.sim.session import replay_spec
@@ -65,8 +66,8 @@ COMPARISON_COLUMNS = (
 """The columns of ``comparison.csv`` (and of the table ``simulate`` prints), in order."""
 
 
-def setup_of(options: SimulateOptions) -> SimulatedCluster:
-    """The simulated Slurm's constants from ``simulate``'s options."""
+def setup_of(options: SimulateOptions | FrontierOptions) -> SimulatedCluster:
+    """The simulated Slurm's constants from ``simulate``'s or ``frontier``'s options."""
     return SimulatedCluster(
         options.time_scale,
         options.load_s,
@@ -78,11 +79,12 @@ def setup_of(options: SimulateOptions) -> SimulatedCluster:
         resume_s=options.resume_s,
         progress_metric=options.progress_metric,
         up_before_s=options.up_before_s,
+        budget_period_s=options.budget_period_s,
         cap_schedule=() if options.power_cap_schedule is None else read_cap_schedule(options.power_cap_schedule),
     )
 
 
-def with_restart_cost(spec: ReplaySpec, options: SimulateOptions, setup: SimulatedCluster) -> ReplaySpec:
+def with_restart_cost(spec: ReplaySpec, options: ReplayOptions, setup: SimulatedCluster) -> ReplaySpec:
     """``spec`` whose restart cost tau is what a restart costs on the simulated Slurm, unless ``--restart-s`` is given.
 
     A requeued job waits the requeue delay, then its launch and checkpoint load (:attr:`SimulatedCluster.
@@ -140,8 +142,9 @@ def slurm_replays(
     """Replay ``trace`` on ``cluster`` with each policy on the simulated Slurm (module docstring), in order.
 
     ``options`` is the checked record: ``--workers N`` replays N policies at once, each in its own process
-    (:func:`planner.executor.run_tasks`). Each summary gets the powered floor and the captured share
-    (:func:`with_floor`) and ``written_by`` (the caller's provenance record) when given; ``out`` gets
+    (:func:`planner.executor.run_tasks`). A policy whose files in ``out`` came from the same replay is read back, not
+    replayed (:mod:`planner.control.saved_replay`), unless ``--fresh``. Each summary gets the powered floor and the
+    captured share (:func:`with_floor`) and ``written_by`` (the caller's provenance record) when given; ``out`` gets
     ``dropped.csv`` when jobs were dropped and, with ``plots``, the figures of :func:`write_slurm_plots`.
     """
     from wattplan.planner.files.paths import refuse_overwriting_inputs
@@ -164,15 +167,22 @@ def slurm_replays(
         hooks.warn(warning)
     if hooks.start is not None:
         hooks.start(len(names))
-    if options.workers == 1:
-        results = []
-        for name in names:
+    keys = {name: replay_key(spec, name, setup) for name in names}
+    saved = {} if options.fresh else {n: r for n in names if (r := saved_result(Path(out) / n, n, keys[n])) is not None}
+    for name in saved:
+        _noted(saved[name], hooks.note, f"read back from {shown(Path(out) / name)} (the same replay)")
+    todo = [n for n in names if n not in saved]
+    if options.workers == 1 and options.ray is None:
+        done = {}
+        for name in todo:
             progress = hooks.progress(name, len(workload.jobs)) if hooks.progress is not None else None
-            results.append(replay_on_slurm(spec, name, setup, Path(out), progress=progress, prepared=(workload, ctx)))
-            _noted(results[-1], hooks.note)
+            done[name] = replay_on_slurm(
+                spec, name, setup, Path(out), progress=progress, prepared=(workload, ctx), key=keys[name]
+            )
+            _noted(done[name], hooks.note)
     else:
-        results = _parallel(spec, names, setup, Path(out), options.workers, hooks)
-    results = with_floor(spec, results, (workload, ctx))
+        done = _parallel(spec, todo, keys, setup, Path(out), options.workers, hooks, options.ray)
+    results = with_floor(spec, [saved[n] if n in saved else done[n] for n in names], (workload, ctx))
     dropped = {t: list(ids) for t, ids in workload.dropped_by_type.items()}
     results = [replace(r, summary={**r.summary, "workload": {"dropped_by_type": dropped}}) for r in results]
     if written_by is not None:
@@ -188,32 +198,44 @@ def slurm_replays(
     return results
 
 
-def _noted(result: SlurmReplayResult, note: Callable[[str], None] | None) -> None:
-    """One line on ``result`` to ``note``: jobs done, energy, rounds, wall seconds."""
+def _noted(result: SlurmReplayResult, note: Callable[[str], None] | None, how: str | None = None) -> None:
+    """One line on ``result`` to ``note``: jobs done, energy, rounds, and the wall seconds or ``how`` it was had."""
     if note is not None:
         s = result.summary
         note(
             f"{result.policy}: {s['completed']} of {s['jobs']} jobs, {s['energy_kwh']:.3f} kWh, {s['rounds']} rounds, "
-            f"{s['wall_s']:.1f} s"
+            + (how or f"{s['wall_s']:.1f} s")
         )
 
 
 def _parallel(
-    spec: ReplaySpec, names: Sequence[str], setup: SimulatedCluster, out: Path, workers: int, hooks: SlurmHooks
-) -> list[SlurmReplayResult]:
-    """Every policy of ``names`` through :func:`planner.executor.run_tasks`, in their order; a failure raises."""
+    spec: ReplaySpec,
+    names: Sequence[str],
+    keys: Mapping[str, Mapping[str, Any]],
+    setup: SimulatedCluster,
+    out: Path,
+    workers: int,
+    hooks: SlurmHooks,
+    ray: str | None = None,
+) -> dict[str, SlurmReplayResult]:
+    """Every policy of ``names`` through :func:`planner.executor.run_tasks`, by name; a failure raises.
+
+    ``workers`` processes at once, or with ``ray`` (``--ray``, a Ray address) ``workers`` Ray tasks in flight there;
+    each policy's files are written as it ends, with its ``keys`` entry (:func:`~.saved_replay.replay_key`).
+    """
     from wattplan.planner.executor import run_tasks
 
-    done: dict[int, SlurmReplayResult] = {}
-    for index, outcome in run_tasks(replay_on_slurm, [(spec, n, setup, out) for n in names], workers=workers):
+    done: dict[str, SlurmReplayResult] = {}
+    tasks = [(spec, n, setup, out, None, None, None, keys[n]) for n in names]
+    for index, outcome in run_tasks(replay_on_slurm, tasks, workers=workers, ray_address=ray):
         if outcome.error is not None:
             raise outcome.error
         assert outcome.value is not None
-        done[index] = outcome.value
+        done[names[index]] = outcome.value
         _noted(outcome.value, hooks.note)
         if hooks.policy_done is not None:
             hooks.policy_done()
-    return [done[k] for k in range(len(names))]
+    return done
 
 
 def write_slurm_plots(out: Path, results: Sequence[SlurmReplayResult], options: FigureOptions) -> list[Path]:

@@ -60,6 +60,12 @@ idle power included, split equally between the jobs on a shared GPU, and none wh
 mapped its GPUs yet); its dynamic energy
 (:meth:`~SimulatedSlurm.job_records`) is its own ``rho (P - Pidle)`` per GPU while it computes. Deterministic:
 no wall clock, no threads.
+
+**Noise** (``noise``, :class:`~planner.control.truth_model.ThroughputNoise`, off by default): a computing job runs at
+``f * X`` at the truth's power, ``f`` drawn at each start and every ``period_s`` after it; each new interval of a
+computing job is an event, at which its rate changes and its completion is computed again (a job loading its
+checkpoint computes nothing: its interval is caught up when the load ends). The agent is not told ``f``: it sees
+the steps in :meth:`~SimulatedSlurm.window`, as Prometheus shows them live.
 """
 
 from __future__ import annotations
@@ -87,6 +93,7 @@ from wattplan.planner.control.truth_model import (
     Phase,
     RunningJob,
     Snapshot,
+    ThroughputNoise,
     evaluate,
 )
 from wattplan.planner.profile_library.index import LibraryIndex
@@ -211,6 +218,12 @@ class _Job:
     ss: list[float] = field(default_factory=lambda: [0.0])
     ds: list[float] = field(default_factory=lambda: [0.0])
     rates: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    starts: int = 0
+    """How many times it has started (the current start is ``starts - 1``, from 0)."""
+    noise_interval: int = 0
+    """The throughput noise's interval of the current start its ``factor`` was drawn for."""
+    factor: float = 1.0
+    """Its throughput factor ``f`` now (1 without noise)."""
 
     def at(self, series: list[float], rate: float, t: float) -> float:
         """``series`` at time ``t``: linear between breakpoints, at ``rate`` after the last, 0 before the first."""
@@ -270,6 +283,7 @@ class SimulatedSlurm:
         prolog_settings: Mapping[tuple[str, str], float] | None = None,
         progress_metric: bool = True,
         up_before_s: float = 0.0,
+        noise: ThroughputNoise | None = None,
     ):
         if not (math.isfinite(up_before_s) and up_before_s >= 0):
             raise ValueError(f"up_before_s must be a finite number of seconds >= 0, got {up_before_s}")
@@ -278,6 +292,8 @@ class SimulatedSlurm:
         self.prolog_settings = dict(prolog_settings or {})
         self.progress_metric = progress_metric
         """Jobs export their steps (``wattplan_job_steps_done``); False: as most real training jobs, none does."""
+        self.noise = noise if noise is not None and noise.noise > 0 else None
+        """The throughput noise (module docstring); None without (a noise of 0 is none: every figure unchanged)."""
         self.load_s, self.requeue_delay_s, self.min_job_age_s = load_s, requeue_delay_s, min_job_age_s
         self._nodes = list(nodes)  # slurm.conf's order, which first fit follows (the cluster's --gpus order)
         self._node = {n.name: n for n in self._nodes}
@@ -350,7 +366,7 @@ class SimulatedSlurm:
         if self._next_arrival < len(self._arrivals):
             times.append(self._arrivals[self._next_arrival].spec.arrival_s)
         for j in self._running.values():
-            times.append(j.load_end_s if j.loading else j.completion_s())
+            times.append(j.load_end_s if j.loading else min(j.completion_s(), self._noise_due(j)))
         limit = self.now_s + _eps(self.now_s)
         times.extend(j.eligible_s for j in self._pending.values() if j.hold is None and j.eligible_s > limit)
         times.extend(j.end_s + self.min_job_age_s for j in self._ended.values() if j.end_s is not None)
@@ -369,6 +385,8 @@ class SimulatedSlurm:
                 j.settle(self.now_s)
                 j.ss[-1] = j.spec.total_steps
                 self._stop(j, "COMPLETED")
+            elif not j.loading and self._noise_due(j) <= limit:
+                self._touch(j)  # a new noise interval: the physics draws its factor (_noise_now)
         for jid, j in list(self._ended.items()):
             if j.end_s is not None and j.end_s + self.min_job_age_s <= limit:
                 j.listed = False
@@ -448,6 +466,9 @@ class SimulatedSlurm:
         j.state, j.reason, j.nodes, j.alloc = "RUNNING", "None", nodes, alloc
         j.start_s = self.now_s
         j.first_start_s = self.now_s if j.first_start_s is None else j.first_start_s
+        j.starts += 1
+        if self.noise is not None:
+            j.noise_interval, j.factor = 0, self.noise.factor(jid, j.starts - 1, 0)
         for g in alloc:
             self._owner[g] = jid
             self._nfree[g[0]] -= 1
@@ -645,6 +666,7 @@ class SimulatedSlurm:
             self._gpu_power[g] = snap.gpus[g].power_w
         self._record_power()
         for j in jobs:
+            self._noise_now(j)
             rates = self._rates(j, snap)
             if rates != j.rates:
                 j.settle(self.now_s)
@@ -658,12 +680,35 @@ class SimulatedSlurm:
         gpu_w = sum(snap.gpus[g].power_w / len(snap.gpus[g].jobs) for g in set(j.gpus))
         if not r.computing or r.gpu_type is None:
             return (gpu_w, 0.0, 0.0)
-        return (gpu_w, r.steps_per_s, r.rho * (r.power_w - self._idle[r.gpu_type]) * r.gpus)
+        speed = r.steps_per_s if self.noise is None else j.factor * r.steps_per_s
+        return (gpu_w, speed, r.rho * (r.power_w - self._idle[r.gpu_type]) * r.gpus)
+
+    def _noise_due(self, j: _Job) -> float:
+        """When ``j``'s next noise interval starts (emulated s); ``math.inf`` without noise or before its start."""
+        if self.noise is None or j.start_s is None:
+            return math.inf
+        return j.start_s + (j.noise_interval + 1) * self.noise.period_s
+
+    def _noise_now(self, j: _Job) -> None:
+        """Move ``j`` to the noise interval of ``now_s`` and draw its factor there (a no-op without noise)."""
+        if self.noise is None or j.start_s is None:
+            return
+        limit = self.now_s + _eps(self.now_s)
+        interval = j.noise_interval
+        if self._noise_due(j) <= limit:  # skip the intervals of a long load at once, then settle the last one
+            j.noise_interval = max(interval + 1, math.floor((self.now_s - j.start_s) / self.noise.period_s) - 1)
+            while self._noise_due(j) <= limit:
+                j.noise_interval += 1
+        if j.noise_interval != interval:
+            j.factor = self.noise.factor(j.spec.job_id, j.starts - 1, j.noise_interval)
 
     # ------------------------------------------------------------------ telemetry
 
     def window(self, t0_unix: float, t1_unix: float) -> Observed:
-        """Steps done at ``t1`` and GPU energy (J) over ``[t0, t1]`` (virtual Unix s) of every job that has run."""
+        """Steps done at ``t1`` and GPU energy (J) over ``[t0, t1]`` (virtual Unix s) of every job that has run.
+
+        And the whole cluster's energy over the window (J): every node's and GPU's draw, as :meth:`energy` counts it.
+        """
         self._sync()
         t0, t1 = self.clock.at(t0_unix), self.clock.at(t1_unix)
         slack = 1e-6 * max(1.0, abs(self.now_s))
@@ -679,7 +724,15 @@ class SimulatedSlurm:
             if self.progress_metric:
                 steps[str(jid)] = min(j.at(j.ss, j.rates[1], t1), j.spec.total_steps)
             energy[str(jid)] = j.at(j.es, j.rates[0], t1) - j.at(j.es, j.rates[0], t0)
-        return Observed(steps, energy)
+        cluster = 0.0
+        first = max(bisect.bisect_right(self._steps, t0, key=lambda step: step[0]) - 1, 0)
+        for k in range(first, len(self._steps)):
+            a, node_w, idle_w, dyn_w = self._steps[k]
+            if a >= t1:
+                break
+            b = self._steps[k + 1][0] if k + 1 < len(self._steps) else t1
+            cluster += (node_w + idle_w + dyn_w) * max(0.0, min(b, t1) - max(a, t0))
+        return Observed(steps, energy, cluster)
 
     def energy(self, until_s: float | None = None) -> EnergySplit:
         """Node, idle and dynamic energy (J) from the first arrival to ``until_s`` (default ``now_s``).

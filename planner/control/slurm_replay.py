@@ -7,7 +7,8 @@ the loop ``wattplan agent`` runs on a cluster, with nothing replaced but what it
   ``Observer``): jobs submitted at their arrivals, held and opted in as ``wattplan cluster submit`` sends them,
   started by Slurm's rules the moment they fit, paying the checkpoint load ``load_s`` at every start and Slurm's
   requeue delay ``requeue_delay_s`` after every requeue, running and drawing power by the truth library through
-  the GPUs' one truth model (:mod:`planner.control.truth_model`);
+  the GPUs' one truth model (:mod:`planner.control.truth_model`), with ``--noise`` at ``f`` times its speed
+  (:func:`replay_noise`);
 * time is :class:`~planner.control.virtual_timer.VirtualTimer`: the cluster's virtual clock at ``time_scale``
   emulated seconds per real second, which jumps from one event to the next;
 * the state file, the settings folder and the submitter's done marker are files in a scratch folder, exactly as
@@ -43,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wattplan.planner.agent.energy_budget import BudgetPeriods, energy_by_period
 from wattplan.planner.agent.loop import Agent, AgentConfig
 from wattplan.planner.agent.node_settings import Clock
 from wattplan.planner.agent.store import AgentStore
@@ -50,6 +52,7 @@ from wattplan.planner.agent.trust import Allowed
 from wattplan.planner.contracts.jsonio import write_text_atomic
 from wattplan.planner.control.cap_schedule import CapStep, ScheduledCap, cap_followed
 from wattplan.planner.control.sim_slurm import PowerSaving, SimJob, SimNode, SimulatedSlurm
+from wattplan.planner.control.truth_model import ThroughputNoise
 from wattplan.planner.control.virtual_timer import EventClock, NoMoreEvents, VirtualTimer
 from wattplan.planner.core.maxq import maxq_settings
 from wattplan.planner.planning import retire_solver_workers
@@ -58,7 +61,7 @@ from wattplan.planner.profile_library.library import ProfileLibrary
 from wattplan.planner.sim.replay import ReplaySpec, libraries, prepare, signal_clocks
 from wattplan.planner.sim.replay import steering as replay_steering
 from wattplan.planner.sim.round_instance import ClusterContext
-from wattplan.planner.sim.signals import SignalClock, SignalKind, signal_cost
+from wattplan.planner.sim.signals import J_PER_KWH, SignalClock, SignalKind, signal_cost
 from wattplan.planner.sim.workload import Workload
 
 SLURM_ALONE = "slurm"
@@ -77,6 +80,10 @@ after their submission (15 to 40 emulated seconds at a time scale of 30)."""
 REQUEUE_DELAY_REAL_S = 6.0
 """Real seconds from ``scontrol requeuehold`` until Slurm may start the job again (``cred_expire`` 5 s, +1 s); with
 the launch, the 7 s from a requeue to the job running again seen live (docs/design.md §11.6)."""
+REPLAY_KEY = "replay_key"
+"""The summary's field holding what a resumed ``simulate`` compares a saved policy by (:mod:`.saved_replay`)."""
+POWER_FILE = "power.csv"
+"""A policy's file of the cluster's draw step by step (:func:`write_result`)."""
 STALL_ROUNDS = 3
 """A replay stops once this many rounds in a row ran nothing while jobs waited, every job submitted (the round-based
 replay's rule: a cap too small for any job)."""
@@ -135,6 +142,9 @@ class SimulatedCluster:
     """The cluster is up, every node on and idle, this long before the first arrival (``--up-before-s``): power
     saving's idle timers count from then, and energy too (a live run's time from ``cluster up`` to its first
     submission)."""
+    budget_period_s: float | None = None
+    """The period of the replay's energy budget (``--budget-period-s``): the agent's policies draw at most
+    ``--energy-budget-kwh`` in every period from the cluster's start (:mod:`planner.agent.energy_budget`)."""
 
     def power_saving(self, policy: str) -> PowerSaving | None:
         """The power saving ``policy`` runs with (module docstring); None: every node stays on."""
@@ -182,8 +192,12 @@ def simulated_slurm(
     folder: Path | None,
     power_saving: PowerSaving | None = None,
     prolog_settings: Mapping[tuple[str, str], float] | None = None,
+    noise: ThroughputNoise | None = None,
 ) -> SimulatedSlurm:
-    """The simulated Slurm of the replay's cluster, running by ``truth``; its settings folder in ``folder``."""
+    """The simulated Slurm of the replay's cluster, running by ``truth`` (times ``noise``'s factors, when given).
+
+    Its settings folder is ``folder``.
+    """
     node_power = {g.name: g.node_power_w for g in ctx.real.gpu_types}
     return SimulatedSlurm(
         cluster_nodes(ctx),
@@ -198,6 +212,7 @@ def simulated_slurm(
         prolog_settings=prolog_settings,
         progress_metric=setup.progress_metric,
         up_before_s=setup.up_before_s,
+        noise=noise,
     )
 
 
@@ -238,6 +253,8 @@ def agent_config(
         zeus_eta=spec.policy_options.zeus_eta,
         power_cap_w=spec.power_cap_w,
         power_cap_file=scratch / "power_cap" if setup.cap_schedule else None,
+        energy_budget_kwh=spec.energy_budget_kwh,
+        budget_period_s=setup.budget_period_s,
         stall_rounds=STALL_ROUNDS,
         durable_settings=False,
     )
@@ -333,6 +350,8 @@ def _run_agent(
     if config.power_cap_file is not None:
         clock = ScheduledCap(slurm, cap_schedule, config.power_cap_file, start_s)
     timer = VirtualTimer(clock, config.clock, mark_submitted)
+    if config.energy_budget_kwh is not None:  # the budget's periods start where the cluster's energy count does
+        config.budget_origin_s = slurm.now_s
     clock.advance_to(start_s)
     mark_submitted()
     store = AgentStore(scratch / "agent.db", durable=False)  # a replay's state: no crash needs it again
@@ -344,7 +363,7 @@ def _run_agent(
             log(f"stalled: {e}")
             return store.next_round(), "stalled"
         played_all = store.next_round() >= (config.max_rounds or math.inf)
-        stop = "completed" if slurm.done() else ("max-rounds" if played_all else "stalled")
+        stop = "completed" if slurm.done() else ("max-rounds" if played_all else agent.stop_reason or "stalled")
         return store.next_round(), stop
     finally:
         store.close()
@@ -368,12 +387,14 @@ def replay_on_slurm(
     log: Callable[[str], None] | None = None,
     progress: ProgressHook | None = None,
     prepared: tuple[Workload, ClusterContext] | None = None,
+    key: Mapping[str, Any] | None = None,
 ) -> SlurmReplayResult:
     """Replay ``spec``'s workload with ``policy`` (or :data:`SLURM_ALONE`) on the simulated Slurm (module docstring).
 
-    With ``out``, the policy's folder ``out/POLICY/`` gets ``summary.json``, ``jobs.csv`` and ``agent.log``.
-    ``progress`` hears how far the replay is (:class:`ReplayProgress`) as it goes and once at its end; ``prepared`` is
-    ``prepare(spec)`` when the caller has it already.
+    With ``out``, the policy's folder ``out/POLICY/`` gets ``summary.json``, ``jobs.csv``, ``power.csv`` and
+    ``agent.log``. ``progress`` hears how far the replay is (:class:`ReplayProgress`) as it goes and once at its end;
+    ``prepared`` is ``prepare(spec)`` when the caller has it already; ``key`` is saved in the summary as
+    ``replay_key``, what a resumed ``simulate`` compares a saved policy by (:mod:`planner.control.saved_replay`).
     """
     setup = setup or SimulatedCluster()
     wall, cpu = time.perf_counter(), cpu_s()
@@ -386,7 +407,8 @@ def replay_on_slurm(
     try:
         (scratch / "settings").mkdir()
         prolog = maxq_settings(library.profiles) if policy == SLURM_MAXQ else None
-        slurm = simulated_slurm(ctx, truth, jobs, setup, scratch / "settings", setup.power_saving(policy), prolog)
+        saving, noise = setup.power_saving(policy), replay_noise(spec)
+        slurm = simulated_slurm(ctx, truth, jobs, setup, scratch / "settings", saving, prolog, noise)
 
         def say(text: str) -> None:
             lines.append(text)
@@ -409,14 +431,58 @@ def replay_on_slurm(
     power = slurm.power_steps(_window_end(slurm, rows))  # the energy window's steps, once for every use
     summary.update(signal_costs(power, clocks))
     summary["stop_reason"] = stop
+    if spec.energy_budget_kwh is not None and setup.budget_period_s is not None:
+        origin = min(r["arrival_s"] for r in rows) - setup.up_before_s
+        periods = BudgetPeriods(spec.energy_budget_kwh * J_PER_KWH, setup.budget_period_s, origin)
+        summary["energy_budget"] = budget_summary(power, periods, applied=policy not in SLURM_BASELINES)
     if setup.cap_schedule and policy not in SLURM_BASELINES:
         summary["power_cap_steps"] = cap_followed(power, setup.cap_schedule, min(r["arrival_s"] for r in rows))
     summary["wall_s"] = round(time.perf_counter() - wall, 3)
     summary["cpu_s"] = round(cpu_s() - cpu, 3)
+    if key is not None:
+        summary[REPLAY_KEY] = dict(key)
     result = SlurmReplayResult(policy, summary, rows, power)
     if out is not None:
         write_result(out / policy, result, lines)
     return result
+
+
+def replay_noise(spec: ReplaySpec) -> ThroughputNoise | None:
+    """The replay's throughput noise: ``--noise`` drawn per job start and ``--round-s``, seeded by ``--seed``.
+
+    None for a noise of 0. Every policy of the replay, the Slurm baselines included, runs on the same draws.
+    """
+    return ThroughputNoise(spec.noise, spec.seed, spec.rules.duration_s) if spec.noise > 0 else None
+
+
+def budget_summary(
+    steps: Sequence[tuple[float, float, float]], periods: BudgetPeriods, applied: bool
+) -> dict[str, Any]:
+    """The energy budget and, per period from the cluster's start, the energy the cluster drew (kWh).
+
+    ``steps``: the energy window's steps of constant power ``(t0, t1, W)``, split exactly at the periods' starts
+    (:func:`~planner.agent.energy_budget.energy_by_period`); ``applied``: the policy ran under the budget (the Slurm
+    baselines do not). A period's ``end_s`` is its nominal end; the last one ends with the window (the last
+    completion).
+    """
+    drawn = energy_by_period([(t0, t1, w * (t1 - t0)) for t0, t1, w in steps], periods)
+    rows = [
+        {
+            "period": k,
+            "start_s": periods.start_s(k),
+            "end_s": periods.end_s(k),
+            "energy_kwh": drawn.get(k, 0.0) / J_PER_KWH,
+        }
+        for k in range(min(drawn, default=0), max(drawn, default=-1) + 1)
+    ]
+    return {
+        "energy_budget_kwh": periods.energy_j / J_PER_KWH,
+        "budget_period_s": periods.period_s,
+        "origin_s": periods.origin_s,
+        "applied": applied,
+        "max_period_energy_kwh": max((r["energy_kwh"] for r in rows), default=0.0),
+        "periods": rows,
+    }
 
 
 def job_rows(slurm: SimulatedSlurm, trace_id: Mapping[int, str]) -> list[dict[str, Any]]:
@@ -488,6 +554,8 @@ def summarise(
         "power_saving": None
         if slurm.power_saving is None
         else {"suspend_s": slurm.power_saving.suspend_s, "resume_s": slurm.power_saving.resume_s},
+        "noise": 0.0 if slurm.noise is None else slurm.noise.noise,
+        "noise_seed": None if slurm.noise is None else slurm.noise.seed,
     }
 
 
@@ -518,10 +586,18 @@ def signal_costs(
 
 
 def write_result(folder: Path, result: SlurmReplayResult, log_lines: Sequence[str]) -> None:
-    """``summary.json``, ``jobs.csv`` and ``agent.log`` of one policy in ``folder`` (each written atomically)."""
+    """``summary.json``, ``jobs.csv``, ``power.csv`` and ``agent.log`` of one policy in ``folder``.
+
+    Each is written atomically, the summary last (a summary saved before is removed first): a folder whose summary
+    names this replay holds its other files too. ``power.csv`` is the cluster's draw step by step, ``t0_s``,
+    ``t1_s`` (emulated s) and ``power_w`` (W).
+    """
     import pandas as pd
 
     folder.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(folder / "summary.json", json.dumps(result.summary, indent=2) + "\n")
+    (folder / "summary.json").unlink(missing_ok=True)
     write_text_atomic(folder / "jobs.csv", pd.DataFrame(result.jobs).to_csv(index=False))
+    steps = "".join(f"{a!r},{b!r},{w!r}\n" for a, b, w in result.power_steps)
+    write_text_atomic(folder / POWER_FILE, "t0_s,t1_s,power_w\n" + steps)
     write_text_atomic(folder / "agent.log", "".join(f"{line}\n" for line in log_lines))
+    write_text_atomic(folder / "summary.json", json.dumps(result.summary, indent=2) + "\n")

@@ -30,10 +30,17 @@ on no GPU, on a GPU the state does not know, on GPUs of two types, three or more
 that is not on exactly the same GPUs (both jobs fault), a configuration the library lacks (``no truth profile
 for resnet50 on 3 v100 at 150``) or a pair it lacks. ``sm_active`` is ``min(1, sum_j rho_j * u_j)`` over the
 computing jobs, ``u_j`` the profile's ``utilisation`` when the library has one, else 1.
+
+**Throughput noise** (:class:`ThroughputNoise`, ``simulate --noise x``): the profiles' error. A job runs at
+``f * X`` (``X`` what :func:`evaluate` gives) at the same power, ``f ~ U[1 - x, 1 + x]`` piecewise constant: one
+draw per start of the job and per ``period_s`` after that start, each a function of the seed, the job, the start
+and the interval alone. :func:`evaluate` knows no noise; the simulated Slurm applies it to the speed it reports.
 """
 
 from __future__ import annotations
 
+import hashlib
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -88,6 +95,34 @@ class GpuPower:
     jobs: tuple[str, ...]
     computing: bool
     sm_active: float
+
+
+@dataclass(frozen=True, slots=True)
+class ThroughputNoise:
+    """The profiles' throughput error: a running job's speed is ``f * X`` at the truth's power (module docstring).
+
+    ``f = 1 - x + 2 x u``, so ``f ~ U[1 - x, 1 + x)``, with ``x = noise`` and ``u`` in ``[0, 1)`` the first 8 bytes
+    of BLAKE2b over ``seed:job:start:interval`` read as an integer over ``2^64``. ``start`` counts the job's starts
+    from 0 and ``interval`` the ``period_s`` (emulated s, the replay's ``--round-s``) since that start, from 0:
+    interval ``k`` of a start at ``t0`` is ``[t0 + k period_s, t0 + (k + 1) period_s)``. A draw depends on those
+    four numbers alone, never on the order events are processed in nor on Python's salted ``hash``.
+    """
+
+    noise: float
+    seed: int
+    period_s: float
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.noise < 1.0:
+            raise ValueError(f"throughput noise must be in [0, 1), got {self.noise}")
+        if not (math.isfinite(self.period_s) and self.period_s > 0):
+            raise ValueError(f"throughput noise: period_s must be a finite number of seconds > 0, got {self.period_s}")
+
+    def factor(self, job_id: int | str, start: int, interval: int) -> float:
+        """The throughput factor ``f`` of ``job_id`` in interval ``interval`` of its start ``start`` (both from 0)."""
+        key = f"{self.seed}:{job_id}:{start}:{interval}".encode()
+        u = int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "big") / 2.0**64
+        return 1.0 - self.noise + 2.0 * self.noise * u
 
 
 @dataclass(frozen=True, slots=True)

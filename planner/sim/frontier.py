@@ -31,12 +31,17 @@ others saved, so that the same sweep run again replays only the failed ones.
 
 :func:`frontier` then adds, to every row, the energy floor of the workload and the comparison
 with the reference schedule (``fifo-max``, no budget) of :func:`planner.sim.metrics.with_reference`:
-``captured_share = (E_ref - E) / (E_ref - E_floor)`` and ``jct_increase = J / J_ref - 1``. A
-wattplan row is ``on_front`` when all its jobs completed and no other such wattplan row beats
-it on both energy and average JCT (:func:`planner.sim.metrics.pareto_front`).
+``captured_share = (E_ref - E) / (E_ref - E_floor)`` and ``jct_increase = J / J_ref - 1``
+(:func:`compared_rows`). A wattplan row is ``on_front`` when all its jobs completed and no other such wattplan row
+beats it on both energy and average JCT (:func:`planner.sim.metrics.pareto_front`).
 It writes ``frontier.csv`` (:data:`FRONTIER_COLUMNS`), ``frontier.json`` (every row, whole)
 and the figure ``frontier.png`` (or ``.pdf``, ``.svg``: :class:`~planner.sim.plots.FigureOptions`;
-:func:`frontier_plot`: the floor, the reference and, in the title, the cap) in ``out``.
+:func:`frontier_plot`: the floor, the reference and, in the title, the cap) in ``out`` (:func:`write_frontier`).
+
+That is the round-based engine's frontier. The slurm engine's (:mod:`planner.control.frontier`, a higher layer)
+reuses the points, the resume, the rows and the files: its points carry the simulated Slurm's ``setup``, and a
+:class:`PointEngine` says how each one is replayed and saved; its reference is Slurm alone and its floor the
+powered one.
 """
 
 from __future__ import annotations
@@ -59,6 +64,7 @@ from wattplan.planner.sim.metrics import pareto_front, with_reference
 from wattplan.planner.sim.output import comparison_csv, write_dropped, write_result
 from wattplan.planner.sim.plots import (
     DEFAULT_FIGURES,
+    FLOOR_LABEL,
     MARKERS_NOTE,
     REFERENCE_LABEL,
     EnergyJctPoint,
@@ -77,6 +83,7 @@ from wattplan.planner.sim.round_instance import ClusterContext
 from wattplan.planner.sim.workload import Workload
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
 Knob = Literal["baseline", "progress", "delta", "max_jct_increase"]
@@ -116,7 +123,9 @@ class FrontierPoint:
     """One replay of a frontier: a unique file-system-safe ``label``, the knob it sets and the spec it runs.
 
     ``value`` is the knob's value: ``delta``, or the JCT increase as a fraction; None for a
-    baseline and for the ``progress`` point.
+    baseline and for the ``progress`` point. ``setup`` is the engine's own settings, a dataclass compared on resume
+    with the spec (the slurm engine's :class:`~planner.control.slurm_replay.SimulatedCluster`); None: the
+    round-based engine, which has none.
     """
 
     label: str
@@ -124,6 +133,7 @@ class FrontierPoint:
     knob: Knob
     value: float | None
     spec: ReplaySpec
+    setup: Any = None
 
 
 @dataclass(frozen=True)
@@ -186,20 +196,21 @@ def _unique(values: Sequence[float]) -> list[float]:
     return out
 
 
-def _baselines(names: Sequence[str]) -> list[str]:
-    """Baseline policy names in the given order, ``all`` meaning every baseline; bad names raise."""
+def _baselines(names: Sequence[str], engine_baselines: Sequence[str] = ()) -> list[str]:
+    """Baseline policy names in the given order, ``all`` meaning every baseline; bad names raise.
+
+    ``engine_baselines``: the engine's own baselines beside the registered policies (the slurm engine's Slurm
+    alone, ...), first in ``all``.
+    """
+    choices = [*engine_baselines, *(p for p in policy_names() if p != WATTPLAN)]
     out: list[str] = []
     bad: list[Problem] = []
     for k, name in enumerate(names):
-        for n in BASELINE_POLICIES if name == "all" else (name,):
-            if n == WATTPLAN or n not in policy_names():
+        for n in (*engine_baselines, *BASELINE_POLICIES) if name == "all" else (name,):
+            if n == WATTPLAN or n not in choices:
                 why = "wattplan is the swept policy, not a baseline; " if n == WATTPLAN else ""
                 bad.append(
-                    Problem(
-                        "unknown-policy",
-                        f"--baselines[{k}]",
-                        f"{why}{n!r}; choose from all, {', '.join(p for p in policy_names() if p != WATTPLAN)}",
-                    )
+                    Problem("unknown-policy", f"--baselines[{k}]", f"{why}{n!r}; choose from all, {', '.join(choices)}")
                 )
             elif n not in out:
                 out.append(n)
@@ -214,19 +225,24 @@ def knob_objective(base: ReplaySpec) -> Objective:
 
 
 def frontier_points(
-    base: ReplaySpec, deltas: Sequence[float], jct_increases: Sequence[float], baselines: Sequence[str]
+    base: ReplaySpec,
+    deltas: Sequence[float],
+    jct_increases: Sequence[float],
+    baselines: Sequence[str],
+    engine_baselines: Sequence[str] = (),
 ) -> list[FrontierPoint]:
     """The replays of a frontier: each baseline, wattplan ``progress``, one per ``delta``, one per JCT increase.
 
     Every point keeps the base spec's budget, cap, noise, seed and round rules, and replays one
-    policy (``spec.policies``); repeated values are swept once. Unknown baseline names raise
+    policy (``spec.policies``); repeated values are swept once. ``engine_baselines`` are baselines of the engine
+    beside the registered policies (:func:`_baselines`). Unknown baseline names raise
     :class:`InputError`; bad values are caught by :func:`replay_points` (:func:`check_spec`).
     """
     wp_options = replace(base.policy_options, request=replace(base.policy_options.request, objective=None))
     wp = replace(base, policies=(WATTPLAN,), policy_options=wp_options, max_jct_increase=None)
     points = [
         FrontierPoint(name, name, "baseline", None, replace(base, policies=(name,), max_jct_increase=None))
-        for name in _baselines(baselines)
+        for name in _baselines(baselines, engine_baselines)
     ]
     points.append(
         FrontierPoint(
@@ -251,6 +267,14 @@ def frontier_points(
 def spec_json(spec: ReplaySpec) -> dict[str, Any]:
     """``spec`` as plain JSON values (paths as strings, tuples as lists): what a resumed run is compared by."""
     doc: dict[str, Any] = json.loads(json.dumps(asdict(spec), default=str))
+    return doc
+
+
+def point_spec_json(point: FrontierPoint) -> dict[str, Any]:
+    """What a saved point is compared by: :func:`spec_json` of its spec and, on an engine with one, its ``setup``."""
+    doc = spec_json(point.spec)
+    if point.setup is not None:
+        doc["engine_setup"] = json.loads(json.dumps(asdict(point.setup), default=str))
     return doc
 
 
@@ -297,7 +321,8 @@ def input_digests(spec: ReplaySpec, cache: dict[Path, str] | None = None) -> dic
     return out
 
 
-def _point_fields(point: FrontierPoint) -> dict[str, Any]:
+def point_fields(point: FrontierPoint) -> dict[str, Any]:
+    """The fields every row of ``point`` has, whatever its engine: ``label``, ``knob`` and ``value``."""
     return {"label": point.label, "knob": point.knob, "value": point.value}
 
 
@@ -305,7 +330,7 @@ def replay_point(point: FrontierPoint) -> tuple[dict[str, Any], SimResult]:
     """Replay one point: its summary with label, knob, value and ``frontier_spec``, and the result (nothing written)."""
     workload, ctx = prepare(point.spec)
     result, summary = run_policy(point.spec, workload, ctx, point.policy)
-    return {**_point_fields(point), **summary, "frontier_spec": spec_json(point.spec)}, result
+    return {**point_fields(point), **summary, "frontier_spec": point_spec_json(point)}, result
 
 
 def run_point(point: FrontierPoint, folder: Path) -> dict[str, Any]:
@@ -315,14 +340,42 @@ def run_point(point: FrontierPoint, folder: Path) -> dict[str, Any]:
     return row
 
 
-def _worker(point: FrontierPoint) -> tuple[dict[str, Any], SimResult | None]:
-    """:func:`replay_point` in a worker (module level, so it pickles); a failure is :func:`error_row` and no result.
+PointReplayFn = Callable[[FrontierPoint], tuple[dict[str, Any], Any]]
+"""Replays one point: its row (:func:`point_fields`, the summary, ``frontier_spec``) and what its files are made of."""
 
-    The error travels as text: an exception whose arguments do not rebuild it (such as
-    :class:`InputError`) cannot be unpickled by the parent.
+
+def _write_rounds(result: SimResult, row: dict[str, Any], folder: Path) -> None:
+    """The round-based replay's files of one point: ``rounds.csv``, ``jobs.csv`` and ``summary.json`` (``row``)."""
+    write_result(result, row, folder)
+
+
+@dataclass(frozen=True)
+class PointEngine:
+    """How an engine replays and saves the points of a frontier.
+
+    ``replay``: a module-level function (it pickles into a worker) replaying one point; None: :func:`replay_point`,
+    the round-based replay, looked up when it runs. ``write(payload, row, folder)``: the point's files in
+    ``folder``, ``row`` as its ``summary.json``, in the parent. ``files``: the names ``write`` writes, removed before a
+    point is replayed.
+    """
+
+    replay: PointReplayFn | None
+    write: Callable[[Any, dict[str, Any], Path], None]
+    files: tuple[str, ...]
+
+
+ROUNDS_ENGINE = PointEngine(None, _write_rounds, RUN_FILES)
+"""The round-based replay of every point (:func:`replay_point`, :func:`planner.sim.output.write_result`)."""
+
+
+def _worker(point: FrontierPoint, replay: PointReplayFn | None = None) -> tuple[dict[str, Any], Any]:
+    """``replay`` (None: :func:`replay_point`) in a worker (module level, so it pickles); a failure is its row.
+
+    A failure is :func:`error_row` and no payload. The error travels as text: an exception whose arguments do not
+    rebuild it (such as :class:`InputError`) cannot be unpickled by the parent.
     """
     try:
-        return replay_point(point)
+        return (replay or replay_point)(point)
     except Exception as exc:  # any failure of this replay is this point's row
         return error_row(point, exc), None
 
@@ -340,21 +393,21 @@ def _stored_row(point: FrontierPoint, folder: Path, inputs: dict[str, str]) -> d
         doc = read_json(path)
     except InputError:
         return None
-    if not isinstance(doc, dict) or doc.get("frontier_spec") != spec_json(point.spec):
+    if not isinstance(doc, dict) or doc.get("frontier_spec") != point_spec_json(point):
         return None
     if doc.get("frontier_inputs") != inputs:
         return None
-    return {**doc, **_point_fields(point)}
+    return {**doc, **point_fields(point)}
 
 
 def error_row(point: FrontierPoint, exc: BaseException) -> dict[str, Any]:
     """The row of a point whose replay failed: its policy and the error (``Type: message``)."""
     message = str(exc).strip() or "(no message)"
     return {
-        **_point_fields(point),
+        **point_fields(point),
         "policy": point.policy,
         "error": f"{type(exc).__name__}: {message}",
-        "frontier_spec": spec_json(point.spec),
+        "frontier_spec": point_spec_json(point),
     }
 
 
@@ -366,6 +419,7 @@ def _replay(
     progress: ProgressFn | None,
     inputs: dict[str, dict[str, str]],
     ray_address: str | None = None,
+    engine: PointEngine = ROUNDS_ENGINE,
 ) -> None:
     """Replay ``points`` with :func:`planner.executor.run_tasks`; write each one's files under ``runs`` here.
 
@@ -373,7 +427,8 @@ def _replay(
     to the replay that caused it), or whose files cannot be written is :func:`error_row`.
     ``inputs[label]`` (the point's :func:`input_digests`, taken before it ran) is saved with it.
     """
-    for index, outcome in run_tasks(_worker, [(p,) for p in points], workers=workers, ray_address=ray_address):
+    tasks = [(p, engine.replay) for p in points]
+    for index, outcome in run_tasks(_worker, tasks, workers=workers, ray_address=ray_address):
         point = points[index]
         if outcome.value is None:
             row = error_row(point, outcome.error or RuntimeError("the replay returned nothing"))
@@ -382,7 +437,7 @@ def _replay(
             row = {**row, "frontier_inputs": inputs[point.label]}
             if result is not None:
                 try:
-                    write_result(result, row, runs / point.label)
+                    engine.write(result, row, runs / point.label)
                 except Exception as exc:  # an unwritable folder is this point's failure
                     row = error_row(point, exc)
         rows[point.label] = row
@@ -397,6 +452,7 @@ def replay_points(
     progress: ProgressFn | None = None,
     ray_address: str | None = None,
     stale: list[str] | None = None,
+    engine: PointEngine = ROUNDS_ENGINE,
 ) -> list[dict[str, Any]]:
     """Replay every point (at most ``workers`` at once, :func:`_replay`); return the rows in point order.
 
@@ -409,7 +465,7 @@ def replay_points(
     ones first). When a worker dies, the replays its pool lost are retried one at a time, each
     in a pool of its own, so the death is charged to the replay that caused it. ``ray_address``
     runs the replays as Ray tasks (:mod:`planner.executor`; the trace and signal files must be
-    readable on every node).
+    readable on every node). ``engine``: how each point is replayed and saved (the round-based replay by default).
     """
     if workers < 1:
         raise InputError("--workers", [Problem("bad-option", "--workers", f"must be >= 1, got {workers}")])
@@ -435,10 +491,10 @@ def replay_points(
         if progress is not None:
             progress(point, stored)
     for point in todo:  # a failed replay must not leave an older run's files that look like its own
-        for name in RUN_FILES:
+        for name in dict.fromkeys((*RUN_FILES, *engine.files)):
             (runs / point.label / name).unlink(missing_ok=True)
     if todo:
-        _replay(todo, runs, workers, rows, progress, inputs, ray_address)
+        _replay(todo, runs, workers, rows, progress, inputs, ray_address, engine)
     return [rows[p.label] for p in points]
 
 
@@ -475,6 +531,7 @@ def frontier_plot(
     *,
     reference: Mapping[str, Any] | None = None,
     options: FigureOptions = DEFAULT_FIGURES,
+    labels: tuple[str, str] = (REFERENCE_LABEL, FLOOR_LABEL),
 ) -> Figure:
     """Energy (kWh) against average JCT (h) of every row that has both; the figure, saved to ``path`` if given.
 
@@ -484,7 +541,8 @@ def frontier_plot(
     drawn first, so coinciding baselines nest; the energy floor is a dashed vertical line with
     the unreachable side shaded (:func:`~planner.sim.plots.mark_floor`) and the ``reference``
     summary (``fifo-max`` without budget: energy, average JCT) is ringed
-    (:func:`~planner.sim.plots.mark_reference`).
+    (:func:`~planner.sim.plots.mark_reference`). ``labels``: the legend's names of the reference and of the floor
+    (the slurm engine's reference is Slurm alone, its floor the powered one).
     """
     fig, ax = new_figure(7, 4.8)
     drawn = [
@@ -533,14 +591,25 @@ def frontier_plot(
             label=label,
             zorder=5 + k,
         )
+    reference_label, floor_label = labels
     if reference is not None and reference.get("energy_kwh") is not None and reference.get("avg_jct_s") is not None:
-        ref = EnergyJctPoint(REFERENCE_LABEL, reference["energy_kwh"], reference["avg_jct_s"], REFERENCE_POLICY)
-        mark_reference(ax, ref)
-    mark_floor(ax, floor_kwh)
+        policy = str(reference.get("policy") or REFERENCE_POLICY)
+        ref = EnergyJctPoint(reference_label, reference["energy_kwh"], reference["avg_jct_s"], policy)
+        _labelled(ax, lambda: mark_reference(ax, ref), reference_label)
+    if floor_kwh is not None:
+        _labelled(ax, lambda: mark_floor(ax, floor_kwh), f"{floor_label} ({floor_kwh:.4g} kWh)")
     finish_axes(ax, "total energy (kWh)", "average JCT (h)", title or "Energy-JCT frontier", MARKERS_NOTE)
     if path is not None:
         save_figure(fig, path, options)
     return fig
+
+
+def _labelled(ax: Axes, draw: Callable[[], None], label: str) -> None:
+    """``draw()`` (a mark of :mod:`planner.sim.plots`) with every line it adds to ``ax`` named ``label``."""
+    before = len(ax.lines)
+    draw()
+    for line in ax.lines[before:]:
+        line.set_label(label)
 
 
 def _reference(
@@ -579,10 +648,30 @@ def frontier(
     workload, ctx = prepare(base)  # a missing trace, a bad cluster, an empty selection: raised here, before the pool
     stale: list[str] = []
     rows = replay_points(points, out, workers, progress, ray_address, stale)
-    if failed := [(str(r["label"]), str(r["error"])) for r in rows if r.get("error")]:
-        raise ReplayFailed(failed, len(rows), out / RUNS_DIR)
+    raise_failed(rows, out)
     reference = _reference(base, workload, ctx, rows)
     floor = workload_floor(workload, ctx)
+    full = compared_rows(rows, reference, floor)
+    paths = write_frontier(out, full, FrontierFigure(frontier_title(base), reference), floor, figures)
+    if dropped_path := write_dropped(out, workload.dropped_by_type):
+        paths.append(dropped_path)
+    return FrontierResult(full, floor, reference, paths, stale, workload.dropped_by_type, tuple(ctx.type_names))
+
+
+def raise_failed(rows: Sequence[dict[str, Any]], out: Path) -> None:
+    """:class:`ReplayFailed` naming every row with an ``error``, if any (the others are saved in ``out/runs``)."""
+    if failed := [(str(r["label"]), str(r["error"])) for r in rows if r.get("error")]:
+        raise ReplayFailed(failed, len(rows), Path(out) / RUNS_DIR)
+
+
+def compared_rows(
+    rows: Sequence[dict[str, Any]], reference: dict[str, Any], floor: EnergyFloor
+) -> list[dict[str, Any]]:
+    """Every row with the floor and the comparison with ``reference``, and ``on_front`` (:func:`mark_front`).
+
+    :func:`planner.sim.metrics.with_reference`: ``captured_share = (E_ref - E) / (E_ref - E_floor)`` and
+    ``jct_increase = J / J_ref - 1``; ``energy_floor`` holds the floor's note and its paired step share.
+    """
     floor_kwh = floor.energy_kwh
     floor_info = {"note": floor.note, "paired_step_share": floor.paired_step_share}
     full = [
@@ -592,30 +681,77 @@ def frontier(
     for r in full:
         r["energy_floor"] = floor_info
     mark_front(full)
+    return full
+
+
+def frontier_title(base: ReplaySpec, engine: str = "") -> str:
+    """The figure's title: the trace, the cluster, ``engine`` when given and the cap, if any."""
+    title = f"Energy-JCT frontier: {Path(base.trace).name} on {base.cluster}"
+    if engine:
+        title += f", {engine}"
+    if base.power_cap_w is not None:
+        title += f", cap {base.power_cap_w / 1000:g} kW"
+    return title
+
+
+@dataclass(frozen=True)
+class FrontierFigure:
+    """What ``frontier.png`` says beside the rows: its title, the reference summary and how both marks are named."""
+
+    title: str
+    reference: Mapping[str, Any]
+    reference_label: str = REFERENCE_LABEL
+    floor_label: str = FLOOR_LABEL
+
+
+def write_frontier(
+    out: Path,
+    rows: Sequence[dict[str, Any]],
+    figure: FrontierFigure,
+    floor: EnergyFloor,
+    figures: FigureOptions | None,
+) -> list[Path]:
+    """``frontier.csv`` (:data:`FRONTIER_COLUMNS`), ``frontier.json`` and, unless ``figures`` is None, the figure.
+
+    The figure is :func:`frontier_plot` of ``rows`` with the floor and ``figure``'s reference and labels. Returns
+    the paths written.
+    """
     csv_path, json_path = out / "frontier.csv", out / "frontier.json"
-    write_text_atomic(csv_path, comparison_csv(full, FRONTIER_COLUMNS))
-    write_json_atomic(json_path, full)
+    write_text_atomic(csv_path, comparison_csv(rows, FRONTIER_COLUMNS))
+    write_json_atomic(json_path, list(rows))
     paths = [csv_path, json_path]
     if figures is not None:
-        title = f"Energy-JCT frontier: {Path(base.trace).name} on {base.cluster}"
-        if base.power_cap_w is not None:
-            title += f", cap {base.power_cap_w / 1000:g} kW"
         plot_path = figures.path(out, "frontier")
-        frontier_plot(full, floor_kwh, plot_path, title, reference=reference, options=figures)
+        frontier_plot(
+            rows,
+            floor.energy_kwh,
+            plot_path,
+            figure.title,
+            reference=figure.reference,
+            options=figures,
+            labels=(figure.reference_label, figure.floor_label),
+        )
         paths.append(plot_path)
-    if dropped_path := write_dropped(out, workload.dropped_by_type):
-        paths.append(dropped_path)
-    return FrontierResult(full, floor, reference, paths, stale, workload.dropped_by_type, tuple(ctx.type_names))
+    return paths
 
 
 __all__ = [
     "FRONTIER_COLUMNS",
+    "ROUNDS_ENGINE",
+    "FrontierFigure",
     "FrontierPoint",
     "FrontierResult",
+    "PointEngine",
     "ReplayFailed",
+    "compared_rows",
     "frontier",
     "frontier_plot",
-    "input_digests",
-    "replay_points",
     "frontier_points",
+    "frontier_title",
+    "input_digests",
+    "point_fields",
+    "point_spec_json",
+    "raise_failed",
+    "replay_points",
+    "write_frontier",
 ]

@@ -28,7 +28,7 @@ from wattplan.planner import planning
 from wattplan.planner.console.list_options import Bounds
 from wattplan.planner.contracts import defaults
 from wattplan.planner.contracts.figures import DPI_RANGE, PLOT_FORMATS
-from wattplan.planner.contracts.options import ROUND_RULE, OptionRecord, Rule, excludes, option, range_of
+from wattplan.planner.contracts.options import ROUND_RULE, OptionRecord, Rule, excludes, option, range_of, same_as
 from wattplan.planner.contracts.problems import Problem
 from wattplan.planner.contracts.request import REPLAY_REQUEST, PlanRequest
 from wattplan.planner.contracts.rules import DELTA_RANGE, OBJECTIVES
@@ -94,17 +94,9 @@ def signal_needs_a_file(values: Mapping[str, Any], label: Callable[[str], str]) 
 
 ENGINES = ("rounds", "slurm")
 """How ``simulate`` replays (``--engine``): ``slurm`` (the default), the live agent's loop on a simulated Slurm
-(:mod:`planner.control.slurm_replay`, docs/design.md §10.8); ``rounds``, the round-based replay of §10, kept for what
-the live loop does not do yet (idle nodes powered down, energy budgets, noise, horizons, resumable journals) and for
-``frontier``."""
-NOT_ON_SLURM = (
-    "energy_budget_kwh",
-    "noise",
-    "ray",
-    "fresh",
-)
-"""Options the ``slurm`` engine does not take yet: the agent has no energy budget,
-the simulated Slurm no throughput noise, and its replays are not journalled."""
+(:mod:`planner.control.slurm_replay`, docs/design.md §10.8); ``rounds``, the round-based replay of §10 (plans applied
+at once, idle nodes off for free, an energy budget over the whole replay, checkpoints inside a policy,
+``--replan events``), kept for the figures made with it until it is retired."""
 
 
 SLURM_ONLY = {
@@ -123,31 +115,45 @@ SLURM_ONLY = {
 """Options of the ``slurm`` engine alone, with their defaults: the ``rounds`` engine refuses another value."""
 
 
+def _budget_period(values: Mapping[str, Any], label: Callable[[str], str]) -> list[Problem]:
+    """``--engine slurm``'s energy budget is per period: a budget needs ``--budget-period-s`` and a period a budget."""
+    budget, period = values.get("energy_budget_kwh"), values.get("budget_period_s")
+    if budget is not None and period is None:
+        why = (
+            f"needs {label('budget_period_s')} with {label('engine')} slurm, the default: the agent's budget is per "
+            f"period (a budget over the whole replay: give {label('engine')} rounds)"
+        )
+        return [Problem("bad-option", label("energy_budget_kwh"), why)]
+    if period is not None and budget is None:
+        return [Problem("bad-option", label("budget_period_s"), f"needs {label('energy_budget_kwh')}")]
+    return []
+
+
 def _slurm_engine_options(values: Mapping[str, Any], label: Callable[[str], str]) -> list[Problem]:
     """Each engine's options: what the other one alone takes is refused.
 
-    ``--engine slurm`` refuses what the live loop does not do yet (:data:`NOT_ON_SLURM`), a horizon above 1 and
-    neither event nor periodic rounds; ``--engine rounds`` refuses the slurm engine's own options
-    (:data:`SLURM_ONLY`) set to anything but their defaults.
+    ``--engine slurm`` refuses ``--replan events`` (the round-based engine's memo; the loop's rounds start on
+    events: ``--no-periodic-rounds``) and neither event nor periodic rounds, and takes an energy budget with its
+    period only (:func:`_budget_period`);
+    ``--engine rounds`` refuses the slurm engine's own options (:data:`SLURM_ONLY`, and ``--budget-period-s``) set
+    to anything but their defaults.
     """
     if values.get("engine") != "slurm":
         return [
             Problem("bad-option", label(name), f"only with {label('engine')} slurm")
-            for name, default in SLURM_ONLY.items()
+            for name, default in {**SLURM_ONLY, "budget_period_s": None}.items()
             if name in values and values[name] != default
         ]
     if not values.get("event_rounds", True) and not values.get("periodic_rounds", True):
         return [Problem("conflicting-options", label("periodic_rounds"), f"give it or {label('event_rounds')}")]
-    given = [name for name in NOT_ON_SLURM if values.get(name) not in (None, False, 0, 0.0)]
-    if values.get("horizon", 1) != 1:
-        given.append("horizon")
-    if values.get("replan") != "rounds":
-        given.append("replan")
-    why = (
-        f"not with {label('engine')} slurm, the default: the live agent's loop does not take it yet (the round-based "
-        f"replay does: give {label('engine')} rounds)"
-    )
-    return [Problem("bad-option", label(name), why) for name in given]
+    if values.get("replan", "rounds") != "rounds":
+        why = (
+            f"not with {label('engine')} slurm, the default: its rounds start on events already "
+            f"({label('periodic_rounds')} off: only on events); the round-based replay's memo needs {label('engine')} "
+            "rounds"
+        )
+        return [Problem("bad-option", label("replan"), why), *_budget_period(values, label)]
+    return _budget_period(values, label)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -162,7 +168,12 @@ class ReplayOptions(OptionRecord):
         None, "Power cap: a round's budget is cap x T.", unit="W", low=0.0, low_open=True
     )
     energy_budget_kwh: float | None = option(
-        None, "Energy budget over the replay, paced per round.", unit="kWh", low=0.0, low_open=True
+        None,
+        "Energy budget, paced per round: over the whole replay with --engine rounds; with --engine slurm (the "
+        "agent's) at most this much in every --budget-period-s.",
+        unit="kWh",
+        low=0.0,
+        low_open=True,
     )
     round_s: float = option(
         defaults.ROUND_S, "Round length T.", unit="s", low=defaults.ROUND_S_RANGE[0], high=defaults.ROUND_S_RANGE[1]
@@ -200,7 +211,8 @@ class ReplayOptions(OptionRecord):
     zeus_eta: float = option(defaults.ZEUS_ETA, "Zeus's weight of energy against time.", low=0.0, high=1.0)
     noise: float = option(
         0.0,
-        "Throughput error: each job and round runs at U[1-x, 1+x] x the profile.",
+        "Throughput error: each job runs at U[1-x, 1+x] x the profile's throughput at its power, drawn per job and "
+        "round (--engine slurm: at each start and every --round-s after it).",
         low=0.0,
         high=1.0,
         high_open=True,
@@ -384,8 +396,8 @@ class SimulateOptions(ReplayOptions):
     )
     fresh: bool = option(
         False,
-        "Start over: ignore the checkpoint --out holds (by default a replay resumes from its last checkpoint when "
-        "rerun with the same options and inputs).",
+        "Start over: ignore what --out holds (by default, rerun with the same options and inputs, a replay reads back "
+        "every policy that finished and, with --engine rounds, resumes the others from their last checkpoint).",
         flag="--fresh",
     )
     workers: int = option(1, "Policies replayed at once, each in its own process (1: one after another).", low=1)
@@ -393,8 +405,8 @@ class SimulateOptions(ReplayOptions):
         "slurm",
         "slurm: the loop wattplan agent runs, on a simulated Slurm (jobs start when they fit, requeues and checkpoint "
         "loads cost what Slurm charges, every node stays on; policy slurm is Slurm alone). rounds: the round-based "
-        "replay (fixed rounds, plans applied at once, idle nodes off for free; energy budgets, noise, horizons, "
-        "resumable journals; design 10).",
+        "replay (fixed rounds, plans applied at once, idle nodes off for free; energy budgets, resumable journals; "
+        "design 10).",
         choices=ENGINES,
     )
     time_scale: float = option(
@@ -453,6 +465,14 @@ class SimulateOptions(ReplayOptions):
         unit="s",
         low=0.0,
     )
+    budget_period_s: float | None = option(
+        None,
+        "--engine slurm: the budget's period: the cluster draws at most --energy-budget-kwh in every period, back "
+        "to back from the cluster's start (the first arrival, less --up-before-s).",
+        unit="s",
+        low=0.0,
+        low_open=True,
+    )
     power_cap_schedule: Path | None = option(
         None,
         "--engine slurm: a power cap that moves, a CSV of t_s (s from the first arrival) and power_cap_w (W or "
@@ -462,7 +482,7 @@ class SimulateOptions(ReplayOptions):
 
     RULES: ClassVar[tuple[Rule, ...]] = (
         *ReplayOptions.RULES,
-        Rule(_slurm_engine_options, "engine slurm refuses energy budgets, noise, ray, fresh"),
+        Rule(_slurm_engine_options, "engine slurm refuses replan events, a budget without a period; rounds a period"),
     )
 
 
@@ -471,7 +491,8 @@ class FrontierOptions(ReplayOptions):
     """``wattplan frontier`` and ``wattplan.frontier``.
 
     The shared options, the swept deltas and JCT increases (lists), the baselines beside them, the swept points'
-    objective and the replays run at once.
+    objective, the replays run at once, and the engine with its own options, declared once by
+    :class:`SimulateOptions` (:data:`SLURM_ONLY`).
     """
 
     objective: str = option(
@@ -486,7 +507,33 @@ class FrontierOptions(ReplayOptions):
         "0,5,10,20",
         f"Runtime-bounded mode: JCT increases to sweep, percent, comma-separated (each in {JCT_INCREASE_ITEMS}).",
     )
-    baselines: str = option("all", "Baselines to place beside the front, comma-separated, or all.")
+    baselines: str = option(
+        "all",
+        "Baselines to place beside the front, comma-separated, or all (on --engine slurm also slurm, "
+        "slurm-powersave and maxq).",
+    )
     workers: int = option(2, "Replays run at once, each in its own process (with --ray: Ray tasks in flight).", low=1)
+    engine: str = same_as(
+        SimulateOptions,
+        "engine",
+        help="slurm: every point replays the loop wattplan agent runs, on a simulated Slurm, against Slurm alone and "
+        "the powered floor. rounds: the round-based replay, against fifo-max and the floor (design 10, 14).",
+    )
+    time_scale: float = same_as(SimulateOptions, "time_scale")
+    load_s: float = same_as(SimulateOptions, "load_s")
+    event_rounds: bool = same_as(SimulateOptions, "event_rounds")
+    periodic_rounds: bool = same_as(SimulateOptions, "periodic_rounds")
+    requeue_delay_s: float | None = same_as(SimulateOptions, "requeue_delay_s")
+    power_save: bool = same_as(SimulateOptions, "power_save")
+    progress_metric: bool = same_as(SimulateOptions, "progress_metric")
+    suspend_s: float = same_as(SimulateOptions, "suspend_s")
+    resume_s: float = same_as(SimulateOptions, "resume_s")
+    up_before_s: float = same_as(SimulateOptions, "up_before_s")
+    budget_period_s: float | None = same_as(SimulateOptions, "budget_period_s")
+    power_cap_schedule: Path | None = same_as(SimulateOptions, "power_cap_schedule")
 
     LISTS: ClassVar[tuple[str, ...]] = ("deltas", "max_jct_increase", "baselines")
+    RULES: ClassVar[tuple[Rule, ...]] = (
+        *ReplayOptions.RULES,
+        Rule(_slurm_engine_options, "engine slurm: a budget needs its period; rounds: not the slurm engine's options"),
+    )
