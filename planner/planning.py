@@ -475,7 +475,10 @@ def energy_floor(instance: Instance, time_limit_s: float | None = None) -> Energ
 
 
 def powered_floor(
-    instance: Instance, arrivals_s: Mapping[str, float], time_limit_s: float | None = None
+    instance: Instance,
+    arrivals_s: Mapping[str, float],
+    time_limit_s: float | None = None,
+    min_window_s: float | None = None,
 ) -> EnergyFloor:
     """The energy floor of ``instance``'s jobs on a cluster whose every node stays powered (J): docs/design.md §14.
 
@@ -485,7 +488,8 @@ def powered_floor(
     its arrival in ``arrivals_s``). The LP (:func:`formulations.energy_floor.energy_floor` with
     :class:`~formulations.energy_floor.PoweredCluster`) bounds the simulated Slurm's and a live run's energy
     window. A job without any option that makes progress adds nothing to ``W_min`` (the floor says it covers the
-    others only).
+    others only). ``min_window_s``: the window is at least this long too (s from the first arrival): the floor over a
+    common window of runs that all ended within it (:mod:`planner.control.common_window`).
     """
     from wattplan.formulations.energy_floor import FLOOR_TIME_LIMIT_S, PoweredCluster
     from wattplan.formulations.energy_floor import energy_floor as solve_floor
@@ -497,7 +501,7 @@ def powered_floor(
         if rate > 0 and job.remaining_steps > 0:
             ends.append(arrivals_s[job.id] + job.remaining_steps / rate)
     first = min((arrivals_s[j.id] for j in instance.jobs), default=0.0)
-    window = PoweredCluster(max(max(ends, default=first) - first, 0.0))
+    window = PoweredCluster(max(max(ends, default=first) - first, min_window_s or 0.0, 0.0))
     return solve_floor(instance, FLOOR_TIME_LIMIT_S if time_limit_s is None else time_limit_s, window)
 
 

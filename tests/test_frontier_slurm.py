@@ -18,6 +18,7 @@ from cli import app
 from tests.sim_helpers import A3C, R50, write_gavel_trace
 from wattplan.planner.contracts.problems import InputError
 from wattplan.planner.control import frontier as cf
+from wattplan.planner.control.common_window import energy_over
 from wattplan.planner.control.frontier import SlurmFrontier, run_slurm_frontier, slurm_frontier_sweep
 from wattplan.planner.control.session import slurm_replays, workload_powered_floor
 from wattplan.planner.sim.frontier import FRONTIER_COLUMNS, ReplayFailed, frontier_plot, frontier_points
@@ -95,7 +96,9 @@ def test_every_point_is_simulates_replay_against_slurm_alone_and_the_powered_flo
         files = sorted(p.name for p in (out / "runs" / r["label"]).iterdir())
         assert files == ["agent.log", "jobs.csv", "power.csv", "summary.json"]
     assert result.reference["label"] == "slurm"
-    powered = workload_powered_floor(front.sweep.base, nodes_stay_on=True).energy_kwh
+    window = max(r["makespan_s"] for r in result.rows)  # the common window: the longest makespan of the sweep
+    assert all(r["common_window_s"] == window for r in result.rows)
+    powered = workload_powered_floor(front.sweep.base, nodes_stay_on=True, window_s=window).energy_kwh
     assert powered is not None and result.floor.energy_kwh == pytest.approx(powered, rel=1e-12)
 
     # captured share and JCT increase by hand from the CSV's own numbers, Slurm alone the reference
@@ -119,8 +122,8 @@ def test_every_point_is_simulates_replay_against_slurm_alone_and_the_powered_flo
     by_label = {r["label"]: r for r in result.rows}
     for s in sim:
         row = by_label[s.policy]
-        assert (row["energy_kwh"], row["avg_jct_s"]) == (s.summary["energy_kwh"], s.summary["avg_jct_s"])
-        assert row["captured_share"] == pytest.approx(s.summary["captured_share"], abs=1e-12)
+        assert (row["energy_own_kwh"], row["avg_jct_s"]) == (s.summary["energy_kwh"], s.summary["avg_jct_s"])
+        assert row["energy_kwh"] == pytest.approx(energy_over(s.summary, window), rel=1e-12)
 
 
 def test_a_rerun_reads_every_point_back_and_replays_what_changed(

@@ -138,8 +138,14 @@ def test_the_command_writes_each_policy_and_the_comparison(tmp_path: Path) -> No
         parts = summary["energy_node_kwh"] + summary["energy_idle_kwh"] + summary["energy_dynamic_kwh"]
         assert math.isclose(summary["energy_kwh"], parts)
         assert (out / policy / "jobs.csv").read_text().count("\n") == 7
-        # The powered floor bounds each replay from below; Slurm alone, the reference, captures nothing.
-        assert 0 < summary["energy_floor_kwh"] <= summary["energy_kwh"]
+        # The powered floor bounds each replay's energy over the common window; Slurm alone, the reference,
+        # captures nothing. Every node on: over the common window two runs differ by their dynamic energy alone.
+        assert 0 < summary["energy_floor_kwh"] <= summary["energy_common_kwh"]
+        assert summary["energy_common_kwh"] >= summary["energy_kwh"]
+        assert summary["common_window_s"] == max(r["makespan_s"] for r in rows)
+        fixed = summary["energy_common_kwh"] - summary["energy_dynamic_kwh"]
+        first = json.loads((out / "slurm" / "summary.json").read_text())
+        assert fixed == pytest.approx(first["energy_common_kwh"] - first["energy_dynamic_kwh"], rel=1e-9)
         assert summary["reference_policy"] == "slurm" and summary["captured_share"] <= 1
     assert json.loads((out / "slurm" / "summary.json").read_text())["captured_share"] == 0
     assert "round 0" in (out / "wattplan" / "agent.log").read_text()

@@ -11,8 +11,10 @@ adds is the engine (docs/design.md §10.8, §14):
 * the reference is Slurm alone (the sweep's ``slurm`` row, else a replay of it here), and the floor the one
   ``simulate`` gives on this engine (:func:`planner.control.session.workload_powered_floor`): the powered floor
   while every point keeps every node on, the floor that lets idle nodes draw nothing once a point powered nodes
-  down. Every row gets ``captured_share = (E_ref - E) / (E_ref - E_floor)`` and ``jct_increase = J / J_ref - 1``
-  against them (:func:`planner.sim.frontier.compared_rows`).
+  down. Energies are compared over the common window (:mod:`planner.control.common_window`): a row's
+  ``energy_kwh`` is its energy to the longest makespan of the sweep and the reference (``energy_own_kwh`` its
+  own), and the floor is over that window. Every row gets ``captured_share = (E_ref - E) / (E_ref - E_floor)`` and
+  ``jct_increase = J / J_ref - 1`` against them (:func:`planner.sim.frontier.compared_rows`).
 
 A slurm summary names its job counts ``jobs`` and ``completed``; a frontier row also carries them as the round-based
 engine names them (``jobs_total``, ``jobs_completed``, ``jobs_unfinished``), so the frontier's columns and its front
@@ -29,7 +31,9 @@ from typing import Any
 from rich.table import Table
 
 from wattplan.planner.console.terminal import shown
+from wattplan.planner.control.common_window import common_window_s, on_common_window
 from wattplan.planner.control.session import (
+    COMMON_WINDOW_CAPTION,
     SIGNAL_KEYS,
     TABLE_ROWS,
     setup_of,
@@ -189,8 +193,10 @@ def run_slurm_frontier(
     raise_failed(rows, out)
     reference = slurm_reference(frontier, rows, (workload, ctx))
     stay_on = all(r.get("power_saving") is None for r in rows)
-    floor = workload_powered_floor(base, (workload, ctx), stay_on)
-    full = compared_rows(rows, reference, floor)
+    window = common_window_s([r for r in [*rows, reference] if not r.get("error")])
+    floor = workload_powered_floor(base, (workload, ctx), stay_on, window)
+    reference = on_common_window(reference, window)
+    full = compared_rows([on_common_window(r, window) for r in rows], reference, floor)
     floor_label = POWERED_FLOOR_LABEL if stay_on else IDLE_OFF_FLOOR_LABEL
     figure = FrontierFigure(frontier_title(base, "simulated Slurm"), reference, REFERENCE_LABEL, floor_label)
     paths = write_frontier(out, full, figure, floor, figures)
@@ -209,7 +215,7 @@ def frontier_table(rows: Sequence[dict[str, Any]]) -> Table:
         if key in SIGNAL_KEYS and all(r.get(key) is None for r in rows):
             continue  # no signal given
         table.add_row(label, *("-" if r.get(key) is None else fmt.format(r[key]) for r in rows))
-    table.caption = "saving captured: share of the saving from Slurm alone to the floor"
+    table.caption = COMMON_WINDOW_CAPTION
     return table
 
 

@@ -23,6 +23,7 @@ from wattplan.planner.contracts.floor import EnergyFloor
 from wattplan.planner.contracts.jsonio import write_text_atomic
 from wattplan.planner.contracts.problems import InputError, Problem
 from wattplan.planner.control.cap_schedule import read_cap_schedule
+from wattplan.planner.control.common_window import common_window_s, energy_over
 from wattplan.planner.control.saved_replay import replay_key, saved_result
 from wattplan.planner.control.slurm_replay import (
     SLURM_ALONE,
@@ -50,6 +51,7 @@ COMPARISON_COLUMNS = (
     "jobs",
     "completed",
     "energy_kwh",
+    "energy_common_kwh",
     "energy_dynamic_kwh",
     "energy_floor_kwh",
     "captured_share",
@@ -276,13 +278,17 @@ def _step_points(steps: Sequence[tuple[float, float, float]], t0: float) -> tupl
 
 
 def workload_powered_floor(
-    spec: ReplaySpec, prepared: tuple[Workload, ClusterContext] | None = None, nodes_stay_on: bool = True
+    spec: ReplaySpec,
+    prepared: tuple[Workload, ClusterContext] | None = None,
+    nodes_stay_on: bool = True,
+    window_s: float | None = None,
 ) -> EnergyFloor:
     """The floor of every job of ``spec``'s workload under the truth.
 
-    ``nodes_stay_on``: every node powered from the first arrival to the last completion
-    (:func:`planner.planning.powered_floor`), as on this engine without power saving; else idle nodes draw
-    nothing (:func:`planner.planning.energy_floor`), a bound for a cluster that powers them down.
+    ``nodes_stay_on``: every node powered from the first arrival to the last completion, and at least ``window_s``
+    after the first arrival (:func:`planner.planning.powered_floor`; the common window), as on this engine without
+    power saving; else idle nodes draw nothing (:func:`planner.planning.energy_floor`), a bound for a cluster that
+    powers them down over any window.
     """
     from wattplan.planner.planning import energy_floor, powered_floor
     from wattplan.planner.sim.replay import prepare
@@ -293,32 +299,39 @@ def workload_powered_floor(
     instance = workload_instance(ctx.real, [JobState.new(j) for j in workload.jobs])
     if not nodes_stay_on:
         return energy_floor(instance)
-    return powered_floor(instance, {j.id: j.arrival_s for j in workload.jobs})
+    return powered_floor(instance, {j.id: j.arrival_s for j in workload.jobs}, min_window_s=window_s)
 
 
 def with_floor(
     spec: ReplaySpec, results: Sequence[SlurmReplayResult], prepared: tuple[Workload, ClusterContext] | None = None
 ) -> list[SlurmReplayResult]:
-    """Each result with the workload's powered floor and, against the reference, the share of the saving captured.
+    """Each result with the energy over the common window, the floor and the share of the reference's saving captured.
 
-    ``energy_floor_kwh``: :func:`workload_powered_floor`, with every node on unless a result ran with power saving
-    (then the floor without idle nodes, which bounds every result). The reference is Slurm alone when it was
-    replayed, else ``fifo-max``; ``captured_share = (E_ref - E) / (E_ref - E_floor)`` (1: at the floor, 0: no better
-    than the reference, < 0: worse). No floor when the LP is not solved; no share without a reference.
+    The common window (:mod:`planner.control.common_window`) runs ``W`` from the first arrival, ``W`` the longest
+    makespan: ``energy_common_kwh`` is a run's energy and then its idle tail to ``W``. ``energy_floor_kwh``:
+    :func:`workload_powered_floor` over at least ``W``, with every node on unless a result ran with power saving (then
+    the floor without idle nodes, which bounds every result). The reference is Slurm alone when it was replayed, else
+    ``fifo-max``; ``captured_share = (E_ref - E) / (E_ref - E_floor)`` over the common window (1: at the floor, 0: no
+    better than the reference, < 0: worse). Without a common window (a job left unfinished) the runs' own energies
+    are compared. No floor when the LP is not solved; no share without a reference.
     """
     stay_on = all(r.summary.get("power_saving") is None for r in results)
-    floor = workload_powered_floor(spec, prepared, stay_on)
+    window = common_window_s([r.summary for r in results])
+    floor = workload_powered_floor(spec, prepared, stay_on, window)
     by_name = {r.policy: r for r in results}
     ref = by_name.get(SLURM_ALONE) or by_name.get("fifo-max")
+
+    def energy(r: SlurmReplayResult) -> float:
+        return r.summary["energy_kwh"] if window is None else energy_over(r.summary, window)
+
     out = []
     for r in results:
         extra: dict[str, Any] = {"energy_floor_kwh": floor.energy_kwh, "energy_floor_note": floor.note}
+        extra |= {"common_window_s": window, "energy_common_kwh": energy(r)}
         if ref is not None and floor.energy_kwh is not None:
-            saving = ref.summary["energy_kwh"] - floor.energy_kwh
+            saving = energy(ref) - floor.energy_kwh
             extra["reference_policy"] = ref.policy
-            extra["captured_share"] = (
-                (ref.summary["energy_kwh"] - r.summary["energy_kwh"]) / saving if saving > 0 else None
-            )
+            extra["captured_share"] = (energy(ref) - energy(r)) / saving if saving > 0 else None
         out.append(replace(r, summary={**r.summary, **extra}))
     return out
 
@@ -342,6 +355,7 @@ TABLE_ROWS = (
     ("jobs done", "completed", "{:.0f}"),
     ("energy kWh", "energy_kwh", "{:.3f}"),
     ("  GPUs' dynamic", "energy_dynamic_kwh", "{:.3f}"),
+    ("common window kWh", "energy_common_kwh", "{:.3f}"),
     ("  floor", "energy_floor_kwh", "{:.3f}"),
     ("saving captured", "captured_share", "{:.1%}"),
     ("kgCO2", "carbon_kg", "{:.2f}"),
@@ -369,7 +383,12 @@ def comparison_table(rows: Sequence[dict[str, Any]]) -> Table:
         if key in SIGNAL_KEYS and all(r.get(key) is None for r in rows):
             continue  # no signal given
         table.add_row(label, *("-" if r.get(key) is None else fmt.format(r[key]) for r in rows))
+    table.caption = COMMON_WINDOW_CAPTION
     return table
+
+
+COMMON_WINDOW_CAPTION = "common window: to the last job of any run, idle after its own; the floor and share over it"
+"""What the tables of this engine say under them: which energy the floor and the captured share compare."""
 
 
 def progress_bar_hook(progress: Progress, policy: str, jobs_total: int) -> ProgressHook:

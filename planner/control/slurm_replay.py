@@ -51,6 +51,7 @@ from wattplan.planner.agent.store import AgentStore
 from wattplan.planner.agent.trust import Allowed
 from wattplan.planner.contracts.jsonio import write_text_atomic
 from wattplan.planner.control.cap_schedule import CapStep, ScheduledCap, cap_followed
+from wattplan.planner.control.common_window import IDLE_TAIL, idle_tail
 from wattplan.planner.control.sim_slurm import PowerSaving, SimJob, SimNode, SimulatedSlurm
 from wattplan.planner.control.truth_model import ThroughputNoise
 from wattplan.planner.control.virtual_timer import EventClock, NoMoreEvents, VirtualTimer
@@ -430,6 +431,7 @@ def replay_on_slurm(
     summary = summarise(policy, slurm, rows, rounds, setup)
     power = slurm.power_steps(_window_end(slurm, rows))  # the energy window's steps, once for every use
     summary.update(signal_costs(power, clocks))
+    summary[IDLE_TAIL] = idle_tail(slurm, _window_end(slurm, rows), saving)  # for the common window
     summary["stop_reason"] = stop
     if spec.energy_budget_kwh is not None and setup.budget_period_s is not None:
         origin = min(r["arrival_s"] for r in rows) - setup.up_before_s

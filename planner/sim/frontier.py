@@ -104,6 +104,7 @@ FRONTIER_COLUMNS = (
     "knob",
     "value",
     "energy_kwh",
+    "energy_own_kwh",
     "avg_jct_s",
     "p95_jct_s",
     "jobs_completed",
@@ -115,7 +116,9 @@ FRONTIER_COLUMNS = (
     "on_front",
     "error",
 )
-"""Columns of ``frontier.csv``, one row per point (``on_front``: 1 or 0; ``error``: empty unless it failed)."""
+"""Columns of ``frontier.csv``, one row per point (``on_front``: 1 or 0; ``error``: empty unless it failed). On the
+slurm engine ``energy_kwh`` is over the sweep's common window and ``energy_own_kwh`` over the run's own
+(:mod:`planner.control.common_window`); on the round-based engine, whose idle nodes draw nothing, both are its own."""
 
 
 @dataclass(frozen=True)
