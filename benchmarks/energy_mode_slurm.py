@@ -3,8 +3,9 @@
 Per slice (``energy_gap.SLICES``, cluster ``v100:32,p100:16``), one ``wattplan simulate --engine slurm`` of Slurm
 alone (``slurm``), ``fifo-max`` and ``wattplan`` through the agent, the agent in the runtime-bounded energy mode
 (``--objective efficiency --max-jct-increase 3``, CBC, 3 s per round, rounds on events only), every node powered
-as live. Writes ``OUT/SLICE/`` (the replay) and ``OUT/energy_mode.md``: per slice the energy of each, the powered
-floor (:func:`planner.planning.powered_floor`: every node on from the first arrival), wattplan's change against Slurm
+as live. Writes ``OUT/SLICE/`` (the replay) and ``OUT/energy_mode.md``: per slice the energy of each over the
+replay's common window (to the longest of the three makespans, docs/design.md §10.8), the powered floor over it
+(:func:`planner.planning.powered_floor`: every node on from the first arrival), wattplan's change against Slurm
 alone, the share of Slurm alone's saving it captured ``(E_slurm - E) / (E_slurm - E_floor)`` (and of ``fifo-max``'s,
 the round-based tables' reference), and its average and p95 JCT against Slurm alone's. Reuses a slice whose
 ``comparison.json`` exists (its floor computed here when the replay predates it).
@@ -58,16 +59,28 @@ def floor_kwh(sl: Slice, s: dict[str, dict[str, Any]]) -> float:
     return floor.energy_kwh
 
 
+def common(summary: dict[str, Any]) -> float:
+    """The run's energy over the replay's common window (kWh, ``energy_common_kwh``, docs/design.md §10.8)."""
+    value = summary.get("energy_common_kwh")
+    if value is None:
+        raise SystemExit("a replay made before the common window (no energy_common_kwh): give a new --out")
+    return float(value)
+
+
 def row(name: str, s: dict[str, dict[str, Any]], floor: float) -> str:
-    """One table row: energies, the floor, wattplan against Slurm alone, captured share, JCT ratios, requeues."""
-    alone, fifo, wp = s["slurm"], s["fifo-max"], s["wattplan"]
-    captured = (alone["energy_kwh"] - wp["energy_kwh"]) / (alone["energy_kwh"] - floor)
-    of_fifo = (fifo["energy_kwh"] - wp["energy_kwh"]) / (fifo["energy_kwh"] - floor)
+    """One table row: energies, the floor, wattplan against Slurm alone, captured share, JCT ratios, requeues.
+
+    Energies and the floor over the replay's common window (to the longest makespan of the three runs).
+    """
+    alone, fifo, wp = common(s["slurm"]), common(s["fifo-max"]), common(s["wattplan"])
+    captured = (alone - wp) / (alone - floor)
+    of_fifo = (fifo - wp) / (fifo - floor)
+    w = s["wattplan"]
     return (
-        f"| {name} | {alone['energy_kwh']:.1f} | {fifo['energy_kwh']:.1f} | {wp['energy_kwh']:.1f} | {floor:.1f} | "
-        f"{wp['energy_kwh'] / alone['energy_kwh'] - 1:+.1%} | {captured:.1%} | {of_fifo:.1%} | "
-        f"{wp['avg_jct_s'] / alone['avg_jct_s']:.2f} | {wp['p95_jct_s'] / alone['p95_jct_s']:.2f} | "
-        f"{wp['requeues']} | {wp['rounds']} | {wp['wall_s']:.0f} |"
+        f"| {name} | {alone:.1f} | {fifo:.1f} | {wp:.1f} | {floor:.1f} | "
+        f"{wp / alone - 1:+.1%} | {captured:.1%} | {of_fifo:.1%} | "
+        f"{w['avg_jct_s'] / s['slurm']['avg_jct_s']:.2f} | {w['p95_jct_s'] / s['slurm']['p95_jct_s']:.2f} | "
+        f"{w['requeues']} | {w['rounds']} | {w['wall_s']:.0f} |"
     )
 
 
