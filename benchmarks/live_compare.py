@@ -109,6 +109,13 @@ def _wattplan_mode(args: argparse.Namespace, agent: bool) -> list[str]:
     return [*(["--no-jct-bound"] if agent else []), *mode]
 
 
+def _budget(args: argparse.Namespace) -> list[str]:
+    """The energy budget per period (``--energy-budget-kwh``, ``--budget-period-s``), live and in the replay alike."""
+    if args.energy_budget_kwh is None:
+        return []
+    return ["--energy-budget-kwh", f"{args.energy_budget_kwh:g}", "--budget-period-s", f"{args.budget_period_s:g}"]
+
+
 def start_agent_and_submit(
     cluster: Path, trace: Path, agent_args: list[str], log: IO[str], log_path: Path, first_at: bool = False
 ) -> tuple[subprocess.Popen[bytes], float]:
@@ -184,6 +191,7 @@ def managed(trace: Path, cluster: Path, out: Path, gpus: str, scale: float, args
             *(["--power-save"] if args.power_save else []),
             *([] if args.event_rounds else ["--no-event-rounds"]),
             *(["--profiles", str(args.profiles)] if args.profiles else []),
+            *_budget(args),
         ]
         with (out / "agent.log").open("w") as log:
             agent, _ = start_agent_and_submit(cluster, trace, agent_args, log, out / "agent.log", first_at=True)
@@ -271,6 +279,7 @@ def simulate(trace: Path, out: Path, gpus: str, args: argparse.Namespace) -> dic
         *(["--learn"] if args.learn else []),
         *(["--profiles", str(args.profiles)] if args.profiles else []),
         *(["--truth", str(args.truth)] if args.truth else []),
+        *_budget(args),
         *([] if args.progress_metric else ["--no-progress-metric"]),
         *([] if args.pairs else ["--min-pair-rate", "1"]),  # no pair has rho >= 1: the replay pairs nothing either
     )
@@ -320,6 +329,8 @@ def main() -> None:
     p.add_argument(
         "--maxq", action="store_true", help="The unmanaged run at MaxQ's power limits (cluster submit --maxq)."
     )
+    p.add_argument("--energy-budget-kwh", type=float, help="The agent's (and the replay's) energy budget per period.")
+    p.add_argument("--budget-period-s", type=float, default=3600.0, help="With --energy-budget-kwh: the period (s).")
     p.add_argument("--reuse-unmanaged", action="store_true", help="Keep an earlier unmanaged.json of a family.")
     p.add_argument("--only", choices=("managed", "unmanaged", "simulate"), action="append")
     p.add_argument(
