@@ -20,6 +20,7 @@ Modules:
 - :mod:`planner.control.slurm_replay`: one policy's replay: the agent's loop on the simulated Slurm (or one of
   Slurm's baselines alone), its figures and files
 - :mod:`planner.control.session`: ``simulate --engine slurm``: every policy, the comparison and its table
+- :mod:`planner.control.common_window`: runs of one comparison over the same window, each charged its idle tail
 - :mod:`planner.control.saved_replay`: a policy's replay read back from its files, so that a rerun resumes policy
   by policy
 - :mod:`planner.control.frontier`: ``frontier --engine slurm``: every point of the sweep replayed on the simulated
