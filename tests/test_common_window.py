@@ -63,3 +63,27 @@ def test_no_common_window_when_a_run_left_a_job_unfinished() -> None:
     assert common_window_s([done, {**done, "completed": 1}]) is None
     assert common_window_s([done, {**done, "idle_tail": None}]) is None
     assert common_window_s([]) is None
+
+
+def test_the_energy_jct_figure_plots_the_energies_the_floor_is_compared_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The figure's points are over the common window, as its floor line: no point drawn below a floor it is above."""
+    from wattplan.planner.control import session
+    from wattplan.planner.sim import plots
+    from wattplan.planner.sim.options import SimulateOptions
+
+    trace = tmp_path / "two.trace"
+    trace.write_text("ResNet-18 (batch size 32)\tcmd\t-n\t1\t3000\t0\t1\nA3C\tcmd\t-n\t1\t9000\t100\t1\n")
+    drawn: dict[str, float] = {}
+
+    def capture(points, path, title="", **kwargs):  # type: ignore[no-untyped-def]
+        drawn.update({p.label: p.energy_kwh for p in points})
+        drawn["floor"] = kwargs["floor_kwh"]
+
+    monkeypatch.setattr(plots, "energy_jct_plot", capture)
+    options = SimulateOptions.checked(solver="greedy", max_jct_increase=20.0, objective="efficiency")
+    results = session.slurm_replays(trace, "v100:8", options, ["slurm", "wattplan"], tmp_path / "o", plots=True)
+    for r in results:
+        assert drawn[r.policy] == pytest.approx(r.summary["energy_common_kwh"], rel=1e-12)
+        assert drawn[r.policy] >= drawn["floor"]

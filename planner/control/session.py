@@ -243,8 +243,8 @@ def _parallel(
 def write_slurm_plots(out: Path, results: Sequence[SlurmReplayResult], options: FigureOptions) -> list[Path]:
     """``power``, ``jct_cdf`` and ``energy_jct`` figures of a replay on the simulated Slurm in ``out``; the paths.
 
-    The cluster's power step by step (kW over hours since the first arrival), each policy's JCT CDF, and energy
-    against average JCT with the powered floor as a line.
+    The cluster's power step by step (kW over hours since the first arrival), each policy's JCT CDF, and energy over
+    the common window (:func:`with_floor`) against average JCT with the powered floor over it as a line.
     """
     from wattplan.planner.sim.plots import (
         energy_jct_plot,
@@ -262,8 +262,12 @@ def write_slurm_plots(out: Path, results: Sequence[SlurmReplayResult], options: 
     power_steps_plot(power, paths[0], f"Cluster power ({nodes})", options=options)
     jcts = {r.policy: ([row["jct_s"] for row in r.jobs if row["jct_s"] is not None], len(r.jobs)) for r in results}
     jct_cdf_series_plot(jcts, paths[1], options=options)
-    summaries = [r.summary for r in results]
-    energy_jct_plot(summary_points(summaries), paths[2], floor_kwh=floor_of(summaries), options=options)
+    # energies over the common window, as the floor and the captured share (module common_window); own without one
+    summaries = [
+        {**r.summary, "energy_kwh": r.summary.get("energy_common_kwh") or r.summary["energy_kwh"]} for r in results
+    ]
+    title = "Energy over the common window" if results and results[0].summary.get("common_window_s") else ""
+    energy_jct_plot(summary_points(summaries), paths[2], title, floor_kwh=floor_of(summaries), options=options)
     return paths
 
 
