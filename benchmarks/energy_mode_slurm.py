@@ -8,7 +8,7 @@ replay's common window (to the longest of the three makespans, docs/design.md §
 (:func:`planner.planning.powered_floor`: every node on from the first arrival), wattplan's change against Slurm
 alone, the share of Slurm alone's saving it captured ``(E_slurm - E) / (E_slurm - E_floor)`` (and of ``fifo-max``'s,
 the round-based tables' reference), and its average and p95 JCT against Slurm alone's. Reuses a slice whose
-``comparison.json`` exists (its floor computed here when the replay predates it).
+``comparison.json`` exists (a replay made before the common window is refused: give a new ``--out``).
 
 ``--governor RULE`` replays with that rule of the JCT governor (``accrued`` or ``projected``; default: the
 agent's and the replay's own default).
@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from energy_gap import SLICES, Slice, spec_of
+from energy_gap import SLICES, Slice
 
 WATTPLAN = [sys.executable, "-m", "wattplan"]
 MODE = ["--objective", "efficiency", "--max-jct-increase", "3", "--solver", "cbc", "--time-limit", "3"]
@@ -47,16 +47,11 @@ def replay(name: str, selection: tuple[str, ...], out: Path, governor: list[str]
 
 
 def floor_kwh(sl: Slice, s: dict[str, dict[str, Any]]) -> float:
-    """The slice's powered floor (kWh): from the summaries, else computed (a replay made before they carried it)."""
+    """The slice's powered floor over the replay's common window (kWh), as the summaries carry it."""
     given = s["wattplan"].get("energy_floor_kwh")
-    if given is not None:
-        return float(given)
-    from wattplan.planner.control.session import workload_powered_floor
-
-    floor = workload_powered_floor(spec_of(sl))
-    if floor.energy_kwh is None:
-        raise SystemExit(f"the floor LP of {sl.name} was not solved: {floor.note}")
-    return floor.energy_kwh
+    if given is None:
+        raise SystemExit(f"the floor LP of {sl.name} was not solved: {s['wattplan'].get('energy_floor_note')}")
+    return float(given)
 
 
 def common(summary: dict[str, Any]) -> float:

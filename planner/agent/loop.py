@@ -642,7 +642,7 @@ class Agent:
         Pidle_g)`` (0 at least), with power saving ``S_r``; with both, the smaller. None with neither.
         """
         duration = ctx.rules.duration_s
-        idle_j = 0.0 if self.cfg.power_save else sum(g.nodes * g.powered_node_w for g in ctx.gpu_types) * duration
+        idle_j = self._committed_w(ctx) * duration
         cap = self.cap_w()
         cap_j = None if cap is None else max(0.0, cap * duration - idle_j)
         if report is None or report.budget is None:
@@ -650,6 +650,14 @@ class Agent:
         share_j = max(0.0, report.budget.share_j - idle_j)
         report.budget_binds = cap_j is None or share_j <= cap_j
         return share_j if cap_j is None else min(cap_j, share_j)
+
+    def _committed_w(self, ctx: ClusterContext) -> float:
+        """The draw no plan changes (W), which the round does not price.
+
+        With every node on, the usable nodes' idle power ``sum_g N_g (Pnode_g + K_g Pidle_g)``; with power saving 0
+        (the round prices every powered node).
+        """
+        return 0.0 if self.cfg.power_save else sum(g.nodes * g.powered_node_w for g in ctx.gpu_types)
 
     def _share(self, ctx: ClusterContext, now_s: float, report: RoundReport) -> RoundShare | None:
         """The round's paced share of the energy budget (:mod:`planner.agent.energy_budget`); None without one.
@@ -661,7 +669,7 @@ class Agent:
         """
         if self.ledger is None:
             return None
-        idle_w = 0.0 if self.cfg.power_save else sum(g.nodes * g.powered_node_w for g in ctx.gpu_types)
+        idle_w = self._committed_w(ctx)
         share = self.ledger.share(now_s, ctx.rules.duration_s, one_node_round_j(ctx), idle_w)
         if share.left_j <= 0.0:
             said = (
