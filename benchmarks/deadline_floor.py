@@ -1,10 +1,22 @@
 """How much of the saving any schedule could capture under JCT limits: the deadline floor on the six slices (issue 25).
 
-For each slice of ``benchmarks/energy_gap.py`` (cluster ``v100:32,p100:16``, the truth's profiles) it replays the
-reference (``fifo-max``, no budget), then solves three lower bounds on energy (:func:`planner.planning.deadline_floor`,
-capacity relaxed) and prints the largest captured share ``(E_ref - LB) / (E_ref - E_floor)`` each allows:
+For each slice of ``benchmarks/slices.py`` (cluster ``v100:32,p100:16``, the truth's profiles) it replays the
+reference on the simulated Slurm (Slurm alone, :func:`planner.control.slurm_replay.replay_on_slurm`: ``fifo-max`` in
+continuous time, the reference the agent's governor and tail bound steer by, every node on), then solves three lower
+bounds on energy (:func:`planner.planning.deadline_floor`, capacity relaxed) and prints the largest captured share
+``(E_ref - LB) / (E_ref - E_floor)`` each allows.
 
-* ``floor``: no limit (the energy floor, §14);
+*Every node on*, as on the simulated Slurm and live: every schedule draws the idle cluster's power
+``I = sum_g N_g (Pnode_g + K_g Pidle_g)`` (W) over its whole window ``W`` and its jobs' draw above idle on top, so
+the deadline floor is solved on the workload seen with nodes staying on (:func:`planner.sim.round_instance.
+nodes_stay_on`: node and idle power 0, each profile's power its draw above idle), a lower bound ``D`` on that
+draw above idle (J), and a schedule's window is at least ``W_min = max_j (a_j + R_j / X_j) - min_j a_j`` (``X_j``
+the job's fastest rate over the floor's columns). So ``LB = max(E_floor, I W_min + D)``, with ``E_floor`` the
+powered floor (:func:`planner.planning.powered_floor`, no JCT limit), each a lower bound on every such schedule's
+energy over its own window (first arrival to last completion, the replay's ``energy_kwh``). The shares are not
+those of the round-based tables of ``benchmarks/RESULTS.md`` (idle nodes free, ``fifo-max`` replayed by rounds):
+
+* ``floor``: no limit (the powered floor, §14);
 * ``old rule``: every job within ``1.1 max(J_j, J_(k))`` of its arrival (the tail bound before 15a0474), LP;
 * ``tail rule``: the shipped ``--tail-bound 10`` deadlines (:meth:`planner.sim.tail_bound.TailBound.from_reference`:
   ``k + 2`` jobs bound, ``N - k - 2`` free), LP; ``tail rule, JCT sum``: the same and the JCTs' sum within
@@ -23,8 +35,8 @@ later than ``P`` and at most ``N - k - 2`` later than ``B``. Take ``C``, the ``E
 most (``deadline_cost_j``), every other job free; for every way to pick ``N - k - 2`` jobs of ``C`` late and one
 more within ``B``, the rest of ``C`` within ``P``, solve the LP (JCT sum too). Any schedule keeping the aim fits
 one of these cases (more freedom only lowers an LP), so the least of them is a lower bound, each certified by its
-duals. A job that cannot meet ``P`` (or ``B``) at its fastest rate is in every case's late set. With whole nodes
-this is the aim's ceiling under the replay's node accounting. One case relaxes the ``tail rule, JCT sum`` LP
+duals. A job that cannot meet ``P`` (or ``B``) at its fastest rate is in every case's late set. With every node
+on this is the aim's ceiling under the simulated Slurm's accounting. One case relaxes the ``tail rule, JCT sum`` LP
 (its windows ``1.1 J_(k) <= P`` and ``1.1 J_(k+1) <= B``), so this share is never below that row's.
 
 ``aim by intervals`` (with ``--intervals R``, a timeline): the aim's p95 limit without freeing any job it does not
@@ -39,15 +51,17 @@ least over the cases is a lower bound on every schedule that keeps the aim.
 lets N processes share the cases (each claims nothing; a last run without it reads them all back).
 
 ``--slot-h H`` adds capacity per slot of ``H`` hours and an overflow slot after the last deadline; ``--whole-nodes``
-charges static power by the node kept on; ``--block-h`` prints each LP solution's energy per block of hours beside
-every committed replay of the slice (``benchmarks/results/energy_gap/<slice>/<variant>/wattplan/rounds.csv``).
+charges static power by the node kept on (with every node on the static power is ``I W`` already: it changes no
+bound); ``--block-h`` prints each LP solution's draw above idle per block of hours beside that of every replay of
+the slice under ``--replays`` (``REPLAYS/<slice>/<policy>/power.csv``, as ``energy_mode_slurm.py`` writes them; the
+draw less ``I``, every node on).
 
 ``J_j`` are the reference's JCTs, ``k = floor(0.95 (N - 1))``. A share below 80% proves the issue's aim out of reach on
 that slice for every schedule (``aim``) or for the rule (``tail rule``).
 
     PYTHONPATH=. .venv/bin/python benchmarks/deadline_floor.py [--slices a,b] [--time-limit 300] \
-        [--slot-h 1 [--whole-nodes] [--cases 5] [--intervals 3 [--cases-log F [--shard 0/2]]] [--block-h 10]] \
-        [--rules 'tail rule;aim by cases']
+        [--slot-h 1 [--whole-nodes] [--cases 5] [--intervals 3 [--cases-log F [--shard 0/2]]] [--block-h 10 \
+        [--replays DIR]]] [--rules 'tail rule;aim by cases']
 """
 
 from __future__ import annotations
@@ -67,13 +81,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from benchmarks.energy_gap import SLICES, Slice, spec_of
+from benchmarks.slices import SLICES, Slice, spec_of
 from wattplan.planner import planning
 from wattplan.planner.contracts.domain import Instance
 from wattplan.planner.contracts.floor import DeadlineFloor
+from wattplan.planner.control.slurm_replay import SLURM_ALONE, SimulatedCluster, replay_on_slurm
 from wattplan.planner.sim.p95_cases import P95Case, p95_cases
-from wattplan.planner.sim.replay import prepare, reference_run, workload_floor
-from wattplan.planner.sim.round_instance import workload_instance
+from wattplan.planner.sim.replay import prepare
+from wattplan.planner.sim.round_instance import nodes_stay_on, workload_instance
 from wattplan.planner.sim.state import JobState
 from wattplan.planner.sim.tail_bound import P95Limits, TailBound, deadline_cost_j, p95_limits, reference_ranks
 
@@ -81,6 +96,27 @@ TOLERANCE = 0.10
 """The p95 limit (+10%) and the tail bound's ``x``."""
 AVERAGE = 0.03
 """The average JCT limit (+3%)."""
+J_PER_KWH = 3.6e6
+REPLAYS = Path("benchmarks/results/issue43/energy_mode3")
+"""The replays of the six slices on the simulated Slurm (``energy_mode_slurm.py``) that ``--block-h`` profiles."""
+
+
+@dataclass(frozen=True)
+class Powered:
+    """What every node on adds to a bound on the draw above idle (module docstring).
+
+    The idle cluster's draw ``I`` (W), the least window ``W_min`` (s) and the powered floor ``E_floor`` (kWh).
+    """
+
+    idle_w: float
+    min_window_s: float
+    floor_kwh: float
+
+    def bound_kwh(self, above_idle_j: float | None) -> float | None:
+        """``max(E_floor, I W_min + D)`` (kWh) for a bound ``D`` (J) on the draw above idle; None when unsolved."""
+        if above_idle_j is None:
+            return None
+        return max(self.floor_kwh, (self.idle_w * self.min_window_s + above_idle_j) / J_PER_KWH)
 
 
 def _share(e_ref: float, floor: float, bound_kwh: float | None, unsolved: str = "not solved") -> str:
@@ -100,12 +136,34 @@ def _blocks(slot_kwh: Sequence[float], per_block: int) -> str:
     return ", ".join(f"{b:.1f}" for b in blocks) + f"; after the last deadline {slot_kwh[-1]:.1f} kWh"
 
 
-def replay_blocks(rounds_csv: Path, t0_s: float, block_h: float) -> str:
-    """A replay's energy (``rounds.csv``) per block of ``block_h`` hours from ``t0_s`` (kWh)."""
-    rounds = pd.read_csv(rounds_csv)
-    block = ((rounds["start_s"] - t0_s) // (block_h * 3600.0)).astype(int)
-    per = (rounds["energy_j"] / 3.6e6).groupby(block).sum()
-    return ", ".join(f"{per.get(i, 0.0):.1f}" for i in range(int(per.index.max()) + 1))
+def replay_blocks(power_csv: Path, t0_s: float, block_h: float, idle_w: float) -> str:
+    """A replay's draw above ``idle_w`` per block of ``block_h`` hours from ``t0_s`` (kWh), from its ``power.csv``.
+
+    Block ``k`` gets ``sum (P - idle_w) |[t0, t1] & [t0_s + k B, t0_s + (k + 1) B]|`` over the steps of constant
+    power ``P`` (W) from ``t0`` to ``t1`` (s), ``B = 3600 block_h``; the steps before ``t0_s`` (an idle lead) count
+    in no block.
+    """
+    span = block_h * 3600.0
+    per: dict[int, float] = {}
+    for a, b, w in pd.read_csv(power_csv)[["t0_s", "t1_s", "power_w"]].itertuples(index=False):
+        a = max(float(a), t0_s)
+        while a < b:
+            k = int((a - t0_s) // span)
+            end = min(float(b), t0_s + (k + 1) * span)
+            per[k] = per.get(k, 0.0) + (w - idle_w) * (end - a)
+            a = end
+    return ", ".join(f"{per.get(i, 0.0) / J_PER_KWH:.1f}" for i in range(max(per, default=-1) + 1))
+
+
+def powered(inst: Instance, fresh_real: Instance, arrival: dict[str, float], idle_w: float) -> Powered:
+    """The slice's :class:`Powered`: ``W_min`` over ``inst``'s fastest rates, the powered floor of ``fresh_real``."""
+    rates = planning.deadline_floor_rates(inst)
+    ends = [arrival[j.id] + j.remaining_steps / x for j in inst.jobs if (x := rates.get(j.id, 0.0)) > 0]
+    first = min(arrival.values())
+    floor = planning.powered_floor(fresh_real, arrival).energy_kwh
+    if floor is None:
+        raise SystemExit("the powered floor LP was not solved")
+    return Powered(idle_w, max(max(ends, default=first) - first, 0.0), floor)
 
 
 def slice_rows(
@@ -120,20 +178,26 @@ def slice_rows(
     intervals: int | None = None,
     cases_log: Path | None = None,
     shard: tuple[int, int] = (0, 1),
+    replays: Path = REPLAYS,
 ) -> list[str]:
     """The slice's table rows (module docstring)."""
     spec = spec_of(sl)
     wl, ctx = prepare(spec)
-    ref, _ = reference_run(spec, wl, ctx)
-    e_ref = sum(r.energy_j for r in ref.rounds) / 3.6e6
-    floor = workload_floor(wl, ctx).energy_kwh or 0.0
-    arrival = {s.id: s.spec.arrival_s for s in ref.jobs}
-    finish = {s.id: s.finish_s for s in ref.jobs}
+    ref = replay_on_slurm(spec, SLURM_ALONE, SimulatedCluster(), prepared=(wl, ctx))
+    unfinished = [r["job_id"] for r in ref.jobs if r["finish_s"] is None]
+    if unfinished:
+        raise SystemExit(f"{sl.name}: Slurm alone left {len(unfinished)} jobs unfinished ({unfinished[:5]})")
+    e_ref = float(ref.summary["energy_kwh"])
+    arrival = {r["job_id"]: float(r["arrival_s"]) for r in ref.jobs}
+    finish = {r["job_id"]: float(r["finish_s"]) for r in ref.jobs}
     jct, ranked, k = reference_ranks(finish, arrival)
     order = [jct[j] for j in ranked]
     n = len(order)
-    fresh = {s.id: JobState.new(s.spec) for s in ref.jobs}
-    inst = workload_instance(ctx.real, list(fresh.values()))
+    fresh = {s.id: JobState.new(s) for s in wl.jobs}
+    inst = workload_instance(nodes_stay_on(ctx.real), list(fresh.values()))
+    idle_w = sum(g.nodes * g.powered_node_w for g in ctx.real.gpu_types)
+    pw = powered(inst, workload_instance(ctx.real, list(fresh.values())), arrival, idle_w)
+    floor = pw.floor_kwh
     tail = TailBound.from_reference(
         finish, arrival, TOLERANCE, deadline_cost=lambda j, a: deadline_cost_j(ctx, fresh[j], a)
     )
@@ -168,11 +232,9 @@ def slice_rows(
     rows = []
     profiles = [] if profiles is None else profiles
     if block_h is not None:
-        for rounds_csv in sorted(Path("benchmarks/results/energy_gap", sl.name).glob("*/wattplan/rounds.csv")):
-            variant = rounds_csv.parent.parent.name
-            profiles.append(
-                f"- {sl.name}, replay {variant}: {replay_blocks(rounds_csv, min(arrival.values()), block_h)}"
-            )
+        for power_csv in sorted((replays / sl.name).glob("*/power.csv")):
+            blocks = replay_blocks(power_csv, min(arrival.values()), block_h, idle_w)
+            profiles.append(f"- {sl.name}, replay {power_csv.parent.name}: {blocks}")
     run = (
         None
         if slot_h is None
@@ -189,7 +251,7 @@ def slice_rows(
         free = aim.late_p
         energy_j, note = aim_by_cases(inst, aim, least_s, cost, cases, run)
         label = f"aim by cases, {slot_h:g} h slots" + (", whole nodes" if whole_nodes else "")
-        kwh = None if energy_j is None else energy_j / 3.6e6
+        kwh = pw.bound_kwh(energy_j)
         share = _share(e_ref, floor, kwh, "no claim (see the last column)")
         rows.append(
             f"| {sl.name} | {n} | {e_ref:.2f} | {floor:.2f} | {label} | {n - free} of {n} | {share} | - | "
@@ -202,14 +264,15 @@ def slice_rows(
             inst, p95_cases(aim_cases[0].within_p_s, aim_cases[1], intervals), run, cases_log, shard
         )
         label = f"aim by intervals, {slot_h:g} h slots" + (", whole nodes" if whole_nodes else "")
-        kwh = None if energy_j is None else energy_j / 3.6e6
+        kwh = pw.bound_kwh(energy_j)
         rows.append(
             f"| {sl.name} | {n} | {e_ref:.2f} | {floor:.2f} | {label} | - | "
             f"{_share(e_ref, floor, kwh, 'no claim (see the last column)')} | - | LPs and MILPs | - | "
             f"{time.perf_counter() - begin:.0f} | {note} |"
         )
         profiles += [
-            f"- {sl.name}, aim by intervals, J_(k) in [{a:,.0f}, {b:,.0f}] s: least {_share(e_ref, floor, v / 3.6e6)}"
+            f"- {sl.name}, aim by intervals, J_(k) in [{a:,.0f}, {b:,.0f}] s: least "
+            f"{_share(e_ref, floor, pw.bound_kwh(v))}"
             for (a, b), v in per_interval.items()
         ]
     for name, (windows, free, total) in rules.items():
@@ -218,7 +281,7 @@ def slice_rows(
         bound = planning.deadline_floor(inst, windows, free, total, time_limit_s, arrival, slot_s, whole_nodes)
         rows.append(
             f"| {sl.name} | {n} | {e_ref:.2f} | {floor:.2f} | {name} | {len(windows) - free} of {n} | "
-            f"{_share(e_ref, floor, bound.energy_kwh)} | {_paired(bound)} | "
+            f"{_share(e_ref, floor, pw.bound_kwh(bound.energy_j))} | {_paired(bound)} | "
             f"{'LP, duals' if bound.certified else 'MILP bound'} | "
             f"{bound.columns:,} | {time.perf_counter() - begin:.0f} | {bound.note} |"
         )
@@ -387,14 +450,14 @@ def _case_bound(
 
 
 HEAD = (
-    "| slice | jobs | fifo-max kWh | floor kWh | limits | jobs held | lower bound, largest captured share | "
+    "| slice | jobs | Slurm alone kWh | powered floor kWh | limits | jobs held | lower bound, largest captured share | "
     "paired steps | proof | columns | s | solver |\n|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--slices", default="all", help="comma-separated slice names of energy_gap.py, or all")
+    ap.add_argument("--slices", default="all", help="comma-separated slice names of slices.py, or all")
     ap.add_argument("--time-limit", type=float, default=300.0, help="seconds per LP or MILP")
     ap.add_argument("--slot-h", type=float, help="add capacity per slot of this many hours")
     ap.add_argument("--whole-nodes", action="store_true", help="with --slot-h: static power by the node kept on")
@@ -403,6 +466,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--cases-log", type=Path, help="with --intervals: append each case's bound here; resume from it")
     ap.add_argument("--shard", default="0/1", help="with --cases-log: I/N solves every N-th case from the I-th")
     ap.add_argument("--block-h", type=float, help="with --slot-h: print each LP's energy per block of these hours")
+    ap.add_argument("--replays", type=Path, default=REPLAYS, help="with --block-h: the replays' folder")
     ap.add_argument(
         "--rules",
         default="all",
@@ -426,14 +490,16 @@ def main(argv: Sequence[str] | None = None) -> None:
             args.intervals,
             args.cases_log,
             (int(args.shard.split("/")[0]), int(args.shard.split("/")[1])),
+            args.replays,
         )
         for row in rows:
             print(row, flush=True)
     if profiles:
         blocks = ""
         if args.block_h:  # formatted only when given: None has no :g (a run with --intervals alone crashed here)
-            blocks = f"Energy per {args.block_h:g} h from the first arrival (kWh; the replays committed under " + (
-                "benchmarks/results/energy_gap/<slice>/<variant>); "
+            blocks = (
+                f"Draw above the idle cluster's per {args.block_h:g} h from the first arrival (kWh; the replays "
+                f"under {args.replays}/<slice>/<policy>); "
             )
         print(f"\n{blocks}the aim by intervals' least per interval, if asked:\n")
         print("\n".join(profiles))

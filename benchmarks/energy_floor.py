@@ -1,6 +1,6 @@
 """Energy floor of replay workloads: the LP's value and wall time from 150 to 10,000+ jobs.
 
-The four 150-job slices of ``benchmarks/replay.py`` (Gavel traces and Philly 6214e9, the slice
+The four 150-job slices of ``benchmarks/slices.py`` (Gavel traces and Philly 6214e9, the slice
 rule of that script), then two families of large workloads built differently: the first N jobs
 by arrival of the Philly CSV (every virtual cluster; job types drawn with seed 0 from Gavel's
 types, GPU counts from Philly) and of all 15 Gavel traces merged (Gavel's own job types, steps

@@ -1,6 +1,6 @@
-"""The runtime-bounded energy mode on the one scheduler: the six slices of ``energy_gap.py`` on the simulated Slurm.
+"""The runtime-bounded energy mode on the one scheduler: the six slices of ``slices.py`` on the simulated Slurm.
 
-Per slice (``energy_gap.SLICES``, cluster ``v100:32,p100:16``), one ``wattplan simulate --engine slurm`` of Slurm
+Per slice (``slices.SLICES``, cluster ``v100:32,p100:16``), one ``wattplan simulate`` of Slurm
 alone (``slurm``), ``fifo-max`` and ``wattplan`` through the agent, the agent in the runtime-bounded energy mode
 (``--objective efficiency --max-jct-increase 3``, CBC, 3 s per round, rounds on events only), every node powered
 as live. Writes ``OUT/SLICE/`` (the replay) and ``OUT/energy_mode.md``: per slice the energy of each over the
@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from energy_gap import SLICES, Slice
+from slices import SLICES, Slice
 
 WATTPLAN = [sys.executable, "-m", "wattplan"]
 MODE = ["--objective", "efficiency", "--max-jct-increase", "3", "--solver", "cbc", "--time-limit", "3"]
@@ -36,7 +36,7 @@ def replay(name: str, selection: tuple[str, ...], out: Path, governor: list[str]
     folder = out / name
     if not (folder / "comparison.json").exists():
         argv = [
-            *WATTPLAN, "simulate", *selection, "--cluster", "v100:32,p100:16", "--engine", "slurm",
+            *WATTPLAN, "simulate", *selection, "--cluster", "v100:32,p100:16",
             "-p", "slurm", "-p", "fifo-max", "-p", "wattplan", *MODE, *governor, "--no-periodic-rounds",
             "--out", str(folder),
         ]  # fmt: skip

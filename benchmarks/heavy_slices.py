@@ -1,6 +1,6 @@
 """Heavier replay slices: days of arrivals, multi-GPU jobs, offered load above 1.
 
-The 150-job slices of ``benchmarks/replay.py`` are three-hour bursts of 1-GPU jobs. This script
+The 150-job slices of ``benchmarks/slices.py`` are three-hour bursts of 1-GPU jobs. This script
 picks, by one rule that looks only at the trace (never at a policy's result), windows where
 queues form and jobs use several GPUs:
 

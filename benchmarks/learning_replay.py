@@ -3,7 +3,8 @@
 The truth is ``wattplan profiles truth`` of the shipped library with its defaults (planner/profiling/
 truth.py: saturating scaling S(n) = min(n / (1 + 0.08 (n - 1)), 3.3), power that follows utilisation,
 pair rates x 1.07 / 1.71, idle 41 W, node 230 W). Per slice and policy, three replays of
-``wattplan simulate``:
+``wattplan simulate`` (the agent's loop on the simulated Slurm, every node on; the agent learns from the steps and
+power it observes each round, as live):
 
 * ``none``: plans with the shipped library, jobs run by the truth (``--truth``);
 * ``learn``: the same with ``--learn``;
@@ -11,7 +12,11 @@ pair rates x 1.07 / 1.71, idle 41 W, node 230 W). Per slice and policy, three re
 
 The share of the gap that learning recovers, per metric ``M`` (energy kWh, average JCT):
 ``(M_none - M_learn) / (M_none - M_oracle)``; undefined (``-``) when the oracle is not better than no
-learning on ``M`` by more than 0.5%, since a ratio of two differences within noise means nothing.
+learning on ``M`` by more than 0.5%, since a ratio of two differences within noise means nothing. Energies are over
+the three replays' common window (to the longest of their makespans, docs/design.md §10.8: a replay that ends
+sooner is charged the idle cluster's draw until then), so a slower schedule is not charged idle power the others
+draw too. The replay reports no learner's statistics, so the table has no columns for the learned profiles'
+errors (the round-based replay's ``learning`` summary).
 ``--cap-spread 1`` gives each job family its own scaling ceiling (``cap x 2^h``, ``h`` in [-1, 1]): a
 truth where scaling differs by model, so that pooling across types is not exact.
 
@@ -19,6 +24,7 @@ truth where scaling differs by model, so that pooling across types is not exact.
     PYTHONPATH=. .venv/bin/python benchmarks/learning_replay.py --workers 2 --cap-spread 1
     PYTHONPATH=. .venv/bin/python benchmarks/learning_replay.py --workers 2 --objective efficiency
     PYTHONPATH=. .venv/bin/python benchmarks/learning_replay.py --workers 2 --repaired-prior
+    PYTHONPATH=. .venv/bin/python benchmarks/learning_replay.py --slices gavel-6c71a0 --max-jobs 20   # a smoke run
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wattplan.planner.contracts.jsonio import read_json, write_json_atomic
+from wattplan.planner.control.common_window import common_window_s, energy_over
 from wattplan.planner.files.resources import profile_library
 from wattplan.planner.profiling.fit import fit_library, write_fitted
 from wattplan.planner.profiling.truth import TruthParams, truth_library
@@ -46,7 +53,7 @@ class Slice:
 
 
 SLICES = (
-    # 150 consecutive 1-GPU arrivals of a Gavel trace (benchmarks/replay.py's rule).
+    # 150 consecutive 1-GPU arrivals of a Gavel trace (benchmarks/slices.py's rule).
     Slice("gavel-6c71a0", ("6c71a0.trace", "--start-s", "2510560", "--max-jobs", "150")),
     # Philly-derived (types drawn with seed 0), the same rule on virtual cluster 6214e9.
     Slice("philly-6214e9", ("philly.csv", "--vc", "6214e9", "--start-s", "2320523", "--max-jobs", "150")),
@@ -66,22 +73,38 @@ def mode_args(mode: str, truth: Path, prior: Path | None) -> list[str]:
 
 
 def run(sl: Slice, mode: str, policy: str, truth: Path, prior: Path | None, out: Path, extra: list[str]) -> dict:
+    """One replay of ``sl`` by ``policy`` in ``mode`` (reused when its summary exists); its summary.
+
+    A summary with ``rounds_simulated`` was written by the round-based replay: refused, naming ``--out``.
+    """
     folder = out / sl.name / policy / mode
     summary = folder / policy / "summary.json"  # simulate writes each policy's files to out/<policy>/
     if not summary.exists():
-        cmd = [
-            sys.executable,
-            str(ROOT / "cli.py"),
-            "simulate",
-            *sl.args,
-            "--cluster",
-            "v100:32,p100:16",
-            "--engine",
-            "rounds",
-        ]
+        cmd = [sys.executable, str(ROOT / "cli.py"), "simulate", *sl.args, "--cluster", "v100:32,p100:16"]
         cmd += ["-p", policy, "-q", "--no-plots", "-o", str(folder), *mode_args(mode, truth, prior), *extra]
         subprocess.run(cmd, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
-    return read_json(summary)
+    found = read_json(summary)
+    if "rounds_simulated" in found:
+        raise SystemExit(f"{summary} was written by the round-based replay: give a new --out")
+    return found
+
+
+def common_energies(summaries: list[dict]) -> list[float]:
+    """Each replay's energy over the replays' common window (kWh); their own when one left a job unfinished."""
+    window = common_window_s(summaries)
+    if window is None:
+        return [s["energy_kwh"] for s in summaries]
+    return [energy_over(s, window) for s in summaries]
+
+
+def first_jobs(sl: Slice, n: int) -> Slice:
+    """``sl`` cut to its first ``n`` jobs by arrival: ``--max-jobs n`` in place of its own, or added."""
+    args = list(sl.args)
+    if "--max-jobs" in args:
+        args[args.index("--max-jobs") + 1] = str(n)
+    else:
+        args += ["--max-jobs", str(n)]
+    return Slice(sl.name, tuple(args))
 
 
 def recovered(none: float, learn: float, oracle: float) -> float | None:
@@ -93,13 +116,9 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.0f}%"
 
 
-def _pct1(x: float | None) -> str:
-    return "-" if x is None else f"{100 * x:.1f}%"
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/learning")
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/learning-loop")
     ap.add_argument("--slices", nargs="*", default=[s.name for s in SLICES])
     ap.add_argument("--policies", nargs="*", default=["wattplan"])
     ap.add_argument("--time-limit", default="2")
@@ -107,6 +126,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--cap-spread", type=float, default=0.0, help="per-family spread of the truth's ceiling")
     ap.add_argument("--repeat", default="", help="a label: run again into OUT/repeat-LABEL (the run-to-run spread)")
+    ap.add_argument("--max-jobs", type=int, help="only each slice's first N jobs, into OUT/max-jobs-N (a smoke run)")
     ap.add_argument(
         "--repaired-prior",
         action="store_true",
@@ -121,6 +141,10 @@ def main() -> None:
         args.out = args.out / "repaired-prior"
     if args.repeat:
         args.out = args.out / f"repeat-{args.repeat}"
+    slices = [s for s in SLICES if s.name in args.slices]
+    if args.max_jobs is not None:
+        args.out = args.out / f"max-jobs-{args.max_jobs}"
+        slices = [first_jobs(s, args.max_jobs) for s in slices]
     args.out.mkdir(parents=True, exist_ok=True)
     prior = None
     if args.repaired_prior:
@@ -132,32 +156,25 @@ def main() -> None:
         params = TruthParams(cap_spread=args.cap_spread)
         write_json_atomic(truth, truth_library(json.loads(profile_library().read_text()), params))
     extra = ["--time-limit", args.time_limit, "--objective", args.objective]
-    jobs = [(s, m, p) for s in SLICES if s.name in args.slices for p in args.policies for m in MODES]
+    jobs = [(s, m, p) for s in slices for p in args.policies for m in MODES]
     with ThreadPoolExecutor(args.workers) as pool:
-        results = list(pool.map(lambda job: run(*job, truth, prior, args.out, extra), jobs))
+        results = list(pool.map(lambda job: run(job[0], job[1], job[2], truth, prior, args.out, extra), jobs))
     table = {(s.name, p, m): r for (s, m, p), r in zip(jobs, results, strict=True)}
     lines = [
         "| slice | policy | energy kWh none / learn / oracle | recovered | avg JCT h none / learn / oracle | "
-        "recovered | learned: throughput median / max error | decisions on unobserved beliefs |",
-        "|---|---|---|---|---|---|---|---|",
+        "recovered |",
+        "|---|---|---|---|---|---|",
     ]
     rows = []
-    for sl in (s for s in SLICES if s.name in args.slices):
+    for sl in slices:
         for p in args.policies:
             n, lr, o = (table[(sl.name, p, m)] for m in MODES)
-            e = [x["energy_kwh"] for x in (n, lr, o)]
+            e = common_energies([n, lr, o])
             j = [x["avg_jct_s"] / 3600 for x in (n, lr, o)]
             re, rj = recovered(*e), recovered(*j)
-            learning = lr.get("learning", {})
-            thr = learning.get("throughput", {})
-            dec = learning.get("decisions", {})
-            total = sum(d["job_rounds"] for d in dec.values()) or 1
-            unobserved = sum(d["job_rounds"] for b, d in dec.items() if b != "observed")
             lines.append(
                 f"| {sl.name} | {p} | {e[0]:.2f} / {e[1]:.2f} / {e[2]:.2f} | {_pct(re)} | "
-                f"{j[0]:.3f} / {j[1]:.3f} / {j[2]:.3f} | {_pct(rj)} | "
-                f"{_pct1(thr.get('median_abs_rel_error'))} / {_pct1(thr.get('max_abs_rel_error'))} | "
-                f"{unobserved} of {total} job-rounds |"
+                f"{j[0]:.3f} / {j[1]:.3f} / {j[2]:.3f} | {_pct(rj)} |"
             )
             rows.append({"slice": sl.name, "policy": p, "energy_kwh": e, "avg_jct_h": j, "recovered": [re, rj]})
     write_json_atomic(args.out / "learning.json", rows)

@@ -50,7 +50,7 @@ for family, solver in [(f, s) for f in families for s in bench[("old", f)].index
     same = o.objective == n.objective and (o.bound == n.bound or pd.isna(o.bound) and pd.isna(n.bound))
     ov, ob, nv, nb = (float(x) for x in (o.objective, o.bound, n.objective, n.bound))
     print(f"| bench {family} {solver} | {ov!r} / {ob!r} | {nv!r} / {nb!r} | {same} |")
-cols = ["energy_kwh", "avg_jct_s", "p95_jct_s", "rounds_simulated", "jobs_completed"]
+cols = ["energy_kwh", "avg_jct_s", "p95_jct_s", "rounds", "completed"]
 for policy in sim["old"].index:
     o, n = sim["old"].loc[policy, cols], sim["new"].loc[policy, cols]
     old_text = f"{float(o.energy_kwh)!r} kWh, {float(o.avg_jct_s)!r} s"

@@ -1,6 +1,6 @@
-"""Fidelity of the replay on a simulated Slurm: live runs on the emulated cluster against ``simulate --engine slurm``.
+"""Fidelity of the replay on a simulated Slurm: live runs on the emulated cluster against ``wattplan simulate``.
 
-For each trace: replay it with ``wattplan simulate --engine slurm --policy slurm --policy wattplan`` under the
+For each trace: replay it with ``wattplan simulate --policy slurm --policy wattplan`` under the
 settings of ``benchmarks/live_compare.py`` (the same cluster, time scale, round, restart cost, JCT bound, solver
 and time limit; the simulated Slurm's checkpoint load is the stand-in trainer's, its requeue delay Slurm's 7 real
 seconds times the scale), then compare with every live run given (``--live DIR``, repeatable: each holds
@@ -34,10 +34,10 @@ FIGURES = ("energy_kwh", "avg_jct_s", "p95_jct_s")
 
 
 def replay(trace: Path, out: Path, args: argparse.Namespace) -> dict[str, dict[str, Any]]:
-    """``simulate --engine slurm`` of ``trace`` with Slurm alone and wattplan; their summaries and jobs by policy."""
+    """``simulate`` of ``trace`` with Slurm alone and wattplan; their summaries and jobs by policy."""
     restart_s = args.trainer_restart_s + SLURM_REQUEUE_DELAY_S * args.time_scale
     argv = [
-        *WATTPLAN, "simulate", str(trace), "--cluster", args.gpus, "--engine", "slurm",
+        *WATTPLAN, "simulate", str(trace), "--cluster", args.gpus,
         "--policy", "slurm", "--policy", "wattplan", "--objective", "efficiency",
         "--max-jct-increase", f"{args.max_jct_increase:g}", "--round-s", f"{args.round_s:g}",
         "--restart-s", f"{restart_s:g}", "--solver", args.solver, "--time-limit", f"{args.time_limit:g}",

@@ -1,4 +1,4 @@
-"""Speed of the replay on a simulated Slurm: wall and CPU seconds of ``wattplan simulate --engine slurm``.
+"""Speed of the replay on a simulated Slurm: wall and CPU seconds of ``wattplan simulate``.
 
 Cases (two trace families built differently, Gavel's synthetic arrivals and Philly's production log):
 
@@ -37,11 +37,11 @@ CASES: dict[str, list[str]] = {
 
 
 def run(name: str, policies: list[str], out: Path, periodic: bool) -> dict[str, Any]:
-    """One ``simulate --engine slurm`` command; its wall time and each policy's summary."""
+    """One ``simulate`` command; its wall time and each policy's summary."""
     folder = out / name / "-".join(policies)
     rounds = [] if periodic else ["--no-periodic-rounds"]
     pols = [x for p in policies for x in ("--policy", p)]
-    argv = [*WATTPLAN, "simulate", *CASES[name], "--engine", "slurm", *pols, "--time-limit", "2", *rounds]
+    argv = [*WATTPLAN, "simulate", *CASES[name], *pols, "--time-limit", "2", *rounds]
     t0 = time.perf_counter()
     done = subprocess.run([*argv, "--out", str(folder)], capture_output=True, text=True, timeout=7200)
     wall = time.perf_counter() - t0

@@ -1,7 +1,7 @@
 """The steering levers on the one scheduler: the tail bound and the carbon signal through the agent's loop.
 
 Per family (the three 40-job live families of ``instances/live``, built three different ways), one
-``wattplan simulate --engine slurm`` per variant on 16 V100 at the live runs' settings (round 360 s, restart
+``wattplan simulate`` per variant on 16 V100 at the live runs' settings (round 360 s, restart
 240 s, HiGHS 2 s per round, the JCT bound 3%, time scale 30, checkpoint load 30 s), the carbon signal of CISO 2022
 from its first hour (``--carbon CISO_2022.csv``, so every variant reports kgCO2):
 
@@ -30,7 +30,7 @@ WATTPLAN = [sys.executable, "-m", "wattplan"]
 ROOT = Path(__file__).resolve().parent.parent
 FAMILIES = ("gavel_mix", "philly_shape", "two_waves")
 COMMON = [
-    *("--cluster", "v100:16", "--engine", "slurm", "--round-s", "360", "--restart-s", "240"),
+    *("--cluster", "v100:16", "--round-s", "360", "--restart-s", "240"),
     *("--solver", "highs", "--time-limit", "2", "--time-scale", "30", "--load-s", "30", "--carbon", "CISO_2022.csv"),
 ]
 """The live runs' settings (benchmarks/RESULTS.md, issue 43's fidelity table) and the signal every variant reports."""

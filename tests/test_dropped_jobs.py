@@ -56,9 +56,7 @@ def test_the_workload_keeps_dropped_ids_by_type(mixed: Path) -> None:
 
 def test_simulate_names_dropped_types_and_writes_their_ids(mixed: Path, tmp_path: Path) -> None:
     out = tmp_path / "sim"
-    code, output = invoke(
-        "simulate", mixed, "--engine", "rounds", "--cluster", "v100:8", "-p", "fifo-max", "-q", "--no-plots", "-o", out
-    )  # fmt: skip
+    code, output = invoke("simulate", mixed, "--cluster", "v100:8", "-p", "fifo-max", "-q", "--no-plots", "-o", out)
     assert code == 0, output
     flat = " ".join(output.split())
     assert "3 job(s) dropped, no profile on v100: 'Mystery [b]net' 2 jobs (first j1), 'Other' 1 job (first j4)" in flat
@@ -67,9 +65,7 @@ def test_simulate_names_dropped_types_and_writes_their_ids(mixed: Path, tmp_path
     assert summary["workload"]["dropped_by_type"] == {ODD: ["j1", "j3"], "Other": ["j4"]}
     # a rerun into the same folder that drops nothing leaves no dropped.csv of the old run
     clean = write_gavel_trace(tmp_path / "clean.trace", [(R50, 4000, 0, 1)])
-    code, output = invoke(
-        "simulate", clean, "--engine", "rounds", "--cluster", "v100:8", "-p", "fifo-max", "-q", "--no-plots", "-o", out
-    )  # fmt: skip
+    code, output = invoke("simulate", clean, "--cluster", "v100:8", "-p", "fifo-max", "-q", "--no-plots", "-o", out)
     assert code == 0, output
     assert "job(s) dropped" not in output and not (out / "dropped.csv").exists()
 

@@ -112,7 +112,7 @@ def test_sigterm_of_simulate_on_local_ray_removes_its_folder(tmp_path: Path) -> 
     rows = [(A3C if k % 2 else R50, 2_000_000 + 1000 * k, 60 * k, 1 + k % 4) for k in range(300)]
     trace = write_gavel_trace(tmp_path / "long.trace", rows)  # minutes of replay: still running when signalled
     args = [str(trace), "--cluster", "v100:8", "--solver", "greedy", "--workers", "2", "-o", str(tmp_path / "o")]
-    args += ["--policy", "fifo-max", "--policy", "wattplan", "--no-plots", "-q", "--ray", "local", "--engine", "rounds"]
+    args += ["--policy", "fifo-max", "--policy", "wattplan", "--no-plots", "-q", "--ray", "local"]
     before = _ours_in_tmp()
     env = {**os.environ, "TMPDIR": str(tmpdir)}
     env.pop("RAY_TMPDIR", None)

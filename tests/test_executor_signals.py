@@ -4,26 +4,27 @@ Issue 22: ``simulate --workers N`` and ``frontier`` killed by SIGTERM left their
 and the resource tracker re-parented to init, computing, then blocked forever on a pipe that
 held the caller's stdout open.
 
-Issue 42: Ctrl-C of ``simulate`` exited 130 without a word; it now says whether the same command run again
-resumes (from the last checkpoint) or starts over.
+Issue 42: Ctrl-C of ``simulate`` exited 130 without a word; it now says what the same command run again does: on
+the simulated Slurm it reads back every policy that finished and replays the others from their start. A serial
+replay does not keep that promise yet (the agent's loop takes the signal as the live agent's stop): strict xfail.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 
 from tests.helpers.processes import live_in_session, pool_workers
 from tests.sim_helpers import A3C, R50, write_gavel_trace
-from wattplan.planner.sim.journal import CHECKPOINT_FILE
-from wattplan.planner.sim.replay import ReplaySpec
-from wattplan.planner.sim.session import interrupted_note
+from wattplan.planner.cli.replay import SLURM_INTERRUPTED
 
 pytestmark = pytest.mark.serial  # a local Ray instance: run alone (test_executor_ray_tmpdir counts /tmp's folders)
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,7 +43,7 @@ def test_sigterm_cancels_the_pool_and_leaves_nothing_running(tmp_path: Path, com
     rows = [(A3C if k % 2 else R50, 2_000_000 + 1000 * k, 60 * k, 1 + k % 4) for k in range(300)]
     trace = write_gavel_trace(tmp_path / "long.trace", rows)  # minutes of replay: still running when signalled
     common = [str(trace), "--cluster", "v100:8", "--solver", "greedy", "--workers", "2", "-o", str(tmp_path / "o")]
-    simulate = ["--engine", "rounds", "--policy", "fifo-max", "--policy", "wattplan", "--no-plots", "-q"]
+    simulate = ["--policy", "fifo-max", "--policy", "wattplan", "--no-plots", "-q"]
     extra = {
         "simulate": simulate,
         "frontier": ["--baselines", "fifo-max", "--deltas", "0.1", "--max-jct-increase", ""],
@@ -89,53 +90,70 @@ def _sigint_default() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def _rounds_recorded(scratch: Path) -> int:
+    """The rounds a replay's agent has recorded in its state (``agent.db`` under ``scratch``); 0 before it has one."""
+    for db in scratch.glob("wattplan-slurm-replay-*/agent.db"):
+        try:
+            with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1.0)) as con:
+                return int(con.execute("SELECT count(*) FROM rounds").fetchone()[0])
+        except sqlite3.Error:  # not created yet, or busy: look again
+            return 0
+    return 0
+
+
 @pytest.mark.slow
-def test_ctrl_c_of_a_replay_says_whether_running_it_again_resumes(tmp_path: Path) -> None:
-    """Issue 42: Ctrl-C of ``simulate`` exited 130 without a word; it now says what the same command run again does."""
+@pytest.mark.xfail(
+    strict=True,
+    reason="the agent's loop in a serial replay takes SIGINT and SIGTERM as the live agent's stop: the policy is "
+    "cut short, saved as a finished replay (stop_reason stalled) and the command goes on to exit 0",
+)
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_an_interrupted_serial_replay_says_a_rerun_reads_back_what_finished(
+    tmp_path: Path, signum: signal.Signals, code: int
+) -> None:
+    """Ctrl-C (or SIGTERM) mid-replay: exit 130 (143) with the note; the policy that finished is saved, not the other.
+
+    Serial replays: Slurm alone first (no agent: seconds for 300 jobs), then ``wattplan`` on the agent's loop, whose
+    replay of 300 jobs running for days each takes minutes. The signal comes once that replay's agent has recorded
+    two rounds in its state (``agent.db`` in the replay's scratch folder under ``TMPDIR``): its loop is running.
+    """
     rows = [(A3C if k % 2 else R50, 2_000_000 + 1000 * k, 60 * k, 1 + k % 4) for k in range(300)]
-    trace = write_gavel_trace(tmp_path / "long.trace", rows)  # minutes of replay: still running when interrupted
-    out = tmp_path / "o"
-    command = [sys.executable, "-m", "wattplan", "simulate", str(trace), "--engine", "rounds", "--cluster", "v100:8"]
-    command += ["--policy", "fifo-max"]
+    trace = write_gavel_trace(tmp_path / "long.trace", rows)
+    out, scratch = tmp_path / "o", tmp_path / "tmp"
+    scratch.mkdir()
+    command = [sys.executable, "-m", "wattplan", "simulate", str(trace), "--cluster", "v100:8", "-p", "slurm"]
+    command += ["-p", "wattplan", "--solver", "greedy", "--no-plots", "-q", "-o", str(out)]
     with open(tmp_path / "stderr", "wb") as err:
         proc = subprocess.Popen(
-            [*command, "--no-plots", "-q", "-o", str(out)],
+            command,
             cwd=ROOT,
+            env={**os.environ, "TMPDIR": str(scratch)},
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=err,
             start_new_session=True,
             preexec_fn=_sigint_default,
         )
-    rounds = out / "fifo-max" / "rounds.csv"
     try:
-        deadline = time.monotonic() + 300  # generous: the replay's first rounds on a loaded machine
+        deadline = time.monotonic() + 180  # generous: imports and Slurm alone's replay on a loaded machine
         while proc.poll() is None and time.monotonic() < deadline:
-            if rounds.is_file() and len(rounds.read_text().splitlines()) > 2:
+            if _rounds_recorded(scratch) >= 2:
                 break
             time.sleep(0.1)
-        assert proc.poll() is None, f"waited for the replay's first rounds: {(tmp_path / 'stderr').read_text()}"
-        proc.send_signal(signal.SIGINT)
-        code = proc.wait(timeout=120)
+        assert proc.poll() is None, f"waited for wattplan's replay: {(tmp_path / 'stderr').read_text()}"
+        proc.send_signal(signum)
+        exit_code = proc.wait(timeout=60)
     finally:
+        for pid in live_in_session(proc.pid):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         if proc.poll() is None:
             proc.kill()
             proc.wait()
     stderr = (tmp_path / "stderr").read_text()
-    assert code == 130 and "Traceback" not in stderr, stderr
-    [note] = [line for line in stderr.splitlines() if line.startswith("interrupted")]
-    if (out / "fifo-max" / CHECKPOINT_FILE).is_file():
-        assert f"run the same command again to resume from the last checkpoint in {out}" in note
-    else:
-        assert "interrupted before the first checkpoint" in note and "starts over" in note
-
-
-def test_the_interrupted_note_follows_the_checkpoints(tmp_path: Path) -> None:
-    """Resumable only where a checkpoint is: serial with one saved; a parallel replay keeps none."""
-    spec = ReplaySpec(trace=tmp_path / "t.trace", cluster="v100:8", policies=("fifo-max", "wattplan"))
-    assert "before the first checkpoint" in interrupted_note(spec, tmp_path)
-    (tmp_path / "wattplan").mkdir()
-    (tmp_path / "wattplan" / CHECKPOINT_FILE).write_bytes(b"")
-    assert "resume from the last checkpoint" in interrupted_note(spec, tmp_path)
-    assert "keep no checkpoint" in interrupted_note(spec, tmp_path, workers=2)
-    assert "keep no checkpoint" in interrupted_note(spec, tmp_path, ray="local")
+    assert (out / "slurm" / "summary.json").is_file()  # what the same command run again reads back
+    assert exit_code == code and "Traceback" not in stderr, stderr
+    assert " ".join(SLURM_INTERRUPTED.split()) in " ".join(stderr.split())
+    assert not (out / "wattplan" / "summary.json").exists()  # what it replays from its start

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,9 @@ from matplotlib.lines import Line2D
 
 from tests.sim_helpers import write_gavel_trace
 from wattplan.planner.contracts.problems import InputError
+from wattplan.planner.control import session
+from wattplan.planner.control.slurm_replay import SlurmReplayResult, replay_on_slurm
+from wattplan.planner.sim import plots
 from wattplan.planner.sim.frontier import frontier_plot
 from wattplan.planner.sim.plots import (
     POLICY_STYLES,
@@ -18,29 +22,51 @@ from wattplan.planner.sim.plots import (
     FigureOptions,
     check_figure_options,
     energy_jct_plot,
-    jct_cdf_plot,
-    power_plot,
+    jct_cdf_series_plot,
+    power_steps_plot,
     save_figure,
     series_style,
-    write_replay_plots,
 )
-from wattplan.planner.sim.replay import ReplaySpec, prepare, run_policy, with_floor_and_reference
+from wattplan.planner.sim.replay import ReplaySpec
 
 R50 = "ResNet-50 (batch size 64)"
 A3C = "A3C"
 BASELINES = ("fifo-max", "fifo-maxq", "zeus", "eaco", "powerflow")
 CAP_W = 2500.0
+Series = dict[str, tuple[list[float], list[float]]]
+
+
+@dataclass
+class Drawn:
+    """fifo-max and eaco replayed on the loop under a 2.5 kW cap, and what ``simulate`` drew of them."""
+
+    runs: list[SlurmReplayResult]
+    paths: list[Path]
+    power: Series
+    power_title: str
 
 
 @pytest.fixture(scope="module")
-def capped_runs(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[object, dict[str, object]]]:
-    """fifo-max and eaco under a 2.5 kW cap on five short jobs, with the floor and reference added."""
+def drawn(tmp_path_factory: pytest.TempPathFactory) -> Drawn:
+    """Five short jobs on one V100 node: the loop's runs with the floor, their figures in SVG and the power series.
+
+    The series are the ones :func:`planner.control.session.write_slurm_plots` hands to the power figure.
+    """
     rows = [(R50, 4000, 0, 1), (R50, 6000, 0, 2), (A3C, 9000, 100, 1), (R50, 3000, 400, 4), (A3C, 5000, 500, 1)]
-    trace = write_gavel_trace(tmp_path_factory.mktemp("trace") / "tiny.trace", rows)
+    folder = tmp_path_factory.mktemp("figures")
+    trace = write_gavel_trace(folder / "tiny.trace", rows)
     spec = ReplaySpec(trace=trace, cluster="v100:8", policies=("fifo-max", "eaco"), power_cap_w=CAP_W)
-    workload, ctx = prepare(spec)
-    runs = [run_policy(spec, workload, ctx, name) for name in spec.policies]
-    return list(with_floor_and_reference(spec, workload, ctx, runs))  # type: ignore[arg-type]
+    runs = session.with_floor(spec, [replay_on_slurm(spec, name) for name in spec.policies])
+    seen: dict[str, object] = {}
+
+    def recording(series: Series, path: Path, title: str, **kwargs: object) -> object:
+        seen.update(series=series, title=title)
+        return power_steps_plot(series, path, title, **kwargs)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(plots, "power_steps_plot", recording)
+        paths = session.write_slurm_plots(folder / "out", runs, FigureOptions("svg"))
+    return Drawn(runs, paths, seen["series"], str(seen["title"]))  # type: ignore[arg-type]
 
 
 def labelled(fig: object, prefix: str) -> list[Line2D]:
@@ -56,13 +82,12 @@ def png_size(data: bytes) -> tuple[int, int]:
     return width, height
 
 
-def test_power_plot_draws_the_cap_in_kw(capped_runs) -> None:
-    results = {r.policy: r for r, _ in capped_runs}
-    fig = power_plot(results, cap_w=CAP_W)
+def test_the_power_figure_draws_the_cap_in_kw(drawn: Drawn) -> None:
+    fig = power_steps_plot(drawn.power, cap_w=CAP_W)
     (cap,) = labelled(fig, "power cap")
     assert list(cap.get_ydata()) == [2.5, 2.5]  # 2500 W is 2.5 kW on the kW axis
     assert cap.get_label() == "power cap (2.5 kW)"
-    assert labelled(power_plot(results), "power cap") == []
+    assert labelled(power_steps_plot(drawn.power), "power cap") == []
 
 
 def test_energy_jct_plot_draws_the_floor_and_rings_the_reference() -> None:
@@ -78,14 +103,24 @@ def test_energy_jct_plot_draws_the_floor_and_rings_the_reference() -> None:
     assert len(ax.patches) == 1 and ax.patches[0].get_hatch() == "//"
 
 
-def test_replay_plots_take_cap_floor_and_reference_from_the_run(tmp_path: Path, capped_runs) -> None:
-    results = {r.policy: r for r, _ in capped_runs}
-    summaries = [s for _, s in capped_runs]
-    paths = write_replay_plots(tmp_path, results, summaries, FigureOptions("svg"))
-    assert [p.name for p in paths] == ["power.svg", "jct_cdf.svg", "energy_jct.svg"]
-    assert all(b"<svg" in p.read_bytes()[:2000] for p in paths)
-    floor = summaries[0]["energy_floor_kwh"]
-    assert isinstance(floor, float) and 0 < floor < summaries[0]["energy_kwh"]  # type: ignore[operator]
+def test_simulate_draws_the_clusters_draw_and_the_floor_of_its_runs(drawn: Drawn) -> None:
+    """The power figure is each run's draw step by step: hours since the first arrival and kW, held to its end.
+
+    Its area, sum of (t_{i+1} - t_i) h x P_i kW, is the run's energy (kWh) over its own window; the floor the summaries
+    carry bounds each run's energy over the common window.
+    """
+    assert [p.name for p in drawn.paths] == ["power.svg", "jct_cdf.svg", "energy_jct.svg"]
+    assert all(b"<svg" in p.read_bytes()[:2000] for p in drawn.paths)
+    assert drawn.power_title == "Cluster power (every node on)"
+    assert list(drawn.power) == ["fifo-max", "eaco"]
+    for run in drawn.runs:
+        hours, kw = drawn.power[run.policy]
+        assert hours[0] == 0.0 and kw[-1] == kw[-2]  # from the first arrival; the last step held to its end
+        area = sum((b - a) * w for a, b, w in zip(hours, hours[1:], kw, strict=False))
+        assert area == pytest.approx(run.summary["energy_kwh"], rel=1e-9)
+        assert hours[-1] == pytest.approx(run.summary["makespan_s"] / 3600, rel=1e-12)
+        floor = run.summary["energy_floor_kwh"]
+        assert isinstance(floor, float) and 0 < floor < run.summary["energy_common_kwh"]
     fig = energy_jct_plot([], floor_kwh=floor)
     assert list(labelled(fig, "energy floor")[0].get_xdata()) == [floor, floor]
 
@@ -138,10 +173,11 @@ def test_coinciding_points_stay_visible() -> None:
     assert "nest" in fig.axes[0].get_legend().get_title().get_text()
 
 
-def test_coinciding_lines_stay_visible(capped_runs) -> None:
-    results = {r.policy: r for r, _ in capped_runs}
-    results["eaco-copy"] = results["fifo-max"]  # the same line twice
-    for fig in (power_plot(results), jct_cdf_plot(results)):
+def test_coinciding_lines_stay_visible(drawn: Drawn) -> None:
+    power = {**drawn.power, "eaco-copy": drawn.power["fifo-max"]}  # the same line twice
+    jcts = {r.policy: ([row["jct_s"] for row in r.jobs], len(r.jobs)) for r in drawn.runs}
+    jcts["eaco-copy"] = jcts["fifo-max"]
+    for fig in (power_steps_plot(power), jct_cdf_series_plot(jcts)):
         lines = {str(line.get_label()): line for line in fig.axes[0].get_lines()}
         first, later = lines["fifo-max"], lines["eaco-copy"]
         assert first.get_linewidth() > later.get_linewidth() and later.get_zorder() > first.get_zorder()

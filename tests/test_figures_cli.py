@@ -79,7 +79,7 @@ def test_frontier_without_plots_writes_no_figure(tmp_path: Path, tiny_trace: Pat
 def test_simulate_writes_figures_in_the_asked_format(tmp_path: Path, tiny_trace: Path, fmt: str) -> None:
     out = tmp_path / "out"
     args = ("-p", "fifo-max", "-p", "eaco", "--power-cap-w", "3000", "--plot-format", fmt, "-q", "-o", out)
-    result = run("simulate", tiny_trace, "--engine", "rounds", "--cluster", "v100:8", *args)
+    result = run("simulate", tiny_trace, "--cluster", "v100:8", *args)
     assert result.exit_code == 0, result.output
     for stem in ("power", "jct_cdf", "energy_jct"):
         assert (out / f"{stem}.{fmt}").stat().st_size > 0

@@ -7,9 +7,9 @@ accepted with exit 0, and a plan marked ``optimal`` with a gap far above the req
 
 from __future__ import annotations
 
-import csv
 import hashlib
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -27,7 +27,7 @@ from wattplan.planner.contracts.problems import InputError
 from wattplan.planner.contracts.request import DEFAULT_REQUEST, REPLAY_REQUEST, PlanRequest
 from wattplan.planner.core.validate import validate_plan
 from wattplan.planner.files.resources import default_instance
-from wattplan.planner.planning import plan, request_problems
+from wattplan.planner.planning import Planner, plan, request_problems
 
 runner = CliRunner()
 
@@ -105,18 +105,35 @@ def test_plan_without_an_instance_plans_the_shipped_default(tmp_path: Path) -> N
     assert (tmp_path / "p.json").exists()
 
 
-def test_simulate_with_the_greedy_solver(tmp_path: Path) -> None:
+@pytest.fixture
+def tiny_trace(tmp_path: Path) -> Path:
+    """Three short jobs for ``v100:8``: a replay of a few rounds."""
+    from tests.sim_helpers import A3C, R50, write_gavel_trace
+
+    return write_gavel_trace(tmp_path / "tiny.trace", [(R50, 4000, 0, 1), (A3C, 9000, 0, 1), (A3C, 5000, 100, 2)])
+
+
+def planned_rounds(monkeypatch: pytest.MonkeyPatch) -> list[tuple[PlanRequest, Plan]]:
+    """Every round the front door plans from here on (``Planner.plan``, the ``wattplan`` policy's): request and plan."""
+    seen: list[tuple[PlanRequest, Plan]] = []
+    real = Planner.plan
+
+    def spy(self: Planner, instance: Instance, started_at: float | None = None) -> Plan:
+        planned = real(self, instance, started_at)
+        seen.append((self.request, planned))
+        return planned
+
+    monkeypatch.setattr(Planner, "plan", spy)
+    return seen
+
+
+def test_simulate_with_the_greedy_solver(tiny_trace: Path, tmp_path: Path) -> None:
+    """Every round of the agent's loop is planned by greedy, and its line in ``agent.log`` says so."""
     result = run(
         "simulate",
-        "6214e9.trace",
-        "--engine",
-        "rounds",
+        tiny_trace,
         "--cluster",
-        "v100:16",
-        "--max-jobs",
-        "6",
-        "--max-rounds",
-        "40",
+        "v100:8",
         "--solver",
         "greedy",
         "--no-plots",
@@ -125,8 +142,9 @@ def test_simulate_with_the_greedy_solver(tmp_path: Path) -> None:
         tmp_path / "sim",
     )
     assert result.exit_code == 0, result.output
-    rounds = (tmp_path / "sim" / "wattplan" / "rounds.csv").read_text()
-    assert "greedy" in rounds
+    log = (tmp_path / "sim" / "wattplan" / "agent.log").read_text()
+    planners = re.findall(r"plan runs \d+ \(\w+ by ([^)]+)\)", log)  # an idle round plans nothing: "(idle)"
+    assert planners and set(planners) == {"greedy"}, log
 
 
 def test_simulate_refuses_a_bad_time_limit(tmp_path: Path) -> None:
@@ -166,24 +184,25 @@ def test_a_node_limit_stops_every_stage_on_nodes_and_plans_a_round_the_same_way_
     assert first.jobs == second.jobs and first.round.energy_j == second.round.energy_j
 
 
-def test_simulate_passes_its_node_limit_on_and_records_it(tmp_path: Path) -> None:
-    args = ("simulate", "6214e9.trace", "--engine", "rounds", "--cluster", "v100:16", "--start-s", "4180536")
-    args += ("--max-jobs", "6", "--no-plots", "-q")
-    # the time limit far above these 6-job rounds' need (a node limit ends them): none stops on the clock under load
+def test_simulate_passes_its_node_limit_on_and_records_it(
+    tiny_trace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = planned_rounds(monkeypatch)
+    args = ("simulate", tiny_trace, "--cluster", "v100:8", "-p", "wattplan", "--no-plots", "-q")
+    # the time limit far above these 3-job rounds' need (a node limit ends them): none stops on the clock under load
     result = run(*args, "--node-limit", "3", "--threads", "1", "--time-limit", "60", "--out", tmp_path / "sim")
     assert result.exit_code == 0, result.output
+    assert seen and {(r.solver, r.node_limit, r.threads, r.time_limit_s) for r, _ in seen} == {("cbc", 3, 1, 60.0)}
+    assert all(p.round.report.clock_stops == 0 for _, p in seen)
     summary = json.loads((tmp_path / "sim" / "wattplan" / "summary.json").read_text())
-    assert summary["solver"] == {"name": "cbc", "time_limit_s": 60.0, "threads": 1, "node_limit": 3}
-    assert summary["rounds_on_clock"] == 0
-    with (tmp_path / "sim" / "wattplan" / "rounds.csv").open() as f:
-        assert {row["clock_stops"] for row in csv.DictReader(f)} == {"0"}
-    # 0.1 s leaves no stage the 0.2 s it needs: every stage is skipped, on the clock, and every round says so
+    request = summary["replay_key"]["spec"]["policy_options"]["request"]
+    assert (request["solver"], request["node_limit"], request["threads"], request["time_limit_s"]) == ("cbc", 3, 1, 60)
+    # 0.1 s leaves no stage the 0.2 s it needs: every stage is skipped, on the clock, in every round
+    seen.clear()
     short = run(*args, "--time-limit", "0.1", "--out", tmp_path / "short")
     assert short.exit_code == 0, short.output
-    summary = json.loads((tmp_path / "short" / "wattplan" / "summary.json").read_text())
-    with (tmp_path / "short" / "wattplan" / "rounds.csv").open() as f:
-        stops = [int(row["clock_stops"]) for row in csv.DictReader(f)]
-    assert summary["rounds_on_clock"] == len(stops) > 0 and min(stops) >= 1
+    assert seen and all(p.round.report.clock_stops >= 1 for _, p in seen)
+    assert all(s.status == "skipped" for _, p in seen for s in p.round.report.stages)
     refused = run(*args, "--node-limit", "3", "--solver", "cpsat", "--out", tmp_path / "s2")
     assert refused.exit_code == 2 and "--node-limit" in refused.output, refused.output
 
@@ -273,11 +292,12 @@ def test_cli_plans_record_the_digest_of_the_file_parsed(tmp_path: Path, extra: t
     assert run("validate", source, out).exit_code == 0
 
 
-def test_replay_rounds_record_their_instances(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every plan of a replay records the digest of its round's instance (the engine validates each one)."""
-    from tests.sim_helpers import A, hand_context, hand_job, workload
-    from wattplan.planner.sim import engine
-    from wattplan.planner.sim.policies import make_policy
+def test_replay_rounds_record_their_instances(tiny_trace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every plan of the agent's loop records the digest of its round's instance (the loop validates each one)."""
+    from wattplan.planner.agent import loop
+    from wattplan.planner.control.slurm_replay import SimulatedCluster, replay_on_slurm
+    from wattplan.planner.sim.options import SimulateOptions
+    from wattplan.planner.sim.session import replay_spec
 
     seen: list[tuple[str | None, str]] = []
 
@@ -285,8 +305,9 @@ def test_replay_rounds_record_their_instances(monkeypatch: pytest.MonkeyPatch) -
         seen.append((round_plan.round.instance_sha256, instance_sha256(round_inst)))
         return validate_plan(round_inst, round_plan)
 
-    monkeypatch.setattr(engine, "validate_plan", spy)
-    jobs = [hand_job("j1", A, 0.0, 400.0), hand_job("j2", A, 0.0, 900.0), hand_job("j3", A, 150.0, 300.0)]
-    engine.simulate(workload(jobs), hand_context(), make_policy("fifo-max"))
+    monkeypatch.setattr(loop, "validate_plan", spy)
+    spec = replay_spec(tiny_trace, "v100:8", SimulateOptions(), ["fifo-max"])
+    result = replay_on_slurm(spec, "fifo-max", SimulatedCluster())
+    assert result.summary["completed"] == 3
     assert len(seen) >= 2 and all(recorded == actual for recorded, actual in seen)
     assert len({actual for _, actual in seen}) == len(seen)  # each round its own instance

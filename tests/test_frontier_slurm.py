@@ -1,7 +1,7 @@
-"""``wattplan frontier`` on the slurm engine: each point one replay on the simulated Slurm, as ``simulate`` runs it.
+"""``wattplan frontier``: each point one replay on the simulated Slurm, as ``simulate`` runs it.
 
 The reference is Slurm alone, the floor the powered one (or the one without idle nodes once a point powers nodes
-down), points resume by spec and input digests, and the command line runs it by default.
+down), points resume by spec and input digests, a failed point is named, and the command line runs it.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from wattplan.planner.control import frontier as cf
 from wattplan.planner.control.common_window import energy_over
 from wattplan.planner.control.frontier import SlurmFrontier, run_slurm_frontier, slurm_frontier_sweep
 from wattplan.planner.control.session import slurm_replays, workload_powered_floor
-from wattplan.planner.sim.frontier import FRONTIER_COLUMNS, ReplayFailed, frontier_plot, frontier_points
+from wattplan.planner.sim.frontier import FRONTIER_COLUMNS, ReplayFailed, frontier_plot
 from wattplan.planner.sim.options import FrontierOptions, SimulateOptions
 
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -75,9 +75,6 @@ def test_points_take_the_slurm_baselines_and_what_a_restart_costs_there(trace: P
     with pytest.raises(InputError) as bad:
         sweep(trace, baselines=["slurm-alone"]).points()
     assert "choose from all, slurm, slurm-powersave, maxq, fifo-max" in str(bad.value)
-    rounds = sweep(trace).sweep  # the round-based engine knows no Slurm baseline
-    with pytest.raises(InputError, match="'slurm'; choose from all, fifo-max"):
-        frontier_points(rounds.base, [], [], ["slurm"])
 
 
 def test_every_point_is_simulates_replay_against_slurm_alone_and_the_powered_floor(
@@ -85,8 +82,10 @@ def test_every_point_is_simulates_replay_against_slurm_alone_and_the_powered_flo
 ) -> None:
     out = tmp_path / "fr"
     front = sweep(trace)
-    result = run_slurm_frontier(front, out, workers=1)
+    ended: list[int] = []
+    result = run_slurm_frontier(front, out, workers=1, point_done=lambda: ended.append(len(replays)))
     assert [r["label"] for r in result.rows] == POINTS
+    assert ended == [1, 2, 3, 4, 5]  # as each point ends (the command's bar)
     assert replays == ["slurm", "fifo-max", "wattplan", "wattplan", "wattplan"]  # the reference is the slurm row
     for r in result.rows:
         assert r["engine"] == "slurm" and r["stop_reason"] == "completed" and not r.get("error")
@@ -116,7 +115,7 @@ def test_every_point_is_simulates_replay_against_slurm_alone_and_the_powered_flo
     assert all(r["on_front"] == "0" for r in rows if r["policy"] != "wattplan")
     assert (out / "frontier.png").read_bytes()[:8] == PNG
 
-    # simulate on its default engine replays the same policies to the same numbers, the same share too
+    # simulate replays the same policies to the same numbers, the same share too
     options = SimulateOptions.checked(solver="greedy")
     sim = slurm_replays(trace, "v100:8", options, ["slurm", "fifo-max"], tmp_path / "s")
     by_label = {r["label"]: r for r in result.rows}
@@ -188,6 +187,7 @@ def test_a_failed_point_raises_naming_it_and_a_rerun_replays_only_it(
     with pytest.raises(ReplayFailed) as caught:
         run_slurm_frontier(sweep(trace), out, workers=1)
     assert caught.value.failed == [("wattplan-efficiency-jct+5%", "RuntimeError: the agent fell over")]
+    assert str(caught.value).startswith("1 of 5 frontier replays failed") and str(out / "runs") in str(caught.value)
     assert not (out / "frontier.csv").exists() and (out / "runs" / "fifo-max" / "summary.json").is_file()
     monkeypatch.setattr(cf, "replay_on_slurm", counted)
     replays.clear()
@@ -208,7 +208,7 @@ def run(*args: object) -> Result:
     return CliRunner().invoke(app, [str(a) for a in args], env={"COLUMNS": "200"})
 
 
-def test_the_command_runs_on_the_slurm_engine_by_default(trace: Path, tmp_path: Path) -> None:
+def test_the_command_replays_on_the_simulated_slurm(trace: Path, tmp_path: Path) -> None:
     out = tmp_path / "fr"
     args = ["--deltas", "0.1", "--max-jct-increase", "", "--baselines", "slurm", "--solver", "greedy", "--workers", "1"]
     result = run(
@@ -225,11 +225,6 @@ def test_the_command_runs_on_the_slurm_engine_by_default(trace: Path, tmp_path: 
     table = run("frontier", trace, "--cluster", "v100:8", *args, "--time-scale", "2", "-q", "-o", out)
     assert table.exit_code == 0 and "Frontier on a simulated Slurm" in table.stdout
     assert "3 replays; frontier written to" in " ".join(table.output.split())
-
-    rounds = run("frontier", trace, "--cluster", "v100:8", "--engine", "rounds", "--time-scale", "2", "-o", out)
-    assert rounds.exit_code == 2 and "--time-scale" in rounds.output and "only with" in rounds.output
-    no_slurm = run("frontier", trace, "--cluster", "v100:8", "--engine", "rounds", "--baselines", "slurm", "-o", out)
-    assert no_slurm.exit_code == 2 and "--baselines[0]" in no_slurm.output
 
 
 @pytest.mark.slow  # two spawned workers: over 3 s

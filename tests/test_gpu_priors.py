@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from cli import app
 from tests.helpers.profiles import a_points, entry, point, tiny_library
+from tests.sim_helpers import write_gavel_trace
 from wattplan.planner.contracts.profile_checks import library_problems
 from wattplan.planner.profile_library.library import library_from_doc, load_profile_library
 from wattplan.planner.profile_library.priors import (
@@ -184,15 +185,30 @@ def test_plan_on_an_h100_instance_from_the_prior_alone(tmp_path: Path) -> None:
 
 
 def test_a_replay_on_h100_nodes_runs_on_the_prior(tmp_path: Path) -> None:
+    """Two ResNet-50 jobs on an H100 node, which has no measured profile: the loop runs them on the prior.
+
+    The prior's rate at the top setting (700 W) is ``r X_v100(n, 250 W)`` with the spec's speed ratio r = 5.733
+    (design §9.8); each job starts at its arrival (8 GPUs free), pays the 1 s launch and the 30 s load, and runs
+    at that rate: JCT = 31 + steps / (r X_v100). Every one of the 8 GPUs draws the prior's idle 94 W meanwhile.
+    """
+    shipped = load_profile_library(None)
+    ratio = with_prior_types(shipped, ["h100"])[0].gpu_types["h100"]["prior"]["speed_ratio"]
+    rows = [("ResNet-50 (batch size 64)", 10_000, 0, 1), ("ResNet-50 (batch size 64)", 20_000, 0, 2)]
+    trace = write_gavel_trace(tmp_path / "two.trace", rows)
     out = tmp_path / "sim"
     done = runner.invoke(
         app,
-        ["simulate", "6c71a0.trace", "--engine", "rounds", "--cluster", "h100:8", "--max-jobs", "4", "-p", "fifo-max",
-         "--time-limit", "1", "--no-plots", "-q", "-o", str(out)],
+        ["simulate", str(trace), "--cluster", "h100:8", "-p", "fifo-max", "--time-limit", "1", "--no-plots", "-q",
+         "-o", str(out)],
     )  # fmt: skip
     assert done.exit_code == 0, done.output
     summary = json.loads((out / "fifo-max" / "summary.json").read_text())
-    assert summary["jobs_completed"] == summary["jobs_total"] == 4
-    with (out / "fifo-max" / "rounds.csv").open() as f:
-        rounds = list(csv.DictReader(f))
-    assert max(int(r["nodes_on_h100"]) for r in rounds) > 0  # nodes of the prior type were powered
+    assert summary["completed"] == summary["jobs"] == 2
+    with (out / "fifo-max" / "jobs.csv").open() as f:
+        jct = {row["job_id"]: float(row["jct_s"]) for row in csv.DictReader(f)}
+    for job_id, (job_type, steps, _, gpus) in zip(("j0", "j1"), rows, strict=True):
+        v100 = next(
+            p for p in shipped.profiles if (p.type, p.gpu_type, p.gpus, p.setting) == (job_type, "v100", gpus, 250)
+        )
+        assert jct[job_id] == pytest.approx(31.0 + steps / (ratio * v100.steps_per_s), rel=1e-9), job_id
+    assert summary["energy_idle_kwh"] * 3.6e6 == pytest.approx(8 * 94.0 * summary["makespan_s"], rel=1e-9)

@@ -196,11 +196,12 @@ def test_plan_cli_refuses_a_horizon_out_of_range(tmp_path: Path) -> None:
 def test_simulate_plans_with_a_horizon_and_refuses_one_out_of_range(tmp_path: Path) -> None:
     rows = [(R50, 4000, 0, 1), (R50, 6000, 0, 2), (R50, 3000, 400, 4)]
     trace = write_gavel_trace(tmp_path / "tiny.trace", rows)
-    common = [str(trace), "--engine", "rounds", "--cluster", "v100:8", "-p", "wattplan", "--time-limit", "2", "-q"]
-    common += ["--no-plots"]
+    common = [str(trace), "--cluster", "v100:8", "-p", "wattplan", "--time-limit", "2", "-q", "--no-plots"]
     bad = CliRunner().invoke(app, ["simulate", *common, "--horizon", "9", "--out", str(tmp_path / "bad")])
     assert bad.exit_code == 2 and "horizon" in bad.output and "Traceback" not in bad.output
+    assert not (tmp_path / "bad").exists()
     ok = CliRunner().invoke(app, ["simulate", *common, "--horizon", "2", "--out", str(tmp_path / "ok")])
     assert ok.exit_code == 0, ok.output
     summary = json.loads((tmp_path / "ok" / "wattplan" / "summary.json").read_text())
-    assert summary["jobs_completed"] == 3
+    assert summary["completed"] == summary["jobs"] == 3 and summary["stop_reason"] == "completed"
+    assert summary["replay_key"]["spec"]["policy_options"]["request"]["horizon"] == 2  # the loop planned with it

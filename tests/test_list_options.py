@@ -18,6 +18,7 @@ from tests.sim_helpers import write_gavel_trace
 from wattplan.planner.console.list_options import Bounds, number_list, repeated_list, split_list
 from wattplan.planner.contracts.problems import InputError
 from wattplan.planner.contracts.request import REPLAY_REQUEST
+from wattplan.planner.control.frontier import SLURM_ENGINE
 from wattplan.planner.sim.frontier import frontier_points, replay_points
 from wattplan.planner.sim.policies import PolicyOptions
 from wattplan.planner.sim.replay import DELTA_BOUNDS, ReplaySpec, check_spec
@@ -145,7 +146,7 @@ def test_a_bad_frontier_delta_names_deltas_wherever_it_is_caught(trace: Path, tm
     request = replace(REPLAY_REQUEST, solver="greedy")
     base = ReplaySpec(trace=trace, cluster="v100:8", policy_options=PolicyOptions(request=request))
     with pytest.raises(InputError) as exc:
-        replay_points(frontier_points(base, [1.5], [], ["fifo-max"]), tmp_path / "bad", workers=1)
+        replay_points(frontier_points(base, [1.5], [], ["fifo-max"]), tmp_path / "bad", workers=1, engine=SLURM_ENGINE)
     assert problems(exc) == [("bad-option", "--deltas", "must be in [0, 1), got 1.5")]
     # simulate's own option is --delta
     with pytest.raises(InputError) as exc:

@@ -228,7 +228,6 @@ def test_the_options_name_what_is_missing(tmp_path: Path) -> None:
     for flags, named in [
         (["--energy-budget-kwh", "5"], "needs budget_period_s (--budget-period-s)"),
         (["--budget-period-s", "600"], "needs energy_budget_kwh (--energy-budget-kwh)"),
-        (["--engine", "rounds", "--energy-budget-kwh", "5", "--budget-period-s", "600"], "only with engine"),
     ]:
         out = tmp_path / "out"
         args = ["simulate", str(trace), "--cluster", "v100:8", *flags, "-o", str(out)]

@@ -1,4 +1,4 @@
-"""``--horizon H`` on the one control loop: ``wattplan agent --horizon`` and ``simulate --engine slurm --horizon``.
+"""``--horizon H`` on the one control loop: ``wattplan agent --horizon`` and ``simulate --horizon``.
 
 The agent's policies plan each round with the ``H``-round model (docs/design.md §5.14), round 0 executed: the
 option is the solve options' (one declaration), it reaches the loop's request, and a replay on the simulated Slurm
@@ -98,11 +98,3 @@ def test_the_round_report_names_a_fallback_round(tmp_path: Path, monkeypatch: py
     planned = _planned_lines((tmp_path / "out" / "wattplan" / "agent.log").read_text())
     assert result.summary["rounds"] == 3 and planned
     assert all("by cbc+one-round)" in line for line in planned), planned
-
-
-def test_simulate_on_the_slurm_engine_still_refuses_replan_events(tmp_path: Path) -> None:
-    """The horizon is no longer refused there; ``--replan events`` (the round-based engine's memo) still is."""
-    assert SimulateOptions.checked(horizon=2).horizon == 2
-    with pytest.raises(InputError) as err:
-        SimulateOptions.checked(replan="events")
-    assert [p.path for p in err.value.problems] == ["replan (--replan)"]

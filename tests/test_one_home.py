@@ -105,18 +105,31 @@ def test_file_sha256_is_the_sha256_of_the_bytes_across_chunks(tmp_path: Path) ->
     assert combined.hexdigest() == hashlib.sha256(b"prefix" + data).hexdigest()
 
 
-def test_a_replays_identity_is_unchanged(tmp_path: Path) -> None:
-    """``inputs_sha256`` streams its files now: the digest is the one it had, so existing journals still resume."""
-    from wattplan.planner.sim.journal import inputs_sha256
+def test_a_replays_identity_hashes_its_inputs_through_the_one_home(tmp_path: Path) -> None:
+    """What a saved replay is compared by: every input file's SHA-256 of its bytes, streamed by the one home.
+
+    ``simulate``'s resume (``saved_replay.replay_key``) and ``frontier``'s (``input_digests``) take the same digests;
+    a folder's is the SHA-256 of its files' relative names and digests, sorted by name (``dir:`` before it).
+    """
+    from wattplan.planner.control.saved_replay import replay_key
+    from wattplan.planner.control.slurm_replay import SimulatedCluster
+    from wattplan.planner.sim.frontier import input_digests, path_sha256
+    from wattplan.planner.sim.replay import ReplaySpec
 
     trace = tmp_path / "q.trace"
-    trace.write_bytes(b"job\t1\n" * 1000)
-    old = hashlib.sha256(b"spec")
-    for p in (trace, None):
-        old.update(b"\0" + str(p).encode("utf-8") + b"\0")
-        if p is not None:
-            old.update(p.read_bytes())  # the former way: the whole file at once
-    assert inputs_sha256("spec", [trace, None]) == old.hexdigest()
+    trace.write_bytes(b"job\t1\n" * (HASH_CHUNK // 2))  # three chunks
+    spec = ReplaySpec(trace=trace, cluster="v100:8")
+    assert input_digests(spec) == {"trace": hashlib.sha256(trace.read_bytes()).hexdigest()}
+    assert replay_key(spec, "fifo-max", SimulatedCluster())["inputs"] == input_digests(spec)
+    folder = tmp_path / "library"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "b.csv").write_bytes(b"b")
+    (folder / "sub" / "a.csv").write_bytes(b"a")
+    lines = "".join(
+        f"{name}\0{hashlib.sha256(data).hexdigest()}\n" for name, data in (("b.csv", b"b"), ("sub/a.csv", b"a"))
+    )
+    assert path_sha256(folder) == "dir:" + hashlib.sha256(lines.encode()).hexdigest()
+    assert path_sha256(tmp_path / "gone.trace") == "missing"
 
 
 @pytest.mark.parametrize("durable", [True, False])
@@ -166,11 +179,14 @@ def _replay_faces() -> list[tuple[str, Callable[..., Any]]]:
     from wattplan import replay_api
     from wattplan.planner.cli import agent, bench, plan
     from wattplan.planner.cli import replay as cli_replay
-    from wattplan.planner.sim import engine, governor, replay, session
+    from wattplan.planner.control import session as slurm_session
+    from wattplan.planner.control import slurm_replay
+    from wattplan.planner.sim import governor, replay, session
     from wattplan.planner.sim import options as sim_options
 
     faces: list[tuple[str, Callable[..., Any]]] = []
-    for module in (plan, cli_replay, bench, agent, sim_options, session, replay_api, replay, engine, governor):
+    modules = (plan, cli_replay, bench, agent, sim_options, session, replay_api, replay, governor)
+    for module in (*modules, slurm_replay, slurm_session):
         for name, obj in vars(module).items():
             if (inspect.isfunction(obj) or inspect.isclass(obj)) and obj.__module__ == module.__name__:
                 faces.append((f"{module.__name__}.{name}", obj))

@@ -64,7 +64,7 @@ def codes(info: pytest.ExceptionInfo[InputError]) -> list[tuple[str, str]]:
 
 def test_an_output_folder_may_hold_no_input(tmp_path: Path) -> None:
     out = tmp_path / "out"
-    deep = out / "wattplan" / "rounds.csv"
+    deep = out / "wattplan" / "jobs.csv"
     deep.parent.mkdir(parents=True)
     deep.write_text("x\n")
     for source in (out / "comparison.json", out / "any-name.csv", deep):

@@ -7,6 +7,7 @@ entry point of ``wattplan.policies``), exactly as an installed package would pub
 
 from __future__ import annotations
 
+import csv
 import json
 import sys
 import textwrap
@@ -18,6 +19,7 @@ from typer.testing import CliRunner
 from cli import app
 from tests.sim_helpers import write_gavel_trace
 from wattplan.planner.contracts.problems import InputError
+from wattplan.planner.profile_library.library import load_profile_library
 from wattplan.planner.sim import policies
 from wattplan.planner.sim.policies import (
     BUILTIN_NAMES,
@@ -115,14 +117,29 @@ def test_an_entry_point_policy_is_listed_without_being_imported(plugin_path: Pat
 
 
 def test_an_entry_point_policy_runs_in_simulate(plugin_path: Path, tmp_path: Path) -> None:
-    trace = write_gavel_trace(tmp_path / "t.trace", [(R50, 4000, 0, 1), (R50, 3000, 10, 2), (R50, 2000, 20, 1)])
+    """The toy decides every round of the loop: each job alone on one V100 at its lowest setting (100 W).
+
+    j0 (4,000 steps) is released at its arrival, j1 (3,000, asking for 2 GPUs) and j2 (2,000) at the event round a
+    tenth of a 360 s round later, 36 s; each start pays the 1 s launch and the 30 s load, then runs at X(1 GPU,
+    100 W): JCT = release - arrival + 31 + steps / X. At the request's 2 GPUs j1 would take 3,000 / X(2, 100 W).
+    """
+    rows = [(R50, 4000, 0, 1), (R50, 3000, 10, 2), (R50, 2000, 20, 1)]
+    trace = write_gavel_trace(tmp_path / "t.trace", rows)
     out = tmp_path / "sim"
-    args = ["--engine", "rounds", "--cluster", "v100:8", "-p", "one-gpu-low", "-q", "--no-plots", "-o", out]
-    code, output = invoke("simulate", trace, *args)
+    code, output = invoke("simulate", trace, "--cluster", "v100:8", "-p", "one-gpu-low", "-q", "--no-plots", "-o", out)
     assert code == 0, output
     summary = json.loads((out / "one-gpu-low" / "summary.json").read_text())
     assert summary["policy"] == "one-gpu-low" and summary["stop_reason"] == "completed"
-    assert summary["jobs_completed"] == 3  # the 2-GPU job ran on 1 GPU: the toy's rule, not the request
+    assert summary["completed"] == 3 and summary["requeues"] == 0
+    low = next(
+        p
+        for p in load_profile_library(None).profiles
+        if (p.type, p.gpu_type, p.gpus, p.setting) == (R50, "v100", 1, 100)
+    )
+    with (out / "one-gpu-low" / "jobs.csv").open() as f:
+        jct = {row["job_id"]: float(row["jct_s"]) for row in csv.DictReader(f)}
+    for (job_id, release), (_, steps, arrival, _) in zip((("j0", 0.0), ("j1", 36.0), ("j2", 36.0)), rows, strict=True):
+        assert jct[job_id] == pytest.approx(release - arrival + 31.0 + steps / low.steps_per_s, rel=1e-9), job_id
     assert "toy_policy" in sys.modules  # loaded when it was made
 
 
@@ -131,9 +148,11 @@ def test_a_plugin_runs_beside_a_builtin_in_spawned_workers(plugin_path: Path, tm
     trace = write_gavel_trace(tmp_path / "t.trace", [(R50, 4000, 0, 2), (R50, 3000, 10, 2)])
     out = tmp_path / "sim"
     args = ["-p", "fifo-max", "-p", "one-gpu-low", "--workers", "2", "-q", "--no-plots", "-o", out]
-    code, output = invoke("simulate", trace, "--engine", "rounds", "--cluster", "v100:8", *args)
+    code, output = invoke("simulate", trace, "--cluster", "v100:8", *args)
     assert code == 0, output
-    assert (out / "one-gpu-low").is_dir() and (out / "fifo-max").is_dir()
+    for policy in ("one-gpu-low", "fifo-max"):
+        summary = json.loads((out / policy / "summary.json").read_text())
+        assert summary["policy"] == policy and summary["completed"] == 2, policy
 
 
 def test_an_unknown_policy_names_the_registered_ones(plugin_path: Path, tmp_path: Path) -> None:

@@ -60,7 +60,7 @@ def test_a_failed_frontier_replay_raises_and_nothing_is_left(tmp_path: Path, mon
             raise RuntimeError("the solver exploded")
         return real(point)
 
-    # one worker replays in this process: the patched engine (the default, slurm) applies
+    # one worker replays in this process: the patched replay of each point applies
     monkeypatch.setattr(on_slurm, "SLURM_ENGINE", replace(on_slurm.SLURM_ENGINE, replay=failing))
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # where the call's temporary folder goes
     with pytest.raises(fr.ReplayFailed) as caught:
@@ -237,10 +237,9 @@ def test_replay_inputs_are_named_and_a_failure_leaves_no_temporary_folder(
     with pytest.raises(InputError) as exc:
         wattplan.simulate("6c71a0.trace", cluster=None, policies=["fifo-max"])  # type: ignore[arg-type]
     assert [p.path for p in exc.value.problems] == ["--cluster"]
-    for engine in ("slurm", "rounds"):  # policies=None is the engine's default pair; none at all is refused
-        with pytest.raises(InputError) as exc:
-            wattplan.simulate("6c71a0.trace", cluster="v100:8", policies=[], engine=engine)
-        assert [p.path for p in exc.value.problems] == ["--policy"]
+    with pytest.raises(InputError) as exc:  # policies=None is Slurm alone and wattplan; none at all is refused
+        wattplan.simulate("6c71a0.trace", cluster="v100:8", policies=[])
+    assert [p.path for p in exc.value.problems] == ["--policy"]
     with pytest.raises(InputError) as exc:
         wattplan.simulate("6c71a0.trace", cluster="v100:8", max_rounds=[], round_s="360")  # type: ignore[arg-type]
     assert [p.path for p in exc.value.problems] == ["round_s (--round-s)", "max_rounds (--max-rounds)"]

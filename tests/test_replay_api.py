@@ -1,8 +1,8 @@
 """``wattplan.simulate`` as a library entry (issue 27 item 1): no command line under it, the tidy folder layout.
 
-A replay writes ``out/<policy>/{summary.json, rounds.csv, jobs.csv}`` for every policy (one as several) and
-``out/comparison.{csv,json}`` at the top; ``rounds.csv`` and ``jobs.csv`` start with a ``policy`` column and the
-nodes on are one ``nodes_on_<type>`` column per GPU type. The command line and the API write the same files.
+A replay (the agent's loop on a simulated Slurm) writes ``out/<policy>/{summary.json, jobs.csv, power.csv,
+agent.log}`` for every policy (one as several) and ``out/comparison.{csv,json}`` at the top; the ``jobs`` frame starts
+with a ``policy`` column. The command line and the API write the same files.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -23,13 +24,15 @@ import wattplan
 from cli import app
 from tests.sim_helpers import write_gavel_trace
 from wattplan.planner.contracts.problems import InputError
-from wattplan.planner.sim.journal import CHECKPOINT_FILE
-from wattplan.planner.sim.metrics import without_timing
 
 ROOT = Path(__file__).resolve().parent.parent
 R50 = "ResNet-50 (batch size 64)"
 A3C = "A3C"
 CLUSTER = "v100:8,p100:8"
+STEPS = {"j0": 4000, "j1": 6000, "j2": 9000, "j3": 5000}
+"""The steps of :func:`tiny_trace`'s jobs, by the ids the replay gives them (``j`` and the trace's order)."""
+WALL_CLOCK_KEYS = ("wall_s", "cpu_s", "written_by", "energy_floor_note")
+"""Summary fields that depend on the machine or the caller: seconds measured, provenance, the floor's solve note."""
 
 
 @pytest.fixture
@@ -87,100 +90,80 @@ def test_the_api_offers_every_option_of_its_record_with_its_default(name: str) -
     assert set(api) - {opt.name for opt in record.options()} == own
 
 
-def test_one_policy_writes_its_own_folder_with_policy_and_nodes_on_columns(tmp_path: Path, tiny_trace: Path) -> None:
+def test_one_policy_writes_its_own_folder_and_a_policy_column(tmp_path: Path, tiny_trace: Path) -> None:
+    """One policy as several: ``out/fifo-max/`` with its four files, only the comparison at the top."""
     out = tmp_path / "one"
-    result = wattplan.simulate(tiny_trace, cluster=CLUSTER, policies=["fifo-max"], out=out, engine="rounds")
+    result = wattplan.simulate(tiny_trace, cluster=CLUSTER, policies=["fifo-max"], out=out)
     assert sorted(p.name for p in (out / "fifo-max").iterdir() if not p.name.startswith(".")) == [
+        "agent.log",
         "jobs.csv",
-        "rounds.csv",
+        "power.csv",
         "summary.json",
     ]
-    assert not (out / "summary.json").exists() and not (out / "rounds.csv").exists()
+    assert sorted(p.name for p in out.iterdir()) == ["comparison.csv", "comparison.json", "fifo-max"]
     assert [r["policy"] for r in _rows(out / "comparison.csv")] == ["fifo-max"]
-    header = (out / "fifo-max" / "rounds.csv").read_text().splitlines()[0].split(",")
-    assert header[0] == "policy" and "nodes_on" not in header
-    # the cluster's types in its order, where the packed string was
-    k = header.index("nodes_on_v100")
-    assert header[k - 1 : k + 3] == ["powered_gpus", "nodes_on_v100", "nodes_on_p100", "budget_j"]
-    rounds = _rows(out / "fifo-max" / "rounds.csv")
-    assert {r["policy"] for r in rounds} == {"fifo-max"}
-    # 8 GPUs per node: the nodes on hold every powered GPU
-    assert all(8 * (int(r["nodes_on_v100"]) + int(r["nodes_on_p100"])) == int(r["powered_gpus"]) for r in rounds)
     jobs = _rows(out / "fifo-max" / "jobs.csv")
-    assert list(jobs[0])[0] == "policy" and len(jobs) == 4
-    assert result.rounds.columns[0] == "policy" and list(result.rounds.columns).count("policy") == 1
-    assert result.rounds["nodes_on_p100"].dtype.kind == "i"
+    assert {r["job_id"]: float(r["steps"]) for r in jobs} == STEPS  # every step of the trace done, none more
+    assert list(result.jobs.columns).count("policy") == 1 and result.jobs.columns[0] == "policy"
+    assert result.jobs.policy.tolist() == ["fifo-max"] * 4
+    assert result.summary.policy.tolist() == ["fifo-max"] and result.summary.completed.tolist() == [4]
 
 
 def _untimed_csv(path: Path) -> list[list[str]]:
-    """CSV rows without the wall-clock columns (``solver_s``, ``solver_s_*``)."""
+    """CSV rows without the wall-clock columns (:data:`WALL_CLOCK_KEYS`)."""
     rows = list(csv.reader(io.StringIO(path.read_text())))
-    keep = [k for k, name in enumerate(rows[0]) if not name.startswith("solver_s")]
+    keep = [k for k, name in enumerate(rows[0]) if name not in WALL_CLOCK_KEYS]
     return [[r[k] for k in keep] for r in rows]
 
 
 def _untimed_json(path: Path) -> Any:
-    """A summary (or a list of them) without wall-clock fields, provenance and the floor's note (it says seconds)."""
+    """A summary (or a list of them) without the wall-clock fields and the provenance (:data:`WALL_CLOCK_KEYS`)."""
     doc = json.loads(path.read_text())
     docs = doc if isinstance(doc, list) else [doc]
-    out = [{k: v for k, v in without_timing(d).items() if k != "written_by"} for d in docs]
-    for d in out:
-        d.get("energy_floor", {}).pop("note", None)
+    out = [{k: v for k, v in d.items() if k not in WALL_CLOCK_KEYS} for d in docs]
     return out if isinstance(doc, list) else out[0]
 
 
+def _untimed_log(path: Path) -> str:
+    """An ``agent.log`` without the seconds each round took on this machine (``overhead 0.01 s, solve 0.00 s``)."""
+    return re.sub(r"overhead [0-9.]+ s, solve [0-9.]+ s", "overhead, solve", path.read_text())
+
+
 def test_the_command_line_and_the_api_write_the_same_files(tmp_path: Path, tiny_trace: Path) -> None:
-    options = {"power_cap_w": 5000.0, "max_rounds": 40, "seed": 2, "engine": "rounds"}
+    options = {"power_cap_w": 5000.0, "max_rounds": 40, "seed": 2}
     api = tmp_path / "api"
     wattplan.simulate(tiny_trace, cluster=CLUSTER, policies=["fifo-max", "zeus"], out=api, **options)
     cli = tmp_path / "cli"
     args = ["simulate", str(tiny_trace), "--cluster", CLUSTER, "-p", "fifo-max", "-p", "zeus", "-o", str(cli)]
-    args += ["--power-cap-w", "5000", "--max-rounds", "40", "--seed", "2", "--engine", "rounds", "--no-plots", "-q"]
+    args += ["--power-cap-w", "5000", "--max-rounds", "40", "--seed", "2", "--no-plots", "-q"]
     done = CliRunner().invoke(app, args)
     assert done.exit_code == 0, done.output
     files = sorted(p.relative_to(api) for p in api.rglob("*") if p.is_file() and not p.name.startswith("."))
     assert files == sorted(p.relative_to(cli) for p in cli.rglob("*") if p.is_file() and not p.name.startswith("."))
+    assert {rel.suffix for rel in files} == {".csv", ".json", ".log"} and len(files) == 2 + 2 * 4
     for rel in files:
         if rel.suffix == ".csv":
             assert _untimed_csv(api / rel) == _untimed_csv(cli / rel), rel
+        elif rel.suffix == ".log":
+            assert _untimed_log(api / rel) == _untimed_log(cli / rel), rel
         else:
             assert _untimed_json(api / rel) == _untimed_json(cli / rel), rel
+    assert json.loads((api / "zeus" / "summary.json").read_text())["replay_key"]["spec"]["power_cap_w"] == 5000.0
 
 
 def test_results_of_the_older_one_policy_layout_still_read(tmp_path: Path, tiny_trace: Path) -> None:
-    """A folder as a one-policy replay wrote it before: files at the top, no policy column, packed nodes_on."""
+    """A folder as a one-policy replay wrote it before: its files at the top, no policy column in ``jobs.csv``."""
     new = tmp_path / "new"
-    wattplan.simulate(tiny_trace, cluster=CLUSTER, policies=["fifo-max"], out=new, engine="rounds")
+    wattplan.simulate(tiny_trace, cluster=CLUSTER, policies=["fifo-max"], out=new)
     old = tmp_path / "old"
     old.mkdir()
     shutil.copy(new / "fifo-max" / "summary.json", old / "summary.json")
-    rounds = _rows(new / "fifo-max" / "rounds.csv")
-    with (old / "rounds.csv").open("w", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["round", "nodes_on", "energy_j"])
-        for r in rounds:
-            writer.writerow([r["round"], f"v100:{r['nodes_on_v100']} p100:{r['nodes_on_p100']}", r["energy_j"]])
     (old / "jobs.csv").write_text("job_id,jct_s\na,10\n")
     result = wattplan.read_results(old)
-    assert result.policies == ["fifo-max"]
-    assert result.rounds.nodes_on_v100.tolist() == [int(r["nodes_on_v100"]) for r in rounds]
-    assert result.jobs.policy.tolist() == ["fifo-max"]
-
-
-def test_a_checkpoint_of_the_older_layout_is_resumed(tmp_path: Path, tiny_trace: Path) -> None:
-    out = tmp_path / "o"
-    args = ["simulate", str(tiny_trace), "--engine", "rounds", "--cluster", "v100:8", "-p", "fifo-max", "--no-plots"]
-    args += ["-q", "-o", str(out)]
-    assert CliRunner().invoke(app, args).exit_code == 0
-    rounds = (out / "fifo-max" / "rounds.csv").read_text()
-    (out / "fifo-max" / CHECKPOINT_FILE).rename(out / CHECKPOINT_FILE)  # where an older version kept it
-    shutil.rmtree(out / "fifo-max")
-    again = CliRunner().invoke(app, args)
-    assert again.exit_code == 0, again.output
-    text = " ".join(again.output.split())
-    assert "older layout" in text and "resumed from the checkpoint after round" in text
-    assert (out / "fifo-max" / "rounds.csv").read_text() == rounds  # rewritten from the checkpoint, new columns
-    assert not (out / CHECKPOINT_FILE).exists()
+    assert result.policies == ["fifo-max"] and result.kind == "replay"
+    assert result.jobs.policy.tolist() == ["fifo-max"] and result.jobs.jct_s.tolist() == [10]
+    saved = json.loads((new / "fifo-max" / "summary.json").read_text())
+    assert result.summary.energy_kwh.tolist() == [saved["energy_kwh"]]
 
 
 def test_bad_options_are_named_as_the_command_names_them(tmp_path: Path, tiny_trace: Path) -> None:
@@ -191,11 +174,9 @@ def test_bad_options_are_named_as_the_command_names_them(tmp_path: Path, tiny_tr
         wattplan.simulate(tiny_trace, cluster="v100:8", governor="x", tail_pace="y", out=tmp_path / "o")
     assert [p.path for p in exc.value.problems] == ["governor (--governor)", "tail_pace (--tail-pace)"]
     with pytest.raises(InputError) as exc:
-        wattplan.simulate(tiny_trace, cluster="v100:8", replan="often", engine="rounds", out=tmp_path / "o")
-    assert [p.path for p in exc.value.problems] == ["replan (--replan)"]
-    with pytest.raises(InputError) as exc:
-        wattplan.simulate(tiny_trace, cluster="v100:8", noise=2.0, zeus_eta=-1.0, engine="rounds", out=tmp_path / "o")
+        wattplan.simulate(tiny_trace, cluster="v100:8", noise=2.0, zeus_eta=-1.0, out=tmp_path / "o")
     assert {p.path for p in exc.value.problems} == {"noise (--noise)", "zeus_eta (--zeus-eta)"}
+    assert not (tmp_path / "o").exists()
 
 
 def test_frontier_options_are_checked_and_named(tmp_path: Path, tiny_trace: Path) -> None:
@@ -205,23 +186,8 @@ def test_frontier_options_are_checked_and_named(tmp_path: Path, tiny_trace: Path
     with pytest.raises(InputError) as exc:
         wattplan.frontier(tiny_trace, cluster="v100:8", objective="fast", out=tmp_path / "f")
     assert [p.path for p in exc.value.problems] == ["objective (--objective)"]
-    with pytest.raises(InputError) as exc:
-        wattplan.frontier(tiny_trace, cluster="v100:8", replan="sometimes", out=tmp_path / "f")
-    assert [p.path for p in exc.value.problems] == ["replan (--replan)"]
     with pytest.raises(TypeError, match="delta.*deltas"):
         wattplan.frontier(tiny_trace, cluster="v100:8", delta=0.1)
-
-
-def test_replan_reaches_every_frontier_point(tiny_trace: Path) -> None:
-    from wattplan.planner.sim.frontier import frontier_points
-    from wattplan.planner.sim.options import FrontierOptions
-    from wattplan.planner.sim.session import frontier_sweep
-
-    options = FrontierOptions.checked(deltas=[0.1], max_jct_increase=[5], replan="events", engine="rounds")
-    sweep = frontier_sweep(tiny_trace, "v100:8", options)
-    points = frontier_points(sweep.base, sweep.deltas, sweep.jct_increases, sweep.baselines)
-    assert len(points) > 2 and {p.spec.replan for p in points} == {"events"}
-    assert frontier_sweep(tiny_trace, "v100:8", FrontierOptions()).base.replan == "rounds"
 
 
 def test_bench_options_are_checked_before_any_run(tmp_path: Path) -> None:

@@ -40,8 +40,8 @@ def trace(tmp_path: Path) -> Path:
         ("simulate", {"dpi": 10}, ["--dpi", "10"], "dpi (--dpi): must be in [50, 1200] dpi, got 10"),
         ("simulate", {"restart_s": 400.0}, ["--restart-s", "400"],
          "restart_s (--restart-s): must be >= 0 and shorter than the round"),
-        ("simulate", {"engine": "rounds", "power_cap_w": 1000.0, "energy_budget_kwh": 3.0},
-         ["--engine", "rounds", "--power-cap-w", "1000", "--energy-budget-kwh", "3"],
+        ("simulate", {"power_cap_w": 1000.0, "energy_budget_kwh": 3.0, "budget_period_s": 3600.0},
+         ["--power-cap-w", "1000", "--energy-budget-kwh", "3", "--budget-period-s", "3600"],
          "power_cap_w (--power-cap-w): give power_cap_w (--power-cap-w) or energy_budget_kwh (--energy-budget-kwh)"),
         ("frontier", {"noise": 1.0}, ["--noise", "1"], "noise (--noise): must be in [0, 1), got 1"),
         ("frontier", {"signal_start": "2022-01-01T00:00:00"}, ["--signal-start", "2022-01-01T00:00:00"],
@@ -69,9 +69,10 @@ def test_python_and_the_command_line_say_the_same(
 def test_the_records_are_the_replays_option_sets() -> None:
     """The shared options are in both records; each face adds only its own (``frontier``'s lists are texts)."""
     shared = {opt.name for opt in ReplayOptions.options()}
-    simulate = {opt.name for opt in SimulateOptions.options()} - shared
-    frontier = {opt.name for opt in FrontierOptions.options()} - shared
-    engine = {"engine", "time_scale", "load_s", "requeue_delay_s", "event_rounds", "periodic_rounds"}
+    # ``engine`` goes with the round-based replay (issue 43 item 4): these are the loop's sets with or without it
+    simulate = {opt.name for opt in SimulateOptions.options()} - shared - {"engine"}
+    frontier = {opt.name for opt in FrontierOptions.options()} - shared - {"engine"}
+    engine = {"time_scale", "load_s", "requeue_delay_s", "event_rounds", "periodic_rounds"}
     engine |= {"power_save", "suspend_s", "resume_s", "power_cap_schedule", "progress_metric", "up_before_s"}
     engine |= {"budget_period_s"}
     assert simulate == {"objective", "delta", "max_jct_increase", "fresh", "workers", *engine}
@@ -98,17 +99,15 @@ def test_the_record_builds_the_spec_its_options_say(trace: Path) -> None:
 
     given = {
         "max_jct_increase": 5, "tail_bound": 10, "governor": "projected", "tail_pace": "fastest", "delta_max": 0.2,
-        "noise": 0.1, "max_rounds": 30, "gpus_per_node": 4, "node_power_w": 150, "replan": "events", "learn": True,
+        "noise": 0.1, "max_rounds": 30, "gpus_per_node": 4, "node_power_w": 150, "learn": True,
         "solver": "greedy", "time_limit": 2, "threads": 2, "seed": 3, "node_limit": 50, "horizon": 2,
         "round_s": 60, "restart_s": 10, "min_pair_rate": 0.6, "objective": "energy", "delta": 0.1, "zeus_eta": 0.3,
         "power_cap_w": 900, "max_jobs": 2, "start_s": 0, "end_s": 1e6, "vc": None, "signal_aware": False,
-        "engine": "rounds",
     }  # fmt: skip
     spec = replay_spec(trace, "v100:8", SimulateOptions.checked(given), ["fifo-max", "wattplan"])
     assert spec.policies == ("fifo-max", "wattplan") and spec.cluster == "v100:8"
     assert (spec.max_jct_increase, spec.tail_bound) == pytest.approx((0.05, 0.1))
-    assert (spec.governor, spec.tail_pace, spec.delta_max, spec.replan, spec.learn) == (
-        "projected", "fastest", 0.2, "events", True)  # fmt: skip
+    assert (spec.governor, spec.tail_pace, spec.delta_max, spec.learn) == ("projected", "fastest", 0.2, True)
     assert (spec.noise, spec.max_rounds, spec.gpus_per_node, spec.node_power_w) == (0.1, 30, 4, 150.0)
     assert spec.rules == RoundRules(60.0, 10.0, 0.6, "energy", 0.1)
     assert spec.policy_options.zeus_eta == 0.3 and not spec.signal_aware
@@ -120,8 +119,8 @@ def test_the_record_builds_the_spec_its_options_say(trace: Path) -> None:
     assert sweep.base.max_jct_increase is None and sweep.base.rules.objective == "efficiency"
 
 
-def test_each_engine_replays_its_loops_governor_rule_by_default(trace: Path) -> None:
-    """The round-based engine's rule is accrued; the slurm engine's is the live agent's; a given rule is kept."""
+def test_the_replay_uses_the_live_agents_governor_rule_by_default(trace: Path) -> None:
+    """The replay runs the agent's loop, so its rule is the live agent's; a given rule is kept."""
     from wattplan.planner.agent.options import AgentOptions
     from wattplan.planner.sim.options import LIVE_GOVERNOR
     from wattplan.planner.sim.session import governor_rule, replay_spec
@@ -129,18 +128,16 @@ def test_each_engine_replays_its_loops_governor_rule_by_default(trace: Path) -> 
     def rule(**given: object) -> str:
         return replay_spec(trace, "v100:8", SimulateOptions.checked(given), ["wattplan"]).governor
 
-    assert rule(engine="rounds") == "accrued"
-    assert rule() == rule(engine="slurm") == LIVE_GOVERNOR == AgentOptions().steering().rule  # slurm: the default
-    assert rule(engine="slurm", governor="accrued") == "accrued"
-    assert rule(engine="rounds", governor="projected") == "projected"
-    assert governor_rule(FrontierOptions.checked()) == LIVE_GOVERNOR  # the frontier sweeps the slurm engine too
-    assert governor_rule(FrontierOptions.checked(engine="rounds")) == "accrued"
+    assert rule() == LIVE_GOVERNOR == AgentOptions().steering().rule
+    assert LIVE_GOVERNOR == "projected"  # written down: it differs from the other rule, accrued, given below
+    assert rule(governor="accrued") == "accrued"
+    assert governor_rule(FrontierOptions.checked()) == LIVE_GOVERNOR  # every frontier point replays the loop too
+    assert governor_rule(FrontierOptions.checked(governor="accrued")) == "accrued"
 
 
 def test_the_choices_and_ranges_agree_with_the_modules_they_come_from() -> None:
     """The record repeats a few values of modules that load pandas (the command line loads neither to start)."""
     from wattplan.planner.rounds.traces import MAX_TRACE_S, TraceFormat
-    from wattplan.planner.sim.decision_memo import ReplanOn
     from wattplan.planner.sim.governor import GovernorRule
     from wattplan.planner.sim.replay import DELTA_BOUNDS, JCT_INCREASE_BOUNDS
     from wattplan.planner.sim.tail_bound import TailPace
@@ -148,7 +145,6 @@ def test_the_choices_and_ranges_agree_with_the_modules_they_come_from() -> None:
     assert set(sim_options.TRACE_FORMATS) == set(get_args(TraceFormat))
     assert set(sim_options.GOVERNORS) == set(get_args(GovernorRule))
     assert set(sim_options.TAIL_PACES) == set(get_args(TailPace))
-    assert set(sim_options.REPLANS) == set(get_args(ReplanOn))
     assert sim_options.MAX_TRACE_S == MAX_TRACE_S
     assert sim_options.JCT_INCREASE_ITEMS == JCT_INCREASE_BOUNDS and sim_options.DELTA_ITEMS == DELTA_BOUNDS
     for name in ("max_jct_increase", "tail_bound"):

@@ -1,83 +1,103 @@
-"""Hand-computed replays and round decisions of the baseline policies."""
+"""Hand-computed replays on the simulated Slurm, and round decisions of the baseline policies by hand.
+
+Replays: the scheduler loop (:func:`planner.control.slurm_replay.replay_on_slurm`) on one V100 node of 8 GPUs, the
+shipped profiles at the top setting (``X`` steps/s, ``P`` W per GPU, ``Pidle`` = 34 W). Every start costs Slurm's
+launch (1 s at time scale 1) and the checkpoint load (30 s), with no progress and no dynamic power; every node and
+GPU draws its idle power throughout. Decisions: the hand cluster of :mod:`tests.sim_helpers`.
+"""
 
 from __future__ import annotations
 
+import math
+import statistics
+from pathlib import Path
+
 import pytest
 
-from tests.sim_helpers import A, B, hand_context, hand_job, workload
-from wattplan.planner.sim.budget import EnergyBudget, pacing_estimate
-from wattplan.planner.sim.engine import simulate
-from wattplan.planner.sim.metrics import summarise
+from tests.helpers.sim_slurm import IDLE, p, x
+from tests.sim_helpers import A, B, hand_context, hand_job, write_gavel_trace
+from wattplan.planner.contracts.domain import Instance
+from wattplan.planner.contracts.rules import RoundRules
+from wattplan.planner.control.slurm_replay import SimulatedCluster, replay_on_slurm
 from wattplan.planner.sim.policies import make_policy
 from wattplan.planner.sim.policies.zeus import zeus_setting
-from wattplan.planner.sim.round_instance import replay_round, round_instance
-from wattplan.planner.sim.state import JobState
+from wattplan.planner.sim.replay import ReplaySpec, prepare
+from wattplan.planner.sim.round_instance import ReplayRound, replay_round, round_instance
+from wattplan.planner.sim.state import JobSpec, JobState
+
+R18 = "ResNet-18 (batch size 32)"
+R50 = "ResNet-50 (batch size 128)"
+J_PER_KWH = 3.6e6
+START_S = 1.0 + 30.0
+"""What every start costs before the first step (s): Slurm's launch and the checkpoint load."""
+SETUP = SimulatedCluster(load_s=30.0)
+RULES = RoundRules(duration_s=360.0)
+"""``T`` = 360 s: a round starts at an arrival or a completion at least ``T / 10`` = 36 s after the last one."""
 
 
-def test_fifo_max_hand_computed_schedule_energy_and_jct() -> None:
-    """fifo-max on one node of 2 GPUs; T = 100 s, restart 10 s; node 100 W, idle 30 W per GPU.
+def _spec(tmp_path: Path, rows: list[tuple[str, float, float, int]]) -> tuple[ReplaySpec, float]:
+    """A replay of ``rows`` (job type, steps, arrival s, GPUs) on ``v100:8``; its node's power besides its GPUs (W)."""
+    trace = write_gavel_trace(tmp_path / "jobs.trace", rows)
+    spec = ReplaySpec(trace=trace, cluster="v100:8", policies=("fifo-max",), rules=RULES)
+    (gpu,) = prepare(spec)[1].real.gpu_types
+    return spec, gpu.node_power_w
 
-    Profiles at the top limit (250 W), one GPU: A 5 steps/s at 230 W, B 2.5 steps/s at 180 W.
-    Dynamic power per GPU: A 230 - 30 = 200 W, B 180 - 30 = 150 W.
-    Jobs: j0 (A, 900 steps, arrives 0), j1 (B, 400 steps, arrives 0), j2 (A, 300 steps, arrives 30).
 
-    Round 0, t = 0: queue j0, j1 (j2 arrives mid-round and waits). Both start: restart, 90 s.
-      j0: 5 x 90 = 450 steps (450 left), dynamic 200 x 90 = 18 kJ.
-      j1: 2.5 x 90 = 225 steps (175 left), dynamic 150 x 90 = 13.5 kJ.
-      node 100 x 100 = 10 kJ, idle 2 x 30 x 100 = 6 kJ; total 47.5 kJ; busy 90 + 90 = 180 GPU-s.
-    Round 1, t = 100: queue j0, j1, j2. j0 and j1 keep their GPUs (no restart); j2 waits (no GPU).
-      j0: 450 / 5 = 90 s -> finishes at 190; dynamic 200 x 90 = 18 kJ.
-      j1: 175 / 2.5 = 70 s -> finishes at 170; dynamic 150 x 70 = 10.5 kJ.
-      node 10 kJ, idle 6 kJ; total 44.5 kJ; busy 90 + 70 = 160 GPU-s.
-    Round 2, t = 200: queue j2. Starts: 10 s restart, 300 / 5 = 60 s -> finishes at 270.
-      dynamic 200 x 60 = 12 kJ; node 10 kJ, idle 6 kJ; total 28 kJ; busy 60 GPU-s.
-    JCT: j0 190, j1 170, j2 270 - 30 = 240; mean 200 s. Makespan 270 s.
-    Energy: node 30 kJ + idle 18 kJ + dynamic 72 kJ = 120 kJ. Utilisation 400 / 600.
+def test_fifo_max_hand_computed_schedule_energy_and_jct(tmp_path: Path) -> None:
+    """j0 (ResNet-18, 8 GPUs, ``S0`` steps, at 0) holds the node; j1 (ResNet-50, 1 GPU, ``S1`` steps, at 10) waits.
+
+    j0 starts at 0 and completes at ``c0 = 31 + S0 / X8``. Slurm alone starts j1 the moment the GPUs free, at ``c0``.
+    Through the agent, fifo-max plans rounds at 0, at 36 (j1's arrival, a tenth of a round after the last: nothing
+    fits) and at the first poll that sees j0 leave (the loop polls every second from its round at 36, so at
+    ``ceil(c0)``), where j1 is released and starts. j1 ends at ``f1 = s1 + 31 + S1 / X1``.
+
+    JCTs ``c0`` and ``f1 - 10``; makespan ``f1``; the node draws ``Pnode f1``, its GPUs ``8 Pidle f1`` idle, and the
+    jobs ``8 (P8 - Pidle) S0 / X8 + (P1 - Pidle) S1 / X1`` dynamic energy (none during a launch or a load).
     """
-    jobs = [hand_job("j0", A, 0, 900), hand_job("j1", B, 0, 400), hand_job("j2", A, 30, 300)]
-    result = simulate(workload(jobs), hand_context(), make_policy("fifo-max"))
-    assert result.stop_reason == "completed"
-    assert [r.start_s for r in result.rounds] == [0, 100, 200]
-    assert [r.energy_j for r in result.rounds] == pytest.approx([47_500, 44_500, 28_000])
-    assert [r.dynamic_j for r in result.rounds] == pytest.approx([31_500, 28_500, 12_000])
-    assert [r.busy_gpu_s for r in result.rounds] == pytest.approx([180, 160, 60])
-    assert [(r.queued, r.running, r.restarted, r.finished) for r in result.rounds] == [
-        (2, 2, 2, 0),
-        (3, 2, 0, 2),
-        (1, 1, 1, 1),
-    ]
-    finish = {s.id: s.finish_s for s in result.jobs}
-    assert finish == pytest.approx({"j0": 190, "j1": 170, "j2": 270})
-    s = summarise(result)
-    assert s["avg_jct_s"] == pytest.approx(200)
-    assert s["median_jct_s"] == pytest.approx(190)
-    assert s["makespan_s"] == pytest.approx(270)
-    assert s["energy_kwh"] * 3.6e6 == pytest.approx(120_000)
-    assert (s["energy_node_kwh"] * 3.6e6, s["energy_idle_kwh"] * 3.6e6, s["energy_dynamic_kwh"] * 3.6e6) == (
-        pytest.approx(30_000),
-        pytest.approx(18_000),
-        pytest.approx(72_000),
-    )
-    assert s["gpu_utilisation"] == pytest.approx(400 / 600)
-    # the one node was on in every round: never suspending it changes nothing here
-    assert s["energy_all_nodes_on_kwh"] * 3.6e6 == pytest.approx(72_000 + 3 * 100 * (100 + 2 * 30))
-    assert s["jobs_completed"] == 3 and s["restarts"] == 3
+    s0, s1 = 20_000.0, 4_000.0
+    spec, node_w = _spec(tmp_path, [(R18, s0, 0.0, 8), (R50, s1, 10.0, 1)])
+    c0 = START_S + s0 / x(R18, 8)
+    assert c0 > 72.0 and c0 != math.ceil(c0)  # after the round at 36 and its tenth of a round; between two polls
+    dynamic_j = 8 * (p(R18, 8) - IDLE) * s0 / x(R18, 8) + (p(R50, 1) - IDLE) * s1 / x(R50, 1)
+    for policy, s1_start in (("slurm", c0), ("fifo-max", math.ceil(c0))):
+        result = replay_on_slurm(spec, policy, SETUP)
+        f1 = s1_start + START_S + s1 / x(R50, 1)
+        jobs = {j["job_id"]: j for j in result.jobs}
+        assert (jobs["j0"]["start_s"], jobs["j1"]["start_s"]) == (0.0, pytest.approx(s1_start)), policy
+        assert jobs["j0"]["finish_s"] == pytest.approx(c0) and jobs["j1"]["finish_s"] == pytest.approx(f1), policy
+        assert [j["requeues"] for j in result.jobs] == [0, 0] and [j["steps"] for j in result.jobs] == [s0, s1]
+        s = result.summary
+        assert (s["stop_reason"], s["completed"]) == ("completed", 2)
+        jcts = [c0, f1 - 10.0]
+        assert s["avg_jct_s"] == pytest.approx(statistics.fmean(jcts)) and s["makespan_s"] == pytest.approx(f1)
+        assert s["median_jct_s"] == pytest.approx(statistics.fmean(jcts))
+        assert s["p95_jct_s"] == pytest.approx(min(jcts) + 0.95 * abs(jcts[1] - jcts[0]))
+        assert s["energy_node_kwh"] * J_PER_KWH == pytest.approx(node_w * f1)
+        assert s["energy_idle_kwh"] * J_PER_KWH == pytest.approx(8 * IDLE * f1)
+        assert s["energy_dynamic_kwh"] * J_PER_KWH == pytest.approx(dynamic_j)
+        assert s["energy_kwh"] * J_PER_KWH == pytest.approx(node_w * f1 + 8 * IDLE * f1 + dynamic_j)
 
 
-def test_idle_gap_is_skipped_and_draws_nothing() -> None:
-    """A job arriving at 1000 s after the first finished: rounds 1..9 are skipped (no energy).
+def test_an_idle_gap_draws_the_powered_nodes_idle_power(tmp_path: Path) -> None:
+    """j0 (1 GPU, at 0) ends long before j1 (1 GPU) arrives at 1,000 s: the node stays on and draws idle meanwhile.
 
-    j0: A, 450 steps at 0 -> 90 s after the 10 s restart, done at 100 (round 0).
-    j1: A, 450 steps at 950 -> waits for round 10 (t = 1000), done at 1100; JCT 150.
+    j0 ends at ``31 + S / X``; the agent's round at j1's arrival (a whole second, a poll's instant) starts it at
+    once, so j1 ends at ``1000 + 31 + S / X`` and its JCT is ``31 + S / X``, as j0's. Every second of the window
+    draws the node's ``Pnode + 8 Pidle``, the gap included; the jobs add ``2 (P - Pidle) S / X``.
     """
-    jobs = [hand_job("j0", A, 0, 450), hand_job("j1", A, 950, 450)]
-    result = simulate(workload(jobs), hand_context(), make_policy("fifo-max"))
-    assert [r.index for r in result.rounds] == [0, 10]
-    assert {s.id: s.jct_s for s in result.jobs} == pytest.approx({"j0": 100, "j1": 150})
-    assert summarise(result)["energy_kwh"] * 3.6e6 == pytest.approx(2 * (10_000 + 6_000 + 200 * 90))
+    steps = 3_000.0
+    spec, node_w = _spec(tmp_path, [(R18, steps, 0.0, 1), (R18, steps, 1000.0, 1)])
+    run_s = START_S + steps / x(R18, 1)
+    assert run_s < 1000.0 - 36.0  # j0 is gone, and its round played, well before j1 arrives
+    for policy in ("slurm", "fifo-max"):
+        s = replay_on_slurm(spec, policy, SETUP).summary
+        assert s["avg_jct_s"] == pytest.approx(run_s) and s["makespan_s"] == pytest.approx(1000.0 + run_s), policy
+        idle_j = (node_w + 8 * IDLE) * (1000.0 + run_s)
+        assert s["energy_kwh"] * J_PER_KWH == pytest.approx(idle_j + 2 * (p(R18, 1) - IDLE) * steps / x(R18, 1))
 
 
-def _round0(jobs):
+def _round0(jobs: list[JobSpec]) -> tuple[Instance, ReplayRound]:
+    """Round 0 at 0 s of the hand cluster with ``jobs`` waiting, and the replay's view of it."""
     ctx = hand_context()
     states = [JobState.new(j) for j in jobs]
     return round_instance(ctx, 0, 0.0, states, None), replay_round(0.0, states)
@@ -128,22 +148,3 @@ def test_powerflow_upgrades_within_the_budget() -> None:
     inst = round_instance(ctx, 0, 0.0, [state], 25_000.0)
     tight = make_policy("powerflow").decide(inst, replay_round(0.0, [state]))
     assert [(a.gpus, a.setting) for a in tight.allocations] == [(1, 150)]
-
-
-def test_energy_budget_pacing_by_hand() -> None:
-    """Energy budget pacing at t = 0: 4 rounds left, so 100 kJ gives the round 25 kJ (30 kJ with a floor).
-
-    Two GPUs, T = 100 s, at t = 0: j0 (A, 1 GPU, 1000 steps at 5 steps/s: d = 200 s, queued)
-    and j1 (B, 1 GPU, 500 steps at 2.5 steps/s: d = 200 s, arrives at 300 s).
-
-    W = 200 + 200 = 400 GPU-s; w = 1 x min(200, 100) = 100 GPU-s (only j0 is queued);
-    D = max(400 / 2, 0 + 200, 300 + 200) = 500 s; rounds left = min(400 / 100, 500 / 100) = 4.
-    A 100 kJ budget gives this round 25 kJ; with a 30 kJ floor, 30 kJ.
-    """
-    states = [JobState.new(hand_job("j0", A, 0, 1000)), JobState.new(hand_job("j1", B, 300, 500))]
-    est = pacing_estimate(states, 0.0, 100.0, 2)
-    assert (est.work_gpu_s, est.round_work_gpu_s, est.time_left_s, est.rounds_left) == pytest.approx((400, 100, 500, 4))
-    assert EnergyBudget(100_000).round_budget_j(states, 0.0, 100.0, 2) == pytest.approx(25_000)
-    assert EnergyBudget(100_000, floor_j=30_000).round_budget_j(states, 0.0, 100.0, 2) == pytest.approx(30_000)
-    spent = EnergyBudget(100_000, floor_j=30_000, spent_j=90_000)
-    assert spent.round_budget_j(states, 0.0, 100.0, 2) == pytest.approx(10_000)  # all that is left

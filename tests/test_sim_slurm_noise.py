@@ -1,4 +1,4 @@
-"""Throughput noise on the simulated Slurm (``simulate --engine slurm --noise x``): hand-computed finishes and energy.
+"""Throughput noise on the simulated Slurm (``simulate --noise x``): hand-computed finishes and energy.
 
 A computing job runs at ``f * X`` at the truth's power ``P``, with ``f`` drawn per start and per ``period_s`` after
 it (:class:`~planner.control.truth_model.ThroughputNoise`); expectations are written from the drawn factors, read

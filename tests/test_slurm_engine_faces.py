@@ -1,7 +1,7 @@
-"""``wattplan simulate`` on its default engine, the agent's loop on a simulated Slurm: what a user meets.
+"""``wattplan simulate``, the agent's loop on a simulated Slurm: what a user meets.
 
-The engine is the default; a round-only option names ``--engine rounds``; the progress hook ends at all the work
-done; ``--workers 2`` gives the serial figures; the figures, ``dropped.csv`` and the provenance are written.
+An energy budget without its period is refused naming both; the progress hook ends at all the work done;
+``--workers 2`` gives the serial figures; the figures, ``dropped.csv`` and the provenance are written.
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ JOBS = [
     ("ResNet-50 (batch size 128)", 2, 800, 20.0),
     ("ResNet-50 (batch size 128)", 2, 800, 21.0),
 ]
+POLICY_FILES = ["agent.log", "jobs.csv", "power.csv", "summary.json"]
+"""The files of ``out/POLICY/``, by name."""
 
 
 def _trace(tmp_path: Path, jobs: list[tuple[str, int, int, float]]) -> Path:
@@ -39,8 +41,8 @@ def _simulate(args: list[str]) -> str:
     return result.output
 
 
-def test_the_default_engine_is_the_agents_loop_with_figures_provenance_and_dropped_jobs(tmp_path: Path) -> None:
-    """No ``--engine``: Slurm alone and the agent's loop, every file a user expects, a type without profile dropped."""
+def test_the_replay_is_the_agents_loop_with_figures_provenance_and_dropped_jobs(tmp_path: Path) -> None:
+    """Slurm alone and the agent's loop, every file a user expects, a type without profile dropped."""
     trace = _trace(tmp_path, [*JOBS, ("No such model", 1, 100, 5.0)])
     out = tmp_path / "out"
     output = _simulate([str(trace), "--cluster", "v100:8", "-p", "slurm", "-p", "fifo-max", "-o", str(out)])
@@ -54,16 +56,17 @@ def test_the_default_engine_is_the_agents_loop_with_figures_provenance_and_dropp
         assert summary["workload"]["dropped_by_type"] == {"No such model": ["j4"]}
         assert summary["written_by"]["command"][:2] == ["wattplan", "simulate"]
         assert 0 < summary["energy_floor_kwh"] < summary["energy_kwh"]
-        assert not (out / policy / "rounds.csv").exists()  # the round-based engine's file
+        assert sorted(p.name for p in (out / policy).iterdir()) == POLICY_FILES
 
 
-def test_a_round_only_option_names_the_engine_that_takes_it(tmp_path: Path) -> None:
+def test_an_energy_budget_without_its_period_names_both(tmp_path: Path) -> None:
+    """The agent's budget is ``E`` in every ``--budget-period-s``: a budget alone is refused before anything runs."""
     trace = _trace(tmp_path, JOBS)
     args = ["simulate", str(trace), "--cluster", "v100:8", "--energy-budget-kwh", "5", "-o", str(tmp_path / "o")]
     result = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
-    assert result.exit_code != 0
-    assert "--energy-budget-kwh" in result.output and "--engine) rounds" in result.output
-    assert not (tmp_path / "o").exists()
+    assert result.exit_code == 2, result.output
+    assert "--energy-budget-kwh" in result.output and "--budget-period-s" in result.output
+    assert "Traceback" not in result.output and not (tmp_path / "o").exists()
 
 
 def test_progress_ends_at_all_the_work_done_and_never_goes_back(tmp_path: Path) -> None:

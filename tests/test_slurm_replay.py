@@ -1,7 +1,7 @@
-"""``simulate --engine slurm``: the agent's own loop replayed on a simulated Slurm, end to end.
+"""``simulate``: the agent's own loop replayed on a simulated Slurm, end to end.
 
 Hand-computed times for one job and for a requeue, the agent's loop and Slurm alone agreeing where they must,
-the option rules of both engines, and the command line's files.
+the option rules of the command, and the command line's files.
 """
 
 from __future__ import annotations
@@ -101,14 +101,11 @@ def test_a_replay_is_deterministic(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("flags", "named"),
     [
-        (["--engine", "slurm", "--energy-budget-kwh", "8"], "--energy-budget-kwh"),
-        (["--engine", "slurm", "--replan", "events"], "--replan"),
-        (["--engine", "slurm", "--no-event-rounds", "--no-periodic-rounds"], "--periodic-rounds"),
-        (["--engine", "rounds", "--load-s", "5"], "--load-s"),
-        (["--engine", "rounds", "--time-scale", "30"], "--time-scale"),
+        (["--energy-budget-kwh", "8"], "--energy-budget-kwh"),
+        (["--no-event-rounds", "--no-periodic-rounds"], "--periodic-rounds"),
     ],
 )
-def test_each_engine_refuses_what_it_does_not_take(tmp_path: Path, flags: list[str], named: str) -> None:
+def test_simulate_refuses_what_it_does_not_take(tmp_path: Path, flags: list[str], named: str) -> None:
     trace = _trace(tmp_path, [("ResNet-18 (batch size 32)", 1, 1000, 0.0)])
     out = tmp_path / "out"
     result = CliRunner().invoke(
@@ -126,7 +123,7 @@ def test_the_command_writes_each_policy_and_the_comparison(tmp_path: Path) -> No
         + [("ResNet-50 (batch size 128)", 2, 800, 20.0 + k) for k in range(4)],
     )
     out = tmp_path / "out"
-    args = ["simulate", str(trace), "--cluster", "v100:8", "--engine", "slurm", "-p", "slurm", "-p", "wattplan"]
+    args = ["simulate", str(trace), "--cluster", "v100:8", "-p", "slurm", "-p", "wattplan"]
     result = CliRunner().invoke(app, [*args, "--solver", "greedy", "-o", str(out)], env={"COLUMNS": "80"})
     assert result.exit_code == 0, result.output
     assert "Replay on a simulated Slurm" in result.output
@@ -153,14 +150,14 @@ def test_the_command_writes_each_policy_and_the_comparison(tmp_path: Path) -> No
 
 
 def test_python_runs_the_same_engine(tmp_path: Path) -> None:
-    """``wattplan.simulate(engine="slurm")`` is the command's replay: one summary row and job rows per policy."""
+    """``wattplan.simulate`` is the command's replay: one summary row and job rows per policy."""
     import wattplan
 
     trace = _trace(tmp_path, [("ResNet-18 (batch size 32)", 1, 3000, 0.0), ("ResNet-50 (batch size 128)", 2, 900, 5)])
-    res = wattplan.simulate(trace, cluster="v100:8", policies=["slurm", "fifo-max"], engine="slurm", out=tmp_path / "o")
+    res = wattplan.simulate(trace, cluster="v100:8", policies=["slurm", "fifo-max"], out=tmp_path / "o")
     assert list(res.summary["policy"]) == ["slurm", "fifo-max"]
     assert set(res.summary["engine"]) == {"slurm"} and list(res.summary["completed"]) == [2, 2]
-    assert len(res.jobs) == 4 and res.rounds.empty
+    assert len(res.jobs) == 4
 
 
 def test_a_power_cap_holds_on_average_and_one_below_the_idle_draw_stalls(tmp_path: Path) -> None:

@@ -127,8 +127,7 @@ def test_simulate_killed_with_sigkill_takes_its_pool_workers_and_their_solves_wi
 ) -> None:
     rows = [("ResNet-50 (batch size 64)", 4000, 0, 1), ("A3C", 9000, 0, 1), ("A3C", 5000, 100, 2)]
     trace = write_gavel_trace(tmp_path / "tiny.trace", rows)
-    args = ["-m", "wattplan", "simulate", str(trace), "--engine", "rounds", "--cluster", "v100:8", "-p", "fifo-max"]
-    args += ["-p", "wattplan"]
+    args = ["-m", "wattplan", "simulate", str(trace), "--cluster", "v100:8", "-p", "fifo-max", "-p", "wattplan"]
     args += ["--solver", SLEEPING_SOLVER, "--time-limit", "300", "--workers", "2", "-q", "--out", str(tmp_path / "o")]
     proc = _start(args, env, tmp_path)
     try:
