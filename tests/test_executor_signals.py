@@ -6,7 +6,8 @@ held the caller's stdout open.
 
 Issue 42: Ctrl-C of ``simulate`` exited 130 without a word; it now says what the same command run again does: on
 the simulated Slurm it reads back every policy that finished and replays the others from their start. A serial
-replay does not keep that promise yet (the agent's loop takes the signal as the live agent's stop): strict xfail.
+replay once took the signal as the live agent's stop and saved the cut-short policy as finished, exiting 0; the
+replay now leaves with ``SystemExit(128 + signal)`` and saves nothing of that policy.
 """
 
 from __future__ import annotations
@@ -102,11 +103,6 @@ def _rounds_recorded(scratch: Path) -> int:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="the agent's loop in a serial replay takes SIGINT and SIGTERM as the live agent's stop: the policy is "
-    "cut short, saved as a finished replay (stop_reason stalled) and the command goes on to exit 0",
-)
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_an_interrupted_serial_replay_says_a_rerun_reads_back_what_finished(
     tmp_path: Path, signum: signal.Signals, code: int

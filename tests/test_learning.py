@@ -184,10 +184,6 @@ def test_simulate_on_the_loop_runs_jobs_by_the_truth(tmp_path: Path, truth_file:
     assert jct["j1"] == pytest.approx(EVENT_WAIT_S - 5 + START_S + 6_000 / _true_rate(R50, 4), rel=1e-9)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="planner/agent/loop.py never makes its learner (Agent.learner stays None): --learn does nothing on the loop",
-)
 def test_learning_on_the_loop_moves_the_belief_toward_the_truth(
     truth_file: Path, two_jobs: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -390,6 +390,8 @@ class Agent:
         self.observer = observer
         self.log = log
         self.stop_requested = False
+        self.stop_signal: int | None = None
+        """The signal that stopped the loop (SIGTERM, SIGINT), if one did: a replay then stops as interrupted."""
         self._settled = False
         """The last round ended with a plan that runs jobs (or with no job queued): without periodic rounds, the
         next one waits for an event."""
@@ -572,6 +574,8 @@ class Agent:
             self._settled = True
             self._finish(report, t_start, "done")
             return report
+        if self.cfg.learn and self.learner is None:  # its prior: the first round's cluster and profiles
+            self.learner = ProfileLearner(ctx)
         seen_ctx = ctx if self.learner is None else replace(self.learner.context(), gpu_types=ctx.gpu_types)
         if not self.cfg.power_save:
             seen_ctx = nodes_stay_on(seen_ctx)  # no node is powered down (docs/design.md 11.6)
@@ -1435,6 +1439,7 @@ class Agent:
 
         def stop(signum: int, frame: FrameType | None) -> None:
             self.stop_requested = True
+            self.stop_signal = signum
             self.log(f"signal {signal.Signals(signum).name}: stopping after this step")
 
         old = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}

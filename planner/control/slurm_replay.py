@@ -1,4 +1,4 @@
-"""A replay that runs the live agent's loop on a simulated Slurm: ``wattplan simulate --engine slurm``.
+"""A replay that runs the live agent's loop on a simulated Slurm: ``wattplan simulate``.
 
 One policy of one replay (:class:`~planner.sim.replay.ReplaySpec`) is played by :class:`planner.agent.loop.Agent`,
 the loop ``wattplan agent`` runs on a cluster, with nothing replaced but what it talks to:
@@ -86,8 +86,8 @@ REPLAY_KEY = "replay_key"
 POWER_FILE = "power.csv"
 """A policy's file of the cluster's draw step by step (:func:`write_result`)."""
 STALL_ROUNDS = 3
-"""A replay stops once this many rounds in a row ran nothing while jobs waited, every job submitted (the round-based
-replay's rule: a cap too small for any job)."""
+"""A replay stops once this many rounds in a row ran nothing while jobs waited, every job submitted (a cap too small
+for any job)."""
 T0_UNIX = 1_700_000_000.0
 """The virtual Unix time of emulated second 0 (any fixed value: the replay never reads the machine's clock)."""
 
@@ -229,7 +229,7 @@ def agent_config(
     """The agent's configuration for one policy of the replay: the replay's rules, solve and steering options.
 
     ``clocks``: the replay's signals on its clock (:func:`~planner.sim.replay.signal_clocks`); the agent follows
-    the carbon signal, else the price signal, as the round-based replay does.
+    the carbon signal, else the price signal.
     """
     return AgentConfig(
         library,
@@ -280,9 +280,8 @@ class ReplayProgress:
     """How far one policy's replay is, for a progress bar.
 
     ``work_done`` is the share of the workload's reference work done, ``sum_j n_j d_j f_j / sum_j n_j d_j`` with
-    ``n_j`` the requested GPUs, ``d_j`` the reference duration (s) and ``f_j`` the share of its steps done (the
-    round-based replay's measure, :attr:`planner.sim.engine.ReplayState.work_done`); ``hours`` emulated hours since
-    the first arrival.
+    ``n_j`` the requested GPUs, ``d_j`` the reference duration (s) and ``f_j`` the share of its steps done;
+    ``hours`` emulated hours since the first arrival.
     """
 
     policy: str
@@ -336,7 +335,8 @@ def _run_agent(
     With a cap file in ``config``, ``cap_schedule`` writes it on the virtual clock (:class:`ScheduledCap`).
 
     ``completed``; ``max-rounds`` (the replay's ``--max-rounds``); ``stalled`` (the loop waited for an event the
-    cluster will never have).
+    cluster will never have). A SIGINT or SIGTERM the loop stopped on raises ``SystemExit(128 + signal)``, as the
+    executor's pools do: the replay is interrupted, not ended, and nothing of it is saved as finished.
     """
     last_arrival = max(j.arrival_s for j in jobs)
     marker = scratch / "submitted"
@@ -363,6 +363,9 @@ def _run_agent(
         except NoMoreEvents as e:
             log(f"stalled: {e}")
             return store.next_round(), "stalled"
+        finally:
+            if agent.stop_signal is not None:  # interrupted: not a replay that ended, never saved as one
+                raise SystemExit(128 + agent.stop_signal)
         played_all = store.next_round() >= (config.max_rounds or math.inf)
         stop = "completed" if slurm.done() else ("max-rounds" if played_all else agent.stop_reason or "stalled")
         return store.next_round(), stop
