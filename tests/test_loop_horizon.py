@@ -42,7 +42,7 @@ JOBS = [
 
 def _trace(tmp_path: Path) -> Path:
     path = tmp_path / "jobs.trace"
-    path.write_text("".join(f"{k}\tcmd\t-n\t{g}\t{s}\t{a}\t1\n" for k, g, s, a in JOBS))
+    path.write_text("".join(f"{k}\tcmd\t-n\t1\t{s}\t{a}\t{g}\n" for k, g, s, a in JOBS))
     return path
 
 

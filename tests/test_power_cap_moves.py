@@ -117,7 +117,7 @@ def test_the_agent_reads_the_cap_each_round_and_a_change_starts_one(tmp_path: Pa
     assert agent.cap_w() == 20_000.0 and not agent._cap.changed()  # type: ignore[union-attr]
 
 
-TRACE_LINE = "{kind}\tcmd\t-n\t{gpus}\t{steps}\t{arrival}\t1\n"
+TRACE_LINE = "{kind}\tcmd\t-n\t1\t{steps}\t{arrival}\t{gpus}\n"
 
 
 def test_a_replay_follows_a_cut_within_a_round_and_loses_no_job(tmp_path: Path) -> None:

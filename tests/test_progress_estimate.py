@@ -75,7 +75,7 @@ def test_a_replay_where_no_job_exports_steps_estimates_them_and_finishes(tmp_pat
 
     trace = tmp_path / "jobs.trace"
     rows = [("ResNet-50 (batch size 64)", 1, 150_000, 0.0), ("A3C", 1, 200_000, 50.0), ("A3C", 2, 90_000, 900.0)]
-    trace.write_text("".join(f"{k}\tcmd\t-n\t{g}\t{s}\t{a}\t1\n" for k, g, s, a in rows))
+    trace.write_text("".join(f"{k}\tcmd\t-n\t1\t{s}\t{a}\t{g}\n" for k, g, s, a in rows))
     request = replace(REPLAY_REQUEST, solver="greedy")
     spec = ReplaySpec(
         trace=trace, cluster="v100:16", policies=("wattplan",), policy_options=PolicyOptions(request=request)

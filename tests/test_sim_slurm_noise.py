@@ -138,7 +138,7 @@ def test_noise_zero_changes_nothing_to_the_digit() -> None:
 def _trace(tmp_path: Path) -> Path:
     rows = [("ResNet-18 (batch size 32)", 1, 3000, 0.0), ("ResNet-50 (batch size 128)", 2, 900, 50.0)]
     path = tmp_path / "jobs.trace"
-    path.write_text("".join(f"{k}\tcmd\t-n\t{g}\t{s}\t{a}\t1\n" for k, g, s, a in rows))
+    path.write_text("".join(f"{k}\tcmd\t-n\t1\t{s}\t{a}\t{g}\n" for k, g, s, a in rows))
     return path
 
 

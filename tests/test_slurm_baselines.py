@@ -24,7 +24,7 @@ from wattplan.planner.sim.replay import ReplaySpec
 
 LIB = load_profile_library(None)
 DATA = Path(__file__).resolve().parent / "data" / "agent"
-TRACE_LINE = "{kind}\tcmd\t-n\t{gpus}\t{steps}\t{arrival}\t1\n"
+TRACE_LINE = "{kind}\tcmd\t-n\t1\t{steps}\t{arrival}\t{gpus}\n"
 RESNET = "ResNet-50 (batch size 64)"
 
 

@@ -18,7 +18,7 @@ from wattplan.planner.control.slurm_replay import ReplayProgress, SimulatedClust
 from wattplan.planner.sim.options import SimulateOptions
 from wattplan.planner.sim.session import replay_spec
 
-TRACE_LINE = "{kind}\tcmd\t-n\t{gpus}\t{steps}\t{arrival}\t1\n"
+TRACE_LINE = "{kind}\tcmd\t-n\t1\t{steps}\t{arrival}\t{gpus}\n"
 JOBS = [
     ("ResNet-18 (batch size 32)", 1, 3000, 0.0),
     ("Transformer (batch size 128)", 4, 1500, 10.0),

@@ -22,7 +22,7 @@ from wattplan.planner.control.slurm_replay import SimulatedCluster, replay_on_sl
 from wattplan.planner.profile_library.library import load_profile_library
 from wattplan.planner.sim.replay import ReplaySpec
 
-TRACE_LINE = "{kind}\tcmd\t-n\t{gpus}\t{steps}\t{arrival}\t1\n"
+TRACE_LINE = "{kind}\tcmd\t-n\t1\t{steps}\t{arrival}\t{gpus}\n"
 
 
 def _trace(tmp_path: Path, jobs: list[tuple[str, int, int, float]]) -> Path:
