@@ -17,13 +17,14 @@ Layers, lowest first (the rank in brackets; layers of one rank never import each
   floor, model exports.
 - ``executor`` [6]: one function over many tasks in processes, threads or Ray.
 - ``launch`` [7]: plans rendered for Slurm, Kubernetes and node scripts (reads plans, never plans).
-- ``sim`` [7]: the replay of a trace, its policies and the energy frontier.
+- ``sim`` [7]: what the loop and its replays are built from: the workload, the round instance, the policies, the
+  steering (governor, tail bound, budget, signals, learner), the replay's options and the frontier's points.
 - ``bench`` [7]: solver benchmarks and the benchmark instance families and sets.
 - ``agent`` [8]: ``wattplan agent``, the control loop on a live Slurm: the version probe, readers of
   ``squeue``/``sinfo --json``, the grouped ``scontrol``/``scancel`` actions, Prometheus, the state in SQLite. It
   ranks above ``sim`` because it reuses the replay's round instance, governor and learner.
 - ``control`` [9]: the GPUs' truth model and a simulated Slurm on a virtual clock, on which the agent's loop runs
-  as a replay (``wattplan simulate --engine slurm``): one scheduler, two clusters.
+  as a replay (``wattplan simulate``): one scheduler, two clusters.
 - ``cluster`` [10]: an emulated GPU cluster on one host (real Slurm, munge and Prometheus, emulated GPUs) for tests,
   benchmarks and the demo.
 - ``cli`` [11] and ``__main__``: the ``wattplan`` command, a thin layer over the above.

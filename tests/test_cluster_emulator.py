@@ -1,6 +1,6 @@
 """The emulated GPUs (issue 24), without Slurm.
 
-The truth model against the replay's accounting; the emulator's ticks, counters and ``/metrics``; the stand-in
+The truth model against the round model's arithmetic; the emulator's ticks, counters and ``/metrics``; the stand-in
 trainer as a subprocess.
 """
 
@@ -29,9 +29,10 @@ from wattplan.planner.cluster.trainer import checkpoint_path, done_path, progres
 from wattplan.planner.contracts.instance_io import parse_instance
 from wattplan.planner.contracts.plan import PlannedJob
 from wattplan.planner.control.truth_model import GpuState, RunningJob, evaluate, setting_for
+from wattplan.planner.core.economics import JobOutcome, job_outcome
+from wattplan.planner.core.evaluate import rho_of
 from wattplan.planner.profile_library.index import GpuTypeInfo, index_library
 from wattplan.planner.profile_library.library import ProfileLibrary, library_from_doc
-from wattplan.planner.sim.accounting import job_progress
 
 ROOT = Path(__file__).resolve().parents[1]
 IDLE, NODE_W = 30.0, 100.0
@@ -54,7 +55,22 @@ def truth_library() -> ProfileLibrary:
 # -- truth model ----------------------------------------------------------------------------------------------
 
 
-def test_truth_model_agrees_with_the_replay_for_a_pair_and_an_exclusive_job() -> None:
+def _modelled(inst: Any, entry: PlannedJob, partner: PlannedJob | None) -> JobOutcome:
+    """The round model's outcome of one running plan entry (:func:`planner.core.economics.job_outcome`)."""
+    rho = rho_of(inst, entry, partner)
+    outcome = job_outcome(
+        inst,
+        inst.job(entry.job_id),
+        inst.gpu_type(entry.gpu_type or ""),
+        entry.gpus or 0,
+        entry.setting or 0,
+        1.0 if rho is None else rho,
+    )
+    assert outcome is not None
+    return outcome
+
+
+def test_truth_model_agrees_with_the_round_model_for_a_pair_and_an_exclusive_job() -> None:
     doc = tiny_instance_doc()
     current = {"gpu_type": "v100", "shares_with": None}
     doc["jobs"] = [
@@ -85,7 +101,7 @@ def test_truth_model_agrees_with_the_replay_for_a_pair_and_an_exclusive_job() ->
     a = PlannedJob("a", "run", "v100", gpus=1, setting=150, setting_unit="power_limit_w", shares_with="b")
     b = PlannedJob("b", "run", "v100", gpus=1, setting=150, setting_unit="power_limit_w", shares_with="a")
     c = PlannedJob("c", "run", "v100", gpus=2, setting=250, setting_unit="power_limit_w")
-    sim = {e.job_id: job_progress(inst, e, partner) for e, partner in ((a, b), (b, a), (c, None))}
+    sim = {e.job_id: _modelled(inst, e, partner) for e, partner in ((a, b), (b, a), (c, None))}
 
     gpus = {("n", 0): GpuState("v100", 150.0), ("n", 1): GpuState("v100", 250.0), ("n", 2): GpuState("v100")}
     jobs = [
@@ -98,11 +114,11 @@ def test_truth_model_agrees_with_the_replay_for_a_pair_and_an_exclusive_job() ->
         assert snap.jobs[jid].steps_per_s == pytest.approx(sim[jid].steps / T, rel=1e-12)
         assert snap.jobs[jid].reason is None
     # the pair's GPU: idle plus both jobs' dynamic energy over the round; the exclusive job's: its share per GPU
-    pair_w = IDLE + (sim["a"].dynamic_j + sim["b"].dynamic_j) / T
+    pair_w = IDLE + (sim["a"].energy_j + sim["b"].energy_j) / T
     assert snap.gpus[("n", 0)].power_w == pytest.approx(pair_w, rel=1e-12)
     assert snap.gpus[("n", 0)].power_w == pytest.approx(30 + 0.8 * 100 + 0.6 * 80)
     for g in (("n", 1), ("n", 2)):
-        assert snap.gpus[g].power_w == pytest.approx(IDLE + sim["c"].dynamic_j / (2 * T), rel=1e-12)
+        assert snap.gpus[g].power_w == pytest.approx(IDLE + sim["c"].energy_j / (2 * T), rel=1e-12)
     assert snap.gpus[("n", 0)].jobs == ("a", "b") and snap.gpus[("n", 0)].computing
 
 

@@ -10,8 +10,8 @@ from wattplan.planner import planning
 from wattplan.planner.console.tables import plan_table, solver_name
 from wattplan.planner.contracts.instance_io import load_instance
 from wattplan.planner.contracts.request import PlanRequest
+from wattplan.planner.control.frontier import frontier_table
 from wattplan.planner.files.resources import default_instance
-from wattplan.planner.sim.render import summary_table
 
 
 def _text(renderable: object, width: int = 80) -> str:
@@ -35,7 +35,7 @@ def test_frontier_columns_are_headed_by_their_points_not_by_wattplan() -> None:
         {"label": "wattplan-delta-0.1", "policy": "wattplan", "error": "x"},
         {"label": "wattplan-delta-0.2", "policy": "wattplan", "error": "y"},
     ]
-    text = _text(summary_table(rows), width=120)
+    text = _text(frontier_table(rows), width=120)
     assert "wattplan-delta-0.1" in text and "wattplan-delta-0.2" in text
 
 

@@ -328,15 +328,16 @@ def test_solver_limits_too_large_for_the_solvers_exit_2_naming_them(
     assert option in result.output and not out.exists()
 
 
-def test_a_failed_frontier_replay_is_a_row_of_the_summary_table() -> None:
+def test_a_failed_frontier_replay_is_a_column_of_the_frontier_table() -> None:
     # frontier seed 211: the summary table read a failed row's numbers (KeyError 'stop_reason', internal error)
     from rich.console import Console
 
-    from wattplan.planner.sim.render import summary_table
+    from wattplan.planner.control.frontier import frontier_table
 
     console = Console(width=300, record=True)
-    console.print(summary_table([{"label": "wattplan-progress", "policy": "wattplan", "error": "OverflowError: x"}]))
-    assert "failed: OverflowError: x" in console.export_text()
+    console.print(frontier_table([{"label": "wattplan-progress", "policy": "wattplan", "error": "OverflowError: x"}]))
+    text = console.export_text()
+    assert "failed" in text and "OverflowError: x" in text
 
 
 def _bench_set(tmp_path: Path) -> Path:

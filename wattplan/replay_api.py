@@ -3,7 +3,7 @@
 Each is a library call with typed keywords (:mod:`planner.sim.session`, :mod:`planner.bench.session`: the code the
 command line calls too; no click is imported): a keyword is the option of that name (``max_jobs=20`` is
 ``--max-jobs 20``, ``power_cap_w=8000`` is ``--power-cap-w 8000``, ``learn=True`` is ``--learn``,
-``replan="events"`` is ``--replan events``; a list option takes a sequence or the command line's comma-separated
+``power_save=True`` is ``--power-save``; a list option takes a sequence or the command line's comma-separated
 string). ``simulate`` and ``frontier`` take the options of their records (:mod:`planner.sim.options`), their
 signatures generated from them and each value checked by them as the command line's. Output goes to ``out`` (a new
 temporary folder when None)
@@ -20,16 +20,13 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from wattplan.keywords import check_keywords
 from wattplan.planner.bench.options import BenchOptions
 from wattplan.planner.contracts.options import keyword_signature
 from wattplan.planner.sim.options import FrontierOptions, SimulateOptions
 from wattplan.results import Results, read_results
-
-if TYPE_CHECKING:
-    from wattplan.planner.sim.session import ReplayHooks
 
 
 @contextmanager
@@ -88,33 +85,25 @@ def simulate(
     (``max_jobs`` is ``--max-jobs``, ``power_cap_w`` W, ``max_jct_increase`` and ``tail_bound`` percent;
     ``help(wattplan.simulate)`` lists them all), each with its default and checked by the same record as the
     command line's option, with the same message; a path may be a text. ``plots`` (the command line writes
-    figures unless ``--no-plots``) and ``policies`` (it replays wattplan alone; here Slurm alone and wattplan on the
-    default engine, ``slurm``, and ``fifo-max`` and wattplan with ``engine="rounds"``) have defaults of their own;
-    ``quiet=False`` draws the progress bar on stderr. The replay runs the command's own code
-    (:func:`planner.control.session.slurm_replays`; :func:`planner.sim.session.run_simulate` with
-    ``engine="rounds"``) and writes ``out`` (a new temporary folder when None) as the command does:
-    ``out/<policy>/`` per policy and ``out/comparison.csv``. Returns its :class:`~wattplan.results.Results`:
-    ``summary`` (one row per policy), ``rounds`` (the round-based engine's, one row per round and policy; empty on
-    the slurm engine, whose rounds are the agent's) and ``jobs`` (one row per job and policy). Bad options raise
+    figures unless ``--no-plots``) and ``policies`` (it replays wattplan alone; here Slurm alone and wattplan) have
+    defaults of their own; ``quiet=False`` draws the progress bar on stderr. Each policy runs the agent's loop on a
+    simulated Slurm, the command's own code (:func:`planner.control.session.slurm_replays`), and ``out`` (a new
+    temporary folder when None) is written as the command does: ``out/<policy>/`` per policy and
+    ``out/comparison.csv``. Returns its :class:`~wattplan.results.Results`: ``summary`` (one row per policy) and
+    ``jobs`` (one row per job and policy). Bad options raise
     :class:`~planner.contracts.problems.InputError` naming them, an unknown keyword ``TypeError``.
     """
     from wattplan.planner.contracts.provenance import written_by
-    from wattplan.planner.sim.session import replay_spec
 
     _unknown("simulate", options, _keywords(simulate))
     _checked_keywords(simulate, locals())
     opts = SimulateOptions.checked(options)
     if policies is None:
-        policies = ("slurm", "wattplan") if opts.engine == "slurm" else ("fifo-max", "wattplan")
+        policies = ("slurm", "wattplan")
     names = [policies] if isinstance(policies, str) else list(policies)
     stamp = written_by(["wattplan.simulate", str(trace)])
-    if opts.engine == "slurm":  # the agent's own loop on a simulated Slurm (docs/design.md §10.8)
-        with _out(out, "wattplan-simulate-") as folder:
-            _replay_on_slurm(trace, cluster, opts, names, folder, quiet, plots=plots, stamp=stamp)
-            return read_results(folder)
-    spec = replay_spec(trace, cluster, opts, names)
     with _out(out, "wattplan-simulate-") as folder:
-        _replay(spec, folder, quiet, opts, plots=plots, stamp=stamp)
+        _replay_on_slurm(trace, cluster, opts, names, folder, quiet, plots=plots, stamp=stamp)
         return read_results(folder)
 
 
@@ -147,43 +136,6 @@ def _replay_on_slurm(
         slurm_replays(trace, cluster, opts, names, folder, hooks, plots=plots, written_by=stamp)
 
 
-def _replay(spec: Any, folder: Path, quiet: bool, opts: SimulateOptions, *, plots: bool, stamp: dict[str, Any]) -> None:
-    """:func:`planner.sim.session.run_simulate` into ``folder``, with a progress bar on stderr unless ``quiet``."""
-    from wattplan.planner.sim.session import run_simulate
-
-    run: dict[str, Any] = {
-        "plots": plots,
-        "figures": opts.figures(),
-        "fresh": opts.fresh,
-        "workers": opts.workers,
-        "ray": opts.ray,
-    }
-    if quiet:
-        run_simulate(spec, folder, written_by=stamp, hooks=_python_hooks(), **run)
-        return
-    from rich.console import Console
-
-    from wattplan.planner.sim.render import progress_callback, progress_display
-
-    with progress_display(Console(stderr=True)) as bar:
-        hooks = _python_hooks()
-        hooks.round_progress = lambda name, jobs: progress_callback(bar, name, jobs)
-        run_simulate(spec, folder, written_by=stamp, hooks=hooks, **run)
-
-
-def _python_hooks() -> ReplayHooks:
-    """A replay's warnings as Python warnings, its notes to the ``wattplan`` logger."""
-    import logging
-    import warnings
-
-    from wattplan.planner.sim.session import ReplayHooks
-
-    return ReplayHooks(
-        warn=lambda text: warnings.warn(text, UserWarning, stacklevel=3),
-        note=logging.getLogger("wattplan").info,
-    )
-
-
 def frontier(
     trace: str | Path,
     *,
@@ -198,26 +150,26 @@ def frontier(
     (``deltas=[0.03, 0.2]``, ``max_jct_increase=[0, 10]`` percent, ``baselines="fifo-max"``; a list may also be a
     comma-separated string, a path a text), each with its default and checked by the same record as the command
     line's option; ``plots`` (the command line plots unless ``--no-plots``) has a default of its own. It runs
-    :func:`planner.control.frontier.frontier_on_engine`'s run, the command's own code (the slurm engine
-    by default; ``engine="rounds"`` replays round by round). ``frontier`` holds the sweep's rows;
-    ``summary``, ``rounds`` and ``jobs`` every point's replay (``label`` names the point).
+    :func:`planner.control.frontier.run_slurm_frontier`, the command's own code: every point the agent's loop on a
+    simulated Slurm. ``frontier`` holds the sweep's rows; ``summary`` and ``jobs`` every point's replay (``label``
+    names the point).
 
     ``workers=1`` replays the points here, one after another; more start that many processes, which run the calling
     script again from its top: a script must then call this under ``if __name__ == "__main__":`` (else an
     :class:`~planner.contracts.problems.InputError` naming ``workers`` says so before anything runs). A replay that
     fails raises :class:`~planner.sim.frontier.ReplayFailed` naming each failed point, after the others.
     """
-    from wattplan.planner.control.frontier import frontier_on_engine
+    from wattplan.planner.control.frontier import run_slurm_frontier, slurm_frontier_sweep
     from wattplan.planner.sim.frontier import ReplayFailed
 
     _unknown("frontier", options, _keywords(frontier))
     _checked_keywords(frontier, locals())
     opts = FrontierOptions.checked(options)
-    engine = frontier_on_engine(trace, cluster, opts)
+    sweep = slurm_frontier_sweep(trace, cluster, opts)
     figures = opts.figures() if plots else None
     with _out(out, "wattplan-frontier-") as folder:
         try:
-            engine.run(folder, workers=opts.workers, ray=opts.ray, figures=figures)
+            run_slurm_frontier(sweep, folder, workers=opts.workers, ray=opts.ray, figures=figures)
         except ReplayFailed as exc:  # the temporary folder goes: nothing is saved for a second run
             if out is None:
                 raise ReplayFailed(exc.failed, exc.total, None) from None

@@ -6,8 +6,9 @@ wrote its files at the top, and that layout is read too), and returns :class:`Re
 
 * ``summary``: one row per replay (per policy, or per frontier point), every number of its ``summary.json``, with a
   ``policy`` column (and ``label`` for frontier points);
-* ``rounds``: one row per replayed round and policy (``rounds.csv`` with ``policy`` and ``label``); the nodes on are
-  one integer column per GPU type, ``nodes_on_<type>``, as on disk (an older file's packed ``nodes_on`` string,
+* ``rounds``: one row per replayed round and policy of a folder the round-based replay wrote (``rounds.csv`` with
+  ``policy`` and ``label``; that replay was removed and the loop's replays write none, so it is empty for them); the
+  nodes on are one integer column per GPU type, ``nodes_on_<type>`` (an older file's packed ``nodes_on`` string,
   ``v100:3 p100:1``, is unpacked into them);
 * ``jobs``: one row per job and policy (``jobs.csv`` with ``policy`` and ``label``);
 * ``frontier``: the frontier's rows (``frontier.csv``), when the folder is a frontier's;

@@ -7,10 +7,9 @@ its GPUs when it ends. ``O(events x queue)``: a few hundred milliseconds for 1,0
 (first fit never fails for exclusive jobs of power-of-two counts on nodes of a power-of-two size).
 
 It is the one ``fifo-max`` the loop steers by, live and in a replay on the simulated Slurm, where Slurm alone
-(``--policy slurm``) finishes every job when this says (``tests/test_sim_slurm.py``). The round-based replay's
-``fifo-max`` policy (:mod:`planner.sim.policies.fifo_max`) is the same rule played at round boundaries; the
-agent's round-by-round copy of it, used only with fixed rounds, is gone: the governor compares against what
-Slurm would do.
+(``--policy slurm``) finishes every job when this says (``tests/test_sim_slurm.py``). The ``fifo-max`` policy
+(:mod:`planner.sim.policies.fifo_max`) is the same rule as a policy the loop runs round by round; the governor
+compares against what Slurm would do.
 """
 
 from __future__ import annotations

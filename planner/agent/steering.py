@@ -1,11 +1,11 @@
 """The agent's steering between rounds: each round's ``delta``, credit weight and tail bound from one record.
 
 The record (:class:`planner.sim.governor.Steering`: ``--max-jct-increase``, ``--governor``, ``--delta-max``,
-``--signal-aware``, ``--tail-bound``, ``--tail-pace``) is the one the round-based replay builds its steering from;
-what differs live is the reference. The replay knows every job before it starts; the agent knows the jobs it has
-seen, so its reference, ``fifo-max`` in continuous time over them (:func:`planner.agent.reference.slurm_reference`,
-what Slurm alone would do with the same submissions), is recomputed whenever they change, and so are the governor
-(carrying its last ``delta`` over) and the tail bound's deadlines.
+``--signal-aware``, ``--tail-bound``, ``--tail-pace``) is built once from the options, live and in a replay alike.
+The agent knows only the jobs it has seen, so its reference, ``fifo-max`` in continuous time over them
+(:func:`planner.agent.reference.slurm_reference`, what Slurm alone would do with the same submissions), is
+recomputed whenever they change, and so are the governor (carrying its last ``delta`` over) and the tail bound's
+deadlines.
 
 The governor steps once per round length: a round that starts early (on an arrival or a completion) keeps the
 last ``delta``. The signal, when followed, moves ``delta`` and the credit weight from there

@@ -3,7 +3,7 @@
 The loop (:mod:`planner.agent.loop`) never calls :mod:`time` for anything that decides: it asks a :class:`Timer`
 for the Unix time, sleeps through it and waits through it for the next round. :class:`WallTimer` is the machine's
 clock (``wattplan agent``); :class:`planner.control.virtual_timer.VirtualTimer` is a simulated Slurm's clock, which
-jumps from one event to the next (``wattplan simulate --engine slurm``). The rule that decides *when* a round
+jumps from one event to the next (``wattplan simulate``). The rule that decides *when* a round
 starts stays in the loop, so it is the same live and in the replay; only how a wait passes differs.
 
 Times are real seconds (what :class:`~planner.agent.node_settings.Clock` turns into the cluster's emulated

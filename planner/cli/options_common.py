@@ -77,8 +77,8 @@ QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar."
 
 SWEEP_ONLY_OPTIONS = ("--policy", "--delta", "--fresh")
 """``simulate`` options ``frontier`` has not: it replays wattplan and --baselines, sweeps --deltas and resumes per
-point (a point whose spec and inputs are unchanged is reused; delete its ``runs/<label>`` to redo it). It has
-``--engine`` and the slurm engine's options, as ``simulate`` declares them."""
+point (a point whose spec and inputs are unchanged is reused; delete its ``runs/<label>`` to redo it). It has the
+simulated Slurm's options, as ``simulate`` declares them."""
 
 
 FROM_TRACE_RANGES: dict[str, tuple[float, float]] = {

@@ -1,4 +1,4 @@
-"""``wattplan simulate`` and ``frontier``: a trace replayed, on the agent's loop or round by round, or swept."""
+"""``wattplan simulate`` and ``frontier``: a trace replayed on the agent's loop on a simulated Slurm, or swept."""
 
 from __future__ import annotations
 
@@ -17,8 +17,6 @@ from wattplan.planner.sim.options import FrontierOptions, SimulateOptions
 
 if TYPE_CHECKING:
     from wattplan.planner.sim.frontier import FrontierResult
-    from wattplan.planner.sim.replay import ReplaySpec
-    from wattplan.planner.sim.session import ReplayHooks, SimulateOutcome
 
 # What only the command line has: the inputs, the output folder, the policies, figures or none, progress shown.
 ClusterOpt = Annotated[str, typer.Option(help="GPUs of each type, e.g. v100:32,p100:16 (whole nodes).")]
@@ -27,10 +25,10 @@ PolicyOpt = Annotated[
     typer.Option(
         "--policy",
         "-p",
-        help="fifo-max, fifo-maxq (fifo-max at MaxQ's setting), zeus, eaco, powerflow, wattplan, all (these six, "
-        "and Slurm alone on the slurm engine), a plug-in's name (entry points of wattplan.policies), or on the slurm "
-        "engine the baselines slurm (Slurm alone, every node on), slurm-powersave (with Slurm's power saving) and "
-        "maxq (slurm-powersave, every job at the lowest power limit keeping 97% of its speed); repeat for several.",
+        help="fifo-max, fifo-maxq (fifo-max at MaxQ's setting), zeus, eaco, powerflow, wattplan, all (these six "
+        "and Slurm alone), a plug-in's name (entry points of wattplan.policies), or the baselines slurm (Slurm alone, "
+        "every node on), slurm-powersave (with Slurm's power saving) and maxq (slurm-powersave, every job at the "
+        "lowest power limit keeping 97% of its speed); repeat for several.",
     ),
 ]
 PlotsOpt = Annotated[bool, typer.Option(help="Write the figures (see --plot-format).")]
@@ -51,29 +49,14 @@ def simulate(
 ) -> None:
     """Replay a trace with one or more policies; write summary.json, jobs.csv and figures.
 
-    By default (--engine slurm) each policy runs the loop `wattplan agent` runs, on a simulated Slurm: jobs start
-    when they fit, every change is a requeue, every node stays on unless --power-save; -p slurm is Slurm alone. A
-    rerun reads back every policy that finished (--fresh replays all). --engine rounds is the older round-based
-    replay (plans applied at once, idle nodes off for free, a budget over the whole replay): it writes rounds.csv
-    as it goes, with a checkpoint every 1000 rounds or 30 s, and a rerun resumes.
+    Each policy runs the loop `wattplan agent` runs, on a simulated Slurm: jobs start when they fit, every change
+    is a requeue, every node stays on unless --power-save; -p slurm is Slurm alone. A rerun reads back every
+    policy that finished (--fresh replays all).
     Without --objective wattplan plans for progress (fastest, not least energy); the energy
     modes are --objective efficiency --max-jct-increase PCT and `wattplan frontier`.
     """
-    from wattplan.planner.sim.render import summary_table
-    from wattplan.planner.sim.session import replay_spec
-
     opts = SimulateOptions.checked(record_values(SimulateOptions, given))
-    if opts.engine == "slurm":
-        _simulate_on_slurm(trace, cluster, opts, policy, out_path, answer_format, plots, quiet)
-        return
-    spec = replay_spec(trace, cluster, opts, policy)
-    outcome = _replayed(spec, opts, out_path, plots, quiet)
-    summaries = outcome.summaries
-    print_answer(answer_format, lambda: [summary_table(summaries)], lambda: [Section("replays", summaries)])
-    _report_dropped(outcome.workload.dropped_by_type, outcome.ctx.type_names, out_path)
-    say(answer_format, f"{len(outcome.workload.jobs)} jobs replayed; results written to [bold]{shown(out_path)}[/]")
-    if opts.objective is None and opts.max_jct_increase is None and "wattplan" in spec.policies:
-        err.print(PROGRESS_MODE_HINT)
+    _simulate_on_slurm(trace, cluster, opts, policy, out_path, answer_format, plots, quiet)
 
 
 def _simulate_on_slurm(
@@ -86,7 +69,7 @@ def _simulate_on_slurm(
     plots: bool,
     quiet: bool,
 ) -> None:
-    """``simulate`` on the slurm engine: the agent's loop on a simulated Slurm, each policy with its progress; a table.
+    """``simulate``'s replays: the agent's loop on a simulated Slurm, each policy with its progress; a table.
 
     Serial: a bar per policy (a line every 30 s when ``quiet``); in parallel (``--workers``): one bar of the
     policies done. An interruption says that the same command reads back the policies that finished.
@@ -134,52 +117,7 @@ SLURM_INTERRUPTED = (
     "interrupted: the same command run again reads back every policy that finished and replays the others from "
     "their start (--fresh replays all)"
 )
-"""What an interrupted ``simulate`` on the slurm engine tells its user."""
-
-
-def _replayed(spec: ReplaySpec, opts: SimulateOptions, out_path: Path, plots: bool, quiet: bool) -> SimulateOutcome:
-    """``simulate``'s replays (:func:`planner.sim.session.run_simulate`) with their progress on stderr.
-
-    Serial: a bar per policy (a line every 30 s when ``quiet``); in parallel: one bar of the policies done. An
-    interruption says whether the same command resumes.
-    """
-    from wattplan.planner.sim.render import progress_display
-    from wattplan.planner.sim.session import ReplayHooks, interrupted_note, run_simulate
-
-    hooks = ReplayHooks(
-        warn=lambda text: err.print(f"[yellow]warning:[/] {shown(text)}"),
-        note=lambda text: err.print(shown(text)),
-    )
-    serial = opts.workers == 1 and opts.ray is None
-    with (
-        _ResumeNote(lambda: interrupted_note(spec, out_path, opts.workers, opts.ray)),
-        progress_display(err) if serial else _policies_bar(len(spec.policies), quiet) as bar,
-    ):
-        _show_progress(hooks, bar, serial, quiet, len(spec.policies))
-        return run_simulate(
-            spec,
-            out_path,
-            plots=plots,
-            figures=opts.figures(),
-            fresh=opts.fresh,
-            workers=opts.workers,
-            ray=opts.ray,
-            written_by=output_provenance(),
-            hooks=hooks,
-        )
-
-
-def _show_progress(hooks: ReplayHooks, bar: Any, serial: bool, quiet: bool, policies: int) -> None:
-    """Hook ``bar`` to the replays: a task per policy when ``serial`` (log lines when ``quiet``), else one count."""
-    from wattplan.planner.sim.render import progress_callback, progress_log
-
-    if not serial:
-        task = bar.add_task("simulate", total=policies)
-        hooks.policy_done = lambda: bar.advance(task)
-    elif quiet:
-        hooks.round_progress = lambda name, _: progress_log(_log_line, name)
-    else:
-        hooks.round_progress = lambda name, jobs: progress_callback(bar, name, jobs)
+"""What an interrupted ``simulate`` tells its user."""
 
 
 PROGRESS_MODE_HINT = (
@@ -193,8 +131,8 @@ PROGRESS_MODE_HINT = (
 class _ResumeNote:
     """Around a replay: interrupted (Ctrl-C, or SIGINT or SIGTERM ending a pool with 130 or 143), say ``note()``.
 
-    The note says whether the same command run again resumes (``planner.sim.session.interrupted_note``); the
-    interruption then goes on as it was (exit 130 or 143).
+    The note says what the same command run again does (:data:`SLURM_INTERRUPTED`); the interruption then goes on as
+    it was (exit 130 or 143).
     """
 
     def __init__(self, note: Callable[[], str]) -> None:
@@ -249,28 +187,28 @@ def frontier(
     Writes runs/<label>/ per replay, frontier.csv, frontier.json and frontier.png (or .pdf, .svg:
     energy against average JCT, baselines as markers, the workload's energy floor as a line, the
     reference ringed). Every simulate option applies to every point but --policy
-    (--baselines), --delta (--deltas) and --max-jct-increase (a list here). By default (--engine slurm) each
-    point is the agent's loop on a simulated Slurm, as simulate replays it, against Slurm alone and the powered
-    floor; --engine rounds is the round-based replay, against fifo-max. Finished replays
+    (--baselines), --delta (--deltas) and --max-jct-increase (a list here). Each point is the agent's loop on a
+    simulated Slurm, as simulate replays it, against Slurm alone and the powered floor. Finished replays
     are reused when the sweep is run again with the same settings and the same input files (by
     SHA-256); saved replays of other settings or inputs are stale: replayed, and counted.
     """
     from wattplan.planner.console.bars import count_bar
-    from wattplan.planner.control.frontier import frontier_on_engine
+    from wattplan.planner.control.frontier import frontier_table, run_slurm_frontier, slurm_frontier_sweep
 
     opts = FrontierOptions.checked(record_values(FrontierOptions, given))
-    engine = frontier_on_engine(trace, cluster, opts)
-    total = engine.total
+    sweep = slurm_frontier_sweep(trace, cluster, opts)
+    total = sweep.total
     with count_bar("[bold]frontier", "replays", err, quiet=quiet) as bar:
         task = bar.add_task("frontier", total=total)
-        result = engine.run(
+        result = run_slurm_frontier(
+            sweep,
             out_path,
             workers=opts.workers,
             ray=opts.ray,
             figures=opts.figures() if plots else None,
             point_done=lambda: bar.advance(task),
         )
-    print_answer(answer_format, lambda: [engine.table(result.rows)], lambda: [Section("frontier", result.rows)])
+    print_answer(answer_format, lambda: [frontier_table(result.rows)], lambda: [Section("frontier", result.rows)])
     _report_frontier(result, total, out_path, answer_format)
 
 

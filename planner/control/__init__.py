@@ -1,6 +1,6 @@
 """One scheduler, two clusters: the agent's control loop on a live Slurm or on a simulated one (issue 43).
 
-``wattplan agent`` and ``wattplan simulate --engine slurm`` run the same loop (:mod:`planner.agent.loop`): the
+``wattplan agent`` and ``wattplan simulate`` run the same loop (:mod:`planner.agent.loop`): the
 same rounds, the same round trigger, the same decisions turned into the same Slurm calls. What differs is the
 cluster under it: a real Slurm with Prometheus and wall-clock time, or :mod:`planner.control.sim_slurm`, a Slurm
 on a virtual clock that answers the same commands and jumps from one event to the next (docs/design.md §10.8).
@@ -19,10 +19,10 @@ Modules:
   cap file on the virtual clock, and how soon and how well each step was followed
 - :mod:`planner.control.slurm_replay`: one policy's replay: the agent's loop on the simulated Slurm (or one of
   Slurm's baselines alone), its figures and files
-- :mod:`planner.control.session`: ``simulate --engine slurm``: every policy, the comparison and its table
+- :mod:`planner.control.session`: ``simulate``: every policy, the comparison and its table
 - :mod:`planner.control.common_window`: runs of one comparison over the same window, each charged its idle tail
 - :mod:`planner.control.saved_replay`: a policy's replay read back from its files, so that a rerun resumes policy
   by policy
-- :mod:`planner.control.frontier`: ``frontier --engine slurm``: every point of the sweep replayed on the simulated
+- :mod:`planner.control.frontier`: ``frontier``: every point of the sweep replayed on the simulated
   Slurm, against Slurm alone and the powered floor
 """

@@ -1,24 +1,23 @@
-"""``wattplan frontier`` on the slurm engine: every point of the sweep one policy's replay on the simulated Slurm.
+"""``wattplan frontier``: every point of the sweep one policy's replay on the simulated Slurm.
 
 The points, their resume, their rows and the frontier's files are :mod:`planner.sim.frontier`'s; what this module
-adds is the engine (docs/design.md §10.8, §14):
+adds is how each point is replayed, the reference and the floor (docs/design.md §10.8, §14):
 
 * each point is :func:`planner.control.slurm_replay.replay_on_slurm`, the replay ``simulate`` runs for one policy,
   with the simulated Slurm's constants of the sweep (``--time-scale``, ``--power-save``, ...: the point's ``setup``,
   compared on resume with its spec), saved as ``runs/<label>/{summary.json, jobs.csv, power.csv, agent.log}``;
-* the baselines are the registered policies and this engine's own (:data:`~planner.control.slurm_replay.
+* the baselines are the registered policies and Slurm's own (:data:`~planner.control.slurm_replay.
   SLURM_BASELINES`: ``slurm``, ``slurm-powersave``, ``maxq``, first in ``all``);
 * the reference is Slurm alone (the sweep's ``slurm`` row, else a replay of it here), and the floor the one
-  ``simulate`` gives on this engine (:func:`planner.control.session.workload_powered_floor`): the powered floor
+  ``simulate`` gives (:func:`planner.control.session.workload_powered_floor`): the powered floor
   while every point keeps every node on, the floor that lets idle nodes draw nothing once a point powered nodes
   down. Energies are compared over the common window (:mod:`planner.control.common_window`): a row's
   ``energy_kwh`` is its energy to the longest makespan of the sweep and the reference (``energy_own_kwh`` its
   own), and the floor is over that window. Every row gets ``captured_share = (E_ref - E) / (E_ref - E_floor)`` and
   ``jct_increase = J / J_ref - 1`` against them (:func:`planner.sim.frontier.compared_rows`).
 
-A slurm summary names its job counts ``jobs`` and ``completed``; a frontier row also carries them as the round-based
-engine names them (``jobs_total``, ``jobs_completed``, ``jobs_unfinished``), so the frontier's columns and its front
-read the same on either engine.
+A slurm summary names its job counts ``jobs`` and ``completed``; a frontier row also carries them as the frontier's
+columns and its front read them (``jobs_total``, ``jobs_completed``, ``jobs_unfinished``).
 """
 
 from __future__ import annotations
@@ -75,7 +74,7 @@ IDLE_OFF_FLOOR_LABEL = "energy floor, idle nodes off"
 
 @dataclass(frozen=True)
 class SlurmFrontier:
-    """A checked ``frontier`` on the slurm engine: the sweep, its base with Slurm's restart cost, and the cluster."""
+    """A checked ``frontier``: the sweep, its base with Slurm's restart cost, and the cluster."""
 
     sweep: FrontierSweep
     setup: SimulatedCluster
@@ -93,7 +92,7 @@ class SlurmFrontier:
 
 
 def slurm_frontier_sweep(trace: str | Path, cluster: str, options: FrontierOptions) -> SlurmFrontier:
-    """The sweep of ``frontier`` on the slurm engine: ``frontier_sweep``'s, priced and run as ``simulate`` does.
+    """The sweep of ``frontier``: ``frontier_sweep``'s, priced and run as ``simulate`` does.
 
     The restart cost tau is what a requeue costs on the simulated Slurm unless ``--restart-s`` is given
     (:func:`planner.control.session.with_restart_cost`); the cluster's constants are
@@ -167,9 +166,9 @@ def run_slurm_frontier(
 ) -> FrontierResult:
     """Replay every point of ``frontier`` on the simulated Slurm; write the frontier's files to ``out``.
 
-    As :func:`planner.sim.frontier.frontier` does on the round-based engine (saved points with the same spec and
-    inputs read back, failed ones raised as :class:`~planner.sim.frontier.ReplayFailed` after the others, the
-    files), with the reference and the floor of this engine (module docstring). ``figures`` None writes no figure;
+    Saved points with the same spec and inputs are read back (:func:`planner.sim.frontier.replay_points`), failed
+    ones raised as :class:`~planner.sim.frontier.ReplayFailed` after the others; the reference and the floor are
+    the module docstring's. ``figures`` None writes no figure;
     ``point_done`` is called as each point ends; ``ray`` runs the replays as Ray tasks. An ``out`` that names an
     input file raises :class:`InputError`.
     """
@@ -189,7 +188,7 @@ def run_slurm_frontier(
         if point_done is not None:
             point_done()
 
-    rows = replay_points(points, out, workers, advance, ray, stale, SLURM_ENGINE)
+    rows = replay_points(points, out, workers, SLURM_ENGINE, advance, ray, stale)
     raise_failed(rows, out)
     reference = slurm_reference(frontier, rows, (workload, ctx))
     stay_on = all(r.get("power_saving") is None for r in rows)
@@ -206,7 +205,7 @@ def run_slurm_frontier(
 
 
 def frontier_table(rows: Sequence[dict[str, Any]]) -> Table:
-    """One row per figure (``simulate``'s on this engine and the JCT against Slurm alone), one column per point."""
+    """One row per figure (``simulate``'s and the JCT against Slurm alone), one column per point."""
     table = Table(title="Frontier on a simulated Slurm", title_justify="left")
     table.add_column("", justify="left", no_wrap=True)
     for r in rows:
@@ -215,33 +214,7 @@ def frontier_table(rows: Sequence[dict[str, Any]]) -> Table:
         if key in SIGNAL_KEYS and all(r.get(key) is None for r in rows):
             continue  # no signal given
         table.add_row(label, *("-" if r.get(key) is None else fmt.format(r[key]) for r in rows))
+    if any(r.get("error") for r in rows):  # a failed point's column has no numbers: say why
+        table.add_row("failed", *(shown(str(r["error"])) if r.get("error") else "" for r in rows))
     table.caption = COMMON_WINDOW_CAPTION
     return table
-
-
-@dataclass(frozen=True)
-class FrontierRun:
-    """A checked ``frontier`` on the engine its options name, as the command and ``wattplan.frontier`` run it.
-
-    ``total`` is how many replays it runs; ``run(out, *, workers, ray, figures, point_done)`` replays them and writes
-    the files (:func:`run_slurm_frontier`, or :func:`planner.sim.session.run_frontier` on the round-based engine);
-    ``table`` renders its rows for the terminal.
-    """
-
-    total: int
-    run: Callable[..., FrontierResult]
-    table: Callable[[Sequence[dict[str, Any]]], Table]
-
-
-def frontier_on_engine(trace: str | Path, cluster: str, options: FrontierOptions) -> FrontierRun:
-    """``frontier``'s sweep on ``options.engine`` (``slurm``: this module; ``rounds``: the round-based replay)."""
-    from functools import partial
-
-    if options.engine == "slurm":
-        slurm = slurm_frontier_sweep(trace, cluster, options)
-        return FrontierRun(slurm.total, partial(run_slurm_frontier, slurm), frontier_table)
-    from wattplan.planner.sim.render import summary_table
-    from wattplan.planner.sim.session import run_frontier
-
-    rounds = frontier_sweep(trace, cluster, options)
-    return FrontierRun(rounds.total, partial(run_frontier, rounds), summary_table)

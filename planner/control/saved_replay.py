@@ -1,6 +1,6 @@
 """A policy's replay on the simulated Slurm read back from its files, so that ``simulate`` resumes policy by policy.
 
-A replay on the slurm engine keeps no checkpoint inside a policy; what it keeps is each finished policy's files in
+A replay on the simulated Slurm keeps no checkpoint inside a policy; what it keeps is each finished policy's files in
 ``out/POLICY/`` (``summary.json``, ``jobs.csv``, ``power.csv``, ``agent.log``), written atomically when that policy
 ends. The summary carries the policy's :func:`replay_key`: the replay's spec with this policy alone, the simulated
 cluster's constants and the SHA-256 of every input file the spec names. ``simulate`` run again with the same

@@ -1,4 +1,4 @@
-"""``wattplan simulate`` and ``wattplan.simulate`` on their default engine, ``slurm``: every policy of the replay.
+"""``wattplan simulate`` and ``wattplan.simulate``: every policy of the replay on the simulated Slurm.
 
 Each policy of ``--policy`` is replayed by :func:`planner.control.slurm_replay.replay_on_slurm` (the agent's loop
 on the simulated Slurm), one after another or ``--workers`` at once; ``slurm`` is Slurm alone and ``all`` means Slurm
@@ -290,9 +290,9 @@ def workload_powered_floor(
     """The floor of every job of ``spec``'s workload under the truth.
 
     ``nodes_stay_on``: every node powered from the first arrival to the last completion, and at least ``window_s``
-    after the first arrival (:func:`planner.planning.powered_floor`; the common window), as on this engine without
-    power saving; else idle nodes draw nothing (:func:`planner.planning.energy_floor`), a bound for a cluster that
-    powers them down over any window.
+    after the first arrival (:func:`planner.planning.powered_floor`; the common window), as on the simulated Slurm
+    without power saving; else idle nodes draw nothing (:func:`planner.planning.energy_floor`), a bound for a
+    cluster that powers them down over any window.
     """
     from wattplan.planner.planning import energy_floor, powered_floor
     from wattplan.planner.sim.replay import prepare
@@ -392,7 +392,7 @@ def comparison_table(rows: Sequence[dict[str, Any]]) -> Table:
 
 
 COMMON_WINDOW_CAPTION = "common window: to the last job of any run, idle after its own; the floor and share over it"
-"""What the tables of this engine say under them: which energy the floor and the captured share compare."""
+"""What the replays' tables say under them: which energy the floor and the captured share compare."""
 
 
 def progress_bar_hook(progress: Progress, policy: str, jobs_total: int) -> ProgressHook:

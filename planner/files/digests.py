@@ -2,8 +2,8 @@
 
 A measured point's provenance (:mod:`planner.profiling`), the sources of the shipped profile library
 (:mod:`planner.profile_library.build`), an instance sweep's manifest (:mod:`planner.bench.instance_sets`), a
-frontier's inputs (:mod:`planner.sim.frontier`), a replay's identity (:mod:`planner.sim.journal`) and the plan a
-launch folder was made from (:mod:`planner.launch.launcher`) all hash files here, so a file has one digest
+frontier's inputs (:mod:`planner.sim.frontier`), a replay's identity (:mod:`planner.control.saved_replay`) and the
+plan a launch folder was made from (:mod:`planner.launch.launcher`) all hash files here, so a file has one digest
 everywhere and no caller holds a whole trace in memory to hash it. Errors are the ``OSError`` of opening or
 reading the file: callers hash files they have already read or written.
 """

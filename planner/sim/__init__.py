@@ -1,28 +1,28 @@
-"""Trace replay: a round-by-round simulator and the policies it compares (docs/design.md §10).
+"""What a replay and the loop share: the workload, the round instance, the policies and the steering (design §10).
 
-The simulator replays a job trace on a cluster one round of ``T`` seconds at a time. Every round each policy
-sees the same kind of round instance, returns allocations, and the engine places them, checks the plan with
-the validator, advances the jobs exactly as :func:`planner.core.economics.job_outcome` predicts and charges
-the round's energy.
+The scheduler is one loop (:mod:`planner.agent.loop`) that runs live on Slurm and, in ``wattplan simulate``, on a
+simulated Slurm (:mod:`planner.control`). This package holds what that loop and its replays are built from:
 
-- ``workload``: from a trace file to the jobs a replay runs; ``state``: one replayed job between rounds.
+- ``workload``: from a trace file to the jobs a replay runs; ``state``: one job's record between rounds.
 - ``round_instance``: the round instance every policy sees, and the round's rules.
 - ``policies``: the policies behind one interface (fifo-max, fifo-maxq, zeus, eaco, powerflow, wattplan).
-- ``engine``: the round loop; ``accounting``: a round's energy; ``telemetry``: what a round shows.
-- ``decision_memo``: the last decision reused while the round stays the same; ``journal``: a replay streamed
-  to its folder, checkpointed and resumed; ``forecast``: how long a replay will take, said before it starts.
-- ``budget``: none, a power cap, or a paced energy budget; ``signals``: hourly carbon and price signals;
+- ``accounting``: energy split by where it goes; ``telemetry``: what the learner is shown of a window;
+  ``forecast``: how long a replay will take, said before it starts.
+- ``budget``: an energy budget per period, paced round by round; ``signals``: hourly carbon and price signals;
   ``governor``: each round's ``delta`` steered by the JCT (the runtime-bounded energy mode);
   ``tail_bound``: each job's deadline from the reference, as the round's ``min_steps``;
   ``slurm_starts``: the Slurm start rule, the jobs Slurm would run now as the round's ``min_steps``;
   ``p95_cases``: a p95 JCT limit as finitely many cases of per-job windows (the aim by intervals).
-- ``energy_levers``: a round's energy split by lever (setting, GPU count and type, pairing, idle GPUs, restarts).
-- ``learning``: online profile learning from each round's observations.
-- ``metrics``: a replay's summary; ``output``, ``plots``, ``render``: its files, figures and console tables.
-- ``replay``: a replay specified, prepared and run for the command line and the benchmarks.
+- ``learning``: online profile learning from observed windows.
+- ``metrics``: JCT statistics, the captured share, the Pareto front; ``output``, ``plots``, ``render``: the
+  comparison and dropped-job files, figures and the progress display.
+- ``replay``: a replay specified and prepared (the workload and the cluster context).
 - ``options``: the replay's options declared once (``ReplayOptions``, ``SimulateOptions``, ``FrontierOptions``):
   the commands are generated from them and the Python API checks its keywords with them.
-- ``session``: one ``simulate`` run from its checked options to its output folder, shared by ``wattplan simulate``
-  and :func:`wattplan.simulate`.
-- ``frontier``: the energy-JCT frontier: the knob swept in parallel, every baseline beside it.
+- ``session``: ``simulate``'s and ``frontier``'s options to a checked spec, shared by the commands and
+  :func:`wattplan.simulate`.
+- ``frontier``: the energy-JCT frontier's points, their resume, rows, front and files.
+
+(The round-based replay that once lived here, ``engine``, ``journal`` and ``decision_memo``, was removed: its figures
+in benchmarks/RESULTS.md are labelled.)
 """

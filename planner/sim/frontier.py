@@ -18,30 +18,29 @@ under a cap); wattplan's planning request keeps no objective of its own, so the 
 applies. :func:`replay_points` replays the points through :func:`planner.executor.run_tasks`
 (one worker: here, one after another; more: a ``spawn`` process pool, a fresh interpreter per
 worker, wattplan's solves fork and a forking process must not have run a solver first; or Ray
-tasks, ``ray_address``) and writes its files to ``out/runs/<label>/`` in this process
-(:func:`planner.sim.output.write_result`, the summary with the point's spec as ``frontier_spec``
-and the SHA-256 of every input file the spec names as ``frontier_inputs``,
-:func:`input_digests`); a point whose ``summary.json`` holds
-the same spec and the same input digests is read back instead of replayed, so an interrupted
-frontier resumes. A saved point whose spec or any input file (trace, profiles, truth, carbon or
-price signal) changed since is stale: it is replayed, and counted (``FrontierResult.stale``).
-A replay that fails becomes a row with its ``error`` and the sweep goes on; :func:`frontier` then
-raises :class:`ReplayFailed` naming every failed point (never a row without numbers), the
-others saved, so that the same sweep run again replays only the failed ones.
+tasks, ``ray_address``), each by the :class:`PointEngine` it is given, and writes its files to
+``out/runs/<label>/`` in this process, the summary with the point's spec as ``frontier_spec``
+and the SHA-256 of every input file the spec names as ``frontier_inputs`` (:func:`input_digests`);
+a point whose ``summary.json`` holds the same spec and the same input digests is read back instead
+of replayed, so an interrupted frontier resumes. A saved point whose spec or any input file
+(trace, profiles, truth, carbon or price signal) changed since is stale: it is replayed, and
+counted (``FrontierResult.stale``). A replay that fails becomes a row with its ``error`` and the
+sweep goes on; :func:`raise_failed` then raises :class:`ReplayFailed` naming every failed point
+(never a row without numbers), the others saved, so that the same sweep run again replays only
+the failed ones.
 
-:func:`frontier` then adds, to every row, the energy floor of the workload and the comparison
-with the reference schedule (``fifo-max``, no budget) of :func:`planner.sim.metrics.with_reference`:
-``captured_share = (E_ref - E) / (E_ref - E_floor)`` and ``jct_increase = J / J_ref - 1``
-(:func:`compared_rows`). A wattplan row is ``on_front`` when all its jobs completed and no other such wattplan row
-beats it on both energy and average JCT (:func:`planner.sim.metrics.pareto_front`).
-It writes ``frontier.csv`` (:data:`FRONTIER_COLUMNS`), ``frontier.json`` (every row, whole)
-and the figure ``frontier.png`` (or ``.pdf``, ``.svg``: :class:`~planner.sim.plots.FigureOptions`;
-:func:`frontier_plot`: the floor, the reference and, in the title, the cap) in ``out`` (:func:`write_frontier`).
+Every row then gets the energy floor and the comparison with the reference schedule of
+:func:`planner.sim.metrics.with_reference`: ``captured_share = (E_ref - E) / (E_ref - E_floor)``
+and ``jct_increase = J / J_ref - 1`` (:func:`compared_rows`). A wattplan row is ``on_front``
+when all its jobs completed and no other such wattplan row beats it on both energy and average
+JCT (:func:`planner.sim.metrics.pareto_front`). :func:`write_frontier` writes ``frontier.csv``
+(:data:`FRONTIER_COLUMNS`), ``frontier.json`` (every row, whole) and the figure ``frontier.png``
+(or ``.pdf``, ``.svg``: :class:`~planner.sim.plots.FigureOptions`; :func:`frontier_plot`: the
+floor, the reference and, in the title, the cap) in ``out``.
 
-That is the round-based engine's frontier. The slurm engine's (:mod:`planner.control.frontier`, a higher layer)
-reuses the points, the resume, the rows and the files: its points carry the simulated Slurm's ``setup``, and a
-:class:`PointEngine` says how each one is replayed and saved; its reference is Slurm alone and its floor the
-powered one.
+The replay of each point, the reference (Slurm alone) and the floor (the powered one) are the
+simulated Slurm's, a higher layer (:mod:`planner.control.frontier`): its points carry the
+simulated Slurm's ``setup`` and its :class:`PointEngine` says how each one is replayed and saved.
 """
 
 from __future__ import annotations
@@ -59,9 +58,8 @@ from wattplan.planner.contracts.jsonio import read_json, write_json_atomic, writ
 from wattplan.planner.contracts.problems import InputError, Problem, RunFailed
 from wattplan.planner.executor import run_tasks
 from wattplan.planner.files.digests import file_sha256
-from wattplan.planner.sim.engine import SimResult
 from wattplan.planner.sim.metrics import pareto_front, with_reference
-from wattplan.planner.sim.output import comparison_csv, write_dropped, write_result
+from wattplan.planner.sim.output import comparison_csv
 from wattplan.planner.sim.plots import (
     DEFAULT_FIGURES,
     FLOOR_LABEL,
@@ -78,9 +76,7 @@ from wattplan.planner.sim.plots import (
     series_style,
 )
 from wattplan.planner.sim.policies import POLICY_NAMES, policy_names
-from wattplan.planner.sim.replay import ReplaySpec, check_spec, prepare, reference_run, run_policy, workload_floor
-from wattplan.planner.sim.round_instance import ClusterContext
-from wattplan.planner.sim.workload import Workload
+from wattplan.planner.sim.replay import ReplaySpec, check_spec
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -96,7 +92,6 @@ BASELINE_POLICIES = tuple(p for p in POLICY_NAMES if p != WATTPLAN)
 
 RUNS_DIR = "runs"
 SUMMARY_FILE = "summary.json"
-RUN_FILES = ("rounds.csv", "jobs.csv", SUMMARY_FILE)
 
 FRONTIER_COLUMNS = (
     "label",
@@ -116,9 +111,9 @@ FRONTIER_COLUMNS = (
     "on_front",
     "error",
 )
-"""Columns of ``frontier.csv``, one row per point (``on_front``: 1 or 0; ``error``: empty unless it failed). On the
-slurm engine ``energy_kwh`` is over the sweep's common window and ``energy_own_kwh`` over the run's own
-(:mod:`planner.control.common_window`); on the round-based engine, whose idle nodes draw nothing, both are its own."""
+"""Columns of ``frontier.csv``, one row per point (``on_front``: 1 or 0; ``error``: empty unless it failed).
+``energy_kwh`` is over the sweep's common window and ``energy_own_kwh`` over the run's own
+(:mod:`planner.control.common_window`)."""
 
 
 @dataclass(frozen=True)
@@ -126,9 +121,8 @@ class FrontierPoint:
     """One replay of a frontier: a unique file-system-safe ``label``, the knob it sets and the spec it runs.
 
     ``value`` is the knob's value: ``delta``, or the JCT increase as a fraction; None for a
-    baseline and for the ``progress`` point. ``setup`` is the engine's own settings, a dataclass compared on resume
-    with the spec (the slurm engine's :class:`~planner.control.slurm_replay.SimulatedCluster`); None: the
-    round-based engine, which has none.
+    baseline and for the ``progress`` point. ``setup`` is the simulated cluster's own settings, a dataclass compared
+    on resume with the spec (:class:`~planner.control.slurm_replay.SimulatedCluster`).
     """
 
     label: str
@@ -202,7 +196,7 @@ def _unique(values: Sequence[float]) -> list[float]:
 def _baselines(names: Sequence[str], engine_baselines: Sequence[str] = ()) -> list[str]:
     """Baseline policy names in the given order, ``all`` meaning every baseline; bad names raise.
 
-    ``engine_baselines``: the engine's own baselines beside the registered policies (the slurm engine's Slurm
+    ``engine_baselines``: the simulated Slurm's own baselines beside the registered policies (Slurm
     alone, ...), first in ``all``.
     """
     choices = [*engine_baselines, *(p for p in policy_names() if p != WATTPLAN)]
@@ -237,7 +231,7 @@ def frontier_points(
     """The replays of a frontier: each baseline, wattplan ``progress``, one per ``delta``, one per JCT increase.
 
     Every point keeps the base spec's budget, cap, noise, seed and round rules, and replays one
-    policy (``spec.policies``); repeated values are swept once. ``engine_baselines`` are baselines of the engine
+    policy (``spec.policies``); repeated values are swept once. ``engine_baselines`` are Slurm's baselines
     beside the registered policies (:func:`_baselines`). Unknown baseline names raise
     :class:`InputError`; bad values are caught by :func:`replay_points` (:func:`check_spec`).
     """
@@ -329,56 +323,32 @@ def point_fields(point: FrontierPoint) -> dict[str, Any]:
     return {"label": point.label, "knob": point.knob, "value": point.value}
 
 
-def replay_point(point: FrontierPoint) -> tuple[dict[str, Any], SimResult]:
-    """Replay one point: its summary with label, knob, value and ``frontier_spec``, and the result (nothing written)."""
-    workload, ctx = prepare(point.spec)
-    result, summary = run_policy(point.spec, workload, ctx, point.policy)
-    return {**point_fields(point), **summary, "frontier_spec": point_spec_json(point)}, result
-
-
-def run_point(point: FrontierPoint, folder: Path) -> dict[str, Any]:
-    """Replay one point and write its files in ``folder``; return its summary with label, knob and value."""
-    row, result = replay_point(point)
-    write_result(result, row, folder)
-    return row
-
-
 PointReplayFn = Callable[[FrontierPoint], tuple[dict[str, Any], Any]]
 """Replays one point: its row (:func:`point_fields`, the summary, ``frontier_spec``) and what its files are made of."""
-
-
-def _write_rounds(result: SimResult, row: dict[str, Any], folder: Path) -> None:
-    """The round-based replay's files of one point: ``rounds.csv``, ``jobs.csv`` and ``summary.json`` (``row``)."""
-    write_result(result, row, folder)
 
 
 @dataclass(frozen=True)
 class PointEngine:
     """How an engine replays and saves the points of a frontier.
 
-    ``replay``: a module-level function (it pickles into a worker) replaying one point; None: :func:`replay_point`,
-    the round-based replay, looked up when it runs. ``write(payload, row, folder)``: the point's files in
-    ``folder``, ``row`` as its ``summary.json``, in the parent. ``files``: the names ``write`` writes, removed before a
-    point is replayed.
+    ``replay``: a module-level function (it pickles into a worker) replaying one point. ``write(payload, row,
+    folder)``: the point's files in ``folder``, ``row`` as its ``summary.json``, in the parent. ``files``: the names
+    ``write`` writes, removed before a point is replayed.
     """
 
-    replay: PointReplayFn | None
+    replay: PointReplayFn
     write: Callable[[Any, dict[str, Any], Path], None]
     files: tuple[str, ...]
 
 
-ROUNDS_ENGINE = PointEngine(None, _write_rounds, RUN_FILES)
-"""The round-based replay of every point (:func:`replay_point`, :func:`planner.sim.output.write_result`)."""
-
-
-def _worker(point: FrontierPoint, replay: PointReplayFn | None = None) -> tuple[dict[str, Any], Any]:
-    """``replay`` (None: :func:`replay_point`) in a worker (module level, so it pickles); a failure is its row.
+def _worker(point: FrontierPoint, replay: PointReplayFn) -> tuple[dict[str, Any], Any]:
+    """``replay`` in a worker (module level, so it pickles); a failure is its row.
 
     A failure is :func:`error_row` and no payload. The error travels as text: an exception whose arguments do not
     rebuild it (such as :class:`InputError`) cannot be unpickled by the parent.
     """
     try:
-        return (replay or replay_point)(point)
+        return replay(point)
     except Exception as exc:  # any failure of this replay is this point's row
         return error_row(point, exc), None
 
@@ -421,8 +391,8 @@ def _replay(
     rows: dict[str, dict[str, Any]],
     progress: ProgressFn | None,
     inputs: dict[str, dict[str, str]],
-    ray_address: str | None = None,
-    engine: PointEngine = ROUNDS_ENGINE,
+    ray_address: str | None,
+    engine: PointEngine,
 ) -> None:
     """Replay ``points`` with :func:`planner.executor.run_tasks`; write each one's files under ``runs`` here.
 
@@ -452,10 +422,10 @@ def replay_points(
     points: Sequence[FrontierPoint],
     out: Path,
     workers: int,
+    engine: PointEngine,
     progress: ProgressFn | None = None,
     ray_address: str | None = None,
     stale: list[str] | None = None,
-    engine: PointEngine = ROUNDS_ENGINE,
 ) -> list[dict[str, Any]]:
     """Replay every point (at most ``workers`` at once, :func:`_replay`); return the rows in point order.
 
@@ -468,7 +438,7 @@ def replay_points(
     ones first). When a worker dies, the replays its pool lost are retried one at a time, each
     in a pool of its own, so the death is charged to the replay that caused it. ``ray_address``
     runs the replays as Ray tasks (:mod:`planner.executor`; the trace and signal files must be
-    readable on every node). ``engine``: how each point is replayed and saved (the round-based replay by default).
+    readable on every node). ``engine``: how each point is replayed and saved.
     """
     if workers < 1:
         raise InputError("--workers", [Problem("bad-option", "--workers", f"must be >= 1, got {workers}")])
@@ -494,7 +464,7 @@ def replay_points(
         if progress is not None:
             progress(point, stored)
     for point in todo:  # a failed replay must not leave an older run's files that look like its own
-        for name in dict.fromkeys((*RUN_FILES, *engine.files)):
+        for name in dict.fromkeys((SUMMARY_FILE, *engine.files)):
             (runs / point.label / name).unlink(missing_ok=True)
     if todo:
         _replay(todo, runs, workers, rows, progress, inputs, ray_address, engine)
@@ -545,7 +515,7 @@ def frontier_plot(
     the unreachable side shaded (:func:`~planner.sim.plots.mark_floor`) and the ``reference``
     summary (``fifo-max`` without budget: energy, average JCT) is ringed
     (:func:`~planner.sim.plots.mark_reference`). ``labels``: the legend's names of the reference and of the floor
-    (the slurm engine's reference is Slurm alone, its floor the powered one).
+    (the reference is Slurm alone, the floor the powered one).
     """
     fig, ax = new_figure(7, 4.8)
     drawn = [
@@ -613,52 +583,6 @@ def _labelled(ax: Axes, draw: Callable[[], None], label: str) -> None:
     draw()
     for line in ax.lines[before:]:
         line.set_label(label)
-
-
-def _reference(
-    base: ReplaySpec, workload: Workload, ctx: ClusterContext, rows: Sequence[dict[str, Any]]
-) -> dict[str, Any]:
-    """The reference summary: the frontier's own ``fifo-max`` row when it ran with no budget, else a fresh replay."""
-    for r in rows:
-        if r.get("knob") == "baseline" and r.get("policy") == REFERENCE_POLICY and r.get("budget") == "none":
-            return r
-    return reference_run(base, workload, ctx)[1]
-
-
-def frontier(
-    base: ReplaySpec,
-    deltas: Sequence[float],
-    jct_increases: Sequence[float],
-    baselines: Sequence[str],
-    out: Path,
-    workers: int,
-    progress: ProgressFn | None = None,
-    ray_address: str | None = None,
-    figures: FigureOptions | None = DEFAULT_FIGURES,
-) -> FrontierResult:
-    """Sweep wattplan's knob on ``base``'s trace beside the baselines; write the frontier files in ``out``.
-
-    The points are :func:`frontier_points`'s, replayed by :func:`replay_points`. Every row then gets
-    the workload's energy floor, the captured share and the JCT increase against the reference
-    (``fifo-max`` without budget: the frontier's own row when it ran without one, else replayed
-    here) and ``on_front`` (:func:`mark_front`). ``figures``: the format of ``frontier.png`` (None:
-    no figure). Bad input raises :class:`InputError` before
-    any replay runs; a replay that fails raises :class:`ReplayFailed` once the others have run (and are saved),
-    before anything of the frontier is written.
-    """
-    out = Path(out)
-    points = frontier_points(base, deltas, jct_increases, baselines)
-    workload, ctx = prepare(base)  # a missing trace, a bad cluster, an empty selection: raised here, before the pool
-    stale: list[str] = []
-    rows = replay_points(points, out, workers, progress, ray_address, stale)
-    raise_failed(rows, out)
-    reference = _reference(base, workload, ctx, rows)
-    floor = workload_floor(workload, ctx)
-    full = compared_rows(rows, reference, floor)
-    paths = write_frontier(out, full, FrontierFigure(frontier_title(base), reference), floor, figures)
-    if dropped_path := write_dropped(out, workload.dropped_by_type):
-        paths.append(dropped_path)
-    return FrontierResult(full, floor, reference, paths, stale, workload.dropped_by_type, tuple(ctx.type_names))
 
 
 def raise_failed(rows: Sequence[dict[str, Any]], out: Path) -> None:
@@ -740,14 +664,12 @@ def write_frontier(
 
 __all__ = [
     "FRONTIER_COLUMNS",
-    "ROUNDS_ENGINE",
     "FrontierFigure",
     "FrontierPoint",
     "FrontierResult",
     "PointEngine",
     "ReplayFailed",
     "compared_rows",
-    "frontier",
     "frontier_plot",
     "frontier_points",
     "frontier_title",

@@ -19,8 +19,8 @@ still in the system (they accrue after the reference has finished them):
     e(t) = 1 - A(t) / ((1 + x) R(t))           (relative slack; > 0: headroom left)
     delta_r = clip(delta_{r-1} + k (e(t) - m), 0, delta_max)
 
-(the *accrued* rule, the round-based replay's default) or, with ``projected`` (the live agent's default, and
-``simulate --engine slurm``'s), the whole JCT of every job arrived by ``t``, its unfinished part projected at full
+(the *accrued* rule) or, with ``projected`` (the live agent's default, and
+``simulate``'s), the whole JCT of every job arrived by ``t``, its unfinished part projected at full
 speed from now:
 
     A'(t) = sum_{j finished} (f_j - a_j) + sum_{j running or waiting} (t + r_j / X_j - a_j)

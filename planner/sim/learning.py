@@ -47,9 +47,8 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from wattplan.planner.contracts.domain import GpuType, PairSlowdown, Profile
 from wattplan.planner.sim.round_instance import ClusterContext
@@ -363,86 +362,3 @@ class ProfileLearner:
         stretch = u / 2.0 + 1.0 - u
         u_big = (u / 2.0) / stretch
         return replace(p, steps_per_s=base.steps_per_s / stretch, power_w=idle_w + (base.power_w - idle_w) * u_big / u)
-
-
-def _rel(pred: float, true: float) -> float:
-    return abs(pred - true) / abs(true) if true else 0.0
-
-
-def _stats(errors: list[float]) -> dict[str, float | int | None]:
-    errors = sorted(errors)
-    if not errors:
-        return {"cells": 0, "median_abs_rel_error": None, "max_abs_rel_error": None}
-    mid = len(errors) // 2
-    median = errors[mid] if len(errors) % 2 else (errors[mid - 1] + errors[mid]) / 2
-    return {"cells": len(errors), "median_abs_rel_error": median, "max_abs_rel_error": errors[-1]}
-
-
-def learning_report(learner: ProfileLearner, truth: ClusterContext, decisions: Sequence[Any]) -> dict[str, Any]:
-    """How far the final beliefs are from the truth, on every cell the replay observed, and what exploring cost.
-
-    Errors are ``|belief - truth| / truth`` over the profiles (every setting) of observed
-    (type, GPU type, count) cells, the job-level throughput estimates (top setting), the pair sides
-    observed, and each GPU type's idle and node power.
-    ``decisions``: the replay's :class:`~planner.sim.engine.DecisionRecord` list; per basis, how many
-    job-rounds rested on it and the mean relative error of the predicted rate.
-    """
-    belief = learner.context()
-    need = learner.cfg.observed_weight
-    true_profiles = {(p.type, p.gpu_type, p.gpus, p.setting): p for ps in truth.profiles_by_type.values() for p in ps}
-    x_err, p_err = [], []
-    for ps in belief.profiles_by_type.values():
-        for p in ps:
-            t = true_profiles.get((p.type, p.gpu_type, p.gpus, p.setting))
-            if t is None or learner.evidence("throughput", (p.type, p.gpu_type, p.gpus)) < need:
-                continue
-            x_err.append(_rel(p.steps_per_s, t.steps_per_s))
-            if learner.evidence("power", (p.type, p.gpu_type, p.gpus)) >= need:
-                p_err.append(_rel(p.power_w, t.power_w))
-    job_err = []
-    job_types = {d.job_id: d.job_type for d in decisions}
-    for job_id, g, n in learner.observed_jobs():
-        jtype = job_types.get(job_id)
-        if jtype is None or learner.evidence("throughput", ("job", job_id, g, n)) < need:
-            continue
-        g_type = next((x for x in truth.gpu_types if x.name == g), None)
-        for s in sorted(g_type.settings if g_type else (), reverse=True):
-            prior, t = learner.prior_profile(jtype, g, n, s), true_profiles.get((jtype, g, n, s))
-            if prior is not None and t is not None:
-                job_err.append(_rel(prior.steps_per_s * learner.job_estimate(job_id, jtype, g, n), t.steps_per_s))
-                break
-    true_pairs = {(q.a, q.b, q.gpu_type, q.gpus): q for q in truth.pairs}
-    rho_err = []
-    for q in belief.pairs:
-        tq = true_pairs.get((q.a, q.b, q.gpu_type, q.gpus))
-        if tq is None:
-            continue
-        if learner.evidence("pair", (q.a, q.b, q.gpu_type, q.gpus)) >= need:
-            rho_err.append(_rel(q.rho_a, tq.rho_a))
-        if learner.evidence("pair", (q.b, q.a, q.gpu_type, q.gpus)) >= need:
-            rho_err.append(_rel(q.rho_b, tq.rho_b))
-    true_g = {g.name: g for g in truth.gpu_types}
-    gpu = {
-        g.name: {
-            "idle_power_w": g.idle_power_w,
-            "idle_rel_error": _rel(g.idle_power_w, true_g[g.name].idle_power_w),
-            "node_power_w": g.node_power_w,
-            "node_rel_error": _rel(g.node_power_w, true_g[g.name].node_power_w),
-        }
-        for g in belief.gpu_types
-        if g.name in true_g
-    }
-    by_basis: dict[str, list[float]] = defaultdict(list)
-    for d in decisions:
-        if d.observed_steps_per_s > 0 and math.isfinite(d.predicted_steps_per_s):
-            by_basis[d.basis].append(_rel(d.predicted_steps_per_s, d.observed_steps_per_s))
-    return {
-        "throughput": _stats(x_err),
-        "throughput_per_job": _stats(job_err),
-        "power": _stats(p_err),
-        "pair_rates": _stats(rho_err),
-        "gpu_types": gpu,
-        "decisions": {
-            b: {"job_rounds": len(v), "mean_rate_rel_error": sum(v) / len(v)} for b, v in sorted(by_basis.items())
-        },
-    }

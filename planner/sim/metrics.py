@@ -35,8 +35,6 @@ from typing import Any
 
 import numpy as np
 
-from wattplan.planner.sim.engine import RoundRecord, SimResult
-
 J_PER_KWH = 3.6e6
 TIMING_KEYS = ("solver_s_mean", "solver_s_max", "solver_s_total", "rounds_on_clock")
 """Summary keys that depend on the machine's speed and load, not on the replay's inputs."""
@@ -59,72 +57,6 @@ def _stat(values: list[float], fn: str, q: float | None = None) -> float | None:
     if fn == "mean":
         return float(arr.mean())
     return float(np.percentile(arr, q))  # type: ignore[arg-type]
-
-
-def summarise(result: SimResult) -> dict[str, Any]:
-    """The summary of one replay (``summary.json``); see the module docstring for definitions."""
-    rounds = result.rounds
-    jcts = [s.jct_s for s in result.jobs if s.jct_s is not None]
-    node = sum(r.node_j for r in rounds)
-    idle = sum(r.idle_j for r in rounds)
-    dynamic = sum(r.dynamic_j for r in rounds)
-    total = node + idle + dynamic
-    steps = sum(s.steps_done for s in result.jobs)
-    busy = sum(r.busy_gpu_s for r in rounds)
-    powered = sum(r.powered_gpu_s for r in rounds)
-    decide = [r.decide_s for r in rounds]
-    completed = len(jcts)
-    finishes = [s.finish_s for s in result.jobs if s.finish_s is not None]
-    unfinished = [s.id for s in result.jobs if not s.done]
-    statuses: dict[str, int] = {}
-    for r in rounds:
-        statuses[r.status] = statuses.get(r.status, 0) + 1
-    return {
-        "policy": result.policy,
-        "budget": result.budget_label,
-        "stop_reason": result.stop_reason,
-        "energy_kwh": total / J_PER_KWH,
-        "energy_node_kwh": node / J_PER_KWH,
-        "energy_idle_kwh": idle / J_PER_KWH,
-        "energy_dynamic_kwh": dynamic / J_PER_KWH,
-        "energy_all_nodes_on_kwh": (
-            dynamic + len(rounds) * result.duration_s * result.info.get("cluster_powered_w", 0.0)
-        )
-        / J_PER_KWH,
-        "avg_jct_s": _stat(jcts, "mean"),
-        "median_jct_s": _stat(jcts, "pct", 50),
-        "p95_jct_s": _stat(jcts, "pct", 95),
-        "p99_jct_s": _stat(jcts, "pct", 99),
-        "makespan_s": (max(finishes) - result.t0_s) if finishes and not unfinished else None,
-        "jobs_total": len(result.jobs),
-        "jobs_completed": completed,
-        "jobs_unfinished": len(unfinished),
-        "unfinished_ids": unfinished,
-        "gpu_utilisation": busy / powered if powered > 0 else None,
-        "energy_kwh_per_million_steps": total / J_PER_KWH / steps * 1e6 if steps > 0 else None,
-        "steps_done": steps,
-        "rounds_simulated": len(rounds),
-        "round_s": result.duration_s,
-        "restarts": sum(s.restarts for s in result.jobs),
-        "shared_job_rounds": sum(r.shared for r in rounds),
-        "rounds_nothing_ran": sum(1 for r in rounds if r.running == 0),
-        "plan_status_rounds": statuses,
-        "rounds_on_clock": _rounds_on_clock(rounds),
-        "solver_s_mean": _stat(decide, "mean"),
-        "solver_s_max": max(decide) if decide else None,
-        "solver_s_total": sum(decide),
-        "delta_mean": _stat([r.delta for r in rounds if r.delta is not None], "mean"),
-        **result.info,
-    }
-
-
-def _rounds_on_clock(rounds: Sequence[RoundRecord]) -> int | None:
-    """Rounds whose plan had a solver stage stop on the clock; None when no round reports stages (a heuristic).
-
-    0 for a replay whose every stage stopped on its own: the same command replays it to the same rounds.
-    """
-    counted = [r.clock_stops for r in rounds if r.clock_stops is not None]
-    return sum(n > 0 for n in counted) if counted else None
 
 
 def captured_share(energy_kwh: float, reference_kwh: float, floor_kwh: float) -> float | None:

@@ -43,16 +43,12 @@ TRACE_FORMATS = ("auto", "gavel", "philly")
 GOVERNORS = ("accrued", "projected")
 """How ``--max-jct-increase`` compares JCTs (:data:`planner.sim.governor.GovernorRule`)."""
 LIVE_GOVERNOR = "projected"
-"""The rule of the live agent's loop by default: ``wattplan agent`` and ``simulate --engine slurm``, which replays
+"""The rule of the live agent's loop by default: ``wattplan agent`` and ``simulate``, which replays
 it. The replay measured ``accrued`` better on five of six workloads, but live it lost on ``gavel_mix`` (6.18 kWh
 against 5.79) and won on ``philly_shape`` (3.67 against 3.73): when the replay and live disagree, live decides
-(benchmarks/RESULTS.md, issue 43 second pass). The round-based engine keeps ``accrued``, which its figures use."""
+(benchmarks/RESULTS.md, issue 43 second pass). The round-based replay, removed since, used ``accrued``."""
 TAIL_PACES = ("steady", "fastest")
 """The rate ``--tail-bound`` assumes a job keeps (:data:`planner.sim.tail_bound.TailPace`)."""
-REPLANS = ("rounds", "events")
-"""When policies are asked again (``--replan``, :data:`planner.sim.decision_memo.ReplanOn`): every round that
-changed (exact) or only at an event (faster; an approximation for wattplan)."""
-
 MAX_TRACE_S = 1e9
 """The replay window's ends (``--start-s``, ``--end-s``) lie within ``±`` this many trace seconds: the value of
 :data:`planner.rounds.traces.MAX_TRACE_S`, written here because that module loads pandas, which the command line
@@ -92,67 +88,24 @@ def signal_needs_a_file(values: Mapping[str, Any], label: Callable[[str], str]) 
     return [Problem("bad-option", label("signal_start"), f"needs {label('carbon')} or {label('price')}")]
 
 
-ENGINES = ("rounds", "slurm")
-"""How ``simulate`` replays (``--engine``): ``slurm`` (the default), the live agent's loop on a simulated Slurm
-(:mod:`planner.control.slurm_replay`, docs/design.md §10.8); ``rounds``, the round-based replay of §10 (plans applied
-at once, idle nodes off for free, an energy budget over the whole replay, checkpoints inside a policy,
-``--replan events``), kept for the figures made with it until it is retired."""
-
-
-SLURM_ONLY = {
-    "time_scale": 1.0,
-    "load_s": 30.0,
-    "requeue_delay_s": None,
-    "event_rounds": True,
-    "periodic_rounds": True,
-    "power_save": False,
-    "suspend_s": 600.0,
-    "resume_s": 300.0,
-    "power_cap_schedule": None,
-    "progress_metric": True,
-    "up_before_s": 0.0,
-}
-"""Options of the ``slurm`` engine alone, with their defaults: the ``rounds`` engine refuses another value."""
-
-
 def _budget_period(values: Mapping[str, Any], label: Callable[[str], str]) -> list[Problem]:
-    """``--engine slurm``'s energy budget is per period: a budget needs ``--budget-period-s`` and a period a budget."""
+    """The energy budget is per period, as the agent's: a budget needs ``--budget-period-s`` and a period a budget."""
     budget, period = values.get("energy_budget_kwh"), values.get("budget_period_s")
     if budget is not None and period is None:
-        why = (
-            f"needs {label('budget_period_s')} with {label('engine')} slurm, the default: the agent's budget is per "
-            f"period (a budget over the whole replay: give {label('engine')} rounds)"
-        )
+        why = f"needs {label('budget_period_s')}: the budget is per period, as the agent's"
         return [Problem("bad-option", label("energy_budget_kwh"), why)]
     if period is not None and budget is None:
         return [Problem("bad-option", label("budget_period_s"), f"needs {label('energy_budget_kwh')}")]
     return []
 
 
-def _slurm_engine_options(values: Mapping[str, Any], label: Callable[[str], str]) -> list[Problem]:
-    """Each engine's options: what the other one alone takes is refused.
+def _round_triggers(values: Mapping[str, Any], label: Callable[[str], str]) -> list[Problem]:
+    """Rounds start on events, every ``--round-s``, or both (the loop's triggers, as the agent's); never on neither.
 
-    ``--engine slurm`` refuses ``--replan events`` (the round-based engine's memo; the loop's rounds start on
-    events: ``--no-periodic-rounds``) and neither event nor periodic rounds, and takes an energy budget with its
-    period only (:func:`_budget_period`);
-    ``--engine rounds`` refuses the slurm engine's own options (:data:`SLURM_ONLY`, and ``--budget-period-s``) set
-    to anything but their defaults.
+    An energy budget comes with its period (:func:`_budget_period`).
     """
-    if values.get("engine") != "slurm":
-        return [
-            Problem("bad-option", label(name), f"only with {label('engine')} slurm")
-            for name, default in {**SLURM_ONLY, "budget_period_s": None}.items()
-            if name in values and values[name] != default
-        ]
     if not values.get("event_rounds", True) and not values.get("periodic_rounds", True):
         return [Problem("conflicting-options", label("periodic_rounds"), f"give it or {label('event_rounds')}")]
-    if values.get("replan", "rounds") != "rounds":
-        why = (
-            f"not with {label('engine')} slurm, the default: its rounds start on events already "
-            f"({label('periodic_rounds')} off: only on events); the round-based replay's memo needs {label('engine')} "
-            "rounds"
-        )
-        return [Problem("bad-option", label("replan"), why), *_budget_period(values, label)]
     return _budget_period(values, label)
 
 
@@ -169,8 +122,8 @@ class ReplayOptions(OptionRecord):
     )
     energy_budget_kwh: float | None = option(
         None,
-        "Energy budget, paced per round: over the whole replay with --engine rounds; with --engine slurm (the "
-        "agent's) at most this much in every --budget-period-s.",
+        "Energy budget: the cluster draws at most this much in every --budget-period-s, paced round by round (as the "
+        "agent's).",
         unit="kWh",
         low=0.0,
         low_open=True,
@@ -211,16 +164,16 @@ class ReplayOptions(OptionRecord):
     zeus_eta: float = option(defaults.ZEUS_ETA, "Zeus's weight of energy against time.", low=0.0, high=1.0)
     noise: float = option(
         0.0,
-        "Throughput error: each job runs at U[1-x, 1+x] x the profile's throughput at its power, drawn per job and "
-        "round (--engine slurm: at each start and every --round-s after it).",
+        "Throughput error: each job runs at U[1-x, 1+x] x the profile's throughput at its power, drawn at each "
+        "job's start and every --round-s after it.",
         low=0.0,
         high=1.0,
         high_open=True,
     )
     restart_s: float | None = option(
         None,
-        f"Restart cost tau (default {defaults.RESTART_S:g} s; with --engine slurm what a restart costs there: the "
-        "requeue delay, the launch and the checkpoint load).",
+        "Restart cost tau (default: what a restart costs on the simulated Slurm: the requeue delay, the launch and "
+        "the checkpoint load).",
         unit="s",
         low=0.0,
     )
@@ -230,8 +183,7 @@ class ReplayOptions(OptionRecord):
     governor: str | None = option(
         None,
         "How --max-jct-increase compares JCTs: accrued (time in system so far) or projected (whole JCTs, unfinished "
-        f"work at full speed). Default: accrued with --engine rounds, {LIVE_GOVERNOR} with --engine slurm (the "
-        "agent's).",
+        f"work at full speed). Default: {LIVE_GOVERNOR}, the agent's.",
         choices=GOVERNORS,
     )
     delta_max: float = option(
@@ -244,8 +196,8 @@ class ReplayOptions(OptionRecord):
     tail_bound: float | None = option(
         None,
         "Tail bound: wattplan gives the jobs the p95 reads the steps they need to finish within this many percent "
-        "of fifo-max's JCT just below the 95th percentile, which bounds the p95 JCT the same way; the few others "
-        "(2 of 51 jobs), those whose deadline costs the most energy, get none (rounds with an energy budget "
+        "of Slurm alone's JCT just below the 95th percentile, which bounds the p95 JCT the same way; the few "
+        "others (2 of 51 jobs), those whose deadline costs the most energy, get none (rounds with an energy budget "
         "excepted).",
         unit="%",
         low=0.0,
@@ -282,7 +234,7 @@ class ReplayOptions(OptionRecord):
     signal_aware: bool = option(
         True,
         "wattplan follows the carbon (else price) signal against the day before: defers work in dirty or dear hours "
-        "and runs harder in clean or cheap ones (efficiency objective); an energy budget is paced by it.",
+        "and runs harder in clean or cheap ones (efficiency objective).",
     )
     max_rounds: int = option(defaults.MAX_ROUNDS, "Stop after this many simulated rounds.", low=1)
     gpus_per_node: int = option(defaults.GPUS_PER_NODE, "GPUs per node.", low=MIN_GPUS_PER_NODE, high=MAX_GPUS_PER_NODE)
@@ -306,14 +258,8 @@ class ReplayOptions(OptionRecord):
     )
     learn: bool = option(
         False,
-        "Each policy corrects its profiles from every round's observed steps, power and utilisation (writes "
-        "decisions.csv and a learning block in summary.json).",
-    )
-    replan: str = option(
-        "rounds",
-        "When policies re-plan: rounds (every round that changed; exact) or events (only at an arrival, a "
-        "completion, a budget, delta or profile change; faster, an approximation for wattplan).",
-        choices=REPLANS,
+        "Each policy corrects its profiles from the steps and power it observes, window by window (the jobs that "
+        "ran a whole window in one configuration).",
     )
     plot_format: str = option(
         "png", "Figure files: png (raster, --dpi), pdf or svg (vector, for a paper).", choices=PLOT_FORMATS
@@ -387,8 +333,8 @@ class SimulateOptions(ReplayOptions):
     )
     max_jct_increase: float | None = option(
         None,
-        "Runtime-bounded energy mode: least energy with an average JCT at most this many percent above fifo-max's "
-        "on the same queue (wattplan plans with the efficiency objective, or energy if --objective energy is "
+        "Runtime-bounded energy mode: least energy with an average JCT at most this many percent above Slurm "
+        "alone's on the same queue (wattplan plans with the efficiency objective, or energy if --objective energy is "
         "given; delta steered per round).",
         unit="%",
         low=0.0,
@@ -397,69 +343,57 @@ class SimulateOptions(ReplayOptions):
     fresh: bool = option(
         False,
         "Start over: ignore what --out holds (by default, rerun with the same options and inputs, a replay reads back "
-        "every policy that finished and, with --engine rounds, resumes the others from their last checkpoint).",
+        "every policy that finished and replays the others from their start).",
         flag="--fresh",
     )
     workers: int = option(1, "Policies replayed at once, each in its own process (1: one after another).", low=1)
-    engine: str = option(
-        "slurm",
-        "slurm: the loop wattplan agent runs, on a simulated Slurm (jobs start when they fit, requeues and checkpoint "
-        "loads cost what Slurm charges, every node stays on; policy slurm is Slurm alone). rounds: the round-based "
-        "replay (fixed rounds, plans applied at once, idle nodes off for free; energy budgets, resumable journals; "
-        "design 10).",
-        choices=ENGINES,
-    )
     time_scale: float = option(
         1.0,
-        "--engine slurm: emulated seconds per real second, as cluster up --time-scale (the agent polls Slurm every "
-        "real second).",
+        "emulated seconds per real second, as cluster up --time-scale (the agent polls Slurm every real second).",
         low=0.0,
         low_open=True,
         high=1e4,
     )
-    load_s: float = option(
-        30.0, "--engine slurm: a job's checkpoint load at every start, the first included.", unit="s", low=0.0
-    )
+    load_s: float = option(30.0, "a job's checkpoint load at every start, the first included.", unit="s", low=0.0)
     event_rounds: bool = option(
         True,
-        "--engine slurm, and the agent: also start a round when a job arrives or leaves (--no-event-rounds: fixed "
-        "rounds).",
+        "As the agent: also start a round when a job arrives or leaves (--no-event-rounds: fixed rounds).",
     )
     periodic_rounds: bool = option(
         True,
-        "--engine slurm, and the agent: start a round every --round-s even when no job arrived or left "
+        "As the agent: start a round every --round-s even when no job arrived or left "
         "(--no-periodic-rounds: only then, and every --round-s while nothing runs; as fast as the events).",
     )
     requeue_delay_s: float | None = option(
         None,
-        "--engine slurm: from a requeue until Slurm may start the job again (default 6 real seconds x --time-scale; "
+        "from a requeue until Slurm may start the job again (default 6 real seconds x --time-scale; "
         "every start then takes Slurm a real second more).",
         unit="s",
         low=0.0,
     )
     power_save: bool = option(
         False,
-        "--engine slurm, and the agent: idle nodes are powered down by Slurm's power saving; the agent prices what "
+        "As the agent: idle nodes are powered down by Slurm's power saving; the agent prices what "
         "a powered node draws and fills powered nodes first (policy slurm-powersave: Slurm alone with it).",
         flag="--power-save",
     )
     progress_metric: bool = option(
         True,
-        "--engine slurm: jobs export their steps to the agent (wattplan_job_steps_done); --no-progress-metric: "
+        "jobs export their steps to the agent (wattplan_job_steps_done); --no-progress-metric: "
         "none does, as most real training jobs, and the agent estimates them from the profiles.",
     )
     suspend_s: float = option(
-        600.0, "--engine slurm: power saving powers a node down after this long idle (SuspendTime).", unit="s", low=0.0
+        600.0, "power saving powers a node down after this long idle (SuspendTime).", unit="s", low=0.0
     )
     resume_s: float = option(
         300.0,
-        "--engine slurm: power saving boots a powered-down node given a job in this long (ResumeProgram).",
+        "power saving boots a powered-down node given a job in this long (ResumeProgram).",
         unit="s",
         low=0.0,
     )
     up_before_s: float = option(
         0.0,
-        "--engine slurm: the cluster is up, every node on and idle, this long before the first arrival (a live "
+        "the cluster is up, every node on and idle, this long before the first arrival (a live "
         "run's time from cluster up to its first submission): power saving's idle timers count from then, and "
         "energy too.",
         unit="s",
@@ -467,7 +401,7 @@ class SimulateOptions(ReplayOptions):
     )
     budget_period_s: float | None = option(
         None,
-        "--engine slurm: the budget's period: the cluster draws at most --energy-budget-kwh in every period, back "
+        "the budget's period: the cluster draws at most --energy-budget-kwh in every period, back "
         "to back from the cluster's start (the first arrival, less --up-before-s).",
         unit="s",
         low=0.0,
@@ -475,14 +409,14 @@ class SimulateOptions(ReplayOptions):
     )
     power_cap_schedule: Path | None = option(
         None,
-        "--engine slurm: a power cap that moves, a CSV of t_s (s from the first arrival) and power_cap_w (W or "
+        "a power cap that moves, a CSV of t_s (s from the first arrival) and power_cap_w (W or "
         "none), written to the agent's --power-cap-file as the clock reaches each step (--power-cap-w before).",
         metavar="CSV",
     )
 
     RULES: ClassVar[tuple[Rule, ...]] = (
         *ReplayOptions.RULES,
-        Rule(_slurm_engine_options, "engine slurm refuses replan events, a budget without a period; rounds a period"),
+        Rule(_round_triggers, "rounds on events, periodic or both; a budget needs its period"),
     )
 
 
@@ -491,8 +425,8 @@ class FrontierOptions(ReplayOptions):
     """``wattplan frontier`` and ``wattplan.frontier``.
 
     The shared options, the swept deltas and JCT increases (lists), the baselines beside them, the swept points'
-    objective, the replays run at once, and the engine with its own options, declared once by
-    :class:`SimulateOptions` (:data:`SLURM_ONLY`).
+    objective, the replays run at once, and the simulated Slurm's own options, declared once by
+    :class:`SimulateOptions`.
     """
 
     objective: str = option(
@@ -509,16 +443,10 @@ class FrontierOptions(ReplayOptions):
     )
     baselines: str = option(
         "all",
-        "Baselines to place beside the front, comma-separated, or all (on --engine slurm also slurm, "
+        "Baselines to place beside the front, comma-separated, or all (the built-in policies and slurm, "
         "slurm-powersave and maxq).",
     )
     workers: int = option(2, "Replays run at once, each in its own process (with --ray: Ray tasks in flight).", low=1)
-    engine: str = same_as(
-        SimulateOptions,
-        "engine",
-        help="slurm: every point replays the loop wattplan agent runs, on a simulated Slurm, against Slurm alone and "
-        "the powered floor. rounds: the round-based replay, against fifo-max and the floor (design 10, 14).",
-    )
     time_scale: float = same_as(SimulateOptions, "time_scale")
     load_s: float = same_as(SimulateOptions, "load_s")
     event_rounds: bool = same_as(SimulateOptions, "event_rounds")
@@ -535,5 +463,5 @@ class FrontierOptions(ReplayOptions):
     LISTS: ClassVar[tuple[str, ...]] = ("deltas", "max_jct_increase", "baselines")
     RULES: ClassVar[tuple[Rule, ...]] = (
         *ReplayOptions.RULES,
-        Rule(_slurm_engine_options, "engine slurm: a budget needs its period; rounds: not the slurm engine's options"),
+        Rule(_round_triggers, "rounds on events, periodic or both; a budget needs its period"),
     )

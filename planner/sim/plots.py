@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from wattplan.planner.contracts.defaults import FIGURE_DPI
 from wattplan.planner.contracts.figures import PLOT_FORMATS, PlotFormat, figure_option_problems
 from wattplan.planner.contracts.problems import InputError, Problem
-from wattplan.planner.sim.engine import SimResult
 from wattplan.planner.sim.metrics import J_PER_KWH, pareto_front
 
 if TYPE_CHECKING:
@@ -201,45 +200,9 @@ def _maybe_save(fig: Figure, path: Path | None, options: FigureOptions) -> Figur
     return fig
 
 
-def power_series(result: SimResult) -> tuple[list[float], list[float]]:
-    """(hours since start, kW) step points, with 0 kW through skipped rounds."""
-    T = result.duration_s
-    xs: list[float] = []
-    ys: list[float] = []
-    prev_end: float | None = None
-    for r in result.rounds:
-        if prev_end is not None and r.start_s > prev_end + 1e-6:
-            xs.append((prev_end - result.t0_s) / 3600)
-            ys.append(0.0)
-        xs.append((r.start_s - result.t0_s) / 3600)
-        ys.append(r.energy_j / T / 1000)
-        prev_end = r.start_s + T
-    if prev_end is not None:
-        xs.append((prev_end - result.t0_s) / 3600)
-        ys.append(0.0)
-    return xs, ys
-
-
 CAP_LABEL = "power cap"
 FLOOR_LABEL = "energy floor"
 REFERENCE_LABEL = "reference (fifo-max, no budget)"
-
-
-def power_plot(
-    results: Mapping[str, SimResult],
-    path: Path | None = None,
-    title: str = "",
-    *,
-    cap_w: float | None = None,
-    options: FigureOptions = DEFAULT_FIGURES,
-) -> Figure:
-    """Cluster power per round (kW, ``energy_j / T``) over hours since start, one step line per replay.
-
-    ``cap_w`` (W, the cluster's power cap): a dashed horizontal line at ``cap_w / 1000`` kW,
-    labelled ``power cap (X kW)``. Saved to ``path`` when given.
-    """
-    series = {label: power_series(res) for label, res in results.items()}
-    return power_steps_plot(series, path, title or "Cluster power per round", cap_w=cap_w, options=options)
 
 
 def power_steps_plot(
@@ -274,20 +237,6 @@ def power_steps_plot(
     notes = LINES_NOTE if len(series) > 1 else ""
     finish_axes(ax, "time since replay start (h)", "cluster power (kW)", title, notes)
     return _maybe_save(fig, path, options)
-
-
-def jct_cdf_plot(
-    results: Mapping[str, SimResult],
-    path: Path | None = None,
-    title: str = "",
-    *,
-    options: FigureOptions = DEFAULT_FIGURES,
-) -> Figure:
-    """CDF of job completion time (h, log scale) per replay, as a fraction of all its jobs; saved to ``path``."""
-    series = {
-        label: ([s.jct_s for s in res.jobs if s.jct_s is not None], len(res.jobs)) for label, res in results.items()
-    }
-    return jct_cdf_series_plot(series, path, title, options=options)
 
 
 def jct_cdf_series_plot(
@@ -423,49 +372,9 @@ def summary_points(summaries: Sequence[dict[str, Any]]) -> list[EnergyJctPoint]:
     ]
 
 
-def reference_point(summaries: Sequence[Mapping[str, Any]]) -> EnergyJctPoint | None:
-    """The reference replay of the summaries (their ``reference`` block), or None when none has one."""
-    for s in summaries:
-        ref = s.get("reference")
-        if isinstance(ref, Mapping) and ref.get("energy_kwh") is not None and ref.get("avg_jct_s") is not None:
-            policy = str(ref.get("policy", "fifo-max"))
-            return EnergyJctPoint(REFERENCE_LABEL, float(ref["energy_kwh"]), float(ref["avg_jct_s"]), policy)
-    return None
-
-
 def floor_of(summaries: Sequence[Mapping[str, Any]]) -> float | None:
     """The workload's energy floor (kWh) the summaries carry (``energy_floor_kwh``), or None."""
     return next((float(s["energy_floor_kwh"]) for s in summaries if s.get("energy_floor_kwh") is not None), None)
-
-
-def cap_of(results: Mapping[str, SimResult]) -> float | None:
-    """The power cap (W) the replays ran under (``info["power_cap_w"]``), or None."""
-    return next((float(r.info["power_cap_w"]) for r in results.values() if r.info.get("power_cap_w")), None)
-
-
-def write_replay_plots(
-    out: Path,
-    results: Mapping[str, SimResult],
-    summaries: Sequence[dict[str, Any]],
-    options: FigureOptions = DEFAULT_FIGURES,
-) -> list[Path]:
-    """``power``, ``jct_cdf`` and ``energy_jct`` figures of a ``simulate`` run in ``out``; the paths written.
-
-    The cap comes from the results (:func:`cap_of`), the floor and the reference from the
-    summaries (:func:`floor_of`, :func:`reference_point`).
-    """
-    out = Path(out)
-    paths = [options.path(out, stem) for stem in ("power", "jct_cdf", "energy_jct")]
-    power_plot(results, paths[0], cap_w=cap_of(results), options=options)
-    jct_cdf_plot(results, paths[1], options=options)
-    energy_jct_plot(
-        summary_points(summaries),
-        paths[2],
-        floor_kwh=floor_of(summaries),
-        reference=reference_point(summaries),
-        options=options,
-    )
-    return paths
 
 
 __all__ = [
@@ -481,14 +390,11 @@ __all__ = [
     "check_figure_options",
     "energy_jct_plot",
     "figure_problems",
-    "jct_cdf_plot",
     "jct_cdf_series_plot",
     "mark_floor",
     "mark_reference",
-    "power_plot",
     "power_steps_plot",
     "save_figure",
     "series_style",
     "summary_points",
-    "write_replay_plots",
 ]

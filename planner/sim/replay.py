@@ -1,9 +1,8 @@
-"""One call from options to written results: what ``wattplan simulate`` and the benchmark run.
+"""A replay specified and prepared: what ``wattplan simulate``, ``frontier`` and the benchmarks replay.
 
-:func:`prepare` reads the trace and the profile library and builds the workload and cluster
-context; :func:`run_policy` replays one policy with a fresh budget; :func:`write_outputs`
-writes one folder per replay (or the files directly in ``out`` for a single policy) and the
-comparison plots at the top of ``out``.
+:class:`ReplaySpec` holds every option of a replay; :func:`check_spec` reports every bad one at once; :func:`prepare`
+reads the trace and the profile library and builds the workload and the cluster context, which
+:func:`planner.control.slurm_replay.replay_on_slurm` replays on the simulated Slurm.
 """
 
 from __future__ import annotations
@@ -12,37 +11,26 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from wattplan.planner.console.list_options import Bounds
 from wattplan.planner.contracts.defaults import DELTA_MAX, GPUS_PER_NODE, MAX_ROUNDS, NODE_POWER_W
 from wattplan.planner.contracts.floor import EnergyFloor
-from wattplan.planner.contracts.jsonio import write_json_atomic, write_text_atomic
 from wattplan.planner.contracts.problems import InputError, Problem
 from wattplan.planner.contracts.rules import DELTA_RANGE, RoundRules, rules_problems
-from wattplan.planner.files.resources import resolve_signal
 from wattplan.planner.planning import energy_floor, request_problems
 from wattplan.planner.profile_library.library import ProfileLibrary, load_profile_library
 from wattplan.planner.profile_library.priors import with_prior_types
 from wattplan.planner.rounds.cluster_spec import parse_cluster_spec
 from wattplan.planner.rounds.traces import MAX_TRACE_S, TraceFormat, read_trace, trace_format
-from wattplan.planner.sim.budget import Budget, EnergyBudget, NoBudget, PowerCap, one_node_round_j, step_prices
-from wattplan.planner.sim.decision_memo import ReplanOn
-from wattplan.planner.sim.engine import ProgressCallback, SimConfig, SimResult, simulate
-from wattplan.planner.sim.governor import DeltaSteer, GovernorRule, Steering
-from wattplan.planner.sim.journal import ReplayJournal, inputs_sha256
-from wattplan.planner.sim.learning import LearnConfig, ProfileLearner, learning_report
-from wattplan.planner.sim.metrics import J_PER_KWH, summarise, with_reference
-from wattplan.planner.sim.output import comparison_csv, write_dropped, write_result
-from wattplan.planner.sim.plots import DEFAULT_FIGURES, FigureOptions, write_replay_plots
-from wattplan.planner.sim.policies import PolicyOptions, expand_policy_names, make_policy
+from wattplan.planner.sim.governor import GovernorRule, Steering
+from wattplan.planner.sim.learning import LearnConfig
+from wattplan.planner.sim.policies import PolicyOptions, expand_policy_names
 from wattplan.planner.sim.round_instance import ClusterContext, cluster_context, workload_instance
 from wattplan.planner.sim.signals import (
     SignalClock,
     SignalKind,
     parse_signal_start,
     signal_clock,
-    signal_cost,
 )
 from wattplan.planner.sim.state import JobState
 from wattplan.planner.sim.tail_bound import TailPace
@@ -74,9 +62,6 @@ class ReplaySpec:
     noise: float = 0.0
     seed: int = 0
     max_rounds: int = MAX_ROUNDS
-    replan: ReplanOn = "rounds"
-    """When each policy is asked again (:data:`planner.sim.decision_memo.ReplanOn`): every changed round (exact)
-    or only at events (``--replan events``)."""
     gpus_per_node: int = GPUS_PER_NODE
     node_power_w: float = NODE_POWER_W
     profiles: Path | None = None
@@ -278,204 +263,8 @@ def signal_clocks(spec: ReplaySpec, workload: Workload) -> dict[SignalKind, Sign
     return {kind: signal_clock(kind, path, t0, spec.signal_start) for kind, path in named if path is not None}
 
 
-def signal_summary(result: SimResult, clocks: dict[SignalKind, SignalClock]) -> dict[str, Any]:
-    """``carbon_kg`` and ``energy_cost_usd`` of the replay's rounds, and each signal's description."""
-    out: dict[str, Any] = {}
-    T = result.duration_s
-    if "carbon" in clocks:
-        out["carbon_kg"] = sum(signal_cost(clocks["carbon"], r.start_s, T, r.energy_j) for r in result.rounds) / 1e3
-    if "price" in clocks:
-        out["energy_cost_usd"] = sum(signal_cost(clocks["price"], r.start_s, T, r.energy_j) for r in result.rounds)
-    if clocks:
-        out["signals"] = {k: {**c.signal.info(), "offset_h": c.offset_h} for k, c in clocks.items()}
-    return out
-
-
 def steering(spec: ReplaySpec) -> Steering:
     """The replay's steering record (:class:`~planner.sim.governor.Steering`), as the agent builds its own."""
     return Steering(
         spec.max_jct_increase, spec.governor, spec.delta_max, spec.signal_aware, spec.tail_bound, spec.tail_pace
     )
-
-
-def _steer(
-    spec: ReplaySpec, ctx: ClusterContext, clocks: dict[SignalKind, SignalClock], ref: SimResult | None
-) -> DeltaSteer | None:
-    """The wattplan policy's per-round ``delta``: the JCT governor and/or the signal; None when both are off."""
-    record = steering(spec)
-    inner = None if ref is None else record.governor({s.id: s.finish_s for s in ref.jobs}, ctx.rules.delta)
-    return record.steer(inner, ctx.rules.delta, clocks.get("carbon") or clocks.get("price"), ctx.rules.duration_s)
-
-
-def reference_run(spec: ReplaySpec, workload: Workload, ctx: ClusterContext) -> tuple[SimResult, dict[str, Any]]:
-    """The reference schedule: ``fifo-max`` on the same queue with no budget (a fraction of a second)."""
-    return run_policy(replace(spec, power_cap_w=None, energy_budget_kwh=None), workload, ctx, "fifo-max")
-
-
-def make_budget(spec: ReplaySpec, ctx: ClusterContext, workload: Workload, steer: DeltaSteer | None = None) -> Budget:
-    """A fresh budget for one replay (an energy budget's round floor and reserve prices from ``ctx``).
-
-    With a ``steer`` an energy budget is paced by its credit weight (the budget follows the signal;
-    1 in every round without one).
-    """
-    if spec.power_cap_w is not None:
-        return PowerCap(spec.power_cap_w)
-    if spec.energy_budget_kwh is not None:
-        prices = step_prices(workload_instance(ctx, [JobState.new(s) for s in workload.jobs]))
-        weight = None if steer is None else steer.credit_weight_for_round
-        return EnergyBudget(
-            spec.energy_budget_kwh * J_PER_KWH, floor_j=one_node_round_j(ctx), prices=prices, weight=weight
-        )
-    return NoBudget()
-
-
-def run_policy(
-    spec: ReplaySpec,
-    workload: Workload,
-    ctx: ClusterContext,
-    policy: str,
-    progress: ProgressCallback | None = None,
-    reference: SimResult | None = None,
-    journal: ReplayJournal | None = None,
-) -> tuple[SimResult, dict[str, Any]]:
-    """Replay one policy; return the result and its summary (with the replay's settings).
-
-    The runtime-bounded mode (``spec.max_jct_increase``) steers wattplan against ``reference``
-    (:func:`reference_run`'s result; computed here when not given). A ``journal`` streams the rounds into
-    its folder and checkpoints them; a checkpoint it holds is resumed (:mod:`planner.sim.journal`).
-    """
-    config = SimConfig(
-        start_s=spec.start_s, max_rounds=spec.max_rounds, noise=spec.noise, seed=spec.seed, replan=spec.replan
-    )
-    clocks = signal_clocks(spec, workload)
-    governor = None
-    tail = None
-    if policy == "wattplan":
-        ref = None
-        if spec.max_jct_increase is not None or spec.tail_bound is not None:
-            ref = reference if reference is not None else reference_run(spec, workload, ctx)[0]
-        governor = _steer(spec, ctx, clocks, ref)
-        if ref is not None:
-            tail = steering(spec).tail(ctx, {s.id: s.finish_s for s in ref.jobs}, ref.jobs)
-    budget = make_budget(spec, ctx, workload, governor)
-    learner = ProfileLearner(replace(ctx, truth=None), spec.learn_config) if spec.learn else None
-    resume = None if journal is None else journal.load()
-    if resume is not None:
-        learner = resume.learner  # what it learned before the checkpoint
-    result = simulate(
-        workload,
-        ctx,
-        make_policy(policy, spec.policy_options),
-        budget,
-        config,
-        progress,
-        governor=governor,
-        learner=learner,
-        tail=tail,
-        resume=resume,
-        observer=journal,
-    )
-    if learner is not None:
-        result.info["learning"] = learning_report(learner, ctx.real, result.decisions)
-    result.info.update(
-        {
-            "workload": workload.source,
-            "objective": ctx.rules.objective,
-            "delta": ctx.rules.delta,
-            "max_jct_increase": spec.max_jct_increase,
-            "tail_bound": spec.tail_bound,
-            "max_slowdown": spec.rules.max_slowdown,
-            "restart_s": spec.rules.restart_s,
-            "power_cap_w": spec.power_cap_w,
-            "energy_budget_kwh": spec.energy_budget_kwh,
-            "noise": spec.noise,
-            "seed": spec.seed,
-            "profiles": str(spec.profiles) if spec.profiles else "shipped",
-            "truth": str(spec.truth) if spec.truth else "profiles",
-            "learn": spec.learn,
-        }
-    )
-    if policy == "wattplan":
-        req = spec.policy_options.request
-        result.info["solver"] = {
-            "name": req.solver,
-            "time_limit_s": req.time_limit_s,
-            "threads": req.threads,
-            "node_limit": req.node_limit,
-        }
-    if policy == "zeus":
-        result.info["zeus_eta"] = spec.policy_options.zeus_eta
-    if clocks:
-        result.info["signal_aware"] = governor is not None and spec.signal_aware and policy == "wattplan"
-    return result, {**summarise(result), **signal_summary(result, clocks)}
-
-
-def replay_sha256(spec: ReplaySpec) -> str:
-    """The identity a checkpoint records of its replay: the spec and the bytes of every file it reads."""
-    files = (spec.trace, spec.profiles, spec.truth, spec.carbon, spec.price)
-    return inputs_sha256(repr(spec), [None if f is None else resolve_signal(f) for f in files])
-
-
-def journal_folder(out: Path, spec: ReplaySpec, policy: str) -> Path:
-    """Where :func:`write_outputs` puts ``policy``'s files: ``out/<policy>``, for one policy as for several."""
-    del spec  # the layout no longer depends on how many policies ran
-    return Path(out) / policy
-
-
-LEGACY_TOP_FILES = ("rounds.csv", "jobs.csv", "summary.json", "decisions.csv")
-"""Files a one-policy replay wrote at the top of ``out`` before every policy had its folder (removed on rewrite)."""
-
-
-def with_floor_and_reference(
-    spec: ReplaySpec,
-    workload: Workload,
-    ctx: ClusterContext,
-    runs: Sequence[tuple[SimResult, dict[str, Any]]],
-) -> list[tuple[SimResult, dict[str, Any]]]:
-    """Each run's summary with the workload's energy floor, captured share and JCT increase.
-
-    The reference is the ``fifo-max`` run with no budget: taken from ``runs`` when one of them
-    is, else replayed here (:func:`reference_run`).
-    """
-    ref = next((s for r, s in runs if r.policy == "fifo-max" and s["budget"] == "none"), None)
-    if ref is None:
-        ref = reference_run(spec, workload, ctx)[1]
-    floor = workload_floor(workload, ctx)
-    out = []
-    for result, summary in runs:
-        extended = with_reference(summary, ref, floor.energy_kwh)
-        extended["energy_floor"] = {"note": floor.note, "paired_step_share": floor.paired_step_share}
-        out.append((result, extended))
-    return out
-
-
-def write_outputs(
-    out: Path,
-    runs: Sequence[tuple[SimResult, dict[str, Any]]],
-    plots: bool = True,
-    dropped: Mapping[str, Sequence[str]] | None = None,
-    figures: FigureOptions = DEFAULT_FIGURES,
-) -> list[Path]:
-    """Write every replay to ``out/<policy>/`` and the comparison to ``out/``; return the files written at the top.
-
-    Each policy's folder holds ``summary.json``, ``rounds.csv`` and ``jobs.csv`` (one policy as several);
-    ``comparison.csv``/``.json`` have one row per policy. A one-policy replay of an older version wrote its files at
-    the top of ``out``: those are removed, so the folder holds one layout.
-
-    ``dropped`` (:attr:`Workload.dropped_by_type`): the jobs not replayed, written to ``dropped.csv``
-    (:func:`planner.sim.output.write_dropped`; an older one removed when none). ``plots``: the
-    figures of :func:`planner.sim.plots.write_replay_plots`, in ``figures``' format.
-    """
-    out = Path(out)
-    for result, summary in runs:
-        write_result(result, summary, out / result.policy)
-    for name in LEGACY_TOP_FILES:  # an older one-policy replay's files at the top would shadow the new ones
-        (out / name).unlink(missing_ok=True)
-    summaries = [s for _, s in runs]
-    written = [path] if (path := write_dropped(out, dropped or {})) else []
-    write_text_atomic(out / "comparison.csv", comparison_csv(summaries))
-    write_json_atomic(out / "comparison.json", summaries)
-    written += [out / "comparison.csv", out / "comparison.json"]
-    if plots:
-        written += write_replay_plots(out, {r.policy: r for r, _ in runs}, summaries, figures)
-    return written

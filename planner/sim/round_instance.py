@@ -41,7 +41,7 @@ class ClusterContext:
     rules: RoundRules
     truth: ClusterContext | None = None
     """What really happens when it differs from these profiles (``--truth``): jobs advance and draw
-    power by it (:mod:`planner.sim.engine`); None: the profiles are the truth."""
+    power by it (:mod:`planner.control.truth_model`); None: the profiles are the truth."""
     utilisation: Mapping[tuple[str, str, int, int], float] = field(default_factory=dict)
     """Busy fraction of a profile's GPUs, (type, GPU type, count, setting) -> [0, 1], where the library has it."""
 

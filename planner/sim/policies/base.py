@@ -4,7 +4,7 @@ A policy sees only the round instance (:func:`planner.sim.round_instance.round_i
 the queued jobs with their remaining steps and current configuration, the cluster, the
 profiles, the round's budget; and beside it the :class:`~planner.sim.round_instance.ReplayRound`:
 the round's start and each job's requested GPU count and arrival time. It returns
-:class:`~planner.core.assemble.Allocation` s; the engine places them with
+:class:`~planner.core.assemble.Allocation` s; the loop places them with
 :func:`planner.core.assemble.assemble_plan` (the same buddy placement and fewest powered
 nodes for every policy) and rejects any plan the validator does not accept.
 
@@ -29,7 +29,7 @@ from wattplan.planner.sim.round_instance import ReplayRound
 class Decision:
     """A policy's answer for one round.
 
-    ``status`` is the plan status the engine records (``optimal``/``feasible``/``fallback``;
+    ``status`` is the plan status the loop records (``optimal``/``feasible``/``fallback``;
     heuristics report ``feasible``); ``solver`` names what made the decision; ``detail`` is
     anything worth logging (e.g. the solver's stages).
     """
@@ -46,7 +46,7 @@ class Decision:
 class Policy(Protocol):
     """What a replay policy is: a ``name`` and a ``decide`` that plans one round.
 
-    **Each round** the engine calls ``decide(instance, context)`` once, with
+    **Each round** the loop calls ``decide(instance, context)`` once, with
 
     * ``instance`` (:class:`~planner.contracts.domain.Instance`): the queued jobs (``instance.jobs``, arrival
       order; ``remaining_steps``, the allowed GPU counts ``gpus``, ``weight`` and the ``current``
@@ -59,10 +59,10 @@ class Policy(Protocol):
 
     **It returns** a :class:`Decision`: ``allocations``, each an :class:`~planner.core.assemble.Allocation`
     ``(job_ids, gpu_type, gpus, setting)`` (one job, or two that share the GPUs), jobs left out wait;
-    ``solver`` (what decided, for the logs) and ``status`` (``feasible`` for a heuristic). The engine places
+    ``solver`` (what decided, for the logs) and ``status`` (``feasible`` for a heuristic). The loop places
     the allocations (:func:`planner.core.assemble.assemble_plan`) and validates the plan: a GPU count or
     setting without a profile, more GPUs than the cluster has, or a plan over ``budget_j`` stops the replay
-    with the validator's problems. A policy keeps no promise to the engine beyond that; it may keep state
+    with the validator's problems. A policy keeps no promise to the loop beyond that; it may keep state
     between rounds (a fresh policy is made per replay).
 
     A minimal policy, every job alone on its requested count of the first GPU type at its highest setting,
@@ -91,11 +91,6 @@ class Policy(Protocol):
     Published as an entry point (``[project.entry-points."wattplan.policies"] mine = "my_pkg.policy:make"``)
     it replays with ``wattplan simulate TRACE --policy mine``; in one process,
     ``planner.sim.policies.register_policy("mine", make)`` does the same (docs/design.md §10.4).
-
-    A policy whose decision is a pure function of the instance (no state carried from round to round, the round's
-    start not read) may set the class attribute ``pure = True``: the replay then reuses its last decision for a round
-    identical to the last one instead of asking again (:mod:`planner.sim.decision_memo`). Without it, ``decide`` is
-    called every round.
     """
 
     name: str

@@ -28,7 +28,6 @@ class ExclusiveFcfs:
     """First come, first served; exclusive GPUs at the requested count (see the module docstring)."""
 
     name = "fcfs"
-    pure = True  # a function of the instance alone: the replay may reuse its decision (Policy)
 
     def choose_setting(self, instance: Instance, job: Job, g: GpuType, gpus: int) -> int | None:
         """The setting this policy runs ``job`` at on ``gpus`` GPUs of ``g`` (None: cannot run)."""

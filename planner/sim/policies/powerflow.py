@@ -4,7 +4,7 @@ Follows Gu, Xie, Huang, Jin and Liu, "Energy-Efficient GPU Clusters Scheduling f
 Learning" (PowerFlow, arXiv:2304.06381): it chooses every job's GPU count and GPU frequency
 from fitted throughput and energy models to minimise the average JCT under an energy
 budget, greedily, by marginal gain per unit of energy, and places jobs with buddy
-allocation (here the engine's, the same for every policy). Jobs are elastic and preemptible
+allocation (here the loop's, the same for every policy). Jobs are elastic and preemptible
 (a change of GPU type or count restarts the job, at the model's restart cost). The paper
 adjusts GPU frequency; our profiles vary the power limit, which plays the same role.
 
@@ -79,7 +79,6 @@ class PowerFlow:
     """Greedy admission by progress per joule, then marginal upgrades (see the module docstring)."""
 
     name = "powerflow"
-    pure = True  # a function of the instance alone: the replay may reuse its decision (Policy)
 
     def decide(self, instance: Instance, context: ReplayRound) -> Decision:
         """Admit the greedy plan, then upgrade by ``delta(w * pi) / delta(c)`` while GPUs and budget allow."""

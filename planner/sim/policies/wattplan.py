@@ -43,7 +43,6 @@ class Wattplan:
 
     request: PlanRequest = field(default_factory=lambda: REPLAY_REQUEST)
     name = "wattplan"
-    pure = True  # a function of the instance alone: the replay may reuse its decision (Policy)
     _planner: planning.Planner | None = field(default=None, init=False, repr=False, compare=False)
 
     def decide(self, instance: Instance, context: ReplayRound) -> Decision:
