@@ -25,6 +25,9 @@ truth where scaling differs by model, so that pooling across types is not exact.
     PYTHONPATH=. .venv/bin/python benchmarks/learning_replay.py --workers 2 --objective efficiency
     PYTHONPATH=. .venv/bin/python benchmarks/learning_replay.py --workers 2 --repaired-prior
     PYTHONPATH=. .venv/bin/python benchmarks/learning_replay.py --slices gavel-6c71a0 --max-jobs 20   # a smoke run
+    # the live families on the steep truth of "Learning live" (RESULTS), steered as the live runs were:
+    PYTHONPATH=. .venv/bin/python benchmarks/learning_replay.py --slices gavel_mix philly_shape --cluster v100:32 \
+        --alpha 0.3 --cap 2.0 --objective efficiency --max-jct-increase 3
 """
 
 from __future__ import annotations
@@ -59,6 +62,9 @@ SLICES = (
     Slice("philly-6214e9", ("philly.csv", "--vc", "6214e9", "--start-s", "2320523", "--max-jobs", "150")),
     # Two days of multi-GPU arrivals at load 1.16 (benchmarks/heavy_slices.py).
     Slice("heavy-gavel-ee9e8c", ("ee9e8c.trace", "--start-s", "896743", "--end-s", "1069543")),
+    # The live families of benchmarks/live_compare.py (instances/live/), built apart from the slices above.
+    Slice("gavel_mix", ("instances/live/gavel_mix.trace",)),
+    Slice("philly_shape", ("instances/live/philly_shape.trace",)),
 )
 MODES = ("none", "learn", "oracle")
 
@@ -72,7 +78,9 @@ def mode_args(mode: str, truth: Path, prior: Path | None) -> list[str]:
     return ["--profiles", str(truth), "--truth", str(truth)]
 
 
-def run(sl: Slice, mode: str, policy: str, truth: Path, prior: Path | None, out: Path, extra: list[str]) -> dict:
+def run(
+    sl: Slice, mode: str, policy: str, truth: Path, prior: Path | None, out: Path, extra: list[str], cluster: str
+) -> dict:
     """One replay of ``sl`` by ``policy`` in ``mode`` (reused when its summary exists); its summary.
 
     A summary with ``rounds_simulated`` was written by the round-based replay: refused, naming ``--out``.
@@ -80,7 +88,7 @@ def run(sl: Slice, mode: str, policy: str, truth: Path, prior: Path | None, out:
     folder = out / sl.name / policy / mode
     summary = folder / policy / "summary.json"  # simulate writes each policy's files to out/<policy>/
     if not summary.exists():
-        cmd = [sys.executable, str(ROOT / "cli.py"), "simulate", *sl.args, "--cluster", "v100:32,p100:16"]
+        cmd = [sys.executable, str(ROOT / "cli.py"), "simulate", *sl.args, "--cluster", cluster]
         cmd += ["-p", policy, "-q", "--no-plots", "-o", str(folder), *mode_args(mode, truth, prior), *extra]
         subprocess.run(cmd, check=True, cwd=ROOT, stdout=subprocess.DEVNULL)
     found = read_json(summary)
@@ -125,6 +133,10 @@ def main() -> None:
     ap.add_argument("--objective", default="progress")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--cap-spread", type=float, default=0.0, help="per-family spread of the truth's ceiling")
+    ap.add_argument("--alpha", type=float, default=TruthParams().alpha, help="the truth's Amdahl loss per extra GPU")
+    ap.add_argument("--cap", type=float, default=TruthParams().cap, help="the truth's ceiling of the speed-up S(n)")
+    ap.add_argument("--cluster", default="v100:32,p100:16")
+    ap.add_argument("--max-jct-increase", help="wattplan's runtime-bounded mode, percent (the live runs' steering)")
     ap.add_argument("--repeat", default="", help="a label: run again into OUT/repeat-LABEL (the run-to-run spread)")
     ap.add_argument("--max-jobs", type=int, help="only each slice's first N jobs, into OUT/max-jobs-N (a smoke run)")
     ap.add_argument(
@@ -135,10 +147,14 @@ def main() -> None:
     args = ap.parse_args()
     if args.cap_spread:
         args.out = args.out / f"cap-spread-{args.cap_spread:g}"
+    if (args.alpha, args.cap) != (TruthParams().alpha, TruthParams().cap):
+        args.out = args.out / f"alpha-{args.alpha:g}-cap-{args.cap:g}"
     if args.objective != "progress":
         args.out = args.out / f"objective-{args.objective}"
     if args.repaired_prior:
         args.out = args.out / "repaired-prior"
+    if args.max_jct_increase is not None:
+        args.out = args.out / f"max-jct-increase-{args.max_jct_increase}"
     if args.repeat:
         args.out = args.out / f"repeat-{args.repeat}"
     slices = [s for s in SLICES if s.name in args.slices]
@@ -153,12 +169,16 @@ def main() -> None:
             write_fitted(fit_library(json.loads(profile_library().read_text()), repair_prior=True), prior)
     truth = args.out / "truth.json"
     if not truth.exists():
-        params = TruthParams(cap_spread=args.cap_spread)
+        params = TruthParams(alpha=args.alpha, cap=args.cap, cap_spread=args.cap_spread)
         write_json_atomic(truth, truth_library(json.loads(profile_library().read_text()), params))
     extra = ["--time-limit", args.time_limit, "--objective", args.objective]
+    if args.max_jct_increase is not None:
+        extra += ["--max-jct-increase", args.max_jct_increase]
     jobs = [(s, m, p) for s in slices for p in args.policies for m in MODES]
     with ThreadPoolExecutor(args.workers) as pool:
-        results = list(pool.map(lambda job: run(job[0], job[1], job[2], truth, prior, args.out, extra), jobs))
+        results = list(
+            pool.map(lambda job: run(job[0], job[1], job[2], truth, prior, args.out, extra, args.cluster), jobs)
+        )
     table = {(s.name, p, m): r for (s, m, p), r in zip(jobs, results, strict=True)}
     lines = [
         "| slice | policy | energy kWh none / learn / oracle | recovered | avg JCT h none / learn / oracle | "
