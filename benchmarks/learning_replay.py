@@ -37,8 +37,10 @@ import json
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
+
+from slices import SLICES as ENERGY_SLICES
+from slices import Slice
 
 from wattplan.planner.contracts.jsonio import read_json, write_json_atomic
 from wattplan.planner.control.common_window import common_window_s, energy_over
@@ -49,19 +51,10 @@ from wattplan.planner.profiling.truth import TruthParams, truth_library
 ROOT = Path(__file__).resolve().parent.parent
 
 
-@dataclass(frozen=True)
-class Slice:
-    name: str
-    args: tuple[str, ...]
-
-
+LEARNING_SLICES = ("gavel-6c71a0", "philly-6214e9", "heavy-gavel-ee9e8c")
+"""The slices of :mod:`slices` replayed by default: two of the 150-job bursts and one heavy slice."""
 SLICES = (
-    # 150 consecutive 1-GPU arrivals of a Gavel trace (benchmarks/slices.py's rule).
-    Slice("gavel-6c71a0", ("6c71a0.trace", "--start-s", "2510560", "--max-jobs", "150")),
-    # Philly-derived (types drawn with seed 0), the same rule on virtual cluster 6214e9.
-    Slice("philly-6214e9", ("philly.csv", "--vc", "6214e9", "--start-s", "2320523", "--max-jobs", "150")),
-    # Two days of multi-GPU arrivals at load 1.16 (benchmarks/heavy_slices.py).
-    Slice("heavy-gavel-ee9e8c", ("ee9e8c.trace", "--start-s", "896743", "--end-s", "1069543")),
+    *(s for s in ENERGY_SLICES if s.name in LEARNING_SLICES),
     # The live families of benchmarks/live_compare.py (instances/live/), built apart from the slices above.
     Slice("gavel_mix", ("instances/live/gavel_mix.trace",)),
     Slice("philly_shape", ("instances/live/philly_shape.trace",)),
@@ -127,7 +120,7 @@ def _pct(x: float | None) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/learning-loop")
-    ap.add_argument("--slices", nargs="*", default=[s.name for s in SLICES])
+    ap.add_argument("--slices", nargs="*", default=list(LEARNING_SLICES))
     ap.add_argument("--policies", nargs="*", default=["wattplan"])
     ap.add_argument("--time-limit", default="2")
     ap.add_argument("--objective", default="progress")
