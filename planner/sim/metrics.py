@@ -1,31 +1,19 @@
-"""A replay's summary numbers.
+"""The arithmetic of a replay's summary that does not depend on how it was replayed.
 
-* energy (kWh; 1 kWh = 3.6e6 J): total and its node, idle and dynamic parts, summed over
-  the simulated rounds (skipped rounds with nothing queued draw nothing);
-* JCT (s) = ``finish_s - arrival_s`` of the completed jobs: mean, median, p95, p99
-  (linear interpolation between order statistics, numpy's default);
-* makespan (s) = last finish - replay start ``t0`` (None unless every job completed);
-* GPU utilisation = busy GPU-seconds / powered GPU-seconds (a GPU is busy while a job on it
-  computes; powered = every GPU of every powered-on node for the whole round);
-* energy if idle nodes were never suspended (kWh, a sensitivity figure): the dynamic energy plus
-  every node of the cluster powered for every simulated round, ``dynamic + rounds * T * sum_g N_g *
-  (Pnode_g + K_g * Pidle_g)``;
-* energy per million steps (kWh) = total energy / steps done * 1e6 (steps of different job
-  types are not the same work: compare it across policies on the same trace only);
-* solver seconds per simulated round (``solver_s_*``: wall clock of the policy's ``decide``, the solver
-  time for ``wattplan``): mean and max;
-* ``rounds_on_clock``: rounds whose plan had a solver stage stop on the clock (None for a heuristic): 0 means the
-  same command replays to the same rounds (docs/design.md §5.15);
-* ``delta_mean``: the runtime-bounded mode's mean per-round ``delta`` (:mod:`planner.sim.governor`).
+* :func:`jct_stats`: average and p95 of the completed jobs' JCTs (s; linear interpolation between order
+  statistics, numpy's default);
+* :func:`with_reference`: against the workload's energy floor ``E_floor`` and a reference schedule (Slurm alone,
+  on the simulated Slurm) with energy ``E_ref`` and average JCT ``J_ref``:
 
-Against the workload's energy floor ``E_floor`` (:mod:`formulations.energy_floor`) and the
-reference schedule (``fifo-max``, no budget) with energy ``E_ref`` and average JCT ``J_ref``,
-:func:`with_reference` adds:
+  * ``energy_floor_kwh``: ``E_floor``;
+  * ``captured_share = (E_ref - E) / (E_ref - E_floor)``: the share of the achievable saving a replay captured (1: at
+    the floor, 0: no better than the reference, < 0: worse);
+  * ``jct_increase = J / J_ref - 1``: the average JCT against the reference's (fraction);
+* :func:`pareto_front`: the points no other beats on both axes; :func:`without_timing`: a summary without the keys
+  that depend on the machine's speed and load.
 
-* ``energy_floor_kwh``: ``E_floor``;
-* ``captured_share = (E_ref - E) / (E_ref - E_floor)``: the share of the achievable saving a
-  replay captured (1: at the floor, 0: no better than the reference, < 0: worse);
-* ``jct_increase = J / J_ref - 1``: the average JCT against the reference's (fraction).
+Energies are in kWh (1 kWh = :data:`J_PER_KWH` J). The loop's replay writes the summary itself
+(:func:`planner.control.slurm_replay.summarise`).
 """
 
 from __future__ import annotations

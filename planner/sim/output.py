@@ -1,6 +1,6 @@
 """A comparison of replays and the jobs no replay ran: CSV files, written atomically.
 
-A comparison of several replays (``comparison.csv``) has one row per replay with the main summary numbers.
+A comparison of several replays (a frontier's ``frontier.csv``) has one row per replay with the columns it names.
 ``dropped.csv`` (next to it, or to a frontier's files) lists the selected trace jobs not replayed because their job
 type has no profile on the cluster's GPU types: ``job_id, type``.
 """
@@ -14,28 +14,6 @@ from pathlib import Path
 from typing import Any
 
 from wattplan.planner.contracts.jsonio import write_text_atomic
-
-COMPARISON_COLUMNS = (
-    "policy",
-    "budget",
-    "stop_reason",
-    "energy_kwh",
-    "energy_node_kwh",
-    "energy_idle_kwh",
-    "energy_dynamic_kwh",
-    "avg_jct_s",
-    "median_jct_s",
-    "p95_jct_s",
-    "p99_jct_s",
-    "makespan_s",
-    "jobs_completed",
-    "jobs_total",
-    "gpu_utilisation",
-    "energy_kwh_per_million_steps",
-    "rounds_simulated",
-    "solver_s_mean",
-    "solver_s_max",
-)
 
 
 def _csv_text(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
@@ -73,7 +51,7 @@ def write_dropped(folder: Path, by_type: Mapping[str, Sequence[str]]) -> Path | 
     return path
 
 
-def comparison_csv(summaries: Sequence[dict[str, Any]], columns: Sequence[str] = COMPARISON_COLUMNS) -> str:
+def comparison_csv(summaries: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
     """One row per summary with ``columns`` (missing values empty)."""
     rows = [[("" if s.get(c) is None else s.get(c)) for c in columns] for s in summaries]
     return _csv_text(columns, rows)

@@ -4,19 +4,19 @@ Every plotting function is public, builds a :class:`matplotlib.figure.Figure` wi
 global state, returns it (so a caller can restyle it or inspect its lines) and, given a
 ``path``, saves it there atomically in the format of :class:`FigureOptions`:
 
-* :func:`power_plot`: cluster power (kW, round energy / T) over time (hours since the replay's
-  start), one step line per replay; rounds skipped because nothing was queued draw 0 W; the
-  power cap (``cap_w`` W, drawn at ``cap_w / 1000`` kW) as a horizontal line;
-* :func:`jct_cdf_plot`: the empirical CDF of completed jobs' JCT (hours, log scale), as a share
-  of all of a replay's jobs;
+* :func:`power_steps_plot`: cluster power (kW) over time (hours since the replay's start), one step line per
+  replay, each level held until the next change; the power cap (``cap_w`` W, drawn at ``cap_w / 1000`` kW) as a
+  horizontal line when given;
+* :func:`jct_cdf_series_plot`: the empirical CDF of completed jobs' JCT (hours, log scale), as a share of all of a
+  replay's jobs;
 * :func:`energy_jct_plot`: total energy (kWh) against average JCT (hours); the points of a
   ``series`` (e.g. one policy under several budgets) that no other point of it beats on both
   axes are joined by a line (its Pareto front); the workload's energy floor (kWh, no schedule
   uses less) as a dashed vertical line with the unreachable side shaded, and the reference
-  schedule (``fifo-max`` without budget) ringed;
-* :func:`write_replay_plots`: the three figures of a ``simulate`` run, from its results and
-  summaries (cap, floor and reference taken from them), as ``power``, ``jct_cdf`` and
-  ``energy_jct`` files.
+  schedule ringed.
+
+``simulate``'s three figures (``power``, ``jct_cdf``, ``energy_jct``) are drawn by
+:func:`planner.control.session.write_slurm_plots` with these.
 
 Readable in greyscale: each policy keeps one marker shape and one line style on every figure
 (:func:`series_style`). Series that coincide stay visible: markers are hollow and shrink with
@@ -215,7 +215,7 @@ def power_steps_plot(
 ) -> Figure:
     """One step line per series of ``(hours since start, kW)`` points, each held until the next; saved to ``path``.
 
-    ``cap_w``: as :func:`power_plot`.
+    ``cap_w``: the power cap (W), drawn at ``cap_w / 1000`` kW as a horizontal line; None: none.
     """
     fig, ax = new_figure(9, 4)
     for k, (label, (xs, ys)) in enumerate(series.items()):
