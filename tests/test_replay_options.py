@@ -69,9 +69,9 @@ def test_python_and_the_command_line_say_the_same(
 def test_the_records_are_the_replays_option_sets() -> None:
     """The shared options are in both records; each face adds only its own (``frontier``'s lists are texts)."""
     shared = {opt.name for opt in ReplayOptions.options()}
-    # ``engine`` goes with the round-based replay (issue 43 item 4): these are the loop's sets with or without it
-    simulate = {opt.name for opt in SimulateOptions.options()} - shared - {"engine"}
-    frontier = {opt.name for opt in FrontierOptions.options()} - shared - {"engine"}
+    # no ``engine``: it went with the round-based replay (issue 43 item 4)
+    simulate = {opt.name for opt in SimulateOptions.options()} - shared
+    frontier = {opt.name for opt in FrontierOptions.options()} - shared
     engine = {"time_scale", "load_s", "requeue_delay_s", "event_rounds", "periodic_rounds"}
     engine |= {"power_save", "suspend_s", "resume_s", "power_cap_schedule", "progress_metric", "up_before_s"}
     engine |= {"budget_period_s"}

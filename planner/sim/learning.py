@@ -24,7 +24,7 @@ The hierarchy, cell -> parent -> prior (ratio 1, weight :attr:`LearnConfig.pool_
 * idle power per GPU and node power per GPU type: observed means, prior weight ``k``.
 
 The planner plans with one profile per *type* (the round model is written per type), so the
-type-level estimates go into its instances; the job-level estimates are kept and reported
+type-level estimates go into its instances; the job-level estimates are kept
 (:meth:`ProfileLearner.job_estimate`). An observed pair whose corrected rate falls below
 ``min_pair_rate`` drops out of the model, so it is not repeated.
 
@@ -39,8 +39,8 @@ the GPUs compute) instead of the pooled correction:
   believed to run at the rate of ``n`` GPUs with the same dynamic energy per step (the optimistic
   bound: a job that waits on data loses nothing on fewer GPUs).
 
-The next round's observation replaces either guess. Decisions are logged with what they rested on
-(``basis``: ``observed``, ``model``, ``explore``, ``pooled`` or ``prior``).
+The next round's observation replaces either guess. The loop's learner sees no utilisation (the agent's windows
+carry steps and energy) and no idle power, so there it learns rates and pair rates, not power.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ from wattplan.planner.contracts.domain import GpuType, PairSlowdown, Profile
 from wattplan.planner.sim.round_instance import ClusterContext
 from wattplan.planner.sim.telemetry import GpuObservation, JobObservation
 
-Basis = str  # "observed" | "model" | "explore" | "pooled" | "prior"
+Basis = str  # "observed" | "model" | "explore" | "pooled" | "prior": what the belief of a decision rests on
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,14 +168,6 @@ class ProfileLearner:
     def evidence(self, quantity: str, key: Hashable) -> float:
         """Round-equivalents observed for ``key`` of ``quantity`` (``throughput``, ``power`` or ``pair``)."""
         return {"throughput": self._x, "power": self._p, "pair": self._rho}[quantity].weight(key)
-
-    def observed_jobs(self) -> list[tuple[str, str, int]]:
-        """``(job id, GPU type, count)`` of every job-level throughput estimate with observations."""
-        return [(k[1], k[2], k[3]) for k in self._x.w if isinstance(k, tuple) and k[0] == "job"]
-
-    def prior_profile(self, job_type: str, g: str, n: int, setting: int) -> Profile | None:
-        """The prior's profile of (type, GPU type, count, setting)."""
-        return self._prior_profiles.get((job_type, g, n, setting))
 
     def job_estimate(self, job_id: str, job_type: str, g: str, n: int) -> float:
         """Belief of ``X_true / X_prior`` for one job: its own rounds, shrunk to its type's estimate."""

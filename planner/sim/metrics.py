@@ -9,8 +9,7 @@
   * ``captured_share = (E_ref - E) / (E_ref - E_floor)``: the share of the achievable saving a replay captured (1: at
     the floor, 0: no better than the reference, < 0: worse);
   * ``jct_increase = J / J_ref - 1``: the average JCT against the reference's (fraction);
-* :func:`pareto_front`: the points no other beats on both axes; :func:`without_timing`: a summary without the keys
-  that depend on the machine's speed and load.
+* :func:`pareto_front`: the points no other beats on both axes.
 
 Energies are in kWh (1 kWh = :data:`J_PER_KWH` J). The loop's replay writes the summary itself
 (:func:`planner.control.slurm_replay.summarise`).
@@ -24,8 +23,6 @@ from typing import Any
 import numpy as np
 
 J_PER_KWH = 3.6e6
-TIMING_KEYS = ("solver_s_mean", "solver_s_max", "solver_s_total", "rounds_on_clock")
-"""Summary keys that depend on the machine's speed and load, not on the replay's inputs."""
 
 
 def jct_stats(jcts: Sequence[float]) -> tuple[float | None, float | None]:
@@ -80,8 +77,3 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> list[tuple[float, flo
         if not front or j < front[-1][1]:
             front.append((e, j))
     return front
-
-
-def without_timing(summary: dict[str, Any]) -> dict[str, Any]:
-    """The summary minus wall-clock fields (what must be identical for the same seed)."""
-    return {k: v for k, v in summary.items() if k not in TIMING_KEYS}

@@ -28,10 +28,6 @@ def _num(x: float | None, digits: int = 6) -> str:
     return "" if x is None else f"{x:.{digits}g}"
 
 
-NODES_ON = "nodes_on"
-"""The place in :data:`ROUND_COLUMNS` that becomes one ``nodes_on_<type>`` column per GPU type."""
-
-
 DROPPED_FILE = "dropped.csv"
 DROPPED_COLUMNS = ("job_id", "type")
 

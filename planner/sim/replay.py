@@ -23,7 +23,6 @@ from wattplan.planner.profile_library.priors import with_prior_types
 from wattplan.planner.rounds.cluster_spec import parse_cluster_spec
 from wattplan.planner.rounds.traces import MAX_TRACE_S, TraceFormat, read_trace, trace_format
 from wattplan.planner.sim.governor import GovernorRule, Steering
-from wattplan.planner.sim.learning import LearnConfig
 from wattplan.planner.sim.policies import PolicyOptions, expand_policy_names
 from wattplan.planner.sim.round_instance import ClusterContext, cluster_context, workload_instance
 from wattplan.planner.sim.signals import (
@@ -90,7 +89,6 @@ class ReplaySpec:
     p95 order statistics (:mod:`planner.sim.tail_bound`), which bounds the p95 JCT the same way."""
     learn: bool = False
     """Each replayed policy learns its profiles from every round's observations (:mod:`planner.sim.learning`)."""
-    learn_config: LearnConfig = field(default_factory=LearnConfig)
 
 
 def expand_policies(names: Sequence[str]) -> tuple[str, ...]:

@@ -152,13 +152,6 @@ class FrontierSweep:
     jct_increases: tuple[float, ...]
     baselines: tuple[str, ...]
 
-    @property
-    def total(self) -> int:
-        """How many replays the sweep runs (:func:`planner.sim.frontier.frontier_points`)."""
-        from wattplan.planner.sim.frontier import frontier_points
-
-        return len(frontier_points(self.base, self.deltas, self.jct_increases, self.baselines))
-
 
 def frontier_sweep(trace: str | Path, cluster: str, options: FrontierOptions) -> FrontierSweep:
     """The sweep of ``wattplan frontier``: ``trace`` on ``cluster`` with the checked ``options``.

@@ -17,7 +17,6 @@ GPU-rounds) and the node power (W, weight: nodes on), as a node-level meter (BMC
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 
@@ -46,6 +45,3 @@ class GpuObservation:
     idle_weight: float
     node_power_w: float
     node_weight: float
-
-
-UtilisationTable = Mapping[tuple[str, str, int, int], float]  # (type, GPU type, count, setting) -> fraction
