@@ -189,6 +189,7 @@ def managed(trace: Path, cluster: Path, out: Path, gpus: str, scale: float, args
             *(["--learn"] if args.learn else []),
             *(["--pairs"] if args.pairs else []),
             *(["--power-save"] if args.power_save else []),
+            *(["--power-down"] if args.power_down else []),
             *([] if args.event_rounds else ["--no-event-rounds"]),
             *(["--profiles", str(args.profiles)] if args.profiles else []),
             *_budget(args),
@@ -262,6 +263,7 @@ def simulate(trace: Path, out: Path, gpus: str, args: argparse.Namespace) -> dic
         "--up-before-s",
         f"{lead_s(args.time_scale):g}",
         *_power_save(args),
+        *(["--power-down"] if args.power_down else []),
         *([] if args.event_rounds else ["--no-event-rounds"]),
         *_wattplan_mode(args, agent=False),
         "--round-s",
@@ -324,6 +326,9 @@ def main() -> None:
         help="The policy the managed run's agent decides by (e.g. fifo-maxq: the maxq baseline run by the agent).",
     )
     p.add_argument("--power-save", action="store_true", help="Slurm's power saving on both clusters and the replay.")
+    p.add_argument(
+        "--power-down", action="store_true", help="With --power-save: the agent (and its replay) power idle nodes down."
+    )
     p.add_argument("--suspend-s", type=float, default=600.0, help="With --power-save: idle s before power-down.")
     p.add_argument("--resume-s", type=float, default=300.0, help="With --power-save: a node's boot (s).")
     p.add_argument(
@@ -339,6 +344,8 @@ def main() -> None:
     args = p.parse_args()
     if not args.progress_metric and set(args.only or ["managed"]) != {"simulate"}:
         p.error("--no-progress-metric applies to the replay only: give --only simulate")
+    if args.power_down and not args.power_save:
+        p.error("--power-down acts through Slurm's power saving: give --power-save")
     if args.maxq and not args.power_save:
         p.error("--maxq needs --power-save: the replay's maxq baseline is Slurm's power saving with MaxQ's limits")
     args.restart_s = args.trainer_restart_s + SLURM_REQUEUE_DELAY_S * args.time_scale

@@ -5,6 +5,9 @@ node as one Slurm boots for a job, plans the jobs onto it, Slurm boots it throug
 and every job runs to completion. Without ``--power-save`` the agent would leave every node out of the round (a
 powered-down node is no usable one to it) and run nothing.
 
+With ``--power-down`` the agent powers an idle node down itself (``scontrol update NodeName=N State=POWER_DOWN``)
+long before Slurm's ``SuspendTime`` would, and leaves the node that runs the job on.
+
 Waits are for events (a node's state, the agent's exit) up to generous deadlines; nothing waits for something to be
 fast. Needs root, Slurm, munge and Prometheus; skips without them, fails under ``WATTPLAN_REQUIRE_SLURM=1`` (CI).
 """
@@ -58,6 +61,23 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Path]:
         shutil.rmtree(base, ignore_errors=True)
 
 
+@pytest.fixture(params=SLURMS)
+def slow_suspend_cluster(request: pytest.FixtureRequest) -> Iterator[Path]:
+    """Power saving whose ``SuspendTime`` (3,000 emulated s, 50 real s) outlasts the test: the agent powers down."""
+    need_emulated_cluster()
+    extra = up_args(request.param)
+    base = Path(tempfile.mkdtemp(prefix="wpd-", dir="/tmp"))
+    base.chmod(0o755)
+    root = base / "c"
+    try:
+        _cli("cluster", "up", "--dir", str(root), "--gpus", "v100:16", "--time-scale", "60", "--power-save",
+             "--suspend-s", "3000", "--resume-s", "120", *extra)  # fmt: skip
+        yield root
+    finally:
+        subprocess.run([*WATTPLAN, "cluster", "down", "--dir", str(root)], capture_output=True, timeout=300)
+        shutil.rmtree(base, ignore_errors=True)
+
+
 def _node_states(root: Path) -> dict[str, str]:
     env = slurm_env(json.loads((root / "cluster.json").read_text()))
     out = subprocess.run(["sinfo", "-h", "-N", "-o", "%N %t"], env=env, capture_output=True, text=True, timeout=60)
@@ -82,3 +102,29 @@ def test_the_agent_plans_onto_powered_down_nodes_and_slurm_boots_them(cluster: P
     assert report["jobs_completed"] == report["jobs_total"] == len(JOBS)
     booted = (cluster / "log" / "power.log").read_text()
     assert "resume v100-" in booted and "slurmd" in booted and "started; on" in booted
+
+
+def test_the_agent_powers_down_the_idle_node_and_keeps_the_busy_one(slow_suspend_cluster: Path, tmp_path: Path) -> None:
+    """One 1-GPU job of 8 minutes on two nodes: the idle node goes down, the busy one stays on.
+
+    The agent's periodic round at 360 s has watched more than a cycle (120 s boot, 120 s shutdown) and expects 0.7
+    GPU in it against 7 free.
+    """
+    cluster = slow_suspend_cluster
+    trace = tmp_path / "jobs.trace"
+    write_minutes_trace(trace, JOBS[:1])
+    started = time.monotonic()
+    _cli("cluster", "submit", str(trace), "--dir", str(cluster), "--wait")
+    agent = _cli(
+        "agent", "--cluster", str(cluster), "--until-idle", "--power-save", "--power-down", "--solver", "greedy",
+        "--slurm-starts", "--max-slowdown", "0", "--objective", "energy", "--no-jct-bound", "--delta", "0.9",
+        "--restart-s", "120", "--start-s", "30", timeout=int(DEADLINE_S),
+    )  # fmt: skip
+    said = agent.stdout + agent.stderr
+    assert "every managed job has ended: done" in said
+    assert "powering down idle node(s) v100-1" in said and "v100-0:" not in said, said
+    log = (cluster / "log" / "power.log").read_text()
+    assert "suspend v100-1" in log and "suspend v100-0" not in log, log
+    states = _node_states(cluster)
+    assert states["v100-1"] in ("idle~", "idle%") and states["v100-0"] == "idle", states
+    assert time.monotonic() - started < 3000 / 60  # within Slurm's SuspendTime: the agent's doing, not Slurm's

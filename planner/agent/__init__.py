@@ -45,7 +45,9 @@ Modules:
 - :mod:`planner.agent.slurm_queue`: strict readers of the jobs and nodes in each generation: the jobs that
   opted in (``--comment=wattplan:type=...;steps=...``) and the nodes
 - :mod:`planner.agent.slurm_actions`: hold, update, release, requeue-hold and cancel as data, grouped into the
-  fewest ``scontrol``/``scancel`` calls, and applied (or only listed, in a dry run)
+  fewest ``scontrol``/``scancel`` calls, and applied (or only listed, in a dry run); a node's power-down call
+- :mod:`planner.agent.node_power`: which idle nodes to power down now (``--power-down``): those the recent arrivals
+  are not expected to need within a node's off-and-on cycle
 
 Package data: ``node_files/`` holds the Slurm prolog, epilog and task prolog and the node agent an operator
 installs on every GPU node (its README.md says how).

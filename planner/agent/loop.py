@@ -59,12 +59,22 @@ from wattplan.planner.agent.commands import CommandResult, Run, SlurmError
 from wattplan.planner.agent.decide import Decision, SlurmJobNow, decide
 from wattplan.planner.agent.energy_budget import SAME_S, EnergyLedger, RoundShare
 from wattplan.planner.agent.metrics import AgentMetrics, RoundFigures
+from wattplan.planner.agent.node_power import choose_power_down
 from wattplan.planner.agent.node_settings import Clock, JobSetting
 from wattplan.planner.agent.options import AgentOptions
 from wattplan.planner.agent.power_cap import CapFile
 from wattplan.planner.agent.progress_estimate import RateIndex, credited_steps, energy_steps
 from wattplan.planner.agent.report import ReferenceTally
-from wattplan.planner.agent.slurm_actions import Action, ActionOutcome, Release, RequeueHold, SlurmCall, apply, calls
+from wattplan.planner.agent.slurm_actions import (
+    Action,
+    ActionOutcome,
+    Release,
+    RequeueHold,
+    SlurmCall,
+    apply,
+    calls,
+    power_down_call,
+)
 from wattplan.planner.agent.slurm_detail import expand_hostlist, query_job_gpus
 from wattplan.planner.agent.slurm_queue import (
     ADMIN_HOLD,
@@ -210,6 +220,13 @@ class AgentConfig:
     power_save: bool = _OPTIONS.power_save
     """Slurm powers idle nodes down (its power saving): the round prices what a powered node draws, powered-down
     nodes are planned on (Slurm boots one for a job) after the powered ones. False: every node stays on."""
+    power_down: bool = _OPTIONS.power_down
+    """With ``power_save``: power idle nodes down at once (``scontrol update NodeName=N State=POWER_DOWN``) unless the
+    recent arrivals are expected to need them within ``power_cycle_s`` (:mod:`planner.agent.node_power`); False:
+    Slurm's ``SuspendTime`` alone powers them down."""
+    power_cycle_s: float = _OPTIONS.power_cycle_s
+    """A node's off-and-on cycle (s, agent clock): its shutdown (``SuspendTimeout``) and its boot, both at about idle
+    draw; a node idle longer than this pays for being powered down (:mod:`planner.agent.node_power`)."""
     event_gap: float = 0.1
     """The least time between a round and the next one an event starts (a share of a round), where rounds may
     restart running jobs: it spaces the restarts of the steered mode (benchmarks/RESULTS.md, "Event rounds")."""
@@ -273,6 +290,8 @@ class AgentConfig:
             event_rounds=options.event_rounds,
             periodic_rounds=options.periodic_rounds,
             power_save=options.powers_down(),
+            power_down=options.power_down,
+            power_cycle_s=options.power_cycle_s,
             start_s=options.start_s,
             allowed=options.allowed(),
             policy=options.decision_policy(),
@@ -332,7 +351,7 @@ class RoundReport:
         verbs: dict[str, int] = {}
         for c in self.calls:
             verb = c.call.verb
-            verbs[verb] = verbs.get(verb, 0) + len(c.call.jobs)
+            verbs[verb] = verbs.get(verb, 0) + (len(c.call.jobs) or 1)  # a node's call counts the node
         calls = ", ".join(f"{v} {n}" for v, n in verbs.items()) or "none"
         delta = "" if self.delta is None else f" delta {self.delta:.3f};"
         budget = "" if self.budget is None else f" {self.budget.words()};"
@@ -399,6 +418,8 @@ class Agent:
         """The last round left an update Slurm refused for now: the next round starts a poll later."""
         self._powering_down = False
         """The last round left out a node Slurm was powering down (``POWERING_DOWN``)."""
+        self._watched_from_s: float | None = None
+        """The agent clock at this agent's first round: the arrivals it has watched since (``--power-down``)."""
         self.learner: ProfileLearner | None = None
         self.steering = LiveSteering(config.steering, config.rules, config.start_s, config.signal)
         """Each round's ``delta``, credit weight and tail bound (:mod:`planner.agent.steering`)."""
@@ -524,6 +545,8 @@ class Agent:
         t_start = time.monotonic()  # the agent's own cost, in real time even in a replay
         unix = self.timer.unix()
         now_s = self.cfg.clock.at(unix)
+        if self._watched_from_s is None:
+            self._watched_from_s = now_s
         rnd = self.store.next_round()
         report = RoundReport(rnd, now_s)
         self.store.begin_round(rnd, unix, now_s)
@@ -572,6 +595,7 @@ class Agent:
         if not queued:
             report.status = "idle"
             self._settled = True
+            self._power_down_idle(nodes.nodes, host_of, set(), 0, now_s, rnd, report)
             self._finish(report, t_start, "done")
             return report
         if self.cfg.learn and self.learner is None:  # its prior: the first round's cluster and profiles
@@ -612,6 +636,8 @@ class Agent:
             report.notes.append("requeued: " + ", ".join(f"{j} ({w})" for j, w in decision.why.items()))
         self._apply(rnd, decision, report)
         self._settled = report.planned_run > 0
+        claimed = {h for d in decision.desired if d.state == "run" for h in d.hosts}
+        self._power_down_idle(nodes.nodes, host_of, claimed, report.queued - report.planned_run, now_s, rnd, report)
         # a node powering down is left out until it is off, which no queue event announces: while jobs wait for
         # GPUs, look again a poll later rather than a round later (it is plannable, and bootable, once off)
         self._retry_soon = self._retry_soon or (self._powering_down and report.planned_run < report.queued)
@@ -630,6 +656,52 @@ class Agent:
             delta=delta,
         )
         return report
+
+    def _power_down_idle(
+        self,
+        nodes: Sequence[NodeState],
+        host_of: Mapping[str, str],
+        claimed: set[str],
+        waiting: int,
+        now_s: float,
+        rnd: int,
+        report: RoundReport,
+    ) -> None:
+        """With ``--power-down``: power down the idle nodes no job is expected to need soon (:mod:`.node_power`).
+
+        Only nodes the round plans on (``host_of``: a profiled GPU type, no job wattplan does not manage) that are
+        powered, idle with no flag (no power-down pending, no boot), run no job (``scontrol show job``) and that no
+        job of this round's plan was sent to (``claimed``). ``free`` counts the free GPUs of the usable nodes that
+        run jobs. One ``scontrol update NodeName=N State=POWER_DOWN`` per node.
+        """
+        if not (self.cfg.power_down and self.cfg.power_save):
+            return
+        usable = set(host_of.values())
+        used: dict[str, int] = {}
+        for alloc in self._placements.values():
+            for host, gpus in alloc:
+                used[host] = used.get(host, 0) + len(gpus)
+        mine = sorted((n for n in nodes if n.name in usable), key=lambda n: _node_key(n.name))
+        idle = [n for n in mine if n.slurm_state == "idle" and n.name not in used and n.name not in claimed]
+        if not idle:
+            return
+        free = sum(max(n.gpus - used[n.name], 0) for n in mine if n.name in used and n.state in ("mixed", "idle"))
+        watched = now_s - (self._watched_from_s if self._watched_from_s is not None else now_s)
+        arrivals = [(k.arrival_s, k.requested_gpus) for k in self.store.known_jobs().values()]
+        k = max(n.gpus for n in idle)
+        choice = choose_power_down(
+            [n.name for n in idle], k, free, arrivals, now_s, watched, self.cfg.power_cycle_s, waiting
+        )
+        if not choice.down:
+            return
+        report.notes.append(f"powering down idle node(s) {', '.join(choice.down)}: {choice.why}")
+        for name in choice.down:
+            call = power_down_call(name)
+            if self.cfg.dry_run:
+                report.calls.append(ActionOutcome(call, False, None, "", ""))
+                continue
+            (action_id,) = self.store.commit_intent(rnd, [], [(call.argv, call.jobs)])
+            self._record(action_id, call, self.run(call.argv), report)
 
     def cap_w(self) -> float | None:
         """The cluster's power cap now (W): the cap file's last value, else ``--power-cap-w``; None: no cap."""

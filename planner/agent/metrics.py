@@ -7,7 +7,7 @@ agent (nothing global). Updated after every round (:meth:`AgentMetrics.observe`)
   ``slurm-unreachable``, ``state-busy``, ...);
 * ``wattplan_agent_round_seconds{part}``: the last round's solve and the loop's own time around it (real s);
 * ``wattplan_agent_slurm_calls_total{verb, outcome}``: calls sent (``requeuehold``, ``uhold``, ``update``,
-  ``release``) by outcome (``ok``, ``refused``, ``failed``; ``planned`` in a dry run), one per call;
+  ``power_down``, ``release``) by outcome (``ok``, ``refused``, ``failed``; ``planned`` in a dry run), one per call;
 * ``wattplan_agent_managed_jobs{state}``: managed jobs ``running`` and ``waiting`` at the last round;
 * ``wattplan_agent_delta``: the progress given up for energy in the last round (the governor's delta);
 * ``wattplan_agent_planned_gpu_power_watts``: the last plan's GPU energy over its round, in W;

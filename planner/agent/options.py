@@ -63,6 +63,8 @@ power, every node on; ``slurm-powersave``: the same on a cluster with Slurm's po
 at the lowest power limit keeping 97% of its speed. ``simulate -p NAME`` replays them as Slurm alone, with no agent
 (:data:`planner.control.slurm_replay.SLURM_BASELINES`); live the agent's run of each lands within 0.4% of Slurm
 alone in energy (benchmarks/RESULTS.md)."""
+POWER_CYCLE_S = 360.0
+"""A GPU server's off-and-on cycle by default (s): a 60 s shutdown and a 300 s boot, the emulated cluster's."""
 MAX_START_S = 1e7
 """``--start-s`` is below this (s, about 116 days): a job's start-up, far longer than any real one, and finite."""
 
@@ -83,6 +85,15 @@ def _baseline_power_save(values: Mapping[str, Any], label: Callable[[str], str])
     if values.get("policy") == "slurm" and values.get("power_save"):
         why = "slurm keeps every node on; on a cluster with Slurm's power saving name slurm-powersave"
         return [Problem("conflicting-options", label("power_save"), why)]
+    return []
+
+
+def _power_down_saves(values: Mapping[str, Any], label: Callable[[str], str]) -> list[Problem]:
+    """``--power-down`` acts through Slurm's power saving: ``--power-save`` or a baseline that runs with it."""
+    policy = str(values.get("policy"))
+    saving = values.get("power_save") or (policy in AGENT_BASELINES and AGENT_BASELINES[policy][1])
+    if values.get("power_down") and not saving:
+        return [Problem("bad-option", label("power_down"), f"needs {label('power_save')}")]
     return []
 
 
@@ -205,6 +216,21 @@ class AgentOptions(OptionRecord):
     )
     event_rounds: bool = same_as(SimulateOptions, "event_rounds")
     power_save: bool = same_as(SimulateOptions, "power_save")
+    power_down: bool = same_as(
+        SimulateOptions,
+        "power_down",
+        help="With --power-save: also power idle nodes down at once, keeping on only those the last hour's arrivals "
+        "are expected to need within a node's off-and-on cycle (--power-cycle-s); Slurm's SuspendTime still applies.",
+    )
+    power_cycle_s: float = option(
+        POWER_CYCLE_S,
+        "With --power-down: how long a node powered down and booted again draws idle power without running a job "
+        "(Slurm's SuspendTimeout plus the boot); a node expected idle longer is powered down. With --cluster: the "
+        "emulated cluster's own.",
+        unit="s",
+        low=0.0,
+        low_open=True,
+    )
     periodic_rounds: bool = same_as(SimulateOptions, "periodic_rounds")
     start_s: float = option(
         0.0,
@@ -241,6 +267,7 @@ class AgentOptions(OptionRecord):
         Rule(signal_needs_a_file, "signal_start requires carbon or price"),
         Rule(_some_rounds, "event_rounds or periodic_rounds"),
         Rule(_baseline_power_save, "policy slurm excludes power_save"),
+        Rule(_power_down_saves, "power_down requires power saving"),
         requires("energy_budget_kwh", "budget_period_s"),
         requires("budget_period_s", "energy_budget_kwh"),
         _names("allow_user"),

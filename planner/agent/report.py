@@ -6,7 +6,8 @@ with its arrival, restarts and end, and each round's observations. From them, ov
 before it counts as arriving at it):
 
 * rounds by status, the solve's and the loop's own time per round (median and max, real s);
-* Slurm calls by verb (``requeuehold``, ``uhold``, ``update``, ``release``) and outcome (ok, refused, failed);
+* Slurm calls by verb (``requeuehold``, ``uhold``, ``update``, ``power_down``, ``release``) and outcome (ok,
+  refused, failed);
 * jobs seen, ended by Slurm's end state, still waiting or running; restarts (requeues the agent made);
 * JCT of the completed jobs, ``ended_s - arrival_s`` (average and p95, s);
 * GPU energy measured: DCGM's, apportioned to the managed jobs, summed over the observed windows (kWh);

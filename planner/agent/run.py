@@ -27,6 +27,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from wattplan.planner import planning
 from wattplan.planner.agent.check import CheckTarget
@@ -96,6 +97,8 @@ class Environment:
     from_zero: bool
     cluster_id: str | None = None
     """What identifies the cluster the state belongs to (an emulated cluster's start time); None: not checked."""
+    power_cycle_s: float | None = None
+    """An emulated cluster's off-and-on cycle with power saving (s): its shutdown and its boot; None: not known."""
 
 
 def environment(cluster_dir: Path | None, prometheus_url: str | None, settings_dir: Path | None) -> Environment:
@@ -113,11 +116,21 @@ def environment(cluster_dir: Path | None, prometheus_url: str | None, settings_d
             Path(manifest["idle_marker"]),
             True,
             f"emulated cluster {cluster_dir.resolve()} started at {float(manifest['t0_unix']):.3f}",
+            _power_cycle_s(manifest),
         )
     except FileNotFoundError:
         raise ValueError(f"--cluster {cluster_dir}: no cluster.json; start one with wattplan cluster up") from None
     except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
         raise ValueError(f"--cluster {cluster_dir}: cluster.json cannot be read ({e!r})") from None
+
+
+def _power_cycle_s(manifest: dict[str, Any]) -> float | None:
+    """An emulated cluster's off-and-on cycle (emulated s): its shutdown (``SuspendTimeout``) and its boot."""
+    saving = manifest.get("power_save")
+    if not isinstance(saving, dict):
+        return None
+    shutdown_real = float(saving.get("slurm_suspend_timeout_s", 0.0))
+    return float(saving["resume_s"]) + shutdown_real * float(manifest["time_scale"])
 
 
 def open_state(state: Path, dry_run: bool) -> tuple[AgentStore, Path | None]:
@@ -216,6 +229,8 @@ def start_agent(options: AgentOptions, log: Callable[[str], None] | None = None)
         raise InputError("--policy", [Problem("unknown-policy", "--policy", why)])
     env = environment(options.cluster, options.prometheus, options.settings_path())
     config = AgentConfig.of(options, load_profile_library(options.profiles))
+    if env.power_cycle_s is not None:
+        config.power_cycle_s = env.power_cycle_s
     config.signal = agent_signal(options, env.clock.at(time.time()))
     return run_agent(config, env, options.state_path(), log or stderr_log(options.quiet))
 

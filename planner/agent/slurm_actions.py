@@ -37,6 +37,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from wattplan.planner.agent.commands import Run, run_command
+from wattplan.planner.agent.slurm_queue import NODE_NAME
 
 _GRES = re.compile(r"gpu(?::[A-Za-z0-9_.-]+)?:[0-9]{1,4}")
 _NODELIST = re.compile(r"[A-Za-z0-9_.\-\[\],]{1,1000}")
@@ -134,7 +135,12 @@ class SlurmCall:
 
     @property
     def verb(self) -> str:
-        """What the call does: ``scontrol``'s sub-command (``requeuehold``, ``update``, ...), else the program."""
+        """What the call does: ``scontrol``'s sub-command (``requeuehold``, ``update``, ...), else the program.
+
+        A node's ``update ... State=POWER_DOWN`` is ``power_down`` (:func:`power_down_call`).
+        """
+        if self.argv[:2] == ("scontrol", "update") and self.argv[2:3] and self.argv[2].startswith("NodeName="):
+            return "power_down"
         return self.argv[1] if self.argv[:1] == ("scontrol",) and len(self.argv) > 1 else self.argv[0]
 
 
@@ -211,6 +217,18 @@ def calls(actions: Iterable[Action]) -> list[SlurmCall]:
         else:
             out.append(SlurmCall(("scontrol", _VERBS[phase], _ids(jobs)), tuple(jobs)))
     return out
+
+
+def power_down_call(node: str) -> SlurmCall:
+    """``scontrol update NodeName=NODE State=POWER_DOWN``: Slurm's power saving powers ``node`` down now.
+
+    Slurm 22.05 (checked on the emulated cluster) runs its ``SuspendProgram`` at once on an idle node (``idle%``,
+    then ``idle~``); on a node that runs jobs it marks the power-down pending (``mix!``, flag ``POWER_DOWN``) and
+    powers it down when they end. A powered-down node is booted again by Slurm when a job is given it.
+    """
+    if not isinstance(node, str) or not NODE_NAME.fullmatch(node):
+        raise ValueError(f"a node name is a host name, not {node!r:.80}")
+    return SlurmCall(("scontrol", "update", f"NodeName={node}", "State=POWER_DOWN"), ())
 
 
 def apply(actions: Iterable[Action], dry_run: bool, run: Run = run_command) -> list[ActionOutcome]:

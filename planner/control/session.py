@@ -77,6 +77,7 @@ def setup_of(options: SimulateOptions | FrontierOptions) -> SimulatedCluster:
         options.event_rounds,
         options.periodic_rounds,
         power_save=options.power_save,
+        power_down=options.power_down,
         suspend_s=options.suspend_s,
         resume_s=options.resume_s,
         progress_metric=options.progress_metric,

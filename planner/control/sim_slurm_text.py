@@ -80,6 +80,8 @@ class NodeView:
     busy: bool
     power: str = "on"
     """Its power state under power saving: ``on``, ``powering_down``, ``off`` or ``powering_up``."""
+    down_pending: bool = False
+    """Told ``State=POWER_DOWN`` while running jobs: powered down when they end (flag ``POWER_DOWN``)."""
 
     @property
     def state(self) -> str:
@@ -230,7 +232,7 @@ def _node_json(n: NodeView) -> dict[str, object]:
         "reason": "",
         "slurmd_version": RELEASE,
         "state": n.state,
-        "state_flags": list(POWER_FLAGS.get(n.power, ())),
+        "state_flags": [*POWER_FLAGS.get(n.power, ()), *(("POWER_DOWN",) if n.down_pending else ())],
     }
 
 

@@ -129,6 +129,9 @@ class SimulatedCluster:
     power_save: bool = False
     """The agent's policies run with Slurm's power saving (``--power-save``); ``slurm-powersave`` always does,
     ``slurm`` never."""
+    power_down: bool = False
+    """With ``power_save``, the agent's policies also power idle nodes down themselves (``--power-down``,
+    :mod:`planner.agent.node_power`)."""
     suspend_s: float = 600.0
     """Power saving: a node idle this long is powered down (``SuspendTime``)."""
     resume_s: float = 300.0
@@ -245,7 +248,9 @@ def agent_config(
         max_rounds=spec.max_rounds,
         node_power_w=spec.node_power_w,
         pairs=policy == "eaco",
-        power_save=setup.power_saving(policy) is not None,
+        power_save=(saving := setup.power_saving(policy)) is not None,
+        power_down=setup.power_down and saving is not None,
+        power_cycle_s=saving.power_cycle_s if saving is not None else AgentConfig.power_cycle_s,
         event_rounds=setup.event_rounds,
         periodic_rounds=setup.periodic_rounds,
         start_s=setup.load_s,

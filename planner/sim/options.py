@@ -28,7 +28,16 @@ from wattplan.planner import planning
 from wattplan.planner.console.list_options import Bounds
 from wattplan.planner.contracts import defaults
 from wattplan.planner.contracts.figures import DPI_RANGE, PLOT_FORMATS
-from wattplan.planner.contracts.options import ROUND_RULE, OptionRecord, Rule, excludes, option, range_of, same_as
+from wattplan.planner.contracts.options import (
+    ROUND_RULE,
+    OptionRecord,
+    Rule,
+    excludes,
+    option,
+    range_of,
+    requires,
+    same_as,
+)
 from wattplan.planner.contracts.problems import Problem
 from wattplan.planner.contracts.request import REPLAY_REQUEST, PlanRequest
 from wattplan.planner.contracts.rules import DELTA_RANGE, OBJECTIVES
@@ -377,6 +386,11 @@ class SimulateOptions(ReplayOptions):
         "a powered node draws and fills powered nodes first (policy slurm-powersave: Slurm alone with it).",
         flag="--power-save",
     )
+    power_down: bool = option(
+        False,
+        "As the agent (with --power-save): wattplan also powers idle nodes down at once, keeping on only those the "
+        "last hour's arrivals are expected to need within a node's off-and-on cycle (SuspendTime still applies).",
+    )
     progress_metric: bool = option(
         True,
         "jobs export their steps to the agent (wattplan_job_steps_done); --no-progress-metric: "
@@ -417,6 +431,7 @@ class SimulateOptions(ReplayOptions):
     RULES: ClassVar[tuple[Rule, ...]] = (
         *ReplayOptions.RULES,
         Rule(_round_triggers, "rounds on events, periodic or both; a budget needs its period"),
+        requires("power_down", "power_save"),
     )
 
 
@@ -453,6 +468,7 @@ class FrontierOptions(ReplayOptions):
     periodic_rounds: bool = same_as(SimulateOptions, "periodic_rounds")
     requeue_delay_s: float | None = same_as(SimulateOptions, "requeue_delay_s")
     power_save: bool = same_as(SimulateOptions, "power_save")
+    power_down: bool = same_as(SimulateOptions, "power_down")
     progress_metric: bool = same_as(SimulateOptions, "progress_metric")
     suspend_s: float = same_as(SimulateOptions, "suspend_s")
     resume_s: float = same_as(SimulateOptions, "resume_s")
@@ -464,4 +480,5 @@ class FrontierOptions(ReplayOptions):
     RULES: ClassVar[tuple[Rule, ...]] = (
         *ReplayOptions.RULES,
         Rule(_round_triggers, "rounds on events, periodic or both; a budget needs its period"),
+        requires("power_down", "power_save"),
     )

@@ -1,0 +1,186 @@
+"""The agent powering idle nodes down itself (``--power-down``; issue 44, item 1).
+
+The rule by hand (:mod:`planner.agent.node_power`), the call it sends, the simulated Slurm answering ``scontrol
+update NodeName=N State=POWER_DOWN`` as the emulated cluster's Slurm 22.05 did, and a replay whose energy differs
+from Slurm's power saving alone by exactly the idle node's draw over the time it was powered down sooner.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.sim_slurm import IDLE, NODE_W, R18, simulated, x
+from wattplan.planner.agent.node_power import choose_power_down, demand_rate
+from wattplan.planner.agent.options import AgentOptions
+from wattplan.planner.agent.slurm_actions import power_down_call
+from wattplan.planner.agent.slurm_detail import query_job_gpus
+from wattplan.planner.agent.slurm_queue import read_nodes
+from wattplan.planner.contracts.problems import InputError
+from wattplan.planner.contracts.rules import RoundRules
+from wattplan.planner.control.sim_slurm import PowerSaving, SimJob, SimulatedSlurm
+from wattplan.planner.control.slurm_replay import SimulatedCluster, replay_on_slurm
+from wattplan.planner.profile_library.index import index_library
+from wattplan.planner.profile_library.library import load_profile_library
+from wattplan.planner.sim.options import SimulateOptions
+from wattplan.planner.sim.replay import ReplaySpec
+
+LIB = load_profile_library(None)
+
+
+# ---------------------------------------------------------------------------------------------- the rule
+
+
+def test_demand_rate_counts_the_gpus_of_the_window_over_its_length() -> None:
+    arrivals = [(0.0, 8), (3000.0, 2), (3500.0, 4), (4000.0, 1)]
+    # the last hour at t=4000 is (400, 4000]: 2 + 4 + 1 GPUs over 3600 s
+    assert demand_rate(arrivals, 4000.0, 10_000.0, 3600.0) == pytest.approx(7 / 3600)
+    # watched only 1000 s: the window is (3000, 4000], 4 + 1 GPUs over 1000 s
+    assert demand_rate(arrivals, 4000.0, 1000.0, 3600.0) == pytest.approx(5 / 1000)
+    assert demand_rate(arrivals, 4000.0, 0.0, 3600.0) == math.inf
+
+
+def test_nodes_beyond_the_expected_demand_are_powered_down_in_slurm_conf_order() -> None:
+    idle = ["n1", "n2", "n3"]
+    # 36 GPUs in the last hour: lambda = 0.01 GPU/s; D = 0.01 x 360 = 3.6 GPUs; no free GPU: ceil(3.6 / 8) = 1 kept
+    arrivals = [(100.0 * k, 4) for k in range(1, 10)]
+    choice = choose_power_down(idle, 8, 0, arrivals, 3600.0, 7200.0, 360.0, waiting=0)
+    assert choice.kept == ("n1",) and choice.down == ("n2", "n3")
+    assert choice.demand_gpus == pytest.approx(3.6)
+    # 4 GPUs free on the nodes that run: they take the 3.6 expected, every idle node goes down
+    choice = choose_power_down(idle, 8, 4, arrivals, 3600.0, 7200.0, 360.0, waiting=0)
+    assert choice.kept == () and choice.down == ("n1", "n2", "n3")
+    # a cycle three times as long: D = 10.8, ceil((10.8 - 0) / 8) = 2 kept
+    choice = choose_power_down(idle, 8, 0, arrivals, 3600.0, 7200.0, 1080.0, waiting=0)
+    assert choice.kept == ("n1", "n2") and choice.down == ("n3",)
+    # D exactly one node's worth (8 GPUs): one node kept, not two
+    choice = choose_power_down(idle, 8, 0, [(3300.0, 8)], 3600.0, 360.0, 360.0, waiting=0)
+    assert choice.demand_gpus == pytest.approx(8.0) and choice.kept == ("n1",)
+
+
+def test_nothing_is_powered_down_while_a_job_waits_or_before_a_cycle_was_watched() -> None:
+    idle = ["n1", "n2"]
+    assert choose_power_down(idle, 8, 0, [], 3600.0, 7200.0, 360.0, waiting=1).down == ()
+    assert choose_power_down(idle, 8, 0, [], 300.0, 300.0, 360.0, waiting=0).down == ()
+    # no arrival in the last hour, watched long enough: every idle node goes down
+    assert choose_power_down(idle, 8, 0, [(0.0, 8)], 7200.0, 7200.0, 360.0, waiting=0).down == ("n1", "n2")
+    assert choose_power_down([], 8, 0, [], 7200.0, 7200.0, 360.0, waiting=0).down == ()
+
+
+def test_the_power_down_call_names_one_node_and_refuses_a_host_list() -> None:
+    call = power_down_call("v100-3")
+    assert call.argv == ("scontrol", "update", "NodeName=v100-3", "State=POWER_DOWN")
+    assert call.jobs == () and call.verb == "power_down"
+    for bad in ("v100-[0-3]", "a,b", "", "x y", "-rf"):
+        with pytest.raises(ValueError, match="node name"):
+            power_down_call(bad)
+
+
+def test_power_down_needs_power_saving_on_both_faces() -> None:
+    with pytest.raises(InputError, match="power-down"):
+        SimulateOptions.checked({"power_down": True})
+    assert SimulateOptions.checked({"power_down": True, "power_save": True}).power_down
+    with pytest.raises(InputError, match="power-down"):
+        AgentOptions.checked({"power_down": True})
+    assert AgentOptions.checked({"power_down": True, "power_save": True}).power_down
+    assert AgentOptions.checked({"power_down": True, "policy": "maxq"}).power_down  # maxq runs with power saving
+
+
+# ---------------------------------------------------------------------------------------------- simulated Slurm
+
+
+SAVING = PowerSaving(600.0, 300.0, 30.0)
+
+
+def _slurm(jobs: list[SimJob], saving: PowerSaving | None = SAVING) -> SimulatedSlurm:
+    """Two 8-GPU V100 nodes (``NODE_W`` each besides the GPUs, ``LOAD`` s per start) with power saving."""
+    return simulated(jobs, (8, 8), power_saving=saving)
+
+
+def _states(slurm: SimulatedSlurm) -> dict[str, tuple[str, str]]:
+    read = read_nodes(slurm(("sinfo", "--json")).stdout)
+    return {n.name: (n.state, n.slurm_state) for n in read.nodes}
+
+
+def test_an_idle_node_told_power_down_powers_down_at_once_and_draws_nothing_once_off() -> None:
+    slurm = _slurm([SimJob(1, R18, 0.0, 1, 1e9, managed=False)])
+    slurm.advance_to(10.0)
+    assert slurm.node_power() == {"v100-0": "on", "v100-1": "on"}
+    done = slurm(("scontrol", "update", "NodeName=v100-1", "State=POWER_DOWN"))
+    assert done.returncode == 0, done.stderr
+    assert slurm.node_power()["v100-1"] == "powering_down"
+    assert _states(slurm)["v100-1"][0] == "down"  # POWERING_DOWN: no job until it is off
+    slurm.advance_to(40.0)  # SuspendTimeout 30 s
+    assert slurm.node_power()["v100-1"] == "off" and _states(slurm)["v100-1"][0] == "off"
+    before = slurm.energy()
+    slurm.advance_to(1000.0)
+    after = slurm.energy()
+    assert (after.node_j - before.node_j) / 960.0 == pytest.approx(NODE_W)  # the one node still on
+    assert (after.idle_j - before.idle_j) / 960.0 == pytest.approx(8 * IDLE)  # its 8 GPUs, the busy one included
+
+
+def test_a_node_running_a_job_powers_down_when_it_ends_and_takes_jobs_meanwhile() -> None:
+    steps = x(R18) * 70.0  # 70 s of steps at full power, after a 30 s load: each job ends 100 s after its start
+    jobs = [SimJob(1, R18, 0.0, 1, steps, managed=False), SimJob(2, R18, 20.0, 1, steps, managed=False)]
+    slurm = _slurm(jobs)
+    slurm.advance_to(10.0)
+    assert slurm(("scontrol", "update", "NodeName=v100-0", "State=POWER_DOWN")).returncode == 0
+    assert slurm.node_power()["v100-0"] == "on"
+    state, said = _states(slurm)["v100-0"]
+    assert state == "mixed" and said == "mixed+POWER_DOWN"  # sinfo's mix!
+    slurm.advance_to(30.0)  # the second job still lands on it (first fit), as 22.05 placed one there
+    assert [host for host, _ in query_job_gpus(slurm)[2]] == ["v100-0"]
+    slurm.advance_to(115.0)  # the first job ended at 100 s; the second runs until 120 s
+    assert slurm.node_power()["v100-0"] == "on"
+    slurm.advance_to(125.0)
+    assert slurm.node_power()["v100-0"] == "powering_down"
+    assert slurm.node_power()["v100-1"] == "on"  # never told: SuspendTime alone
+
+
+def test_a_node_update_slurm_would_refuse_is_refused() -> None:
+    slurm = _slurm([])
+    bad = slurm(("scontrol", "update", "NodeName=v100-9", "State=POWER_DOWN"))
+    assert bad.returncode == 1 and "Invalid node name specified" in bad.stderr
+    other = slurm(("scontrol", "update", "NodeName=v100-0", "State=DRAIN"))
+    assert other.returncode == 1 and "POWER_DOWN" in other.stderr
+    no_saving = _slurm([], saving=None)(("scontrol", "update", "NodeName=v100-0", "State=POWER_DOWN"))
+    assert no_saving.returncode == 1 and "power saving" in no_saving.stderr
+
+
+# ---------------------------------------------------------------------------------------------- a replay by hand
+
+
+def test_the_agent_powers_the_idle_node_down_at_its_first_round_past_a_cycle(tmp_path: Path) -> None:
+    """Two nodes, one 1-GPU job at 0 for about 2,000 s; the by-job mode keeps it on its one GPU of the first node.
+
+    Slurm's power saving alone powers the second node down at 600 s. The agent's first round (0 s) has watched
+    nothing; its next periodic round (360 s) has watched 360 s >= the cycle c = 30 + 300 s. One job of 1 GPU in
+    360 s: lambda = 1/360 GPU/s, D = 330/360 = 0.92 GPU, below the 7 GPUs free on the first node: the second node
+    is powered down then, 240 s sooner. Every other figure is the same, so the energies differ by exactly the idle
+    node's draw (node power and 8 idle GPUs) for those 240 s, and the JCT not at all.
+    """
+    trace = tmp_path / "one.trace"
+    trace.write_text(f"{R18}\tcmd\t-n\t1\t{x(R18) * 2000.0:.0f}\t0\t1\n")  # about 2,000 s at full power
+    rules = RoundRules(360.0, 240.0, objective="energy", delta=0.9, max_slowdown=0.0, slurm_starts=True)
+    spec = ReplaySpec(trace=trace, cluster="v100:16", policies=("wattplan",), rules=rules)
+    results = {}
+    for down in (False, True):
+        setup = SimulatedCluster(load_s=30.0, launch_s=0.0, power_save=True, power_down=down)
+        results[down] = replay_on_slurm(spec, "wattplan", setup, tmp_path / f"out-{down}")
+    log = (tmp_path / "out-True" / "wattplan" / "agent.log").read_text()
+    rounds = re.findall(r"round \d+ t=(\d+)s[^\n]*\n((?:  [^\n]*\n)*)", log)
+    downs = [float(t) for t, notes in rounds if "powering down idle node(s) v100-1" in notes]
+    assert downs == [360.0], log
+    assert "powering down" not in (tmp_path / "out-False" / "wattplan" / "agent.log").read_text()
+    on, off = results[False].summary, results[True].summary
+    (job,) = results[False].jobs
+    assert job["jct_s"] == results[True].jobs[0]["jct_s"] and job["jct_s"] > 630.0
+    # node-seconds powered: the first node throughout, the second until off (600 + 30 s, or 360 + 30 s)
+    node_w = on["energy_node_kwh"] * 3.6e6 / (job["jct_s"] + 630.0)
+    assert off["energy_node_kwh"] * 3.6e6 == pytest.approx(node_w * (job["jct_s"] + 390.0), rel=1e-9)
+    idle_w = 8 * index_library(LIB).gpu_types["v100"].idle_power_w
+    saved_j = (on["energy_kwh"] - off["energy_kwh"]) * 3.6e6
+    assert saved_j == pytest.approx(240.0 * (node_w + idle_w), rel=1e-9)
