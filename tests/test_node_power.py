@@ -36,10 +36,11 @@ LIB = load_profile_library(None)
 
 def test_demand_rate_counts_the_gpus_of_the_window_over_its_length() -> None:
     arrivals = [(0.0, 8), (3000.0, 2), (3500.0, 4), (4000.0, 1)]
-    # the last hour at t=4000 is (400, 4000]: 2 + 4 + 1 GPUs over 3600 s
+    # the last hour at t=4000 is [400, 4000]: 2 + 4 + 1 GPUs over 3600 s
     assert demand_rate(arrivals, 4000.0, 10_000.0, 3600.0) == pytest.approx(7 / 3600)
-    # watched only 1000 s: the window is (3000, 4000], 4 + 1 GPUs over 1000 s
-    assert demand_rate(arrivals, 4000.0, 1000.0, 3600.0) == pytest.approx(5 / 1000)
+    # watched only 1000 s: the window is [3000, 4000], 2 + 4 + 1 GPUs over 1000 s (an arrival as the agent started
+    # counts)
+    assert demand_rate(arrivals, 4000.0, 1000.0, 3600.0) == pytest.approx(7 / 1000)
     assert demand_rate(arrivals, 4000.0, 0.0, 3600.0) == math.inf
 
 
@@ -184,3 +185,29 @@ def test_the_agent_powers_the_idle_node_down_at_its_first_round_past_a_cycle(tmp
     idle_w = 8 * index_library(LIB).gpu_types["v100"].idle_power_w
     saved_j = (on["energy_kwh"] - off["energy_kwh"]) * 3.6e6
     assert saved_j == pytest.approx(240.0 * (node_w + idle_w), rel=1e-9)
+
+
+def test_a_node_whose_job_ended_is_powered_down_while_slurm_still_lists_that_job(tmp_path: Path) -> None:
+    """A job that ended lists its node with no GPU until ``MinJobAge`` (22.05): the node is idle all the same.
+
+    a (1 GPU) runs for hours; b (8 GPUs, about 1,000 s of steps at 250 W, faster at its full power) runs on the
+    other node and ends near 1,000 s (at t_b), which starts a round. 9 GPUs arrived in the t_b s watched (at 0, as
+    the agent started): D = 330 x 9 / t_b, about 3 GPUs, below the 7 free beside a, so b's node goes down in that
+    round, while ``scontrol show job -d`` still shows b on it (the agent once read that as a busy node, live only:
+    the simulated Slurm did not list ended jobs' nodes).
+    """
+    trace = tmp_path / "two.trace"
+    rows = [(R18, 1, x(R18) * 4000.0), (R18, 8, x(R18, 8) * 1000.0)]
+    trace.write_text("".join(f"{t}\tcmd\t-n\t1\t{steps:.0f}\t0\t{g}\n" for t, g, steps in rows))
+    rules = RoundRules(360.0, 240.0, objective="energy", delta=0.9, max_slowdown=0.0, slurm_starts=True)
+    spec = ReplaySpec(trace=trace, cluster="v100:16", policies=("wattplan",), rules=rules)
+    setup = SimulatedCluster(load_s=30.0, launch_s=0.0, power_save=True, power_down=True)
+    result = replay_on_slurm(spec, "wattplan", setup, tmp_path / "out")
+    b = next(j for j in result.jobs if j["job_id"] == "j1")
+    assert 720.0 < b["finish_s"] < 1080.0  # between two periodic rounds: its end starts a round of its own
+    log = (tmp_path / "out" / "wattplan" / "agent.log").read_text()
+    rounds = re.findall(r"round \d+ t=(\d+)s[^\n]*\n((?:  [^\n]*\n)*)", log)
+    downs = [(float(t), notes) for t, notes in rounds if "powering down idle node(s)" in notes]
+    assert downs and downs[0][0] == pytest.approx(b["finish_s"], abs=1.0), log
+    expected = 330.0 * 9 / downs[0][0]
+    assert f"idle node(s) v100-0: {expected:.1f} GPUs expected within 330 s, 7 free on running nodes" in downs[0][1]

@@ -380,6 +380,12 @@ def _passing(result: CommandResult) -> bool:
     return result.returncode != 0 and any(m in result.stderr for m in TRANSIENT_REFUSALS)
 
 
+def _idle_now(node: NodeState) -> bool:
+    """``sinfo`` shows ``node`` powered and running nothing: base state idle, no flag but ``COMPLETING``."""
+    base, *flags = node.slurm_state.split("+")
+    return base == "idle" and set(flags) <= {"COMPLETING"}
+
+
 def _node_key(name: str) -> tuple[str, int, str]:
     head = name.rstrip("0123456789")
     tail = name[len(head) :]
@@ -670,9 +676,11 @@ class Agent:
         """With ``--power-down``: power down the idle nodes no job is expected to need soon (:mod:`.node_power`).
 
         Only nodes the round plans on (``host_of``: a profiled GPU type, no job wattplan does not manage) that are
-        powered, idle with no flag (no power-down pending, no boot), run no job (``scontrol show job``) and that no
-        job of this round's plan was sent to (``claimed``). ``free`` counts the free GPUs of the usable nodes that
-        run jobs. One ``scontrol update NodeName=N State=POWER_DOWN`` per node.
+        powered and idle (``sinfo``: no job holds a CPU; no flag but ``COMPLETING``, an epilog ending, so no
+        power-down pending and no boot), whose GPUs no job holds (``scontrol show job -d``: a job that ended lists
+        its node with no GPU until ``MinJobAge``) and that no job of this round's plan was sent to (``claimed``).
+        ``free`` counts the free GPUs of the usable nodes that run jobs. One ``scontrol update NodeName=N
+        State=POWER_DOWN`` per node (on a node still completing, Slurm powers it down once the epilog ends).
         """
         if not (self.cfg.power_down and self.cfg.power_save):
             return
@@ -680,9 +688,10 @@ class Agent:
         used: dict[str, int] = {}
         for alloc in self._placements.values():
             for host, gpus in alloc:
-                used[host] = used.get(host, 0) + len(gpus)
+                if gpus:
+                    used[host] = used.get(host, 0) + len(gpus)
         mine = sorted((n for n in nodes if n.name in usable), key=lambda n: _node_key(n.name))
-        idle = [n for n in mine if n.slurm_state == "idle" and n.name not in used and n.name not in claimed]
+        idle = [n for n in mine if _idle_now(n) and n.name not in used and n.name not in claimed]
         if not idle:
             return
         free = sum(max(n.gpus - used[n.name], 0) for n in mine if n.name in used and n.state in ("mixed", "idle"))

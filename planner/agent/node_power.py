@@ -46,11 +46,11 @@ class PowerDownChoice:
 
 
 def demand_rate(arrivals: Iterable[tuple[float, int]], now_s: float, watched_s: float, window_s: float) -> float:
-    """``lambda`` (GPUs/s): GPUs of the ``(arrival s, GPUs)`` in the last ``S = min(window_s, watched_s)`` s, / S."""
+    """``lambda`` (GPUs/s): GPUs of the ``(arrival s, GPUs)`` in ``[now - S, now]``, ``S = min(window_s, watched_s)``, / S."""
     span = min(window_s, watched_s)
     if span <= 0.0:
         return math.inf
-    return sum(g for t, g in arrivals if now_s - span < t <= now_s) / span
+    return sum(g for t, g in arrivals if now_s - span <= t <= now_s) / span
 
 
 def choose_power_down(

@@ -262,7 +262,13 @@ def _when(unix: int) -> str:
 
 
 def _detail_lines(j: JobView) -> list[str]:
-    """One ``Nodes=... GRES=...`` line per run of consecutive nodes holding the same indices (running jobs only)."""
+    """One ``Nodes=... GRES=...`` line per run of consecutive nodes holding the same indices.
+
+    A job that ended still lists its nodes until it leaves the list (``MinJobAge``), with an empty ``GRES=``, as
+    22.05 prints it (seen on the emulated cluster: ``Nodes=v100-0 CPU_IDs=15 Mem=0 GRES=`` for a completed job).
+    """
+    if j.state in ("COMPLETED", "CANCELLED") and j.nodes:
+        return [f"     Nodes={compress_hostlist(j.nodes)} CPU_IDs=0 Mem=0 GRES="]
     if j.state not in ALLOCATED:
         return []
     groups: list[tuple[list[str], str, tuple[int, ...]]] = []
