@@ -96,15 +96,16 @@ def _power_save(args: argparse.Namespace) -> list[str]:
 def _wattplan_mode(args: argparse.Namespace, agent: bool) -> list[str]:
     """How wattplan trades energy for JCT, the same live and in the replay.
 
-    By default the runtime-bounded mode (``--max-jct-increase``, ``--governor``); with ``--max-slowdown X`` the
-    mode whose JCT is bounded job by job (``--slurm-starts --max-slowdown X --objective energy --delta 0.9``, no
-    governor: the agent's ``--no-jct-bound``).
+    By default the runtime-bounded mode (``--max-jct-increase``, ``--governor``; the agent's ``--mode steered``);
+    with ``--max-slowdown X`` the mode whose JCT is bounded job by job (``--slurm-starts --max-slowdown X
+    --objective energy --delta 0.9``, no governor: the agent's default ``--mode by-job``).
     """
     if args.agent_policy != "wattplan":
         return []  # a baseline decided by the loop: no energy mode to set
     if args.max_slowdown is None:
         governor = ["--governor", args.governor] if args.governor else []
-        return ["--max-jct-increase", f"{args.max_jct_increase:g}", *governor]
+        steered = ["--mode", "steered"] if agent else []
+        return [*steered, "--max-jct-increase", f"{args.max_jct_increase:g}", *governor]
     mode = ["--slurm-starts", "--max-slowdown", f"{args.max_slowdown:g}", "--objective", "energy", "--delta", "0.9"]
     return [*(["--no-jct-bound"] if agent else []), *mode]
 

@@ -104,7 +104,7 @@ def test_an_agent_run_from_its_config_file_serves_metrics_that_prometheus_scrape
     conf = tmp_path / "agent.toml"
     conf.write_text(
         f'cluster = "{cluster}"\nmetrics-port = {AGENT_PORT}\nround-s = 60\nrestart-s = 10\n'
-        'slurm-starts = true\nmax-slowdown = 10\nobjective = "energy"\njct-bound = false\ndelta = 0.9\n'
+        'mode = "by-job"\nmax-slowdown = 10\n'
     )
     log = (tmp_path / "agent.log").open("w")
     agent = subprocess.Popen([*WATTPLAN, "agent", "--config", str(conf)], stdout=log, stderr=subprocess.STDOUT)

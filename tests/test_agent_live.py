@@ -100,6 +100,8 @@ def _agent(root: Path, log: Path, started: list[subprocess.Popen[bytes]]) -> sub
                 "--cluster",
                 str(root),
                 "--until-idle",
+                "--mode",
+                "steered",  # the mode that restarts jobs: the faults below meet requeues too
                 "--round-s",
                 f"{ROUND_S:g}",
                 "--time-limit",

@@ -117,7 +117,7 @@ def test_the_agent_powers_down_the_idle_node_and_keeps_the_busy_one(slow_suspend
     _cli("cluster", "submit", str(trace), "--dir", str(cluster), "--wait")
     agent = _cli(
         "agent", "--cluster", str(cluster), "--until-idle", "--power-save", "--power-down", "--solver", "greedy",
-        "--slurm-starts", "--max-slowdown", "0", "--objective", "energy", "--no-jct-bound", "--delta", "0.9",
+        "--max-slowdown", "0",  # the by-job mode (the default), every job at full power
         "--restart-s", "120", "--start-s", "30", timeout=int(DEADLINE_S),
     )  # fmt: skip
     said = agent.stdout + agent.stderr

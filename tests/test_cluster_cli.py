@@ -62,12 +62,13 @@ def test_the_loop_reads_the_agents_option_record() -> None:
     library = load_profile_library(None)
     defaults = AgentOptions()
     assert AgentConfig.of(defaults, library) == AgentConfig(library, defaults.rules(), defaults.request())
-    assert defaults.request() == REPLAY_REQUEST and defaults.rules().objective == "efficiency"
+    assert defaults.request() == REPLAY_REQUEST and defaults.rules().objective == "energy"  # the by-job mode
     given = AgentOptions.checked(
-        {"max_jct_increase": 5, "pairs": True, "event_rounds": False, "start_s": 2, "max_rounds": 3, "learn": True,
-         "node_power_w": 150, "dry_run": True, "until_idle": True, "allow_user": ["alice"], "objective": "energy",
-         "round_s": 60, "restart_s": 10, "delta": 0.1, "solver": "greedy", "time_limit_s": 2, "seed": 7,
-         "governor": "projected", "delta_max": 0.2, "tail_bound": 10, "tail_pace": "fastest", "signal_aware": False}
+        {"mode": "steered", "max_jct_increase": 5, "pairs": True, "event_rounds": False, "start_s": 2, "max_rounds": 3,
+         "learn": True, "node_power_w": 150, "dry_run": True, "until_idle": True, "allow_user": ["alice"],
+         "objective": "energy", "round_s": 60, "restart_s": 10, "delta": 0.1, "solver": "greedy", "time_limit_s": 2,
+         "seed": 7, "governor": "projected", "delta_max": 0.2, "tail_bound": 10, "tail_pace": "fastest",
+         "signal_aware": False}
     )  # fmt: skip
     config = AgentConfig.of(given, library)
     assert config.steering == Steering(0.05, "projected", 0.2, False, 0.1, "fastest")  # the replay's record
@@ -76,9 +77,10 @@ def test_the_loop_reads_the_agents_option_record() -> None:
     assert config.dry_run and config.until_idle and config.allowed == Allowed(frozenset({"alice"}))
     assert config.rules == RoundRules(60.0, 10.0, 0.5, "energy", 0.1)
     assert config.request == replace(REPLAY_REQUEST, solver="greedy", time_limit_s=2.0, seed=7)
-    fixed = AgentConfig.of(AgentOptions(jct_bound=False), library)
+    fixed = AgentConfig.of(AgentOptions(mode="steered", jct_bound=False), library)
     assert fixed.steering.max_increase is None and fixed.rules.objective == "progress"
-    assert defaults.steering() == Steering(0.03, "projected")  # the live default, measured live
+    assert AgentOptions(mode="steered").steering() == Steering(0.03, "projected")  # the steered mode's default
+    assert defaults.steering() == Steering(None, "projected")  # the by-job mode: no governor
     seeds = AgentConfig.of(
         AgentOptions.checked({"policy": "eaco", "zeus_eta": 0.3, "power_cap_w": 9000, "periodic_rounds": False}),
         library,

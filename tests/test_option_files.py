@@ -97,9 +97,11 @@ def test_every_bad_key_and_value_is_named_with_the_file(tmp_path: Path) -> None:
 
 def test_the_shipped_config_passes_the_agents_checks() -> None:
     options = AgentOptions.checked(config_values(AgentOptions, DEPLOY / "agent.toml"))
-    # the by-job mode, as the README gives it, on a cluster with Slurm's power saving
-    assert options.slurm_starts and options.max_slowdown == 10.0 and options.objective == "energy"
-    assert not options.jct_bound and options.delta == 0.9 and options.power_save
+    # the by-job mode, as the README gives it, on a cluster with Slurm's power saving, powering idle nodes down
+    rules = options.rules()
+    assert options.mode == "by-job" and rules.slurm_starts and rules.max_slowdown == 0.1
+    assert (rules.objective, rules.delta) == ("energy", 0.9) and options.jct_increase() is None
+    assert options.power_save and options.power_down and options.power_cycle_s == 360.0
     assert options.allow_user and not options.dry_run and options.metrics_port == 9464
 
 
@@ -124,7 +126,7 @@ def test_the_shipped_unit_verifies_and_its_command_reads_the_shipped_config(tmp_
         text=True,
         timeout=120,
     )
-    assert shown.returncode == 0 and "slurm-starts = true" in shown.stdout, shown.stderr
+    assert shown.returncode == 0 and 'mode = "by-job"' in shown.stdout and "power-down = true" in shown.stdout
 
 
 def test_the_shipped_dashboard_draws_only_the_agents_and_dcgms_metrics() -> None:

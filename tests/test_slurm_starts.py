@@ -191,3 +191,30 @@ def test_simulate_frontier_and_the_agent_play_by_both_rules() -> None:
     agent_rules = AgentOptions.checked(given).rules()
     for rules in (simulate_rules, frontier_rules, agent_rules):
         assert (rules.max_slowdown, rules.slurm_starts) == (pytest.approx(0.1), True)
+
+
+def test_the_agents_default_is_the_by_job_mode_that_simulate_replays_with_four_flags() -> None:
+    """``wattplan agent`` with no mode plans by job; ``--mode steered`` is the governor's mode as before."""
+    from wattplan.planner.agent.options import AgentOptions
+    from wattplan.planner.contracts.problems import InputError
+    from wattplan.planner.sim.options import SimulateOptions
+    from wattplan.planner.sim.session import replay_spec
+
+    default = AgentOptions.checked({})
+    rules = default.rules()
+    assert (rules.objective, rules.delta, rules.max_slowdown, rules.slurm_starts) == ("energy", 0.9, 0.1, True)
+    assert default.jct_increase() is None and default.steering().max_increase is None
+    flags = {"slurm_starts": True, "max_slowdown": 10.0, "objective": "energy", "delta": 0.9}
+    replayed = replay_spec("6c71a0.trace", "v100:8", SimulateOptions.checked(flags)).rules
+    assert (replayed.objective, replayed.delta, replayed.slurm_starts) == ("energy", 0.9, True)
+    assert replayed.max_slowdown == pytest.approx(rules.max_slowdown)
+    # the mode ignores the steering's knobs and keeps a slowdown given
+    tighter = AgentOptions.checked({"max_slowdown": 5.0, "max_jct_increase": 20.0, "delta": 0.1}).rules()
+    assert (tighter.max_slowdown, tighter.delta) == (pytest.approx(0.05), 0.9)
+    steered = AgentOptions.checked({"mode": "steered"})
+    rules = steered.rules()
+    assert (rules.objective, rules.max_slowdown, rules.slurm_starts) == ("efficiency", None, False)
+    assert steered.jct_increase() == pytest.approx(0.03)
+    with pytest.raises(InputError, match="tail-bound"):
+        AgentOptions.checked({"tail_bound": 10.0})
+    assert AgentOptions.checked({"mode": "steered", "tail_bound": 10.0}).steering().tail_bound == pytest.approx(0.1)

@@ -51,7 +51,15 @@ STATE_FILE = Path("wattplan-agent.db")
 CLUSTER_STATE_NAME = "agent.db"
 """The state file's name in an emulated cluster's folder (``--cluster``)."""
 JCT_INCREASE_PCT = 3.0
-"""The agent's JCT bound by default (%, ``--max-jct-increase``): the average JCT at most 3% above Slurm's."""
+"""The steered mode's JCT bound by default (%, ``--max-jct-increase``): the average JCT at most 3% above Slurm's."""
+MODES = ("by-job", "steered")
+"""How the agent trades JCT for energy (``--mode``); by-job by default (module docstring of the options)."""
+BY_JOB_SLOWDOWN_PCT = 10.0
+"""The by-job mode's slowdown limit when ``--max-slowdown`` is not given (%): measured live on three families
+(benchmarks/RESULTS.md, "The levers of a real cluster, second pass")."""
+BY_JOB_DELTA = 0.9
+"""The by-job mode's ``delta``: the energy objective may give up 90% of the progress, so within the slowdown limit
+and the Slurm start rule each job runs at its least-energy option."""
 AGENT_BASELINES: Mapping[str, tuple[str, bool]] = {
     "slurm": ("fifo-max", False),
     "slurm-powersave": ("fifo-max", True),
@@ -97,6 +105,13 @@ def _power_down_saves(values: Mapping[str, Any], label: Callable[[str], str]) ->
     return []
 
 
+def _steered_only(values: Mapping[str, Any], label: Callable[[str], str]) -> list[Problem]:
+    """The tail bound steers the rounds: refused in the by-job mode, which does not."""
+    if values.get("mode", "by-job") != "by-job" or values.get("tail_bound") is None:
+        return []
+    return [Problem("conflicting-options", label("tail_bound"), "steers the rounds; give --mode steered")]
+
+
 def _some_rounds(values: Mapping[str, Any], label: Callable[[str], str]) -> list[Problem]:
     """Rounds start on events, every round, or both: not neither."""
     if values.get("event_rounds", True) or values.get("periodic_rounds", True):
@@ -133,19 +148,32 @@ class AgentOptions(OptionRecord):
         metavar="NAME",
     )
     zeus_eta: float = same_as(ReplayOptions, "zeus_eta")
+    mode: str = option(
+        "by-job",
+        "How wattplan trades JCT for energy. by-job: every job starts when Slurm would start it, is never stopped "
+        "or resized, and always runs at least 1/(1 + x) as fast as its request at full power (x: --max-slowdown, "
+        f"default {BY_JOB_SLOWDOWN_PCT:g}%); wattplan picks its GPU count and power limit. steered: each round "
+        "gives up progress for energy, steered so that the average JCT stays within --max-jct-increase of Slurm's; "
+        "jobs may wait, be resized and restarted.",
+        choices=MODES,
+    )
     objective: str | None = option(
-        None, "Objective (default: efficiency with the JCT bound, progress without it).", choices=get_args(Objective)
+        None,
+        "Objective (default: energy in the by-job mode; steered: efficiency with the JCT bound, progress without).",
+        choices=get_args(Objective),
     )
     max_jct_increase: float = option(
         JCT_INCREASE_PCT,
-        "Runtime-bounded energy mode: least energy with an average JCT at most this many percent above what "
-        "Slurm's first-come-first-served scheduling at full power would give (estimated by fifo-max over the jobs "
-        "seen so far, in continuous time, as Slurm starts jobs).",
+        "Steered mode: least energy with an average JCT at most this many percent above what Slurm's "
+        "first-come-first-served scheduling at full power would give (estimated by fifo-max over the jobs seen so "
+        "far, in continuous time, as Slurm starts jobs).",
         unit="%",
         low=0.0,
         high=MAX_JCT_INCREASE_PCT,
     )
-    jct_bound: bool = option(True, "Steer each round's delta by the JCT bound (--no-jct-bound: a fixed --delta).")
+    jct_bound: bool = option(
+        True, "Steered mode: steer each round's delta by the JCT bound (--no-jct-bound: a fixed --delta)."
+    )
     governor: str | None = same_as(
         ReplayOptions,
         "governor",
@@ -156,8 +184,19 @@ class AgentOptions(OptionRecord):
     delta_max: float = same_as(ReplayOptions, "delta_max")
     tail_bound: float | None = same_as(ReplayOptions, "tail_bound")
     tail_pace: str = same_as(ReplayOptions, "tail_pace")
-    max_slowdown: float | None = same_as(ReplayOptions, "max_slowdown")
-    slurm_starts: bool = same_as(ReplayOptions, "slurm_starts")
+    max_slowdown: float | None = same_as(
+        ReplayOptions,
+        "max_slowdown",
+        help="Slowdown limit: whenever a job runs it runs at least 1/(1 + x) as fast as its requested GPU count at "
+        f"full power would (x this many percent; default {BY_JOB_SLOWDOWN_PCT:g} in the by-job mode, none when "
+        "steered).",
+    )
+    slurm_starts: bool = same_as(
+        ReplayOptions,
+        "slurm_starts",
+        help="Steered mode: start each job when Slurm would and never stop a running one to wait (always so in the "
+        "by-job mode).",
+    )
     carbon: Path | None = same_as(
         ReplayOptions, "carbon", help="Hourly carbon intensity CSV (gCO2/kWh): wattplan follows it (--signal-aware)."
     )
@@ -168,7 +207,12 @@ class AgentOptions(OptionRecord):
         ReplayOptions, "signal_start", help="Signal hour (ISO 8601, UTC) at which the agent starts; default the first."
     )
     signal_aware: bool = same_as(ReplayOptions, "signal_aware")
-    delta: float = same_as(SolveOptions, "delta", defaults.DELTA, "Progress given up per round without the JCT bound.")
+    delta: float = same_as(
+        SolveOptions,
+        "delta",
+        defaults.DELTA,
+        f"Steered mode: progress given up per round without the JCT bound (the by-job mode's is {BY_JOB_DELTA:g}).",
+    )
     round_s: float = same_as(ReplayOptions, "round_s")
     restart_s: float = same_as(
         ReplayOptions, "restart_s", defaults.RESTART_S, "Restart cost tau: Slurm's requeue delay and the job's restart."
@@ -268,6 +312,7 @@ class AgentOptions(OptionRecord):
         Rule(_some_rounds, "event_rounds or periodic_rounds"),
         Rule(_baseline_power_save, "policy slurm excludes power_save"),
         Rule(_power_down_saves, "power_down requires power saving"),
+        Rule(_steered_only, "tail_bound requires mode steered"),
         requires("energy_budget_kwh", "budget_period_s"),
         requires("budget_period_s", "energy_budget_kwh"),
         _names("allow_user"),
@@ -292,15 +337,25 @@ class AgentOptions(OptionRecord):
         return Steering(self.jct_increase(), rule, self.delta_max, self.signal_aware, tail, pace)
 
     def jct_increase(self) -> float | None:
-        """The JCT bound as a fraction (``--max-jct-increase`` / 100), None with ``--no-jct-bound``."""
-        return self.max_jct_increase / 100.0 if self.jct_bound else None
+        """The JCT bound as a fraction (``--max-jct-increase`` / 100); None with ``--no-jct-bound`` or by job."""
+        return self.max_jct_increase / 100.0 if self.jct_bound and self.mode == "steered" else None
 
     def rules(self) -> RoundRules:
-        """The round's rules; the objective by default efficiency with the JCT bound, progress without it."""
-        objective: Objective = self.objective or ("efficiency" if self.jct_bound else "progress")  # type: ignore[assignment]
-        slowdown = None if self.max_slowdown is None else self.max_slowdown / 100.0
+        """The round's rules.
+
+        By job (``--mode by-job``): the Slurm start rule, the slowdown limit (``--max-slowdown``, default
+        :data:`BY_JOB_SLOWDOWN_PCT`), ``delta`` :data:`BY_JOB_DELTA` and the energy objective unless another is
+        given. Steered: the options as given, the objective by default efficiency with the JCT bound, progress
+        without it.
+        """
+        if self.mode == "by-job":
+            objective: Objective = self.objective or "energy"  # type: ignore[assignment]
+            slowdown = (BY_JOB_SLOWDOWN_PCT if self.max_slowdown is None else self.max_slowdown) / 100.0
+            return RoundRules(self.round_s, self.restart_s, self.min_pair_rate, objective, BY_JOB_DELTA, slowdown, True)
+        objective = self.objective or ("efficiency" if self.jct_bound else "progress")  # type: ignore[assignment]
+        slowdown_or_none = None if self.max_slowdown is None else self.max_slowdown / 100.0
         return RoundRules(
-            self.round_s, self.restart_s, self.min_pair_rate, objective, self.delta, slowdown, self.slurm_starts
+            self.round_s, self.restart_s, self.min_pair_rate, objective, self.delta, slowdown_or_none, self.slurm_starts
         )
 
     def request(self) -> PlanRequest:
