@@ -2,7 +2,8 @@
 
 Reads the reports ``benchmarks/live_compare.py`` wrote: one managed run (``FOLDER/managed.json``) and the
 unmanaged runs of the same trace on the same cluster (``BASELINE=FOLDER/unmanaged.json``: Slurm alone with every
-node on, with its power saving, and ``maxq``). For each baseline it prints both runs' energy over the same window
+node on, with its power saving, and ``maxq``; a folder with only a ``managed.json`` is another managed run, e.g.
+wattplan without ``--power-down``). For each baseline it prints both runs' energy over the same window
 (from the first submission to the later last end; the run that ended first draws the idle cluster until its nodes
 power down, ``live_compare.common_window``), the managed run's change, its average and p95 JCT against the
 baseline's, and the median and p95 start delays (submission to first start, the agent's own latency included).
@@ -53,7 +54,7 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|")
     for item in args.baseline:
         name, _, folder = item.partition("=")
-        u = _load(Path(folder), "unmanaged.json")
+        u = _load(Path(folder), "unmanaged.json" if (Path(folder) / "unmanaged.json").exists() else "managed.json")
         idle_for = float("inf") if name == "slurm" else SUSPEND_S + 60.0
         common = common_window(m, u, idle_w, idle_for)
         # the managed run (power saving) idles at most until its nodes power down, whatever the baseline does
