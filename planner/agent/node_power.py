@@ -46,7 +46,10 @@ class PowerDownChoice:
 
 
 def demand_rate(arrivals: Iterable[tuple[float, int]], now_s: float, watched_s: float, window_s: float) -> float:
-    """``lambda`` (GPUs/s): GPUs of the ``(arrival s, GPUs)`` in ``[now - S, now]``, ``S = min(window_s, watched_s)``, / S."""
+    """``lambda`` (GPUs/s): the GPUs of the ``(arrival s, GPUs)`` in ``[now - S, now]``, over ``S``.
+
+    ``S = min(window_s, watched_s)``; infinite when the agent has watched nothing yet.
+    """
     span = min(window_s, watched_s)
     if span <= 0.0:
         return math.inf
