@@ -425,7 +425,8 @@ class Agent:
         self._powering_down = False
         """The last round left out a node Slurm was powering down (``POWERING_DOWN``)."""
         self._watched_from_s: float | None = None
-        """The agent clock at this agent's first round: the arrivals it has watched since (``--power-down``)."""
+        """The agent clock at this agent's first round: with the arrivals it knows of, the time it has watched the
+        demand over (``--power-down``)."""
         self.learner: ProfileLearner | None = None
         self.steering = LiveSteering(config.steering, config.rules, config.start_s, config.signal)
         """Each round's ``delta``, credit weight and tail bound (:mod:`planner.agent.steering`)."""
@@ -695,8 +696,9 @@ class Agent:
         if not idle:
             return
         free = sum(max(n.gpus - used[n.name], 0) for n in mine if n.name in used and n.state in ("mixed", "idle"))
-        watched = now_s - (self._watched_from_s if self._watched_from_s is not None else now_s)
         arrivals = [(k.arrival_s, k.requested_gpus) for k in self.store.known_jobs().values()]
+        first = self._watched_from_s if self._watched_from_s is not None else now_s
+        watched = now_s - min([first, *(t for t, _ in arrivals)])  # arrivals before the agent started count
         k = max(n.gpus for n in idle)
         choice = choose_power_down(
             [n.name for n in idle], k, free, arrivals, now_s, watched, self.cfg.power_cycle_s, waiting

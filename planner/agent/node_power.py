@@ -12,7 +12,8 @@ about idle draw, and that job waits the boot. So a node pays for being powered d
 longer than ``c``.
 
 **Demand** (a fluid estimate). ``lambda = sum of the GPUs requested by the managed jobs that arrived in the last
-S seconds / S``, GPUs per second, with ``S = min(window_s, time the agent has watched)``; the GPUs expected within
+S seconds / S``, GPUs per second, with ``S = min(window_s, time watched)``: since the agent's first round or the
+earliest arrival it knows of (from Slurm's submit times or its state), whichever came first; the GPUs expected within
 ``c`` are ``D = lambda c``. Arrivals take the free GPUs of the powered nodes that run jobs first (``F`` of them),
 then the idle powered nodes in ``slurm.conf``'s order, ``K`` GPUs each. The ``k``-th idle node is needed once
 ``F + (k - 1) K`` GPUs have been asked for, expected at ``(F + (k - 1) K) / lambda``; it is kept on if that is
