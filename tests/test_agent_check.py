@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.agent_fakes import DATA, recorded_queue
-from wattplan.planner.agent.check import CheckTarget, Finding, exit_code, node_scripts, run_checks, slurm_config
+from wattplan.planner.agent.check import CheckTarget, Finding, exit_code, node_scripts, run_checks
 from wattplan.planner.agent.commands import CommandResult
 from wattplan.planner.agent.prometheus import PrometheusError, Sample
+from wattplan.planner.agent.slurm_config import slurm_config
 
 NODE_FILES = Path(__file__).resolve().parent.parent / "planner" / "agent" / "node_files"
 

@@ -7,6 +7,7 @@ from Slurm's power saving alone by exactly the idle node's draw over the time it
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from pathlib import Path
@@ -17,6 +18,7 @@ from tests.helpers.sim_slurm import IDLE, NODE_W, R18, simulated, x
 from wattplan.planner.agent.node_power import choose_power_down, demand_rate
 from wattplan.planner.agent.options import AgentOptions
 from wattplan.planner.agent.slurm_actions import power_down_call
+from wattplan.planner.agent.slurm_config import power_save_excluded, slurm_config
 from wattplan.planner.agent.slurm_detail import query_job_gpus
 from wattplan.planner.agent.slurm_queue import read_nodes
 from wattplan.planner.contracts.problems import InputError
@@ -211,3 +213,45 @@ def test_a_node_whose_job_ended_is_powered_down_while_slurm_still_lists_that_job
     assert downs and downs[0][0] == pytest.approx(b["finish_s"], abs=1.0), log
     expected = 330.0 * 9 / downs[0][0]
     assert f"idle node(s) v100-0: {expected:.1f} GPUs expected within 330 s, 7 free on running nodes" in downs[0][1]
+
+
+def test_the_nodes_slurm_keeps_out_of_power_saving_are_read_from_its_config() -> None:
+    """``SuspendExcNodes`` (``:N`` read as all of them) and ``SuspendExcParts``; an unreadable list is an error."""
+    nodes = read_nodes(_states_document()).nodes
+    config = slurm_config(
+        "Configuration data as of 2026-05-01T12:00:00\n"
+        "SuspendExcNodes         = v100-[0-1]:1,p100-3\nSuspendExcParts         = debug\n"
+    )
+    assert power_save_excluded(config, nodes) == {"v100-0", "v100-1", "p100-3", "v100-7"}
+    assert power_save_excluded({"SuspendExcNodes": "(null)", "SuspendExcParts": "(null)"}, nodes) == frozenset()
+    with pytest.raises(ValueError, match="SuspendExcNodes"):
+        power_save_excluded({"SuspendExcNodes": "v100-[0-"}, nodes)
+
+
+def _states_document() -> str:
+    """``sinfo --json`` of two idle nodes, v100-7 in partition ``debug``."""
+    base = {"active_features": "", "state": "idle", "state_flags": [], "gres": "gpu:v100:8"}
+    meta = {"plugin": {"type": "openapi/v0.0.38"}, "Slurm": {"release": "22.05.8"}}
+    nodes = [{**base, "name": "v100-6", "partitions": ["gpu"]}, {**base, "name": "v100-7", "partitions": ["debug"]}]
+    return json.dumps({"meta": meta, "nodes": nodes})
+
+
+def test_a_node_slurm_keeps_out_of_power_saving_stays_on(tmp_path: Path) -> None:
+    """The replay of the first test with ``SuspendExcNodes=v100-1``: neither Slurm nor the agent powers it down.
+
+    Both nodes then draw their node power for the whole run (``2 x JCT`` node-seconds), against ``JCT + 390`` when
+    the agent powers v100-1 down at 360 s: the same node power either way.
+    """
+    trace = tmp_path / "one.trace"
+    trace.write_text(f"{R18}\tcmd\t-n\t1\t{x(R18) * 2000.0:.0f}\t0\t1\n")
+    rules = RoundRules(360.0, 240.0, objective="energy", delta=0.9, max_slowdown=0.0, slurm_starts=True)
+    spec = ReplaySpec(trace=trace, cluster="v100:16", policies=("wattplan",), rules=rules)
+    runs = {}
+    for kept in ((), ("v100-1",)):
+        setup = SimulatedCluster(load_s=30.0, launch_s=0.0, power_save=True, power_down=True, suspend_exc_nodes=kept)
+        runs[kept] = replay_on_slurm(spec, "wattplan", setup, tmp_path / f"out{len(kept)}")
+    log = (tmp_path / "out1" / "wattplan" / "agent.log").read_text()
+    assert "v100-1" not in "".join(line for line in log.splitlines() if "powering down" in line), log
+    (job,) = runs[()].jobs
+    node_w = runs[()].summary["energy_node_kwh"] * 3.6e6 / (job["jct_s"] + 390.0)
+    assert runs[("v100-1",)].summary["energy_node_kwh"] * 3.6e6 == pytest.approx(node_w * 2 * job["jct_s"], rel=1e-9)

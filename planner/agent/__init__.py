@@ -46,6 +46,7 @@ Modules:
   opted in (``--comment=wattplan:type=...;steps=...``) and the nodes
 - :mod:`planner.agent.slurm_actions`: hold, update, release, requeue-hold and cancel as data, grouped into the
   fewest ``scontrol``/``scancel`` calls, and applied (or only listed, in a dry run); a node's power-down call
+- :mod:`planner.agent.slurm_config`: ``scontrol show config`` as a map, and the nodes Slurm's power saving keeps on
 - :mod:`planner.agent.node_power`: which idle nodes to power down now (``--power-down``): those the recent arrivals
   are not expected to need within a node's off-and-on cycle
 

@@ -25,7 +25,6 @@ answers as well as on a real cluster.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +33,7 @@ from typing import Literal, Protocol, TypeVar
 from wattplan.planner.agent.commands import NOT_FOUND, Run, SlurmError, first_line
 from wattplan.planner.agent.observations import GPU_ENERGY, STEPS_DONE
 from wattplan.planner.agent.prometheus import PrometheusError, Queries
+from wattplan.planner.agent.slurm_config import CONFIG_COMMAND, slurm_config
 from wattplan.planner.agent.slurm_queue import read_nodes, read_queue
 from wattplan.planner.agent.slurm_schema import Generation, generation_for
 from wattplan.planner.agent.slurm_version import slurm_version, supported_problem
@@ -50,11 +50,8 @@ class _Answer(Protocol):
 
 
 R = TypeVar("R", bound=_Answer)
-CONFIG_COMMAND = ("scontrol", "show", "config")
 NODE_SCRIPTS = {"Prolog": "prolog.sh", "Epilog": "epilog.sh", "TaskProlog": "task_prolog.sh"}
 """``slurm.conf``'s key of each node script and the file of ``planner/agent/node_files`` it must run."""
-_CONFIG_LINE = re.compile(r"^(\w+)(?:\[\d+\])?\s*=\s*(.*)$")
-"""``Key = value``; from 23.02 a key that takes several scripts prints each as ``Prolog[0] = ...``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,21 +76,6 @@ class CheckTarget:
     """The effective user id the agent would run as (-1: this process's)."""
     user: str = ""
     """That user's name ("": this process's)."""
-
-
-def slurm_config(text: str) -> dict[str, str]:
-    """``scontrol show config``'s ``Key = value`` lines as a map (the header and blank lines skipped).
-
-    The values of an indexed key (``Prolog[0]``, ``Prolog[1]``: 23.02 and later) are joined with commas, as 22.05
-    wrote several scripts in one value.
-    """
-    found: dict[str, str] = {}
-    for line in text.splitlines():
-        match = _CONFIG_LINE.match(line.strip())
-        if match is not None:
-            key, value = match.group(1), match.group(2).strip()
-            found[key] = f"{found[key]},{value}" if key in found and value else value
-    return found
 
 
 def _version(target: CheckTarget) -> tuple[Finding, Generation | None]:

@@ -75,6 +75,7 @@ from wattplan.planner.agent.slurm_actions import (
     calls,
     power_down_call,
 )
+from wattplan.planner.agent.slurm_config import power_save_excluded, query_slurm_config
 from wattplan.planner.agent.slurm_detail import expand_hostlist, query_job_gpus
 from wattplan.planner.agent.slurm_queue import (
     ADMIN_HOLD,
@@ -676,12 +677,14 @@ class Agent:
     ) -> None:
         """With ``--power-down``: power down the idle nodes no job is expected to need soon (:mod:`.node_power`).
 
-        Only nodes the round plans on (``host_of``: a profiled GPU type, no job wattplan does not manage) that are
-        powered and idle (``sinfo``: no job holds a CPU; no flag but ``COMPLETING``, an epilog ending, so no
-        power-down pending and no boot), whose GPUs no job holds (``scontrol show job -d``: a job that ended lists
-        its node with no GPU until ``MinJobAge``) and that no job of this round's plan was sent to (``claimed``).
-        ``free`` counts the free GPUs of the usable nodes that run jobs. One ``scontrol update NodeName=N
-        State=POWER_DOWN`` per node (on a node still completing, Slurm powers it down once the epilog ends).
+        Only nodes the round plans on (``host_of``: a profiled GPU type, no job wattplan does not manage), that
+        Slurm's power saving does not leave on (``SuspendExcNodes``, ``SuspendExcParts``: read each time, nothing
+        powered down when they cannot be read), that are powered and idle (``sinfo``: no job holds a CPU; no flag
+        but ``COMPLETING``, an epilog ending, so no power-down pending and no boot), whose GPUs no job holds
+        (``scontrol show job -d``: a job that ended lists its node with no GPU until ``MinJobAge``) and that no job
+        of this round's plan was sent to (``claimed``). ``free`` counts the free GPUs of the usable nodes that run
+        jobs. One ``scontrol update NodeName=N State=POWER_DOWN`` per node (on a node still completing, Slurm
+        powers it down once the epilog ends).
         """
         if not (self.cfg.power_down and self.cfg.power_save):
             return
@@ -693,6 +696,14 @@ class Agent:
                     used[host] = used.get(host, 0) + len(gpus)
         mine = sorted((n for n in nodes if n.name in usable), key=lambda n: _node_key(n.name))
         idle = [n for n in mine if _idle_now(n) and n.name not in used and n.name not in claimed]
+        if not idle:
+            return
+        try:
+            kept_on = power_save_excluded(query_slurm_config(self.run), nodes)
+        except (SlurmError, ValueError) as e:
+            report.notes.append(f"no node powered down: Slurm's power-saving exclusions cannot be read ({e})")
+            return
+        idle = [n for n in idle if n.name not in kept_on]
         if not idle:
             return
         free = sum(max(n.gpus - used[n.name], 0) for n in mine if n.name in used and n.state in ("mixed", "idle"))

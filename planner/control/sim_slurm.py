@@ -82,6 +82,7 @@ from typing import Literal
 from wattplan.planner.agent.commands import CommandResult
 from wattplan.planner.agent.loop import Observed
 from wattplan.planner.agent.node_settings import Clock, JobSetting
+from wattplan.planner.agent.slurm_config import CONFIG_COMMAND
 from wattplan.planner.agent.slurm_detail import COMMAND as DETAIL_COMMAND
 from wattplan.planner.agent.slurm_detail import expand_hostlist
 from wattplan.planner.agent.slurm_queue import ADMIN_HOLD, NODES_COMMAND, QUEUE_COMMAND, USER_HOLD, opt_in_comment
@@ -122,6 +123,8 @@ class PowerSaving:
     suspend_s: float = 600.0
     resume_s: float = 300.0
     suspend_timeout_s: float = 30.0
+    excluded: tuple[str, ...] = ()
+    """``SuspendExcNodes``: nodes Slurm never powers down by itself (``scontrol show config`` lists them)."""
 
     @property
     def power_cycle_s(self) -> float:
@@ -317,7 +320,7 @@ class SimulatedSlurm:
         self._power: dict[str, NodePower] = {n.name: "on" for n in self._nodes}
         self._down_pending: set[str] = set()
         """Nodes told ``State=POWER_DOWN`` while they ran jobs: powered down when the last one ends (``mix!``)."""
-        self._power_due: dict[str, float] = {n.name: self._suspend_due() for n in self._nodes}
+        self._power_due: dict[str, float] = {n.name: self._suspend_due(n.name) for n in self._nodes}
         """When a node's power state changes by itself: the end of a power-down or a resume, or an idle node's
         ``SuspendTime``; ``math.inf`` when it will not."""
         self._owner: dict[GpuId, int] = {}
@@ -508,7 +511,7 @@ class SimulatedSlurm:
             self._nfree[g[0]] += 1
         for name in {g[0] for g in j.alloc}:
             if self._power[name] == "on" and self._nfree[name] == self._node[name].gpus:
-                self._power_due[name] = self.now_s if name in self._down_pending else self._suspend_due()
+                self._power_due[name] = self.now_s if name in self._down_pending else self._suspend_due(name)
                 self._down_pending.discard(name)
         for g in j.gpus:
             self._on_gpu[g].discard(jid)
@@ -525,9 +528,11 @@ class SimulatedSlurm:
 
     # ------------------------------------------------------------------ power saving
 
-    def _suspend_due(self) -> float:
-        """When a node that holds no job from ``now_s`` on is powered down (``math.inf`` without power saving)."""
-        return math.inf if self.power_saving is None else self.now_s + self.power_saving.suspend_s
+    def _suspend_due(self, name: str = "") -> float:
+        """When node ``name``, holding no job from ``now_s`` on, is powered down (``math.inf``: never by itself)."""
+        if self.power_saving is None or name in self.power_saving.excluded:
+            return math.inf
+        return self.now_s + self.power_saving.suspend_s
 
     def _by_power(self) -> list[SimNode]:
         """The nodes a job without a node list may get, in the order Slurm tries them.
@@ -559,7 +564,7 @@ class SimulatedSlurm:
             self._set_power(name, "off", math.inf)
         elif state == "powering_up":
             busy = self._nfree[name] < self._node[name].gpus
-            self._set_power(name, "on", math.inf if busy else self._suspend_due())
+            self._set_power(name, "on", math.inf if busy else self._suspend_due(name))
             for j in self._running.values():  # their prolog runs now: DCGM maps their GPUs from here on
                 if name in j.nodes:
                     self._touch(j)
@@ -820,6 +825,13 @@ class SimulatedSlurm:
         self._admit()
         if args == VERSION_COMMAND:
             return CommandResult(args, 0, txt.VERSION_TEXT, "")
+        if args == CONFIG_COMMAND:
+            saving = self.power_saving
+            suspend = None if saving is None else saving.suspend_s
+            resume = 0.0 if saving is None else saving.resume_s
+            return CommandResult(
+                args, 0, txt.config_text(suspend, resume, () if saving is None else saving.excluded), ""
+            )
         if args in (QUEUE_COMMAND, NODES_COMMAND, DETAIL_COMMAND):
             self._sync()
             if args == QUEUE_COMMAND:

@@ -13,6 +13,7 @@ arguments the fake commands take (job id lists, ``Gres=`` values) and names Slur
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -305,6 +306,24 @@ def _job_text(j: JobView) -> str:
         f"   TresPerNode=gres:{j.gres}",
     ]
     return "\n".join(lines) + "\n"
+
+
+def config_text(suspend_s: float | None, resume_s: float, excluded: Sequence[str]) -> str:
+    """``scontrol show config``'s power-saving keys as 22.05 prints them (``suspend_s`` None: no power saving).
+
+    Times in whole seconds; the programs are the emulated cluster's names; ``SuspendExcNodes`` lists ``excluded``.
+    """
+    saving = suspend_s is not None
+    keys = {
+        "ResumeProgram": "/etc/slurm/resume" if saving else "(null)",
+        "ResumeTimeout": f"{math.ceil(resume_s)} sec",
+        "SuspendExcNodes": compress_hostlist(excluded) if excluded else "(null)",
+        "SuspendExcParts": "(null)",
+        "SuspendProgram": "/etc/slurm/suspend" if saving else "(null)",
+        "SuspendTime": f"{round(suspend_s)} sec" if suspend_s is not None else "NONE",
+    }
+    head = "Configuration data as of 2026-05-01T12:00:00\n"
+    return head + "".join(f"{k:<23} = {v}\n" for k, v in keys.items())
 
 
 def show_job_text(jobs: Sequence[JobView]) -> str:

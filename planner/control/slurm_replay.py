@@ -136,6 +136,8 @@ class SimulatedCluster:
     """Power saving: a node idle this long is powered down (``SuspendTime``)."""
     resume_s: float = 300.0
     """Power saving: a powered-down node boots this long before a job given it starts (``ResumeProgram``)."""
+    suspend_exc_nodes: tuple[str, ...] = ()
+    """Power saving: nodes it never powers down (``SuspendExcNodes``); the agent leaves them on too."""
     cap_schedule: tuple[CapStep, ...] = ()
     """A power cap that moves (``--power-cap-schedule``): the agent's policies follow it through their cap file;
     the Slurm baselines know no cap."""
@@ -153,7 +155,7 @@ class SimulatedCluster:
     def power_saving(self, policy: str) -> PowerSaving | None:
         """The power saving ``policy`` runs with (module docstring); None: every node stays on."""
         on = policy in (SLURM_POWERSAVE, SLURM_MAXQ) or (policy != SLURM_ALONE and self.power_save)
-        return PowerSaving(self.suspend_s, self.resume_s) if on else None
+        return PowerSaving(self.suspend_s, self.resume_s, excluded=self.suspend_exc_nodes) if on else None
 
     @property
     def start_cost_s(self) -> float:
