@@ -425,9 +425,6 @@ class Agent:
         """The last round left an update Slurm refused for now: the next round starts a poll later."""
         self._powering_down = False
         """The last round left out a node Slurm was powering down (``POWERING_DOWN``)."""
-        self._watched_from_s: float | None = None
-        """The agent clock at this agent's first round: with the arrivals it knows of, the time it has watched the
-        demand over (``--power-down``)."""
         self.learner: ProfileLearner | None = None
         self.steering = LiveSteering(config.steering, config.rules, config.start_s, config.signal)
         """Each round's ``delta``, credit weight and tail bound (:mod:`planner.agent.steering`)."""
@@ -553,8 +550,6 @@ class Agent:
         t_start = time.monotonic()  # the agent's own cost, in real time even in a replay
         unix = self.timer.unix()
         now_s = self.cfg.clock.at(unix)
-        if self._watched_from_s is None:
-            self._watched_from_s = now_s
         rnd = self.store.next_round()
         report = RoundReport(rnd, now_s)
         self.store.begin_round(rnd, unix, now_s)
@@ -708,8 +703,7 @@ class Agent:
             return
         free = sum(max(n.gpus - used[n.name], 0) for n in mine if n.name in used and n.state in ("mixed", "idle"))
         arrivals = [(k.arrival_s, k.requested_gpus) for k in self.store.known_jobs().values()]
-        first = self._watched_from_s if self._watched_from_s is not None else now_s
-        watched = now_s - min([first, *(t for t, _ in arrivals)])  # arrivals before the agent started count
+        watched = now_s - min((t for t, _ in arrivals), default=now_s)  # since the first arrival it knows of
         k = max(n.gpus for n in idle)
         choice = choose_power_down(
             [n.name for n in idle], k, free, arrivals, now_s, watched, self.cfg.power_cycle_s, waiting

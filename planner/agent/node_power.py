@@ -12,16 +12,19 @@ about idle draw, and that job waits the boot. So a node pays for being powered d
 longer than ``c``.
 
 **Demand** (a fluid estimate). ``lambda = sum of the GPUs requested by the managed jobs that arrived in the last
-S seconds / S``, GPUs per second, with ``S = min(window_s, time watched)``: since the agent's first round or the
-earliest arrival it knows of (from Slurm's submit times or its state), whichever came first; the GPUs expected within
+S seconds / S``, GPUs per second, with ``S = min(window_s, time watched)``, watched since the earliest arrival
+the agent knows of (Slurm's submit times, kept in its state), so that an idle cluster before a burst does not
+thin the burst's rate (seen live: an agent started 290 s before the first job powered two nodes down in the
+first wave's ramp-up, and the wave's next 8-GPU job waited for a boot); the GPUs expected within
 ``c`` are ``D = lambda c``. Arrivals take the free GPUs of the powered nodes that run jobs first (``F`` of them),
 then the idle powered nodes in ``slurm.conf``'s order, ``K`` GPUs each. The ``k``-th idle node is needed once
 ``F + (k - 1) K`` GPUs have been asked for, expected at ``(F + (k - 1) K) / lambda``; it is kept on if that is
 within ``c``, so the first ``ceil((D - F) / K)`` idle nodes stay on (none when ``D <= F``) and the others are
 powered down.
 
-Nothing is powered down while a managed job waits (it may start on an idle node at the next round), nor before the
-agent has watched ``c`` seconds (no estimate of the demand yet). The agent never powers a node up: Slurm boots a
+Nothing is powered down while a managed job waits (it may start on an idle node at the next round), nor before
+``c`` seconds have passed since the first arrival the agent knows of (no estimate of the demand yet; with no job
+seen at all, Slurm's ``SuspendTime`` alone acts). The agent never powers a node up: Slurm boots a
 powered-down node when it gives it a job.
 """
 
@@ -71,15 +74,15 @@ def choose_power_down(
     """Which of the ``idle`` powered nodes (in ``slurm.conf``'s order) to power down now (module docstring).
 
     ``free_gpus``: ``F``, the free GPUs of the powered nodes that run jobs; ``arrivals``: ``(arrival s, GPUs
-    requested)`` of the managed jobs seen; ``watched_s``: how long the agent has watched (s); ``power_cycle_s``:
-    ``c``; ``waiting``: managed jobs the round left waiting.
+    requested)`` of the managed jobs seen; ``watched_s``: the time since the first arrival the agent knows of (s);
+    ``power_cycle_s``: ``c``; ``waiting``: managed jobs the round left waiting.
     """
     if not idle:
         return PowerDownChoice((), (), 0.0, "no idle node")
     if waiting:
         return PowerDownChoice((), tuple(idle), math.inf, f"{waiting} managed job(s) wait: every idle node stays on")
     if watched_s < power_cycle_s:
-        return PowerDownChoice((), tuple(idle), math.inf, f"watched {watched_s:.0f} s, less than a cycle")
+        return PowerDownChoice((), tuple(idle), math.inf, f"{watched_s:.0f} s since the first arrival: under a cycle")
     demand = demand_rate(arrivals, now_s, watched_s, window_s) * power_cycle_s
     keep = max(0, math.ceil((demand - free_gpus) / gpus_per_node - 1e-9))
     kept, down = tuple(idle[:keep]), tuple(idle[keep:])
