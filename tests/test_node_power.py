@@ -59,6 +59,11 @@ def test_nodes_beyond_the_expected_demand_are_powered_down_in_slurm_conf_order()
     # a cycle three times as long: D = 10.8, ceil((10.8 - 0) / 8) = 2 kept
     choice = choose_power_down(idle, 8, 0, arrivals, 3600.0, 7200.0, 1080.0, waiting=0)
     assert choice.kept == ("n1", "n2") and choice.down == ("n3",)
+    # a burst: 16 GPUs in the last 100 s, none before in the hour. Over the hour D = 16 / 3600 x 360 = 1.6, over the
+    # last cycle 16 / 360 x 360 = 16: the larger counts, two nodes kept
+    burst = [(3500.0 + 10.0 * k, 2) for k in range(8)]
+    choice = choose_power_down(idle, 8, 0, burst, 3600.0, 7200.0, 360.0, waiting=0)
+    assert choice.demand_gpus == pytest.approx(16.0) and choice.kept == ("n1", "n2") and choice.down == ("n3",)
     # D exactly one node's worth (8 GPUs): one node kept, not two
     choice = choose_power_down(idle, 8, 0, [(3300.0, 8)], 3600.0, 360.0, 360.0, waiting=0)
     assert choice.demand_gpus == pytest.approx(8.0) and choice.kept == ("n1",)

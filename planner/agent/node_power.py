@@ -11,8 +11,11 @@ spends shutting down (``SuspendTimeout``) and booting (the ``ResumeProgram`` unt
 about idle draw, and that job waits the boot. So a node pays for being powered down only if it would stay idle
 longer than ``c``.
 
-**Demand** (a fluid estimate). ``lambda = sum of the GPUs requested by the managed jobs that arrived in the last
-S seconds / S``, GPUs per second, with ``S = min(window_s, time watched)``, watched since the earliest arrival
+**Demand** (a fluid estimate). ``lambda_S = sum of the GPUs requested by the managed jobs that arrived in the last
+S seconds / S``, GPUs per second, and ``lambda = max(lambda_c, lambda_H)``: over the last cycle and over the last
+hour (``H``, ``window_s``), so that a burst that began minutes ago counts at its own rate and not thinned over the
+hour (seen live on two_waves: a second wave's first arrivals, read over the hour, powered a node down under the
+wave). Each ``S`` is at most the time watched, since the earliest arrival
 the agent knows of (Slurm's submit times, kept in its state), so that an idle cluster before a burst does not
 thin the burst's rate (seen live: an agent started 290 s before the first job powered two nodes down in the
 first wave's ramp-up, and the wave's next 8-GPU job waited for a boot); the GPUs expected within
@@ -83,7 +86,8 @@ def choose_power_down(
         return PowerDownChoice((), tuple(idle), math.inf, f"{waiting} managed job(s) wait: every idle node stays on")
     if watched_s < power_cycle_s:
         return PowerDownChoice((), tuple(idle), math.inf, f"{watched_s:.0f} s since the first arrival: under a cycle")
-    demand = demand_rate(arrivals, now_s, watched_s, window_s) * power_cycle_s
+    rates = [demand_rate(arrivals, now_s, watched_s, span) for span in (power_cycle_s, window_s)]
+    demand = max(rates) * power_cycle_s
     keep = max(0, math.ceil((demand - free_gpus) / gpus_per_node - 1e-9))
     kept, down = tuple(idle[:keep]), tuple(idle[keep:])
     why = (
