@@ -260,3 +260,28 @@ def test_a_node_slurm_keeps_out_of_power_saving_stays_on(tmp_path: Path) -> None
     (job,) = runs[()].jobs
     node_w = runs[()].summary["energy_node_kwh"] * 3.6e6 / (job["jct_s"] + 390.0)
     assert runs[("v100-1",)].summary["energy_node_kwh"] * 3.6e6 == pytest.approx(node_w * 2 * job["jct_s"], rel=1e-9)
+
+
+def test_an_idle_stretch_before_the_first_job_does_not_thin_the_demand(tmp_path: Path) -> None:
+    """The cluster and the agent are up 600 s before a (1 GPU, at 0); c (1 GPU) comes at 100 s, b (8 GPUs) at 200 s.
+
+    Counting the demand from the agent's first round (-600 s), its periodic round at -240 s would see no GPU asked
+    for in 360 s and power both nodes down, and every job would wait for a boot (seen live on two_waves, where
+    the agent started 290 s before the first job). Counted from the first arrival, nothing is known before 0 s and
+    no cycle has passed by b's arrival: no node goes down before a job ends.
+    """
+    trace = tmp_path / "three.trace"
+    rows = [(R18, 1, x(R18) * 3000.0, 0.0), (R18, 1, x(R18) * 3000.0, 100.0), (R18, 8, x(R18, 8) * 600.0, 200.0)]
+    trace.write_text("".join(f"{t}\tcmd\t-n\t1\t{steps:.0f}\t{a:.0f}\t{g}\n" for t, g, steps, a in rows))
+    rules = RoundRules(360.0, 240.0, objective="energy", delta=0.9, max_slowdown=0.0, slurm_starts=True)
+    spec = ReplaySpec(trace=trace, cluster="v100:16", policies=("wattplan",), rules=rules)
+    setup = SimulatedCluster(
+        load_s=30.0, launch_s=0.0, power_save=True, power_down=True, suspend_s=1200.0, up_before_s=600.0
+    )
+    result = replay_on_slurm(spec, "wattplan", setup, tmp_path / "out")
+    log = (tmp_path / "out" / "wattplan" / "agent.log").read_text()
+    assert log.startswith("round 0 t=-600s"), log  # the agent started with the cluster
+    rounds = re.findall(r"round \d+ t=(-?\d+)s[^\n]*\n((?:  [^\n]*\n)*)", log)
+    downs = [float(t) for t, notes in rounds if "powering down" in notes]
+    first_end = min(j["finish_s"] for j in result.jobs)
+    assert downs and min(downs) >= first_end - 1.0, log

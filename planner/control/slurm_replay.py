@@ -337,7 +337,11 @@ def _run_agent(
     report: Callable[[], None] = lambda: None,
     cap_schedule: tuple[CapStep, ...] = (),
 ) -> tuple[int, str]:
-    """Play the agent's loop on ``slurm`` until every job has ended; the rounds played and why it stopped.
+    """Play the agent's loop on ``slurm`` from the cluster's start until every job has ended; the rounds played and why.
+
+    The agent starts when the cluster does, ``up_before_s`` before the first arrival, as a live run's agent starts
+    within that lead (``benchmarks/live_compare.py``); it once started at the first arrival, so that a replay could
+    not show what the live agent did with the idle stretch before the first job.
 
     With a cap file in ``config``, ``cap_schedule`` writes it on the virtual clock (:class:`ScheduledCap`).
 
@@ -360,8 +364,7 @@ def _run_agent(
     timer = VirtualTimer(clock, config.clock, mark_submitted)
     if config.energy_budget_kwh is not None:  # the budget's periods start where the cluster's energy count does
         config.budget_origin_s = slurm.now_s
-    clock.advance_to(start_s)
-    mark_submitted()
+    mark_submitted()  # the agent starts with the cluster (``up_before_s`` before the first arrival), as it does live
     store = AgentStore(scratch / "agent.db", durable=False)  # a replay's state: no crash needs it again
     try:
         agent = Agent(config, store, slurm, slurm, log, timer)
