@@ -59,7 +59,7 @@ from wattplan.planner.agent.commands import CommandResult, Run, SlurmError
 from wattplan.planner.agent.decide import Decision, SlurmJobNow, decide
 from wattplan.planner.agent.energy_budget import SAME_S, EnergyLedger, RoundShare
 from wattplan.planner.agent.metrics import AgentMetrics, RoundFigures
-from wattplan.planner.agent.node_power import choose_power_down
+from wattplan.planner.agent.node_power import PowerDownChoice, choose_power_down
 from wattplan.planner.agent.node_settings import Clock, JobSetting
 from wattplan.planner.agent.options import AgentOptions
 from wattplan.planner.agent.power_cap import CapFile
@@ -598,7 +598,7 @@ class Agent:
         if not queued:
             report.status = "idle"
             self._settled = True
-            self._power_down_idle(nodes.nodes, host_of, set(), 0, now_s, rnd, report)
+            self._power_down_idle(nodes.nodes, host_of, known, set(), 0, now_s, rnd, report)
             self._finish(report, t_start, "done")
             return report
         if self.cfg.learn and self.learner is None:  # its prior: the first round's cluster and profiles
@@ -640,7 +640,8 @@ class Agent:
         self._apply(rnd, decision, report)
         self._settled = report.planned_run > 0
         claimed = {h for d in decision.desired if d.state == "run" for h in d.hosts}
-        self._power_down_idle(nodes.nodes, host_of, claimed, report.queued - report.planned_run, now_s, rnd, report)
+        waiting = report.queued - report.planned_run
+        self._power_down_idle(nodes.nodes, host_of, known, claimed, waiting, now_s, rnd, report)
         # a node powering down is left out until it is off, which no queue event announces: while jobs wait for
         # GPUs, look again a poll later rather than a round later (it is plannable, and bootable, once off)
         self._retry_soon = self._retry_soon or (self._powering_down and report.planned_run < report.queued)
@@ -664,6 +665,7 @@ class Agent:
         self,
         nodes: Sequence[NodeState],
         host_of: Mapping[str, str],
+        known: Mapping[str, KnownJob],
         claimed: set[str],
         waiting: int,
         now_s: float,
@@ -691,23 +693,23 @@ class Agent:
                     used[host] = used.get(host, 0) + len(gpus)
         mine = sorted((n for n in nodes if n.name in usable), key=lambda n: _node_key(n.name))
         idle = [n for n in mine if _idle_now(n) and n.name not in used and n.name not in claimed]
-        if not idle:
+        free = sum(max(n.gpus - used[n.name], 0) for n in mine if n.name in used and n.state in ("mixed", "idle"))
+        arrivals = [(k.arrival_s, k.requested_gpus) for k in known.values()]
+        watched = now_s - min((t for t, _ in arrivals), default=now_s)  # since the first arrival it knows of
+
+        def choose(candidates: Sequence[NodeState]) -> PowerDownChoice:
+            k = max((n.gpus for n in candidates), default=1)
+            names = [n.name for n in candidates]
+            return choose_power_down(names, k, free, arrivals, now_s, watched, self.cfg.power_cycle_s, waiting)
+
+        if not choose(idle).down:  # Slurm's configuration is read only when a node would go down
             return
         try:
             kept_on = power_save_excluded(query_slurm_config(self.run), nodes)
         except (SlurmError, ValueError) as e:
             report.notes.append(f"no node powered down: Slurm's power-saving exclusions cannot be read ({e})")
             return
-        idle = [n for n in idle if n.name not in kept_on]
-        if not idle:
-            return
-        free = sum(max(n.gpus - used[n.name], 0) for n in mine if n.name in used and n.state in ("mixed", "idle"))
-        arrivals = [(k.arrival_s, k.requested_gpus) for k in self.store.known_jobs().values()]
-        watched = now_s - min((t for t, _ in arrivals), default=now_s)  # since the first arrival it knows of
-        k = max(n.gpus for n in idle)
-        choice = choose_power_down(
-            [n.name for n in idle], k, free, arrivals, now_s, watched, self.cfg.power_cycle_s, waiting
-        )
+        choice = choose([n for n in idle if n.name not in kept_on])
         if not choice.down:
             return
         report.notes.append(f"powering down idle node(s) {', '.join(choice.down)}: {choice.why}")

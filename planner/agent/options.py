@@ -96,11 +96,14 @@ def _baseline_power_save(values: Mapping[str, Any], label: Callable[[str], str])
     return []
 
 
+def _saves_power(power_save: bool, policy: str) -> bool:
+    """Whether the cluster powers idle nodes down: ``--power-save``, or a baseline that names it."""
+    return power_save or (policy in AGENT_BASELINES and AGENT_BASELINES[policy][1])
+
+
 def _power_down_saves(values: Mapping[str, Any], label: Callable[[str], str]) -> list[Problem]:
     """``--power-down`` acts through Slurm's power saving: ``--power-save`` or a baseline that runs with it."""
-    policy = str(values.get("policy"))
-    saving = values.get("power_save") or (policy in AGENT_BASELINES and AGENT_BASELINES[policy][1])
-    if values.get("power_down") and not saving:
+    if values.get("power_down") and not _saves_power(bool(values.get("power_save")), str(values.get("policy"))):
         return [Problem("bad-option", label("power_down"), f"needs {label('power_save')}")]
     return []
 
@@ -325,7 +328,7 @@ class AgentOptions(OptionRecord):
 
     def powers_down(self) -> bool:
         """Whether the cluster powers idle nodes down: ``--power-save``, or a baseline that names it."""
-        return self.power_save or (self.policy in AGENT_BASELINES and AGENT_BASELINES[self.policy][1])
+        return _saves_power(self.power_save, self.policy)
 
     def steering(self) -> Steering:
         """The steering record of the options (:class:`~planner.sim.governor.Steering`), fractions for percents."""
