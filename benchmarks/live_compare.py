@@ -284,7 +284,7 @@ def simulate(trace: Path, out: Path, gpus: str, args: argparse.Namespace) -> dic
         *(["--truth", str(args.truth)] if args.truth else []),
         *_budget(args),
         *([] if args.progress_metric else ["--no-progress-metric"]),
-        *([] if args.pairs else ["--min-pair-rate", "1"]),  # no pair has rho >= 1: the replay pairs nothing either
+        *(["--pairs"] if args.pairs else []),  # the replay's agent pairs as the live one
     )
     return {p: json.loads((out / "sim" / p / "summary.json").read_text()) for p in (args.agent_policy, alone)}
 

@@ -256,10 +256,12 @@ class AgentOptions(OptionRecord):
     dry_run: bool = option(False, "Play one round on a copy of the state; print the Slurm calls, send none.")
     until_idle: bool = option(False, "Stop once every managed job has ended (and, with --cluster, all were submitted).")
     max_rounds: int | None = option(None, "Stop after this many rounds.", unit="rounds", low=1)
-    pairs: bool = option(
-        False,
-        "Co-locate pairs on shared GPUs (off: on Slurm a pair change restarts the guest, which the round model "
-        "does not price; see docs/design.md 11.6). On with --policy eaco, whose lever it is.",
+    pairs: bool = same_as(
+        SimulateOptions,
+        "pairs",
+        help="Co-locate pairs on shared GPUs. By job a pair forms only when a job starts and no running job "
+        "restarts for one; steered, a pair change restarts the guest, which the round model does not price "
+        "(docs/design.md 11.6). On with --policy eaco, whose lever it is.",
     )
     event_rounds: bool = same_as(SimulateOptions, "event_rounds")
     power_save: bool = same_as(SimulateOptions, "power_save")

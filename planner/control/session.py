@@ -78,6 +78,7 @@ def setup_of(options: SimulateOptions | FrontierOptions) -> SimulatedCluster:
         options.periodic_rounds,
         power_save=options.power_save,
         power_down=options.power_down,
+        pairs=options.pairs,
         suspend_s=options.suspend_s,
         resume_s=options.resume_s,
         progress_metric=options.progress_metric,

@@ -132,6 +132,8 @@ class SimulatedCluster:
     power_down: bool = False
     """With ``power_save``, the agent's policies also power idle nodes down themselves (``--power-down``,
     :mod:`planner.agent.node_power`)."""
+    pairs: bool = False
+    """The agent's policies co-locate pairs (``--pairs``); ``eaco`` always does."""
     suspend_s: float = 600.0
     """Power saving: a node idle this long is powered down (``SuspendTime``)."""
     resume_s: float = 300.0
@@ -249,7 +251,7 @@ def agent_config(
         idle_marker=scratch / "submitted",
         max_rounds=spec.max_rounds,
         node_power_w=spec.node_power_w,
-        pairs=policy == "eaco",
+        pairs=setup.pairs or policy == "eaco",
         power_save=(saving := setup.power_saving(policy)) is not None,
         power_down=setup.power_down and saving is not None,
         power_cycle_s=saving.power_cycle_s if saving is not None else AgentConfig.power_cycle_s,

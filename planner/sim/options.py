@@ -391,6 +391,12 @@ class SimulateOptions(ReplayOptions):
         "As the agent (with --power-save): wattplan also powers idle nodes down at once, keeping on only those the "
         "last hour's arrivals are expected to need within a node's off-and-on cycle (SuspendTime still applies).",
     )
+    pairs: bool = option(
+        False,
+        "As the agent: the agent's policies co-locate pairs on shared GPUs (policy eaco always does). With "
+        "--slurm-starts a pair forms only when a job starts and no running job restarts for one; otherwise a running "
+        "job that becomes a guest or loses its host restarts.",
+    )
     progress_metric: bool = option(
         True,
         "jobs export their steps to the agent (wattplan_job_steps_done); --no-progress-metric: "
@@ -469,6 +475,7 @@ class FrontierOptions(ReplayOptions):
     requeue_delay_s: float | None = same_as(SimulateOptions, "requeue_delay_s")
     power_save: bool = same_as(SimulateOptions, "power_save")
     power_down: bool = same_as(SimulateOptions, "power_down")
+    pairs: bool = same_as(SimulateOptions, "pairs")
     progress_metric: bool = same_as(SimulateOptions, "progress_metric")
     suspend_s: float = same_as(SimulateOptions, "suspend_s")
     resume_s: float = same_as(SimulateOptions, "resume_s")
