@@ -169,6 +169,21 @@ def test_a_new_pairs_guest_waits_for_its_host() -> None:
     assert d.guest_releases == {"42": "41"}
 
 
+def test_of_two_new_partners_the_one_that_runs_longer_hosts() -> None:
+    """A guest restarts when its host ends first: 44 (900 steps left at 2 steps/s) hosts 43 (100 steps at 1)."""
+    jobs = (Job("43", "a", 100.0, (1,)), Job("44", "b", 900.0, (1,)))
+    guest = PlannedJob("43", "run", "v100", 1, 250, "power_limit_w", "44", (NodeGpus("v100-0", (0,)),), 1.0)
+    host = PlannedJob("44", "run", "v100", 1, 250, "power_limit_w", "43", (NodeGpus("v100-0", (0,)),), 2.0)
+    now = {"43": SlurmJobNow("43", False, True), "44": SlurmJobNow("44", False, True)}
+    d = decide(_instance(*jobs), _plan(guest, host), now, HOSTS, 1)
+    assert set(d.actions) == {
+        Update(44, gres="gpu:1", nodelist="gpu-a", numnodes=1),
+        Release(44),
+        Update(43, gres="gpu:0", nodelist="gpu-a", numnodes=1),
+    }
+    assert d.guest_releases == {"43": "44"}
+
+
 def test_a_guest_restarts_when_its_host_does() -> None:
     jobs = (
         Job("51", "a", 100.0, (1, 2), current=_cur(1, "v100-0", (0,), partner="52")),

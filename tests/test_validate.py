@@ -94,6 +94,8 @@ CASES: list[tuple[str, Mutation]] = [
     ("below-tail-bound", lambda i, p: next(j for j in i["jobs"] if j["id"] == "a").update(min_steps=400.0)),
     # a runs at 4 steps/s in the reference plan: a slowdown limit of 5 steps/s is not kept.
     ("below-rate-floor", lambda i, p: next(j for j in i["jobs"] if j["id"] == "a").update(min_rate=5.0)),
+    # c runs alone in the reference plan: a job that runs only in a pair may not.
+    ("pair-only-alone", lambda i, p: next(j for j in i["jobs"] if j["id"] == "c").update(pair_only=True)),
 ]
 
 

@@ -21,9 +21,9 @@ For each managed job of the round instance, against what Slurm shows now:
 Co-located pairs: Slurm never gives one GPU to two jobs, so the pair's *host* job holds the GPUs and the *guest*
 runs with ``Gres=gpu:TYPE:0`` on the same hosts, using the host's GPU indices (the prolog and task prolog read
 them; :mod:`planner.agent.node_settings`). The host is the partner that already runs with the planned GPUs (so it
-need not restart), else the first of the pair in the instance's order. A guest starts only after its host
-runs: its release is returned separately (:attr:`Decision.guest_releases`) for the loop to send once the host
-is seen running; a guest whose host restarts or stops is requeued with it.
+need not restart), else the one expected to run longer (a guest restarts when its host ends first). A guest
+starts only after its host runs: its release is returned separately (:attr:`Decision.guest_releases`) for the
+loop to send once the host is seen running; a guest whose host restarts or stops is requeued with it.
 
 Slurm's calls are grouped by :func:`planner.agent.slurm_actions.calls` (cancel, requeue-hold, hold, update,
 release), one call per verb and one ``update`` per distinct set of fields.
@@ -90,16 +90,32 @@ def hostlist(hosts: Sequence[str]) -> str:
 
 
 def _pair_hosts(instance: Instance, plan: Plan, keepable: Mapping[str, bool]) -> dict[str, str]:
-    """``{job id: host job id}`` for every job of a planned pair (the host maps to itself)."""
+    """``{job id: host job id}`` for every job of a planned pair (the host maps to itself).
+
+    The host is the partner that can keep running as it runs; when neither can, the one expected to run longer
+    in the pair (steps left over the plan's rate; ties: the first in instance order), so that the guest, which
+    restarts if its host ends first, is expected to end first.
+    """
     order = {j.id: i for i, j in enumerate(instance.jobs)}
+    entries = {e.job_id: e for e in plan.running()}
     out: dict[str, str] = {}
     for e in plan.running():
         if e.shares_with is None or e.job_id in out:
             continue
         a, b = sorted((e.job_id, e.shares_with), key=lambda j: order.get(j, 0))
-        host = b if keepable.get(b) and not keepable.get(a) else a
+        if keepable.get(a) or keepable.get(b):
+            host = b if keepable.get(b) and not keepable.get(a) else a
+        else:
+            host = b if _seconds_left(instance, entries.get(b)) > _seconds_left(instance, entries.get(a)) else a
         out[a] = out[b] = host
     return out
+
+
+def _seconds_left(instance: Instance, e: PlannedJob | None) -> float:
+    """The planned job's steps left over its planned rate (s); 0 when the plan gives no rate."""
+    if e is None or e.steps_per_s <= 0 or not instance.has_job(e.job_id):
+        return 0.0
+    return instance.job(e.job_id).remaining_steps / e.steps_per_s
 
 
 def _why(

@@ -209,10 +209,10 @@ class AgentConfig:
     them held up for those 15 s (450 emulated seconds at a time scale of 30)."""
     retry_s: tuple[float, ...] = (0.5, 1.0, 2.0)
     pairs: bool = _OPTIONS.pairs
-    """Co-locate pairs. Off by default: on Slurm a pair's guest holds no GPU of its own, so becoming a guest or
-    losing one's host is a restart the round model does not price (it prices a change of GPU type or count only);
-    measured live (benchmarks/RESULTS.md), 24 of 58 restarts were pair changes (a guest losing its host or becoming
-    one) and 16 more moved a job to another node."""
+    """Co-locate pairs. On Slurm a pair's guest holds no GPU of its own, so becoming a guest or losing one's host
+    is a restart. With the Slurm start rule (the by-job mode) the round cannot make one (:mod:`planner.sim.pinned`):
+    pairs form only when a job starts. Steered, the round model does not price it; measured live
+    (benchmarks/RESULTS.md), 24 of 58 restarts were pair changes and 16 more moved a job to another node."""
     event_rounds: bool = _OPTIONS.event_rounds
     """Start a round early when a managed job arrives or leaves the queue (as Slurm starts a job at once); ``squeue``
     is polled every ``poll_s`` real seconds. Where a round may restart running jobs, at least ``event_gap`` of a
@@ -315,6 +315,8 @@ class RoundReport:
     queued: int = 0
     running: int = 0
     planned_run: int = 0
+    planned_pairs: int = 0
+    """Pairs the round's plan runs (two jobs on shared GPUs count once)."""
     status: str = ""
     calls: list[ActionOutcome] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -356,9 +358,10 @@ class RoundReport:
         calls = ", ".join(f"{v} {n}" for v, n in verbs.items()) or "none"
         delta = "" if self.delta is None else f" delta {self.delta:.3f};"
         budget = "" if self.budget is None else f" {self.budget.words()};"
+        pairs = f", {self.planned_pairs} pair{'s' if self.planned_pairs > 1 else ''}" if self.planned_pairs else ""
         text = (
             f"round {self.index} t={self.now_s:.0f}s: {self.queued} queued, {self.running} running, "
-            f"plan runs {self.planned_run} ({self.status});{delta}{budget} calls: {calls}; "
+            f"plan runs {self.planned_run} ({self.status}){pairs};{delta}{budget} calls: {calls}; "
             f"overhead {self.overhead_s:.2f} s, solve {self.solve_s:.2f} s"
         )
         return text + "".join(f"\n  {n}" for n in self.notes)
@@ -631,6 +634,7 @@ class Agent:
         plan = with_every_node_on(instance, plan)  # keep jobs where they run: a move is a restart on Slurm
         report.status = f"{plan.round.status} by {plan.round.solver}"
         report.planned_run = len(plan.running())
+        report.planned_pairs = sum(1 for e in plan.running() if e.shares_with is not None) // 2
         booting = frozenset(jid for jid, j in active.items() if j.state == "CONFIGURING")
         now_jobs = self._mark_stalled(now_jobs, now_s, report, booting)
         decision = decide(instance, plan, now_jobs, host_of, rnd)

@@ -153,6 +153,9 @@ class Job:
     """Slowdown limit (steps/s): when above 0 every option the job runs in, alone or in a pair, gives it at least
     this rate ``rho X`` (a replay's or the agent's ``--max-slowdown`` sets it); 0: any rate. The job may still
     wait."""
+    pair_only: bool = False
+    """The job runs only in a pair, never alone (a running pair's guest on Slurm holds no GPU of its own, so
+    running alone would restart it; :mod:`planner.sim.pinned` sets it). It may still wait."""
     # Launch fields (optional; used by launch renderers, ignored by the model).
     command: tuple[str, ...] | None = None
     workdir: str | None = None

@@ -75,6 +75,7 @@ def _job(raw: dict) -> Job:
         current=current,
         min_steps=float(raw.get("min_steps", 0.0)),
         min_rate=float(raw.get("min_rate", 0.0)),
+        pair_only=bool(raw.get("pair_only", False)),
         requested_gpus=raw.get("requested_gpus"),
         command=tuple(raw["command"]) if raw.get("command") else None,
         workdir=raw.get("workdir"),
@@ -148,6 +149,8 @@ def _job_doc(job: Job) -> dict:
         out["min_steps"] = job.min_steps
     if job.min_rate > 0:
         out["min_rate"] = job.min_rate
+    if job.pair_only:
+        out["pair_only"] = True
     if job.requested_gpus is not None:
         out["requested_gpus"] = job.requested_gpus
     if job.current:

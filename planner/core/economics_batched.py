@@ -35,6 +35,7 @@ class JobGroup:
     current_gpus: np.ndarray  # current GPU count, 0 when waiting
     min_progress: np.ndarray  # w_j min_steps_j / R_j: an option below it is not allowed (0: no tail bound)
     min_rate: np.ndarray  # steps/s: an option whose rate rho X is below it is not allowed (0: no slowdown limit)
+    pair_only: np.ndarray  # bool: the job has no exclusive option (Job.pair_only)
 
 
 def job_groups(instance: Instance) -> list[JobGroup]:
@@ -57,6 +58,7 @@ def job_groups(instance: Instance) -> list[JobGroup]:
                 np.array([job.current.gpus if job.current else 0 for job in jobs], dtype=np.int64),
                 np.array([job.weight * job.min_steps / job.remaining_steps for job in jobs], dtype=float),
                 np.array([job.min_rate for job in jobs], dtype=float),
+                np.array([job.pair_only for job in jobs], dtype=bool),
             )
         )
     return groups
@@ -153,7 +155,7 @@ class ExclusiveOutcomes:
     setting (ascending), then the group's members (each option's members in turn). ``job``: index into
     ``instance.jobs``; ``gpu``/``count_pos``/``setting_pos``: positions of the GPU type, count and setting (sort
     keys); ``progress``: ``w sigma / R``; ``energy_j``: dynamic energy (J); ``keep``: progress above 0 and at least
-    the job's tail bound (:func:`allowed`). Read-only arrays.
+    the job's tail bound (:func:`allowed`), and the job not ``pair_only``. Read-only arrays.
     """
 
     job: np.ndarray
@@ -204,7 +206,7 @@ def _group_exclusive(instance: Instance, group: JobGroup) -> list[np.ndarray] | 
         per_row(si_l),
         progress.ravel(),
         energy.ravel(),
-        allowed(progress, group, rows.rate).ravel(),
+        (allowed(progress, group, rows.rate) & ~group.pair_only[None, :]).ravel(),
     ]
 
 

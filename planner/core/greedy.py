@@ -46,7 +46,8 @@ def allocation_outcome(instance: Instance, a: Allocation) -> tuple[float, float]
     """``(sum w pi, sum e)`` of an allocation, exclusive or pair (J); None when not allowed.
 
     A pair is allowed when the pair entry exists and both slowdowns are at least
-    ``min_pair_rate`` (docs/design.md §3.2); no job may run below its ``min_rate`` (steps/s).
+    ``min_pair_rate`` (docs/design.md §3.2); no job may run below its ``min_rate`` (steps/s), nor a ``pair_only``
+    job alone.
     """
     g = instance.gpu_type(a.gpu_type)
     jobs = [instance.job(j) for j in a.job_ids]
@@ -56,6 +57,8 @@ def allocation_outcome(instance: Instance, a: Allocation) -> tuple[float, float]
         if pair is None or min(pair) < instance.round.min_pair_rate:
             return None
         rates = pair
+    if not a.is_pair and jobs[0].pair_only:
+        return None
     progress = energy = 0.0
     for job, rho in zip(jobs, rates, strict=True):
         o = job_outcome(instance, job, g, a.gpus, a.setting, rho)

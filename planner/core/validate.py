@@ -34,6 +34,7 @@ round-claim-mismatch   the round's ``energy_j``, ``progress``, ``gpus_used`` or 
 over-budget            the recomputed energy exceeds ``budget_j``
 below-tail-bound       a job with ``min_steps > 0`` waits, or makes fewer recomputed steps than that
 below-rate-floor       a job with ``min_rate > 0`` runs at a recomputed rate ``rho X`` below it
+pair-only-alone        a job with ``pair_only`` runs alone
 =====================  ==========================================================================
 
 A plan made under a budget given in place of the instance's (``wattplan plan --power-cap-w`` or
@@ -401,6 +402,9 @@ def validate_plan(inst: Instance, plan: Plan) -> list[Problem]:
         problems += _check_allocation(inst, i, e)
         if e.shares_with is not None:
             problems += _check_pair(inst, i, e, running)
+        elif inst.job(e.job_id).pair_only:
+            msg = f"job {e.job_id!r} runs only in a pair (pair_only) but runs alone"
+            problems.append(Problem("pair-only-alone", f"jobs[{i}].shares_with", msg))
         problems += _check_placement(inst, i, e, node_names)
     ev = evaluate_plan(inst, plan)
     problems += _check_capacity(inst, plan, ev)

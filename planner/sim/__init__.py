@@ -12,6 +12,7 @@ simulated Slurm (:mod:`planner.control`). This package holds what that loop and 
   ``governor``: each round's ``delta`` steered by the JCT (the runtime-bounded energy mode);
   ``tail_bound``: each job's deadline from the reference, as the round's ``min_steps``;
   ``slurm_starts``: the Slurm start rule, the jobs Slurm would run now as the round's ``min_steps``;
+  ``pinned``: under that rule, running jobs kept where they run (no round restarts one);
   ``p95_cases``: a p95 JCT limit as finitely many cases of per-job windows (the aim by intervals).
 - ``learning``: online profile learning from observed windows.
 - ``metrics``: JCT statistics, the captured share, the Pareto front; ``output``, ``plots``, ``render``: the

@@ -27,6 +27,7 @@ from wattplan.planner.contracts.rules import RoundRules
 from wattplan.planner.profile_library.library import ProfileLibrary
 from wattplan.planner.rounds.builder import RoundOptions, build_round
 from wattplan.planner.rounds.cluster_spec import ClusterSpec
+from wattplan.planner.sim.pinned import pin_running
 from wattplan.planner.sim.slurm_starts import slurm_start_steps
 from wattplan.planner.sim.state import JobState
 
@@ -232,8 +233,9 @@ def round_instance(
 
     ``min_steps``: the tail bound of the jobs that have one (:mod:`planner.sim.tail_bound`; none: 0). Each job's
     ``min_rate`` is its slowdown limit under the rules' ``max_slowdown`` (:func:`rate_floors`); with the rules'
-    ``slurm_starts`` the jobs Slurm would run get the ``min_steps`` of :mod:`planner.sim.slurm_starts` (the larger
-    of it and their tail bound).
+    ``slurm_starts`` every running job is pinned to its GPU type, count and partner (:mod:`planner.sim.pinned`) and
+    the jobs Slurm would run get the ``min_steps`` of :mod:`planner.sim.slurm_starts` (the larger of it and their
+    tail bound).
 
     ``delta`` overrides the rules' (the runtime-bounded mode sets it per round); ``credit_weight``
     sets the ``efficiency`` objective's ``w`` (a signal-aware replay sets it per round; default 1).
@@ -260,11 +262,12 @@ def round_instance(
     inst = Instance(spec, ctx.gpu_types, jobs, profiles, pairs, {"sim": context.record()})
     if not ctx.rules.slurm_starts:
         return inst
+    inst = pin_running(inst)
     starts = slurm_start_steps(inst, context.requested_gpus, context.arrival_s)
     if not starts:
         return inst
-    bound = tuple(replace(j, min_steps=max(j.min_steps, starts[j.id])) if j.id in starts else j for j in jobs)
-    return Instance(spec, ctx.gpu_types, bound, profiles, pairs, {"sim": context.record()})
+    bound = tuple(replace(j, min_steps=max(j.min_steps, starts[j.id])) if j.id in starts else j for j in inst.jobs)
+    return replace(inst, jobs=bound)
 
 
 def _counts(state: JobState, slurm_starts: bool) -> tuple[int, ...]:

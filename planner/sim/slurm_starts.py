@@ -4,8 +4,9 @@ With ``--slurm-starts`` (the rules' ``slurm_starts``) wattplan no longer chooses
 (GPU type and count, power limit or clock, partner), within the slowdown limit (``--max-slowdown``, each job's
 ``min_rate``, :func:`planner.sim.round_instance.rate_floors`). At a round start the jobs that must run are
 
-1. every running job whose current option is still allowed (its rate ``rho X`` at least its ``min_rate``): it
-   keeps its GPUs in the count below, whatever option the round then gives it;
+1. every running job that some setting keeps allowed where it runs (its rate ``rho X`` at least its ``min_rate``
+   on its current GPU type and count, with its partner): it keeps its GPUs in the count below, and the round
+   keeps it there (:mod:`planner.sim.pinned`);
 2. then the other queued jobs in arrival order (ties by id), each admitted when Slurm's first fit finds room for
    its *requested* count ``n`` on the nodes left (``sched/backfill`` with no time limits, as
    :mod:`planner.control.sim_slurm` plays it): GPU types in cluster order, nodes in order; ``n <= K`` takes the
@@ -28,7 +29,8 @@ import math
 from collections.abc import Mapping, Sequence
 
 from wattplan.planner.contracts.domain import GpuType, Instance, Job
-from wattplan.planner.core.economics import job_outcome, ordered_pair_rates
+from wattplan.planner.core.economics import ordered_pair_rates
+from wattplan.planner.sim.pinned import keeps_floor
 
 MIN_STEPS_SHARE = 0.999999
 """``min_steps`` is at most this share of the least steps an allowed option gives (rounding margin)."""
@@ -63,20 +65,22 @@ def slurm_start_steps(
 
 
 def _keeps(instance: Instance, job: Job, by_id: Mapping[str, Job]) -> bool:
-    """True when ``job`` runs now in an option still allowed: its rate at least its ``min_rate``."""
+    """True when ``job`` runs now where some setting keeps it allowed: its rate ``rho X`` at least its ``min_rate``.
+
+    A setting changes without a restart, so the job's current GPU type, count and partner are what must still
+    allow it (:func:`planner.sim.pinned.keeps_floor`).
+    """
     cur = job.current
     if cur is None:
         return False
-    g = instance.gpu_type(cur.gpu_type)
     rho = 1.0
     if cur.shares_with is not None:
         partner = by_id.get(cur.shares_with)
-        rates = None if partner is None else ordered_pair_rates(instance, job, partner, g.name, cur.gpus)
+        rates = None if partner is None else ordered_pair_rates(instance, job, partner, cur.gpu_type, cur.gpus)
         if rates is None:
             return False
         rho = rates[0]
-    o = job_outcome(instance, job, g, cur.gpus, cur.setting, rho)
-    return o is not None and o.steps_per_s > 0 and o.steps_per_s >= job.min_rate
+    return keeps_floor(instance, job, rho)
 
 
 def _hold(instance: Instance, kept: Sequence[Job], free: dict[str, list[int]]) -> None:
