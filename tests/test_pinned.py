@@ -19,6 +19,7 @@ from wattplan.planner.contracts.domain import CurrentConfig, NodeGpus
 from wattplan.planner.contracts.instance_io import instance_to_doc, parse_instance
 from wattplan.planner.contracts.plan import PlannedJob
 from wattplan.planner.contracts.request import PlanRequest
+from wattplan.planner.core.greedy import greedy_allocations
 from wattplan.planner.core.validate import validate_plan
 from wattplan.planner.sim.pinned import pin_running
 from wattplan.planner.sim.round_instance import round_instance
@@ -89,6 +90,8 @@ def test_a_running_pair_stays_paired() -> None:
         plan = planning.plan(inst, PlanRequest(solver=solver, **EXACT))
         assert {e.job_id: e.shares_with for e in plan.jobs} == {"a": "b", "b": "a"}, solver
         assert validate_plan(inst, plan) == []
+    # The greedy fallback keeps the pair as it runs.
+    assert [(a.job_ids, a.gpus, a.setting) for a in greedy_allocations(inst)] == [(("a", "b"), 1, 250)]
     # The validator rejects a plan that runs a pair-only job alone.
     plan = planning.plan(inst, PlanRequest(solver="highs", **EXACT))
     alone = dataclasses.replace(inst, jobs=(dataclasses.replace(inst.jobs[0], pair_only=False), inst.jobs[1]))

@@ -1,7 +1,9 @@
 """The greedy plan: the documented fallback when no solver plan is available in time.
 
-Rule (exclusive allocations only, no sharing):
+Rule (exclusive allocations only, no sharing, but for running pairs whose jobs run only together):
 
+0. Every running pair of ``pair_only`` jobs (the Slurm start rule's, :mod:`planner.sim.pinned`) is offered first,
+   as it runs: its GPU type and count, its current setting if allowed, else the highest allowed one.
 1. For every job and every profiled option ``o = (g, n, s)`` compute its progress
    ``w * pi_o`` and its full energy cost ``c_o = e_o + n * T * (Pnode_g / K_g + Pidle_g)``
    (its dynamic energy plus its share of powered-on node and idle power, J).
@@ -140,8 +142,29 @@ def accept_in_order(instance: Instance, candidates: Iterable[Candidate]) -> list
 
 
 def greedy_allocations(instance: Instance) -> list[Allocation]:
-    """Exclusive allocations chosen by progress per joule within capacity and budget."""
-    return accept_in_order(instance, ranked_candidates(instance))
+    """Running pairs kept, then exclusive allocations chosen by progress per joule within capacity and budget."""
+    return accept_in_order(instance, [*running_pairs(instance), *ranked_candidates(instance)])
+
+
+def running_pairs(instance: Instance) -> list[Candidate]:
+    """Each running pair of ``pair_only`` jobs as it runs (rule 0 of the module docstring), in instance order."""
+    order = {j.id: i for i, j in enumerate(instance.jobs)}
+    out: list[Candidate] = []
+    for job in instance.jobs:
+        cur = job.current
+        if not job.pair_only or cur is None or cur.shares_with not in order:
+            continue
+        partner = instance.job(cur.shares_with)
+        if not partner.pair_only or order[partner.id] < order[job.id]:
+            continue
+        settings = sorted(instance.gpu_type(cur.gpu_type).settings, key=lambda s: (s != cur.setting, -s))
+        for s in settings:
+            a = Allocation((job.id, partner.id), cur.gpu_type, cur.gpus, s)
+            outcome = allocation_outcome(instance, a)
+            if outcome is not None:
+                out.append(Candidate(a, outcome[1]))
+                break
+    return out
 
 
 def progress_of(instance: Instance, allocations: Iterable[Allocation]) -> float:

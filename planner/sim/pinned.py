@@ -22,8 +22,11 @@ that start together as a pair restart nothing; the agent makes the one expected 
 :func:`planner.agent.decide.decide`). What stays possible: a guest whose host ends first against the estimate
 restarts (counted as a requeue; benchmarks/RESULTS.md measures them).
 
-Every running job's rate floor (``min_rate``) and the Slurm start rule's ``min_steps`` are computed on the
-pinned instance as on any other: the pinned options are a subset of the job's own.
+A job's slowdown limit (``min_rate``) comes from its own type before pinning and stays. A running job that no
+setting keeps within it where it runs (or a pair that does not keep both) is not pinned: under the start rule it
+queues again and may restart (:mod:`planner.sim.slurm_starts`). The start rule's ``min_steps`` are computed on the
+pinned instance: the pinned options are a subset of the job's own, so they stay jointly feasible (the greedy
+fallback offers running pairs first, as they run: :func:`planner.core.greedy.running_pairs`).
 """
 
 from __future__ import annotations
