@@ -13,9 +13,11 @@ request's full speed; no governor). Writes ``OUT/FAMILY-CLUSTER[-tail|-sdX]/`` (
 ``OUT/baselines.md``: per run each policy's energy, wattplan's change against ``slurm`` and ``maxq``, its average
 and p95 JCT against ``slurm``'s, its requeues, and the floor's share of ``slurm``'s saving it captured. Reuses a run
 whose ``comparison.json`` exists. ``--power-down`` runs each by-job variant also with the agent powering idle nodes
-down itself (``--power-down``; rows ``... power-down``), ``--no-steered`` skips the steered variants.
+down itself (``--power-down``; rows ``... power-down``), ``--pairs`` runs the last by-job variant of each limit also
+with co-location (``--pairs``; rows ``... pairs``), ``--no-steered`` skips the steered variants.
 
-Usage: ``python benchmarks/baselines_slurm.py --out OUT [--max-slowdown 5,10] [--power-down] [--no-steered]``.
+Usage: ``python benchmarks/baselines_slurm.py --out OUT [--max-slowdown 5,10] [--power-down] [--pairs]
+[--no-steered]``.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ VARIANTS = {"": STEERED, "tail 10": [*STEERED, "--tail-bound", "10"]}
 def replay(family: str, cluster: str, variant: str, mode: list[str], out: Path) -> dict[str, dict[str, Any]]:
     """One family on one cluster: the baselines and wattplan in ``mode`` (reused when done); each policy's summary."""
     suffix = "" if not variant else "-" + variant.replace("tail 10", "tail").replace("slowdown ", "sd")
-    suffix = suffix.replace(" power-down", "-pd")
+    suffix = suffix.replace(" power-down", "-pd").replace(" pairs", "-pairs")
     folder = out / f"{family}-{cluster.replace(':', '')}{suffix}"
     if not (folder / "comparison.json").exists():
         trace = ROOT / "instances" / "live" / f"{family}.trace"
@@ -91,13 +93,18 @@ def main() -> None:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--max-slowdown", default="", help="Comma-separated slowdown limits (%%) of the by-job mode.")
     p.add_argument("--power-down", action="store_true", help="Each by-job variant also with --power-down.")
+    p.add_argument("--pairs", action="store_true", help="The last by-job variant of each limit also with --pairs.")
     p.add_argument("--no-steered", dest="steered", action="store_false", help="Skip the steered variants.")
     args = p.parse_args()
     variants = dict(VARIANTS) if args.steered else {}
     for x in filter(None, args.max_slowdown.split(",")):
-        variants[f"slowdown {x}"] = by_construction(x)
+        name, mode = f"slowdown {x}", by_construction(x)
+        variants[name] = mode
         if args.power_down:
-            variants[f"slowdown {x} power-down"] = [*by_construction(x), "--power-down"]
+            name, mode = f"{name} power-down", [*mode, "--power-down"]
+            variants[name] = mode
+        if args.pairs:
+            variants[f"{name} pairs"] = [*mode, "--pairs"]
     args.out.mkdir(parents=True, exist_ok=True)
     head = (
         "| run | slurm kWh | slurm-powersave kWh | maxq kWh | wattplan kWh | floor kWh | vs slurm | vs maxq "

@@ -10,7 +10,8 @@ cost; in both runs and the replay the first job comes :data:`FIRST_SUBMIT_REAL_S
 is then ``slurm-powersave``) and the agent and the replay with ``--power-save``; ``--maxq`` runs the unmanaged jobs
 at MaxQ's power limits (``cluster submit --unmanaged --maxq``: ``maxq`` with power saving). Writes
 ``OUT/FAMILY/{managed,unmanaged}.json`` (``cluster report``), ``OUT/FAMILY/agent.log``, the agent's per-round
-overhead, ``OUT/FAMILY/sim/POLICY/summary.json`` and ``OUT/live_compare.json`` with one row per family.
+overhead, ``OUT/FAMILY/sim/POLICY/summary.json`` and ``OUT/live_compare.json`` with one row per family (a part
+that ``--only`` leaves out keeps the row's earlier value).
 
 The restart cost the agent and the replay assume (``--restart-s``) is what a restart costs on the emulated
 cluster: the stand-in trainer's checkpoint load (``--trainer-restart-s``) plus Slurm's own delay before a
@@ -360,12 +361,11 @@ def main() -> None:
         out.mkdir(parents=True, exist_ok=True)
         cluster = Path(f"/tmp/wattplan-live-{family}")
         steps = [] if args.rescore else (args.only or ["managed", "unmanaged", "simulate"])
+        old_row: dict[str, Any] = next((r for r in old_rows if r.get("family") == family), {})
         m = managed(trace, cluster, out, args.gpus, args.time_scale, args) if "managed" in steps else None
         u = None
         if args.rescore:
             m, u = (json.loads((out / f"{k}.json").read_text()) for k in ("managed", "unmanaged"))
-            old_row: dict[str, Any] = next((r for r in old_rows if r.get("family") == family), {})
-            s_old = old_row.get("simulate")
             m = {**(old_row.get("managed") or {}), **m}  # the run's restarts and overheads stay
         if "unmanaged" in steps:
             previous = out / "unmanaged.json"
@@ -373,7 +373,10 @@ def main() -> None:
                 u = json.loads(previous.read_text())
             else:
                 u = unmanaged(trace, cluster, out, args.gpus, args.time_scale, args)
-        s = simulate(trace, out, args.gpus, args) if "simulate" in steps else (s_old if args.rescore else None)
+        s = simulate(trace, out, args.gpus, args) if "simulate" in steps else None
+        m, u, s = (
+            new if new is not None else old_row.get(k) for k, new in (("managed", m), ("unmanaged", u), ("simulate", s))
+        )
         rows.append(
             {
                 "family": family,
