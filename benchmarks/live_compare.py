@@ -189,7 +189,7 @@ def managed(trace: Path, cluster: Path, out: Path, gpus: str, scale: float, args
             "--time-limit",
             f"{args.time_limit:g}",
             *(["--learn"] if args.learn else []),
-            *(["--pairs"] if args.pairs else []),
+            "--pairs" if args.pairs else "--no-pairs",  # the agent's by-job default pairs; the replay's does not
             *(["--power-save"] if args.power_save else []),
             *(["--power-down"] if args.power_down else []),
             *([] if args.event_rounds else ["--no-event-rounds"]),

@@ -193,8 +193,8 @@ def test_simulate_frontier_and_the_agent_play_by_both_rules() -> None:
         assert (rules.max_slowdown, rules.slurm_starts) == (pytest.approx(0.1), True)
 
 
-def test_the_agents_default_is_the_by_job_mode_that_simulate_replays_with_four_flags() -> None:
-    """``wattplan agent`` with no mode plans by job; ``--mode steered`` is the governor's mode as before."""
+def test_the_agents_default_is_the_by_job_mode_that_simulate_replays_with_five_flags() -> None:
+    """``wattplan agent`` with no mode plans by job and pairs; ``--mode steered`` is the governor's mode, unpaired."""
     from wattplan.planner.agent.options import AgentOptions
     from wattplan.planner.contracts.problems import InputError
     from wattplan.planner.sim.options import SimulateOptions
@@ -204,6 +204,7 @@ def test_the_agents_default_is_the_by_job_mode_that_simulate_replays_with_four_f
     rules = default.rules()
     assert (rules.objective, rules.delta, rules.max_slowdown, rules.slurm_starts) == ("energy", 0.9, 0.1, True)
     assert default.jct_increase() is None and default.steering().max_increase is None
+    assert default.co_locates() and SimulateOptions.checked({"pairs": True}).pairs
     flags = {"slurm_starts": True, "max_slowdown": 10.0, "objective": "energy", "delta": 0.9}
     replayed = replay_spec("6c71a0.trace", "v100:8", SimulateOptions.checked(flags)).rules
     assert (replayed.objective, replayed.delta, replayed.slurm_starts) == ("energy", 0.9, True)
@@ -214,7 +215,11 @@ def test_the_agents_default_is_the_by_job_mode_that_simulate_replays_with_four_f
     steered = AgentOptions.checked({"mode": "steered"})
     rules = steered.rules()
     assert (rules.objective, rules.max_slowdown, rules.slurm_starts) == ("efficiency", None, False)
-    assert steered.jct_increase() == pytest.approx(0.03)
+    assert steered.jct_increase() == pytest.approx(0.03) and not steered.co_locates()
+    assert AgentOptions.checked({"mode": "steered", "pairs": True}).co_locates()
+    assert not AgentOptions.checked({"pairs": False}).co_locates()
+    assert not AgentOptions.checked({"policy": "maxq"}).co_locates()  # a baseline pairs nothing by default
+    assert AgentOptions.checked({"policy": "eaco", "pairs": False}).co_locates()  # eaco's lever
     with pytest.raises(InputError, match="tail-bound"):
         AgentOptions.checked({"tail_bound": 10.0})
     assert AgentOptions.checked({"mode": "steered", "tail_bound": 10.0}).steering().tail_bound == pytest.approx(0.1)

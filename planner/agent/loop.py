@@ -208,7 +208,7 @@ class AgentConfig:
     seen live, a job refused ``the DB index is being set, try again in a bit`` for 15 s in two rounds, each of
     them held up for those 15 s (450 emulated seconds at a time scale of 30)."""
     retry_s: tuple[float, ...] = (0.5, 1.0, 2.0)
-    pairs: bool = _OPTIONS.pairs
+    pairs: bool = False
     """Co-locate pairs. On Slurm a pair's guest holds no GPU of its own, so becoming a guest or losing one's host
     is a restart. With the Slurm start rule (the by-job mode) the round cannot make one (:mod:`planner.sim.pinned`):
     pairs form only when a job starts. Steered, the round model does not price it; measured live
@@ -287,7 +287,7 @@ class AgentConfig:
             until_idle=options.until_idle,
             max_rounds=options.max_rounds,
             node_power_w=options.node_power_w,
-            pairs=options.pairs or options.decision_policy() == "eaco",  # co-location is EaCO's lever
+            pairs=options.co_locates(),
             event_rounds=options.event_rounds,
             periodic_rounds=options.periodic_rounds,
             power_save=options.powers_down(),

@@ -256,12 +256,11 @@ class AgentOptions(OptionRecord):
     dry_run: bool = option(False, "Play one round on a copy of the state; print the Slurm calls, send none.")
     until_idle: bool = option(False, "Stop once every managed job has ended (and, with --cluster, all were submitted).")
     max_rounds: int | None = option(None, "Stop after this many rounds.", unit="rounds", low=1)
-    pairs: bool = same_as(
-        SimulateOptions,
-        "pairs",
-        help="Co-locate pairs on shared GPUs. By job a pair forms only when a job starts and no running job "
-        "restarts for one; steered, a pair change restarts the guest, which the round model does not price "
-        "(docs/design.md 11.6). On with --policy eaco, whose lever it is.",
+    pairs: bool | None = option(
+        None,
+        "Co-locate pairs on shared GPUs (default: on in the by-job mode, where a pair forms only when a job starts "
+        "and no running job restarts for one; off when steered, where a pair change restarts the guest, which "
+        "the round model does not price; docs/design.md 11.6). On with --policy eaco, whose lever it is.",
     )
     event_rounds: bool = same_as(SimulateOptions, "event_rounds")
     power_save: bool = same_as(SimulateOptions, "power_save")
@@ -340,6 +339,19 @@ class AgentOptions(OptionRecord):
         pace: TailPace = "fastest" if self.tail_pace == "fastest" else "steady"
         tail = None if self.tail_bound is None else self.tail_bound / 100.0
         return Steering(self.jct_increase(), rule, self.delta_max, self.signal_aware, tail, pace)
+
+    def co_locates(self) -> bool:
+        """Whether the agent pairs jobs.
+
+        ``--pairs``/``--no-pairs`` as given; by default wattplan's by-job mode does (its round restarts no running
+        job for a pair, :mod:`planner.sim.pinned`) and the steered mode does not. ``--policy eaco`` always does
+        (its lever).
+        """
+        if self.decision_policy() == "eaco":
+            return True
+        if self.pairs is not None:
+            return self.pairs
+        return self.mode == "by-job" and self.policy == "wattplan"
 
     def jct_increase(self) -> float | None:
         """The JCT bound as a fraction (``--max-jct-increase`` / 100); None with ``--no-jct-bound`` or by job."""
