@@ -8,9 +8,11 @@ wattplan without ``--power-down``). For each baseline it prints both runs' energ
 power down, ``live_compare.common_window``), the managed run's change, its average and p95 JCT against the
 baseline's, and the median and p95 start delays (submission to first start, the agent's own latency included).
 
-Usage: ``python benchmarks/live_baselines.py --managed DIR --baseline NAME=DIR [...] [--gpus v100:32]
-[--power-save]`` (``--power-save``: a baseline that ended first powers its nodes down 660 s later; a baseline
-without power saving is named ``slurm`` and idles to the end).
+Usage: ``python benchmarks/live_baselines.py --managed DIR --baseline NAME=DIR [...] [--gpus v100:32]``. A
+run that ended first powers its nodes down 660 s later (Slurm's ``SuspendTime`` and the shutdown), a managed one
+too although its agent powered them down sooner: between two managed runs the one that ended first is
+overcharged, so read each run's own-window energy beside it. A baseline named ``slurm`` has no power saving and
+idles to the end.
 """
 
 from __future__ import annotations
