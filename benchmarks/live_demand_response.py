@@ -72,7 +72,8 @@ def one_run(trace: Path, out: Path, steps: list[CapStep]) -> dict[str, Any]:
         manifest = json.loads((cluster / "cluster.json").read_text())
         agent_args = [
             "--until-idle", "--round-s", f"{ROUND_S:g}", "--restart-s", f"{RESTART_S:g}", "--start-s", f"{LOAD_S:g}",
-            "--max-jct-increase", "3", "--solver", "highs", "--time-limit", "2", "--power-cap-file", str(cap_file),
+            "--mode", "steered", "--max-jct-increase", "3", "--solver", "highs", "--time-limit", "2",
+            "--power-cap-file", str(cap_file),
         ]  # fmt: skip
         with (out / "agent.log").open("w") as log:
             agent, start_unix = start_agent_and_submit(cluster, trace, agent_args, log, out / "agent.log")
