@@ -61,7 +61,8 @@ def test_the_loop_reads_the_agents_option_record() -> None:
 
     library = load_profile_library(None)
     defaults = AgentOptions()
-    assert AgentConfig.of(defaults, library) == AgentConfig(library, defaults.rules(), defaults.request())
+    by_job = AgentConfig(library, defaults.rules(), defaults.request(), pairs=True)  # the by-job mode pairs
+    assert AgentConfig.of(defaults, library) == by_job
     assert defaults.request() == REPLAY_REQUEST and defaults.rules().objective == "energy"  # the by-job mode
     given = AgentOptions.checked(
         {"mode": "steered", "max_jct_increase": 5, "pairs": True, "event_rounds": False, "start_s": 2, "max_rounds": 3,
