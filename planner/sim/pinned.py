@@ -31,6 +31,7 @@ fallback offers running pairs first, as they run: :func:`planner.core.greedy.run
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
 from wattplan.planner.contracts.domain import Instance, Job, PairSlowdown, Profile
@@ -65,20 +66,35 @@ def keeps_floor(instance: Instance, job: Job, rho: float = 1.0) -> bool:
     return fastest > 0 and fastest >= job.min_rate
 
 
-def _running_pair(instance: Instance, job: Job, by_id: dict[str, Job]) -> tuple[Job, tuple[float, float]] | None:
+def pair_now(instance: Instance, job: Job, by_id: Mapping[str, Job]) -> tuple[Job, tuple[float, float]] | None:
+    """``(partner, (rho_job, rho_partner))`` of the pair ``job`` runs in now, at its GPU type and count.
+
+    None when ``job`` does not run shared, its partner is not in ``by_id`` or the library has no rates for the two
+    there (:func:`planner.core.economics.ordered_pair_rates`).
+    """
+    cur = job.current
+    partner = by_id.get(cur.shares_with) if cur is not None and cur.shares_with is not None else None
+    if cur is None or partner is None:
+        return None
+    rates = ordered_pair_rates(instance, job, partner, cur.gpu_type, cur.gpus)
+    return None if rates is None else (partner, rates)
+
+
+def _running_pair(instance: Instance, job: Job, by_id: Mapping[str, Job]) -> tuple[Job, tuple[float, float]] | None:
     """``(partner, (rho_job, rho_partner))`` when ``job`` runs in a pair that keeps both within their limits.
 
     The partner must run and name ``job`` as its partner; both rates ``rho X`` at some setting at least their
     ``min_rate``. Else None.
     """
-    cur = job.current
-    partner = by_id.get(cur.shares_with) if cur is not None and cur.shares_with is not None else None
-    if cur is None or partner is None or partner.current is None or partner.current.shares_with != job.id:
+    pair = pair_now(instance, job, by_id)
+    if pair is None:
         return None
-    rates = ordered_pair_rates(instance, job, partner, cur.gpu_type, cur.gpus)
-    if rates is None or not (keeps_floor(instance, job, rates[0]) and keeps_floor(instance, partner, rates[1])):
+    partner, rates = pair
+    if partner.current is None or partner.current.shares_with != job.id:
         return None
-    return partner, rates
+    if not (keeps_floor(instance, job, rates[0]) and keeps_floor(instance, partner, rates[1])):
+        return None
+    return pair
 
 
 def pin_running(instance: Instance) -> Instance:

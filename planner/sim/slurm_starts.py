@@ -29,8 +29,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from wattplan.planner.contracts.domain import GpuType, Instance, Job
-from wattplan.planner.core.economics import ordered_pair_rates
-from wattplan.planner.sim.pinned import keeps_floor
+from wattplan.planner.sim.pinned import keeps_floor, pair_now
 
 MIN_STEPS_SHARE = 0.999999
 """``min_steps`` is at most this share of the least steps an allowed option gives (rounding margin)."""
@@ -73,14 +72,10 @@ def _keeps(instance: Instance, job: Job, by_id: Mapping[str, Job]) -> bool:
     cur = job.current
     if cur is None:
         return False
-    rho = 1.0
-    if cur.shares_with is not None:
-        partner = by_id.get(cur.shares_with)
-        rates = None if partner is None else ordered_pair_rates(instance, job, partner, cur.gpu_type, cur.gpus)
-        if rates is None:
-            return False
-        rho = rates[0]
-    return keeps_floor(instance, job, rho)
+    if cur.shares_with is None:
+        return keeps_floor(instance, job)
+    pair = pair_now(instance, job, by_id)
+    return pair is not None and keeps_floor(instance, job, pair[1][0])
 
 
 def _hold(instance: Instance, kept: Sequence[Job], free: dict[str, list[int]]) -> None:
