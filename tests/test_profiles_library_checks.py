@@ -185,3 +185,20 @@ def test_a_truth_whose_pair_rates_leave_the_range_is_refused(tmp_path: Path) -> 
     assert result.exit_code == 2, result.output
     assert "pairs[0].rho_a" in result.output and "prior.json" in result.output
     assert not out.exists()
+
+
+def test_a_library_read_again_is_the_one_made_before_until_its_text_changes(tmp_path: Path) -> None:
+    path = tmp_path / "lib.json"
+    path.write_text(_shipped_text(), encoding="utf-8")
+    first = load_profile_library(path)
+    assert load_profile_library(path) is first  # the same text: parsed and checked once
+    doc = _shipped()
+    doc["profiles"][0]["power_w"] += 1.0
+    path.write_text(json.dumps(doc), encoding="utf-8")  # the same file, rewritten in place at once
+    again = load_profile_library(path)
+    assert again is not first and again.profiles[0].power_w == first.profiles[0].power_w + 1.0
+    doc["profiles"][0]["steps_per_s"] = float("nan")
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(InputError) as bad:  # a bad text is never remembered: it is checked every time
+        load_profile_library(path)
+    assert str(path) in str(bad.value)
