@@ -193,6 +193,8 @@ def managed(trace: Path, cluster: Path, out: Path, gpus: str, scale: float, args
             *(["--power-save"] if args.power_save else []),
             *(["--power-down"] if args.power_down else []),
             *([] if args.event_rounds else ["--no-event-rounds"]),
+            "--poll-s",
+            f"{args.poll_s:g}",
             *(["--profiles", str(args.profiles)] if args.profiles else []),
             *_budget(args),
         ]
@@ -267,6 +269,8 @@ def simulate(trace: Path, out: Path, gpus: str, args: argparse.Namespace) -> dic
         *_power_save(args),
         *(["--power-down"] if args.power_down else []),
         *([] if args.event_rounds else ["--no-event-rounds"]),
+        "--poll-s",
+        f"{args.poll_s:g}",
         *_wattplan_mode(args, agent=False),
         "--round-s",
         f"{args.round_s:g}",
@@ -312,6 +316,13 @@ def main() -> None:
     p.add_argument("--pairs", action="store_true", help="Let the agent (and the replay) co-locate pairs.")
     p.add_argument(
         "--no-event-rounds", dest="event_rounds", action="store_false", help="The agent plays fixed rounds only."
+    )
+    p.add_argument(
+        "--poll-s",
+        type=float,
+        default=1.0,
+        help="Real seconds between the agent's reads of Slurm's queue, live and in the replay (--time-scale times "
+        "as long in emulated time).",
     )
     p.add_argument("--profiles", type=Path, help="Library the agent and the replay plan with (default: shipped).")
     p.add_argument("--truth", type=Path, help="Library the emulated GPUs run by (default: the shipped one).")

@@ -69,12 +69,12 @@ def test_the_loop_reads_the_agents_option_record() -> None:
          "learn": True, "node_power_w": 150, "dry_run": True, "until_idle": True, "allow_user": ["alice"],
          "objective": "energy", "round_s": 60, "restart_s": 10, "delta": 0.1, "solver": "greedy", "time_limit_s": 2,
          "seed": 7, "governor": "projected", "delta_max": 0.2, "tail_bound": 10, "tail_pace": "fastest",
-         "signal_aware": False}
+         "signal_aware": False, "poll_s": 0.2}
     )  # fmt: skip
     config = AgentConfig.of(given, library)
     assert config.steering == Steering(0.05, "projected", 0.2, False, 0.1, "fastest")  # the replay's record
     assert config.pairs and not config.event_rounds and config.learn
-    assert (config.start_s, config.max_rounds, config.node_power_w) == (2.0, 3, 150.0)
+    assert (config.start_s, config.max_rounds, config.node_power_w, config.poll_s) == (2.0, 3, 150.0, 0.2)
     assert config.dry_run and config.until_idle and config.allowed == Allowed(frozenset({"alice"}))
     assert config.rules == RoundRules(60.0, 10.0, 0.5, "energy", 0.1)
     assert config.request == replace(REPLAY_REQUEST, solver="greedy", time_limit_s=2.0, seed=7)

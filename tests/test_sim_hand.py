@@ -78,6 +78,24 @@ def test_fifo_max_hand_computed_schedule_energy_and_jct(tmp_path: Path) -> None:
         assert s["energy_kwh"] * J_PER_KWH == pytest.approx(node_w * f1 + 8 * IDLE * f1 + dynamic_j)
 
 
+@pytest.mark.parametrize("poll_s", [1.0, 0.1])
+def test_a_departure_is_planned_at_the_first_read_of_the_queue_after_it(tmp_path: Path, poll_s: float) -> None:
+    """The jobs of the test above through the agent's fifo-max, the queue read every ``poll_s`` (``--poll-s``).
+
+    The loop reads the queue every ``poll_s`` from its round at 36, so j1 starts at ``36 + poll_s ceil((c0 - 36) /
+    poll_s)``: the first read at or after j0 leaves (``ceil(c0)`` at the default second).
+    """
+    s0, s1 = 20_000.0, 4_000.0
+    spec, _ = _spec(tmp_path, [(R18, s0, 0.0, 8), (R50, s1, 10.0, 1)])
+    c0 = START_S + s0 / x(R18, 8)
+    first_read = 36.0 + poll_s * math.ceil((c0 - 36.0) / poll_s)
+    assert first_read - c0 < poll_s and (poll_s < 1.0) == (first_read < math.ceil(c0))
+    result = replay_on_slurm(spec, "fifo-max", SimulatedCluster(load_s=30.0, poll_s=poll_s))
+    jobs = {j["job_id"]: j for j in result.jobs}
+    assert jobs["j1"]["start_s"] == pytest.approx(first_read)
+    assert jobs["j1"]["finish_s"] == pytest.approx(first_read + START_S + s1 / x(R50, 1))
+
+
 def test_an_idle_gap_draws_the_powered_nodes_idle_power(tmp_path: Path) -> None:
     """j0 (1 GPU, at 0) ends long before j1 (1 GPU) arrives at 1,000 s: the node stays on and draws idle meanwhile.
 

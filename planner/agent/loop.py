@@ -138,7 +138,8 @@ _T = TypeVar("_T")
 TRANSIENT_REFUSALS = ("no longer pending", "try again in a bit")
 """Refusals of an update that pass: a job requeued a moment ago is still completing; a job submitted a moment ago
 has no database index yet (``Job update not available right now, the DB index is being set, try again in a bit``,
-seen live). The update is retried for up to ``requeue_wait_s``, then in the next round, a poll later."""
+seen live). The update is retried for up to ``requeue_wait_s``, then in the next round, a second later
+(:data:`REFUSED_RETRY_S`)."""
 USABLE_NODE_STATES = frozenset({"idle", "mixed", "allocated"})
 """Node states a round plans on; with power saving (:attr:`AgentConfig.power_save`) also ``off``."""
 MAX_STALL_RESTARTS = 3
@@ -204,7 +205,7 @@ class AgentConfig:
     requeued host is eligible again only after about 7 s (later rounds retry)."""
     requeue_wait_s: float = 3.0
     """Real seconds to retry an update Slurm refuses for now (a job requeued this round still completing, a job
-    with no database index yet); then the next round starts a poll later and tries again. Some refusals last:
+    with no database index yet); then the next round starts a second later and tries again. Some refusals last:
     seen live, a job refused ``the DB index is being set, try again in a bit`` for 15 s in two rounds, each of
     them held up for those 15 s (450 emulated seconds at a time scale of 30)."""
     retry_s: tuple[float, ...] = (0.5, 1.0, 2.0)
@@ -215,7 +216,7 @@ class AgentConfig:
     (benchmarks/RESULTS.md), 24 of 58 restarts were pair changes and 16 more moved a job to another node."""
     event_rounds: bool = _OPTIONS.event_rounds
     """Start a round early when a managed job arrives or leaves the queue (as Slurm starts a job at once); ``squeue``
-    is polled every ``poll_s`` real seconds. Where a round may restart running jobs, at least ``event_gap`` of a
+    is read every ``poll_s`` real seconds. Where a round may restart running jobs, at least ``event_gap`` of a
     round after the last one; with the Slurm start rule (the by-job mode: no round restarts a running job) at the
     first poll that sees the change (:meth:`Agent.event_gap`)."""
     power_save: bool = _OPTIONS.power_save
@@ -246,8 +247,8 @@ class AgentConfig:
     durable_settings: bool = True
     """Write the nodes' setting files to the disk before going on (False only in a replay, whose files no node
     reads after a crash)."""
-    poll_s: float = 1.0
-    """Backoff between attempts to read Slurm inside one round (real s)."""
+    poll_s: float = _OPTIONS.poll_s
+    """Real seconds between two reads of Slurm's queue while waiting for the next round (``--poll-s``)."""
     allowed: Allowed = field(default_factory=_OPTIONS.allowed)
     """Whose opted-in jobs the agent acts on (``--allow-user``, ``--allow-account``; default: its own user's)."""
     policy: str = _OPTIONS.policy
@@ -289,6 +290,7 @@ class AgentConfig:
             node_power_w=options.node_power_w,
             pairs=options.co_locates(),
             event_rounds=options.event_rounds,
+            poll_s=options.poll_s,
             periodic_rounds=options.periodic_rounds,
             power_save=options.powers_down(),
             power_down=options.power_down,
@@ -375,6 +377,9 @@ NOT_PENDING = "Job is no longer pending execution"
 """Slurm's refusal of a hold or an update of a job that runs. A hold it refuses so is a race with Slurm's own start
 of a released job (the round read it pending), not an error: the job runs, and its update is not sent."""
 BENIGN_REFUSALS = frozenset({"Job has already finished"})
+REFUSED_RETRY_S = 1.0
+"""Real seconds from a round that left an update Slurm refused for now (a job still completing, a database index
+not set yet), or left out a node powering down while jobs waited, to the next round, which tries again."""
 """Slurm's refusals of a call on a job that ended between the round's reading of the queue and the call: a race
 with the job's own completion, not an error (a new user counted 15 of them, worded as errors, in one README run)."""
 
@@ -425,7 +430,8 @@ class Agent:
         """The last round ended with a plan that runs jobs (or with no job queued): without periodic rounds, the
         next one waits for an event."""
         self._retry_soon = False
-        """The last round left an update Slurm refused for now: the next round starts a poll later."""
+        """The last round left an update Slurm refused for now, or a node powering down while jobs wait: the next
+        round starts :data:`REFUSED_RETRY_S` later."""
         self._powering_down = False
         """The last round left out a node Slurm was powering down (``POWERING_DOWN``)."""
         self.learner: ProfileLearner | None = None
@@ -647,7 +653,7 @@ class Agent:
         waiting = report.queued - report.planned_run
         self._power_down_idle(nodes.nodes, host_of, known, claimed, waiting, now_s, rnd, report)
         # a node powering down is left out until it is off, which no queue event announces: while jobs wait for
-        # GPUs, look again a poll later rather than a round later (it is plannable, and bootable, once off)
+        # GPUs, look again a second later rather than a round later (it is plannable, and bootable, once off)
         self._retry_soon = self._retry_soon or (self._powering_down and report.planned_run < report.queued)
         if plan.round.energy_j is not None and instance.round.duration_s > 0:
             report.planned_power_w = plan.round.energy_j / instance.round.duration_s
@@ -1322,7 +1328,7 @@ class Agent:
         An update refused with a passing reason (:data:`TRANSIENT_REFUSALS`: a job requeued a moment ago is still
         completing, a job submitted a moment ago has no database index yet) does not hold up the round: the calls
         after it go out at once, the job's own release waits, and its update is retried every 0.3 s for up to
-        ``requeue_wait_s`` (then released if the update went through; if not, the next round comes a poll later).
+        ``requeue_wait_s`` (then released if the update went through; if not, the next round comes a second later).
         Waiting in place held up every later call
         of the round, each job's release included, for those seconds: 15 s real, 450 emulated seconds at a time
         scale of 30, seen live as a whole cluster standing idle.
@@ -1569,8 +1575,8 @@ class Agent:
                 next_at += period
                 if next_at < self.timer.monotonic():  # a round longer than the period starts the next at once
                     next_at = self.timer.monotonic()
-                if self._retry_soon:  # an update Slurm refused for now: try again a poll later
-                    next_at = min(next_at, self.timer.monotonic() + self.cfg.poll_s)
+                if self._retry_soon:  # an update Slurm refused for now: try again a second later
+                    next_at = min(next_at, self.timer.monotonic() + REFUSED_RETRY_S)
                 earliest = started + self.event_gap() * period if self.cfg.event_rounds else None
                 next_at = min(next_at, self._next_period_at())  # a budget's new period renews it: plan then
                 # a plan is priced for one round: under an energy budget rounds come every --round-s

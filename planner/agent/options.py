@@ -263,6 +263,13 @@ class AgentOptions(OptionRecord):
         "the round model does not price; docs/design.md 11.6). On with --policy eaco, whose lever it is.",
     )
     event_rounds: bool = same_as(SimulateOptions, "event_rounds")
+    poll_s: float = same_as(
+        SimulateOptions,
+        "poll_s",
+        help="Real seconds between two reads of Slurm's queue (squeue) while waiting for the next round: a job that "
+        "arrives or leaves starts a round at the first read that sees it, so an arrival waits half of this on "
+        "average. On an emulated cluster at --time-scale S, S times as long in emulated time.",
+    )
     power_save: bool = same_as(SimulateOptions, "power_save")
     power_down: bool = same_as(
         SimulateOptions,

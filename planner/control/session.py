@@ -79,6 +79,7 @@ def setup_of(options: SimulateOptions | FrontierOptions) -> SimulatedCluster:
         power_save=options.power_save,
         power_down=options.power_down,
         pairs=options.pairs,
+        poll_s=options.poll_s,
         suspend_s=options.suspend_s,
         resume_s=options.resume_s,
         progress_metric=options.progress_metric,

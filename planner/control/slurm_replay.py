@@ -112,7 +112,8 @@ class SimulatedCluster:
 
     time_scale: float = 1.0
     """Emulated seconds per real second, as ``wattplan cluster up --time-scale``: the agent's real-time waits
-    (polls every second, a guest's wait for its host) last this many times as long in emulated time."""
+    (a read of the queue every ``poll_s``, a guest's wait for its host) last this many times as long in emulated
+    time."""
     load_s: float = 30.0
     """A job's checkpoint load at every start, the first included (the stand-in trainer's ``--restart-s``)."""
     requeue_delay_s: float | None = None
@@ -122,6 +123,8 @@ class SimulatedCluster:
     """The agent's rounds also start when a job arrives or leaves (``--event-rounds``)."""
     periodic_rounds: bool = True
     """The agent's rounds start every ``--round-s`` even when nothing changed (``--periodic-rounds``)."""
+    poll_s: float = 1.0
+    """Real seconds between the agent's reads of the queue while it waits for a round (``--poll-s``)."""
 
     launch_s: float | None = None
     """Every start's launch (emulated s), before the checkpoint load; None: :data:`LAUNCH_REAL_S` x ``time_scale``."""
@@ -256,6 +259,7 @@ def agent_config(
         power_down=setup.power_down and saving is not None,
         power_cycle_s=saving.power_cycle_s if saving is not None else AgentConfig.power_cycle_s,
         event_rounds=setup.event_rounds,
+        poll_s=setup.poll_s,
         periodic_rounds=setup.periodic_rounds,
         start_s=setup.load_s,
         allowed=Allowed.of((getpass.getuser(),), ()),

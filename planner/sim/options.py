@@ -358,7 +358,8 @@ class SimulateOptions(ReplayOptions):
     workers: int = option(1, "Policies replayed at once, each in its own process (1: one after another).", low=1)
     time_scale: float = option(
         1.0,
-        "emulated seconds per real second, as cluster up --time-scale (the agent polls Slurm every real second).",
+        "emulated seconds per real second, as cluster up --time-scale (the agent reads Slurm's queue every "
+        "--poll-s real seconds).",
         low=0.0,
         low_open=True,
         high=1e4,
@@ -367,6 +368,15 @@ class SimulateOptions(ReplayOptions):
     event_rounds: bool = option(
         True,
         "As the agent: also start a round when a job arrives or leaves (--no-event-rounds: fixed rounds).",
+    )
+    poll_s: float = option(
+        1.0,
+        "As the agent: real seconds between two reads of Slurm's queue while waiting for a round; a job that "
+        "arrives or leaves starts a round at the first read that sees it (--time-scale times as long in emulated "
+        "time).",
+        unit="s",
+        low=0.1,
+        high=60.0,
     )
     periodic_rounds: bool = option(
         True,
@@ -471,6 +481,7 @@ class FrontierOptions(ReplayOptions):
     time_scale: float = same_as(SimulateOptions, "time_scale")
     load_s: float = same_as(SimulateOptions, "load_s")
     event_rounds: bool = same_as(SimulateOptions, "event_rounds")
+    poll_s: float = same_as(SimulateOptions, "poll_s")
     periodic_rounds: bool = same_as(SimulateOptions, "periodic_rounds")
     requeue_delay_s: float | None = same_as(SimulateOptions, "requeue_delay_s")
     power_save: bool = same_as(SimulateOptions, "power_save")
