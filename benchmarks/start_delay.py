@@ -4,7 +4,8 @@ Reads the replay folders ``benchmarks/live_compare.py --only simulate`` writes (
 ``summary.json`` and ``jobs.csv``) and prints one Markdown row per family and policy: energy (kWh), average and
 p95 JCT (s), requeues, rounds, and each job's wait from its arrival to its first start (s, median and mean). The
 wait of Slurm alone is what the cluster makes a job wait; the agent's wait beyond it is its own latency (polls
-of ``squeue`` every real second, so ``--time-scale`` emulated seconds each, and the least gap between rounds).
+of ``squeue`` every ``--poll-s`` real seconds, 1 by default, so ``--time-scale`` times as long in emulated
+seconds, and the least gap between rounds).
 
 A live run's folder (``--only managed`` or ``unmanaged``: ``OUT/FAMILY/managed.json``, ``unmanaged.json``, the
 cluster reports) gives the same row from Slurm's own times: the wait from submission to Slurm's start, the
