@@ -377,11 +377,11 @@ NOT_PENDING = "Job is no longer pending execution"
 """Slurm's refusal of a hold or an update of a job that runs. A hold it refuses so is a race with Slurm's own start
 of a released job (the round read it pending), not an error: the job runs, and its update is not sent."""
 BENIGN_REFUSALS = frozenset({"Job has already finished"})
+"""Slurm's refusals of a call on a job that ended between the round's reading of the queue and the call: a race
+with the job's own completion, not an error (a new user counted 15 of them, worded as errors, in one README run)."""
 REFUSED_RETRY_S = 1.0
 """Real seconds from a round that left an update Slurm refused for now (a job still completing, a database index
 not set yet), or left out a node powering down while jobs waited, to the next round, which tries again."""
-"""Slurm's refusals of a call on a job that ended between the round's reading of the queue and the call: a race
-with the job's own completion, not an error (a new user counted 15 of them, worded as errors, in one README run)."""
 
 
 def _passing(result: CommandResult) -> bool:
