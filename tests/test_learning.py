@@ -152,6 +152,21 @@ def _true_rate(job_type: str, gpus: int) -> float:
     return _top_rate(load_profile_library(None), job_type, 1) * gpus / (1 + 0.08 * (gpus - 1))
 
 
+def _top_profile(lib: ProfileLibrary, job_type: str, gpus: int) -> Profile:
+    """``job_type``'s profile on ``gpus`` V100s at the top setting of ``lib``."""
+    profiles = [p for p in lib.profiles if p.type == job_type and p.gpu_type == "v100" and p.gpus == gpus]
+    return max(profiles, key=lambda p: p.setting)
+
+
+def _true_power_ratio(truth: ProfileLibrary, job_type: str, gpus: int) -> float:
+    """The truth's dynamic power per GPU over the prior's at the top setting: ``(P - Pidle)_true / (P - Pidle)``."""
+    prior = load_profile_library(None)
+    idle_true = float(truth.gpu_types["v100"]["idle_power_w"])
+    idle_prior = float(prior.gpu_types["v100"]["idle_power_w"])
+    dyn_true = _top_profile(truth, job_type, gpus).power_w - idle_true
+    return dyn_true / (_top_profile(prior, job_type, gpus).power_w - idle_prior)
+
+
 def _true_ratio(job_type: str, gpus: int) -> float:
     """The truth's throughput over the prior's (the same at every setting): R18 2 GPUs 0.5884, R50 4 GPUs 1.1458."""
     return _true_rate(job_type, gpus) / _top_rate(load_profile_library(None), job_type, gpus)
@@ -215,6 +230,16 @@ def test_learning_on_the_loop_moves_the_belief_toward_the_truth(
         believed = learner.x_ratio(job_type, "v100", gpus)
         assert believed == pytest.approx(true_x, rel=0.05), (job_type, gpus)
         assert abs(believed - true_x) < abs(1.0 - true_x)
+    # Power: the node's two GPUs no job held show the truth's idle power, and with it each job's dynamic power.
+    truth = load_profile_library(truth_file)
+    idle_true = float(truth.gpu_types["v100"]["idle_power_w"])
+    assert idle_true != float(load_profile_library(None).gpu_types["v100"]["idle_power_w"])
+    assert learner.idle_power_w("v100") == pytest.approx(idle_true, rel=0.01)  # shrunk a little to the prior's
+    for job_type, gpus in ((R18, 2), (R50, 4)):
+        true_p = _true_power_ratio(truth, job_type, gpus)
+        believed = learner.power_ratio(job_type, "v100", gpus)
+        assert believed == pytest.approx(true_p, rel=0.05), (job_type, gpus, true_p)
+        assert abs(believed - true_p) < abs(1.0 - true_p)
 
 
 def test_the_truth_given_as_the_profiles_replays_alike_with_or_without_truth(truth_file: Path, two_jobs: Path) -> None:

@@ -442,6 +442,28 @@ def test_counter_window_baseline_resets_and_from_zero() -> None:
     assert not obs.counter_window(late, 10, 20).baseline
 
 
+def test_idle_time_counts_the_powered_gpus_with_no_job() -> None:
+    """Idle power is idle energy over idle time; a powered-off GPU (no energy) adds no idle time.
+
+    Window (10, 40], real s. GPU 0 of n0: idle 10-20 (30 J), job 7 20-30 (230 J), idle 30-40 (30 J): idle 60 J
+    over 20 s. GPU 1 of n0: off 10-30 (0 J), idle 30-40 (30 J): 30 J over 10 s. GPU 0 of n1: 40 J over 30 s
+    (its baseline sample at 10, two samples in the window). So n0 has 90 J over 30 GPU-seconds, a GPU-window of
+    30 / 30 = 1.0, i.e. 3 W per GPU at time scale 1; n1 40 J over 30 / 30 = 1.0.
+    """
+    energy = [
+        Series({"Hostname": "n0", "gpu": "0"}, ((10, 0.0), (20, 30_000.0), (40, 290_000.0))),
+        Series({"Hostname": "n0", "gpu": "0", "hpc_job": "7"}, ((30, 260_000.0),)),
+        Series({"Hostname": "n0", "gpu": "1"}, ((10, 5_000.0), (20, 5_000.0), (30, 5_000.0), (40, 35_000.0))),
+        Series({"Hostname": "n1", "gpu": "0"}, ((10, 0.0), (25, 20_000.0), (40, 40_000.0))),
+    ]
+    up = [Sample({"instance": "a:1"}, 40, 1.0)]
+    seen = obs.build_observation(10, 40, energy, [], [], [], [], [], up)
+    by_gpu = {(g.key.hostname, g.key.gpu): (g.idle_j, g.idle_s) for g in seen.gpus}
+    assert by_gpu == {("n0", "0"): (60.0, 20.0), ("n0", "1"): (30.0, 10.0), ("n1", "0"): (40.0, 30.0)}
+    assert seen.job("7") is not None and seen.job("7").energy_j == 230.0  # type: ignore[union-attr]
+    assert seen.idle_by_node() == {"n0": (90.0, 1.0), "n1": (40.0, 1.0)}
+
+
 def test_shares_by_weights_equal_otherwise() -> None:
     assert obs.shares(("a", "b"), {"a": 300.0, "b": 100.0}) == {"a": 0.75, "b": 0.25}
     assert obs.shares(("a", "b"), {"a": 300.0}) == {"a": 0.5, "b": 0.5}

@@ -51,7 +51,14 @@ def test_an_idle_node_powers_down_and_a_job_resumes_it() -> None:
     sim.advance_to(700.0)
     assert node_states(sim)["v100-1"] == "idle+POWERED_DOWN"
     assert sim.node_power()["v100-1"] == "off"
+    # The idle meter: powered GPUs no job holds. v100-0's 7 beside a; v100-1's 8 while it powers down, none once off.
+    down = sim.window(CLOCK.unix_at(600.0), CLOCK.unix_at(620.0)).idle_gpus
+    assert down["v100-0"] == pytest.approx((7 * IDLE * 20.0, 7.0))
+    assert down["v100-1"] == pytest.approx((8 * IDLE * 20.0, 8.0))
+    across = sim.window(CLOCK.unix_at(620.0), CLOCK.unix_at(700.0)).idle_gpus  # off from 630 on
+    assert across["v100-1"] == pytest.approx((8 * IDLE * 10.0, 8.0 * 10.0 / 80.0))
     sim.advance_to(1100.0)  # b got v100-1 at 1000: it boots until 1300
+    assert sim.window(CLOCK.unix_at(1050.0), CLOCK.unix_at(1100.0)).idle_gpus["v100-1"] == (0.0, 0.0)  # b holds all 8
     assert job_states(sim)[2] == ("CONFIGURING", "v100-1")
     assert node_states(sim)["v100-1"] == "allocated+NOT_RESPONDING+POWERING_UP"
     assert start_time_s(sim, 2) == pytest.approx(1000.0, abs=1.0)  # the allocation, while it boots

@@ -5,8 +5,9 @@ Every round (``--round-s`` on the agent's clock, real seconds on a real cluster)
 1. **read** the managed jobs and the nodes from Slurm (``squeue --json``, ``sinfo --json``, and the GPU indices of
    running jobs from ``scontrol show job -d``); jobs that left the queue are recorded with their last state;
 2. **observe** the last round's window in Prometheus: each job's steps done (``wattplan_job_steps_done``) and
-   energy (apportioned between the jobs of a shared GPU); with ``--learn`` the profiles are corrected by the
-   replay's learner (:class:`planner.sim.learning.ProfileLearner`) from the jobs that ran the whole window;
+   energy (apportioned between the jobs of a shared GPU) and each node's idle GPUs' energy; with ``--learn`` the
+   profiles are corrected by the replay's learner (:class:`planner.sim.learning.ProfileLearner`) from the jobs
+   that ran the whole window (rates, and power when alone) and the idle GPUs (idle power);
 3. **build** the round instance exactly as the replay does (:func:`planner.sim.round_instance.round_instance`):
    the queued managed jobs with their remaining steps (total minus observed), their current configuration and
    placement, the nodes Slurm can schedule on (drained, down and nodes running unmanaged jobs are left out);
@@ -117,7 +118,7 @@ from wattplan.planner.sim.round_instance import (
 )
 from wattplan.planner.sim.signals import J_PER_KWH, SignalClock
 from wattplan.planner.sim.state import JobState
-from wattplan.planner.sim.telemetry import JobObservation
+from wattplan.planner.sim.telemetry import GpuObservation, JobObservation
 from wattplan.planner.sim.workload import job_spec
 
 ACTIVE_STATES = frozenset({"PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING"})
@@ -153,11 +154,16 @@ class Observed:
 
     ``cluster_energy_j``: every GPU's and every node's energy over the window, idle included (what an energy budget
     charges, :mod:`planner.agent.energy_budget`); None when the telemetry does not tell.
+
+    ``idle_gpus``: per node (Slurm's name) the energy (J) its GPUs drew while powered with no job on them, and that
+    time in GPU-windows (GPU-seconds over the window's length: 2.5 is two and a half GPUs idle the whole window);
+    so ``J / (GPU-windows * window s)`` is the idle power per GPU (W). Empty when the telemetry does not tell.
     """
 
     steps_done: Mapping[str, float]
     job_energy_j: Mapping[str, float]
     cluster_energy_j: float | None = None
+    idle_gpus: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
 
 class Observer(Protocol):
@@ -451,9 +457,11 @@ class Agent:
         self._seen_steps: dict[str, float] = {}
         self._running_since: dict[str, float] = {}
         self._measured: set[str] = set()
+        """Jobs whose steps Prometheus has shown: measured, never estimated (:mod:`.progress_estimate`)."""
         self._windows_read = 0
         """Prometheus windows read since this agent started (a restarted agent estimates nothing before one)."""
-        """Jobs whose steps Prometheus has shown: measured, never estimated (:mod:`.progress_estimate`)."""
+        self._node_types: dict[str, str] = {}
+        """Each node's GPU type as Slurm last listed it (the learner's idle power is per GPU type)."""
         self._run_start: dict[str, float] = {}
         """Per running job, when Slurm started its current run (agent clock, s), as of the last round."""
         self._rates: tuple[ProfileLibrary, RateIndex] | None = None
@@ -524,6 +532,7 @@ class Agent:
         for n in sorted(nodes, key=lambda n: (n.state == "off", _node_key(n.name))):  # powered nodes fill first
             if n.gpu_type is None or n.gpus == 0:
                 continue
+            self._node_types[n.name] = n.gpu_type
             if n.state not in usable:
                 notes.append(f"node {n.name} is {n.slurm_state.lower()}: left out")
                 self._powering_down = self._powering_down or POWERING_DOWN in n.slurm_state.split("+")
@@ -1123,7 +1132,12 @@ class Agent:
             self._learn(seen, window_s)
 
     def _learn(self, seen: Observed, window_s: float) -> None:
-        """Feed the learner the jobs that ran the whole window in one configuration (rates; power when alone)."""
+        """Feed the learner the window (emulated s): the jobs that ran it all in one configuration, the idle GPUs.
+
+        A job gives its rate, and its power per GPU when alone (its GPUs' energy over ``gpus * window_s``); the idle
+        GPUs of each type their power (:meth:`_idle_observations`), which the learner needs before it takes a job's
+        power as dynamic power above idle.
+        """
         if self.learner is None or window_s <= 0:
             return
         known = self.store.known_jobs()
@@ -1154,8 +1168,27 @@ class Agent:
                 )
             )
         self._prev_steps = dict(seen.steps_done)
-        if obs:
-            self.learner.observe(obs, [])
+        idle = self._idle_observations(seen, window_s)
+        if obs or idle:
+            self.learner.observe(obs, idle)
+
+    def _idle_observations(self, seen: Observed, window_s: float) -> list[GpuObservation]:
+        """Per GPU type the idle power of its powered GPUs no job held: ``J / (GPU-windows * window_s)`` (W).
+
+        Weighted by idle GPU-rounds (``GPU-windows * window_s / round s``). Node power is not observed here
+        (weight 0: the learner keeps the prior's).
+        """
+        by_type: dict[str, tuple[float, float]] = {}
+        for name, (joules, gpu_windows) in seen.idle_gpus.items():
+            gpu_type = self._node_types.get(name)
+            if gpu_type is None or joules <= 0 or gpu_windows <= 0:
+                continue
+            j, n = by_type.get(gpu_type, (0.0, 0.0))
+            by_type[gpu_type] = (j + joules, n + gpu_windows)
+        return [
+            GpuObservation(g, j / (n * window_s), n * window_s / self.cfg.rules.duration_s, 0.0, 0.0)
+            for g, (j, n) in sorted(by_type.items())
+        ]
 
     def _job_states(
         self,

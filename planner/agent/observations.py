@@ -22,6 +22,11 @@ every job of the group has a finite weight > 0, and an equal share otherwise (th
 Increments of a GPU with no job are its idle energy, reported per GPU and in all. A job on several GPUs sums its
 shares over them.
 
+Idle time. Each increment covers the time since the sample before it (its ``span_s``, real s; the first one since
+the baseline sample, or since ``t0`` with none). ``GpuWindow.idle_s`` sums the spans of a GPU's increments with no
+job and some energy: a GPU whose node is powered off counts no energy and no idle time, so
+``idle_j / (idle_s * time scale)`` is the idle power (W) of the GPU while it was powered and held no job.
+
 Means. ``mean_power_w`` and ``mean_util_pct`` are the plain means of the ``DCGM_FI_DEV_POWER_USAGE`` (W) and
 ``DCGM_FI_DEV_GPU_UTIL`` (%) samples with ``t0 < t <= t1`` (the scrape interval is regular, so this is the time
 mean); None with no sample.
@@ -62,11 +67,15 @@ class GpuKey:
 
 @dataclass(frozen=True, slots=True)
 class Increment:
-    """One counter increase (J) between two samples, and the jobs the later sample names (empty: idle)."""
+    """One counter increase (J) between two samples, and the jobs the later sample names (empty: idle).
+
+    ``span_s``: the real seconds between the two samples (the increment's energy was drawn over them).
+    """
 
     t_unix: float
     joules: float
     jobs: tuple[str, ...]
+    span_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,7 +94,10 @@ class CounterWindow:
 
 @dataclass(frozen=True, slots=True)
 class GpuWindow:
-    """One GPU over the window: energy (J), its idle part (J), mean power (W) and utilisation (%), jobs seen."""
+    """One GPU over the window: energy (J), its idle part (J), mean power (W) and utilisation (%), jobs seen.
+
+    ``idle_s``: the real seconds of its idle energy (the spans of its increments with no job and energy > 0).
+    """
 
     key: GpuKey
     energy_j: float
@@ -94,6 +106,7 @@ class GpuWindow:
     mean_util_pct: float | None
     resets: int
     jobs: tuple[str, ...]
+    idle_s: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +173,15 @@ class Observation:
         """The whole cluster's energy (J): every GPU's, idle included, and every node's own (what a budget charges)."""
         return self.gpu_energy_j + self.node_energy_j
 
+    def idle_by_node(self) -> dict[str, tuple[float, float]]:
+        """Per node: its GPUs' idle energy (J) and idle time in GPU-windows (idle GPU-seconds over ``t1 - t0``)."""
+        length = self.t1_unix - self.t0_unix
+        out: dict[str, tuple[float, float]] = {}
+        for g in self.gpus:
+            j, n = out.get(g.key.hostname, (0.0, 0.0))
+            out[g.key.hostname] = (j + g.idle_j, n + (g.idle_s / length if length > 0 else 0.0))
+        return out
+
     def job(self, job_id: str) -> JobWindow | None:
         """The job's window, None when it was not seen."""
         return next((j for j in self.jobs if j.job_id == job_id), None)
@@ -217,6 +239,7 @@ def counter_window(
         prev = 0.0
     else:
         prev = None
+    prev_t = before[-1][0] if before else t0
     increments: list[Increment] = []
     resets = 0
     for t, v, jobs in inside:
@@ -226,8 +249,8 @@ def counter_window(
             else:
                 resets += 1
                 delta = v
-            increments.append(Increment(t, delta * scale, jobs))
-        prev = v
+            increments.append(Increment(t, delta * scale, jobs, t - prev_t))
+        prev, prev_t = v, t
     return CounterWindow(tuple(increments), resets, baseline)
 
 
@@ -244,20 +267,22 @@ def shares(jobs: Sequence[str], weights: Mapping[str, float] | None) -> dict[str
 
 def apportion(
     windows: Mapping[GpuKey, CounterWindow], weights: Mapping[str, float] | None = None
-) -> tuple[dict[str, float], dict[str, set[GpuKey]], dict[GpuKey, float]]:
-    """Per job its energy (J) and the GPUs it drew it on, and per GPU its idle energy (J)."""
+) -> tuple[dict[str, float], dict[str, set[GpuKey]], dict[GpuKey, tuple[float, float]]]:
+    """Per job its energy (J) and the GPUs it drew it on, and per GPU its idle energy (J) and idle time (real s)."""
     energy: dict[str, float] = {}
     seen: dict[str, set[GpuKey]] = {}
-    idle: dict[GpuKey, float] = {}
+    idle: dict[GpuKey, tuple[float, float]] = {}
     for key, window in windows.items():
-        idle[key] = 0.0
+        idle_j = idle_s = 0.0
         for inc in window.increments:
             if not inc.jobs:
-                idle[key] += inc.joules
+                idle_j += inc.joules
+                idle_s += inc.span_s if inc.joules > 0 else 0.0
                 continue
             for job, share in shares(inc.jobs, weights).items():
                 energy[job] = energy.get(job, 0.0) + inc.joules * share
                 seen.setdefault(job, set()).add(key)
+        idle[key] = (idle_j, idle_s)
     return energy, seen, idle
 
 
@@ -337,11 +362,12 @@ def build_observation(
             GpuWindow(
                 key,
                 w.joules,
-                idle[key],
+                idle[key][0],
                 window_mean(power_streams.get(k, []), t0, t1),
                 window_mean(util_streams.get(k, []), t0, t1),
                 w.resets,
                 tuple(seen),
+                idle[key][1],
             )
         )
     at_t0, at_t1 = steps_by_job(steps_t0), steps_by_job(steps_t1)

@@ -82,7 +82,7 @@ class PrometheusObserver:
             raise RuntimeError(f"Prometheus has no fresh data for the last round ({seen.scrape.reason})")
         steps = {j.job_id: j.steps_t1 for j in seen.jobs if j.steps_t1 is not None}
         energy = {j.job_id: j.energy_j for j in seen.jobs}
-        return Observed(steps, energy, seen.cluster_energy_j)
+        return Observed(steps, energy, seen.cluster_energy_j, seen.idle_by_node())
 
 
 @dataclass(frozen=True)

@@ -58,8 +58,9 @@ node, idle (the powered GPUs' idle power) and dynamic (the rest) joules since th
 (:meth:`~SimulatedSlurm.window`, like DCGM's counters apportioned by the agent) is the energy of the GPUs it is on,
 idle power included, split equally between the jobs on a shared GPU, and none while its nodes boot (no prolog has
 mapped its GPUs yet); its dynamic energy
-(:meth:`~SimulatedSlurm.job_records`) is its own ``rho (P - Pidle)`` per GPU while it computes. Deterministic:
-no wall clock, no threads.
+(:meth:`~SimulatedSlurm.job_records`) is its own ``rho (P - Pidle)`` per GPU while it computes. A node's idle GPUs
+(powered, no job holding them) are metered too, as DCGM's counters show them live: their energy and their
+GPU-seconds over the window (:attr:`Observed.idle_gpus`). Deterministic: no wall clock, no threads.
 
 **Noise** (``noise``, :class:`~planner.control.truth_model.ThroughputNoise`, off by default): a computing job runs at
 ``f * X`` at the truth's power, ``f`` drawn at each start and every ``period_s`` after it; each new interval of a
@@ -74,7 +75,7 @@ import bisect
 import math
 import os
 import pwd
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -259,6 +260,25 @@ class _Job:
         return self.ts[-1] + (self.spec.total_steps - self.ss[-1]) / rate if rate > 0 else math.inf
 
 
+def _step_integral(
+    steps: Sequence[tuple[float, ...]], t0: float, t1: float, value: Callable[[tuple[float, ...]], float]
+) -> float:
+    """``integral over [t0, t1] of value(step at t) dt`` (the value's unit times s).
+
+    ``steps`` are ``(t_k, ...)`` in time order, each holding from ``t_k`` until the next (the last until ``t1``);
+    nothing before the first.
+    """
+    first = max(bisect.bisect_right(steps, t0, key=lambda step: step[0]) - 1, 0)
+    total = 0.0
+    for k in range(first, len(steps)):
+        a = steps[k][0]
+        if a >= t1:
+            break
+        b = steps[k + 1][0] if k + 1 < len(steps) else t1
+        total += value(steps[k]) * max(0.0, min(b, t1) - max(a, t0))
+    return total
+
+
 def _eps(t: float) -> float:
     return EPS * max(1.0, abs(t))
 
@@ -328,6 +348,8 @@ class SimulatedSlurm:
         self._on_gpu: dict[GpuId, set[int]] = {(n.name, i): set() for n in self._nodes for i in range(n.gpus)}
         self._gpu_state = {(n.name, i): GpuState(n.gpu_type) for n in self._nodes for i in range(n.gpus)}
         self._gpu_power = {(n.name, i): self._idle[n.gpu_type] for n in self._nodes for i in range(n.gpus)}
+        self._idle_gpus: dict[str, list[tuple[float, int]]] = {n.name: [(self.now_s, n.gpus)] for n in self._nodes}
+        """Per node ``(t, GPUs powered with no job from t on)`` at every change (:meth:`window`'s idle meter)."""
         self._touched_jobs: set[int] = set()
         self._touched_gpus: set[GpuId] = set()
         per_node = max(n.gpus for n in self._nodes)
@@ -482,6 +504,8 @@ class SimulatedSlurm:
         for g in alloc:
             self._owner[g] = jid
             self._nfree[g[0]] -= 1
+        for name in {g[0] for g in alloc}:
+            self._note_idle(name)
         j.boot_end_s = max((self._held(n) for n in nodes), default=self.now_s)
         j.load_end_s = j.boot_end_s + self.load_s
         j.loading = j.load_end_s > self.now_s
@@ -510,6 +534,7 @@ class SimulatedSlurm:
             del self._owner[g]
             self._nfree[g[0]] += 1
         for name in {g[0] for g in j.alloc}:
+            self._note_idle(name)
             if self._power[name] == "on" and self._nfree[name] == self._node[name].gpus:
                 self._power_due[name] = self.now_s if name in self._down_pending else self._suspend_due(name)
                 self._down_pending.discard(name)
@@ -581,7 +606,17 @@ class SimulatedSlurm:
             for i in range(node.gpus):
                 self._gpu_power[(name, i)] = 0.0 if is_off else self._idle[node.gpu_type]
             self._record_power()
+            self._note_idle(name)
         self._schedule_due = True
+
+    def _note_idle(self, name: str) -> None:
+        """Note ``name``'s count of GPUs powered with no job from ``now_s`` on (:attr:`_idle_gpus`)."""
+        count = 0 if self._power[name] == "off" else self._nfree[name]
+        log = self._idle_gpus[name]
+        if log[-1][0] >= self.now_s:
+            log[-1] = (log[-1][0], count)
+        elif log[-1][1] != count:
+            log.append((self.now_s, count))
 
     def _record_power(self) -> None:
         """Note the cluster's power from ``now_s`` on (:attr:`_steps`)."""
@@ -720,7 +755,8 @@ class SimulatedSlurm:
     def window(self, t0_unix: float, t1_unix: float) -> Observed:
         """Steps done at ``t1`` and GPU energy (J) over ``[t0, t1]`` (virtual Unix s) of every job that has run.
 
-        And the whole cluster's energy over the window (J): every node's and GPU's draw, as :meth:`energy` counts it.
+        And the whole cluster's energy over the window (J): every node's and GPU's draw, as :meth:`energy` counts it;
+        and per node its idle GPUs' energy (J) and GPU-windows (GPU-seconds with no job, powered, over ``t1 - t0``).
         """
         self._sync()
         t0, t1 = self.clock.at(t0_unix), self.clock.at(t1_unix)
@@ -737,15 +773,13 @@ class SimulatedSlurm:
             if self.progress_metric:
                 steps[str(jid)] = min(j.at(j.ss, j.rates[1], t1), j.spec.total_steps)
             energy[str(jid)] = j.at(j.es, j.rates[0], t1) - j.at(j.es, j.rates[0], t0)
-        cluster = 0.0
-        first = max(bisect.bisect_right(self._steps, t0, key=lambda step: step[0]) - 1, 0)
-        for k in range(first, len(self._steps)):
-            a, node_w, idle_w, dyn_w = self._steps[k]
-            if a >= t1:
-                break
-            b = self._steps[k + 1][0] if k + 1 < len(self._steps) else t1
-            cluster += (node_w + idle_w + dyn_w) * max(0.0, min(b, t1) - max(a, t0))
-        return Observed(steps, energy, cluster)
+        cluster = _step_integral(self._steps, t0, t1, lambda step: step[1] + step[2] + step[3])
+        idle: dict[str, tuple[float, float]] = {}
+        if t1 > t0:
+            for name, log in self._idle_gpus.items():
+                gpu_s = _step_integral(log, t0, t1, lambda step: step[1])
+                idle[name] = (gpu_s * self._idle[self._node[name].gpu_type], gpu_s / (t1 - t0))
+        return Observed(steps, energy, cluster, idle)
 
     def energy(self, until_s: float | None = None) -> EnergySplit:
         """Node, idle and dynamic energy (J) from the first arrival to ``until_s`` (default ``now_s``).

@@ -40,7 +40,9 @@ the GPUs compute) instead of the pooled correction:
   bound: a job that waits on data loses nothing on fewer GPUs).
 
 The next round's observation replaces either guess. The loop's learner sees no utilisation (the agent's windows
-carry steps and energy) and no idle power, so there it learns rates and pair rates, not power.
+carry steps and energy): it learns rates and pair rates from the jobs' steps, idle power per GPU type from the
+GPUs no job held (their energy over their idle time), and dynamic power from the jobs alone on their GPUs once
+that type's idle power has been seen; not node power.
 """
 
 from __future__ import annotations
