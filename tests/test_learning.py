@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -197,6 +198,11 @@ def test_simulate_on_the_loop_runs_jobs_by_the_truth(tmp_path: Path, truth_file:
         jct = {row["job_id"]: float(row["jct_s"]) for row in csv.DictReader(f)}
     assert jct["j0"] == pytest.approx(START_S + 40_000 / _true_rate(R18, 2), rel=1e-9)
     assert jct["j1"] == pytest.approx(EVENT_WAIT_S - 5 + START_S + 6_000 / _true_rate(R50, 4), rel=1e-9)
+    # The log says what the node's idle GPUs showed: the truth's 41 W, not the prior's 34 W (shrunk a little).
+    learned = re.findall(
+        r"learned: v100 idle power ([0-9.]+) W per GPU \(prior 34.0 W\)", (out / "fifo-max" / "agent.log").read_text()
+    )
+    assert learned and float(learned[0]) == pytest.approx(41.0, rel=0.05)
 
 
 def test_learning_on_the_loop_moves_the_belief_toward_the_truth(

@@ -143,6 +143,9 @@ seen live). The update is retried for up to ``requeue_wait_s``, then in the next
 (:data:`REFUSED_RETRY_S`)."""
 USABLE_NODE_STATES = frozenset({"idle", "mixed", "allocated"})
 """Node states a round plans on; with power saving (:attr:`AgentConfig.power_save`) also ``off``."""
+IDLE_SAID_CHANGE = 0.05
+"""A learned idle power is logged again once it moved this share from the value the log last gave."""
+
 MAX_STALL_RESTARTS = 3
 """Requeues of one job for making no progress; after that it is left running and the log says so. Counted in the
 state file (``jobs.stall_restarts``), so a restarted agent does not start counting again."""
@@ -462,6 +465,8 @@ class Agent:
         """Prometheus windows read since this agent started (a restarted agent estimates nothing before one)."""
         self._node_types: dict[str, str] = {}
         """Each node's GPU type as Slurm last listed it (the learner's idle power is per GPU type)."""
+        self._idle_said: dict[str, float] = {}
+        """The learned idle power per GPU type the log last gave (W)."""
         self._run_start: dict[str, float] = {}
         """Per running job, when Slurm started its current run (agent clock, s), as of the last round."""
         self._rates: tuple[ProfileLibrary, RateIndex] | None = None
@@ -1130,6 +1135,7 @@ class Agent:
         )
         if self.learner is not None:
             self._learn(seen, window_s)
+            self._say_idle_learned(report.notes)
 
     def _learn(self, seen: Observed, window_s: float) -> None:
         """Feed the learner the window (emulated s): the jobs that ran it all in one configuration, the idle GPUs.
@@ -1171,6 +1177,18 @@ class Agent:
         idle = self._idle_observations(seen, window_s)
         if obs or idle:
             self.learner.observe(obs, idle)
+
+    def _say_idle_learned(self, notes: list[str]) -> None:
+        """Note a GPU type's learned idle power when first measured and whenever it moves 5% from the last said."""
+        assert self.learner is not None
+        for g in self.learner.prior.gpu_types:
+            if self.learner.evidence_idle(g.name) <= 0:
+                continue
+            now = self.learner.idle_power_w(g.name)
+            said = self._idle_said.get(g.name)
+            if said is None or abs(now - said) > IDLE_SAID_CHANGE * said:
+                self._idle_said[g.name] = now
+                notes.append(f"learned: {g.name} idle power {now:.1f} W per GPU (prior {g.idle_power_w:.1f} W)")
 
     def _idle_observations(self, seen: Observed, window_s: float) -> list[GpuObservation]:
         """Per GPU type the idle power of its powered GPUs no job held: ``J / (GPU-windows * window_s)`` (W).

@@ -171,6 +171,10 @@ class ProfileLearner:
         """Round-equivalents observed for ``key`` of ``quantity`` (``throughput``, ``power`` or ``pair``)."""
         return {"throughput": self._x, "power": self._p, "pair": self._rho}[quantity].weight(key)
 
+    def evidence_idle(self, g: str) -> float:
+        """Idle GPU-rounds observed of GPU type ``g``."""
+        return self._idle.w.get(g, 0.0)
+
     def job_estimate(self, job_id: str, job_type: str, g: str, n: int) -> float:
         """Belief of ``X_true / X_prior`` for one job: its own rounds, shrunk to its type's estimate."""
         parent = math.log(self.x_ratio(job_type, g, n))
