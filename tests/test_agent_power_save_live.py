@@ -102,6 +102,8 @@ def test_the_agent_plans_onto_powered_down_nodes_and_slurm_boots_them(cluster: P
 def test_the_agent_powers_down_the_idle_node_and_keeps_the_busy_one(slow_suspend_cluster: Path, tmp_path: Path) -> None:
     """One 1-GPU job of 8 minutes on two nodes: the idle node goes down, the busy one stays on while it runs.
 
+    With ``--learn`` the agent also learns the idle power of the powered GPUs no job holds (its log says it).
+
     The agent starts after the job's submission; its periodic round a round later has watched more than a cycle
     (120 s boot, 120 s shutdown) since the submission and expects less than a GPU in it against 7 free. Once the
     job has ended nothing is expected and the last round powers the other node down too.
@@ -114,10 +116,15 @@ def test_the_agent_powers_down_the_idle_node_and_keeps_the_busy_one(slow_suspend
     agent = _cli(
         "agent", "--cluster", str(cluster), "--until-idle", "--power-save", "--power-down", "--solver", "greedy",
         "--max-slowdown", "0",  # the by-job mode (the default), every job at full power
-        "--restart-s", "120", "--start-s", "30", timeout=int(DEADLINE_S),
+        "--restart-s", "120", "--start-s", "30", "--learn", timeout=int(DEADLINE_S),
     )  # fmt: skip
     said = agent.stdout + agent.stderr
     assert "every managed job has ended: done" in said
+    # The learner's idle power, from DCGM's counters in Prometheus: the GPUs no job held while their node was on.
+    # The emulated GPUs run by the shipped library, so it is the prior's; v100-1's GPUs, off, must not drag it down.
+    learned = re.findall(r"learned: v100 idle power ([0-9.]+) W per GPU \(prior ([0-9.]+) W\)", said)
+    assert learned, said
+    assert all(float(w) == pytest.approx(float(prior), rel=0.05) for w, prior in learned), learned
     rounds = re.findall(r"round \d+ t=\d+s: \d+ queued, (\d+) running[^\n]*\n((?:  [^\n]*\n)*)", said)
     downs = {n: int(running) for running, notes in rounds for n in re.findall(r"idle node\(s\) (v100-\d):", notes)}
     assert downs.get("v100-1") == 1, said  # while the job ran on v100-0

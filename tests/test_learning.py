@@ -211,8 +211,8 @@ def test_learning_on_the_loop_moves_the_belief_toward_the_truth(
     """fifo-max runs R18 on 2 GPUs and R50 on 4 for about two rounds each, alone, at the truth's rates.
 
     The prior believes ratio 1; the truth is 0.5884 (R18, 2 GPUs) and 1.1458 (R50, 4 GPUs) of the prior. With
-    about two rounds of evidence against a parent worth 0.1 (design §10.6) the learner's type estimate is within 5%
-    of the truth, and closer to it than the prior.
+    one whole window each against a parent worth 0.1 (design §10.6) the learner's type estimate is within 5% of
+    the truth, and closer to it than the prior.
     """
     from wattplan.planner.agent import loop
 
@@ -236,6 +236,11 @@ def test_learning_on_the_loop_moves_the_belief_toward_the_truth(
         believed = learner.x_ratio(job_type, "v100", gpus)
         assert believed == pytest.approx(true_x, rel=0.05), (job_type, gpus)
         assert abs(believed - true_x) < abs(1.0 - true_x)
+    # Only windows a job ran through in one run, loaded, count. R18 (Slurm job 1) starts at 1 s and loads until 31:
+    # of the rounds at 0, 36 (R50's arrival), 396 and 753 (the first poll after R18 ends at 752.3 s), only the
+    # window [36, 396] is whole (one round, weight 1). R50 (job 2) starts at 37: only [396, 753] (357 / 360).
+    assert learner.evidence("throughput", ("job", "1", "v100", 2)) == pytest.approx(1.0)
+    assert learner.evidence("throughput", ("job", "2", "v100", 4)) == pytest.approx(357.0 / 360.0)
     # Power: the node's two GPUs no job held show the truth's idle power, and with it each job's dynamic power.
     truth = load_profile_library(truth_file)
     idle_true = float(truth.gpu_types["v100"]["idle_power_w"])

@@ -169,6 +169,20 @@ class Observed:
     idle_gpus: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class _Window:
+    """One window as the learner takes it: steps per job over it, GPU energy per job (J), the idle GPUs' power.
+
+    ``length_s`` and ``start_s`` on the agent's clock (emulated s on an emulated cluster).
+    """
+
+    steps: Mapping[str, float]
+    energy_j: Mapping[str, float]
+    idle: list[GpuObservation]
+    length_s: float
+    start_s: float
+
+
 class Observer(Protocol):
     """Reads a window ``[t0, t1]`` (Unix s) of telemetry; raises an exception with a message when it cannot."""
 
@@ -451,7 +465,11 @@ class Agent:
         """What decides each round: the replay's policies, by name (a bad name raised before any round)."""
         self._last_round_unix: float | None = None
         self._last_running: dict[str, tuple[str, int, int, str | None]] = {}
+        """Per running job what it runs at, as of this round's read (before its decision): what ran in the window
+        that ended at this round."""
         self._prev_steps: dict[str, float] = {}
+        self._unlearned: _Window | None = None
+        """The window read this round, kept for the learner until the round knows what ran in it (:meth:`_learn`)."""
         self._placements: dict[int, tuple[tuple[str, tuple[int, ...]], ...]] = {}
         self._active_ids: frozenset[str] = frozenset()
         self._gpus_per_host: dict[str, int] = {}
@@ -614,6 +632,7 @@ class Agent:
         desired = self.store.desired()
         states, now_jobs, skipped = self._job_states(ctx, known, active, placements, host_of, desired, now_s)
         report.notes.extend(skipped)
+        self._learn(report.notes)
         settling = {jid for jid, j in active.items() if j.state in SETTLING_STATES}
         queued = [s for s in states if not s.done and s.id in active and s.id not in settling]
         report.queued = len(queued)
@@ -1134,31 +1153,41 @@ class Agent:
             ],
         )
         if self.learner is not None:
-            self._learn(seen, window_s)
-            self._say_idle_learned(report.notes)
+            prev = self._prev_steps
+            made = {j: v - prev[j] for j, v in seen.steps_done.items() if j in prev}
+            self._prev_steps = dict(seen.steps_done)
+            idle = self._idle_observations(seen, window_s)
+            self._unlearned = _Window(made, dict(seen.job_energy_j), idle, window_s, self._window_start_s)
 
-    def _learn(self, seen: Observed, window_s: float) -> None:
-        """Feed the learner the window (emulated s): the jobs that ran it all in one configuration, the idle GPUs.
+    def _learn(self, notes: list[str]) -> None:
+        """Feed the learner the window read this round (emulated s): the jobs that ran it all in one run, idle GPUs.
 
-        A job gives its rate, and its power per GPU when alone (its GPUs' energy over ``gpus * window_s``); the idle
-        GPUs of each type their power (:meth:`_idle_observations`), which the learner needs before it takes a job's
-        power as dynamic power above idle.
+        Called once the round has read what runs (:meth:`_job_states`): a job's configuration in the window is the
+        one it runs at now, before this round decides (the last round's decision, applied as the window began). A
+        job is observed only when it runs now and its current run started, and loaded (``--start-s``), before the
+        window: a job that ended, was requeued or started within the window ran part of it, and its steps over the
+        whole window would understate its rate (and its energy its power). It gives its rate, and its power per GPU
+        when alone on its GPUs (their energy over ``gpus * window_s``, idle power included); the idle GPUs of each
+        type give their power (:meth:`_idle_observations`), which the learner needs before it takes a job's power
+        as dynamic power above idle.
         """
-        if self.learner is None or window_s <= 0:
+        window, self._unlearned = self._unlearned, None
+        if self.learner is None or window is None or window.length_s <= 0:
             return
         known = self.store.known_jobs()
         obs: list[JobObservation] = []
-        prev = self._prev_steps
         for jid, (gpu_type, gpus, setting, partner) in self._last_running.items():
-            if jid not in seen.steps_done or jid not in prev or jid not in known:
+            steps = window.steps.get(jid, 0.0)
+            run_start = self._run_start.get(jid)
+            if steps <= 0 or jid not in known or run_start is None:
                 continue
-            steps = seen.steps_done[jid] - prev[jid]
-            if steps <= 0:
-                continue
-            energy = seen.job_energy_j.get(jid)
+            if run_start + self.cfg.start_s > window.start_s + SAME_S:
+                continue  # started or restarted in the window, or still loading at its start
+            energy = window.energy_j.get(jid)
             power = None
-            if partner is None and energy is not None and gpus > 0:
-                power = energy / (gpus * window_s)
+            if partner is None and energy is not None and energy > 0 and gpus > 0:
+                power = energy / (gpus * window.length_s)
+            weight = window.length_s / self.cfg.rules.duration_s
             obs.append(
                 JobObservation(
                     jid,
@@ -1167,16 +1196,15 @@ class Agent:
                     gpus,
                     setting,
                     partner,
-                    steps / window_s,
+                    steps / window.length_s,
                     power,
                     None,
-                    window_s / self.cfg.rules.duration_s,
+                    weight,
                 )
             )
-        self._prev_steps = dict(seen.steps_done)
-        idle = self._idle_observations(seen, window_s)
-        if obs or idle:
-            self.learner.observe(obs, idle)
+        if obs or window.idle:
+            self.learner.observe(obs, window.idle)
+            self._say_idle_learned(notes)
 
     def _say_idle_learned(self, notes: list[str]) -> None:
         """Note a GPU type's learned idle power when first measured and whenever it moves 5% from the last said."""
