@@ -23,9 +23,13 @@ Increments of a GPU with no job are its idle energy, reported per GPU and in all
 shares over them.
 
 Idle time. Each increment covers the time since the sample before it (its ``span_s``, real s; the first one since
-the baseline sample, or since ``t0`` with none). ``GpuWindow.idle_s`` sums the spans of a GPU's increments with no
-job and some energy: a GPU whose node is powered off counts no energy and no idle time, so
-``idle_j / (idle_s * time scale)`` is the idle power (W) of the GPU while it was powered and held no job.
+the baseline sample; unknown without one, as from 0 with ``from_zero``, and then not metered). ``GpuWindow.idle_s``
+sums the spans of a GPU's increments with no job that end with the GPU on, and ``idle_on_j`` their energy, so
+``idle_on_j / (idle_s * time scale)`` is the idle power (W) of the GPU while it was powered and held no job. On: its
+``DCGM_FI_DEV_POWER_USAGE`` sample of the same scrape is above 0 W (an emulated node powered down reads 0 W; a real
+one exports nothing); with no such sample, the increment's energy is above 0. An increment of 0 J whose GPU reads
+power is kept: the counter had not moved since the last scrape (an emulator that ticked late), and the next
+increment carries that energy.
 
 Means. ``mean_power_w`` and ``mean_util_pct`` are the plain means of the ``DCGM_FI_DEV_POWER_USAGE`` (W) and
 ``DCGM_FI_DEV_GPU_UTIL`` (%) samples with ``t0 < t <= t1`` (the scrape interval is regular, so this is the time
@@ -69,13 +73,14 @@ class GpuKey:
 class Increment:
     """One counter increase (J) between two samples, and the jobs the later sample names (empty: idle).
 
-    ``span_s``: the real seconds between the two samples (the increment's energy was drawn over them).
+    ``span_s``: the real seconds between the two samples (the increment's energy was drawn over them); None when
+    the earlier one is not a sample (no baseline: the counter's start is not known).
     """
 
     t_unix: float
     joules: float
     jobs: tuple[str, ...]
-    span_s: float = 0.0
+    span_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +101,7 @@ class CounterWindow:
 class GpuWindow:
     """One GPU over the window: energy (J), its idle part (J), mean power (W) and utilisation (%), jobs seen.
 
-    ``idle_s``: the real seconds of its idle energy (the spans of its increments with no job and energy > 0).
+    ``idle_s``: the real seconds its idle increments span while it was on, ``idle_on_j`` their energy (J).
     """
 
     key: GpuKey
@@ -107,6 +112,7 @@ class GpuWindow:
     resets: int
     jobs: tuple[str, ...]
     idle_s: float = 0.0
+    idle_on_j: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,7 +185,7 @@ class Observation:
         out: dict[str, tuple[float, float]] = {}
         for g in self.gpus:
             j, n = out.get(g.key.hostname, (0.0, 0.0))
-            out[g.key.hostname] = (j + g.idle_j, n + (g.idle_s / length if length > 0 else 0.0))
+            out[g.key.hostname] = (j + g.idle_on_j, n + (g.idle_s / length if length > 0 else 0.0))
         return out
 
     def job(self, job_id: str) -> JobWindow | None:
@@ -239,7 +245,7 @@ def counter_window(
         prev = 0.0
     else:
         prev = None
-    prev_t = before[-1][0] if before else t0
+    prev_t: float | None = before[-1][0] if before else None
     increments: list[Increment] = []
     resets = 0
     for t, v, jobs in inside:
@@ -249,7 +255,7 @@ def counter_window(
             else:
                 resets += 1
                 delta = v
-            increments.append(Increment(t, delta * scale, jobs, t - prev_t))
+            increments.append(Increment(t, delta * scale, jobs, None if prev_t is None else t - prev_t))
         prev, prev_t = v, t
     return CounterWindow(tuple(increments), resets, baseline)
 
@@ -267,23 +273,40 @@ def shares(jobs: Sequence[str], weights: Mapping[str, float] | None) -> dict[str
 
 def apportion(
     windows: Mapping[GpuKey, CounterWindow], weights: Mapping[str, float] | None = None
-) -> tuple[dict[str, float], dict[str, set[GpuKey]], dict[GpuKey, tuple[float, float]]]:
-    """Per job its energy (J) and the GPUs it drew it on, and per GPU its idle energy (J) and idle time (real s)."""
+) -> tuple[dict[str, float], dict[str, set[GpuKey]], dict[GpuKey, float]]:
+    """Per job its energy (J) and the GPUs it drew it on, and per GPU its idle energy (J)."""
     energy: dict[str, float] = {}
     seen: dict[str, set[GpuKey]] = {}
-    idle: dict[GpuKey, tuple[float, float]] = {}
+    idle: dict[GpuKey, float] = {}
     for key, window in windows.items():
-        idle_j = idle_s = 0.0
+        idle[key] = 0.0
         for inc in window.increments:
             if not inc.jobs:
-                idle_j += inc.joules
-                idle_s += inc.span_s if inc.joules > 0 else 0.0
+                idle[key] += inc.joules
                 continue
             for job, share in shares(inc.jobs, weights).items():
                 energy[job] = energy.get(job, 0.0) + inc.joules * share
                 seen.setdefault(job, set()).add(key)
-        idle[key] = (idle_j, idle_s)
     return energy, seen, idle
+
+
+def idle_meter(window: CounterWindow, power_w: Mapping[float, float]) -> tuple[float, float]:
+    """A GPU's idle energy while on (J) and that time (real s): its increments with no job that end with it on.
+
+    An increment of unknown span (no baseline sample) is left out.
+
+    ``power_w``: its power samples by time (W); on at ``t`` is ``power_w[t] > 0``, or the increment's energy > 0
+    where no sample is at ``t`` (module docstring).
+    """
+    joules = seconds = 0.0
+    for inc in window.increments:
+        if inc.jobs or inc.span_s is None:
+            continue
+        watts = power_w.get(inc.t_unix)
+        if (inc.joules > 0) if watts is None or not math.isfinite(watts) else watts > 0:
+            joules += inc.joules
+            seconds += inc.span_s
+    return joules, seconds
 
 
 def window_mean(stream: Sequence[tuple[float, float, tuple[str, ...]]], t0: float, t1: float) -> float | None:
@@ -358,16 +381,18 @@ def build_observation(
     for key, w in windows.items():
         k = (key.hostname, key.gpu)
         seen = sorted({j for inc in w.increments for j in inc.jobs})
+        on_j, on_s = idle_meter(w, {t: v for t, v, _ in power_streams.get(k, [])})
         gpus.append(
             GpuWindow(
                 key,
                 w.joules,
-                idle[key][0],
+                idle[key],
                 window_mean(power_streams.get(k, []), t0, t1),
                 window_mean(util_streams.get(k, []), t0, t1),
                 w.resets,
                 tuple(seen),
-                idle[key][1],
+                on_s,
+                on_j,
             )
         )
     at_t0, at_t1 = steps_by_job(steps_t0), steps_by_job(steps_t1)
