@@ -28,6 +28,9 @@ truth where scaling differs by model, so that pooling across types is not exact.
     # the live families on the steep truth of "Learning live" (RESULTS), steered as the live runs were:
     PYTHONPATH=. .venv/bin/python benchmarks/learning_replay.py --slices gavel_mix philly_shape --cluster v100:32 \
         --alpha 0.3 --cap 2.0 --objective efficiency --max-jct-increase 3
+    # the same in the agent's default, by-job mode (each job at most 10% slower than alone at full power):
+    PYTHONPATH=. .venv/bin/python benchmarks/learning_replay.py --slices gavel_mix philly_shape --cluster v100:32 \
+        --alpha 0.3 --cap 2.0 --max-slowdown 10
 """
 
 from __future__ import annotations
@@ -130,6 +133,11 @@ def main() -> None:
     ap.add_argument("--cap", type=float, default=TruthParams().cap, help="the truth's ceiling of the speed-up S(n)")
     ap.add_argument("--cluster", default="v100:32,p100:16")
     ap.add_argument("--max-jct-increase", help="wattplan's runtime-bounded mode, percent (the live runs' steering)")
+    ap.add_argument(
+        "--max-slowdown",
+        help="wattplan's by-job mode, the agent's default: Slurm's starts, each job at most this %% slower "
+        "(--slurm-starts --max-slowdown X --objective energy --delta 0.9, as benchmarks/live_compare.py runs it)",
+    )
     ap.add_argument("--repeat", default="", help="a label: run again into OUT/repeat-LABEL (the run-to-run spread)")
     ap.add_argument("--max-jobs", type=int, help="only each slice's first N jobs, into OUT/max-jobs-N (a smoke run)")
     ap.add_argument(
@@ -146,8 +154,12 @@ def main() -> None:
         args.out = args.out / f"objective-{args.objective}"
     if args.repaired_prior:
         args.out = args.out / "repaired-prior"
+    if args.max_jct_increase is not None and args.max_slowdown is not None:
+        raise SystemExit("--max-jct-increase (the steered mode) and --max-slowdown (the by-job mode) are exclusive")
     if args.max_jct_increase is not None:
         args.out = args.out / f"max-jct-increase-{args.max_jct_increase}"
+    if args.max_slowdown is not None:
+        args.out = args.out / f"max-slowdown-{args.max_slowdown}"
     if args.repeat:
         args.out = args.out / f"repeat-{args.repeat}"
     slices = [s for s in SLICES if s.name in args.slices]
@@ -164,7 +176,11 @@ def main() -> None:
     if not truth.exists():
         params = TruthParams(alpha=args.alpha, cap=args.cap, cap_spread=args.cap_spread)
         write_json_atomic(truth, truth_library(json.loads(profile_library().read_text()), params))
-    extra = ["--time-limit", args.time_limit, "--objective", args.objective]
+    extra = ["--time-limit", args.time_limit]
+    if args.max_slowdown is not None:
+        extra += ["--slurm-starts", "--max-slowdown", args.max_slowdown, "--objective", "energy", "--delta", "0.9"]
+    else:
+        extra += ["--objective", args.objective]
     if args.max_jct_increase is not None:
         extra += ["--max-jct-increase", args.max_jct_increase]
     jobs = [(s, m, p) for s in slices for p in args.policies for m in MODES]

@@ -266,7 +266,8 @@ class AgentConfig:
     that exports no progress is never stopped for it. None: ``restart_s + duration_s``."""
     start_s: float = _OPTIONS.start_s
     """A job's own start-up time (s) in the JCT reference (:func:`~planner.agent.reference.slurm_reference`):
-    what Slurm alone would spend before its first step."""
+    what Slurm alone would spend before its first step; the learner takes a job's windows only after it
+    (:meth:`Agent._learn`)."""
     durable_settings: bool = True
     """Write the nodes' setting files to the disk before going on (False only in a replay, whose files no node
     reads after a crash)."""

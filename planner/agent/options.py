@@ -289,7 +289,8 @@ class AgentOptions(OptionRecord):
     periodic_rounds: bool = same_as(SimulateOptions, "periodic_rounds")
     start_s: float = option(
         0.0,
-        "A job's own start-up time before its first step, for the JCT reference (a requeue costs --restart-s).",
+        "A job's own start-up time before its first step, for the JCT reference (a requeue costs --restart-s); "
+        "with --learn a job is learned from only in windows after it.",
         unit="s",
         low=0.0,
         high=MAX_START_S,
