@@ -442,37 +442,39 @@ def test_counter_window_baseline_resets_and_from_zero() -> None:
     assert not obs.counter_window(late, 10, 20).baseline
 
 
-def test_idle_time_counts_the_powered_gpus_with_no_job() -> None:
-    """Idle power is idle energy over idle time while on; a powered-off GPU (0 W) adds neither.
+def test_idle_time_counts_the_steady_idle_increments_of_powered_gpus() -> None:
+    """Idle power is idle energy over idle time while on, steady: not right after a job or a boot.
 
     Window (10, 40], real s, a scrape every 10 s. GPU 0 of n0 (3 W): idle 10-20 (30 J), job 7 20-30 (230 J), idle
-    30-40 (30 J): idle 60 J over 20 s. GPU 1 of n0: off 10-30 (0 W, 0 J), idle 30-40 (30 J): 30 J over 10 s.
-    GPU 0 of n1 (2 W) was read late at 20 (0 J, its counter had not moved though it reads 2 W), then 40 J at 30 and
-    20 J at 40: 60 J over 30 s, 2 W (counting only the increments with energy would make it 60 J over 20 s, 3 W).
-    Per node: n0 90 J over 30 GPU-seconds, a GPU-window of 30 / 30 = 1.0; n1 60 J over 1.0.
+    30-40 (30 J, but the first idle increment after the job: it may hold the job's end): 30 J over 10 s. GPU 1 of
+    n0: off 10-20 (0 W, 0 J), booting 20-30 (20 J, the first after off), idle 30-40 (30 J): 30 J over 10 s. GPU 0
+    of n1 (2 W) was read late at 20 (0 J: its counter had not moved though it reads 2 W), then 40 J at 30 and 20 J
+    at 40: 60 J over 30 s, 2 W (counting only the increments with energy would make it 60 J over 20 s, 3 W).
+    Per node: n0 60 J over 20 GPU-seconds, 20 / 30 of a GPU-window; n1 60 J over 1.0.
     """
     energy = [
         Series({"Hostname": "n0", "gpu": "0"}, ((10, 0.0), (20, 30_000.0), (40, 290_000.0))),
         Series({"Hostname": "n0", "gpu": "0", "hpc_job": "7"}, ((30, 260_000.0),)),
-        Series({"Hostname": "n0", "gpu": "1"}, ((10, 5_000.0), (20, 5_000.0), (30, 5_000.0), (40, 35_000.0))),
+        Series({"Hostname": "n0", "gpu": "1"}, ((10, 5_000.0), (20, 5_000.0), (30, 25_000.0), (40, 55_000.0))),
         Series({"Hostname": "n1", "gpu": "0"}, ((10, 0.0), (20, 0.0), (30, 40_000.0), (40, 60_000.0))),
     ]
     power = [
         Series({"Hostname": "n0", "gpu": "0"}, ((20, 3.0), (30, 250.0), (40, 3.0))),
-        Series({"Hostname": "n0", "gpu": "1"}, ((20, 0.0), (30, 0.0), (40, 3.0))),
+        Series({"Hostname": "n0", "gpu": "1"}, ((20, 0.0), (30, 3.0), (40, 3.0))),
         Series({"Hostname": "n1", "gpu": "0"}, ((20, 2.0), (30, 2.0), (40, 2.0))),
     ]
     up = [Sample({"instance": "a:1"}, 40, 1.0)]
     seen = obs.build_observation(10, 40, energy, power, [], [], [], [], up)
     by_gpu = {(g.key.hostname, g.key.gpu): (g.idle_on_j, g.idle_s) for g in seen.gpus}
-    assert by_gpu == {("n0", "0"): (60.0, 20.0), ("n0", "1"): (30.0, 10.0), ("n1", "0"): (60.0, 30.0)}
+    assert by_gpu == {("n0", "0"): (30.0, 10.0), ("n0", "1"): (30.0, 10.0), ("n1", "0"): (60.0, 30.0)}
     assert seen.job("7") is not None and seen.job("7").energy_j == 230.0  # type: ignore[union-attr]
-    assert seen.idle_by_node() == {"n0": (90.0, 1.0), "n1": (60.0, 1.0)}
+    assert {g.key: g.idle_j for g in seen.gpus}[obs.GpuKey("n0", "0")] == 60.0  # the report's idle energy: all of it
+    assert seen.idle_by_node() == {"n0": (60.0, pytest.approx(20.0 / 30.0)), "n1": (60.0, 1.0)}
     # Without power samples a GPU is on while its counter moves: n1's late read then looks like time off.
     blind = obs.build_observation(10, 40, energy, [], [], [], [], [], up)
-    assert {(g.key.hostname, g.key.gpu): g.idle_s for g in blind.gpus}[("n1", "0")] == 20.0
+    assert {(g.key.hostname, g.key.gpu): g.idle_s for g in blind.gpus}[("n1", "0")] == 10.0
     # A counter with no sample before the window, counted from 0 (an emulator's): its first increment's span is not
-    # known (the counter started at some earlier time), so it is not metered; the next two are: 20 J over 10 s.
+    # known (the counter started at some earlier time), so it is not metered; the next two are: 40 J over 20 s.
     late = [Series({"Hostname": "n2", "gpu": "0"}, ((15, 50_000.0), (25, 70_000.0), (35, 90_000.0)))]
     fresh = obs.build_observation(10, 40, late, [], [], [], [], [], up, from_zero=True)
     assert fresh.idle_gpu_j == 90.0 and (fresh.gpus[0].idle_on_j, fresh.gpus[0].idle_s) == (40.0, 20.0)

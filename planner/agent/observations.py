@@ -23,13 +23,15 @@ Increments of a GPU with no job are its idle energy, reported per GPU and in all
 shares over them.
 
 Idle time. Each increment covers the time since the sample before it (its ``span_s``, real s; the first one since
-the baseline sample; unknown without one, as from 0 with ``from_zero``, and then not metered). ``GpuWindow.idle_s``
-sums the spans of a GPU's increments with no job that end with the GPU on, and ``idle_on_j`` their energy, so
-``idle_on_j / (idle_s * time scale)`` is the idle power (W) of the GPU while it was powered and held no job. On: its
-``DCGM_FI_DEV_POWER_USAGE`` sample of the same scrape is above 0 W (an emulated node powered down reads 0 W; a real
-one exports nothing); with no such sample, the increment's energy is above 0. An increment of 0 J whose GPU reads
-power is kept: the counter had not moved since the last scrape (an emulator that ticked late), and the next
-increment carries that energy.
+the baseline sample; unknown without one, as from 0 with ``from_zero``). An increment is *idle and on* when it names
+no job and the GPU is on at its end: its ``DCGM_FI_DEV_POWER_USAGE`` sample of the same scrape is above 0 W (an
+emulated node powered down reads 0 W; a real one exports nothing), or, with no such sample, its energy is above 0.
+An increment of 0 J whose GPU reads power is idle and on: the counter had not moved since the last scrape (an
+emulator that ticked late), and the next increment carries that energy. It is *steady* when the increment before
+it (or the baseline sample, which must exist) was idle and on too: the first idle increment after a job may hold
+the end of that job's run at its power, the first after the GPU was off part of a boot. ``GpuWindow.idle_s`` sums
+the spans of a GPU's steady increments and ``idle_on_j`` their energy, so ``idle_on_j / (idle_s * time scale)`` is
+the idle power (W) of the GPU while it was powered and held no job.
 
 Means. ``mean_power_w`` and ``mean_util_pct`` are the plain means of the ``DCGM_FI_DEV_POWER_USAGE`` (W) and
 ``DCGM_FI_DEV_GPU_UTIL`` (%) samples with ``t0 < t <= t1`` (the scrape interval is regular, so this is the time
@@ -85,11 +87,15 @@ class Increment:
 
 @dataclass(frozen=True, slots=True)
 class CounterWindow:
-    """A counter's increments over a window, how many resets it saw and whether it had a baseline sample."""
+    """A counter's increments over a window, how many resets it saw and whether it had a baseline sample.
+
+    ``baseline_jobs``: the jobs the baseline sample names (empty without one).
+    """
 
     increments: tuple[Increment, ...]
     resets: int
     baseline: bool
+    baseline_jobs: tuple[str, ...] = ()
 
     @property
     def joules(self) -> float:
@@ -101,7 +107,7 @@ class CounterWindow:
 class GpuWindow:
     """One GPU over the window: energy (J), its idle part (J), mean power (W) and utilisation (%), jobs seen.
 
-    ``idle_s``: the real seconds its idle increments span while it was on, ``idle_on_j`` their energy (J).
+    ``idle_s``: the real seconds its steady idle increments span (module docstring), ``idle_on_j`` their energy (J).
     """
 
     key: GpuKey
@@ -257,7 +263,7 @@ def counter_window(
                 delta = v
             increments.append(Increment(t, delta * scale, jobs, None if prev_t is None else t - prev_t))
         prev, prev_t = v, t
-    return CounterWindow(tuple(increments), resets, baseline)
+    return CounterWindow(tuple(increments), resets, baseline, before[-1][2] if before else ())
 
 
 def shares(jobs: Sequence[str], weights: Mapping[str, float] | None) -> dict[str, float]:
@@ -291,21 +297,20 @@ def apportion(
 
 
 def idle_meter(window: CounterWindow, power_w: Mapping[float, float]) -> tuple[float, float]:
-    """A GPU's idle energy while on (J) and that time (real s): its increments with no job that end with it on.
+    """A GPU's idle energy while on (J) and that time (real s), over its steady idle increments (module docstring).
 
-    An increment of unknown span (no baseline sample) is left out.
-
-    ``power_w``: its power samples by time (W); on at ``t`` is ``power_w[t] > 0``, or the increment's energy > 0
-    where no sample is at ``t`` (module docstring).
+    ``power_w``: the GPU's power samples by time (W).
     """
     joules = seconds = 0.0
+    steady = window.baseline and not window.baseline_jobs
     for inc in window.increments:
-        if inc.jobs or inc.span_s is None:
-            continue
         watts = power_w.get(inc.t_unix)
-        if (inc.joules > 0) if watts is None or not math.isfinite(watts) else watts > 0:
+        on = (inc.joules > 0) if watts is None or not math.isfinite(watts) else watts > 0
+        idle_on = on and not inc.jobs
+        if idle_on and steady and inc.span_s is not None:
             joules += inc.joules
             seconds += inc.span_s
+        steady = idle_on
     return joules, seconds
 
 
