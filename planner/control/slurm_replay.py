@@ -59,6 +59,7 @@ from wattplan.planner.core.maxq import maxq_settings
 from wattplan.planner.planning import retire_solver_workers
 from wattplan.planner.profile_library.index import index_library
 from wattplan.planner.profile_library.library import ProfileLibrary
+from wattplan.planner.sim.options import SimulateOptions
 from wattplan.planner.sim.replay import ReplaySpec, libraries, prepare, signal_clocks
 from wattplan.planner.sim.replay import steering as replay_steering
 from wattplan.planner.sim.round_instance import ClusterContext
@@ -102,26 +103,30 @@ def cpu_s() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
+_SIMULATE = SimulateOptions()
+"""``wattplan simulate``'s defaults: :class:`SimulatedCluster`'s for what an option sets (one default each)."""
+
+
 @dataclass(frozen=True, slots=True)
 class SimulatedCluster:
     """The simulated Slurm's constants and when the agent's rounds start.
 
     Time scale, checkpoint load and requeue delay (emulated s); the agent's ``--event-rounds`` and
-    ``--periodic-rounds``.
+    ``--periodic-rounds``. A field an option of ``wattplan simulate`` sets defaults to that option's default.
     """
 
-    time_scale: float = 1.0
+    time_scale: float = _SIMULATE.time_scale
     """Emulated seconds per real second, as ``wattplan cluster up --time-scale``: the agent's real-time waits
     (a read of the queue every ``poll_s``, a guest's wait for its host) last this many times as long in emulated
     time."""
-    load_s: float = 30.0
+    load_s: float = _SIMULATE.load_s
     """A job's checkpoint load at every start, the first included (the stand-in trainer's ``--restart-s``)."""
     requeue_delay_s: float | None = None
     """From a requeue until Slurm may start the job again; None: :data:`REQUEUE_DELAY_REAL_S` x ``time_scale``."""
 
-    event_rounds: bool = True
+    event_rounds: bool = _SIMULATE.event_rounds
     """The agent's rounds also start when a job arrives or leaves (``--event-rounds``)."""
-    periodic_rounds: bool = True
+    periodic_rounds: bool = _SIMULATE.periodic_rounds
     """The agent's rounds start every ``--round-s`` even when nothing changed (``--periodic-rounds``)."""
     poll_s: float = AgentConfig.poll_s
     """Real seconds between the agent's reads of the queue while it waits for a round (``--poll-s``)."""
@@ -129,17 +134,17 @@ class SimulatedCluster:
     launch_s: float | None = None
     """Every start's launch (emulated s), before the checkpoint load; None: :data:`LAUNCH_REAL_S` x ``time_scale``."""
 
-    power_save: bool = False
+    power_save: bool = _SIMULATE.power_save
     """The agent's policies run with Slurm's power saving (``--power-save``); ``slurm-powersave`` always does,
     ``slurm`` never."""
-    power_down: bool = False
+    power_down: bool = _SIMULATE.power_down
     """With ``power_save``, the agent's policies also power idle nodes down themselves (``--power-down``,
     :mod:`planner.agent.node_power`)."""
-    pairs: bool = False
+    pairs: bool = _SIMULATE.pairs
     """The agent's policies co-locate pairs (``--pairs``); ``eaco`` always does."""
-    suspend_s: float = 600.0
+    suspend_s: float = _SIMULATE.suspend_s
     """Power saving: a node idle this long is powered down (``SuspendTime``)."""
-    resume_s: float = 300.0
+    resume_s: float = _SIMULATE.resume_s
     """Power saving: a powered-down node boots this long before a job given it starts (``ResumeProgram``)."""
     suspend_exc_nodes: tuple[str, ...] = ()
     """Power saving: nodes it never powers down (``SuspendExcNodes``); the agent leaves them on too."""
@@ -147,9 +152,9 @@ class SimulatedCluster:
     """A power cap that moves (``--power-cap-schedule``): the agent's policies follow it through their cap file;
     the Slurm baselines know no cap."""
 
-    progress_metric: bool = True
+    progress_metric: bool = _SIMULATE.progress_metric
     """Jobs export their steps to the agent (``--progress-metric``); False: the agent estimates them."""
-    up_before_s: float = 0.0
+    up_before_s: float = _SIMULATE.up_before_s
     """The cluster is up, every node on and idle, this long before the first arrival (``--up-before-s``): power
     saving's idle timers count from then, and energy too (a live run's time from ``cluster up`` to its first
     submission)."""
