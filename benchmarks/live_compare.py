@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from wattplan.planner.cluster.layout import ClusterLayout
+from wattplan.planner.sim.options import SimulateOptions
 
 WATTPLAN = [sys.executable, "-m", "wattplan"]
 SLURM_REQUEUE_DELAY_S = 7.0
@@ -320,7 +321,7 @@ def main() -> None:
     p.add_argument(
         "--poll-s",
         type=float,
-        default=1.0,
+        default=SimulateOptions().poll_s,
         help="Real seconds between the agent's reads of Slurm's queue, live and in the replay (--time-scale times "
         "as long in emulated time).",
     )

@@ -128,7 +128,7 @@ class SimulatedCluster:
     """The agent's rounds also start when a job arrives or leaves (``--event-rounds``)."""
     periodic_rounds: bool = _SIMULATE.periodic_rounds
     """The agent's rounds start every ``--round-s`` even when nothing changed (``--periodic-rounds``)."""
-    poll_s: float = AgentConfig.poll_s
+    poll_s: float = _SIMULATE.poll_s
     """Real seconds between the agent's reads of the queue while it waits for a round (``--poll-s``)."""
 
     launch_s: float | None = None
