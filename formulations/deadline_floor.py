@@ -106,10 +106,15 @@ def _overlap(lo: float, hi: float, a: float, b: float) -> float:
 
 
 def _job_columns(instance: Instance) -> tuple[list[Job], list[DemandClass], list[FloorColumn]]:
-    """The jobs with steps left, one class each (windows differ), and every configuration serving them."""
+    """The jobs with steps left, one class each (windows differ), and every configuration serving them.
+
+    A configuration that gives a job less than its ``min_rate`` (its slowdown limit, steps/s) is left out, as the
+    round model leaves it out: no schedule that keeps the limit runs it.
+    """
     jobs = [j for j in instance.jobs if j.remaining_steps > 0]
     classes = [DemandClass(j.type, tuple(sorted(j.gpus)), j.remaining_steps, 1) for j in jobs]
-    return jobs, classes, floor_columns(instance, classes, self_pairs=False)
+    columns = floor_columns(instance, classes, self_pairs=False)
+    return jobs, classes, [c for c in columns if all(rate >= jobs[k].min_rate for k, rate in c.rates)]
 
 
 def _build(

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from tests.sim_helpers import A, B, hand_context, hand_job, write_gavel_trace
 from wattplan.planner import planning
 from wattplan.planner.contracts.domain import PairSlowdown
+from wattplan.planner.contracts.rules import RoundRules
 from wattplan.planner.control.slurm_replay import SimulatedCluster, replay_on_slurm
 from wattplan.planner.sim.replay import ReplaySpec, prepare
 from wattplan.planner.sim.round_instance import workload_instance
@@ -202,3 +203,56 @@ def test_outer_windows_by_hand() -> None:
 def test_fastest_rates_over_the_floor_columns() -> None:
     """A's fastest option is 2 GPUs at 250 W, 9 steps/s (pairs of A with A are not columns)."""
     assert planning.deadline_floor_rates(_instance(1000, 500)) == {"a0": 9.0, "a1": 9.0}
+
+
+def _by_job(max_slowdown: float, steps: float, gpus: int):
+    """One A job of ``steps`` requesting ``gpus``, as the by-job mode may run it at ``max_slowdown``."""
+    ctx = hand_context(slurm_starts=True, max_slowdown=max_slowdown)
+    return workload_instance(ctx, [JobState.new(hand_job("a0", A, 0, steps, gpus))], by_job=True)
+
+
+@pytest.mark.parametrize(
+    ("max_slowdown", "gpus", "energy_j"),
+    [
+        # request 1 GPU: counts (1,); full speed 5 steps/s, so 10% leaves only (1, 250): 1000/5 s x 280 W
+        (0.1, 1, 56_000.0),
+        # 30%: rate floor 5/1.3 = 3.85, (1, 150) at 4 steps/s is allowed again: 45 J a step
+        (0.3, 1, 45_000.0),
+        # request 2 GPUs: counts (1, 2), full speed 9; 10% leaves only (2, 250): 1000/9 s x 540 W
+        (0.1, 2, 60_000.0),
+        # 100%: rate floor 4.5; (2, 150) at 7 for 350 W is the cheapest (50 J a step), (1, 150) at 4 is out
+        (1.0, 2, 50_000.0),
+    ],
+)
+def test_the_by_job_options_by_hand(max_slowdown: float, gpus: int, energy_j: float) -> None:
+    """The floor over what the by-job mode may run: counts up to the request, rates within the slowdown limit."""
+    inst = _by_job(max_slowdown, 1000, gpus)
+    assert inst.jobs[0].gpus == ((1,) if gpus == 1 else (1, 2))
+    f = planning.deadline_floor(inst, {})
+    assert f.certified and f.energy_j == pytest.approx(energy_j, rel=1e-6)
+    unlimited = planning.deadline_floor(
+        workload_instance(hand_context(), [JobState.new(hand_job("a0", A, 0, 1000, gpus))]), {}
+    )
+    assert unlimited.energy_j == pytest.approx(45_000.0, rel=1e-6)  # without the limits (1, 150) is the cheapest
+
+
+@pytest.mark.slow
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(rows=loop_rows, slowdown=st.sampled_from([0.05, 0.1]))
+def test_the_by_job_floor_is_never_above_a_by_job_replay(
+    tmp_path_factory: pytest.TempPathFactory, rows: list[tuple[str, int, int, int]], slowdown: float
+) -> None:
+    """The by-job mode (the agent's default, replayed on the simulated Slurm) never spends less than its floor."""
+    trace = write_gavel_trace(tmp_path_factory.mktemp("byjob") / "jobs.trace", rows)
+    rules = dataclasses.replace(RoundRules(), slurm_starts=True, max_slowdown=slowdown, objective="energy", delta=0.9)
+    spec = ReplaySpec(trace=trace, cluster="v100:8", rules=rules)
+    workload, ctx = prepare(spec)
+    result = replay_on_slurm(spec, "wattplan", SimulatedCluster(load_s=30.0), prepared=(workload, ctx))
+    assert result.summary["completed"] == len(rows)
+    inst = workload_instance(ctx.real, [JobState.new(s) for s in workload.jobs], by_job=True)
+    assert all(
+        j.min_rate > 0 and max(j.gpus) <= s.requested_gpus for j, s in zip(inst.jobs, workload.jobs, strict=True)
+    )
+    f = planning.deadline_floor(inst, {})
+    assert f.certified and f.energy_j is not None
+    assert f.energy_j <= result.summary["energy_kwh"] * 3.6e6 * (1 + 1e-9)

@@ -311,12 +311,21 @@ def rate_floors(
     return floors
 
 
-def workload_instance(ctx: ClusterContext, states: Sequence[JobState]) -> Instance:
+def workload_instance(ctx: ClusterContext, states: Sequence[JobState], by_job: bool = False) -> Instance:
     """Every job of ``states`` with its remaining steps as one instance: the energy floor's input.
 
     No job gets a slowdown limit (``min_rate``) or the start rule's ``min_steps``: the floor bounds every schedule
     compared with it, including those that run a job slower than ``--max-slowdown`` allows or start it later.
+    With ``by_job`` each job keeps what the by-job mode lets it run (the rules' ``slurm_starts`` and
+    ``max_slowdown``): counts up to its request (:func:`_counts`) at rates of at least its slowdown limit
+    (:func:`rate_floors`), so a floor of it bounds only the schedules that keep both.
     """
     unlimited = replace(ctx.rules, max_slowdown=None, slurm_starts=False)
     free = ctx if unlimited == ctx.rules else replace(ctx, rules=unlimited)
-    return round_instance(free, 0, 0.0, [s for s in states if not s.done], None)
+    live = [s for s in states if not s.done]
+    inst = round_instance(free, 0, 0.0, live, None)
+    if not by_job:
+        return inst
+    floors = rate_floors(inst.profiles, live, ctx.rules.max_slowdown)
+    kept = {s.id: _counts(s, ctx.rules.slurm_starts) for s in live}
+    return replace(inst, jobs=tuple(replace(j, gpus=kept[j.id], min_rate=floors.get(j.id, 0.0)) for j in inst.jobs))
