@@ -14,10 +14,12 @@ request's full speed; no governor). Writes ``OUT/FAMILY-CLUSTER[-tail|-sdX]/`` (
 and p95 JCT against ``slurm``'s, its requeues, and the floor's share of ``slurm``'s saving it captured. Reuses a run
 whose ``comparison.json`` exists. ``--power-down`` runs each by-job variant also with the agent powering idle nodes
 down itself (``--power-down``; rows ``... power-down``), ``--pairs`` runs the last by-job variant of each limit also
-with co-location (``--pairs``; rows ``... pairs``), ``--no-steered`` skips the steered variants.
+with co-location (``--pairs``; rows ``... pairs``), ``--no-steered`` skips the steered variants. ``--pinned X[,Y]``
+adds the steered mode without restarts (``--pin-running --max-slowdown X``, and ``--power-down`` with
+``--power-down``; rows ``pinned X`` and, with ``--pairs``, ``pinned X pairs``).
 
 Usage: ``python benchmarks/baselines_slurm.py --out OUT [--max-slowdown 5,10] [--power-down] [--pairs]
-[--no-steered]``.
+[--no-steered] [--pinned 10,25]``.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ VARIANTS = {"": STEERED, "tail 10": [*STEERED, "--tail-bound", "10"]}
 def replay(family: str, cluster: str, variant: str, mode: list[str], out: Path) -> dict[str, dict[str, Any]]:
     """One family on one cluster: the baselines and wattplan in ``mode`` (reused when done); each policy's summary."""
     suffix = "" if not variant else "-" + variant.replace("tail 10", "tail").replace("slowdown ", "sd")
-    suffix = suffix.replace(" power-down", "-pd").replace(" pairs", "-pairs")
+    suffix = suffix.replace(" power-down", "-pd").replace(" pairs", "-pairs").replace("pinned ", "pin")
     folder = out / f"{family}-{cluster.replace(':', '')}{suffix}"
     if not (folder / "comparison.json").exists():
         trace = ROOT / "instances" / "live" / f"{family}.trace"
@@ -95,8 +97,14 @@ def main() -> None:
     p.add_argument("--power-down", action="store_true", help="Each by-job variant also with --power-down.")
     p.add_argument("--pairs", action="store_true", help="The last by-job variant of each limit also with --pairs.")
     p.add_argument("--no-steered", dest="steered", action="store_false", help="Skip the steered variants.")
+    p.add_argument("--pinned", default="", help="Slowdown limits (%%) of the steered mode without restarts.")
     args = p.parse_args()
     variants = dict(VARIANTS) if args.steered else {}
+    for x in filter(None, args.pinned.split(",")):
+        mode = [*STEERED, "--pin-running", "--max-slowdown", x, *(["--power-down"] if args.power_down else [])]
+        variants[f"pinned {x}"] = mode
+        if args.pairs:
+            variants[f"pinned {x} pairs"] = [*mode, "--pairs"]
     for x in filter(None, args.max_slowdown.split(",")):
         name, mode = f"slowdown {x}", by_construction(x)
         variants[name] = mode

@@ -12,6 +12,9 @@ Rows
                               least ``min_steps_j`` steps (:mod:`formulations.options`)         (``must_run[j]``)
     capacity                  ``sum n x + sum_pairs n - K_g u_g <= 0``                        (``gpus[g]``)
         where a slot ``(A, B, g, n, s)`` holds ``sum_{side A} z`` pairs (``w_q`` when ``A = B``);
+    aligned blocks, where every running job of type ``g`` stays where it runs (pinned, below)
+                              ``sum_{new n >= b} (n / b) y - (K_g / b) u_g <= F_gb - (K_g / b) P_g``
+                              for each block size ``b = 2, 4, .., K_g``                       (``blocks[g,b]``)
     balance, ``A != B``       ``sum_{side A} z - sum_{side B} z = 0``                          (``pair[q]``)
     balance, ``A = B``        ``sum z - 2 w_q = 0``                                             (``pair[q]``)
     ordered ``A = A`` slot    ``sum_{side 1} z - sum_{side 0} z = 0`` and, for each prefix of
@@ -32,6 +35,17 @@ Objective vectors
     ``w`` = ``round.credit_weight`` (1 by default): a signal-aware replay sets it per round to
     the signal's trailing-day mean over the round's value, so a clean hour credits steps above
     their best energy (run harder) and a dirty one below it (defer, down to ``(1 - delta) P*``).
+
+Aligned blocks. Counting GPUs is enough to place a round's allocations by buddy allocation only when nothing is
+pinned (:mod:`planner.core.placement`); around allocations kept where they are, first-fit-decreasing fails exactly
+when, for some block size ``b``, the new allocations of size ``>= b`` need more aligned ``b``-blocks than there are
+free: those of the ``P_g`` nodes that hold kept GPUs and untouched by them (``F_gb``), plus ``K_g / b`` per further
+node on. Where the running jobs of type ``g`` are pinned (:mod:`planner.core.kept_blocks`: every option of theirs
+keeps their GPUs, as :mod:`planner.sim.pinned` makes them), the rows ``blocks[g,b]`` count the new allocations
+``y`` (a waiting job alone, or a pair of two waiting jobs, once), so the plan's placement keeps every pinned job in
+place. Without them a round could start a job that fits the GPU count but not the free blocks, and the placement
+would move a running job: a restart. At ``b = K_g`` the rows also make ``u_g`` at least ``P_g`` (a node that holds
+a pinned job is on).
 """
 
 from __future__ import annotations
@@ -53,6 +67,7 @@ from wattplan.formulations.options import (
 from wattplan.planner.contracts.domain import Instance
 from wattplan.planner.core.assemble import Allocation
 from wattplan.planner.core.economics import step_credits_j
+from wattplan.planner.core.kept_blocks import free_blocks, pinned_gpus
 
 ENERGY_ROW = "energy"
 PROGRESS_ROW = "progress_floor"
@@ -263,6 +278,7 @@ def build_round_model(instance: Instance, options: OptionSet | None = None) -> R
     job_rows = _job_rows(rows, instance, opts, x_cols, z_cols)
     _must_run_rows(rows, instance, opts, x_cols, z_cols)
     _capacity_rows(rows, instance, opts, x_cols, z_cols, w_of_slot, u_cols)
+    _block_rows(rows, instance, opts, x_cols, z_cols, w_of_slot, u_cols)
     _balance_rows(rows, opts, z_cols, w_of_slot)
     for q in sorted(opts.slot_list.index(s) for s in opts.ordered):
         _prefix_rows(rows, opts, q, z_cols)
@@ -426,6 +442,56 @@ def _capacity_rows(
         [0.0] * ngpu,
         [f"gpus[{g.name}]" for g in instance.gpu_types],
     )
+
+
+def _block_rows(
+    rows: _Rows,
+    instance: Instance,
+    opts: OptionSet,
+    x_cols: np.ndarray,
+    z_cols: np.ndarray,
+    w_of_slot: np.ndarray,
+    u_cols: dict[str, int],
+) -> None:
+    """``blocks[g,b]`` of the module docstring, on the GPU types where :func:`pinned_gpus` pins jobs."""
+    held = pinned_gpus(instance)
+    if not held:
+        return
+    xt, zt = opts.exclusive_table, opts.pair_table
+    running_types = {j.type for j in instance.jobs if j.current is not None}
+    new_x = np.array([instance.jobs[j].current is None for j in xt.job.tolist()], dtype=bool)
+    slot_new = np.array(
+        [s.type_a not in running_types and s.type_b not in running_types for s in opts.slot_list], dtype=bool
+    )
+    counted = (zt.side == 0) & (w_of_slot[zt.slot] < 0) if len(zt) else np.zeros(0, dtype=bool)
+    counted &= slot_new[zt.slot] if len(zt) else counted
+    w_slots = np.flatnonzero((w_of_slot >= 0) & slot_new)
+    slot_gpu = [s.gpu_type for s in opts.slot_list]
+    slot_gpus = np.array([s.gpus for s in opts.slot_list], dtype=np.int64)
+    for g in instance.gpu_types:
+        if g.name not in held:
+            continue
+        k = g.gpus_per_node
+        gi = opts.gpu_names.index(g.name) if g.name in opts.gpu_names else -1
+        xs = np.flatnonzero(new_x & (xt.gpu == gi))
+        zs = np.flatnonzero(counted & np.array([slot_gpu[q] == g.name for q in zt.slot.tolist()], dtype=bool))
+        ws = np.array([q for q in w_slots.tolist() if slot_gpu[q] == g.name], dtype=np.int64)
+        cols = np.concatenate([x_cols[xs], z_cols[zs], w_of_slot[ws]]).astype(np.int64)
+        sizes = np.concatenate([xt.gpus[xs], slot_gpus[zt.slot[zs]], slot_gpus[ws]]).astype(np.int64)
+        nodes = held[g.name]
+        size = 2
+        while size <= k:
+            big = sizes >= size
+            free = sum(free_blocks(k, taken, size) for taken in nodes.values()) - (k // size) * len(nodes)
+            rows.add_row(
+                [*cols[big].tolist(), u_cols[g.name]],
+                [*(sizes[big] / size).tolist(), -float(k // size)],
+                -INF,
+                float(free),
+                f"blocks[{g.name},{size}]",
+                "count",
+            )
+            size *= 2
 
 
 def _slot_name(slot: Slot) -> str:

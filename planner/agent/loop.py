@@ -1564,13 +1564,14 @@ class Agent:
     def event_gap(self) -> float:
         """The least share of a round between a round and the next one an event starts (:attr:`AgentConfig.event_gap`).
 
-        0 with the Slurm start rule: its rounds never restart a running job, so an arrival is planned at the first
-        poll that sees it, as Slurm starts a job at once. In the replays of three families at time scales 1 and 30 a
+        0 with the Slurm start rule or the no-restart rule: their rounds never restart a running job, so an arrival
+        is planned at the first poll that sees it, as Slurm starts a job at once. In the replays of three families at
+        time scales 1 and 30 a
         job's median wait for its first start fell from 0.7-29.9 s to 0.5-24.5 s, with the same energy to 0.2%; live
         (two families, time scale 30) nothing moved beyond the runs' own spread: there Slurm's own start after the
         release dominates (benchmarks/RESULTS.md, "Event rounds").
         """
-        return 0.0 if self.cfg.rules.slurm_starts else self.cfg.event_gap
+        return 0.0 if self.cfg.rules.slurm_starts or self.cfg.rules.pin_running else self.cfg.event_gap
 
     def _stalled(self, rounds: int, since_s: float = math.nan, last: RoundReport | None = None) -> bool:
         """``rounds`` in a row ran nothing with jobs waiting, every job submitted: :attr:`AgentConfig.stall_rounds`.

@@ -24,7 +24,16 @@ from typing import TYPE_CHECKING, Any, ClassVar, get_args
 
 from wattplan.planner.agent.trust import Allowed, name_problem
 from wattplan.planner.contracts import defaults
-from wattplan.planner.contracts.options import ROUND_RULE, OptionRecord, Rule, option, range_of, requires, same_as
+from wattplan.planner.contracts.options import (
+    ROUND_RULE,
+    OptionRecord,
+    Rule,
+    excludes,
+    option,
+    range_of,
+    requires,
+    same_as,
+)
 from wattplan.planner.contracts.problems import Problem
 from wattplan.planner.contracts.request import REPLAY_REQUEST, PlanRequest
 from wattplan.planner.contracts.rules import Objective, RoundRules
@@ -200,6 +209,12 @@ class AgentOptions(OptionRecord):
         help="Steered mode: start each job when Slurm would and never stop a running one to wait (always so in the "
         "by-job mode).",
     )
+    pin_running: bool = same_as(
+        ReplayOptions,
+        "pin_running",
+        help="Steered mode: never move, resize, make a guest of or stop a running job, so no round restarts one; "
+        "only its power limit or clock changes (always so in the by-job mode).",
+    )
     carbon: Path | None = same_as(
         ReplayOptions, "carbon", help="Hourly carbon intensity CSV (gCO2/kWh): wattplan follows it (--signal-aware)."
     )
@@ -325,6 +340,7 @@ class AgentOptions(OptionRecord):
         Rule(_baseline_power_save, "policy slurm excludes power_save"),
         Rule(_power_down_saves, "power_down requires power saving"),
         Rule(_steered_only, "tail_bound requires mode steered"),
+        excludes("pin_running", "tail_bound"),
         requires("energy_budget_kwh", "budget_period_s"),
         requires("budget_period_s", "energy_budget_kwh"),
         _names("allow_user"),
@@ -380,7 +396,14 @@ class AgentOptions(OptionRecord):
         objective = self.objective or ("efficiency" if self.jct_bound else "progress")  # type: ignore[assignment]
         slowdown_or_none = None if self.max_slowdown is None else self.max_slowdown / 100.0
         return RoundRules(
-            self.round_s, self.restart_s, self.min_pair_rate, objective, self.delta, slowdown_or_none, self.slurm_starts
+            self.round_s,
+            self.restart_s,
+            self.min_pair_rate,
+            objective,
+            self.delta,
+            slowdown_or_none,
+            self.slurm_starts,
+            self.pin_running,
         )
 
     def request(self) -> PlanRequest:

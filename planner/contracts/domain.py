@@ -64,6 +64,7 @@ class RoundSpec:
         fields = asdict(rules)
         del fields["max_slowdown"]  # carried by each job's min_rate (Job.min_rate), not by the round
         del fields["slurm_starts"]  # carried by the min_steps of the jobs that must run
+        del fields["pin_running"]  # carried by the pinned types and the min_steps of the running jobs
         return cls(index=index, budget_j=budget_j, credit_weight=credit_weight, **fields)
 
     @property

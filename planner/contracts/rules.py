@@ -49,6 +49,10 @@ class RoundRules:
     slurm_starts: bool = False
     """The Slurm start rule (:mod:`planner.sim.slurm_starts`): a job starts when Slurm would start it and, once
     running, is never stopped to wait. The instance carries it as the ``min_steps`` of the jobs that must run."""
+    pin_running: bool = False
+    """No restarts: a running job is never moved, resized, made a guest or stopped to wait; only its setting
+    changes (:mod:`planner.sim.pinned`, its jobs' ``min_steps``). The Slurm start rule implies it; without that rule
+    wattplan still chooses when a job starts and on what."""
 
 
 def rules_problems(rules: RoundRules, options: Mapping[str, str]) -> list[Problem]:

@@ -4,6 +4,7 @@
 - ``economics_batched``: the same arithmetic over NumPy arrays of interchangeable jobs, bit for bit.
 - ``greedy``: the greedy plan (§5.2).
 - ``placement``: buddy placement of GPU counts on nodes (§6.2).
+- ``kept_blocks``: the running jobs a round cannot move, and the aligned GPU blocks they leave free (§3.5).
 - ``assemble``: allocations to a placed, accounted plan (§6.1).
 - ``evaluate``, ``validate``: a plan's figures recomputed, and every rule it must keep (§6.3, §6.4).
 - ``waiting``: why a plan leaves each waiting job waiting, one reason code each (§6.5).

@@ -15,6 +15,7 @@ from wattplan.planner.contracts.instance_io import instance_sha256
 from wattplan.planner.contracts.plan import Plan, PlannedJob, PlanRound, PlanStatus
 from wattplan.planner.contracts.solve_report import SolveReport
 from wattplan.planner.core.economics import job_outcome, node_energy_j, nodes_for, ordered_pair_rates, restarts
+from wattplan.planner.core.kept_blocks import pinned_nodes
 from wattplan.planner.core.placement import PlacementRequest, place
 
 
@@ -56,8 +57,15 @@ def gpus_used(allocations: Sequence[Allocation]) -> dict[str, int]:
 
 
 def min_nodes_on(instance: Instance, allocations: Sequence[Allocation]) -> dict[str, int]:
-    """The fewest nodes that hold the allocations: ``u_g = ceil(gpus_used_g / K_g)``."""
-    return nodes_for(instance, gpus_used(allocations))
+    """The fewest nodes that hold the allocations: ``u_g = ceil(gpus_used_g / K_g)``.
+
+    On a GPU type whose running jobs are pinned (:mod:`planner.core.kept_blocks`) at least the nodes that hold them:
+    they stay where they are, and the round model's ``blocks`` rows already keep its ``u_g`` that high.
+    """
+    nodes = nodes_for(instance, gpus_used(allocations))
+    for g, held in pinned_nodes(instance).items():
+        nodes[g] = max(nodes.get(g, 0), held)
+    return nodes
 
 
 def _keep(instance: Instance, a: Allocation) -> tuple[NodeGpus, ...] | None:

@@ -227,6 +227,12 @@ class ReplayOptions(OptionRecord):
         "running one to wait: wattplan then chooses only how jobs run (GPU count, power limit, partner), within "
         "--max-slowdown. Rounds with an energy budget excepted.",
     )
+    pin_running: bool = option(
+        False,
+        "No restarts: never move, resize, make a guest of or stop a running job; only its power limit or clock "
+        "changes (implied by --slurm-starts). wattplan still chooses when each job starts and on what. Rounds with "
+        "an energy budget excepted.",
+    )
     tail_pace: str = option(
         "steady",
         "How --tail-bound paces a job: steady (held to the even pace that meets its deadline, once that pace is "
@@ -280,6 +286,7 @@ class ReplayOptions(OptionRecord):
 
     RULES: ClassVar[tuple[Rule, ...]] = (
         excludes("power_cap_w", "energy_budget_kwh"),
+        excludes("pin_running", "tail_bound"),
         ROUND_RULE,
         Rule(signal_needs_a_file, "signal_start requires carbon or price"),
     )

@@ -28,7 +28,7 @@ from wattplan.planner.profile_library.library import ProfileLibrary
 from wattplan.planner.rounds.builder import RoundOptions, build_round
 from wattplan.planner.rounds.cluster_spec import ClusterSpec
 from wattplan.planner.sim.pinned import pin_running
-from wattplan.planner.sim.slurm_starts import slurm_start_steps
+from wattplan.planner.sim.slurm_starts import running_steps, slurm_start_steps
 from wattplan.planner.sim.state import JobState
 
 
@@ -235,7 +235,8 @@ def round_instance(
     ``min_rate`` is its slowdown limit under the rules' ``max_slowdown`` (:func:`rate_floors`); with the rules'
     ``slurm_starts`` every running job is pinned to its GPU type, count and partner (:mod:`planner.sim.pinned`) and
     the jobs Slurm would run get the ``min_steps`` of :mod:`planner.sim.slurm_starts` (the larger of it and their
-    tail bound).
+    tail bound); with ``pin_running`` alone the running jobs are pinned and only they get those ``min_steps``
+    (:func:`planner.sim.slurm_starts.running_steps`).
 
     ``delta`` overrides the rules' (the runtime-bounded mode sets it per round); ``credit_weight``
     sets the ``efficiency`` objective's ``w`` (a signal-aware replay sets it per round; default 1).
@@ -260,10 +261,13 @@ def round_instance(
     spec = RoundSpec.from_rules(index, rules, budget_j, 1.0 if credit_weight is None else credit_weight)
     context = replay_round(now_s, queued)
     inst = Instance(spec, ctx.gpu_types, jobs, profiles, pairs, {"sim": context.record()})
-    if not ctx.rules.slurm_starts:
+    if not (ctx.rules.slurm_starts or ctx.rules.pin_running):
         return inst
     inst = pin_running(inst)
-    starts = slurm_start_steps(inst, context.requested_gpus, context.arrival_s)
+    if ctx.rules.slurm_starts:
+        starts = slurm_start_steps(inst, context.requested_gpus, context.arrival_s)
+    else:
+        starts = running_steps(inst)
     if not starts:
         return inst
     bound = tuple(replace(j, min_steps=max(j.min_steps, starts[j.id])) if j.id in starts else j for j in inst.jobs)

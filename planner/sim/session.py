@@ -125,6 +125,7 @@ def replay_rules(options: ReplayOptions, objective: Objective, delta: float) -> 
         delta,
         slowdown,
         options.slurm_starts,
+        options.pin_running,
     )
 
 

@@ -47,8 +47,7 @@ def slurm_start_steps(
     if instance.round.budget_j is not None:
         return {}
     free = {g.name: [g.gpus_per_node] * g.nodes for g in instance.gpu_types}
-    by_id = {j.id: j for j in instance.jobs}
-    kept = [j for j in instance.jobs if _keeps(instance, j, by_id)]
+    kept = _kept(instance)
     _hold(instance, kept, free)
     must = {j.id for j in kept}
     blocked: set[int] = set()
@@ -61,6 +60,23 @@ def slurm_start_steps(
         else:
             blocked.add(n)
     return {j.id: _least_steps(instance, j) for j in instance.jobs if j.id in must}
+
+
+def running_steps(instance: Instance) -> dict[str, float]:
+    """``min_steps`` (steps) of the running jobs that keep running where they run (item 1 of the module docstring).
+
+    Without the start rule, what the no-restart rule (the rules' ``pin_running``) makes run: a round that stopped
+    one of them would restart it. Empty with a budget, as the start rule is.
+    """
+    if instance.round.budget_j is not None:
+        return {}
+    return {j.id: _least_steps(instance, j) for j in _kept(instance)}
+
+
+def _kept(instance: Instance) -> list[Job]:
+    """The running jobs that some setting keeps allowed where they run (:func:`_keeps`), in instance order."""
+    by_id = {j.id: j for j in instance.jobs}
+    return [j for j in instance.jobs if _keeps(instance, j, by_id)]
 
 
 def _keeps(instance: Instance, job: Job, by_id: Mapping[str, Job]) -> bool:

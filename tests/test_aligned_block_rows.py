@@ -1,0 +1,117 @@
+"""The round model's aligned-block rows: a round fits new jobs around running jobs kept in place (issue 44, item 7).
+
+Hand cluster (:mod:`tests.sim_helpers`): nodes of 2 GPUs; job type A runs 5 steps/s on 1 GPU and 9 on 2 at 250 W.
+Two running 1-GPU jobs and a waiting A asking for 2 GPUs (so 1 or 2 allowed): with the progress objective the
+waiting job wants 2 GPUs. With the running jobs on one node the other node is free and it gets them; with one
+running job on each node the 2 free GPUs are on two nodes, and 2 GPUs would move a running job (a restart): under
+the no-restart rule (``pin_running``) the round gives it 1 GPU. Without the rule (running jobs may restart) the
+rows are not there and it gets 2.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.sim_helpers import A, hand_context, hand_job
+from wattplan.formulations.backends import available_backends
+from wattplan.formulations.options import enumerate_options
+from wattplan.formulations.round_model import build_round_model
+from wattplan.planner import planning
+from wattplan.planner.contracts.domain import CurrentConfig, NodeGpus
+from wattplan.planner.contracts.request import PlanRequest
+from wattplan.planner.core.kept_blocks import free_blocks, pinned_gpus, pinned_nodes
+from wattplan.planner.core.validate import validate_plan
+from wattplan.planner.sim.round_instance import round_instance
+from wattplan.planner.sim.state import JobState
+
+EXACT = dict(time_limit_s=30, rel_gap=1e-9, threads=1, lp_bound=False)
+
+
+def _running(job_id: str, node: int, gpu: int) -> JobState:
+    state = JobState.new(hand_job(job_id, A, 0.0, 50_000.0))
+    state.current = CurrentConfig("v100", 1, 250, None, (NodeGpus(f"v100-{node}", (gpu,)),))
+    return state
+
+
+def _instance(spread: bool, pin: bool):
+    queued = [
+        _running("r1", 0, 0),
+        _running("r2", 1, 1) if spread else _running("r2", 0, 1),
+        JobState.new(hand_job("w", A, 0.0, 50_000.0, 2)),
+    ]
+    return round_instance(hand_context(nodes=2, objective="progress", pin_running=pin), 0, 0.0, queued, None)
+
+
+@pytest.mark.parametrize(("spread", "pin", "gpus"), [(True, True, 1), (False, True, 2), (True, False, 2)])
+def test_a_new_job_gets_only_gpus_that_move_nobody(spread: bool, pin: bool, gpus: int) -> None:
+    inst = _instance(spread, pin)
+    for solver in available_backends():
+        plan = planning.plan(inst, PlanRequest(solver=solver, **EXACT))
+        by_id = {j.job_id: j for j in plan.jobs}
+        assert (by_id["w"].state, by_id["w"].gpus) == ("run", gpus), solver
+        assert validate_plan(inst, plan) == [], solver
+        if pin:  # the running jobs run where they ran
+            for job in inst.jobs:
+                if job.current is not None:
+                    assert by_id[job.id].placement == job.current.placement, (solver, job.id)
+
+
+def test_the_rows_by_hand() -> None:
+    """Spread: no free 2-block on either pinned node, so ``y_2 - u <= 0 - 2``: the 2-GPU option needs a third node."""
+    inst = _instance(spread=True, pin=True)
+    opts = enumerate_options(inst)
+    assert pinned_gpus(inst) == {"v100": {"v100-0": {0}, "v100-1": {1}}} and pinned_nodes(inst) == {"v100": 2}
+    lm = build_round_model(inst, opts).lm
+    (row,) = [i for i, n in enumerate(lm.row_names) if n.startswith("blocks[")]
+    assert lm.row_names[row] == "blocks[v100,2]" and lm.row_hi[row] == -2.0
+    entries = {lm.col_names[c]: v for r, c, v in zip(lm.a_rows, lm.a_cols, lm.a_vals, strict=True) if r == row}
+    assert sorted(entries.values()) == [-1.0] + [1.0] * (len(entries) - 1)  # -u, and each 2-GPU option of w once
+    assert len(entries) - 1 == sum(1 for o in opts.exclusive if o.gpus == 2)
+    unpinned = _instance(spread=True, pin=False)
+    assert pinned_gpus(unpinned) == {}  # may move: no rows
+
+
+def test_free_blocks_by_hand() -> None:
+    assert free_blocks(8, set(), 8) == 1
+    assert free_blocks(8, {0}, 2) == 3 and free_blocks(8, {0}, 4) == 1 and free_blocks(8, {0}, 8) == 0
+    assert free_blocks(8, {1, 4}, 2) == 2 and free_blocks(8, {1, 4}, 4) == 0
+
+
+@pytest.mark.slow
+def test_the_steered_replay_without_restarts_restarts_nothing(tmp_path) -> None:
+    """two_waves on two nodes, steered with ``--pin-running``: no job restarts, every job ends.
+
+    Without the rows the same replay moved 3 running jobs to make room for 8-GPU starts (benchmarks/RESULTS.md).
+    """
+    from pathlib import Path
+
+    from wattplan import simulate
+
+    root = Path(__file__).resolve().parent.parent
+    res = simulate(
+        root / "instances" / "live" / "two_waves.trace",
+        cluster="v100:16",
+        policies=["wattplan"],
+        power_save=True,
+        power_down=True,
+        solver="highs",
+        time_limit=60,
+        time_scale=30,
+        max_jct_increase=3,
+        pin_running=True,
+        max_slowdown=25,
+        out=tmp_path / "out",
+    )
+    row = res.summary.set_index("policy").loc["wattplan"]
+    assert row["requeues"] == 0 and row["completed"] == 40
+
+
+def test_pinned_jobs_on_two_nodes_keep_both_nodes_on() -> None:
+    """Two pinned 1-GPU jobs on two nodes fit one node by count; the plan keeps both where they run, both nodes on."""
+    queued = [_running("r1", 0, 0), _running("r2", 1, 1)]
+    inst = round_instance(hand_context(nodes=2, objective="energy", pin_running=True), 0, 0.0, queued, None)
+    for solver in available_backends():
+        plan = planning.plan(inst, PlanRequest(solver=solver, **EXACT))
+        assert plan.round.nodes_on == {"v100": 2}, solver
+        assert [j.placement for j in plan.jobs] == [q.current.placement for q in queued], solver
+        assert validate_plan(inst, plan) == [], solver
