@@ -100,14 +100,16 @@ def _wattplan_mode(args: argparse.Namespace, agent: bool) -> list[str]:
 
     By default the runtime-bounded mode (``--max-jct-increase``, ``--governor``; the agent's ``--mode steered``);
     with ``--max-slowdown X`` the mode whose JCT is bounded job by job (``--slurm-starts --max-slowdown X
-    --objective energy --delta 0.9``, no governor: the agent's default ``--mode by-job``).
+    --objective energy --delta 0.9``, no governor: the agent's default ``--mode by-job``); with ``--pinned X`` the
+    runtime-bounded mode without restarts (``--pin-running --max-slowdown X``).
     """
     if args.agent_policy != "wattplan":
         return []  # a baseline decided by the loop: no energy mode to set
     if args.max_slowdown is None:
         governor = ["--governor", args.governor] if args.governor else []
         steered = ["--mode", "steered"] if agent else []
-        return [*steered, "--max-jct-increase", f"{args.max_jct_increase:g}", *governor]
+        pinned = [] if args.pinned is None else ["--pin-running", "--max-slowdown", f"{args.pinned:g}"]
+        return [*steered, "--max-jct-increase", f"{args.max_jct_increase:g}", *governor, *pinned]
     mode = ["--slurm-starts", "--max-slowdown", f"{args.max_slowdown:g}", "--objective", "energy", "--delta", "0.9"]
     return [*(["--no-jct-bound"] if agent else []), *mode]
 
@@ -316,6 +318,11 @@ def main() -> None:
     p.add_argument("--learn", action="store_true")
     p.add_argument("--pairs", action="store_true", help="Let the agent (and the replay) co-locate pairs.")
     p.add_argument(
+        "--pinned",
+        type=float,
+        help="The steered mode without restarts, live and in the replay: --pin-running --max-slowdown this %%.",
+    )
+    p.add_argument(
         "--no-event-rounds", dest="event_rounds", action="store_false", help="The agent plays fixed rounds only."
     )
     p.add_argument(
@@ -360,6 +367,8 @@ def main() -> None:
         p.error("--no-progress-metric applies to the replay only: give --only simulate")
     if args.power_down and not args.power_save:
         p.error("--power-down acts through Slurm's power saving: give --power-save")
+    if args.pinned is not None and args.max_slowdown is not None:
+        p.error("--pinned is the steered mode, --max-slowdown the by-job mode: give one")
     if args.maxq and not args.power_save:
         p.error("--maxq needs --power-save: the replay's maxq baseline is Slurm's power saving with MaxQ's limits")
     args.restart_s = args.trainer_restart_s + SLURM_REQUEUE_DELAY_S * args.time_scale

@@ -423,14 +423,7 @@ def _capacity_rows(
     u_cols: dict[str, int],
 ) -> None:
     """``gpus[g]``: ``sum n x + sum_pairs n - K_g u_g <= 0``; a pair counted once (its ``w``, or its side-0 job)."""
-    xt, zt = opts.exclusive_table, opts.pair_table
-    slot_gpu = np.array([opts.gpu_names.index(s.gpu_type) for s in opts.slot_list], dtype=np.int64)
-    slot_gpus = np.array([s.gpus for s in opts.slot_list], dtype=float)
-    counted = (zt.side == 0) & (w_of_slot[zt.slot] < 0) if len(zt) else np.zeros(0, dtype=bool)
-    w_slots = np.flatnonzero(w_of_slot >= 0)
-    gpu_of = np.concatenate([xt.gpu, slot_gpu[zt.slot[counted]], slot_gpu[w_slots]])
-    cols = np.concatenate([x_cols, z_cols[counted], w_of_slot[w_slots]])
-    vals = np.concatenate([xt.gpus.astype(float), slot_gpus[zt.slot[counted]], slot_gpus[w_slots]])
+    gpu_of, cols, vals = _allocations(opts, x_cols, z_cols, w_of_slot)
     ngpu = len(instance.gpu_types)
     u = np.array([u_cols[g.name] for g in instance.gpu_types], dtype=np.int64)
     k = np.array([-float(g.gpus_per_node) for g in instance.gpu_types])
@@ -442,6 +435,32 @@ def _capacity_rows(
         [0.0] * ngpu,
         [f"gpus[{g.name}]" for g in instance.gpu_types],
     )
+
+
+def _allocations(
+    opts: OptionSet,
+    x_cols: np.ndarray,
+    z_cols: np.ndarray,
+    w_of_slot: np.ndarray,
+    new_x: np.ndarray | None = None,
+    new_slot: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The columns of the round's allocations: each one's GPU type (into ``gpu_names``), column and GPU count.
+
+    An exclusive option, and a pair once: its ``w`` in a symmetric slot, else its side-0 job's ``z``. ``new_x``
+    (per exclusive option) and ``new_slot`` (per slot) keep only the options and slots they mark.
+    """
+    xt, zt = opts.exclusive_table, opts.pair_table
+    slot_gpu = np.array([opts.gpu_names.index(s.gpu_type) for s in opts.slot_list], dtype=np.int64)
+    slot_gpus = np.array([s.gpus for s in opts.slot_list], dtype=float)
+    keep_slot = np.ones(len(opts.slot_list), dtype=bool) if new_slot is None else new_slot
+    counted = (zt.side == 0) & (w_of_slot[zt.slot] < 0) & keep_slot[zt.slot] if len(zt) else np.zeros(0, dtype=bool)
+    w_slots = np.flatnonzero((w_of_slot >= 0) & keep_slot)
+    xs: slice | np.ndarray = slice(None) if new_x is None else np.flatnonzero(new_x)
+    gpu_of = np.concatenate([xt.gpu[xs], slot_gpu[zt.slot[counted]], slot_gpu[w_slots]]).astype(np.int64)
+    cols = np.concatenate([x_cols[xs], z_cols[counted], w_of_slot[w_slots]]).astype(np.int64)
+    vals = np.concatenate([xt.gpus[xs].astype(float), slot_gpus[zt.slot[counted]], slot_gpus[w_slots]])
+    return gpu_of, cols, vals
 
 
 def _block_rows(
@@ -457,31 +476,20 @@ def _block_rows(
     held = pinned_gpus(instance)
     if not held:
         return
-    xt, zt = opts.exclusive_table, opts.pair_table
     running_types = {j.type for j in instance.jobs if j.current is not None}
-    new_x = np.array([instance.jobs[j].current is None for j in xt.job.tolist()], dtype=bool)
-    slot_new = np.array(
+    new_x = np.array([instance.jobs[j].current is None for j in opts.exclusive_table.job.tolist()], dtype=bool)
+    new_slot = np.array(
         [s.type_a not in running_types and s.type_b not in running_types for s in opts.slot_list], dtype=bool
     )
-    counted = (zt.side == 0) & (w_of_slot[zt.slot] < 0) if len(zt) else np.zeros(0, dtype=bool)
-    counted &= slot_new[zt.slot] if len(zt) else counted
-    w_slots = np.flatnonzero((w_of_slot >= 0) & slot_new)
-    slot_gpu = [s.gpu_type for s in opts.slot_list]
-    slot_gpus = np.array([s.gpus for s in opts.slot_list], dtype=np.int64)
+    gpu_of, cols, sizes = _allocations(opts, x_cols, z_cols, w_of_slot, new_x, new_slot)
     for g in instance.gpu_types:
-        if g.name not in held:
+        if g.name not in held or g.name not in opts.gpu_names:
             continue
-        k = g.gpus_per_node
-        gi = opts.gpu_names.index(g.name) if g.name in opts.gpu_names else -1
-        xs = np.flatnonzero(new_x & (xt.gpu == gi))
-        zs = np.flatnonzero(counted & np.array([slot_gpu[q] == g.name for q in zt.slot.tolist()], dtype=bool))
-        ws = np.array([q for q in w_slots.tolist() if slot_gpu[q] == g.name], dtype=np.int64)
-        cols = np.concatenate([x_cols[xs], z_cols[zs], w_of_slot[ws]]).astype(np.int64)
-        sizes = np.concatenate([xt.gpus[xs], slot_gpus[zt.slot[zs]], slot_gpus[ws]]).astype(np.int64)
-        nodes = held[g.name]
+        k, nodes = g.gpus_per_node, held[g.name]
+        on_g = gpu_of == opts.gpu_names.index(g.name)
         size = 2
         while size <= k:
-            big = sizes >= size
+            big = on_g & (sizes >= size)
             free = sum(free_blocks(k, taken, size) for taken in nodes.values()) - (k // size) * len(nodes)
             rows.add_row(
                 [*cols[big].tolist(), u_cols[g.name]],

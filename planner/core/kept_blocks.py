@@ -16,6 +16,8 @@ pinned GPUs, ``K / b`` on every further node. The round model writes that as row
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from wattplan.planner.contracts.domain import Instance, Job
 
 
@@ -24,14 +26,17 @@ def pinned_gpus(instance: Instance) -> dict[str, dict[str, set[int]]]:
 
     A GPU type without a running job is not in it (nothing is pinned there).
     """
+    running = [j for j in instance.jobs if j.current is not None]
+    if not running:
+        return {}
+    where = _Where.of(instance)
     waiting_types = {j.type for j in instance.jobs if j.current is None}
     held: dict[str, dict[str, set[int]]] = {}
     loose: set[str] = set()
-    for job in instance.jobs:
+    for job in running:
         cur = job.current
-        if cur is None:
-            continue
-        if not _pinned(instance, job) or job.type in waiting_types:
+        assert cur is not None
+        if not where.pinned(instance, job) or job.type in waiting_types:
             loose.add(cur.gpu_type)
             continue
         by_node = held.setdefault(cur.gpu_type, {})
@@ -40,17 +45,35 @@ def pinned_gpus(instance: Instance) -> dict[str, dict[str, set[int]]]:
     return {g: nodes for g, nodes in held.items() if g not in loose}
 
 
-def _pinned(instance: Instance, job: Job) -> bool:
-    """True when every option ``job`` has this round keeps its GPU type, count and GPUs (module docstring)."""
-    cur = job.current
-    if cur is None or cur.placement is None or job.min_steps <= 0 or job.gpus != (cur.gpus,):
-        return False
-    names = set(instance.gpu_type(cur.gpu_type).node_names())
-    if any(part.node not in names for part in cur.placement):
-        return False
-    if any(p.gpu_type != cur.gpu_type for p in instance.profiles if p.type == job.type):
-        return False
-    return all((e.gpu_type, e.gpus) == (cur.gpu_type, cur.gpus) for e in instance.pairs if job.type in (e.a, e.b))
+@dataclass(frozen=True, slots=True)
+class _Where:
+    """Per job type, the GPU types of its profiles and the ``(GPU type, count)`` of its pair entries."""
+
+    profiles: dict[str, set[str]]
+    pairs: dict[str, set[tuple[str, int]]]
+
+    @classmethod
+    def of(cls, instance: Instance) -> _Where:
+        profiles: dict[str, set[str]] = {}
+        for p in instance.profiles:
+            profiles.setdefault(p.type, set()).add(p.gpu_type)
+        pairs: dict[str, set[tuple[str, int]]] = {}
+        for e in instance.pairs:
+            for t in (e.a, e.b):
+                pairs.setdefault(t, set()).add((e.gpu_type, e.gpus))
+        return cls(profiles, pairs)
+
+    def pinned(self, instance: Instance, job: Job) -> bool:
+        """True when every option ``job`` has this round keeps its GPU type, count and GPUs (module docstring)."""
+        cur = job.current
+        if cur is None or cur.placement is None or job.min_steps <= 0 or job.gpus != (cur.gpus,):
+            return False
+        names = set(instance.gpu_type(cur.gpu_type).node_names())
+        if any(part.node not in names for part in cur.placement):
+            return False
+        if self.profiles.get(job.type, set()) - {cur.gpu_type}:
+            return False
+        return not self.pairs.get(job.type, set()) - {(cur.gpu_type, cur.gpus)}
 
 
 def pinned_nodes(instance: Instance) -> dict[str, int]:

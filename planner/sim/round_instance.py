@@ -324,7 +324,7 @@ def workload_instance(ctx: ClusterContext, states: Sequence[JobState], by_job: b
     ``max_slowdown``): counts up to its request (:func:`_counts`) at rates of at least its slowdown limit
     (:func:`rate_floors`), so a floor of it bounds only the schedules that keep both.
     """
-    unlimited = replace(ctx.rules, max_slowdown=None, slurm_starts=False)
+    unlimited = replace(ctx.rules, max_slowdown=None, slurm_starts=False, pin_running=False)
     free = ctx if unlimited == ctx.rules else replace(ctx, rules=unlimited)
     live = [s for s in states if not s.done]
     inst = round_instance(free, 0, 0.0, live, None)
