@@ -52,6 +52,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -67,7 +68,7 @@ from wattplan.formulations.options import (
 from wattplan.planner.contracts.domain import Instance
 from wattplan.planner.core.assemble import Allocation
 from wattplan.planner.core.economics import step_credits_j
-from wattplan.planner.core.kept_blocks import free_blocks, pinned_gpus
+from wattplan.planner.core.kept_blocks import free_blocks, pinned_gpus, pinned_nodes
 
 ENERGY_ROW = "energy"
 PROGRESS_ROW = "progress_floor"
@@ -124,7 +125,11 @@ class RoundModel:
         return chosen
 
     def encode(self, allocations: Sequence[Allocation]) -> np.ndarray:
-        """A column vector for the allocations (options missing from the model are skipped)."""
+        """A column vector for the allocations (options missing from the model are skipped).
+
+        ``u_g`` is what the plan's assembly powers: the fewest nodes that hold them, and at least the nodes that
+        hold pinned jobs (:func:`planner.core.assemble.min_nodes_on`).
+        """
         inst = self.instance
         opts = self.options
         index = {job.id: j for j, job in enumerate(inst.jobs)}
@@ -160,8 +165,13 @@ class RoundModel:
                 v[self.w_cols[slot]] += 1
         for g, col in self.u_cols.items():
             k = self.instance.gpu_type(g).gpus_per_node
-            v[col] = -(-used.get(g, 0) // k)
+            v[col] = max(-(-used.get(g, 0) // k), self.pinned_nodes.get(g, 0))
         return v
+
+    @cached_property
+    def pinned_nodes(self) -> dict[str, int]:
+        """The nodes that hold pinned jobs per GPU type (:func:`~planner.core.kept_blocks.pinned_nodes`): kept on."""
+        return pinned_nodes(self.instance)
 
     def _exclusive_option(self, job: int, gpu: int, gpus: int, setting: int) -> int | None:
         """The exclusive option of ``job`` on ``(gpu, gpus, setting)``, or None if the model has none."""
