@@ -10,6 +10,8 @@ rows are not there and it gets 2.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from tests.sim_helpers import A, hand_context, hand_job
@@ -115,3 +117,25 @@ def test_pinned_jobs_on_two_nodes_keep_both_nodes_on() -> None:
         assert plan.round.nodes_on == {"v100": 2}, solver
         assert [j.placement for j in plan.jobs] == [q.current.placement for q in queued], solver
         assert validate_plan(inst, plan) == [], solver
+
+
+@pytest.mark.parametrize("objective", ["energy", "efficiency"])
+def test_a_greedy_plan_that_moves_a_pinned_job_sets_no_target(objective: str) -> None:
+    """``w`` may run on 2 GPUs only; the greedy plan places by GPU count, so on the spread nodes it starts it: a move.
+
+    Its progress must not become ``P*``: the target ``(1 - delta) P*`` would be out of the model's reach, and the
+    round planned for progress or reported unproven.
+    """
+    queued = [_running("r1", 0, 0), _running("r2", 1, 1), JobState.new(hand_job("w", A, 0.0, 50_000.0, 2))]
+    ctx = hand_context(nodes=2, objective=objective, delta=0.0, pin_running=True)
+    inst = round_instance(ctx, 0, 0.0, queued, None)
+    inst = dataclasses.replace(
+        inst, jobs=tuple(dataclasses.replace(j, gpus=(2,)) if j.id == "w" else j for j in inst.jobs)
+    )
+    for solver in ("highs", "cpsat"):
+        plan = planning.plan(inst, PlanRequest(solver=solver, **EXACT))
+        target = plan.round.report.progress_target
+        assert target is not None and target.greedy_without_budget == 0.0
+        assert target.best_without_budget == pytest.approx(target.solver_without_budget)
+        assert plan.round.status == "optimal", solver
+        assert {j.job_id: j.state for j in plan.jobs}["w"] == "wait", solver
