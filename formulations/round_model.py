@@ -486,11 +486,11 @@ def _block_rows(
     held = pinned_gpus(instance)
     if not held:
         return
-    running_types = {j.type for j in instance.jobs if j.current is not None}
-    new_x = np.array([instance.jobs[j].current is None for j in opts.exclusive_table.job.tolist()], dtype=bool)
-    new_slot = np.array(
-        [s.type_a not in running_types and s.type_b not in running_types for s in opts.slot_list], dtype=bool
-    )
+    # the pinned jobs' types are theirs alone (pinned_gpus checks it): every other option is a new allocation,
+    # a waiting job's or a move of a running job of another GPU type
+    pinned = {j.type for j in instance.jobs if j.current is not None and j.current.gpu_type in held}
+    new_x = np.array([instance.jobs[j].type not in pinned for j in opts.exclusive_table.job.tolist()], dtype=bool)
+    new_slot = np.array([s.type_a not in pinned and s.type_b not in pinned for s in opts.slot_list], dtype=bool)
     gpu_of, cols, sizes = _allocations(opts, x_cols, z_cols, w_of_slot, new_x, new_slot)
     for g in instance.gpu_types:
         if g.name not in held or g.name not in opts.gpu_names:

@@ -139,3 +139,29 @@ def test_a_greedy_plan_that_moves_a_pinned_job_sets_no_target(objective: str) ->
         assert target.best_without_budget == pytest.approx(target.solver_without_budget)
         assert plan.round.status == "optimal", solver
         assert {j.job_id: j.state for j in plan.jobs}["w"] == "wait", solver
+
+
+def test_a_running_job_of_another_gpu_type_that_may_move_here_counts_as_new() -> None:
+    """A running A on a second GPU type, with no placement (so not pinned), may move to the v100s: a new allocation.
+
+    Its v100 options are in the v100 block rows beside the waiting job's; the pinned jobs' own options are not.
+    """
+    inst = _instance(spread=True, pin=True)
+    v100 = inst.gpu_types[0]
+    p100 = dataclasses.replace(v100, name="p100")
+    moved = [dataclasses.replace(p, gpu_type="p100") for p in inst.profiles if p.type == A]
+    runner = dataclasses.replace(
+        next(j for j in inst.jobs if j.id == "w"), id="m", current=CurrentConfig("p100", 1, 250, None, None)
+    )
+    two = dataclasses.replace(
+        inst, gpu_types=(v100, p100), profiles=(*inst.profiles, *moved), jobs=(*inst.jobs, runner)
+    )
+    assert pinned_gpus(two) == {"v100": {"v100-0": {0}, "v100-1": {1}}}  # p100's running job is not pinned
+    opts = enumerate_options(two)
+    lm = build_round_model(two, opts).lm
+    (row,) = [i for i, n in enumerate(lm.row_names) if n == "blocks[v100,2]"]
+    in_row = {int(c) for r, c in zip(lm.a_rows, lm.a_cols, strict=True) if r == row}
+    by_job = {
+        two.jobs[o.job].id for i, o in enumerate(opts.exclusive) if o.gpu_type == "v100" and o.gpus == 2 and i in in_row
+    }
+    assert by_job == {"w", "m"}
