@@ -409,6 +409,13 @@ def main() -> None:
             }
         )
         (args.out / "live_compare.json").write_text(json.dumps(rows, indent=1) + "\n")
+        if m and s and args.agent_policy in s:
+            r = s[args.agent_policy]
+            print(
+                f"{family}: replay against live: energy {r['energy_kwh'] / m['energy_kwh'] - 1:+.1%}, avg JCT "
+                f"{r['avg_jct_s'] / m['avg_jct_s'] - 1:+.1%}, p95 {r['p95_jct_s'] / m['p95_jct_s'] - 1:+.1%} "
+                f"({r['energy_kwh']:.3f} against {m['energy_kwh']:.3f} kWh, own windows)"
+            )
         if m and u:
             idle_for = args.suspend_s + 60.0 if args.power_save else float("inf")  # powered down after that
             rows[-1]["common_window"] = common = common_window(m, u, idle_cluster_w(args), idle_for)

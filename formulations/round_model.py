@@ -52,7 +52,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 
 import numpy as np
 
@@ -66,9 +65,9 @@ from wattplan.formulations.options import (
     match_slot,
 )
 from wattplan.planner.contracts.domain import Instance
-from wattplan.planner.core.assemble import Allocation
+from wattplan.planner.core.assemble import Allocation, min_nodes_on
 from wattplan.planner.core.economics import step_credits_j
-from wattplan.planner.core.kept_blocks import free_blocks, pinned_gpus, pinned_nodes
+from wattplan.planner.core.kept_blocks import free_blocks, pinned_gpus
 
 ENERGY_ROW = "energy"
 PROGRESS_ROW = "progress_floor"
@@ -136,14 +135,14 @@ class RoundModel:
         gpu_index = {g: i for i, g in enumerate(opts.gpu_names)}
         type_index = {t: i for i, t in enumerate(opts.types)}
         v = np.zeros(self.lm.num_cols)
-        used: dict[str, int] = {}
+        held: list[Allocation] = []  # the allocations the model has
         for a in allocations:
             gi = gpu_index.get(a.gpu_type, -1)
             if not a.is_pair:
                 i = self._exclusive_option(index[a.job_ids[0]], gi, a.gpus, a.setting)
                 if i is not None:
                     v[self.x_cols[i]] = 1
-                    used[a.gpu_type] = used.get(a.gpu_type, 0) + a.gpus
+                    held.append(a)
                 continue
             j, k = sorted(index[i] for i in a.job_ids)
             tj, tk = inst.jobs[j].type, inst.jobs[k].type
@@ -160,18 +159,13 @@ class RoundModel:
             if cj is None or ck is None:
                 continue
             v[self.z_cols[cj]] = v[self.z_cols[ck]] = 1
-            used[a.gpu_type] = used.get(a.gpu_type, 0) + a.gpus
+            held.append(a)
             if slot in self.w_cols:
                 v[self.w_cols[slot]] += 1
+        nodes = min_nodes_on(inst, held)
         for g, col in self.u_cols.items():
-            k = self.instance.gpu_type(g).gpus_per_node
-            v[col] = max(-(-used.get(g, 0) // k), self.pinned_nodes.get(g, 0))
+            v[col] = nodes.get(g, 0)
         return v
-
-    @cached_property
-    def pinned_nodes(self) -> dict[str, int]:
-        """The nodes that hold pinned jobs per GPU type (:func:`~planner.core.kept_blocks.pinned_nodes`): kept on."""
-        return pinned_nodes(self.instance)
 
     def _exclusive_option(self, job: int, gpu: int, gpus: int, setting: int) -> int | None:
         """The exclusive option of ``job`` on ``(gpu, gpus, setting)``, or None if the model has none."""
@@ -288,7 +282,6 @@ def build_round_model(instance: Instance, options: OptionSet | None = None) -> R
     job_rows = _job_rows(rows, instance, opts, x_cols, z_cols)
     _must_run_rows(rows, instance, opts, x_cols, z_cols)
     _capacity_rows(rows, instance, opts, x_cols, z_cols, w_of_slot, u_cols)
-    _block_rows(rows, instance, opts, x_cols, z_cols, w_of_slot, u_cols)
     _balance_rows(rows, opts, z_cols, w_of_slot)
     for q in sorted(opts.slot_list.index(s) for s in opts.ordered):
         _prefix_rows(rows, opts, q, z_cols)
@@ -432,7 +425,11 @@ def _capacity_rows(
     w_of_slot: np.ndarray,
     u_cols: dict[str, int],
 ) -> None:
-    """``gpus[g]``: ``sum n x + sum_pairs n - K_g u_g <= 0``; a pair counted once (its ``w``, or its side-0 job)."""
+    """``gpus[g]``, then ``blocks[g,b]`` where jobs are pinned: the GPUs, then the aligned blocks, the round holds.
+
+    ``gpus[g]``: ``sum n x + sum_pairs n - K_g u_g <= 0``, a pair counted once (its ``w``, or its side-0 job);
+    ``blocks[g,b]`` (module docstring) is the same count by aligned blocks of ``b > 1`` GPUs around pinned jobs.
+    """
     gpu_of, cols, vals = _allocations(opts, x_cols, z_cols, w_of_slot)
     ngpu = len(instance.gpu_types)
     u = np.array([u_cols[g.name] for g in instance.gpu_types], dtype=np.int64)
@@ -445,6 +442,7 @@ def _capacity_rows(
         [0.0] * ngpu,
         [f"gpus[{g.name}]" for g in instance.gpu_types],
     )
+    _block_rows(rows, instance, opts, x_cols, z_cols, w_of_slot, u_cols)
 
 
 def _allocations(
