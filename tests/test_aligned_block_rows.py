@@ -25,6 +25,7 @@ from wattplan.planner.core.kept_blocks import free_blocks, pinned_gpus, pinned_n
 from wattplan.planner.core.validate import validate_plan
 from wattplan.planner.sim.round_instance import round_instance
 from wattplan.planner.sim.state import JobState
+from wattplan.planner.sim.tail_bound import TailBound
 
 EXACT = dict(time_limit_s=30, rel_gap=1e-9, threads=1, lp_bound=False)
 
@@ -165,3 +166,53 @@ def test_a_running_job_of_another_gpu_type_that_may_move_here_counts_as_new() ->
         two.jobs[o.job].id for i, o in enumerate(opts.exclusive) if o.gpu_type == "v100" and o.gpus == 2 and i in in_row
     }
     assert by_job == {"w", "m"}
+
+
+def _late(spread: bool, pin: bool) -> tuple[dict[str, float], list[JobState]]:
+    """The tail bound at 800 s of a waiting A whose deadline (900 s) has passed by the next round, beside ``_running``.
+
+    Too late for any option: its bound is the most it can make this round, 0.999999 x 9 x 90 = 810 steps (2 GPUs at
+    250 W after a restart), which only 2 GPUs give.
+    """
+    queued = [_running("r1", 0, 0), _running("r2", 1, 1) if spread else _running("r2", 0, 1)]
+    queued.append(JobState.new(hand_job("w", A, 0.0, 10_000.0, 2)))
+    ctx = hand_context(nodes=2, objective="energy", pin_running=pin)
+    return TailBound({"w": 900.0}, 0.0, pace="fastest").min_steps(ctx, queued, 800.0, None), queued
+
+
+@pytest.mark.parametrize(("spread", "pin", "admitted"), [(True, True, False), (False, True, True), (True, False, True)])
+def test_the_tail_bound_admits_a_start_only_where_an_aligned_block_is_free(spread: bool, pin: bool, admitted: bool):
+    """Two free GPUs on two nodes hold no 2-GPU block: with the running jobs pinned the late job is not admitted.
+
+    Without the no-restart rule the running jobs may move, GPUs are counted, and it is.
+    """
+    bounds, _ = _late(spread, pin)
+    assert bounds == ({"w": pytest.approx(0.999999 * 810.0)} if admitted else {})
+
+
+def test_an_admitted_bound_is_met_around_the_pinned_jobs_on_every_backend() -> None:
+    """The admitted late job runs on the free node's two GPUs; the pinned jobs stay where they are."""
+    bounds, queued = _late(False, True)
+    inst = round_instance(
+        hand_context(nodes=2, objective="energy", pin_running=True), 0, 800.0, queued, None, None, None, bounds
+    )
+    for solver in available_backends():
+        plan = planning.plan(inst, PlanRequest(solver=solver, **EXACT))
+        runs = {j.job_id: j for j in plan.jobs}
+        assert runs["w"].gpus == 2 and runs["w"].steps >= bounds["w"], solver
+        assert [runs[q.id].placement for q in queued[:2]] == [q.current.placement for q in queued[:2]], solver
+        assert validate_plan(inst, plan) == [], solver
+
+
+def test_a_pinned_running_job_is_bound_where_it_runs_and_takes_no_room() -> None:
+    """A late running A on 1 GPU is bound to what it makes where it runs, and holds its GPU (takes no room).
+
+    1 GPU at 250 W for the whole round (no restart): 0.999999 x 5 x 100 = 500 steps, not the 810 of 2 GPUs; the
+    late start beside it is admitted on the free node.
+    """
+    queued = [_running("r1", 0, 0), _running("r2", 0, 1), JobState.new(hand_job("w", A, 0.0, 10_000.0, 2))]
+    tail = TailBound({"r1": 900.0, "w": 900.0}, 0.0, pace="fastest")
+    pinned = tail.min_steps(hand_context(nodes=2, pin_running=True), queued, 800.0, None)
+    assert pinned == {"r1": pytest.approx(0.999999 * 500.0), "w": pytest.approx(0.999999 * 810.0)}
+    free = tail.min_steps(hand_context(nodes=2), queued, 800.0, None)
+    assert free["r1"] == pytest.approx(0.999999 * 810.0)

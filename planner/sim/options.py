@@ -286,7 +286,6 @@ class ReplayOptions(OptionRecord):
 
     RULES: ClassVar[tuple[Rule, ...]] = (
         excludes("power_cap_w", "energy_budget_kwh"),
-        excludes("pin_running", "tail_bound"),
         ROUND_RULE,
         Rule(signal_needs_a_file, "signal_start requires carbon or price"),
     )

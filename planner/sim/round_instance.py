@@ -266,12 +266,23 @@ def round_instance(
     inst = pin_running(inst)
     if ctx.rules.slurm_starts:
         starts = slurm_start_steps(inst, context.requested_gpus, context.arrival_s)
-    else:
-        starts = running_steps(inst)
-    if not starts:
+        return _at_least(inst, starts, set())
+    starts = running_steps(inst)
+    # a tail bound priced where a job runs (planner.sim.tail_bound) is void where the round does not keep it there
+    return _at_least(inst, starts, {j.id for j in inst.jobs if j.current is not None and j.id not in starts})
+
+
+def _at_least(inst: Instance, starts: Mapping[str, float], unbound: set[str]) -> Instance:
+    """``inst`` with each job of ``starts`` bound to at least its steps there, and the ``unbound`` jobs to none."""
+    if not starts and not unbound:
         return inst
-    bound = tuple(replace(j, min_steps=max(j.min_steps, starts[j.id])) if j.id in starts else j for j in inst.jobs)
-    return replace(inst, jobs=bound)
+
+    def bound(j: Job) -> Job:
+        if j.id in unbound:
+            return replace(j, min_steps=0.0) if j.min_steps > 0 else j
+        return replace(j, min_steps=max(j.min_steps, starts[j.id])) if j.id in starts else j
+
+    return replace(inst, jobs=tuple(bound(j) for j in inst.jobs))
 
 
 def _counts(state: JobState, slurm_starts: bool) -> tuple[int, ...]:

@@ -46,6 +46,16 @@ admitted jobs fits, so the bound rows stay jointly feasible and the greedy plan,
 first, meets them all. A job not admitted (no room) may wait and is late. Rounds with an energy budget get
 no tail bound (the bound could contradict the budget).
 
+Under the no-restart rule (the rules' ``pin_running``, :mod:`planner.sim.pinned`) a running job keeps its GPUs:
+its options are its current GPU type and count at every setting, with no restart, and it takes no room (it holds
+its GPUs already; a running pair's two jobs get no bound: they run on as they are). A job that starts must fit
+where the running jobs leave room, and buddy placement puts an allocation of ``n`` GPUs in aligned blocks
+(:mod:`planner.core.kept_blocks`): so the room is counted per block size ``b = 1, 2, 4, ..., K``, the aligned
+``b``-blocks the running jobs leave free on every node, of which an admitted job takes ``n / b`` for each ``b <= n``
+(its largest count ``n``). The model's rows ``blocks[g,b]`` count the same blocks, and a choice of smaller counts
+takes no more of any, so the admitted jobs' bounds stay jointly feasible. Without pinned jobs every block count is
+implied by the GPU count (``b = 1``): the rule above.
+
 It is a rule, not a proof of the outcome: a job whose deadline is already lost runs as fast as it
 can, and a job the round cannot admit waits. ``benchmarks/energy_gap.py`` measures the p95 reached.
 """
@@ -59,6 +69,7 @@ from typing import Literal
 
 from wattplan.planner.contracts.domain import GpuType, Profile
 from wattplan.planner.core.economics import exclusive_power_w
+from wattplan.planner.core.kept_blocks import free_blocks
 from wattplan.planner.sim.round_instance import ClusterContext
 from wattplan.planner.sim.state import JobState
 
@@ -183,29 +194,32 @@ class TailBound:
         if budget_j is not None:
             return {}
         T, tau = ctx.rules.duration_s, ctx.rules.restart_s
+        held = [s for s in queued if s.current is not None] if ctx.rules.pin_running else None
         urgent: list[tuple[float, JobState, float, dict[str, int]]] = []
+        out: dict[str, float] = {}
         for s in queued:
             d = self.deadline_s(s)
             rate = fastest_steps_per_s(ctx, s)
             if d is None or rate <= 0:
                 continue
             need = self._need(ctx, s, d, now_s, rate)
-            if need <= 0:
+            keeps = ctx.rules.pin_running and s.current is not None
+            if need <= 0 or (keeps and s.current is not None and s.current.shares_with is not None):
                 continue
-            options = _options(ctx, s, T, tau)
+            options = _options(ctx, s, T, tau, keeps)
             most = max((steps for opts in options.values() for steps, _ in opts), default=0.0)
             if most <= 0:
                 continue
             bound = min(need, MIN_STEPS_SHARE * most)
+            if keeps:
+                out[s.id] = bound  # it runs on its own GPUs: no room to admit
+                continue
             room = {g: max((n for steps, n in opts if steps >= bound), default=0) for g, opts in options.items()}
             room = {g: n for g, n in room.items() if n > 0}
             urgent.append((d - now_s - s.remaining_steps / rate, s, bound, room))
-        free = {g.name: g.total_gpus for g in ctx.gpu_types}
-        out: dict[str, float] = {}
+        blocks = FreeBlocks.around(ctx, held)
         for _, s, bound, room in sorted(urgent, key=lambda u: (u[0], u[1].id)):
-            if room and all(free[g] >= n for g, n in room.items()):
-                for g, n in room.items():
-                    free[g] -= n
+            if room and blocks.take(room):
                 out[s.id] = bound
         return out
 
@@ -221,6 +235,48 @@ class TailBound:
         pace = s.remaining_steps / left
         steady = pace * max(T - tau, 0.0) if pace > efficient_steps_per_s(ctx, s) else 0.0
         return max(steady, last_chance)
+
+
+@dataclass
+class FreeBlocks:
+    """Per GPU type and block size ``b`` (1, 2, 4, ..., ``K``), the aligned ``b``-blocks still free (module docstring).
+
+    ``b = 1`` counts GPUs. An allocation of ``n`` GPUs takes ``n / b`` blocks of every size ``b <= n``.
+    """
+
+    free: dict[tuple[str, int], float]
+    sizes: dict[str, tuple[int, ...]]
+
+    @classmethod
+    def around(cls, ctx: ClusterContext, held: Sequence[JobState] | None) -> FreeBlocks:
+        """The blocks of ``ctx``'s nodes that miss the GPUs the ``held`` jobs run on (their current placements).
+
+        ``held`` None: GPUs only (``b = 1``), the rule without pinned jobs.
+        """
+        taken: dict[tuple[str, str], set[int]] = {}
+        for s in held or ():
+            cur = s.current
+            if cur is None:
+                continue
+            for part in cur.placement or ():
+                taken.setdefault((cur.gpu_type, part.node), set()).update(part.gpu_indices)
+        free: dict[tuple[str, int], float] = {}
+        sizes: dict[str, tuple[int, ...]] = {}
+        for g in ctx.gpu_types:
+            k = g.gpus_per_node
+            sizes[g.name] = (1,) if held is None else tuple(2**i for i in range(k.bit_length()) if 2**i <= k)
+            for b in sizes[g.name]:
+                free[(g.name, b)] = float(sum(free_blocks(k, taken.get((g.name, n), set()), b) for n in g.node_names()))
+        return cls(free, sizes)
+
+    def take(self, room: Mapping[str, int]) -> bool:
+        """Take ``n / b`` blocks of each size ``b <= n`` for every ``{GPU type: n}`` of ``room``, if all are free."""
+        need = {(g, b): n / b for g, n in room.items() for b in self.sizes.get(g, ()) if b <= n}
+        if any(g not in self.sizes for g in room) or any(self.free[key] < v for key, v in need.items()):
+            return False
+        for key, v in need.items():
+            self.free[key] -= v
+        return True
 
 
 def _usable(ctx: ClusterContext, s: JobState) -> list[tuple[GpuType, Profile]]:
@@ -247,12 +303,20 @@ def efficient_steps_per_s(ctx: ClusterContext, s: JobState) -> float:
     return 0.0 if best is None else best[1].steps_per_s
 
 
-def _options(ctx: ClusterContext, s: JobState, T: float, tau: float) -> dict[str, list[tuple[float, int]]]:
-    """Per GPU type, ``(steps this round, GPUs)`` of every exclusive option of the job (restart included)."""
+def _options(
+    ctx: ClusterContext, s: JobState, T: float, tau: float, pinned: bool = False
+) -> dict[str, list[tuple[float, int]]]:
+    """Per GPU type, ``(steps this round, GPUs)`` of every exclusive option of the job (restart included).
+
+    ``pinned``: only the options where it runs now (its GPU type and count, every setting), as the no-restart rule
+    leaves it (module docstring).
+    """
     out: dict[str, list[tuple[float, int]]] = {}
     cur = s.current
     for g, p in _usable(ctx, s):
         keeps = cur is not None and cur.gpu_type == g.name and cur.gpus == p.gpus
+        if pinned and not keeps:
+            continue
         t = T if keeps else max(T - tau, 0.0)
         out.setdefault(g.name, []).append((min(s.remaining_steps, p.steps_per_s * t), p.gpus))
     return out
