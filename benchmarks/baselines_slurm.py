@@ -16,10 +16,11 @@ whose ``comparison.json`` exists. ``--power-down`` runs each by-job variant also
 down itself (``--power-down``; rows ``... power-down``), ``--pairs`` runs the last by-job variant of each limit also
 with co-location (``--pairs``; rows ``... pairs``), ``--no-steered`` skips the steered variants. ``--pinned X[,Y]``
 adds the steered mode without restarts (``--pin-running --max-slowdown X``, and ``--power-down`` with
-``--power-down``; rows ``pinned X`` and, with ``--pairs``, ``pinned X pairs``).
+``--power-down``; rows ``pinned X`` and, with ``--pairs``, ``pinned X pairs``); ``--pinned-tail`` each of those
+also with the tail bound (``--tail-bound 10``; rows ``pinned X tail``).
 
 Usage: ``python benchmarks/baselines_slurm.py --out OUT [--max-slowdown 5,10] [--power-down] [--pairs]
-[--no-steered] [--pinned 10,25]``.
+[--no-steered] [--pinned 10,25 [--pinned-tail]]``.
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ def replay(family: str, cluster: str, variant: str, mode: list[str], out: Path) 
     """One family on one cluster: the baselines and wattplan in ``mode`` (reused when done); each policy's summary."""
     suffix = "" if not variant else "-" + variant.replace("tail 10", "tail").replace("slowdown ", "sd")
     suffix = suffix.replace(" power-down", "-pd").replace(" pairs", "-pairs").replace("pinned ", "pin")
+    suffix = suffix.replace(" tail", "-tail")
     folder = out / f"{family}-{cluster.replace(':', '')}{suffix}"
     if not (folder / "comparison.json").exists():
         trace = ROOT / "instances" / "live" / f"{family}.trace"
@@ -98,6 +100,7 @@ def main() -> None:
     p.add_argument("--pairs", action="store_true", help="The last by-job variant of each limit also with --pairs.")
     p.add_argument("--no-steered", dest="steered", action="store_false", help="Skip the steered variants.")
     p.add_argument("--pinned", default="", help="Slowdown limits (%%) of the steered mode without restarts.")
+    p.add_argument("--pinned-tail", action="store_true", help="Each --pinned variant also with --tail-bound 10.")
     args = p.parse_args()
     variants = dict(VARIANTS) if args.steered else {}
     for x in filter(None, args.pinned.split(",")):
@@ -105,6 +108,8 @@ def main() -> None:
         variants[f"pinned {x}"] = mode
         if args.pairs:
             variants[f"pinned {x} pairs"] = [*mode, "--pairs"]
+        if args.pinned_tail:
+            variants[f"pinned {x} tail"] = [*mode, "--tail-bound", "10"]
     for x in filter(None, args.max_slowdown.split(",")):
         name, mode = f"slowdown {x}", by_construction(x)
         variants[name] = mode

@@ -101,7 +101,8 @@ def _wattplan_mode(args: argparse.Namespace, agent: bool) -> list[str]:
     By default the runtime-bounded mode (``--max-jct-increase``, ``--governor``; the agent's ``--mode steered``);
     with ``--max-slowdown X`` the mode whose JCT is bounded job by job (``--slurm-starts --max-slowdown X
     --objective energy --delta 0.9``, no governor: the agent's default ``--mode by-job``); with ``--pinned X`` the
-    runtime-bounded mode without restarts (``--pin-running --max-slowdown X``).
+    runtime-bounded mode without restarts (``--pin-running --max-slowdown X``); ``--tail-bound X`` adds the steered
+    mode's per-job tail bound.
     """
     if args.agent_policy != "wattplan":
         return []  # a baseline decided by the loop: no energy mode to set
@@ -109,7 +110,8 @@ def _wattplan_mode(args: argparse.Namespace, agent: bool) -> list[str]:
         governor = ["--governor", args.governor] if args.governor else []
         steered = ["--mode", "steered"] if agent else []
         pinned = [] if args.pinned is None else ["--pin-running", "--max-slowdown", f"{args.pinned:g}"]
-        return [*steered, "--max-jct-increase", f"{args.max_jct_increase:g}", *governor, *pinned]
+        tail = [] if args.tail_bound is None else ["--tail-bound", f"{args.tail_bound:g}"]
+        return [*steered, "--max-jct-increase", f"{args.max_jct_increase:g}", *governor, *pinned, *tail]
     mode = ["--slurm-starts", "--max-slowdown", f"{args.max_slowdown:g}", "--objective", "energy", "--delta", "0.9"]
     return [*(["--no-jct-bound"] if agent else []), *mode]
 
@@ -322,6 +324,7 @@ def main() -> None:
         type=float,
         help="The steered mode without restarts, live and in the replay: --pin-running --max-slowdown this %%.",
     )
+    p.add_argument("--tail-bound", type=float, help="The steered mode's tail bound (%%), live and in the replay.")
     p.add_argument(
         "--no-event-rounds", dest="event_rounds", action="store_false", help="The agent plays fixed rounds only."
     )
@@ -367,6 +370,8 @@ def main() -> None:
         p.error("--no-progress-metric applies to the replay only: give --only simulate")
     if args.power_down and not args.power_save:
         p.error("--power-down acts through Slurm's power saving: give --power-save")
+    if args.tail_bound is not None and args.max_slowdown is not None:
+        p.error("--tail-bound steers the rounds, --max-slowdown is the by-job mode: give one")
     if args.pinned is not None and args.max_slowdown is not None:
         p.error("--pinned is the steered mode, --max-slowdown the by-job mode: give one")
     if args.maxq and not args.power_save:
