@@ -288,9 +288,9 @@ def _excess_energy(state: SolveState, vector: ObjectiveName, values: np.ndarray)
 def most_progress_without_budget(state: SolveState) -> _Unbudgeted:
     """Stage 1 of a progress target: max progress with the ``energy`` row dropped, and the greedy plan without budget.
 
-    The greedy plan counts only where the model holds it: it places by GPU counts, so around pinned jobs it may
-    start a job that moves one (:mod:`planner.core.kept_blocks`), and its progress would set a target no plan that
-    keeps them can reach.
+    The greedy plan counts only where the model holds it (it counts the aligned blocks around pinned jobs as the
+    model does, :mod:`planner.core.kept_blocks`, but a plan the model cannot hold would set a target no plan
+    reaches).
 
     On a large round the stage is solved on the core of that LP (column generation first).
     """
@@ -298,7 +298,7 @@ def most_progress_without_budget(state: SolveState) -> _Unbudgeted:
     no_budget_lm = lm.without_rows(budget_rows(lm))
     greedy_free = greedy_allocations(replace(inst, round=replace(inst.round, budget_j=None)))
     if not no_budget_lm.is_feasible(state.rm.encode(greedy_free)):
-        greedy_free = []  # a plan the model cannot hold (it moves a pinned job: the blocks rows) proves no P*
+        greedy_free = []  # a plan the model cannot hold proves no P*
     p_greedy = progress_of(inst, greedy_free)
     if state.large and state.core is None and state.clock.left() >= MIN_STAGE_S:
         limit = max(LP_SHARE * NO_BUDGET_STAGE_SHARE * state.clock.left(), MIN_STAGE_S)

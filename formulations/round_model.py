@@ -67,7 +67,7 @@ from wattplan.formulations.options import (
 from wattplan.planner.contracts.domain import Instance
 from wattplan.planner.core.assemble import Allocation, min_nodes_on
 from wattplan.planner.core.economics import step_credits_j
-from wattplan.planner.core.kept_blocks import free_blocks, pinned_gpus
+from wattplan.planner.core.kept_blocks import free_blocks, pinned_gpus, pinned_types
 
 ENERGY_ROW = "energy"
 PROGRESS_ROW = "progress_floor"
@@ -484,9 +484,7 @@ def _block_rows(
     held = pinned_gpus(instance)
     if not held:
         return
-    # the pinned jobs' types are theirs alone (pinned_gpus checks it): every other option is a new allocation,
-    # a waiting job's or a move of a running job of another GPU type
-    pinned = {j.type for j in instance.jobs if j.current is not None and j.current.gpu_type in held}
+    pinned = pinned_types(instance, held)  # the pinned jobs' own types: every other option is a new allocation
     new_x = np.array([instance.jobs[j].type not in pinned for j in opts.exclusive_table.job.tolist()], dtype=bool)
     new_slot = np.array([s.type_a not in pinned and s.type_b not in pinned for s in opts.slot_list], dtype=bool)
     gpu_of, cols, sizes = _allocations(opts, x_cols, z_cols, w_of_slot, new_x, new_slot)

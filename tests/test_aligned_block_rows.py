@@ -21,7 +21,8 @@ from wattplan.formulations.round_model import build_round_model
 from wattplan.planner import planning
 from wattplan.planner.contracts.domain import CurrentConfig, NodeGpus
 from wattplan.planner.contracts.request import PlanRequest
-from wattplan.planner.core.kept_blocks import free_blocks, pinned_gpus, pinned_nodes
+from wattplan.planner.core.greedy import greedy_allocations
+from wattplan.planner.core.kept_blocks import FreeBlocks, free_blocks, pinned_gpus, pinned_nodes
 from wattplan.planner.core.validate import validate_plan
 from wattplan.planner.sim.round_instance import round_instance
 from wattplan.planner.sim.state import JobState
@@ -124,11 +125,11 @@ def test_pinned_jobs_on_two_nodes_keep_both_nodes_on() -> None:
 
 
 @pytest.mark.parametrize("objective", ["energy", "efficiency"])
-def test_a_greedy_plan_that_moves_a_pinned_job_sets_no_target(objective: str) -> None:
-    """``w`` may run on 2 GPUs only; the greedy plan places by GPU count, so on the spread nodes it starts it: a move.
+def test_the_greedy_plan_starts_nothing_that_would_move_a_pinned_job(objective: str) -> None:
+    """``w`` may run on 2 GPUs only; the 2 free GPUs are on two nodes, so a start would move a pinned job.
 
-    Its progress must not become ``P*``: the target ``(1 - delta) P*`` would be out of the model's reach, and the
-    round planned for progress or reported unproven.
+    The greedy plan counts aligned blocks around the pinned jobs and leaves ``w`` waiting (by GPU count it started
+    it: a move, and its progress set a target ``(1 - delta) P*`` out of the model's reach); the solvers agree.
     """
     queued = [_running("r1", 0, 0), _running("r2", 1, 1), JobState.new(hand_job("w", A, 0.0, 50_000.0, 2))]
     ctx = hand_context(nodes=2, objective=objective, delta=0.0, pin_running=True)
@@ -136,13 +137,16 @@ def test_a_greedy_plan_that_moves_a_pinned_job_sets_no_target(objective: str) ->
     inst = dataclasses.replace(
         inst, jobs=tuple(dataclasses.replace(j, gpus=(2,)) if j.id == "w" else j for j in inst.jobs)
     )
+    assert sorted(j for a in greedy_allocations(inst) for j in a.job_ids) == ["r1", "r2"]
     for solver in ("highs", "cpsat"):
         plan = planning.plan(inst, PlanRequest(solver=solver, **EXACT))
         target = plan.round.report.progress_target
-        assert target is not None and target.greedy_without_budget == 0.0
+        assert target is not None and 0.0 < target.greedy_without_budget <= target.solver_without_budget + 1e-9
         assert target.best_without_budget == pytest.approx(target.solver_without_budget)
         assert plan.round.status == "optimal", solver
         assert {j.job_id: j.state for j in plan.jobs}["w"] == "wait", solver
+    spread_free = round_instance(hand_context(nodes=2, objective=objective, delta=0.0), 0, 0.0, queued, None)
+    assert "w" in {j for a in greedy_allocations(spread_free) for j in a.job_ids}  # may move: GPUs are counted
 
 
 def test_a_running_job_of_another_gpu_type_that_may_move_here_counts_as_new() -> None:
@@ -219,3 +223,19 @@ def test_a_pinned_running_job_is_bound_where_it_runs_and_takes_no_room() -> None
     assert pinned == {"r1": pytest.approx(0.999999 * 500.0), "w": pytest.approx(0.999999 * 810.0)}
     free = tail.min_steps(hand_context(nodes=2), queued, 800.0, None)
     assert free["r1"] == pytest.approx(0.999999 * 810.0)
+
+
+def test_free_blocks_count_a_start_in_every_block_size_it_spans() -> None:
+    """Nodes of 8 GPUs, GPU 0 of node 0 held: node 0 has 3 free 2-blocks, 1 free 4-block, no 8-block; node 1 all.
+
+    A 4-GPU start takes 2 blocks of 2 and 1 of 4 (and 4 GPUs); after two of them no 4-block is left, but 2-blocks are.
+    """
+    g = dataclasses.replace(hand_context(nodes=2).gpu_types[0], gpus_per_node=8)
+    blocks = FreeBlocks.around([g], {"v100": {"v100-0": {0}}})
+    assert blocks.free == {("v100", 1): 15, ("v100", 2): 7, ("v100", 4): 3, ("v100", 8): 1}
+    assert blocks.take({"v100": 8}) and not blocks.fits({"v100": 8})
+    assert blocks.take({"v100": 4}) and not blocks.take({"v100": 4})
+    assert blocks.free == {("v100", 1): 3, ("v100", 2): 1, ("v100", 4): 0, ("v100", 8): 0}
+    assert blocks.take({"v100": 2}) and blocks.fits({"v100": 1}) and not blocks.fits({"v100": 2})
+    assert not blocks.fits({"p100": 1})  # a type it does not count
+    assert FreeBlocks.around([g], None).free == {("v100", 1): 16}

@@ -17,7 +17,10 @@ candidate allocations in the order given and accept one when none of its jobs ha
 allocation yet, its GPU type still has ``n`` free GPUs (a pair's GPUs count once), and the
 round's energy with the nodes it needs,
 ``sum e + sum_g ceil(used_g / K_g) * T * (Pnode_g + K_g * Pidle_g) <= B``, stays within the
-budget.
+budget. On a GPU type whose running jobs are pinned (:func:`planner.core.kept_blocks.pinned_gpus`) a new
+allocation (one of no pinned job) must also fit the aligned blocks the pinned jobs and the new allocations accepted
+before it leave free (:class:`planner.core.kept_blocks.FreeBlocks`): the count of the model's rows ``blocks[g,b]``,
+so that buddy placement moves no pinned job.
 
 It runs in ``O(options * log options)``, never fails, and its plan is feasible by
 construction; the validator checks it like any other plan.
@@ -34,6 +37,7 @@ from wattplan.planner.contracts.domain import Instance
 from wattplan.planner.core.assemble import Allocation
 from wattplan.planner.core.economics import job_outcome, ordered_pair_rates, powered_energy_j, within_budget
 from wattplan.planner.core.economics_batched import exclusive_outcomes
+from wattplan.planner.core.kept_blocks import FreeBlocks, pinned_gpus, pinned_types
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,15 +129,26 @@ def accept_in_order(instance: Instance, candidates: Iterable[Candidate]) -> list
     dynamic = 0.0
     taken: set[str] = set()
     chosen: dict[str, Allocation] = {}
+    held = pinned_gpus(instance)
+    blocks = FreeBlocks.around([g for g in instance.gpu_types if g.name in held], held)
+    pinned = pinned_types(instance, held)
     for c in candidates:
         a = c.allocation
         g = instance.gpu_type(a.gpu_type)
         if taken.intersection(a.job_ids) or used[g.name] + a.gpus > g.total_gpus:
             continue
+        new = (
+            {g.name: a.gpus}
+            if g.name in held and not pinned.intersection(instance.job(j).type for j in a.job_ids)
+            else {}
+        )
+        if new and not blocks.fits(new):
+            continue
         trial = dict(used)
         trial[g.name] += a.gpus
         if not within_budget(dynamic + c.energy_j + powered_energy_j(instance, trial), budget):
             continue
+        blocks.take(new)
         chosen[a.job_ids[0]] = a
         taken.update(a.job_ids)
         used = trial

@@ -16,9 +16,10 @@ pinned GPUs, ``K / b`` on every further node. The round model writes that as row
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from wattplan.planner.contracts.domain import Instance, Job
+from wattplan.planner.contracts.domain import GpuType, Instance, Job
 
 
 def pinned_gpus(instance: Instance) -> dict[str, dict[str, set[int]]]:
@@ -76,6 +77,15 @@ class _Where:
         return not self.pairs.get(job.type, set()) - {(cur.gpu_type, cur.gpus)}
 
 
+def pinned_types(instance: Instance, held: Mapping[str, object]) -> set[str]:
+    """The job types of the running jobs on the GPU types of ``held`` (:func:`pinned_gpus`): the pinned jobs' own.
+
+    Every other option on those GPU types is a new allocation: a waiting job's, or a move of a running job of another
+    GPU type.
+    """
+    return {j.type for j in instance.jobs if j.current is not None and j.current.gpu_type in held}
+
+
 def pinned_nodes(instance: Instance) -> dict[str, int]:
     """The nodes that hold pinned GPUs, per GPU type of :func:`pinned_gpus`: they stay on this round."""
     return {g: len(nodes) for g, nodes in pinned_gpus(instance).items()}
@@ -84,3 +94,47 @@ def pinned_nodes(instance: Instance) -> dict[str, int]:
 def free_blocks(gpus_per_node: int, taken: set[int], size: int) -> int:
     """The aligned blocks ``[b size, (b + 1) size)`` of a node of ``gpus_per_node`` GPUs that miss ``taken``."""
     return sum(1 for b in range(0, gpus_per_node, size) if not taken.intersection(range(b, b + size)))
+
+
+@dataclass
+class FreeBlocks:
+    """Per GPU type and block size ``b`` (1, 2, 4, ..., ``K``), the aligned ``b``-blocks still free.
+
+    ``b = 1`` counts GPUs. A new allocation of ``n`` GPUs takes ``n / b`` blocks of every size ``b <= n``: the count
+    of the round model's rows ``blocks[g,b]`` with every node on. Allocations that fit these counts together fit
+    around the held GPUs by buddy placement (module docstring), and a smaller allocation takes no more of any size.
+    """
+
+    free: dict[tuple[str, int], float]
+    sizes: dict[str, tuple[int, ...]]
+
+    @classmethod
+    def around(cls, gpu_types: Iterable[GpuType], held: Mapping[str, Mapping[str, set[int]]] | None) -> FreeBlocks:
+        """The blocks of the nodes of ``gpu_types`` that miss ``held`` (``{GPU type: {node: GPU indices}}``).
+
+        ``held`` None: GPUs only (``b = 1``), for a round whose running jobs may move.
+        """
+        free: dict[tuple[str, int], float] = {}
+        sizes: dict[str, tuple[int, ...]] = {}
+        for g in gpu_types:
+            k = g.gpus_per_node
+            sizes[g.name] = (1,) if held is None else tuple(2**i for i in range(k.bit_length()) if 2**i <= k)
+            taken = (held or {}).get(g.name, {})
+            for b in sizes[g.name]:
+                free[(g.name, b)] = float(sum(free_blocks(k, set(taken.get(n, ())), b) for n in g.node_names()))
+        return cls(free, sizes)
+
+    def fits(self, room: Mapping[str, int]) -> bool:
+        """True when every ``{GPU type: n}`` of ``room`` fits together (a type not counted here does not)."""
+        return all(g in self.sizes for g in room) and all(self.free[key] >= v for key, v in self._need(room).items())
+
+    def take(self, room: Mapping[str, int]) -> bool:
+        """Take ``room``'s blocks when it :meth:`fits`; False (nothing taken) when it does not."""
+        if not self.fits(room):
+            return False
+        for key, v in self._need(room).items():
+            self.free[key] -= v
+        return True
+
+    def _need(self, room: Mapping[str, int]) -> dict[tuple[str, int], float]:
+        return {(g, b): n / b for g, n in room.items() for b in self.sizes.get(g, ()) if b <= n}

@@ -69,7 +69,7 @@ from typing import Literal
 
 from wattplan.planner.contracts.domain import GpuType, Profile
 from wattplan.planner.core.economics import exclusive_power_w
-from wattplan.planner.core.kept_blocks import free_blocks
+from wattplan.planner.core.kept_blocks import FreeBlocks
 from wattplan.planner.sim.round_instance import ClusterContext
 from wattplan.planner.sim.state import JobState
 
@@ -217,7 +217,7 @@ class TailBound:
             room = {g: max((n for steps, n in opts if steps >= bound), default=0) for g, opts in options.items()}
             room = {g: n for g, n in room.items() if n > 0}
             urgent.append((d - now_s - s.remaining_steps / rate, s, bound, room))
-        blocks = FreeBlocks.around(ctx, held)
+        blocks = FreeBlocks.around(ctx.gpu_types, None if held is None else _held_gpus(held))
         for _, s, bound, room in sorted(urgent, key=lambda u: (u[0], u[1].id)):
             if room and blocks.take(room):
                 out[s.id] = bound
@@ -237,46 +237,16 @@ class TailBound:
         return max(steady, last_chance)
 
 
-@dataclass
-class FreeBlocks:
-    """Per GPU type and block size ``b`` (1, 2, 4, ..., ``K``), the aligned ``b``-blocks still free (module docstring).
-
-    ``b = 1`` counts GPUs. An allocation of ``n`` GPUs takes ``n / b`` blocks of every size ``b <= n``.
-    """
-
-    free: dict[tuple[str, int], float]
-    sizes: dict[str, tuple[int, ...]]
-
-    @classmethod
-    def around(cls, ctx: ClusterContext, held: Sequence[JobState] | None) -> FreeBlocks:
-        """The blocks of ``ctx``'s nodes that miss the GPUs the ``held`` jobs run on (their current placements).
-
-        ``held`` None: GPUs only (``b = 1``), the rule without pinned jobs.
-        """
-        taken: dict[tuple[str, str], set[int]] = {}
-        for s in held or ():
-            cur = s.current
-            if cur is None:
-                continue
-            for part in cur.placement or ():
-                taken.setdefault((cur.gpu_type, part.node), set()).update(part.gpu_indices)
-        free: dict[tuple[str, int], float] = {}
-        sizes: dict[str, tuple[int, ...]] = {}
-        for g in ctx.gpu_types:
-            k = g.gpus_per_node
-            sizes[g.name] = (1,) if held is None else tuple(2**i for i in range(k.bit_length()) if 2**i <= k)
-            for b in sizes[g.name]:
-                free[(g.name, b)] = float(sum(free_blocks(k, taken.get((g.name, n), set()), b) for n in g.node_names()))
-        return cls(free, sizes)
-
-    def take(self, room: Mapping[str, int]) -> bool:
-        """Take ``n / b`` blocks of each size ``b <= n`` for every ``{GPU type: n}`` of ``room``, if all are free."""
-        need = {(g, b): n / b for g, n in room.items() for b in self.sizes.get(g, ()) if b <= n}
-        if any(g not in self.sizes for g in room) or any(self.free[key] < v for key, v in need.items()):
-            return False
-        for key, v in need.items():
-            self.free[key] -= v
-        return True
+def _held_gpus(held: Sequence[JobState]) -> dict[str, dict[str, set[int]]]:
+    """``{GPU type: {node: GPU indices}}`` the ``held`` jobs run on (their current placements)."""
+    out: dict[str, dict[str, set[int]]] = {}
+    for s in held:
+        cur = s.current
+        if cur is None:
+            continue
+        for part in cur.placement or ():
+            out.setdefault(cur.gpu_type, {}).setdefault(part.node, set()).update(part.gpu_indices)
+    return out
 
 
 def _usable(ctx: ClusterContext, s: JobState) -> list[tuple[GpuType, Profile]]:
