@@ -204,7 +204,8 @@ class TailBound:
                 continue
             need = self._need(ctx, s, d, now_s, rate)
             keeps = ctx.rules.pin_running and s.current is not None
-            if need <= 0 or (keeps and s.current is not None and s.current.shares_with is not None):
+            paired = s.current is not None and s.current.shares_with is not None
+            if need <= 0 or (keeps and paired):
                 continue
             options = _options(ctx, s, T, tau, keeps)
             most = max((steps for opts in options.values() for steps, _ in opts), default=0.0)
