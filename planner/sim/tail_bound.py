@@ -52,9 +52,9 @@ its GPUs already; a running pair's two jobs get no bound: they run on as they ar
 where the running jobs leave room, and buddy placement puts an allocation of ``n`` GPUs in aligned blocks
 (:mod:`planner.core.kept_blocks`): so the room is counted per block size ``b = 1, 2, 4, ..., K``, the aligned
 ``b``-blocks the running jobs leave free on every node, of which an admitted job takes ``n / b`` for each ``b <= n``
-(its largest count ``n``). The model's rows ``blocks[g,b]`` count the same blocks, and a choice of smaller counts
-takes no more of any, so the admitted jobs' bounds stay jointly feasible. Without pinned jobs every block count is
-implied by the GPU count (``b = 1``): the rule above.
+(its largest count ``n``; :class:`~planner.core.kept_blocks.FreeBlocks`). The model's rows ``blocks[g,b]`` count
+the same blocks, and a choice of smaller counts takes no more of any, so the admitted jobs' bounds stay jointly
+feasible. Without pinned jobs every block count is implied by the GPU count (``b = 1``): the rule above.
 
 It is a rule, not a proof of the outcome: a job whose deadline is already lost runs as fast as it
 can, and a job the round cannot admit waits. ``benchmarks/energy_gap.py`` measures the p95 reached.
