@@ -67,7 +67,7 @@ from wattplan.formulations.options import (
 from wattplan.planner.contracts.domain import Instance
 from wattplan.planner.core.assemble import Allocation, min_nodes_on
 from wattplan.planner.core.economics import step_credits_j
-from wattplan.planner.core.kept_blocks import free_blocks, pinned_gpus, pinned_types
+from wattplan.planner.core.kept_blocks import FreeBlocks, pinned_gpus, pinned_types
 
 ENERGY_ROW = "energy"
 PROGRESS_ROW = "progress_floor"
@@ -488,24 +488,21 @@ def _block_rows(
     new_x = np.array([instance.jobs[j].type not in pinned for j in opts.exclusive_table.job.tolist()], dtype=bool)
     new_slot = np.array([s.type_a not in pinned and s.type_b not in pinned for s in opts.slot_list], dtype=bool)
     gpu_of, cols, sizes = _allocations(opts, x_cols, z_cols, w_of_slot, new_x, new_slot)
-    for g in instance.gpu_types:
-        if g.name not in held or g.name not in opts.gpu_names:
-            continue
-        k, nodes = g.gpus_per_node, held[g.name]
+    types = [g for g in instance.gpu_types if g.name in held and g.name in opts.gpu_names]
+    blocks = FreeBlocks.around(types, held)  # every node on: the nodes beyond u_g come off the right-hand side
+    for g in types:
         on_g = gpu_of == opts.gpu_names.index(g.name)
-        size = 2
-        while size <= k:
+        for size in blocks.sizes[g.name][1:]:
             big = on_g & (sizes >= size)
-            free = sum(free_blocks(k, taken, size) for taken in nodes.values()) - (k // size) * len(nodes)
+            per_node = g.gpus_per_node // size
             rows.add_row(
                 [*cols[big].tolist(), u_cols[g.name]],
-                [*(sizes[big] / size).tolist(), -float(k // size)],
+                [*(sizes[big] / size).tolist(), -float(per_node)],
                 -INF,
-                float(free),
+                blocks.free[(g.name, size)] - per_node * g.nodes,
                 f"blocks[{g.name},{size}]",
                 "count",
             )
-            size *= 2
 
 
 def _slot_name(slot: Slot) -> str:

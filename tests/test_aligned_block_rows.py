@@ -79,6 +79,7 @@ def test_free_blocks_by_hand() -> None:
     assert free_blocks(8, set(), 8) == 1
     assert free_blocks(8, {0}, 2) == 3 and free_blocks(8, {0}, 4) == 1 and free_blocks(8, {0}, 8) == 0
     assert free_blocks(8, {1, 4}, 2) == 2 and free_blocks(8, {1, 4}, 4) == 0
+    assert free_blocks(6, set(), 4) == 1 and free_blocks(6, {5}, 4) == 1 and free_blocks(6, {5}, 2) == 2  # whole only
 
 
 @pytest.mark.slow

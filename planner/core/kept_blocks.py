@@ -92,8 +92,12 @@ def pinned_nodes(instance: Instance) -> dict[str, int]:
 
 
 def free_blocks(gpus_per_node: int, taken: set[int], size: int) -> int:
-    """The aligned blocks ``[b size, (b + 1) size)`` of a node of ``gpus_per_node`` GPUs that miss ``taken``."""
-    return sum(1 for b in range(0, gpus_per_node, size) if not taken.intersection(range(b, b + size)))
+    """The aligned blocks ``[b size, (b + 1) size)`` of a node of ``gpus_per_node`` GPUs that miss ``taken``.
+
+    Only whole blocks count: a node of 6 GPUs has one block of 4.
+    """
+    starts = range(0, gpus_per_node - size + 1, size)
+    return sum(1 for b in starts if not taken.intersection(range(b, b + size)))
 
 
 @dataclass

@@ -218,6 +218,8 @@ class TailBound:
             room = {g: max((n for steps, n in opts if steps >= bound), default=0) for g, opts in options.items()}
             room = {g: n for g, n in room.items() if n > 0}
             urgent.append((d - now_s - s.remaining_steps / rate, s, bound, room))
+        if not urgent:
+            return out
         blocks = FreeBlocks.around(ctx.gpu_types, None if held is None else _held_gpus(held))
         for _, s, bound, room in sorted(urgent, key=lambda u: (u[0], u[1].id)):
             if room and blocks.take(room):
