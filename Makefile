@@ -22,9 +22,9 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy wattplan cli.py
 
 # Two pytest-xdist workers, each module on one of them, longest first by the seconds each took last time
-# (tests/module_seconds.json, rewritten by tests/helpers/module_seconds.py; about 12 min on 2 cores), then the tests
-# marked serial alone (pyproject.toml); the serial part runs even when the first fails, and make fails if either
-# did. Each part ends with its 30 slowest tests (--durations=30), so CI's output shows where the time goes.
+# (tests/module_seconds.json, rewritten by tests/helpers/module_seconds.py; about 11 min on 2 cores); the modules that
+# start a local Ray are one unit, so no two Rays run at once (tests/conftest.py). It ends with its 30 slowest tests
+# (--durations=30), so CI's output shows where the time goes.
 # TEST_WORKERS=4 make test on a larger machine.
 # Bytecode is cached even where PYTHONDONTWRITEBYTECODE is set (as on the CI machines): without it each pytest
 # process rewrote every test module's asserts (13 s of a 18 s collection) and each of the hundreds of wattplan
@@ -33,15 +33,12 @@ TEST_WORKERS ?= 2
 DURATIONS := --durations=30
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest
 test: $(STAMP)
-	status=0; \
-	$(PYTEST) -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not serial" $(DURATIONS) || status=$$?; \
-	$(PYTEST) -q -m serial $(DURATIONS) || status=$$?; \
-	exit $$status
+	$(PYTEST) -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(DURATIONS)
 
 # The loop to run before every commit (under 3 minutes on 2 cores): every test not marked slow (replays, sweeps,
-# solves of shipped rounds, emulated clusters, subprocess daemons) nor serial (a local Ray). make test runs all.
+# solves of shipped rounds, emulated clusters, subprocess daemons, a local Ray). make test runs all.
 test-fast: $(STAMP)
-	$(PYTEST) -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not slow and not serial" $(DURATIONS)
+	$(PYTEST) -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not slow" $(DURATIONS)
 
 # A second Slurm beside the host's: Debian 13's Slurm 24.11 in a root filesystem (root, mmdebstrap, Debian's
 # package index), for `wattplan cluster up --slurm-root DIR`; kept when already built. .ci/run builds it and the

@@ -17,15 +17,49 @@ from tests.helpers.module_seconds import UNKNOWN_S, load_weights
 os.environ.pop("COLUMNS", None)
 
 
+LOCAL_RAY_MODULES = frozenset(
+    {"test_bench_ray", "test_executor_ray", "test_executor_ray_tmpdir", "test_executor_signals"}
+)
+"""The modules that start a local Ray instance: one work unit of ``make test``'s workers, so that no two Rays run at
+once (``test_executor_ray_tmpdir`` counts Ray's folders under ``/tmp``) while the other worker runs the rest."""
+
+
+def _work_unit(nodeid: str) -> str:
+    """A test's unit of ``--dist loadfile``: its module, or one unit for every module of :data:`LOCAL_RAY_MODULES`."""
+    module = nodeid.split("::", 1)[0]
+    return "local Ray" if Path(module).stem in LOCAL_RAY_MODULES else module
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under ``--dist loadfile``: whole modules per worker, the local-Ray modules as one (:func:`_work_unit`).
+
+    pytest-xdist's ``loadgroup`` does not group under pytest 9.2 (it rewrites ``item._nodeid``, which pytest no
+    longer reads), so the grouping is the scheduler's own: ``LoadFileScheduling`` with its scope function replaced.
+    """
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class LocalRayAsOneUnit(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _work_unit(nodeid)
+
+    return LocalRayAsOneUnit(config, log)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Order the modules longest first by their measured seconds (``tests/helpers/module_seconds.py``).
+    """Order the work units longest first by their measured seconds (``tests/helpers/module_seconds.py``).
 
     ``make test`` hands whole modules to its workers in collection order (``--dist loadfile
     --no-loadscope-reorder``), so the longest ones start first and none starts last while the other worker idles.
     The sort is stable: a module's own tests keep their order, and modules of equal weight theirs.
     """
     weights = load_weights()
-    items.sort(key=lambda item: -weights.get(item.path.stem, UNKNOWN_S))
+    units: dict[str, float] = {}
+    for stem in {item.path.stem for item in items}:
+        unit = _work_unit(stem)
+        units[unit] = units.get(unit, 0.0) + weights.get(stem, UNKNOWN_S)
+    items.sort(key=lambda item: -units[_work_unit(item.path.stem)])
 
 
 def tiny_instance_doc() -> dict[str, Any]:

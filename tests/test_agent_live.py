@@ -41,9 +41,9 @@ from wattplan.planner.executor import descendants
 pytestmark = pytest.mark.slow
 
 TIME_SCALE = 60.0
-ROUND_S = 360.0
+ROUND_S = 180.0
 STEP_DEADLINE_S = 300.0
-"""The longest wait for one step (a few agent rounds of 6 s, an agent start): generous for a loaded machine."""
+"""The longest wait for one step (a few agent rounds of 3 s, an agent start): generous for a loaded machine."""
 FINISH_DEADLINE_S = 1200.0
 """The longest wait for the whole workload to end once the faults are over (about a minute on an idle machine)."""
 NEVER_ENDS_MIN = 100_000.0

@@ -15,7 +15,6 @@ from cli import app
 from tests.helpers.bench import write_set
 
 ray = pytest.importorskip("ray")
-pytestmark = pytest.mark.serial  # a local Ray instance: run alone (test_executor_ray_tmpdir counts /tmp's folders)
 runner = CliRunner()
 MEASURED = {"time_s", "build_s", "solve_s", "wall_s", "peak_mb", "primal_integral"}
 """Columns that time or measure a run; everything else must match."""

@@ -24,7 +24,7 @@ from wattplan.planner.contracts.jsonio import read_json
 from wattplan.planner.executor import TaskFailed, call_portably, run_tasks
 
 ray = pytest.importorskip("ray")
-pytestmark = [pytest.mark.slow, pytest.mark.serial]  # a local Ray instance: run alone (see test_executor_ray_tmpdir)
+pytestmark = pytest.mark.slow  # a local Ray instance (one work unit with the other local-Ray modules: conftest.py)
 runner = CliRunner()
 R50 = "ResNet-50 (batch size 64)"
 A3C = "A3C"

@@ -23,7 +23,6 @@ from tests.sim_helpers import A3C, R50, write_gavel_trace
 from wattplan.planner.executor import RAY_TEMP_DIR_MAX, RAY_TEMP_PREFIX, ray_temp_dir, remove_ray_temp_dir
 
 pytest.importorskip("ray")
-pytestmark = pytest.mark.serial  # counts the local Ray folders under /tmp: no other Ray may start meanwhile
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = """
 import operator

@@ -27,14 +27,17 @@ from tests.helpers.processes import live_in_session, pool_workers
 from tests.sim_helpers import A3C, R50, write_gavel_trace
 from wattplan.planner.cli.replay import SLURM_INTERRUPTED
 
-pytestmark = pytest.mark.serial  # a local Ray instance: run alone (test_executor_ray_tmpdir counts /tmp's folders)
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("command", ["simulate", "frontier", "simulate-ray"])
 def test_sigterm_cancels_the_pool_and_leaves_nothing_running(tmp_path: Path, command: str) -> None:
-    """Exit 143 within 5 s of SIGTERM; 5 s later no process of the command's session is alive.
+    """Exit 143 on SIGTERM, minutes before the replays would end; then no process of the command's session lives.
+
+    The deadlines (60 s for the exit, 30 s more for the processes) are far above what this takes on an idle machine
+    (well under a second) and far below the replays' minutes: a busy machine does not fail it, a pool that waits
+    for its replays does.
 
     ``simulate-ray`` runs the policies as tasks of a local Ray instance (whose processes are the
     command's children, each task's replay in a spawned process of its own).
@@ -65,12 +68,10 @@ def test_sigterm_cancels_the_pool_and_leaves_nothing_running(tmp_path: Path, com
             time.sleep(0.1)
         assert len(pool_workers(proc.pid)) == 2, (tmp_path / "stderr").read_text()
         time.sleep(1.0)  # the workers are replaying now
-        begin = time.monotonic()
         proc.send_signal(signal.SIGTERM)
-        code = proc.wait(timeout=10)
+        code = proc.wait(timeout=60)
         assert code == 143, (tmp_path / "stderr").read_text()
-        assert time.monotonic() - begin < 5
-        deadline = time.monotonic() + 5
+        deadline = time.monotonic() + 30
         while live_in_session(proc.pid) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert live_in_session(proc.pid) == [], "processes of the command outlived it"

@@ -53,8 +53,8 @@ earlier outputs that a failure must leave in place, a launch folder that a previ
 raw control character printed, a ``PWNED`` file (an injection run), a ``.sh`` output ``bash -n`` refuses, a child
 process left after the solver workers' shutdown, an agent call on a job that did not opt in or releasing an
 administrator's hold, a must-refuse input read (duplicate key or column, several documents, a swapped file), and
-a case past a memory limit (``MemoryError``) or its deadline. The pytest module runs 20 cases of each surface of
-issue 22 and 4 to 8 chosen seeds of each of issue 41.
+a case past a memory limit (``MemoryError``) or its deadline. The pytest module runs 12 cases of each surface of
+issue 22 and 4 to 10 chosen seeds of each of issue 41.
 
 What it does not cover: one mutation per case (no combinations); ``profiles build`` (a sources folder),
 ``plan --from-solution`` (solver solution files) and ``--export-model``; Kubernetes and Slurm submission (only
