@@ -25,8 +25,10 @@ The agent's policies run on a cluster with power saving when the replay asks for
 price what a powered node draws.
 
 What this does not reproduce: the agent's own latency (a solve takes no virtual time; live it takes real time,
-``time_scale`` times as many emulated seconds: choose a scale at which it is small), Prometheus's scrape lag, and
-the faults a real cluster has.
+``time_scale`` times as many emulated seconds: choose a scale at which it is small), Prometheus's scrape lag, a
+launch that takes longer in a burst of starts (:data:`LAUNCH_REAL_S` is one figure for every start), the epilog
+between a job's end and its GPUs' next start, and the faults a real cluster has (benchmarks/RESULTS.md, "Why the
+replay leaves the live run on philly_shape").
 """
 
 from __future__ import annotations
