@@ -30,6 +30,7 @@ def _work_unit(nodeid: str) -> str:
     return "local Ray" if Path(module).stem in LOCAL_RAY_MODULES else module
 
 
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: unknown to a pytest without it
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Under ``--dist loadfile``: whole modules per worker, the local-Ray modules as one (:func:`_work_unit`).
 
