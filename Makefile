@@ -35,7 +35,7 @@ PYTEST := env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest
 test: $(STAMP)
 	$(PYTEST) -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder $(DURATIONS)
 
-# The loop to run before every commit (under 3 minutes on 2 cores): every test not marked slow (replays, sweeps,
+# The loop to run before every commit (about 4 minutes on 2 cores): every test not marked slow (replays, sweeps,
 # solves of shipped rounds, emulated clusters, subprocess daemons, a local Ray). make test runs all.
 test-fast: $(STAMP)
 	$(PYTEST) -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not slow" $(DURATIONS)
