@@ -21,15 +21,16 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check wattplan planner formulations cli.py tests benchmarks
 	$(VENV)/bin/mypy wattplan cli.py
 
-# Two pytest-xdist workers, each module on one of them, longest first by the seconds each took last time
-# (tests/module_seconds.json, rewritten by tests/helpers/module_seconds.py; about 11 min on 2 cores); the modules that
-# start a local Ray are one unit, so no two Rays run at once (tests/conftest.py). It ends with its 30 slowest tests
-# (--durations=30), so CI's output shows where the time goes.
-# TEST_WORKERS=4 make test on a larger machine.
+# Three pytest-xdist workers, each module on one of them, longest first by the seconds each took last time
+# (tests/module_seconds.json, rewritten by tests/helpers/module_seconds.py); the modules that start a local Ray are
+# one unit, so no two Rays run at once (tests/conftest.py). Three on 2 cores: much of the suite waits (emulated
+# clusters, a local Ray, subprocesses), and a third worker fills the waits: 647 s against 743 s with two (2,078
+# tests, benchmarks/RESULTS.md "The suite on three workers"). It ends with its 30 slowest tests (--durations=30), so
+# CI's output shows where the time goes. TEST_WORKERS=6 make test on a larger machine.
 # Bytecode is cached even where PYTHONDONTWRITEBYTECODE is set (as on the CI machines): without it each pytest
 # process rewrote every test module's asserts (13 s of a 18 s collection) and each of the hundreds of wattplan
 # subprocesses the tests start compiled the package again (1.0 s a start against 0.55 s).
-TEST_WORKERS ?= 2
+TEST_WORKERS ?= 3
 DURATIONS := --durations=30
 PYTEST := env -u PYTHONDONTWRITEBYTECODE $(PY) -m pytest
 test: $(STAMP)
