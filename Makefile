@@ -24,8 +24,8 @@ lint: $(STAMP)
 # Three pytest-xdist workers, each module on one of them, longest first by the seconds each took last time
 # (tests/module_seconds.json, rewritten by tests/helpers/module_seconds.py); the modules that start a local Ray are
 # one unit, so no two Rays run at once (tests/conftest.py). Three on 2 cores: much of the suite waits (emulated
-# clusters, a local Ray, subprocesses), and a third worker fills the waits: 647 s against 743 s with two (2,078
-# tests, benchmarks/RESULTS.md "The suite on three workers"). It ends with its 30 slowest tests (--durations=30), so
+# clusters, a local Ray, subprocesses), and a third worker fills the waits: 429 s against 508 s with two, back to
+# back (benchmarks/RESULTS.md "The suite on three workers"). It ends with its 30 slowest tests (--durations=30), so
 # CI's output shows where the time goes. TEST_WORKERS=6 make test on a larger machine.
 # Bytecode is cached even where PYTHONDONTWRITEBYTECODE is set (as on the CI machines): without it each pytest
 # process rewrote every test module's asserts (13 s of a 18 s collection) and each of the hundreds of wattplan
