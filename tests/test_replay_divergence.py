@@ -74,3 +74,17 @@ def test_a_replay_that_plans_otherwise_on_the_same_queue_is_the_divergence(tmp_p
         divergence.rounds(run / "sim" / "wattplan" / "agent.log"),
     )
     assert [r.n for r in divergence.first_divergence(live, replay, 15.0).replay] == [3]
+
+
+def test_the_agents_own_round_lines_are_read_as_it_wrote_them(tmp_path: Path) -> None:
+    """The parser reads the lines :class:`RoundReport` writes: a change of their format fails here, not silently."""
+    from wattplan.planner.agent.loop import RoundReport
+
+    divergence = _module()
+    shown = RoundReport(7, 1397.4, queued=18, running=15, planned_run=17, planned_pairs=1, status="optimal by highs")
+    shown.delta, shown.notes = 0.0468, ["node v100-3 is idle+powering_down: left out"]
+    idle = RoundReport(0, 75.0, status="idle")
+    log = tmp_path / "agent.log"
+    log.write_text(f"01:53:48 {idle.line()}\n{shown.line()}\n")
+    read = [(r.n, r.t, r.queued, r.running, r.plan, r.delta) for r in divergence.rounds(log, lead_s=300.0)]
+    assert read == [(0, -225.0, 0, 0, 0, None), (7, 1097.0, 18, 15, 17, 0.047)]

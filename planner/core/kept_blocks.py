@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from wattplan.planner.contracts.domain import GpuType, Instance, Job
+from wattplan.planner.contracts.domain import CurrentConfig, GpuType, Instance, Job
 
 
 def pinned_gpus(instance: Instance) -> dict[str, dict[str, set[int]]]:
@@ -32,18 +32,31 @@ def pinned_gpus(instance: Instance) -> dict[str, dict[str, set[int]]]:
         return {}
     where = _Where.of(instance)
     waiting_types = {j.type for j in instance.jobs if j.current is None}
-    held: dict[str, dict[str, set[int]]] = {}
+    kept: list[CurrentConfig] = []
     loose: set[str] = set()
     for job in running:
         cur = job.current
         assert cur is not None
         if not where.pinned(instance, job) or job.type in waiting_types:
             loose.add(cur.gpu_type)
+        else:
+            kept.append(cur)
+    return {g: nodes for g, nodes in held_gpus(kept).items() if g not in loose}
+
+
+def held_gpus(currents: Iterable[CurrentConfig | None]) -> dict[str, dict[str, set[int]]]:
+    """``{GPU type: {node: GPU indices}}`` the running configurations ``currents`` hold (their placements).
+
+    A configuration's GPU type is a key even where it names no placement; None (a job not running) holds nothing.
+    """
+    out: dict[str, dict[str, set[int]]] = {}
+    for cur in currents:
+        if cur is None:
             continue
-        by_node = held.setdefault(cur.gpu_type, {})
+        by_node = out.setdefault(cur.gpu_type, {})
         for part in cur.placement or ():
             by_node.setdefault(part.node, set()).update(part.gpu_indices)
-    return {g: nodes for g, nodes in held.items() if g not in loose}
+    return out
 
 
 @dataclass(frozen=True, slots=True)

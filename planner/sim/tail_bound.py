@@ -69,7 +69,7 @@ from typing import Literal
 
 from wattplan.planner.contracts.domain import GpuType, Profile
 from wattplan.planner.core.economics import exclusive_power_w
-from wattplan.planner.core.kept_blocks import FreeBlocks
+from wattplan.planner.core.kept_blocks import FreeBlocks, held_gpus
 from wattplan.planner.sim.round_instance import ClusterContext
 from wattplan.planner.sim.state import JobState
 
@@ -220,7 +220,7 @@ class TailBound:
             urgent.append((d - now_s - s.remaining_steps / rate, s, bound, room))
         if not urgent:
             return out
-        blocks = FreeBlocks.around(ctx.gpu_types, None if held is None else _held_gpus(held))
+        blocks = FreeBlocks.around(ctx.gpu_types, None if held is None else held_gpus(h.current for h in held))
         for _, s, bound, room in sorted(urgent, key=lambda u: (u[0], u[1].id)):
             if room and blocks.take(room):
                 out[s.id] = bound
@@ -238,18 +238,6 @@ class TailBound:
         pace = s.remaining_steps / left
         steady = pace * max(T - tau, 0.0) if pace > efficient_steps_per_s(ctx, s) else 0.0
         return max(steady, last_chance)
-
-
-def _held_gpus(held: Sequence[JobState]) -> dict[str, dict[str, set[int]]]:
-    """``{GPU type: {node: GPU indices}}`` the ``held`` jobs run on (their current placements)."""
-    out: dict[str, dict[str, set[int]]] = {}
-    for s in held:
-        cur = s.current
-        if cur is None:
-            continue
-        for part in cur.placement or ():
-            out.setdefault(cur.gpu_type, {}).setdefault(part.node, set()).update(part.gpu_indices)
-    return out
 
 
 def _usable(ctx: ClusterContext, s: JobState) -> list[tuple[GpuType, Profile]]:
