@@ -14,7 +14,8 @@ How the cut was followed is :func:`planner.control.cap_schedule.cap_followed` on
 measure: seconds from the step until the draw came within the cap, then the mean and highest draw and the seconds
 above it while it held. Each cluster runs in a short folder under ``/tmp`` (Slurm's sockets live under it). Writes
 ``OUT/FAMILY/{free,cut}/`` (the cluster report, the draw, the agent's log and state) and
-``OUT/live_demand_response.json``; prints one line per family.
+``OUT/live_demand_response.json``; prints one line per family. With ``--via-http`` the cut run's cap is sent to
+the agent's HTTP endpoint (``--power-cap-port``, a fresh token) at each step instead of written into its file.
 
 Usage: ``python -m benchmarks.live_demand_response TRACE [TRACE...] --out OUT`` (root; Slurm, munge, Prometheus).
 """
@@ -23,8 +24,11 @@ from __future__ import annotations
 
 import argparse
 import csv
+import http.client
 import json
+import secrets
 import shutil
+import socket
 import tempfile
 import threading
 import time
@@ -32,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.live_compare import start_agent_and_submit, wattplan_cli
+from wattplan.planner.agent.cap_endpoint import PATH as CAP_PATH
 from wattplan.planner.agent.observations import GPU_POWER
 from wattplan.planner.agent.prometheus import PrometheusClient
 from wattplan.planner.contracts.jsonio import write_text_atomic
@@ -48,17 +53,51 @@ DRAW = f"sum({GPU_POWER}) + sum(wattplan_node_power_watts)"
 """The cluster's draw (W): every GPU and every node besides its GPUs, as the emulator exports them."""
 
 
-def _cap_writer(cap_file: Path, steps: list[CapStep], start_unix: float, stop: threading.Event) -> None:
-    """Write each step's cap into ``cap_file`` at its time (``start_unix`` + emulated s / scale), until ``stop``."""
+def _put_cap(port: int, token: str, text: str) -> None:
+    """``PUT /power-cap`` ``text`` to the agent's endpoint on this host; RuntimeError unless it answers 200."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request("PUT", CAP_PATH, body=text.encode(), headers={"Authorization": f"Bearer {token}"})
+        answer = conn.getresponse()
+        said = answer.read().decode().strip()
+    finally:
+        conn.close()
+    if answer.status != 200:
+        raise RuntimeError(f"the cap endpoint answered {answer.status}: {said}")
+
+
+def _cap_writer(
+    cap_file: Path,
+    steps: list[CapStep],
+    start_unix: float,
+    stop: threading.Event,
+    endpoint: tuple[int, str] | None,
+    failed: list[str],
+) -> None:
+    """Set each step's cap at its time (``start_unix`` + emulated s / scale), until ``stop``.
+
+    Written into ``cap_file``, or with ``endpoint`` (port, token) sent to the agent's endpoint, which writes it
+    there; a request that fails is added to ``failed``.
+    """
     for step in steps:
         wait = start_unix + step.t_s / SCALE - time.time()
         if wait > 0 and stop.wait(wait):
             return
-        write_text_atomic(cap_file, ("none" if step.cap_w is None else f"{step.cap_w:.1f}") + "\n")
+        text = "none" if step.cap_w is None else f"{step.cap_w:.1f}"
+        if endpoint is None:
+            write_text_atomic(cap_file, text + "\n")
+            continue
+        try:
+            _put_cap(*endpoint, text)
+        except (OSError, RuntimeError) as e:
+            failed.append(f"{text} at {step.t_s:.0f} s: {e}")
 
 
-def one_run(trace: Path, out: Path, steps: list[CapStep]) -> dict[str, Any]:
-    """One live run of ``trace`` with the cap ``steps`` (emulated s after the submission); its figures."""
+def one_run(trace: Path, out: Path, steps: list[CapStep], via_http: bool = False) -> dict[str, Any]:
+    """One live run of ``trace`` with the cap ``steps`` (emulated s after the submission); its figures.
+
+    ``via_http``: the cap is sent to the agent's endpoint (``--power-cap-port``) rather than written into its file.
+    """
     out.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix="wpdr-", dir="/tmp"))  # short: Slurm's sockets live under it
     scratch.chmod(0o755)
@@ -68,6 +107,7 @@ def one_run(trace: Path, out: Path, steps: list[CapStep]) -> dict[str, Any]:
     cap_file = out / "cap"
     write_text_atomic(cap_file, "none\n")
     stop = threading.Event()
+    failed: list[str] = []
     try:
         manifest = json.loads((cluster / "cluster.json").read_text())
         agent_args = [
@@ -75,14 +115,26 @@ def one_run(trace: Path, out: Path, steps: list[CapStep]) -> dict[str, Any]:
             "--mode", "steered", "--max-jct-increase", "3", "--solver", "highs", "--time-limit", "2",
             "--power-cap-file", str(cap_file),
         ]  # fmt: skip
+        http_cap: tuple[int, str] | None = None
+        if via_http:
+            token, port = secrets.token_hex(16), _free_port()
+            token_file = scratch / "cap-token"
+            token_file.write_text(token + "\n")
+            token_file.chmod(0o600)
+            agent_args += ["--power-cap-port", str(port), "--power-cap-token-file", str(token_file)]
+            http_cap = (port, token)
         with (out / "agent.log").open("w") as log:
             agent, start_unix = start_agent_and_submit(cluster, trace, agent_args, log, out / "agent.log")
-            writer = threading.Thread(target=_cap_writer, args=(cap_file, steps, start_unix, stop), daemon=True)
+            writer = threading.Thread(
+                target=_cap_writer, args=(cap_file, steps, start_unix, stop, http_cap, failed), daemon=True
+            )
             writer.start()
             code = agent.wait(timeout=4 * 3600)
         stop.set()
         if code != 0:
             raise SystemExit(f"agent exited {code}: {out / 'agent.log'}")
+        if failed:
+            raise SystemExit(f"the cap endpoint refused: {'; '.join(failed)}")
         end_unix = time.time()
         wattplan_cli("cluster", "report", "--dir", str(cluster), "--json", str(out / "report.json"))
         report = json.loads((out / "report.json").read_text())
@@ -101,6 +153,13 @@ def one_run(trace: Path, out: Path, steps: list[CapStep]) -> dict[str, Any]:
     return {"report": report, "start_s": start_s, "power": power, "steps": cap_followed(power, tuple(steps), start_s)}
 
 
+def _free_port() -> int:
+    """A TCP port free on this host now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 def middle_third(run: dict[str, Any]) -> tuple[float, float, float]:
     """``(a, b, mean draw W)`` of the run's middle third, ``a`` and ``b`` in emulated s after its submission."""
     power, start = run["power"], run["start_s"]
@@ -115,6 +174,11 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("traces", nargs="+", type=Path)
     p.add_argument("--out", type=Path, required=True)
+    p.add_argument(
+        "--via-http",
+        action="store_true",
+        help="Send the cut to the agent's HTTP endpoint (--power-cap-port, with a token) instead of its cap file.",
+    )
     args = p.parse_args()
     rows = []
     for trace in args.traces:
@@ -122,7 +186,7 @@ def main() -> None:
         free = one_run(trace, args.out / family / "free", [])
         a, b, mean_w = middle_third(free)
         cap_w = (1 - CUT) * mean_w
-        cut = one_run(trace, args.out / family / "cut", [CapStep(a, cap_w), CapStep(b, None)])
+        cut = one_run(trace, args.out / family / "cut", [CapStep(a, cap_w), CapStep(b, None)], args.via_http)
         held = cut["steps"][0]
         runs = (("free", free), ("cut", cut))
         row = {

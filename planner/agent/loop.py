@@ -285,6 +285,11 @@ class AgentConfig:
     power_cap_file: Path | None = _OPTIONS.power_cap_file
     """A cap that moves (``--power-cap-file``, :mod:`planner.agent.power_cap`): read every round, a change starts a
     round at once; ``power_cap_w`` is the cap until the file holds one."""
+    power_cap_port: int | None = _OPTIONS.power_cap_port
+    """Also take the cap over HTTP on this port (``--power-cap-port``, :mod:`planner.agent.cap_endpoint`), written
+    into ``power_cap_file``; None: not served."""
+    power_cap_address: str = _OPTIONS.power_cap_address
+    power_cap_token_file: Path | None = _OPTIONS.power_cap_token_file
     energy_budget_kwh: float | None = _OPTIONS.energy_budget_kwh
     """At most this much energy (kWh) in every ``budget_period_s`` (``--energy-budget-kwh``,
     :mod:`planner.agent.energy_budget`): each round's plan is paced within what its period has left. None: none."""
@@ -325,6 +330,9 @@ class AgentConfig:
             zeus_eta=options.zeus_eta,
             power_cap_w=options.power_cap_w,
             power_cap_file=options.power_cap_file,
+            power_cap_port=options.power_cap_port,
+            power_cap_address=options.power_cap_address,
+            power_cap_token_file=options.power_cap_token_file,
             energy_budget_kwh=options.energy_budget_kwh,
             budget_period_s=options.budget_period_s,
             metrics_port=options.metrics_port,

@@ -250,6 +250,23 @@ class AgentOptions(OptionRecord):
         "round, a change starts a round at once; --power-cap-w is the cap until it holds one.",
         metavar="FILE",
     )
+    power_cap_port: int | None = option(
+        None,
+        "Also take the cap over HTTP on this port: PUT /power-cap with the file's syntax as the body and "
+        "'Authorization: Bearer TOKEN' writes it into --power-cap-file; GET /power-cap reads it. Off by default.",
+        low=1,
+        high=65535,
+        metavar="PORT",
+    )
+    power_cap_address: str = option(
+        "127.0.0.1", "Address --power-cap-port listens on (0.0.0.0: every interface).", metavar="ADDRESS"
+    )
+    power_cap_token_file: Path | None = option(
+        None,
+        "The token --power-cap-port asks for (a file of mode 0600 holding one token of 16 or more characters, "
+        "e.g. from 'openssl rand -hex 16').",
+        metavar="FILE",
+    )
     energy_budget_kwh: float | None = same_as(
         ReplayOptions,
         "energy_budget_kwh",
@@ -339,6 +356,9 @@ class AgentOptions(OptionRecord):
         Rule(_baseline_power_save, "policy slurm excludes power_save"),
         Rule(_power_down_saves, "power_down requires power saving"),
         Rule(_steered_only, "tail_bound requires mode steered"),
+        requires("power_cap_port", "power_cap_file"),
+        requires("power_cap_port", "power_cap_token_file"),
+        requires("power_cap_token_file", "power_cap_port"),
         requires("energy_budget_kwh", "budget_period_s"),
         requires("budget_period_s", "energy_budget_kwh"),
         _names("allow_user"),

@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from wattplan.planner import planning
+from wattplan.planner.agent.cap_endpoint import PATH as CAP_PATH
+from wattplan.planner.agent.cap_endpoint import CapEndpoint, read_token
 from wattplan.planner.agent.check import CheckTarget
 from wattplan.planner.agent.commands import runner, slurm_env
 from wattplan.planner.agent.loop import Agent, AgentConfig, Observed
@@ -163,6 +165,30 @@ def serve_metrics(port: int, address: str) -> AgentMetrics:
     return metrics
 
 
+def cap_token(options: AgentOptions) -> str | None:
+    """The token ``--power-cap-port`` asks for (:func:`~planner.agent.cap_endpoint.read_token`), else None.
+
+    None without the port, or in a dry run (which serves nothing). :class:`InputError` naming
+    ``--power-cap-token-file`` when the file cannot be used.
+    """
+    if options.power_cap_port is None or options.power_cap_token_file is None or options.dry_run:
+        return None
+    try:
+        return read_token(options.power_cap_token_file)
+    except ValueError as e:
+        raise InputError("--power-cap-token-file", [Problem("token-file", "--power-cap-token-file", str(e))]) from None
+
+
+def serve_cap(config: AgentConfig, token: str, log: Callable[[str], None]) -> CapEndpoint:
+    """The cap endpoint on ``--power-cap-address``, ``--power-cap-port``; :class:`InputError` naming the port if not."""
+    assert config.power_cap_port is not None and config.power_cap_file is not None
+    try:
+        return CapEndpoint(config.power_cap_file, token, log, config.power_cap_port, config.power_cap_address)
+    except OSError as exc:
+        why = f"cannot serve on {config.power_cap_address}:{config.power_cap_port}: {exc.strerror or exc}"
+        raise InputError("--power-cap-port", [Problem("power-cap-port", "--power-cap-port", why)]) from None
+
+
 def check_target(options: AgentOptions) -> CheckTarget:
     """What ``wattplan agent check`` looks at: the Slurm, Prometheus and settings folder ``options`` name."""
     env = environment(options.cluster, options.prometheus, options.settings_path())
@@ -172,12 +198,18 @@ def check_target(options: AgentOptions) -> CheckTarget:
     )
 
 
-def run_agent(config: AgentConfig, env: Environment, state: Path, log: Callable[[str], None]) -> int:
-    """Open the state (locked; a snapshot in a dry run), check Slurm's version, run the loop; the exit code."""
+def run_agent(
+    config: AgentConfig, env: Environment, state: Path, log: Callable[[str], None], token: str | None = None
+) -> int:
+    """Open the state (locked; a snapshot in a dry run), check Slurm's version, run the loop; the exit code.
+
+    ``token``: :func:`cap_token`'s; with it the cap endpoint is served while the loop runs.
+    """
     config.clock = env.clock
     config.settings_dir = env.settings_dir
     config.idle_marker = env.idle_marker
     store, scratch = open_state(state, config.dry_run)
+    endpoint: CapEndpoint | None = None
     try:
         if env.cluster_id is not None:
             store.bind("cluster", env.cluster_id)
@@ -197,8 +229,14 @@ def run_agent(config: AgentConfig, env: Environment, state: Path, log: Callable[
         if config.metrics_port is not None and not config.dry_run:
             agent.metrics = serve_metrics(config.metrics_port, config.metrics_address)
             log(f"metrics: http://{config.metrics_address}:{config.metrics_port}/metrics")
+        if token is not None:
+            endpoint = serve_cap(config, token, log)
+            url = f"http://{config.power_cap_address}:{endpoint.port}{CAP_PATH}"
+            log(f"power cap: {url} (writes {config.power_cap_file})")
         return agent.run_loop()
     finally:
+        if endpoint is not None:
+            endpoint.close()
         store.close()
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
@@ -223,6 +261,7 @@ def start_agent(options: AgentOptions, log: Callable[[str], None] | None = None)
     """
     if problems := planning.request_problems(options.request()):
         raise InputError("options", problems)
+    token = cap_token(options)
     if options.decision_policy() not in policy_names():
         known = ", ".join(AGENT_BASELINES)
         why = f"{unknown_policy_message(options.policy)}, or a baseline: {known}"
@@ -232,7 +271,7 @@ def start_agent(options: AgentOptions, log: Callable[[str], None] | None = None)
     if env.power_cycle_s is not None:
         config.power_cycle_s = env.power_cycle_s
     config.signal = agent_signal(options, env.clock.at(time.time()))
-    return run_agent(config, env, options.state_path(), log or stderr_log(options.quiet))
+    return run_agent(config, env, options.state_path(), log or stderr_log(options.quiet), token)
 
 
 def printable(text: str) -> str:
