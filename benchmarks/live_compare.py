@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -225,9 +226,23 @@ def managed(trace: Path, cluster: Path, out: Path, gpus: str, scale: float, args
             "calls": calls,
         }
         (out / "managed.json").write_text(json.dumps(report, indent=1) + "\n")
+        _keep_logs(cluster, out)
         return report
     finally:
         wattplan_cli("cluster", "down", "--dir", str(cluster))
+
+
+def _keep_logs(cluster: Path, out: Path) -> None:
+    """Copy the run's agent state and Slurm's logs into ``out``.
+
+    ``agent.db`` holds the rounds and calls with their real times, ``slurm-log/`` what
+    ``benchmarks/slurm_latency.py`` reads.
+    """
+    shutil.copy(cluster / "agent.db", out / "agent.db")
+    logs = out / "slurm-log"
+    logs.mkdir(exist_ok=True)
+    for log in (cluster / "slurm" / "log").glob("slurm*.log"):
+        shutil.copy(log, logs / log.name)
 
 
 def unmanaged(

@@ -12,6 +12,14 @@ seconds (median, 90th percentile, max, count):
   the last completion on its node (``_job_complete: JobId=M done``) to its start: the epilog and Slurm's next
   scheduling pass.
 
+With the agent's state beside the logs (``../agent.db``, which ``benchmarks/live_compare.py`` keeps since this
+table was extended), two more rows split the agent's part of the completion's latency, on the one host's clock:
+
+- **completion -> round**: from a completion (``_job_complete``) to the start of the first round after it
+  (``rounds.started_unix``): the agent's poll of ``squeue`` and the time Slurm shows the job ``COMPLETING``;
+- **round -> release**: from a round's start to its ``scontrol release`` (``actions.sent_unix``): reading the queue
+  and Prometheus, the solve, the updates before the release.
+
 The simulated Slurm (``planner.control.sim_slurm``) models a start as ``LAUNCH_REAL_S`` real seconds
 (``planner.control.slurm_replay``) and a completion's GPUs as free at once; these figures say what that leaves out.
 
@@ -20,7 +28,9 @@ Usage: ``python benchmarks/slurm_latency.py LOGDIR [LOGDIR...]``.
 
 from __future__ import annotations
 
+import bisect
 import re
+import sqlite3
 import statistics
 import sys
 from datetime import datetime
@@ -65,11 +75,31 @@ def latencies(folder: Path) -> dict[str, list[float]]:
         before = [d for other, d in done.items() if d <= t and node.get(other) == node[job]]
         if before:
             after_completion.append(t - max(before))
-    return {
+    found = {
         "release -> start": [start[j] - released[j] for j in start if j in released],
         "start -> launch": [launch[j] - t for j, t in start.items() if j in launch],
         "completion -> next start": after_completion,
     }
+    state = folder.parent / "agent.db"
+    if state.is_file():
+        found.update(agent_latencies(state, sorted(done.values())))
+    return found
+
+
+def agent_latencies(state: Path, completions: list[float]) -> dict[str, list[float]]:
+    """The agent's two rows (module docstring) from its state file and the completions' Unix times."""
+    with sqlite3.connect(f"file:{state}?mode=ro", uri=True) as db:
+        rounds = sorted(r[0] for r in db.execute("SELECT started_unix FROM rounds"))
+        sent = db.execute(
+            "SELECT r.started_unix, a.sent_unix FROM actions a JOIN rounds r ON r.round = a.round "
+            "WHERE a.argv LIKE '%release%' AND a.sent_unix IS NOT NULL"
+        ).fetchall()
+    to_round = []
+    for t in completions:
+        k = bisect.bisect_left(rounds, t)
+        if k < len(rounds):
+            to_round.append(rounds[k] - t)
+    return {"completion -> round": to_round, "round -> release": [b - a for a, b in sent]}
 
 
 def row(name: str, values: list[float]) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import os
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -91,6 +92,17 @@ def test_other_paths_and_long_bodies_are_refused(served) -> None:  # type: ignor
     assert _ask(endpoint, "PUT", b"100", path="/metrics")[0] == 404
     assert _ask(endpoint, "GET", path="/")[0] == 404
     assert _ask(endpoint, "PUT", b"1" * (MAX_BODY_BYTES + 1))[0] == 413
+    assert cap_file.read_text() == "none\n"
+
+
+def test_a_body_shorter_than_its_length_changes_nothing(served) -> None:  # type: ignore[no-untyped-def]
+    endpoint, cap_file, _ = served
+    with socket.create_connection(("127.0.0.1", endpoint.port), timeout=30) as conn:
+        head = f"PUT {PATH} HTTP/1.0\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: 5\r\n\r\n12"
+        conn.sendall(head.encode())
+        conn.shutdown(socket.SHUT_WR)  # "12" of the 5 bytes announced, then the end
+        answer = conn.makefile("rb").read().decode()
+    assert answer.startswith("HTTP/1.0 400") and "ended before its Content-Length" in answer
     assert cap_file.read_text() == "none\n"
 
 

@@ -165,8 +165,15 @@ def _handler(endpoint: CapEndpoint) -> type[BaseHTTPRequestHandler]:
             if int(length) > MAX_BODY_BYTES:
                 return self._answer(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, f"a cap is at most {MAX_BODY_BYTES} bytes")
             try:
-                body = self.rfile.read(int(length)).decode("utf-8")
-                now = endpoint.set(body, who)
+                data = self.rfile.read(int(length))
+            except OSError:  # the client went quiet (READ_TIMEOUT_S) or away: nothing to answer
+                return None
+            if len(data) != int(length):
+                return self._answer(
+                    HTTPStatus.BAD_REQUEST, "the body ended before its Content-Length; the cap is unchanged"
+                )
+            try:
+                now = endpoint.set(data.decode("utf-8"), who)
             except (UnicodeDecodeError, ValueError) as e:
                 return self._answer(HTTPStatus.BAD_REQUEST, f"the cap {e}; the cap is unchanged")
             except OSError as e:

@@ -1,0 +1,29 @@
+"""``benchmarks/slurm_latency.py``: the agent's part of a completion's latency, read from a real state file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from benchmarks.slurm_latency import agent_latencies
+from wattplan.planner.agent.store import AgentStore
+
+
+def test_the_agent_rows_time_each_completion_to_the_next_round_and_each_round_to_its_release(tmp_path: Path) -> None:
+    store = AgentStore(tmp_path / "agent.db")
+    t0 = 1_700_000_000.0
+    for rnd, started in enumerate((t0 + 10.0, t0 + 12.5, t0 + 20.0)):
+        store.begin_round(rnd, started, 30.0 * rnd)
+    # round 1 updates then releases job 7 (0.4 s after its start); round 2 releases nothing
+    (update, release) = store.commit_intent(
+        1, [], [(("scontrol", "update", "JobId=7", "NumNodes=1"), (7,)), (("scontrol", "release", "7"), (7,))]
+    )
+    for action, sent in ((update, t0 + 12.7), (release, t0 + 12.9)):
+        store.action_outcome(action, "ok", "")
+        store.db.execute("UPDATE actions SET sent_unix = ? WHERE id = ?", (sent, action))
+    store.close()
+    # completions at 9.0 (next round 10.0), 11.0 (12.5), 12.5 (the round starting then: 0) and 25.0 (none after)
+    found = agent_latencies(tmp_path / "agent.db", [t0 + 9.0, t0 + 11.0, t0 + 12.5, t0 + 25.0])
+    assert found["completion -> round"] == pytest.approx([1.0, 1.5, 0.0])
+    assert found["round -> release"] == pytest.approx([0.4])
