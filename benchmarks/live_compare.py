@@ -310,6 +310,7 @@ def simulate(trace: Path, out: Path, gpus: str, args: argparse.Namespace) -> dic
         *_budget(args),
         *([] if args.progress_metric else ["--no-progress-metric"]),
         *(["--pairs"] if args.pairs else []),  # the replay's agent pairs as the live one
+        *(["--pass-delay-s", "0", "--completing-s", "0"] if args.no_slurm_waits else []),
     )
     return {p: json.loads((out / "sim" / p / "summary.json").read_text()) for p in (args.agent_policy, alone)}
 
@@ -376,6 +377,12 @@ def main() -> None:
     p.add_argument("--energy-budget-kwh", type=float, help="The agent's (and the replay's) energy budget per period.")
     p.add_argument("--budget-period-s", type=float, default=3600.0, help="With --energy-budget-kwh: the period (s).")
     p.add_argument("--reuse-unmanaged", action="store_true", help="Keep an earlier unmanaged.json of a family.")
+    p.add_argument(
+        "--no-slurm-waits",
+        action="store_true",
+        help="The replay only: no scheduler pass delay and no COMPLETING time (the simulated Slurm before they were "
+        "measured and modelled).",
+    )
     p.add_argument("--only", choices=("managed", "unmanaged", "simulate"), action="append")
     p.add_argument(
         "--rescore", action="store_true", help="Run nothing: compare each family's managed.json and unmanaged.json."

@@ -23,6 +23,8 @@ table was extended), two more rows split the agent's part of the completion's la
 The simulated Slurm (``planner.control.sim_slurm``) models a start as ``LAUNCH_REAL_S`` real seconds
 (``planner.control.slurm_replay``) and a completion's GPUs as free at once; these figures say what that leaves out.
 
+With more than one folder, a last table pools them.
+
 Usage: ``python benchmarks/slurm_latency.py LOGDIR [LOGDIR...]``.
 """
 
@@ -115,10 +117,17 @@ def main() -> None:
     """Print one table per log folder given."""
     if len(sys.argv) < 2:
         raise SystemExit(__doc__.splitlines()[-1])
+    pooled: dict[str, list[float]] = {}
+    head = "| latency (real s) | median | p90 | max | jobs |\n|---|---|---|---|---|"
     for arg in sys.argv[1:]:
         folder = Path(arg)
-        print(f"\n{folder}\n\n| latency (real s) | median | p90 | max | jobs |\n|---|---|---|---|---|")
+        print(f"\n{folder}\n\n{head}")
         for name, values in latencies(folder).items():
+            print(row(name, values))
+            pooled.setdefault(name, []).extend(values)
+    if len(sys.argv) > 2:
+        print(f"\nall {len(sys.argv) - 1} folders\n\n{head}")
+        for name, values in pooled.items():
             print(row(name, values))
 
 

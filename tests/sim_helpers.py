@@ -38,6 +38,10 @@ HAND_PROFILES = (
     Profile(B, "v100", 1, 250, 2.5, 180.0),
 )
 HAND_PAIRS = (PairSlowdown(A, B, "v100", 1, 0.8, 0.6),)
+NO_SLURM_WAITS = {"pass_delay_s": 0.0, "completing_s": 0.0}
+""":class:`~planner.control.slurm_replay.SimulatedCluster` fields for a hand computation that leaves out Slurm's
+measured waits (a scheduler pass after each change, a job's ``COMPLETING``): ``tests/test_sim_slurm_latency.py``
+computes those by hand."""
 
 
 def hand_context(duration_s: float = 100.0, restart_s: float = 10.0, nodes: int = 1, **rules) -> ClusterContext:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.sim_helpers import NO_SLURM_WAITS
 from wattplan.planner.control.common_window import common_window_s, energy_over, on_common_window, tail_kwh
 from wattplan.planner.control.slurm_replay import SimulatedCluster, replay_on_slurm
 from wattplan.planner.sim.replay import ReplaySpec
@@ -47,8 +48,8 @@ def test_every_node_on_the_tail_is_the_idle_draw_the_run_paid_per_second(tmp_pat
 
 
 def test_with_power_saving_the_node_draws_until_suspended_then_nothing(tmp_path: Path) -> None:
-    on = replay_on_slurm(_spec(tmp_path), "slurm", SimulatedCluster(load_s=30.0)).summary
-    setup = SimulatedCluster(load_s=30.0, power_save=True, suspend_s=SUSPEND_S)
+    on = replay_on_slurm(_spec(tmp_path), "slurm", SimulatedCluster(load_s=30.0, **NO_SLURM_WAITS)).summary
+    setup = SimulatedCluster(load_s=30.0, power_save=True, suspend_s=SUSPEND_S, **NO_SLURM_WAITS)
     saving = replay_on_slurm(_spec(tmp_path), "slurm-powersave", setup).summary
     idle_w = on["idle_tail"]["steady_w"]
     tail = saving["idle_tail"]

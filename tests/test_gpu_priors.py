@@ -14,6 +14,7 @@ from cli import app
 from tests.helpers.profiles import a_points, entry, point, tiny_library
 from tests.sim_helpers import write_gavel_trace
 from wattplan.planner.contracts.profile_checks import library_problems
+from wattplan.planner.control.slurm_replay import PASS_DELAY_REAL_S
 from wattplan.planner.profile_library.library import library_from_doc, load_profile_library
 from wattplan.planner.profile_library.priors import (
     GpuSpec,
@@ -188,7 +189,8 @@ def test_a_replay_on_h100_nodes_runs_on_the_prior(tmp_path: Path) -> None:
     """Two ResNet-50 jobs on an H100 node, which has no measured profile: the loop runs them on the prior.
 
     The prior's rate at the top setting (700 W) is ``r X_v100(n, 250 W)`` with the spec's speed ratio r = 5.733
-    (design §9.8); each job starts at its arrival (8 GPUs free), pays the 1 s launch and the 30 s load, and runs
+    (design §9.8); each job starts at Slurm's pass after its arrival (8 GPUs free), pays the 1 s launch and the 30 s
+    load, and runs
     at that rate: JCT = 31 + steps / (r X_v100). Every one of the 8 GPUs draws the prior's idle 94 W meanwhile.
     """
     shipped = load_profile_library(None)
@@ -210,5 +212,7 @@ def test_a_replay_on_h100_nodes_runs_on_the_prior(tmp_path: Path) -> None:
         v100 = next(
             p for p in shipped.profiles if (p.type, p.gpu_type, p.gpus, p.setting) == (job_type, "v100", gpus, 250)
         )
-        assert jct[job_id] == pytest.approx(31.0 + steps / (ratio * v100.steps_per_s), rel=1e-9), job_id
+        assert jct[job_id] == pytest.approx(PASS_DELAY_REAL_S + 31.0 + steps / (ratio * v100.steps_per_s), rel=1e-9), (
+            job_id
+        )
     assert summary["energy_idle_kwh"] * 3.6e6 == pytest.approx(8 * 94.0 * summary["makespan_s"], rel=1e-9)

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from tests.sim_helpers import A, B, hand_context, write_gavel_trace
 from wattplan.planner.cli import app
 from wattplan.planner.contracts.domain import PairSlowdown, Profile
-from wattplan.planner.control.slurm_replay import replay_on_slurm
+from wattplan.planner.control.slurm_replay import PASS_DELAY_REAL_S, replay_on_slurm
 from wattplan.planner.files.resources import profile_library
 from wattplan.planner.profile_library.library import ProfileLibrary, library_from_doc, load_profile_library
 from wattplan.planner.profiling.truth import TruthParams, speedup, truth_library
@@ -132,8 +132,9 @@ def truth_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 R18 = "ResNet-18 (batch size 32)"
 R50 = "ResNet-50 (batch size 128)"
-START_S = 1.0 + 30.0
-"""What every start costs on the simulated Slurm at its defaults (s): a real second's launch, then a 30 s load."""
+START_S = PASS_DELAY_REAL_S + 1.0 + 30.0
+"""What every start costs on the simulated Slurm at its defaults (s): Slurm's pass after the release, a real second's
+launch, then a 30 s load."""
 EVENT_WAIT_S = 36.0
 """An arrival after the agent's first round is planned a tenth of a 360 s round after it (test_slurm_replay.py)."""
 

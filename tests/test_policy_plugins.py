@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 from cli import app
 from tests.sim_helpers import write_gavel_trace
 from wattplan.planner.contracts.problems import InputError
+from wattplan.planner.control.slurm_replay import PASS_DELAY_REAL_S
 from wattplan.planner.profile_library.library import load_profile_library
 from wattplan.planner.sim import policies
 from wattplan.planner.sim.policies import (
@@ -139,7 +140,8 @@ def test_an_entry_point_policy_runs_in_simulate(plugin_path: Path, tmp_path: Pat
     with (out / "one-gpu-low" / "jobs.csv").open() as f:
         jct = {row["job_id"]: float(row["jct_s"]) for row in csv.DictReader(f)}
     for (job_id, release), (_, steps, arrival, _) in zip((("j0", 0.0), ("j1", 36.0), ("j2", 36.0)), rows, strict=True):
-        assert jct[job_id] == pytest.approx(release - arrival + 31.0 + steps / low.steps_per_s, rel=1e-9), job_id
+        start = release - arrival + PASS_DELAY_REAL_S  # Slurm's pass after the release
+        assert jct[job_id] == pytest.approx(start + 31.0 + steps / low.steps_per_s, rel=1e-9), job_id
     assert "toy_policy" in sys.modules  # loaded when it was made
 
 

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from tests.helpers.agent_fakes import FakeSlurm, fake_agent
+from tests.sim_helpers import NO_SLURM_WAITS
 from wattplan.planner.agent.progress_estimate import RateIndex, credited_steps, energy_steps
 from wattplan.planner.agent.store import KnownJob
 from wattplan.planner.contracts.domain import CurrentConfig
@@ -131,7 +133,9 @@ def test_with_exact_profiles_the_estimate_is_the_simulated_slurms_steps_at_every
     monkeypatch.setattr(slurm_replay, "agent_config", whole_start_up)
     live = Path(__file__).resolve().parent.parent / "instances" / "live" / "gavel_mix.trace"
     spec = ReplaySpec(trace=live, cluster="v100:32", policies=("wattplan",))
-    setup = setup_of(SimulateOptions(progress_metric=False, power_save=True, time_scale=30))
+    setup = dataclasses.replace(
+        setup_of(SimulateOptions(progress_metric=False, power_save=True, time_scale=30)), **NO_SLURM_WAITS
+    )  # Slurm's waits put starts between whole seconds, which Slurm's start times, and the estimate, round down
     result = slurm_replay.replay_on_slurm(spec, "wattplan", setup, tmp_path / "out")
     assert len(errors) > 100 and all(job["steps"] > 0 for job in result.jobs)
     assert max(errors) < 1e-9

@@ -9,12 +9,14 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.commands import run
+from wattplan.planner.control.slurm_replay import PASS_DELAY_REAL_S
 
 SUMMARY_KEYS = ("energy_kwh", "avg_jct_s", "p95_jct_s", "makespan_s", "completed", "energy_floor_kwh")
 TINY_STEPS = {"j0": 4000, "j1": 6000, "j2": 9000, "j3": 3000, "j4": 5000}
 """The steps of the ``tiny_trace`` fixture's jobs (tests/conftest.py), by the ids the replay gives them."""
-LAUNCH_S, LOAD_S = 1.0, 30.0
-"""What every start costs on the simulated Slurm at time scale 1 (s): the launch, then ``--load-s``'s default."""
+LAUNCH_S, LOAD_S = PASS_DELAY_REAL_S + 1.0, 30.0  # Slurm's pass and launch at time scale 1, the checkpoint load
+"""What every start costs on the simulated Slurm at time scale 1 (s): Slurm's pass after the job's arrival, the launch,
+then ``--load-s``'s default."""
 
 
 def _power_steps(path: Path) -> list[tuple[float, float, float]]:
@@ -27,8 +29,8 @@ def test_single_policy_writes_summary_logs_and_plots(tmp_path: Path, tiny_trace:
     """Every step of the trace is done, the draw step by step adds up to the energy, the figures are written.
 
     The first step of ``power.csv`` is every node idle (the summary's ``idle_tail``: nothing runs after the last
-    job either) for the first jobs' launch and load, ``LAUNCH_S + LOAD_S`` from the first arrival: nothing computes
-    while a job loads its checkpoint.
+    job either) for the first jobs' pass, launch and load, ``LAUNCH_S + LOAD_S`` from the first arrival: nothing
+    computes while a job loads its checkpoint.
     """
     out = tmp_path / "out"
     result = run("simulate", tiny_trace, "--cluster", "v100:8", "--policy", "fifo-max", "--out", out, "-q")

@@ -15,7 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli import app
-from tests.sim_helpers import A, write_gavel_trace
+from tests.sim_helpers import NO_SLURM_WAITS, A, write_gavel_trace
 from wattplan.planner.control import session
 from wattplan.planner.control.slurm_replay import ReplayProgress, SimulatedCluster, replay_on_slurm
 from wattplan.planner.profile_library.library import load_profile_library
@@ -105,7 +105,7 @@ def test_the_loop_reports_the_reference_work_done_and_ends_at_all_of_it(tmp_path
     trace = write_gavel_trace(tmp_path / "one.trace", [(R18, 3000, 0, 1)])
     seen: list[ReplayProgress] = []
     spec = ReplaySpec(trace=trace, cluster="v100:8", policies=("fifo-max",))
-    replay_on_slurm(spec, "slurm", SimulatedCluster(load_s=30.0), progress=seen.append)
+    replay_on_slurm(spec, "slurm", SimulatedCluster(load_s=30.0, **NO_SLURM_WAITS), progress=seen.append)
     last = seen[-1]
     assert (last.policy, last.jobs_done, last.jobs_total, last.work_done) == ("slurm", 1, 1, 1.0)
     assert last.hours == pytest.approx((31.0 + 3000 / _top_rate(R18)) / 3600, rel=1e-9)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.sim_slurm import IDLE, p, x
-from tests.sim_helpers import A, B, hand_context, hand_job, write_gavel_trace
+from tests.sim_helpers import NO_SLURM_WAITS, A, B, hand_context, hand_job, write_gavel_trace
 from wattplan.planner.contracts.domain import Instance
 from wattplan.planner.contracts.rules import RoundRules
 from wattplan.planner.control.slurm_replay import SimulatedCluster, replay_on_slurm
@@ -30,7 +30,7 @@ R50 = "ResNet-50 (batch size 128)"
 J_PER_KWH = 3.6e6
 START_S = 1.0 + 30.0
 """What every start costs before the first step (s): Slurm's launch and the checkpoint load."""
-SETUP = SimulatedCluster(load_s=30.0)
+SETUP = SimulatedCluster(load_s=30.0, **NO_SLURM_WAITS)
 RULES = RoundRules(duration_s=360.0)
 """``T`` = 360 s: a round starts at an arrival or a completion at least ``T / 10`` = 36 s after the last one."""
 
@@ -90,7 +90,7 @@ def test_a_departure_is_planned_at_the_first_read_of_the_queue_after_it(tmp_path
     c0 = START_S + s0 / x(R18, 8)
     first_read = 36.0 + poll_s * math.ceil((c0 - 36.0) / poll_s)
     assert first_read - c0 < poll_s and (poll_s < 1.0) == (first_read < math.ceil(c0))
-    result = replay_on_slurm(spec, "fifo-max", SimulatedCluster(load_s=30.0, poll_s=poll_s))
+    result = replay_on_slurm(spec, "fifo-max", SimulatedCluster(load_s=30.0, poll_s=poll_s, **NO_SLURM_WAITS))
     jobs = {j["job_id"]: j for j in result.jobs}
     assert jobs["j1"]["start_s"] == pytest.approx(first_read)
     assert jobs["j1"]["finish_s"] == pytest.approx(first_read + START_S + s1 / x(R50, 1))

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.sim_helpers import NO_SLURM_WAITS
 from wattplan.planner.agent.slurm_queue import read_nodes
 from wattplan.planner.contracts.domain import Profile
 from wattplan.planner.control.session import split_policies
@@ -71,7 +72,7 @@ def test_one_job_on_each_baseline_by_hand(tmp_path: Path) -> None:
     """
     steps = 200_000
     spec = ReplaySpec(trace=_trace(tmp_path, [(RESNET, 1, steps, 0.0)]), cluster="v100:16", policies=("fifo-max",))
-    setup = SimulatedCluster(load_s=30.0, launch_s=0.0, suspend_s=600.0, resume_s=300.0)
+    setup = SimulatedCluster(load_s=30.0, launch_s=0.0, suspend_s=600.0, resume_s=300.0, **NO_SLURM_WAITS)
     truth = index_library(LIB)
     limit = maxq_settings(LIB.profiles)[(RESNET, "v100")]
     results = {p: replay_on_slurm(spec, p, setup) for p in ("slurm", "slurm-powersave", "maxq")}

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from tests.conftest import tiny_instance_doc
 from tests.helpers.sim_slurm import x
-from tests.sim_helpers import A, B, hand_context, hand_job, write_gavel_trace
+from tests.sim_helpers import NO_SLURM_WAITS, A, B, hand_context, hand_job, write_gavel_trace
 from wattplan.formulations.backends import available_backends
 from wattplan.planner import planning
 from wattplan.planner.contracts.domain import Instance
@@ -148,7 +148,7 @@ def test_a_replay_with_a_tail_bound_keeps_the_long_job_near_its_deadline(tmp_pat
     """
     short, long_ = "ResNet-18 (batch size 32)", "ResNet-50 (batch size 128)"
     trace = write_gavel_trace(tmp_path / "jobs.trace", [(long_, 8000, 0, 1)] + [(short, 3000, 0, 1)] * 4)
-    setup = SimulatedCluster(load_s=30.0)
+    setup = SimulatedCluster(load_s=30.0, **NO_SLURM_WAITS)
     rules = RoundRules(duration_s=360.0, restart_s=setup.restart_cost_s, objective="energy", delta=0.9)
     options = PolicyOptions(request=PlanRequest(solver="highs", **EXACT))
     spec = ReplaySpec(trace=trace, cluster="v100:8", policies=("wattplan",), rules=rules, policy_options=options)

@@ -23,6 +23,8 @@ Modules:
 - :mod:`planner.agent.node_settings`: the setting file the node scripts read, the clock
 - :mod:`planner.agent.power_cap`: a power cap that moves: the cap file an operator or a grid program writes,
   read every round (``--power-cap-file``)
+- :mod:`planner.agent.cap_endpoint`: the same cap over HTTP (``--power-cap-port``): ``PUT /power-cap`` with a
+  bearer token writes the cap file
 - :mod:`planner.agent.energy_budget`: an energy budget over a period (``--energy-budget-kwh``, ``--budget-period-s``):
   its periods, the cluster's energy charged window by window in the state, each round's paced share
 - :mod:`planner.agent.prometheus`: a strict client of Prometheus' query API, with bounded retries

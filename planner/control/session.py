@@ -76,6 +76,8 @@ def setup_of(options: SimulateOptions | FrontierOptions) -> SimulatedCluster:
         options.requeue_delay_s,
         options.event_rounds,
         options.periodic_rounds,
+        pass_delay_s=options.pass_delay_s,
+        completing_s=options.completing_s,
         power_save=options.power_save,
         power_down=options.power_down,
         pairs=options.pairs,

@@ -17,13 +17,16 @@ per-node GPUs free, or, without one, when first fit over the nodes in the order 
 such nodes; a typed request (``gpu:TYPE:N``) takes nodes of that type only. It gets the lowest free indices of
 each node. A request above a node's GPU count ``K`` is submitted as ``gpu:K`` on ``ceil(n / K)`` nodes, as
 ``cluster submit`` does. A pair's guest (``gpu:0``) fits on any node that is up and holds no GPU.
-A pass runs at every event and when a command that reads the cluster comes after one that changed it, so a
-round's calls (requeuehold, update, release) act together, as Slurm's scheduler, which runs every second, sees them.
+A pass runs ``pass_delay_s`` after an event or a command that may let a job start (at once with 0), once for
+every change within that time, and a command that reads the cluster after one that changed it sees the pass only
+when it is due: a round's calls (requeuehold, update, release) act together, as Slurm's scheduler, which runs every
+second, sees them.
 
 **A run.** A started job first loads its checkpoint for ``load_s`` (phase ``loading``: no progress, no dynamic
 power), then computes at the truth's rate (:func:`planner.control.truth_model.evaluate`). Progress is
-checkpointed continuously: a requeued job keeps every step. It completes the moment its steps reach its total
-(``COMPLETED``), frees its GPUs then, and stays listed for ``min_job_age_s``.
+checkpointed continuously: a requeued job keeps every step. It completes the moment its steps reach its total,
+stays ``COMPLETING`` for ``completing_s`` (drawing nothing beyond idle, holding its GPUs, in the queue; its end is
+its last step), then is ``COMPLETED``, frees its GPUs and stays listed for ``min_job_age_s``.
 
 **Settings** follow the node scripts: at a start the prolog reads ``JOBID.conf`` and sets the job's GPUs to its
 power limit (``-pl``) or SM clock lock (``-lgc``), by the file's ``unit``; a job without a file runs at the
@@ -215,6 +218,8 @@ class _Job:
     start_s: float | None = None
     first_start_s: float | None = None
     end_s: float | None = None
+    completing_until_s: float = math.inf
+    """When a job that ended (``COMPLETING``) leaves its GPUs and the queue."""
     requeues: int = 0
     listed: bool = False
     signature: tuple[int, int, int] | None = None
@@ -312,7 +317,17 @@ class SimulatedSlurm:
         progress_metric: bool = True,
         up_before_s: float = 0.0,
         noise: ThroughputNoise | None = None,
+        pass_delay_s: float = 0.0,
+        completing_s: float = 0.0,
     ):
+        for name, value in (("pass_delay_s", pass_delay_s), ("completing_s", completing_s)):
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name} must be a finite number of seconds >= 0, got {value}")
+        self.pass_delay_s, self.completing_s = pass_delay_s, completing_s
+        """From a change that may let a job start (a submission, a release, GPUs freed, a node up) to the scheduler
+        pass that starts it; and how long a job that ended stays ``COMPLETING``, holding its GPUs (s; 0: at once)."""
+        self._pass_s = math.inf
+        """When the next scheduler pass runs (``math.inf``: none is due)."""
         if not (math.isfinite(up_before_s) and up_before_s >= 0):
             raise ValueError(f"up_before_s must be a finite number of seconds >= 0, got {up_before_s}")
         self.truth, self.clock, self.settings_dir = truth, clock, settings_dir
@@ -364,6 +379,7 @@ class SimulatedSlurm:
         self._next_arrival = 0
         self._running: dict[int, _Job] = {}
         self._pending: dict[int, _Job] = {}
+        self._completing: dict[int, _Job] = {}
         self._ended: dict[int, _Job] = {}
         self._schedule_due = self._physics_due = True
 
@@ -404,6 +420,8 @@ class SimulatedSlurm:
         times.extend(j.end_s + self.min_job_age_s for j in self._ended.values() if j.end_s is not None)
         if self.power_saving is not None:
             times.append(min(self._power_due.values()))
+        times.extend(j.completing_until_s for j in self._completing.values())
+        times.append(self._pass_s)
         return max(min(times), self.now_s)
 
     def _events(self) -> None:
@@ -416,9 +434,14 @@ class SimulatedSlurm:
             elif not j.loading and j.completion_s() <= limit:
                 j.settle(self.now_s)
                 j.ss[-1] = j.spec.total_steps
-                self._stop(j, "COMPLETED")
+                self._complete(j)
             elif not j.loading and self._noise_due(j) <= limit:
                 self._touch(j)  # a new noise interval: the physics draws its factor (_noise_now)
+        for j in [j for j in self._completing.values() if j.completing_until_s <= limit]:
+            end_s = j.end_s
+            del self._completing[j.spec.job_id]
+            self._stop(j, "COMPLETED")
+            j.end_s = end_s  # the job ended when its steps did; its GPUs leave only now
         for jid, j in list(self._ended.items()):
             if j.end_s is not None and j.end_s + self.min_job_age_s <= limit:
                 j.listed = False
@@ -446,6 +469,10 @@ class SimulatedSlurm:
         if files:
             self._reapply_settings()
         if self._schedule_due:
+            self._schedule_due = False
+            self._pass_s = min(self._pass_s, self.now_s + self.pass_delay_s)
+        if self._pass_s <= self.now_s + _eps(self.now_s):
+            self._pass_s = math.inf
             self._schedule()
         if self._physics_due:
             self._physics()
@@ -521,6 +548,30 @@ class SimulatedSlurm:
         elif alloc and (value := self.prolog_settings.get((j.spec.job_type, self._node[nodes[0]].gpu_type))):
             self._set(j, self.truth.gpu_types[self._node[nodes[0]].gpu_type].unit, value)
         self._touch(j)
+
+    def _complete(self, j: _Job) -> None:
+        """``j`` made its last step now: ``COMPLETED``, or with ``completing_s`` first ``COMPLETING`` that long.
+
+        A completing job computes and draws nothing (its GPUs idle, reset as the epilog resets them) but holds its
+        GPUs and stays in the queue, so nothing starts on them and the agent does not yet plan them free, as live.
+        """
+        if self.completing_s <= 0:
+            self._stop(j, "COMPLETED")
+            return
+        jid = j.spec.job_id
+        j.rates = (0.0, 0.0, 0.0)
+        self._touch(j)
+        del self._running[jid]
+        self._completing[jid] = j
+        for g in j.gpus:
+            self._on_gpu[g].discard(jid)
+            self._touched_gpus.add(g)
+            if not self._on_gpu[g]:
+                self._gpu_state[g] = GpuState(self._gpu_state[g].gpu_type)
+        j.gpus = ()
+        j.loading, j.state = False, "COMPLETING"
+        j.end_s, j.completing_until_s = self.now_s, self.now_s + self.completing_s
+        self._physics_due = True
 
     def _stop(self, j: _Job, state: str) -> None:
         """End ``j``'s run now: ``state`` is PENDING (requeued), COMPLETED or CANCELLED."""

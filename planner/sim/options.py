@@ -328,6 +328,17 @@ class ReplayOptions(OptionRecord):
         return FigureOptions(self.plot_format, self.dpi)  # type: ignore[arg-type]  # one of PLOT_FORMATS
 
 
+PASS_DELAY_REAL_S = 0.4
+"""Real seconds from a change that may let a job start (a submission, a release, GPUs freed, a node up) to Slurm's
+pass that starts it: the median from the agent's ``scontrol release`` to Slurm's start over the 360 starts of nine
+live runs on the emulated cluster, 0.41 s (``benchmarks/slurm_latency.py``, benchmarks/RESULTS.md "The replay's
+Slurm waits")."""
+COMPLETING_REAL_S = 0.3
+"""Real seconds a job that ended stays ``COMPLETING`` in the queue, holding its GPUs: from Slurm's ``_job_complete``
+to the job's absence from ``squeue``, median 0.31 s over 40 jobs on the emulated cluster
+(``benchmarks/completing_time.py``)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class SimulateOptions(ReplayOptions):
     """``wattplan simulate`` and ``wattplan.simulate``.
@@ -393,6 +404,22 @@ class SimulateOptions(ReplayOptions):
         None,
         "from a requeue until Slurm may start the job again (default 6 real seconds x --time-scale; "
         "every start then takes Slurm a real second more).",
+        unit="s",
+        low=0.0,
+    )
+    pass_delay_s: float | None = option(
+        None,
+        "from a change that may let a job start (a submission, a release, GPUs freed) to Slurm's scheduler pass "
+        f"that starts it (default {PASS_DELAY_REAL_S:g} real seconds x --time-scale, as measured on the emulated "
+        "cluster).",
+        unit="s",
+        low=0.0,
+    )
+    completing_s: float | None = option(
+        None,
+        f"how long a job that ended stays COMPLETING, holding its GPUs (default {COMPLETING_REAL_S:g} real seconds x "
+        "--time-scale, "
+        "as measured on the emulated cluster).",
         unit="s",
         low=0.0,
     )
@@ -490,6 +517,8 @@ class FrontierOptions(ReplayOptions):
     poll_s: float = same_as(SimulateOptions, "poll_s")
     periodic_rounds: bool = same_as(SimulateOptions, "periodic_rounds")
     requeue_delay_s: float | None = same_as(SimulateOptions, "requeue_delay_s")
+    pass_delay_s: float | None = same_as(SimulateOptions, "pass_delay_s")
+    completing_s: float | None = same_as(SimulateOptions, "completing_s")
     power_save: bool = same_as(SimulateOptions, "power_save")
     power_down: bool = same_as(SimulateOptions, "power_down")
     pairs: bool = same_as(SimulateOptions, "pairs")
