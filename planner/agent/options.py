@@ -130,6 +130,16 @@ def _some_rounds(values: Mapping[str, Any], label: Callable[[str], str]) -> list
     return [Problem("conflicting-options", label("periodic_rounds"), f"give it or {label('event_rounds')}")]
 
 
+def _port_option(help: str) -> Any:
+    """An option holding a TCP port this host serves on (off by default)."""
+    return option(None, help, low=1, high=65535, metavar="PORT")
+
+
+def _address_option(what: str) -> Any:
+    """An option holding the address a port is served on: this host only by default."""
+    return option("127.0.0.1", f"{what} (0.0.0.0: every interface).", metavar="ADDRESS")
+
+
 @dataclass(frozen=True, kw_only=True)
 class AgentOptions(OptionRecord):
     """``wattplan agent``: where the cluster and the state are, the round's rules, the solver, whose jobs."""
@@ -250,17 +260,11 @@ class AgentOptions(OptionRecord):
         "round, a change starts a round at once; --power-cap-w is the cap until it holds one.",
         metavar="FILE",
     )
-    power_cap_port: int | None = option(
-        None,
+    power_cap_port: int | None = _port_option(
         "Also take the cap over HTTP on this port: PUT /power-cap with the file's syntax as the body and "
-        "'Authorization: Bearer TOKEN' writes it into --power-cap-file; GET /power-cap reads it. Off by default.",
-        low=1,
-        high=65535,
-        metavar="PORT",
+        "'Authorization: Bearer TOKEN' writes it into --power-cap-file; GET /power-cap reads it. Off by default."
     )
-    power_cap_address: str = option(
-        "127.0.0.1", "Address --power-cap-port listens on (0.0.0.0: every interface).", metavar="ADDRESS"
-    )
+    power_cap_address: str = _address_option("Address --power-cap-port listens on")
     power_cap_token_file: Path | None = option(
         None,
         "The token --power-cap-port asks for (a file of mode 0600 holding one token of 16 or more characters, "
@@ -336,17 +340,11 @@ class AgentOptions(OptionRecord):
     allow_account: tuple[str, ...] = option(
         (), "Act on opted-in jobs of this Slurm account (repeatable).", metavar="NAME"
     )
-    metrics_port: int | None = option(
-        None,
+    metrics_port: int | None = _port_option(
         "Serve the agent's own Prometheus metrics on this port (/metrics: rounds, Slurm calls, jobs, delta, planned "
-        "and measured GPU power) for Prometheus to scrape; off by default.",
-        low=1,
-        high=65535,
-        metavar="PORT",
+        "and measured GPU power) for Prometheus to scrape; off by default."
     )
-    metrics_address: str = option(
-        "127.0.0.1", "Address the metrics are served on (0.0.0.0: every interface).", metavar="ADDRESS"
-    )
+    metrics_address: str = _address_option("Address the metrics are served on")
     quiet: bool = option(False, "Log only notes and faults.", flag="--quiet", short="-q")
 
     RULES: ClassVar[tuple[Rule, ...]] = (
