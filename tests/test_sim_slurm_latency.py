@@ -40,6 +40,21 @@ def test_a_completing_job_holds_its_gpu_and_the_next_starts_a_pass_after() -> No
     assert energy.node_j == pytest.approx(NODE_W * end2)
 
 
+def test_a_completing_job_is_refused_as_ended_and_leaves_once() -> None:
+    steps = 3000.0
+    sim = simulated([SimJob(1, R18, 0.0, 1, steps, managed=True)], (1,), completing_s=C, pass_delay_s=D)
+    sim.advance_to(0.0)
+    assert sim(("scontrol", "release", "1")).ok
+    end = D + LOAD + steps / x(R18)
+    sim.advance_to(end + C / 2)
+    for argv in (("scancel", "1"), ("scontrol", "requeuehold", "1"), ("scontrol", "uhold", "1")):
+        result = sim(argv)
+        assert not result.ok, argv  # Slurm: the job has already finished
+    sim.advance_to(1e6)  # its GPU is freed once, at the end of its completing time
+    (rec,) = sim.job_records()
+    assert (rec.state, rec.finish_s) == ("COMPLETED", pytest.approx(end)) and sim.done()
+
+
 def test_no_latency_is_the_old_slurm() -> None:
     steps = 3000.0
     jobs = [SimJob(1, R18, 0.0, 1, steps, managed=False), SimJob(2, R18, 10.0, 1, steps, managed=False)]

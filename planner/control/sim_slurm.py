@@ -107,6 +107,8 @@ from wattplan.planner.sim.accounting import EnergySplit
 EPS = 1e-9
 """Relative tolerance (of the time's magnitude, at least 1 s) within which two event times are one."""
 _FINISHED = ("COMPLETED", "CANCELLED")
+_ENDED = (*_FINISHED, "COMPLETING")
+"""States of a job that has ended: Slurm refuses to hold, release, requeue, update or cancel it."""
 
 
 NodePower = Literal["on", "powering_down", "off", "powering_up"]
@@ -952,7 +954,7 @@ class SimulatedSlurm:
 
     def _act(self, verb: str, j: _Job) -> str | None:
         """Apply one hold, release or requeuehold to ``j``; Slurm's refusal, or None."""
-        if j.state in _FINISHED:
+        if j.state in _ENDED:
             return txt.FINISHED
         running = j.state == "RUNNING"
         if verb in ("uhold", "hold"):
@@ -1019,7 +1021,7 @@ class SimulatedSlurm:
 
     def _update_job(self, j: _Job, fields: Sequence[str]) -> str | None:
         """Change a pending job's ``Gres``, ``NodeList`` and ``NumNodes`` together; Slurm's refusal, or None."""
-        if j.state in _FINISHED:
+        if j.state in _ENDED:
             return txt.FINISHED
         if j.state != "PENDING":
             return txt.NOT_PENDING
@@ -1056,7 +1058,7 @@ class SimulatedSlurm:
         errors = []
         for item in args[1:]:
             j = self._listed(int(item)) if item.isdigit() else None
-            if j is None or j.state in _FINISHED:
+            if j is None or j.state in _ENDED:
                 why = txt.INVALID_ID if j is None else txt.CANCEL_DONE
                 errors.append(f"scancel: error: Kill job error on job id {item}: {why}\n")
             else:
