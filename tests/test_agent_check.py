@@ -91,6 +91,9 @@ def _check(tmp_path: Path, slurm: Slurm | None = None, prom: Prometheus | None =
         kw.pop("power_save", True),  # type: ignore[arg-type]
         euid=kw.pop("euid", 0),  # type: ignore[arg-type]
         user=kw.pop("user", "root"),  # type: ignore[arg-type]
+        cap_port=kw.pop("cap_port", None),  # type: ignore[arg-type]
+        cap_file=kw.pop("cap_file", None),  # type: ignore[arg-type]
+        cap_token_file=kw.pop("cap_token_file", None),  # type: ignore[arg-type]
     )
     return run_checks(target)
 
@@ -178,3 +181,20 @@ def test_indexed_keys_of_newer_slurms_are_read_as_one_list(tmp_path: Path) -> No
     found = {f.check: f for f in node_scripts(config)}
     assert found["Prolog"].verdict == "ok" and found["Prolog"].detail == str(ours)
     assert found["TaskProlog"].verdict == "missing" and found["Epilog"].verdict == "missing"
+
+
+def test_the_cap_endpoint_is_checked_only_with_its_port(tmp_path: Path) -> None:
+    assert "power cap endpoint" not in _verdicts(_check(tmp_path))
+    token = tmp_path / "token"
+    token.write_text("0123456789abcdef0123\n")
+    token.chmod(0o600)
+    given = {"cap_port": 9465, "cap_file": tmp_path / "cap", "cap_token_file": token}
+    found = {f.check: f for f in _check(tmp_path, **given)}
+    assert found["power cap endpoint"].verdict == "ok", found
+    token.chmod(0o644)
+    found = {f.check: f for f in _check(tmp_path, **given)}
+    assert found["power cap endpoint"].verdict == "missing" and "chmod 600" in found["power cap endpoint"].detail
+    token.chmod(0o600)
+    elsewhere = {**given, "cap_file": Path("/nonexistent/cap")}
+    found = {f.check: f for f in _check(tmp_path, **elsewhere)}
+    assert found["power cap endpoint"].verdict == "missing" and "may not write" in found["power cap endpoint"].detail

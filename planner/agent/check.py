@@ -17,6 +17,9 @@ and ends in one :class:`Finding`: ``ok``, ``warn`` (the agent runs, without some
 6. **The settings folder**: exists and this user may write it.
 7. **Prometheus**: answers, holds DCGM's energy counters, and (when jobs run) their ``hpc_job`` labels, and
    the progress gauge ``wattplan_job_steps_done``.
+8. **The power cap endpoint** (only with ``--power-cap-port``): its token file is one the agent accepts (its
+   owner's only, one long token; :func:`~planner.agent.cap_endpoint.read_token`) and this user may write the cap
+   file's folder.
 
 :func:`run_checks` takes the ways to ask Slurm and Prometheus as parameters, so the tests run it on captured
 answers as well as on a real cluster.
@@ -30,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol, TypeVar
 
+from wattplan.planner.agent.cap_endpoint import read_token
 from wattplan.planner.agent.commands import NOT_FOUND, Run, SlurmError, first_line
 from wattplan.planner.agent.observations import GPU_ENERGY, STEPS_DONE
 from wattplan.planner.agent.prometheus import PrometheusError, Queries
@@ -76,6 +80,10 @@ class CheckTarget:
     """The effective user id the agent would run as (-1: this process's)."""
     user: str = ""
     """That user's name ("": this process's)."""
+    cap_port: int | None = None
+    """``--power-cap-port`` (None: no endpoint, no check)."""
+    cap_file: Path | None = None
+    cap_token_file: Path | None = None
 
 
 def _version(target: CheckTarget) -> tuple[Finding, Generation | None]:
@@ -251,6 +259,20 @@ def _prometheus(target: CheckTarget) -> list[Finding]:
     return out
 
 
+def _cap_endpoint(target: CheckTarget) -> Finding:
+    name = "power cap endpoint"
+    if target.cap_token_file is None or target.cap_file is None:
+        return Finding(name, "missing", "--power-cap-port needs --power-cap-file and --power-cap-token-file")
+    try:
+        read_token(target.cap_token_file)
+    except ValueError as e:
+        return Finding(name, "missing", f"--power-cap-token-file: {e}")
+    folder = target.cap_file.parent
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return Finding(name, "missing", f"{folder}: this user may not write the cap file there")
+    return Finding(name, "ok", f"port {target.cap_port}, token file private, writes {target.cap_file}")
+
+
 def run_checks(target: CheckTarget, progress: Callable[[str], None] | None = None) -> list[Finding]:
     """Every check of the module docstring, in order; what each found."""
     say = progress or (lambda _text: None)
@@ -271,6 +293,8 @@ def run_checks(target: CheckTarget, progress: Callable[[str], None] | None = Non
     found.append(_settings(target))
     say("Prometheus")
     found += _prometheus(target)
+    if target.cap_port is not None:
+        found.append(_cap_endpoint(target))
     return found
 
 

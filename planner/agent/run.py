@@ -194,7 +194,14 @@ def check_target(options: AgentOptions) -> CheckTarget:
     env = environment(options.cluster, options.prometheus, options.settings_path())
     prometheus = PrometheusClient(env.prometheus_url, timeout_s=10.0) if env.prometheus_url else None
     return CheckTarget(
-        runner(env.slurm_env, timeout_s=60.0), prometheus, env.prometheus_url, env.settings_dir, options.powers_down()
+        runner(env.slurm_env, timeout_s=60.0),
+        prometheus,
+        env.prometheus_url,
+        env.settings_dir,
+        options.powers_down(),
+        cap_port=options.power_cap_port,
+        cap_file=options.power_cap_file,
+        cap_token_file=options.power_cap_token_file,
     )
 
 
