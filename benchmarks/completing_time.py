@@ -18,33 +18,23 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
 import tempfile
 import time
-from datetime import datetime
 from pathlib import Path
 
 from benchmarks.live_compare import WATTPLAN, wattplan_cli
+from benchmarks.slurm_latency import completion
 from wattplan.planner.cluster.layout import ClusterLayout
 
 SCALE = 30.0
 
 
-def _unix(line: str) -> float:
-    """The Unix time of a Slurm log line (``[2026-12-01T07:40:37.123] ...``, the host's local time)."""
-    return datetime.fromisoformat(line[1:24]).timestamp()
-
-
 def completions(log: Path) -> dict[int, float]:
     """Each job's ``_job_complete: JobId=N done`` time (Unix s) in ``slurmctld.log``."""
-    found = {}
-    for line in log.read_text().splitlines():
-        if m := re.search(r"_job_complete: JobId=(\d+) done", line):
-            found[int(m.group(1))] = _unix(line)
-    return found
+    return dict(found for line in log.read_text().splitlines() if (found := completion(line)) is not None)
 
 
 def watch(

@@ -28,7 +28,6 @@ import http.client
 import json
 import secrets
 import shutil
-import socket
 import tempfile
 import threading
 import time
@@ -39,6 +38,7 @@ from benchmarks.live_compare import start_agent_and_submit, wattplan_cli
 from wattplan.planner.agent.cap_endpoint import PATH as CAP_PATH
 from wattplan.planner.agent.observations import GPU_POWER
 from wattplan.planner.agent.prometheus import PrometheusClient
+from wattplan.planner.cluster.prometheus_server import free_port
 from wattplan.planner.contracts.jsonio import write_text_atomic
 from wattplan.planner.control.cap_schedule import CapStep, cap_followed
 
@@ -117,7 +117,7 @@ def one_run(trace: Path, out: Path, steps: list[CapStep], via_http: bool = False
         ]  # fmt: skip
         http_cap: tuple[int, str] | None = None
         if via_http:
-            token, port = secrets.token_hex(16), _free_port()
+            token, port = secrets.token_hex(16), free_port()
             token_file = scratch / "cap-token"
             token_file.write_text(token + "\n")
             token_file.chmod(0o600)
@@ -151,13 +151,6 @@ def one_run(trace: Path, out: Path, steps: list[CapStep], via_http: bool = False
     with (out / "draw.csv").open("w", newline="") as f:
         csv.writer(f).writerows([("t_s", "watts"), *((round(t - start_s, 1), round(w, 1)) for t, w in points)])
     return {"report": report, "start_s": start_s, "power": power, "steps": cap_followed(power, tuple(steps), start_s)}
-
-
-def _free_port() -> int:
-    """A TCP port free on this host now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def middle_third(run: dict[str, Any]) -> tuple[float, float, float]:

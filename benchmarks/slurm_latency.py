@@ -42,9 +42,15 @@ WAITED_S = 3.0
 """A job that started this long after its submission waited in the queue."""
 
 
-def _unix(line: str) -> float:
+def unix_of(line: str) -> float:
     """The Unix time of a Slurm log line (``[2026-11-30T03:12:21.187] ...``, local time as the machine logs it)."""
     return datetime.fromisoformat(line[1:24]).timestamp()
+
+
+def completion(line: str) -> tuple[int, float] | None:
+    """``(job id, Unix s)`` of a ``slurmctld.log`` line ``_job_complete: JobId=N done``; None for another line."""
+    m = re.search(r"_job_complete: JobId=(\d+) done", line)
+    return None if m is None else (int(m.group(1)), unix_of(line))
 
 
 def latencies(folder: Path) -> dict[str, list[float]]:
@@ -56,20 +62,20 @@ def latencies(folder: Path) -> dict[str, list[float]]:
     released: dict[int, float] = {}
     for line in (folder / "slurmctld.log").read_text().splitlines():
         if m := re.search(r"_slurm_rpc_submit_batch_job: JobId=(\d+)", line):
-            submit.setdefault(int(m.group(1)), _unix(line))
+            submit.setdefault(int(m.group(1)), unix_of(line))
         elif m := re.search(r"Started JobId=(\d+) in \S+ on (\S+)|Allocate JobId=(\d+) NodeList=(\S+)", line):
             job = int(m.group(1) or m.group(3))
-            start.setdefault(job, _unix(line))
+            start.setdefault(job, unix_of(line))
             node.setdefault(job, m.group(2) or m.group(4))
-        elif m := re.search(r"_job_complete: JobId=(\d+) done", line):
-            done[int(m.group(1))] = _unix(line)
+        elif (job_done := completion(line)) is not None:
+            done[job_done[0]] = job_done[1]
         elif m := re.search(r"release hold on JobId=(\d+)", line):
-            released.setdefault(int(m.group(1)), _unix(line))
+            released.setdefault(int(m.group(1)), unix_of(line))
     launch: dict[int, float] = {}
     for log in sorted(folder.glob("slurmd-*.log")):
         for line in log.read_text().splitlines():
             if m := re.search(r"Launching batch job (\d+)", line):
-                launch.setdefault(int(m.group(1)), _unix(line))
+                launch.setdefault(int(m.group(1)), unix_of(line))
     after_completion = []
     for job, t in start.items():
         if t - submit.get(job, t) <= WAITED_S:

@@ -261,8 +261,7 @@ def _prometheus(target: CheckTarget) -> list[Finding]:
 
 def _cap_endpoint(target: CheckTarget) -> Finding:
     name = "power cap endpoint"
-    if target.cap_token_file is None or target.cap_file is None:
-        return Finding(name, "missing", "--power-cap-port needs --power-cap-file and --power-cap-token-file")
+    assert target.cap_token_file is not None and target.cap_file is not None  # the port's option rules need both
     try:
         read_token(target.cap_token_file)
     except ValueError as e:

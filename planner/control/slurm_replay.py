@@ -181,8 +181,7 @@ class SimulatedCluster:
     @property
     def start_cost_s(self) -> float:
         """What every start costs before the first step (emulated s): the launch and the checkpoint load."""
-        launch = self.launch_s if self.launch_s is not None else LAUNCH_REAL_S * self.time_scale
-        return launch + self.load_s
+        return self.emulated(self.launch_s, LAUNCH_REAL_S) + self.load_s
 
     @property
     def restart_cost_s(self) -> float:
@@ -192,7 +191,11 @@ class SimulatedCluster:
     @property
     def requeue_s(self) -> float:
         """The requeue delay in emulated seconds."""
-        return self.requeue_delay_s if self.requeue_delay_s is not None else REQUEUE_DELAY_REAL_S * self.time_scale
+        return self.emulated(self.requeue_delay_s, REQUEUE_DELAY_REAL_S)
+
+    def emulated(self, given_s: float | None, default_real_s: float) -> float:
+        """A wait in emulated seconds: ``given_s`` when given, else ``default_real_s`` real seconds x ``time_scale``."""
+        return given_s if given_s is not None else default_real_s * self.time_scale
 
 
 def cluster_nodes(ctx: ClusterContext) -> list[SimNode]:
@@ -240,8 +243,8 @@ def simulated_slurm(
         progress_metric=setup.progress_metric,
         up_before_s=setup.up_before_s,
         noise=noise,
-        pass_delay_s=setup.pass_delay_s if setup.pass_delay_s is not None else PASS_DELAY_REAL_S * setup.time_scale,
-        completing_s=setup.completing_s if setup.completing_s is not None else COMPLETING_REAL_S * setup.time_scale,
+        pass_delay_s=setup.emulated(setup.pass_delay_s, PASS_DELAY_REAL_S),
+        completing_s=setup.emulated(setup.completing_s, COMPLETING_REAL_S),
     )
 
 
