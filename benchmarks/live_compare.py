@@ -198,6 +198,7 @@ def managed(trace: Path, cluster: Path, out: Path, gpus: str, scale: float, args
             "--pairs" if args.pairs else "--no-pairs",  # the agent's by-job default pairs; the replay's does not
             *(["--power-save"] if args.power_save else []),
             *(["--power-down"] if args.power_down else []),
+            *(["--power-up"] if args.power_up else []),
             *([] if args.event_rounds else ["--no-event-rounds"]),
             "--poll-s",
             f"{args.poll_s:g}",
@@ -288,6 +289,7 @@ def simulate(trace: Path, out: Path, gpus: str, args: argparse.Namespace) -> dic
         f"{lead_s(args.time_scale):g}",
         *_power_save(args),
         *(["--power-down"] if args.power_down else []),
+        *(["--power-up"] if args.power_up else []),
         *([] if args.event_rounds else ["--no-event-rounds"]),
         "--poll-s",
         f"{args.poll_s:g}",
@@ -369,6 +371,9 @@ def main() -> None:
     p.add_argument(
         "--power-down", action="store_true", help="With --power-save: the agent (and its replay) power idle nodes down."
     )
+    p.add_argument(
+        "--power-up", action="store_true", help="With --power-down: they also boot nodes ahead of a burst's jobs."
+    )
     p.add_argument("--suspend-s", type=float, default=600.0, help="With --power-save: idle s before power-down.")
     p.add_argument("--resume-s", type=float, default=300.0, help="With --power-save: a node's boot (s).")
     p.add_argument(
@@ -392,6 +397,8 @@ def main() -> None:
         p.error("--no-progress-metric applies to the replay only: give --only simulate")
     if args.power_down and not args.power_save:
         p.error("--power-down acts through Slurm's power saving: give --power-save")
+    if args.power_up and not args.power_down:
+        p.error("--power-up is part of the agent's node power rule: give --power-down")
     if args.tail_bound is not None and args.max_slowdown is not None:
         p.error("--tail-bound steers the rounds, --max-slowdown is the by-job mode: give one")
     if args.pinned is not None and args.max_slowdown is not None:

@@ -29,6 +29,7 @@ import pytest
 from tests.helpers.traces import write_minutes_trace
 from tests.slurm_cluster import SLURMS, need_emulated_cluster, up_args
 from wattplan.planner.agent.commands import slurm_env
+from wattplan.planner.agent.slurm_actions import power_up_call
 
 pytestmark = pytest.mark.slow
 
@@ -102,6 +103,18 @@ def test_the_agent_plans_onto_powered_down_nodes_and_slurm_boots_them(cluster: P
     assert report["jobs_completed"] == report["jobs_total"] == len(JOBS)
     booted = (cluster / "log" / "power.log").read_text()
     assert "resume v100-" in booted and "slurmd" in booted and "started; on" in booted
+    # --power-up's call: Slurm boots a powered-down node with no job for it, through the same resume program
+    while not (states := _node_states(cluster)) or any(s != "idle~" for s in states.values()):
+        assert time.monotonic() < deadline + DEADLINE_S, f"the idle nodes never powered down again: {states}"
+        time.sleep(0.5)
+    resumed = booted.count("resume v100-1")
+    env = slurm_env(json.loads((cluster / "cluster.json").read_text()))
+    done = subprocess.run(power_up_call("v100-1").argv, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    while (state := _node_states(cluster).get("v100-1")) != "idle":  # idle# while it boots, idle once up
+        assert time.monotonic() < deadline + 2 * DEADLINE_S, f"v100-1 never came up: {state}"
+        time.sleep(0.5)
+    assert (cluster / "log" / "power.log").read_text().count("resume v100-1") == resumed + 1
 
 
 def test_the_agent_powers_down_the_idle_node_and_keeps_the_busy_one(slow_suspend_cluster: Path, tmp_path: Path) -> None:

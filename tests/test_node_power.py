@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.sim_slurm import IDLE, NODE_W, R18, simulated, x
-from wattplan.planner.agent.node_power import choose_power_down, demand_rate
+from wattplan.planner.agent.node_power import choose_power_down, choose_power_up, demand_rate
 from wattplan.planner.agent.options import AgentOptions
-from wattplan.planner.agent.slurm_actions import power_down_call
+from wattplan.planner.agent.slurm_actions import power_down_call, power_up_call
 from wattplan.planner.agent.slurm_config import power_save_excluded, slurm_config
 from wattplan.planner.agent.slurm_detail import query_job_gpus
 from wattplan.planner.agent.slurm_queue import read_nodes
@@ -87,6 +87,53 @@ def test_the_power_down_call_names_one_node_and_refuses_a_host_list() -> None:
             power_down_call(bad)
 
 
+def test_nodes_are_booted_when_the_queue_grew_over_the_last_cycle_beyond_the_free_gpus() -> None:
+    off = ["n2", "n3", "n4"]
+    # 20 GPUs asked for in the last 360 s (and 40 more an hour ago, which power-up does not count): N_c = 20
+    arrivals = [(3000.0, 40), (3300.0, 8), (3400.0, 8), (3500.0, 4)]
+    # 3 free GPUs beside running jobs, no idle node: ceil((20 - 3) / 8) = 3 nodes wanted, all booted
+    choice = choose_power_up(off, 0, 8, 3, arrivals, [], 3600.0, 7200.0, 360.0)
+    assert choice.demand_gpus == pytest.approx(20.0) and choice.up == ("n2", "n3", "n4")
+    said = "20.0 GPUs asked for and 0.0 ended in the last 360 s, 3 free on running nodes and 0 idle node(s): 3 booted"
+    assert choice.why == said
+    # one idle node and one booting with no job stand already: one more, the first in slurm.conf's order
+    assert choose_power_up(off, 2, 8, 3, arrivals, [], 3600.0, 7200.0, 360.0).up == ("n2",)
+    # 12 free: ceil(8 / 8) = 1 wanted, 1 standing: none
+    assert choose_power_up(off, 1, 8, 12, arrivals, [], 3600.0, 7200.0, 360.0).up == ()
+    # jobs that asked for 12 GPUs ended in the last cycle (and 40 before it): N_c = 8, ceil((8 - 3) / 8) = 1
+    ends = [(3100.0, 40), (3350.0, 4), (3590.0, 8)]
+    choice = choose_power_up(off, 0, 8, 3, arrivals, ends, 3600.0, 7200.0, 360.0)
+    assert choice.demand_gpus == pytest.approx(8.0) and choice.up == ("n2",)
+    # a steady queue, as many GPUs ending as asked for: nothing, even with no GPU free
+    assert choose_power_up(off, 0, 8, 0, arrivals, [(3590.0, 20)], 3600.0, 7200.0, 360.0).up == ()
+    # the same arrivals, 400 s later: none in the last cycle, nothing booted whatever the hour held
+    assert choose_power_up(off, 0, 8, 0, arrivals, [], 4000.0, 7200.0, 360.0).up == ()
+    # under a cycle watched, or nothing off: nothing
+    assert choose_power_up(off, 0, 8, 0, arrivals, [], 3600.0, 300.0, 360.0).up == ()
+    assert choose_power_up([], 0, 8, 0, arrivals, [], 3600.0, 7200.0, 360.0).up == ()
+
+
+def test_power_up_never_boots_what_power_down_would_send_back_down() -> None:
+    """``N_c <= D``: for the same arrivals and free GPUs, the reserve power-up fills is kept by power-down."""
+    bursts = [[(3600.0 - 37.0 * k, 1 + k % 8) for k in range(n)] for n in (0, 1, 3, 9, 20)]
+    for arrivals in bursts:
+        for free in (0, 5, 13):
+            for ends in ([], arrivals[:2]):
+                off = ["a", "b", "c", "d"]
+                wanted = len(choose_power_up(off, 0, 8, free, arrivals, ends, 3600.0, 7200.0, 360.0).up)
+                down = choose_power_down(off[:wanted], 8, free, arrivals, 3600.0, 7200.0, 360.0, waiting=0).down
+                assert down == ()
+
+
+def test_the_power_up_call_names_one_node() -> None:
+    call = power_up_call("v100-3")
+    assert call.argv == ("scontrol", "update", "NodeName=v100-3", "State=POWER_UP")
+    assert call.jobs == () and call.verb == "power_up"
+    for bad in ("v100-[0-3]", "a,b", "", "x y", "-rf"):
+        with pytest.raises(ValueError, match="node name"):
+            power_up_call(bad)
+
+
 def test_power_down_needs_power_saving_on_both_faces() -> None:
     with pytest.raises(InputError, match="power-down"):
         SimulateOptions.checked({"power_down": True})
@@ -95,6 +142,10 @@ def test_power_down_needs_power_saving_on_both_faces() -> None:
         AgentOptions.checked({"power_down": True})
     assert AgentOptions.checked({"power_down": True, "power_save": True}).power_down
     assert AgentOptions.checked({"power_down": True, "policy": "maxq"}).power_down  # maxq runs with power saving
+    for face in (SimulateOptions, AgentOptions):
+        with pytest.raises(InputError, match="power-up"):
+            face.checked({"power_up": True, "power_save": True})
+        assert face.checked({"power_up": True, "power_down": True, "power_save": True}).power_up
 
 
 # ---------------------------------------------------------------------------------------------- simulated Slurm
@@ -146,6 +197,28 @@ def test_a_node_running_a_job_powers_down_when_it_ends_and_takes_jobs_meanwhile(
     slurm.advance_to(125.0)
     assert slurm.node_power()["v100-0"] == "powering_down"
     assert slurm.node_power()["v100-1"] == "on"  # never told: SuspendTime alone
+
+
+def test_a_powered_down_node_told_power_up_boots_and_stays_idle_until_its_suspend_time() -> None:
+    slurm = _slurm([])
+    slurm.advance_to(10.0)
+    assert slurm(("scontrol", "update", "NodeName=v100-1", "State=POWER_DOWN")).returncode == 0
+    slurm.advance_to(100.0)
+    assert slurm.node_power()["v100-1"] == "off"
+    done = slurm(("scontrol", "update", "NodeName=v100-1", "State=POWER_UP"))
+    assert done.returncode == 0, done.stderr
+    assert slurm.node_power()["v100-1"] == "powering_up"
+    state, said = _states(slurm)["v100-1"]
+    assert state == "idle" and said == "idle+NOT_RESPONDING+POWERING_UP"  # idle#: booting, plannable
+    slurm.advance_to(399.0)  # ResumeTimeout's boot: 300 s
+    assert slurm.node_power()["v100-1"] == "powering_up"
+    slurm.advance_to(401.0)
+    assert slurm.node_power()["v100-1"] == "on" and _states(slurm)["v100-1"] == ("idle", "idle")
+    assert slurm(("scontrol", "update", "NodeName=v100-1", "State=POWER_UP")).returncode == 0  # on: left so
+    slurm.advance_to(999.0)  # SuspendTime 600 s from its boot
+    assert slurm.node_power()["v100-1"] == "on"
+    slurm.advance_to(1001.0)
+    assert slurm.node_power()["v100-1"] == "powering_down"
 
 
 def test_a_node_update_slurm_would_refuse_is_refused() -> None:
@@ -285,3 +358,34 @@ def test_an_idle_stretch_before_the_first_job_does_not_thin_the_demand(tmp_path:
     downs = [float(t) for t, notes in rounds if "powering down" in notes]
     first_end = min(j["finish_s"] for j in result.jobs)
     assert downs and min(downs) >= first_end - 1.0, log
+
+
+def test_a_burst_after_a_lull_finds_a_node_booted_ahead(tmp_path: Path) -> None:
+    """Three nodes. a (1 GPU, at 0) runs throughout on the first; the other two go down in the lull (360 s).
+
+    b (8 GPUs) comes at 2,000 s and c (8 GPUs) at 2,100 s. Without ``--power-up`` Slurm boots a node for each as it
+    comes, and c waits a whole boot (300 s). With it, b's round sees 8 GPUs asked for over the last cycle (330 s),
+    none ended, and 7 free beside a: ``ceil((8 - 7) / 8) = 1`` node of reserve and none standing, so it boots the
+    third node then, and c finds it booting since b's round: it ends about 100 s sooner (the gap between the
+    arrivals; Slurm counts the boot in the job's run, so its start is the same). a and b run the same either way.
+    """
+    trace = tmp_path / "burst.trace"
+    rows = [(R18, 1, x(R18) * 4000.0, 0.0), (R18, 8, x(R18, 8) * 600.0, 2000.0), (R18, 8, x(R18, 8) * 600.0, 2100.0)]
+    trace.write_text("".join(f"{t}\tcmd\t-n\t1\t{steps:.0f}\t{a:.0f}\t{g}\n" for t, g, steps, a in rows))
+    rules = RoundRules(360.0, 240.0, objective="energy", delta=0.9, max_slowdown=0.0, slurm_starts=True)
+    spec = ReplaySpec(trace=trace, cluster="v100:24", policies=("wattplan",), rules=rules)
+    runs = {}
+    for up in (False, True):
+        setup = SimulatedCluster(load_s=30.0, launch_s=0.0, power_save=True, power_down=True, power_up=up)
+        runs[up] = {j["job_id"]: j for j in replay_on_slurm(spec, "wattplan", setup, tmp_path / f"out{up}").jobs}
+    log = (tmp_path / "outTrue" / "wattplan" / "agent.log").read_text()
+    rounds = re.findall(r"round \d+ t=(\d+)s[^\n]*\n((?:  [^\n]*\n)*)", log)
+    ups = [(float(t), notes) for t, notes in rounds if "booting powered-down node(s)" in notes]
+    assert [round(t) for t, _ in ups] == [pytest.approx(2000, abs=40)], log
+    said = "booting powered-down node(s) v100-2: 8.0 GPUs asked for and 0.0 ended in the last 330 s, 7 free"
+    assert said in ups[0][1]
+    assert "booting" not in (tmp_path / "outFalse" / "wattplan" / "agent.log").read_text()
+    without, with_up = runs[False], runs[True]
+    assert with_up["j0"]["jct_s"] == without["j0"]["jct_s"]
+    assert with_up["j1"]["jct_s"] == pytest.approx(without["j1"]["jct_s"], abs=1.0)
+    assert without["j2"]["jct_s"] - with_up["j2"]["jct_s"] == pytest.approx(100.0, abs=10.0)

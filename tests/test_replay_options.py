@@ -73,7 +73,7 @@ def test_the_records_are_the_replays_option_sets() -> None:
     simulate = {opt.name for opt in SimulateOptions.options()} - shared
     frontier = {opt.name for opt in FrontierOptions.options()} - shared
     engine = {"time_scale", "load_s", "requeue_delay_s", "event_rounds", "periodic_rounds"}
-    engine |= {"power_save", "power_down", "suspend_s", "resume_s", "power_cap_schedule", "progress_metric"}
+    engine |= {"power_save", "power_down", "power_up", "suspend_s", "resume_s", "power_cap_schedule", "progress_metric"}
     engine |= {"up_before_s", "pairs", "poll_s"}
     engine |= {"budget_period_s", "pass_delay_s", "completing_s"}
     assert simulate == {"objective", "delta", "max_jct_increase", "fresh", "workers", *engine}

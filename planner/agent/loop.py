@@ -60,7 +60,7 @@ from wattplan.planner.agent.commands import CommandResult, Run, SlurmError
 from wattplan.planner.agent.decide import Decision, SlurmJobNow, decide
 from wattplan.planner.agent.energy_budget import SAME_S, EnergyLedger, RoundShare
 from wattplan.planner.agent.metrics import AgentMetrics, RoundFigures
-from wattplan.planner.agent.node_power import PowerDownChoice, choose_power_down
+from wattplan.planner.agent.node_power import PowerDownChoice, choose_power_down, choose_power_up
 from wattplan.planner.agent.node_settings import Clock, JobSetting
 from wattplan.planner.agent.options import AgentOptions
 from wattplan.planner.agent.power_cap import CapFile
@@ -75,6 +75,7 @@ from wattplan.planner.agent.slurm_actions import (
     apply,
     calls,
     power_down_call,
+    power_up_call,
 )
 from wattplan.planner.agent.slurm_config import power_save_excluded, query_slurm_config
 from wattplan.planner.agent.slurm_detail import expand_hostlist, query_job_gpus
@@ -249,6 +250,9 @@ class AgentConfig:
     """With ``power_save``: power idle nodes down at once (``scontrol update NodeName=N State=POWER_DOWN``) unless the
     recent arrivals are expected to need them within ``power_cycle_s`` (:mod:`planner.agent.node_power`); False:
     Slurm's ``SuspendTime`` alone powers them down."""
+    power_up: bool = _OPTIONS.power_up
+    """With ``power_down``: also boot powered-down nodes ahead of the jobs when the last cycle's arrivals outrun the
+    free GPUs (``scontrol update NodeName=N State=POWER_UP``; :func:`~planner.agent.node_power.choose_power_up`)."""
     power_cycle_s: float = _OPTIONS.power_cycle_s
     """A node's off-and-on cycle (s, agent clock): its shutdown (``SuspendTimeout``) and its boot, both at about idle
     draw; a node idle longer than this pays for being powered down (:mod:`planner.agent.node_power`)."""
@@ -323,6 +327,7 @@ class AgentConfig:
             periodic_rounds=options.periodic_rounds,
             power_save=options.powers_down(),
             power_down=options.power_down,
+            power_up=options.power_up,
             power_cycle_s=options.power_cycle_s,
             start_s=options.start_s,
             allowed=options.allowed(),
@@ -425,6 +430,25 @@ def _idle_now(node: NodeState) -> bool:
     """``sinfo`` shows ``node`` powered and running nothing: base state idle, no flag but ``COMPLETING``."""
     base, *flags = node.slurm_state.split("+")
     return base == "idle" and set(flags) <= {"COMPLETING"}
+
+
+def _booting_idle(node: NodeState) -> bool:
+    """``sinfo`` shows ``node`` booting with no job (``idle#``: base state idle, flag ``POWERING_UP``)."""
+    base, *flags = node.slurm_state.split("+")
+    return base == "idle" and "POWERING_UP" in flags
+
+
+def _starting(decision: Decision, placements: Mapping[int, object]) -> dict[str, int]:
+    """GPUs per node of the jobs ``decision`` starts (run, not a guest, not yet placed): nodes Slurm fills now."""
+    out: dict[str, int] = {}
+    for d in decision.desired:
+        if d.state != "run" or d.host_job is not None or not d.hosts or not d.job_id.isdigit():
+            continue
+        if int(d.job_id) in placements:
+            continue
+        for host in d.hosts:
+            out[host] = out.get(host, 0) + (d.gpus or 0) // len(d.hosts)
+    return out
 
 
 def _node_key(name: str) -> tuple[str, int, str]:
@@ -649,7 +673,7 @@ class Agent:
         if not queued:
             report.status = "idle"
             self._settled = True
-            self._power_down_idle(nodes.nodes, host_of, known, set(), 0, now_s, rnd, report)
+            self._node_power(nodes.nodes, host_of, known, {}, 0, now_s, rnd, report)
             self._finish(report, t_start, "done")
             return report
         if self.cfg.learn and self.learner is None:  # its prior: the first round's cluster and profiles
@@ -691,9 +715,9 @@ class Agent:
             report.notes.append("requeued: " + ", ".join(f"{j} ({w})" for j, w in decision.why.items()))
         self._apply(rnd, decision, report)
         self._settled = report.planned_run > 0
-        claimed = {h for d in decision.desired if d.state == "run" for h in d.hosts}
         waiting = report.queued - report.planned_run
-        self._power_down_idle(nodes.nodes, host_of, known, claimed, waiting, now_s, rnd, report)
+        starting = _starting(decision, self._placements)
+        self._node_power(nodes.nodes, host_of, known, starting, waiting, now_s, rnd, report)
         # a node powering down is left out until it is off, which no queue event announces: while jobs wait for
         # GPUs, look again a second later rather than a round later (it is plannable, and bootable, once off)
         self._retry_soon = self._retry_soon or (self._powering_down and report.planned_run < report.queued)
@@ -713,44 +737,60 @@ class Agent:
         )
         return report
 
-    def _power_down_idle(
+    def _node_power(
         self,
         nodes: Sequence[NodeState],
         host_of: Mapping[str, str],
         known: Mapping[str, KnownJob],
-        claimed: set[str],
+        starting: Mapping[str, int],
         waiting: int,
         now_s: float,
         rnd: int,
         report: RoundReport,
     ) -> None:
-        """With ``--power-down``: power down the idle nodes no job is expected to need soon (:mod:`.node_power`).
+        """Power idle nodes down no job is expected to need soon; boot nodes ahead of a burst (:mod:`.node_power`).
 
-        Only nodes the round plans on (``host_of``: a profiled GPU type, no job wattplan does not manage), that
-        Slurm's power saving does not leave on (``SuspendExcNodes``, ``SuspendExcParts``: read each time, nothing
-        powered down when they cannot be read), that are powered and idle (``sinfo``: no job holds a CPU; no flag
-        but ``COMPLETING``, an epilog ending, so no power-down pending and no boot), whose GPUs no job holds
-        (``scontrol show job -d``: a job that ended lists its node with no GPU until ``MinJobAge``) and that no job
-        of this round's plan was sent to (``claimed``). ``free`` counts the free GPUs of the usable nodes that run
-        jobs. One ``scontrol update NodeName=N State=POWER_DOWN`` per node (on a node still completing, Slurm
-        powers it down once the epilog ends).
+        Power-down with ``--power-down``, power-up with ``--power-up`` too. Only nodes the round plans on
+        (``host_of``: a profiled GPU type, no job wattplan does not manage).
+
+        Power-down: those Slurm's power saving does not leave on (``SuspendExcNodes``, ``SuspendExcParts``: read each
+        time, nothing powered down when they cannot be read), that are powered and idle (``sinfo``: no job holds a
+        CPU; no flag but ``COMPLETING``, an epilog ending, so no power-down pending and no boot), whose GPUs no job
+        holds (``scontrol show job -d``: a job that ended lists its node with no GPU until ``MinJobAge``) and to which
+        this round's plan starts no job (``starting``: GPUs per node). ``free`` counts the free GPUs of the usable
+        nodes that run or start jobs. One ``scontrol update NodeName=N State=POWER_DOWN`` per node (on a node still
+        completing, Slurm powers it down once the epilog ends).
+
+        Power-up: the usable nodes ``sinfo`` shows powered down (not drained) to which this round starts no job
+        (Slurm boots those for it), booted by one ``scontrol update NodeName=N State=POWER_UP`` each; the reserve
+        counts the idle nodes and those booting with no job (``idle#``). A round that boots powers nothing down.
         """
         if not (self.cfg.power_down and self.cfg.power_save):
             return
         usable = set(host_of.values())
-        used: dict[str, int] = {}
+        used: dict[str, int] = dict(starting)
         for alloc in self._placements.values():
             for host, gpus in alloc:
                 if gpus:
                     used[host] = used.get(host, 0) + len(gpus)
         mine = sorted((n for n in nodes if n.name in usable), key=lambda n: _node_key(n.name))
-        idle = [n for n in mine if _idle_now(n) and n.name not in used and n.name not in claimed]
+        idle = [n for n in mine if _idle_now(n) and n.name not in used]
+        booting = [n for n in mine if _booting_idle(n) and n.name not in used]
         free = sum(max(n.gpus - used[n.name], 0) for n in mine if n.name in used and n.state in ("mixed", "idle"))
         arrivals = [(k.arrival_s, k.requested_gpus) for k in known.values()]
         watched = now_s - min((t for t, _ in arrivals), default=now_s)  # since the first arrival it knows of
+        k = max((n.gpus for n in mine), default=1)
+        if self.cfg.power_up:
+            off = [n.name for n in mine if n.state == "off" and n.name not in used]  # not one Slurm boots for a job
+            ends = [(j.ended_s, j.requested_gpus) for j in known.values() if j.ended_s is not None]
+            standing = len(idle) + len(booting)
+            rise = choose_power_up(off, standing, k, free, arrivals, ends, now_s, watched, self.cfg.power_cycle_s)
+            if rise.up:
+                report.notes.append(f"booting powered-down node(s) {', '.join(rise.up)}: {rise.why}")
+                self._send_node_calls(rnd, [power_up_call(name) for name in rise.up], report)
+                return
 
         def choose(candidates: Sequence[NodeState]) -> PowerDownChoice:
-            k = max((n.gpus for n in candidates), default=1)
             names = [n.name for n in candidates]
             return choose_power_down(names, k, free, arrivals, now_s, watched, self.cfg.power_cycle_s, waiting)
 
@@ -765,8 +805,11 @@ class Agent:
         if not choice.down:
             return
         report.notes.append(f"powering down idle node(s) {', '.join(choice.down)}: {choice.why}")
-        for name in choice.down:
-            call = power_down_call(name)
+        self._send_node_calls(rnd, [power_down_call(name) for name in choice.down], report)
+
+    def _send_node_calls(self, rnd: int, node_calls: Sequence[SlurmCall], report: RoundReport) -> None:
+        """Send each node's power call (recorded as an intent first; only noted in a dry run)."""
+        for call in node_calls:
             if self.cfg.dry_run:
                 report.calls.append(ActionOutcome(call, False, None, "", ""))
                 continue

@@ -312,6 +312,13 @@ class AgentOptions(OptionRecord):
         help="With --power-save: also power idle nodes down at once, keeping on only those the last hour's arrivals "
         "are expected to need within a node's off-and-on cycle (--power-cycle-s); Slurm's SuspendTime still applies.",
     )
+    power_up: bool = same_as(
+        SimulateOptions,
+        "power_up",
+        help="With --power-down: also boot powered-down nodes ahead of the jobs (scontrol update NodeName=N "
+        "State=POWER_UP) when the GPUs asked for over the last off-and-on cycle exceed the powered nodes' free GPUs, "
+        "so that a burst's jobs wait less for a boot.",
+    )
     power_cycle_s: float = option(
         POWER_CYCLE_S,
         "With --power-down: how long a node powered down and booted again draws idle power without running a job "
@@ -353,6 +360,7 @@ class AgentOptions(OptionRecord):
         Rule(_some_rounds, "event_rounds or periodic_rounds"),
         Rule(_baseline_power_save, "policy slurm excludes power_save"),
         Rule(_power_down_saves, "power_down requires power saving"),
+        requires("power_up", "power_down"),
         Rule(_steered_only, "tail_bound requires mode steered"),
         requires("power_cap_port", "power_cap_file"),
         requires("power_cap_port", "power_cap_token_file"),

@@ -137,10 +137,11 @@ class SlurmCall:
     def verb(self) -> str:
         """What the call does: ``scontrol``'s sub-command (``requeuehold``, ``update``, ...), else the program.
 
-        A node's ``update ... State=POWER_DOWN`` is ``power_down`` (:func:`power_down_call`).
+        A node's ``update ... State=POWER_DOWN`` is ``power_down`` (:func:`power_down_call`), its ``State=POWER_UP``
+        ``power_up`` (:func:`power_up_call`).
         """
         if self.argv[:2] == ("scontrol", "update") and self.argv[2:3] and self.argv[2].startswith("NodeName="):
-            return "power_down"
+            return "power_up" if self.argv[3:] == ("State=POWER_UP",) else "power_down"
         return self.argv[1] if self.argv[:1] == ("scontrol",) and len(self.argv) > 1 else self.argv[0]
 
 
@@ -226,9 +227,23 @@ def power_down_call(node: str) -> SlurmCall:
     then ``idle~``); on a node that runs jobs it marks the power-down pending (``mix!``, flag ``POWER_DOWN``) and
     powers it down when they end. A powered-down node is booted again by Slurm when a job is given it.
     """
+    return SlurmCall(("scontrol", "update", f"NodeName={_node_name(node)}", "State=POWER_DOWN"), ())
+
+
+def power_up_call(node: str) -> SlurmCall:
+    """``scontrol update NodeName=NODE State=POWER_UP``: Slurm's power saving boots the powered-down ``node`` now.
+
+    Slurm runs its ``ResumeProgram`` for it as for a node it gives a job (``idle#`` while it boots), and the node is
+    idle once its slurmd registers; left idle, its ``SuspendTime`` powers it down again.
+    """
+    return SlurmCall(("scontrol", "update", f"NodeName={_node_name(node)}", "State=POWER_UP"), ())
+
+
+def _node_name(node: str) -> str:
+    """``node`` if it is one host name (no host list, no option); ValueError otherwise."""
     if not isinstance(node, str) or not NODE_NAME.fullmatch(node):
         raise ValueError(f"a node name is a host name, not {node!r:.80}")
-    return SlurmCall(("scontrol", "update", f"NodeName={node}", "State=POWER_DOWN"), ())
+    return node
 
 
 def apply(actions: Iterable[Action], dry_run: bool, run: Run = run_command) -> list[ActionOutcome]:

@@ -80,6 +80,7 @@ def setup_of(options: SimulateOptions | FrontierOptions) -> SimulatedCluster:
         completing_s=options.completing_s,
         power_save=options.power_save,
         power_down=options.power_down,
+        power_up=options.power_up,
         pairs=options.pairs,
         poll_s=options.poll_s,
         suspend_s=options.suspend_s,

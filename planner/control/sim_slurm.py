@@ -112,6 +112,8 @@ _ENDED = (*_FINISHED, "COMPLETING")
 
 
 NodePower = Literal["on", "powering_down", "off", "powering_up"]
+_NODE_POWER_STATES = ("POWER_DOWN", "POWER_UP")
+"""The states a node update may set: power saving's own."""
 """A node's power state under Slurm's power saving: on, being suspended (``POWERING_DOWN``), powered down
 (``POWERED_DOWN``) or booting for a job (``POWERING_UP``)."""
 
@@ -993,11 +995,13 @@ class SimulatedSlurm:
         return CommandResult(args, 0, "", "")
 
     def _update_nodes(self, args: tuple[str, ...], value: str) -> CommandResult:
-        """``scontrol update NodeName=N[,...] State=POWER_DOWN``, as Slurm 22.05 does it with power saving.
+        """``scontrol update NodeName=N[,...] State=POWER_DOWN|POWER_UP``, as Slurm 22.05 does it with power saving.
 
-        An idle powered node powers down now (``POWERING_DOWN`` for ``suspend_timeout_s``, then off); one that holds
-        a job (or boots for one) keeps it and powers down when its last job ends (flag ``POWER_DOWN``, ``mix!``),
-        still taking jobs meanwhile, as the emulated cluster's 22.05 did; one powering down or off is left so.
+        ``POWER_DOWN``: an idle powered node powers down now (``POWERING_DOWN`` for ``suspend_timeout_s``, then off);
+        one that holds a job (or boots for one) keeps it and powers down when its last job ends (flag
+        ``POWER_DOWN``, ``mix!``), still taking jobs meanwhile, as the emulated cluster's 22.05 did; one powering
+        down or off is left so. ``POWER_UP``: a powered-down node boots (``POWERING_UP`` for ``resume_s``, then
+        idle until its ``SuspendTime``); any other is left as it is.
         """
         try:
             names = expand_hostlist(value)
@@ -1006,11 +1010,16 @@ class SimulatedSlurm:
         if not names or any(n not in self._node for n in names):
             return CommandResult(args, 1, "", f"scontrol: error: {txt.BAD_NODE}\n")
         fields = [a.partition("=") for a in args[3:]]
-        if len(fields) != 1 or fields[0][0].lower() != "state" or fields[0][2].upper() != "POWER_DOWN":
-            return CommandResult(args, 1, "", "simulated Slurm: a node update takes State=POWER_DOWN alone\n")
+        if len(fields) != 1 or fields[0][0].lower() != "state" or fields[0][2].upper() not in _NODE_POWER_STATES:
+            return CommandResult(args, 1, "", "simulated Slurm: a node update takes State=POWER_DOWN|POWER_UP alone\n")
         if self.power_saving is None:
             return CommandResult(args, 1, "", "scontrol: error: power saving is not configured\n")
         self._sync()
+        if fields[0][2].upper() == "POWER_UP":
+            for name in names:
+                if self._power[name] == "off":
+                    self._set_power(name, "powering_up", self.now_s + self.power_saving.resume_s)
+            return CommandResult(args, 0, "", "")
         for name in names:
             state = self._power[name]
             if state == "on" and self._nfree[name] == self._node[name].gpus:

@@ -151,6 +151,8 @@ class SimulatedCluster:
     power_down: bool = _SIMULATE.power_down
     """With ``power_save``, the agent's policies also power idle nodes down themselves (``--power-down``,
     :mod:`planner.agent.node_power`)."""
+    power_up: bool = _SIMULATE.power_up
+    """With ``power_down``, they also boot powered-down nodes ahead of the jobs (``--power-up``)."""
     pairs: bool = _SIMULATE.pairs
     """The agent's policies co-locate pairs (``--pairs``); ``eaco`` always does."""
     suspend_s: float = _SIMULATE.suspend_s
@@ -278,6 +280,7 @@ def agent_config(
         pairs=setup.pairs or policy == "eaco",
         power_save=(saving := setup.power_saving(policy)) is not None,
         power_down=setup.power_down and saving is not None,
+        power_up=setup.power_up and setup.power_down and saving is not None,
         power_cycle_s=saving.power_cycle_s if saving is not None else AgentConfig.power_cycle_s,
         event_rounds=setup.event_rounds,
         poll_s=setup.poll_s,

@@ -434,6 +434,12 @@ class SimulateOptions(ReplayOptions):
         "As the agent (with --power-save): wattplan also powers idle nodes down at once, keeping on only those the "
         "last hour's arrivals are expected to need within a node's off-and-on cycle (SuspendTime still applies).",
     )
+    power_up: bool = option(
+        False,
+        "As the agent (with --power-down): wattplan also boots powered-down nodes ahead of the jobs when the GPUs "
+        "asked for over the last off-and-on cycle exceed the powered nodes' free GPUs (a burst's rate expected to "
+        "last one more cycle), so that its jobs wait less for a boot.",
+    )
     pairs: bool = option(
         False,
         "As the agent: the agent's policies co-locate pairs on shared GPUs (policy eaco always does). With "
@@ -481,6 +487,7 @@ class SimulateOptions(ReplayOptions):
         *ReplayOptions.RULES,
         Rule(_round_triggers, "rounds on events, periodic or both; a budget needs its period"),
         requires("power_down", "power_save"),
+        requires("power_up", "power_down"),
     )
 
 
@@ -521,6 +528,7 @@ class FrontierOptions(ReplayOptions):
     completing_s: float | None = same_as(SimulateOptions, "completing_s")
     power_save: bool = same_as(SimulateOptions, "power_save")
     power_down: bool = same_as(SimulateOptions, "power_down")
+    power_up: bool = same_as(SimulateOptions, "power_up")
     pairs: bool = same_as(SimulateOptions, "pairs")
     progress_metric: bool = same_as(SimulateOptions, "progress_metric")
     suspend_s: float = same_as(SimulateOptions, "suspend_s")
@@ -534,4 +542,5 @@ class FrontierOptions(ReplayOptions):
         *ReplayOptions.RULES,
         Rule(_round_triggers, "rounds on events, periodic or both; a budget needs its period"),
         requires("power_down", "power_save"),
+        requires("power_up", "power_down"),
     )
