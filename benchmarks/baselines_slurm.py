@@ -14,12 +14,13 @@ request's full speed; no governor). Writes ``OUT/FAMILY-CLUSTER[-tail|-sdX]/`` (
 and p95 JCT against ``slurm``'s, its requeues, and the floor's share of ``slurm``'s saving it captured. Reuses a run
 whose ``comparison.json`` exists. ``--power-down`` runs each by-job variant also with the agent powering idle nodes
 down itself (``--power-down``; rows ``... power-down``), ``--pairs`` runs the last by-job variant of each limit also
-with co-location (``--pairs``; rows ``... pairs``), ``--no-steered`` skips the steered variants. ``--pinned X[,Y]``
-adds the steered mode without restarts (``--pin-running --max-slowdown X``, and ``--power-down`` with
+with co-location (``--pairs``; rows ``... pairs``), ``--power-up`` the last of those also with the agent booting
+nodes ahead of a burst (``--power-up``; rows ``... power-up``), ``--no-steered`` skips the steered variants.
+``--pinned X[,Y]`` adds the steered mode without restarts (``--pin-running --max-slowdown X``, and ``--power-down`` with
 ``--power-down``; rows ``pinned X`` and, with ``--pairs``, ``pinned X pairs``); ``--pinned-tail`` each of those
 also with the tail bound (``--tail-bound 10``; rows ``pinned X tail``).
 
-Usage: ``python benchmarks/baselines_slurm.py --out OUT [--max-slowdown 5,10] [--power-down] [--pairs]
+Usage: ``python benchmarks/baselines_slurm.py --out OUT [--max-slowdown 5,10] [--power-down [--power-up]] [--pairs]
 [--no-steered] [--pinned 10,25 [--pinned-tail]]``.
 """
 
@@ -55,7 +56,7 @@ def replay(family: str, cluster: str, variant: str, mode: list[str], out: Path) 
     """One family on one cluster: the baselines and wattplan in ``mode`` (reused when done); each policy's summary."""
     suffix = "" if not variant else "-" + variant.replace("tail 10", "tail").replace("slowdown ", "sd")
     suffix = suffix.replace(" power-down", "-pd").replace(" pairs", "-pairs").replace("pinned ", "pin")
-    suffix = suffix.replace(" tail", "-tail")
+    suffix = suffix.replace(" tail", "-tail").replace(" power-up", "-pu")
     folder = out / f"{family}-{cluster.replace(':', '')}{suffix}"
     if not (folder / "comparison.json").exists():
         trace = ROOT / "instances" / "live" / f"{family}.trace"
@@ -98,10 +99,13 @@ def main() -> None:
     p.add_argument("--max-slowdown", default="", help="Comma-separated slowdown limits (%%) of the by-job mode.")
     p.add_argument("--power-down", action="store_true", help="Each by-job variant also with --power-down.")
     p.add_argument("--pairs", action="store_true", help="The last by-job variant of each limit also with --pairs.")
+    p.add_argument("--power-up", action="store_true", help="The last --power-down variant also with --power-up.")
     p.add_argument("--no-steered", dest="steered", action="store_false", help="Skip the steered variants.")
     p.add_argument("--pinned", default="", help="Slowdown limits (%%) of the steered mode without restarts.")
     p.add_argument("--pinned-tail", action="store_true", help="Each --pinned variant also with --tail-bound 10.")
     args = p.parse_args()
+    if args.power_up and not args.power_down:
+        p.error("--power-up is part of the agent's node power rule: give --power-down")
     variants = dict(VARIANTS) if args.steered else {}
     for x in filter(None, args.pinned.split(",")):
         mode = [*STEERED, "--pin-running", "--max-slowdown", x, *(["--power-down"] if args.power_down else [])]
@@ -118,6 +122,9 @@ def main() -> None:
             variants[name] = mode
         if args.pairs:
             variants[f"{name} pairs"] = [*mode, "--pairs"]
+        if args.power_up:
+            last = f"{name} pairs" if args.pairs else name
+            variants[f"{last} power-up"] = [*variants[last], "--power-up"]
     args.out.mkdir(parents=True, exist_ok=True)
     head = (
         "| run | slurm kWh | slurm-powersave kWh | maxq kWh | wattplan kWh | floor kWh | vs slurm | vs maxq "
