@@ -32,7 +32,10 @@ SUSPEND_S = 600.0
 
 
 def _load(folder: Path, name: str) -> dict[str, Any]:
-    doc: dict[str, Any] = json.loads((folder / name).read_text())
+    try:
+        doc: dict[str, Any] = json.loads((folder / name).read_text())
+    except FileNotFoundError:
+        raise SystemExit(f"{folder}: no {name} (a run of benchmarks/live_compare.py that has ended)") from None
     return doc
 
 

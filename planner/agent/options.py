@@ -316,8 +316,9 @@ class AgentOptions(OptionRecord):
         SimulateOptions,
         "power_up",
         help="With --power-down: also boot powered-down nodes ahead of the jobs (scontrol update NodeName=N "
-        "State=POWER_UP) when the GPUs asked for over the last off-and-on cycle exceed the powered nodes' free GPUs, "
-        "so that a burst's jobs wait less for a boot.",
+        "State=POWER_UP) when the queue grew over the last off-and-on cycle (GPUs asked for less those of the jobs "
+        "that ended) by more than the powered nodes' free GPUs, so that a burst's jobs wait less for a boot; the "
+        "nodes booted early draw idle power.",
     )
     power_cycle_s: float = option(
         POWER_CYCLE_S,

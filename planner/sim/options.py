@@ -436,9 +436,9 @@ class SimulateOptions(ReplayOptions):
     )
     power_up: bool = option(
         False,
-        "As the agent (with --power-down): wattplan also boots powered-down nodes ahead of the jobs when the GPUs "
-        "asked for over the last off-and-on cycle exceed the powered nodes' free GPUs (a burst's rate expected to "
-        "last one more cycle), so that its jobs wait less for a boot.",
+        "As the agent (with --power-down): wattplan also boots powered-down nodes ahead of the jobs when the queue "
+        "grew over the last off-and-on cycle (GPUs asked for less those of the jobs that ended) by more than the "
+        "powered nodes' free GPUs, so that a burst's jobs wait less for a boot.",
     )
     pairs: bool = option(
         False,
