@@ -217,7 +217,8 @@ def test_a_guest_runs_on_its_hosts_gpus_at_the_pair_rates(tmp_path: Path) -> Non
     assert jobs_now(sim)[1] == "RUNNING"
     ok(sim, "scontrol", "release", "2")
     assert jobs_now(sim)[2] == "RUNNING"
-    assert query_job_gpus(sim) == {1: (("v100-0", (0,)),), 2: (("v100-0", ()),)}  # the guest holds no GPU
+    # Slurm allocates the guest the GPU it asked for before Gres=gpu:0 (GPU 1, which idles); it runs on its host's
+    assert query_job_gpus(sim) == {1: (("v100-0", (0,)),), 2: (("v100-0", (1,)),)}
     assert {j.job_id: j.gpus_per_node for j in query_queue(sim).jobs} == {1: 1, 2: 0}
     sim.advance_to(100.0)
     rho18, rho50 = TRUTH.pairs[(R18, R50, "v100", 1)]
@@ -232,6 +233,25 @@ def test_a_guest_runs_on_its_hosts_gpus_at_the_pair_rates(tmp_path: Path) -> Non
     sim.advance_to(200.0)
     alone = sim.window(unix(100.0), unix(200.0)).steps_done["2"]
     assert alone == pytest.approx((100.0 - LOAD) * rho50 * x(R50) + 100.0 * x(R50))
+
+
+def test_a_guest_made_by_an_update_waits_for_a_gpu_of_its_own_as_slurm_does(tmp_path: Path) -> None:
+    """Slurm 22.05 and 24.11 keep a job's GPUs through ``Gres=gpu:0`` (``benchmarks/guest_gres.sh``).
+
+    On a one-GPU node its host holds, the guest waits (``Resources``) though ``squeue`` shows it asking for none,
+    while a job submitted with ``gpu:0`` would start; once the host ends, the guest takes the GPU.
+    """
+    sim = cluster([SimJob(1, R18, 0.0, 1, x(R18) * 100.0), SimJob(2, R50, 0.0, 1, 1e6)], (1,), settings=tmp_path)
+    write_setting(tmp_path, 1, 250)
+    write_setting(tmp_path, 2, 250, host=1)
+    ok(sim, "scontrol", "release", "1")
+    ok(sim, "scontrol", "update", "JobId=2", "Gres=gpu:0", "NodeList=v100-0", "NumNodes=1")
+    ok(sim, "scontrol", "release", "2")
+    sim.advance_to(50.0)
+    queue = {j.job_id: j for j in query_queue(sim).jobs}
+    assert (queue[2].state, queue[2].reason, queue[2].gpus_per_node) == ("PENDING", "Resources", 0)
+    sim.advance_to(200.0)  # the host ran its 100 s of steps after its 30 s load
+    assert jobs_now(sim)[2] == "RUNNING" and query_job_gpus(sim)[2] == (("v100-0", (0,)),)
 
 
 def test_a_setting_change_mid_run_changes_speed_and_power_without_a_restart(tmp_path: Path) -> None:
@@ -304,7 +324,7 @@ def test_the_agents_readers_read_every_answer(tmp_path: Path) -> None:
     ]
     # job 4 (unmanaged) took GPU 0 at its arrival and has finished since: job 1 runs on the GPU left to it; job 4
     # still lists its node with no GPU until it leaves the list, as 22.05 prints a job that ended
-    assert query_job_gpus(sim) == {1: (("v100-0", (1,)),), 4: (("v100-0", ()),), 5: (("v100-0", ()),)}
+    assert query_job_gpus(sim) == {1: (("v100-0", (1,)),), 4: (("v100-0", ()),), 5: (("v100-0", (2,)),)}
 
 
 def test_host_lists_and_names_sort_as_slurm_does() -> None:

@@ -16,7 +16,10 @@ per-node GPUs free, or, without one, when first fit over the nodes in the order 
 ``wattplan cluster up`` writes in its ``--gpus`` order) finds ``NumNodes``
 such nodes; a typed request (``gpu:TYPE:N``) takes nodes of that type only. It gets the lowest free indices of
 each node. A request above a node's GPU count ``K`` is submitted as ``gpu:K`` on ``ceil(n / K)`` nodes, as
-``cluster submit`` does. A pair's guest (``gpu:0``) fits on any node that is up and holds no GPU.
+``cluster submit`` does. A job submitted with ``gpu:0`` fits on any node that is up and holds no GPU; a job
+updated to ``Gres=gpu:0`` (a pair's guest, as the agent makes one) keeps the GPUs it asked for before, as Slurm
+22.05 and 24.11 do (``benchmarks/guest_gres.sh``): it waits for them to be free and holds them while ``squeue``
+shows ``gpu:0``.
 A pass runs ``pass_delay_s`` after an event or a command that may let a job start (at once with 0), once for
 every change within that time, and a command that reads the cluster after one that changed it sees the pass only
 when it is due: a round's calls (requeuehold, update, release) act together, as Slurm's scheduler, which runs every
@@ -32,8 +35,9 @@ its last step), then is ``COMPLETED``, frees its GPUs and stays listed for ``min
 power limit (``-pl``) or SM clock lock (``-lgc``), by the file's ``unit``; a job without a file runs at the
 GPUs' current setting (the default on GPUs no job held: the epilog resets a GPU no job remains on). The node
 agent re-applies a changed file to a running job at once (a file is seen as changed by inode, size and
-modification time), with no restart. A guest (no GPU of its own, a file naming ``host_job``) runs on its host's
-GPUs on its nodes when it starts and sets nothing: the pair runs at the host's setting. A guest whose host does
+modification time), with no restart. A guest (a file naming ``host_job``) runs on its host's GPUs on its nodes
+when it starts and sets nothing: the pair runs at the host's setting, and a GPU Slurm allocated the guest
+idles. A guest whose host does
 not run there holds no GPU: the truth gives it speed 0 (a fault), as on the emulated cluster. With
 ``prolog_settings`` (the ``maxq`` baseline, :mod:`planner.core.maxq`) a job without a file gets the table's
 setting for its job type and its nodes' GPU type, as a site's prolog would set it.
@@ -204,6 +208,7 @@ class _Job:
 
     spec: SimJob
     per_node: int
+    """The GPUs per node its ``Gres`` asks for, as ``squeue`` shows it."""
     num_nodes: int
     gres_type: str | None
     ts: list[float]
@@ -236,6 +241,15 @@ class _Job:
     ss: list[float] = field(default_factory=lambda: [0.0])
     ds: list[float] = field(default_factory=lambda: [0.0])
     rates: tuple[float, float, float] = (0.0, 0.0, 0.0)
+    kept_gpus: int = 0
+    """GPUs per node Slurm still allocates after an update to ``Gres=gpu:0``: the count the job asked for before
+    it (Slurm 22.05 and 24.11 keep a job's GPUs when an update asks for none; ``benchmarks/guest_gres.sh``)."""
+
+    @property
+    def alloc_per_node(self) -> int:
+        """The GPUs per node Slurm allocates the job: its ``Gres``, or the GPUs it kept through ``gpu:0``."""
+        return self.per_node or self.kept_gpus
+
     starts: int = 0
     """How many times it has started (the current start is ``starts - 1``, from 0)."""
     noise_interval: int = 0
@@ -488,7 +502,7 @@ class SimulatedSlurm:
         limit = self.now_s + _eps(self.now_s)
         blocked: set[tuple[object, ...]] = set()  # shapes that did not fit: GPUs only go in this pass
         for j in sorted(self._pending.values(), key=lambda j: (j.spec.arrival_s, j.spec.job_id)):
-            shape = (j.per_node, j.num_nodes, j.gres_type, j.required)
+            shape = (j.alloc_per_node, j.num_nodes, j.gres_type, j.required)
             if j.hold is not None:
                 j.reason = j.hold
             elif j.eligible_s > limit:
@@ -510,7 +524,7 @@ class SimulatedSlurm:
             if (
                 usable
                 and (j.gres_type is None or node.gpu_type == j.gres_type)
-                and self._nfree[node.name] >= j.per_node
+                and self._nfree[node.name] >= j.alloc_per_node
             ):
                 chosen.append(node)
                 if not j.required and len(chosen) == j.num_nodes:
@@ -519,7 +533,7 @@ class SimulatedSlurm:
                 return None
         if len(chosen) < (len(j.required) or j.num_nodes):
             return None
-        gpus = tuple((n.name, i) for n in chosen for i in self._free(n)[: j.per_node])
+        gpus = tuple((n.name, i) for n in chosen for i in self._free(n)[: j.alloc_per_node])
         return tuple(n.name for n in chosen), gpus
 
     def _start(self, j: _Job, nodes: tuple[str, ...], alloc: tuple[GpuId, ...]) -> None:
@@ -542,16 +556,22 @@ class SimulatedSlurm:
         j.loading = j.load_end_s > self.now_s
         setting = self._read_setting(j)
         j.gpus = alloc
-        if not alloc and setting is not None and setting.host_job and setting.host_job.isdigit():
-            host = self._running.get(int(setting.host_job))
+        host_job = setting.host_job or "" if setting is not None else ""
+        guest = host_job.isdigit()
+        if guest:  # the prolog gives it its host's GPUs; any GPU Slurm allocated it idles
+            host = self._running.get(int(host_job))
             j.gpus = tuple(g for g in host.alloc if g[0] in nodes) if host is not None else ()
         for g in j.gpus:
             self._on_gpu[g].add(jid)
-        if setting is not None and alloc:
+        if setting is not None and alloc and not guest:
             self._apply(j, setting)
-        elif alloc and (value := self.prolog_settings.get((j.spec.job_type, self._node[nodes[0]].gpu_type))):
+        elif alloc and not guest and (value := self.prolog_settings.get((j.spec.job_type, self._gpu_type(nodes)))):
             self._set(j, self.truth.gpu_types[self._node[nodes[0]].gpu_type].unit, value)
         self._touch(j)
+
+    def _gpu_type(self, nodes: tuple[str, ...]) -> str:
+        """The GPU type of a job's nodes (the first's: a job's nodes share one)."""
+        return self._node[nodes[0]].gpu_type
 
     def _complete(self, j: _Job) -> None:
         """``j`` made its last step now: ``COMPLETED``, or with ``completing_s`` first ``COMPLETING`` that long.
@@ -1060,6 +1080,8 @@ class SimulatedSlurm:
             for n in required
         ):
             return txt.NODE_CONFIG
+        if gres[1] == 0 and j.per_node > 0:
+            j.kept_gpus = j.per_node  # Slurm keeps the GPUs it asked for (``kept_gpus``)
         (j.gres_type, j.per_node), j.required, j.num_nodes = gres, required, count
         return None
 

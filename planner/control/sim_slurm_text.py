@@ -69,6 +69,15 @@ class JobView:
         """The per-node GRES request: ``gpu:N`` or ``gpu:TYPE:N``."""
         return f"gpu:{self.gres_type}:{self.per_node}" if self.gres_type else f"gpu:{self.per_node}"
 
+    @property
+    def job_gres(self) -> str:
+        """``JOB_GRES``: the GPUs per node a running job was allocated, ``gpu:TYPE:N``; ``(null)`` for none.
+
+        Typed as Slurm prints it, whatever the request's spelling.
+        """
+        held = [(gpu_type, len(idx)) for _, gpu_type, idx in self.gpus if idx]
+        return f"gpu:{held[0][0]}:{held[0][1]}" if self.state == "RUNNING" and held else "(null)"
+
 
 @dataclass(frozen=True, slots=True)
 class NodeView:
@@ -300,7 +309,7 @@ def _job_text(j: JobView) -> str:
         f"   NodeList={nodes or '(null)'}",
         f"   BatchHost={j.nodes[0] if j.state == 'RUNNING' and j.nodes else '(null)'}",
         f"   NumNodes={j.node_count} NumCPUs={j.node_count} NumTasks=1 CPUs/Task=1 ReqB:S:C:T=0:0:*:*",
-        f"   JOB_GRES={j.gres if j.state == 'RUNNING' and j.per_node else '(null)'}",
+        f"   JOB_GRES={j.job_gres}",
         *_detail_lines(j),
         f"   Comment={j.comment}" if j.comment else "   Comment=(null)",
         f"   TresPerNode=gres:{j.gres}",
