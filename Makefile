@@ -63,7 +63,7 @@ default-instance: $(STAMP)
 # 1.07x average and 1.08x p95 JCT.
 demo: $(STAMP)
 	$(PY) benchmarks/live_compare.py instances/live/gavel_mix.trace --out out/demo --gpus v100:32 --power-save \
-	  --power-down --pairs --max-slowdown 10 --only managed --only unmanaged
+	  --power-down --max-slowdown 10 --only managed --only unmanaged
 
 # Rebuild the live workloads from the shipped sources.
 live-workloads: $(STAMP)

@@ -61,7 +61,7 @@ def test_the_loop_reads_the_agents_option_record() -> None:
 
     library = load_profile_library(None)
     defaults = AgentOptions()
-    by_job = AgentConfig(library, defaults.rules(), defaults.request(), pairs=True)  # the by-job mode pairs
+    by_job = AgentConfig(library, defaults.rules(), defaults.request(), pairs=False)  # no pairs by default
     assert AgentConfig.of(defaults, library) == by_job
     assert defaults.request() == REPLAY_REQUEST and defaults.rules().objective == "energy"  # the by-job mode
     given = AgentOptions.checked(

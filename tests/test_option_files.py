@@ -101,7 +101,8 @@ def test_the_shipped_config_passes_the_agents_checks() -> None:
     rules = options.rules()
     assert options.mode == "by-job" and rules.slurm_starts and rules.max_slowdown == 0.1
     assert (rules.objective, rules.delta) == ("energy", 0.9) and options.jct_increase() is None
-    assert options.power_save and options.power_down and options.power_cycle_s == 360.0 and options.co_locates()
+    assert options.power_save and options.power_down and options.power_cycle_s == 360.0 and not options.co_locates()
+    assert not options.power_up
     assert options.allow_user and not options.dry_run and options.metrics_port == 9464
 
 

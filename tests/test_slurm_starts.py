@@ -204,7 +204,9 @@ def test_the_agents_default_is_the_by_job_mode_that_simulate_replays_with_five_f
     rules = default.rules()
     assert (rules.objective, rules.delta, rules.max_slowdown, rules.slurm_starts) == ("energy", 0.9, 0.1, True)
     assert default.jct_increase() is None and default.steering().max_increase is None
-    assert default.co_locates() and SimulateOptions.checked({"pairs": True}).pairs
+    # no pairs by default: Slurm keeps a guest's own GPUs (benchmarks/guest_gres.sh)
+    assert not default.co_locates() and AgentOptions.checked({"pairs": True}).co_locates()
+    assert SimulateOptions.checked({"pairs": True}).pairs
     flags = {"slurm_starts": True, "max_slowdown": 10.0, "objective": "energy", "delta": 0.9}
     replayed = replay_spec("6c71a0.trace", "v100:8", SimulateOptions.checked(flags)).rules
     assert (replayed.objective, replayed.delta, replayed.slurm_starts) == ("energy", 0.9, True)

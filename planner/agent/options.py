@@ -293,9 +293,10 @@ class AgentOptions(OptionRecord):
     max_rounds: int | None = option(None, "Stop after this many rounds.", unit="rounds", low=1)
     pairs: bool | None = option(
         None,
-        "Co-locate pairs on shared GPUs (default: on in the by-job mode, where a pair forms only when a job starts "
-        "and no running job restarts for one; off when steered, where a pair change restarts the guest, which "
-        "the round model does not price; docs/design.md 11.6). On with --policy eaco, whose lever it is.",
+        "Co-locate pairs on shared GPUs (default: off; docs/design.md 11.6). Slurm 22.05 and 24.11 keep the GPUs a "
+        "job was submitted with when the agent makes it a guest (Gres=gpu:0): a guest waits for GPUs of its own, "
+        "which idle, while it runs on its host's. In the by-job mode a pair forms only when a job starts; steered, "
+        "a pair change restarts the guest. On with --policy eaco, whose lever it is.",
     )
     event_rounds: bool = same_as(SimulateOptions, "event_rounds")
     poll_s: float = same_as(
@@ -392,15 +393,14 @@ class AgentOptions(OptionRecord):
     def co_locates(self) -> bool:
         """Whether the agent pairs jobs.
 
-        ``--pairs``/``--no-pairs`` as given; by default wattplan's by-job mode does (its round restarts no running
-        job for a pair, :mod:`planner.sim.pinned`) and the steered mode does not. ``--policy eaco`` always does
-        (its lever).
+        ``--pairs``/``--no-pairs`` as given, off by default: on Slurm 22.05 and 24.11 a guest keeps the GPUs it
+        was submitted with (``benchmarks/guest_gres.sh``), so it waits for GPUs of its own, which idle, where
+        Slurm alone would have started it at once on them (benchmarks/RESULTS.md, "Pairs on Slurm"). ``--policy
+        eaco`` always does (its lever).
         """
         if self.decision_policy() == "eaco":
             return True
-        if self.pairs is not None:
-            return self.pairs
-        return self.mode == "by-job" and self.policy == "wattplan"
+        return bool(self.pairs)
 
     def jct_increase(self) -> float | None:
         """The JCT bound as a fraction (``--max-jct-increase`` / 100); None with ``--no-jct-bound`` or by job."""
