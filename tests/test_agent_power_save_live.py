@@ -143,9 +143,11 @@ def test_the_agent_powers_down_the_idle_node_and_keeps_the_busy_one(slow_suspend
     learned = re.findall(r"learned: v100 idle power ([0-9.]+) W per GPU \(prior ([0-9.]+) W\)", said)
     assert learned, said
     assert all(float(w) == pytest.approx(float(prior), rel=0.05) for w, prior in learned), learned
-    rounds = re.findall(r"round \d+ t=\d+s: \d+ queued, (\d+) running[^\n]*\n((?:  [^\n]*\n)*)", said)
-    downs = {n: int(running) for running, notes in rounds for n in re.findall(r"idle node\(s\) (v100-\d):", notes)}
-    assert downs.get("v100-1") == 1, said  # while the job ran on v100-0
+    rounds = re.findall(r"round \d+ t=\d+s: (\d+) queued, (\d+) running[^\n]*\n((?:  [^\n]*\n)*)", said)
+    downs = {n: int(queued) for queued, _, notes in rounds for n in re.findall(r"idle node\(s\) (v100-\d):", notes)}
+    # while the job was in the queue (running on v100-0, or released to it in that round: on a busy machine the
+    # agent's first round may come after a cycle was watched, and it releases the job and powers v100-1 down at once)
+    assert downs.get("v100-1") == 1, said
     assert downs.get("v100-0", 0) == 0, said  # only once nothing ran
     expected = re.search(r"idle node\(s\) v100-1: ([0-9.]+) GPUs expected within 240 s, 7 free", said)
     assert expected is not None and 0.0 < float(expected.group(1)) < 1.0, said  # the arrival before the agent counts
