@@ -58,9 +58,9 @@ default-instance: $(STAMP)
 
 # The live demo (root, Slurm, munge and Prometheus installed, as .ci/run installs them): the shipped live workload
 # on an emulated cluster with Slurm's power saving, managed by wattplan agent in the by-job mode (README), powering
-# idle nodes down itself and pairing jobs, and then by Slurm alone; prints the comparison. Measured so
-# (benchmarks/RESULTS.md, "Pairs without restarts"): 12.7% and 15.2% less energy than Slurm with power saving at
-# 1.07x average and 1.08x p95 JCT.
+# idle nodes down itself, and then by Slurm alone; prints the comparison. Measured so (benchmarks/RESULTS.md,
+# "Idle nodes powered down by the agent", gavel_mix pd4): 12.5% less energy than Slurm with power saving at 1.07x
+# average and 1.08x p95 JCT.
 demo: $(STAMP)
 	$(PY) benchmarks/live_compare.py instances/live/gavel_mix.trace --out out/demo --gpus v100:32 --power-save \
 	  --power-down --max-slowdown 10 --only managed --only unmanaged

@@ -195,7 +195,7 @@ def managed(trace: Path, cluster: Path, out: Path, gpus: str, scale: float, args
             "--time-limit",
             f"{args.time_limit:g}",
             *(["--learn"] if args.learn else []),
-            "--pairs" if args.pairs else "--no-pairs",  # the agent's by-job default pairs; the replay's does not
+            "--pairs" if args.pairs else "--no-pairs",  # said either way, whatever the agent's default
             *(["--power-save"] if args.power_save else []),
             *(["--power-down"] if args.power_down else []),
             *(["--power-up"] if args.power_up else []),
