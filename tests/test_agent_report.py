@@ -108,3 +108,33 @@ def test_the_metrics_tally_follows_a_late_window_and_is_not_recomputed_while_not
     store.end_job("9", "COMPLETED", "by hand", 1, 9e9)  # a job ends: recomputed (job 9 has no reference yet)
     assert tally.update(store.db).measured_j == pytest.approx(22.5e6)
     store.close()
+
+
+def test_the_agents_latency_is_from_a_jobs_arrival_to_its_release_by_the_first_round_that_saw_it(
+    tmp_path: Path,
+) -> None:
+    """The agent's latency by hand, at time scale 30 (two rounds 10 real s and 300 agent-clock s apart).
+
+    Job 1 arrived at 290 s and was released 0.4 real s into round 1 (at 300 + 12 s): 22 s; job 2 arrived at 280 s,
+    released 1 real s in: 50 s.
+    Job 3 was seen in round 0 and released only in round 1 (it waited for GPUs, not for the agent); job 4 is held.
+    """
+    store = AgentStore(tmp_path / "agent.db")
+    store.begin_round(0, 1000.0, 0.0)
+    store.add_job("3", "A3C", 100.0, 1, 0.0, 0)
+    store.finish_round(0, "done")
+    store.begin_round(1, 1010.0, 300.0)
+    for job, arrival in (("1", 290.0), ("2", 280.0), ("4", 295.0)):
+        store.add_job(job, "A3C", 100.0, 1, arrival, 1)
+    ids = store.commit_intent(1, [], [(("scontrol", "release", "1,3"), (1, 3)), (("scontrol", "release", "2"), (2,))])
+    for action, sent in zip(ids, (1010.4, 1011.0), strict=True):
+        store.action_outcome(action, "ok", "")
+        store.db.execute("UPDATE actions SET sent_unix = ? WHERE id = ?", (sent, action))
+    store.finish_round(1, "done")
+    store.close()
+    found = agent_report(tmp_path / "agent.db").latency
+    assert (found.jobs, found.time_scale) == (2, pytest.approx(30.0))
+    assert (found.median_s, found.p90_s, found.max_s) == (pytest.approx(36.0), pytest.approx(47.2), pytest.approx(50.0))
+    rows = dict(report_rows(agent_report(tmp_path / "agent.db")))
+    said = rows["submission to release, 2 jobs released by their first round (median / p90)"]
+    assert said == "36.0 s / 47.2 s (real: 1.2 s / 1.6 s at time scale 30)"

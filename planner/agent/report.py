@@ -10,6 +10,11 @@ before it counts as arriving at it):
   refused, failed);
 * jobs seen, ended by Slurm's end state, still waiting or running; restarts (requeues the agent made);
 * JCT of the completed jobs, ``ended_s - arrival_s`` (average and p95, s);
+* the agent's own latency: for each job the round that first saw it released (the agent's part of a start when
+  the job fits), from its arrival (Slurm's submit time) to that release, in the agent's clock and in real seconds:
+  the wait for the next ``squeue`` read and the round itself (:func:`release_latency`). Slurm's own start after the
+  release is not in it. On an emulated cluster the agent's clock runs ``--time-scale`` times faster than real
+  time: the scale is read off the rounds' two clocks;
 * GPU energy measured: DCGM's, apportioned to the managed jobs, summed over the observed windows (kWh);
 * with an energy budget (``--energy-budget-kwh``, :mod:`planner.agent.energy_budget`): the budget, its period and
   the whole cluster's energy charged to each period since the agent's first round (kWh), whatever the window;
@@ -34,6 +39,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+
+import numpy as np
 
 from wattplan.planner.agent.energy_budget import BudgetPeriods, energy_by_period
 from wattplan.planner.agent.slurm_actions import SlurmCall
@@ -124,6 +131,60 @@ class ReferenceTally:
         return self.last
 
 
+@dataclass(frozen=True, slots=True)
+class ReleaseLatency:
+    """The agent's own latency (module docstring): median, 90th percentile and max over ``jobs``, agent-clock s.
+
+    ``time_scale`` agent-clock seconds pass per real second (1 on a real cluster), so a real-second figure is the
+    agent-clock one over it.
+    """
+
+    jobs: int = 0
+    median_s: float | None = None
+    p90_s: float | None = None
+    max_s: float | None = None
+    time_scale: float = 1.0
+
+
+def release_latency(db: Queries, job_ids: Collection[str] | None = None) -> ReleaseLatency:
+    """The agent's latency over the jobs (of ``job_ids``; None: all) released by the round that first saw them.
+
+    A release sent at Unix time ``u`` in round ``r`` happened at ``s_r + (u - u_r) k`` on the agent's clock, where
+    ``u_r`` and ``s_r`` are the round's start on both clocks and ``k`` the time scale: the slope of the agent's
+    clock against Unix time over the rounds (1 with fewer than two rounds apart). A job's latency is that time less
+    its ``arrival_s`` (floored at 0). Slurm keeps submit times in whole seconds, so each figure may be up to one real
+    second (``k`` agent-clock seconds) high: ``benchmarks/slurm_latency.py`` reads the same to the millisecond from
+    ``slurmctld``'s log.
+    """
+    starts = {r: (u, t) for r, u, t in db.execute("SELECT round, started_unix, started_s FROM rounds").fetchall()}
+    scale = 1.0
+    if len(starts) >= 2:
+        (u0, t0), (u1, t1) = starts[min(starts)], starts[max(starts)]
+        if u1 - u0 > 1e-6 and t1 > t0:
+            scale = (t1 - t0) / (u1 - u0)
+    first_seen = {
+        str(j): (arrival, seen)
+        for j, arrival, seen in db.execute("SELECT job_id, arrival_s, first_seen_round FROM jobs").fetchall()
+    }
+    released: dict[str, float] = {}
+    rows = db.execute(
+        "SELECT round, jobs, sent_unix FROM actions WHERE status = 'ok' AND argv LIKE '[\"scontrol\", \"release\"%'"
+    ).fetchall()
+    for rnd, jobs, sent in rows:
+        if rnd not in starts or sent is None:
+            continue
+        u_r, s_r = starts[rnd]
+        for job in json.loads(jobs):
+            key = str(job)
+            if key in first_seen and first_seen[key][1] == rnd and (job_ids is None or key in job_ids):
+                at = s_r + (sent - u_r) * scale
+                released[key] = min(released.get(key, math.inf), at)
+    waits = sorted(max(0.0, at - first_seen[j][0]) for j, at in released.items())
+    if not waits:
+        return ReleaseLatency(time_scale=scale)
+    return ReleaseLatency(len(waits), statistics.median(waits), float(np.percentile(waits, 90)), waits[-1], scale)
+
+
 @dataclass
 class AgentReport:
     """The period's summary (module docstring); times in s, energy in kWh."""
@@ -145,6 +206,7 @@ class AgentReport:
     p95_jct_s: float | None = None
     measured_kwh: float = 0.0
     against: AgainstReference = field(default_factory=AgainstReference)
+    latency: ReleaseLatency = field(default_factory=ReleaseLatency)
     points: list[RoundPoint] = field(default_factory=list)
     budget_kwh: float | None = None
     budget_period_s: float | None = None
@@ -214,6 +276,7 @@ def agent_report(path: Path, since_s: float | None = None, until_s: float | None
             [j[4] - j[1] for j in jobs if j[3] == "COMPLETED" and j[4] is not None]
         )
         out.against = against_reference(db, {j[0] for j in jobs})
+        out.latency = release_latency(db, {str(j[0]) for j in jobs})
         _budget_periods(db, out)
         return out
     finally:
@@ -254,6 +317,18 @@ def report_rows(report: AgentReport) -> list[tuple[str, str]]:
         ("completed jobs' JCT (avg / p95)", f"{secs(report.avg_jct_s)} / {secs(report.p95_jct_s)}"),
         ("GPU energy of the managed jobs (DCGM)", f"{report.measured_kwh:,.3f} kWh"),
     ]
+    lat = report.latency
+    if lat.jobs and lat.median_s is not None and lat.p90_s is not None:
+        real = ""
+        if abs(lat.time_scale - 1.0) > 1e-3:  # an emulated cluster's clock: say the real seconds too
+            k = lat.time_scale
+            real = f" (real: {secs(lat.median_s / k)} / {secs(lat.p90_s / k)} at time scale {k:,.3g})"
+        rows.append(
+            (
+                f"submission to release, {lat.jobs} jobs released by their first round (median / p90)",
+                f"{secs(lat.median_s)} / {secs(lat.p90_s)}{real}",
+            )
+        )
     if report.budget_kwh is not None and report.budget_period_s is not None:
         drawn = report.period_kwh
         said = f"most {max(drawn):,.3f} kWh, the last {drawn[-1]:,.3f} kWh" if drawn else "none charged yet"
