@@ -234,12 +234,13 @@ def managed(trace: Path, cluster: Path, out: Path, gpus: str, scale: float, args
 
 
 def _keep_logs(cluster: Path, out: Path) -> None:
-    """Copy the run's agent state and Slurm's logs into ``out``.
+    """Copy the run's agent state (a managed run's) and Slurm's logs into ``out``.
 
     ``agent.db`` holds the rounds and calls with their real times, ``slurm-log/`` what
     ``benchmarks/slurm_latency.py`` reads.
     """
-    shutil.copy(cluster / "agent.db", out / "agent.db")
+    if (cluster / "agent.db").is_file():  # an unmanaged run has no agent
+        shutil.copy(cluster / "agent.db", out / "agent.db")
     logs = out / "slurm-log"
     logs.mkdir(exist_ok=True)
     for log in (cluster / "slurm" / "log").glob("slurm*.log"):
@@ -259,6 +260,7 @@ def unmanaged(
         while True:
             report = _report(cluster, out / "unmanaged.json")
             if report["jobs_completed"] == report["jobs_total"]:
+                _keep_logs(cluster, out)
                 return report
             if time.monotonic() - said >= PROGRESS_S:
                 said = time.monotonic()

@@ -4,6 +4,8 @@ Reads a folder of Slurm 22.05 logs (the emulated cluster's ``slurm/log``: ``slur
 ``slurmd-NODE.log``; ``benchmarks/results/issue43/lead/live-b/FAMILY/slurm-log*`` keep copies) and prints, in real
 seconds (median, 90th percentile, max, count):
 
+- **submission -> start, jobs that fit**: from ``sbatch`` to Slurm's start, for the jobs that started within
+  ``WAITED_S`` of it (Slurm alone: its own latency; managed: the agent's and Slurm's together);
 - **release -> start**: from the agent's ``scontrol release`` (``release hold on JobId=N``) to Slurm's start
   (``Started JobId=N`` or ``Allocate JobId=N``); only managed runs release;
 - **start -> launch**: from Slurm's start to slurmd's ``Launching batch job N`` (the prolog; a node's boot where
@@ -19,6 +21,10 @@ table was extended), two more rows split the agent's part of the completion's la
   (``rounds.started_unix``): the agent's poll of ``squeue`` and the time Slurm shows the job ``COMPLETING``;
 - **round -> release**: from a round's start to its ``scontrol release`` (``actions.sent_unix``): reading the queue
   and Prometheus, the solve, the updates before the release.
+- **submission -> release**: for a job the round that first saw it released (issue 44, item 8), from Slurm's
+  ``_slurm_rpc_submit_batch_job`` to the release's log line, both to the millisecond: the agent's whole latency
+  for a job that fits (the wait for its next ``squeue`` read, then the round). The agent's own report has the same
+  from Slurm's submit time, which Slurm keeps in whole seconds.
 
 The simulated Slurm (``planner.control.sim_slurm``) models a start as ``LAUNCH_REAL_S`` real seconds
 (``planner.control.slurm_replay``) and a completion's GPUs as free at once; these figures say what that leaves out.
@@ -31,6 +37,7 @@ Usage: ``python benchmarks/slurm_latency.py LOGDIR [LOGDIR...]``.
 from __future__ import annotations
 
 import bisect
+import json
 import re
 import sqlite3
 import statistics
@@ -84,30 +91,44 @@ def latencies(folder: Path) -> dict[str, list[float]]:
         if before:
             after_completion.append(t - max(before))
     found = {
+        "submission -> start, jobs that fit": [
+            t - submit[j] for j, t in start.items() if j in submit and t - submit[j] <= WAITED_S
+        ],
         "release -> start": [start[j] - released[j] for j in start if j in released],
         "start -> launch": [launch[j] - t for j, t in start.items() if j in launch],
         "completion -> next start": after_completion,
     }
     state = folder.parent / "agent.db"
     if state.is_file():
-        found.update(agent_latencies(state, sorted(done.values())))
+        found.update(agent_latencies(state, sorted(done.values()), submit, released))
     return found
 
 
-def agent_latencies(state: Path, completions: list[float]) -> dict[str, list[float]]:
-    """The agent's two rows (module docstring) from its state file and the completions' Unix times."""
+def agent_latencies(
+    state: Path, completions: list[float], submit: dict[int, float], released: dict[int, float]
+) -> dict[str, list[float]]:
+    """The agent's three rows (module docstring) from its state file and the log's Unix times by job."""
     with sqlite3.connect(f"file:{state}?mode=ro", uri=True) as db:
         rounds = sorted(r[0] for r in db.execute("SELECT started_unix FROM rounds"))
         sent = db.execute(
             "SELECT r.started_unix, a.sent_unix FROM actions a JOIN rounds r ON r.round = a.round "
             "WHERE a.argv LIKE '%release%' AND a.sent_unix IS NOT NULL"
         ).fetchall()
+        seen = {int(j): r for j, r in db.execute("SELECT job_id, first_seen_round FROM jobs").fetchall()}
+        releases = db.execute(
+            "SELECT round, jobs FROM actions WHERE argv LIKE '%release%' AND status = 'ok'"
+        ).fetchall()
+    at_once = {int(j) for rnd, jobs in releases for j in json.loads(jobs) if seen.get(int(j)) == rnd}
     to_round = []
     for t in completions:
         k = bisect.bisect_left(rounds, t)
         if k < len(rounds):
             to_round.append(rounds[k] - t)
-    return {"completion -> round": to_round, "round -> release": [b - a for a, b in sent]}
+    return {
+        "completion -> round": to_round,
+        "round -> release": [b - a for a, b in sent],
+        "submission -> release": [released[j] - submit[j] for j in sorted(at_once) if j in released and j in submit],
+    }
 
 
 def row(name: str, values: list[float]) -> str:
