@@ -14,6 +14,11 @@ written as a Gavel trace (the replay and ``wattplan cluster submit`` read both t
 - ``two_waves`` (issue 43's third family, built apart from both): two waves of jobs 75 minutes apart, each
   arriving uniformly within 15 minutes; every fourth job a long one (4 or 8 GPUs, 30-60 minutes, type and count
   drawn among the V100 profiles of 4 and 8 GPUs), the others short 1-GPU jobs (log-uniform 5-20 minutes).
+- ``short_jobs`` (issue 44, item 8: a workload of short jobs, held out from the others): the first consecutive
+  jobs of another Philly virtual cluster (6c71a0) that ran 2 to 20 minutes, with their GPU counts (rounded up to a
+  power of two, at most 8) and their own durations (minutes each, not compressed); only their arrival gaps are
+  compressed, by one factor, so that the offered load is ``--load`` of ``--gpus``. Job types as in
+  ``philly_shape``.
 
 Usage: ``python benchmarks/live_workloads.py --out DIR [--jobs 40] [--gpus 16] [--load 1.0] [--seed 0]``.
 """
@@ -85,6 +90,26 @@ def philly_shape(jobs: int, rng: random.Random) -> list[str]:
     return out
 
 
+def short_jobs(jobs: int, gpus_total: int, load: float, rng: random.Random) -> list[str]:
+    """The ``short_jobs`` family (module docstring): Philly 6c71a0's jobs of 2-20 minutes, their own lengths."""
+    rates = _rates()
+    with PHILLY.open() as f:
+        rows = [r for r in csv.DictReader(f) if r["cluster"] == "6c71a0" and 120 <= float(r["duration"]) <= 1200]
+    rows.sort(key=lambda r: r["timestamp"])
+    rows = rows[:jobs]
+    counts = [min(8, 1 << (max(1, int(r["num_gpus"])) - 1).bit_length()) for r in rows]
+    gpu_s = sum(float(r["duration"]) * g for r, g in zip(rows, counts, strict=True))
+    first = _seconds(rows[0]["timestamp"])
+    span = _seconds(rows[-1]["timestamp"]) - first
+    factor = span / (gpu_s / (gpus_total * load))  # real seconds of arrival gap per emulated second
+    out = []
+    for r, g in zip(rows, counts, strict=True):
+        job_type = rng.choice(sorted(t for (t, n) in rates if n == g))
+        arrival = (_seconds(r["timestamp"]) - first) / factor
+        out.append(_row(job_type, g, max(1, int(rates[(job_type, g)] * float(r["duration"]))), arrival))
+    return out
+
+
 def two_waves(jobs: int, rng: random.Random) -> list[str]:
     """The ``two_waves`` family (module docstring): two bursts of short 1-GPU jobs among long 4- and 8-GPU ones."""
     rates = _rates()
@@ -124,6 +149,7 @@ def main() -> None:
         "gavel_mix": gavel_mix(args.jobs, args.gpus, args.load, random.Random(args.seed)),
         "philly_shape": philly_shape(args.jobs, random.Random(args.seed)),
         "two_waves": two_waves(args.jobs, random.Random(args.seed)),
+        "short_jobs": short_jobs(args.jobs, args.gpus, args.load, random.Random(args.seed)),
     }
     for name, rows in families.items():
         (args.out / f"{name}.trace").write_text("\n".join(rows) + "\n")
