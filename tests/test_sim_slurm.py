@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.sim_slurm import CLOCK, DELAY, IDLE, LOAD, NODE_W, R18, TRUTH, p, simulated, x
+from tests.helpers.sim_slurm import CLOCK, DELAY, IDLE, LOAD, NODE_W, R18, p, simulated, x
 from wattplan.planner.agent.node_settings import JobSetting
 from wattplan.planner.agent.reference import slurm_reference
 from wattplan.planner.agent.slurm_actions import ActionOutcome, SlurmCall
@@ -208,42 +208,16 @@ def test_a_nodelist_is_honoured(tmp_path: Path) -> None:
     )
 
 
-def test_a_guest_runs_on_its_hosts_gpus_at_the_pair_rates(tmp_path: Path) -> None:
-    sim = cluster([SimJob(1, R18, 0.0, 1, 1e6), SimJob(2, R50, 0.0, 1, 1e6)], (2,), settings=tmp_path)
-    write_setting(tmp_path, 1, 250)
-    write_setting(tmp_path, 2, 250, host=1)
-    ok(sim, "scontrol", "update", "JobId=2", "Gres=gpu:0", "NodeList=v100-0", "NumNodes=1")
-    ok(sim, "scontrol", "release", "1")
-    assert jobs_now(sim)[1] == "RUNNING"
-    ok(sim, "scontrol", "release", "2")
-    assert jobs_now(sim)[2] == "RUNNING"
-    # Slurm allocates the guest the GPU it asked for before Gres=gpu:0 (GPU 1, which idles); it runs on its host's
-    assert query_job_gpus(sim) == {1: (("v100-0", (0,)),), 2: (("v100-0", (1,)),)}
-    assert {j.job_id: j.gpus_per_node for j in query_queue(sim).jobs} == {1: 1, 2: 0}
-    sim.advance_to(100.0)
-    rho18, rho50 = TRUTH.pairs[(R18, R50, "v100", 1)]
-    seen = sim.window(unix(40.0), unix(100.0))
-    assert seen.steps_done["1"] == pytest.approx((100.0 - LOAD) * rho18 * x(R18))
-    assert seen.steps_done["2"] == pytest.approx((100.0 - LOAD) * rho50 * x(R50))
-    gpu_w = IDLE + rho18 * (p(R18) - IDLE) + rho50 * (p(R50) - IDLE)
-    assert seen.job_energy_j == pytest.approx({"1": 60.0 * gpu_w / 2, "2": 60.0 * gpu_w / 2})  # split equally
-    assert sim.energy().dynamic_j == pytest.approx(70.0 * (gpu_w - IDLE))
-    # the host stops: the guest computes alone on the same GPU from then on
-    ok(sim, "scontrol", "requeuehold", "1")
-    sim.advance_to(200.0)
-    alone = sim.window(unix(100.0), unix(200.0)).steps_done["2"]
-    assert alone == pytest.approx((100.0 - LOAD) * rho50 * x(R50) + 100.0 * x(R50))
-
-
 def test_a_guest_made_by_an_update_waits_for_a_gpu_of_its_own_as_slurm_does(tmp_path: Path) -> None:
     """Slurm 22.05 and 24.11 keep a job's GPUs through ``Gres=gpu:0`` (``benchmarks/guest_gres.sh``).
 
     On a one-GPU node its host holds, the guest waits (``Resources``) though ``squeue`` shows it asking for none,
-    while a job submitted with ``gpu:0`` would start; once the host ends, the guest takes the GPU.
+    while a job submitted with ``gpu:0`` would start; once the host ends, the guest takes the GPU and runs on it
+    alone, as ``prolog.sh`` maps a job Slurm gave GPUs.
     """
     sim = cluster([SimJob(1, R18, 0.0, 1, x(R18) * 100.0), SimJob(2, R50, 0.0, 1, 1e6)], (1,), settings=tmp_path)
     write_setting(tmp_path, 1, 250)
-    write_setting(tmp_path, 2, 250, host=1)
+    write_setting(tmp_path, 2, 150, host=1)
     ok(sim, "scontrol", "release", "1")
     ok(sim, "scontrol", "update", "JobId=2", "Gres=gpu:0", "NodeList=v100-0", "NumNodes=1")
     ok(sim, "scontrol", "release", "2")
@@ -252,6 +226,12 @@ def test_a_guest_made_by_an_update_waits_for_a_gpu_of_its_own_as_slurm_does(tmp_
     assert (queue[2].state, queue[2].reason, queue[2].gpus_per_node) == ("PENDING", "Resources", 0)
     sim.advance_to(200.0)  # the host ran its 100 s of steps after its 30 s load
     assert jobs_now(sim)[2] == "RUNNING" and query_job_gpus(sim)[2] == (("v100-0", (0,)),)
+    # the prolog runs it on the GPU Slurm gave it, alone, at its file's 150 W: no pair
+    start = records(sim)[2].first_start_s
+    assert start is not None
+    sim.advance_to(start + LOAD + 50.0)
+    seen = sim.window(unix(start + LOAD), unix(start + LOAD + 50.0))
+    assert seen.steps_done["2"] == pytest.approx(50.0 * x(R50, setting=150))
 
 
 def test_a_setting_change_mid_run_changes_speed_and_power_without_a_restart(tmp_path: Path) -> None:

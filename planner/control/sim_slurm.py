@@ -19,7 +19,7 @@ each node. A request above a node's GPU count ``K`` is submitted as ``gpu:K`` on
 ``cluster submit`` does. A job submitted with ``gpu:0`` fits on any node that is up and holds no GPU; a job
 updated to ``Gres=gpu:0`` (a pair's guest, as the agent makes one) keeps the GPUs it asked for before, as Slurm
 22.05 and 24.11 do (``benchmarks/guest_gres.sh``): it waits for them to be free and holds them while ``squeue``
-shows ``gpu:0``.
+shows ``gpu:0``; it then runs on them, not on its host's GPUs (below).
 A pass runs ``pass_delay_s`` after an event or a command that may let a job start (at once with 0), once for
 every change within that time, and a command that reads the cluster after one that changed it sees the pass only
 when it is due: a round's calls (requeuehold, update, release) act together, as Slurm's scheduler, which runs every
@@ -35,10 +35,11 @@ its last step), then is ``COMPLETED``, frees its GPUs and stays listed for ``min
 power limit (``-pl``) or SM clock lock (``-lgc``), by the file's ``unit``; a job without a file runs at the
 GPUs' current setting (the default on GPUs no job held: the epilog resets a GPU no job remains on). The node
 agent re-applies a changed file to a running job at once (a file is seen as changed by inode, size and
-modification time), with no restart. A guest (a file naming ``host_job``) runs on its host's GPUs on its nodes
-when it starts and sets nothing: the pair runs at the host's setting, and a GPU Slurm allocated the guest
-idles. A guest whose host does
-not run there holds no GPU: the truth gives it speed 0 (a fault), as on the emulated cluster. With
+modification time), with no restart. A pair's guest (a file naming ``host_job``) runs as the node scripts run it:
+``prolog.sh`` maps a job Slurm gave GPUs to those GPUs, and a guest made by an update kept its own (above), so it
+runs on them, alone, at its file's setting; no two jobs share a GPU (the prolog's branch that maps a job Slurm gave
+no GPU to its host's is for jobs submitted without GPUs, which the simulated Slurm does not take). The node agent
+never applies a file naming a host again (``apply_settings.sh`` skips it). With
 ``prolog_settings`` (the ``maxq`` baseline, :mod:`planner.core.maxq`) a job without a file gets the table's
 setting for its job type and its nodes' GPU type, as a site's prolog would set it.
 
@@ -555,23 +556,14 @@ class SimulatedSlurm:
         j.load_end_s = j.boot_end_s + self.load_s
         j.loading = j.load_end_s > self.now_s
         setting = self._read_setting(j)
-        j.gpus = alloc
-        host_job = setting.host_job or "" if setting is not None else ""
-        guest = host_job.isdigit()
-        if guest:  # the prolog gives it its host's GPUs; any GPU Slurm allocated it idles
-            host = self._running.get(int(host_job))
-            j.gpus = tuple(g for g in host.alloc if g[0] in nodes) if host is not None else ()
+        j.gpus = alloc  # the prolog maps a job to the GPUs Slurm gave it, a guest's kept ones too (prolog.sh)
         for g in j.gpus:
             self._on_gpu[g].add(jid)
-        if setting is not None and alloc and not guest:
+        if setting is not None and alloc:
             self._apply(j, setting)
-        elif alloc and not guest and (value := self.prolog_settings.get((j.spec.job_type, self._gpu_type(nodes)))):
+        elif alloc and (value := self.prolog_settings.get((j.spec.job_type, self._node[nodes[0]].gpu_type))):
             self._set(j, self.truth.gpu_types[self._node[nodes[0]].gpu_type].unit, value)
         self._touch(j)
-
-    def _gpu_type(self, nodes: tuple[str, ...]) -> str:
-        """The GPU type of a job's nodes (the first's: a job's nodes share one)."""
-        return self._node[nodes[0]].gpu_type
 
     def _complete(self, j: _Job) -> None:
         """``j`` made its last step now: ``COMPLETED``, or with ``completing_s`` first ``COMPLETING`` that long.
@@ -733,7 +725,7 @@ class SimulatedSlurm:
                 continue
             if (st.st_ino, st.st_size, st.st_mtime_ns) != j.signature:
                 setting = self._read_setting(j)
-                if setting is not None and j.alloc:
+                if setting is not None and j.alloc and not setting.host_job:  # apply_settings.sh skips a guest's
                     self._apply(j, setting)
 
     def _apply(self, j: _Job, setting: JobSetting) -> None:
