@@ -293,10 +293,9 @@ class AgentOptions(OptionRecord):
     max_rounds: int | None = option(None, "Stop after this many rounds.", unit="rounds", low=1)
     pairs: bool | None = option(
         None,
-        "Co-locate pairs on shared GPUs (default: off; docs/design.md 11.6). Slurm 22.05 and 24.11 keep the GPUs a "
-        "job was submitted with when the agent makes it a guest (Gres=gpu:0): a guest waits for GPUs of its own, "
-        "which idle, while it runs on its host's. In the by-job mode a pair forms only when a job starts; steered, "
-        "a pair change restarts the guest. On with --policy eaco, whose lever it is.",
+        "Plan pairs on shared GPUs (default: off; docs/design.md 11.6): a job becomes a guest (Gres=gpu:0 on its "
+        "host's node), but Slurm 22.05 and 24.11 keep the GPUs it was submitted with, so it waits for one there and "
+        "runs on it alone: no pair forms on Slurm. On with --policy eaco, whose lever it is.",
     )
     event_rounds: bool = same_as(SimulateOptions, "event_rounds")
     poll_s: float = same_as(
@@ -394,9 +393,9 @@ class AgentOptions(OptionRecord):
         """Whether the agent pairs jobs.
 
         ``--pairs``/``--no-pairs`` as given, off by default: on Slurm 22.05 and 24.11 a guest keeps the GPUs it
-        was submitted with (``benchmarks/guest_gres.sh``), so it waits for GPUs of its own, which idle, where
-        Slurm alone would have started it at once on them (benchmarks/RESULTS.md, "Pairs on Slurm"). ``--policy
-        eaco`` always does (its lever).
+        was submitted with (``benchmarks/guest_gres.sh``), so it waits for GPUs of its own on its host's node, and
+        the prolog runs it on them alone: no pair forms, and it may wait where Slurm alone would have started it
+        elsewhere (benchmarks/RESULTS.md, "Pairs on Slurm"). ``--policy eaco`` always does (its lever).
         """
         if self.decision_policy() == "eaco":
             return True
