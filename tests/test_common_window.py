@@ -14,12 +14,13 @@ import pytest
 
 from tests.sim_helpers import NO_SLURM_WAITS
 from wattplan.planner.control.common_window import common_window_s, energy_over, on_common_window, tail_kwh
+from wattplan.planner.control.sim_slurm import SHUTDOWN_S
 from wattplan.planner.control.slurm_replay import SimulatedCluster, replay_on_slurm
 from wattplan.planner.sim.replay import ReplaySpec
 
 J_PER_KWH = 3.6e6
 SUSPEND_S = 200.0
-TIMEOUT_S = 30.0  # Slurm's SuspendTimeout in the simulated Slurm (PowerSaving.suspend_timeout_s)
+TIMEOUT_S = SHUTDOWN_S  # Slurm's SuspendTimeout in the simulated Slurm (PowerSaving.suspend_timeout_s)
 
 
 def _spec(tmp_path: Path) -> ReplaySpec:

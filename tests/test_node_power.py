@@ -238,8 +238,8 @@ def test_the_agent_powers_the_idle_node_down_at_its_first_round_past_a_cycle(tmp
     """Two nodes, one 1-GPU job at 0 for about 2,000 s; the by-job mode keeps it on its one GPU of the first node.
 
     Slurm's power saving alone powers the second node down at 600 s. The agent's first round (0 s) has watched
-    nothing; its next periodic round (360 s) has watched 360 s >= the cycle c = 30 + 300 s. One job of 1 GPU in
-    360 s: lambda = 1/360 GPU/s, D = 330/360 = 0.92 GPU, below the 7 GPUs free on the first node: the second node
+    nothing; its next periodic round (360 s) has watched 360 s >= the cycle c = 60 + 300 s. One job of 1 GPU in
+    360 s: lambda = 1/360 GPU/s, D = 360/360 = 1 GPU, below the 7 GPUs free on the first node: the second node
     is powered down then, 240 s sooner. Every other figure is the same, so the energies differ by exactly the idle
     node's draw (node power and 8 idle GPUs) for those 240 s, and the JCT not at all.
     """
@@ -258,10 +258,10 @@ def test_the_agent_powers_the_idle_node_down_at_its_first_round_past_a_cycle(tmp
     assert "powering down" not in (tmp_path / "out-False" / "wattplan" / "agent.log").read_text()
     on, off = results[False].summary, results[True].summary
     (job,) = results[False].jobs
-    assert job["jct_s"] == results[True].jobs[0]["jct_s"] and job["jct_s"] > 630.0
-    # node-seconds powered: the first node throughout, the second until off (600 + 30 s, or 360 + 30 s)
-    node_w = on["energy_node_kwh"] * 3.6e6 / (job["jct_s"] + 630.0)
-    assert off["energy_node_kwh"] * 3.6e6 == pytest.approx(node_w * (job["jct_s"] + 390.0), rel=1e-9)
+    assert job["jct_s"] == results[True].jobs[0]["jct_s"] and job["jct_s"] > 660.0
+    # node-seconds powered: the first node throughout, the second until off (600 + 60 s, or 360 + 60 s)
+    node_w = on["energy_node_kwh"] * 3.6e6 / (job["jct_s"] + 660.0)
+    assert off["energy_node_kwh"] * 3.6e6 == pytest.approx(node_w * (job["jct_s"] + 420.0), rel=1e-9)
     idle_w = 8 * index_library(LIB).gpu_types["v100"].idle_power_w
     saved_j = (on["energy_kwh"] - off["energy_kwh"]) * 3.6e6
     assert saved_j == pytest.approx(240.0 * (node_w + idle_w), rel=1e-9)
@@ -272,7 +272,7 @@ def test_a_node_whose_job_ended_is_powered_down_while_slurm_still_lists_that_job
 
     a (1 GPU) runs for hours; b (8 GPUs, about 1,000 s of steps at 250 W, faster at its full power) runs on the
     other node and ends near 1,000 s (at t_b), which starts a round. 9 GPUs arrived in the t_b s watched (at 0, as
-    the agent started): D = 330 x 9 / t_b, about 3 GPUs, below the 7 free beside a, so b's node goes down in that
+    the agent started): D = 360 x 9 / t_b, about 3 GPUs, below the 7 free beside a, so b's node goes down in that
     round, while ``scontrol show job -d`` still shows b on it (the agent once read that as a busy node, live only:
     the simulated Slurm did not list ended jobs' nodes).
     """
@@ -289,8 +289,8 @@ def test_a_node_whose_job_ended_is_powered_down_while_slurm_still_lists_that_job
     rounds = re.findall(r"round \d+ t=(\d+)s[^\n]*\n((?:  [^\n]*\n)*)", log)
     downs = [(float(t), notes) for t, notes in rounds if "powering down idle node(s)" in notes]
     assert downs and downs[0][0] == pytest.approx(b["finish_s"], abs=1.0), log
-    expected = 330.0 * 9 / downs[0][0]
-    assert f"idle node(s) v100-0: {expected:.1f} GPUs expected within 330 s, 7 free on running nodes" in downs[0][1]
+    expected = 360.0 * 9 / downs[0][0]
+    assert f"idle node(s) v100-0: {expected:.1f} GPUs expected within 360 s, 7 free on running nodes" in downs[0][1]
 
 
 def test_the_nodes_slurm_keeps_out_of_power_saving_are_read_from_its_config() -> None:
@@ -317,7 +317,7 @@ def _states_document() -> str:
 def test_a_node_slurm_keeps_out_of_power_saving_stays_on(tmp_path: Path) -> None:
     """The replay of the first test with ``SuspendExcNodes=v100-1``: neither Slurm nor the agent powers it down.
 
-    Both nodes then draw their node power for the whole run (``2 x JCT`` node-seconds), against ``JCT + 390`` when
+    Both nodes then draw their node power for the whole run (``2 x JCT`` node-seconds), against ``JCT + 420`` when
     the agent powers v100-1 down at 360 s: the same node power either way.
     """
     trace = tmp_path / "one.trace"
@@ -331,7 +331,7 @@ def test_a_node_slurm_keeps_out_of_power_saving_stays_on(tmp_path: Path) -> None
     log = (tmp_path / "out1" / "wattplan" / "agent.log").read_text()
     assert "v100-1" not in "".join(line for line in log.splitlines() if "powering down" in line), log
     (job,) = runs[()].jobs
-    node_w = runs[()].summary["energy_node_kwh"] * 3.6e6 / (job["jct_s"] + 390.0)
+    node_w = runs[()].summary["energy_node_kwh"] * 3.6e6 / (job["jct_s"] + 420.0)
     assert runs[("v100-1",)].summary["energy_node_kwh"] * 3.6e6 == pytest.approx(node_w * 2 * job["jct_s"], rel=1e-9)
 
 
@@ -364,7 +364,7 @@ def test_a_burst_after_a_lull_finds_a_node_booted_ahead(tmp_path: Path) -> None:
     """Three nodes. a (1 GPU, at 0) runs throughout on the first; the other two go down in the lull (360 s).
 
     b (8 GPUs) comes at 2,000 s and c (8 GPUs) at 2,100 s. Without ``--power-up`` Slurm boots a node for each as it
-    comes, and c waits a whole boot (300 s). With it, b's round sees 8 GPUs asked for over the last cycle (330 s),
+    comes, and c waits a whole boot (300 s). With it, b's round sees 8 GPUs asked for over the last cycle (360 s),
     none ended, and 7 free beside a: ``ceil((8 - 7) / 8) = 1`` node of reserve and none standing, so it boots the
     third node then, and c finds it booting since b's round: it ends about 100 s sooner (the gap between the
     arrivals; Slurm counts the boot in the job's run, so its start is the same). a and b run the same either way.
@@ -382,7 +382,7 @@ def test_a_burst_after_a_lull_finds_a_node_booted_ahead(tmp_path: Path) -> None:
     rounds = re.findall(r"round \d+ t=(\d+)s[^\n]*\n((?:  [^\n]*\n)*)", log)
     ups = [(float(t), notes) for t, notes in rounds if "booting powered-down node(s)" in notes]
     assert [round(t) for t, _ in ups] == [pytest.approx(2000, abs=40)], log
-    said = "booting powered-down node(s) v100-2: 8.0 GPUs asked for and 0.0 ended in the last 330 s, 7 free"
+    said = "booting powered-down node(s) v100-2: 8.0 GPUs asked for and 0.0 ended in the last 360 s, 7 free"
     assert said in ups[0][1]
     assert "booting" not in (tmp_path / "outFalse" / "wattplan" / "agent.log").read_text()
     without, with_up = runs[False], runs[True]

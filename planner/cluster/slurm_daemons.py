@@ -49,6 +49,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from wattplan.planner.control.sim_slurm import SHUTDOWN_S
+
 DAEMONS = ("munged", "slurmctld", "slurmd")
 SLURMD_ARGV = ("slurmd", "-D")
 """How every slurmd starts (then ``-f CONF -N NODE``); a resumed one adds ``-b`` (module docstring)."""
@@ -59,8 +61,6 @@ MAX_SUSPEND_TIME_S = 2**31 - 1
 RESUME_MARGIN_S = 60
 """Real seconds ``ResumeTimeout`` allows beyond the emulated boot: the boot helper's and slurmd's start on a busy
 host, and the registration; past it Slurm marks the node DOWN and requeues its jobs."""
-SHUTDOWN_S = 60.0
-"""Emulated seconds a server takes to shut down (``SuspendTimeout``; at least :data:`MIN_SUSPEND_TIMEOUT_S`)."""
 MIN_SUSPEND_TIMEOUT_S = 2
 """The shortest ``SuspendTimeout`` (real s): the suspend program's slurmd stops in well under a second."""
 CLIENTS = ("sbatch", "scontrol", "sinfo", "squeue", "scancel")
@@ -148,8 +148,8 @@ class PowerSave:
         """``(SuspendTime, SuspendTimeout, ResumeTimeout)``, real s, for emulated ``suspend_s`` and ``resume_s``.
 
         ``time_scale`` is emulated seconds per real second. SuspendTime is rounded to the nearest second, at
-        least 1; SuspendTimeout is :data:`SHUTDOWN_S` emulated seconds, at least :data:`MIN_SUSPEND_TIMEOUT_S`;
-        ResumeTimeout is the boot rounded up plus :data:`RESUME_MARGIN_S`.
+        least 1; SuspendTimeout is :data:`~planner.control.sim_slurm.SHUTDOWN_S` emulated seconds, at least
+        :data:`MIN_SUSPEND_TIMEOUT_S`; ResumeTimeout is the boot rounded up plus :data:`RESUME_MARGIN_S`.
         """
         suspend_time = max(1, round(suspend_s / time_scale))
         suspend_timeout = max(MIN_SUSPEND_TIMEOUT_S, math.ceil(SHUTDOWN_S / time_scale))

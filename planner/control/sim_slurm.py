@@ -123,6 +123,12 @@ _NODE_POWER_STATES = ("POWER_DOWN", "POWER_UP")
 (``POWERED_DOWN``) or booting for a job (``POWERING_UP``)."""
 
 
+SHUTDOWN_S = 60.0
+"""Emulated seconds a server takes to shut down: Slurm's ``SuspendTimeout`` on the emulated cluster
+(:mod:`planner.cluster.slurm_daemons`) and the simulated Slurm's default, so that the agent's off-and-on cycle
+(``power_cycle_s``: the shutdown plus the boot) is the same live and in the replay."""
+
+
 @dataclass(frozen=True, slots=True)
 class PowerSaving:
     """Slurm's power saving (``SuspendProgram``/``ResumeProgram``), in emulated seconds.
@@ -135,7 +141,7 @@ class PowerSaving:
 
     suspend_s: float = 600.0
     resume_s: float = 300.0
-    suspend_timeout_s: float = 30.0
+    suspend_timeout_s: float = SHUTDOWN_S
     excluded: tuple[str, ...] = ()
     """``SuspendExcNodes``: nodes Slurm never powers down by itself (``scontrol show config`` lists them)."""
 
