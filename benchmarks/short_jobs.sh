@@ -3,7 +3,8 @@
 # 2-20 minutes from Philly's virtual cluster 6c71a0) on an emulated v100:32 cluster with Slurm's power saving, the
 # by-job default (--max-slowdown 10) with and without the agent's --power-down against Slurm alone with power
 # saving. Replays at time scales 1, 5 and 20 (replay-[nopd-]tsS/), then live runs at time scales 20 (two of each)
-# and 5 (live/short_jobs-[nopd-]tsS-X), each replayed after (its sim/). Prints start_delay.py's table of all.
+# and 5 (live/short_jobs-[nopd-]tsS-X), each replayed after (its sim/; a live run already made is kept and only
+# replayed again, so an interrupted run resumes). Prints start_delay.py's table of all.
 # Usage: bash benchmarks/short_jobs.sh [OUT] [replay|live|table]...   (replays 2 minutes, live about 50 minutes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,6 +19,7 @@ for step in "${STEPS[@]}"; do
   case $step in
     replay)
       for s in 1 5 20; do
+        rm -rf "$OUT/replay-ts$s/short_jobs/sim" "$OUT/replay-nopd-ts$s/short_jobs/sim"
         "$PY" benchmarks/live_compare.py $TRACE "${BYJOB[@]}" --power-down --time-scale $s --only simulate \
           --out "$OUT/replay-ts$s" > /dev/null
         "$PY" benchmarks/live_compare.py $TRACE "${BYJOB[@]}" --time-scale $s --only simulate \
@@ -29,11 +31,15 @@ for step in "${STEPS[@]}"; do
         for pd in "" nopd-; do
           [ "$pd$run" = nopd-ts20-b ] && continue
           flags=("${BYJOB[@]}" --time-scale "$s"); [ -z "$pd" ] && flags+=(--power-down)
-          "$PY" benchmarks/live_compare.py $TRACE "${flags[@]}" --tag="-$pd$run" --out "$OUT/live" --only managed
+          dir=$OUT/live/short_jobs-$pd$run
+          [ -f "$dir/managed.json" ] ||
+            "$PY" benchmarks/live_compare.py $TRACE "${flags[@]}" --tag="-$pd$run" --out "$OUT/live" --only managed
+          rm -rf "$dir/sim"  # the replay of the run, always made again
           "$PY" benchmarks/live_compare.py $TRACE "${flags[@]}" --tag="-$pd$run" --out "$OUT/live" --only simulate
         done
-        "$PY" benchmarks/live_compare.py $TRACE "${BYJOB[@]}" --time-scale "$s" --tag="-alone-$run" --out "$OUT/live" \
-          --only unmanaged
+        [ -f "$OUT/live/short_jobs-alone-$run/unmanaged.json" ] ||
+          "$PY" benchmarks/live_compare.py $TRACE "${BYJOB[@]}" --time-scale "$s" --tag="-alone-$run" \
+            --out "$OUT/live" --only unmanaged
       done ;;
     table)
       "$PY" benchmarks/start_delay.py "$OUT"/replay-* "$OUT/live" ;;
