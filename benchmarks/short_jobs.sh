@@ -2,10 +2,11 @@
 # Short jobs (issue 44, item 8; benchmarks/RESULTS.md, "Short jobs"): the held-out short_jobs workload (40 jobs of
 # 2-20 minutes from Philly's virtual cluster 6c71a0) on an emulated v100:32 cluster with Slurm's power saving, the
 # by-job default (--max-slowdown 10) with and without the agent's --power-down against Slurm alone with power
-# saving. Replays at time scales 1, 5 and 20 (replay-[nopd-]tsS/), then live runs at time scales 20 (two of each)
-# and 5 (live/short_jobs-[nopd-]tsS-X), each replayed after (its sim/; a live run already made is kept and only
-# replayed again, so an interrupted run resumes). Prints start_delay.py's table of all.
-# Usage: bash benchmarks/short_jobs.sh [OUT] [replay|live|table]...   (replays 2 minutes, live about 50 minutes)
+# saving. Replays at time scales 1, 5 and 20 (replay-[nopd-]tsS/), then live runs at time scales 20 and 5: per
+# scale two with power-down and two of Slurm alone, one without power-down (live/short_jobs-[nopd-|alone-]tsS-X),
+# each replayed after (its sim/; a live run already made is kept and only replayed again, so an interrupted run
+# resumes). Prints start_delay.py's table of all.
+# Usage: bash benchmarks/short_jobs.sh [OUT] [replay|live|table]...   (replays 2 minutes, live about 70 minutes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-benchmarks/results/issue44/short_jobs}
@@ -26,10 +27,10 @@ for step in "${STEPS[@]}"; do
           --out "$OUT/replay-nopd-ts$s" > /dev/null
       done ;;
     live)
-      for run in ts20-a ts20-b ts5-a; do
+      for run in ts20-a ts20-b ts5-a ts5-b; do
         s=${run%-?}; s=${s#ts}
         for pd in "" nopd-; do
-          [ "$pd$run" = nopd-ts20-b ] && continue
+          [ "$pd" = nopd- ] && [ "${run#*-}" = b ] && continue  # without power-down: one run per scale
           flags=("${BYJOB[@]}" --time-scale "$s"); [ -z "$pd" ] && flags+=(--power-down)
           dir=$OUT/live/short_jobs-$pd$run
           [ -f "$dir/managed.json" ] ||

@@ -46,6 +46,8 @@ def test_the_rounds_of_an_agent_are_served_as_prometheus_metrics(tmp_path: Path)
     assert seen[("wattplan_agent_managed_jobs", (("state", "waiting"),))] == 3.0
     assert seen[("wattplan_agent_planned_gpu_power_watts", ())] > 0.0
     assert seen[("wattplan_agent_round_seconds", (("part", "solve"),))] >= 0.0
+    # the three jobs were submitted before the agent's first round: they waited for the agent to start, not for it
+    assert seen[("wattplan_agent_release_wait_seconds_count", ())] == 0.0
     # a second port taken: a clear error naming the option
     with pytest.raises(InputError) as err:
         serve_metrics(port, "127.0.0.1")
@@ -72,3 +74,14 @@ def test_each_round_adds_to_the_counters_and_sets_the_gauges() -> None:
     assert get("wattplan_agent_completed_jobs_gpu_energy_joules", {"source": "measured"}) == 10.8e6
     assert get("wattplan_agent_completed_jobs_gpu_energy_joules", {"source": "reference"}) == 9.0e6
     assert get("wattplan_agent_completed_jobs_avg_jct_seconds", {"source": "reference"}) == 1400.0
+
+
+def test_the_release_waits_of_a_round_fill_the_histogram() -> None:
+    """Each job's wait from its submission to its release (real s) is one observation, in Prometheus' buckets."""
+    metrics = AgentMetrics()
+    metrics.observe(replace(RoundReport(0, 0.0, status="done").figures(), release_waits_s=(0.4, 1.2)))
+    get = metrics.registry.get_sample_value
+    assert get("wattplan_agent_release_wait_seconds_count") == 2.0
+    assert get("wattplan_agent_release_wait_seconds_sum") == pytest.approx(1.6)
+    assert get("wattplan_agent_release_wait_seconds_bucket", {"le": "0.5"}) == 1.0
+    assert get("wattplan_agent_release_wait_seconds_bucket", {"le": "2.0"}) == 2.0

@@ -117,11 +117,15 @@ def test_the_agents_latency_is_from_a_jobs_arrival_to_its_release_by_the_first_r
 
     Job 1 arrived at 290 s and was released 0.4 real s into round 1 (at 300 + 12 s): 22 s; job 2 arrived at 280 s,
     released 1 real s in: 50 s.
-    Job 3 was seen in round 0 and released only in round 1 (it waited for GPUs, not for the agent); job 4 is held.
+    Job 3 was seen in round 0 and released only in round 1 (it waited for GPUs, not for the agent); job 4 is held;
+    job 5, released by round 0, was submitted before it (it waited for the agent to start).
     """
     store = AgentStore(tmp_path / "agent.db")
     store.begin_round(0, 1000.0, 0.0)
     store.add_job("3", "A3C", 100.0, 1, 0.0, 0)
+    store.add_job("5", "A3C", 100.0, 1, -50.0, 0)  # submitted before the agent started: not its latency
+    (early,) = store.commit_intent(0, [], [(("scontrol", "release", "5"), (5,))])
+    store.action_outcome(early, "ok", "")
     store.finish_round(0, "done")
     store.begin_round(1, 1010.0, 300.0)
     for job, arrival in (("1", 290.0), ("2", 280.0), ("4", 295.0)):

@@ -146,7 +146,7 @@ def test_the_shipped_dashboard_draws_only_the_agents_and_dcgms_metrics() -> None
     doc = json.loads((DEPLOY / "grafana-dashboard.json").read_text())
     assert doc["uid"] and doc["schemaVersion"] >= 36 and doc["panels"]
     served = {m.name for m in AgentMetrics().registry.collect()}
-    served |= {f"{name}_total" for name in served}
+    served |= {f"{name}{suffix}" for name in served for suffix in ("_total", "_bucket", "_count", "_sum")}
     known = served | {GPU_ENERGY, GPU_POWER, GPU_UTIL, "up"}
     cells: set[tuple[int, int]] = set()
     assert len({p["id"] for p in doc["panels"]}) == len(doc["panels"])

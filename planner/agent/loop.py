@@ -65,7 +65,7 @@ from wattplan.planner.agent.node_settings import Clock, JobSetting
 from wattplan.planner.agent.options import AgentOptions
 from wattplan.planner.agent.power_cap import CapFile
 from wattplan.planner.agent.progress_estimate import RateIndex, credited_steps, energy_steps
-from wattplan.planner.agent.report import ReferenceTally
+from wattplan.planner.agent.report import ReferenceTally, release_waits
 from wattplan.planner.agent.slurm_actions import (
     Action,
     ActionOutcome,
@@ -920,6 +920,16 @@ class Agent:
                 self._say_once(report, jid, why, f"job {jid} is {why}: left alone until it is released")
         return out
 
+    def _metric_figures(self, report: RoundReport) -> RoundFigures:
+        """What the round adds to the metrics: its figures, the reference tally and the jobs' release waits."""
+        clock = self.cfg.clock
+        waits = release_waits(self.store.db, clock.at, rounds=(report.index,)) if report.index >= 0 else []
+        return replace(
+            report.figures(),
+            against=self._reference_tally.update(self.store.db),
+            release_waits_s=tuple(clock.real_s(w) for w in waits),
+        )
+
     def _say_once(self, report: RoundReport, job_id: str, key: str, text: str) -> None:
         if (job_id, key) not in self._said:
             self._said.add((job_id, key))
@@ -1686,7 +1696,7 @@ class Agent:
                 else:
                     self.log(report.line())
                 if self.metrics is not None:
-                    self.metrics.observe(replace(report.figures(), against=self._reference_tally.update(self.store.db)))
+                    self.metrics.observe(self._metric_figures(report))
                 if self.cfg.dry_run:
                     for outcome in report.calls:
                         self.log(f"would run: {outcome.call}")

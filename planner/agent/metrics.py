@@ -12,6 +12,11 @@ agent (nothing global). Updated after every round (:meth:`AgentMetrics.observe`)
 * ``wattplan_agent_delta``: the progress given up for energy in the last round (the governor's delta);
 * ``wattplan_agent_planned_gpu_power_watts``: the last plan's GPU energy over its round, in W;
 * ``wattplan_agent_measured_gpu_energy_joules_total``: GPU energy DCGM measured for the managed jobs (J);
+* ``wattplan_agent_release_wait_seconds`` (a histogram): each job's wait from its submission to its release by the
+  round that first saw it, in real s (the agent's own latency for a job that fits: the wait for the next ``squeue``
+  read and the round; not for a job submitted before the agent started; Slurm keeps submit times in whole seconds,
+  so up to a second high;
+  :func:`planner.agent.report.release_waits`);
 * ``wattplan_agent_notes_total``: lines the log added to a round (what was left alone, Slurm's refusals, an
   unreachable Prometheus);
 * ``wattplan_agent_completed_jobs_gpu_energy_joules{source}`` and ``..._avg_jct_seconds{source}``: the completed
@@ -25,10 +30,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from wattplan.planner.agent.report import AgainstReference
 from wattplan.planner.agent.slurm_actions import ActionOutcome
+
+RELEASE_WAIT_BUCKETS_S = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 300.0)
+"""The histogram's upper bounds (real s): a poll of 1 s and a round take about a second (benchmarks/RESULTS.md,
+"Short jobs")."""
 
 DEFAULT_ADDRESS = "127.0.0.1"
 """Where the metrics are served unless ``--metrics-address`` says otherwise: this host only."""
@@ -50,6 +59,8 @@ class RoundFigures:
     notes: int = 0
     against: AgainstReference | None = None
     """The completed jobs against the reference (None: not computed this round)."""
+    release_waits_s: Sequence[float] = ()
+    """Real seconds from submission to release of the jobs this round saw first and released."""
 
 
 class AgentMetrics:
@@ -76,6 +87,12 @@ class AgentMetrics:
             "wattplan_agent_measured_gpu_energy_joules", "GPU energy DCGM measured for managed jobs (J).", registry=r
         )
         self.notes = Counter("wattplan_agent_notes", "Notes the log added to rounds.", registry=r)
+        self.release_wait = Histogram(
+            "wattplan_agent_release_wait_seconds",
+            "A job's wait from its submission to its release by the first round that saw it (real s).",
+            buckets=RELEASE_WAIT_BUCKETS_S,
+            registry=r,
+        )
         self.completed_j = Gauge(
             "wattplan_agent_completed_jobs_gpu_energy_joules",
             "GPU energy of the completed jobs (J): measured by DCGM, and modelled for Slurm alone at full power.",
@@ -111,6 +128,8 @@ class AgentMetrics:
             self.planned_w.set(report.planned_power_w)
         self.measured_j.inc(max(report.measured_j, 0.0))
         self.notes.inc(report.notes)
+        for wait in report.release_waits_s:
+            self.release_wait.observe(wait)
         a = report.against
         if a is not None and a.jobs:
             self.completed_j.labels("measured").set(a.measured_j)

@@ -11,7 +11,8 @@ before it counts as arriving at it):
 * jobs seen, ended by Slurm's end state, still waiting or running; restarts (requeues the agent made);
 * JCT of the completed jobs, ``ended_s - arrival_s`` (average and p95, s);
 * the agent's own latency: for each job the round that first saw it released (the agent's part of a start when
-  the job fits), from its arrival (Slurm's submit time) to that release, in the agent's clock and in real seconds:
+  the job fits; not a job submitted before the agent's first round), from its arrival (Slurm's submit time) to
+  that release, in the agent's clock and in real seconds:
   the wait for the next ``squeue`` read and the round itself (:func:`release_latency`). Slurm's own start after the
   release is not in it. On an emulated cluster the agent's clock runs ``--time-scale`` times faster than real
   time: the scale is read off the rounds' two clocks;
@@ -35,7 +36,7 @@ import math
 import sqlite3
 import statistics
 from collections import Counter
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -146,22 +147,20 @@ class ReleaseLatency:
     time_scale: float = 1.0
 
 
-def release_latency(db: Queries, job_ids: Collection[str] | None = None) -> ReleaseLatency:
-    """The agent's latency over the jobs (of ``job_ids``; None: all) released by the round that first saw them.
+def release_waits(
+    db: Queries,
+    at_s: Callable[[float], float],
+    job_ids: Collection[str] | None = None,
+    rounds: Collection[int] | None = None,
+) -> list[float]:
+    """Each job's wait from its ``arrival_s`` to its release by the round that first saw it (agent-clock s).
 
-    A release sent at Unix time ``u`` in round ``r`` happened at ``s_r + (u - u_r) k`` on the agent's clock, where
-    ``u_r`` and ``s_r`` are the round's start on both clocks and ``k`` the time scale: the slope of the agent's
-    clock against Unix time over the rounds (1 with fewer than two rounds apart). A job's latency is that time less
-    its ``arrival_s`` (floored at 0). Slurm keeps submit times in whole seconds, so each figure may be up to one real
-    second (``k`` agent-clock seconds) high: ``benchmarks/slurm_latency.py`` reads the same to the millisecond from
-    ``slurmctld``'s log.
+    ``at_s`` turns a Unix time into the agent's clock; only the jobs of ``job_ids`` and the rounds of ``rounds``
+    count (None: all). Left out, as not the agent's latency: a job released later than its first round (it waited
+    for GPUs or was held) and a job submitted before the agent's first round (it waited for the agent to start). A
+    wait is floored at 0.
     """
-    starts = {r: (u, t) for r, u, t in db.execute("SELECT round, started_unix, started_s FROM rounds").fetchall()}
-    scale = 1.0
-    if len(starts) >= 2:
-        (u0, t0), (u1, t1) = starts[min(starts)], starts[max(starts)]
-        if u1 - u0 > 1e-6 and t1 > t0:
-            scale = (t1 - t0) / (u1 - u0)
+    started = db.execute("SELECT MIN(started_s) FROM rounds").fetchone()[0]
     first_seen = {
         str(j): (arrival, seen)
         for j, arrival, seen in db.execute("SELECT job_id, arrival_s, first_seen_round FROM jobs").fetchall()
@@ -171,15 +170,34 @@ def release_latency(db: Queries, job_ids: Collection[str] | None = None) -> Rele
         "SELECT round, jobs, sent_unix FROM actions WHERE status = 'ok' AND argv LIKE '[\"scontrol\", \"release\"%'"
     ).fetchall()
     for rnd, jobs, sent in rows:
-        if rnd not in starts or sent is None:
+        if sent is None or (rounds is not None and rnd not in rounds):
             continue
-        u_r, s_r = starts[rnd]
         for job in json.loads(jobs):
             key = str(job)
-            if key in first_seen and first_seen[key][1] == rnd and (job_ids is None or key in job_ids):
-                at = s_r + (sent - u_r) * scale
-                released[key] = min(released.get(key, math.inf), at)
-    waits = sorted(max(0.0, at - first_seen[j][0]) for j, at in released.items())
+            if key not in first_seen or (job_ids is not None and key not in job_ids):
+                continue
+            arrival, seen = first_seen[key]
+            if seen == rnd and started is not None and arrival >= started:
+                released[key] = min(released.get(key, math.inf), at_s(sent))
+    return sorted(max(0.0, at - first_seen[j][0]) for j, at in released.items())
+
+
+def release_latency(db: Queries, job_ids: Collection[str] | None = None) -> ReleaseLatency:
+    """The agent's latency over the jobs (of ``job_ids``; None: all) released by the round that first saw them.
+
+    A release sent at Unix time ``u`` happened at ``s_0 + (u - u_0) k`` on the agent's clock, where ``u_0`` and
+    ``s_0`` are the first round's start on both clocks and ``k`` the time scale: the slope of the agent's clock
+    against Unix time over the rounds (1 with fewer than two rounds apart). A job's latency is that time less its
+    ``arrival_s`` (:func:`release_waits`). Slurm keeps submit times in whole seconds, so each figure may be up to
+    one real second (``k`` agent-clock seconds) high: ``benchmarks/slurm_latency.py`` reads the same to the
+    millisecond from ``slurmctld``'s log.
+    """
+    starts = sorted(db.execute("SELECT round, started_unix, started_s FROM rounds").fetchall())
+    if not starts:
+        return ReleaseLatency()
+    (_, u0, t0), (_, u1, t1) = starts[0], starts[-1]
+    scale = (t1 - t0) / (u1 - u0) if u1 - u0 > 1e-6 and t1 > t0 else 1.0
+    waits = release_waits(db, lambda u: t0 + (u - u0) * scale, job_ids)
     if not waits:
         return ReleaseLatency(time_scale=scale)
     return ReleaseLatency(len(waits), statistics.median(waits), float(np.percentile(waits, 90)), waits[-1], scale)
