@@ -17,6 +17,7 @@ from tests.sim_helpers import NO_SLURM_WAITS
 from wattplan.planner.agent.slurm_queue import read_nodes
 from wattplan.planner.contracts.domain import Profile
 from wattplan.planner.control.session import split_policies
+from wattplan.planner.control.sim_slurm import SHUTDOWN_S
 from wattplan.planner.control.slurm_replay import SimulatedCluster, replay_on_slurm
 from wattplan.planner.core.maxq import maxq_settings
 from wattplan.planner.profile_library.index import index_library
@@ -66,7 +67,7 @@ def test_split_policies_keeps_the_baselines_apart() -> None:
 
 
 def test_one_job_on_each_baseline_by_hand(tmp_path: Path) -> None:
-    """Two nodes, one 1-GPU job at 0: the second node idles; with power saving it is off after 600 + 30 s.
+    """Two nodes, one 1-GPU job at 0: the second node idles; with power saving it is off after 600 + 60 s.
 
     maxq runs the job at its table's power limit: slower by the profiles, at less power.
     """
@@ -84,10 +85,10 @@ def test_one_job_on_each_baseline_by_hand(tmp_path: Path) -> None:
         finish = 30.0 + steps / profile.steps_per_s
         (job,) = result.jobs
         assert math.isclose(job["jct_s"], finish, rel_tol=1e-9), policy
-        assert finish > 630.0
+        assert finish > 660.0
         s = result.summary
         assert (s["power_saving"] is None) == (policy == "slurm")
-        nodes_on_s = 2 * finish if policy == "slurm" else finish + 630.0
+        nodes_on_s = 2 * finish if policy == "slurm" else finish + 600.0 + SHUTDOWN_S
         assert s["energy_dynamic_kwh"] * 3.6e6 == pytest.approx((profile.power_w - idle) * (finish - 30.0))
         assert s["energy_idle_kwh"] * 3.6e6 == pytest.approx(8 * idle * nodes_on_s)
         node_w = results["slurm"].summary["energy_node_kwh"] / (2 * finish0)  # kWh per node-second
@@ -158,7 +159,7 @@ def test_the_agent_with_power_saving_finishes_above_the_floor_without_idle_nodes
     assert by["slurm-powersave"]["energy_kwh"] < by["slurm"]["energy_kwh"]
     assert by["wattplan"]["stop_reason"] == "completed"
     first_burst_end = max(r["finish_s"] for r in results[2].jobs if r["arrival_s"] < 20_000.0)
-    assert first_burst_end + 630.0 < 20_000.0
+    assert first_burst_end + 600.0 + SHUTDOWN_S < 20_000.0
 
 
 def test_the_slurm_engine_prices_a_restart_at_what_the_simulated_slurm_charges(tmp_path: Path) -> None:
