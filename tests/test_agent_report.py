@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
 
 from tests.helpers.agent_fakes import FakeSlurm, fake_agent
 from tests.helpers.commands import run
-from wattplan.planner.agent.report import ReferenceTally, agent_report, report_rows
+from wattplan.planner.agent.node_settings import Clock
+from wattplan.planner.agent.report import ReferenceTally, agent_report, release_waits, report_rows
 from wattplan.planner.agent.store import AgentStore
 
 
@@ -142,3 +144,9 @@ def test_the_agents_latency_is_from_a_jobs_arrival_to_its_release_by_the_first_r
     rows = dict(report_rows(agent_report(tmp_path / "agent.db")))
     said = rows["submission to release, 2 jobs released by their first round (median / p90)"]
     assert said == "36.0 s / 47.2 s (real: 1.2 s / 1.6 s at time scale 30)"
+    # the loop's per-round figures (its Prometheus histogram), on the emulated clock it knows
+    db = sqlite3.connect(tmp_path / "agent.db")
+    at_s = Clock(1010.0 - 300.0 / 30.0, 30.0).at
+    assert release_waits(db, at_s, rounds=(1,)) == pytest.approx([22.0, 50.0])
+    assert release_waits(db, at_s, rounds=(0,)) == [] and release_waits(db, at_s, rounds=()) == []
+    db.close()

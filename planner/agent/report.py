@@ -161,16 +161,20 @@ def release_waits(
     wait is floored at 0.
     """
     started = db.execute("SELECT MIN(started_s) FROM rounds").fetchone()[0]
+    only = "" if rounds is None else f" AND {{col}} IN ({', '.join(str(int(r)) for r in rounds) or 'NULL'})"
     first_seen = {
         str(j): (arrival, seen)
-        for j, arrival, seen in db.execute("SELECT job_id, arrival_s, first_seen_round FROM jobs").fetchall()
+        for j, arrival, seen in db.execute(
+            "SELECT job_id, arrival_s, first_seen_round FROM jobs WHERE 1" + only.format(col="first_seen_round")
+        ).fetchall()
     }
     released: dict[str, float] = {}
     rows = db.execute(
         "SELECT round, jobs, sent_unix FROM actions WHERE status = 'ok' AND argv LIKE '[\"scontrol\", \"release\"%'"
+        + only.format(col="round")
     ).fetchall()
     for rnd, jobs, sent in rows:
-        if sent is None or (rounds is not None and rnd not in rounds):
+        if sent is None:
             continue
         for job in json.loads(jobs):
             key = str(job)
