@@ -49,7 +49,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wattplan.planner.control.sim_slurm import SHUTDOWN_S
 
 DAEMONS = ("munged", "slurmctld", "slurmd")
 SLURMD_ARGV = ("slurmd", "-D")
@@ -61,6 +60,12 @@ MAX_SUSPEND_TIME_S = 2**31 - 1
 RESUME_MARGIN_S = 60
 """Real seconds ``ResumeTimeout`` allows beyond the emulated boot: the boot helper's and slurmd's start on a busy
 host, and the registration; past it Slurm marks the node DOWN and requeues its jobs."""
+SHUTDOWN_S = 60.0
+"""Emulated seconds a server takes to shut down: the emulated cluster's ``SuspendTimeout``
+(:meth:`PowerSave.real_times`) and the simulated Slurm's default
+(:class:`planner.control.sim_slurm.PowerSaving`), so that the agent's off-and-on cycle (``power_cycle_s``: the
+shutdown plus the boot) is the same live and in the replay. Kept here, in a module that imports no planner, so
+that the suspend program slurmctld runs starts in a fraction of a second."""
 MIN_SUSPEND_TIMEOUT_S = 2
 """The shortest ``SuspendTimeout`` (real s): the suspend program's slurmd stops in well under a second."""
 CLIENTS = ("sbatch", "scontrol", "sinfo", "squeue", "scancel")
@@ -148,7 +153,7 @@ class PowerSave:
         """``(SuspendTime, SuspendTimeout, ResumeTimeout)``, real s, for emulated ``suspend_s`` and ``resume_s``.
 
         ``time_scale`` is emulated seconds per real second. SuspendTime is rounded to the nearest second, at
-        least 1; SuspendTimeout is :data:`~planner.control.sim_slurm.SHUTDOWN_S` emulated seconds, at least
+        least 1; SuspendTimeout is :data:`SHUTDOWN_S` emulated seconds, at least
         :data:`MIN_SUSPEND_TIMEOUT_S`; ResumeTimeout is the boot rounded up plus :data:`RESUME_MARGIN_S`.
         """
         suspend_time = max(1, round(suspend_s / time_scale))

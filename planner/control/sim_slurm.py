@@ -96,6 +96,7 @@ from wattplan.planner.agent.slurm_detail import COMMAND as DETAIL_COMMAND
 from wattplan.planner.agent.slurm_detail import expand_hostlist
 from wattplan.planner.agent.slurm_queue import ADMIN_HOLD, NODES_COMMAND, QUEUE_COMMAND, USER_HOLD, opt_in_comment
 from wattplan.planner.agent.slurm_version import VERSION_COMMAND
+from wattplan.planner.cluster.slurm_daemons import SHUTDOWN_S
 from wattplan.planner.control import sim_slurm_text as txt
 from wattplan.planner.control.truth_model import (
     GpuId,
@@ -117,16 +118,10 @@ _ENDED = (*_FINISHED, "COMPLETING")
 
 
 NodePower = Literal["on", "powering_down", "off", "powering_up"]
-_NODE_POWER_STATES = ("POWER_DOWN", "POWER_UP")
-"""The states a node update may set: power saving's own."""
 """A node's power state under Slurm's power saving: on, being suspended (``POWERING_DOWN``), powered down
 (``POWERED_DOWN``) or booting for a job (``POWERING_UP``)."""
-
-
-SHUTDOWN_S = 60.0
-"""Emulated seconds a server takes to shut down: Slurm's ``SuspendTimeout`` on the emulated cluster
-(:mod:`planner.cluster.slurm_daemons`) and the simulated Slurm's default, so that the agent's off-and-on cycle
-(``power_cycle_s``: the shutdown plus the boot) is the same live and in the replay."""
+_NODE_POWER_STATES = ("POWER_DOWN", "POWER_UP")
+"""The states a node update may set: power saving's own."""
 
 
 @dataclass(frozen=True, slots=True)
