@@ -396,8 +396,11 @@ def base() -> Iterator[Path]:
 
 
 def test_the_power_programs_import_no_planner() -> None:
-    """The suspend program must stop a node's slurmd within Slurm's ``SuspendTimeout`` (2 real s at the least) on a
-    loaded host: its module loads no data or solver library and no agent (it took 0.8 s through the agent's loop)."""
+    """The power programs' module loads no data or solver library and no agent (0.8 s through the agent's loop).
+
+    The suspend program must stop a node's slurmd within Slurm's ``SuspendTimeout`` (2 real s at the least) on a
+    loaded host.
+    """
     code = (
         "import sys, wattplan.planner.cluster.power; "
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pandas', 'numpy', 'ortools', 'highspy', 'pulp') "

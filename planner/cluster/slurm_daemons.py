@@ -49,7 +49,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-
 DAEMONS = ("munged", "slurmctld", "slurmd")
 SLURMD_ARGV = ("slurmd", "-D")
 """How every slurmd starts (then ``-f CONF -N NODE``); a resumed one adds ``-b`` (module docstring)."""
