@@ -45,6 +45,8 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+import numpy as np
+
 WAITED_S = 3.0
 """A job that started this long after its submission waited in the queue."""
 
@@ -132,11 +134,15 @@ def agent_latencies(
 
 
 def row(name: str, values: list[float]) -> str:
-    """One Markdown row: median, 90th percentile, max and count (s)."""
+    """One Markdown row: median, 90th percentile, max and count (s).
+
+    The percentile is numpy's linear one, as ``wattplan agent report``'s (:func:`planner.agent.report`) and every
+    JCT percentile of the replays: one definition for the figures set side by side.
+    """
     if not values:
         return f"| {name} | - | - | - | 0 |"
     ordered = sorted(values)
-    p90 = ordered[min(len(ordered) - 1, round(0.9 * (len(ordered) - 1)))]
+    p90 = float(np.percentile(ordered, 90))
     return f"| {name} | {statistics.median(ordered):.2f} | {p90:.2f} | {ordered[-1]:.2f} | {len(ordered)} |"
 
 
