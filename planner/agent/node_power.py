@@ -48,6 +48,12 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+SHUTDOWN_S = 60.0
+"""Emulated seconds a server takes to shut down, part of the off-and-on cycle ``c``: the emulated cluster's
+``SuspendTimeout`` (:meth:`planner.cluster.slurm_daemons.PowerSave.real_times`) and the simulated Slurm's default
+(:class:`planner.control.sim_slurm.PowerSaving`), one constant so that the agent's ``c`` is the same live and in
+the replay. Kept in this module, which imports no other planner module, so that the suspend program slurmctld runs
+(:mod:`planner.cluster.power`) starts in a fraction of a second."""
 WINDOW_S = 3600.0
 """The arrivals that set the demand rate: those of the last hour (s, agent clock)."""
 

@@ -49,6 +49,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from wattplan.planner.agent.node_power import SHUTDOWN_S
+
 DAEMONS = ("munged", "slurmctld", "slurmd")
 SLURMD_ARGV = ("slurmd", "-D")
 """How every slurmd starts (then ``-f CONF -N NODE``); a resumed one adds ``-b`` (module docstring)."""
@@ -59,12 +61,6 @@ MAX_SUSPEND_TIME_S = 2**31 - 1
 RESUME_MARGIN_S = 60
 """Real seconds ``ResumeTimeout`` allows beyond the emulated boot: the boot helper's and slurmd's start on a busy
 host, and the registration; past it Slurm marks the node DOWN and requeues its jobs."""
-SHUTDOWN_S = 60.0
-"""Emulated seconds a server takes to shut down: the emulated cluster's ``SuspendTimeout``
-(:meth:`PowerSave.real_times`) and the simulated Slurm's default
-(:class:`planner.control.sim_slurm.PowerSaving`), so that the agent's off-and-on cycle (``power_cycle_s``: the
-shutdown plus the boot) is the same live and in the replay. Kept here, in a module that imports no planner, so
-that the suspend program slurmctld runs starts in a fraction of a second."""
 MIN_SUSPEND_TIMEOUT_S = 2
 """The shortest ``SuspendTimeout`` (real s): the suspend program's slurmd stops in well under a second."""
 CLIENTS = ("sbatch", "scontrol", "sinfo", "squeue", "scancel")

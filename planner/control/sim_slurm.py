@@ -90,13 +90,13 @@ from typing import Literal
 
 from wattplan.planner.agent.commands import CommandResult
 from wattplan.planner.agent.loop import Observed
+from wattplan.planner.agent.node_power import SHUTDOWN_S
 from wattplan.planner.agent.node_settings import Clock, JobSetting
 from wattplan.planner.agent.slurm_config import CONFIG_COMMAND
 from wattplan.planner.agent.slurm_detail import COMMAND as DETAIL_COMMAND
 from wattplan.planner.agent.slurm_detail import expand_hostlist
 from wattplan.planner.agent.slurm_queue import ADMIN_HOLD, NODES_COMMAND, QUEUE_COMMAND, USER_HOLD, opt_in_comment
 from wattplan.planner.agent.slurm_version import VERSION_COMMAND
-from wattplan.planner.cluster.slurm_daemons import SHUTDOWN_S
 from wattplan.planner.control import sim_slurm_text as txt
 from wattplan.planner.control.truth_model import (
     GpuId,
