@@ -127,13 +127,33 @@ def test_managed_job_gets_its_power_limit_and_mapping(cluster: Cluster) -> None:
     assert cluster.jobmap(0) == ["101"] and cluster.jobmap(1) == ["101"] and cluster.jobmap(2) is None
     assert cluster.gpu(0)["power_limit_w"] == 200.0 and cluster.gpu(1)["power_limit_w"] == 200.0
     assert cluster.gpu(2)["power_limit_w"] == 300.0
-    assert cluster.calls() == ["-i 0 -pl 200", "-i 1 -pl 200"]
+    assert cluster.calls() == ["-i 0,1 -pl 200"]  # one call for all of the job's GPUs
     assert cluster.ok("task_prolog.sh", "101") == ""
 
     cluster.ok("epilog.sh", "101")
     assert cluster.gpu(0)["power_limit_w"] == 300.0 and cluster.gpu(1)["power_limit_w"] == 300.0
     assert cluster.jobmap(0) is None and cluster.job_gpus("101") is None
-    assert "-i 0 -pl 300" in cluster.calls()
+    assert cluster.calls() == [  # three calls however many GPUs the job leaves
+        "-i 0,1 --query-gpu=index,power.default_limit,power.limit --format=csv,noheader,nounits",
+        "-i 0,1 -pl 300",
+        "-i 0,1 -rgc",
+    ]
+
+
+def test_a_gpu_that_refuses_leaves_the_others_set_and_is_named(cluster: Cluster) -> None:
+    """When the call for all of a job's GPUs fails, each GPU gets a call of its own.
+
+    The refusal is logged by its index and the job's other GPUs get their setting (prolog) or are reset (epilog).
+    """
+    cluster.setting("101", 200)
+    result = cluster.script("prolog.sh", "101", "0,9")  # the node has 8 GPUs: nvidia-smi knows no GPU 9
+    assert result.returncode == 0, result.stderr
+    assert cluster.gpu(0)["power_limit_w"] == 200.0 and "GPU 9: nvidia-smi -pl 200 failed" in result.stderr
+    assert cluster.calls() == ["-i 0,9 -pl 200", "-i 0 -pl 200", "-i 9 -pl 200"]
+    result = cluster.script("epilog.sh", "101")
+    assert result.returncode == 0, result.stderr
+    assert cluster.gpu(0)["power_limit_w"] == 300.0 and "GPU 9: cannot read its power limits" in result.stderr
+    assert "GPU 0" not in result.stderr and cluster.jobmap(0) is None
 
 
 def test_clock_setting_is_locked_and_released(cluster: Cluster) -> None:
@@ -144,7 +164,7 @@ def test_clock_setting_is_locked_and_released(cluster: Cluster) -> None:
     cluster.ok("epilog.sh", "7")
     assert cluster.gpu(5)["sm_clock_lock_mhz"] is None and cluster.gpu(5)["power_limit_w"] == 300.0
     assert cluster.calls() == [
-        "-i 5 --query-gpu=power.default_limit,power.limit --format=csv,noheader,nounits",
+        "-i 5 --query-gpu=index,power.default_limit,power.limit --format=csv,noheader,nounits",
         "-i 5 -rgc",
     ]
 
@@ -286,13 +306,10 @@ def test_apply_settings_changes_a_running_jobs_limit(cluster: Cluster) -> None:
     result = cluster.script("apply_settings.sh")  # the node from SLURMD_NODENAME
     assert result.returncode == 0, result.stderr
     assert "job 101 GPU 0: power_limit_w 200 -> 150" in result.stderr
+    assert "job 101 GPU 1: power_limit_w 200 -> 150" in result.stderr
     assert cluster.gpu(0)["power_limit_w"] == 150.0 and cluster.gpu(1)["power_limit_w"] == 150.0
     assert cluster.gpu(2)["sm_clock_lock_mhz"] == [1300, 1300]
-    assert [c for c in cluster.calls() if "--query-gpu" not in c] == [
-        "-i 0 -pl 150",
-        "-i 1 -pl 150",
-        "-i 2 -lgc 1300,1300",
-    ]
+    assert [c for c in cluster.calls() if "--query-gpu" not in c] == ["-i 0,1 -pl 150", "-i 2 -lgc 1300,1300"]
 
 
 def test_apply_settings_every_loops_until_sigterm(cluster: Cluster) -> None:
@@ -485,6 +502,19 @@ def test_stand_in_queries_defaults_and_sets(cluster: Cluster) -> None:
     assert len(listing) == 8 and listing[7].startswith("GPU 7: ")
 
 
+def test_stand_in_takes_a_list_of_gpus_as_nvidia_smi_does(cluster: Cluster) -> None:
+    """``-i 0,1`` (real nvidia-smi's list form): each GPU listed, once, in index order; the others untouched."""
+    fmt = "--format=csv,noheader,nounits"
+    env = _env(cluster)
+    out = run(["-i", "3,1,3", "-pl", "200"], env)
+    assert out.count("was set to 200.00 W") == 2 and out.index("00000000:02:00.0") < out.index("00000000:04:00.0")
+    assert [cluster.gpu(i)["power_limit_w"] for i in range(5)] == [300.0, 200.0, 300.0, 200.0, 300.0]
+    assert run(["-i", "3,1", "--query-gpu=index,power.limit", fmt], env) == "1, 200.00\n3, 200.00"
+    run(["-i", "1,3", "-lgc", "1100,1100"], env)
+    run(["-i", "3,1", "-rgc"], env)
+    assert cluster.gpu(1)["sm_clock_lock_mhz"] is None and cluster.gpu(3)["sm_clock_lock_mhz"] is None
+
+
 @pytest.mark.parametrize(
     ("argv", "code", "words"),
     [
@@ -493,7 +523,7 @@ def test_stand_in_queries_defaults_and_sets(cluster: Cluster) -> None:
         (["-i", "0", "-pl", "abc"], 2, "Invalid power limit"),
         (["-i", "0", "-pl", "nan"], 2, "Invalid power limit"),
         (["-i", "0", "-pl"], 2, "requires a value"),
-        (["-pl", "200"], 2, "-i IDX"),
+        (["-pl", "200"], 2, "-i IDS"),
         (["-i", "0", "-lgc", "1200,900"], 2, "MIN <= MAX"),
         (["-i", "0", "-lgc", "a,b"], 2, "Invalid clock"),
         (["-i", "0", "--query-gpu=power.draw", "--format=csv,noheader,nounits"], 2, "not a valid field"),
@@ -503,6 +533,8 @@ def test_stand_in_queries_defaults_and_sets(cluster: Cluster) -> None:
         ([], 2, "needs an operation"),
         (["-i", "8", "-pl", "200"], 6, "No devices"),
         (["-i", "x", "-rgc"], 6, "No devices"),
+        (["-i", "0,8", "-pl", "200"], 6, "index '8'"),  # a list with one unknown GPU changes none
+        (["-i", "0,,1", "-pl", "200"], 6, "index ''"),
     ],
 )
 def test_stand_in_refuses_like_nvidia_smi(cluster: Cluster, argv: list[str], code: int, words: str) -> None:

@@ -6,13 +6,18 @@ understands exactly the forms the node scripts (``planner/agent/node_files``) an
 scripts (:mod:`planner.launch.nvidia`) use::
 
     -L                                  list the node's GPUs
-    -i IDX -pl W                        set the power limit (W, within [min, max] of the node)
-    -i IDX -pm 0|1                      persistence mode (accepted, nothing to keep)
-    -i IDX -lgc A,B                     lock the SM clock to [A, B] MHz
-    -i IDX -rgc                         release the SM clock lock
-    [-i IDX] --query-gpu=F[,F...] --format=csv,noheader,nounits
+    -i IDS -pl W                        set the power limit (W, within [min, max] of the node)
+    -i IDS -pm 0|1                      persistence mode (accepted, nothing to keep)
+    -i IDS -lgc A,B                     lock the SM clock to [A, B] MHz
+    -i IDS -rgc                         release the SM clock lock
+    [-i IDS] --query-gpu=F[,F...] --format=csv,noheader,nounits
                                         F: power.default_limit, power.limit, power.min_limit, power.max_limit,
                                         clocks.sm, index, name
+
+``IDS`` is one GPU index or a comma-separated list of them, as nvidia-smi takes (``nvidia-smi -i 0,1 -pl 300``):
+the call acts on each listed GPU in index order, and a query prints one line per GPU in that order. An index the
+node lacks refuses the whole call (code 6) before any GPU is changed; a value out of range refuses it too, and
+since a node's GPUs share their limits, either every listed GPU is set or none.
 
 The node's GPUs and their limits come from the manifest's ``nodes`` (:func:`node_gpu_limits`); one GPU's
 state is ``emu/gpus/NODE/INDEX.json`` (:meth:`ClusterLayout.gpu_state_file`), written atomically, and a GPU
@@ -278,16 +283,19 @@ def parse_args(argv: Sequence[str]) -> _Args:
     elif args.format is not None:
         raise SmiError("--format goes with --query-gpu only.", BAD_ARGUMENT)
     if args.action in ("-pl", "-pm", "-lgc", "-rgc") and args.index is None:
-        raise SmiError(f"The stand-in needs -i IDX with {args.action} (one GPU at a time).", BAD_ARGUMENT)
+        raise SmiError(f"The stand-in needs -i IDS with {args.action} (a GPU index or a list of them).", BAD_ARGUMENT)
     return args
 
 
 def _gpus(layout: ClusterLayout, node: str, limits: GpuLimits, index: str | None) -> list[_Gpu]:
+    """The GPUs ``-i`` names (every GPU of the node without it), in index order, each once."""
     if index is None:
         return [_Gpu(layout, node, i, limits) for i in range(limits.gpus)]
-    if not index.isdigit() or int(index) >= limits.gpus:
-        raise SmiError(f"No devices were found with index {index!r} on {node}.", NOT_FOUND)
-    return [_Gpu(layout, node, int(index), limits)]
+    named = index.split(",")
+    for one in named:
+        if not one.isdigit() or int(one) >= limits.gpus:
+            raise SmiError(f"No devices were found with index {one!r} on {node}.", NOT_FOUND)
+    return [_Gpu(layout, node, i, limits) for i in sorted({int(one) for one in named})]
 
 
 def run(argv: Sequence[str], env: dict[str, str]) -> str:
@@ -323,7 +331,8 @@ def run(argv: Sequence[str], env: dict[str, str]) -> str:
         "-lgc": lambda g: lock_clocks(g, value),
         "-rgc": reset_clocks,
     }
-    return actions[args.action or ""](gpus[0])
+    act = actions[args.action or ""]
+    return "\n".join(act(g) for g in gpus)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -7,7 +7,7 @@
 # One pass: for every job in $WATTPLAN_NODE_DIR/NODE/gpus/ (the jobs running here, as the prolog wrote them)
 # that has a settings file, each of its GPUs whose current value differs from the setting gets it:
 # power.limit against a power_limit_w setting (then -pl), clocks.sm against a sm_clock_mhz setting (then
-# -lgc). A guest's file is skipped: the pair's GPUs run at the host's setting. The current values come from one
+# -lgc), one nvidia-smi call for all of a job's GPUs to change. A guest's file is skipped: the pair's GPUs run at the host's setting. The current values come from one
 # `nvidia-smi --query-gpu=index,power.limit,clocks.sm` per pass, made only when a job has a setting: one call per
 # GPU held the node's lock for much of every second on a busy emulated node (eight process starts), so a
 # starting job's prolog waited for it (a median 2.9 s from start to launch on a burst, benchmarks/RESULTS.md).
@@ -84,7 +84,8 @@ current_value() {
 
 # one_pass: every running job's GPUs brought to its setting; returns 1 when the node cannot be locked.
 one_pass() {
-  local f job gpus i current read=0
+  local f job gpus i k current read=0
+  local -a todo was
   [[ -d $node_dir/gpus ]] || return 0
   lock_node || { log "cannot lock $node_dir/.lock"; return 1; }
   for f in "$node_dir"/gpus/*; do
@@ -101,13 +102,19 @@ one_pass() {
       read=1
     fi
     IFS=, read -r -a indices <<<"$gpus"
+    todo=() was=()
     for i in "${indices[@]}"; do
       current=$(current_value "$i") || continue
       [[ $current != "$s_setting" ]] || continue
-      if apply_setting "$i"; then
-        log "job $job GPU $i: $s_unit $(printf %q "$current") -> $s_setting"
-      fi
+      todo+=("$i")
+      was+=("$current")
     done
+    ((${#todo[@]})) || continue
+    if apply_setting "$(IFS=,; printf '%s' "${todo[*]}")"; then
+      for k in "${!todo[@]}"; do
+        log "job $job GPU ${todo[k]}: $s_unit $(printf %q "${was[k]}") -> $s_setting"
+      done
+    fi
   done
   exec 9>&-
 }

@@ -88,13 +88,31 @@ lock_node() {
   flock -w "${WATTPLAN_LOCK_TIMEOUT:-120}" 9
 }
 
-# apply_setting INDEX: give one GPU the setting read by read_setting.
+# smi_on INDICES ARG...: nvidia-smi -i INDICES ARG..., one call for all the GPUs (INDICES: "0" or "0,1,3";
+# nvidia-smi takes such a list, and every call costs it a start and the driver's initialisation). When a call
+# for several GPUs fails, the GPUs are called one by one, so that a refusal is logged by its GPU's index and
+# leaves the others set. Returns 1 when a GPU refused.
+smi_on() {
+  local list=$1 out i status=0
+  local -a each
+  shift
+  out=$(nvidia-smi -i "$list" "$@" 2>&1) && return 0
+  if [[ $list != *,* ]]; then
+    log "GPU $list: nvidia-smi $* failed: $out"
+    return 1
+  fi
+  IFS=, read -r -a each <<<"$list"
+  for i in "${each[@]}"; do
+    out=$(nvidia-smi -i "$i" "$@" 2>&1) || { log "GPU $i: nvidia-smi $* failed: $out"; status=1; }
+  done
+  return "$status"
+}
+
+# apply_setting INDICES: give the GPUs (comma separated) the setting read by read_setting, in one call.
 apply_setting() {
-  local out
   if [[ $s_unit == power_limit_w ]]; then
-    out=$(nvidia-smi -i "$1" -pl "$s_setting" 2>&1) || { log "GPU $1: nvidia-smi -pl $s_setting failed: $out"; return 1; }
+    smi_on "$1" -pl "$s_setting"
   else
-    out=$(nvidia-smi -i "$1" -lgc "$s_setting,$s_setting" 2>&1) ||
-      { log "GPU $1: nvidia-smi -lgc $s_setting,$s_setting failed: $out"; return 1; }
+    smi_on "$1" -lgc "$s_setting,$s_setting"
   fi
 }

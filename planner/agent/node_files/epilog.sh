@@ -10,7 +10,7 @@
 #    else gpus/JOBID, else SLURM_JOB_GPUS. The job id leaves $WATTPLAN_NODE_DIR/NODE/jobmap/INDEX of each that
 #    the new run does not use; a file left empty is deleted.
 # 3. Each GPU no job remains on is reset: power limit back to nvidia-smi's power.default_limit (-pl) and
-#    its SM clock lock released (-rgc). A GPU another job still runs on (the host of a guest that ends first,
+#    its SM clock lock released (-rgc), one nvidia-smi call of each kind for all of them. A GPU another job still runs on (the host of a guest that ends first,
 #    or the guest of a host that ends first) keeps its setting: the last of the two resets it.
 # 4. The run's record is removed, and $WATTPLAN_NODE_DIR/NODE/gpus/JOBID unless a newer run wrote it.
 #
@@ -31,22 +31,44 @@ fi
 # shellcheck source-path=SCRIPTDIR source=common.sh
 . "${self%/*}/common.sh"
 
-# reset_gpu INDEX: the default power limit back (only when it differs) and the clock lock released.
-reset_gpu() {
-  local limits default_w current_w out
-  if ! limits=$(nvidia-smi -i "$1" --query-gpu=power.default_limit,power.limit --format=csv,noheader,nounits 2>&1); then
-    log "GPU $1: cannot read its power limits: $limits"
-    return 1
+# reset_gpus INDICES: each GPU's default power limit back (only where it differs) and its clock lock released,
+# in one nvidia-smi call of each kind for all of them (a query, -pl per default limit, -rgc); a GPU whose limits
+# cannot be read keeps its power limit. Returns 1 when a GPU was not reset.
+reset_gpus() {
+  local out idx default_w current_w w status=0
+  local -a each
+  local -A to_default=()
+  if ! out=$(nvidia-smi -i "$1" --query-gpu=index,power.default_limit,power.limit --format=csv,noheader,nounits 2>&1); then
+    if [[ $1 != *,* ]]; then
+      log "GPU $1: cannot read its power limits: $out"
+      return 1
+    fi
+    IFS=, read -r -a each <<<"$1"
+    for idx in "${each[@]}"; do
+      reset_gpus "$idx" || status=1
+    done
+    return "$status"
   fi
-  IFS=', ' read -r default_w current_w <<<"$limits"
-  if [[ ! $default_w =~ ^[0-9]{1,5}(\.[0-9]+)?$ || ! $current_w =~ ^[0-9]{1,5}(\.[0-9]+)?$ ]]; then
-    log "GPU $1: unexpected power limits $(printf %q "$limits")"
-    return 1
-  fi
-  if [[ ${default_w%.*} != "${current_w%.*}" ]]; then
-    out=$(nvidia-smi -i "$1" -pl "${default_w%.*}" 2>&1) || log "GPU $1: nvidia-smi -pl ${default_w%.*} failed: $out"
-  fi
-  out=$(nvidia-smi -i "$1" -rgc 2>&1) || log "GPU $1: nvidia-smi -rgc failed: $out"
+  local read_ok=,
+  while IFS=', ' read -r idx default_w current_w; do
+    if [[ ! $idx =~ ^[0-9]{1,3}$ || ,$1, != *,$idx,* || ! $default_w =~ ^[0-9]{1,5}(\.[0-9]+)?$ ||
+      ! $current_w =~ ^[0-9]{1,5}(\.[0-9]+)?$ ]]; then
+      log "GPUs $1: unexpected power limits $(printf %q "$idx, $default_w, $current_w")"
+      status=1
+      continue
+    fi
+    read_ok+=$idx,
+    [[ ${default_w%.*} == "${current_w%.*}" ]] || to_default[${default_w%.*}]+=,$idx
+  done <<<"$out"
+  for w in "${!to_default[@]}"; do
+    smi_on "${to_default[$w]#,}" -pl "$w" || status=1
+  done
+  IFS=, read -r -a each <<<"$1"
+  for idx in "${each[@]}"; do
+    [[ $read_ok == *,$idx,* ]] || { log "GPU $idx: nvidia-smi did not list its power limits"; status=1; }
+  done
+  smi_on "$1" -rgc || status=1
+  return "$status"
 }
 
 job=${SLURM_JOB_ID:-}
@@ -101,9 +123,7 @@ fi
 status=0
 if ((${#free[@]})); then
   if command -v nvidia-smi >/dev/null 2>&1; then
-    for i in "${free[@]}"; do
-      reset_gpu "$i" || true
-    done
+    reset_gpus "$(IFS=,; printf '%s' "${free[*]}")" || true
   else
     log "nvidia-smi is not on PATH; cannot reset GPUs ${free[*]}"
     status=1

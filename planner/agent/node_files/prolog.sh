@@ -10,8 +10,9 @@
 #    job's new run can start here before the epilog of its previous run, seen live), and the job id appended to
 #    $WATTPLAN_NODE_DIR/NODE/jobmap/INDEX of each: dcgm-exporter's --hpc-job-mapping-dir.
 # 3. A managed job (one with $WATTPLAN_SETTINGS_DIR/JOBID.conf) gets its setting on each GPU:
-#    nvidia-smi -i INDEX -pl WATTS (unit power_limit_w) or -lgc MHZ,MHZ (unit sm_clock_mhz). A guest sets
-#    nothing: the pair's GPUs run at the host's setting.
+#    nvidia-smi -i INDICES -pl WATTS (unit power_limit_w) or -lgc MHZ,MHZ (unit sm_clock_mhz), one call for
+#    all of the job's GPUs on the node (one per GPU if that call fails). A guest sets nothing: the pair's GPUs
+#    run at the host's setting.
 #
 # Exit status: Slurm drains a node whose prolog fails, so every problem that concerns one job only (no
 # settings file, a malformed one, a host whose GPUs are unknown, an nvidia-smi call that refuses a value)
@@ -90,8 +91,6 @@ if ((managed)) && ((!guest)); then
     log "nvidia-smi is not on PATH; cannot give job $job its setting"
     exit 1
   fi
-  for i in "${indices[@]}"; do
-    apply_setting "$i" || true
-  done
+  apply_setting "$gpus" || true
 fi
 exit 0
