@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.slurm_latency import agent_latencies
+from benchmarks.slurm_latency import agent_latencies, row
 from wattplan.planner.agent.store import AgentStore
 
 
@@ -32,3 +32,9 @@ def test_the_agent_rows_time_each_completion_to_the_next_round_and_each_round_to
     assert found["completion -> round"] == pytest.approx([1.0, 1.5, 0.0])
     assert found["round -> release"] == pytest.approx([0.4])
     assert found["submission -> release"] == pytest.approx([1.05])
+
+
+def test_a_row_reads_the_percentile_as_the_agents_report_does() -> None:
+    """p90 by linear interpolation (numpy's, as ``wattplan agent report``): 9.1 of 1..10, not the nearest rank's 9."""
+    assert row("x", [float(v) for v in range(10, 0, -1)]) == "| x | 5.50 | 9.10 | 10.00 | 10 |"
+    assert row("none", []) == "| none | - | - | - | 0 |"
