@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.sim_slurm import IDLE, NODE_W, R18, simulated, x
-from wattplan.planner.agent.node_power import choose_power_down, choose_power_up, demand_rate, usable_free_gpus
+from wattplan.planner.agent.node_power import choose_power_down, choose_power_up, demand_rate
 from wattplan.planner.agent.options import AgentOptions
 from wattplan.planner.agent.slurm_actions import power_down_call, power_up_call
 from wattplan.planner.agent.slurm_config import power_save_excluded, slurm_config
@@ -44,37 +44,6 @@ def test_demand_rate_counts_the_gpus_of_the_window_over_its_length() -> None:
     # counts)
     assert demand_rate(arrivals, 4000.0, 1000.0, 3600.0) == pytest.approx(7 / 1000)
     assert demand_rate(arrivals, 4000.0, 0.0, 3600.0) == math.inf
-
-
-def test_free_gpus_count_for_the_job_sizes_that_arrive() -> None:
-    """``F = sum_g w_g sum_n g floor(f_n / g)``: free GPUs a job of ``g`` cannot use on its node hold none of it."""
-    free = [7, 1, 4]
-    # two 1-GPU jobs, a 4-GPU and an 8-GPU one in the last hour: w = 2/14, 4/14, 8/14
-    arrivals = [(3000.0, 1), (3100.0, 1), (3200.0, 4), (3300.0, 8)]
-    # 1 GPU: 7 + 1 + 4 = 12; 4 GPUs: 4 (first node) + 0 + 4 = 8; 8 GPUs: none. (2 x 12 + 4 x 8 + 8 x 0) / 14 = 4
-    assert usable_free_gpus(free, 8, arrivals, 3600.0, 3600.0) == pytest.approx(4.0)
-    # only 1-GPU jobs, or none in the window: every free GPU counts
-    assert usable_free_gpus(free, 8, [(3000.0, 1)], 3600.0, 3600.0) == pytest.approx(12.0)
-    assert usable_free_gpus(free, 8, [(-10.0, 8)], 3600.0, 3600.0) == pytest.approx(12.0)
-    # a job wider than a node takes whole nodes: as an 8-GPU one here, where no running node is whole
-    assert usable_free_gpus(free, 8, [(3000.0, 16), (3100.0, 16)], 3600.0, 3600.0) == 0.0
-    assert usable_free_gpus([8, 3], 8, [(3000.0, 16)], 3600.0, 3600.0) == pytest.approx(8.0)
-    # never more than the free GPUs, for any mix
-    for sizes in ([1, 2], [2, 2, 8], [3], [5, 1, 1]):
-        mix = [(3000.0 + k, g) for k, g in enumerate(sizes)]
-        assert 0.0 <= usable_free_gpus(free, 8, mix, 3600.0, 3600.0) <= sum(free)
-
-
-def test_seven_free_gpus_beside_a_running_job_keep_a_node_on_for_eight_gpu_jobs() -> None:
-    """The knife's edge of short_jobs at 20x: about 6.9 GPUs expected and 7 free on a running node. Counted as 7,
-    the idle node went down; when the 8-GPU jobs make most of the demand, 7 free GPUs on one node hold little of it."""
-    arrivals = [(0.0, 1), (1800.0, 8), (2400.0, 8), (3000.0, 4), (3500.0, 1)]  # 22 GPUs: D = 22 x 360 / 3600 = 2.2
-    rule = {"arrivals": arrivals, "now_s": 3600.0, "watched_s": 7200.0, "power_cycle_s": 360.0, "waiting": 0}
-    assert choose_power_down(["n1"], 8, 7, **rule).down == ("n1",)  # every free GPU counted: 7 > 2.2
-    usable = usable_free_gpus([7], 8, arrivals, 3600.0, 3600.0)  # (2 x 7 + 4 x 4 + 16 x 0) / 22 = 1.36
-    assert usable == pytest.approx(30 / 22)
-    choice = choose_power_down(["n1"], 8, usable, **rule)
-    assert choice.kept == ("n1",) and "1.4 free on running nodes for their sizes: 1 idle node(s) kept on" in choice.why
 
 
 def test_nodes_beyond_the_expected_demand_are_powered_down_in_slurm_conf_order() -> None:
@@ -125,10 +94,7 @@ def test_nodes_are_booted_when_the_queue_grew_over_the_last_cycle_beyond_the_fre
     # 3 free GPUs beside running jobs, no idle node: ceil((20 - 3) / 8) = 3 nodes wanted, all booted
     choice = choose_power_up(off, 0, 8, 3, arrivals, [], 3600.0, 7200.0, 360.0)
     assert choice.demand_gpus == pytest.approx(20.0) and choice.up == ("n2", "n3", "n4")
-    said = (
-        "20.0 GPUs asked for and 0.0 ended in the last 360 s, 3.0 free on running nodes for their sizes and 0 idle "
-        "node(s): 3 booted"
-    )
+    said = "20.0 GPUs asked for and 0.0 ended in the last 360 s, 3 free on running nodes and 0 idle node(s): 3 booted"
     assert choice.why == said
     # one idle node and one booting with no job stand already: one more, the first in slurm.conf's order
     assert choose_power_up(off, 2, 8, 3, arrivals, [], 3600.0, 7200.0, 360.0).up == ("n2",)
@@ -304,29 +270,27 @@ def test_the_agent_powers_the_idle_node_down_at_its_first_round_past_a_cycle(tmp
 def test_a_node_whose_job_ended_is_powered_down_while_slurm_still_lists_that_job(tmp_path: Path) -> None:
     """A job that ended lists its node with no GPU until ``MinJobAge`` (22.05): the node is idle all the same.
 
-    a (1 GPU) runs for hours; b (8 GPUs, about 2,000 s of steps at 250 W, faster at its full power) runs on the
-    other node and ends near 2,000 s (at t_b), which starts a round; seven 1-GPU jobs of about 300 s run beside a
-    first. 16 GPUs arrived in the t_b s watched (at 0, as the agent started): D = 360 x 16 / t_b, about 2.9 GPUs,
-    below what the 7 free beside a hold of that mix (7 x 8/16 = 3.5: an 8-GPU job fits none of them), so b's node
-    goes down in that round, while ``scontrol show job -d`` still shows b on it (the agent once read that as a busy
-    node, live only: the simulated Slurm did not list ended jobs' nodes).
+    a (1 GPU) runs for hours; b (8 GPUs, about 1,000 s of steps at 250 W, faster at its full power) runs on the
+    other node and ends near 1,000 s (at t_b), which starts a round. 9 GPUs arrived in the t_b s watched (at 0, as
+    the agent started): D = 360 x 9 / t_b, about 3 GPUs, below the 7 free beside a, so b's node goes down in that
+    round, while ``scontrol show job -d`` still shows b on it (the agent once read that as a busy node, live only:
+    the simulated Slurm did not list ended jobs' nodes).
     """
     trace = tmp_path / "two.trace"
-    rows = [(R18, 1, x(R18) * 8000.0), (R18, 8, x(R18, 8) * 2000.0), *[(R18, 1, x(R18) * 300.0)] * 7]
+    rows = [(R18, 1, x(R18) * 4000.0), (R18, 8, x(R18, 8) * 1000.0)]
     trace.write_text("".join(f"{t}\tcmd\t-n\t1\t{steps:.0f}\t0\t{g}\n" for t, g, steps in rows))
     rules = RoundRules(360.0, 240.0, objective="energy", delta=0.9, max_slowdown=0.0, slurm_starts=True)
     spec = ReplaySpec(trace=trace, cluster="v100:16", policies=("wattplan",), rules=rules)
     setup = SimulatedCluster(load_s=30.0, launch_s=0.0, power_save=True, power_down=True)
     result = replay_on_slurm(spec, "wattplan", setup, tmp_path / "out")
     b = next(j for j in result.jobs if j["job_id"] == "j1")
-    assert 1800.0 < b["finish_s"] < 2160.0  # between two periodic rounds: its end starts a round of its own
+    assert 720.0 < b["finish_s"] < 1080.0  # between two periodic rounds: its end starts a round of its own
     log = (tmp_path / "out" / "wattplan" / "agent.log").read_text()
     rounds = re.findall(r"round \d+ t=(\d+)s[^\n]*\n((?:  [^\n]*\n)*)", log)
     downs = [(float(t), notes) for t, notes in rounds if "powering down idle node(s)" in notes]
     assert downs and downs[0][0] == pytest.approx(b["finish_s"], abs=1.0), log
-    expected = 360.0 * 16 / downs[0][0]
-    said = f"idle node(s) v100-0: {expected:.1f} GPUs expected within 360 s, 3.5 free on running nodes for their sizes"
-    assert said in downs[0][1]
+    expected = 360.0 * 9 / downs[0][0]
+    assert f"idle node(s) v100-0: {expected:.1f} GPUs expected within 360 s, 7 free on running nodes" in downs[0][1]
 
 
 def test_the_nodes_slurm_keeps_out_of_power_saving_are_read_from_its_config() -> None:
@@ -377,17 +341,15 @@ def test_an_idle_stretch_before_the_first_job_does_not_thin_the_demand(tmp_path:
     Counting the demand from the agent's first round (-600 s), its periodic round at -240 s would see no GPU asked
     for in 360 s and power both nodes down, and every job would wait for a boot (seen live on two_waves, where
     the agent started 290 s before the first job). Counted from the first arrival, nothing is known before 0 s and
-    no cycle has passed by b's arrival: no node goes down before a job ends. (a and c run about 6,000 s, so that
-    the agent powers b's node down once the demand has thinned below what the 6 GPUs free beside them hold of the
-    mix, 6 x 2/10, after about 3,000 s; Slurm's own power saving waits 7,200 s.)
+    no cycle has passed by b's arrival: no node goes down before a job ends.
     """
     trace = tmp_path / "three.trace"
-    rows = [(R18, 1, x(R18) * 6000.0, 0.0), (R18, 1, x(R18) * 6000.0, 100.0), (R18, 8, x(R18, 8) * 600.0, 200.0)]
+    rows = [(R18, 1, x(R18) * 3000.0, 0.0), (R18, 1, x(R18) * 3000.0, 100.0), (R18, 8, x(R18, 8) * 600.0, 200.0)]
     trace.write_text("".join(f"{t}\tcmd\t-n\t1\t{steps:.0f}\t{a:.0f}\t{g}\n" for t, g, steps, a in rows))
     rules = RoundRules(360.0, 240.0, objective="energy", delta=0.9, max_slowdown=0.0, slurm_starts=True)
     spec = ReplaySpec(trace=trace, cluster="v100:16", policies=("wattplan",), rules=rules)
     setup = SimulatedCluster(
-        load_s=30.0, launch_s=0.0, power_save=True, power_down=True, suspend_s=7200.0, up_before_s=600.0
+        load_s=30.0, launch_s=0.0, power_save=True, power_down=True, suspend_s=1200.0, up_before_s=600.0
     )
     result = replay_on_slurm(spec, "wattplan", setup, tmp_path / "out")
     log = (tmp_path / "out" / "wattplan" / "agent.log").read_text()
@@ -403,8 +365,7 @@ def test_a_burst_after_a_lull_finds_a_node_booted_ahead(tmp_path: Path) -> None:
 
     b (8 GPUs) comes at 2,000 s and c (8 GPUs) at 2,100 s. Without ``--power-up`` Slurm boots a node for each as it
     comes, and c waits a whole boot (300 s). With it, b's round sees 8 GPUs asked for over the last cycle (360 s),
-    none ended, and 7 free beside a, which hold 7 x 1/9 = 0.8 GPUs of the hour's mix (an 8-GPU job fits none of
-    them): ``ceil((8 - 0.8) / 8) = 1`` node of reserve and none standing, so it boots the
+    none ended, and 7 free beside a: ``ceil((8 - 7) / 8) = 1`` node of reserve and none standing, so it boots the
     third node then, and c finds it booting since b's round: it ends about 100 s sooner (the gap between the
     arrivals; Slurm counts the boot in the job's run, so its start is the same). a and b run the same either way.
     """
@@ -421,7 +382,7 @@ def test_a_burst_after_a_lull_finds_a_node_booted_ahead(tmp_path: Path) -> None:
     rounds = re.findall(r"round \d+ t=(\d+)s[^\n]*\n((?:  [^\n]*\n)*)", log)
     ups = [(float(t), notes) for t, notes in rounds if "booting powered-down node(s)" in notes]
     assert [round(t) for t, _ in ups] == [pytest.approx(2000, abs=40)], log
-    said = "booting powered-down node(s) v100-2: 8.0 GPUs asked for and 0.0 ended in the last 360 s, 0.8 free"
+    said = "booting powered-down node(s) v100-2: 8.0 GPUs asked for and 0.0 ended in the last 360 s, 7 free"
     assert said in ups[0][1]
     assert "booting" not in (tmp_path / "outFalse" / "wattplan" / "agent.log").read_text()
     without, with_up = runs[False], runs[True]

@@ -60,13 +60,7 @@ from wattplan.planner.agent.commands import CommandResult, Run, SlurmError
 from wattplan.planner.agent.decide import Decision, SlurmJobNow, decide
 from wattplan.planner.agent.energy_budget import SAME_S, EnergyLedger, RoundShare
 from wattplan.planner.agent.metrics import AgentMetrics, RoundFigures
-from wattplan.planner.agent.node_power import (
-    WINDOW_S,
-    PowerDownChoice,
-    choose_power_down,
-    choose_power_up,
-    usable_free_gpus,
-)
+from wattplan.planner.agent.node_power import PowerDownChoice, choose_power_down, choose_power_up
 from wattplan.planner.agent.node_settings import Clock, JobSetting
 from wattplan.planner.agent.options import AgentOptions
 from wattplan.planner.agent.power_cap import CapFile
@@ -763,10 +757,9 @@ class Agent:
         time, nothing powered down when they cannot be read), that are powered and idle (``sinfo``: no job holds a
         CPU; no flag but ``COMPLETING``, an epilog ending, so no power-down pending and no boot), whose GPUs no job
         holds (``scontrol show job -d``: a job that ended lists its node with no GPU until ``MinJobAge``) and to which
-        this round's plan starts no job (``starting``: GPUs per node). ``free`` is what the free GPUs of the usable
-        nodes that run or start jobs can hold of the arrivals' mix (:func:`~.node_power.usable_free_gpus`). One
-        ``scontrol update NodeName=N State=POWER_DOWN`` per node (on a node still completing, Slurm powers it down
-        once the epilog ends).
+        this round's plan starts no job (``starting``: GPUs per node). ``free`` counts the free GPUs of the usable
+        nodes that run or start jobs. One ``scontrol update NodeName=N State=POWER_DOWN`` per node (on a node still
+        completing, Slurm powers it down once the epilog ends).
 
         Power-up: the usable nodes ``sinfo`` shows powered down (not drained) to which this round starts no job
         (Slurm boots those for it), booted by one ``scontrol update NodeName=N State=POWER_UP`` each; the reserve
@@ -783,11 +776,10 @@ class Agent:
         mine = sorted((n for n in nodes if n.name in usable), key=lambda n: _node_key(n.name))
         idle = [n for n in mine if _idle_now(n) and n.name not in used]
         booting = [n for n in mine if _booting_idle(n) and n.name not in used]
-        free_by_node = [max(n.gpus - used[n.name], 0) for n in mine if n.name in used and n.state in ("mixed", "idle")]
+        free = sum(max(n.gpus - used[n.name], 0) for n in mine if n.name in used and n.state in ("mixed", "idle"))
         arrivals = [(k.arrival_s, k.requested_gpus) for k in known.values()]
         watched = now_s - min((t for t, _ in arrivals), default=now_s)  # since the first arrival it knows of
         k = max((n.gpus for n in mine), default=1)
-        free = usable_free_gpus(free_by_node, k, arrivals, now_s, WINDOW_S)
         if self.cfg.power_up:
             off = [n.name for n in mine if n.state == "off" and n.name not in used]  # not one Slurm boots for a job
             ends = [(j.ended_s, j.requested_gpus) for j in known.values() if j.ended_s is not None]

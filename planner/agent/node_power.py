@@ -20,16 +20,7 @@ the agent knows of (Slurm's submit times, kept in its state), so that an idle cl
 thin the burst's rate (seen live: an agent started 290 s before the first job powered two nodes down in the
 first wave's ramp-up, and the wave's next 8-GPU job waited for a boot); the GPUs expected within
 ``c`` are ``D = lambda c``. Arrivals take the free GPUs of the powered nodes that run jobs first (``F`` of them),
-then the idle powered nodes in ``slurm.conf``'s order, ``K`` GPUs each.
-
-**Free GPUs a job can use** (:func:`usable_free_gpus`). A job runs on one node (it asks for at most ``K`` GPUs; a
-wider one takes whole nodes), so a running node's ``f_n`` free GPUs take only jobs of at most ``f_n`` GPUs: seven
-GPUs free on a node take no 8-GPU job, and one free on each of four nodes no 2-GPU job. ``F`` is therefore what
-the free GPUs can hold of the arrivals' mix: ``F = sum_g w_g sum_n g floor(f_n / g)``, ``w_g`` the share of the GPUs
-asked for in jobs of ``g`` GPUs among the arrivals of the last hour (``g`` at most ``K``), the plain sum of the
-``f_n`` when none arrived. Counting every free GPU, the agent powered a node down with 6.8 GPUs expected and 7 free,
-and the burst that followed had 4- and 8-GPU jobs wait for its boot (short_jobs live at 20x, benchmarks/RESULTS.md,
-"Short jobs"). The ``k``-th idle node is needed once
+then the idle powered nodes in ``slurm.conf``'s order, ``K`` GPUs each. The ``k``-th idle node is needed once
 ``F + (k - 1) K`` GPUs have been asked for, expected at ``(F + (k - 1) K) / lambda``; it is kept on if that is
 within ``c``, so the first ``ceil((D - F) / K)`` idle nodes stay on (none when ``D <= F``) and the others are
 powered down.
@@ -89,35 +80,10 @@ def demand_rate(arrivals: Iterable[tuple[float, int]], now_s: float, watched_s: 
     return sum(g for t, g in arrivals if now_s - span <= t <= now_s) / span
 
 
-def usable_free_gpus(
-    free_by_node: Sequence[int],
-    gpus_per_node: int,
-    arrivals: Iterable[tuple[float, int]],
-    now_s: float,
-    window_s: float,
-) -> float:
-    """``F`` (GPUs): what the free GPUs of the running nodes can hold of the arrivals' mix (module docstring).
-
-    ``F = sum_g w_g sum_n g floor(f_n / g)`` over the sizes ``g`` (capped at ``gpus_per_node``, ``K``) of the
-    ``(arrival s, GPUs)`` in ``[now - window_s, now]``, ``w_g`` their share of the GPUs asked for; ``sum_n f_n`` when
-    none arrived in the window. At most ``sum_n f_n``; equal to it when every job asks for one GPU.
-    """
-    free = [max(0, int(f)) for f in free_by_node]
-    asked: dict[int, int] = {}
-    for t, g in arrivals:
-        if now_s - window_s <= t <= now_s and g > 0:
-            size = min(int(g), gpus_per_node)
-            asked[size] = asked.get(size, 0) + int(g)
-    total = sum(asked.values())
-    if not total:
-        return float(sum(free))
-    return sum(share / total * sum(size * (f // size) for f in free) for size, share in asked.items())
-
-
 def choose_power_down(
     idle: Sequence[str],
     gpus_per_node: int,
-    free_gpus: float,
+    free_gpus: int,
     arrivals: Iterable[tuple[float, int]],
     now_s: float,
     watched_s: float,
@@ -127,9 +93,9 @@ def choose_power_down(
 ) -> PowerDownChoice:
     """Which of the ``idle`` powered nodes (in ``slurm.conf``'s order) to power down now (module docstring).
 
-    ``free_gpus``: ``F``, what the free GPUs of the powered nodes that run jobs can hold (:func:`usable_free_gpus`);
-    ``arrivals``: ``(arrival s, GPUs requested)`` of the managed jobs seen; ``watched_s``: the time since the first
-    arrival the agent knows of (s); ``power_cycle_s``: ``c``; ``waiting``: managed jobs the round left waiting.
+    ``free_gpus``: ``F``, the free GPUs of the powered nodes that run jobs; ``arrivals``: ``(arrival s, GPUs
+    requested)`` of the managed jobs seen; ``watched_s``: the time since the first arrival the agent knows of (s);
+    ``power_cycle_s``: ``c``; ``waiting``: managed jobs the round left waiting.
     """
     if not idle:
         return PowerDownChoice((), (), 0.0, "no idle node")
@@ -142,8 +108,8 @@ def choose_power_down(
     keep = max(0, math.ceil((demand - free_gpus) / gpus_per_node - 1e-9))
     kept, down = tuple(idle[:keep]), tuple(idle[keep:])
     why = (
-        f"{demand:.1f} GPUs expected within {power_cycle_s:.0f} s, {free_gpus:.1f} free on running nodes for "
-        f"their sizes: {len(kept)} idle node(s) kept on"
+        f"{demand:.1f} GPUs expected within {power_cycle_s:.0f} s, {free_gpus} free on running nodes: "
+        f"{len(kept)} idle node(s) kept on"
     )
     return PowerDownChoice(down, kept, demand, why)
 
@@ -163,7 +129,7 @@ def choose_power_up(
     off: Sequence[str],
     standing: int,
     gpus_per_node: int,
-    free_gpus: float,
+    free_gpus: int,
     arrivals: Iterable[tuple[float, int]],
     departures: Iterable[tuple[float, int]],
     now_s: float,
@@ -172,8 +138,8 @@ def choose_power_up(
 ) -> PowerUpChoice:
     """Which of the ``off`` nodes (powered down, in ``slurm.conf``'s order) to boot now (module docstring).
 
-    ``standing``: the reserve's nodes now, those powered or booting with no job; ``free_gpus``: ``F``, as
-    :func:`choose_power_down`'s; ``departures``: ``(end s, GPUs requested)`` of the managed jobs that ended;
+    ``standing``: the reserve's nodes now, those powered or booting with no job; ``free_gpus``: ``F``, the free GPUs
+    of the powered nodes that run jobs; ``departures``: ``(end s, GPUs requested)`` of the managed jobs that ended;
     the rest as :func:`choose_power_down`. ``ceil((N_c - F) / K) - standing`` nodes are booted (none before a cycle
     was watched).
     """
@@ -185,7 +151,7 @@ def choose_power_up(
     need = max(0, math.ceil((growth - free_gpus) / gpus_per_node - 1e-9)) - standing
     up = tuple(off[: max(0, need)])
     why = (
-        f"{asked:.1f} GPUs asked for and {ended:.1f} ended in the last {power_cycle_s:.0f} s, {free_gpus:.1f} free "
-        f"on running nodes for their sizes and {standing} idle node(s): {len(up)} booted"
+        f"{asked:.1f} GPUs asked for and {ended:.1f} ended in the last {power_cycle_s:.0f} s, {free_gpus} free on "
+        f"running nodes and {standing} idle node(s): {len(up)} booted"
     )
     return PowerUpChoice(up, growth, why)
