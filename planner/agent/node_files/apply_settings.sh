@@ -7,7 +7,8 @@
 # One pass: for every job in $WATTPLAN_NODE_DIR/NODE/gpus/ (the jobs running here, as the prolog wrote them)
 # that has a settings file, each of its GPUs whose current value differs from the setting gets it:
 # power.limit against a power_limit_w setting (then -pl), clocks.sm against a sm_clock_mhz setting (then
-# -lgc), one nvidia-smi call for all of a job's GPUs to change. A guest's file is skipped: the pair's GPUs run at the host's setting. The current values come from one
+# -lgc), one nvidia-smi call for all of a job's GPUs to change. A guest's file is skipped: the pair's GPUs run
+# at the host's setting. The current values come from one
 # `nvidia-smi --query-gpu=index,power.limit,clocks.sm` per pass, made only when a job has a setting: one call per
 # GPU held the node's lock for much of every second on a busy emulated node (eight process starts), so a
 # starting job's prolog waited for it (a median 2.9 s from start to launch on a burst, benchmarks/RESULTS.md).

@@ -10,8 +10,9 @@
 #    else gpus/JOBID, else SLURM_JOB_GPUS. The job id leaves $WATTPLAN_NODE_DIR/NODE/jobmap/INDEX of each that
 #    the new run does not use; a file left empty is deleted.
 # 3. Each GPU no job remains on is reset: power limit back to nvidia-smi's power.default_limit (-pl) and
-#    its SM clock lock released (-rgc), one nvidia-smi call of each kind for all of them. A GPU another job still runs on (the host of a guest that ends first,
-#    or the guest of a host that ends first) keeps its setting: the last of the two resets it.
+#    its SM clock lock released (-rgc), one nvidia-smi call of each kind for all of them. A GPU another job
+#    still runs on (the host of a guest that ends first, or the guest of a host that ends first) keeps its
+#    setting: the last of the two resets it.
 # 4. The run's record is removed, and $WATTPLAN_NODE_DIR/NODE/gpus/JOBID unless a newer run wrote it.
 #
 # Exit status: Slurm drains a node whose epilog fails, so the epilog exits 0 on everything that concerns one
@@ -38,7 +39,8 @@ reset_gpus() {
   local out idx default_w current_w w status=0
   local -a each
   local -A to_default=()
-  if ! out=$(nvidia-smi -i "$1" --query-gpu=index,power.default_limit,power.limit --format=csv,noheader,nounits 2>&1); then
+  local query=--query-gpu=index,power.default_limit,power.limit
+  if ! out=$(nvidia-smi -i "$1" "$query" --format=csv,noheader,nounits 2>&1); then
     if [[ $1 != *,* ]]; then
       log "GPU $1: cannot read its power limits: $out"
       return 1
