@@ -31,7 +31,14 @@ from tests.conftest import tiny_instance_doc
 from tests.slurm_cluster import need_emulated_cluster
 from wattplan.planner.cli import app
 from wattplan.planner.cluster.emulator import Emulator
-from wattplan.planner.cluster.layout import ClusterLayout, write_json_atomic, write_text_atomic
+from wattplan.planner.cluster.layout import (
+    POWER_STOPPING,
+    ClusterLayout,
+    parse_power_state,
+    power_off_since,
+    write_json_atomic,
+    write_text_atomic,
+)
 from wattplan.planner.cluster.processes import command_line, start_ticks
 from wattplan.planner.cluster.slurm_daemons import PowerSave
 from wattplan.planner.cluster.trainer import progress_path
@@ -256,6 +263,56 @@ def test_a_node_that_is_off_draws_nothing_and_a_booting_one_its_idle_power(tmp_p
     assert emu.view.power_states["v100-1"] == power.ON
 
 
+def test_a_node_shutting_down_draws_its_idle_power_for_the_shutdown_then_nothing(tmp_path: Path) -> None:
+    """``off`` since T (the suspend program's file): a server shuts down for ``SHUTDOWN_S`` emulated s, then is off.
+
+    For 60 emulated s (6 real s at time scale 10) it draws ``Pnode`` and its GPUs' idle power and runs nothing, as
+    the replay charges a shutdown.
+    """
+    layout = _emulated(tmp_path)
+    emu = Emulator(layout)
+    node_w, idle_w = emu.node_power_w["v100-1"], emu.idle_w[("v100-1", 1)]
+    gpus1 = [("v100-1", i) for i in range(4)]
+    emu.tick(2000.0)
+    power.write_state(layout, "v100-1", power.OFF, since_unix=2000.0)
+    assert power.read_state(layout, "v100-1") == power.OFF
+    emu.tick(2001.0)  # 10 emulated s since: shutting down
+    assert emu.view.power_states["v100-1"] == POWER_STOPPING
+    assert emu.view.snapshot.jobs["8"].reason == "node v100-1 is shutting down"
+    assert _metric(emu, "wattplan_node_powered", "v100-1") == [1.0]
+    assert _metric(emu, "wattplan_node_power_watts", "v100-1") == [node_w]
+    before = (dict(emu.energy_mj), dict(emu.node_j))
+    emu.tick(2005.0)  # 40 emulated s at the shutdown's draw
+    assert emu.node_j["v100-1"] - before[1]["v100-1"] == pytest.approx(node_w * 40.0)
+    for g in gpus1:
+        assert emu.energy_mj[g] - before[0][g] == pytest.approx(idle_w * 40.0 * 1000)
+    assert emu.view.power_states["v100-1"] == POWER_STOPPING
+    emu.tick(2006.5)  # 65 emulated s since: off (the 15 s before at the shutdown's draw)
+    assert emu.view.power_states["v100-1"] == power.OFF and _metric(emu, "wattplan_node_powered", "v100-1") == [0.0]
+    assert emu.node_j["v100-1"] - before[1]["v100-1"] == pytest.approx(node_w * 55.0)
+    off = (dict(emu.energy_mj), dict(emu.node_j))
+    emu.tick(2010.0)
+    assert emu.node_j["v100-1"] == off[1]["v100-1"] and all(emu.energy_mj[g] == off[0][g] for g in gpus1)
+
+
+@pytest.mark.parametrize(
+    ("text", "state", "since"),
+    [
+        ("off\n", "off", None),
+        ("off\nsince=1700000000.250\n", "off", 1700000000.25),
+        ("off\nsince=nan\n", "off", None),
+        ("off\nsince=soon\n", "off", None),
+        ("resuming\n", "resuming", None),
+        ("since=5\noff\n", "on", None),  # the state is the first line
+        (None, "on", None),
+    ],
+)
+def test_a_power_file_says_its_state_on_its_first_line_and_when_it_went_off(
+    text: str | None, state: str, since: float | None
+) -> None:
+    assert parse_power_state(text) == state and power_off_since(text) == since
+
+
 # -- the power programs, without Slurm ------------------------------------------------------------------------
 
 
@@ -297,8 +354,11 @@ def test_a_boot_starts_the_nodes_slurmd_and_a_suspend_stops_it(powered: ClusterL
     (slurmd,) = power.running_slurmds(layout, "v100-0")
     assert command_line(slurmd) == " ".join(_fake_slurmd(layout.slurm_conf, "v100-0", rebooted=True))
     assert power.recorded(layout, ["v100-0"])["slurmd-v100-0-resumed"]["pid"] == slurmd
+    suspended = time.time()
     power.suspend(layout, "v100-[0]")
     assert power.read_state(layout, "v100-0") == power.OFF and command_line(slurmd) is None
+    since = power_off_since(layout.power_file("v100-0").read_text())  # the emulator counts its shutdown from it
+    assert since is not None and suspended <= since <= time.time()
     assert power.recorded(layout, ["v100-0"]) == {}
     assert power.boot(layout, "v100-0") == 1  # a boot that finds its node off again gives up: no slurmd
 

@@ -28,9 +28,11 @@ present, else the manifest's ``node_power_w``, else :data:`planner.contracts.def
 :func:`planner.sim.round_instance.cluster_context` chooses. A node is powered unless Slurm's power saving (``cluster up
 --power-save``, :mod:`planner.cluster.power`) says otherwise in ``emu/power/NODE``, read every tick: ``off``, the node
 and its GPUs draw 0 W (their counters stand still, a job mapped there runs at speed 0); ``resuming``, a booting
-server, they draw ``Pnode`` and the GPUs' idle power and no job computes. Counters go to ``emu/counters.json`` every
-:data:`PERSIST_S` real seconds and on SIGTERM; a restarted emulator continues them (the time it was down is not
-counted), so they never go down.
+server, they draw ``Pnode`` and the GPUs' idle power and no job computes; ``off`` since less than a server's
+shutdown (the file's ``since=`` line, :data:`~planner.agent.node_power.SHUTDOWN_S` emulated seconds), a server
+shutting down (``stopping``), the same as booting, as the replay's simulated Slurm charges it. Counters go to
+``emu/counters.json`` every :data:`PERSIST_S` real seconds and on SIGTERM; a restarted emulator continues them (the
+time it was down is not counted), so they never go down.
 
 ``GET /metrics`` on 127.0.0.1:P is Prometheus text in dcgm-exporter's names, per GPU with labels ``gpu="IDX"``,
 ``UUID="GPU-<uuid5 of node and index>"``, ``device="nvidiaIDX"``, ``modelName`` (the GPU type's name),
@@ -70,12 +72,15 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TypeGuard
 
+from wattplan.planner.agent.node_power import SHUTDOWN_S
 from wattplan.planner.cluster.layout import (
     POWER_OFF,
     POWER_ON,
+    POWER_STOPPING,
     Clock,
     ClusterLayout,
     parse_power_state,
+    power_off_since,
     write_json_atomic,
 )
 from wattplan.planner.cluster.trainer import progress_path
@@ -192,7 +197,7 @@ class View:
     node_power_w: dict[str, float] = field(default_factory=dict)
     """Each node's draw besides its GPUs (W): its ``Pnode``, 0 while it is off."""
     power_states: dict[str, str] = field(default_factory=dict)
-    """Each node's power state (``on``, ``off``, ``resuming``)."""
+    """Each node's power state (``on``, ``off``, ``resuming``, ``stopping``)."""
 
 
 class Emulator:
@@ -339,7 +344,9 @@ class Emulator:
         states = {gpu: self._gpu_state(gpu, now_unix) for gpu in self.gpu_ids}
         regs = self._registrations(now_unix)
         held = self._mapping(now_unix)
-        powered = {n.name: parse_power_state(self.cache.read(self.power_paths[n.name], now_unix)) for n in self.nodes}
+        powered = {
+            n.name: self._power_state(self.cache.read(self.power_paths[n.name], now_unix), now_unix) for n in self.nodes
+        }
         jobs = [RunningJob(r.job_id, r.job_type, r.phase, tuple(held.get(r.job_id, ()))) for r in regs.values()]
         self.cache.sweep()
         snap = self._powered(evaluate(self.index, jobs, states), powered)
@@ -366,8 +373,16 @@ class Emulator:
             self.last_persist_unix = now_unix
         return self.view
 
+    def _power_state(self, text: str | None, now_unix: float) -> str:
+        """A node's power state from its file's ``text``: ``off`` since under a shutdown reads ``stopping``."""
+        state = parse_power_state(text)
+        since = power_off_since(text) if state == POWER_OFF else None
+        if since is not None and (now_unix - since) * self.clock.time_scale < SHUTDOWN_S:
+            return POWER_STOPPING
+        return state
+
     def _powered(self, snap: Snapshot, powered: Mapping[str, str]) -> Snapshot:
-        """``snap`` with the GPUs of nodes that are off (0 W) or booting (idle power) and their jobs stopped."""
+        """``snap`` with the GPUs of nodes off (0 W), booting or shutting down (idle power), their jobs stopped."""
         if all(state == POWER_ON for state in powered.values()):
             return snap
         gpus, jobs = dict(snap.gpus), dict(snap.jobs)
@@ -376,7 +391,9 @@ class Emulator:
             if state == POWER_ON:
                 continue
             gpus[gpu] = GpuPower(0.0 if state == POWER_OFF else self.idle_w[gpu], gp.jobs, False, 0.0)
-            why = f"node {gpu[0]} is {'powered off' if state == POWER_OFF else 'booting'}"
+            why = f"node {gpu[0]} is " + {POWER_OFF: "powered off", POWER_STOPPING: "shutting down"}.get(
+                state, "booting"
+            )
             for job_id in gp.jobs:
                 if job_id in jobs and jobs[job_id].reason is None:
                     jobs[job_id] = replace(jobs[job_id], steps_per_s=0.0, reason=why, computing=False)
@@ -503,7 +520,7 @@ class Emulator:
         yield from family(
             "wattplan_node_powered",
             "gauge",
-            "1 while a node is on or booting, 0 while Slurm's power saving has it off.",
+            "1 while a node is on, booting or shutting down, 0 while Slurm's power saving has it off.",
             [({"Hostname": n.name}, 0.0 if v.power_states.get(n.name) == POWER_OFF else 1.0) for n in self.nodes],
         )
         yield from family("wattplan_emulated_time_seconds", "gauge", "The emulated clock (s).", [({}, v.emulated_s)])

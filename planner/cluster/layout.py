@@ -46,10 +46,12 @@ __all__ = [
     "POWER_OFF",
     "POWER_ON",
     "POWER_RESUMING",
+    "POWER_STOPPING",
     "Clock",
     "ClusterLayout",
     "JobSetting",
     "parse_power_state",
+    "power_off_since",
     "slurm_env",
     "write_json_atomic",
     "write_text_atomic",
@@ -62,12 +64,31 @@ POWER_OFF = "off"
 POWER_RESUMING = "resuming"
 """A node's power states under Slurm's power saving; ``emu/power/NODE`` holds ``off`` or ``resuming``, no file
 means ``on`` (module docstring)."""
+POWER_STOPPING = "stopping"
+"""The emulator's name for a node whose file says ``off`` since less than a server's shutdown: it still draws its
+idle power and runs no job (:mod:`planner.cluster.emulator`)."""
+OFF_SINCE = "since="
+"""The line of an ``off`` file that says when the node went off: ``since=UNIX`` (s, written by the suspend program,
+:func:`power_off_since`)."""
 
 
 def parse_power_state(text: str | None) -> str:
-    """The power state ``emu/power/NODE``'s text says (None: no file): ``off``, ``resuming``, else ``on``."""
-    word = (text or "").strip()
+    """The power state ``emu/power/NODE``'s text says (None: no file): first line ``off``, ``resuming``, else ``on``."""
+    lines = (text or "").strip().splitlines()
+    word = lines[0].strip() if lines else ""
     return word if word in (POWER_OFF, POWER_RESUMING) else POWER_ON
+
+
+def power_off_since(text: str | None) -> float | None:
+    """When an ``off`` file's node went off (unix s, its ``since=`` line); None without a valid one."""
+    for line in (text or "").splitlines()[1:]:
+        if line.startswith(OFF_SINCE):
+            try:
+                since = float(line[len(OFF_SINCE) :])
+            except ValueError:
+                return None
+            return since if since == since and abs(since) != float("inf") else None
+    return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,8 +4,9 @@
 cluster's ``bin/``:
 
 - ``bin/suspend HOSTLIST`` (``SuspendProgram``): each node's server goes off. Its pending boot, if any, is stopped,
-  its slurmd is stopped (a server that is off runs no slurmd) and ``emu/power/NODE`` reads ``off``: the emulator
-  counts no energy for the node from then on;
+  its slurmd is stopped (a server that is off runs no slurmd) and ``emu/power/NODE`` reads ``off`` since now: the
+  emulator counts the node's idle power over a server's shutdown
+  (:data:`~planner.agent.node_power.SHUTDOWN_S` emulated seconds, as the replay does), then no energy;
 - ``bin/resume HOSTLIST`` (``ResumeProgram``): each node boots. ``emu/power/NODE`` reads ``resuming`` (the
   emulator counts the node's idle power, as a booting server draws) and a boot helper, in a session of its own,
   waits the boot (``--resume-s`` emulated seconds, ``resume_s / time_scale`` real ones) and starts the node's
@@ -48,6 +49,7 @@ from typing import Any
 
 from wattplan.planner.agent.slurm_detail import expand_hostlist
 from wattplan.planner.cluster.layout import (
+    OFF_SINCE,
     POWER_OFF,
     POWER_ON,
     POWER_RESUMING,
@@ -80,8 +82,12 @@ def read_state(layout: ClusterLayout, node: str) -> str:
         return ON
 
 
-def write_state(layout: ClusterLayout, node: str, state: str) -> None:
-    """Set ``node``'s power state: ``emu/power/NODE`` written atomically, or removed for ``on``."""
+def write_state(layout: ClusterLayout, node: str, state: str, since_unix: float | None = None) -> None:
+    """Set ``node``'s power state: ``emu/power/NODE`` written atomically, or removed for ``on``.
+
+    ``since_unix`` (with ``off``): when the node went off, a ``since=`` line from which the emulator counts its
+    shutdown (:data:`planner.cluster.layout.POWER_STOPPING`); without it the node is off at once.
+    """
     if state not in STATES:
         raise ValueError(f"{state!r} is not a power state ({', '.join(STATES)})")
     path = layout.power_file(node)
@@ -89,7 +95,8 @@ def write_state(layout: ClusterLayout, node: str, state: str) -> None:
         path.unlink(missing_ok=True)
     else:
         layout.power_dir.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(path, state + "\n")
+        since = f"{OFF_SINCE}{since_unix:.3f}\n" if state == OFF and since_unix is not None else ""
+        write_text_atomic(path, state + "\n" + since)
 
 
 def _log(text: str) -> None:
@@ -253,7 +260,7 @@ def suspend(layout: ClusterLayout, hostlist: str) -> None:
         with node_lock(layout, node):
             boot_stopped = _stop_record(layout, node, "boot")
             stopped = _stop_slurmds(layout, node)
-            write_state(layout, node, OFF)
+            write_state(layout, node, OFF, since_unix=time.time())
         what = f"slurmd {', '.join(map(str, stopped))} stopped" if stopped else "no slurmd ran"
         _log(f"suspend {node}: {what}{'; its boot stopped' if boot_stopped else ''}; off")
 
