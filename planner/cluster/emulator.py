@@ -200,6 +200,10 @@ class View:
     """Each node's power state (``on``, ``off``, ``resuming``, ``stopping``)."""
 
 
+_NOT_ON_WHY = {POWER_OFF: "powered off", POWER_STOPPING: "shutting down"}
+"""Why a job on a node that is not on computes nothing, by the node's state (``resuming``: booting)."""
+
+
 class Emulator:
     """The emulated GPUs of one cluster folder (module docstring); :meth:`tick` is one step of the daemon."""
 
@@ -391,9 +395,7 @@ class Emulator:
             if state == POWER_ON:
                 continue
             gpus[gpu] = GpuPower(0.0 if state == POWER_OFF else self.idle_w[gpu], gp.jobs, False, 0.0)
-            why = f"node {gpu[0]} is " + {POWER_OFF: "powered off", POWER_STOPPING: "shutting down"}.get(
-                state, "booting"
-            )
+            why = f"node {gpu[0]} is {_NOT_ON_WHY.get(state, 'booting')}"
             for job_id in gp.jobs:
                 if job_id in jobs and jobs[job_id].reason is None:
                     jobs[job_id] = replace(jobs[job_id], steps_per_s=0.0, reason=why, computing=False)

@@ -33,6 +33,7 @@ scale: the agent at scale 1 with ``t0_unix = 0`` reads Unix time, as on a real c
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -87,7 +88,7 @@ def power_off_since(text: str | None) -> float | None:
                 since = float(line[len(OFF_SINCE) :])
             except ValueError:
                 return None
-            return since if since == since and abs(since) != float("inf") else None
+            return since if math.isfinite(since) else None
     return None
 
 
