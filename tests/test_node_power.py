@@ -10,12 +10,20 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from tests.helpers.sim_slurm import IDLE, NODE_W, R18, simulated, x
-from wattplan.planner.agent.node_power import choose_power_down, choose_power_up, demand_rate
+from wattplan.planner.agent.node_power import (
+    boot_wait_share,
+    choose_power_down,
+    choose_power_up,
+    demand_cdf,
+    demand_rate,
+    reserve_nodes,
+)
 from wattplan.planner.agent.options import AgentOptions
 from wattplan.planner.agent.slurm_actions import power_down_call, power_up_call
 from wattplan.planner.agent.slurm_config import power_save_excluded, slurm_config
@@ -76,6 +84,84 @@ def test_nothing_is_powered_down_while_a_job_waits_or_before_a_cycle_was_watched
     # no arrival in the last hour, watched long enough: every idle node goes down
     assert choose_power_down(idle, 8, 0, [(0.0, 8)], 7200.0, 7200.0, 360.0, waiting=0).down == ("n1", "n2")
     assert choose_power_down([], 8, 0, [], 7200.0, 7200.0, 360.0, waiting=0).down == ()
+
+
+def _poisson_cdf(mu: float, m: int) -> float:
+    return sum(math.exp(-mu) * mu**k / math.factorial(k) for k in range(m + 1))
+
+
+def test_the_boot_wait_share_is_the_limit_times_the_jct_over_the_boot() -> None:
+    """``q = min(1, x J / R)``: a share ``q`` of jobs waiting ``R`` adds ``q R / J`` to the average JCT."""
+    assert boot_wait_share(0.10, 324.0, 300.0) == pytest.approx(0.108)
+    assert boot_wait_share(0.03, 1000.0, 300.0) == pytest.approx(0.1)
+    assert boot_wait_share(0.10, 7200.0, 300.0) == 1.0  # long jobs: a boot is within the limit
+    assert boot_wait_share(None, 324.0, 300.0) == 1.0  # no limit: the mean rule alone
+    assert boot_wait_share(0.0, 324.0, 300.0) == 0.0  # no slack: no job may wait a boot
+    assert boot_wait_share(0.10, 324.0, 0.0) == 1.0  # a boot that takes no time costs no JCT
+
+
+def test_the_demand_over_a_cycle_is_compound_poisson_by_hand() -> None:
+    # 1-GPU jobs only: Poisson(mu)
+    cdf = demand_cdf(Counter({1: 5}), 2.0, 6)
+    assert cdf == pytest.approx([_poisson_cdf(2.0, m) for m in range(7)])
+    # 2-GPU jobs only: A = 2 N, so P(A <= 2n + 1) = P(A <= 2n) = P(N <= n)
+    cdf = demand_cdf(Counter({2: 3}), 1.5, 5)
+    assert cdf == pytest.approx([_poisson_cdf(1.5, m // 2) for m in range(6)])
+    # half 1-GPU, half 8-GPU jobs, mu = 1: P(A = 0) = e^-1, P(A = 1) = e^-1 x 1/2, P(A = 8) adds e^-1 x 1/2 and the
+    # four 1-GPU jobs' e^-1 (1/2)^8 / 8!
+    cdf = demand_cdf(Counter({1: 4, 8: 4}), 1.0, 8)
+    e = math.exp(-1.0)
+    assert cdf[0] == pytest.approx(e) and cdf[1] == pytest.approx(e * 1.5)
+    pmf8 = cdf[8] - cdf[7]
+    assert pmf8 == pytest.approx(e * 0.5 + e * 0.5**8 / math.factorial(8))
+    # no arrivals: nothing is asked for
+    assert demand_cdf(Counter(), 3.0, 4) == [1.0] * 5
+
+
+def test_many_jobs_a_cycle_take_the_normal_law_close_to_the_exact_one() -> None:
+    """Above 300 jobs a cycle: the normal law, whose 0.9 quantile of a Poisson(310) is within 2 GPUs of the exact."""
+    exact = next(m for m in range(1000) if _log_poisson_cdf(310.0, m) >= 0.9)
+    normal = next(m for m, p in enumerate(demand_cdf(Counter({1: 1}), 310.0, 400)) if p >= 0.9)
+    assert abs(normal - exact) <= 2
+
+
+def _log_poisson_cdf(mu: float, m: int) -> float:
+    return sum(math.exp(k * math.log(mu) - mu - math.lgamma(k + 1)) for k in range(m + 1))
+
+
+def test_a_reserve_keeps_the_node_the_mean_powers_down_on_a_knife_edge() -> None:
+    """68 1-GPU jobs in the last hour: ``D = 6.8`` GPUs within 360 s, 7 free beside the running jobs.
+
+    The mean rule keeps no idle node (6.8 <= 7). ``P(Poisson(6.8) > 7) = 0.37``: a burst outgrows the free GPUs
+    in more than a third of the cycles. With ``q = 0.108`` (5-minute jobs, a 10% limit, a 300 s boot) the first
+    idle node stays on: ``P(Poisson(6.8) > 15) = 0.002``.
+    """
+    arrivals = [(3550.0 - 52.5 * k, 1) for k in range(68)]  # 6 of them in the last 360 s
+    assert 1.0 - _poisson_cdf(6.8, 7) == pytest.approx(0.372, abs=1e-3)
+    idle = ["n1", "n2", "n3"]
+    mean = choose_power_down(idle, 8, 7, arrivals, 3600.0, 7200.0, 360.0, waiting=0)
+    assert mean.demand_gpus == pytest.approx(6.8) and mean.kept == ()
+    priced = choose_power_down(idle, 8, 7, arrivals, 3600.0, 7200.0, 360.0, waiting=0, overflow_share=0.108)
+    assert priced.kept == ("n1",) and priced.down == ("n2", "n3")
+    assert "chance of 11% at most" in priced.why
+    assert reserve_nodes(arrivals, 3600.0, 3600.0, 360.0, 7, 8, 3, 0.108) == 1
+    assert 1.0 - _poisson_cdf(6.8, 15) == pytest.approx(0.0018, abs=1e-4)
+    # no slack at all keeps every idle node on; a whole share is the mean rule
+    assert choose_power_down(idle, 8, 7, arrivals, 3600.0, 7200.0, 360.0, 0, overflow_share=0.0).down == ()
+    assert reserve_nodes(arrivals, 3600.0, 3600.0, 360.0, 7, 8, 3, 1.0) == 0
+
+
+def test_the_reserve_never_keeps_fewer_than_the_mean_rule() -> None:
+    """For every share, window and free count the priced rule keeps at least what the mean rule keeps."""
+    bursts = [[(3600.0 - 37.0 * k, 1 + k % 8) for k in range(n)] for n in (0, 1, 3, 9, 20, 60)]
+    for arrivals in bursts:
+        for free in (0, 5, 13):
+            mean = choose_power_down(["a", "b", "c", "d"], 8, free, arrivals, 3600.0, 7200.0, 360.0, 0)
+            for share in (0.0, 0.01, 0.2, 0.9):
+                priced = choose_power_down(
+                    ["a", "b", "c", "d"], 8, free, arrivals, 3600.0, 7200.0, 360.0, 0, overflow_share=share
+                )
+                assert len(priced.kept) >= len(mean.kept)
 
 
 def test_the_power_down_call_names_one_node_and_refuses_a_host_list() -> None:
@@ -232,6 +318,8 @@ def test_a_node_update_slurm_would_refuse_is_refused() -> None:
 
 
 # ---------------------------------------------------------------------------------------------- a replay by hand
+# The replays set a 10% slowdown limit: their jobs run for 1,000 s and more, so a 300 s boot is within it
+# (``q = 1``, the mean rule); with no slack at all the agent powers nothing down early (the second test).
 
 
 def test_the_agent_powers_the_idle_node_down_at_its_first_round_past_a_cycle(tmp_path: Path) -> None:
@@ -245,7 +333,7 @@ def test_the_agent_powers_the_idle_node_down_at_its_first_round_past_a_cycle(tmp
     """
     trace = tmp_path / "one.trace"
     trace.write_text(f"{R18}\tcmd\t-n\t1\t{x(R18) * 2000.0:.0f}\t0\t1\n")  # about 2,000 s at full power
-    rules = RoundRules(360.0, 240.0, objective="energy", delta=0.9, max_slowdown=0.0, slurm_starts=True)
+    rules = RoundRules(360.0, 240.0, objective="energy", delta=0.9, max_slowdown=0.1, slurm_starts=True)
     spec = ReplaySpec(trace=trace, cluster="v100:16", policies=("wattplan",), rules=rules)
     results = {}
     for down in (False, True):
@@ -267,6 +355,25 @@ def test_the_agent_powers_the_idle_node_down_at_its_first_round_past_a_cycle(tmp
     assert saved_j == pytest.approx(240.0 * (node_w + idle_w), rel=1e-9)
 
 
+def test_no_slack_in_the_limit_keeps_the_idle_node_on(tmp_path: Path) -> None:
+    """The first test's replay with ``--max-slowdown 0``: the agent powers nothing down early.
+
+    No job may wait a boot (``q = 0``), so Slurm's ``SuspendTime`` alone acts, and the energy is the run's without
+    power-down.
+    """
+    trace = tmp_path / "one.trace"
+    trace.write_text(f"{R18}\tcmd\t-n\t1\t{x(R18) * 2000.0:.0f}\t0\t1\n")
+    rules = RoundRules(360.0, 240.0, objective="energy", delta=0.9, max_slowdown=0.0, slurm_starts=True)
+    spec = ReplaySpec(trace=trace, cluster="v100:16", policies=("wattplan",), rules=rules)
+    results = {}
+    for down in (False, True):
+        setup = SimulatedCluster(load_s=30.0, launch_s=0.0, power_save=True, power_down=down)
+        results[down] = replay_on_slurm(spec, "wattplan", setup, tmp_path / f"out-{down}")
+    assert "powering down" not in (tmp_path / "out-True" / "wattplan" / "agent.log").read_text()
+    assert results[True].summary["energy_kwh"] == pytest.approx(results[False].summary["energy_kwh"], rel=1e-12)
+    assert results[True].jobs[0]["jct_s"] == results[False].jobs[0]["jct_s"]
+
+
 def test_a_node_whose_job_ended_is_powered_down_while_slurm_still_lists_that_job(tmp_path: Path) -> None:
     """A job that ended lists its node with no GPU until ``MinJobAge`` (22.05): the node is idle all the same.
 
@@ -279,7 +386,7 @@ def test_a_node_whose_job_ended_is_powered_down_while_slurm_still_lists_that_job
     trace = tmp_path / "two.trace"
     rows = [(R18, 1, x(R18) * 4000.0), (R18, 8, x(R18, 8) * 1000.0)]
     trace.write_text("".join(f"{t}\tcmd\t-n\t1\t{steps:.0f}\t0\t{g}\n" for t, g, steps in rows))
-    rules = RoundRules(360.0, 240.0, objective="energy", delta=0.9, max_slowdown=0.0, slurm_starts=True)
+    rules = RoundRules(360.0, 240.0, objective="energy", delta=0.9, max_slowdown=0.1, slurm_starts=True)
     spec = ReplaySpec(trace=trace, cluster="v100:16", policies=("wattplan",), rules=rules)
     setup = SimulatedCluster(load_s=30.0, launch_s=0.0, power_save=True, power_down=True)
     result = replay_on_slurm(spec, "wattplan", setup, tmp_path / "out")
@@ -322,7 +429,7 @@ def test_a_node_slurm_keeps_out_of_power_saving_stays_on(tmp_path: Path) -> None
     """
     trace = tmp_path / "one.trace"
     trace.write_text(f"{R18}\tcmd\t-n\t1\t{x(R18) * 2000.0:.0f}\t0\t1\n")
-    rules = RoundRules(360.0, 240.0, objective="energy", delta=0.9, max_slowdown=0.0, slurm_starts=True)
+    rules = RoundRules(360.0, 240.0, objective="energy", delta=0.9, max_slowdown=0.1, slurm_starts=True)
     spec = ReplaySpec(trace=trace, cluster="v100:16", policies=("wattplan",), rules=rules)
     runs = {}
     for kept in ((), ("v100-1",)):
@@ -346,7 +453,7 @@ def test_an_idle_stretch_before_the_first_job_does_not_thin_the_demand(tmp_path:
     trace = tmp_path / "three.trace"
     rows = [(R18, 1, x(R18) * 3000.0, 0.0), (R18, 1, x(R18) * 3000.0, 100.0), (R18, 8, x(R18, 8) * 600.0, 200.0)]
     trace.write_text("".join(f"{t}\tcmd\t-n\t1\t{steps:.0f}\t{a:.0f}\t{g}\n" for t, g, steps, a in rows))
-    rules = RoundRules(360.0, 240.0, objective="energy", delta=0.9, max_slowdown=0.0, slurm_starts=True)
+    rules = RoundRules(360.0, 240.0, objective="energy", delta=0.9, max_slowdown=0.1, slurm_starts=True)
     spec = ReplaySpec(trace=trace, cluster="v100:16", policies=("wattplan",), rules=rules)
     setup = SimulatedCluster(
         load_s=30.0, launch_s=0.0, power_save=True, power_down=True, suspend_s=1200.0, up_before_s=600.0
@@ -372,7 +479,7 @@ def test_a_burst_after_a_lull_finds_a_node_booted_ahead(tmp_path: Path) -> None:
     trace = tmp_path / "burst.trace"
     rows = [(R18, 1, x(R18) * 4000.0, 0.0), (R18, 8, x(R18, 8) * 600.0, 2000.0), (R18, 8, x(R18, 8) * 600.0, 2100.0)]
     trace.write_text("".join(f"{t}\tcmd\t-n\t1\t{steps:.0f}\t{a:.0f}\t{g}\n" for t, g, steps, a in rows))
-    rules = RoundRules(360.0, 240.0, objective="energy", delta=0.9, max_slowdown=0.0, slurm_starts=True)
+    rules = RoundRules(360.0, 240.0, objective="energy", delta=0.9, max_slowdown=0.1, slurm_starts=True)
     spec = ReplaySpec(trace=trace, cluster="v100:24", policies=("wattplan",), rules=rules)
     runs = {}
     for up in (False, True):

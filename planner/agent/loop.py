@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import math
 import signal
+import statistics
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -60,7 +61,14 @@ from wattplan.planner.agent.commands import CommandResult, Run, SlurmError
 from wattplan.planner.agent.decide import Decision, SlurmJobNow, decide
 from wattplan.planner.agent.energy_budget import SAME_S, EnergyLedger, RoundShare
 from wattplan.planner.agent.metrics import AgentMetrics, RoundFigures
-from wattplan.planner.agent.node_power import PowerDownChoice, choose_power_down, choose_power_up
+from wattplan.planner.agent.node_power import (
+    SHUTDOWN_S,
+    WINDOW_S,
+    PowerDownChoice,
+    boot_wait_share,
+    choose_power_down,
+    choose_power_up,
+)
 from wattplan.planner.agent.node_settings import Clock, JobSetting
 from wattplan.planner.agent.options import AgentOptions
 from wattplan.planner.agent.power_cap import CapFile
@@ -790,9 +798,14 @@ class Agent:
                 self._send_node_calls(rnd, [power_up_call(name) for name in rise.up], report)
                 return
 
+        share = self._boot_wait_share(known, now_s)
+
         def choose(candidates: Sequence[NodeState]) -> PowerDownChoice:
             names = [n.name for n in candidates]
-            return choose_power_down(names, k, free, arrivals, now_s, watched, self.cfg.power_cycle_s, waiting)
+            cycle = self.cfg.power_cycle_s
+            return choose_power_down(
+                names, k, free, arrivals, now_s, watched, cycle, waiting, WINDOW_S, overflow_share=share
+            )
 
         if not choose(idle).down:  # Slurm's configuration is read only when a node would go down
             return
@@ -806,6 +819,27 @@ class Agent:
             return
         report.notes.append(f"powering down idle node(s) {', '.join(choice.down)}: {choice.why}")
         self._send_node_calls(rnd, [power_down_call(name) for name in choice.down], report)
+
+    def jct_limit(self) -> float | None:
+        """The JCT limit ``x`` a boot's wait is priced against (a fraction); None: no limit.
+
+        The tighter of ``--max-slowdown`` and ``--max-jct-increase`` where set.
+        """
+        limits = [x for x in (self.cfg.rules.max_slowdown, self.cfg.steering.max_increase) if x is not None]
+        return min(limits, default=None)
+
+    def _boot_wait_share(self, known: Mapping[str, KnownJob], now_s: float) -> float:
+        """``q``: the share of jobs the JCT limit lets wait a boot (:func:`~planner.agent.node_power.boot_wait_share`).
+
+        ``J`` is the median JCT Slurm alone gives the jobs that arrived in the last hour (the reference,
+        :attr:`LiveSteering.reference_runs`), all jobs seen when none did; ``R`` the cycle less the shutdown.
+        """
+        runs = self.steering.reference_runs
+        jcts = [(j.arrival_s, run.finish_s - j.arrival_s) for jid, j in known.items() if (run := runs.get(jid))]
+        recent = [v for t, v in jcts if t >= now_s - WINDOW_S] or [v for _, v in jcts]
+        if not recent:
+            return 1.0
+        return boot_wait_share(self.jct_limit(), statistics.median(recent), self.cfg.power_cycle_s - SHUTDOWN_S)
 
     def _send_node_calls(self, rnd: int, node_calls: Sequence[SlurmCall], report: RoundReport) -> None:
         """Send each node's power call (recorded as an intent first; only noted in a dry run)."""

@@ -25,6 +25,21 @@ then the idle powered nodes in ``slurm.conf``'s order, ``K`` GPUs each. The ``k`
 within ``c``, so the first ``ceil((D - F) / K)`` idle nodes stay on (none when ``D <= F``) and the others are
 powered down.
 
+**The boot priced against the JCT limits** (the quantile reserve). The mean ``D`` is a knife's edge: with 6.8 GPUs
+expected and 7 free, a run powers the node down, and a burst larger than its mean makes jobs wait a boot of
+``R`` seconds (``R = c - SHUTDOWN_S``). A job that waits a boot finishes ``R`` later; if a share ``q`` of the
+jobs do, the average JCT grows by ``q R / J`` (``J``: the median JCT Slurm alone gives the recent jobs, the
+agent's reference). The JCT limit ``x`` (the tighter of ``--max-slowdown`` and ``--max-jct-increase``) allows
+``q R / J <= x``, so the reserve keeps the chance that the next cycle's arrivals outgrow the powered GPUs at
+``q = min(1, x J / R)`` at most (``boot_wait_share``). The arrivals over a cycle are taken as compound Poisson: the
+window's jobs at ``n c / S`` per cycle, each asking for ``g`` GPUs with the window's shares ``p_g``; the GPUs asked
+for, ``A``, have ``P(A = m)`` by Panjer's recursion ``f_0 = exp(-mu)``, ``f_m = (mu / m) sum_g g p_g f_{m-g}``
+(exact for that model; the normal law of the same mean and variance once ``mu`` is over 300 jobs a cycle). The
+first ``k`` idle nodes stay on, with ``k`` the least for which ``P(A > F + k K) <= q``, and never fewer than the
+mean rule keeps. Long jobs (``x J >= R``) leave the mean rule as it was; short ones keep a reserve: on 5-minute
+jobs under a 10% limit ``q`` is about 0.1. ``x = 0`` keeps every idle node on (no boot is within the limit);
+no limit at all (``q = 1``) is the mean rule.
+
 Nothing is powered down while a managed job waits (it may start on an idle node at the next round), nor before
 ``c`` seconds have passed since the first arrival the agent knows of (no estimate of the demand yet; with no job
 seen at all, Slurm's ``SuspendTime`` alone acts).
@@ -45,8 +60,10 @@ finds it booted waits less than the boot, by up to the boot's whole length.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 SHUTDOWN_S = 60.0
 """Emulated seconds a server takes to shut down, part of the off-and-on cycle ``c``: the emulated cluster's
@@ -56,6 +73,8 @@ the replay. Kept in this module, which imports no other planner module, so that 
 (:mod:`planner.cluster.power`) starts in a fraction of a second."""
 WINDOW_S = 3600.0
 """The arrivals that set the demand rate: those of the last hour (s, agent clock)."""
+EXACT_JOBS = 300.0
+"""Up to this many jobs expected per cycle the demand's law is Panjer's (exact); above, the normal law."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +99,69 @@ def demand_rate(arrivals: Iterable[tuple[float, int]], now_s: float, watched_s: 
     return sum(g for t, g in arrivals if now_s - span <= t <= now_s) / span
 
 
+def boot_wait_share(jct_limit: float | None, jct_s: float, boot_s: float) -> float:
+    """``q = min(1, x J / R)``: the share of jobs the JCT limit lets wait a boot (module docstring).
+
+    ``jct_limit``: ``x`` (a fraction; None: no limit, ``q = 1``); ``jct_s``: ``J``, the recent jobs' median JCT
+    under Slurm alone (s); ``boot_s``: ``R`` (s). ``q R / J`` is what a share ``q`` of the jobs waiting ``R`` adds
+    to the average JCT.
+    """
+    if jct_limit is None or boot_s <= 0.0:
+        return 1.0
+    return min(1.0, max(0.0, jct_limit) * max(0.0, jct_s) / boot_s)
+
+
+def demand_cdf(sizes: Counter[int], jobs_per_cycle: float, upto: int) -> list[float]:
+    """``[P(A <= m) for m in 0..upto]``: the GPUs ``A`` asked for over a cycle, compound Poisson.
+
+    ``jobs_per_cycle``: ``mu``; ``sizes``: how many of the window's jobs asked for each GPU count (their shares are
+    ``p_g``). Panjer's recursion ``f_0 = exp(-mu)``, ``f_m = (mu / m) sum_g g p_g f_{m-g}`` up to
+    :data:`EXACT_JOBS` jobs a cycle; above, the normal law of mean ``mu E[g]`` and variance ``mu E[g^2]``.
+    """
+    total = sum(sizes.values())
+    if total == 0 or jobs_per_cycle <= 0.0:
+        return [1.0] * (upto + 1)
+    shares = {g: n / total for g, n in sizes.items() if g > 0}
+    if jobs_per_cycle > EXACT_JOBS:
+        mean = jobs_per_cycle * sum(g * p for g, p in shares.items())
+        sd = math.sqrt(jobs_per_cycle * sum(g * g * p for g, p in shares.items()))
+        law = NormalDist(mean, sd)
+        return [law.cdf(m + 0.5) for m in range(upto + 1)]
+    f = [math.exp(-jobs_per_cycle)]
+    for m in range(1, upto + 1):
+        f.append(jobs_per_cycle / m * sum(g * p * f[m - g] for g, p in shares.items() if g <= m))
+    cdf, acc = [], 0.0
+    for v in f:
+        acc += v
+        cdf.append(min(acc, 1.0))
+    return cdf
+
+
+def reserve_nodes(
+    arrivals: Sequence[tuple[float, int]],
+    now_s: float,
+    span_s: float,
+    power_cycle_s: float,
+    free_gpus: int,
+    gpus_per_node: int,
+    idle: int,
+    overflow_share: float,
+) -> int:
+    """The least ``k <= idle`` with ``P(A > F + k K) <= q`` over the window ``[now - S, now]`` (``idle``: none is).
+
+    ``A``: the GPUs asked for over the next cycle (:func:`demand_cdf`, ``mu = n c / S`` for the window's ``n``
+    arrivals); ``q``: ``overflow_share``. ``q >= 1`` needs no reserve (0).
+    """
+    if overflow_share >= 1.0 or span_s <= 0.0:
+        return 0
+    sizes = Counter(g for t, g in arrivals if now_s - span_s <= t <= now_s)
+    cdf = demand_cdf(sizes, sum(sizes.values()) * power_cycle_s / span_s, free_gpus + idle * gpus_per_node)
+    for k in range(idle + 1):
+        if 1.0 - cdf[free_gpus + k * gpus_per_node] <= overflow_share + 1e-12:
+            return k
+    return idle
+
+
 def choose_power_down(
     idle: Sequence[str],
     gpus_per_node: int,
@@ -90,12 +172,14 @@ def choose_power_down(
     power_cycle_s: float,
     waiting: int,
     window_s: float = WINDOW_S,
+    overflow_share: float = 1.0,
 ) -> PowerDownChoice:
     """Which of the ``idle`` powered nodes (in ``slurm.conf``'s order) to power down now (module docstring).
 
     ``free_gpus``: ``F``, the free GPUs of the powered nodes that run jobs; ``arrivals``: ``(arrival s, GPUs
     requested)`` of the managed jobs seen; ``watched_s``: the time since the first arrival the agent knows of (s);
-    ``power_cycle_s``: ``c``; ``waiting``: managed jobs the round left waiting.
+    ``power_cycle_s``: ``c``; ``waiting``: managed jobs the round left waiting; ``overflow_share``: ``q``
+    (:func:`boot_wait_share`; 1: the mean rule alone).
     """
     if not idle:
         return PowerDownChoice((), (), 0.0, "no idle node")
@@ -103,14 +187,21 @@ def choose_power_down(
         return PowerDownChoice((), tuple(idle), math.inf, f"{waiting} managed job(s) wait: every idle node stays on")
     if watched_s < power_cycle_s:
         return PowerDownChoice((), tuple(idle), math.inf, f"{watched_s:.0f} s since the first arrival: under a cycle")
-    rates = [demand_rate(arrivals, now_s, watched_s, span) for span in (power_cycle_s, window_s)]
-    demand = max(rates) * power_cycle_s
-    keep = max(0, math.ceil((demand - free_gpus) / gpus_per_node - 1e-9))
-    kept, down = tuple(idle[:keep]), tuple(idle[keep:])
-    why = (
-        f"{demand:.1f} GPUs expected within {power_cycle_s:.0f} s, {free_gpus} free on running nodes: "
-        f"{len(kept)} idle node(s) kept on"
+    arrivals = list(arrivals)
+    spans = (min(power_cycle_s, watched_s), min(window_s, watched_s))
+    demand = max(demand_rate(arrivals, now_s, watched_s, span) for span in spans) * power_cycle_s
+    mean_keep = max(0, math.ceil((demand - free_gpus) / gpus_per_node - 1e-9))
+    reserve = max(
+        reserve_nodes(arrivals, now_s, span, power_cycle_s, free_gpus, gpus_per_node, len(idle), overflow_share)
+        for span in spans
     )
+    keep = min(len(idle), max(mean_keep, reserve))
+    kept, down = tuple(idle[:keep]), tuple(idle[keep:])
+    why = f"{demand:.1f} GPUs expected within {power_cycle_s:.0f} s, {free_gpus} free on running nodes: "
+    if reserve > mean_keep:
+        why += f"{len(kept)} idle node(s) kept on, outgrown within a cycle at a chance of {overflow_share:.0%} at most"
+    else:
+        why += f"{len(kept)} idle node(s) kept on"
     return PowerDownChoice(down, kept, demand, why)
 
 
