@@ -30,15 +30,18 @@ expected and 7 free, a run powers the node down, and a burst larger than its mea
 ``R`` seconds (``R = c - SHUTDOWN_S``). A job that waits a boot finishes ``R`` later; if a share ``q`` of the
 jobs do, the average JCT grows by ``q R / J`` (``J``: the median JCT Slurm alone gives the recent jobs, the
 agent's reference). The JCT limit ``x`` (the tighter of ``--max-slowdown`` and ``--max-jct-increase``) allows
-``q R / J <= x``, so the reserve keeps the chance that the next cycle's arrivals outgrow the powered GPUs at
+``q R / J <= x``, so the reserve keeps the share of the next cycle's GPUs asked for that find no powered GPU at
 ``q = min(1, x J / R)`` at most (``boot_wait_share``). The arrivals over a cycle are taken as compound Poisson: the
-window's jobs at ``n c / S`` per cycle, each asking for ``g`` GPUs with the window's shares ``p_g``; the GPUs asked
-for, ``A``, have ``P(A = m)`` by Panjer's recursion ``f_0 = exp(-mu)``, ``f_m = (mu / m) sum_g g p_g f_{m-g}``
-(exact for that model; the normal law of the same mean and variance once ``mu`` is over 300 jobs a cycle). The
-first ``k`` idle nodes stay on, with ``k`` the least for which ``P(A > F + k K) <= q``, and never fewer than the
-mean rule keeps. Long jobs (``x J >= R``) leave the mean rule as it was; short ones keep a reserve: on 5-minute
-jobs under a 10% limit ``q`` is about 0.1. ``x = 0`` keeps every idle node on (no boot is within the limit);
-no limit at all (``q = 1``) is the mean rule.
+window's jobs at ``mu = n c / S`` per cycle, each asking for ``g`` GPUs with the window's shares ``p_g``; the GPUs
+asked for, ``A``, have ``P(A = m)`` by Panjer's recursion ``f_0 = exp(-mu)``, ``f_m = (mu / m) sum_g g p_g
+f_{m-g}`` (exact for that model; the normal law of the same mean and variance once ``mu`` is over 300 jobs a
+cycle). With ``C`` powered GPUs free, ``E[(A - C)+] = E[A] - sum_{m < C} P(A > m)`` of them find none (the
+overflow's share is ``E[(A - C)+] / E[A]``, ``E[A] = mu sum_g g p_g``). The first ``k`` idle nodes stay on, with
+``k`` the least for which ``C = F + k K`` leaves a share of ``q`` at most, and never fewer than the mean rule
+keeps. Jobs that end within the cycle are not counted (as in the mean rule): the share is an upper bound for the
+model. Long jobs (``x J >= R``) leave the mean rule as it was; short ones keep a reserve: on 5-minute jobs under a
+10% limit ``q`` is about 0.1. ``x = 0`` keeps every idle node on (no boot is within the limit); no limit at all
+(``q = 1``) is the mean rule.
 
 Nothing is powered down while a managed job waits (it may start on an idle node at the next round), nor before
 ``c`` seconds have passed since the first arrival the agent knows of (no estimate of the demand yet; with no job
@@ -137,6 +140,19 @@ def demand_cdf(sizes: Counter[int], jobs_per_cycle: float, upto: int) -> list[fl
     return cdf
 
 
+def overflow_shares(cdf: Sequence[float], mean: float) -> list[float]:
+    """``[E[(A - C)+] / E[A] for C in 0..len(cdf)]``: the share of the GPUs asked for beyond ``C`` free ones.
+
+    ``cdf``: ``P(A <= m)`` for ``m = 0, 1, ...`` (:func:`demand_cdf`); ``mean``: ``E[A] > 0``.
+    ``E[(A - C)+] = E[A] - E[min(A, C)]`` and ``E[min(A, C)] = sum_{m < C} P(A > m)``.
+    """
+    shares, within = [1.0], 0.0
+    for p in cdf:
+        within += 1.0 - p
+        shares.append(max(0.0, mean - within) / mean)
+    return shares
+
+
 def reserve_nodes(
     arrivals: Sequence[tuple[float, int]],
     now_s: float,
@@ -147,17 +163,23 @@ def reserve_nodes(
     idle: int,
     overflow_share: float,
 ) -> int:
-    """The least ``k <= idle`` with ``P(A > F + k K) <= q`` over the window ``[now - S, now]`` (``idle``: none is).
+    """The least ``k <= idle`` for which ``C = F + k K`` free GPUs leave a share of ``q`` at most unserved.
 
-    ``A``: the GPUs asked for over the next cycle (:func:`demand_cdf`, ``mu = n c / S`` for the window's ``n``
-    arrivals); ``q``: ``overflow_share``. ``q >= 1`` needs no reserve (0).
+    ``A``: the GPUs asked for over the next cycle, from the window ``[now - S, now]`` (:func:`demand_cdf`, ``mu = n
+    c / S`` for its ``n`` arrivals); the share: :func:`overflow_shares`; ``q``: ``overflow_share``. ``q >= 1`` or no
+    arrival needs no reserve (0); ``idle`` when no ``k`` does.
     """
     if overflow_share >= 1.0 or span_s <= 0.0:
         return 0
-    sizes = Counter(g for t, g in arrivals if now_s - span_s <= t <= now_s)
-    cdf = demand_cdf(sizes, sum(sizes.values()) * power_cycle_s / span_s, free_gpus + idle * gpus_per_node)
+    sizes = Counter(g for t, g in arrivals if now_s - span_s <= t <= now_s if g > 0)
+    jobs = sum(sizes.values())
+    if jobs == 0:
+        return 0
+    mu = jobs * power_cycle_s / span_s
+    mean = mu * sum(g * n for g, n in sizes.items()) / jobs
+    shares = overflow_shares(demand_cdf(sizes, mu, free_gpus + idle * gpus_per_node), mean)
     for k in range(idle + 1):
-        if 1.0 - cdf[free_gpus + k * gpus_per_node] <= overflow_share + 1e-12:
+        if shares[free_gpus + k * gpus_per_node] <= overflow_share + 1e-12:
             return k
     return idle
 
@@ -199,7 +221,8 @@ def choose_power_down(
     kept, down = tuple(idle[:keep]), tuple(idle[keep:])
     why = f"{demand:.1f} GPUs expected within {power_cycle_s:.0f} s, {free_gpus} free on running nodes: "
     if reserve > mean_keep:
-        why += f"{len(kept)} idle node(s) kept on, outgrown within a cycle at a chance of {overflow_share:.0%} at most"
+        share = f"{overflow_share:.0%}"
+        why += f"{len(kept)} idle node(s) kept on, so that at most {share} of the GPUs asked for wait a boot"
     else:
         why += f"{len(kept)} idle node(s) kept on"
     return PowerDownChoice(down, kept, demand, why)
