@@ -24,6 +24,7 @@ from wattplan.planner.agent.node_power import (
     demand_rate,
     overflow_shares,
     reserve_nodes,
+    tightest_limit,
 )
 from wattplan.planner.agent.options import AgentOptions
 from wattplan.planner.agent.slurm_actions import power_down_call, power_up_call
@@ -99,6 +100,13 @@ def test_the_boot_wait_share_is_the_limit_times_the_jct_over_the_boot() -> None:
     assert boot_wait_share(None, 324.0, 300.0) == 1.0  # no limit: the mean rule alone
     assert boot_wait_share(0.0, 324.0, 300.0) == 0.0  # no slack: no job may wait a boot
     assert boot_wait_share(0.10, 324.0, 0.0) == 1.0  # a boot that takes no time costs no JCT
+
+
+def test_the_limit_a_boot_is_priced_against_is_the_tightest_set() -> None:
+    assert tightest_limit(0.10, None, None) == 0.10  # the by-job mode's slowdown limit
+    assert tightest_limit(0.10, 0.03, 0.10) == 0.03  # steered without restarts: the average bound
+    assert tightest_limit(None, 0.03, 0.01) == 0.01  # a tail bound tighter than the average's
+    assert tightest_limit(None, None, None) is None
 
 
 def test_the_demand_over_a_cycle_is_compound_poisson_by_hand() -> None:

@@ -68,6 +68,7 @@ from wattplan.planner.agent.node_power import (
     boot_wait_share,
     choose_power_down,
     choose_power_up,
+    tightest_limit,
 )
 from wattplan.planner.agent.node_settings import Clock, JobSetting
 from wattplan.planner.agent.options import AgentOptions
@@ -820,14 +821,6 @@ class Agent:
         report.notes.append(f"powering down idle node(s) {', '.join(choice.down)}: {choice.why}")
         self._send_node_calls(rnd, [power_down_call(name) for name in choice.down], report)
 
-    def jct_limit(self) -> float | None:
-        """The JCT limit ``x`` a boot's wait is priced against (a fraction); None: no limit.
-
-        The tighter of ``--max-slowdown`` and ``--max-jct-increase`` where set.
-        """
-        limits = [x for x in (self.cfg.rules.max_slowdown, self.cfg.steering.max_increase) if x is not None]
-        return min(limits, default=None)
-
     def _boot_wait_share(self, known: Mapping[str, KnownJob], now_s: float) -> float:
         """``q``: the share of jobs the JCT limit lets wait a boot (:func:`~planner.agent.node_power.boot_wait_share`).
 
@@ -839,7 +832,9 @@ class Agent:
         recent = [v for t, v in jcts if t >= now_s - WINDOW_S] or [v for _, v in jcts]
         if not recent:
             return 1.0
-        return boot_wait_share(self.jct_limit(), statistics.median(recent), self.cfg.power_cycle_s - SHUTDOWN_S)
+        steer = self.cfg.steering
+        limit = tightest_limit(self.cfg.rules.max_slowdown, steer.max_increase, steer.tail_bound)
+        return boot_wait_share(limit, statistics.median(recent), self.cfg.power_cycle_s - SHUTDOWN_S)
 
     def _send_node_calls(self, rnd: int, node_calls: Sequence[SlurmCall], report: RoundReport) -> None:
         """Send each node's power call (recorded as an intent first; only noted in a dry run)."""

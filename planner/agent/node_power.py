@@ -29,7 +29,8 @@ powered down.
 expected and 7 free, a run powers the node down, and a burst larger than its mean makes jobs wait a boot of
 ``R`` seconds (``R = c - SHUTDOWN_S``). A job that waits a boot finishes ``R`` later; if a share ``q`` of the
 jobs do, the average JCT grows by ``q R / J`` (``J``: the median JCT Slurm alone gives the recent jobs, the
-agent's reference). The JCT limit ``x`` (the tighter of ``--max-slowdown`` and ``--max-jct-increase``) allows
+agent's reference). The JCT limit ``x`` (the tightest of ``--max-slowdown``, ``--max-jct-increase`` and
+``--tail-bound``, :func:`tightest_limit`) allows
 ``q R / J <= x``, so the reserve keeps the share of the next cycle's GPUs asked for that find no powered GPU at
 ``q = min(1, x J / R)`` at most (``boot_wait_share``). The arrivals over a cycle are taken as compound Poisson: the
 window's jobs at ``mu = n c / S`` per cycle, each asking for ``g`` GPUs with the window's shares ``p_g``; the GPUs
@@ -100,6 +101,14 @@ def demand_rate(arrivals: Iterable[tuple[float, int]], now_s: float, watched_s: 
     if span <= 0.0:
         return math.inf
     return sum(g for t, g in arrivals if now_s - span <= t <= now_s) / span
+
+
+def tightest_limit(*limits: float | None) -> float | None:
+    """``x``: the tightest of the JCT limits set; None when none is.
+
+    The limits are fractions: the slowdown limit, the average JCT bound and the tail bound.
+    """
+    return min((x for x in limits if x is not None), default=None)
 
 
 def boot_wait_share(jct_limit: float | None, jct_s: float, boot_s: float) -> float:
