@@ -34,7 +34,7 @@ from wattplan.planner.agent.slurm_queue import read_nodes
 from wattplan.planner.contracts.problems import InputError
 from wattplan.planner.contracts.rules import RoundRules
 from wattplan.planner.control.sim_slurm import PowerSaving, SimJob, SimulatedSlurm
-from wattplan.planner.control.slurm_replay import SimulatedCluster, replay_on_slurm
+from wattplan.planner.control.slurm_replay import SimulatedCluster, SlurmReplayResult, replay_on_slurm
 from wattplan.planner.profile_library.index import index_library
 from wattplan.planner.profile_library.library import load_profile_library
 from wattplan.planner.sim.options import SimulateOptions
@@ -346,6 +346,19 @@ def test_a_node_update_slurm_would_refuse_is_refused() -> None:
 # (``q = 1``, the mean rule); with no slack at all the agent powers nothing down early (the second test).
 
 
+def _one_job_with_and_without_power_down(tmp_path: Path, slowdown: float) -> dict[bool, SlurmReplayResult]:
+    """One 1-GPU job of about 2,000 s at full power at 0 on two nodes, replayed without and with ``--power-down``."""
+    trace = tmp_path / "one.trace"
+    trace.write_text(f"{R18}\tcmd\t-n\t1\t{x(R18) * 2000.0:.0f}\t0\t1\n")
+    rules = RoundRules(360.0, 240.0, objective="energy", delta=0.9, max_slowdown=slowdown, slurm_starts=True)
+    spec = ReplaySpec(trace=trace, cluster="v100:16", policies=("wattplan",), rules=rules)
+    results = {}
+    for down in (False, True):
+        setup = SimulatedCluster(load_s=30.0, launch_s=0.0, power_save=True, power_down=down)
+        results[down] = replay_on_slurm(spec, "wattplan", setup, tmp_path / f"out-{down}")
+    return results
+
+
 def test_the_agent_powers_the_idle_node_down_at_its_first_round_past_a_cycle(tmp_path: Path) -> None:
     """Two nodes, one 1-GPU job at 0 for about 2,000 s; the by-job mode keeps it on its one GPU of the first node.
 
@@ -355,14 +368,7 @@ def test_the_agent_powers_the_idle_node_down_at_its_first_round_past_a_cycle(tmp
     is powered down then, 240 s sooner. Every other figure is the same, so the energies differ by exactly the idle
     node's draw (node power and 8 idle GPUs) for those 240 s, and the JCT not at all.
     """
-    trace = tmp_path / "one.trace"
-    trace.write_text(f"{R18}\tcmd\t-n\t1\t{x(R18) * 2000.0:.0f}\t0\t1\n")  # about 2,000 s at full power
-    rules = RoundRules(360.0, 240.0, objective="energy", delta=0.9, max_slowdown=0.1, slurm_starts=True)
-    spec = ReplaySpec(trace=trace, cluster="v100:16", policies=("wattplan",), rules=rules)
-    results = {}
-    for down in (False, True):
-        setup = SimulatedCluster(load_s=30.0, launch_s=0.0, power_save=True, power_down=down)
-        results[down] = replay_on_slurm(spec, "wattplan", setup, tmp_path / f"out-{down}")
+    results = _one_job_with_and_without_power_down(tmp_path, 0.1)
     log = (tmp_path / "out-True" / "wattplan" / "agent.log").read_text()
     rounds = re.findall(r"round \d+ t=(\d+)s[^\n]*\n((?:  [^\n]*\n)*)", log)
     downs = [float(t) for t, notes in rounds if "powering down idle node(s) v100-1" in notes]
@@ -385,14 +391,7 @@ def test_no_slack_in_the_limit_keeps_the_idle_node_on(tmp_path: Path) -> None:
     No job may wait a boot (``q = 0``), so Slurm's ``SuspendTime`` alone acts, and the energy is the run's without
     power-down.
     """
-    trace = tmp_path / "one.trace"
-    trace.write_text(f"{R18}\tcmd\t-n\t1\t{x(R18) * 2000.0:.0f}\t0\t1\n")
-    rules = RoundRules(360.0, 240.0, objective="energy", delta=0.9, max_slowdown=0.0, slurm_starts=True)
-    spec = ReplaySpec(trace=trace, cluster="v100:16", policies=("wattplan",), rules=rules)
-    results = {}
-    for down in (False, True):
-        setup = SimulatedCluster(load_s=30.0, launch_s=0.0, power_save=True, power_down=down)
-        results[down] = replay_on_slurm(spec, "wattplan", setup, tmp_path / f"out-{down}")
+    results = _one_job_with_and_without_power_down(tmp_path, 0.0)
     assert "powering down" not in (tmp_path / "out-True" / "wattplan" / "agent.log").read_text()
     assert results[True].summary["energy_kwh"] == pytest.approx(results[False].summary["energy_kwh"], rel=1e-12)
     assert results[True].jobs[0]["jct_s"] == results[False].jobs[0]["jct_s"]

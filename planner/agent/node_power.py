@@ -25,7 +25,7 @@ then the idle powered nodes in ``slurm.conf``'s order, ``K`` GPUs each. The ``k`
 within ``c``, so the first ``ceil((D - F) / K)`` idle nodes stay on (none when ``D <= F``) and the others are
 powered down.
 
-**The boot priced against the JCT limits** (the quantile reserve). The mean ``D`` is a knife's edge: with 6.8 GPUs
+**The boot priced against the JCT limits** (the reserve). The mean ``D`` is a knife's edge: with 6.8 GPUs
 expected and 7 free, a run powers the node down, and a burst larger than its mean makes jobs wait a boot of
 ``R`` seconds (``R = c - SHUTDOWN_S``). A job that waits a boot finishes ``R`` later; if a share ``q`` of the
 jobs do, the average JCT grows by ``q R / J`` (``J``: the median JCT Slurm alone gives the recent jobs, the
