@@ -168,6 +168,7 @@ def test_a_reserve_keeps_the_node_the_mean_powers_down_on_a_knife_edge() -> None
     assert mean.demand_gpus == pytest.approx(6.8) and mean.kept == ()
     priced = choose_power_down(idle, 8, 7, arrivals, 3600.0, 7200.0, 360.0, waiting=0, overflow_share=0.108)
     assert priced.kept == ("n1",) and priced.down == ("n2", "n3")
+    assert priced.reserved == ("n1",) and mean.reserved == ()
     assert "so that at most 11% of the GPUs asked for wait a boot" in priced.why
     assert reserve_nodes(arrivals, 3600.0, 3600.0, 360.0, 7, 8, 3, 0.108) == 1
     # no slack at all keeps every idle node on; a whole share is the mean rule
@@ -395,6 +396,28 @@ def test_no_slack_in_the_limit_keeps_the_idle_node_on(tmp_path: Path) -> None:
     assert "powering down" not in (tmp_path / "out-True" / "wattplan" / "agent.log").read_text()
     assert results[True].summary["energy_kwh"] == pytest.approx(results[False].summary["energy_kwh"], rel=1e-12)
     assert results[True].jobs[0]["jct_s"] == results[False].jobs[0]["jct_s"]
+
+
+def test_a_node_kept_for_a_burst_is_said_once_and_not_powered_down(tmp_path: Path) -> None:
+    """A 1-GPU job of about 40 s every minute on two nodes, the by-job mode at 10%.
+
+    After a cycle about 6.8 GPUs are expected within 360 s against 6 or 7 free beside the running job: the mean rule
+    keeps v100-1 on only in the rounds with 6 free. With 7, 10% of the GPUs asked for would find none, above ``q =
+    0.1 x J / 300 s`` (about 2%: ``J`` the jobs' JCT of about 40 s), so the reserve keeps it: the agent never powers
+    it down (Slurm's ``SuspendTime`` does, at 600 s) and says so once, not every other round.
+    """
+    trace = tmp_path / "steady.trace"
+    trace.write_text("".join(f"{R18}\tcmd\t-n\t1\t{x(R18) * 40.0:.0f}\t{60 * k}\t1\n" for k in range(20)))
+    rules = RoundRules(360.0, 240.0, objective="energy", delta=0.9, max_slowdown=0.1, slurm_starts=True)
+    spec = ReplaySpec(trace=trace, cluster="v100:16", policies=("wattplan",), rules=rules)
+    setup = SimulatedCluster(load_s=30.0, launch_s=0.0, power_save=True, power_down=True)
+    result = replay_on_slurm(spec, "wattplan", setup, tmp_path / "out")
+    assert result.summary["completed"] == 20
+    log = (tmp_path / "out" / "wattplan" / "agent.log").read_text()
+    kept = [line for line in log.splitlines() if "keeping idle node(s) v100-1 on for a burst" in line]
+    assert len(kept) == 1 and "so that at most 2% of the GPUs asked for wait a boot" in kept[0], log
+    assert "powering down idle node(s) v100-1" not in log, log
+    assert "v100-1 is idle+powering_down" in log  # Slurm's SuspendTime, not the agent
 
 
 def test_a_node_whose_job_ended_is_powered_down_while_slurm_still_lists_that_job(tmp_path: Path) -> None:

@@ -499,6 +499,9 @@ class Agent:
         round starts :data:`REFUSED_RETRY_S` later."""
         self._powering_down = False
         """The last round left out a node Slurm was powering down (``POWERING_DOWN``)."""
+        self._reserved: set[str] = set()
+        """The idle nodes the power-down rule has kept on for a burst beyond the mean rule, each said once in an idle
+        stretch (:attr:`~planner.agent.node_power.PowerDownChoice.reserved`)."""
         self.learner: ProfileLearner | None = None
         self.steering = LiveSteering(config.steering, config.rules, config.start_s, config.signal)
         """Each round's ``delta``, credit weight and tail bound (:mod:`planner.agent.steering`)."""
@@ -808,7 +811,12 @@ class Agent:
                 names, k, free, arrivals, now_s, watched, cycle, waiting, WINDOW_S, overflow_share=share
             )
 
-        if not choose(idle).down:  # Slurm's configuration is read only when a node would go down
+        first = choose(idle)
+        self._reserved &= {n.name for n in idle}  # said once a node's idle stretch, not every round it holds
+        if fresh := [name for name in first.reserved if name not in self._reserved]:
+            self._reserved |= set(fresh)
+            report.notes.append(f"keeping idle node(s) {', '.join(fresh)} on for a burst: {first.why}")
+        if not first.down:  # Slurm's configuration is read only when a node would go down
             return
         try:
             kept_on = power_save_excluded(query_slurm_config(self.run), nodes)

@@ -90,6 +90,8 @@ class PowerDownChoice:
     demand_gpus: float
     """``D``: the GPUs expected to be asked for within the off-and-on cycle."""
     why: str
+    reserved: tuple[str, ...] = ()
+    """The idle nodes kept on beyond what the mean rule keeps: the reserve the JCT limit asks for."""
 
 
 def demand_rate(arrivals: Iterable[tuple[float, int]], now_s: float, watched_s: float, window_s: float) -> float:
@@ -234,7 +236,7 @@ def choose_power_down(
         why += f"{len(kept)} idle node(s) kept on, so that at most {share} of the GPUs asked for wait a boot"
     else:
         why += f"{len(kept)} idle node(s) kept on"
-    return PowerDownChoice(down, kept, demand, why)
+    return PowerDownChoice(down, kept, demand, why, tuple(idle[min(mean_keep, keep) : keep]))
 
 
 @dataclass(frozen=True, slots=True)
