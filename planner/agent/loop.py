@@ -802,7 +802,7 @@ class Agent:
                 self._send_node_calls(rnd, [power_up_call(name) for name in rise.up], report)
                 return
 
-        share = self._boot_wait_share(known, now_s)
+        share = self._boot_wait_share(known, now_s) if idle else 1.0  # no idle node: nothing to price
 
         def choose(candidates: Sequence[NodeState]) -> PowerDownChoice:
             names = [n.name for n in candidates]

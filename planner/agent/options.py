@@ -311,8 +311,8 @@ class AgentOptions(OptionRecord):
         "power_down",
         help="With --power-save: also power idle nodes down at once, keeping on those the last hour's arrivals are "
         "expected to need within a node's off-and-on cycle (--power-cycle-s), and more where the JCT limit "
-        "(--max-slowdown, --max-jct-increase) cannot pay for a burst's wait for a boot; Slurm's SuspendTime still "
-        "applies.",
+        "(--max-slowdown, --max-jct-increase, --tail-bound) cannot pay for a burst's wait for a boot; Slurm's "
+        "SuspendTime still applies.",
     )
     power_up: bool = same_as(
         SimulateOptions,

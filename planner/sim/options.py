@@ -433,7 +433,8 @@ class SimulateOptions(ReplayOptions):
         False,
         "As the agent (with --power-save): wattplan also powers idle nodes down at once, keeping on those the last "
         "hour's arrivals are expected to need within a node's off-and-on cycle, and more where the JCT limit "
-        "(--max-slowdown, --max-jct-increase) cannot pay for a burst's wait for a boot (SuspendTime still applies).",
+        "(--max-slowdown, --max-jct-increase, --tail-bound) cannot pay for a burst's wait for a boot (SuspendTime "
+        "still applies).",
     )
     power_up: bool = option(
         False,
