@@ -39,11 +39,15 @@ GPU_COUNTS = (1, 2, 4, 8)
 LIMIT_W = 200
 
 
-def cluster_folder(root: Path) -> tuple[ClusterLayout, dict[str, str]]:
-    """A one-node cluster folder with the stand-in on PATH, and the environment the node scripts run with."""
+def cluster_folder(root: Path, nodes: list[dict[str, object]] | None = None) -> tuple[ClusterLayout, dict[str, str]]:
+    """A cluster folder of ``nodes`` (default: :data:`NODE`) with the stand-in on PATH, and the scripts' environment.
+
+    The environment names the first node (``SLURMD_NODENAME``); a script run as another node overrides it.
+    """
+    nodes = nodes or [NODE]
     layout = ClusterLayout(root)
     layout.root.mkdir(parents=True)
-    layout.manifest.write_text(json.dumps({"t0_unix": 0, "time_scale": 1, "nodes": [NODE]}))
+    layout.manifest.write_text(json.dumps({"t0_unix": 0, "time_scale": 1, "nodes": nodes}))
     layout.bin_dir.mkdir()
     smi = layout.bin_dir / "nvidia-smi"
     smi.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m wattplan.planner.cluster.nvidia_smi "$@"\n')
@@ -55,7 +59,7 @@ def cluster_folder(root: Path) -> tuple[ClusterLayout, dict[str, str]]:
         "WATTPLAN_CLUSTER_DIR": str(layout.root),
         "WATTPLAN_SETTINGS_DIR": str(layout.settings_dir),
         "WATTPLAN_NODE_DIR": str(layout.node_dir),
-        "SLURMD_NODENAME": str(NODE["name"]),
+        "SLURMD_NODENAME": str(nodes[0]["name"]),
     }
     return layout, env
 

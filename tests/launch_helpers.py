@@ -160,17 +160,23 @@ def hand_plan(instance: Instance, v100_only: bool = False) -> Plan:
 
 FAKE_NVIDIA_SMI = """\
 #!/bin/sh
-# Fake nvidia-smi for tests: records "NODE: ARGS", answers the two queries the scripts make.
+# Fake nvidia-smi for tests: records "NODE: ARGS", answers the two queries the scripts make (-i takes a list, as
+# nvidia-smi's does). FAKE_SMI_NO_LISTS=1: refuses a list, as an nvidia-smi without them would; FAKE_SMI_REFUSE=I:
+# GPU I refuses every call.
 printf '%s: %s\\n' "${{SLURMD_NODENAME:-local}}" "$*" >> {log}
+if [ "${{FAKE_SMI_NO_LISTS:-0}}" = 1 ]; then
+  case "$2" in *,*) echo "Invalid combination of input arguments" >&2; exit 2 ;; esac
+fi
+old_ifs=$IFS
+IFS=,
+for i in $2; do
+  [ "$i" = "${{FAKE_SMI_REFUSE:-}}" ] && {{ echo "GPU $i: Insufficient Permissions" >&2; IFS=$old_ifs; exit 4; }}
+done
 case "$*" in
-  *--query-gpu=power.default_limit*) echo "300.00" ;;
-  *--query-gpu=uuid*)
-    old_ifs=$IFS
-    IFS=,
-    for i in $2; do echo "GPU-fake-$i"; done
-    IFS=$old_ifs
-    ;;
+  *--query-gpu=index,power.default_limit*) for i in $2; do echo "$i, 300.00"; done ;;
+  *--query-gpu=uuid*) for i in $2; do echo "GPU-fake-$i"; done ;;
 esac
+IFS=$old_ifs
 """
 
 FAKE_MPS_CONTROL = """\

@@ -84,11 +84,11 @@ def test_only_what_changes_is_rendered(followon: Path) -> None:
 
 def test_node_steps_touch_only_changed_gpus(followon: Path) -> None:
     setup = (followon / "nodes" / "v100-0.setup.sh").read_text()
-    assert "-i 4 -pl 250" in setup and "-i 5 -pl 250" in setup  # re-set in place
-    assert "-i 6 -pl 150" in setup and "-i 7 -pl 150" in setup  # the resized job's GPUs
-    assert not re.search(r"-i [0-3] ", setup)  # the kept job's GPUs are left alone
+    assert "smi 4,5 -pl 250" in setup  # re-set in place
+    assert "smi 6,7 -pl 150" in setup  # the resized job's GPUs
+    assert not re.search(r"smi [0-9,]*[0-3][0-9,]* ", setup)  # the kept job's GPUs are left alone
     assert "gres" not in _directives(setup)  # the kept jobs hold GPUs of this node
-    assert "-i 0 -pl 150" in (followon / "nodes" / "v100-1.setup.sh").read_text()
+    assert "smi 0 -pl 150" in (followon / "nodes" / "v100-1.setup.sh").read_text()
 
 
 def test_apply_runs_in_a_safe_order(followon: Path) -> None:

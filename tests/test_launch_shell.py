@@ -82,9 +82,8 @@ def test_node_script_runs_the_plan_and_ids_stay_inert(tmp_path: Path, rendered: 
     run_dir = tmp_path / "run"
     calls = _start(rendered / "v100-1.sh", tmp_path, run_dir).splitlines()
     smi = [c.split(": ", 1)[1] for c in calls if not c.startswith("mps ")]
-    assert smi[:8] == [
-        "-i 0 -pm 1", "-i 0 -pl 150", "-i 1 -pm 1", "-i 1 -pl 150",
-        "-i 2 -pm 1", "-i 2 -pl 250", "-i 3 -pm 1", "-i 3 -pl 250",
+    assert smi[:3] == [
+        "-i 0,1,2,3 -pm 1", "-i 0,1 -pl 150", "-i 2,3 -pl 250",
     ]  # fmt: skip
     mps = [c for c in calls if c.startswith("mps ")]
     assert len(mps) == 1 and mps[0].startswith("mps -d CUDA_VISIBLE_DEVICES=GPU-fake-0 pipe=")
@@ -116,7 +115,7 @@ def test_node_script_runs_the_plan_and_ids_stay_inert(tmp_path: Path, rendered: 
     assert stop.returncode == 0, stop.stderr
     calls = log.read_text().splitlines()
     assert calls[0].startswith("mps  CUDA_VISIBLE_DEVICES=")  # "quit" goes to the control daemon's stdin
-    assert "local: -i 0 -pl 300" in calls and "local: -i 3 -pl 300" in calls
+    assert "local: -i 0,1,2,3 -pl 300" in calls  # the defaults back in one call
     assert not list(run_dir.glob("*.pid"))
 
 
@@ -130,7 +129,7 @@ def test_without_mps_a_pair_time_slices_on_plain_indices(tmp_path: Path, rendere
 
 def test_clock_settings_and_usage(tmp_path: Path, rendered: Path) -> None:
     calls = _start(rendered / "a100-0.sh", tmp_path, tmp_path / "run")
-    assert "local: -i 0 -lgc 1410,1410" in calls and "local: -i 2 -lgc 1005,1005" in calls
+    assert "local: -i 0,1 -lgc 1410,1410" in calls and "local: -i 2 -lgc 1005,1005" in calls
     bad = subprocess.run(["bash", str(rendered / "a100-0.sh"), "restart"], capture_output=True, text=True)
     assert bad.returncode == 2 and "usage" in bad.stderr
 

@@ -63,13 +63,12 @@ def test_directives_follow_the_plan(rendered: Path) -> None:
     assert "export WATTPLAN_JOB_ID=clock-pair-b" in pair  # both jobs of a pair in one allocation
     assert _directives(pair)["gres"] == "gpu:a100:1"
     setup = (rendered / "nodes" / "a100-0.setup.sh").read_text()
-    assert "nvidia-smi -i 2 -lgc 1005,1005" in setup
-    assert "-i 0 -lgc" not in setup  # the exclusive job's clock is --gpu-freq's
+    assert "\nsmi 2 -pm 1\nsmi 2 -lgc 1005,1005\n" in setup
+    assert not re.search(r"smi [0-9,]*0[0-9,]* -lgc", setup)  # the exclusive job's clock is --gpu-freq's
     reset = (rendered / "nodes" / "a100-0.reset.sh").read_text()
-    assert "nvidia-smi -i 2 -rgc" in reset
+    assert "\nsmi 2 -rgc\n" in reset
     v100 = (rendered / "nodes" / "v100-0.setup.sh").read_text()
-    for i, watts in [(0, 250), (3, 250), (4, 250), (6, 150), (7, 150)]:
-        assert f"nvidia-smi -i {i} -pm 1\nnvidia-smi -i {i} -pl {watts}\n" in v100
+    assert v100.endswith("\nsmi 0,1,2,3,4,5,6,7 -pm 1\nsmi 0,1,2,3,4,5 -pl 250\nsmi 6,7 -pl 150\n")  # one per setting
     assert _directives(v100)["gres"] == "gpu:v100:8" and _directives(v100)["nodelist"] == "v100-0"
 
 
@@ -234,12 +233,42 @@ def test_node_steps_run_with_a_fake_nvidia_smi(tmp_path: Path, rendered: Path) -
         run = subprocess.run(["bash", str(rendered / "nodes" / f"v100-1.{step}.sh")], env=env, capture_output=True)
         assert run.returncode == 0, run.stderr
     calls = [c.split(": ", 1)[1] for c in log.read_text().splitlines()]
-    assert calls[:4] == ["-i 0 -pm 1", "-i 0 -pl 150", "-i 1 -pm 1", "-i 1 -pl 150"]
-    assert calls[8:10] == ["-i 0 --query-gpu=power.default_limit --format=csv,noheader,nounits", "-i 0 -pl 300"]
+    assert calls == [  # one call per setting: persistence mode, each power limit, the defaults' query, the reset
+        "-i 0,1,2,3 -pm 1", "-i 0,1 -pl 150", "-i 2,3 -pl 250",
+        "-i 0,1,2,3 --query-gpu=index,power.default_limit --format=csv,noheader,nounits", "-i 0,1,2,3 -pl 300",
+    ]  # fmt: skip
     missing = subprocess.run(
         ["bash", str(rendered / "nodes" / "v100-1.setup.sh")], env={"PATH": "/usr/bin:/bin"}, capture_output=True
     )
     assert missing.returncode == 1 and b"nvidia-smi is not on PATH" in missing.stderr
+
+
+def test_node_steps_fall_back_to_one_call_per_gpu(tmp_path: Path, rendered: Path) -> None:
+    """An nvidia-smi that refuses lists still sets every GPU; a GPU that refuses is named and fails the step."""
+    log = tmp_path / "smi.log"
+    install_fake_nvidia(tmp_path / "bin", log)
+    env = {"PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "FAKE_SMI_NO_LISTS": "1"}
+    for step in ("setup", "reset"):
+        run = subprocess.run(["bash", str(rendered / "nodes" / f"v100-1.{step}.sh")], env=env, capture_output=True)
+        assert run.returncode == 0, run.stderr
+    calls = [c.split(": ", 1)[1] for c in log.read_text().splitlines()]
+    done = [c for c in calls if "," not in c.split()[1]]  # the calls for one GPU each
+    assert len(calls) - len(done) == 5  # each list call was tried once first
+    assert done == [
+        *(f"-i {i} -pm 1" for i in range(4)), "-i 0 -pl 150", "-i 1 -pl 150", "-i 2 -pl 250", "-i 3 -pl 250",
+        *(f"-i {i} --query-gpu=index,power.default_limit --format=csv,noheader,nounits" for i in range(4)),
+        *(f"-i {i} -pl 300" for i in range(4)),
+    ]  # fmt: skip
+    log.unlink()
+    refused = subprocess.run(
+        ["bash", str(rendered / "nodes" / "v100-1.setup.sh")],
+        env={**env, "FAKE_SMI_NO_LISTS": "0", "FAKE_SMI_REFUSE": "2"},
+        capture_output=True,
+        text=True,
+    )
+    assert refused.returncode == 1 and "GPU 2 refused nvidia-smi -pm 1" in refused.stderr
+    calls = [c.split(": ", 1)[1] for c in log.read_text().splitlines()]
+    assert calls == ["-i 0,1,2,3 -pm 1", *(f"-i {i} -pm 1" for i in range(4))]  # the others still set
 
 
 def test_render_via_launcher_options(tmp_path: Path) -> None:

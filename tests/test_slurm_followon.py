@@ -102,6 +102,6 @@ def test_second_round_changes_only_what_changes(slurm: SlurmCluster, tmp_path: P
         rows = (r8 / "submitted.tsv").read_text().splitlines()
         assert sorted(r.split("\t")[1] for r in rows) == ["job", "job", "reset", "reset", "setup", "setup"]
         smi = (tmp_path / "smi.log").read_text()
-        assert "v100-0: -i 4 -pl 250" in smi and "v100-1: -i 0 -pl 150" in smi
+        assert "v100-0: -i 4,5 -pl 250" in smi and "v100-1: -i 0 -pl 150" in smi  # one call per setting
     finally:
         slurm.cancel_all()

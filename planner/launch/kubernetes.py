@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 
 from wattplan.planner.contracts.problems import InputError, Problem
+from wattplan.planner.launch.nvidia import SMI_FUNCTIONS
 from wattplan.planner.launch.quoting import K8S_NAME_MAX, comment_text, is_dns1123_subdomain, sh_quote, short_hash
 from wattplan.planner.launch.render import LaunchFile, LaunchModel, Member, Part, Unit
 
@@ -38,41 +39,58 @@ AGENT_NAME = "wattplan-gpu-agent"
 SETTINGS_CONFIGMAP = "wattplan-gpu-settings"
 DEVICE_PLUGIN_CONFIGMAP = "wattplan-device-plugin-config"
 
-AGENT_SCRIPT = """\
+AGENT_SCRIPT = (
+    """\
 #!/usr/bin/env bash
 # wattplan GPU agent: applies this node's GPU settings from $WATTPLAN_SETTINGS_DIR/$NODE_NAME.settings
 # (lines "INDEX UNIT VALUE", UNIT power_limit_w or sm_clock_mhz), re-applies them when the file changes,
 # and puts default power limits and clocks back when it stops or a GPU leaves the list.
+# One nvidia-smi call acts on every GPU that gets the same thing.
 set -euo pipefail
 dir="${WATTPLAN_SETTINGS_DIR:-/etc/wattplan}"
 file="$dir/${NODE_NAME:?NODE_NAME must be set}.settings"
 interval="${WATTPLAN_AGENT_INTERVAL_S:-30}"
 
+"""
+    + SMI_FUNCTIONS
+    + """
+# apply_settings TEXT: persistence mode on for every listed GPU, then one call per distinct setting.
 apply_settings() {
-  local index unit value
+  local index unit value key all=''
+  local -A gpus_at=()
   while read -r index unit value; do
     case "$index" in '' | '#'*) continue ;; esac
-    nvidia-smi -i "$index" -pm 1
     case "$unit" in
-      power_limit_w) nvidia-smi -i "$index" -pl "$value" ;;
-      sm_clock_mhz) nvidia-smi -i "$index" -lgc "$value,$value" ;;
-      *) echo "wattplan agent: unknown unit $unit for GPU $index" >&2 ;;
+      power_limit_w | sm_clock_mhz) ;;
+      *) echo "wattplan agent: unknown unit $unit for GPU $index" >&2; continue ;;
     esac
+    all+="${all:+,}$index"
+    key="$unit $value"
+    gpus_at[$key]+="${gpus_at[$key]:+,}$index"
   done <<< "$1"
+  [ -n "$all" ] || return 0
+  smi "$all" -pm 1
+  for key in "${!gpus_at[@]}"; do
+    read -r unit value <<< "$key"
+    case "$unit" in
+      power_limit_w) smi "${gpus_at[$key]}" -pl "$value" ;;
+      sm_clock_mhz) smi "${gpus_at[$key]}" -lgc "$value,$value" ;;
+    esac
+  done
 }
 
+# reset_settings TEXT: the listed GPUs' default power limits back, their clock locks released.
 reset_settings() {
-  local index unit value default_w
+  local index unit value powers='' clocks=''
   while read -r index unit value; do
     case "$index" in '' | '#'*) continue ;; esac
     case "$unit" in
-      power_limit_w)
-        default_w=$(nvidia-smi -i "$index" --query-gpu=power.default_limit --format=csv,noheader,nounits)
-        nvidia-smi -i "$index" -pl "${default_w%.*}"
-        ;;
-      sm_clock_mhz) nvidia-smi -i "$index" -rgc ;;
+      power_limit_w) powers+="${powers:+,}$index" ;;
+      sm_clock_mhz) clocks+="${clocks:+,}$index" ;;
     esac
   done <<< "$1"
+  if [ -n "$powers" ]; then reset_power_limits "$powers"; fi
+  if [ -n "$clocks" ]; then smi "$clocks" -rgc; fi
 }
 
 applied=''
@@ -92,6 +110,7 @@ while true; do
   wait "$!"
 done
 """
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -137,16 +137,14 @@ def node_script(model: LaunchModel, host: str) -> str:
         "",
         HELPERS.rstrip("\n"),
         "",
-        nvidia.RESET_POWER_FUNCTION.rstrip("\n"),
+        nvidia.SMI_FUNCTIONS.rstrip("\n"),
         "",
         "set_gpus() {",
     ]
-    for s in settings:
-        lines.append(f"  # {nvidia.describe(s)}")
-        lines += [f"  {line}" for line in nvidia.set_lines(s)]
+    lines += [f"  # {nvidia.describe(s)}" for s in settings]
+    lines += [f"  {line}" for line in nvidia.set_lines(settings)]
     lines += ["  :", "}", "", "reset_gpus() {"]
-    for s in settings:
-        lines += [f"  {line}" for line in nvidia.reset_lines(s)]
+    lines += [f"  {line}" for line in nvidia.reset_lines(settings)]
     lines += ["  :", "}", ""]
     starts: list[str] = []
     stops: list[str] = []

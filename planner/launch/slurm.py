@@ -259,12 +259,10 @@ def _node_step(model: LaunchModel, host: str, opts: SlurmOptions, kind: str) -> 
         "# it works as well as a Slurm Prolog/Epilog or over ssh.",
         "set -euo pipefail",
         nvidia.REQUIRE_NVIDIA_SMI.rstrip("\n"),
+        nvidia.SMI_FUNCTIONS.rstrip("\n"),
+        *(f"# {nvidia.describe(s)}" for s in settings),
+        *(nvidia.set_lines(settings) if kind == "setup" else nvidia.reset_lines(settings)),
     ]
-    if kind == "reset":
-        lines.append(nvidia.RESET_POWER_FUNCTION.rstrip("\n"))
-    for s in settings:
-        lines.append(f"# {nvidia.describe(s)}")
-        lines += nvidia.set_lines(s) if kind == "setup" else nvidia.reset_lines(s)
     return "\n".join(lines) + "\n"
 
 

@@ -135,26 +135,19 @@ def _step_script(model: LaunchModel, host: str, opts: SlurmOptions, kind: str, g
         "# Run as root on the node: apply.sh submits it as a Slurm job; it works over ssh as well.",
         "set -euo pipefail",
         nvidia.REQUIRE_NVIDIA_SMI.rstrip("\n"),
-        nvidia.RESET_POWER_FUNCTION.rstrip("\n"),
+        nvidia.SMI_FUNCTIONS.rstrip("\n"),
         *body,
     ]
     return "\n".join(lines) + "\n"
 
 
 def _setup_body(free: list[GpuSetting], give: list[GpuSetting]) -> list[str]:
-    lines: list[str] = []
-    for s in free:
-        lines += [f"# {nvidia.describe(s)} ended: default again", *nvidia.reset_lines(s)]
-    for s in give:
-        lines += [f"# {nvidia.describe(s)}", *nvidia.set_lines(s)]
-    return lines
+    lines = [f"# {nvidia.describe(s)} ended: default again" for s in free] + nvidia.reset_lines(free)
+    return lines + [f"# {nvidia.describe(s)}" for s in give] + nvidia.set_lines(give)
 
 
 def _reset_body(settings: list[GpuSetting]) -> list[str]:
-    lines: list[str] = []
-    for s in settings:
-        lines += [f"# {nvidia.describe(s)}", *nvidia.reset_lines(s)]
-    return lines
+    return [f"# {nvidia.describe(s)}" for s in settings] + nvidia.reset_lines(settings)
 
 
 HELPERS = (
