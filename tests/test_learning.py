@@ -12,6 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.sim_helpers import A, B, hand_context, write_gavel_trace
+from wattplan.planner.agent.learned_state import restored_learner, save_feed
+from wattplan.planner.agent.store import AgentStore
 from wattplan.planner.cli import app
 from wattplan.planner.contracts.domain import PairSlowdown, Profile
 from wattplan.planner.control.slurm_replay import PASS_DELAY_REAL_S, replay_on_slurm
@@ -207,7 +209,7 @@ def test_simulate_on_the_loop_runs_jobs_by_the_truth(tmp_path: Path, truth_file:
 
 
 def test_learning_on_the_loop_moves_the_belief_toward_the_truth(
-    truth_file: Path, two_jobs: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, truth_file: Path, two_jobs: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """fifo-max runs R18 on 2 GPUs and R50 on 4 for about two rounds each, alone, at the truth's rates.
 
@@ -225,6 +227,14 @@ def test_learning_on_the_loop_moves_the_belief_toward_the_truth(
         agents.append(self)
 
     monkeypatch.setattr(loop.Agent, "__init__", recording)
+    kept: list[tuple[int, list[JobObservation], list[GpuObservation]]] = []
+    plain_save = loop.save_feed
+
+    def keeping(store: Any, rnd: int, jobs: list[JobObservation], gpus: list[GpuObservation]) -> None:
+        plain_save(store, rnd, jobs, gpus)
+        kept.append((rnd, list(jobs), list(gpus)))
+
+    monkeypatch.setattr(loop, "save_feed", keeping)
     spec = ReplaySpec(trace=two_jobs, cluster="v100:8", policies=("fifo-max",), truth=truth_file, learn=True)
     result = replay_on_slurm(spec, "fifo-max")
     assert result.summary["completed"] == 2
@@ -232,6 +242,14 @@ def test_learning_on_the_loop_moves_the_belief_toward_the_truth(
     assert agent.cfg.learn
     learner = agent.learner
     assert learner is not None, "the loop replayed with --learn but never made a learner"
+    # What the loop kept in its state gives a restarted agent the same beliefs (planner.agent.learned_state).
+    state = AgentStore(tmp_path / "restart.db")
+    for rnd, jobs, gpus in kept:
+        save_feed(state, rnd, jobs, gpus)
+    restored, rounds = restored_learner(learner.prior, state)
+    state.close()
+    assert rounds == len(kept) >= 2 and restored.context() == learner.context()
+    assert restored.idle_power_w("v100") == learner.idle_power_w("v100")
     for job_type, gpus in ((R18, 2), (R50, 4)):
         true_x = _true_ratio(job_type, gpus)
         believed = learner.x_ratio(job_type, "v100", gpus)
@@ -252,6 +270,48 @@ def test_learning_on_the_loop_moves_the_belief_toward_the_truth(
         believed = learner.power_ratio(job_type, "v100", gpus)
         assert believed == pytest.approx(true_p, rel=0.05), (job_type, gpus, true_p)
         assert abs(believed - true_p) < abs(1.0 - true_p)
+
+
+def test_a_restarted_loop_takes_back_what_its_learner_was_shown(
+    tmp_path: Path, truth_file: Path, two_jobs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A second replay whose state holds the first one's learner feed starts from the first one's beliefs.
+
+    Each replay sees one whole window of Slurm job 1 (weight 1) and 357/360 of job 2 (the test above); with the
+    first replay's feed taken back, the second learner holds both: 2 and 2 x 357/360. The log says so once.
+    """
+    from dataclasses import asdict
+
+    from wattplan.planner.agent import loop
+
+    kept: list[tuple[int, Any, Any]] = []
+    plain_save = loop.save_feed
+
+    def keeping(store: Any, rnd: int, jobs: list[JobObservation], gpus: list[GpuObservation]) -> None:
+        plain_save(store, rnd, jobs, gpus)
+        kept.append((rnd, [asdict(o) for o in jobs], [asdict(o) for o in gpus]))
+
+    monkeypatch.setattr(loop, "save_feed", keeping)
+    spec = ReplaySpec(trace=two_jobs, cluster="v100:8", policies=("fifo-max",), truth=truth_file, learn=True)
+    assert replay_on_slurm(spec, "fifo-max").summary["completed"] == 2
+    first = list(kept)
+    agents: list[loop.Agent] = []
+    plain_init = loop.Agent.__init__
+
+    def recording(self: loop.Agent, *args: Any, **kwargs: Any) -> None:
+        plain_init(self, *args, **kwargs)
+        agents.append(self)
+
+    monkeypatch.setattr(loop.Agent, "__init__", recording)
+    monkeypatch.setattr(AgentStore, "learner_feeds", lambda self: first)  # the state of the run before
+    lines: list[str] = []
+    assert replay_on_slurm(spec, "fifo-max", log=lines.append).summary["completed"] == 2
+    took = [line for line in lines if "learner: took back" in line]
+    assert len(took) == 1 and f"in {len(first)} earlier round(s)" in took[0], took
+    learner = agents[0].learner
+    assert learner is not None
+    assert learner.evidence("throughput", ("job", "1", "v100", 2)) == pytest.approx(2.0)
+    assert learner.evidence("throughput", ("job", "2", "v100", 4)) == pytest.approx(2 * 357.0 / 360.0)
 
 
 def test_the_truth_given_as_the_profiles_replays_alike_with_or_without_truth(truth_file: Path, two_jobs: Path) -> None:

@@ -18,6 +18,8 @@ Modules:
 - :mod:`planner.agent.decide`: a plan turned into Slurm calls and setting files (pairs as host and guest)
 - :mod:`planner.agent.store`: the state in SQLite (jobs, desired configurations, rounds, calls, observations,
   the holds the agent owns), one agent per state file (a lock held for the process's life)
+- :mod:`planner.agent.learned_state`: what the learner (``--learn``) was shown, kept in the state round by round,
+  so that a restarted agent takes back what it had learned
 - :mod:`planner.agent.trust`: whose jobs the agent acts on (opted in *and* an allowed user or account) and which
   holds it may release (its own; never an administrator's)
 - :mod:`planner.agent.node_settings`: the setting file the node scripts read, the clock

@@ -60,6 +60,7 @@ from wattplan.planner.agent.aligned_blocks import aligned_blocks
 from wattplan.planner.agent.commands import CommandResult, Run, SlurmError
 from wattplan.planner.agent.decide import Decision, SlurmJobNow, decide
 from wattplan.planner.agent.energy_budget import SAME_S, EnergyLedger, RoundShare
+from wattplan.planner.agent.learned_state import restored_learner, save_feed
 from wattplan.planner.agent.metrics import AgentMetrics, RoundFigures
 from wattplan.planner.agent.node_power import (
     SHUTDOWN_S,
@@ -677,7 +678,7 @@ class Agent:
         desired = self.store.desired()
         states, now_jobs, skipped = self._job_states(ctx, known, active, placements, host_of, desired, now_s)
         report.notes.extend(skipped)
-        self._learn(report.notes)
+        self._learn(rnd, report.notes)
         settling = {jid for jid, j in active.items() if j.state in SETTLING_STATES}
         queued = [s for s in states if not s.done and s.id in active and s.id not in settling]
         report.queued = len(queued)
@@ -689,7 +690,10 @@ class Agent:
             self._finish(report, t_start, "done")
             return report
         if self.cfg.learn and self.learner is None:  # its prior: the first round's cluster and profiles
-            self.learner = ProfileLearner(ctx)
+            self.learner, rounds_seen = restored_learner(ctx, self.store)
+            if rounds_seen:
+                report.notes.append(f"learner: took back what it was shown in {rounds_seen} earlier round(s)")
+                self._say_idle_learned(report.notes)
         seen_ctx = ctx if self.learner is None else replace(self.learner.context(), gpu_types=ctx.gpu_types)
         if not self.cfg.power_save:
             seen_ctx = nodes_stay_on(seen_ctx)  # no node is powered down (docs/design.md 11.6)
@@ -1258,7 +1262,7 @@ class Agent:
             idle = self._idle_observations(seen, window_s)
             self._unlearned = _Window(made, dict(seen.job_energy_j), idle, window_s, self._window_start_s)
 
-    def _learn(self, notes: list[str]) -> None:
+    def _learn(self, rnd: int, notes: list[str]) -> None:
         """Feed the learner the window read this round (emulated s): the jobs that ran it all in one run, idle GPUs.
 
         Called once the round has read what runs (:meth:`_job_states`): a job's configuration in the window is the
@@ -1268,7 +1272,8 @@ class Agent:
         whole window would understate its rate (and its energy its power). It gives its rate, and its power per GPU
         when alone on its GPUs (their energy over ``gpus * window_s``, idle power included); the idle GPUs of each
         type give their power (:meth:`_idle_observations`), which the learner needs before it takes a job's power
-        as dynamic power above idle.
+        as dynamic power above idle. What the learner is shown is kept in the state (:mod:`.learned_state`), so a
+        restarted agent takes it back.
         """
         window, self._unlearned = self._unlearned, None
         if self.learner is None or window is None or window.length_s <= 0:
@@ -1303,6 +1308,7 @@ class Agent:
             )
         if obs or window.idle:
             self.learner.observe(obs, window.idle)
+            save_feed(self.store, rnd, obs, window.idle)
             self._say_idle_learned(notes)
 
     def _say_idle_learned(self, notes: list[str]) -> None:

@@ -159,7 +159,11 @@ class AgentOptions(OptionRecord):
     profiles: Path | None = option(
         None, "Profile library (default: the shipped one).", parser=library_path, metavar=LIBRARY_METAVAR
     )
-    learn: bool = option(False, "Correct the profiles from each round's observed steps and power.")
+    learn: bool = option(
+        False,
+        "Correct the profiles from each round's observed steps and power; what was observed is kept in the "
+        "state, so a restarted agent takes it back.",
+    )
     policy: str = option(
         "wattplan",
         "Policy that decides each round: wattplan (the round model); the operators' baselines slurm (first come, "

@@ -17,6 +17,8 @@ Tables (one file, ``--state``; WAL journal, ``synchronous=FULL``, so a committed
   same transaction as the call, before it is sent) and a job's own submission hold (``sbatch --hold``) adopted
   when the agent first sees the job. Only these are ever released (docs/design.md §11.6, trust); a row is
   dropped as soon as Slurm shows the job not held.
+- ``learner_feed``: with ``--learn``, per round what the learner was shown (the jobs' and the idle GPUs'
+  observations, JSON lists), so a restarted agent believes what it had learned (:mod:`planner.agent.learned_state`).
 - ``energy_windows``: with an energy budget (:mod:`planner.agent.energy_budget`), the whole cluster's energy (J)
   over each window ``[start_s, end_s]`` (agent clock) the budget charged, back to back from the budget's origin
   (``meta`` ``budget_origin_s``: the first round's time; ``budget_period_s`` and ``budget_energy_j``: the budget).
@@ -81,6 +83,7 @@ CREATE TABLE IF NOT EXISTS observations (
 );
 CREATE TABLE IF NOT EXISTS holds (job_id TEXT PRIMARY KEY, round INTEGER NOT NULL, how TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS energy_windows (end_s REAL PRIMARY KEY, start_s REAL NOT NULL, energy_j REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS learner_feed (round INTEGER PRIMARY KEY, jobs TEXT NOT NULL, gpus TEXT NOT NULL);
 """
 _ADDED_COLUMNS = (
     ("jobs", "stall_restarts", "INTEGER NOT NULL DEFAULT 0"),
@@ -545,6 +548,26 @@ class AgentStore:
     def add_observations(self, rnd: int, rows: Iterable[tuple[str, float | None, float | None, float]]) -> None:
         """Per job of round ``rnd``: steps done, energy over the window (J), window length (s)."""
         self.db.executemany("INSERT OR REPLACE INTO observations VALUES (?, ?, ?, ?, ?)", [(rnd, *r) for r in rows])
+
+    def add_learner_feed(self, rnd: int, jobs: Sequence[Mapping[str, Any]], gpus: Sequence[Mapping[str, Any]]) -> None:
+        """What the learner was shown in round ``rnd``: the jobs' and the idle GPUs' observations (JSON objects)."""
+        self.db.execute(
+            "INSERT OR REPLACE INTO learner_feed VALUES (?, ?, ?)", (int(rnd), json.dumps(jobs), json.dumps(gpus))
+        )
+
+    def learner_feeds(self) -> list[tuple[int, Any, Any]]:
+        """Every round's feed of the learner in round order: ``(round, jobs, gpus)``, parsed JSON.
+
+        The caller checks their shape (:func:`planner.agent.learned_state.restored_learner`).
+        """
+        rows = self.db.execute("SELECT round, jobs, gpus FROM learner_feed ORDER BY round").fetchall()
+        feeds = []
+        for rnd, jobs, gpus in rows:
+            try:
+                feeds.append((int(rnd), json.loads(jobs), json.loads(gpus)))
+            except (TypeError, ValueError) as err:
+                raise StoreError(f"{self.path}: learner_feed round {rnd} is not JSON ({err})", "bad-state") from None
+        return feeds
 
     # ------------------------------------------------------------------ the energy budget's ledger
 
