@@ -120,7 +120,8 @@ def test_the_agent_plans_onto_powered_down_nodes_and_slurm_boots_them(cluster: P
 def test_the_agent_powers_down_the_idle_node_and_keeps_the_busy_one(slow_suspend_cluster: Path, tmp_path: Path) -> None:
     """One 1-GPU job of 8 minutes on two nodes: the idle node goes down, the busy one stays on while it runs.
 
-    With ``--learn`` the agent also learns the idle power of the powered GPUs no job holds (its log says it).
+    With ``--learn`` the agent also learns the idle power of the powered GPUs no job holds (its log says it), and
+    an agent started again on the same state with another job takes back what it learned.
 
     The agent starts after the job's submission; its periodic round a round later has watched more than a cycle
     (120 s boot, 120 s shutdown) since the submission and expects less than a GPU in it against 7 free. Once the
@@ -158,3 +159,16 @@ def test_the_agent_powers_down_the_idle_node_and_keeps_the_busy_one(slow_suspend
     assert "suspend v100-1" in log, log
     assert _node_states(cluster)["v100-1"] in ("idle~", "idle%")
     assert time.monotonic() - started < SLOW_SUSPEND_S / 60  # within Slurm's SuspendTime: the agent's doing
+    # Restarted on the same state with another job to plan, the agent takes back what its learner was shown
+    # (planner/agent/learned_state.py) before it observes anything new, and says the idle power it had learned.
+    _cli("cluster", "submit", str(trace), "--dir", str(cluster), "--wait")
+    again = _cli(
+        "agent", "--cluster", str(cluster), "--until-idle", "--power-save", "--power-down", "--solver", "greedy",
+        "--max-slowdown", "10", "--restart-s", "120", "--start-s", "30", "--learn", timeout=int(DEADLINE_S),
+    )  # fmt: skip
+    said = again.stdout + again.stderr
+    assert "every managed job has ended: done" in said
+    took = re.search(r"learner: took back what it was shown in (\d+) earlier round\(s\)\n(.*)", said)
+    assert took is not None and int(took.group(1)) >= 1, said
+    relearned = re.match(r"\s*learned: v100 idle power ([0-9.]+) W per GPU", took.group(2))
+    assert relearned is not None and float(relearned.group(1)) == pytest.approx(float(learned[-1][0]), rel=0.05), said
