@@ -81,10 +81,10 @@ the replay. Kept in this module, which imports no other planner module, so that 
 WINDOW_S = 3600.0
 """The arrivals that set the demand rate: those of the last hour (s, agent clock)."""
 EXACT_JOBS = 300.0
-"""Up to this many jobs expected per cycle the demand's law is Panjer's (exact); above, the normal law."""
+"""Up to this many jobs (bursts) expected per cycle the demand's law is Panjer's (exact); above, the normal law."""
 EPOCHS = 8
-"""The reserve's time grain, in parts of the cycle: the running jobs' expected ends are rounded up to a multiple of
-it (:mod:`planner.agent.departing_overflow`)."""
+"""The reserve's time grain, in parts of the cycle: arrivals less than ``c / EPOCHS`` apart are one burst, and the
+running jobs' expected ends are rounded up to a multiple of it (:mod:`planner.agent.departing_overflow`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +170,25 @@ def overflow_shares(cdf: Sequence[float], mean: float) -> list[float]:
     return shares
 
 
+def bursts(arrivals: Iterable[tuple[float, int]], gap_s: float) -> list[int]:
+    """The GPUs of each burst: ``(arrival s, GPUs)`` less than ``gap_s`` after the one before join its burst.
+
+    Jobs submitted together (a sweep, a user's script) ask for their GPUs together: counted as one arrival of their
+    sum, the demand's variance is what the cycle sees, where counted apart it would be that of independent jobs.
+    """
+    out: list[int] = []
+    last = -math.inf
+    for t, g in sorted(arrivals):
+        if g <= 0:
+            continue
+        if t - last < gap_s and out:
+            out[-1] += g
+        else:
+            out.append(g)
+        last = t
+    return out
+
+
 def reserve_nodes(
     arrivals: Sequence[tuple[float, int]],
     now_s: float,
@@ -191,7 +210,7 @@ def reserve_nodes(
     """
     if overflow_share >= 1.0 or span_s <= 0.0:
         return 0
-    sizes = Counter(g for t, g in arrivals if now_s - span_s <= t <= now_s if g > 0)
+    sizes = Counter(bursts([(t, g) for t, g in arrivals if now_s - span_s <= t <= now_s], power_cycle_s / EPOCHS))
     jobs = sum(sizes.values())
     if jobs == 0:
         return 0
