@@ -53,8 +53,6 @@ Modules:
 - :mod:`planner.agent.slurm_config`: ``scontrol show config`` as a map, and the nodes Slurm's power saving keeps on
 - :mod:`planner.agent.node_power`: which idle nodes to power down now (``--power-down``): those the recent arrivals
   are not expected to need within a node's off-and-on cycle
-- :mod:`planner.agent.departing_overflow`: the share of a cycle's GPUs asked for that find none free, counting the
-  GPUs running jobs free within the cycle (power-down's reserve)
 
 Package data: ``node_files/`` holds the Slurm prolog, epilog and task prolog and the node agent an operator
 installs on every GPU node (its README.md says how).

@@ -461,27 +461,6 @@ def _starting(decision: Decision, placements: Mapping[int, object]) -> dict[str,
     return out
 
 
-def _expected_ends(
-    instance: Instance, plan: Plan, decision: Decision, placements: Mapping[int, object], load_s: float
-) -> list[tuple[float, dict[str, int]]]:
-    """``(s from now, GPUs per host)`` of each job the round runs alone: when it is expected to free its GPUs.
-
-    Its steps left over the plan's rate, plus ``load_s`` when it starts now (not yet placed by Slurm). A pair's jobs
-    and a guest are left out: their GPUs are free only when both end.
-    """
-    rates = {e.job_id: e.steps_per_s for e in plan.running() if e.shares_with is None}
-    left = {j.id: j.remaining_steps for j in instance.jobs}
-    ends: list[tuple[float, dict[str, int]]] = []
-    for d in decision.desired:
-        rate = rates.get(d.job_id, 0.0)
-        if d.state != "run" or d.host_job is not None or not d.hosts or not d.gpus or rate <= 0.0:
-            continue
-        starts = not (d.job_id.isdigit() and int(d.job_id) in placements)
-        per_host = {host: d.gpus // len(d.hosts) for host in d.hosts}
-        ends.append((left.get(d.job_id, 0.0) / rate + (load_s if starts else 0.0), per_host))
-    return ends
-
-
 def _node_key(name: str) -> tuple[str, int, str]:
     head = name.rstrip("0123456789")
     tail = name[len(head) :]
@@ -754,12 +733,7 @@ class Agent:
         self._settled = report.planned_run > 0
         waiting = report.queued - report.planned_run
         starting = _starting(decision, self._placements)
-        ends = (
-            _expected_ends(instance, plan, decision, self._placements, self.cfg.start_s)
-            if self._may_power_down()
-            else []
-        )
-        self._node_power(nodes.nodes, host_of, known, starting, waiting, now_s, rnd, report, ends)
+        self._node_power(nodes.nodes, host_of, known, starting, waiting, now_s, rnd, report)
         # a node powering down is left out until it is off, which no queue event announces: while jobs wait for
         # GPUs, look again a second later rather than a round later (it is plannable, and bootable, once off)
         self._retry_soon = self._retry_soon or (self._powering_down and report.planned_run < report.queued)
@@ -789,7 +763,6 @@ class Agent:
         now_s: float,
         rnd: int,
         report: RoundReport,
-        expected_ends: Sequence[tuple[float, Mapping[str, int]]] = (),
     ) -> None:
         """Power idle nodes down no job is expected to need soon; boot nodes ahead of a burst (:mod:`.node_power`).
 
@@ -807,11 +780,8 @@ class Agent:
         Power-up: the usable nodes ``sinfo`` shows powered down (not drained) to which this round starts no job
         (Slurm boots those for it), booted by one ``scontrol update NodeName=N State=POWER_UP`` each; the reserve
         counts the idle nodes and those booting with no job (``idle#``). A round that boots powers nothing down.
-
-        ``expected_ends``: when each job the round runs is expected to free its GPUs (:func:`_expected_ends`); the
-        reserve counts those of jobs on the nodes of ``free`` that end within a cycle.
         """
-        if not self._may_power_down():
+        if not (self.cfg.power_down and self.cfg.power_save):
             return
         usable = set(host_of.values())
         used: dict[str, int] = dict(starting)
@@ -837,24 +807,12 @@ class Agent:
                 return
 
         share = self._boot_wait_share(known, now_s) if idle else 1.0  # no idle node: nothing to price
-        running = {n.name for n in mine if n.name in used and n.state in ("mixed", "idle")}  # the nodes of ``free``
-        frees = [(t, sum(per_host.values())) for t, per_host in expected_ends if per_host and set(per_host) <= running]
 
         def choose(candidates: Sequence[NodeState]) -> PowerDownChoice:
             names = [n.name for n in candidates]
             cycle = self.cfg.power_cycle_s
             return choose_power_down(
-                names,
-                k,
-                free,
-                arrivals,
-                now_s,
-                watched,
-                cycle,
-                waiting,
-                WINDOW_S,
-                overflow_share=share,
-                departures=frees,
+                names, k, free, arrivals, now_s, watched, cycle, waiting, WINDOW_S, overflow_share=share
             )
 
         first = choose(idle)
@@ -874,10 +832,6 @@ class Agent:
             return
         report.notes.append(f"powering down idle node(s) {', '.join(choice.down)}: {choice.why}")
         self._send_node_calls(rnd, [power_down_call(name) for name in choice.down], report)
-
-    def _may_power_down(self) -> bool:
-        """Whether the agent powers idle nodes down itself (``--power-down``, with ``--power-save``)."""
-        return self.cfg.power_down and self.cfg.power_save
 
     def _boot_wait_share(self, known: Mapping[str, KnownJob], now_s: float) -> float:
         """``q``: the share of jobs the JCT limit lets wait a boot (:func:`~planner.agent.node_power.boot_wait_share`).

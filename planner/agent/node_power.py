@@ -39,13 +39,10 @@ f_{m-g}`` (exact for that model; the normal law of the same mean and variance on
 cycle). With ``C`` powered GPUs free, ``E[(A - C)+] = E[A] - sum_{m < C} P(A > m)`` of them find none (the
 overflow's share is ``E[(A - C)+] / E[A]``, ``E[A] = mu sum_g g p_g``). The first ``k`` idle nodes stay on, with
 ``k`` the least for which ``C = F + k K`` leaves a share of ``q`` at most, and never fewer than the mean rule
-keeps. The running jobs expected to end within the cycle free GPUs for the arrivals after them: the reserve counts
-them (:mod:`planner.agent.departing_overflow`: the overflow ``max_t (A(t) - Fr(t) - C)+`` with ``Fr(t)`` the GPUs
-freed by ``t``, exact for the model with the ends rounded up to an eighth of the cycle; a job's end is its steps
-left at the plan's rate, after its load when it starts now). The mean rule does not, and jobs that arrive within
-the cycle are taken to hold their GPUs to its end. Long jobs (``x J >= R``) leave the mean rule as it was; short
-ones keep a reserve: on 5-minute jobs under a 10% limit ``q`` is about 0.1. ``x = 0`` keeps every idle node on (no
-boot is within the limit); no limit at all (``q = 1``) is the mean rule.
+keeps. Jobs that end within the cycle are not counted (as in the mean rule): the share is an upper bound for the
+model. Long jobs (``x J >= R``) leave the mean rule as it was; short ones keep a reserve: on 5-minute jobs under a
+10% limit ``q`` is about 0.1. ``x = 0`` keeps every idle node on (no boot is within the limit); no limit at all
+(``q = 1``) is the mean rule.
 
 Nothing is powered down while a managed job waits (it may start on an idle node at the next round), nor before
 ``c`` seconds have passed since the first arrival the agent knows of (no estimate of the demand yet; with no job
@@ -81,10 +78,7 @@ the replay. Kept in this module, which imports no other planner module, so that 
 WINDOW_S = 3600.0
 """The arrivals that set the demand rate: those of the last hour (s, agent clock)."""
 EXACT_JOBS = 300.0
-"""Up to this many jobs (bursts) expected per cycle the demand's law is Panjer's (exact); above, the normal law."""
-EPOCHS = 8
-"""The reserve's time grain, in parts of the cycle: arrivals less than ``c / EPOCHS`` apart are one burst, and the
-running jobs' expected ends are rounded up to a multiple of it (:mod:`planner.agent.departing_overflow`)."""
+"""Up to this many jobs expected per cycle the demand's law is Panjer's (exact); above, the normal law."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,25 +164,6 @@ def overflow_shares(cdf: Sequence[float], mean: float) -> list[float]:
     return shares
 
 
-def bursts(arrivals: Iterable[tuple[float, int]], gap_s: float) -> list[int]:
-    """The GPUs of each burst: ``(arrival s, GPUs)`` less than ``gap_s`` after the one before join its burst.
-
-    Jobs submitted together (a sweep, a user's script) ask for their GPUs together: counted as one arrival of their
-    sum, the demand's variance is what the cycle sees, where counted apart it would be that of independent jobs.
-    """
-    out: list[int] = []
-    last = -math.inf
-    for t, g in sorted(arrivals):
-        if g <= 0:
-            continue
-        if t - last < gap_s and out:
-            out[-1] += g
-        else:
-            out.append(g)
-        last = t
-    return out
-
-
 def reserve_nodes(
     arrivals: Sequence[tuple[float, int]],
     now_s: float,
@@ -198,32 +173,22 @@ def reserve_nodes(
     gpus_per_node: int,
     idle: int,
     overflow_share: float,
-    departures: Sequence[tuple[float, int]] = (),
 ) -> int:
     """The least ``k <= idle`` for which ``C = F + k K`` free GPUs leave a share of ``q`` at most unserved.
 
     ``A``: the GPUs asked for over the next cycle, from the window ``[now - S, now]`` (:func:`demand_cdf`, ``mu = n
-    c / S`` for its ``n`` arrivals); the share: :func:`overflow_shares`, or with ``departures`` (``(s from now,
-    GPUs freed)`` of the running jobs' expected ends) the reflected overflow that counts them
-    (:func:`planner.agent.departing_overflow.departing_overflow_shares`); ``q``: ``overflow_share``. ``q >= 1`` or
-    no arrival needs no reserve (0); ``idle`` when no ``k`` does.
+    c / S`` for its ``n`` arrivals); the share: :func:`overflow_shares`; ``q``: ``overflow_share``. ``q >= 1`` or no
+    arrival needs no reserve (0); ``idle`` when no ``k`` does.
     """
     if overflow_share >= 1.0 or span_s <= 0.0:
         return 0
-    sizes = Counter(bursts([(t, g) for t, g in arrivals if now_s - span_s <= t <= now_s], power_cycle_s / EPOCHS))
+    sizes = Counter(g for t, g in arrivals if now_s - span_s <= t <= now_s if g > 0)
     jobs = sum(sizes.values())
     if jobs == 0:
         return 0
     mu = jobs * power_cycle_s / span_s
     mean = mu * sum(g * n for g, n in sizes.items()) / jobs
-    upto = free_gpus + idle * gpus_per_node
-    if any(t < power_cycle_s for t, _ in departures) and mu <= EXACT_JOBS:
-        # numpy, imported here: this module is on the suspend program's path, which must start in a fraction of a s
-        from wattplan.planner.agent.departing_overflow import departing_overflow_shares
-
-        shares = departing_overflow_shares(sizes, mu, power_cycle_s, departures, upto, EPOCHS)
-    else:
-        shares = overflow_shares(demand_cdf(sizes, mu, upto), mean)
+    shares = overflow_shares(demand_cdf(sizes, mu, free_gpus + idle * gpus_per_node), mean)
     for k in range(idle + 1):
         if shares[free_gpus + k * gpus_per_node] <= overflow_share + 1e-12:
             return k
@@ -241,15 +206,13 @@ def choose_power_down(
     waiting: int,
     window_s: float = WINDOW_S,
     overflow_share: float = 1.0,
-    departures: Sequence[tuple[float, int]] = (),
 ) -> PowerDownChoice:
     """Which of the ``idle`` powered nodes (in ``slurm.conf``'s order) to power down now (module docstring).
 
     ``free_gpus``: ``F``, the free GPUs of the powered nodes that run jobs; ``arrivals``: ``(arrival s, GPUs
     requested)`` of the managed jobs seen; ``watched_s``: the time since the first arrival the agent knows of (s);
     ``power_cycle_s``: ``c``; ``waiting``: managed jobs the round left waiting; ``overflow_share``: ``q``
-    (:func:`boot_wait_share`; 1: the mean rule alone); ``departures``: ``(s from now, GPUs)`` the running jobs on
-    those nodes are expected to free (the reserve counts those within the cycle; the mean rule does not).
+    (:func:`boot_wait_share`; 1: the mean rule alone).
     """
     if not idle:
         return PowerDownChoice((), (), 0.0, "no idle node")
@@ -262,9 +225,7 @@ def choose_power_down(
     demand = max(demand_rate(arrivals, now_s, watched_s, span) for span in spans) * power_cycle_s
     mean_keep = max(0, math.ceil((demand - free_gpus) / gpus_per_node - 1e-9))
     reserve = max(
-        reserve_nodes(
-            arrivals, now_s, span, power_cycle_s, free_gpus, gpus_per_node, len(idle), overflow_share, departures
-        )
+        reserve_nodes(arrivals, now_s, span, power_cycle_s, free_gpus, gpus_per_node, len(idle), overflow_share)
         for span in spans
     )
     keep = min(len(idle), max(mean_keep, reserve))
