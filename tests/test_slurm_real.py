@@ -148,17 +148,28 @@ def test_rendered_plan_runs_on_real_slurm(slurm: SlurmCluster, tmp_path: Path) -
     assert not any(p.exists() for p in PWNED), "a job id or value was executed"
 
     # Node steps: each planned GPU got its power limit on its node, then its default back.
-    calls = smi_log.read_text().splitlines()
+    # One nvidia-smi call acts on every GPU of a node that gets the same thing (-i 0,3,4).
+    calls = []
+    for line in smi_log.read_text().splitlines():
+        node, rest = line.split(": ", 1)
+        _, indices, *args = rest.split()
+        calls.append((node, {int(i) for i in indices.split(",")}, " ".join(args)))
+
+    def first(node: str, gpu: int, args: str) -> int:
+        """The position of the first call on ``node`` with ``args`` that acts on ``gpu``; fails when none does."""
+        found = [k for k, (n, gpus, a) in enumerate(calls) if n == node and gpu in gpus and a == args]
+        assert found, (node, gpu, args, calls)
+        return found[0]
+
     for u in units:
         for p in u["placement"]:
             for i in p["gpu_indices"]:
                 node = p["host"]
-                assert f"{node}: -i {i} -pm 1" in calls
-                assert f"{node}: -i {i} -pl {u['setting']}" in calls
-                assert f"{node}: -i {i} --query-gpu=power.default_limit --format=csv,noheader,nounits" in calls
-                assert calls.index(f"{node}: -i {i} -pl {u['setting']}") < calls.index(f"{node}: -i {i} -pl 300")
+                first(node, i, "-pm 1")
+                first(node, i, "--query-gpu=index,power.default_limit --format=csv,noheader,nounits")
+                assert first(node, i, f"-pl {u['setting']}") < first(node, i, "-pl 300")
     planned = {(p["host"], i) for u in units for p in u["placement"] for i in p["gpu_indices"]}
-    touched = {(c.split(":")[0], int(c.split()[2])) for c in calls}
+    touched = {(node, i) for node, gpus, _ in calls for i in gpus}
     assert touched == planned, "the node steps touched GPUs the plan does not use"
     assert elapsed < 90, f"the Slurm round took {elapsed:.0f} s"
 
