@@ -272,6 +272,37 @@ def test_learning_on_the_loop_moves_the_belief_toward_the_truth(
         assert abs(believed - true_p) < abs(1.0 - true_p)
 
 
+def test_a_job_still_loading_when_the_window_begins_is_not_learned_from_without_start_s(
+    truth_file: Path, two_jobs: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 100 s load the agent is not told of (``--start-s 0``, the default on a real cluster).
+
+    R18 starts at about 1 s and loads until about 101: the window [36, 396] begins while it loads, and its start
+    before the window lets it through the start rule. Its first steps show at the read of 396, so only the windows
+    after that count: one whole window, [396, 756], at the truth's rate. Taken with the load in it, the rate would
+    be 65 of 360 s (18%) low.
+    """
+    from dataclasses import replace as replaced
+
+    from wattplan.planner.agent import loop
+    from wattplan.planner.control.slurm_replay import SimulatedCluster
+
+    agents: list[loop.Agent] = []
+    plain_init = loop.Agent.__init__
+
+    def told_nothing(self: loop.Agent, config: Any, *args: Any, **kwargs: Any) -> None:
+        plain_init(self, replaced(config, start_s=0.0), *args, **kwargs)
+        agents.append(self)
+
+    monkeypatch.setattr(loop.Agent, "__init__", told_nothing)
+    spec = ReplaySpec(trace=two_jobs, cluster="v100:8", policies=("fifo-max",), truth=truth_file, learn=True)
+    assert replay_on_slurm(spec, "fifo-max", SimulatedCluster(load_s=100.0)).summary["completed"] == 2
+    learner = agents[0].learner
+    assert learner is not None and agents[0].cfg.start_s == 0.0
+    assert learner.evidence("throughput", ("job", "1", "v100", 2)) == pytest.approx(1.0)
+    assert learner.x_ratio(R18, "v100", 2) == pytest.approx(_true_ratio(R18, 2), rel=0.05)
+
+
 def test_a_restarted_loop_takes_back_what_its_learner_was_shown(
     tmp_path: Path, truth_file: Path, two_jobs: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -532,6 +532,9 @@ class Agent:
         self._idle_said: dict[str, float] = {}
         """The learned idle power per GPU type the log last gave (W)."""
         self._run_start: dict[str, float] = {}
+        self._stepping_since: dict[str, float] = {}
+        """Per running job, the first read (agent clock, s) that saw its steps advance in its current run: its load
+        was over by then, whatever ``--start-s`` says (:meth:`_learn`)."""
         """Per running job, when Slurm started its current run (agent clock, s), as of the last round."""
         self._rates: tuple[ProfileLibrary, RateIndex] | None = None
         self._estimated_said: set[str] = set()
@@ -1247,6 +1250,7 @@ class Agent:
             if steps > self._seen_steps.get(jid, 0.0):
                 self._advanced_at[jid] = now_s
                 self._seen_steps[jid] = steps
+                self._stepping_since.setdefault(jid, now_s)
         self.store.set_progress(seen.steps_done, now_s)
         self.store.add_observations(
             report.index,
@@ -1268,12 +1272,14 @@ class Agent:
         Called once the round has read what runs (:meth:`_job_states`): a job's configuration in the window is the
         one it runs at now, before this round decides (the last round's decision, applied as the window began). A
         job is observed only when it runs now and its current run started, and loaded (``--start-s``), before the
-        window: a job that ended, was requeued or started within the window ran part of it, and its steps over the
-        whole window would understate its rate (and its energy its power). It gives its rate, and its power per GPU
-        when alone on its GPUs (their energy over ``gpus * window_s``, idle power included); the idle GPUs of each
-        type give their power (:meth:`_idle_observations`), which the learner needs before it takes a job's power
-        as dynamic power above idle. What the learner is shown is kept in the state (:mod:`.learned_state`), so a
-        restarted agent takes it back.
+        window, and a read before the window already saw its steps advance in this run: a job that ended, was
+        requeued, started or was still loading within the window ran part of it, and its steps over the whole window
+        would understate its rate (and its energy its power). The last test holds where ``--start-s`` is not set
+        (0, the default) and a real job's load is unknown: the window in which its first steps show is not taken.
+        It gives its rate, and its power per GPU when alone on its GPUs (their energy over ``gpus * window_s``, idle
+        power included); the idle GPUs of each type give their power (:meth:`_idle_observations`), which the learner
+        needs before it takes a job's power as dynamic power above idle. What the learner is shown is kept in the
+        state (:mod:`.learned_state`), so a restarted agent takes it back.
         """
         window, self._unlearned = self._unlearned, None
         if self.learner is None or window is None or window.length_s <= 0:
@@ -1287,6 +1293,8 @@ class Agent:
                 continue
             if run_start + self.cfg.start_s > window.start_s + SAME_S:
                 continue  # started or restarted in the window, or still loading at its start
+            if self._stepping_since.get(jid, math.inf) > window.start_s + SAME_S:
+                continue  # its first steps of this run show in this window: it may have loaded in it
             energy = window.energy_j.get(jid)
             power = None
             if partner is None and energy is not None and energy > 0 and gpus > 0:
@@ -1393,9 +1401,13 @@ class Agent:
                 jid, running, j.held, hosts, j.gpus_per_node, host_job, j.gpu_type is not None, None, asks, j.gpu_type
             )
             if j.state == "RUNNING" and j.start_time_s is not None:  # CONFIGURING: its nodes boot, its time will reset
-                self._run_start[jid] = self.cfg.clock.at(j.start_time_s)
+                started = self.cfg.clock.at(j.start_time_s)
+                if self._run_start.get(jid, started) != started:  # a new run: its steps have to show again
+                    self._stepping_since.pop(jid, None)
+                self._run_start[jid] = started
             else:
                 self._run_start.pop(jid, None)
+                self._stepping_since.pop(jid, None)
             current = self._current(jid, j, d, where, node_of, ctx, desired, active) if running else None
             if current is not None:
                 st.current = current
