@@ -225,14 +225,19 @@ def test_job_stops_when_slurm_gives_other_gpus(tmp_path: Path) -> None:
     assert run.returncode == 0 and run.stdout == "ran\n" and run.stderr == ""
 
 
-def test_node_steps_run_with_a_fake_nvidia_smi(tmp_path: Path, rendered: Path) -> None:
+def _node_steps(tmp_path: Path, rendered: Path, **env: str) -> list[str]:
+    """Run v100-1's setup then reset step with the fake ``nvidia-smi`` (both must exit 0); its calls' arguments."""
     log = tmp_path / "smi.log"
     install_fake_nvidia(tmp_path / "bin", log)
-    env = {"PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "SLURMD_NODENAME": "v100-1"}
+    env = {"PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", **env}
     for step in ("setup", "reset"):
         run = subprocess.run(["bash", str(rendered / "nodes" / f"v100-1.{step}.sh")], env=env, capture_output=True)
         assert run.returncode == 0, run.stderr
-    calls = [c.split(": ", 1)[1] for c in log.read_text().splitlines()]
+    return [c.split(": ", 1)[1] for c in log.read_text().splitlines()]
+
+
+def test_node_steps_run_with_a_fake_nvidia_smi(tmp_path: Path, rendered: Path) -> None:
+    calls = _node_steps(tmp_path, rendered, SLURMD_NODENAME="v100-1")
     assert calls == [  # one call per setting: persistence mode, each power limit, the defaults' query, the reset
         "-i 0,1,2,3 -pm 1", "-i 0,1 -pl 150", "-i 2,3 -pl 250",
         "-i 0,1,2,3 --query-gpu=index,power.default_limit --format=csv,noheader,nounits", "-i 0,1,2,3 -pl 300",
@@ -245,13 +250,7 @@ def test_node_steps_run_with_a_fake_nvidia_smi(tmp_path: Path, rendered: Path) -
 
 def test_node_steps_fall_back_to_one_call_per_gpu(tmp_path: Path, rendered: Path) -> None:
     """An nvidia-smi that refuses lists still sets every GPU; a GPU that refuses is named and fails the step."""
-    log = tmp_path / "smi.log"
-    install_fake_nvidia(tmp_path / "bin", log)
-    env = {"PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "FAKE_SMI_NO_LISTS": "1"}
-    for step in ("setup", "reset"):
-        run = subprocess.run(["bash", str(rendered / "nodes" / f"v100-1.{step}.sh")], env=env, capture_output=True)
-        assert run.returncode == 0, run.stderr
-    calls = [c.split(": ", 1)[1] for c in log.read_text().splitlines()]
+    calls = _node_steps(tmp_path, rendered, FAKE_SMI_NO_LISTS="1")
     done = [c for c in calls if "," not in c.split()[1]]  # the calls for one GPU each
     assert len(calls) - len(done) == 5  # each list call was tried once first
     assert done == [
@@ -259,10 +258,11 @@ def test_node_steps_fall_back_to_one_call_per_gpu(tmp_path: Path, rendered: Path
         *(f"-i {i} --query-gpu=index,power.default_limit --format=csv,noheader,nounits" for i in range(4)),
         *(f"-i {i} -pl 300" for i in range(4)),
     ]  # fmt: skip
+    log = tmp_path / "smi.log"
     log.unlink()
     refused = subprocess.run(
         ["bash", str(rendered / "nodes" / "v100-1.setup.sh")],
-        env={**env, "FAKE_SMI_NO_LISTS": "0", "FAKE_SMI_REFUSE": "2"},
+        env={"PATH": f"{tmp_path / 'bin'}:{os.environ['PATH']}", "FAKE_SMI_REFUSE": "2"},
         capture_output=True,
         text=True,
     )

@@ -208,6 +208,38 @@ def test_simulate_on_the_loop_runs_jobs_by_the_truth(tmp_path: Path, truth_file:
     assert learned and float(learned[0]) == pytest.approx(41.0, rel=0.05)
 
 
+def _recorded_agents(monkeypatch: pytest.MonkeyPatch, start_s: float | None = None) -> list[Any]:
+    """Every loop agent the test's replays make, in order; with ``start_s``, each told that ``--start-s``."""
+    from dataclasses import replace
+
+    from wattplan.planner.agent import loop
+
+    agents: list[loop.Agent] = []
+    plain_init = loop.Agent.__init__
+
+    def recording(self: loop.Agent, config: Any, *args: Any, **kwargs: Any) -> None:
+        plain_init(self, config if start_s is None else replace(config, start_s=start_s), *args, **kwargs)
+        agents.append(self)
+
+    monkeypatch.setattr(loop.Agent, "__init__", recording)
+    return agents
+
+
+def _kept_feeds(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, list[JobObservation], list[GpuObservation]]]:
+    """Every learner feed the test's replays keep in their state (``planner.agent.learned_state.save_feed``)."""
+    from wattplan.planner.agent import loop
+
+    kept: list[tuple[int, list[JobObservation], list[GpuObservation]]] = []
+    plain_save = loop.save_feed
+
+    def keeping(store: Any, rnd: int, jobs: list[JobObservation], gpus: list[GpuObservation]) -> None:
+        plain_save(store, rnd, jobs, gpus)
+        kept.append((rnd, list(jobs), list(gpus)))
+
+    monkeypatch.setattr(loop, "save_feed", keeping)
+    return kept
+
+
 def test_learning_on_the_loop_moves_the_belief_toward_the_truth(
     tmp_path: Path, truth_file: Path, two_jobs: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -217,24 +249,8 @@ def test_learning_on_the_loop_moves_the_belief_toward_the_truth(
     one whole window each against a parent worth 0.1 (design §10.6) the learner's type estimate is within 5% of
     the truth, and closer to it than the prior.
     """
-    from wattplan.planner.agent import loop
-
-    agents: list[loop.Agent] = []
-    plain_init = loop.Agent.__init__
-
-    def recording(self: loop.Agent, *args: Any, **kwargs: Any) -> None:
-        plain_init(self, *args, **kwargs)
-        agents.append(self)
-
-    monkeypatch.setattr(loop.Agent, "__init__", recording)
-    kept: list[tuple[int, list[JobObservation], list[GpuObservation]]] = []
-    plain_save = loop.save_feed
-
-    def keeping(store: Any, rnd: int, jobs: list[JobObservation], gpus: list[GpuObservation]) -> None:
-        plain_save(store, rnd, jobs, gpus)
-        kept.append((rnd, list(jobs), list(gpus)))
-
-    monkeypatch.setattr(loop, "save_feed", keeping)
+    agents = _recorded_agents(monkeypatch)
+    kept = _kept_feeds(monkeypatch)
     spec = ReplaySpec(trace=two_jobs, cluster="v100:8", policies=("fifo-max",), truth=truth_file, learn=True)
     result = replay_on_slurm(spec, "fifo-max")
     assert result.summary["completed"] == 2
@@ -282,19 +298,9 @@ def test_a_job_still_loading_when_the_window_begins_is_not_learned_from_without_
     after that count: one whole window, [396, 756], at the truth's rate. Taken with the load in it, the rate would
     be 65 of 360 s (18%) low.
     """
-    from dataclasses import replace as replaced
-
-    from wattplan.planner.agent import loop
     from wattplan.planner.control.slurm_replay import SimulatedCluster
 
-    agents: list[loop.Agent] = []
-    plain_init = loop.Agent.__init__
-
-    def told_nothing(self: loop.Agent, config: Any, *args: Any, **kwargs: Any) -> None:
-        plain_init(self, replaced(config, start_s=0.0), *args, **kwargs)
-        agents.append(self)
-
-    monkeypatch.setattr(loop.Agent, "__init__", told_nothing)
+    agents = _recorded_agents(monkeypatch, start_s=0.0)
     spec = ReplaySpec(trace=two_jobs, cluster="v100:8", policies=("fifo-max",), truth=truth_file, learn=True)
     assert replay_on_slurm(spec, "fifo-max", SimulatedCluster(load_s=100.0)).summary["completed"] == 2
     learner = agents[0].learner
@@ -313,27 +319,11 @@ def test_a_restarted_loop_takes_back_what_its_learner_was_shown(
     """
     from dataclasses import asdict
 
-    from wattplan.planner.agent import loop
-
-    kept: list[tuple[int, Any, Any]] = []
-    plain_save = loop.save_feed
-
-    def keeping(store: Any, rnd: int, jobs: list[JobObservation], gpus: list[GpuObservation]) -> None:
-        plain_save(store, rnd, jobs, gpus)
-        kept.append((rnd, [asdict(o) for o in jobs], [asdict(o) for o in gpus]))
-
-    monkeypatch.setattr(loop, "save_feed", keeping)
+    kept = _kept_feeds(monkeypatch)
     spec = ReplaySpec(trace=two_jobs, cluster="v100:8", policies=("fifo-max",), truth=truth_file, learn=True)
     assert replay_on_slurm(spec, "fifo-max").summary["completed"] == 2
-    first = list(kept)
-    agents: list[loop.Agent] = []
-    plain_init = loop.Agent.__init__
-
-    def recording(self: loop.Agent, *args: Any, **kwargs: Any) -> None:
-        plain_init(self, *args, **kwargs)
-        agents.append(self)
-
-    monkeypatch.setattr(loop.Agent, "__init__", recording)
+    first = [(rnd, [asdict(o) for o in jobs], [asdict(o) for o in gpus]) for rnd, jobs, gpus in kept]
+    agents = _recorded_agents(monkeypatch)
     monkeypatch.setattr(AgentStore, "learner_feeds", lambda self: first)  # the state of the run before
     lines: list[str] = []
     assert replay_on_slurm(spec, "fifo-max", log=lines.append).summary["completed"] == 2
