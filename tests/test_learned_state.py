@@ -70,6 +70,18 @@ def test_a_reopened_state_gives_back_the_learner_it_fed(tmp_path: Path) -> None:
     assert _beliefs(restored) != _beliefs(ProfileLearner(hand_context()))  # it learned something
 
 
+def test_the_state_keeps_the_latest_rounds_of_feed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from wattplan.planner.agent import store as store_module
+
+    monkeypatch.setattr(store_module, "LEARNER_FEED_ROUNDS", 3)
+    store = AgentStore(tmp_path / "agent.db")
+    for rnd in range(10, 15):
+        save_feed(store, rnd, [_obs("j1", A, 1, 5.0, None)], [])
+    kept = [rnd for rnd, _, _ in store.learner_feeds()]
+    store.close()
+    assert kept == [12, 13, 14]
+
+
 def test_a_new_state_restores_a_learner_that_knows_nothing(tmp_path: Path) -> None:
     store = AgentStore(tmp_path / "agent.db")
     learner, rounds = restored_learner(hand_context(), store)

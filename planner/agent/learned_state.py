@@ -12,6 +12,7 @@ lacks is skipped, as the learner skips any observation it has no prior for.
 from __future__ import annotations
 
 import dataclasses
+import typing
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
@@ -28,20 +29,22 @@ def save_feed(store: AgentStore, rnd: int, jobs: Sequence[JobObservation], gpus:
     store.add_learner_feed(rnd, [dataclasses.asdict(o) for o in jobs], [dataclasses.asdict(o) for o in gpus])
 
 
-_JSON_KINDS: dict[str, tuple[type, ...]] = {"str": (str,), "int": (int,), "float": (int, float)}
-"""What a JSON value of each annotated field type may be (``X | None`` also takes null)."""
-
-
 def _checked(kind: type[_Obs], row: Any) -> _Obs:
-    """``row`` (a JSON object) as ``kind``, each field of its annotated type; a :class:`TypeError` says which not."""
+    """``row`` (a JSON object) as ``kind``, each field of its annotated type; a :class:`TypeError` says which not.
+
+    A ``float`` field takes a JSON integer too; ``X | None`` takes null; no field takes a boolean.
+    """
     if not isinstance(row, dict):
         raise TypeError(f"{row!r} is not an object")
     made = kind(**row)
+    hints = typing.get_type_hints(kind)
     for f in dataclasses.fields(kind):
-        value, text = row[f.name], str(f.type)
-        allowed = _JSON_KINDS[text.removesuffix(" | None")] + ((type(None),) if text.endswith("| None") else ())
-        if isinstance(value, bool) or not isinstance(value, allowed):
-            raise TypeError(f"{f.name} is {value!r}, not {text}")
+        value, hint = row[f.name], hints[f.name]
+        kinds: tuple[Any, ...] = typing.get_args(hint) or (hint,)
+        if float in kinds:
+            kinds = (*kinds, int)
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            raise TypeError(f"{f.name} is {value!r}, not {f.type}")
     return made
 
 

@@ -532,10 +532,10 @@ class Agent:
         self._idle_said: dict[str, float] = {}
         """The learned idle power per GPU type the log last gave (W)."""
         self._run_start: dict[str, float] = {}
+        """Per running job, when Slurm started its current run (agent clock, s), as of the last round."""
         self._stepping_since: dict[str, float] = {}
         """Per running job, the first read (agent clock, s) that saw its steps advance in its current run: its load
         was over by then, whatever ``--start-s`` says (:meth:`_learn`)."""
-        """Per running job, when Slurm started its current run (agent clock, s), as of the last round."""
         self._rates: tuple[ProfileLibrary, RateIndex] | None = None
         self._estimated_said: set[str] = set()
         self.metrics: AgentMetrics | None = None

@@ -18,7 +18,8 @@ Tables (one file, ``--state``; WAL journal, ``synchronous=FULL``, so a committed
   when the agent first sees the job. Only these are ever released (docs/design.md §11.6, trust); a row is
   dropped as soon as Slurm shows the job not held.
 - ``learner_feed``: with ``--learn``, per round what the learner was shown (the jobs' and the idle GPUs'
-  observations, JSON lists), so a restarted agent believes what it had learned (:mod:`planner.agent.learned_state`).
+  observations, JSON lists), so a restarted agent believes what it had learned (:mod:`planner.agent.learned_state`);
+  the latest :data:`LEARNER_FEED_ROUNDS` rounds.
 - ``energy_windows``: with an energy budget (:mod:`planner.agent.energy_budget`), the whole cluster's energy (J)
   over each window ``[start_s, end_s]`` (agent clock) the budget charged, back to back from the budget's origin
   (``meta`` ``budget_origin_s``: the first round's time; ``budget_period_s`` and ``budget_energy_j``: the budget).
@@ -92,6 +93,9 @@ _ADDED_COLUMNS = (
     ("rounds", "budget_share_j", "REAL"),
 )
 """Columns added since schema 1 was first written: added in place to an older file (nothing else changes)."""
+LEARNER_FEED_ROUNDS = 5000
+"""The rounds of learner feed the state keeps, the latest (about three weeks of 6-minute rounds; at 50 running jobs
+about 60 MB): a restarted agent takes back what the learner was shown over them."""
 BUSY_TIMEOUT_S = 10.0
 """How long one statement waits on a state file another process keeps locked before :class:`StoreBusy`."""
 
@@ -550,10 +554,15 @@ class AgentStore:
         self.db.executemany("INSERT OR REPLACE INTO observations VALUES (?, ?, ?, ?, ?)", [(rnd, *r) for r in rows])
 
     def add_learner_feed(self, rnd: int, jobs: Sequence[Mapping[str, Any]], gpus: Sequence[Mapping[str, Any]]) -> None:
-        """What the learner was shown in round ``rnd``: the jobs' and the idle GPUs' observations (JSON objects)."""
-        self.db.execute(
-            "INSERT OR REPLACE INTO learner_feed VALUES (?, ?, ?)", (int(rnd), json.dumps(jobs), json.dumps(gpus))
-        )
+        """What the learner was shown in round ``rnd``: the jobs' and the idle GPUs' observations (JSON objects).
+
+        Feeds of rounds :data:`LEARNER_FEED_ROUNDS` or more before ``rnd`` are dropped.
+        """
+        with self._transaction():
+            self.db.execute(
+                "INSERT OR REPLACE INTO learner_feed VALUES (?, ?, ?)", (int(rnd), json.dumps(jobs), json.dumps(gpus))
+            )
+            self.db.execute("DELETE FROM learner_feed WHERE round <= ?", (int(rnd) - LEARNER_FEED_ROUNDS,))
 
     def learner_feeds(self) -> list[tuple[int, Any, Any]]:
         """Every round's feed of the learner in round order: ``(round, jobs, gpus)``, parsed JSON.
