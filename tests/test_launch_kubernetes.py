@@ -171,6 +171,40 @@ def test_agent_applies_and_resets_settings(tmp_path: Path, rendered: Path) -> No
     assert calls[3:] == ["-i 0,1,2 -rgc"]
 
 
+def test_agent_names_a_refusing_gpu_and_tries_again(tmp_path: Path, rendered: Path) -> None:
+    """GPU 2 refuses every call: the others get their settings, the agent says so and applies again, still running."""
+    from tests.launch_helpers import install_fake_nvidia
+
+    configmap, _ = _docs(rendered / "node-agent.yaml")
+    settings_dir = tmp_path / "etc"
+    settings_dir.mkdir()
+    (settings_dir / "agent.sh").write_text(configmap["data"]["agent.sh"])
+    (settings_dir / "a100-0.settings").write_text(configmap["data"]["a100-0.settings"])
+    log = tmp_path / "smi.log"
+    install_fake_nvidia(tmp_path / "bin", log)
+    env = {
+        "PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin",
+        "NODE_NAME": "a100-0",
+        "WATTPLAN_SETTINGS_DIR": str(settings_dir),
+        "WATTPLAN_AGENT_INTERVAL_S": "0.1",
+        "FAKE_SMI_REFUSE": "2",
+    }
+    agent = subprocess.Popen(
+        ["bash", str(settings_dir / "agent.sh")], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert agent.stderr is not None
+        said = [agent.stderr.readline() for _ in range(20)]  # its refusals, pass after pass: it keeps running
+        assert agent.poll() is None, said
+    finally:
+        agent.terminate()
+        agent.wait(timeout=60)
+    tries = [line for line in said if "a GPU refused its setting (above); trying again in 0.1 s" in line]
+    assert len(tries) >= 2 and any("GPU 2 refused nvidia-smi -lgc 1005,1005" in line for line in said), said
+    calls = [c.split(": ", 1)[1] for c in log.read_text().splitlines()]
+    assert {"-i 0 -pm 1", "-i 1 -pm 1", "-i 0,1 -lgc 1410,1410"} <= set(calls)  # the others were set
+
+
 def test_node_names_must_be_kubernetes_names() -> None:
     inst = launch_instance(v100_only=True)
     model = build_model(hand_plan(inst, v100_only=True), inst, HostMap({"v100-0": "GPU_Node_0", "v100-1": "ok-1"}))

@@ -45,7 +45,8 @@ AGENT_SCRIPT = (
 # wattplan GPU agent: applies this node's GPU settings from $WATTPLAN_SETTINGS_DIR/$NODE_NAME.settings
 # (lines "INDEX UNIT VALUE", UNIT power_limit_w or sm_clock_mhz), re-applies them when the file changes,
 # and puts default power limits and clocks back when it stops or a GPU leaves the list.
-# One nvidia-smi call acts on every GPU that gets the same thing.
+# One nvidia-smi call acts on every GPU that gets the same thing. A GPU that refuses its setting is named in the
+# log and the settings are applied again every interval until every GPU takes them; the agent keeps running.
 set -euo pipefail
 dir="${WATTPLAN_SETTINGS_DIR:-/etc/wattplan}"
 file="$dir/${NODE_NAME:?NODE_NAME must be set}.settings"
@@ -55,8 +56,9 @@ interval="${WATTPLAN_AGENT_INTERVAL_S:-30}"
     + SMI_FUNCTIONS
     + """
 # apply_settings TEXT: persistence mode on for every listed GPU, then one call per distinct setting.
+# Returns 1 when a GPU refused (after trying every call).
 apply_settings() {
-  local index unit value key all=''
+  local index unit value key all='' status=0
   local -A gpus_at=()
   while read -r index unit value; do
     case "$index" in '' | '#'*) continue ;; esac
@@ -69,19 +71,21 @@ apply_settings() {
     gpus_at[$key]+="${gpus_at[$key]:+,}$index"
   done <<< "$1"
   [ -n "$all" ] || return 0
-  smi "$all" -pm 1
+  smi "$all" -pm 1 || status=1
   for key in "${!gpus_at[@]}"; do
     read -r unit value <<< "$key"
     case "$unit" in
-      power_limit_w) smi "${gpus_at[$key]}" -pl "$value" ;;
-      sm_clock_mhz) smi "${gpus_at[$key]}" -lgc "$value,$value" ;;
+      power_limit_w) smi "${gpus_at[$key]}" -pl "$value" || status=1 ;;
+      sm_clock_mhz) smi "${gpus_at[$key]}" -lgc "$value,$value" || status=1 ;;
     esac
   done
+  return "$status"
 }
 
-# reset_settings TEXT: the listed GPUs' default power limits back, their clock locks released.
+# reset_settings TEXT: the listed GPUs' default power limits back, their clock locks released. Returns 1 when a GPU
+# refused (after trying every call).
 reset_settings() {
-  local index unit value powers='' clocks=''
+  local index unit value powers='' clocks='' status=0
   while read -r index unit value; do
     case "$index" in '' | '#'*) continue ;; esac
     case "$unit" in
@@ -89,22 +93,31 @@ reset_settings() {
       sm_clock_mhz) clocks+="${clocks:+,}$index" ;;
     esac
   done <<< "$1"
-  if [ -n "$powers" ]; then reset_power_limits "$powers"; fi
-  if [ -n "$clocks" ]; then smi "$clocks" -rgc; fi
+  if [ -n "$powers" ]; then reset_power_limits "$powers" || status=1; fi
+  if [ -n "$clocks" ]; then smi "$clocks" -rgc || status=1; fi
+  return "$status"
 }
 
 applied=''
-trap 'reset_settings "$applied"; exit 0' TERM INT
+pending=0
+trap 'reset_settings "$applied" || true; exit 0' TERM INT
 while true; do
   wanted=''
   if [ -f "$file" ]; then
     wanted=$(cat -- "$file")
   fi
-  if [ "$wanted" != "$applied" ]; then
-    reset_settings "$applied"
-    apply_settings "$wanted"
+  if [ "$wanted" != "$applied" ] || [ "$pending" = 1 ]; then
+    if [ "$wanted" != "$applied" ] && ! reset_settings "$applied"; then
+      echo "wattplan agent: a GPU kept a setting it no longer has (above); going on" >&2
+    fi
     applied="$wanted"
-    echo "wattplan agent: applied settings for $NODE_NAME"
+    if apply_settings "$wanted"; then
+      pending=0
+      echo "wattplan agent: applied settings for $NODE_NAME"
+    else
+      pending=1
+      echo "wattplan agent: a GPU refused its setting (above); trying again in $interval s" >&2
+    fi
   fi
   sleep "$interval" &
   wait "$!"

@@ -25,7 +25,10 @@ smi() {
   local -a each
   shift
   nvidia-smi -i "$list" "$@" && return 0
-  [[ $list == *,* ]] || return 1
+  if [[ $list != *,* ]]; then
+    echo "wattplan: GPU $list refused nvidia-smi $*" >&2
+    return 1
+  fi
   echo "wattplan: nvidia-smi -i $list $* failed; calling each GPU alone" >&2
   IFS=, read -r -a each <<<"$list"
   for index in "${each[@]}"; do
@@ -35,11 +38,11 @@ smi() {
 }
 
 # reset_power_limits INDICES: the listed GPUs' power limits back to their defaults (as nvidia-smi reports them):
-# one query, then one -pl call per distinct default.
+# one query, then one -pl call per distinct default. Returns 1 when a GPU refused (after trying every default).
 reset_power_limits() {
-  local rows index default_w
+  local rows index default_w status=0
   local -A gpus_at=()
-  rows=$(smi "$1" --query-gpu=index,power.default_limit --format=csv,noheader,nounits)
+  rows=$(smi "$1" --query-gpu=index,power.default_limit --format=csv,noheader,nounits) || return 1
   while IFS=', ' read -r index default_w; do
     [ -n "$index" ] || continue
     default_w=${default_w%.*}
@@ -50,8 +53,9 @@ reset_power_limits() {
     gpus_at[$default_w]+="${gpus_at[$default_w]:+,}$index"
   done <<<"$rows"
   for default_w in "${!gpus_at[@]}"; do
-    smi "${gpus_at[$default_w]}" -pl "$default_w"
+    smi "${gpus_at[$default_w]}" -pl "$default_w" || status=1
   done
+  return "$status"
 }
 """
 
