@@ -150,3 +150,52 @@ def test_the_agents_latency_is_from_a_jobs_arrival_to_its_release_by_the_first_r
     assert release_waits(db, at_s, rounds=(1,)) == pytest.approx([22.0, 50.0])
     assert release_waits(db, at_s, rounds=(0,)) == [] and release_waits(db, at_s, rounds=()) == []
     db.close()
+
+
+def test_what_the_learner_was_shown_by_hand(tmp_path: Path) -> None:
+    """Round 0's feed by hand: two windows of A alone on 1 GPU at 250 W, a pair's side, two idle readings.
+
+    A ran 5 steps/s at 241 W over a whole round, then 6 steps/s over half a round with no power; the pair's side is
+    left out; idle GPUs showed 41 W over 10 GPU-rounds and 44 W over 5. Rate (5 x 1 + 6 x 0.5) / 1.5 = 5.3333
+    steps/s over 2 windows, 1.5 rounds; power 241 W (the one window with it); idle (41 x 10 + 44 x 5) / 15 = 42.0 W.
+    """
+    from wattplan.planner.agent.learned_state import save_feed
+    from wattplan.planner.sim.telemetry import GpuObservation, JobObservation
+
+    path = _state(tmp_path)
+    store = AgentStore(path)
+    jobs = [
+        JobObservation("1", "A3C", "v100", 1, 250, None, 5.0, 241.0, None, 1.0),
+        JobObservation("2", "A3C", "v100", 1, 250, None, 6.0, None, None, 0.5),
+        JobObservation("3", "A3C", "v100", 1, 250, "A3C", 2.0, None, None, 1.0),
+    ]
+    save_feed(
+        store, 0, jobs, [GpuObservation("v100", 41.0, 10.0, 0.0, 0.0), GpuObservation("v100", 44.0, 5.0, 0.0, 0.0)]
+    )
+    store.close()
+    found = agent_report(path)
+    assert found.learned_rounds == 1 and found.learned_idle_w == {"v100": pytest.approx(42.0)}
+    (rate,) = found.learned_rates
+    assert (rate.job_type, rate.gpus, rate.setting, rate.windows) == ("A3C", 1, 250, 2)
+    assert rate.rounds == pytest.approx(1.5) and rate.steps_per_s == pytest.approx(16.0 / 3.0)
+    assert rate.power_w == pytest.approx(241.0)
+    rows = dict(report_rows(found))
+    assert rows["what the learner was shown (--learn)"].startswith("1 round(s): 2 whole job windows over 1")
+    assert rows["idle power seen, v100"] == "42.0 W per GPU"
+    assert agent_report(path, since_s=3600.0).learned_rounds == 0  # round 0 is not in that period
+    result = run("agent", "report", "--state", path, "--json", tmp_path / "r.json")
+    assert result.exit_code == 0, result.output
+    said = json.loads((tmp_path / "r.json").read_text())
+    assert said["learned_rates"][0]["steps_per_s"] == pytest.approx(16.0 / 3.0)
+
+
+def test_a_state_without_a_feed_and_a_damaged_feed(tmp_path: Path) -> None:
+    path = _state(tmp_path)
+    with sqlite3.connect(path) as db:
+        db.execute("DROP TABLE learner_feed")  # a state written before the table existed
+    assert agent_report(path).learned_rounds == 0
+    store = AgentStore(path)  # opening it for writing adds the table again
+    store.db.execute("INSERT INTO learner_feed VALUES (0, '[{\"job_id\": 1}]', '[]')")
+    store.close()
+    result = run("agent", "report", "--state", path)
+    assert result.exit_code == 2 and "learner_feed round 0" in result.output and "Traceback" not in result.output

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import typing
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, TypeVar
 
 from wattplan.planner.agent.store import AgentStore, StoreError
@@ -48,7 +49,7 @@ def _checked(kind: type[_Obs], row: Any) -> _Obs:
     return made
 
 
-def _parsed(kind: type[_Obs], rows: Any, store: AgentStore, rnd: int) -> list[_Obs]:
+def _parsed(kind: type[_Obs], rows: Any, path: Path, rnd: int) -> list[_Obs]:
     """``rows`` (a JSON list of objects) as ``kind``; a :class:`StoreError` naming the round when one does not fit."""
     try:
         if not isinstance(rows, list):
@@ -56,9 +57,14 @@ def _parsed(kind: type[_Obs], rows: Any, store: AgentStore, rnd: int) -> list[_O
         return [_checked(kind, row) for row in rows]
     except TypeError as err:
         raise StoreError(
-            f"{store.path}: learner_feed round {rnd} holds no list of {kind.__name__} ({err}): give another --state",
+            f"{path}: learner_feed round {rnd} holds no list of {kind.__name__} ({err}): give another --state",
             "bad-state",
         ) from None
+
+
+def parsed_feed(path: Path, rnd: int, jobs: Any, gpus: Any) -> tuple[list[JobObservation], list[GpuObservation]]:
+    """One round's feed as the state file ``path`` keeps it (parsed JSON), as observations; checked."""
+    return _parsed(JobObservation, jobs, path, rnd), _parsed(GpuObservation, gpus, path, rnd)
 
 
 def restored_learner(ctx: ClusterContext, store: AgentStore) -> tuple[ProfileLearner, int]:
@@ -66,5 +72,5 @@ def restored_learner(ctx: ClusterContext, store: AgentStore) -> tuple[ProfileLea
     learner = ProfileLearner(ctx)
     feeds = store.learner_feeds()
     for rnd, jobs, gpus in feeds:
-        learner.observe(_parsed(JobObservation, jobs, store, rnd), _parsed(GpuObservation, gpus, store, rnd))
+        learner.observe(*parsed_feed(store.path, rnd, jobs, gpus))
     return learner, len(feeds)

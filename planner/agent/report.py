@@ -19,6 +19,10 @@ before it counts as arriving at it):
 * GPU energy measured: DCGM's, apportioned to the managed jobs, summed over the observed windows (kWh);
 * with an energy budget (``--energy-budget-kwh``, :mod:`planner.agent.energy_budget`): the budget, its period and
   the whole cluster's energy charged to each period since the agent's first round (kWh), whatever the window;
+* with ``--learn``: what the learner was shown over the period (:mod:`planner.agent.learned_state`): per GPU type
+  the idle power its GPUs no job held showed (W, weighted by idle GPU-rounds), and per job type, GPU type, count and
+  setting the rate (steps/s) and GPU power (W per GPU, jobs alone) the whole windows showed, weighted by their
+  length in rounds: measured figures to set beside the profiles';
 * the completed jobs against the agent's reference, Slurm alone at full power (``fifo-max`` in continuous time over
   the jobs seen, :func:`planner.agent.reference.slurm_reference_runs`, kept per job in the state): their measured
   GPU energy against the reference's (each job's GPUs at the top setting's profiled power for the time its steps
@@ -44,7 +48,9 @@ from typing import Any, Protocol
 import numpy as np
 
 from wattplan.planner.agent.energy_budget import BudgetPeriods, energy_by_period
+from wattplan.planner.agent.learned_state import parsed_feed
 from wattplan.planner.agent.slurm_actions import SlurmCall
+from wattplan.planner.agent.store import StoreError
 from wattplan.planner.contracts.problems import InputError, Problem
 from wattplan.planner.sim.metrics import J_PER_KWH, jct_stats
 
@@ -207,6 +213,23 @@ def release_latency(db: Queries, job_ids: Collection[str] | None = None) -> Rele
     return ReleaseLatency(len(waits), statistics.median(waits), float(np.percentile(waits, 90)), waits[-1], scale)
 
 
+@dataclass(frozen=True)
+class LearnedRate:
+    """One configuration's measured rate over the whole windows the learner took (``--learn``)."""
+
+    job_type: str
+    gpu_type: str
+    gpus: int
+    setting: int
+    windows: int
+    rounds: float
+    """The windows' length in rounds (the weights the learner gave them)."""
+    steps_per_s: float
+    """The windows' rate, weighted by their length (steps/s)."""
+    power_w: float | None
+    """The GPUs' power per GPU, weighted the same, over the windows of a job alone on its GPUs (W); None: none."""
+
+
 @dataclass
 class AgentReport:
     """The period's summary (module docstring); times in s, energy in kWh."""
@@ -234,6 +257,12 @@ class AgentReport:
     budget_period_s: float | None = None
     period_kwh: list[float] = field(default_factory=list)
     """The cluster's energy charged to each period of the energy budget, from the first (kWh)."""
+    learned_rounds: int = 0
+    """Rounds of the period whose observations the learner took (``--learn``)."""
+    learned_idle_w: dict[str, float] = field(default_factory=dict)
+    """Per GPU type, the idle power its GPUs no job held showed (W per GPU), weighted by idle GPU-rounds."""
+    learned_rates: list[LearnedRate] = field(default_factory=list)
+    """Per job type, GPU type, count and setting, what the learner's windows showed."""
 
     def to_json(self) -> dict[str, Any]:
         """The report as JSON values (the round points as lists)."""
@@ -300,9 +329,51 @@ def agent_report(path: Path, since_s: float | None = None, until_s: float | None
         out.against = against_reference(db, {j[0] for j in jobs})
         out.latency = release_latency(db, {str(j[0]) for j in jobs})
         _budget_periods(db, out)
+        _learned(db, path, chosen, out)
         return out
     finally:
         db.close()
+
+
+def _learned(db: sqlite3.Connection, path: Path, chosen: Collection[int], out: AgentReport) -> None:
+    """What the learner was shown in the ``chosen`` rounds (module docstring); nothing when the state keeps none.
+
+    A damaged feed is a :class:`StoreError` naming its round.
+    """
+    try:
+        rows = db.execute("SELECT round, jobs, gpus FROM learner_feed ORDER BY round").fetchall()
+    except sqlite3.OperationalError:  # a state written before the table existed, opened read-only
+        return
+    idle: dict[str, list[float]] = {}
+    rates: dict[tuple[str, str, int, int], list[float]] = {}
+    for rnd, jobs_text, gpus_text in rows:
+        if rnd not in chosen:
+            continue
+        try:
+            jobs, gpus = parsed_feed(path, rnd, json.loads(jobs_text), json.loads(gpus_text))
+        except ValueError as err:
+            raise StoreError(f"{path}: learner_feed round {rnd} is not JSON ({err})", "bad-state") from None
+        out.learned_rounds += 1
+        for g in gpus:
+            if g.idle_power_w is not None and g.idle_weight > 0:
+                sums = idle.setdefault(g.gpu_type, [0.0, 0.0])
+                sums[0] += g.idle_power_w * g.idle_weight
+                sums[1] += g.idle_weight
+        for o in jobs:
+            if o.partner_type is not None or o.weight <= 0:
+                continue
+            acc = rates.setdefault((o.job_type, o.gpu_type, o.gpus, o.setting), [0.0, 0.0, 0.0, 0.0, 0.0])
+            acc[0] += 1
+            acc[1] += o.weight
+            acc[2] += o.steps_per_s * o.weight
+            if o.power_w is not None:
+                acc[3] += o.power_w * o.weight
+                acc[4] += o.weight
+    out.learned_idle_w = {g: w / n for g, (w, n) in sorted(idle.items())}
+    out.learned_rates = [
+        LearnedRate(jt, g, n, s, int(acc[0]), acc[1], acc[2] / acc[1], acc[3] / acc[4] if acc[4] > 0 else None)
+        for (jt, g, n, s), acc in sorted(rates.items())
+    ]
 
 
 def _budget_periods(db: sqlite3.Connection, out: AgentReport) -> None:
@@ -360,6 +431,16 @@ def report_rows(report: AgentReport) -> list[tuple[str, str]]:
                 f"{len(drawn)} period(s) drawn: {said}",
             )
         )
+    if report.learned_rounds:
+        windows = sum(r.windows for r in report.learned_rates)
+        rows.append(
+            (
+                "what the learner was shown (--learn)",
+                f"{report.learned_rounds} round(s): {windows} whole job windows over {len(report.learned_rates)} "
+                "configuration(s) (--json has each)",
+            )
+        )
+        rows += [(f"idle power seen, {g}", f"{w:,.1f} W per GPU") for g, w in report.learned_idle_w.items()]
     a = report.against
     if a.jobs:
         saved = a.saved_fraction

@@ -145,8 +145,8 @@ def report(
     """Summarise what the agent did, from its state (read-only: safe while it runs).
 
     Rounds and the time they took, Slurm calls by outcome, managed jobs by how they ended, restarts, completed
-    jobs' average and p95 JCT, and the GPU energy DCGM measured for the managed jobs. Without --state or
-    --cluster: ./wattplan-agent.db, the agent's default.
+    jobs' average and p95 JCT, the GPU energy DCGM measured for the managed jobs, and with --learn the idle power
+    and rates the learner was shown. Without --state or --cluster: ./wattplan-agent.db, the agent's default.
     """
     from rich.table import Table
 
