@@ -142,7 +142,8 @@ def test_settings_agent(tmp_path: Path, rendered: Path) -> None:
     shellcheck([agent, rendered / "label-nodes.sh", rendered / "apply.sh"])
 
 
-def test_agent_applies_and_resets_settings(tmp_path: Path, rendered: Path) -> None:
+def _node_agent(tmp_path: Path, rendered: Path, **env: str) -> subprocess.Popen[str]:
+    """a100-0's node agent started against the fake ``nvidia-smi`` (log ``smi.log``), a pass every 0.1 s."""
     from tests.launch_helpers import install_fake_nvidia
 
     configmap, _ = _docs(rendered / "node-agent.yaml")
@@ -150,15 +151,21 @@ def test_agent_applies_and_resets_settings(tmp_path: Path, rendered: Path) -> No
     settings_dir.mkdir()
     (settings_dir / "agent.sh").write_text(configmap["data"]["agent.sh"])
     (settings_dir / "a100-0.settings").write_text(configmap["data"]["a100-0.settings"])
-    log = tmp_path / "smi.log"
-    install_fake_nvidia(tmp_path / "bin", log)
+    install_fake_nvidia(tmp_path / "bin", tmp_path / "smi.log")
     env = {
         "PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin",
         "NODE_NAME": "a100-0",
         "WATTPLAN_SETTINGS_DIR": str(settings_dir),
         "WATTPLAN_AGENT_INTERVAL_S": "0.1",
+        **env,
     }
-    agent = subprocess.Popen(["bash", str(settings_dir / "agent.sh")], env=env, stdout=subprocess.PIPE, text=True)
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    return subprocess.Popen(["bash", str(settings_dir / "agent.sh")], env=env, text=True, **pipes)
+
+
+def test_agent_applies_and_resets_settings(tmp_path: Path, rendered: Path) -> None:
+    log = tmp_path / "smi.log"
+    agent = _node_agent(tmp_path, rendered)
     try:
         assert agent.stdout is not None
         assert "applied settings for a100-0" in agent.stdout.readline()
@@ -173,25 +180,8 @@ def test_agent_applies_and_resets_settings(tmp_path: Path, rendered: Path) -> No
 
 def test_agent_names_a_refusing_gpu_and_tries_again(tmp_path: Path, rendered: Path) -> None:
     """GPU 2 refuses every call: the others get their settings, the agent says so and applies again, still running."""
-    from tests.launch_helpers import install_fake_nvidia
-
-    configmap, _ = _docs(rendered / "node-agent.yaml")
-    settings_dir = tmp_path / "etc"
-    settings_dir.mkdir()
-    (settings_dir / "agent.sh").write_text(configmap["data"]["agent.sh"])
-    (settings_dir / "a100-0.settings").write_text(configmap["data"]["a100-0.settings"])
     log = tmp_path / "smi.log"
-    install_fake_nvidia(tmp_path / "bin", log)
-    env = {
-        "PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin",
-        "NODE_NAME": "a100-0",
-        "WATTPLAN_SETTINGS_DIR": str(settings_dir),
-        "WATTPLAN_AGENT_INTERVAL_S": "0.1",
-        "FAKE_SMI_REFUSE": "2",
-    }
-    agent = subprocess.Popen(
-        ["bash", str(settings_dir / "agent.sh")], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
+    agent = _node_agent(tmp_path, rendered, FAKE_SMI_REFUSE="2")
     try:
         assert agent.stderr is not None
         said = [agent.stderr.readline() for _ in range(20)]  # its refusals, pass after pass: it keeps running
